@@ -1,0 +1,13 @@
+"""asofgpu: as-of joins on the GPU and the CPU, built as a gather map.
+
+>>> import numpy as np, asofgpu as ag
+>>> ag.asof_join(np.array([2, 9]), np.array([1, 5, 8]), device="cpu").tolist()
+[0, 2]
+"""
+
+from ._types import NO_MATCH, AmbiguousMatchError, Strategy
+from .gather import gather
+from .join import AsofJoin, asof_join
+
+__all__ = ["NO_MATCH", "AmbiguousMatchError", "AsofJoin", "Strategy", "asof_join", "gather"]
+__version__ = "0.1.0"

@@ -1,0 +1,235 @@
+"""The only module that imports numba, numba.cuda and cupy: builds and launches the kernels.
+
+Three backends run the same ``kernels/`` source:
+
+- ``python``: the identity jit, a plain loop (unit tests, pdb);
+- ``cpu``: ``numba.njit`` under a ``prange`` loop over left rows, arrays in numpy;
+- ``cuda``: ``numba.cuda.jit(device=True)`` under a thin kernel, arrays in cupy (numpy under the
+  CUDA simulator, ``NUMBA_ENABLE_CUDASIM=1``).
+
+Each also sorts the right side on its own device: numpy plus a numba counting sort on the host,
+cupy's stable radix sort on the device.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import numpy as np
+
+from .kernels import probe
+
+cuda = None  # numba.cuda, imported on first use of the cuda backend
+CUDA_THREADS = 256
+
+
+def _py_unsigned(x):
+    """For the python backend and the simulator: Python ints make every gap exact."""
+    return int(x)
+
+
+def _identity(fn):
+    return fn
+
+
+def cudasim_enabled() -> bool:
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+class Backend:
+    """Sort the right side and probe it, on one device."""
+
+    name = ""
+
+    def __init__(self):
+        self.xp = np
+        self._probes = {}
+
+    # ---- arrays
+    def asarray(self, arr):
+        return self.xp.asarray(arr)
+
+    def to_host(self, arr) -> np.ndarray:
+        return np.asarray(arr)
+
+    def stable_argsort(self, values):
+        return np.argsort(values, kind="stable")
+
+    def group_sort(self, order, bucket, n_groups: int):
+        """Stable counting sort of ``order`` by ``bucket[order]`` (values 0..n_groups, the last
+        bucket being discarded rows). Returns the reordered rows and the group offsets."""
+        bucket_of = bucket[order]
+        by_group = self.stable_argsort(bucket_of)
+        counts = self.xp.bincount(bucket_of, minlength=n_groups + 1)
+        offsets = self.xp.zeros(n_groups + 2, dtype=np.int64)
+        self.xp.cumsum(counts, out=offsets[1:])
+        return order[by_group], offsets
+
+    # ---- the kernel
+    def probe(self, is_float: bool, left_keys, left_groups, offsets, right_keys, rows_last,
+              rows_first, strategy: int, exact: bool, tol, nearest_tie: int, out) -> None:
+        has_tol = tol is not None
+        tol = (np.float64(tol) if is_float else np.uint64(tol)) if has_tol else (
+            np.float64(0) if is_float else np.uint64(0))
+        no_match = np.iinfo(out.dtype).min
+        self._launch(is_float, left_keys, left_groups, offsets, right_keys, rows_last,
+                     rows_first, strategy, exact, has_tol, tol, nearest_tie, no_match, out)
+
+    def _launch(self, is_float, *args):
+        raise NotImplementedError
+
+
+class PythonBackend(Backend):
+    name = "python"
+
+    def _launch(self, is_float, *args):
+        if is_float not in self._probes:
+            self._probes[is_float] = probe.build(_identity, is_float, _py_unsigned)
+        probe_row = self._probes[is_float]
+        for i in range(len(args[-1])):
+            probe_row(i, *args)
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def __init__(self):
+        super().__init__()
+        import numba
+
+        self._numba = numba
+
+    def group_sort(self, order, bucket, n_groups):
+        rows, offsets = _counting_sort()(order, bucket, n_groups + 1)
+        return rows, offsets
+
+    def _launch(self, is_float, *args):
+        _cpu_probe_all(is_float)(*args)
+
+
+@functools.cache
+def _cpu_probe_all(is_float: bool):
+    import numba
+
+    probe_row = probe.build(numba.njit(cache=True), is_float, numba.uint64)
+
+    @numba.njit(parallel=True, cache=True)
+    def probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
+                  strategy, exact, has_tol, tol, nearest_tie, no_match, out):
+        for i in numba.prange(out.size):
+            probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
+                      strategy, exact, has_tol, tol, nearest_tie, no_match, out)
+
+    return probe_all
+
+
+@functools.cache
+def _counting_sort():
+    import numba
+
+    @numba.njit(cache=True)
+    def counting_sort(order, bucket, n_buckets):
+        """Stable: rows keep their order within a bucket. Offsets has n_buckets + 1 entries."""
+        offsets = np.zeros(n_buckets + 1, np.int64)
+        for k in range(order.size):
+            offsets[bucket[order[k]] + 1] += 1
+        for b in range(n_buckets):
+            offsets[b + 1] += offsets[b]
+        fill = offsets[:-1].copy()
+        rows = np.empty_like(order)
+        for k in range(order.size):
+            b = bucket[order[k]]
+            rows[fill[b]] = order[k]
+            fill[b] += 1
+        return rows, offsets
+
+    return counting_sort
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+
+    def __init__(self):
+        super().__init__()
+        from numba import cuda
+
+        self._cuda = cuda
+        self.simulated = cudasim_enabled()
+        if not self.simulated:
+            import cupy
+
+            self.xp = cupy
+
+    def to_host(self, arr) -> np.ndarray:
+        return np.asarray(arr) if self.simulated else self.xp.asnumpy(arr)
+
+    def stable_argsort(self, values):
+        if self.simulated:
+            return np.argsort(values, kind="stable")
+        return self.xp.argsort(values)  # cupy's sort is always stable (a radix sort)
+
+    def _launch(self, is_float, *args):
+        kernel = _cuda_probe_kernel(is_float, self.simulated)
+        n = len(args[-1])
+        if n == 0:
+            return
+        blocks = (n + CUDA_THREADS - 1) // CUDA_THREADS
+        if self.simulated:
+            # The simulator writes every array argument back: give it writable copies.
+            args = [a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a
+                    for a in args]
+        kernel[blocks, CUDA_THREADS](*args)
+
+
+@functools.cache
+def _cuda_probe_kernel(is_float: bool, simulated: bool):
+    # The kernel must reach numba.cuda as a module global: the simulator swaps globals (not
+    # closure variables) that name numba.cuda for its own fake module.
+    global cuda
+    import numba
+    from numba import cuda
+
+    unsigned = _py_unsigned if simulated else numba.uint64
+    probe_row = probe.build(cuda.jit(device=True), is_float, unsigned)
+
+    @cuda.jit
+    def probe_kernel(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
+                     strategy, exact, has_tol, tol, nearest_tie, no_match, out):
+        i = cuda.grid(1)
+        if i < out.size:
+            probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
+                      strategy, exact, has_tol, tol, nearest_tie, no_match, out)
+
+    return probe_kernel
+
+
+_BACKENDS = {"python": PythonBackend, "cpu": CpuBackend, "cuda": CudaBackend}
+
+
+@functools.cache
+def cuda_usable() -> bool:
+    """A real GPU with cupy and numba-cuda importable (the simulator does not count)."""
+    if cudasim_enabled():
+        return False
+    try:
+        import cupy
+        from numba import cuda
+
+        return bool(cuda.is_available()) and cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - any import or driver failure means "no GPU here"
+        return False
+
+
+@functools.cache
+def get_backend(device: str) -> Backend:
+    """``"auto"`` picks ``cuda`` when a usable GPU is present, else ``cpu``."""
+    if device == "auto":
+        device = "cuda" if cuda_usable() else "cpu"
+    if device == "cuda" and not (cudasim_enabled() or cuda_usable()):
+        msg = (
+            "device='cuda' needs an NVIDIA GPU with cupy and numba-cuda installed, and none is "
+            "usable here. Hint: pip install 'asofgpu[cuda12]' (or cuda13), or use device='cpu'."
+        )
+        raise RuntimeError(msg)
+    return _BACKENDS[device]()

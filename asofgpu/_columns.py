@@ -1,0 +1,301 @@
+"""Any column a user holds -> what the kernels read: an ordered key array and its validity.
+
+Host columns (numpy, pyarrow, pandas, polars, anything with ``__arrow_c_stream__`` or
+``__arrow_c_array__``) become pyarrow ChunkedArrays; device columns (cupy, anything with
+``__cuda_array_interface__``) stay cupy arrays. Ordered keys are reduced to three physical
+kinds, int64, uint64 and float64, which is all the kernels are compiled for; temporal keys keep
+their unit (ticks of so many nanoseconds) so that both sides and the tolerance can be put on
+one scale.
+
+>>> import numpy as np
+>>> key = ordered_key(np.array([3, 1, 2], dtype=np.int32), "right_on", host=True)
+>>> key.values.dtype, key.type.family
+(dtype('int64'), 'int')
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_TICK_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+_DAY_NS = 86_400 * 10**9
+
+
+@dataclass(frozen=True)
+class KeyType:
+    """The logical type of an ordered key: family, tick (ns per unit, temporal only), tz."""
+
+    family: str  # "int", "uint", "float", "timestamp", "date", "duration", "time"
+    tick_ns: int = 0
+    tz: str | None = None
+    name: str = ""  # as the user's type reads, for messages
+
+    @property
+    def physical(self) -> str:
+        """The kernel's key kind: "int" (int64), "uint" (uint64) or "float" (float64)."""
+        return self.family if self.family in ("uint", "float") else "int"
+
+    @property
+    def temporal(self) -> bool:
+        return self.tick_ns > 0
+
+
+@dataclass
+class Key:
+    """Kernel-ready ordered key: values (int64, uint64 or float64), validity (or None)."""
+
+    values: object
+    valid: object
+    type: KeyType
+
+
+# --------------------------------------------------------------------------- recognising inputs
+
+
+def is_device(obj) -> bool:
+    """True for device-resident arrays (cupy, numba device arrays, anything with CAI)."""
+    return hasattr(obj, "__cuda_array_interface__")
+
+
+def to_arrow(obj, param: str) -> pa.ChunkedArray:
+    """A host column as a pyarrow ChunkedArray, zero-copy where the memory allows it."""
+    if isinstance(obj, pa.ChunkedArray):
+        return obj
+    if isinstance(obj, pa.Array):
+        return pa.chunked_array([obj])
+    if is_device(obj):
+        return pa.chunked_array([pa.array(_device_to_numpy(obj))])
+    if isinstance(obj, np.ndarray):
+        if obj.ndim != 1:
+            msg = f"{param} must be one-dimensional, got an array of shape {obj.shape}"
+            raise ValueError(msg)
+        return pa.chunked_array([pa.array(obj)])
+    if hasattr(obj, "__arrow_c_stream__"):
+        return pa.chunked_array(obj)
+    if hasattr(obj, "__arrow_c_array__"):
+        return pa.chunked_array([pa.array(obj)])
+    if hasattr(obj, "to_arrow"):  # cuDF Series, pylibcudf Column, polars Series
+        return to_arrow(obj.to_arrow(), param)
+    if type(obj).__module__.startswith("pandas"):
+        return pa.chunked_array([pa.array(obj, from_pandas=True)])
+    msg = (
+        f"{param} must be a column (numpy, cupy or pyarrow array, pandas, polars or cuDF "
+        f"Series), got {type(obj).__name__}"
+    )
+    raise TypeError(msg)
+
+
+def _device_to_numpy(obj):
+    if hasattr(obj, "get"):
+        return obj.get()
+    import cupy  # a device array without .get(): let cupy read its interface
+
+    return cupy.asnumpy(cupy.asarray(obj))
+
+
+def column_length(obj, param: str) -> int:
+    if is_device(obj):
+        return int(obj.__cuda_array_interface__["shape"][0])
+    return len(to_arrow(obj, param))
+
+
+# --------------------------------------------------------------------------- ordered keys
+
+
+def key_type_of_arrow(t: pa.DataType, param: str) -> KeyType:
+    name = str(t)
+    if pa.types.is_signed_integer(t):
+        return KeyType("int", name=name)
+    if pa.types.is_unsigned_integer(t):
+        return KeyType("uint", name=name)
+    if pa.types.is_floating(t):
+        return KeyType("float", name=name)
+    if pa.types.is_timestamp(t):
+        return KeyType("timestamp", _TICK_NS[t.unit], t.tz, name)
+    if pa.types.is_duration(t):
+        return KeyType("duration", _TICK_NS[t.unit], name=name)
+    if pa.types.is_time(t):
+        return KeyType("time", _TICK_NS[t.unit], name=name)
+    if pa.types.is_date32(t):
+        return KeyType("date", _DAY_NS, name=name)
+    if pa.types.is_date64(t):
+        return KeyType("date", _TICK_NS["ms"], name=name)
+    msg = (
+        f"{param} must be an integer, float, date, time, timestamp or duration column, "
+        f"got {name}"
+    )
+    raise TypeError(msg)
+
+
+def key_type_of_numpy(dtype: np.dtype, param: str) -> KeyType:
+    if dtype.kind in "mM":
+        unit = np.datetime_data(dtype)[0]
+        if unit not in _TICK_NS:
+            msg = f"{param} must use the unit s, ms, us or ns, got {dtype}"
+            raise TypeError(msg)
+        family = "timestamp" if dtype.kind == "M" else "duration"
+        return KeyType(family, _TICK_NS[unit], name=str(dtype))
+    kinds = {"i": "int", "u": "uint", "f": "float"}
+    if dtype.kind in kinds:
+        return KeyType(kinds[dtype.kind], name=str(dtype))
+    msg = f"{param} must be an integer, float, datetime64 or timedelta64 array, got {dtype}"
+    raise TypeError(msg)
+
+
+_PHYSICAL_NUMPY = {"int": np.int64, "uint": np.uint64, "float": np.float64}
+
+
+def ordered_key(obj, param: str, host: bool) -> Key:
+    """Reduce a column to a Key on the host (numpy) or the device (cupy)."""
+    if not host and is_device(obj):
+        import cupy
+
+        arr = cupy.asarray(obj)
+        if arr.ndim != 1:
+            msg = f"{param} must be one-dimensional, got an array of shape {arr.shape}"
+            raise ValueError(msg)
+        ktype = key_type_of_numpy(arr.dtype, param)
+        if arr.dtype.kind in "mM":
+            arr = arr.view(np.int64)
+        values = arr.astype(_PHYSICAL_NUMPY[ktype.physical], copy=False)
+        if ktype.physical == "float":
+            values = canonical_floats(values, cupy)
+        return Key(values, None, ktype)
+    col = to_arrow(obj, param)
+    ktype = key_type_of_arrow(col.type, param)
+    values, valid = _arrow_to_numpy(col, ktype)
+    if ktype.physical == "float":
+        values = canonical_floats(values, np)
+    if not host:
+        import cupy
+
+        values = cupy.asarray(values)
+        valid = None if valid is None else cupy.asarray(valid)
+    return Key(values, valid, ktype)
+
+
+def _arrow_to_numpy(col: pa.ChunkedArray, ktype: KeyType):
+    """The physical values of a key column (nulls filled with 0) and its validity."""
+    if ktype.temporal:
+        col = col.cast(pa.int32() if col.type.bit_width == 32 else pa.int64())
+    valid = None
+    if col.null_count:
+        valid = col.is_valid().to_numpy()
+        col = col.fill_null(0)
+    values = col.to_numpy()
+    return values.astype(_PHYSICAL_NUMPY[ktype.physical], copy=False), valid
+
+
+def canonical_floats(values, xp):
+    """-0.0 -> 0.0 and every NaN -> the one quiet NaN, so that sorts see equal keys as equal."""
+    if not len(values) or not (xp.isnan(values).any() or (values == 0).any()):
+        return values
+    return xp.where(xp.isnan(values), np.nan, values + 0.0)
+
+
+def common_tick(left: KeyType, right: KeyType, left_param: str, right_param: str) -> int:
+    """Check that two keys compare, and return the tick both are brought to (0: not temporal).
+
+    Widths may differ (int32 vs int64, float32 vs float64, timestamp[s] vs timestamp[ns]);
+    the family, the signedness and the timezone may not.
+    """
+    if left.family != right.family or left.tz != right.tz:
+        hint = ""
+        if {left.family, right.family} == {"int", "uint"}:
+            hint = " Hint: cast both to the same signedness."
+        elif left.tz != right.tz and left.family == right.family:
+            hint = " Hint: convert both to the same timezone."
+        msg = (
+            f"{left_param} ({left.name}) and {right_param} ({right.name}) cannot be compared: "
+            f"the as-of key must have the same type family on both sides.{hint}"
+        )
+        raise TypeError(msg)
+    return min(left.tick_ns, right.tick_ns)
+
+
+def rescale(key: Key, tick_ns: int, param: str, xp) -> Key:
+    """Bring a temporal key to a finer tick, refusing values that would overflow int64."""
+    if not key.type.temporal or key.type.tick_ns == tick_ns:
+        return key
+    factor = key.type.tick_ns // tick_ns
+    limit = np.iinfo(np.int64).max // factor
+    values = key.values
+    if len(values):
+        live = values if key.valid is None else xp.where(key.valid, values, 0)
+        if int(live.max()) > limit or int(live.min()) < -limit:
+            msg = (
+                f"{param} ({key.type.name}) holds values that overflow int64 when converted "
+                f"to the other side's finer unit. Hint: cast both keys to the coarser unit."
+            )
+            raise OverflowError(msg)
+    ktype = KeyType(key.type.family, tick_ns, key.type.tz, key.type.name)
+    return Key(values * factor, key.valid, ktype)
+
+
+# --------------------------------------------------------------------------- tolerance
+
+
+def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int):
+    """The tolerance on the kernel's scale: uint64 for integer keys, float64 for float keys.
+
+    Numbers are in the key's physical unit (of the column as given); ``timedelta`` and
+    ``numpy.timedelta64`` are converted for temporal keys. Returns None for no tolerance.
+    """
+    if tolerance is None:
+        return None
+    if isinstance(tolerance, (datetime.timedelta, np.timedelta64)):
+        if not ktype.temporal:
+            msg = (
+                f"tolerance: a timedelta needs a temporal key (date, time, timestamp or "
+                f"duration), the key is {ktype.name}. Hint: pass a number in the key's unit."
+            )
+            raise TypeError(msg)
+        if isinstance(tolerance, datetime.timedelta):
+            ns = (tolerance.days * 86_400 + tolerance.seconds) * 10**9
+            ns += tolerance.microseconds * 1000
+        else:
+            if np.isnat(tolerance):
+                msg = "tolerance must be a duration, got NaT"
+                raise ValueError(msg)
+            unit = np.datetime_data(tolerance.dtype)[0]
+            if unit not in _TICK_NS and unit not in ("D", "h", "m", "W"):
+                msg = f"tolerance: unsupported timedelta64 unit {unit!r}"
+                raise ValueError(msg)
+            ns = int(tolerance.astype("timedelta64[ns]").astype(np.int64))
+        ticks = ns // tick_ns  # distances are whole ticks: d <= t  <=>  d <= floor(t)
+        return _nonnegative_ticks(ticks, tolerance)
+    if isinstance(tolerance, (bool, np.bool_)) or not isinstance(
+        tolerance, (int, float, np.integer, np.floating)
+    ):
+        msg = (
+            f"tolerance must be a non-negative number, datetime.timedelta or "
+            f"numpy.timedelta64, got {type(tolerance).__name__}"
+        )
+        raise TypeError(msg)
+    if tolerance != tolerance:
+        msg = "tolerance must be a non-negative number, got NaN"
+        raise ValueError(msg)
+    if tolerance < 0:
+        msg = f"tolerance must be non-negative, got {tolerance}"
+        raise ValueError(msg)
+    if ktype.physical == "float":
+        return float(tolerance)
+    if tolerance == float("inf"):
+        return np.uint64(np.iinfo(np.uint64).max)
+    # A number is in the column's own unit; the key may have been brought to a finer tick.
+    ticks = int(tolerance) if isinstance(tolerance, (int, np.integer)) else int(np.floor(tolerance))
+    if ktype.temporal and ktype.tick_ns != tick_ns:
+        ticks *= ktype.tick_ns // tick_ns
+    return _nonnegative_ticks(ticks, tolerance)
+
+
+def _nonnegative_ticks(ticks: int, tolerance) -> np.uint64:
+    if ticks < 0:
+        msg = f"tolerance must be non-negative, got {tolerance}"
+        raise ValueError(msg)
+    return np.uint64(min(ticks, int(np.iinfo(np.uint64).max)))

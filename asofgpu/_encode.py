@@ -1,0 +1,173 @@
+"""``by`` columns -> int32 group codes: a dictionary built from the right side, the left
+looked up in it.
+
+Everything runs in Arrow's hash kernels (``dictionary_encode``, ``index_in``), never a Python
+loop over rows. Several columns are combined pairwise (``code * n + code``) and re-encoded
+after each step, so the combined codes stay dense and never overflow.
+Code -1 means "no group": a null under ``null_equality="unequal"``, or (left) a value the right
+side never has.
+
+>>> import pyarrow as pa
+>>> groups = Groups([pa.chunked_array([["b", "a", "b"]])], ["right_by"], null_equal=False)
+>>> groups.right_codes.tolist(), groups.n_groups
+([0, 1, 0], 2)
+>>> groups.lookup([pa.chunked_array([["a", "z", None]])], ["left_by"]).tolist()
+[1, -1, -1]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+NO_GROUP = -1
+
+
+def _family(t: pa.DataType):
+    """Types whose values compare equal across flavours (string vs large_string, ...)."""
+    if pa.types.is_dictionary(t):
+        return _family(t.value_type)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return "binary"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_nested(t):
+        return None
+    return t
+
+
+def _check_type(left: pa.DataType, right: pa.DataType, left_param: str, right_param: str):
+    for t, p in ((left, left_param), (right, right_param)):
+        if _family(t) is None:
+            msg = f"{p} must be a flat column (numbers, strings, temporal, bool), got {t}"
+            raise TypeError(msg)
+    if _family(left) != _family(right) and not (pa.types.is_null(left) or pa.types.is_null(right)):
+        msg = (
+            f"{left_param} ({left}) and {right_param} ({right}) cannot be compared: "
+            f"by-columns must have the same type on both sides. Hint: cast one of them."
+        )
+        raise TypeError(msg)
+
+
+def _canonical(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Floats as float64 with -0.0 -> 0.0 and one NaN, so equal values hash equal."""
+    if not pa.types.is_floating(col.type):
+        return col
+    col = col.cast(pa.float64())
+    return pc.if_else(pc.is_nan(col), pa.scalar(float("nan")), pc.add(col, 0.0))
+
+
+def _nulls_as(indices: pa.ChunkedArray, code: int) -> np.ndarray:
+    return indices.fill_null(code).to_numpy().astype(np.int32, copy=False)
+
+
+def _dictionary_of(col: pa.ChunkedArray) -> pa.Array:
+    """The shared dictionary of a unified dictionary column (empty when it has no chunks)."""
+    if col.num_chunks:
+        return col.chunk(0).dictionary
+    return pa.array([], col.type.value_type)
+
+
+def _combine_chunks(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    return col if col.num_chunks else pa.chunked_array([pa.array([], col.type)])
+
+
+class _Column:
+    """One by-column's right dictionary, and the lookup of left values in it."""
+
+    def __init__(self, col: pa.ChunkedArray, null_equal: bool):
+        self.null_equal = null_equal
+        self.type = col.type
+        col = _combine_chunks(col)
+        if pa.types.is_dictionary(col.type):
+            self.dictionary, self.codes = self._encode_dictionary_column(col)
+        else:
+            col = _canonical(col)
+            enc = pc.dictionary_encode(col, null_encoding="encode" if null_equal else "mask")
+            self.dictionary = (enc.chunk(0).dictionary if enc.num_chunks
+                               else pa.array([], col.type))
+            indices = pa.chunked_array([c.indices for c in enc.chunks], pa.int32())
+            self.codes = _nulls_as(indices, NO_GROUP)
+        null_at = np.flatnonzero(self.dictionary.is_null().to_numpy(zero_copy_only=False))
+        self.null_code = int(null_at[0]) if null_equal and len(null_at) else NO_GROUP
+
+    def _encode_dictionary_column(self, col: pa.ChunkedArray):
+        """Categoricals by value: encode the (small) dictionary, then map the indices."""
+        col = col.unify_dictionaries()
+        values = _Column(pa.chunked_array([_dictionary_of(col)]), self.null_equal)
+        dictionary, value_codes = values.dictionary, values.codes
+        indices = _nulls_as(pa.chunked_array([c.indices for c in col.chunks]), -1)
+        if self.null_equal and (indices < 0).any():
+            if values.null_code == NO_GROUP:  # null indices need a group of their own
+                dictionary = pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)])
+                null_code = len(dictionary) - 1
+            else:
+                null_code = values.null_code
+        else:
+            null_code = NO_GROUP
+        codes = np.where(indices >= 0, value_codes[np.maximum(indices, 0)], null_code)
+        return dictionary, codes.astype(np.int32, copy=False)
+
+    def lookup(self, col: pa.ChunkedArray) -> np.ndarray:
+        col = _combine_chunks(col)
+        if pa.types.is_dictionary(col.type):
+            col = col.unify_dictionaries()
+            value_codes = self.lookup(pa.chunked_array([_dictionary_of(col)]))
+            indices = _nulls_as(pa.chunked_array([c.indices for c in col.chunks]), -1)
+            codes = np.where(indices >= 0, value_codes[np.maximum(indices, 0)], self.null_code)
+            return codes.astype(np.int32, copy=False)
+        if pa.types.is_null(col.type):  # all null
+            return np.full(len(col), self.null_code, dtype=np.int32)
+        col = _canonical(col)
+        value_set = self.dictionary
+        if value_set.type != col.type:
+            value_set = value_set.cast(col.type)
+        found = pc.index_in(col, value_set=value_set, skip_nulls=not self.null_equal)
+        return _nulls_as(found, NO_GROUP)
+
+
+class Groups:
+    """The right side's groups over any number of by-columns; left columns looked up."""
+
+    def __init__(self, columns: list[pa.ChunkedArray], params: list[str], null_equal: bool):
+        for col, param in zip(columns, params):
+            _check_type(col.type, col.type, param, param)
+        self.params = params
+        self.columns = [_Column(c, null_equal) for c in columns]
+        codes = self.columns[0].codes
+        self._steps = []  # per extra column: the dictionary of combined codes
+        for column in self.columns[1:]:
+            combined = _pair(codes, column.codes, len(column.dictionary))
+            enc = pc.dictionary_encode(pa.array(combined, mask=combined < 0))
+            self._steps.append(enc.dictionary)
+            codes = _nulls_as(pa.chunked_array([enc.indices]), NO_GROUP)
+        self.right_codes = codes
+        self.n_groups = len(self._steps[-1]) if self._steps else len(self.columns[0].dictionary)
+
+    def lookup(self, columns: list[pa.ChunkedArray], params: list[str]) -> np.ndarray:
+        """Group codes of left rows (-1: no such group on the right, or a null key)."""
+        if len(columns) != len(self.columns):
+            msg = (
+                f"{params[0].split('[')[0]} must have {len(self.columns)} column(s) to match "
+                f"right_by, got {len(columns)}"
+            )
+            raise ValueError(msg)
+        for col, column, lp, rp in zip(columns, self.columns, params, self.params):
+            _check_type(col.type, column.type, lp, rp)
+        codes = self.columns[0].lookup(columns[0])
+        for col, column, step in zip(columns[1:], self.columns[1:], self._steps):
+            combined = _pair(codes, column.lookup(col), len(column.dictionary))
+            found = pc.index_in(pa.array(combined, mask=combined < 0), value_set=step)
+            codes = _nulls_as(pa.chunked_array([found]), NO_GROUP)
+        return codes
+
+
+def _pair(codes: np.ndarray, more: np.ndarray, n_more: int) -> np.ndarray:
+    """Mixed-radix combination of two code arrays; -1 where either is -1."""
+    combined = codes.astype(np.int64) * n_more + more
+    combined[(codes < 0) | (more < 0)] = NO_GROUP
+    return combined
+

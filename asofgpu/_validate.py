@@ -1,0 +1,48 @@
+"""Every user-facing check of an option, with the message that names the parameter.
+
+>>> strategy("nearest")
+<Strategy.NEAREST: 'nearest'>
+>>> strategy("closest")
+Traceback (most recent call last):
+...
+ValueError: strategy must be one of 'backward', 'forward', 'nearest', got 'closest'
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._types import Strategy
+
+DEVICES = ("auto", "cpu", "cuda", "python")
+
+
+def one_of(value, param: str, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        choices = ", ".join(repr(a) for a in allowed)
+        msg = f"{param} must be one of {choices}, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+def strategy(value) -> Strategy:
+    if isinstance(value, Strategy):
+        return value
+    return Strategy(one_of(value, "strategy", tuple(s.value for s in Strategy)))
+
+
+def flag(value, param: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        msg = f"{param} must be True or False, got {value!r}"
+        raise TypeError(msg)
+    return bool(value)
+
+
+def device(value) -> str:
+    return one_of(value, "device", DEVICES)
+
+
+def same_length(n: int, got: int, param: str, reference: str) -> None:
+    if got != n:
+        msg = f"{param} has {got} rows, but {reference} has {n}; they must have the same length"
+        raise ValueError(msg)

@@ -1,0 +1,61 @@
+"""Take payload rows by a gather map, null where the map says NO_MATCH (libcudf's NULLIFY).
+
+>>> import numpy as np, pyarrow as pa
+>>> quotes = pa.table({"bid": [1.0, 2.0, 3.0]})
+>>> gather(quotes, np.array([2, NO_MATCH, 0], dtype=np.int32)).column("bid").to_pylist()
+[3.0, None, 1.0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ._types import NO_MATCH, NO_MATCH_INT64
+
+
+def _host_map(gmap) -> np.ndarray:
+    if hasattr(gmap, "__cuda_array_interface__"):
+        gmap = gmap.get() if hasattr(gmap, "get") else np.asarray(gmap)
+    elif isinstance(gmap, (pa.Array, pa.ChunkedArray)):
+        gmap = gmap.to_numpy()
+    gmap = np.asarray(gmap)
+    if gmap.ndim != 1 or gmap.dtype.kind not in "iu":
+        msg = f"gmap must be a one-dimensional integer array, got {gmap.dtype} of shape {gmap.shape}"
+        raise TypeError(msg)
+    return gmap
+
+
+def _as_table(obj) -> pa.Table:
+    if isinstance(obj, pa.Table):
+        return obj
+    if isinstance(obj, pa.RecordBatch):
+        return pa.Table.from_batches([obj])
+    if hasattr(obj, "to_arrow") and not hasattr(obj, "__arrow_c_stream__"):
+        obj = obj.to_arrow()  # cuDF frames
+    try:
+        return pa.table(obj)
+    except (TypeError, ValueError) as exc:
+        msg = f"right_table must be a table (pyarrow, pandas, polars, cuDF), got {type(obj).__name__}"
+        raise TypeError(msg) from exc
+
+
+def gather(right_table, gmap) -> pa.Table:
+    """Rows of ``right_table`` in map order; all-null rows where the map holds NO_MATCH.
+
+    ``right_table`` is any table Arrow can read (pyarrow, pandas, polars, cuDF); the result is
+    a ``pyarrow.Table`` with the same schema, every column nullable.
+    """
+    gmap = _host_map(gmap)
+    table = _as_table(right_table)
+    missing = (gmap == NO_MATCH) | (gmap == NO_MATCH_INT64)
+    bad = ~missing & ((gmap < 0) | (gmap >= table.num_rows))
+    if bad.any():
+        at = int(np.argmax(bad))
+        msg = (
+            f"gmap[{at}] = {int(gmap[at])} is not a row of right_table ({table.num_rows} rows) "
+            f"nor NO_MATCH"
+        )
+        raise IndexError(msg)
+    indices = pa.array(gmap.astype(np.int64, copy=False), mask=missing if missing.any() else None)
+    return table.take(indices)

@@ -1,0 +1,312 @@
+"""``AsofJoin``: sort the right side into group offsets once, probe it many times.
+
+>>> import numpy as np
+>>> quotes_t = np.array([1, 5, 10, 2, 6])
+>>> quotes_sym = np.array(["A", "A", "A", "B", "B"])
+>>> j = AsofJoin(quotes_t, quotes_sym, device="cpu")
+>>> j.join(np.array([6, 6, 0]), np.array(["A", "B", "A"])).tolist()
+[1, 4, -2147483648]
+>>> j.join(np.array([6, 6]), np.array(["A", "B"]), strategy="forward", allow_exact_matches=False).tolist()
+[2, -2147483648]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from . import _validate
+from ._backend import get_backend
+from ._columns import (Key, column_length, common_tick, is_device, ordered_key, rescale,
+                       to_arrow, tolerance_in_ticks)
+from ._encode import Groups
+from ._types import (NEAREST_TIE_CODE, NO_MATCH, NO_MATCH_INT64, STRATEGY_CODE,
+                     AmbiguousMatchError)
+
+_INT32_ROWS = 2**31
+
+
+def by_columns(obj, param: str) -> list:
+    """None, one column, a sequence of columns, or a table -> a list of columns."""
+    if obj is None:
+        return []
+    if isinstance(obj, (list, tuple)):
+        if not obj:
+            msg = f"{param} must hold at least one column, got an empty {type(obj).__name__}"
+            raise ValueError(msg)
+        return list(obj)
+    if isinstance(obj, (pa.Table, pa.RecordBatch)):
+        return list(obj.columns)
+    shape = getattr(obj, "shape", None)
+    if hasattr(obj, "columns") and shape is not None and len(shape) == 2:  # a data frame
+        return [obj[c] for c in obj.columns]
+    return [obj]
+
+
+class AsofJoin:
+    """The right side of an as-of join ("the state table"), prepared once.
+
+    Parameters
+    ----------
+    right_on : column
+        The ordered key (time): integers, floats, dates, times, timestamps or durations.
+    right_by : None, column, sequence of columns or table
+        Equality keys (symbol, entity, ...): numbers, strings, bools, temporal, categoricals.
+    null_equality : {"unequal", "equal"}
+        Whether a null by-key matches a null by-key ("equal" is pandas' rule).
+    tie_break : column, optional
+        Among right rows with equal (by, on), the one with the largest value wins (nulls
+        lose; equal values fall back to row order).
+    presorted : bool
+        The right side is already grouped by ``right_by`` and sorted by ``right_on`` within
+        each group: verified in O(n), and the sort is skipped.
+    device : {"auto", "cpu", "cuda", "python"}
+        Where the work runs; "auto" takes the GPU when one is usable. "python" runs the
+        kernels as plain Python (slow; for debugging).
+    """
+
+    def __init__(self, right_on, right_by=None, *, null_equality="unequal", tie_break=None,
+                 presorted=False, device="auto"):
+        _validate.one_of(null_equality, "null_equality", ("unequal", "equal"))
+        presorted = _validate.flag(presorted, "presorted")
+        self.backend = get_backend(_validate.device(device))
+        xp = self.backend.xp
+        self._host = xp is np
+        self.n_right = column_length(right_on, "right_on")
+        key = ordered_key(right_on, "right_on", self._host)
+        columns = [to_arrow(c, f"right_by[{i}]") for i, c in enumerate(by_columns(right_by, "right_by"))]
+        for i, col in enumerate(columns):
+            _validate.same_length(self.n_right, len(col), f"right_by[{i}]", "right_on")
+        self._groups = None
+        n_groups = 1
+        include = key.valid
+        bucket = None
+        if columns:
+            self._groups = Groups(columns, [f"right_by[{i}]" for i in range(len(columns))],
+                                  null_equality == "equal")
+            n_groups = self._groups.n_groups
+            codes = self._groups.right_codes
+            bucket = np.where(codes >= 0, codes, n_groups).astype(np.int32, copy=False)
+            bucket = self.backend.asarray(bucket)
+        if include is not None:
+            if bucket is None:
+                bucket = xp.zeros(self.n_right, dtype=np.int32)
+            bucket = xp.where(include, bucket, n_groups).astype(np.int32, copy=False)
+        tie = None
+        if tie_break is not None:
+            _validate.same_length(self.n_right, column_length(tie_break, "tie_break"),
+                                  "tie_break", "right_on")
+            tie = ordered_key(tie_break, "tie_break", self._host)
+        if presorted:
+            rows, offsets = self._verify_sorted(key, tie, bucket, n_groups)
+        else:
+            rows, offsets = self._sort(key, tie, bucket, n_groups)
+        self.map_dtype = np.int32 if self.n_right < _INT32_ROWS else np.int64
+        self.no_match = NO_MATCH if self.map_dtype == np.int32 else NO_MATCH_INT64
+        self.n_groups = n_groups
+        self._offsets = offsets[: n_groups + 1]
+        self._keys = {key.type.tick_ns: key.values[rows]}
+        self._key_type = key.type
+        self._rows_last = rows.astype(self.map_dtype, copy=False)
+        self._rows_first = self._rows_last
+        self._tie_sorted = None
+        if tie is not None:
+            self._tie_sorted = (tie.values[rows],
+                                None if tie.valid is None else tie.valid[rows])
+            self._rows_first = self._first_of_best_tie()
+        self._duplicated = None  # per right row: its (group, key[, tie]) is shared; lazy
+
+    # ------------------------------------------------------------------ preparation
+
+    def _sort(self, key: Key, tie: Key | None, bucket, n_groups: int):
+        """Stable sort by (group, key[, tie]), discarding rows of the last bucket."""
+        be, xp = self.backend, self.backend.xp
+        order = xp.arange(self.n_right, dtype=np.int64)
+        if tie is not None:  # least significant first; every pass stable
+            order = order[be.stable_argsort(tie.values)]
+            if tie.valid is not None:
+                order = order[be.stable_argsort(tie.valid[order])]
+        order = order[be.stable_argsort(key.values[order])]
+        if bucket is None:
+            return order, xp.asarray(np.array([0, self.n_right], dtype=np.int64))
+        rows, offsets = be.group_sort(order, bucket, n_groups)
+        return rows[: int(offsets[n_groups])], offsets
+
+    def _verify_sorted(self, key: Key, tie: Key | None, bucket, n_groups: int):
+        xp = self.backend.xp
+        rows = xp.arange(self.n_right, dtype=np.int64)
+        if bucket is not None:
+            rows = rows[bucket[rows] < n_groups]
+        k = key.values[rows]
+        groups = bucket[rows] if bucket is not None else xp.zeros(len(rows), dtype=np.int32)
+        same_group = groups[1:] == groups[:-1]
+        descending = _less(k[1:], k[:-1], xp, key.type.physical == "float")
+        bad = (groups[1:] < groups[:-1]) | (same_group & descending)
+        if tie is not None:
+            t = tie.values[rows]
+            equal_key = same_group & ~_differs(k[1:], k[:-1], xp)
+            bad |= equal_key & _less(t[1:], t[:-1], xp, tie.type.physical == "float")
+        if len(bad) and bool(bad.any()):
+            at = int(rows[int(xp.argmax(bad)) + 1])
+            what = "grouped by right_by and " if bucket is not None else ""
+            msg = (
+                f"presorted=True but the right side is not {what}sorted by right_on "
+                f"(row {at} is out of order). Hint: pass presorted=False to let AsofJoin sort it."
+            )
+            raise ValueError(msg)
+        counts = xp.bincount(groups, minlength=n_groups) if len(rows) else xp.zeros(
+            n_groups, dtype=np.int64)
+        offsets = xp.zeros(n_groups + 1, dtype=np.int64)
+        xp.cumsum(counts, out=offsets[1:])
+        return rows, offsets
+
+    def _group_of_position(self):
+        xp = self.backend.xp
+        counts = xp.diff(self._offsets)
+        return xp.repeat(xp.arange(self.n_groups, dtype=np.int64), counts)
+
+    def _run_starts(self, with_tie: bool):
+        """Per sorted position: does a new run of equal (group, key[, tie]) start here?"""
+        xp = self.backend.xp
+        keys = self._keys[self._key_type.tick_ns]
+        m = len(keys)
+        new = xp.ones(m, dtype=bool)
+        if m > 1:
+            g = self._group_of_position()
+            new[1:] = (g[1:] != g[:-1]) | _differs(keys[1:], keys[:-1], xp)
+            if with_tie and self._tie_sorted is not None:
+                t, valid = self._tie_sorted
+                new[1:] |= _differs(t[1:], t[:-1], xp)
+                if valid is not None:
+                    new[1:] |= valid[1:] != valid[:-1]
+        return new
+
+    def _first_of_best_tie(self):
+        """The row a forward pick takes at each key run's start: the first row (in the
+        caller's order) among those with the run's largest tie-break value."""
+        xp = self.backend.xp
+        key_new = self._run_starts(with_tie=False)
+        tie_new = self._run_starts(with_tie=True)
+        m = len(key_new)
+        positions = xp.arange(m, dtype=np.int64)
+        tie_start = xp.maximum.accumulate(xp.where(tie_new, positions, 0)) if m else positions
+        key_end = xp.ones(m, dtype=bool)
+        key_end[:-1] = key_new[1:]
+        rows_first = self._rows_last.copy()
+        rows_first[xp.flatnonzero(key_new)] = self._rows_last[tie_start[xp.flatnonzero(key_end)]]
+        return rows_first
+
+    def _duplicated_rows(self):
+        """Per right row (caller's numbering): whether another row shares its match key."""
+        if self._duplicated is None:
+            xp = self.backend.xp
+            new = self._run_starts(with_tie=True)
+            m = len(new)
+            shared = xp.zeros(m, dtype=bool)
+            if m > 1:
+                shared[:-1] |= ~new[1:]
+                shared[1:] |= ~new[1:]
+            self._duplicated = xp.zeros(self.n_right, dtype=bool)
+            self._duplicated[self._rows_last] = shared
+        return self._duplicated
+
+    def _keys_at(self, tick_ns: int):
+        """The sorted right keys at a finer tick (cached), for a left side of a finer unit."""
+        if tick_ns not in self._keys:
+            coarse = Key(self._keys[self._key_type.tick_ns], None, self._key_type)
+            self._keys[tick_ns] = rescale(coarse, tick_ns, "right_on", self.backend.xp).values
+        return self._keys[tick_ns]
+
+    # ------------------------------------------------------------------ probing
+
+    def join(self, left_on, left_by=None, *, strategy="backward", allow_exact_matches=True,
+             tolerance=None, nearest_tie="forward", ambiguous="pick"):
+        """The gather map: for each left row (in left order), a right row number or NO_MATCH.
+
+        ``tolerance`` is inclusive, in the key's physical unit (the finer of the two sides'
+        units for temporal keys), or a ``timedelta`` / ``numpy.timedelta64``.
+        ``nearest_tie`` is "forward" (polars: ties go to the larger key, whose last row wins)
+        or "backward" (pandas: ties go to the smaller key; a forward pick takes its first row).
+        ``ambiguous="raise"`` raises AmbiguousMatchError when the chosen key has several rows.
+        """
+        strategy = _validate.strategy(strategy)
+        exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
+        tie_rule = NEAREST_TIE_CODE[_validate.one_of(nearest_tie, "nearest_tie",
+                                                     ("forward", "backward"))]
+        _validate.one_of(ambiguous, "ambiguous", ("pick", "raise"))
+        be, xp = self.backend, self.backend.xp
+        n = column_length(left_on, "left_on")
+        left_key = ordered_key(left_on, "left_on", self._host)
+        tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
+        left_key = rescale(left_key, tick, "left_on", xp)
+        right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
+        tol = tolerance_in_ticks(tolerance, left_key.type, tick)
+        groups = self._left_groups(left_by, n)
+        if left_key.valid is not None:
+            groups = xp.where(left_key.valid, groups, -1).astype(np.int32, copy=False)
+        out = xp.empty(n, dtype=self.map_dtype)
+        be.probe(self._key_type.physical == "float", left_key.values, groups, self._offsets,
+                 right_keys, self._rows_last, self._rows_first, STRATEGY_CODE[strategy], exact,
+                 tol, tie_rule, out)
+        if ambiguous == "raise":
+            self._raise_if_ambiguous(out)
+        return out
+
+    def _left_groups(self, left_by, n: int):
+        xp = self.backend.xp
+        given = by_columns(left_by, "left_by")
+        if self._groups is None:
+            if given:
+                msg = "left_by was given but the right side has no right_by; pass both or neither"
+                raise ValueError(msg)
+            return xp.zeros(n, dtype=np.int32)
+        if not given:
+            msg = "left_by is required: the right side was prepared with right_by"
+            raise ValueError(msg)
+        columns = [to_arrow(c, f"left_by[{i}]") for i, c in enumerate(given)]
+        for i, col in enumerate(columns):
+            _validate.same_length(n, len(col), f"left_by[{i}]", "left_on")
+        codes = self._groups.lookup(columns, [f"left_by[{i}]" for i in range(len(columns))])
+        return self.backend.asarray(codes)
+
+    def _raise_if_ambiguous(self, gmap) -> None:
+        xp = self.backend.xp
+        matched = xp.flatnonzero(gmap != self.no_match)
+        hits = self._duplicated_rows()[gmap[matched]]
+        if len(hits) and bool(hits.any()):
+            row = int(matched[int(xp.argmax(hits))])
+            count = int(hits.sum())
+            msg = (
+                f"ambiguous='raise': left row {row} (and {count - 1} more) matched a key that "
+                f"has several right rows in its group. Hint: pass tie_break= to pick one, or "
+                f"ambiguous='pick' to take the last (backward) or first (forward) row."
+            )
+            raise AmbiguousMatchError(msg)
+
+
+def _less(a, b, xp, is_float: bool):
+    """Elementwise a < b in asofgpu's total order (NaN above +inf)."""
+    if not is_float:
+        return a < b
+    return (a < b) | (xp.isnan(b) & ~xp.isnan(a))
+
+
+def _differs(a, b, xp):
+    if a.dtype.kind != "f":
+        return a != b
+    return (a != b) & ~(xp.isnan(a) & xp.isnan(b))
+
+
+def asof_join(left_on, right_on, left_by=None, right_by=None, *, null_equality="unequal",
+              tie_break=None, presorted=False, device="auto", **join_options):
+    """One-shot gather map: ``AsofJoin(right_on, right_by, ...).join(left_on, left_by, ...)``.
+
+    >>> import numpy as np
+    >>> asof_join(np.array([0, 5, 8]), np.array([1, 4, 7]), strategy="nearest", device="cpu").tolist()
+    [0, 1, 2]
+    """
+    if device == "auto" and (is_device(left_on) or is_device(right_on)):
+        device = "cuda"
+    prepared = AsofJoin(right_on, right_by, null_equality=null_equality, tie_break=tie_break,
+                        presorted=presorted, device=device)
+    return prepared.join(left_on, left_by, **join_options)

@@ -1,0 +1,44 @@
+"""The backend fixture: every primitive test runs on python, cpu and cuda.
+
+``cuda`` is the real GPU when one is usable, the CUDA simulator under NUMBA_ENABLE_CUDASIM=1
+(set in the command, before numba is imported), and skipped otherwise. The simulator runs
+every thread in Python: keep its inputs small (the ``small`` fixture says how small).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from asofgpu._backend import cuda_usable, cudasim_enabled
+
+BACKENDS = ["python", "cpu", "cuda"]
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "gpu" in item.keywords and not cuda_usable():
+            item.add_marker(pytest.mark.skip(reason="needs a real NVIDIA GPU"))
+
+
+@pytest.fixture(params=BACKENDS)
+def device(request):
+    name = request.param
+    if name == "cuda" and not (cudasim_enabled() or cuda_usable()):
+        pytest.skip("no GPU and NUMBA_ENABLE_CUDASIM is not set (make test runs the simulator pass)")
+    if name != "cuda" and cudasim_enabled():
+        pytest.skip("the simulator pass runs only the cuda backend")
+    return name
+
+
+@pytest.fixture
+def small(device):
+    """A size limit for random inputs: the simulator and the python backend are slow."""
+    return 40 if device == "python" or (device == "cuda" and cudasim_enabled()) else 400
+
+
+def to_host(gmap) -> np.ndarray:
+    """A gather map from any backend as numpy."""
+    if hasattr(gmap, "get"):
+        return gmap.get()
+    return np.asarray(gmap)

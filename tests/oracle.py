@@ -1,0 +1,112 @@
+"""The naive oracle: asofgpu's semantics (DESIGN.md section 2) as a plain loop over Python
+values. Deliberately slow and obvious; every other implementation is checked against it.
+
+Keys are Python numbers (int or float, NaN allowed) or None for null; groups are tuples of
+hashable values (None for null), or None when there is no ``by``.
+"""
+
+from __future__ import annotations
+
+import math
+
+NO_MATCH = -(2**31)
+
+
+def _order(key):
+    """Sort key of the total order: NaN above +inf, all NaN equal, -0.0 == 0.0."""
+    if isinstance(key, float) and math.isnan(key):
+        return (1, 0.0)
+    return (0, key)
+
+
+def _distance(a, b):
+    if _order(a) == _order(b):
+        return 0
+    if _order(a)[0] != _order(b)[0]:  # one NaN, one not
+        return math.inf
+    return abs(b - a)  # exact for Python ints
+
+
+def _group(values, null_equal: bool):
+    """A hashable group, or None when the row can match nothing."""
+    if values is None:
+        return ()
+    out = []
+    for v in values:
+        if v is None:
+            if not null_equal:
+                return None
+            out.append(("null",))
+        elif isinstance(v, float) and math.isnan(v):
+            out.append(("nan",))
+        else:
+            out.append(v)
+    return tuple(out)
+
+
+def oracle(left_keys, right_keys, left_groups=None, right_groups=None, *, strategy="backward",
+           allow_exact_matches=True, tolerance=None, nearest_tie="forward", null_equal=False,
+           tie_break=None):
+    """The gather map as a list: for each left row a right row number or NO_MATCH."""
+    n_right = len(right_keys)
+    if left_groups is None:
+        left_groups = [None] * len(left_keys)
+    if right_groups is None:
+        right_groups = [None] * n_right
+    ties = tie_break if tie_break is not None else [None] * n_right
+
+    def tie_rank(j):
+        t = ties[j]
+        return (0,) if t is None else (1, _order(t))
+
+    out = []
+    for lkey, lgroup in zip(left_keys, left_groups):
+        group = _group(lgroup, null_equal)
+        if lkey is None or group is None:
+            out.append(NO_MATCH)
+            continue
+        candidates = [
+            j for j in range(n_right)
+            if right_keys[j] is not None and _group(right_groups[j], null_equal) == group
+        ]
+        lo = _order(lkey)
+        before = [j for j in candidates if _order(right_keys[j]) < lo
+                  or (allow_exact_matches and _order(right_keys[j]) == lo)]
+        after = [j for j in candidates if _order(right_keys[j]) > lo
+                 or (allow_exact_matches and _order(right_keys[j]) == lo)]
+
+        def rows_at(rows, best):
+            return [j for j in rows if _order(right_keys[j]) == best]
+
+        def last_row(rows):  # largest tie-break wins, then the last row
+            top = max(tie_rank(j) for j in rows)
+            return [j for j in rows if tie_rank(j) == top][-1]
+
+        def first_row(rows):  # largest tie-break wins, then the first row
+            top = max(tie_rank(j) for j in rows)
+            return [j for j in rows if tie_rank(j) == top][0]
+
+        b = f = None
+        if before:
+            b = last_row(rows_at(before, max(_order(right_keys[j]) for j in before)))
+        if after:
+            f_rows = rows_at(after, min(_order(right_keys[j]) for j in after))
+            f = first_row(f_rows)
+            f_last = last_row(f_rows)
+        if strategy == "backward":
+            pick = b
+        elif strategy == "forward":
+            pick = f
+        elif b is None or f is None:
+            pick = b if f is None else (f_last if nearest_tie == "forward" else f)
+        else:
+            db, df = _distance(right_keys[b], lkey), _distance(lkey, right_keys[f])
+            if nearest_tie == "forward":
+                pick = f_last if df <= db else b
+            else:
+                pick = b if db <= df else f
+        if pick is not None and tolerance is not None:
+            if _distance(right_keys[pick], lkey) > tolerance:
+                pick = None
+        out.append(NO_MATCH if pick is None else pick)
+    return out
