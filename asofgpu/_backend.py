@@ -18,9 +18,8 @@ import os
 
 import numpy as np
 
-from .kernels import probe
+from .kernels import bind, probe
 
-cuda = None  # numba.cuda, imported on first use of the cuda backend
 CUDA_THREADS = 256
 
 
@@ -108,20 +107,22 @@ class CpuBackend(Backend):
         _cpu_probe_all(is_float)(*args)
 
 
+def _probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
+               strategy, exact, has_tol, tol, nearest_tie, no_match, out):
+    """The cpu kernel: probe_row over left rows, in parallel (prange, probe_row: bound)."""
+    for i in prange(out.size):  # noqa: F821 - bound by _cpu_probe_all
+        probe_row(i, left_keys, left_groups, offsets, right_keys,  # noqa: F821
+                  rows_last, rows_first, strategy, exact, has_tol, tol, nearest_tie,
+                  no_match, out)
+
+
 @functools.cache
 def _cpu_probe_all(is_float: bool):
     import numba
 
     probe_row = probe.build(numba.njit(cache=True), is_float, numba.uint64)
-
-    @numba.njit(parallel=True, cache=True)
-    def probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
-                  strategy, exact, has_tol, tol, nearest_tie, no_match, out):
-        for i in numba.prange(out.size):
-            probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
-                      strategy, exact, has_tol, tol, nearest_tie, no_match, out)
-
-    return probe_all
+    return numba.njit(parallel=True, cache=True)(
+        bind(_probe_all, prange=numba.prange, probe_row=probe_row))
 
 
 @functools.cache
@@ -182,26 +183,25 @@ class CudaBackend(Backend):
         kernel[blocks, CUDA_THREADS](*args)
 
 
+def _probe_kernel(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
+                  strategy, exact, has_tol, tol, nearest_tie, no_match, out):
+    """The cuda kernel: one thread per left row (cuda, probe_row: bound)."""
+    i = cuda.grid(1)  # noqa: F821 - bound by _cuda_probe_kernel
+    if i < out.size:
+        probe_row(i, left_keys, left_groups, offsets, right_keys,  # noqa: F821
+                  rows_last, rows_first, strategy, exact, has_tol, tol, nearest_tie,
+                  no_match, out)
+
+
 @functools.cache
 def _cuda_probe_kernel(is_float: bool, simulated: bool):
-    # The kernel must reach numba.cuda as a module global: the simulator swaps globals (not
-    # closure variables) that name numba.cuda for its own fake module.
-    global cuda
+    # numba.cuda is bound as a global: the simulator swaps globals that name it for its own.
     import numba
     from numba import cuda
 
     unsigned = _py_unsigned if simulated else numba.uint64
     probe_row = probe.build(cuda.jit(device=True), is_float, unsigned)
-
-    @cuda.jit
-    def probe_kernel(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
-                     strategy, exact, has_tol, tol, nearest_tie, no_match, out):
-        i = cuda.grid(1)
-        if i < out.size:
-            probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
-                      strategy, exact, has_tol, tol, nearest_tie, no_match, out)
-
-    return probe_kernel
+    return cuda.jit(bind(_probe_kernel, cuda=cuda, probe_row=probe_row))
 
 
 _BACKENDS = {"python": PythonBackend, "cpu": CpuBackend, "cuda": CudaBackend}

@@ -7,66 +7,69 @@ last) and ``rows_first`` (the row a forward pick takes, the first; the same arra
 tie-break column reorders equal keys). Applying them here saves a pass over the map.
 """
 
-from . import search
+from . import bind, search
 
 BACKWARD, FORWARD, NEAREST = 0, 1, 2
 TIE_TO_BACKWARD, TIE_TO_FORWARD = 0, 1  # pandas' and polars' nearest rules
+lower_bound = upper_bound = gap = None  # filled in by build()
+
+
+def probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
+              strategy, exact, has_tol, tol, nearest_tie, no_match, out):
+    g = left_groups[i]
+    if g < 0:  # null key, null group under "unequal", or a group the right lacks
+        out[i] = no_match
+        return
+    lo = offsets[g]
+    hi = offsets[g + 1]
+    x = left_keys[i]
+    # b: last position with key <= x (< x when not exact); f: first with key >= x (> x).
+    b = lo - 1
+    f = hi
+    if strategy != FORWARD:
+        if exact:
+            b = upper_bound(right_keys, lo, hi, x) - 1
+        else:
+            b = lower_bound(right_keys, lo, hi, x) - 1
+    if strategy != BACKWARD:
+        # Searching past b is safe: if b holds x itself (exact), f lands after x's run, and
+        # both nearest rules then take b's row, the last of x's run, as they would anyway.
+        start = lo if b < lo else b + 1
+        if exact:
+            f = lower_bound(right_keys, start, hi, x)
+        else:
+            f = upper_bound(right_keys, start, hi, x)
+    has_b = b >= lo
+    has_f = f < hi
+    take_f = has_f
+    if strategy == BACKWARD:
+        take_f = False
+    elif strategy == NEAREST and has_b and has_f:
+        back_gap = gap(right_keys[b], x)
+        fwd_gap = gap(x, right_keys[f])
+        if nearest_tie == TIE_TO_FORWARD:
+            take_f = fwd_gap <= back_gap
+        else:
+            take_f = fwd_gap < back_gap
+    if take_f:
+        if has_tol and gap(x, right_keys[f]) > tol:
+            out[i] = no_match
+        elif strategy == NEAREST and nearest_tie == TIE_TO_FORWARD:
+            # polars: whichever key wins, its last row
+            out[i] = rows_last[upper_bound(right_keys, f, hi, right_keys[f]) - 1]
+        else:
+            out[i] = rows_first[f]
+    elif has_b and strategy != FORWARD:
+        if has_tol and gap(right_keys[b], x) > tol:
+            out[i] = no_match
+        else:
+            out[i] = rows_last[b]
+    else:
+        out[i] = no_match
 
 
 def build(jit, is_float, unsigned):
     """Return ``probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last,
     rows_first, strategy, exact, has_tol, tol, nearest_tie, no_match, out)``."""
-    lower_bound, upper_bound, gap = search.build(jit, is_float, unsigned)
-
-    def _probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
-                   strategy, exact, has_tol, tol, nearest_tie, no_match, out):
-        g = left_groups[i]
-        if g < 0:  # null key, null group under "unequal", or a group the right lacks
-            out[i] = no_match
-            return
-        lo = offsets[g]
-        hi = offsets[g + 1]
-        x = left_keys[i]
-        # b: last position with key <= x (< x when not exact); f: first with key >= x (> x).
-        b = lo - 1
-        f = hi
-        if strategy != FORWARD:
-            if exact:
-                b = upper_bound(right_keys, lo, hi, x) - 1
-            else:
-                b = lower_bound(right_keys, lo, hi, x) - 1
-        if strategy != BACKWARD:
-            start = lo if b < lo else b + 1
-            if exact:
-                f = lower_bound(right_keys, start, hi, x)
-            else:
-                f = upper_bound(right_keys, start, hi, x)
-        has_b = b >= lo
-        has_f = f < hi
-        take_f = has_f
-        if strategy == BACKWARD:
-            take_f = False
-        elif strategy == NEAREST and has_b and has_f:
-            back_gap = gap(right_keys[b], x)
-            fwd_gap = gap(x, right_keys[f])
-            if nearest_tie == TIE_TO_FORWARD:
-                take_f = fwd_gap <= back_gap
-            else:
-                take_f = fwd_gap < back_gap
-        if take_f:
-            if has_tol and gap(x, right_keys[f]) > tol:
-                out[i] = no_match
-            elif strategy == NEAREST and nearest_tie == TIE_TO_FORWARD:
-                # polars: whichever key wins, its last row
-                out[i] = rows_last[upper_bound(right_keys, f, hi, right_keys[f]) - 1]
-            else:
-                out[i] = rows_first[f]
-        elif has_b and strategy != FORWARD:
-            if has_tol and gap(right_keys[b], x) > tol:
-                out[i] = no_match
-            else:
-                out[i] = rows_last[b]
-        else:
-            out[i] = no_match
-
-    return jit(_probe_row)
+    lower, upper, gap_fn = search.build(jit, is_float, unsigned)
+    return jit(bind(probe_row, lower_bound=lower, upper_bound=upper, gap=gap_fn))
