@@ -55,15 +55,17 @@ class Backend:
     def stable_argsort(self, values):
         return np.argsort(values, kind="stable")
 
-    def group_sort(self, order, bucket, n_groups: int):
-        """Stable counting sort of ``order`` by ``bucket[order]`` (values 0..n_groups, the last
-        bucket being discarded rows). Returns the reordered rows and the group offsets."""
+    def group_sort(self, order, bucket, n_groups: int, keys):
+        """Stable sort of ``order`` by ``bucket[order]`` (values 0..n_groups, the last bucket
+        holding discarded rows). Returns the reordered rows, their keys and the offsets of
+        the n_groups + 1 buckets."""
         bucket_of = bucket[order]
         by_group = self.stable_argsort(bucket_of)
         counts = self.xp.bincount(bucket_of, minlength=n_groups + 1)
         offsets = self.xp.zeros(n_groups + 2, dtype=np.int64)
         self.xp.cumsum(counts, out=offsets[1:])
-        return order[by_group], offsets
+        rows = order[by_group]
+        return rows, keys[rows], offsets
 
     # ---- the kernel
     def probe(self, is_float: bool, left_keys, left_groups, offsets, right_keys, rows_last,
@@ -99,9 +101,8 @@ class CpuBackend(Backend):
 
         self._numba = numba
 
-    def group_sort(self, order, bucket, n_groups):
-        rows, offsets = _counting_sort()(order, bucket, n_groups + 1)
-        return rows, offsets
+    def group_sort(self, order, bucket, n_groups, keys):
+        return _counting_sort()(order, bucket, n_groups + 1, keys)
 
     def _launch(self, is_float, *args):
         _cpu_probe_all(is_float)(*args)
@@ -130,8 +131,9 @@ def _counting_sort():
     import numba
 
     @numba.njit(cache=True)
-    def counting_sort(order, bucket, n_buckets):
-        """Stable: rows keep their order within a bucket. Offsets has n_buckets + 1 entries."""
+    def counting_sort(order, bucket, n_buckets, keys):
+        """Stable: rows keep their order within a bucket; the keys move with their rows in
+        the same pass. Offsets has n_buckets + 1 entries."""
         offsets = np.zeros(n_buckets + 1, np.int64)
         for k in range(order.size):
             offsets[bucket[order[k]] + 1] += 1
@@ -139,11 +141,14 @@ def _counting_sort():
             offsets[b + 1] += offsets[b]
         fill = offsets[:-1].copy()
         rows = np.empty_like(order)
+        sorted_keys = np.empty(order.size, keys.dtype)
         for k in range(order.size):
-            b = bucket[order[k]]
-            rows[fill[b]] = order[k]
+            row = order[k]
+            b = bucket[row]
+            rows[fill[b]] = row
+            sorted_keys[fill[b]] = keys[row]
             fill[b] += 1
-        return rows, offsets
+        return rows, sorted_keys, offsets
 
     return counting_sort
 

@@ -57,9 +57,27 @@ class Key:
 # --------------------------------------------------------------------------- recognising inputs
 
 
+_DLPACK_CPU, _DLPACK_CUDA_DEVICES = 1, (2, 3, 13)  # kDLCPU; kDLCUDA, CUDAHost, CUDAManaged
+
+
+def _dlpack_device(obj) -> int | None:
+    if not hasattr(obj, "__dlpack_device__") or isinstance(obj, np.ndarray):
+        return None
+    return int(obj.__dlpack_device__()[0])
+
+
 def is_device(obj) -> bool:
-    """True for device-resident arrays (cupy, numba device arrays, anything with CAI)."""
-    return hasattr(obj, "__cuda_array_interface__")
+    """True for device-resident arrays: cupy, numba device arrays, anything with
+    ``__cuda_array_interface__`` or a CUDA ``__dlpack__``."""
+    return hasattr(obj, "__cuda_array_interface__") or _dlpack_device(obj) in _DLPACK_CUDA_DEVICES
+
+
+def _to_cupy(obj):
+    import cupy
+
+    if hasattr(obj, "__cuda_array_interface__"):
+        return cupy.asarray(obj)
+    return cupy.from_dlpack(obj)
 
 
 def to_arrow(obj, param: str) -> pa.ChunkedArray:
@@ -70,6 +88,8 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
         return pa.chunked_array([obj])
     if is_device(obj):
         return pa.chunked_array([pa.array(_device_to_numpy(obj))])
+    if _dlpack_device(obj) == _DLPACK_CPU:
+        obj = np.from_dlpack(obj)
     if isinstance(obj, np.ndarray):
         if obj.ndim != 1:
             msg = f"{param} must be one-dimensional, got an array of shape {obj.shape}"
@@ -93,14 +113,14 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
 def _device_to_numpy(obj):
     if hasattr(obj, "get"):
         return obj.get()
-    import cupy  # a device array without .get(): let cupy read its interface
-
-    return cupy.asnumpy(cupy.asarray(obj))
+    return _to_cupy(obj).get()
 
 
 def column_length(obj, param: str) -> int:
-    if is_device(obj):
+    if hasattr(obj, "__cuda_array_interface__"):
         return int(obj.__cuda_array_interface__["shape"][0])
+    if is_device(obj):
+        return len(_to_cupy(obj))
     return len(to_arrow(obj, param))
 
 
@@ -155,7 +175,7 @@ def ordered_key(obj, param: str, host: bool) -> Key:
     if not host and is_device(obj):
         import cupy
 
-        arr = cupy.asarray(obj)
+        arr = _to_cupy(obj)
         if arr.ndim != 1:
             msg = f"{param} must be one-dimensional, got an array of shape {arr.shape}"
             raise ValueError(msg)

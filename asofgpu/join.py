@@ -98,14 +98,14 @@ class AsofJoin:
                                   "tie_break", "right_on")
             tie = ordered_key(tie_break, "tie_break", self._host)
         if presorted:
-            rows, offsets = self._verify_sorted(key, tie, bucket, n_groups)
+            rows, sorted_keys, offsets = self._verify_sorted(key, tie, bucket, n_groups)
         else:
-            rows, offsets = self._sort(key, tie, bucket, n_groups)
+            rows, sorted_keys, offsets = self._sort(key, tie, bucket, n_groups)
         self.map_dtype = np.int32 if self.n_right < _INT32_ROWS else np.int64
         self.no_match = NO_MATCH if self.map_dtype == np.int32 else NO_MATCH_INT64
         self.n_groups = n_groups
         self._offsets = offsets[: n_groups + 1]
-        self._keys = {key.type.tick_ns: key.values[rows]}
+        self._keys = {key.type.tick_ns: sorted_keys}
         self._key_type = key.type
         self._rows_last = rows.astype(self.map_dtype, copy=False)
         self._rows_first = self._rows_last
@@ -121,16 +121,20 @@ class AsofJoin:
     def _sort(self, key: Key, tie: Key | None, bucket, n_groups: int):
         """Stable sort by (group, key[, tie]), discarding rows of the last bucket."""
         be, xp = self.backend, self.backend.xp
+        is_float = key.type.physical == "float"
         order = xp.arange(self.n_right, dtype=np.int64)
         if tie is not None:  # least significant first; every pass stable
             order = order[be.stable_argsort(tie.values)]
             if tie.valid is not None:
                 order = order[be.stable_argsort(tie.valid[order])]
-        order = order[be.stable_argsort(key.values[order])]
+            order = order[be.stable_argsort(key.values[order])]
+        elif bool(_less(key.values[1:], key.values[:-1], xp, is_float).any()):
+            order = be.stable_argsort(key.values)  # else: time-sorted already, as quotes come
         if bucket is None:
-            return order, xp.asarray(np.array([0, self.n_right], dtype=np.int64))
-        rows, offsets = be.group_sort(order, bucket, n_groups)
-        return rows[: int(offsets[n_groups])], offsets
+            return order, key.values[order], xp.asarray(np.array([0, self.n_right], np.int64))
+        rows, sorted_keys, offsets = be.group_sort(order, bucket, n_groups, key.values)
+        kept = int(offsets[n_groups])
+        return rows[:kept], sorted_keys[:kept], offsets
 
     def _verify_sorted(self, key: Key, tie: Key | None, bucket, n_groups: int):
         xp = self.backend.xp
@@ -158,12 +162,13 @@ class AsofJoin:
             n_groups, dtype=np.int64)
         offsets = xp.zeros(n_groups + 1, dtype=np.int64)
         xp.cumsum(counts, out=offsets[1:])
-        return rows, offsets
+        return rows, k, offsets
 
     def _group_of_position(self):
+        """The group of each sorted position (searchsorted: cupy has no repeat by array)."""
         xp = self.backend.xp
-        counts = xp.diff(self._offsets)
-        return xp.repeat(xp.arange(self.n_groups, dtype=np.int64), counts)
+        positions = xp.arange(int(self._offsets[-1]), dtype=np.int64)
+        return xp.searchsorted(self._offsets[1:], positions, side="right")
 
     def _run_starts(self, with_tie: bool):
         """Per sorted position: does a new run of equal (group, key[, tie]) start here?"""
@@ -188,8 +193,8 @@ class AsofJoin:
         key_new = self._run_starts(with_tie=False)
         tie_new = self._run_starts(with_tie=True)
         m = len(key_new)
-        positions = xp.arange(m, dtype=np.int64)
-        tie_start = xp.maximum.accumulate(xp.where(tie_new, positions, 0)) if m else positions
+        # The start of the tie run each position belongs to: the latest tie_new at or before.
+        tie_start = xp.flatnonzero(tie_new)[xp.cumsum(tie_new) - 1]
         key_end = xp.ones(m, dtype=bool)
         key_end[:-1] = key_new[1:]
         rows_first = self._rows_last.copy()

@@ -1,0 +1,40 @@
+"""On a real NVIDIA GPU (marker ``gpu``; deselected in CI, run by the GPU check): device
+inputs stay on the device, and the cuda map equals the cpu map on larger random inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import asofgpu as ag
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+@pytest.mark.parametrize("exact", [True, False])
+def test_cuda_map_equals_cpu_map_on_random_groups(strategy, exact):
+    import cupy
+
+    rng = np.random.default_rng(7)
+    n_right, n_left = 200_000, 300_000
+    right_on = rng.integers(-10**6, 10**6, n_right)
+    left_on = rng.integers(-10**6, 10**6, n_left)
+    right_by = rng.integers(0, 500, n_right)
+    left_by = rng.integers(0, 520, n_left)
+    options = dict(strategy=strategy, allow_exact_matches=exact, tolerance=5_000)
+    cpu = ag.asof_join(left_on, right_on, left_by, right_by, device="cpu", **options)
+    gpu = ag.asof_join(cupy.asarray(left_on), cupy.asarray(right_on), left_by, right_by,
+                       device="cuda", **options)
+    assert isinstance(gpu, cupy.ndarray)
+    np.testing.assert_array_equal(cupy.asnumpy(gpu), cpu)
+
+
+def test_device_keys_are_not_copied_to_the_host():
+    import cupy
+
+    right = cupy.arange(0, 1000, 10, dtype=cupy.int64)
+    left = cupy.asarray([5, 10, 999, -1])
+    gmap = ag.AsofJoin(right, device="cuda").join(left)
+    assert isinstance(gmap, cupy.ndarray)
+    assert cupy.asnumpy(gmap).tolist() == [0, 1, 99, ag.NO_MATCH]

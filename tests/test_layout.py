@@ -1,0 +1,60 @@
+"""kernels/ imports as asofgpu.kernels from a wheel, an editable install and a plain checkout;
+``import asofgpu`` pulls in no front-end library."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WHERE = "import asofgpu.kernels.probe as p, asofgpu; print(p.__file__); print(asofgpu.__file__)"
+
+
+def _python(code: str, cwd: Path, pythonpath: str | None = None) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, check=True,
+                         capture_output=True, text=True)
+    return out.stdout.split()
+
+
+def test_plain_checkout_imports_kernels_from_the_tree():
+    kernels, package = _python(WHERE, cwd=ROOT)
+    assert Path(kernels).resolve() == ROOT / "kernels" / "probe.py"
+    assert Path(package).parent.resolve() == ROOT / "asofgpu"
+
+
+def test_editable_install_imports_kernels_from_the_tree(tmp_path):
+    kernels, _ = _python(WHERE, cwd=tmp_path)  # outside the checkout: the installed package
+    assert Path(kernels).resolve() == ROOT / "kernels" / "probe.py"
+
+
+def test_wheel_ships_kernels_as_asofgpu_kernels(tmp_path):
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+         "-w", str(tmp_path / "dist"), str(ROOT)], capture_output=True, text=True)
+    if build.returncode:
+        pytest.fail(f"pip wheel failed:\n{build.stderr}")
+    (wheel,) = (tmp_path / "dist").glob("asofgpu-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    for module in ("__init__", "search", "probe"):
+        assert f"asofgpu/kernels/{module}.py" in names
+    assert not any(n.startswith("kernels/") for n in names)
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    kernels, package = _python(WHERE, cwd=tmp_path, pythonpath=str(site))
+    assert Path(kernels).parent.resolve() == (site / "asofgpu" / "kernels").resolve()
+    assert Path(package).parent.resolve() == (site / "asofgpu").resolve()
+
+
+def test_import_pulls_in_no_front_end_library():
+    code = ("import sys, asofgpu; print(' '.join(sorted(m for m in "
+            "('pandas', 'polars', 'cudf', 'pylibcudf', 'dask', 'cupy', 'numba.cuda') "
+            "if m in sys.modules)) or 'none')")
+    assert _python(code, cwd=ROOT) == ["none"]
