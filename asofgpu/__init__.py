@@ -8,6 +8,9 @@
 from ._types import NO_MATCH, AmbiguousMatchError, Strategy
 from .gather import gather
 from .join import AsofJoin, asof_join
+from .table import join_asof
 
-__all__ = ["NO_MATCH", "AmbiguousMatchError", "AsofJoin", "Strategy", "asof_join", "gather"]
+__all__ = [
+    "NO_MATCH", "AmbiguousMatchError", "AsofJoin", "Strategy", "asof_join", "gather", "join_asof",
+]
 __version__ = "0.1.0"

@@ -53,7 +53,12 @@ def _check_type(left: pa.DataType, right: pa.DataType, left_param: str, right_pa
 
 
 def _canonical(col: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Floats as float64 with -0.0 -> 0.0 and one NaN, so equal values hash equal."""
+    """Floats as float64 with -0.0 -> 0.0 and one NaN, so equal values hash equal; view
+    strings (polars exports them) as large strings, which Arrow's hash kernels take."""
+    if pa.types.is_string_view(col.type):
+        return col.cast(pa.large_string())
+    if pa.types.is_binary_view(col.type):
+        return col.cast(pa.large_binary())
     if not pa.types.is_floating(col.type):
         return col
     col = col.cast(pa.float64())

@@ -1,0 +1,123 @@
+"""asofgpu.join_asof on whole tables against polars' join_asof (the rules it follows)."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pytest
+from polars.testing import assert_frame_equal
+
+import asofgpu as ag
+
+
+def _frames(seed: int, n_left=60, n_right=50, groups=4):
+    rng = np.random.default_rng(seed)
+    right = pl.DataFrame({
+        "t": np.sort(rng.integers(0, 100, n_right)),
+        "g": rng.choice([f"s{i}" for i in range(groups)], n_right),
+        "bid": rng.normal(size=n_right),
+        "x": rng.integers(0, 9, n_right),
+    })
+    left = pl.DataFrame({
+        "t": np.sort(rng.integers(-5, 110, n_left)),
+        "g": rng.choice([f"s{i}" for i in range(groups + 1)], n_left),
+        "x": rng.integers(0, 9, n_left),
+    })
+    return left, right
+
+
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+@pytest.mark.parametrize("exact", [True, False])
+@pytest.mark.parametrize("tolerance", [None, 3])
+@pytest.mark.parametrize("coalesce", [True, False])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_same_frame_as_polars(strategy, exact, tolerance, coalesce, seed):
+    left, right = _frames(seed)
+    options = dict(on="t", by="g", strategy=strategy, allow_exact_matches=exact,
+                   tolerance=tolerance, coalesce=coalesce)
+    expected = left.join_asof(right, check_sortedness=False, **options)
+    got = pl.from_arrow(ag.join_asof(left, right, device="cpu", **options))
+    assert_frame_equal(got, expected)
+
+
+def test_different_key_names_keep_the_right_on_and_drop_the_right_by():
+    left, right = _frames(3)
+    right = right.rename({"t": "rt", "g": "rg"})
+    options = dict(left_on="t", right_on="rt", by_left="g", by_right="rg")
+    expected = left.join_asof(right, check_sortedness=False, **options)
+    got = pl.from_arrow(ag.join_asof(left, right, left_on="t", right_on="rt", left_by="g",
+                                     right_by="rg", device="cpu"))
+    assert_frame_equal(got, expected)
+
+
+def test_unsorted_inputs_give_the_sorted_answer_in_left_order():
+    left, right = _frames(4)
+    left = left.with_row_index("i")
+    right = right.unique(subset=["g", "t"], keep="first", maintain_order=True)  # no duplicates
+    expected = left.join_asof(right, on="t", by="g", check_sortedness=False)
+    shuffled_left = left.sample(fraction=1.0, shuffle=True, seed=1)
+    shuffled_right = right.sample(fraction=1.0, shuffle=True, seed=2)
+    got = pl.from_arrow(ag.join_asof(shuffled_left, shuffled_right, on="t", by="g",
+                                     device="cpu"))
+    assert got["i"].to_list() == shuffled_left["i"].to_list()  # left order kept
+    assert_frame_equal(got.sort("i"), expected)
+
+
+def test_payload_types_come_through_with_nulls():
+    right = pa.table({
+        "t": [1, 5],
+        "s": ["a", "b"],
+        "d": pa.array([1, 2], pa.decimal128(10, 2)),
+        "l": [[1, 2], [3]],
+        "c": pa.array(["u", "v"]).dictionary_encode(),
+        "b": [True, False],
+        "ts": pa.array([10, 20], pa.timestamp("ms")),
+    })
+    left = pa.table({"t": [0, 1, 7]})
+    out = ag.join_asof(left, right, on="t", device="cpu")
+    assert out.column_names == ["t", "s", "d", "l", "c", "b", "ts"]
+    assert out.schema.field("d").type == pa.decimal128(10, 2)
+    assert out.column("s").to_pylist() == [None, "a", "b"]
+    assert out.column("l").to_pylist() == [None, [1, 2], [3]]
+    assert out.column("c").to_pylist() == [None, "u", "v"]
+    assert out.column("b").to_pylist() == [None, True, False]
+
+
+def test_pandas_frames_are_accepted():
+    pd = pytest.importorskip("pandas")
+    left = pd.DataFrame({"t": [1, 6]}, index=[10, 11])
+    right = pd.DataFrame({"t": [0, 5], "v": [1.5, 2.5]})
+    out = ag.join_asof(left, right, on="t", device="cpu")
+    assert out.to_pydict() == {"t": [1, 6], "v": [1.5, 2.5]}
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    (dict(), ValueError, "the as-of key is missing: pass on, or both left_on and right_on"),
+    (dict(on="t", left_on="t", right_on="t"), ValueError, "pass either on, or both"),
+    (dict(left_on="t"), ValueError, "the as-of key is missing"),
+    (dict(on=["t"]), TypeError, "on must be one column name, got \\['t'\\]"),
+    (dict(on="t", by="g", left_by="g", right_by="g"), ValueError, "pass either by, or both"),
+    (dict(on="t", left_by="g"), ValueError, "left_by and right_by must be given together"),
+    (dict(on="t", left_by=["g", "t"], right_by=["g"]), ValueError, "as many columns, got 2 and 1"),
+    (dict(on="t", by=[]), TypeError, "by must be a column name or a non-empty sequence"),
+    (dict(on="nope"), KeyError, "left table has no column 'nope'"),
+    (dict(on="t", suffix=None), TypeError, "suffix must be a string, got None"),
+])
+def test_argument_errors(kwargs, error, match):
+    left = pa.table({"t": [1], "g": ["a"]})
+    right = pa.table({"t": [1], "g": ["a"]})
+    with pytest.raises(error, match=match):
+        ag.join_asof(left, right, device="cpu", **kwargs)
+
+
+def test_a_suffix_that_still_clashes_is_refused():
+    left = pa.table({"t": [1], "x": [1], "x_right": [2]})
+    right = pa.table({"t": [1], "x": [5]})
+    with pytest.raises(ValueError, match="column 'x_right' appears twice in the result"):
+        ag.join_asof(left, right, on="t", device="cpu")
+
+
+def test_non_tables_are_refused():
+    with pytest.raises(TypeError, match="left must be a table"):
+        ag.join_asof([1, 2], pa.table({"t": [1]}), on="t")
