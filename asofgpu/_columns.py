@@ -24,6 +24,9 @@ import pyarrow.compute as pc
 
 _TICK_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _DAY_NS = 86_400 * 10**9
+# numpy's fixed-length units (months and years have no fixed length).
+_NUMPY_UNIT_NS = {**_TICK_NS, "m": 60 * 10**9, "h": 3600 * 10**9, "D": _DAY_NS,
+                  "W": 7 * _DAY_NS}
 
 
 @dataclass(frozen=True)
@@ -94,20 +97,39 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
         if obj.ndim != 1:
             msg = f"{param} must be one-dimensional, got an array of shape {obj.shape}"
             raise ValueError(msg)
-        return pa.chunked_array([pa.array(obj)])
-    if hasattr(obj, "__arrow_c_stream__"):
-        return pa.chunked_array(obj)
-    if hasattr(obj, "__arrow_c_array__"):
-        return pa.chunked_array([pa.array(obj)])
-    if hasattr(obj, "to_arrow"):  # cuDF Series, pylibcudf Column, polars Series
+        return pa.chunked_array([_arrow_from_numpy(obj, param)])
+    try:
+        if hasattr(obj, "__arrow_c_stream__"):
+            return pa.chunked_array(obj)
+        if hasattr(obj, "__arrow_c_array__"):
+            return pa.chunked_array([pa.array(obj)])
+        if type(obj).__module__.startswith("pandas") and not hasattr(obj, "to_arrow"):
+            return pa.chunked_array([pa.array(obj, from_pandas=True)])
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        msg = f"{param} could not be read as a column of one type: {exc}"
+        raise TypeError(msg) from None
+    if hasattr(obj, "to_arrow"):  # cuDF Series, pylibcudf Column
         return to_arrow(obj.to_arrow(), param)
-    if type(obj).__module__.startswith("pandas"):
-        return pa.chunked_array([pa.array(obj, from_pandas=True)])
     msg = (
         f"{param} must be a column (numpy, cupy or pyarrow array, pandas, polars or cuDF "
         f"Series), got {type(obj).__name__}"
     )
     raise TypeError(msg)
+
+
+def _arrow_from_numpy(arr: np.ndarray, param: str) -> pa.Array:
+    if arr.dtype.kind in "mM":
+        unit = np.datetime_data(arr.dtype)[0]
+        if unit in ("m", "h", "W") or (unit == "D" and arr.dtype.kind == "m"):
+            arr = arr.astype(arr.dtype.str[:3] + "[s]")  # exact: whole seconds
+        elif unit not in _TICK_NS and unit != "D":
+            msg = f"{param} must use a fixed time unit (W, D, h, m, s, ms, us or ns), got {arr.dtype}"
+            raise TypeError(msg)
+    try:
+        return pa.array(arr)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        msg = f"{param} could not be read as a column of one type: {exc}"
+        raise TypeError(msg) from None
 
 
 def _device_to_numpy(obj):
@@ -282,11 +304,13 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int):
             if np.isnat(tolerance):
                 msg = "tolerance must be a duration, got NaT"
                 raise ValueError(msg)
-            unit = np.datetime_data(tolerance.dtype)[0]
-            if unit not in _TICK_NS and unit not in ("D", "h", "m", "W"):
-                msg = f"tolerance: unsupported timedelta64 unit {unit!r}"
+            unit, count = np.datetime_data(tolerance.dtype)
+            if unit not in _NUMPY_UNIT_NS:
+                msg = (f"tolerance: numpy.timedelta64 unit {unit!r} is not supported; "
+                       f"use W, D, h, m, s, ms, us or ns")
                 raise ValueError(msg)
-            ns = int(tolerance.astype("timedelta64[ns]").astype(np.int64))
+            # Python ints: exact for any count, where numpy's cast to ns would wrap.
+            ns = int(tolerance.astype(np.int64)) * count * _NUMPY_UNIT_NS[unit]
         ticks = ns // tick_ns  # distances are whole ticks: d <= t  <=>  d <= floor(t)
         return _nonnegative_ticks(ticks, tolerance)
     if isinstance(tolerance, (bool, np.bool_)) or not isinstance(

@@ -66,6 +66,10 @@ def _canonical(col: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _nulls_as(indices: pa.ChunkedArray, code: int) -> np.ndarray:
+    """Indices as int32 with nulls replaced by ``code`` (polars' Categorical indices are
+    uint32: widen them first so that -1 fits)."""
+    if pa.types.is_unsigned_integer(indices.type):
+        indices = indices.cast(pa.int64())
     return indices.fill_null(code).to_numpy().astype(np.int32, copy=False)
 
 

@@ -18,7 +18,11 @@ def _host_map(gmap) -> np.ndarray:
     if hasattr(gmap, "__cuda_array_interface__"):
         gmap = gmap.get() if hasattr(gmap, "get") else np.asarray(gmap)
     elif isinstance(gmap, (pa.Array, pa.ChunkedArray)):
-        gmap = gmap.to_numpy()
+        if not pa.types.is_integer(gmap.type):
+            msg = f"gmap must be a one-dimensional integer array, got {gmap.type}"
+            raise TypeError(msg)
+        gmap = gmap.fill_null(NO_MATCH if gmap.type.bit_width <= 32 else NO_MATCH_INT64)
+        gmap = gmap.to_numpy()  # a null entry means no match
     gmap = np.asarray(gmap)
     if gmap.ndim != 1 or gmap.dtype.kind not in "iu":
         msg = f"gmap must be a one-dimensional integer array, got {gmap.dtype} of shape {gmap.shape}"
@@ -58,4 +62,18 @@ def gather(right_table, gmap) -> pa.Table:
         )
         raise IndexError(msg)
     indices = pa.array(gmap.astype(np.int64, copy=False), mask=missing if missing.any() else None)
-    return table.take(indices)
+    # Arrow's take has no kernel for view strings and binaries (polars exports them):
+    # take their large form and cast back.
+    columns = []
+    for column in table.columns:
+        view = column.type if _is_view(column.type) else None
+        if view is not None:
+            column = column.cast(pa.large_string() if pa.types.is_string_view(view)
+                                 else pa.large_binary())
+        taken = column.take(indices)
+        columns.append(taken.cast(view) if view is not None else taken)
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
+def _is_view(t: pa.DataType) -> bool:
+    return pa.types.is_string_view(t) or pa.types.is_binary_view(t)

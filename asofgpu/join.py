@@ -59,7 +59,8 @@ class AsofJoin:
         lose; equal values fall back to row order).
     presorted : bool
         The right side is already grouped by ``right_by`` and sorted by ``right_on`` within
-        each group: verified in O(n), and the sort is skipped.
+        each group: verified in O(n), and the sort is skipped (with ``tie_break``, rows of
+        equal keys are still ordered by it).
     device : {"auto", "cpu", "cuda", "python"}
         Where the work runs; "auto" takes the GPU when one is usable. "python" runs the
         kernels as plain Python (slow; for debugging).
@@ -98,8 +99,10 @@ class AsofJoin:
                                   "tie_break", "right_on")
             tie = ordered_key(tie_break, "tie_break", self._host)
         if presorted:
-            rows, sorted_keys, offsets = self._verify_sorted(key, tie, bucket, n_groups)
-        else:
+            self._verify_sorted(key, bucket, n_groups)
+        if presorted and tie is None:
+            rows, sorted_keys, offsets = self._presorted(key, bucket, n_groups)
+        else:  # a tie-break column still needs ordering within runs of equal keys
             rows, sorted_keys, offsets = self._sort(key, tie, bucket, n_groups)
         self.map_dtype = np.int32 if self.n_right < _INT32_ROWS else np.int64
         self.no_match = NO_MATCH if self.map_dtype == np.int32 else NO_MATCH_INT64
@@ -136,20 +139,18 @@ class AsofJoin:
         kept = int(offsets[n_groups])
         return rows[:kept], sorted_keys[:kept], offsets
 
-    def _verify_sorted(self, key: Key, tie: Key | None, bucket, n_groups: int):
+    def _kept_rows(self, bucket, n_groups: int):
+        rows = self.backend.xp.arange(self.n_right, dtype=np.int64)
+        return rows if bucket is None else rows[bucket[rows] < n_groups]
+
+    def _verify_sorted(self, key: Key, bucket, n_groups: int) -> None:
+        """O(n): groups contiguous (in first-appearance order) and keys ascending within."""
         xp = self.backend.xp
-        rows = xp.arange(self.n_right, dtype=np.int64)
-        if bucket is not None:
-            rows = rows[bucket[rows] < n_groups]
+        rows = self._kept_rows(bucket, n_groups)
         k = key.values[rows]
         groups = bucket[rows] if bucket is not None else xp.zeros(len(rows), dtype=np.int32)
-        same_group = groups[1:] == groups[:-1]
         descending = _less(k[1:], k[:-1], xp, key.type.physical == "float")
-        bad = (groups[1:] < groups[:-1]) | (same_group & descending)
-        if tie is not None:
-            t = tie.values[rows]
-            equal_key = same_group & ~_differs(k[1:], k[:-1], xp)
-            bad |= equal_key & _less(t[1:], t[:-1], xp, tie.type.physical == "float")
+        bad = (groups[1:] < groups[:-1]) | ((groups[1:] == groups[:-1]) & descending)
         if len(bad) and bool(bad.any()):
             at = int(rows[int(xp.argmax(bad)) + 1])
             what = "grouped by right_by and " if bucket is not None else ""
@@ -158,11 +159,17 @@ class AsofJoin:
                 f"(row {at} is out of order). Hint: pass presorted=False to let AsofJoin sort it."
             )
             raise ValueError(msg)
-        counts = xp.bincount(groups, minlength=n_groups) if len(rows) else xp.zeros(
-            n_groups, dtype=np.int64)
+
+    def _presorted(self, key: Key, bucket, n_groups: int):
+        """Rows, keys and offsets of a verified presorted right side, without a sort."""
+        xp = self.backend.xp
+        rows = self._kept_rows(bucket, n_groups)
         offsets = xp.zeros(n_groups + 1, dtype=np.int64)
-        xp.cumsum(counts, out=offsets[1:])
-        return rows, k, offsets
+        if bucket is None:
+            offsets[1] = len(rows)
+        elif len(rows):
+            xp.cumsum(xp.bincount(bucket[rows], minlength=n_groups), out=offsets[1:])
+        return rows, key.values[rows], offsets
 
     def _group_of_position(self):
         """The group of each sorted position (searchsorted: cupy has no repeat by array)."""

@@ -41,7 +41,8 @@ def as_table(obj, param: str) -> pa.Table:
 def _names(value, param: str) -> list[str]:
     if value is None:
         return []
-    names = [value] if isinstance(value, str) else list(value)
+    names = [value] if isinstance(value, str) else (
+        list(value) if isinstance(value, (list, tuple)) else None)
     if not names or not all(isinstance(n, str) for n in names):
         msg = f"{param} must be a column name or a non-empty sequence of names, got {value!r}"
         raise TypeError(msg)
