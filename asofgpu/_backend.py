@@ -21,6 +21,7 @@ import numpy as np
 from .kernels import bind, probe
 
 CUDA_THREADS = 256
+PARALLEL_MIN_ROWS = 16_384  # below this, the cpu backend probes on one thread
 
 
 def _py_unsigned(x):
@@ -88,8 +89,9 @@ class PythonBackend(Backend):
         if is_float not in self._probes:
             self._probes[is_float] = probe.build(_identity, is_float, _py_unsigned)
         probe_row = self._probes[is_float]
-        for i in range(len(args[-1])):
-            probe_row(i, *args)
+        with np.errstate(over="ignore"):  # float gaps past the largest double are inf
+            for i in range(len(args[-1])):
+                probe_row(i, *args)
 
 
 class CpuBackend(Backend):
@@ -105,7 +107,9 @@ class CpuBackend(Backend):
         return _counting_sort()(order, bucket, n_groups + 1, keys)
 
     def _launch(self, is_float, *args):
-        _cpu_probe_all(is_float)(*args)
+        # Waking numba's thread pool costs milliseconds: small probes run on one thread.
+        parallel = len(args[-1]) >= PARALLEL_MIN_ROWS
+        _cpu_probe_all(is_float, parallel)(*args)
 
 
 def _probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
@@ -118,12 +122,12 @@ def _probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_firs
 
 
 @functools.cache
-def _cpu_probe_all(is_float: bool):
+def _cpu_probe_all(is_float: bool, parallel: bool):
     import numba
 
     probe_row = probe.build(numba.njit(cache=True), is_float, numba.uint64)
-    return numba.njit(parallel=True, cache=True)(
-        bind(_probe_all, prange=numba.prange, probe_row=probe_row))
+    return numba.njit(parallel=parallel, cache=True)(
+        bind(_probe_all, prange=numba.prange if parallel else range, probe_row=probe_row))
 
 
 @functools.cache

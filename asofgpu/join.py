@@ -98,8 +98,11 @@ class AsofJoin:
             _validate.same_length(self.n_right, column_length(tie_break, "tie_break"),
                                   "tie_break", "right_on")
             tie = ordered_key(tie_break, "tie_break", self._host)
+        self._renumber = None  # presorted groups are numbered in order of appearance
         if presorted:
-            self._verify_sorted(key, bucket, n_groups)
+            self._renumber = self._verify_sorted(key, bucket, n_groups)
+            if self._renumber is not None:
+                bucket = self._renumber[bucket]
         if presorted and tie is None:
             rows, sorted_keys, offsets = self._presorted(key, bucket, n_groups)
         else:  # a tie-break column still needs ordering within runs of equal keys
@@ -143,22 +146,44 @@ class AsofJoin:
         rows = self.backend.xp.arange(self.n_right, dtype=np.int64)
         return rows if bucket is None else rows[bucket[rows] < n_groups]
 
-    def _verify_sorted(self, key: Key, bucket, n_groups: int) -> None:
-        """O(n): groups contiguous (in first-appearance order) and keys ascending within."""
+    def _verify_sorted(self, key: Key, bucket, n_groups: int):
+        """O(n): each group's rows contiguous and their keys ascending. Returns the groups'
+        renumbering in order of appearance (None without by), which the offsets follow."""
         xp = self.backend.xp
         rows = self._kept_rows(bucket, n_groups)
         k = key.values[rows]
         groups = bucket[rows] if bucket is not None else xp.zeros(len(rows), dtype=np.int32)
-        descending = _less(k[1:], k[:-1], xp, key.type.physical == "float")
-        bad = (groups[1:] < groups[:-1]) | ((groups[1:] == groups[:-1]) & descending)
+        change = groups[1:] != groups[:-1]
+        bad = ~change & _less(k[1:], k[:-1], xp, key.type.physical == "float")
+        run_starts = xp.ones(len(groups), dtype=bool)
+        run_starts[1:] = change
+        run_starts = xp.flatnonzero(run_starts)
+        run_groups = groups[run_starts]
+        _, first_run = xp.unique(run_groups, return_index=True)
+        again = xp.ones(len(run_groups), dtype=bool)
+        again[first_run] = False  # runs of a group seen before: not contiguous
+        where = None
         if len(bad) and bool(bad.any()):
-            at = int(rows[int(xp.argmax(bad)) + 1])
+            where = int(xp.argmax(bad)) + 1
+        if bool(again.any()):
+            run_start = int(run_starts[int(xp.argmax(again))])
+            where = run_start if where is None else min(where, run_start)
+        if where is not None:
             what = "grouped by right_by and " if bucket is not None else ""
             msg = (
                 f"presorted=True but the right side is not {what}sorted by right_on "
-                f"(row {at} is out of order). Hint: pass presorted=False to let AsofJoin sort it."
+                f"(row {int(rows[where])} is out of order). "
+                f"Hint: pass presorted=False to let AsofJoin sort it."
             )
             raise ValueError(msg)
+        if bucket is None:
+            return None
+        rank = xp.full(n_groups + 1, -1, dtype=np.int32)
+        rank[run_groups] = xp.arange(len(run_groups), dtype=np.int32)
+        absent = rank[:n_groups] < 0  # groups whose rows were all dropped: empty, at the end
+        rank[xp.flatnonzero(absent)] = xp.arange(len(run_groups), n_groups, dtype=np.int32)
+        rank[n_groups] = n_groups
+        return rank
 
     def _presorted(self, key: Key, bucket, n_groups: int):
         """Rows, keys and offsets of a verified presorted right side, without a sort."""
@@ -279,7 +304,10 @@ class AsofJoin:
         for i, col in enumerate(columns):
             _validate.same_length(n, len(col), f"left_by[{i}]", "left_on")
         codes = self._groups.lookup(columns, [f"left_by[{i}]" for i in range(len(columns))])
-        return self.backend.asarray(codes)
+        codes = self.backend.asarray(codes)
+        if self._renumber is not None:
+            codes = self.backend.xp.where(codes >= 0, self._renumber[codes], -1)
+        return codes.astype(np.int32, copy=False)
 
     def _raise_if_ambiguous(self, gmap) -> None:
         xp = self.backend.xp

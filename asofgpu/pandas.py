@@ -1,0 +1,753 @@
+"""``merge_asof`` for pandas: pandas' signature, results, dtypes and errors, on asofgpu.
+
+``asofgpu.pandas.merge_asof`` is a drop-in for ``pandas.merge_asof``: the same keywords, the
+same result frame (columns, column order, dtypes, index), the same exception types and
+messages, plus a ``device`` keyword. It validates its arguments the way pandas does, computes
+the gather map with asofgpu's primitive (``nearest_tie="backward"``, ``null_equality="equal"``:
+pandas' rules) and builds the result the way pandas builds it. It never calls pandas' own
+``merge_asof``.
+
+Differences from pandas (deliberate):
+
+- Distances never wrap. pandas computes ``left - right`` in the key's integer dtype, so near
+  the extremes of that dtype (int64, the int64 view of datetimes and timedeltas, and int8,
+  int16, int32 much sooner) it picks the wrong ``nearest`` row and lets rows through a
+  ``tolerance`` that they exceed. asofgpu computes exact distances.
+- ``device`` ("auto", "cpu", "cuda", "python") says where the join runs; pandas has no such
+  keyword.
+- When pandas' sortedness check passes but the values it joins on are not in order
+  (categorical ``on`` keys whose categories are not in value order), pandas' result depends on
+  its scan; asofgpu joins on the values.
+
+Everything else (float32 and infinite keys, NaN tolerances, the upcasting of unmatched int and
+bool columns, keys given as arrays or index levels, every error) follows pandas.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pandas as pd
+from pandas.api.extensions import ExtensionArray, take
+from pandas.api.types import (is_bool, is_float_dtype, is_hashable, is_integer,
+                              is_integer_dtype, is_list_like, is_number, is_object_dtype,
+                              is_string_dtype)
+from pandas.errors import MergeError
+
+from . import _validate
+from ._types import NO_MATCH, NO_MATCH_INT64
+from .join import AsofJoin
+
+__all__ = ["merge_asof"]
+
+_KNOWN = (np.ndarray, ExtensionArray, pd.Index, pd.Series)
+_MASKED = (pd.arrays.IntegerArray, pd.arrays.FloatingArray, pd.arrays.BooleanArray)
+_MASKED_DTYPES = tuple(getattr(pd, f"{kind}Dtype") for kind in (
+    "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32",
+    "Float64", "Boolean"))
+
+
+def merge_asof(left, right, on=None, left_on=None, right_on=None, left_index=False,
+               right_index=False, by=None, left_by=None, right_by=None, suffixes=("_x", "_y"),
+               tolerance=None, allow_exact_matches=True, direction="backward", *,
+               device="auto"):
+    """Perform a merge by key distance, as ``pandas.merge_asof`` does.
+
+    For each left row, take the right row (of the same ``by`` group) whose ``on`` key is the
+    closest in the ``direction``: "backward" takes the last row whose key is less than or
+    equal to the left key, "forward" the first row whose key is greater than or equal to it,
+    "nearest" the closer of the two (the backward one on a tie). Both frames must be sorted
+    by their ``on`` key.
+
+    Parameters
+    ----------
+    left, right : DataFrame or named Series
+    on : label
+        Column (or index level) name in both frames: the ordered key.
+    left_on, right_on : label or array-like
+        The key of each frame, when the names differ or the key is not a column.
+    left_index, right_index : bool
+        Use the frame's index as its key.
+    by : label or list of labels
+        Columns that must be equal before the ``on`` search (nulls match nulls).
+    left_by, right_by : label or list of labels
+        ``by`` columns of each frame, when their names differ.
+    suffixes : (str or None, str or None)
+        Added to overlapping column names of the left and right frames.
+    tolerance : int, float, datetime.timedelta or pandas.Timedelta, optional
+        The largest distance a match may have (inclusive), in the key's type.
+    allow_exact_matches : bool
+        False: equal keys do not match (strictly less / greater than).
+    direction : {"backward", "forward", "nearest"}
+    device : {"auto", "cpu", "cuda", "python"}
+        Where the join runs (asofgpu only); "auto" takes a usable GPU.
+
+    Returns
+    -------
+    DataFrame
+        The left frame's rows and columns, then the right frame's columns (keys of the same
+        name dropped), exactly as ``pandas.merge_asof`` returns it.
+
+    Notes
+    -----
+    Unlike pandas, distances are exact at the extremes of integer and datetime keys, where
+    pandas' arithmetic wraps (see the module docstring for every difference).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from asofgpu.pandas import merge_asof
+    >>> quotes = pd.DataFrame({
+    ...     "time": pd.to_datetime(["2016-05-25 13:30:00.023", "2016-05-25 13:30:00.023",
+    ...                             "2016-05-25 13:30:00.030", "2016-05-25 13:30:00.041",
+    ...                             "2016-05-25 13:30:00.048"]),
+    ...     "ticker": ["GOOG", "MSFT", "MSFT", "MSFT", "GOOG"],
+    ...     "bid": [720.50, 51.95, 51.97, 51.99, 720.50]})
+    >>> trades = pd.DataFrame({
+    ...     "time": pd.to_datetime(["2016-05-25 13:30:00.023", "2016-05-25 13:30:00.038",
+    ...                             "2016-05-25 13:30:00.048", "2016-05-25 13:30:00.048"]),
+    ...     "ticker": ["MSFT", "MSFT", "GOOG", "AAPL"],
+    ...     "quantity": [75, 155, 100, 100]})
+    >>> merge_asof(trades, quotes, on="time", by="ticker", device="cpu")
+                         time ticker  quantity     bid
+    0 2016-05-25 13:30:00.023   MSFT        75   51.95
+    1 2016-05-25 13:30:00.038   MSFT       155   51.97
+    2 2016-05-25 13:30:00.048   GOOG       100  720.50
+    3 2016-05-25 13:30:00.048   AAPL       100     NaN
+    >>> merge_asof(trades, quotes, on="time", by="ticker", tolerance=pd.Timedelta("2ms"),
+    ...            device="cpu")["bid"].tolist()
+    [51.95, nan, 720.5, nan]
+
+    Integer payloads become float64 only when some row is unmatched, as in pandas:
+
+    >>> left = pd.DataFrame({"a": [1, 5, 10]})
+    >>> right = pd.DataFrame({"a": [1, 2, 3, 6, 7], "right_val": [1, 2, 3, 6, 7]})
+    >>> merge_asof(left, right, on="a", direction="nearest", device="cpu")
+        a  right_val
+    0   1          1
+    1   5          6
+    2  10          7
+    >>> merge_asof(left, right, on="a", allow_exact_matches=False, device="cpu")
+        a  right_val
+    0   1        NaN
+    1   5        3.0
+    2  10        7.0
+    """
+    device = _validate.device(device)
+    if direction not in ["backward", "forward", "nearest"]:
+        raise MergeError(f"direction invalid: {direction}")
+    if not is_bool(allow_exact_matches):
+        msg = f"allow_exact_matches must be boolean, passed {allow_exact_matches}"
+        raise MergeError(msg)
+    op = _AsofMerge(left, right, on, left_on, right_on, left_index, right_index, by, left_by,
+                    right_by, suffixes, tolerance)
+    rmap = op.right_indexer(str(direction), bool(allow_exact_matches), device)
+    return op.result(rmap)
+
+
+class _AsofMerge:
+    """pandas' _AsOfMerge, step by step, with asofgpu computing the right indexer."""
+
+    def __init__(self, left, right, on, left_on, right_on, left_index, right_index, by,
+                 left_by, right_by, suffixes, tolerance):
+        self.left = _validate_operand(left)
+        self.right = _validate_operand(right)
+        self.on = _make_list(on)
+        self.suffixes = suffixes
+        self.left_index, self.right_index = left_index, right_index
+        self.by, self.left_by, self.right_by = by, left_by, right_by
+        self.tolerance = tolerance
+        if not is_bool(left_index):
+            raise ValueError(f"left_index parameter must be of type bool, not {type(left_index)}")
+        if not is_bool(right_index):
+            raise ValueError(
+                f"right_index parameter must be of type bool, not {type(right_index)}")
+        nl, nr = self.left.columns.nlevels, self.right.columns.nlevels
+        if nl != nr:
+            msg = (f"Not allowed to merge between different levels. ({nl} levels on the "
+                   f"left, {nr} on the right)")
+            raise MergeError(msg)
+        self.left_on, self.right_on = self._validate_left_right_on(left_on, right_on)
+        self.left_keys, self.right_keys, self.join_names, right_drop = self._merge_keys()
+        if right_drop:
+            self.right = _drop_labels_or_levels(self.right, right_drop)
+        self._require_matching_dtypes()
+        self._validate_tolerance()
+
+    # ------------------------------------------------------------------ validation
+
+    def _validate_left_right_on(self, left_on, right_on):
+        left_on, right_on = _make_list(left_on), _make_list(right_on)
+        if self.on is None and left_on is None and right_on is None:
+            if self.left_index and self.right_index:
+                left_on, right_on = (), ()
+            elif self.left_index:
+                raise MergeError("Must pass right_on or right_index=True")
+            elif self.right_index:
+                raise MergeError("Must pass left_on or left_index=True")
+            else:
+                left_cols, right_cols = self.left.columns, self.right.columns
+                common = left_cols.intersection(right_cols)
+                if len(common) == 0:
+                    raise MergeError(
+                        "No common columns to perform merge on. "
+                        f"Merge options: left_on={left_on}, right_on={right_on}, "
+                        f"left_index={self.left_index}, right_index={self.right_index}")
+                if (not left_cols.join(common, how="inner").is_unique
+                        or not right_cols.join(common, how="inner").is_unique):
+                    raise MergeError(f"Data columns not unique: {common!r}")
+                left_on = right_on = common
+        elif self.on is not None:
+            if left_on is not None or right_on is not None:
+                raise MergeError('Can only pass argument "on" OR "left_on" '
+                                 'and "right_on", not a combination of both.')
+            if self.left_index or self.right_index:
+                raise MergeError('Can only pass argument "on" OR "left_index" '
+                                 'and "right_index", not a combination of both.')
+            left_on = right_on = self.on
+        elif left_on is not None:
+            if self.left_index:
+                raise MergeError('Can only pass argument "left_on" OR "left_index" not both.')
+            if not self.right_index and right_on is None:
+                raise MergeError('Must pass "right_on" OR "right_index".')
+            if self.right_index and right_on is not None:
+                raise MergeError('Can only pass argument "right_on" OR "right_index" not both.')
+            if self.right_index:
+                if len(left_on) != self.right.index.nlevels:
+                    raise ValueError('len(left_on) must equal the number '
+                                     'of levels in the index of "right"')
+                right_on = [None] * len(left_on)
+        elif right_on is not None:
+            if self.right_index:
+                raise MergeError('Can only pass argument "right_on" OR "right_index" not both.')
+            if not self.left_index and left_on is None:
+                raise MergeError('Must pass "left_on" OR "left_index".')
+            if self.left_index:
+                if len(right_on) != self.left.index.nlevels:
+                    raise ValueError('len(right_on) must equal the number '
+                                     'of levels in the index of "left"')
+                left_on = [None] * len(right_on)
+        if len(right_on) != len(left_on):
+            raise ValueError("len(right_on) must equal len(left_on)")
+        return self._validate_asof_on(left_on, right_on)
+
+    def _validate_asof_on(self, left_on, right_on):
+        if len(left_on) != 1 and not self.left_index:
+            raise MergeError("can only asof on a key for left")
+        if len(right_on) != 1 and not self.right_index:
+            raise MergeError("can only asof on a key for right")
+        if self.left_index and isinstance(self.left.index, pd.MultiIndex):
+            raise MergeError("left can only have one index")
+        if self.right_index and isinstance(self.right.index, pd.MultiIndex):
+            raise MergeError("right can only have one index")
+        if self.by is not None:
+            if self.left_by is not None or self.right_by is not None:
+                raise MergeError("Can only pass by OR left_by and right_by")
+            self.left_by = self.right_by = self.by
+        if self.left_by is None and self.right_by is not None:
+            raise MergeError("missing left_by")
+        if self.left_by is not None and self.right_by is None:
+            raise MergeError("missing right_by")
+        lo_dtype = self.left.index.dtype if self.left_index else _on_dtype(self.left, left_on[0])
+        ro_dtype = (self.right.index.dtype if self.right_index
+                    else _on_dtype(self.right, right_on[0]))
+        if (is_object_dtype(lo_dtype) or is_object_dtype(ro_dtype)
+                or is_string_dtype(lo_dtype) or is_string_dtype(ro_dtype)):
+            raise MergeError(f"Incompatible merge dtype, {lo_dtype!r} and {ro_dtype!r}, "
+                             "both sides must have numeric dtype")
+        if self.left_by is not None:
+            if not is_list_like(self.left_by):
+                self.left_by = [self.left_by]
+            if not is_list_like(self.right_by):
+                self.right_by = [self.right_by]
+            if len(self.left_by) != len(self.right_by):
+                raise MergeError("left_by and right_by must be the same length")
+            left_on = self.left_by + list(left_on)
+            right_on = self.right_by + list(right_on)
+        return left_on, right_on
+
+    def _merge_keys(self):
+        """pandas' _get_merge_keys: key arrays, their names, right keys to drop."""
+        left, right = self.left, self.right
+        left_keys, right_keys, names, right_drop = [], [], [], []
+
+        def is_lkey(x):
+            return isinstance(x, _KNOWN) and len(x) == len(left)
+
+        def is_rkey(x):
+            return isinstance(x, _KNOWN) and len(x) == len(right)
+
+        if _any(self.left_on) and _any(self.right_on):
+            for lk, rk in zip(self.left_on, self.right_on, strict=True):
+                lk, rk = _extract(lk), _extract(rk)
+                if is_lkey(lk):
+                    left_keys.append(lk)
+                    if is_rkey(rk):
+                        right_keys.append(rk)
+                        names.append(None)
+                    elif rk is not None:
+                        right_keys.append(_label_or_level_values(right, rk))
+                        names.append(rk)
+                    else:
+                        right_keys.append(_values(right.index))
+                        names.append(right.index.name)
+                else:
+                    if not is_rkey(rk):
+                        right_keys.append(_label_or_level_values(right, rk) if rk is not None
+                                          else _values(right.index))
+                        if lk is not None and lk == rk:
+                            right_drop.append(rk)
+                    else:
+                        right_keys.append(rk)
+                    if lk is not None:
+                        left_keys.append(_label_or_level_values(left, lk))
+                        names.append(lk)
+                    else:
+                        left_keys.append(_values(left.index))
+                        names.append(left.index.name)
+        elif _any(self.left_on):
+            for k in self.left_on:
+                if is_lkey(k):
+                    left_keys.append(_extract(k))
+                    names.append(None)
+                else:
+                    left_keys.append(_label_or_level_values(left, k))
+                    names.append(k)
+            right_keys = [_values(right.index)]
+        elif _any(self.right_on):
+            for k in self.right_on:
+                k = _extract(k)
+                if is_rkey(k):
+                    right_keys.append(k)
+                    names.append(None)
+                else:
+                    right_keys.append(_label_or_level_values(right, k))
+                    names.append(k)
+            left_keys = [_values(left.index)]
+        return left_keys, right_keys, names, right_drop
+
+    def _on_values(self, side: str):
+        frame, index_flag, keys = ((self.left, self.left_index, self.left_keys) if side == "left"
+                                   else (self.right, self.right_index, self.right_keys))
+        return _values(frame.index) if index_flag else keys[-1]
+
+    def _require_matching_dtypes(self) -> None:
+        for i, (lk, rk) in enumerate(zip(self.left_keys, self.right_keys, strict=True)):
+            _check_dtype_match(lk, rk, i)
+        _check_dtype_match(self._on_values("left"), self._on_values("right"), 0)
+
+    def _validate_tolerance(self) -> None:
+        tol = self.tolerance
+        if tol is None:
+            return
+        lt = self._on_values("left")
+        msg = f"incompatible tolerance {tol}, must be compat with type {lt.dtype!r}"
+        if _is_temporal(lt):
+            if not isinstance(tol, datetime.timedelta):
+                raise MergeError(msg)
+            if tol < pd.Timedelta(0):
+                raise MergeError("tolerance must be non-negative")
+        elif is_integer_dtype(lt.dtype):
+            if not is_integer(tol):
+                raise MergeError(msg)
+            if tol < 0:
+                raise MergeError("tolerance must be non-negative")
+        elif is_float_dtype(lt.dtype):
+            if not is_number(tol):
+                raise MergeError(msg)
+            if tol < 0:
+                raise MergeError("tolerance must be non-negative")
+        else:
+            raise MergeError("key must be integer, timestamp or float")
+
+    # ------------------------------------------------------------------ the join
+
+    def right_indexer(self, direction: str, exact: bool, device) -> np.ndarray:
+        """pandas' right indexer (-1: no match), computed by asofgpu."""
+        left_values, right_values = self._on_values("left"), self._on_values("right")
+        tolerance = self.tolerance
+        if tolerance is not None and _is_temporal(left_values):
+            tolerance = pd.Timedelta(tolerance)
+            if left_values.dtype.kind in "mM":
+                tolerance = tolerance.as_unit(_unit(left_values))
+            tolerance = int(tolerance.to_timedelta64().astype(np.int64))
+        lkey = _join_values(left_values, "left")
+        rkey = _join_values(right_values, "right")
+        left_by = right_by = None
+        if self.left_by is not None:
+            both = self.left_index and self.right_index
+            lks = self.left_keys if both else self.left_keys[:-1]
+            rks = self.right_keys if both else self.right_keys[:-1]
+            lks[0]  # noqa: B018 - as pandas: IndexError when by names no column
+            pairs = [_by_columns(lk, rk) for lk, rk in zip(lks, rks)]
+            left_by, right_by = [p[0] for p in pairs], [p[1] for p in pairs]
+        if tolerance is not None:
+            tolerance = _kernel_tolerance(tolerance, lkey.dtype)
+        prepared = AsofJoin(_kernel_key(rkey), right_by, null_equality="equal", device=device)
+
+        def probe(strategy, tol):
+            gmap = prepared.join(_kernel_key(lkey), left_by, strategy=strategy,
+                                 allow_exact_matches=exact, tolerance=tol,
+                                 nearest_tie="backward")
+            gmap = np.asarray(gmap.get() if hasattr(gmap, "get") else gmap)
+            return np.where((gmap == NO_MATCH) | (gmap == NO_MATCH_INT64), -1,
+                            gmap).astype(np.intp)
+
+        if lkey.dtype.kind == "f" and _float_arithmetic_matters(lkey, direction, tolerance):
+            return _pandas_float_pick(lkey, rkey, probe, direction, tolerance)
+        return probe(direction, tolerance)
+
+    # ------------------------------------------------------------------ the result
+
+    def _join_index(self, rmap: np.ndarray) -> pd.Index:
+        if self.right_index:
+            if len(self.left) > 0:
+                return self.left.index.take(np.arange(len(self.left)))
+            return self.right.index.take(rmap)
+        if self.left_index:
+            return self.left.index.take(np.arange(len(self.left)))
+        return pd.RangeIndex(len(rmap))
+
+    def result(self, rmap: np.ndarray) -> pd.DataFrame:
+        join_index = self._join_index(rmap)
+        left, right = self.left[:], self.right[:]
+        llabels, rlabels = _items_overlap_with_suffix(self.left.columns, self.right.columns,
+                                                      self.suffixes)
+        if not (len(rmap) == len(right) and (rmap == np.arange(len(right))).all()):
+            right = right.set_axis(pd.RangeIndex(len(right)), axis=0).reindex(rmap)
+        left.index = join_index
+        right.index = join_index
+        left.columns = llabels
+        right.columns = rlabels
+        result = pd.concat([left, right], axis=1)
+        self._add_join_keys(result, rmap)
+        return result
+
+    def _add_join_keys(self, result: pd.DataFrame, rmap: np.ndarray) -> None:
+        """pandas' _maybe_add_join_keys for a left indexer that is always 0..n-1."""
+        right_missing = bool((rmap == -1).any())
+        keys = zip(self.join_names, self.left_on, self.right_on, strict=True)
+        for i, (name, lname, rname) in enumerate(keys):
+            if isinstance(lname, str) and isinstance(rname, str) and lname != rname:
+                continue
+            take_left = take_right = None
+            if name in result:
+                if name in self.left:
+                    rdtype = self.right_keys[i].dtype
+                    ldtype = result[name].dtype
+                    if ldtype.kind == "M" and rdtype.kind == "M" and ldtype != rdtype:
+                        take_right = self.right_keys[i]
+                        if result[name].dtype != self.left[name].dtype:
+                            take_left = _values(self.left[name])
+                elif name in self.right:
+                    ldtype = self.left_keys[i].dtype
+                    rdtype = result[name].dtype
+                    resolution = rdtype.kind == "M" and ldtype.kind == "M" and rdtype != ldtype
+                    if right_missing or resolution:
+                        take_left = self.left_keys[i]
+                        if result[name].dtype != self.right[name].dtype:
+                            take_right = _values(self.right[name])
+            else:
+                take_left, take_right = self.left_keys[i], self.right_keys[i]
+            if take_left is None and take_right is None:
+                continue
+            lvals = _values(result[name]) if take_left is None else _take(take_left, None)
+            rvals = _values(result[name]) if take_right is None else _take(take_right, rmap)
+            if len(rmap) == 0:
+                key_col, dtype = pd.Index(rvals, dtype=rvals.dtype, copy=False), rvals.dtype
+            else:
+                key_col, dtype = pd.Index(lvals, dtype=lvals.dtype, copy=False), lvals.dtype
+                if not (rmap == -1).all():
+                    dtype = _common_type(lvals.dtype, rvals.dtype)
+                    if lvals.dtype.kind == "M" and rvals.dtype.kind == "M" and dtype.kind == "O":
+                        dtype = key_col.dtype
+            if is_hashable(name) and name in result.columns:
+                result[name] = pd.Series(key_col, dtype=dtype, index=result.index)
+            elif _is_level_reference(result, name):
+                if isinstance(result.index, pd.MultiIndex):
+                    key_col.name = name
+                    levels = [result.index.get_level_values(n) if n != name else key_col
+                              for n in result.index.names]
+                    result.index = pd.MultiIndex.from_arrays(levels,
+                                                             names=[x.name for x in levels])
+                else:
+                    result.index = pd.Index(key_col, name=name)
+            else:
+                result.insert(i, name or f"key_{i}", key_col)
+
+
+# --------------------------------------------------------------------------- pandas' helpers
+
+
+def _validate_operand(obj) -> pd.DataFrame:
+    if isinstance(obj, pd.DataFrame):
+        return obj
+    if isinstance(obj, pd.Series):
+        if obj.name is None:
+            raise ValueError("Cannot merge a Series without a name")
+        return obj.to_frame()
+    raise TypeError(f"Can only merge Series or DataFrame objects, a {type(obj)} was passed")
+
+
+def _make_list(obj):
+    if obj is not None and not isinstance(obj, (tuple, list)):
+        return [obj]
+    return obj
+
+
+def _any(x) -> bool:
+    return x is not None and any(v is not None for v in x)
+
+
+def _values(obj):
+    """What pandas calls ``obj._values``: the ndarray or ExtensionArray underneath."""
+    if isinstance(obj, pd.MultiIndex):
+        return obj.values
+    if isinstance(obj, (pd.Index, pd.Series)):
+        obj = obj.array
+    if isinstance(obj, pd.arrays.NumpyExtensionArray):
+        return obj.to_numpy()
+    return obj
+
+
+def _extract(obj):
+    """pandas' extract_array(obj, extract_numpy=True): a RangeIndex stays as it is."""
+    return obj if isinstance(obj, pd.RangeIndex) else _values(obj)
+
+
+def _label_or_level_values(frame: pd.DataFrame, key):
+    if is_hashable(key) and key in frame.columns:
+        if key is not None and key in frame.index.names:
+            msg = f"'{key}' is both an index level and a column label, which is ambiguous."
+            raise ValueError(msg)
+        values = frame.xs(key, axis=1)
+        if isinstance(values, pd.DataFrame):
+            multi = ("\nFor a multi-index, the label must be a tuple with elements "
+                     "corresponding to each level."
+                     if isinstance(frame.columns, pd.MultiIndex) else "")
+            raise ValueError(f"The column label '{key}' is not unique.{multi}")
+        return _values(values)
+    if _is_level_reference(frame, key):
+        return _values(frame.index.get_level_values(key))
+    raise KeyError(key)
+
+
+def _is_level_reference(frame: pd.DataFrame, key) -> bool:
+    return (key is not None and is_hashable(key) and key in frame.index.names
+            and key not in frame.columns)
+
+
+def _drop_labels_or_levels(frame: pd.DataFrame, keys) -> pd.DataFrame:
+    levels = [k for k in keys if _is_level_reference(frame, k)]
+    labels = [k for k in keys if not _is_level_reference(frame, k)]
+    dropped = frame.copy(deep=False)
+    if levels:
+        dropped = dropped.reset_index(levels, drop=True)
+    if labels:
+        dropped = dropped.drop(labels, axis=1)
+    return dropped
+
+
+def _on_dtype(frame: pd.DataFrame, key):
+    if isinstance(key, _KNOWN):
+        return key.dtype
+    if key in frame.columns:
+        return _label_or_level_values(frame, key).dtype
+    return frame.index.get_level_values(key)  # pandas takes the level itself here
+
+
+def _check_dtype_match(left, right, i: int) -> None:
+    if left.dtype != right.dtype:
+        if isinstance(left.dtype, pd.CategoricalDtype) and isinstance(right.dtype,
+                                                                       pd.CategoricalDtype):
+            msg = (f"incompatible merge keys [{i}] {left.dtype!r} and {right.dtype!r}, "
+                   f"both sides category, but not equal ones")
+        else:
+            msg = (f"incompatible merge keys [{i}] {left.dtype!r} and {right.dtype!r}, "
+                   f"must be the same type")
+        raise MergeError(msg)
+
+
+def _needs_i8(dtype) -> bool:
+    if isinstance(dtype, np.dtype):
+        return dtype.kind in "mM"
+    return isinstance(dtype, (pd.PeriodDtype, pd.DatetimeTZDtype))
+
+
+def _is_temporal(values) -> bool:
+    """pandas: needs_i8_conversion, or an Arrow temporal type."""
+    return _needs_i8(values.dtype) or (isinstance(values, pd.arrays.ArrowExtensionArray)
+                                        and values.dtype.kind in "mM")
+
+
+def _arrow_timestamp_or_duration(values) -> bool:
+    if not isinstance(values, pd.arrays.ArrowExtensionArray):
+        return False
+    import pyarrow as pa
+
+    t = values.dtype.pyarrow_dtype
+    return pa.types.is_timestamp(t) or pa.types.is_duration(t)
+
+
+def _unit(values) -> str:
+    if isinstance(values, pd.arrays.ArrowExtensionArray):
+        return values.dtype.pyarrow_dtype.unit
+    if isinstance(values, np.ndarray):
+        return np.datetime_data(values.dtype)[0]
+    return values.unit
+
+
+def _join_values(values, side: str) -> np.ndarray:
+    """pandas' _convert_values_for_libjoin: checks, then a numpy array of the key."""
+    if not pd.Index(values, copy=False).is_monotonic_increasing:
+        if pd.isna(values).any():
+            raise ValueError(f"Merge keys contain null values on {side} side")
+        raise ValueError(f"{side} keys must be sorted")
+    if _arrow_timestamp_or_duration(values):
+        import pyarrow as pa
+
+        values = values.__arrow_array__().cast(pa.int64()).to_numpy()
+    elif _needs_i8(values.dtype):
+        values = np.asarray(values.view("i8"))
+    elif isinstance(values, _MASKED):
+        values = values.to_numpy(dtype=values.dtype.numpy_dtype)
+    elif isinstance(values, ExtensionArray):
+        values = values.to_numpy()
+    if isinstance(values, pd.Index) or np.asarray(values).dtype.kind not in "biuf":
+        raise TypeError("No matching signature found")  # as pandas' kernel dispatch says
+    return np.asarray(values)
+
+
+def _kernel_key(values: np.ndarray) -> np.ndarray:
+    return values.view(np.uint8) if values.dtype.kind == "b" else values
+
+
+def _kernel_tolerance(tolerance, dtype: np.dtype):
+    """The tolerance as pandas hands it to its kernel (same errors), for asofgpu."""
+    if dtype.kind == "f":
+        tolerance = float(tolerance)
+        return None if tolerance != tolerance else tolerance  # NaN: pandas never drops
+    if dtype.kind in "iu":
+        tolerance = int(tolerance)
+        info = np.iinfo(dtype)
+        c_long = "C long" if dtype.kind == "i" else "C unsigned long"
+        if tolerance > np.iinfo(np.int64 if dtype.kind == "i" else np.uint64).max:
+            raise OverflowError(f"Python int too large to convert to {c_long}")
+        if tolerance > info.max:
+            raise OverflowError(f"value too large to convert to npy_{dtype.name}")
+    return tolerance
+
+
+def _by_columns(lk, rk):
+    """A by-key pair as asofgpu columns: natively when Arrow compares them as pandas does,
+    else as pandas' joint factorization (all nulls one group)."""
+    if lk.dtype == np.float16:  # pandas has no float16 hash table
+        raise KeyError(np.float16)
+    if _native_by(lk.dtype):
+        return pd.Series(lk, copy=False), pd.Series(rk, copy=False)
+    both = pd.concat([pd.Series(lk, copy=False), pd.Series(rk, copy=False)],
+                     ignore_index=True)
+    codes = pd.factorize(both)[0].astype(np.int64, copy=False)
+    return codes[: len(lk)], codes[len(lk):]
+
+
+def _native_by(dtype) -> bool:
+    if isinstance(dtype, np.dtype):
+        return dtype.kind in "biufmM"
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _native_by(dtype.categories.dtype)
+    return isinstance(dtype, (pd.StringDtype, pd.DatetimeTZDtype) + _MASKED_DTYPES)
+
+
+def _float_arithmetic_matters(lkey: np.ndarray, direction: str, tolerance) -> bool:
+    """Where pandas' float arithmetic differs from asofgpu's: float32 distances, and
+    ``inf - inf`` (NaN) deciding a nearest pick."""
+    if lkey.dtype != np.float64:
+        return direction == "nearest" or tolerance is not None
+    return direction == "nearest" and bool(np.isinf(lkey).any())
+
+
+def _pandas_float_pick(lkey, rkey, probe, direction: str, tolerance) -> np.ndarray:
+    """pandas' float picks: each side found and checked against the tolerance in the key's
+    dtype, then the backward row unless the forward one is strictly closer."""
+    with np.errstate(over="ignore"):
+        tol = None if tolerance is None else lkey.dtype.type(tolerance)
+    n = len(lkey)
+    if not len(rkey):
+        return np.full(n, -1, np.intp)
+    back = probe("backward", None) if direction != "forward" else np.full(n, -1, np.intp)
+    fwd = probe("forward", None) if direction != "backward" else np.full(n, -1, np.intp)
+    with np.errstate(invalid="ignore", over="ignore"):
+        bdiff = lkey - rkey[np.maximum(back, 0)]
+        fdiff = rkey[np.maximum(fwd, 0)] - lkey
+        if tol is not None:
+            back = np.where(bdiff > tol, -1, back)
+            fwd = np.where(fdiff > tol, -1, fwd)
+        pick_back = (back != -1) & ((fwd == -1) | (bdiff <= fdiff))
+    return np.where(pick_back, back, fwd)
+
+
+def _take(values, rmap):
+    """pandas' take_nd with na_value_for_dtype(compat=True) as the fill."""
+    values = _extract(values)
+    if isinstance(values, pd.RangeIndex):
+        values = values.to_numpy()
+    if rmap is None:
+        return values
+    dtype = values.dtype
+    if not isinstance(dtype, np.dtype):
+        fill = dtype.na_value
+    elif dtype.kind in "mM":
+        fill = dtype.type("NaT", np.datetime_data(dtype)[0])
+    else:
+        fill = {"i": 0, "u": 0, "b": False}.get(dtype.kind, np.nan)
+    if isinstance(values, np.ndarray):
+        return take(values, rmap, allow_fill=True, fill_value=fill)
+    return values.take(rmap, allow_fill=True, fill_value=fill)
+
+
+def _common_type(a, b):
+    if a == b:
+        return a
+    from pandas.core.dtypes.cast import find_common_type
+
+    return find_common_type([a, b])
+
+
+def _items_overlap_with_suffix(left: pd.Index, right: pd.Index, suffixes):
+    if not is_list_like(suffixes, allow_sets=False) or isinstance(suffixes, dict):
+        raise TypeError(f"Passing 'suffixes' as a {type(suffixes)}, is not supported. "
+                        "Provide 'suffixes' as a tuple instead.")
+    to_rename = left.intersection(right)
+    if len(to_rename) == 0:
+        return left, right
+    lsuffix, rsuffix = suffixes
+    if not lsuffix and not rsuffix:
+        raise ValueError(f"columns overlap but no suffix specified: {to_rename}")
+
+    def renamer(suffix):
+        return lambda x: f"{x}{suffix}" if x in to_rename and suffix is not None else x
+
+    llabels = _transform_index(left, renamer(lsuffix))
+    rlabels = _transform_index(right, renamer(rsuffix))
+    dups = []
+    if not llabels.is_unique:
+        dups.extend(llabels[llabels.duplicated() & ~left.duplicated()].tolist())
+    if not rlabels.is_unique:
+        dups.extend(rlabels[rlabels.duplicated() & ~right.duplicated()].tolist())
+    dups.extend(llabels.intersection(right.difference(to_rename)).tolist())
+    dups.extend(rlabels.intersection(left.difference(to_rename)).tolist())
+    if dups:
+        raise MergeError(f"Passing 'suffixes' which cause duplicate columns {set(dups)} is "
+                         "not allowed.")
+    return llabels, rlabels
+
+
+def _transform_index(index: pd.Index, func) -> pd.Index:
+    if isinstance(index, pd.MultiIndex):
+        return type(index).from_arrays([index.get_level_values(i).map(func)
+                                        for i in range(index.nlevels)])
+    if any(isinstance(x, tuple) for x in index):
+        return pd.Index([func(x) for x in index], name=index.name, tupleize_cols=False)
+    return index.map(func)
