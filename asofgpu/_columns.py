@@ -98,6 +98,9 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
             msg = f"{param} must be one-dimensional, got an array of shape {obj.shape}"
             raise ValueError(msg)
         return pa.chunked_array([_arrow_from_numpy(obj, param)])
+    if type(obj).__module__.startswith("polars") and hasattr(obj, "to_arrow"):
+        obj = obj.to_arrow()  # polars 1.x breaks temporal Series in the C stream export
+        return obj if isinstance(obj, pa.ChunkedArray) else pa.chunked_array([obj])
     try:
         if hasattr(obj, "__arrow_c_stream__"):
             return pa.chunked_array(obj)

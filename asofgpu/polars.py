@@ -1,0 +1,466 @@
+"""polars' ``join_asof`` on asofgpu's gather map, for DataFrame and LazyFrame (polars 1.x, 2.x).
+
+``join_asof(left, right, ...)`` takes every parameter of ``DataFrame.join_asof`` and
+``LazyFrame.join_asof``, plus ``device``, and gives what polars gives: the same columns, names,
+dtypes and values, the same exceptions and warnings; a LazyFrame in gives a LazyFrame out.
+Importing this module also registers the ``asofgpu`` namespace on DataFrame and LazyFrame:
+
+>>> import polars as pl
+>>> import asofgpu.polars
+>>> trades = pl.DataFrame({"time": [2, 6], "qty": [1, 2]})
+>>> quotes = pl.DataFrame({"time": [1, 5], "bid": [9.5, 9.75]})
+>>> trades.asofgpu.join_asof(quotes, on="time", device="cpu").rows()
+[(2, 1, 9.5), (6, 2, 9.75)]
+
+How it works: polars runs the same call on zero-row slices of the inputs (the "dry run"), so
+argument checks, messages, warnings and the output schema are polars' own, whatever its
+version. The rows come from ``asofgpu.asof_join``'s gather map, and polars gathers the right
+columns by it, so every dtype (Enum, Decimal, Object, nested) comes through unchanged.
+
+Where it differs from polars:
+
+- Inputs need not be sorted. Data unsorted inside ``by`` groups (which polars cannot check),
+  unsorted with ``check_sortedness=False``, or carrying a wrong sorted flag give the right rows
+  where polars silently gives wrong ones. Without ``by``, ``check_sortedness=True`` still raises
+  polars' ``InvalidOperationError`` for unsorted keys, as polars does.
+- Float keys follow asofgpu's total order (NaN above +inf, equal keys at distance 0): with
+  ``nearest`` or a tolerance, infinite and NaN keys match where polars' distances are NaN
+  (``inf - inf``) and its picks erratic.
+- ``by`` columns of two different Enum or Categorical dtypes are matched by value; polars
+  compares their physical codes.
+- Categorical ``on`` keys are ordered as the dtype orders its values (lexically on polars 2.x),
+  the order polars' sortedness check uses; polars' search reads physical codes. ``nearest`` and
+  ``tolerance`` on Categorical keys measure distances in physical codes, as polars does.
+- Integer keys of different signedness (``Int64`` vs ``UInt64``), 128-bit integer and Decimal
+  keys are brought to one 64-bit type when their values fit; otherwise backward and forward
+  joins without a tolerance still work (by rank), and ``nearest`` or a tolerance raise
+  ``InvalidOperationError``. Float32 distances are computed in float64.
+- LazyFrame: the output schema is resolved when ``join_asof`` is called, so errors that polars
+  raises while planning (unknown columns, key dtypes, tolerance strings, duplicate names) come
+  then rather than at ``collect``. The join itself runs at ``collect``; the optimizer does not
+  push predicates or projections through it. polars 1.x wraps errors raised while collecting
+  (unsorted keys, say) in ``ComputeError``.
+- Where several errors apply at once (unsorted keys and an unsupported strategy, say), which
+  one is raised may differ; where polars panics, so does the dry run. Output columns whose names
+  clash are refused (``DuplicateError``) where some polars 1.x versions return them twice.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import inspect
+import os
+import re
+import sys
+import warnings
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+from polars.exceptions import ComputeError, InvalidOperationError
+
+from . import _validate
+from ._types import NO_MATCH, NO_MATCH_INT64
+from .join import asof_join
+
+__all__ = ["AsofgpuNamespace", "join_asof"]
+
+_NOT_SORTED = ("argument in operation 'asof_join' is not sorted, please sort the "
+               "'expr/series/column' first")
+_OPTIONS = ("left_on", "right_on", "on", "by_left", "by_right", "by", "strategy", "suffix",
+            "tolerance", "allow_parallel", "force_parallel", "coalesce", "allow_exact_matches",
+            "check_sortedness")
+_FLAGS = ("allow_parallel", "force_parallel", "coalesce", "allow_exact_matches",
+          "check_sortedness")
+_EAGER_PARAMS = frozenset(inspect.signature(pl.DataFrame.join_asof).parameters)
+_LAZY_PARAMS = frozenset(inspect.signature(pl.LazyFrame.join_asof).parameters)
+_UNIT_NS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
+            "h": 3600 * 10**9, "d": 86_400 * 10**9, "w": 7 * 86_400 * 10**9, "i": 1}
+_DAY_NS = _UNIT_NS["d"]
+_U64_MAX = 2**64 - 1
+_WIDE_INTS = tuple(getattr(pl, n) for n in ("Int128", "UInt128") if hasattr(pl, n))
+_HERE = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(pl.__file__)))
+
+
+def join_asof(left, right, *, left_on=None, right_on=None, on=None, by_left=None, by_right=None,
+              by=None, strategy="backward", suffix="_right", tolerance=None, allow_parallel=True,
+              force_parallel=False, coalesce=True, allow_exact_matches=True,
+              check_sortedness=True, device="auto"):
+    """Perform an as-of join: polars' ``join_asof``, computed by asofgpu.
+
+    For each left row, the right row of the same ``by`` group whose ``on`` key is the nearest
+    in the ``strategy``'s direction (within ``tolerance``), or nulls: "backward" takes the last
+    right row with key <= the left key, "forward" the first with key >= it, "nearest" the last
+    row among those nearest (ties go to the larger key). Inputs need not be sorted.
+
+    Parameters
+    ----------
+    left : polars.DataFrame or polars.LazyFrame
+        The left side; its rows and columns come first, in its order.
+    right : polars.DataFrame or polars.LazyFrame
+        The right side, of the same kind as ``left``.
+    left_on, right_on, on : str or polars.Expr, optional
+        The as-of key of each side, or ``on`` for both; expressions are evaluated on each side.
+    by_left, by_right, by : str or sequence of str, optional
+        Equality keys: a left row only matches right rows whose keys are equal (nulls never
+        match). Right ``by`` columns are not in the output.
+    strategy : {"backward", "forward", "nearest"}
+        Which right row a left row takes.
+    suffix : str
+        Appended to right column names that clash with left ones.
+    tolerance : int, float, str, datetime.timedelta, optional
+        The largest distance (inclusive) between matched keys: a number in the key's physical
+        unit (Date: days, Datetime: its time unit, Decimal: its smallest step), a polars
+        duration string ("1s500ms", "1d" = 24 h, "1w") or a timedelta, for temporal keys.
+        Negative values count as their absolute value.
+    allow_parallel, force_parallel : bool
+        Accepted for compatibility; asofgpu collects both LazyFrame inputs together.
+    coalesce : bool
+        Whether a right key column named as the left key is left out (True) or kept with
+        ``suffix`` (False). Keys that are not plain columns are never coalesced.
+    allow_exact_matches : bool
+        Whether equal keys match (<=, >=) or not (<, >).
+    check_sortedness : bool
+        Without ``by``, raise polars' ``InvalidOperationError`` when a key is not sorted
+        (nulls first), as polars does. With ``by``, polars warns that it cannot check;
+        asofgpu does not need sorted input at all.
+    device : {"auto", "cpu", "cuda", "python"}
+        Where the gather map is computed; "auto" takes the GPU when one is usable.
+
+    Returns
+    -------
+    polars.DataFrame or polars.LazyFrame
+        Of the same kind as ``left``: polars' columns, dtypes and values.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from asofgpu.polars import join_asof
+    >>> quotes = pl.DataFrame({"sym": ["A", "B", "A"], "time": [1, 2, 5], "bid": [9.5, 20.0, 9.75]})
+    >>> trades = pl.DataFrame({"time": [6, 3, 2], "sym": ["A", "B", "A"], "qty": [10, 20, 30]})
+    >>> join_asof(trades, quotes, on="time", by="sym", check_sortedness=False, device="cpu")
+    shape: (3, 4)
+    ┌──────┬─────┬─────┬──────┐
+    │ time ┆ sym ┆ qty ┆ bid  │
+    │ ---  ┆ --- ┆ --- ┆ ---  │
+    │ i64  ┆ str ┆ i64 ┆ f64  │
+    ╞══════╪═════╪═════╪══════╡
+    │ 6    ┆ A   ┆ 10  ┆ 9.75 │
+    │ 3    ┆ B   ┆ 20  ┆ 20.0 │
+    │ 2    ┆ A   ┆ 30  ┆ 9.5  │
+    └──────┴─────┴─────┴──────┘
+
+    Durations and LazyFrames work as in polars:
+
+    >>> from datetime import datetime
+    >>> left = pl.LazyFrame({"t": [datetime(2024, 1, 1, 9, 0, 3)]})
+    >>> right = pl.LazyFrame({"t": [datetime(2024, 1, 1, 9, 0, 1)], "px": [1.5]})
+    >>> out = join_asof(left, right, on="t", tolerance="2s", coalesce=False, device="cpu")
+    >>> out.collect().rows()
+    [(datetime.datetime(2024, 1, 1, 9, 0, 3), datetime.datetime(2024, 1, 1, 9, 0, 1), 1.5)]
+    >>> join_asof(left, right, on="t", tolerance="1s500ms", device="cpu").collect().rows()
+    [(datetime.datetime(2024, 1, 1, 9, 0, 3), None)]
+    """
+    options = dict(zip(_OPTIONS, (left_on, right_on, on, by_left, by_right, by, strategy, suffix,
+                                  tolerance, allow_parallel, force_parallel, coalesce,
+                                  allow_exact_matches, check_sortedness), strict=True))
+    _validate.device(device)
+    if isinstance(left, pl.LazyFrame):
+        return _lazy(left, right, options, device)
+    if isinstance(left, pl.DataFrame):
+        return _eager(left, right, options, device)
+    msg = f"expected `left` to be a 'DataFrame' or a 'LazyFrame', got {type(left).__name__!r}"
+    raise TypeError(msg)
+
+
+# --------------------------------------------------------------------------- polars' own checks
+
+
+def _polars_options(options: dict, accepted: frozenset) -> dict:
+    """The options this polars takes; those it lacks (older versions) are checked here."""
+    for name in _FLAGS:
+        value = options[name]
+        if name not in accepted and value is not None and not isinstance(value, (bool, np.bool_)):
+            msg = f"'{type(value).__name__}' object is not an instance of 'bool'"
+            raise TypeError(msg)
+    return {k: v for k, v in options.items() if k in accepted}
+
+
+def _origin():
+    """Where a warning belongs: the innermost caller outside asofgpu and polars (None on a
+    polars worker thread, which runs a LazyFrame's join with no caller on its stack)."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_HERE):
+        frame = frame.f_back
+    return None if frame is None else (frame.f_code.co_filename, frame.f_lineno, frame.f_globals)
+
+
+def _dry_run(left: pl.DataFrame, right, options: dict, origin) -> pl.DataFrame:
+    """polars' join_asof on zero-row slices: its errors, its warnings, its output schema."""
+    other = right.head(0) if isinstance(right, pl.DataFrame) else right
+    caught = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            return left.head(0).join_asof(other, **_polars_options(options, _EAGER_PARAMS))
+    finally:
+        origin = _origin() or origin
+        for w in caught:  # again, as the caller's, under the caller's filters
+            if origin is None:
+                warnings.warn(w.message, stacklevel=2)
+                continue
+            filename, lineno, module_globals = origin
+            warnings.warn_explicit(w.message, w.category, filename, lineno,
+                                   module=module_globals.get("__name__", "<string>"),
+                                   registry=module_globals.setdefault("__warningregistry__", {}),
+                                   module_globals=module_globals)
+
+
+# --------------------------------------------------------------------------- the two paths
+
+
+def _lazy(left: pl.LazyFrame, right, options: dict, device: str) -> pl.LazyFrame:
+    with warnings.catch_warnings():  # polars warns again when the query runs
+        warnings.simplefilter("ignore")
+        plan = left.join_asof(right, **_polars_options(options, _LAZY_PARAMS))
+        schema = plan.collect_schema()
+
+    origin = _origin()  # warnings at collect belong here when no caller is on the stack
+
+    def run() -> pl.DataFrame:
+        left_df, right_df = pl.collect_all([left, right])
+        return _eager(left_df, right_df, options, device, origin)
+
+    if hasattr(pl, "defer"):
+        with warnings.catch_warnings():  # pl.defer is marked unstable
+            warnings.simplefilter("ignore")
+            return pl.defer(run, schema=schema)
+    return pl.LazyFrame().map_batches(lambda _: run(), schema=schema, predicate_pushdown=False,
+                                      projection_pushdown=False, slice_pushdown=False)
+
+
+def _eager(left: pl.DataFrame, right, options: dict, device: str,
+           origin=None) -> pl.DataFrame:
+    dry = _dry_run(left, right, options, origin)
+    on = options["on"]
+    left_expr, right_expr = ((on, on) if isinstance(on, (str, pl.Expr))
+                             else (options["left_on"], options["right_on"]))
+    left_key, right_key = _key(left, left_expr), _key(right, right_expr)
+    left_by, right_by = _by_names(options)
+    if not left_by and options["check_sortedness"] and not (
+            left_key.is_sorted() and right_key.is_sorted()):  # polars' rule: nulls first
+        raise InvalidOperationError(_NOT_SORTED)
+    strategy, tolerance = options["strategy"], options["tolerance"]
+    left_col, right_col = _orderable(left_key, right_key, strategy == "nearest" or
+                                     tolerance is not None)
+    tol = _tolerance(tolerance, left_key.dtype)
+    if tol != tol:  # a NaN tolerance on float keys: polars matches nothing
+        gmap = np.full(left.height, NO_MATCH, dtype=np.int32)
+    else:
+        left_cols, right_cols = _by_columns(left, right, left_by, right_by)
+        gmap = asof_join(_arrow(left_col), _arrow(right_col), left_cols or None,
+                         right_cols or None,
+                         strategy=strategy, allow_exact_matches=options["allow_exact_matches"],
+                         tolerance=tol, nearest_tie="forward", null_equality="unequal",
+                         device=device)
+    return _assemble(left, right, dry, gmap, right_by, right_expr)
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def _key(frame: pl.DataFrame, key) -> pl.Series:
+    if isinstance(key, str):
+        return frame.get_column(key)
+    name = "__asofgpu_key"
+    while name in frame.columns:
+        name += "_"
+    return frame.with_columns(key.alias(name)).get_column(name)
+
+
+def _by_names(options: dict) -> tuple[list[str], list[str]]:
+    def names(value):
+        return [] if value is None else [value] if isinstance(value, str) else list(value)
+
+    if options["by"] is not None:
+        return names(options["by"]), names(options["by"])
+    return names(options["by_left"]), names(options["by_right"])
+
+
+def _is_categorical(dtype) -> bool:
+    return dtype == pl.Categorical or isinstance(dtype, pl.Enum)
+
+
+def _orderable(left: pl.Series, right: pl.Series, distances: bool):
+    """Keys as asofgpu takes them (numbers or temporal), ordered as polars orders them."""
+    dtype = left.dtype
+    if dtype == pl.Boolean:
+        return left.cast(pl.UInt8), right.cast(pl.UInt8)
+    if isinstance(dtype, pl.Enum) or (dtype == pl.Categorical and distances):
+        return left.to_physical(), right.to_physical()
+    if dtype in (pl.String, pl.Binary, pl.Categorical):
+        return _dense_rank(left, right)
+    if dtype.is_integer() or isinstance(dtype, pl.Decimal):
+        return _integers(left.to_physical(), right.to_physical(), distances)
+    return left, right  # floats, dates, datetimes, durations, times
+
+
+def _dense_rank(left: pl.Series, right: pl.Series):
+    """Both keys as their rank among all values of both (nulls stay null): same order."""
+    rank = pl.concat([left, right]).rank("dense")
+    return rank.slice(0, len(left)), rank.slice(len(left))
+
+
+def _fits(series: pl.Series, lo: int, hi: int) -> bool:
+    low, high = series.min(), series.max()
+    return low is None or (lo <= low and high <= hi)
+
+
+def _integers(left: pl.Series, right: pl.Series, distances: bool):
+    """Integer keys of one 64-bit signedness: polars supercasts Int64 vs UInt64, asofgpu
+    compares one kind; values decide which."""
+    kinds = {"wide" if s.dtype in _WIDE_INTS else s.dtype.is_signed_integer()
+             for s in (left, right)}
+    if len(kinds) == 1 and "wide" not in kinds:
+        return left, right
+    for target, lo, hi in ((pl.Int64, -(2**63), 2**63 - 1), (pl.UInt64, 0, _U64_MAX)):
+        if _fits(left, lo, hi) and _fits(right, lo, hi):
+            return left.cast(target), right.cast(target)
+    if not distances:
+        unsigned = getattr(pl, "UInt128", None) in (left.dtype, right.dtype)
+        wide = pl.UInt128 if unsigned else pl.Int128
+        return _dense_rank(left.cast(wide), right.cast(wide))
+    msg = (f"asofgpu cannot measure distances between the as-of keys ({left.dtype} and "
+           f"{right.dtype}): their values fit no single 64-bit integer type. Hint: cast both "
+           f"keys to Float64, or use strategy='backward' or 'forward' without a tolerance.")
+    raise InvalidOperationError(msg)
+
+
+def _by_columns(left: pl.DataFrame, right: pl.DataFrame, left_by, right_by):
+    """By columns as asofgpu compares them: polars compares physical values (Date with Int32,
+    any Datetime unit or zone), Enum and Categorical pairs are compared by value."""
+    left_cols, right_cols = [], []
+    for left_name, right_name in zip(left_by, right_by, strict=True):
+        ls, rs = left.get_column(left_name), right.get_column(right_name)
+        if _is_categorical(ls.dtype) and _is_categorical(rs.dtype):
+            ls, rs = ls.cast(pl.String), rs.cast(pl.String)
+        elif isinstance(ls.dtype, pl.Decimal) or ls.dtype in _WIDE_INTS:
+            ls, rs = _wide_as_string(ls), _wide_as_string(rs)  # Arrow has no 128-bit integers
+        else:
+            ls, rs = ls.to_physical(), rs.to_physical()
+        left_cols.append(_arrow(ls))
+        right_cols.append(_arrow(rs))
+    return left_cols, right_cols
+
+
+def _wide_as_string(series: pl.Series) -> pl.Series:
+    try:  # the physical value, as polars compares it
+        return series.to_physical().cast(pl.String)
+    except pl.exceptions.PolarsError:  # older polars: Decimal as text (same scale: same order)
+        return series.cast(pl.String)
+
+
+def _arrow(series: pl.Series) -> pa.Array:
+    """A column as asofgpu reads it (through Series.to_arrow: some polars 1.x export
+    temporal columns wrongly through the Arrow stream interface)."""
+    return series.to_arrow()
+
+
+# --------------------------------------------------------------------------- tolerance
+
+
+def _duration_ns(tolerance) -> int:
+    """A duration string or timedelta as whole nanoseconds, sign dropped ("1d" = 24 h; polars
+    has already refused months, quarters, years and malformed strings)."""
+    if isinstance(tolerance, datetime.timedelta):
+        return abs((tolerance.days * 86_400 + tolerance.seconds) * 10**9
+                   + tolerance.microseconds * 1000)
+    return sum(int(n) * _UNIT_NS[unit] for n, unit in re.findall(r"(\d+)([a-z]+)", tolerance))
+
+
+def _number(tolerance):
+    if isinstance(tolerance, (bool, np.bool_, int, np.integer)):
+        return int(tolerance)
+    if isinstance(tolerance, (float, np.floating, decimal.Decimal)):
+        return float(tolerance)
+    if isinstance(tolerance, (datetime.date, datetime.time)):  # polars reads their physical value
+        return pl.Series([tolerance]).to_physical()[0]
+    msg = "could not extract number from any-value of dtype: 'Object'"
+    raise ComputeError(msg)
+
+
+def _tolerance(tolerance, dtype):
+    """The tolerance in the key's physical unit, as asofgpu takes it (never negative)."""
+    if tolerance is None:
+        return None
+    if isinstance(tolerance, (str, datetime.timedelta)):
+        ns = _duration_ns(tolerance)
+        if dtype == pl.Date:
+            return ns // _DAY_NS
+        unit = getattr(dtype, "time_unit", None) or "ns"  # Time: nanoseconds
+        return ns // _UNIT_NS[unit]
+    value = _number(tolerance)
+    if dtype.is_float():
+        return abs(float(value))
+    if isinstance(value, float) and not np.isfinite(value):
+        msg = "could not extract number from any-value of dtype: 'Float64'"
+        raise ComputeError(msg)
+    return min(abs(int(value)), _U64_MAX)  # int() truncates a float toward zero, as polars
+
+
+# --------------------------------------------------------------------------- the result
+
+
+def _gather_index(gmap) -> pl.Series:
+    gmap = gmap.get() if hasattr(gmap, "get") else np.asarray(gmap)
+    missing = (gmap == NO_MATCH) | (gmap == NO_MATCH_INT64)
+    return pl.Series(pa.array(gmap.astype(np.int64), mask=missing if missing.any() else None))
+
+
+def _assemble(left, right, dry, gmap, right_by, right_expr) -> pl.DataFrame:
+    """Left columns, then the right columns polars keeps, gathered by the map, named as in
+    polars' dry-run result."""
+    kept = [c for c in right.columns if c not in set(right_by)]
+    n_kept = dry.width - left.width
+    if n_kept == len(kept) - 1:  # the right key was coalesced into the left one
+        name = right_expr if isinstance(right_expr, str) else right.head(0).select(
+            right_expr).columns[0]
+        if name in kept:
+            kept.remove(name)
+    if n_kept != len(kept):
+        msg = (f"asofgpu: polars' result has {dry.width} columns, asofgpu expected "
+               f"{left.width + len(kept)}; please report this with your polars version "
+               f"({pl.__version__})")
+        raise RuntimeError(msg)
+    if not kept:
+        return left.clone()
+    taken = right.select(kept).select(pl.all().gather(_gather_index(gmap)))
+    taken.columns = dry.columns[left.width:]
+    return left.hstack(taken)
+
+
+# --------------------------------------------------------------------------- the namespace
+
+
+class AsofgpuNamespace:
+    """``frame.asofgpu``: asofgpu's joins with ``frame`` as the left side.
+
+    >>> import polars as pl
+    >>> import asofgpu.polars
+    >>> left = pl.LazyFrame({"t": [1, 5]})
+    >>> right = pl.LazyFrame({"t": [4], "v": ["x"]})
+    >>> left.asofgpu.join_asof(right, on="t", strategy="forward", device="cpu").collect().rows()
+    [(1, 'x'), (5, None)]
+    """
+
+    def __init__(self, frame):
+        self._frame = frame
+
+    def join_asof(self, other, **options):
+        """:func:`asofgpu.polars.join_asof` with this frame as ``left``."""
+        return join_asof(self._frame, other, **options)
+
+
+pl.api.register_dataframe_namespace("asofgpu")(AsofgpuNamespace)
+pl.api.register_lazyframe_namespace("asofgpu")(AsofgpuNamespace)
