@@ -213,8 +213,7 @@ def _dry_run(left: pl.DataFrame, right, options: dict, origin) -> pl.DataFrame:
             filename, lineno, module_globals = origin
             warnings.warn_explicit(w.message, w.category, filename, lineno,
                                    module=module_globals.get("__name__", "<string>"),
-                                   registry=module_globals.setdefault("__warningregistry__", {}),
-                                   module_globals=module_globals)
+                                   registry=module_globals.setdefault("__warningregistry__", {}))
 
 
 # --------------------------------------------------------------------------- the two paths

@@ -692,3 +692,18 @@ def test_import_asofgpu_does_not_import_polars_but_the_front_end_does():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.split() == ["False", "True"]
+
+
+def test_the_by_warning_reaches_a_script_read_from_stdin():
+    """Re-emitting polars' warning at the caller must not need the caller's source: a script
+    piped into ``python -`` once raised ImportError ('__main__' is not a built-in module)."""
+    import subprocess
+    import sys
+
+    script = ("import polars as pl, asofgpu.polars\n"
+              "df = pl.DataFrame({'t': [1], 'g': ['a']})\n"
+              "print(asofgpu.polars.join_asof(df, df, on='t', by='g', device='cpu').height)\n")
+    run = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "1"
+    assert "<stdin>:3: UserWarning: Sortedness of columns cannot be checked" in run.stderr
