@@ -36,3 +36,4 @@ bench-first: venv
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+	find asofgpu kernels -name "*.nb[ic]" -delete

@@ -14,7 +14,9 @@ cupy's stable radix sort on the device.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -122,11 +124,34 @@ def _probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_firs
 
 
 @functools.cache
+def _source_digest() -> str:
+    """A digest of the kernel sources and of this module."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(probe.__file__).parent.glob("*.py")) + [Path(__file__)]:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _cached_njit(**options):
+    """``numba.njit(cache=True)`` keyed on the kernel sources: numba checks only the calling
+    function's own file, so a cached probe would outlive an edit of the kernels it inlines.
+    The digest in the qualified name (which names the cache file) retires it."""
+    import numba
+
+    def jit(fn):
+        fn = bind(fn)  # a copy: the module's function keeps its name
+        fn.__qualname__ = f"{fn.__qualname__}_{_source_digest()}"
+        return numba.njit(cache=True, **options)(fn)
+
+    return jit
+
+
+@functools.cache
 def _cpu_probe_all(is_float: bool, parallel: bool):
     import numba
 
-    probe_row = probe.build(numba.njit(cache=True), is_float, numba.uint64)
-    return numba.njit(parallel=parallel, cache=True)(
+    probe_row = probe.build(_cached_njit(), is_float, numba.uint64)
+    return _cached_njit(parallel=parallel)(
         bind(_probe_all, prange=numba.prange if parallel else range, probe_row=probe_row))
 
 
