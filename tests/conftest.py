@@ -8,6 +8,7 @@ every thread in Python: keep its inputs small (the ``small`` fixture says how sm
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from asofgpu._backend import cuda_usable, cudasim_enabled
@@ -42,3 +43,17 @@ def to_host(gmap) -> np.ndarray:
     if hasattr(gmap, "get"):
         return gmap.get()
     return np.asarray(gmap)
+
+
+def key_column(kind, values: list, form: str):
+    """A key column of ``kind`` (``.arrow`` type, ``.dtype``) from Python values (None: null)
+    as numpy (masked pyarrow when it has nulls), pyarrow, or a two-chunk ChunkedArray."""
+    if form == "chunked":
+        half = len(values) // 2
+        return pa.chunked_array([pa.array(values[:half], type=kind.arrow),
+                                 pa.array(values[half:], type=kind.arrow)], type=kind.arrow)
+    if form == "arrow":
+        return pa.array(values, type=kind.arrow)
+    nulls = [v is None for v in values]
+    arr = np.array([0 if v is None else v for v in values], dtype=kind.dtype)
+    return pa.array(arr, mask=np.array(nulls, dtype=bool)) if any(nulls) else arr

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import to_host
+from conftest import key_column, to_host
 from oracle import NO_MATCH, _group, _order, oracle
 
 import asofgpu as ag
@@ -84,19 +84,7 @@ def tolerances(kind: Kind) -> dict:
             "huge": 2**64, "inf": INF}
 
 
-def key_column(kind: Kind, values: list, form: str):
-    """numpy (masked pyarrow when it has nulls), pyarrow, or a two-chunk ChunkedArray."""
-    if form == "chunked":
-        half = len(values) // 2
-        return pa.chunked_array([pa.array(values[:half], type=kind.arrow),
-                                 pa.array(values[half:], type=kind.arrow)], type=kind.arrow)
-    if form == "arrow":
-        return pa.array(values, type=kind.arrow)
-    nulls = [v is None for v in values]
-    arr = np.array([0 if v is None else v for v in values], dtype=kind.dtype)
-    if any(nulls):
-        return pa.array(arr, mask=np.array(nulls, dtype=bool))
-    return arr
+
 
 
 # --------------------------------------------------------------------------- edge shapes

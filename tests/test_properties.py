@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import to_host
+from conftest import key_column, to_host
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import NO_MATCH, oracle
@@ -137,16 +137,7 @@ def _py(kind: Kind, v):
     return float(kind.dtype(v)) if kind.is_float else int(v)
 
 
-def key_column(kind: Kind, values: list, form: str):
-    if form == "chunked":
-        half = len(values) // 2
-        return pa.chunked_array([pa.array(values[:half], type=kind.arrow),
-                                 pa.array(values[half:], type=kind.arrow)], type=kind.arrow)
-    if form == "arrow":
-        return pa.array(values, type=kind.arrow)
-    nulls = [v is None for v in values]
-    arr = np.array([0 if v is None else v for v in values], dtype=kind.dtype)
-    return pa.array(arr, mask=np.array(nulls, dtype=bool)) if any(nulls) else arr
+
 
 
 def columns_of(inp: Inputs):
