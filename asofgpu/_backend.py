@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,7 @@ from .kernels import bind, probe
 
 CUDA_THREADS = 256
 PARALLEL_MIN_ROWS = 16_384  # below this, the cpu backend probes on one thread
+_PARALLEL_LAUNCH = threading.Lock()
 
 
 def _py_unsigned(x):
@@ -64,7 +66,8 @@ class Backend:
         the n_groups + 1 buckets."""
         bucket_of = bucket[order]
         by_group = self.stable_argsort(bucket_of)
-        counts = self.xp.bincount(bucket_of, minlength=n_groups + 1)
+        counts = (self.xp.bincount(bucket_of, minlength=n_groups + 1) if len(bucket_of)
+                  else self.xp.zeros(n_groups + 1, dtype=np.int64))  # cupy's refuses empty input
         offsets = self.xp.zeros(n_groups + 2, dtype=np.int64)
         self.xp.cumsum(counts, out=offsets[1:])
         rows = order[by_group]
@@ -110,8 +113,13 @@ class CpuBackend(Backend):
 
     def _launch(self, is_float, *args):
         # Waking numba's thread pool costs milliseconds: small probes run on one thread.
-        parallel = len(args[-1]) >= PARALLEL_MIN_ROWS
-        _cpu_probe_all(is_float, parallel)(*args)
+        if len(args[-1]) < PARALLEL_MIN_ROWS:
+            _cpu_probe_all(is_float, False)(*args)
+            return
+        # numba's workqueue threading layer (the one without TBB or OpenMP) aborts the process
+        # on concurrent parallel launches; joins from several threads take turns instead.
+        with _PARALLEL_LAUNCH:
+            _cpu_probe_all(is_float, True)(*args)
 
 
 def _probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
@@ -138,9 +146,12 @@ def _cached_njit(**options):
     The digest in the qualified name (which names the cache file) retires it."""
     import numba
 
+    # numba's cache key ignores the options too (parallel or not): they go in the name.
+    tag = "".join(f"_{k}{int(v)}" for k, v in sorted(options.items()))
+
     def jit(fn):
         fn = bind(fn)  # a copy: the module's function keeps its name
-        fn.__qualname__ = f"{fn.__qualname__}_{_source_digest()}"
+        fn.__qualname__ = f"{fn.__qualname__}_{_source_digest()}{tag}"
         return numba.njit(cache=True, **options)(fn)
 
     return jit

@@ -69,16 +69,26 @@ def _dlpack_device(obj) -> int | None:
     return int(obj.__dlpack_device__()[0])
 
 
+def _has_cai(obj) -> bool:
+    """Whether ``__cuda_array_interface__`` can be read: cuDF raises NotImplementedError
+    for strings, lists and decimals, and for columns with nulls the mask cupy refuses."""
+    try:
+        interface = obj.__cuda_array_interface__
+    except Exception:  # noqa: BLE001 - any failure means "read it another way"
+        return False
+    return interface.get("mask") is None
+
+
 def is_device(obj) -> bool:
-    """True for device-resident arrays: cupy, numba device arrays, anything with
+    """True for device-resident arrays: cupy, numba device arrays, anything with a readable
     ``__cuda_array_interface__`` or a CUDA ``__dlpack__``."""
-    return hasattr(obj, "__cuda_array_interface__") or _dlpack_device(obj) in _DLPACK_CUDA_DEVICES
+    return _has_cai(obj) or _dlpack_device(obj) in _DLPACK_CUDA_DEVICES
 
 
 def _to_cupy(obj):
     import cupy
 
-    if hasattr(obj, "__cuda_array_interface__"):
+    if _has_cai(obj):
         return cupy.asarray(obj)
     return cupy.from_dlpack(obj)
 
@@ -90,7 +100,7 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
     if isinstance(obj, pa.Array):
         return pa.chunked_array([obj])
     if is_device(obj):
-        return pa.chunked_array([pa.array(_device_to_numpy(obj))])
+        return pa.chunked_array([pa.array(device_to_numpy(obj))])
     if _dlpack_device(obj) == _DLPACK_CPU:
         obj = np.from_dlpack(obj)
     if isinstance(obj, np.ndarray):
@@ -120,6 +130,27 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
     raise TypeError(msg)
 
 
+def to_table(obj, param: str) -> pa.Table:
+    """Any Arrow-compatible table: pyarrow, or anything with ``__arrow_c_stream__`` (polars,
+    pandas, DuckDB relations), or a pandas DataFrame (its index is not a column)."""
+    if isinstance(obj, pa.Table):
+        return obj
+    if isinstance(obj, pa.RecordBatch):
+        return pa.Table.from_batches([obj])
+    if type(obj).__module__.startswith("pandas") and hasattr(obj, "columns"):
+        return pa.Table.from_pandas(obj, preserve_index=False)
+    if hasattr(obj, "__arrow_c_stream__"):
+        try:
+            return pa.table(obj)
+        except (TypeError, ValueError, pa.ArrowException):
+            pass  # a column's stream, say: not a table
+    elif hasattr(obj, "to_arrow"):  # cuDF
+        return to_table(obj.to_arrow(), param)
+    msg = (f"{param} must be a table (pyarrow Table, polars or pandas DataFrame, or anything "
+           f"with __arrow_c_stream__), got {type(obj).__name__}")
+    raise TypeError(msg)
+
+
 def _arrow_from_numpy(arr: np.ndarray, param: str) -> pa.Array:
     if arr.dtype.kind in "mM":
         unit = np.datetime_data(arr.dtype)[0]
@@ -135,14 +166,12 @@ def _arrow_from_numpy(arr: np.ndarray, param: str) -> pa.Array:
         raise TypeError(msg) from None
 
 
-def _device_to_numpy(obj):
-    if hasattr(obj, "get"):
-        return obj.get()
+def device_to_numpy(obj):
     return _to_cupy(obj).get()
 
 
 def column_length(obj, param: str) -> int:
-    if hasattr(obj, "__cuda_array_interface__"):
+    if _has_cai(obj):
         return int(obj.__cuda_array_interface__["shape"][0])
     if is_device(obj):
         return len(_to_cupy(obj))
@@ -331,7 +360,10 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int):
         msg = f"tolerance must be non-negative, got {tolerance}"
         raise ValueError(msg)
     if ktype.physical == "float":
-        return float(tolerance)
+        try:
+            return float(tolerance)
+        except OverflowError:  # an int beyond every double: beyond every distance too
+            return float("inf")
     if tolerance == float("inf"):
         return np.uint64(np.iinfo(np.uint64).max)
     # A number is in the column's own unit; the key may have been brought to a finer tick.

@@ -11,18 +11,19 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ._columns import device_to_numpy, is_device, to_table
 from ._types import NO_MATCH, NO_MATCH_INT64
 
 
 def _host_map(gmap) -> np.ndarray:
-    if hasattr(gmap, "__cuda_array_interface__"):
-        gmap = gmap.get() if hasattr(gmap, "get") else np.asarray(gmap)
+    if is_device(gmap):
+        gmap = device_to_numpy(gmap)
     elif isinstance(gmap, (pa.Array, pa.ChunkedArray)):
         if not pa.types.is_integer(gmap.type):
             msg = f"gmap must be a one-dimensional integer array, got {gmap.type}"
             raise TypeError(msg)
-        gmap = gmap.fill_null(NO_MATCH if gmap.type.bit_width <= 32 else NO_MATCH_INT64)
-        gmap = gmap.to_numpy()  # a null entry means no match
+        gmap = gmap.cast(pa.int64()).fill_null(NO_MATCH_INT64)  # a null entry: no match
+        gmap = gmap.to_numpy()
     gmap = np.asarray(gmap)
     if gmap.ndim != 1 or gmap.dtype.kind not in "iu":
         msg = f"gmap must be a one-dimensional integer array, got {gmap.dtype} of shape {gmap.shape}"
@@ -31,17 +32,11 @@ def _host_map(gmap) -> np.ndarray:
 
 
 def _as_table(obj) -> pa.Table:
-    if isinstance(obj, pa.Table):
-        return obj
-    if isinstance(obj, pa.RecordBatch):
-        return pa.Table.from_batches([obj])
-    if hasattr(obj, "to_arrow") and not hasattr(obj, "__arrow_c_stream__"):
-        obj = obj.to_arrow()  # cuDF frames
     try:
-        return pa.table(obj)
-    except (TypeError, ValueError) as exc:
+        return to_table(obj, "right_table")
+    except TypeError:
         msg = f"right_table must be a table (pyarrow, pandas, polars, cuDF), got {type(obj).__name__}"
-        raise TypeError(msg) from exc
+        raise TypeError(msg) from None
 
 
 def gather(right_table, gmap) -> pa.Table:

@@ -260,8 +260,8 @@ class AsofJoin:
              tolerance=None, nearest_tie="forward", ambiguous="pick"):
         """The gather map: for each left row (in left order), a right row number or NO_MATCH.
 
-        ``tolerance`` is inclusive, in the key's physical unit (the finer of the two sides'
-        units for temporal keys), or a ``timedelta`` / ``numpy.timedelta64``.
+        ``tolerance`` is inclusive: a number in the physical unit of the prepared right key
+        (``right_on``'s unit, whatever the left's), or a ``timedelta`` / ``numpy.timedelta64``.
         ``nearest_tie`` is "forward" (polars: ties go to the larger key, whose last row wins)
         or "backward" (pandas: ties go to the smaller key; a forward pick takes its first row).
         ``ambiguous="raise"`` raises AmbiguousMatchError when the chosen key has several rows.
@@ -277,7 +277,7 @@ class AsofJoin:
         tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
         left_key = rescale(left_key, tick, "left_on", xp)
         right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
-        tol = tolerance_in_ticks(tolerance, left_key.type, tick)
+        tol = tolerance_in_ticks(tolerance, self._key_type, tick)
         groups = self._left_groups(left_by, n)
         if left_key.valid is not None:
             groups = xp.where(left_key.valid, groups, -1).astype(np.int32, copy=False)

@@ -16,26 +16,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from ._columns import to_table
 from .gather import gather
 from .join import asof_join
-
-
-def as_table(obj, param: str) -> pa.Table:
-    """Any Arrow-compatible table: pyarrow, or anything with ``__arrow_c_stream__`` (polars,
-    pandas, DuckDB relations), or a pandas DataFrame (its index is not a column)."""
-    if isinstance(obj, pa.Table):
-        return obj
-    if isinstance(obj, pa.RecordBatch):
-        return pa.Table.from_batches([obj])
-    if type(obj).__module__.startswith("pandas") and hasattr(obj, "columns"):
-        return pa.Table.from_pandas(obj, preserve_index=False)
-    if hasattr(obj, "__arrow_c_stream__"):
-        return pa.table(obj)
-    if hasattr(obj, "to_arrow"):  # cuDF
-        return as_table(obj.to_arrow(), param)
-    msg = (f"{param} must be a table (pyarrow Table, polars or pandas DataFrame, or anything "
-           f"with __arrow_c_stream__), got {type(obj).__name__}")
-    raise TypeError(msg)
 
 
 def _names(value, param: str) -> list[str]:
@@ -96,7 +79,7 @@ def join_asof(left, right, *, on=None, left_on=None, right_on=None, by=None, lef
     match; nearest ties go to the larger key. Inputs may come in any order; the output is in
     left order.
     """
-    left_t, right_t = as_table(left, "left"), as_table(right, "right")
+    left_t, right_t = to_table(left, "left"), to_table(right, "right")
     left_on, right_on, left_by, right_by = _resolve_keys(on, left_on, right_on, by, left_by,
                                                          right_by)
     if not isinstance(suffix, str):

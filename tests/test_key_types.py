@@ -337,7 +337,7 @@ def _anchors(t):
 @pytest.mark.parametrize(("left_type", "right_type"), MIXED_UNITS, ids=str)
 def test_mixed_units(device, left_type, right_type):
     """Left and right of the same family in different units: compared on the finer unit;
-    an integer tolerance is in the finer unit, a timedelta is converted."""
+    an integer tolerance is in the right key's unit, a timedelta is converted."""
     rng = np.random.default_rng(len(str(left_type)) * 31 + len(str(right_type)))
     left_fine = tick_ns(left_type) < tick_ns(right_type)
     coarse_type, fine_type = (right_type, left_type) if left_fine else (left_type, right_type)
@@ -352,10 +352,11 @@ def test_mixed_units(device, left_type, right_type):
     salt = MIXED_UNITS.index((left_type, right_type))
     check_join(device, left, right, lkeys, rkeys, options=trimmed(device, FEW_OPTIONS, 1, salt),
                context="units")
+    fine_tick = tick_ns(fine_type)
     check_join(device, left, right, lkeys, rkeys,
                options=trimmed(device, THREE_STRATEGIES[:3], 1, salt), tolerance=1,
-               context="units, tolerance 1 fine tick")
-    fine_tick = tick_ns(fine_type)
+               oracle_tolerance=tick_ns(right_type) // fine_tick,
+               context="units, tolerance 1 tick of the right key")
     td = dt.timedelta(microseconds=max(1, fine_tick // 1000))
     check_join(device, left, right, lkeys, rkeys, options=THREE_STRATEGIES[:1], tolerance=td,
                oracle_tolerance=(td // dt.timedelta(microseconds=1)) * 1000 / fine_tick,
@@ -377,7 +378,8 @@ def test_prepared_join_probed_with_other_units(device):
         for opts in trimmed(device, FEW_OPTIONS, 1, factor):
             got = to_host(joiner.join(pa.array(left, pa.timestamp(unit)), **opts)).tolist()
             assert got == oracle(left, rkeys, **oracle_options(opts)), (unit, opts)
-        got = to_host(joiner.join(pa.array(left, pa.timestamp(unit)), tolerance=factor))
+        # a number is in the right key's unit (seconds), whatever the left's
+        got = to_host(joiner.join(pa.array(left, pa.timestamp(unit)), tolerance=1))
         assert got.tolist() == oracle(left, rkeys, tolerance=factor), unit
     # the right side prepared in ns, probed with coarser seconds
     joiner = AsofJoin(pa.array([10**9 - 1, 2 * 10**9 + 1], pa.timestamp("ns")), device=device)

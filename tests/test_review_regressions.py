@@ -1,0 +1,79 @@
+"""Bugs a review found, each pinned by the smallest input that showed it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from conftest import to_host
+
+import asofgpu as ag
+from asofgpu import NO_MATCH, AsofJoin
+from asofgpu._columns import is_device
+
+
+@pytest.mark.parametrize("null_equality", ["unequal", "equal"])
+def test_all_null_categorical_by_columns(device, null_equality):
+    """An empty dictionary (an all-null categorical) once raised IndexError on either side."""
+    empty = pa.array([None], pa.string()).dictionary_encode()
+    j = AsofJoin(np.array([1, 2]), pa.array(["a", None]), null_equality=null_equality,
+                 device=device)
+    expected = [1] if null_equality == "equal" else [NO_MATCH]
+    assert to_host(j.join(np.array([5]), empty)).tolist() == expected
+    right_empty = pa.array([None, None], pa.string()).dictionary_encode()
+    j = AsofJoin(np.array([1, 2]), right_empty, null_equality=null_equality, device=device)
+    assert to_host(j.join(np.array([5, 5]), pa.array([None, "a"]))).tolist() == [
+        1 if null_equality == "equal" else NO_MATCH, NO_MATCH]
+
+
+def test_parallel_and_serial_probes_have_their_own_cache_files():
+    """numba's cache key ignores parallel=: both builds once shared one cache entry, and
+    whichever was saved last ran in every later process."""
+    from asofgpu._backend import _cpu_probe_all
+
+    names = {_cpu_probe_all(False, p).py_func.__qualname__ for p in (False, True)}
+    assert len(names) == 2
+
+
+def test_gather_drops_the_pandas_index():
+    out = ag.gather(pd.DataFrame({"bid": [1.0, 2.0]}, index=[10, 20]),
+                    np.array([1, NO_MATCH], np.int32))
+    assert out.column_names == ["bid"]
+    assert out.column("bid").to_pylist() == [2.0, None]
+
+
+def test_gather_reads_nulls_in_an_unsigned_pyarrow_map_as_no_match():
+    out = ag.gather(pa.table({"x": [1, 2]}), pa.array([1, None], pa.uint32()))
+    assert out.column("x").to_pylist() == [2, None]
+
+
+def test_a_numeric_tolerance_is_in_the_right_keys_unit_whatever_the_left_unit():
+    j = AsofJoin(pa.array([0], pa.timestamp("s")), device="cpu")
+    assert j.join(pa.array([3], pa.timestamp("s")), tolerance=5).tolist() == [0]
+    assert j.join(pa.array([3 * 10**9], pa.timestamp("ns")), tolerance=5).tolist() == [0]
+    assert j.join(pa.array([6 * 10**9], pa.timestamp("ns")), tolerance=5).tolist() == [NO_MATCH]
+
+
+def test_an_integer_tolerance_beyond_every_double_means_no_limit_on_float_keys():
+    got = ag.asof_join(np.array([1e300]), np.array([-1e300]), tolerance=10**400, device="cpu")
+    assert got.tolist() == [0]
+
+
+class _CudfStringLike:
+    """cuDF's string columns raise NotImplementedError from __cuda_array_interface__."""
+
+    @property
+    def __cuda_array_interface__(self):
+        raise NotImplementedError("strings have no CUDA array interface")
+
+    def to_arrow(self):
+        return pa.array(["a", "b"])
+
+
+def test_objects_whose_cuda_interface_raises_are_read_through_to_arrow():
+    column = _CudfStringLike()
+    assert not is_device(column)
+    got = ag.asof_join(np.array([5, 5]), np.array([1, 2]), column, pa.array(["b", "a"]),
+                       device="cpu")
+    assert got.tolist() == [1, 0]
