@@ -170,14 +170,6 @@ def device_to_numpy(obj):
     return _to_cupy(obj).get()
 
 
-def column_length(obj, param: str) -> int:
-    if _has_cai(obj):
-        return int(obj.__cuda_array_interface__["shape"][0])
-    if is_device(obj):
-        return len(_to_cupy(obj))
-    return len(to_arrow(obj, param))
-
-
 # --------------------------------------------------------------------------- ordered keys
 
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from . import _validate
 from ._backend import get_backend
-from ._columns import (Key, column_length, common_tick, is_device, ordered_key, rescale,
+from ._columns import (Key, common_tick, is_device, ordered_key, rescale,
                        to_arrow, tolerance_in_ticks)
 from ._encode import Groups
 from ._types import (NEAREST_TIE_CODE, NO_MATCH, NO_MATCH_INT64, STRATEGY_CODE,
@@ -73,9 +73,10 @@ class AsofJoin:
         self.backend = get_backend(_validate.device(device))
         xp = self.backend.xp
         self._host = xp is np
-        self.n_right = column_length(right_on, "right_on")
         key = ordered_key(right_on, "right_on", self._host)
-        columns = [to_arrow(c, f"right_by[{i}]") for i, c in enumerate(by_columns(right_by, "right_by"))]
+        self.n_right = len(key.values)
+        columns = [to_arrow(c, f"right_by[{i}]")
+                   for i, c in enumerate(by_columns(right_by, "right_by"))]
         for i, col in enumerate(columns):
             _validate.same_length(self.n_right, len(col), f"right_by[{i}]", "right_on")
         self._groups = None
@@ -95,9 +96,8 @@ class AsofJoin:
             bucket = xp.where(include, bucket, n_groups).astype(np.int32, copy=False)
         tie = None
         if tie_break is not None:
-            _validate.same_length(self.n_right, column_length(tie_break, "tie_break"),
-                                  "tie_break", "right_on")
             tie = ordered_key(tie_break, "tie_break", self._host)
+            _validate.same_length(self.n_right, len(tie.values), "tie_break", "right_on")
         self._renumber = None  # presorted groups are numbered in order of appearance
         if presorted:
             self._renumber = self._verify_sorted(key, bucket, n_groups)
@@ -272,8 +272,8 @@ class AsofJoin:
                                                      ("forward", "backward"))]
         _validate.one_of(ambiguous, "ambiguous", ("pick", "raise"))
         be, xp = self.backend, self.backend.xp
-        n = column_length(left_on, "left_on")
         left_key = ordered_key(left_on, "left_on", self._host)
+        n = len(left_key.values)
         tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
         left_key = rescale(left_key, tick, "left_on", xp)
         right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
