@@ -1,3 +1,8 @@
-from .cli import main
+"""``python -m asofgpu``: the ``asofgpu`` command."""
+
 import sys
-sys.exit(main())
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

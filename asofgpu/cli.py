@@ -1,103 +1,362 @@
-"""The ``asofgpu`` command.
+"""The ``asofgpu`` command (also ``python -m asofgpu``): argument parsing and messages.
 
-``asofgpu demo`` builds a synthetic market-data day (``asofgpu.marketdata``), prepares the
-quotes once (``AsofJoin``), probes them with the trades on the best available backend, gathers
-the quote columns, and prints what it did and how fast.
+``asofgpu enrich`` attaches to every row of a parquet file the as-of match from another
+(``asofgpu.enrich``); ``asofgpu demo`` generates a synthetic market-data day
+(``asofgpu.marketdata``), writes it as parquet and enriches its trades with the prevailing
+quotes. Exit codes: 0 done, 1 the output could not be written, 2 bad input or usage,
+130 interrupted (143 on SIGTERM); in every failure no output file is left behind.
 
 Example::
 
-    asofgpu demo --quotes 4000000 --trades 1000000 --symbols 1000 --device auto
+    asofgpu enrich trades.parquet quotes.parquet -o enriched.parquet --on time --by symbol
+    asofgpu demo --quotes 10_000_000 --trades 2_000_000 --device cpu
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import os
+import signal
 import sys
+import textwrap
 import time
 
-import numpy as np
+from . import _progress
+from .enrich import DEFAULT_CHUNK_ROWS, EnrichError, Options, OutputError, enrich
+
+DEVICES = ("auto", "cpu", "cuda")
+STRATEGIES = ("backward", "forward", "nearest")
+
+ENRICH_EXAMPLES = """\
+examples:
+  # the prevailing quote of every trade, per symbol
+  asofgpu enrich trades.parquet quotes.parquet -o enriched.parquet --on time --by symbol
+
+  # only bid and ask, at most 5 s old, keys of other names, by two columns
+  asofgpu enrich trades.parquet quotes.parquet -o out.parquet \\
+      --left-on trade_time --right-on quote_time --by symbol,venue \\
+      --columns bid,ask --tolerance 5s
+
+  # the next update strictly after each event, on the CPU, 250,000 rows at a time
+  asofgpu enrich events.parquet updates.parquet -o out.parquet --on ts \\
+      --strategy forward --no-exact-matches --device cpu --chunk-rows 250_000
+
+The output holds every LEFT column, then the attached RIGHT columns (by default all but the
+by columns and a same-named on column), in LEFT's row order: what asofgpu.join_asof returns
+on the whole files. Either file may be unsorted. Exit codes: 0 done, 1 OUT could not be
+written, 2 bad input, 130 interrupted; on any failure no OUT (and no temporary file) is left.
+"""
+
+DEMO_EXAMPLES = """\
+examples:
+  asofgpu demo                                   # 4M quotes, 1M trades, 1,000 symbols
+  asofgpu demo --quotes 20_000_000 --trades 5_000_000 --symbols 5000 --device cuda
+  asofgpu demo --out-dir day/ --shuffled         # keep the files; unsorted inputs
+"""
 
 
-def _positive_int(text: str) -> int:
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``asofgpu enrich: error: ...`` and exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _wrap(text: str) -> str:
+    return textwrap.fill(text, 88)
+
+
+def _whole_number(text: str) -> int:
     try:
-        value = int(text.replace("_", ""))
+        return int(text.replace("_", "").replace(",", ""))
     except ValueError:
         msg = f"expected a whole number, got {text!r}"
         raise argparse.ArgumentTypeError(msg) from None
+
+
+def _positive_int(text: str) -> int:
+    value = _whole_number(text)
     if value < 1:
         msg = f"expected a positive number, got {value}"
         raise argparse.ArgumentTypeError(msg)
     return value
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="asofgpu", description="As-of joins on the GPU and the CPU.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser(
-        "demo", help="enrich a synthetic market-data day with prevailing quotes",
-        description=("Generate a market-data day, prepare the quotes once, attach the "
-                     "prevailing quote to every trade, and report the timings. "
-                     "Example: asofgpu demo --trades 2000000 --device cpu"))
-    demo.add_argument("--quotes", type=_positive_int, default=4_000_000,
-                      help="number of quotes (default 4,000,000; e.g. --quotes 10_000_000)")
-    demo.add_argument("--trades", type=_positive_int, default=1_000_000,
-                      help="number of trades (default 1,000,000)")
-    demo.add_argument("--symbols", type=_positive_int, default=1_000,
-                      help="number of symbols, Zipf-distributed activity (default 1,000)")
-    demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    demo.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                      help="where to run (default auto: the GPU when one is usable)")
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        msg = f"expected column names separated by commas, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return names
+
+
+def _parser() -> _Parser:
+    from . import __version__
+
+    parser = _Parser(prog="asofgpu", description="As-of joins on the GPU and the CPU.",
+                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                     epilog="examples:\n"
+                            "  asofgpu enrich trades.parquet quotes.parquet -o out.parquet "
+                            "--on time --by symbol\n"
+                            "  asofgpu demo\n\n"
+                            "Run 'asofgpu COMMAND --help' for a command's options.")
+    parser.add_argument("--version", action="version", version=f"asofgpu {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                parser_class=_Parser)
+    fmt = argparse.RawDescriptionHelpFormatter
+    e = sub.add_parser(
+        "enrich", formatter_class=fmt, epilog=ENRICH_EXAMPLES,
+        help="attach to every row of a parquet file the as-of match from another",
+        description=_wrap(
+            "Attach to every LEFT row the RIGHT row of the same --by group whose --on key is "
+            "the latest at or before it (--strategy backward; forward and nearest too), "
+            "streaming LEFT in chunks against RIGHT prepared once. OUT is written to a "
+            "temporary file beside it and renamed into place when complete."))
+    e.add_argument("left", metavar="LEFT",
+                   help="parquet file whose rows are enriched, streamed (e.g. trades.parquet)")
+    e.add_argument("right", metavar="RIGHT",
+                   help="parquet file of the rows to attach, read once (e.g. quotes.parquet)")
+    e.add_argument("-o", "--output", metavar="OUT", required=True,
+                   help="parquet file to write; an existing one is replaced only by a complete "
+                        "new one (e.g. -o enriched.parquet)")
+    keys = e.add_argument_group("keys")
+    keys.add_argument("--on", metavar="COL",
+                      help="the as-of key in both files: integers, floats, dates, times, "
+                           "timestamps or durations (e.g. --on time)")
+    keys.add_argument("--left-on", metavar="COL",
+                      help="the as-of key in LEFT when names differ (e.g. --left-on trade_time)")
+    keys.add_argument("--right-on", metavar="COL",
+                      help="the as-of key in RIGHT when names differ (e.g. --right-on quote_time)")
+    keys.add_argument("--by", metavar="COL[,COL]", type=_names, action="append",
+                      help="equality keys in both files; rows match only within a group "
+                           "(e.g. --by symbol or --by symbol,venue)")
+    keys.add_argument("--left-by", metavar="COL[,COL]", type=_names, action="append",
+                      help="equality keys in LEFT when names differ (e.g. --left-by ticker)")
+    keys.add_argument("--right-by", metavar="COL[,COL]", type=_names, action="append",
+                      help="equality keys in RIGHT, as many as --left-by (e.g. --right-by sym)")
+    match = e.add_argument_group("matching")
+    match.add_argument("--strategy", choices=STRATEGIES, default="backward",
+                       help="backward: the latest RIGHT key <= the LEFT key; forward: the "
+                            "earliest >=; nearest: the closest, ties to the later "
+                            "(default backward; e.g. --strategy nearest)")
+    match.add_argument("--tolerance", metavar="T",
+                       help="the largest distance that still matches, inclusive: a duration "
+                            "in units ns, us, ms, s, m, h, d, w (e.g. 5s, 250ms, 1m30s) or a "
+                            "number in the key's own unit, RIGHT's if the units differ (e.g. "
+                            "--tolerance 100)")
+    match.add_argument("--no-exact-matches", dest="exact", action="store_false",
+                       help="a RIGHT key equal to the LEFT key does not match (strictly "
+                            "before for backward, after for forward; e.g. --no-exact-matches)")
+    payload = e.add_argument_group("output")
+    payload.add_argument("--columns", metavar="C1,C2", type=_names, action="append",
+                         help="the RIGHT columns to attach, in this order (default: all but "
+                              "the by columns and a same-named on column; e.g. --columns bid,ask)")
+    payload.add_argument("--suffix", default="_right",
+                         help="appended to an attached column whose name LEFT already has "
+                              "(default _right; e.g. --suffix _quote)")
+    run = e.add_argument_group("running")
+    run.add_argument("--device", choices=DEVICES, default="auto",
+                     help="where the join runs; auto takes the GPU when one is usable "
+                          "(default auto; e.g. --device cpu)")
+    run.add_argument("--chunk-rows", metavar="N", type=_positive_int,
+                     default=DEFAULT_CHUNK_ROWS,
+                     help="LEFT rows per chunk: memory holds RIGHT prepared plus a few chunks "
+                          f"(default {DEFAULT_CHUNK_ROWS:,}; e.g. --chunk-rows 250_000)")
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress and no summary; errors only (e.g. -q)")
+    e.set_defaults(run=_enrich, parser=e)
+
+    d = sub.add_parser(
+        "demo", formatter_class=fmt, epilog=DEMO_EXAMPLES,
+        help="enrich a synthetic market-data day with the prevailing quotes",
+        description=_wrap(
+            "Generate a market-data day (asofgpu.marketdata: Zipf-distributed symbol "
+            "activity, int64 nanosecond timestamps), write quotes and trades as parquet, run "
+            "'asofgpu enrich' on them on the best available backend and print its summary."))
+    d.add_argument("--quotes", metavar="N", type=_positive_int, default=4_000_000,
+                   help="number of quotes (default 4,000,000; e.g. --quotes 10_000_000)")
+    d.add_argument("--trades", metavar="N", type=_positive_int, default=1_000_000,
+                   help="number of trades (default 1,000,000; e.g. --trades 2_000_000)")
+    d.add_argument("--symbols", metavar="N", type=_positive_int, default=1_000,
+                   help="number of symbols (default 1,000; e.g. --symbols 5000)")
+    d.add_argument("--seed", metavar="N", type=_whole_number, default=0,
+                   help="random seed: the same seed gives the same day (default 0; e.g. --seed 7)")
+    d.add_argument("--shuffled", action="store_true",
+                   help="write both files in random row order (e.g. --shuffled)")
+    d.add_argument("--out-dir", metavar="DIR",
+                   help="keep quotes.parquet, trades.parquet and enriched.parquet in DIR "
+                        "(default: a temporary directory, removed at the end; e.g. --out-dir day/)")
+    d.add_argument("--device", choices=DEVICES, default="auto",
+                   help="where the join runs (default auto: the GPU when one is usable; "
+                        "e.g. --device cpu)")
+    d.add_argument("--chunk-rows", metavar="N", type=_positive_int, default=DEFAULT_CHUNK_ROWS,
+                   help=f"trades per chunk (default {DEFAULT_CHUNK_ROWS:,}; "
+                        f"e.g. --chunk-rows 100_000)")
+    d.add_argument("-q", "--quiet", action="store_true",
+                   help="the summary only, no progress (e.g. -q)")
+    d.set_defaults(run=_demo, parser=d)
     return parser
 
 
-def _demo(args) -> int:
-    from . import AsofJoin, NO_MATCH, gather, marketdata
+# --------------------------------------------------------------------------- enrich
 
-    say = print
-    t0 = time.perf_counter()
-    quotes, trades = marketdata.day(args.quotes, args.trades, args.symbols, seed=args.seed)
-    t1 = time.perf_counter()
-    say(f"generated {quotes.num_rows:,} quotes and {trades.num_rows:,} trades over "
-        f"{args.symbols:,} symbols in {t1 - t0:.2f} s (seed {args.seed})")
 
-    # The first prepare and probe compile the kernels (cached on disk for later runs).
-    warm = AsofJoin(quotes["time"].slice(0, 100), quotes["symbol"].slice(0, 100),
-                    device=args.device)
-    warm.join(trades["time"].slice(0, 100), trades["symbol"].slice(0, 100))
-    t2 = time.perf_counter()
-    say(f"backend: {warm.backend.name} (compile / cache load {t2 - t1:.2f} s)")
+def _one(values) -> list[str] | None:
+    """A repeated, comma-separated flag as one list."""
+    return None if values is None else [n for part in values for n in part]
 
-    prepared = AsofJoin(quotes["time"], quotes["symbol"], device=args.device)
-    t3 = time.perf_counter()
-    gmap = prepared.join(trades["time"], trades["symbol"])
-    t4 = time.perf_counter()
-    gather(quotes.select(["bid", "ask", "bid_size", "ask_size"]), gmap)
-    t5 = time.perf_counter()
 
-    host_map = prepared.backend.to_host(gmap)
-    matched = host_map != NO_MATCH
-    stale = (trades["time"].to_numpy().astype(np.int64)[matched]
-             - quotes["time"].to_numpy().astype(np.int64)[host_map[matched]])
-    p50, p99 = (np.percentile(stale, [50, 99]) / 1e6) if len(stale) else (float("nan"),) * 2
-    say(f"prepare  {t3 - t2:8.3f} s  ({quotes.num_rows / (t3 - t2) / 1e6:,.1f} M quotes/s)")
-    say(f"probe    {t4 - t3:8.3f} s  ({trades.num_rows / (t4 - t3) / 1e6:,.1f} M trades/s)")
-    say(f"gather   {t5 - t4:8.3f} s  (4 float64 quote columns)")
-    say(f"matched  {matched.mean():8.1%}   quote staleness p50 {p50:.3f} ms, p99 {p99:.3f} ms")
-    if matched.any():
-        row = int(np.argmax(matched))
-        trade = trades.slice(row, 1).to_pylist()[0]
-        quote = quotes.slice(int(host_map[row]), 1).to_pylist()[0]
-        say(f"e.g. trade {row:,}: {trade['symbol']} {trade['size']} @ {trade['price']} at "
-            f"{trade['time']}, prevailing quote {quote['bid']} / {quote['ask']} from {quote['time']}")
+def _options(args, parser) -> Options:
+    if args.on is not None and (args.left_on is not None or args.right_on is not None):
+        parser.error("pass either --on, or --left-on and --right-on, not both")
+    if args.on is None and (args.left_on is None) != (args.right_on is None):
+        parser.error("--left-on and --right-on must be given together")
+    if args.on is None and args.left_on is None:
+        parser.error("the as-of key is missing: pass --on COL, or --left-on and --right-on")
+    by, left_by, right_by = _one(args.by), _one(args.left_by), _one(args.right_by)
+    if by is not None and (left_by is not None or right_by is not None):
+        parser.error("pass either --by, or --left-by and --right-by, not both")
+    if (left_by is None) != (right_by is None):
+        parser.error("--left-by and --right-by must be given together")
+    if left_by is not None and len(left_by) != len(right_by):
+        parser.error(f"--left-by and --right-by must name as many columns, got "
+                     f"{len(left_by)} and {len(right_by)}")
+    if by is not None:
+        left_by = right_by = by
+    return Options(
+        left=args.left, right=args.right, out=args.output,
+        left_on=args.on or args.left_on, right_on=args.on or args.right_on,
+        left_by=left_by or [], right_by=right_by or [], strategy=args.strategy,
+        tolerance=args.tolerance, allow_exact_matches=args.exact,
+        columns=_one(args.columns), suffix=args.suffix,
+        device=args.device, chunk_rows=args.chunk_rows)
+
+
+def _enrich(args, parser) -> int:
+    options = _options(args, parser)
+    summary = enrich(options, None if args.quiet else _progress.for_stderr(parser.prog))
+    if not args.quiet:
+        print(f"{parser.prog}: " + "\n".join(summary.lines()), flush=True)
     return 0
 
 
+# --------------------------------------------------------------------------- demo
+
+
+def _demo(args, parser) -> int:
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from . import marketdata
+
+    say = functools.partial(print, flush=True)
+    t0 = time.perf_counter()
+    quotes, trades = marketdata.day(args.quotes, args.trades, args.symbols, seed=args.seed,
+                                    shuffled=args.shuffled)
+    order = "shuffled" if args.shuffled else "time-sorted"
+    say(f"generated {quotes.num_rows:,} quotes and {trades.num_rows:,} trades over "
+        f"{args.symbols:,} symbols ({order}, seed {args.seed}) in "
+        f"{time.perf_counter() - t0:.2f} s")
+    with contextlib.ExitStack() as stack:
+        if args.out_dir is None:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="asofgpu-demo-"))
+        else:
+            folder = args.out_dir
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except OSError as exc:
+                raise EnrichError(f"--out-dir {folder}: {exc.strerror or exc}") from None
+        paths = {n: os.path.join(folder, f"{n}.parquet") for n in ("quotes", "trades", "enriched")}
+        t1 = time.perf_counter()
+        _write_whole(quotes, paths["quotes"])
+        _write_whole(trades, paths["trades"])
+        del quotes, trades
+        size = sum(os.path.getsize(paths[n]) for n in ("quotes", "trades")) / 2**20
+        say(f"wrote quotes.parquet and trades.parquet ({size:,.0f} MiB) to {folder} in "
+            f"{time.perf_counter() - t1:.2f} s")
+        say(f"running: asofgpu enrich {paths['trades']} {paths['quotes']} -o "
+            f"{paths['enriched']} --on time --by symbol --device {args.device}")
+        options = Options(left=paths["trades"], right=paths["quotes"], out=paths["enriched"],
+                          left_on="time", right_on="time", left_by=["symbol"],
+                          right_by=["symbol"], device=args.device, chunk_rows=args.chunk_rows)
+        summary = enrich(options, None if args.quiet else _progress.for_stderr(parser.prog))
+        say("\n".join(summary.lines()))
+        _example(pq.ParquetFile(paths["enriched"]), say)
+        if args.out_dir is None:
+            say(f"(the temporary directory {folder} is removed; --out-dir DIR keeps the files)")
+    return 0
+
+
+def _write_whole(table, path: str) -> None:
+    """A parquet file that is complete or absent (written beside, then renamed)."""
+    import pyarrow.parquet as pq
+
+    partial = f"{path}.asofgpu-partial"
+    try:
+        pq.write_table(table, partial)
+        os.replace(partial, path)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.exists(partial):
+            os.remove(partial)
+
+
+def _example(enriched, say) -> None:
+    """One enriched trade, as the output file holds it."""
+    batch = next(enriched.iter_batches(batch_size=10_000), None)
+    if batch is None:
+        return
+    rows = batch.to_pylist()
+    row = next((r for r in rows if r["bid"] is not None), rows[0])
+    say(f"e.g. {row['time']} {row['symbol']}: {row['size']} @ {row['price']}, prevailing "
+        f"quote {row['bid']} / {row['ask']} ({row['bid_size']:.0f} x {row['ask_size']:.0f})"
+        if row["bid"] is not None else
+        f"e.g. {row['time']} {row['symbol']}: {row['size']} @ {row['price']}, no quote before it")
+
+
+# --------------------------------------------------------------------------- main
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs."""
+
+
+@contextlib.contextmanager
+def _sigterm_raises():
+    def handler(signum, frame):
+        raise _Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "demo":
-        return _demo(args)
-    return 2  # unreachable: argparse rejects unknown commands
+    parser = _parser()
+    args = parser.parse_args(argv)
+    prog = f"asofgpu {args.command}"
+    try:
+        with _sigterm_raises():
+            return args.run(args, args.parser)
+    except EnrichError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except OutputError as exc:
+        print(f"{prog}: error: {exc}; nothing was written", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:
+        print(f"{prog}: interrupted; no output was written", file=sys.stderr)
+        return 143 if isinstance(exc, _Terminated) else 130
 
 
 if __name__ == "__main__":
