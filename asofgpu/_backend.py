@@ -102,12 +102,6 @@ class PythonBackend(Backend):
 class CpuBackend(Backend):
     name = "cpu"
 
-    def __init__(self):
-        super().__init__()
-        import numba
-
-        self._numba = numba
-
     def group_sort(self, order, bucket, n_groups, keys):
         return _counting_sort()(order, bucket, n_groups + 1, keys)
 
@@ -198,9 +192,6 @@ class CudaBackend(Backend):
 
     def __init__(self):
         super().__init__()
-        from numba import cuda
-
-        self._cuda = cuda
         self.simulated = cudasim_enabled()
         if not self.simulated:
             import cupy

@@ -103,15 +103,15 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
         return pa.chunked_array([pa.array(device_to_numpy(obj))])
     if _dlpack_device(obj) == _DLPACK_CPU:
         obj = np.from_dlpack(obj)
-    if isinstance(obj, np.ndarray):
-        if obj.ndim != 1:
-            msg = f"{param} must be one-dimensional, got an array of shape {obj.shape}"
-            raise ValueError(msg)
-        return pa.chunked_array([_arrow_from_numpy(obj, param)])
     if type(obj).__module__.startswith("polars") and hasattr(obj, "to_arrow"):
         obj = obj.to_arrow()  # polars 1.x breaks temporal Series in the C stream export
         return obj if isinstance(obj, pa.ChunkedArray) else pa.chunked_array([obj])
-    try:
+    if isinstance(obj, np.ndarray) and obj.ndim != 1:
+        msg = f"{param} must be one-dimensional, got an array of shape {obj.shape}"
+        raise ValueError(msg)
+    try:  # one place turns Arrow's conversion errors into a message naming the parameter
+        if isinstance(obj, np.ndarray):
+            return pa.chunked_array([pa.array(_fixed_time_unit(obj, param))])
         if hasattr(obj, "__arrow_c_stream__"):
             return pa.chunked_array(obj)
         if hasattr(obj, "__arrow_c_array__"):
@@ -151,19 +151,17 @@ def to_table(obj, param: str) -> pa.Table:
     raise TypeError(msg)
 
 
-def _arrow_from_numpy(arr: np.ndarray, param: str) -> pa.Array:
+def _fixed_time_unit(arr: np.ndarray, param: str) -> np.ndarray:
+    """numpy minutes, hours and weeks (and timedelta days) as the exact whole seconds Arrow
+    reads; units without a fixed length refused."""
     if arr.dtype.kind in "mM":
         unit = np.datetime_data(arr.dtype)[0]
         if unit in ("m", "h", "W") or (unit == "D" and arr.dtype.kind == "m"):
-            arr = arr.astype(arr.dtype.str[:3] + "[s]")  # exact: whole seconds
-        elif unit not in _TICK_NS and unit != "D":
+            return arr.astype(arr.dtype.str[:3] + "[s]")
+        if unit not in _TICK_NS and unit != "D":
             msg = f"{param} must use a fixed time unit (W, D, h, m, s, ms, us or ns), got {arr.dtype}"
             raise TypeError(msg)
-    try:
-        return pa.array(arr)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-        msg = f"{param} could not be read as a column of one type: {exc}"
-        raise TypeError(msg) from None
+    return arr
 
 
 def device_to_numpy(obj):

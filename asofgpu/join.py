@@ -100,11 +100,12 @@ class AsofJoin:
             _validate.same_length(self.n_right, len(tie.values), "tie_break", "right_on")
         self._renumber = None  # presorted groups are numbered in order of appearance
         if presorted:
-            self._renumber = self._verify_sorted(key, bucket, n_groups)
+            kept = self._kept_rows(bucket, n_groups)
+            self._renumber = self._verify_sorted(key, bucket, n_groups, kept)
             if self._renumber is not None:
                 bucket = self._renumber[bucket]
         if presorted and tie is None:
-            rows, sorted_keys, offsets = self._presorted(key, bucket, n_groups)
+            rows, sorted_keys, offsets = self._presorted(key, bucket, n_groups, kept)
         else:  # a tie-break column still needs ordering within runs of equal keys
             rows, sorted_keys, offsets = self._sort(key, tie, bucket, n_groups)
         self.map_dtype = np.int32 if self.n_right < _INT32_ROWS else np.int64
@@ -146,11 +147,11 @@ class AsofJoin:
         rows = self.backend.xp.arange(self.n_right, dtype=np.int64)
         return rows if bucket is None else rows[bucket[rows] < n_groups]
 
-    def _verify_sorted(self, key: Key, bucket, n_groups: int):
-        """O(n): each group's rows contiguous and their keys ascending. Returns the groups'
-        renumbering in order of appearance (None without by), which the offsets follow."""
+    def _verify_sorted(self, key: Key, bucket, n_groups: int, rows):
+        """O(n) over the kept ``rows``: each group's rows contiguous and their keys ascending.
+        Returns the groups' renumbering in order of appearance (None without by), which the
+        offsets follow."""
         xp = self.backend.xp
-        rows = self._kept_rows(bucket, n_groups)
         k = key.values[rows]
         groups = bucket[rows] if bucket is not None else xp.zeros(len(rows), dtype=np.int32)
         change = groups[1:] != groups[:-1]
@@ -185,10 +186,10 @@ class AsofJoin:
         rank[n_groups] = n_groups
         return rank
 
-    def _presorted(self, key: Key, bucket, n_groups: int):
-        """Rows, keys and offsets of a verified presorted right side, without a sort."""
+    def _presorted(self, key: Key, bucket, n_groups: int, rows):
+        """Rows, keys and offsets of a verified presorted right side (its kept ``rows``),
+        without a sort."""
         xp = self.backend.xp
-        rows = self._kept_rows(bucket, n_groups)
         offsets = xp.zeros(n_groups + 1, dtype=np.int64)
         if bucket is None:
             offsets[1] = len(rows)

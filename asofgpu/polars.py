@@ -61,6 +61,7 @@ import pyarrow as pa
 from polars.exceptions import ComputeError, InvalidOperationError
 
 from . import _validate
+from ._duration import UNIT_NS
 from ._types import NO_MATCH, NO_MATCH_INT64
 from .join import asof_join
 
@@ -75,8 +76,7 @@ _FLAGS = ("allow_parallel", "force_parallel", "coalesce", "allow_exact_matches",
           "check_sortedness")
 _EAGER_PARAMS = frozenset(inspect.signature(pl.DataFrame.join_asof).parameters)
 _LAZY_PARAMS = frozenset(inspect.signature(pl.LazyFrame.join_asof).parameters)
-_UNIT_NS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
-            "h": 3600 * 10**9, "d": 86_400 * 10**9, "w": 7 * 86_400 * 10**9, "i": 1}
+_UNIT_NS = {**UNIT_NS, "i": 1}  # polars' duration units; "i" (index count) is one step
 _DAY_NS = _UNIT_NS["d"]
 _U64_MAX = 2**64 - 1
 _WIDE_INTS = tuple(getattr(pl, n) for n in ("Int128", "UInt128") if hasattr(pl, n))
