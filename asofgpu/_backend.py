@@ -13,6 +13,7 @@ cupy's stable radix sort on the device.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -21,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .kernels import bind, probe
+from .kernels import bind, probe, radix, scan
 
 CUDA_THREADS = 256
 PARALLEL_MIN_ROWS = 16_384  # below this, the cpu backend probes on one thread
@@ -114,6 +115,68 @@ class CpuBackend(Backend):
         # on concurrent parallel launches; joins from several threads take turns instead.
         with _PARALLEL_LAUNCH:
             _cpu_probe_all(is_float, True)(*args)
+
+
+    def scan(self, is_float: bool, left_keys, left_groups, right_keys, right_groups,
+             n_groups: int, strategy: int, exact: bool, tol, nearest_tie: int, out) -> None:
+        """The one-shot merge scan (kernels/scan.py). ``left_groups`` holds -1 for rows that
+        match nothing; ``right_groups`` (None: one group) holds n_groups for rows to skip."""
+        if right_groups is None:
+            right_groups = np.zeros(len(right_keys), dtype=np.int32)
+        parallel = len(out) + len(right_keys) >= PARALLEL_MIN_ROWS
+        join, is_sorted = _cpu_scan(is_float, parallel)
+        threads = 1
+        if parallel:
+            import numba
+
+            threads = numba.get_num_threads()
+        # Pieces of the walk run in parallel; each holds a (pieces x groups) state, so many
+        # groups mean fewer pieces.
+        n_chunks = max(1, min(4 * threads, (1 << 23) // max(n_groups, 1))) if parallel else 1
+        has_tol = tol is not None
+        tol = (np.float64(tol) if is_float else np.uint64(tol)) if has_tol else (
+            np.float64(0) if is_float else np.uint64(0))
+        no_match = np.iinfo(out.dtype).min
+        how = scan.Options(np.int64(strategy), bool(exact), has_tol, tol,
+                           np.int64(nearest_tie), np.int64(no_match))
+        with _PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
+            lorder = _key_order(np.flatnonzero(left_groups >= 0), left_keys, is_float,
+                                is_sorted, threads)
+            rorder = _key_order(np.flatnonzero(right_groups < n_groups), right_keys, is_float,
+                                is_sorted, threads)
+            join(left_keys, left_groups, lorder, right_keys, right_groups, rorder,
+                 max(n_groups, 1), n_chunks, how, out)
+
+
+RADIX_MIN_ROWS = 1 << 15  # below this numpy's stable argsort is as fast
+
+
+def _key_order(rows, keys, is_float: bool, is_sorted, threads: int):
+    """``rows`` in ascending key order, equal keys in row order (time-sorted data: as is).
+    The caller holds the parallel-launch lock."""
+    if is_sorted(keys, rows):
+        return rows
+    if len(rows) < RADIX_MIN_ROWS:
+        return rows[np.argsort(keys[rows], kind="stable")]
+    order_bits_int, order_bits_float, argsort_bits = _cpu_radix(threads > 1)
+    bits = np.empty(len(rows), np.uint64)
+    (order_bits_float if is_float else order_bits_int)(keys, rows, bits)
+    return argsort_bits(bits, rows, threads)
+
+
+@functools.cache
+def _cpu_radix(parallel: bool):
+    import numba
+
+    return radix.build(_cached_njit(parallel=parallel), numba.prange if parallel else range)
+
+
+@functools.cache
+def _cpu_scan(is_float: bool, parallel: bool):
+    import numba
+
+    return scan.build(_cached_njit(), _cached_njit(parallel=parallel), is_float, numba.uint64,
+                      numba.prange if parallel else range)
 
 
 def _probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,

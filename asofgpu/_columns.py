@@ -216,6 +216,8 @@ _PHYSICAL_NUMPY = {"int": np.int64, "uint": np.uint64, "float": np.float64}
 
 def ordered_key(obj, param: str, host: bool) -> Key:
     """Reduce a column to a Key on the host (numpy) or the device (cupy)."""
+    if isinstance(obj, Key):  # kernel-ready already (asofgpu.plc reads pylibcudf columns itself)
+        return obj
     if not host and is_device(obj):
         import cupy
 

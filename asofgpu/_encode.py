@@ -24,10 +24,10 @@ import pyarrow.compute as pc
 NO_GROUP = -1
 
 
-def _family(t: pa.DataType):
+def family(t: pa.DataType):
     """Types whose values compare equal across flavours (string vs large_string, ...)."""
     if pa.types.is_dictionary(t):
-        return _family(t.value_type)
+        return family(t.value_type)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return "string"
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
@@ -41,10 +41,10 @@ def _family(t: pa.DataType):
 
 def _check_type(left: pa.DataType, right: pa.DataType, left_param: str, right_param: str):
     for t, p in ((left, left_param), (right, right_param)):
-        if _family(t) is None:
+        if family(t) is None:
             msg = f"{p} must be a flat column (numbers, strings, temporal, bool), got {t}"
             raise TypeError(msg)
-    if _family(left) != _family(right) and not (pa.types.is_null(left) or pa.types.is_null(right)):
+    if family(left) != family(right) and not (pa.types.is_null(left) or pa.types.is_null(right)):
         msg = (
             f"{left_param} ({left}) and {right_param} ({right}) cannot be compared: "
             f"by-columns must have the same type on both sides. Hint: cast one of them."
@@ -52,7 +52,7 @@ def _check_type(left: pa.DataType, right: pa.DataType, left_param: str, right_pa
         raise TypeError(msg)
 
 
-def _canonical(col: pa.ChunkedArray) -> pa.ChunkedArray:
+def canonical_by(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """Floats as float64 with -0.0 -> 0.0 and one NaN, so equal values hash equal; view
     strings (polars exports them) as large strings, which Arrow's hash kernels take."""
     if pa.types.is_string_view(col.type):
@@ -102,7 +102,7 @@ class _Column:
         if pa.types.is_dictionary(col.type):
             self.dictionary, self.codes = self._encode_dictionary_column(col)
         else:
-            col = _canonical(col)
+            col = canonical_by(col)
             enc = pc.dictionary_encode(col, null_encoding="encode" if null_equal else "mask")
             self.dictionary = (enc.chunk(0).dictionary if enc.num_chunks
                                else pa.array([], col.type))
@@ -138,7 +138,7 @@ class _Column:
             return codes.astype(np.int32, copy=False)
         if pa.types.is_null(col.type):  # all null
             return np.full(len(col), self.null_code, dtype=np.int32)
-        col = _canonical(col)
+        col = canonical_by(col)
         value_set = self.dictionary
         if value_set.type != col.type:
             value_set = value_set.cast(col.type)

@@ -8,6 +8,9 @@
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pyarrow as pa
 
@@ -57,17 +60,27 @@ def gather(right_table, gmap) -> pa.Table:
         )
         raise IndexError(msg)
     indices = pa.array(gmap.astype(np.int64, copy=False), mask=missing if missing.any() else None)
+    if len(gmap) >= _THREADED_ROWS and table.num_columns > 1:
+        # Arrow's take is single-threaded and releases the GIL: one column per core.
+        with ThreadPoolExecutor(max_workers=min(table.num_columns, os.cpu_count() or 1)) as pool:
+            columns = list(pool.map(lambda c: _take(c, indices), table.columns))
+    else:
+        columns = [_take(c, indices) for c in table.columns]
+    return pa.Table.from_arrays(columns, schema=table.schema)
+
+
+_THREADED_ROWS = 1 << 16
+
+
+def _take(column: pa.ChunkedArray, indices: pa.Array) -> pa.ChunkedArray:
     # Arrow's take has no kernel for view strings and binaries (polars exports them):
     # take their large form and cast back.
-    columns = []
-    for column in table.columns:
-        view = column.type if _is_view(column.type) else None
-        if view is not None:
-            column = column.cast(pa.large_string() if pa.types.is_string_view(view)
-                                 else pa.large_binary())
-        taken = column.take(indices)
-        columns.append(taken.cast(view) if view is not None else taken)
-    return pa.Table.from_arrays(columns, schema=table.schema)
+    view = column.type if _is_view(column.type) else None
+    if view is not None:
+        column = column.cast(pa.large_string() if pa.types.is_string_view(view)
+                             else pa.large_binary())
+    taken = column.take(indices)
+    return taken.cast(view) if view is not None else taken
 
 
 def _is_view(t: pa.DataType) -> bool:

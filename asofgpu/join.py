@@ -12,18 +12,32 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import _validate
 from ._backend import get_backend
 from ._columns import (Key, common_tick, is_device, ordered_key, rescale,
                        to_arrow, tolerance_in_ticks)
-from ._encode import Groups
+from ._encode import Groups, canonical_by, family
 from ._types import (NEAREST_TIE_CODE, NO_MATCH, NO_MATCH_INT64, STRATEGY_CODE,
                      AmbiguousMatchError)
 
 _INT32_ROWS = 2**31
+
+
+@dataclass(frozen=True)
+class GroupCodes:
+    """By-keys the caller has encoded itself, passed as ``right_by`` and ``left_by``: one code
+    per row (host or device array; -1: no group), numbered 0..n_groups-1 by the right side and
+    in the same numbering on the left. asofgpu.plc encodes pylibcudf columns on the device."""
+
+    codes: object
+    n_groups: int
 
 
 def by_columns(obj, param: str) -> list:
@@ -67,7 +81,7 @@ class AsofJoin:
     """
 
     def __init__(self, right_on, right_by=None, *, null_equality="unequal", tie_break=None,
-                 presorted=False, device="auto"):
+                 presorted=False, device="auto", _defer_sort=False):
         _validate.one_of(null_equality, "null_equality", ("unequal", "equal"))
         presorted = _validate.flag(presorted, "presorted")
         self.backend = get_backend(_validate.device(device))
@@ -75,14 +89,19 @@ class AsofJoin:
         self._host = xp is np
         key = ordered_key(right_on, "right_on", self._host)
         self.n_right = len(key.values)
-        columns = [to_arrow(c, f"right_by[{i}]")
-                   for i, c in enumerate(by_columns(right_by, "right_by"))]
+        columns = [] if isinstance(right_by, GroupCodes) else [
+            to_arrow(c, f"right_by[{i}]") for i, c in enumerate(by_columns(right_by, "right_by"))]
         for i, col in enumerate(columns):
             _validate.same_length(self.n_right, len(col), f"right_by[{i}]", "right_on")
         self._groups = None
         n_groups = 1
         include = key.valid
         bucket = None
+        if isinstance(right_by, GroupCodes):  # encoded by the caller (asofgpu.plc: on the device)
+            _validate.same_length(self.n_right, len(right_by.codes), "right_by", "right_on")
+            self._groups, n_groups = right_by, right_by.n_groups
+            codes = self.backend.asarray(right_by.codes)
+            bucket = xp.where(codes >= 0, codes, n_groups).astype(np.int32, copy=False)
         if columns:
             self._groups = Groups(columns, [f"right_by[{i}]" for i in range(len(columns))],
                                   null_equality == "equal")
@@ -99,6 +118,17 @@ class AsofJoin:
             tie = ordered_key(tie_break, "tie_break", self._host)
             _validate.same_length(self.n_right, len(tie.values), "tie_break", "right_on")
         self._renumber = None  # presorted groups are numbered in order of appearance
+        self.map_dtype = np.int32 if self.n_right < _INT32_ROWS else np.int64
+        self.no_match = NO_MATCH if self.map_dtype == np.int32 else NO_MATCH_INT64
+        self.n_groups = n_groups
+        self._key_type = key.type
+        self._duplicated = None  # per right row: its (group, key[, tie]) is shared; lazy
+        # A one-shot join (asof_join) on the cpu may walk both sides in key order instead
+        # (kernels/scan.py), which needs no sort by group: the sort waits for a probe.
+        self._unsorted = None
+        if _defer_sort and not presorted and tie is None and self.backend.name == "cpu":
+            self._unsorted = (key, bucket)
+            return
         if presorted:
             kept = self._kept_rows(bucket, n_groups)
             self._renumber = self._verify_sorted(key, bucket, n_groups, kept)
@@ -108,12 +138,11 @@ class AsofJoin:
             rows, sorted_keys, offsets = self._presorted(key, bucket, n_groups, kept)
         else:  # a tie-break column still needs ordering within runs of equal keys
             rows, sorted_keys, offsets = self._sort(key, tie, bucket, n_groups)
-        self.map_dtype = np.int32 if self.n_right < _INT32_ROWS else np.int64
-        self.no_match = NO_MATCH if self.map_dtype == np.int32 else NO_MATCH_INT64
-        self.n_groups = n_groups
-        self._offsets = offsets[: n_groups + 1]
+        self._set_sorted(key, tie, rows, sorted_keys, offsets)
+
+    def _set_sorted(self, key: Key, tie: Key | None, rows, sorted_keys, offsets) -> None:
+        self._offsets = offsets[: self.n_groups + 1]
         self._keys = {key.type.tick_ns: sorted_keys}
-        self._key_type = key.type
         self._rows_last = rows.astype(self.map_dtype, copy=False)
         self._rows_first = self._rows_last
         self._tie_sorted = None
@@ -121,7 +150,12 @@ class AsofJoin:
             self._tie_sorted = (tie.values[rows],
                                 None if tie.valid is None else tie.valid[rows])
             self._rows_first = self._first_of_best_tie()
-        self._duplicated = None  # per right row: its (group, key[, tie]) is shared; lazy
+
+    def _sort_deferred(self) -> None:
+        if self._unsorted is not None:
+            key, bucket = self._unsorted
+            self._unsorted = None
+            self._set_sorted(key, None, *self._sort(key, None, bucket, self.n_groups))
 
     # ------------------------------------------------------------------ preparation
 
@@ -277,12 +311,19 @@ class AsofJoin:
         n = len(left_key.values)
         tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
         left_key = rescale(left_key, tick, "left_on", xp)
-        right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
         tol = tolerance_in_ticks(tolerance, self._key_type, tick)
         groups = self._left_groups(left_by, n)
         if left_key.valid is not None:
             groups = xp.where(left_key.valid, groups, -1).astype(np.int32, copy=False)
         out = xp.empty(n, dtype=self.map_dtype)
+        if self._unsorted is not None and ambiguous == "pick":
+            key, bucket = self._unsorted
+            right = rescale(key, tick, "right_on", xp) if tick else key
+            be.scan(key.type.physical == "float", left_key.values, groups, right.values,
+                    bucket, self.n_groups, STRATEGY_CODE[strategy], exact, tol, tie_rule, out)
+            return out
+        self._sort_deferred()
+        right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
         be.probe(self._key_type.physical == "float", left_key.values, groups, self._offsets,
                  right_keys, self._rows_last, self._rows_first, STRATEGY_CODE[strategy], exact,
                  tol, tie_rule, out)
@@ -292,6 +333,15 @@ class AsofJoin:
 
     def _left_groups(self, left_by, n: int):
         xp = self.backend.xp
+        if isinstance(self._groups, GroupCodes):  # encoded by the caller, as right_by was
+            if not isinstance(left_by, GroupCodes):
+                msg = f"left_by must be GroupCodes, as right_by was, got {type(left_by).__name__}"
+                raise TypeError(msg)
+            _validate.same_length(n, len(left_by.codes), "left_by", "left_on")
+            codes = self.backend.asarray(left_by.codes)
+            if self._renumber is not None:
+                codes = xp.where(codes >= 0, self._renumber[codes], -1)
+            return codes.astype(np.int32, copy=False)
         given = by_columns(left_by, "left_by")
         if self._groups is None:
             if given:
@@ -348,6 +398,42 @@ def asof_join(left_on, right_on, left_by=None, right_by=None, *, null_equality="
     """
     if device == "auto" and (is_device(left_on) or is_device(right_on)):
         device = "cuda"
-    prepared = AsofJoin(right_on, right_by, null_equality=null_equality, tie_break=tie_break,
-                        presorted=presorted, device=device)
+    # Hashing strings is the largest cost of a one-shot join on the CPU: the left side's
+    # are hashed into dictionaries on a second thread (Arrow releases the GIL) while this one
+    # prepares the right side; the left lookup then touches only those small dictionaries.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        encoding = pool.submit(_encode_early, left_by)
+        prepared = AsofJoin(right_on, right_by, null_equality=null_equality,
+                            tie_break=tie_break, presorted=presorted, device=device,
+                            _defer_sort=True)
+        left_by = _encoded_if_comparable(left_by, encoding.result(), prepared)
     return prepared.join(left_on, left_by, **join_options)
+
+
+_EARLY_ENCODE_ROWS = 1 << 16
+
+
+def _encode_early(left_by) -> list | None:
+    """Large string or binary by-columns as Arrow dictionary arrays; None when there is
+    nothing to gain, or when the columns are not readable here (``join`` then reports it)."""
+    if left_by is None or isinstance(left_by, GroupCodes):
+        return None
+    try:
+        columns = [to_arrow(c, "left_by") for c in by_columns(left_by, "left_by")]
+    except Exception:  # noqa: BLE001 - join raises the same error in its own order
+        return None
+    encoded = [pc.dictionary_encode(canonical_by(c))
+               if len(c) >= _EARLY_ENCODE_ROWS and family(c.type) in ("string", "binary")
+               and not pa.types.is_dictionary(c.type) else c for c in columns]
+    return encoded if any(e is not c for e, c in zip(encoded, columns)) else None
+
+
+def _encoded_if_comparable(left_by, encoded: list | None, prepared: AsofJoin):
+    """The early encoding where each column has its right column's type family (else the
+    original columns, so that a type error names the types the caller passed)."""
+    groups = prepared._groups
+    if encoded is None or not isinstance(groups, Groups) or len(encoded) != len(groups.columns):
+        return left_by
+    if all(family(e.type) == family(r.type) for e, r in zip(encoded, groups.columns)):
+        return encoded
+    return left_by

@@ -384,7 +384,7 @@ class _AsofMerge:
             left_by, right_by = [p[0] for p in pairs], [p[1] for p in pairs]
         if tolerance is not None:
             tolerance = _kernel_tolerance(tolerance, lkey.dtype)
-        prepared = AsofJoin(_kernel_key(rkey), right_by, null_equality="equal", device=device)
+        prepared = self.prepare(_kernel_key(rkey), right_by, device)
 
         def probe(strategy, tol):
             gmap = prepared.join(_kernel_key(lkey), left_by, strategy=strategy,
@@ -397,6 +397,12 @@ class _AsofMerge:
         if lkey.dtype.kind == "f" and _float_arithmetic_matters(lkey, direction, tolerance):
             return _pandas_float_pick(lkey, rkey, probe, direction, tolerance)
         return probe(direction, tolerance)
+
+    def prepare(self, right_key: np.ndarray, right_by, device, reused=False) -> AsofJoin:
+        """The right side prepared for the probe (asofgpu.dask reuses one per worker). Used
+        once, its sort by group waits: on the cpu the join may walk both sides in key order."""
+        return AsofJoin(right_key, right_by, null_equality="equal", device=device,
+                        _defer_sort=not reused)
 
     # ------------------------------------------------------------------ the result
 

@@ -1,0 +1,88 @@
+"""The cpu one-shot path (kernels/scan.py merge scan, kernels/radix.py key order) against the
+prepared path (per-row binary search) and the naive oracle, at sizes that take the parallel
+pieces, the carry between them and the radix sort, which the small grid cases never reach."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import asofgpu as ag
+from asofgpu import _backend
+
+
+OPTIONS = [dict(strategy=s, allow_exact_matches=e, nearest_tie=t, tolerance=tol)
+           for s, e, t, tol in itertools.product(("backward", "forward", "nearest"),
+                                                 (True, False), ("forward", "backward"),
+                                                 (None, 3))
+           if t == "forward" or s == "nearest"]
+
+
+def _keys(rng, n, kind, span):
+    if kind == "float":
+        keys = rng.integers(-span, span, n).astype(np.float64)
+        keys[rng.random(n) < 0.02] = np.nan
+        keys[rng.random(n) < 0.02] = -0.0
+        keys[rng.random(n) < 0.01] = np.inf
+        return keys
+    if kind == "uint":
+        return rng.integers(0, 2 * span, n).astype(np.uint64) + np.uint64(2**63)
+    return rng.integers(-span, span, n)
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "uint"])
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_one_shot_scan_equals_prepared_probe(kind, order):
+    """40k x 70k rows: parallel pieces with carries, and (shuffled) the radix key order.
+    Few distinct keys per group make long runs of equal keys cross the piece boundaries."""
+    rng = np.random.default_rng(hash((kind, order)) % 2**32)
+    n_left, n_right = 40_000, 70_000
+    left, right = _keys(rng, n_left, kind, 500), _keys(rng, n_right, kind, 500)
+    if order == "sorted":
+        left, right = np.sort(left), np.sort(right)
+    left_by = pa.array(rng.integers(0, 40, n_left).astype(str))
+    right_by = pa.array(rng.integers(0, 40, n_right).astype(str))
+    prepared = ag.AsofJoin(right, right_by, device="cpu")
+    for options in OPTIONS:
+        if kind != "float" and options["tolerance"] is not None:
+            options = {**options, "tolerance": 3}
+        expected = prepared.join(left, left_by, **options)
+        got = ag.asof_join(left, right, left_by, right_by, device="cpu", **options)
+        np.testing.assert_array_equal(got, expected, err_msg=str(options))
+
+
+def test_one_shot_scan_with_nulls_and_many_groups():
+    """Null keys and null groups on both sides, a group per few rows (so the state of each
+    piece is large), under both null rules: the prepared path (oracle-tested by test_grid)
+    gives the same map."""
+    rng = np.random.default_rng(5)
+    n = 20_000
+    left = pa.array(rng.integers(0, 3_000, n), mask=rng.random(n) < 0.05)
+    right = pa.array(rng.integers(0, 3_000, n), mask=rng.random(n) < 0.05)
+    left_by = pa.array(rng.integers(0, 4_000, n), mask=rng.random(n) < 0.05)
+    right_by = pa.array(rng.integers(0, 4_000, n), mask=rng.random(n) < 0.05)
+    for strategy, null_equality in itertools.product(("backward", "forward", "nearest"),
+                                                     ("unequal", "equal")):
+        got = ag.asof_join(left, right, left_by, right_by, strategy=strategy, tolerance=40,
+                           null_equality=null_equality, device="cpu")
+        expected = ag.AsofJoin(right, right_by, null_equality=null_equality,
+                               device="cpu").join(left, left_by, strategy=strategy,
+                                                  tolerance=40)
+        np.testing.assert_array_equal(got, expected)
+        assert (got != ag.NO_MATCH).any()
+
+
+@pytest.mark.parametrize("kind", ["int", "float"])
+def test_radix_key_order_is_a_stable_sort(kind):
+    rng = np.random.default_rng(11)
+    keys = _keys(rng, 100_000, kind, 1_000) if kind == "float" else rng.integers(
+        -2**62, 2**62, 100_000)
+    keys = np.where(np.isnan(keys), np.nan, keys + 0.0) if kind == "float" else keys
+    rows = np.flatnonzero(rng.random(len(keys)) < 0.9)
+    _, is_sorted = _backend._cpu_scan(kind == "float", True)
+    order = _backend._key_order(rows, keys, kind == "float", is_sorted, 2)
+    expected = rows[np.argsort(keys[rows], kind="stable")]
+    np.testing.assert_array_equal(order, expected)
