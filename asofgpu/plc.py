@@ -1,0 +1,296 @@
+"""pylibcudf-style as-of joins: ``Table`` and ``Column`` in, an INT32 gather-map ``Column`` out.
+
+The shape is libcudf's proposed ``cudf::asof_join`` (NVIDIA/cudf PR #24180): prepare the right
+side once, probe it with any number of left sides, and gather payload with pylibcudf's own
+``copying.gather`` under ``OutOfBoundsPolicy.NULLIFY``. Neither libcudf nor pylibcudf has an
+as-of join of its own; this module runs asofgpu's CUDA kernel on pylibcudf columns.
+
+Data stays on the device: ``on`` columns reach the kernel zero-copy (a cupy view of the
+column's buffer, widened when narrower than 64 bits), and ``by`` columns, strings included,
+are turned into group codes by libcudf's sort and binary search (``asofgpu._device_encode``).
+
+Streams: ``stream`` (an rmm ``Stream``, or anything with ``__cuda_stream__`` such as a cupy or
+numba stream; None: pylibcudf's default stream) carries every pylibcudf call and the cupy work
+of encoding. The probe kernel and the sort of the right side run where asofgpu's CUDA backend
+runs them: the probe kernel on numba's default stream, the sort on cupy's current stream (both
+the legacy default stream unless per-thread default streams are turned on). So ``stream`` is
+synchronized before that work starts and the device after it ends: a returned map is complete,
+and may be used on any stream. Device memory for the codes and the map comes from cupy's
+allocator (route it through rmm with ``rmm.allocators.cupy.rmm_cupy_allocator``).
+
+Examples
+--------
+>>> import pyarrow as pa, pylibcudf as plc  # doctest: +SKIP
+>>> from asofgpu import plc as ag  # doctest: +SKIP
+>>> quotes = plc.Table.from_arrow(pa.table({  # doctest: +SKIP
+...     "sym": ["A", "A", "A", "B", "B"], "time": [1, 5, 10, 2, 6],
+...     "bid": [10.0, 10.5, 11.0, 20.0, 20.5]}))
+>>> sym, time, bid = quotes.columns()  # doctest: +SKIP
+>>> trades = plc.Table.from_arrow(pa.table({"sym": ["A", "B", "A"], "time": [6, 6, 0]}))  # doctest: +SKIP
+>>> j = ag.AsofJoin(plc.Table([sym]), time)  # doctest: +SKIP
+>>> gmap = j.join(plc.Table([trades.columns()[0]]), trades.columns()[1])  # doctest: +SKIP
+>>> gmap.to_arrow().to_pylist()  # doctest: +SKIP
+[1, 4, -2147483648]
+>>> ag.gather(plc.Table([bid]), gmap).columns()[0].to_arrow().to_pylist()  # doctest: +SKIP
+[10.5, 20.5, None]
+"""
+
+from __future__ import annotations
+
+from . import _validate
+from ._columns import common_tick, tolerance_in_ticks
+from ._device_encode import (DeviceGroups, check_by_type, check_by_types_match, on_key_type,
+                             ordered_key)
+from ._types import NEAREST_TIE_CODE, NO_MATCH, Strategy
+from .join import AsofJoin as _PrimitiveJoin
+from .join import GroupCodes
+
+__all__ = ["JOIN_NO_MATCH", "AsofJoin", "Strategy", "gather"]
+
+#: libcudf's ``cudf::JoinNoMatch`` (``std::numeric_limits<size_type>::min()``, -2**31): the map
+#: entry of a left row without a match. pylibcudf does not export it. NULLIFY gathers a null
+#: for it, as for any index outside ``[-num_rows, num_rows)``.
+JOIN_NO_MATCH = NO_MATCH
+
+
+def _plc():
+    try:
+        import pylibcudf
+    except ImportError as exc:
+        msg = (f"asofgpu.plc needs pylibcudf ({exc}). Hint: pip install pylibcudf-cu12 "
+               f"(or -cu13), which needs an NVIDIA GPU to make columns.")
+        raise ImportError(msg) from None
+    return pylibcudf
+
+
+def _check_column(obj, param: str) -> None:
+    if not isinstance(obj, _plc().Column):
+        msg = f"{param} must be a pylibcudf.Column, got {type(obj).__name__}"
+        raise TypeError(msg)
+
+
+def _check_table(obj, param: str) -> None:
+    if not isinstance(obj, _plc().Table):
+        msg = (f"{param} must be a pylibcudf.Table (with no columns when there are no by-keys), "
+               f"got {type(obj).__name__}")
+        raise TypeError(msg)
+
+
+def _check_rows(table, column, table_param: str, column_param: str) -> None:
+    if table.num_columns() and table.num_rows() != column.size():
+        msg = (f"{table_param} has {table.num_rows()} rows, but {column_param} has "
+               f"{column.size()}; they must have the same length")
+        raise ValueError(msg)
+
+
+def _stream(stream):
+    """None -> pylibcudf's default stream; otherwise an rmm Stream (no device work)."""
+    from rmm.pylibrmm.stream import Stream
+
+    if stream is None:
+        return _plc().utils.CUDF_DEFAULT_STREAM
+    if isinstance(stream, Stream):
+        return stream
+    try:
+        return Stream(stream)
+    except (TypeError, NotImplementedError):
+        msg = (f"stream must be an rmm Stream or have __cuda_stream__ (cupy, numba, "
+               f"cuda.core streams), got {type(stream).__name__}")
+        raise TypeError(msg) from None
+
+
+def _on_stream(stream):
+    """cupy's work inside the block goes to ``stream``."""
+    import cupy
+
+    return cupy.cuda.ExternalStream(stream.__cuda_stream__()[1])
+
+
+def _settle() -> None:
+    """After the primitive's work (cupy's current stream, numba's default stream): wait for
+    the whole device, so that the map is complete whichever stream reads it next."""
+    import cupy
+
+    cupy.cuda.Device().synchronize()
+
+
+class AsofJoin:
+    """The right side of an as-of join, prepared once on the device; pylibcudf's shape.
+
+    Parameters
+    ----------
+    right_by : pylibcudf.Table
+        Equality keys (symbol, entity, ...), any number of columns of numbers, bools,
+        strings, timestamps, durations or decimals; a table with no columns for none.
+    right_on : pylibcudf.Column
+        The ordered key (time): integers, floats, timestamps or durations. Null rows are
+        never a match.
+    nulls_equal : pylibcudf.types.NullEquality
+        ``UNEQUAL`` (the default, libcudf's and polars' rule): a row with a null by-key
+        matches nothing; ``EQUAL`` (pandas' rule): null by-keys match each other.
+    stream : rmm Stream or object with ``__cuda_stream__``, optional
+        Where the pylibcudf calls run (see the module docstring for the kernel's stream).
+
+    Notes
+    -----
+    Inputs may come in any order: the right side is sorted here (a stable sort, so among
+    equal keys the caller's row order decides). Float keys order NaN above +inf, all NaNs
+    equal, and -0.0 equal to 0.0.
+
+    Examples
+    --------
+    >>> import pyarrow as pa, pylibcudf as plc  # doctest: +SKIP
+    >>> from asofgpu.plc import AsofJoin  # doctest: +SKIP
+    >>> right_on = plc.Column.from_arrow(pa.array([1, 5, 10]))  # doctest: +SKIP
+    >>> j = AsofJoin(plc.Table([]), right_on)  # no by-keys  # doctest: +SKIP
+    >>> j.join(plc.Table([]), plc.Column.from_arrow(pa.array([0, 5, 7])),  # doctest: +SKIP
+    ...        "nearest").to_arrow().to_pylist()
+    [0, 1, 1]
+    """
+
+    def __init__(self, right_by, right_on, nulls_equal=None, stream=None):
+        plc = _plc()
+        _check_table(right_by, "right_by")
+        _check_column(right_on, "right_on")
+        if nulls_equal is None:
+            nulls_equal = plc.types.NullEquality.UNEQUAL
+        if not isinstance(nulls_equal, plc.types.NullEquality):
+            msg = (f"nulls_equal must be a pylibcudf.types.NullEquality, "
+                   f"got {type(nulls_equal).__name__}")
+            raise TypeError(msg)
+        _check_rows(right_by, right_on, "right_by", "right_on")
+        self._key_type = on_key_type(right_on.type(), "right_on")
+        self._by_types = [c.type() for c in right_by.columns()]
+        for i, dtype in enumerate(self._by_types):
+            check_by_type(dtype, f"right_by column {i}")
+        self._prepare(right_by, right_on, nulls_equal == plc.types.NullEquality.EQUAL, stream)
+
+    def _prepare(self, right_by, right_on, null_equal: bool, stream) -> None:
+        """The device work: group codes, then the primitive's sort into group offsets."""
+        stream = _stream(stream)
+        with _on_stream(stream):
+            key = ordered_key(right_on, "right_on", stream)
+            self._groups = DeviceGroups(right_by, null_equal, stream) if self._by_types else None
+        stream.synchronize()
+        codes = None
+        if self._groups is not None:
+            codes = GroupCodes(self._groups.codes, self._groups.n_groups)
+        self._join = _PrimitiveJoin(key, codes, device="cuda")
+        _settle()
+
+    def join(self, left_by, left_on, strategy=Strategy.BACKWARD, allow_exact_matches=True, *,
+             tolerance=None, nearest_tie="forward", stream=None):
+        """The gather map of ``left_on`` (in left order) into the prepared right side.
+
+        Parameters
+        ----------
+        left_by : pylibcudf.Table
+            As many columns as ``right_by``, each of its column's type (float widths may
+            differ); a table with no columns when the right side has none.
+        left_on : pylibcudf.Column
+            The ordered key, of ``right_on``'s kind (integer widths, float widths and time
+            units may differ; signed against unsigned may not). Null rows get no match.
+        strategy : {"backward", "forward", "nearest"} or asofgpu.Strategy
+            The latest right key at or before, the earliest at or after, or the closer.
+        allow_exact_matches : bool
+            False: equal keys do not match (strictly before / after).
+        tolerance : int, float, datetime.timedelta or numpy.timedelta64, optional
+            The largest distance a match may have (inclusive); a number is in the unit of
+            ``right_on``'s type (nanoseconds for TIMESTAMP_NANOSECONDS, days for
+            TIMESTAMP_DAYS).
+        nearest_tie : {"forward", "backward"}
+            Equal distances under "nearest": "forward" (polars' rule: the larger key, its
+            last row) or "backward" (pandas' rule: the smaller key).
+        stream : rmm Stream or object with ``__cuda_stream__``, optional
+
+        Returns
+        -------
+        pylibcudf.Column
+            INT32, one entry per left row: the right row number (as the caller numbered
+            the rows), or ``JOIN_NO_MATCH`` (-2**31). Among equal right keys, backward
+            takes the last row, forward the first.
+
+        Examples
+        --------
+        >>> import pyarrow as pa, pylibcudf as plc  # doctest: +SKIP
+        >>> from asofgpu.plc import AsofJoin  # doctest: +SKIP
+        >>> sym = plc.Column.from_arrow(pa.array(["A", "A", "B"]))  # doctest: +SKIP
+        >>> t = plc.Column.from_arrow(pa.array([1, 5, 2]))  # doctest: +SKIP
+        >>> j = AsofJoin(plc.Table([sym]), t)  # doctest: +SKIP
+        >>> left_sym = plc.Column.from_arrow(pa.array(["A", "B", "C"]))  # doctest: +SKIP
+        >>> left_t = plc.Column.from_arrow(pa.array([4, 9, 9]))  # doctest: +SKIP
+        >>> j.join(plc.Table([left_sym]), left_t).to_arrow().to_pylist()  # doctest: +SKIP
+        [0, 2, -2147483648]
+        >>> j.join(plc.Table([left_sym]), left_t, "forward").to_arrow().to_pylist()  # doctest: +SKIP
+        [1, -2147483648, -2147483648]
+        """
+        # Every check is on the host, before device memory is touched.
+        strategy = _validate.strategy(strategy)
+        exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
+        _validate.one_of(nearest_tie, "nearest_tie", tuple(NEAREST_TIE_CODE))
+        _check_table(left_by, "left_by")
+        _check_column(left_on, "left_on")
+        if left_by.num_columns() != len(self._by_types):
+            msg = (f"left_by has {left_by.num_columns()} column(s), but right_by has "
+                   f"{len(self._by_types)}; they must have the same number")
+            raise ValueError(msg)
+        _check_rows(left_by, left_on, "left_by", "left_on")
+        for i, (col, right) in enumerate(zip(left_by.columns(), self._by_types)):
+            check_by_type(col.type(), f"left_by column {i}")
+            check_by_types_match(col.type(), right, f"left_by column {i}",
+                                 f"right_by column {i}")
+        left_type = on_key_type(left_on.type(), "left_on")
+        tick = common_tick(left_type, self._key_type, "left_on", "right_on")
+        tolerance_in_ticks(tolerance, self._key_type, tick)  # its errors, before device work
+        stream = _stream(stream)
+        with _on_stream(stream):
+            key = ordered_key(left_on, "left_on", stream)
+            codes = None
+            if self._groups is not None:
+                codes = GroupCodes(self._groups.lookup(left_by), self._groups.n_groups)
+        stream.synchronize()
+        gmap = self._join.join(key, codes, strategy=strategy, allow_exact_matches=exact,
+                               tolerance=tolerance, nearest_tie=nearest_tie)
+        _settle()
+        return _plc().Column.from_cuda_array_interface(gmap, stream=stream)
+
+
+def gather(table, gather_map, stream=None, mr=None):
+    """Rows of ``table`` taken by an as-of gather map, all-null where it holds JOIN_NO_MATCH.
+
+    This is ``pylibcudf.copying.gather(table, gather_map, OutOfBoundsPolicy.NULLIFY)``:
+    JOIN_NO_MATCH lies outside ``[-num_rows, num_rows)`` for every table libcudf can hold,
+    so NULLIFY turns exactly those entries into null rows.
+
+    Parameters
+    ----------
+    table : pylibcudf.Table
+        The right side's payload columns, in the row order the map was computed for.
+    gather_map : pylibcudf.Column
+        An INT32 map from ``AsofJoin.join``.
+    stream : rmm Stream or object with ``__cuda_stream__``, optional
+    mr : rmm DeviceMemoryResource, optional
+        Where the gathered columns are allocated (pylibcudf's default: the current one).
+
+    Returns
+    -------
+    pylibcudf.Table
+        One row per map entry.
+
+    Examples
+    --------
+    >>> import pyarrow as pa, pylibcudf as plc  # doctest: +SKIP
+    >>> from asofgpu.plc import JOIN_NO_MATCH, gather  # doctest: +SKIP
+    >>> payload = plc.Table.from_arrow(pa.table({"bid": [1.0, 2.0, 3.0]}))  # doctest: +SKIP
+    >>> gmap = plc.Column.from_arrow(pa.array([2, JOIN_NO_MATCH, 0], pa.int32()))  # doctest: +SKIP
+    >>> gather(payload, gmap).columns()[0].to_arrow().to_pylist()  # doctest: +SKIP
+    [3.0, None, 1.0]
+    """
+    plc = _plc()
+    _check_table(table, "table")
+    _check_column(gather_map, "gather_map")
+    if gather_map.type().id() != plc.TypeId.INT32:
+        msg = f"gather_map must be an INT32 column, got {gather_map.type().id().name}"
+        raise TypeError(msg)
+    return plc.copying.gather(table, gather_map, plc.copying.OutOfBoundsPolicy.NULLIFY,
+                              stream=_stream(stream), mr=mr)
