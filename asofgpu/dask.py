@@ -1,0 +1,739 @@
+"""``merge_asof`` on Dask: pandas' as-of merge past one machine, on CPUs and GPUs.
+
+``asofgpu.dask.merge_asof(left, right, ...)`` takes two dask DataFrames (pandas partitions, or
+cuDF partitions from dask-cudf) and returns a dask DataFrame with one output partition per left
+partition. Every partition is joined by asofgpu (``AsofJoin``): pandas partitions through
+``asofgpu.pandas.merge_asof``'s machinery on ``device`` (the CPU, or the GPU when one is
+usable), cuDF partitions on the GPU with the data kept on the device. Neither dask's nor
+pandas' own ``merge_asof`` is used (cuDF has none).
+
+Three strategies; ``strategy="auto"`` picks one:
+
+- ``"broadcast"`` when the right side is a single partition;
+- ``"time"`` when both sides are in ``on`` order across their partitions (known divisions of
+  an index key, or one pass over the key columns alone);
+- ``"hash"`` otherwise, when there are ``by`` keys.
+
+The time and broadcast strategies never move the left side. ../shared/DISTRIBUTED.md (the
+design this follows) has the derivations.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+import dataclasses
+import itertools
+import sys
+import threading
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from dask import delayed
+from pandas.api.types import is_hashable
+
+from . import _validate
+from . import pandas as _pandas
+from .join import AsofJoin
+
+__all__ = ["STRATEGIES", "merge_asof"]
+
+STRATEGIES = ("auto", "time", "hash", "broadcast")
+
+# Columns the hash strategy adds for the shuffles and removes again.
+_LEFT_PART = "__asofgpu_left_partition"
+_LEFT_POS = "__asofgpu_left_position"
+_RIGHT_PART = "__asofgpu_right_partition"
+_RIGHT_POS = "__asofgpu_right_position"
+_GROUP_HASH = "__asofgpu_group_hash"
+
+# searchsorted sides of a key interval's (lower, upper) ends.
+_CLOSED = ("left", "right")       # [lower, upper]
+_HALF_OPEN = ("left", "left")     # [lower, upper)
+_OPEN_CLOSED = ("right", "right")  # (lower, upper]
+
+
+def merge_asof(left, right, on=None, left_on=None, right_on=None, left_index=False,
+               right_index=False, by=None, left_by=None, right_by=None, suffixes=("_x", "_y"),
+               tolerance=None, allow_exact_matches=True, direction="backward", *,
+               strategy="auto", device="auto"):
+    """Perform a merge by key distance on dask DataFrames, as ``pandas.merge_asof`` does.
+
+    For each left row, take the right row (of the same ``by`` group) whose ``on`` key is the
+    closest in the ``direction``: "backward" the last row whose key is less than or equal to
+    the left key, "forward" the first row whose key is greater than or equal to it, "nearest"
+    the closer of the two (the backward one on a tie). The result equals
+    ``pandas.merge_asof`` on the concatenated partitions.
+
+    Parameters
+    ----------
+    left, right : dask DataFrame or named dask Series
+        Partitions of pandas frames, or of cuDF frames (dask-cudf: the join runs on the GPU).
+    on, left_on, right_on, left_index, right_index, by, left_by, right_by, suffixes, \
+tolerance, allow_exact_matches, direction
+        As in ``pandas.merge_asof``. Keys must be column labels, not arrays, or the index
+        of both sides (``left_index`` and ``right_index`` together).
+    strategy : {"auto", "time", "hash", "broadcast"}
+        How the right rows reach the left partitions (below). "auto" takes "broadcast" for a
+        one-partition right side, "time" when both sides are in ``on`` order across their
+        partitions, else "hash" (which needs ``by``).
+    device : {"auto", "cpu", "cuda", "python"}
+        Where pandas partitions are joined ("auto": a usable GPU, else the CPU). cuDF
+        partitions are always joined on the GPU.
+
+    Returns
+    -------
+    dask DataFrame
+        One partition per left partition, in left row order. Each partition is what pandas
+        returns for it: a fresh RangeIndex per partition, or, when both keys are the index,
+        the left's index (and the left's divisions).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``strategy``, for keys that are not column labels, for an index key
+        on one side only, for ``"hash"`` without ``by`` or with index keys, and with
+        pandas' messages for keys out of order ("left keys must be sorted") or null keys.
+        Every error ``pandas.merge_asof`` raises for the arguments is raised here, with its
+        type and message, before anything runs.
+
+    Notes
+    -----
+    What each strategy moves over the network (P left partitions, W workers, G groups):
+
+    - **time**: the left side does not move. Each right partition is sliced where it lies,
+      and each slice goes to the one left partition whose key interval it serves (at most
+      all of the right side; rows equal to a boundary key go to both neighbours). Per left
+      partition, a carry of at most one right row per group (the last before its interval,
+      for backward and nearest; the first after it, for forward and nearest) comes from a
+      per-group max/min folded over the partitions in key order, so a group whose last
+      quote lies many partitions back is still found; a ``tolerance`` drops carry rows that
+      no later left row can reach. Without known divisions, the key columns alone are read
+      once beforehand for each partition's first and last key.
+    - **broadcast**: the left side does not move. The right side is gathered into one
+      partition, sorted once by ``on`` and copied once to every worker (W times its size);
+      each worker prepares it once (``AsofJoin``, kept in a small per-process cache) and
+      probes it with each of its left partitions, which may be in any order.
+    - **hash**: both sides are shuffled on the ``by`` keys (all of both sides crosses the
+      network once), joined per partition, and the output is shuffled back to the left's
+      partitions and row order (all of the output once more). Inputs may be in any order;
+      equal right keys keep their input order.
+
+    Inputs out of ``on`` order (broadcast, hash) are joined as pandas joins them after a
+    stable sort by ``on``. Int and bool columns from the right side are float64 and pandas'
+    nullable "boolean" in every partition (pandas makes them float64 and object only when
+    some row is unmatched, which a lazy result cannot know, and dask reads object columns as
+    strings); on cuDF partitions they keep their dtype, with nulls. The time strategy
+    folds the carries in a chain (depth P); each step holds at most G rows.
+
+    Examples
+    --------
+    >>> import dask, dask.dataframe as dd, pandas as pd
+    >>> from asofgpu.dask import merge_asof
+    >>> quotes = dd.from_pandas(pd.DataFrame({
+    ...     "time": [1, 2, 5, 6, 9, 12], "ticker": ["A", "B", "A", "B", "A", "B"],
+    ...     "bid": [10.0, 20.0, 10.5, 20.5, 11.0, 21.0]}), npartitions=3)
+    >>> trades = dd.from_pandas(pd.DataFrame({
+    ...     "time": [2, 6, 7, 10, 12], "ticker": ["A", "A", "B", "B", "C"],
+    ...     "qty": [100, 200, 300, 400, 500]}), npartitions=2)
+    >>> out = merge_asof(trades, quotes, on="time", by="ticker", device="cpu")
+    >>> out.npartitions
+    2
+    >>> with dask.config.set(scheduler="synchronous"):
+    ...     out.compute()
+       time ticker  qty   bid
+    0     2      A  100  10.0
+    1     6      A  200  10.5
+    2     7      B  300  20.5
+    0    10      B  400  20.5
+    1    12      C  500   NaN
+    >>> with dask.config.set(scheduler="synchronous"):
+    ...     merge_asof(trades, quotes, on="time", by="ticker", direction="forward",
+    ...                tolerance=3, strategy="hash", device="cpu").compute()["bid"].tolist()
+    [10.5, 11.0, nan, 21.0, nan]
+    """
+    if strategy not in STRATEGIES:
+        msg = f"strategy must be one of {', '.join(map(repr, STRATEGIES))}, got {strategy!r}"
+        raise ValueError(msg)
+    device = _validate.device(device)
+    left, right = _as_frame(left, "left"), _as_frame(right, "right")
+    _require_labels(on=on, left_on=left_on, right_on=right_on, by=by, left_by=left_by,
+                    right_by=right_by)
+    keywords = dict(on=on, left_on=left_on, right_on=right_on, left_index=left_index,
+                    right_index=right_index, by=by, left_by=left_by, right_by=right_by,
+                    suffixes=suffixes, tolerance=tolerance,
+                    allow_exact_matches=allow_exact_matches, direction=direction)
+    spec, meta = _plan(_pandas_meta(left), _pandas_meta(right), keywords, device)
+    if _is_cudf(left._meta):
+        import cudf
+
+        meta = cudf.from_pandas(meta)  # cuDF columns hold nulls: no upcasts
+    elif spec.dtypes:
+        meta = meta.astype(spec.dtypes)
+    strategy, spans = _choose(strategy, left, right, spec)
+    if strategy == "broadcast":
+        parts = _broadcast(left, right, spec)
+    elif strategy == "time":
+        parts = _time_partitioned(left, right, spec, *spans)
+    else:
+        return _hash_partitioned(left, right, spec, meta)
+    divisions = left.divisions if spec.keeps_left_index else None
+    return dd.from_delayed(parts, meta=meta, divisions=divisions, verify_meta=False)
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+@dataclasses.dataclass(frozen=True)
+class _Spec:
+    """What every partition's join needs, fixed once on the client."""
+
+    merge: dict            # pandas' keywords, as given
+    left_key: object       # the left ``on`` column label; None: the index
+    right_key: object
+    left_by: tuple
+    right_by: tuple
+    direction: str
+    exact: bool
+    tolerance: object      # validated, in the key's type; None when absent (or NaN)
+    device: str
+    any_order: bool        # partitions may be out of ``on`` order (broadcast, hash)
+    dtypes: dict           # right int/bool columns, cast alike in every pandas partition
+    n_left: int            # output columns that come from the left
+    columns: tuple         # output column labels (the cuDF path names its result with them)
+    right_columns: tuple   # right columns kept in the output
+    keeps_left_index: bool  # both keys are the index: the output keeps the left's
+
+
+def _plan(lmeta: pd.DataFrame, rmeta: pd.DataFrame, keywords: dict, device: str):
+    """Validate the call as pandas does (on the empty metas, so every pandas error comes
+    before anything runs) and fix the per-partition plan. Returns the spec and the output
+    meta as pandas builds it (``spec.dtypes`` holds the upcasts of pandas partitions)."""
+    meta = _pandas.merge_asof(lmeta, rmeta, **keywords, device="python")
+    if bool(keywords["left_index"]) != bool(keywords["right_index"]):
+        # pandas fills the key column of such a join with the left's or the right's keys
+        # depending on whether any row anywhere is unmatched: no partition can know that.
+        msg = ("left_index and right_index must be given together in asofgpu.dask (an index "
+               "key on one side and a key column on the other is not supported)")
+        raise ValueError(msg)
+    op = _operation(lmeta, rmeta, keywords)
+    left_key = None if keywords["left_index"] else _column(op.left_on[-1], lmeta, "left_on")
+    right_key = None if keywords["right_index"] else _column(op.right_on[-1], rmeta,
+                                                              "right_on")
+    left_by = tuple(_column(c, lmeta, "left_by") for c in op.left_by or ())
+    right_by = tuple(_column(c, rmeta, "right_by") for c in op.right_by or ())
+    n_left = len(op.left.columns)
+    # pandas makes unmatched int columns float64 and bool columns object; dask would take
+    # an object column for strings (its convert-string option), so bools become "boolean".
+    upcast = {name: np.dtype(np.float64) if dtype.kind in "iu" else pd.BooleanDtype()
+              for name, dtype in list(meta.dtypes.items())[n_left:]
+              if isinstance(dtype, np.dtype) and dtype.kind in "iub"}
+    spec = _Spec(
+        merge=keywords, left_key=left_key, right_key=right_key, left_by=left_by,
+        right_by=right_by, direction=keywords["direction"],
+        exact=bool(keywords["allow_exact_matches"]),
+        tolerance=_key_tolerance(keywords["tolerance"], lmeta, left_key),
+        device=device, any_order=False, dtypes=upcast, n_left=n_left,
+        columns=tuple(meta.columns), right_columns=tuple(op.right.columns),
+        keeps_left_index=bool(keywords["left_index"]))
+    return spec, meta
+
+
+def _operation(left, right, keywords: dict, cache_key=None):
+    """asofgpu.pandas' merge on two pandas frames, with the right side's ``AsofJoin`` taken
+    from this process's cache when ``cache_key`` names one."""
+    k = keywords
+    return _SharedRight(cache_key, left, right, k["on"], k["left_on"], k["right_on"],
+                        k["left_index"], k["right_index"], k["by"], k["left_by"],
+                        k["right_by"], k["suffixes"], k["tolerance"])
+
+
+def _require_labels(**keys) -> None:
+    """Keys must be labels: each partition is joined by name, so arrays cannot be split."""
+    for param, value in keys.items():
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if not is_hashable(item):
+                msg = (f"{param} must be column labels in asofgpu.dask, got a "
+                       f"{type(item).__name__} (arrays are not supported; left_index and "
+                       f"right_index join on the index)")
+                raise ValueError(msg)
+
+
+def _column(label, meta: pd.DataFrame, param: str):
+    """A key must be a column (pandas also takes index level names)."""
+    if label in meta.columns:
+        return label
+    msg = (f"{param} must name a column of {param.split('_')[0]} in asofgpu.dask (index "
+           f"levels are not supported; left_index and right_index join on the index), "
+           f"got {label!r}")
+    raise ValueError(msg)
+
+
+def _key_tolerance(tolerance, lmeta, left_key):
+    """The validated tolerance in the key's own type, for pruning carries and for the cuDF
+    path; None when there is none (or it is NaN, which pandas never applies)."""
+    if tolerance is None:
+        return None
+    dtype = lmeta.index.dtype if left_key is None else lmeta[left_key].dtype
+    if dtype.kind in "mM":
+        return pd.Timedelta(tolerance)
+    if dtype.kind == "f" and tolerance != tolerance:
+        return None
+    return tolerance
+
+
+def _as_frame(obj, side: str):
+    if isinstance(obj, dd.Series):
+        _pandas._validate_operand(_pandas_meta(obj))  # pandas' error for an unnamed Series
+        return obj.to_frame()
+    if isinstance(obj, dd.DataFrame):
+        return obj
+    msg = (f"{side} must be a dask DataFrame or a named dask Series "
+           f"(dask.dataframe.from_pandas converts a pandas one), got {type(obj).__name__}")
+    raise TypeError(msg)
+
+
+def _pandas_meta(collection):
+    meta = collection._meta
+    return meta.to_pandas() if _is_cudf(meta) else meta
+
+
+def _is_cudf(obj) -> bool:
+    return type(obj).__module__.split(".")[0] == "cudf"
+
+
+def _choose(strategy: str, left, right, spec: _Spec):
+    """The strategy to run and, for "time", each side's key spans."""
+    if strategy == "hash":
+        _require_hashable_plan(spec)
+        return strategy, None
+    if strategy == "broadcast" or (strategy == "auto" and right.npartitions == 1):
+        return "broadcast", None
+    (lspans, left_ok), (rspans, right_ok) = _key_spans(left, spec.left_key, right,
+                                                       spec.right_key)
+    if left_ok and right_ok:
+        return "time", (lspans, rspans)
+    if strategy == "auto" and spec.left_by and spec.left_key is not None:
+        return "hash", None  # index keys are both or neither
+    side = "left" if not left_ok else "right"
+    msg = (f"{side} keys must be sorted (across partitions too): with inputs out of order, "
+           f"asofgpu.dask needs by= (strategy='hash') or strategy='broadcast'")
+    raise ValueError(msg)
+
+
+def _require_hashable_plan(spec: _Spec) -> None:
+    if not spec.left_by:
+        msg = ("strategy='hash' partitions both sides on the by keys: pass by (or left_by "
+               "and right_by), or use strategy='time' or 'broadcast'")
+        raise ValueError(msg)
+    if spec.left_key is None or spec.right_key is None:
+        msg = ("strategy='hash' joins on columns: with left_index and right_index use "
+               "strategy='time' or 'broadcast'")
+        raise ValueError(msg)
+
+
+# --------------------------------------------------------------------------- key spans
+
+
+def _key_spans(left, left_key, right, right_key):
+    """Each partition's (first, last) key, None when empty, and whether the side is in key
+    order across its partitions. Known divisions of an index key are used as they are;
+    otherwise one pass reads the key columns alone (both sides in one compute)."""
+    sides = [(left, left_key, "left"), (right, right_key, "right")]
+    known = [_division_spans(frame) if key is None and frame.known_divisions else None
+             for frame, key, _ in sides]
+    tasks = [[delayed(_partition_span)(p, side) for p in _key_collection(frame, key)]
+             for (frame, key, side), spans in zip(sides, known, strict=True) if spans is None]
+    computed = iter(dask.compute(*tasks)) if tasks else iter(())
+    return [(spans, True) if spans is not None else _in_order(next(computed))
+            for spans in known]
+
+
+def _key_collection(frame, key):
+    return (frame.index if key is None else frame[key]).to_delayed()
+
+
+def _division_spans(frame) -> list:
+    """Closed spans from known divisions: wider than the keys inside, which is enough."""
+    d = frame.divisions
+    return [(d[i], d[i + 1]) for i in range(frame.npartitions)]
+
+
+def _partition_span(key, side: str):
+    """(first, last) of a partition's key, None when empty; False when out of order."""
+    if len(key) == 0:
+        return None
+    if not key.is_monotonic_increasing:
+        if bool(key.isna().any()):
+            raise ValueError(f"Merge keys contain null values on {side} side")
+        return False
+    return _at(key, 0), _at(key, len(key) - 1)
+
+
+def _in_order(spans) -> tuple[list, bool]:
+    spans = list(spans)
+    if any(s is False for s in spans):
+        return spans, False
+    last = [s[1] for s in spans if s is not None]
+    first = [s[0] for s in spans if s is not None]
+    return spans, all(a <= b for a, b in zip(last[:-1], first[1:], strict=True))
+
+
+def _at(key, i: int):
+    return key.iloc[i] if hasattr(key, "iloc") else key[i]
+
+
+# --------------------------------------------------------------------------- time strategy
+
+
+def _time_partitioned(left, right, spec: _Spec, lspans: list, rspans: list) -> list:
+    """Left partition i (keys in [a_i, b_i]) joins with the right rows whose keys lie in
+    [a_i, b_i], plus per group the last right row before a_i (carry-in) and the first
+    after b_i (carry-out). Both carries are folds over disjoint key blocks, so each right
+    row is summarised once:
+
+    - block k of the carry-in: [a_k, a_k+1) (block -1: below a_0), and
+      carry_in_i = the last row per group of blocks -1 .. i-1;
+    - block k of the carry-out: (b_k-1, b_k] (block m: above b_m-1), and
+      carry_out_i = the first row per group of blocks i+1 .. m.
+    """
+    live = [i for i, span in enumerate(lspans) if span is not None]
+    starts = [lspans[i][0] for i in live]
+    ends = [lspans[i][1] for i in live]
+    m = len(live)
+    empty = right._meta
+    pieces = [[] for _ in range(m)]
+    before = [[] for _ in range(m + 1)]  # before[k + 1]: block k of the carry-in
+    after = [[] for _ in range(m + 1)]   # after[k]: block k of the carry-out
+    need_before = spec.direction != "forward"
+    need_after = spec.direction != "backward"
+    for rpart, span in zip(right.to_delayed(), rspans, strict=True):
+        if span is None:
+            continue
+        lo, hi = span
+        piece_ids = range(bisect.bisect_left(ends, lo), bisect.bisect_right(starts, hi))
+        before_ids = range(bisect.bisect_right(starts, lo),
+                           bisect.bisect_right(starts, hi) + 1) if need_before else ()
+        after_ids = range(bisect.bisect_left(ends, lo),
+                          bisect.bisect_left(ends, hi) + 1) if need_after else ()
+        split = delayed(_split_right)(
+            rpart, spec, [(starts[e], ends[e]) for e in piece_ids],
+            [_bound(starts, b - 1) + _bound(starts, b) for b in before_ids],
+            [_bound(ends, k - 1) + _bound(ends, k) for k in after_ids])
+        # One output list: a getitem task per slice, run where the right partition lies.
+        n = itertools.count()
+        for e in piece_ids:
+            pieces[e].append(split[next(n)])
+        for b in before_ids:
+            before[b].append(split[next(n)])
+        for k in after_ids:
+            after[k].append(split[next(n)])
+    carry_in, carry_out = [None] * m, [None] * m
+    if need_before:
+        state = None
+        for e in range(m):
+            state = delayed(_carry_in)(state, before[e], empty, spec,
+                                       _shift(starts[e], spec.tolerance, -1))
+            carry_in[e] = state
+    if need_after:
+        state = None
+        for e in reversed(range(m)):
+            state = delayed(_carry_out)(after[e + 1], state, empty, spec,
+                                        _shift(ends[e], spec.tolerance, +1))
+            carry_out[e] = state
+    slot = {i: e for e, i in enumerate(live)}
+    return [delayed(_join_time)(lpart, carry_in[slot[i]], pieces[slot[i]], carry_out[slot[i]],
+                                empty, spec)
+            if i in slot else delayed(_join_partition)(lpart, empty, spec)
+            for i, lpart in enumerate(left.to_delayed())]
+
+
+def _bound(cuts: list, k: int) -> tuple:
+    """(cuts[k],), or (None,) past either end: an unbounded side of a block."""
+    return (cuts[k] if 0 <= k < len(cuts) else None,)
+
+
+def _shift(bound, tolerance, sign: int):
+    """bound -/+ tolerance: how far back (ahead) a carry row can still be reached; None when
+    there is no tolerance or the bound would leave the key's range (nothing is pruned)."""
+    if tolerance is None:
+        return None
+    if isinstance(bound, (np.integer, int)) and not isinstance(bound, (bool, np.bool_)):
+        info = np.iinfo(bound.dtype if isinstance(bound, np.integer) else np.int64)
+        shifted = int(bound) + sign * int(tolerance)
+        return shifted if info.min <= shifted <= info.max else None
+    try:
+        return bound + sign * tolerance
+    except (OverflowError, ValueError):  # a timestamp pushed out of its range
+        return None
+
+
+def _split_right(part, spec: _Spec, pieces: list, before: list, after: list) -> list:
+    """One right partition, cut where it lies: the rows of each left span it overlaps, then
+    the per-group summaries of each carry block it overlaps, in one list."""
+    key = _key(part, spec.right_key)
+    _require_sorted(key, "right")
+    by = spec.right_by
+    return ([part.iloc[_rows(key, a, b, _CLOSED)] for a, b in pieces]
+            + [_per_group(part.iloc[_rows(key, lo, hi, _HALF_OPEN)], by, "last")
+               for lo, hi in before]
+            + [_per_group(part.iloc[_rows(key, lo, hi, _OPEN_CLOSED)], by, "first")
+               for lo, hi in after])
+
+
+def _carry_in(state, blocks: list, empty, spec: _Spec, reach):
+    """One step of the prefix fold: the last right row per group so far (blocks come in key
+    order, so concatenation keeps the rows sorted and "last" is the largest (key, row));
+    rows before ``reach`` are out of tolerance for every later left row."""
+    frame = _per_group(_concat([state, *blocks], empty), spec.right_by, "last")
+    return frame.iloc[_rows(_key(frame, spec.right_key), reach, None, _CLOSED)]
+
+
+def _carry_out(blocks: list, state, empty, spec: _Spec, reach):
+    """One step of the suffix fold: the first right row per group from here on; rows past
+    ``reach`` are out of tolerance for every earlier left row."""
+    frame = _per_group(_concat([*blocks, state], empty), spec.right_by, "first")
+    return frame.iloc[_rows(_key(frame, spec.right_key), None, reach, _CLOSED)]
+
+
+def _join_time(left, carry_in, pieces: list, carry_out, empty, spec: _Spec):
+    """[carry-in, pieces, carry-out] is already in key order: carry-in keys lie below the
+    span, carry-out keys above it, so no sort is needed."""
+    right = _concat([carry_in, *pieces, carry_out], empty)
+    return _join_partition(left, right, spec)
+
+
+def _per_group(frame, by: tuple, keep: str):
+    """The last (first) row of each group; nulls form one group, as in pandas' ``by``."""
+    if by:
+        return frame.drop_duplicates(subset=list(by), keep=keep)
+    return frame.iloc[-1:] if keep == "last" else frame.iloc[:1]
+
+
+def _rows(key, lower, upper, sides: tuple) -> slice:
+    """The positions of a sorted key between two bounds (None: unbounded)."""
+    start = 0 if lower is None else _searchsorted(key, lower, sides[0])
+    stop = len(key) if upper is None else _searchsorted(key, upper, sides[1])
+    return slice(start, max(start, stop))
+
+
+def _searchsorted(key, value, side: str) -> int:
+    pos = key.searchsorted(value, side=side)
+    return int(pos[0]) if getattr(pos, "ndim", 0) else int(pos)
+
+
+def _concat(frames: list, empty):
+    frames = [f for f in frames if f is not None and len(f)]
+    if not frames:
+        return empty
+    if len(frames) == 1:
+        return frames[0]
+    return sys.modules[type(frames[0]).__module__.split(".")[0]].concat(frames)
+
+
+# --------------------------------------------------------------------------- broadcast
+
+
+def _broadcast(left, right, spec: _Spec) -> list:
+    """The whole right side, sorted once, goes to every left partition's task; each worker
+    prepares it once (the cache key names this graph's right side)."""
+    whole = delayed(_sorted_right)(right.repartition(npartitions=1).to_delayed()[0], spec)
+    cache_key = f"asofgpu-prepared-{whole.key}"  # not a graph key: dask passes it as text
+    spec = dataclasses.replace(spec, any_order=True)
+    return [delayed(_join_partition)(lpart, whole, spec, cache_key)
+            for lpart in left.to_delayed()]
+
+
+def _sorted_right(part, spec: _Spec):
+    if _is_cudf(part):  # AsofJoin on the GPU takes any order
+        return part
+    return _sort_partition(part, spec.right_key, "right")[0]
+
+
+class _PreparedCache:
+    """Right sides prepared by ``AsofJoin``, kept per process (so once per worker) for the
+    broadcast strategy; the few most recent, since each holds a sorted copy of a right side
+    (on the GPU, device memory)."""
+
+    def __init__(self, size: int):
+        self._size = size
+        self._entries = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, build):
+        # Built under the lock: a worker's threads wait for one preparation, not race to many.
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+            value = self._entries[key] = build()
+            while len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+            return value
+
+
+_PREPARED = _PreparedCache(size=4)
+
+
+class _SharedRight(_pandas._AsofMerge):
+    """asofgpu.pandas' merge whose ``AsofJoin`` comes from the process cache."""
+
+    def __init__(self, cache_key, *args):
+        super().__init__(*args)
+        self._cache_key = cache_key
+
+    def prepare(self, right_key, right_by, device):
+        # by keys pandas cannot hash natively are codes factorized jointly with this left
+        # partition: no other partition can share them.
+        if self._cache_key is None or any(isinstance(c, np.ndarray) for c in right_by or ()):
+            return super().prepare(right_key, right_by, device)
+        return _PREPARED.get((self._cache_key, device),
+                             lambda: super(_SharedRight, self).prepare(right_key, right_by,
+                                                                       device, reused=True))
+
+
+# --------------------------------------------------------------------------- hash strategy
+
+
+def _hash_partitioned(left, right, spec: _Spec, meta):
+    """Shuffle both sides on a hash of the by keys (computed here, so both sides agree
+    whatever their column names), join per partition, shuffle back by left partition."""
+    n = max(left.npartitions, right.npartitions)
+    spec = dataclasses.replace(spec, any_order=True)
+    tagged = [_tagged(frame, by, names) for frame, by, names in
+              ((left, spec.left_by, (_LEFT_PART, _LEFT_POS)),
+               (right, spec.right_by, (_RIGHT_PART, _RIGHT_POS)))]
+    lparts, rparts = (t.shuffle(on=_GROUP_HASH, npartitions=n).to_delayed() for t in tagged)
+    joined_meta = _with_tags(meta, spec.n_left)
+    joined = dd.from_delayed([delayed(_join_hash)(lp, rp, spec)
+                              for lp, rp in zip(lparts, rparts, strict=True)],
+                             meta=joined_meta, verify_meta=False)
+    p = left.npartitions
+    back = joined.set_index(_LEFT_PART, divisions=tuple(range(p)) + (p - 1,))
+    return back.map_partitions(_restore_order, meta=meta).clear_divisions()
+
+
+def _tagged(frame, by: tuple, names: tuple):
+    parts = [delayed(_tag)(part, i, by, names) for i, part in enumerate(frame.to_delayed())]
+    return dd.from_delayed(parts, meta=_tag(frame._meta, 0, by, names), verify_meta=False)
+
+
+def _tag(part, number: int, by: tuple, names: tuple):
+    """Each row's partition and position (the order to restore, or the tie-break among equal
+    right keys) and its group's hash."""
+    return part.assign(**{names[0]: np.int64(number),
+                          names[1]: np.arange(len(part), dtype=np.int64),
+                          _GROUP_HASH: _group_hash(part, by)})
+
+
+def _group_hash(part, by: tuple):
+    if _is_cudf(part):
+        return part[list(by)].hash_values()
+    h = np.zeros(len(part), dtype=np.uint64)
+    for column in by:
+        values = part[column]
+        column_hash = pd.util.hash_pandas_object(values, index=False).to_numpy()
+        # None, NaN and NA are one group in pandas' by: give them one hash.
+        column_hash = np.where(values.isna().to_numpy(), np.uint64(0), column_hash)
+        h = h * np.uint64(1_000_003) ^ column_hash
+    return h
+
+
+def _with_tags(meta, at: int):
+    meta = meta.copy()
+    meta.insert(at, _LEFT_PART, np.zeros(0, dtype=np.int64))
+    meta.insert(at + 1, _LEFT_POS, np.zeros(0, dtype=np.int64))
+    return meta
+
+
+def _join_hash(left, right, spec: _Spec):
+    """One hash partition: complete groups of both sides, in shuffle order. Equal right keys
+    are ordered by their input position, as pandas would see them after a stable sort."""
+    right = right.sort_values([spec.right_key, _RIGHT_PART, _RIGHT_POS])
+    right = right.drop(columns=[_RIGHT_PART, _RIGHT_POS, _GROUP_HASH])
+    return _join_partition(left.drop(columns=[_GROUP_HASH]), right, spec)
+
+
+def _restore_order(part):
+    return part.sort_values(_LEFT_POS).drop(columns=[_LEFT_POS]).reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- one partition
+
+
+def _join_partition(left, right, spec: _Spec, cache_key=None):
+    """One left partition joined with the right rows that can serve it, on its backend."""
+    if _is_cudf(left):
+        return _join_cudf(left, right, spec, cache_key)
+    order = None
+    if spec.any_order:
+        left, order = _sort_partition(left, spec.left_key, "left")
+    op = _operation(left, right, spec.merge, cache_key)
+    out = op.result(op.right_indexer(spec.direction, spec.exact, spec.device))
+    if order is not None:  # back to the partition's own row order
+        out = out.iloc[np.argsort(order, kind="stable")]
+        if not spec.keeps_left_index:
+            out = out.reset_index(drop=True)
+    return out.astype(spec.dtypes) if spec.dtypes else out
+
+
+def _sort_partition(part, key_label, side: str):
+    """The partition stably sorted by its key, and the order taken (None: already sorted)."""
+    key = _key(part, key_label)
+    if key.is_monotonic_increasing:
+        return part, None
+    if bool(key.isna().any()):
+        raise ValueError(f"Merge keys contain null values on {side} side")
+    order = np.asarray(key.argsort(kind="stable"))
+    return part.iloc[order], order
+
+
+def _key(frame, label):
+    return frame.index if label is None else frame[label]
+
+
+def _require_sorted(key, side: str) -> None:
+    """pandas' check and messages."""
+    if not key.is_monotonic_increasing:
+        if bool(key.isna().any()):
+            raise ValueError(f"Merge keys contain null values on {side} side")
+        raise ValueError(f"{side} keys must be sorted")
+
+
+def _join_cudf(left, right, spec: _Spec, cache_key=None):
+    """One cuDF partition: ``AsofJoin`` on the GPU computes the gather map and cuDF builds the
+    result from it, so the data never leaves the device. Unsorted partitions need no sort
+    (AsofJoin takes any order); equal right keys keep their row order, as in pandas."""
+    import cudf
+
+    lkey, rkey = _key(left, spec.left_key), _key(right, spec.right_key)
+    for key, side in ((lkey, "left"), (rkey, "right")):
+        if spec.any_order:
+            if bool(key.isna().any()):
+                raise ValueError(f"Merge keys contain null values on {side} side")
+        else:
+            _require_sorted(key, side)
+
+    def prepare():
+        return AsofJoin(rkey, [right[c] for c in spec.right_by] or None,
+                        null_equality="equal", device="cuda")
+
+    prepared = _PREPARED.get((cache_key, "cuda"), prepare) if cache_key else prepare()
+    tolerance = spec.tolerance
+    if isinstance(tolerance, pd.Timedelta):
+        tolerance = tolerance.to_timedelta64()  # exact to the nanosecond
+    gmap = prepared.join(lkey, [left[c] for c in spec.left_by] or None,
+                         strategy=spec.direction, allow_exact_matches=spec.exact,
+                         tolerance=tolerance, nearest_tie="backward")
+    # NO_MATCH is no row label: reindex leaves those rows null.
+    taken = right[list(spec.right_columns)].reset_index(drop=True).reindex(cudf.Index(gmap))
+    left_part = left.reset_index(drop=True)
+    left_part.columns = list(spec.columns[: spec.n_left])
+    taken = taken.reset_index(drop=True)
+    taken.columns = list(spec.columns[spec.n_left:])
+    out = cudf.concat([left_part, taken], axis=1)
+    if spec.keeps_left_index:
+        out.index = left.index
+    return out

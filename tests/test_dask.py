@@ -1,0 +1,433 @@
+"""asofgpu.dask.merge_asof on LocalClusters (threads and processes) against pandas.merge_asof
+on the same data: the concatenated partitions, stably sorted by the key where the inputs are
+not in order. Many joins go into one compute, so a test costs one round trip.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from pandas.errors import MergeError
+
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+import dask  # noqa: E402
+
+from asofgpu.dask import merge_asof  # noqa: E402
+
+DIRECTIONS = ["backward", "forward", "nearest"]
+GROUPS = ["A", "B", "C", "D"]
+
+
+@pytest.fixture(scope="module")
+def threads():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def processes():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def market(seed: int, n_left: int = 50, n_right: int = 60, span: int = 30):
+    """Time-sorted quotes (right) and trades (left) with many equal times."""
+    rng = np.random.default_rng(seed)
+    right = pd.DataFrame({"t": np.sort(rng.integers(0, span, n_right)),
+                          "g": rng.choice(GROUPS, n_right), "rid": np.arange(n_right),
+                          "bid": rng.integers(0, 1000, n_right) / 8,
+                          "firm": rng.random(n_right) < 0.5})
+    left = pd.DataFrame({"t": np.sort(rng.integers(0, span, n_left)),
+                         "g": rng.choice(GROUPS, n_left), "lid": np.arange(n_left)})
+    return left, right
+
+
+def cut(frame: pd.DataFrame, bounds) -> dd.DataFrame:
+    """Partitions frame.iloc[a:b] for consecutive bounds (a repeated bound: an empty one)."""
+    pieces = list(zip(bounds[:-1], bounds[1:], strict=True))
+    return dd.from_map(lambda ab: frame.iloc[ab[0]:ab[1]], pieces, meta=frame.iloc[:0])
+
+
+def even(frame: pd.DataFrame, n: int) -> dd.DataFrame:
+    return cut(frame, np.linspace(0, len(frame), n + 1).astype(int))
+
+
+def compute(client, make):
+    """Build the joins (their key pass included) and compute them all on ``client``."""
+    with client.as_current():
+        joins = make()
+        return dask.compute(*joins)
+
+
+def expected_for(left: dd.DataFrame, right: dd.DataFrame, **kw) -> pd.DataFrame:
+    """pandas on the concatenated partitions, stably sorted by the key, in left input order."""
+    kw.pop("strategy", None)
+    lp, rp = dask.compute(left, right, scheduler="synchronous")
+    lkey = kw.get("left_on", kw.get("on"))
+    rkey = kw.get("right_on", kw.get("on"))
+    ls = lp.sort_values(lkey, kind="stable") if lkey else lp
+    rs = rp.sort_values(rkey, kind="stable") if rkey else rp
+    out = pd.merge_asof(ls, rs, **kw)
+    if "lid" in lp.columns and lkey:
+        out = out.set_index(pd.Index(ls["lid"].to_numpy())).loc[lp["lid"].to_numpy()]
+        out = out.reset_index(drop=True)
+    return out
+
+
+def assert_matches(got: pd.DataFrame, expected: pd.DataFrame, index: bool = False) -> None:
+    """Equal frames; right int/bool columns may be float64/boolean (asofgpu.dask upcasts
+    them in every partition, pandas to float64/object only when some row is unmatched)."""
+    if not index:
+        got = got.reset_index(drop=True)
+    assert list(got.columns) == list(expected.columns)
+    for name in got.columns:
+        g, e = got[name].dtype, expected[name].dtype
+        assert g == e or (e.kind in "iu" and g == np.float64) or (
+            e.kind in "bO" and g == pd.BooleanDtype())
+    pd.testing.assert_frame_equal(got, expected.astype(got.dtypes.to_dict()), check_exact=True)
+
+
+def check_jobs(client, jobs, device="cpu") -> list:
+    """Each job (left, right, keywords) joined on the cluster, all in one compute, against
+    pandas on the same data; each output partition holds its left partition's rows."""
+    def build():
+        return [merge_asof(lf, rf, device=device, **kw).to_delayed() for lf, rf, kw in jobs]
+
+    results = []
+    for (lf, rf, kw), parts in zip(jobs, compute(client, build), strict=True):
+        left_parts = dask.compute(*lf.to_delayed(), scheduler="synchronous")
+        assert [len(p) for p in parts] == [len(p) for p in left_parts]
+        result = pd.concat(parts)
+        assert_matches(result, expected_for(lf, rf, **kw))
+        results.append(result)
+    return results
+
+
+def graph_names(collection) -> set:
+    names = set()
+    for key in collection.__dask_graph__():
+        name = key[0] if isinstance(key, tuple) else key
+        names.add(str(name).split("-")[0])
+    return names
+
+
+def rare_groups(seed: int = 5):
+    """Group R quotes once, in the first right partition, and trades only in the last left
+    one; group F is the mirror (one quote at the end, trades at the start); group S is in
+    one partition of each side only; equal times cross partition boundaries."""
+    left, right = market(seed, n_left=40, n_right=60, span=100)
+    right = pd.concat([right, pd.DataFrame({"t": [0, 99, 50], "g": ["R", "F", "S"],
+                                            "rid": [900, 901, 902],
+                                            "bid": [1.5, 2.5, 3.5],
+                                            "firm": [True, False, True]})])
+    left = pd.concat([left, pd.DataFrame({"t": [97, 98, 1, 2, 49, 51],
+                                          "g": ["R", "R", "F", "F", "S", "S"],
+                                          "lid": range(900, 906)})])
+    right = right.sort_values("t", kind="stable").reset_index(drop=True)
+    left = left.sort_values("t", kind="stable").reset_index(drop=True)
+    return cut(left, [0, 9, 9, 25, 46]), cut(right, [0, 11, 25, 25, 45, 63])
+
+
+# --------------------------------------------------------------------------- time strategy
+
+
+def test_every_direction_tolerance_and_exactness(threads):
+    """Directions x tolerance (none, zero, small, spanning partitions) x exact/strict, with
+    rare groups and an empty partition on each side."""
+    left, right = rare_groups()
+    options = [(None, True), (0, True), (3, False)]
+    jobs = [(left, right, dict(on="t", by="g", strategy="time", direction=d, tolerance=t,
+                               allow_exact_matches=x))
+            for d, (t, x) in itertools.product(DIRECTIONS, options)]
+    jobs.append((left, right, dict(on="t", by="g", strategy="time", direction="nearest",
+                                   tolerance=40)))  # spans several partitions
+    got = check_jobs(threads, jobs)
+    backward, forward = got[0], got[len(options)]
+    assert backward.loc[backward.g == "R", "rid"].tolist() == [900.0, 900.0]
+    assert forward.loc[forward.g == "F", "rid"].tolist() == [901.0, 901.0]
+
+
+LAYOUTS = {
+    "one partition each": ([0, 50], [0, 60]),
+    "one left partition": ([0, 50], [0, 13, 13, 31, 60]),
+    "one right partition": ([0, 7, 20, 50], [0, 60]),
+    "empty partitions": ([0, 0, 12, 12, 33, 50, 50], [0, 0, 25, 25, 60, 60]),
+    "a row per partition": ([0, 1, 2, 3, 4, 5, 50], [0, 5, 10, 60]),
+    "cuts inside runs of equal keys": ([0, 5, 11, 23, 50], [0, 7, 19, 20, 33, 60]),
+}
+
+
+def test_partition_layouts(threads):
+    """Few distinct times (every cut falls inside a run of equal keys) over many layouts."""
+    left, right = market(3, span=6)
+    cases = [dict(direction="nearest", allow_exact_matches=False, tolerance=1),
+             dict(direction="backward"), dict(direction="forward")]
+    jobs = [(cut(left, lcuts), cut(right, rcuts),
+             dict(on="t", by="g", strategy="time", **cases[i % 3]))
+            for i, (lcuts, rcuts) in enumerate(LAYOUTS.values())]
+    lcuts, rcuts = LAYOUTS["empty partitions"]
+    jobs += [(cut(left, lcuts), cut(right, rcuts), dict(on="t", by="g", strategy="time",
+                                                        **case)) for case in cases[1:]]
+    check_jobs(threads, jobs)
+
+
+def test_without_by(threads):
+    left, right = market(2)
+    jobs = [(even(left, 3), even(right, 4), dict(on="t", strategy="time", direction=d))
+            for d in DIRECTIONS]
+    jobs.append((even(left, 3), even(right, 4), dict(on="t", strategy="broadcast",
+                                                     direction="nearest")))
+    check_jobs(threads, jobs)
+
+
+def test_known_and_unknown_divisions_of_an_index_key(threads):
+    left, right = market(6)
+    known_l = dd.from_pandas(left.set_index("t"), npartitions=3, sort=True)
+    known_r = dd.from_pandas(right.set_index("t"), npartitions=4, sort=True)
+    assert known_l.known_divisions and known_r.known_divisions
+    unknown_l, unknown_r = known_l.clear_divisions(), known_r.clear_divisions()
+    cases = [(known_l, known_r, "nearest", "time"), (unknown_l, unknown_r, "backward", "time"),
+             (known_l, unknown_r, "forward", "time"), (unknown_l, known_r, "nearest",
+                                                       "broadcast")]
+    got = compute(threads, lambda: [
+        merge_asof(lf, rf, left_index=True, right_index=True, by="g", direction=d,
+                   strategy=s, device="cpu") for lf, rf, d, s in cases])
+    for (lf, rf, d, _), result in zip(cases, got, strict=True):
+        lp, rp = dask.compute(lf, rf, scheduler="synchronous")
+        assert_matches(result, pd.merge_asof(lp, rp, left_index=True, right_index=True,
+                                             by="g", direction=d), index=True)
+    out = merge_asof(known_l, known_r, left_index=True, right_index=True, by="g",
+                     strategy="time")
+    assert out.divisions == known_l.divisions
+
+
+# --------------------------------------------------------------------------- any order
+
+
+def shuffled(seed: int):
+    """Both sides in random row order: partitions overlap and are unsorted inside."""
+    left, right = market(seed)
+    rng = np.random.default_rng(seed)
+    left = left.iloc[rng.permutation(len(left))].reset_index(drop=True)
+    right = right.iloc[rng.permutation(len(right))].reset_index(drop=True)
+    return even(left, 3), even(right, 3)
+
+
+def test_unsorted_inputs_keep_left_order(threads):
+    left, right = shuffled(7)
+    jobs = [(left, right, dict(on="t", by="g", strategy="hash", direction="nearest",
+                               tolerance=3)),
+            (left, right, dict(on="t", by="g", strategy="broadcast", direction="forward",
+                               allow_exact_matches=False)),
+            (left, right, dict(on="t", by="g", strategy="broadcast", direction="backward")),
+            (left, right, dict(on="t", by="g", strategy="auto"))]  # auto: hash
+    got = check_jobs(threads, jobs)
+    lids = dask.compute(left, scheduler="synchronous")[0]["lid"].tolist()
+    assert all(g["lid"].tolist() == lids for g in got)
+
+
+def test_null_by_values_group_together(threads):
+    """pandas matches None with NaN in ``by``: the hash strategy must route them alike."""
+    left, right = market(9)
+    left["g"] = left["g"].astype(object).where(left["lid"] % 3 != 0, None)
+    right["g"] = right["g"].astype(object).where(right["rid"] % 4 != 0, np.nan)
+    jobs = [(even(left, 2), even(right, 2), dict(on="t", by="g", strategy=s))
+            for s in ("time", "hash")]
+    check_jobs(threads, jobs)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def test_each_strategy_on_worker_processes(processes):
+    """Everything crosses process boundaries. device="python" runs the same kernel source
+    without each fresh worker loading numba's compiled kernels (seconds on two cores)."""
+    left, right = rare_groups()
+    jobs = [(left, right, dict(on="t", by="g", strategy="time", direction="nearest",
+                               tolerance=3)),
+            (left, right, dict(on="t", by="g", strategy="hash", direction="backward"))]
+    check_jobs(processes, jobs, device="python")
+
+
+def test_datetime_keys_and_a_timedelta_tolerance(threads):
+    left, right = market(10)
+    for frame in (left, right):
+        frame["t"] = pd.Timestamp("2026-01-02 09:30") + pd.to_timedelta(frame["t"], unit="ms")
+    jobs = [(even(left, 3), even(right, 2), dict(on="t", by="g", strategy="time",
+                                                 direction=d, tolerance=pd.Timedelta("2ms")))
+            for d in ("backward", "forward")]
+    check_jobs(threads, jobs)
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+def test_auto_picks_broadcast_time_or_hash():
+    left, right = market(11)
+    sorted_l, sorted_r = even(left, 3), even(right, 3)
+    with dask.config.set(scheduler="synchronous"):
+        one = merge_asof(sorted_l, even(right, 1), on="t", by="g")
+        time = merge_asof(sorted_l, sorted_r, on="t", by="g")
+        hashed = merge_asof(*shuffled(11), on="t", by="g")
+    assert "_sorted_right" in graph_names(one)
+    assert "_split_right" in graph_names(time) and "_sorted_right" not in graph_names(time)
+    assert "_join_hash" in graph_names(hashed)
+
+
+def test_time_and_broadcast_never_shuffle():
+    left, right = market(12)
+    with dask.config.set(scheduler="synchronous"):
+        outs = [merge_asof(even(left, 3), even(right, 3), on="t", by="g", strategy=s)
+                for s in ("time", "broadcast", "hash")]
+    shuffles = [any("shuffle" in name for name in graph_names(o)) for o in outs]
+    assert shuffles == [False, False, True]
+
+
+def test_broadcast_prepares_the_right_side_once_per_process(threads, monkeypatch):
+    from asofgpu import pandas as agpd
+
+    calls = []
+    original = agpd._AsofMerge.prepare
+
+    def counting(self, right_key, *args):
+        calls.append(len(right_key))
+        return original(self, right_key, *args)
+
+    monkeypatch.setattr(agpd._AsofMerge, "prepare", counting)
+    left, right = market(13)
+    left = even(left, 6)
+    compute(threads, lambda: [merge_asof(left, even(right, 2), on="t", by="g",
+                                         strategy="broadcast", device="cpu")])
+    # The empty meta once on the client, then the 60 rows once for six left partitions
+    # on the two workers of this one process.
+    assert calls == [0, 60]
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def small():
+    left, right = market(14, n_left=10, n_right=10)
+    return even(left, 2), even(right, 2)
+
+
+def test_unknown_strategy():
+    with pytest.raises(ValueError, match="strategy must be one of 'auto', 'time', 'hash', "
+                                         "'broadcast', got 'fast'"):
+        merge_asof(*small(), on="t", strategy="fast")
+
+
+def test_unknown_device():
+    with pytest.raises(ValueError, match="device must be one of"):
+        merge_asof(*small(), on="t", device="tpu")
+
+
+def test_inputs_must_be_dask_frames():
+    left, right = market(15)
+    with pytest.raises(TypeError, match="left must be a dask DataFrame or a named dask Series "
+                                        r"\(dask.dataframe.from_pandas converts a pandas one\), "
+                                        "got DataFrame"):
+        merge_asof(left, even(right, 2), on="t")
+
+
+def test_unnamed_series_as_pandas_says():
+    left, right = small()
+    with pytest.raises(ValueError, match="Cannot merge a Series without a name"):
+        merge_asof(left, right["t"].rename(None), on="t")
+
+
+def test_keys_must_be_labels():
+    left, right = small()
+    with pytest.raises(ValueError, match="left_on must be column labels in asofgpu.dask, "
+                                         "got a ndarray"):
+        merge_asof(left, right, left_on=np.arange(10), right_on="t")
+
+
+def test_index_level_keys_are_refused():
+    left, right = small()
+    with pytest.raises(ValueError, match="right_on must name a column of right in "
+                                         "asofgpu.dask .index levels are not supported"):
+        merge_asof(left, right.set_index("t", sorted=True), left_on="t", right_on="t")
+
+
+def test_pandas_errors_come_before_anything_runs():
+    left, right = small()
+    with pytest.raises(MergeError, match="direction invalid: sideways"):
+        merge_asof(left, right, on="t", direction="sideways")
+    with pytest.raises(MergeError, match="tolerance must be non-negative"):
+        merge_asof(left, right, on="t", tolerance=-1)
+    with pytest.raises(MergeError, match="incompatible merge keys"):
+        merge_asof(left, right.astype({"t": "float64"}), on="t")
+
+
+def test_hash_needs_by():
+    with pytest.raises(ValueError, match="strategy='hash' partitions both sides on the by "
+                                         "keys: pass by"):
+        merge_asof(*small(), on="t", strategy="hash")
+
+
+def test_hash_joins_on_columns_only():
+    left, right = small()
+    with pytest.raises(ValueError, match="strategy='hash' joins on columns: with left_index "
+                                         "and right_index use strategy='time' or "
+                                         "'broadcast'"):
+        merge_asof(left.set_index("t", sorted=True), right.set_index("t", sorted=True),
+                   left_index=True, right_index=True, by="g", strategy="hash")
+
+
+def test_an_index_key_on_one_side_only_is_refused():
+    left, right = small()
+    with pytest.raises(ValueError, match="left_index and right_index must be given together "
+                                         "in asofgpu.dask"):
+        merge_asof(left.set_index("t", sorted=True), right, left_index=True, right_on="t")
+
+
+def test_time_needs_sorted_inputs():
+    left, right = shuffled(16)
+    sorted_l, sorted_r = small()
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(ValueError, match=r"^left keys must be sorted \(across partitions "
+                                             r"too\): with inputs out of order, asofgpu.dask "
+                                             r"needs by= \(strategy='hash'\) or "
+                                             r"strategy='broadcast'$"):
+            merge_asof(left, sorted_r, on="t", by="g", strategy="time")
+        with pytest.raises(ValueError, match="^right keys must be sorted"):
+            merge_asof(sorted_l, right, on="t", by="g", strategy="time")
+        with pytest.raises(ValueError, match="^left keys must be sorted"):
+            merge_asof(left, right, on="t")  # auto: no by, so no hash strategy
+
+
+def test_partitions_in_the_wrong_order():
+    left, right = market(17)
+    backwards = cut(left, [0, 25, 50]).partitions[[1, 0]]
+    with dask.config.set(scheduler="synchronous"), \
+            pytest.raises(ValueError, match="^left keys must be sorted"):
+        merge_asof(backwards, even(right, 2), on="t", by="g", strategy="time")
+
+
+def test_null_keys_as_pandas_says():
+    left, right = market(18)
+    lnull = left.astype({"t": "float64"})
+    lnull.loc[3, "t"] = np.nan
+    rnull = right.astype({"t": "float64"})
+    rnull.loc[5, "t"] = np.nan
+    lf, rf = even(left.astype({"t": "float64"}), 2), even(right.astype({"t": "float64"}), 2)
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(ValueError, match="Merge keys contain null values on left side"):
+            merge_asof(even(lnull, 2), rf, on="t", by="g", strategy="time")
+        with pytest.raises(ValueError, match="Merge keys contain null values on right side"):
+            merge_asof(lf, even(rnull, 2), on="t", by="g", strategy="broadcast").compute()
+        with pytest.raises(ValueError, match="Merge keys contain null values on right side"):
+            merge_asof(lf, even(rnull, 2), on="t", by="g", strategy="hash").compute()
