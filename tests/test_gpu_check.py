@@ -1,0 +1,103 @@
+"""The GPU check (bench/gpu_check.py, ``make gpu-check``) run in numba's CUDA simulator: every
+stage runs at tiny sizes, the reports land in the results folder and in $OUT, and the GPU/CPU
+comparison catches a mismatch planted through its test hook."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "bench" / "gpu_check.py"
+
+
+@functools.cache
+def _load_script():
+    spec = importlib.util.spec_from_file_location("asofgpu_bench_gpu_check", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def simulated_run(tmp_path_factory):
+    """One simulated run (about a minute on two cores), shared by the tests below."""
+    tmp = tmp_path_factory.mktemp("gpu_check")
+    # The simulator must be chosen before numba is imported: in the environment.
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", OUT=str(tmp / "out"))
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--simulate", "--plant-mismatch",
+         "--results", str(tmp / "results")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    report = json.loads((tmp / "results" / "gpu_check.json").read_text())
+    markdown = (tmp / "results" / "gpu_check.md").read_text()
+    return proc, tmp, report, markdown
+
+
+def test_every_stage_runs_and_writes_its_reports(simulated_run):
+    proc, tmp, report, markdown = simulated_run
+    for folder in (tmp / "results", tmp / "out"):
+        for name in _load_script().REPORT_FILES:
+            assert (folder / name).stat().st_size > 0, proc.stdout[-3000:]
+    statuses = {name: stage["status"] for name, stage in report["stages"].items()}
+    # compare fails: the planted mismatch; every other stage passes.
+    assert statuses == {"env": "passed", "install": "passed", "pytest": "passed",
+                        "compare": "failed", "bench": "passed"}, proc.stdout[-3000:]
+    assert report["meta"]["simulated"] and report["meta"]["result"] == "failed: compare"
+    junit = report["stages"]["pytest"]["junit"]
+    assert junit["tests"] > 0 and junit["failures"] == junit["errors"] == 0
+    bench = report["stages"]["bench"]
+    for order in ("time-sorted", "shuffled"):
+        gpu, cpu = bench[f"gpu_{order}"], bench[f"cpu_{order}"]
+        assert gpu["probe_equals_join"] and cpu["map_equals_gpu"]
+        for measured in (gpu["join"]["ms"], gpu["probe"]["ms"], gpu["gather4"]["ms"],
+                         cpu["join_ms_full"], cpu["speedup_join"], cpu["speedup_probe"]):
+            assert measured > 0
+    assert bench["floor"]["map_bytes"] == 256 * (8 + 4 + 4) + 64 * 8 + 9 * 8
+    assert bench["copy"]["bytes_per_s"] > 0
+    for heading in ("## Test suite", "## GPU and CPU gather maps", "## Benchmark", "Byte floor"):
+        assert heading in markdown
+    assert "**Simulated**" in markdown
+
+
+def test_the_comparison_catches_a_planted_mismatch(simulated_run):
+    proc, _, report, markdown = simulated_run
+    assert proc.returncode == 1
+    cases = report["stages"]["compare"]["cases"]
+    strategies = {case["options"]["strategy"] for case in cases}
+    assert strategies == {"backward", "forward", "nearest"} and len(cases) == 21
+    planted, rest = cases[0], cases[1:]
+    assert planted["mismatches"] == 1
+    assert planted["first_mismatch"]["row"] == report["stages"]["compare"]["data"]["left_rows"] // 2
+    assert all(case["mismatches"] == 0 for case in rest)
+    assert f"1 (row {planted['first_mismatch']['row']}: GPU" in markdown
+
+
+def test_modules_that_import_a_missing_package_are_named(tmp_path):
+    module = tmp_path / "test_needs_peers.py"
+    module.write_text(
+        "import os\n"
+        "import surely_not_installed_peer.sub as peer\n"
+        "from numpy import array\n"
+        "from . import sibling\n"
+        "try:\n"
+        "    import guarded_missing_peer\n"
+        "except ImportError:\n"
+        "    guarded_missing_peer = None\n"
+        "def test_later():\n"
+        "    import deferred_missing_peer\n")
+    skipping = tmp_path / "test_skips_cleanly.py"
+    skipping.write_text(
+        "import pytest\n"
+        "peer = pytest.importorskip('surely_not_installed_peer.sub', reason='needs the peer')\n"
+        "import surely_not_installed_peer\n")
+    assert _load_script().missing_imports([module, skipping]) == {
+        str(module): ["surely_not_installed_peer"]}
