@@ -140,28 +140,40 @@ class CpuBackend(Backend):
         how = scan.Options(np.int64(strategy), bool(exact), has_tol, tol,
                            np.int64(nearest_tie), np.int64(no_match))
         with _PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
-            lorder = _key_order(np.flatnonzero(left_groups >= 0), left_keys, is_float,
+            left = _walk_order(left_groups >= 0, left_keys, left_groups, is_float, is_sorted,
+                               threads)
+            right = _walk_order(right_groups < n_groups, right_keys, right_groups, is_float,
                                 is_sorted, threads)
-            rorder = _key_order(np.flatnonzero(right_groups < n_groups), right_keys, is_float,
-                                is_sorted, threads)
-            join(left_keys, left_groups, lorder, right_keys, right_groups, rorder,
-                 max(n_groups, 1), n_chunks, how, out)
+            join(*left, *right, max(n_groups, 1), n_chunks, how, out)
 
 
 RADIX_MIN_ROWS = 1 << 15  # below this numpy's stable argsort is as fast
 
 
-def _key_order(rows, keys, is_float: bool, is_sorted, threads: int):
-    """``rows`` in ascending key order, equal keys in row order (time-sorted data: as is).
-    The caller holds the parallel-launch lock."""
+def _walk_order(walked, keys, groups, is_float: bool, is_sorted, threads: int):
+    """(keys, groups, row numbers) of the ``walked`` rows in ascending key order, equal keys
+    in row order: what the merge scan reads (time-sorted data with every row walked: the
+    caller's own arrays). The caller holds the parallel-launch lock."""
+    rows = np.flatnonzero(walked)
     if is_sorted(keys, rows):
-        return rows
+        if len(rows) == len(keys):
+            return keys, groups, rows
+        return keys[rows], groups[rows], rows
     if len(rows) < RADIX_MIN_ROWS:
-        return rows[np.argsort(keys[rows], kind="stable")]
-    order_bits_int, order_bits_float, argsort_bits = _cpu_radix(threads > 1)
+        order = rows[np.argsort(keys[rows], kind="stable")]
+        return keys[order], groups[order], order
+    # A stable radix sort of the keys' order bits; the sorted keys come back from the sorted
+    # bits and the groups by one parallel gather, not by numpy's (slow, random) take.
+    order_bits_int, order_bits_float, argsort_bits, keys_from_bits, take_int32 = (
+        _cpu_radix(threads > 1))
     bits = np.empty(len(rows), np.uint64)
-    (order_bits_float if is_float else order_bits_int)(keys, rows, bits)
-    return argsort_bits(bits, rows, threads)
+    low = (order_bits_float if is_float else order_bits_int)(keys, rows, bits)
+    order = argsort_bits(bits, rows, threads)
+    sorted_keys = np.empty(len(rows), keys.dtype)
+    keys_from_bits(bits, np.uint64(low), is_float, sorted_keys.view(np.uint64))
+    sorted_groups = np.empty(len(rows), np.int32)
+    take_int32(groups, order, sorted_groups)
+    return sorted_keys, sorted_groups, order
 
 
 @functools.cache

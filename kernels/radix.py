@@ -11,23 +11,26 @@ import numpy as np
 
 from . import bind
 
-DIGIT_BITS = 11
+DIGIT_BITS = 12
 RADIX = 1 << DIGIT_BITS
 prange = None  # filled in by build()
 
 
 def order_bits_int(keys, rows, out):
-    """int64 keys of ``rows`` as uint64 offsets from their minimum (order kept, no overflow)."""
+    """int64 (or uint64) keys of ``rows`` as uint64 offsets from their minimum (order kept,
+    no overflow); returns the minimum's bits, which ``keys_from_bits`` adds back."""
     low = keys[rows[0]]
     for p in range(rows.size):
         low = min(low, keys[rows[p]])
     for p in prange(rows.size):
         out[p] = np.uint64(keys[rows[p]]) - np.uint64(low)
+    return np.uint64(low)
 
 
 def order_bits_float(keys, rows, out):
     """Canonical float64 keys (one NaN, no -0.0) as uint64 in asofgpu's total order: flip all
-    bits of negatives, set the sign bit of the rest (NaN lands above +inf)."""
+    bits of negatives, set the sign bit of the rest (NaN lands above +inf); then as offsets
+    from their minimum, which is returned."""
     bits = keys.view(np.uint64)
     for p in prange(rows.size):
         b = bits[rows[p]]
@@ -37,10 +40,27 @@ def order_bits_float(keys, rows, out):
         low = min(low, out[p])
     for p in prange(rows.size):
         out[p] -= low
+    return low
+
+
+def keys_from_bits(bits, low, is_float, out):
+    """The keys back from their sorted order bits: no random reads of the original keys."""
+    top = np.uint64(1 << 63)
+    for p in prange(bits.size):
+        b = bits[p] + low
+        if is_float:
+            b = b ^ top if b & top else ~b
+        out[p] = b
+
+
+def take_int32(values, rows, out):
+    for p in prange(rows.size):
+        out[p] = values[rows[p]]
 
 
 def argsort_bits(bits, rows, n_pieces):
-    """``rows`` reordered by ``bits`` (stable: equal keys keep their order in ``rows``)."""
+    """``rows`` reordered by ``bits`` (stable: equal keys keep their order in ``rows``);
+    ``bits`` is sorted in place alongside."""
     n = bits.size
     high = np.uint64(0)
     for p in range(n):
@@ -49,15 +69,15 @@ def argsort_bits(bits, rows, n_pieces):
     while high > 0:
         passes += 1
         high >>= np.uint64(DIGIT_BITS)
-    src_bits, src_rows = bits, rows.copy()
-    dst_bits, dst_rows = np.empty_like(bits), np.empty_like(rows)
     bounds = np.empty(n_pieces + 1, np.int64)
     for t in range(n_pieces + 1):
         bounds[t] = t * n // n_pieces
+    mask = np.uint64(RADIX - 1)
     counts = np.zeros((n_pieces, RADIX), np.int64)
+    src_bits, src_rows = bits, rows.copy()
+    dst_bits, dst_rows = np.empty_like(bits), np.empty_like(rows)
     for k in range(passes):
         shift = np.uint64(k * DIGIT_BITS)
-        mask = np.uint64(RADIX - 1)
         for t in prange(n_pieces):
             counts[t, :] = 0
             for p in range(bounds[t], bounds[t + 1]):
@@ -70,19 +90,23 @@ def argsort_bits(bits, rows, n_pieces):
                 start += c
         for t in prange(n_pieces):
             for p in range(bounds[t], bounds[t + 1]):
-                d = (src_bits[p] >> shift) & mask
-                q = counts[t, d]
-                dst_bits[q] = src_bits[p]
+                b = src_bits[p]
+                q = counts[t, (b >> shift) & mask]
+                dst_bits[q] = b
                 dst_rows[q] = src_rows[p]
-                counts[t, d] = q + 1
+                counts[t, (b >> shift) & mask] = q + 1
         src_bits, dst_bits = dst_bits, src_bits
         src_rows, dst_rows = dst_rows, src_rows
+    if passes % 2:
+        bits[:] = src_bits
     return src_rows
 
 
 def build(jit, parallel_range):
-    """Return ``(order_bits_int, order_bits_float, argsort_bits)`` compiled with ``jit``
+    """Return ``(order_bits_int, order_bits_float, argsort_bits, keys_from_bits,
+    take_int32)`` compiled with ``jit``
     (``parallel_range``: ``numba.prange`` under a parallel jit, else ``range``)."""
     names = {"prange": parallel_range}
     return tuple(jit(bind(fn, **names))
-                 for fn in (order_bits_int, order_bits_float, argsort_bits))
+                 for fn in (order_bits_int, order_bits_float, argsort_bits, keys_from_bits,
+                            take_int32))

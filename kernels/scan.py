@@ -6,9 +6,11 @@ match in O(1): no sort of the right side by group, no binary search, no cache mi
 The forward match is the same walk run from the end. This is the CPU's one-shot path; the
 per-row binary search (``probe.py``) stays the path of a prepared right side and of the GPU.
 
-Inputs are the key arrays in the caller's row order plus ``lorder`` / ``rorder``: the rows
-to walk, in key order (rows without a key or a group are left out; ``rorder`` keeps the
-caller's order among equal keys, which decides which of several equal rows a pick takes).
+Each side arrives in walk order: its keys and group codes ascending by key (rows without a key
+or a group left out; the right side keeps the caller's order among equal keys, which decides
+which of several equal rows a pick takes), plus ``lorder`` / ``rorder``, the caller's row number
+of each walk position. Reading both sides in walk order keeps every access sequential but the
+write of each left row's answer.
 
 The walk splits into ``n_chunks`` pieces of the left order that run in parallel. A piece
 starts from the per-group state of everything before it (after it, walking forward), which
@@ -23,98 +25,70 @@ import numpy as np
 from . import bind, search
 from .probe import BACKWARD, FORWARD, NEAREST, TIE_TO_FORWARD
 
-less = gap = prange = None  # filled in by build()
+less = gap = lower_bound = upper_bound = prange = None  # filled in by build()
 
 #: The join's options, passed to the kernels as one (numba-typed) tuple.
 Options = collections.namedtuple("Options", "strategy exact has_tol tol nearest_tie no_match")
 
 
-def lower_bound_at(keys, order, x):
-    """First position p of ``order`` with keys[order[p]] not below x."""
-    lo = 0
-    hi = order.size
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if less(keys[order[mid]], x):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+def take_backward(rkeys, rgroups, rorder, j, last, last_key):
+    g = rgroups[j]
+    last[g] = rorder[j]
+    last_key[g] = rkeys[j]
 
 
-def upper_bound_at(keys, order, x):
-    """First position p of ``order`` with keys[order[p]] above x."""
-    lo = 0
-    hi = order.size
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if less(x, keys[order[mid]]):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-def take_backward(right_keys, right_groups, r, last, last_key):
-    g = right_groups[r]
-    last[g] = r
-    last_key[g] = right_keys[r]
-
-
-def take_forward(right_keys, right_groups, r, first, first_key, run_last, runs):
-    """Walking down: r becomes its group's first row. With ``runs`` (polars' nearest pick:
-    the last row of the winning key), a smaller key starts a new run whose last row is r."""
-    g = right_groups[r]
-    k = right_keys[r]
+def take_forward(rkeys, rgroups, rorder, j, first, first_key, run_last, runs):
+    """Walking down: position j becomes its group's first row. With ``runs`` (polars'
+    nearest pick: the last row of the winning key), a smaller key starts a new run whose last
+    row is this one."""
+    g = rgroups[j]
+    k = rkeys[j]
     if runs and (first[g] < 0 or less(k, first_key[g])):
-        run_last[g] = r
-    first[g] = r
+        run_last[g] = rorder[j]
+    first[g] = rorder[j]
     first_key[g] = k
 
 
-def backward_piece(left_keys, left_groups, lorder, p0, p1, right_keys, right_groups, rorder,
-                   j, last, last_key, how, back, back_key, out):
+def backward_piece(lkeys, lgroups, lorder, p0, p1, rkeys, rgroups, rorder, j, last, last_key,
+                   how, back, back_key, out):
     for p in range(p0, p1):
-        i = lorder[p]
-        x = left_keys[i]
-        while j < rorder.size:
-            r = rorder[j]
+        x = lkeys[p]
+        while j < rkeys.size:
             if how.exact:
-                if less(x, right_keys[r]):
+                if less(x, rkeys[j]):
                     break
-            elif not less(right_keys[r], x):
+            elif not less(rkeys[j], x):
                 break
-            take_backward(right_keys, right_groups, r, last, last_key)
+            take_backward(rkeys, rgroups, rorder, j, last, last_key)
             j += 1
-        g = left_groups[i]
+        g = lgroups[p]
         if how.strategy == BACKWARD:
-            out[i] = choose(x, last[g], last_key[g], -1, x, -1, how)
+            out[lorder[p]] = choose(x, last[g], last_key[g], -1, x, -1, how)
         else:  # nearest: the forward walk decides
-            back[i] = last[g]
-            back_key[i] = last_key[g]
+            back[p] = last[g]
+            back_key[p] = last_key[g]
 
 
-def forward_piece(left_keys, left_groups, lorder, p0, p1, right_keys, right_groups, rorder,
-                  j, first, first_key, run_last, how, back, back_key, out):
+def forward_piece(lkeys, lgroups, lorder, p0, p1, rkeys, rgroups, rorder, j, first, first_key,
+                  run_last, how, back, back_key, out):
     """``j``: one past the last position not yet walked (the walk goes down)."""
     runs = how.strategy == NEAREST and how.nearest_tie == TIE_TO_FORWARD
     for p in range(p1 - 1, p0 - 1, -1):
-        i = lorder[p]
-        x = left_keys[i]
+        x = lkeys[p]
         while j > 0:
-            r = rorder[j - 1]
             if how.exact:
-                if less(right_keys[r], x):
+                if less(rkeys[j - 1], x):
                     break
-            elif not less(x, right_keys[r]):
+            elif not less(x, rkeys[j - 1]):
                 break
-            take_forward(right_keys, right_groups, r, first, first_key, run_last, runs)
             j -= 1
-        g = left_groups[i]
+            take_forward(rkeys, rgroups, rorder, j, first, first_key, run_last, runs)
+        g = lgroups[p]
         if how.strategy == NEAREST:
-            out[i] = choose(x, back[i], back_key[i], first[g], first_key[g], run_last[g], how)
+            out[lorder[p]] = choose(x, back[p], back_key[p], first[g], first_key[g],
+                                    run_last[g], how)
         else:
-            out[i] = choose(x, -1, x, first[g], first_key[g], -1, how)
+            out[lorder[p]] = choose(x, -1, x, first[g], first_key[g], -1, how)
 
 
 def piece_bounds(n_left, n_chunks):
@@ -124,45 +98,43 @@ def piece_bounds(n_left, n_chunks):
     return bounds
 
 
-def backward_pass(left_keys, left_groups, lorder, right_keys, right_groups, rorder, n_groups,
-                  n_chunks, how, back, back_key, out):
-    p = piece_bounds(lorder.size, n_chunks)
-    # Right rows below j0[t] have keys below piece t's first left key: walked before it
+def backward_pass(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks, how,
+                  back, back_key, out):
+    p = piece_bounds(lkeys.size, n_chunks)
+    # Right positions below j0[t] have keys below piece t's first left key: walked before it
     # under either exactness.
     j0 = np.zeros(n_chunks, np.int64)
     for t in range(1, n_chunks):
-        j0[t] = lower_bound_at(right_keys, rorder, left_keys[lorder[p[t]]])
+        j0[t] = lower_bound(rkeys, 0, rkeys.size, lkeys[p[t]])
     last = np.full((n_chunks, n_groups), -1, np.int64)
-    last_key = np.zeros((n_chunks, n_groups), right_keys.dtype)
+    last_key = np.zeros((n_chunks, n_groups), rkeys.dtype)
     for t in prange(1, n_chunks):
         for j in range(j0[t - 1], j0[t]):
-            take_backward(right_keys, right_groups, rorder[j], last[t], last_key[t])
+            take_backward(rkeys, rgroups, rorder, j, last[t], last_key[t])
     for t in range(1, n_chunks):  # the carry: latest row of each group before piece t
         for g in range(n_groups):
             if last[t, g] < 0:
                 last[t, g] = last[t - 1, g]
                 last_key[t, g] = last_key[t - 1, g]
     for t in prange(n_chunks):
-        backward_piece(left_keys, left_groups, lorder, p[t], p[t + 1], right_keys,
-                       right_groups, rorder, j0[t], last[t], last_key[t], how, back, back_key,
-                       out)
+        backward_piece(lkeys, lgroups, lorder, p[t], p[t + 1], rkeys, rgroups, rorder, j0[t],
+                       last[t], last_key[t], how, back, back_key, out)
 
 
-def forward_pass(left_keys, left_groups, lorder, right_keys, right_groups, rorder, n_groups,
-                 n_chunks, how, back, back_key, out):
-    p = piece_bounds(lorder.size, n_chunks)
+def forward_pass(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks, how,
+                 back, back_key, out):
+    p = piece_bounds(lkeys.size, n_chunks)
     runs = how.strategy == NEAREST and how.nearest_tie == TIE_TO_FORWARD
-    # Right rows from j1[t] on have keys above piece t's last left key.
-    j1 = np.full(n_chunks, rorder.size, np.int64)
+    # Right positions from j1[t] on have keys above piece t's last left key.
+    j1 = np.full(n_chunks, rkeys.size, np.int64)
     for t in range(n_chunks - 1):
-        j1[t] = upper_bound_at(right_keys, rorder, left_keys[lorder[p[t + 1] - 1]])
+        j1[t] = upper_bound(rkeys, 0, rkeys.size, lkeys[p[t + 1] - 1])
     first = np.full((n_chunks, n_groups), -1, np.int64)
-    first_key = np.zeros((n_chunks, n_groups), right_keys.dtype)
+    first_key = np.zeros((n_chunks, n_groups), rkeys.dtype)
     run_last = np.full((n_chunks, n_groups), -1, np.int64)
     for t in prange(n_chunks - 1):
         for j in range(j1[t + 1] - 1, j1[t] - 1, -1):
-            take_forward(right_keys, right_groups, rorder[j], first[t], first_key[t],
-                         run_last[t], runs)
+            take_forward(rkeys, rgroups, rorder, j, first[t], first_key[t], run_last[t], runs)
     for t in range(n_chunks - 2, -1, -1):  # the carry: earliest row of each group after t
         for g in range(n_groups):
             if first[t + 1, g] < 0:
@@ -174,9 +146,8 @@ def forward_pass(left_keys, left_groups, lorder, right_keys, right_groups, rorde
             elif not less(first_key[t, g], first_key[t + 1, g]):
                 run_last[t, g] = run_last[t + 1, g]  # the run of equal keys goes on
     for t in prange(n_chunks):
-        forward_piece(left_keys, left_groups, lorder, p[t], p[t + 1], right_keys,
-                      right_groups, rorder, j1[t], first[t], first_key[t], run_last[t], how,
-                      back, back_key, out)
+        forward_piece(lkeys, lgroups, lorder, p[t], p[t + 1], rkeys, rgroups, rorder, j1[t],
+                      first[t], first_key[t], run_last[t], how, back, back_key, out)
 
 
 def choose(x, b, b_key, f, f_key, f_last, how):
@@ -207,28 +178,27 @@ def choose(x, b, b_key, f, f_key, f_last, how):
     return how.no_match
 
 
-def scan_join(left_keys, left_groups, lorder, right_keys, right_groups, rorder, n_groups,
-              n_chunks, how, out):
+def scan_join(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks, how, out):
     """Fill ``out`` (the gather map, caller's left order) by merge scans. ``how`` holds the
     options: strategy, exact, has_tol, tol, nearest_tie and no_match."""
-    n_chunks = max(1, min(n_chunks, lorder.size))
-    if lorder.size < out.size:  # rows without a key or group are not walked
+    n_chunks = max(1, min(n_chunks, lkeys.size))
+    if lkeys.size < out.size:  # rows without a key or group are not walked
         out[:] = how.no_match
-    n_back = out.size if how.strategy == NEAREST else 0
+    n_back = lkeys.size if how.strategy == NEAREST else 0
     back = np.full(n_back, -1, np.int64)
-    back_key = np.empty(n_back, right_keys.dtype)
+    back_key = np.empty(n_back, rkeys.dtype)
     if how.strategy != FORWARD:
-        backward_pass(left_keys, left_groups, lorder, right_keys, right_groups, rorder,
-                      n_groups, n_chunks, how, back, back_key, out)
+        backward_pass(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks, how,
+                      back, back_key, out)
     if how.strategy != BACKWARD:
-        forward_pass(left_keys, left_groups, lorder, right_keys, right_groups, rorder,
-                     n_groups, n_chunks, how, back, back_key, out)
+        forward_pass(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks, how,
+                     back, back_key, out)
 
 
-def is_sorted_at(keys, order):
-    """Whether keys[order] ascends in asofgpu's total order."""
-    for p in range(1, order.size):
-        if less(keys[order[p]], keys[order[p - 1]]):
+def is_sorted_at(keys, rows):
+    """Whether keys[rows] ascends in asofgpu's total order."""
+    for p in range(1, rows.size):
+        if less(keys[rows[p]], keys[rows[p - 1]]):
             return False
     return True
 
@@ -237,11 +207,10 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range):
     """Return ``(scan_join, is_sorted_at)``: the helpers compiled with ``jit``, the loops
     over pieces and rows with ``parallel_jit`` (``parallel_range``: ``numba.prange`` there,
     or ``range``)."""
-    cmp = jit(search.less_float if is_float else search.less_int)
-    _, _, gap_fn = search.build(jit, is_float, unsigned)
-    names = {"less": cmp, "gap": gap_fn, "prange": parallel_range}
-    for fn in (lower_bound_at, upper_bound_at, take_backward, take_forward, piece_bounds,
-               choose):
+    lower, upper, gap_fn = search.build(jit, is_float, unsigned)
+    names = {"less": jit(search.less_float if is_float else search.less_int), "gap": gap_fn,
+             "lower_bound": lower, "upper_bound": upper, "prange": parallel_range}
+    for fn in (take_backward, take_forward, piece_bounds, choose):
         names[fn.__name__] = jit(bind(fn, **names))
     for fn in (backward_piece, forward_piece):  # they call choose
         names[fn.__name__] = jit(bind(fn, **names))

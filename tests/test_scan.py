@@ -75,14 +75,24 @@ def test_one_shot_scan_with_nulls_and_many_groups():
         assert (got != ag.NO_MATCH).any()
 
 
-@pytest.mark.parametrize("kind", ["int", "float"])
-def test_radix_key_order_is_a_stable_sort(kind):
+@pytest.mark.parametrize("kind", ["int", "float", "uint"])
+def test_walk_order_is_a_stable_sort_of_the_walked_rows(kind):
+    """The radix path: row order, keys rebuilt from their order bits, groups gathered."""
     rng = np.random.default_rng(11)
-    keys = _keys(rng, 100_000, kind, 1_000) if kind == "float" else rng.integers(
-        -2**62, 2**62, 100_000)
-    keys = np.where(np.isnan(keys), np.nan, keys + 0.0) if kind == "float" else keys
-    rows = np.flatnonzero(rng.random(len(keys)) < 0.9)
+    n = 100_000
+    if kind == "int":
+        keys = rng.integers(-2**62, 2**62, n) // rng.choice([1, 2**40], n)
+    else:
+        keys = _keys(rng, n, kind, 1_000)
+    if kind == "float":
+        keys = np.where(np.isnan(keys), np.nan, keys + 0.0)  # canonical: one NaN, no -0.0
+    groups = rng.integers(0, 50, n).astype(np.int32)
+    walked = rng.random(n) < 0.9
     _, is_sorted = _backend._cpu_scan(kind == "float", True)
-    order = _backend._key_order(rows, keys, kind == "float", is_sorted, 2)
+    sorted_keys, sorted_groups, order = _backend._walk_order(walked, keys, groups,
+                                                             kind == "float", is_sorted, 2)
+    rows = np.flatnonzero(walked)
     expected = rows[np.argsort(keys[rows], kind="stable")]
     np.testing.assert_array_equal(order, expected)
+    np.testing.assert_array_equal(sorted_keys, keys[expected])
+    np.testing.assert_array_equal(sorted_groups, groups[expected])
