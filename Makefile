@@ -6,7 +6,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.asofgpu-installed
 EXTRAS ?= test,bench
 
-.PHONY: demo test test-cpu test-sim venv bench-first gpu-check clean
+VENV_CUDF := .venv-cudf
+CUDF_STAMP := $(VENV_CUDF)/.asofgpu-installed
+
+.PHONY: demo test test-cpu test-sim test-cudf venv venv-cudf bench bench-first gpu-check \
+	gpu-wheelhouse clean
 
 venv:
 	@if [ ! -x $(BIN)/python ] || ! $(BIN)/python -c "import asofgpu, pytest" 2>/dev/null \
@@ -18,12 +22,25 @@ venv:
 	  && touch $(STAMP); \
 	fi
 
+# cuDF, pylibcudf and cudf-polars (which pins polars 1.x) live in their own environment,
+# about 5 GB; on a machine without a GPU they import, and their argument handling is tested.
+venv-cudf:
+	@if [ ! -x $(VENV_CUDF)/bin/python ] || ! $(VENV_CUDF)/bin/python -c "import asofgpu, cudf_polars, pytest" 2>/dev/null \
+	    || [ pyproject.toml -nt $(CUDF_STAMP) ]; then \
+	  echo "setting up $(VENV_CUDF) (asofgpu[cudf12,cudf-polars,test], editable)"; \
+	  rm -rf $(VENV_CUDF) && $(PYTHON) -m venv $(VENV_CUDF) \
+	  && $(VENV_CUDF)/bin/python -m pip install -q --upgrade pip "setuptools>=64" \
+	  && $(VENV_CUDF)/bin/python -m pip install -q -e ".[cudf12,cudf-polars,test]" \
+	  && touch $(CUDF_STAMP); \
+	fi
+
 # The main job: a synthetic market-data day, prepared once and probed, with timings.
 demo: venv
 	$(BIN)/asofgpu demo
 
-# The suite: python and cpu backends (plus doctests), then the CUDA backend in the simulator.
-test: test-cpu test-sim
+# The suite: python and cpu backends (plus doctests), then the CUDA backend in the simulator,
+# then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line.
+test: test-cpu test-sim test-cudf
 
 test-cpu: venv
 	$(BIN)/python -m pytest -m "not gpu" --doctest-modules asofgpu tests
@@ -31,9 +48,36 @@ test-cpu: venv
 test-sim: venv
 	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -m "not gpu" -k cuda tests
 
+test-cudf: venv-cudf
+	$(VENV_CUDF)/bin/python -m pytest -m "not gpu" tests/test_plc.py tests/test_cudf.py \
+	    tests/test_polars_gpu.py tests/test_polars_frontend.py
+
+# asofgpu against polars, pandas and DuckDB, each in its own process (bench/run.py); writes
+# bench/results/bench.{md,json,png}. BENCH_ARGS passes options, e.g. BENCH_ARGS=--quick.
+bench: venv
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
 bench-first: venv
 	$(BIN)/python bench/first_measurement.py
 
+# The GPU check, for a machine with an NVIDIA GPU and no network (bench/gpu_check.py): the
+# suite on the real CUDA backend, GPU vs CPU maps on 10M rows, the 100M x 10M benchmark, in
+# under 8 minutes; reports in bench/results/gpu_check.* (and in $OUT when set). No venv step,
+# since it must not download: it runs under .venv when there is one (the Docker image), else
+# under the machine's python3 and the packages it has.
+GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+
+gpu-check:
+	$(GPU_PYTHON) bench/gpu_check.py
+
+# Optional, on a machine with network: wheels of the test peers the lent H200 lacks (polars),
+# which gpu_check.py installs offline when bench/wheelhouse/ travels with it.
+gpu-wheelhouse: venv
+	rm -rf bench/wheelhouse
+	$(BIN)/python -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
+	    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
+	    --platform manylinux2014_x86_64 -d bench/wheelhouse polars
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VENV_CUDF) build dist *.egg-info .pytest_cache .hypothesis
 	find asofgpu kernels -name "*.nb[ic]" -delete

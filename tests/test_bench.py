@@ -1,0 +1,78 @@
+"""bench/run.py (make bench) on tiny data: the three result files, the correctness check that
+stops a wrong answer, and clear errors for bad options. Each worker is a process of its own,
+so these runs are kept to a handful of processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+for needed in ("duckdb", "polars", "pandas", "matplotlib", "psutil", "rich"):
+    pytest.importorskip(needed)  # the `bench` extra
+
+RUN = Path(__file__).resolve().parents[1] / "bench" / "run.py"
+
+
+def bench(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(RUN), "--quick", "--sizes", "2000x1000", "--data",
+         str(tmp_path / "data"), "--out", str(tmp_path / "out"), *args],
+        capture_output=True, text=True, timeout=300)
+
+
+def test_writes_the_table_the_numbers_and_the_plot(tmp_path):
+    done = bench("--orders", "sorted", tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["bench.json", "bench.md", "bench.png"]
+    report = json.loads((out / "bench.json").read_text())
+    cells = {(e["mode"], e["system"]): e for e in report["results"]}
+    assert set(cells) == {(m, s) for m in ("one-shot", "prepared")
+                          for s in ("asofgpu", "polars", "pandas", "duckdb")}
+    assert all(e["status"] == "ok" and e["median_s"] > 0 and e["peak_rss_mib"] > 0
+               for e in cells.values())
+    assert cells["prepared", "asofgpu"]["prepare_s"] > 0
+    assert all(e["checked_against"] == "asofgpu" for e in cells.values())
+    table = (out / "bench.md").read_text()
+    assert "| 2K × 1K | sorted | one-shot |" in table and "asofgpu / fastest peer" in table
+    assert "| 2K × 1K | sorted | prepared, 1K probed |" in table
+    assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_wrong_answer_fails_loudly_and_writes_nothing(tmp_path):
+    # polars sorts shuffled input, so its answer also has to be lined up by trade first.
+    done = bench("--orders", "shuffled", "--systems", "asofgpu,polars",
+                 "--corrupt-for-test", "polars", tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert "WRONG ANSWER: polars one-shot 2Kx1K shuffled" in done.stderr
+    assert "differs from asofgpu's in 1 of 1,000 trades" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_run_over_the_time_limit_is_recorded_not_waited_for(tmp_path):
+    # Starting a worker (imports, reading the parquet) takes longer than 10 ms: both jobs stop.
+    done = bench("--orders", "sorted", "--systems", "asofgpu", "--timeout", "0.01",
+                 tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "bench.json").read_text())
+    assert [e["status"] for e in report["results"]] == ["timeout", "timeout"]
+    assert "| timeout (> 0.01 s) |" in (tmp_path / "out" / "bench.md").read_text()
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--systems", "asofgpu,spark"], "argument --systems: unknown system 'spark'; choose from"),
+    (["--sizes", "10M"], "argument --sizes: '10M' is not QUOTESxTRADES"),
+    (["--sizes", "1Mxlots"], "argument --sizes: 'lots' is not a row count"),
+    (["--runs", "0"], "argument --runs: '0' must be positive"),
+    (["--orders", "random"], "argument --orders: unknown order 'random'"),
+])
+def test_a_bad_option_names_itself(tmp_path, args, message):
+    done = subprocess.run([sys.executable, str(RUN), *args, "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert not list(tmp_path.iterdir())
