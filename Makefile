@@ -9,7 +9,7 @@ EXTRAS ?= test,bench
 VENV_CUDF := .venv-cudf
 CUDF_STAMP := $(VENV_CUDF)/.asofgpu-installed
 
-.PHONY: demo test test-cpu test-sim test-cudf venv venv-cudf bench bench-first gpu-check \
+.PHONY: demo test test-cpu test-sim test-cudf venv venv-cudf bench gpu-check \
 	gpu-wheelhouse clean
 
 venv:
@@ -56,9 +56,6 @@ test-cudf: venv-cudf
 # bench/results/bench.{md,json,png}. BENCH_ARGS passes options, e.g. BENCH_ARGS=--quick.
 bench: venv
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
-
-bench-first: venv
-	$(BIN)/python bench/first_measurement.py
 
 # The GPU check, for a machine with an NVIDIA GPU and no network (bench/gpu_check.py): the
 # suite on the real CUDA backend, GPU vs CPU maps on 10M rows, the 100M x 10M benchmark, in

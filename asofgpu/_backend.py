@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .kernels import bind, probe, radix, scan
+from .kernels import bind, cursor, probe, radix, scan
 
 CUDA_THREADS = 256
 PARALLEL_MIN_ROWS = 16_384  # below this, the cpu backend probes on one thread
@@ -106,16 +106,35 @@ class CpuBackend(Backend):
     def group_sort(self, order, bucket, n_groups, keys):
         return _counting_sort()(order, bucket, n_groups + 1, keys)
 
+    def stable_argsort(self, values):
+        """numpy's stable argsort of 64-bit keys is a timsort: large key arrays take the
+        parallel radix sort (kernels/radix.py) instead."""
+        if len(values) < RADIX_MIN_ROWS or values.dtype not in (np.int64, np.uint64,
+                                                                 np.float64):
+            return super().stable_argsort(values)
+        with _PARALLEL_LAUNCH:
+            rows = np.arange(len(values), dtype=np.int64)
+            order, _, _ = _radix_order(rows, values, values.dtype == np.float64, _threads(True))
+        return order.astype(np.int64, copy=False)
+
     def _launch(self, is_float, *args):
+        left_keys, left_groups, offsets, out = args[0], args[1], args[2], args[-1]
         # Waking numba's thread pool costs milliseconds: small probes run on one thread.
-        if len(args[-1]) < PARALLEL_MIN_ROWS:
-            _cpu_probe_all(is_float, False)(*args)
-            return
+        parallel = len(out) >= PARALLEL_MIN_ROWS
         # numba's workqueue threading layer (the one without TBB or OpenMP) aborts the process
         # on concurrent parallel launches; joins from several threads take turns instead.
-        with _PARALLEL_LAUNCH:
-            _cpu_probe_all(is_float, True)(*args)
-
+        with _PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
+            threads = _threads(parallel)
+            _, is_sorted = _cpu_scan(is_float, parallel)
+            rows = np.flatnonzero(left_groups >= 0)
+            if len(rows) < RADIX_MIN_ROWS and not is_sorted(left_keys, rows):
+                _cpu_probe_all(is_float, parallel)(*args)  # few rows: a search each
+                return
+            # In key order each group's answers only move forward: gallop from cursors.
+            if not is_sorted(left_keys, rows):
+                rows, _, _ = _radix_order(rows, left_keys, is_float, threads)
+            pieces = _pieces(parallel, threads, len(offsets) - 1)
+            _cpu_cursor_probe(is_float, parallel)(rows, *args[:-1], pieces, out)
 
     def scan(self, is_float: bool, left_keys, left_groups, right_keys, right_groups,
              n_groups: int, strategy: int, exact: bool, tol, nearest_tie: int, out) -> None:
@@ -125,14 +144,8 @@ class CpuBackend(Backend):
             right_groups = np.zeros(len(right_keys), dtype=np.int32)
         parallel = len(out) + len(right_keys) >= PARALLEL_MIN_ROWS
         join, is_sorted = _cpu_scan(is_float, parallel)
-        threads = 1
-        if parallel:
-            import numba
-
-            threads = numba.get_num_threads()
-        # Pieces of the walk run in parallel; each holds a (pieces x groups) state, so many
-        # groups mean fewer pieces.
-        n_chunks = max(1, min(4 * threads, (1 << 23) // max(n_groups, 1))) if parallel else 1
+        threads = _threads(parallel)
+        n_chunks = _pieces(parallel, threads, n_groups)
         has_tol = tol is not None
         tol = (np.float64(tol) if is_float else np.uint64(tol)) if has_tol else (
             np.float64(0) if is_float else np.uint64(0))
@@ -150,6 +163,22 @@ class CpuBackend(Backend):
 RADIX_MIN_ROWS = 1 << 15  # below this numpy's stable argsort is as fast
 
 
+def _threads(parallel: bool) -> int:
+    if not parallel:
+        return 1
+    import numba
+
+    return numba.get_num_threads()
+
+
+def _pieces(parallel: bool, threads: int, n_groups: int) -> int:
+    """Parallel walks split into pieces; each holds a (pieces x groups) state, so many
+    groups mean fewer pieces."""
+    if not parallel:
+        return 1
+    return max(1, min(4 * threads, (1 << 23) // max(n_groups, 1)))
+
+
 def _walk_order(walked, keys, groups, is_float: bool, is_sorted, threads: int):
     """(keys, groups, row numbers) of the ``walked`` rows in ascending key order, equal keys
     in row order: what the merge scan reads (time-sorted data with every row walked: the
@@ -162,18 +191,26 @@ def _walk_order(walked, keys, groups, is_float: bool, is_sorted, threads: int):
     if len(rows) < RADIX_MIN_ROWS:
         order = rows[np.argsort(keys[rows], kind="stable")]
         return keys[order], groups[order], order
-    # A stable radix sort of the keys' order bits; the sorted keys come back from the sorted
-    # bits and the groups by one parallel gather, not by numpy's (slow, random) take.
-    order_bits_int, order_bits_float, argsort_bits, keys_from_bits, take_int32 = (
-        _cpu_radix(threads > 1))
-    bits = np.empty(len(rows), np.uint64)
-    low = (order_bits_float if is_float else order_bits_int)(keys, rows, bits)
-    order = argsort_bits(bits, rows, threads)
+    # The sorted keys come back from the sorted order bits and the groups by one parallel
+    # gather, not by numpy's (slow, random) take.
+    _, _, _, keys_from_bits, take_int32 = _cpu_radix(threads > 1)
+    order, bits, low = _radix_order(rows, keys, is_float, threads)
     sorted_keys = np.empty(len(rows), keys.dtype)
     keys_from_bits(bits, np.uint64(low), is_float, sorted_keys.view(np.uint64))
     sorted_groups = np.empty(len(rows), np.int32)
     take_int32(groups, order, sorted_groups)
     return sorted_keys, sorted_groups, order
+
+
+def _radix_order(rows, keys, is_float: bool, threads: int):
+    """``rows`` stably sorted by key with the radix sort; also the sorted order bits and the
+    offset they were taken from."""
+    order_bits_int, order_bits_float, argsort_bits, _, _ = _cpu_radix(threads > 1)
+    bits = np.empty(len(rows), np.uint64)
+    low = (order_bits_float if is_float else order_bits_int)(keys, rows, bits)
+    if len(keys) < 2**31:  # each radix pass moves 12 bytes per row instead of 16
+        rows = rows.astype(np.int32)
+    return argsort_bits(bits, rows, threads), bits, low
 
 
 @functools.cache
@@ -233,6 +270,14 @@ def _cpu_probe_all(is_float: bool, parallel: bool):
     probe_row = probe.build(_cached_njit(), is_float, numba.uint64)
     return _cached_njit(parallel=parallel)(
         bind(_probe_all, prange=numba.prange if parallel else range, probe_row=probe_row))
+
+
+@functools.cache
+def _cpu_cursor_probe(is_float: bool, parallel: bool):
+    import numba
+
+    return cursor.build(_cached_njit(), _cached_njit(parallel=parallel), is_float, numba.uint64,
+                        numba.prange if parallel else range)
 
 
 @functools.cache

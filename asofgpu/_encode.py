@@ -73,12 +73,11 @@ def _nulls_as(indices: pa.ChunkedArray, code: int) -> np.ndarray:
     return indices.fill_null(code).to_numpy().astype(np.int32, copy=False)
 
 
-def _take_codes(value_codes: np.ndarray, indices: np.ndarray) -> np.ndarray:
-    """``value_codes[indices]`` where indices >= 0 (anything where they are -1: the caller
-    masks those); an empty dictionary, as all-null categoricals have, takes nothing."""
-    if not len(value_codes):
-        return np.full(len(indices), NO_GROUP, dtype=np.int32)
-    return value_codes[np.maximum(indices, 0)]
+def _take_codes(value_codes: np.ndarray, indices: np.ndarray, null_code: int) -> np.ndarray:
+    """``value_codes[indices]``, and ``null_code`` where an index is -1 (a null), in one take:
+    the null code sits at the end, where index -1 reads."""
+    table = np.append(value_codes.astype(np.int32, copy=False), np.int32(null_code))
+    return table[indices]
 
 
 def _dictionary_of(col: pa.ChunkedArray) -> pa.Array:
@@ -125,7 +124,7 @@ class _Column:
                 null_code = values.null_code
         else:
             null_code = NO_GROUP
-        codes = np.where(indices >= 0, _take_codes(value_codes, indices), null_code)
+        codes = _take_codes(value_codes, indices, null_code)
         return dictionary, codes.astype(np.int32, copy=False)
 
     def lookup(self, col: pa.ChunkedArray) -> np.ndarray:
@@ -134,7 +133,7 @@ class _Column:
             col = col.unify_dictionaries()
             value_codes = self.lookup(pa.chunked_array([_dictionary_of(col)]))
             indices = _nulls_as(pa.chunked_array([c.indices for c in col.chunks]), -1)
-            codes = np.where(indices >= 0, _take_codes(value_codes, indices), self.null_code)
+            codes = _take_codes(value_codes, indices, self.null_code)
             return codes.astype(np.int32, copy=False)
         if pa.types.is_null(col.type):  # all null
             return np.full(len(col), self.null_code, dtype=np.int32)

@@ -11,7 +11,7 @@ from . import bind, search
 
 BACKWARD, FORWARD, NEAREST = 0, 1, 2
 TIE_TO_BACKWARD, TIE_TO_FORWARD = 0, 1  # pandas' and polars' nearest rules
-lower_bound = upper_bound = gap = None  # filled in by build()
+lower_bound = upper_bound = gap = pick = None  # filled in by build()
 
 
 def probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
@@ -39,6 +39,16 @@ def probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_fi
             f = lower_bound(right_keys, start, hi, x)
         else:
             f = upper_bound(right_keys, start, hi, x)
+    pick(i, x, b, f, lo, hi, right_keys, rows_last, rows_first, strategy, has_tol, tol,
+         nearest_tie, no_match, out)
+
+
+def pick(i, x, b, f, lo, hi, right_keys, rows_last, rows_first, strategy, has_tol, tol,
+         nearest_tie, no_match, out):
+    """Write left row i's answer from its candidates in the group range [lo, hi): b, the last
+    position at or before x (before, when strict; b < lo: none), and f, the first at or after
+    it (after, when strict; f == hi: none). When b holds x itself, f may be x's run too or the
+    run after it: every rule below then takes b's row all the same."""
     has_b = b >= lo
     has_f = f < hi
     take_f = has_f
@@ -72,4 +82,6 @@ def build(jit, is_float, unsigned):
     """Return ``probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last,
     rows_first, strategy, exact, has_tol, tol, nearest_tie, no_match, out)``."""
     lower, upper, gap_fn = search.build(jit, is_float, unsigned)
-    return jit(bind(probe_row, lower_bound=lower, upper_bound=upper, gap=gap_fn))
+    names = {"lower_bound": lower, "upper_bound": upper, "gap": gap_fn}
+    names["pick"] = jit(bind(pick, **names))
+    return jit(bind(probe_row, **names))

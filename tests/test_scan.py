@@ -96,3 +96,30 @@ def test_walk_order_is_a_stable_sort_of_the_walked_rows(kind):
     np.testing.assert_array_equal(order, expected)
     np.testing.assert_array_equal(sorted_keys, keys[expected])
     np.testing.assert_array_equal(sorted_groups, groups[expected])
+
+
+@pytest.mark.parametrize("kind", ["int", "float"])
+def test_prepared_probe_paths_agree(kind):
+    """A prepared right side probed three ways: a large batch in key order (cursor probe), a
+    large shuffled batch (radix order, then cursor probe) and small shuffled batches (one
+    binary search per row), all with null keys and groups the right side lacks."""
+    rng = np.random.default_rng(23)
+    n_left, n_right = 50_000, 30_000
+    right = _keys(rng, n_right, kind, 400)
+    right_by = rng.integers(0, 60, n_right).astype(str)
+    left = np.sort(_keys(rng, n_left, kind, 400))
+    left_by = rng.integers(0, 70, n_left).astype(str)
+    left_valid = rng.random(n_left) > 0.03
+    prepared = ag.AsofJoin(right, right_by, device="cpu")
+    shuffle = rng.permutation(n_left)
+    for options in OPTIONS:
+        on = pa.array(left, mask=~left_valid)
+        in_order = prepared.join(on, left_by, **options)
+        shuffled = prepared.join(on.take(shuffle), left_by[shuffle], **options)
+        np.testing.assert_array_equal(shuffled, in_order[shuffle], err_msg=str(options))
+        small = np.concatenate([
+            prepared.join(on.take(shuffle[k:k + 1_000]), left_by[shuffle[k:k + 1_000]],
+                          **options) for k in range(0, n_left, 1_000)])
+        np.testing.assert_array_equal(small, in_order[shuffle], err_msg=str(options))
+        scan = ag.asof_join(on, right, left_by, right_by, device="cpu", **options)
+        np.testing.assert_array_equal(scan, in_order, err_msg=str(options))

@@ -1,0 +1,94 @@
+"""The probe of a time-ordered left batch against a prepared right side, on the CPU.
+
+A per-row binary search over the whole group range touches a new stretch of the (large)
+sorted right keys at every row: a cache miss per level. When the left keys ascend (trades
+arrive in time order), each group's answer only moves forward, so each row gallops from where
+its group's previous row stopped: a few probes into cache lines that row just used.
+
+A left batch in any other order is walked in key order (``order``: its rows sorted by key,
+radix-sorted by the caller), the answers written back to each row's place. The walk splits
+into pieces that run in parallel, each with its own cursor per group (starting at the
+group's first position); the answers are those of ``probe.probe_row``.
+"""
+
+import numpy as np
+
+from . import bind, search
+from .probe import BACKWARD, FORWARD
+
+less = pick = lower_bound = upper_bound = prange = None  # filled in by build()
+
+
+def gallop_lower(keys, start, hi, x):
+    """First position in [start, hi) whose key is not below x, searching outward from start."""
+    step = 1
+    low = start
+    while start + step <= hi and less(keys[start + step - 1], x):
+        low = start + step
+        step <<= 1
+    return lower_bound(keys, low, min(start + step, hi), x)
+
+
+def gallop_upper(keys, start, hi, x):
+    """First position in [start, hi) whose key is above x, searching outward from start."""
+    step = 1
+    low = start
+    while start + step <= hi and not less(x, keys[start + step - 1]):
+        low = start + step
+        step <<= 1
+    return upper_bound(keys, low, min(start + step, hi), x)
+
+
+def probe_piece(p0, p1, order, left_keys, left_groups, offsets, right_keys, rows_last,
+                rows_first, strategy, exact, has_tol, tol, nearest_tie, no_match, cursor, out):
+    for p in range(p0, p1):
+        i = order[p]
+        g = left_groups[i]
+        lo = offsets[g]
+        hi = offsets[g + 1]
+        x = left_keys[i]
+        # Every key before the cursor is below an earlier row's key, so below x.
+        first_ge = gallop_lower(right_keys, max(cursor[g], lo), hi, x)
+        cursor[g] = first_ge
+        first_gt = first_ge
+        if (strategy != FORWARD) if exact else (strategy != BACKWARD):
+            first_gt = gallop_upper(right_keys, first_ge, hi, x)
+        b = (first_gt if exact else first_ge) - 1
+        f = first_ge if exact else first_gt
+        if strategy == BACKWARD:
+            f = hi
+        elif strategy == FORWARD:
+            b = lo - 1
+        pick(i, x, b, f, lo, hi, right_keys, rows_last, rows_first, strategy, has_tol, tol,
+             nearest_tie, no_match, out)
+
+
+def probe_sorted(order, left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
+                 strategy, exact, has_tol, tol, nearest_tie, no_match, n_pieces, out):
+    """Probe the left rows ``order`` names, in that (ascending key) order; the rest of ``out``
+    (rows without a key or group) gets ``no_match``."""
+    n = order.size
+    if n < out.size:
+        out[:] = no_match
+    n_groups = offsets.size - 1
+    cursor = np.zeros((n_pieces, n_groups), np.int64)  # 0: below every group's range
+    for t in prange(n_pieces):
+        probe_piece(t * n // n_pieces, (t + 1) * n // n_pieces, order, left_keys, left_groups,
+                    offsets, right_keys, rows_last, rows_first, strategy, exact, has_tol, tol,
+                    nearest_tie, no_match, cursor[t], out)
+
+
+def build(jit, parallel_jit, is_float, unsigned, parallel_range):
+    """Return ``probe_sorted``: helpers compiled with ``jit``, the loop over
+    pieces with ``parallel_jit`` (``parallel_range``: ``numba.prange`` there, or ``range``)."""
+    from . import probe
+
+    lower, upper, gap_fn = search.build(jit, is_float, unsigned)
+    names = {"less": jit(search.less_float if is_float else search.less_int),
+             "lower_bound": lower, "upper_bound": upper, "gap": gap_fn,
+             "prange": parallel_range}
+    names["pick"] = jit(bind(probe.pick, **names))
+    for fn in (gallop_lower, gallop_upper):
+        names[fn.__name__] = jit(bind(fn, **names))
+    names["probe_piece"] = jit(bind(probe_piece, **names))
+    return parallel_jit(bind(probe_sorted, **names))
