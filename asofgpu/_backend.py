@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .kernels import bind, cursor, probe, radix, scan
+from .kernels import bind, cursor, probe, radix, scan, take
 
 CUDA_THREADS = 256
 PARALLEL_MIN_ROWS = 16_384  # below this, the cpu backend probes on one thread
@@ -211,6 +211,32 @@ def _radix_order(rows, keys, is_float: bool, threads: int):
     if len(keys) < 2**31:  # each radix pass moves 12 bytes per row instead of 16
         rows = rows.astype(np.int32)
     return argsort_bits(bits, rows, threads), bits, low
+
+
+def check_map(gmap: np.ndarray, n_rows: int):
+    """(valid, missing, bad) of a host gather map over ``n_rows`` right rows, on all cores:
+    which entries are rows, how many are NO_MATCH, how many are neither."""
+    check, _ = _cpu_take()
+    valid = np.empty(len(gmap), dtype=np.bool_)
+    with _PARALLEL_LAUNCH:
+        missing, bad = check(gmap, n_rows, valid)
+    return valid, int(missing), int(bad)
+
+
+def take_fixed(values: np.ndarray, gmap: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``values[gmap]`` on all cores, 0 where ``valid`` is False."""
+    _, take_rows = _cpu_take()
+    out = np.empty(len(gmap), dtype=values.dtype)
+    with _PARALLEL_LAUNCH:
+        take_rows(values, gmap, valid, out)
+    return out
+
+
+@functools.cache
+def _cpu_take():
+    import numba
+
+    return take.build(_cached_njit(parallel=True), numba.prange)
 
 
 @functools.cache

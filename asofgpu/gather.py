@@ -8,12 +8,10 @@
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 import pyarrow as pa
 
+from ._backend import check_map, take_fixed
 from ._columns import device_to_numpy, is_device, to_table
 from ._types import NO_MATCH, NO_MATCH_INT64
 
@@ -50,26 +48,52 @@ def gather(right_table, gmap) -> pa.Table:
     """
     gmap = _host_map(gmap)
     table = _as_table(right_table)
-    missing = (gmap == NO_MATCH) | (gmap == NO_MATCH_INT64)
-    bad = ~missing & ((gmap < 0) | (gmap >= table.num_rows))
-    if bad.any():
+    if len(gmap) >= _PARALLEL_ROWS:
+        valid, n_missing, n_bad = check_map(gmap, table.num_rows)
+    else:
+        valid = (gmap >= 0) & (gmap < table.num_rows)
+        n_bad = int(((gmap != NO_MATCH) & (gmap != NO_MATCH_INT64) & ~valid).sum())
+        n_missing = len(gmap) - int(valid.sum()) - n_bad
+    if n_bad:
+        bad = ~valid & (gmap != NO_MATCH) & (gmap != NO_MATCH_INT64)
         at = int(np.argmax(bad))
         msg = (
             f"gmap[{at}] = {int(gmap[at])} is not a row of right_table ({table.num_rows} rows) "
             f"nor NO_MATCH"
         )
         raise IndexError(msg)
-    indices = pa.array(gmap.astype(np.int64, copy=False), mask=missing if missing.any() else None)
-    if len(gmap) >= _THREADED_ROWS and table.num_columns > 1:
-        # Arrow's take is single-threaded and releases the GIL: one column per core.
-        with ThreadPoolExecutor(max_workers=min(table.num_columns, os.cpu_count() or 1)) as pool:
-            columns = list(pool.map(lambda c: _take(c, indices), table.columns))
-    else:
-        columns = [_take(c, indices) for c in table.columns]
+    indices = None  # Arrow's take: built on first need
+    columns = []
+    for column in table.columns:
+        if len(gmap) >= _PARALLEL_ROWS and _fixed_width(column):
+            columns.append(_take_fixed(column, gmap, valid, n_missing))
+            continue
+        if indices is None:
+            indices = pa.array(gmap.astype(np.int64, copy=False),
+                               mask=None if n_missing == 0 else ~valid)
+        columns.append(_take(column, indices))
     return pa.Table.from_arrays(columns, schema=table.schema)
 
 
-_THREADED_ROWS = 1 << 16
+_PARALLEL_ROWS = 1 << 16  # below this numba's thread pool costs more than it saves
+
+
+def _fixed_width(column: pa.ChunkedArray) -> bool:
+    """Numbers and instants of 4 or 8 bytes without nulls: numpy views of their values."""
+    t = column.type
+    return column.null_count == 0 and column.num_chunks > 0 and (
+        pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t)
+        or pa.types.is_timestamp(t) or pa.types.is_duration(t))
+
+
+def _take_fixed(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray,
+                n_missing: int) -> pa.Array:
+    values = column.combine_chunks().to_numpy(zero_copy_only=True)
+    values = values.view(np.int64) if values.dtype.kind in "mM" else values
+    out = take_fixed(values, gmap, valid)
+    bitmap = None if n_missing == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(column.type, len(gmap), [bitmap, pa.py_buffer(out)],
+                                 null_count=n_missing)
 
 
 def _take(column: pa.ChunkedArray, indices: pa.Array) -> pa.ChunkedArray:

@@ -1,0 +1,44 @@
+"""The CPU gather of fixed-width payload columns by a gather map (NULLIFY), in parallel.
+
+Arrow's ``take`` runs on one core; payload columns of numbers and times without nulls of their
+own are taken here instead, every row in parallel, and rows whose map entry is not a row
+(``NO_MATCH``) become nulls.
+"""
+
+prange = None  # filled in by build()
+
+
+def check_map(gmap, n_rows, valid):
+    """Mark the map entries that are rows of the right side; return (missing, bad): how many
+    entries are a no-match sentinel (a negative 32- or 64-bit minimum) and how many are
+    neither a row nor a sentinel."""
+    missing = 0
+    bad = 0
+    for i in prange(gmap.size):
+        m = gmap[i]
+        ok = 0 <= m < n_rows
+        valid[i] = ok
+        if not ok:
+            if m == -2147483648 or m == -9223372036854775808:
+                missing += 1
+            else:
+                bad += 1
+    return missing, bad
+
+
+def take_fixed(values, gmap, valid, out):
+    for i in prange(gmap.size):
+        # Two statements, not a conditional expression: numba would unify uint64 with the
+        # literal 0 as float64 and round large values.
+        if valid[i]:
+            out[i] = values[gmap[i]]
+        else:
+            out[i] = 0
+
+
+def build(parallel_jit, parallel_range):
+    """Return ``(check_map, take_fixed)``."""
+    from . import bind
+
+    names = {"prange": parallel_range}
+    return parallel_jit(bind(check_map, **names)), parallel_jit(bind(take_fixed, **names))

@@ -1,0 +1,53 @@
+"""gather() of large maps: fixed-width columns without nulls are taken on all cores
+(kernels/take.py), everything else by Arrow's take; both must give Arrow's answer."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import asofgpu as ag
+
+N = 100_000  # above gather's parallel threshold
+
+
+def _table(rng):
+    ints = rng.integers(-2**40, 2**40, N)
+    return pa.table({
+        "f64": rng.normal(size=N),
+        "f32": pa.array(rng.normal(size=N).astype(np.float32)),
+        "i32": pa.array(ints.astype(np.int32)),
+        "u64": pa.array(ints.astype(np.uint64)),
+        "ts": pa.array(ints, pa.timestamp("ns", tz="UTC")),
+        "dur": pa.array(ints, pa.duration("us")),
+        "chunked": pa.chunked_array([ints[: N // 3], ints[N // 3:]]),
+        "with_nulls": pa.array(ints, mask=rng.random(N) < 0.1),  # Arrow's take
+        "text": pa.array(ints.astype(str)),  # Arrow's take
+        "date": pa.array(ints % 10_000, pa.int32()).cast(pa.date32()),  # Arrow's take
+    })
+
+
+@pytest.mark.parametrize("map_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("misses", [0.0, 0.3])
+def test_large_gather_equals_arrow_take(map_dtype, misses):
+    rng = np.random.default_rng(3)
+    table = _table(rng)
+    gmap = rng.integers(0, N, N).astype(map_dtype)
+    missing = rng.random(N) < misses
+    gmap[missing] = ag.NO_MATCH if map_dtype == np.int32 else np.iinfo(np.int64).min
+    got = ag.gather(table, gmap)
+    expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
+    assert got.schema == table.schema
+    for name in table.column_names:
+        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), name
+    assert got.column("f64").null_count == int(missing.sum())
+
+
+def test_large_gather_names_the_first_bad_entry():
+    table = pa.table({"x": np.arange(N, dtype=np.float64)})
+    gmap = np.zeros(N, dtype=np.int32)
+    gmap[[70_000, 80_000]] = [N, -5]
+    with pytest.raises(IndexError, match=r"gmap\[70000\] = 100000 is not a row of right_table "
+                                         r"\(100000 rows\) nor NO_MATCH"):
+        ag.gather(table, gmap)
