@@ -3,12 +3,16 @@
 Three backends run the same ``kernels/`` source:
 
 - ``python``: the identity jit, a plain loop (unit tests, pdb);
-- ``cpu``: ``numba.njit`` under a ``prange`` loop over left rows, arrays in numpy;
+- ``cpu``: ``numba.njit`` with ``prange``, arrays in numpy. A prepared probe of a batch in key
+  order (or radix-sorted into it: ``kernels/radix.py``) gallops from per-group cursors
+  (``kernels/cursor.py``); a small unordered batch binary-searches per row. One-shot joins
+  walk both sides in key order instead (``scan``, ``kernels/scan.py``). Large payload
+  gathers run here too (``kernels/take.py``);
 - ``cuda``: ``numba.cuda.jit(device=True)`` under a thin kernel, arrays in cupy (numpy under the
   CUDA simulator, ``NUMBA_ENABLE_CUDASIM=1``).
 
-Each also sorts the right side on its own device: numpy plus a numba counting sort on the host,
-cupy's stable radix sort on the device.
+Each also sorts the right side on its own device: the radix sort and a numba counting sort
+by group on the host, cupy's stable radix sort on the device.
 """
 
 from __future__ import annotations
@@ -127,12 +131,12 @@ class CpuBackend(Backend):
             threads = _threads(parallel)
             _, is_sorted = _cpu_scan(is_float, parallel)
             rows = np.flatnonzero(left_groups >= 0)
-            if len(rows) < RADIX_MIN_ROWS and not is_sorted(left_keys, rows):
-                _cpu_probe_all(is_float, parallel)(*args)  # few rows: a search each
-                return
-            # In key order each group's answers only move forward: gallop from cursors.
             if not is_sorted(left_keys, rows):
+                if len(rows) < RADIX_MIN_ROWS:
+                    _cpu_probe_all(is_float, parallel)(*args)  # few rows: a search each
+                    return
                 rows, _, _ = _radix_order(rows, left_keys, is_float, threads)
+            # In key order each group's answers only move forward: gallop from cursors.
             pieces = _pieces(parallel, threads, len(offsets) - 1)
             _cpu_cursor_probe(is_float, parallel)(rows, *args[:-1], pieces, out)
 
@@ -250,7 +254,9 @@ def _cpu_radix(parallel: bool):
 def _cpu_scan(is_float: bool, parallel: bool):
     import numba
 
-    return scan.build(_cached_njit(), _cached_njit(parallel=parallel), is_float, numba.uint64,
+    kind = "_float" if is_float else "_int"
+    return scan.build(_cached_njit(kind), _cached_njit(kind, parallel=parallel), is_float,
+                      numba.uint64,
                       numba.prange if parallel else range)
 
 
@@ -272,14 +278,15 @@ def _source_digest() -> str:
     return digest.hexdigest()[:12]
 
 
-def _cached_njit(**options):
+def _cached_njit(variant: str = "", **options):
     """``numba.njit(cache=True)`` keyed on the kernel sources: numba checks only the calling
     function's own file, so a cached probe would outlive an edit of the kernels it inlines.
     The digest in the qualified name (which names the cache file) retires it."""
     import numba
 
     # numba's cache key ignores the options too (parallel or not): they go in the name.
-    tag = "".join(f"_{k}{int(v)}" for k, v in sorted(options.items()))
+    # So does the variant (which globals a build binds, e.g. float or integer comparisons).
+    tag = variant + "".join(f"_{k}{int(v)}" for k, v in sorted(options.items()))
 
     def jit(fn):
         fn = bind(fn)  # a copy: the module's function keeps its name
@@ -302,7 +309,9 @@ def _cpu_probe_all(is_float: bool, parallel: bool):
 def _cpu_cursor_probe(is_float: bool, parallel: bool):
     import numba
 
-    return cursor.build(_cached_njit(), _cached_njit(parallel=parallel), is_float, numba.uint64,
+    kind = "_float" if is_float else "_int"
+    return cursor.build(_cached_njit(kind), _cached_njit(kind, parallel=parallel), is_float,
+                        numba.uint64,
                         numba.prange if parallel else range)
 
 

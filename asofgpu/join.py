@@ -318,6 +318,8 @@ class AsofJoin:
         out = xp.empty(n, dtype=self.map_dtype)
         if self._unsorted is not None and ambiguous == "pick":
             key, bucket = self._unsorted
+            if tick and bucket is not None:  # rows without a group are never read: unchecked
+                key = Key(key.values, bucket < self.n_groups, key.type)
             right = rescale(key, tick, "right_on", xp) if tick else key
             be.scan(key.type.physical == "float", left_key.values, groups, right.values,
                     bucket, self.n_groups, STRATEGY_CODE[strategy], exact, tol, tie_rule, out)
@@ -398,42 +400,59 @@ def asof_join(left_on, right_on, left_by=None, right_by=None, *, null_equality="
     """
     if device == "auto" and (is_device(left_on) or is_device(right_on)):
         device = "cuda"
+    if left_by is None or isinstance(left_by, GroupCodes):
+        prepared = AsofJoin(right_on, right_by, null_equality=null_equality,
+                            tie_break=tie_break, presorted=presorted, device=device,
+                            _defer_sort=True)
+        return prepared.join(left_on, left_by, **join_options)
     # Hashing strings is the largest cost of a one-shot join on the CPU: the left side's
     # are hashed into dictionaries on a second thread (Arrow releases the GIL) while this one
     # prepares the right side; the left lookup then touches only those small dictionaries.
     with ThreadPoolExecutor(max_workers=1) as pool:
-        encoding = pool.submit(_encode_early, left_by)
+        reading = pool.submit(_read_early, left_by)
         prepared = AsofJoin(right_on, right_by, null_equality=null_equality,
                             tie_break=tie_break, presorted=presorted, device=device,
                             _defer_sort=True)
-        left_by = _encoded_if_comparable(left_by, encoding.result(), prepared)
+        left_by = _encoded_if_comparable(*reading.result(), prepared)
     return prepared.join(left_on, left_by, **join_options)
 
 
 _EARLY_ENCODE_ROWS = 1 << 16
 
 
-def _encode_early(left_by) -> list | None:
-    """Large string or binary by-columns as Arrow dictionary arrays; None when there is
-    nothing to gain, or when the columns are not readable here (``join`` then reports it)."""
-    if left_by is None or isinstance(left_by, GroupCodes):
-        return None
+def _read_early(left_by):
+    """(read, encoded): left_by's columns read into Arrow once (a C stream can be read only
+    once), and the same with large string or binary columns hashed into dictionaries. A
+    column that cannot be read stays as given, for ``join`` to report in its own order."""
     try:
-        columns = [to_arrow(c, "left_by") for c in by_columns(left_by, "left_by")]
-    except Exception:  # noqa: BLE001 - join raises the same error in its own order
-        return None
-    encoded = [pc.dictionary_encode(canonical_by(c))
-               if len(c) >= _EARLY_ENCODE_ROWS and family(c.type) in ("string", "binary")
-               and not pa.types.is_dictionary(c.type) else c for c in columns]
-    return encoded if any(e is not c for e, c in zip(encoded, columns)) else None
+        given = by_columns(left_by, "left_by")
+    except Exception:  # noqa: BLE001 - join raises it
+        return left_by, None
+    read, encoded = [], []
+    for column in given:
+        try:
+            column = to_arrow(column, "left_by")
+        except Exception:  # noqa: BLE001 - join raises it
+            read.append(column)
+            encoded.append(column)
+            continue
+        read.append(column)
+        large_text = (len(column) >= _EARLY_ENCODE_ROWS and not pa.types.is_dictionary(
+            column.type) and family(column.type) in ("string", "binary"))
+        encoded.append(pc.dictionary_encode(canonical_by(column)) if large_text else column)
+    return read, encoded
 
 
-def _encoded_if_comparable(left_by, encoded: list | None, prepared: AsofJoin):
-    """The early encoding where each column has its right column's type family (else the
-    original columns, so that a type error names the types the caller passed)."""
+def _encoded_if_comparable(read, encoded, prepared: AsofJoin):
+    """The early encoding where each column has its right column's type family, else the
+    columns as read (so that a type error names the types the caller passed)."""
     groups = prepared._groups
-    if encoded is None or not isinstance(groups, Groups) or len(encoded) != len(groups.columns):
-        return left_by
+    if (encoded is None or not isinstance(groups, Groups) or len(encoded) != len(groups.columns)
+            or not all(isinstance(e, pa.ChunkedArray) for e in encoded)):
+        return read
+    if all(family(e.type) == family(r.type) for e, r in zip(encoded, groups.columns)):
+        return encoded
+    return read
     if all(family(e.type) == family(r.type) for e, r in zip(encoded, groups.columns)):
         return encoded
     return left_by

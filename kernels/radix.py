@@ -1,9 +1,9 @@
 """A stable LSD radix argsort for the CPU: the key order of shuffled sides for the merge scan.
 
 numpy's stable argsort of 64-bit keys is a timsort, several seconds for 10M random keys on
-two cores; this sorts (key, row) pairs 11 bits at a time, each pass parallel over pieces of the
+two cores; this sorts (key, row) pairs 12 bits at a time, each pass parallel over pieces of the
 input, and only over the bits the keys' range needs (a day of nanosecond timestamps: 45 bits,
-five passes). Keys arrive as ``uint64`` whose order is the wanted order (``order_bits`` turns
+four passes). Keys arrive as ``uint64`` whose order is the wanted order (``order_bits`` turns
 asofgpu's int64 and float64 keys into such).
 """
 

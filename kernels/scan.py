@@ -15,7 +15,8 @@ write of each left row's answer.
 The walk splits into ``n_chunks`` pieces of the left order that run in parallel. A piece
 starts from the per-group state of everything before it (after it, walking forward), which
 the pieces compute first, each over its own stretch of the right side, and then combine in
-a short serial pass over (pieces x groups): the carry of DISTRIBUTED.md on one machine.
+a short serial pass over (pieces x groups): the carry of asofgpu.dask's time-partitioned
+strategy, on one machine.
 """
 
 import collections

@@ -77,3 +77,36 @@ def test_objects_whose_cuda_interface_raises_are_read_through_to_arrow():
     got = ag.asof_join(np.array([5, 5]), np.array([1, 2]), column, pa.array(["b", "a"]),
                        device="cpu")
     assert got.tolist() == [1, 0]
+
+
+def test_one_shot_skips_the_overflow_check_of_right_rows_without_a_group():
+    """The one-shot path rescaled every right key to the left's finer unit, so a right row
+    dropped for its null by-key could raise OverflowError where AsofJoin answered."""
+    right_on = np.array([0, 10**10], "datetime64[s]")  # 10**10 s overflows int64 in ns
+    right_by, left_by = pa.array(["a", None]), np.array(["a"])
+    left_on = np.array([5], "datetime64[ns]")
+    assert AsofJoin(right_on, right_by, device="cpu").join(left_on, left_by).tolist() == [0]
+    assert ag.asof_join(left_on, right_on, left_by, right_by, device="cpu").tolist() == [0]
+
+
+class _ReadOnce:
+    """A column behind a C stream that can be read once (as some producers allow)."""
+
+    def __init__(self, values):
+        self.values, self.read = pa.chunked_array([values]), False
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        assert not self.read, "the stream was read twice"
+        self.read = True
+        return self.values.__arrow_c_stream__(requested_schema)
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_one_shot_reads_each_left_by_stream_once(as_text):
+    """The early encoding of left by-keys read a stream, and then join read it again."""
+    n = 70_000  # above the early-encoding threshold
+    codes = np.arange(n) % 3
+    codes = codes.astype(str) if as_text else codes
+    got = ag.asof_join(np.arange(n), np.arange(n), _ReadOnce(pa.array(codes)), codes,
+                       device="cpu")
+    np.testing.assert_array_equal(got, np.arange(n))
