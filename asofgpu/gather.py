@@ -88,7 +88,9 @@ def _fixed_width(column: pa.ChunkedArray) -> bool:
 
 def _take_fixed(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray,
                 n_missing: int) -> pa.Array:
-    values = column.combine_chunks().to_numpy(zero_copy_only=True)
+    # One chunk is read in place (combine_chunks would copy it).
+    values = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+    values = values.to_numpy(zero_copy_only=True)
     values = values.view(np.int64) if values.dtype.kind in "mM" else values
     out = take_fixed(values, gmap, valid)
     bitmap = None if n_missing == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
