@@ -250,14 +250,18 @@ def _cpu_radix(parallel: bool):
     return radix.build(_cached_njit(parallel=parallel), numba.prange if parallel else range)
 
 
-@functools.cache
-def _cpu_scan(is_float: bool, parallel: bool):
+def _build_walk(kernels, is_float: bool, parallel: bool):
+    """A kernels module's ``build`` for the cpu: helpers serial, its walks ``parallel``."""
     import numba
 
     kind = "_float" if is_float else "_int"
-    return scan.build(_cached_njit(kind), _cached_njit(kind, parallel=parallel), is_float,
-                      numba.uint64,
-                      numba.prange if parallel else range)
+    return kernels.build(_cached_njit(kind), _cached_njit(kind, parallel=parallel), is_float,
+                         numba.uint64, numba.prange if parallel else range)
+
+
+@functools.cache
+def _cpu_scan(is_float: bool, parallel: bool):
+    return _build_walk(scan, is_float, parallel)
 
 
 def _probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
@@ -307,12 +311,7 @@ def _cpu_probe_all(is_float: bool, parallel: bool):
 
 @functools.cache
 def _cpu_cursor_probe(is_float: bool, parallel: bool):
-    import numba
-
-    kind = "_float" if is_float else "_int"
-    return cursor.build(_cached_njit(kind), _cached_njit(kind, parallel=parallel), is_float,
-                        numba.uint64,
-                        numba.prange if parallel else range)
+    return _build_walk(cursor, is_float, parallel)
 
 
 @functools.cache

@@ -301,9 +301,9 @@ def test_broadcast_prepares_the_right_side_once_per_process(threads, monkeypatch
     calls = []
     original = agpd._AsofMerge.prepare
 
-    def counting(self, right_key, *args):
+    def counting(self, right_key, *args, **kwargs):
         calls.append(len(right_key))
-        return original(self, right_key, *args)
+        return original(self, right_key, *args, **kwargs)
 
     monkeypatch.setattr(agpd._AsofMerge, "prepare", counting)
     left, right = market(13)
