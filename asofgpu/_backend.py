@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .kernels import bind, cursor, probe, radix, scan, take
+from .kernels import bind, cursor, probe, radix, scan, strings, take
 
 CUDA_THREADS = 256
 PARALLEL_MIN_ROWS = 16_384  # below this, the cpu backend probes on one thread
@@ -236,6 +236,25 @@ def take_fixed(values: np.ndarray, gmap: np.ndarray, valid: np.ndarray) -> np.nd
     return out
 
 
+def dictionary_encode_text(offsets, data, bitmap, bit0: int, nulls_distinct: bool):
+    """(codes, firsts) of a string or binary column's buffers, on all cores
+    (kernels/strings.py): int32 codes in order of first appearance, -1 for nulls under
+    ``nulls_distinct``, and the first row holding each code's value."""
+    codes = np.empty(len(offsets) - 1, dtype=np.int32)
+    with _PARALLEL_LAUNCH:
+        firsts = _cpu_strings()(offsets, data, bitmap, np.int64(bit0), bool(nulls_distinct),
+                                _threads(True), codes)
+    return codes, firsts
+
+
+@functools.cache
+def _cpu_strings():
+    import numba
+
+    return strings.build(_cached_njit(inline="always"), _cached_njit(parallel=True),
+                         numba.prange)
+
+
 @functools.cache
 def _cpu_take():
     import numba
@@ -290,7 +309,8 @@ def _cached_njit(variant: str = "", **options):
 
     # numba's cache key ignores the options too (parallel or not): they go in the name.
     # So does the variant (which globals a build binds, e.g. float or integer comparisons).
-    tag = variant + "".join(f"_{k}{int(v)}" for k, v in sorted(options.items()))
+    tag = variant + "".join(f"_{k}{v if isinstance(v, str) else int(v)}"
+                            for k, v in sorted(options.items()))
 
     def jit(fn):
         fn = bind(fn)  # a copy: the module's function keeps its name

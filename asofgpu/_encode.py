@@ -1,9 +1,12 @@
 """``by`` columns -> int32 group codes: a dictionary built from the right side, the left
 looked up in it.
 
-Everything runs in Arrow's hash kernels (``dictionary_encode``, ``index_in``), never a Python
-loop over rows. Several columns are combined pairwise (``code * n + code``) and re-encoded
-after each step, so the combined codes stay dense and never overflow.
+Everything runs in hash kernels, never a Python loop over rows: Arrow's (``dictionary_encode``,
+``index_in``), and for large string and binary columns asofgpu's own on all cores
+(``kernels/strings.py``; Arrow's hash on one core was half of a one-shot join). A large left
+text column is encoded the same way and only its small dictionary is looked up. Several
+columns are combined pairwise (``code * n + code``) and re-encoded after each step, so the
+combined codes stay dense and never overflow.
 Code -1 means "no group": a null under ``null_equality="unequal"``, or (left) a value the right
 side never has.
 
@@ -80,6 +83,34 @@ def _take_codes(value_codes: np.ndarray, indices: np.ndarray, null_code: int) ->
     return table[indices]
 
 
+PARALLEL_TEXT_ROWS = 1 << 16  # below this Arrow's one-core hash is as fast
+
+
+def _parallel_text(col: pa.ChunkedArray) -> bool:
+    """Large string or binary columns (after ``canonical_by``): hashed on all cores."""
+    t = col.type
+    return len(col) >= PARALLEL_TEXT_ROWS and (
+        pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t))
+
+
+def _encode_text(col: pa.ChunkedArray, nulls_distinct: bool):
+    """(codes, dictionary) of a string or binary column: int32 codes in order of first
+    appearance, -1 for a null under ``nulls_distinct`` (else nulls are one more value)."""
+    from ._backend import dictionary_encode_text
+
+    arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    validity, offsets, data = arr.buffers()
+    width = np.int64 if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(
+        arr.type) else np.int32
+    offsets = np.frombuffer(offsets, dtype=width)[arr.offset:arr.offset + len(arr) + 1]
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
+    bitmap = (np.frombuffer(validity, dtype=np.uint8) if arr.null_count
+              else np.empty(0, np.uint8))
+    codes, firsts = dictionary_encode_text(offsets, data, bitmap, arr.offset, nulls_distinct)
+    return codes, arr.take(pa.array(firsts))
+
+
 def _dictionary_of(col: pa.ChunkedArray) -> pa.Array:
     """The shared dictionary of a unified dictionary column (empty when it has no chunks)."""
     if col.num_chunks:
@@ -101,14 +132,18 @@ class _Column:
         if pa.types.is_dictionary(col.type):
             self.dictionary, self.codes = self._encode_dictionary_column(col)
         else:
-            col = canonical_by(col)
-            enc = pc.dictionary_encode(col, null_encoding="encode" if null_equal else "mask")
-            self.dictionary = (enc.chunk(0).dictionary if enc.num_chunks
-                               else pa.array([], col.type))
-            indices = pa.chunked_array([c.indices for c in enc.chunks], pa.int32())
-            self.codes = _nulls_as(indices, NO_GROUP)
+            self.dictionary, self.codes = self._encode_values(canonical_by(col))
         null_at = np.flatnonzero(self.dictionary.is_null().to_numpy(zero_copy_only=False))
         self.null_code = int(null_at[0]) if null_equal and len(null_at) else NO_GROUP
+
+    def _encode_values(self, col: pa.ChunkedArray):
+        if _parallel_text(col):
+            codes, dictionary = _encode_text(col, nulls_distinct=not self.null_equal)
+            return dictionary, codes
+        enc = pc.dictionary_encode(col, null_encoding="encode" if self.null_equal else "mask")
+        dictionary = enc.chunk(0).dictionary if enc.num_chunks else pa.array([], col.type)
+        indices = pa.chunked_array([c.indices for c in enc.chunks], pa.int32())
+        return dictionary, _nulls_as(indices, NO_GROUP)
 
     def _encode_dictionary_column(self, col: pa.ChunkedArray):
         """Categoricals by value: encode the (small) dictionary, then map the indices."""
@@ -138,6 +173,13 @@ class _Column:
         if pa.types.is_null(col.type):  # all null
             return np.full(len(col), self.null_code, dtype=np.int32)
         col = canonical_by(col)
+        if _parallel_text(col):  # encode on all cores, then look up only the dictionary
+            codes, values = _encode_text(col, nulls_distinct=False)
+            return self._index_in(pa.chunked_array([values]))[codes]
+        return self._index_in(col)
+
+    def _index_in(self, col: pa.ChunkedArray) -> np.ndarray:
+        """Arrow's lookup of each value's position in the dictionary."""
         value_set = self.dictionary
         if value_set.type != col.type:
             value_set = value_set.cast(col.type)

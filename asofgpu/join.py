@@ -12,18 +12,16 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from . import _validate
 from ._backend import get_backend
 from ._columns import (Key, common_tick, is_device, ordered_key, rescale,
                        to_arrow, tolerance_in_ticks)
-from ._encode import Groups, canonical_by, family
+from ._encode import Groups
 from ._types import (NEAREST_TIE_CODE, NO_MATCH, NO_MATCH_INT64, STRATEGY_CODE,
                      AmbiguousMatchError)
 
@@ -400,59 +398,7 @@ def asof_join(left_on, right_on, left_by=None, right_by=None, *, null_equality="
     """
     if device == "auto" and (is_device(left_on) or is_device(right_on)):
         device = "cuda"
-    if left_by is None or isinstance(left_by, GroupCodes):
-        prepared = AsofJoin(right_on, right_by, null_equality=null_equality,
-                            tie_break=tie_break, presorted=presorted, device=device,
-                            _defer_sort=True)
-        return prepared.join(left_on, left_by, **join_options)
-    # Hashing strings is the largest cost of a one-shot join on the CPU: the left side's
-    # are hashed into dictionaries on a second thread (Arrow releases the GIL) while this one
-    # prepares the right side; the left lookup then touches only those small dictionaries.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        reading = pool.submit(_read_early, left_by)
-        prepared = AsofJoin(right_on, right_by, null_equality=null_equality,
-                            tie_break=tie_break, presorted=presorted, device=device,
-                            _defer_sort=True)
-        left_by = _encoded_if_comparable(*reading.result(), prepared)
+    prepared = AsofJoin(right_on, right_by, null_equality=null_equality, tie_break=tie_break,
+                        presorted=presorted, device=device, _defer_sort=True)
     return prepared.join(left_on, left_by, **join_options)
 
-
-_EARLY_ENCODE_ROWS = 1 << 16
-
-
-def _read_early(left_by):
-    """(read, encoded): left_by's columns read into Arrow once (a C stream can be read only
-    once), and the same with large string or binary columns hashed into dictionaries. A
-    column that cannot be read stays as given, for ``join`` to report in its own order."""
-    try:
-        given = by_columns(left_by, "left_by")
-    except Exception:  # noqa: BLE001 - join raises it
-        return left_by, None
-    read, encoded = [], []
-    for column in given:
-        try:
-            column = to_arrow(column, "left_by")
-        except Exception:  # noqa: BLE001 - join raises it
-            read.append(column)
-            encoded.append(column)
-            continue
-        read.append(column)
-        large_text = (len(column) >= _EARLY_ENCODE_ROWS and not pa.types.is_dictionary(
-            column.type) and family(column.type) in ("string", "binary"))
-        encoded.append(pc.dictionary_encode(canonical_by(column)) if large_text else column)
-    return read, encoded
-
-
-def _encoded_if_comparable(read, encoded, prepared: AsofJoin):
-    """The early encoding where each column has its right column's type family, else the
-    columns as read (so that a type error names the types the caller passed)."""
-    groups = prepared._groups
-    if (encoded is None or not isinstance(groups, Groups) or len(encoded) != len(groups.columns)
-            or not all(isinstance(e, pa.ChunkedArray) for e in encoded)):
-        return read
-    if all(family(e.type) == family(r.type) for e, r in zip(encoded, groups.columns)):
-        return encoded
-    return read
-    if all(family(e.type) == family(r.type) for e, r in zip(encoded, groups.columns)):
-        return encoded
-    return left_by

@@ -103,8 +103,8 @@ class _ReadOnce:
 
 @pytest.mark.parametrize("as_text", [False, True])
 def test_one_shot_reads_each_left_by_stream_once(as_text):
-    """The early encoding of left by-keys read a stream, and then join read it again."""
-    n = 70_000  # above the early-encoding threshold
+    """A left by-key stream is read once (an early encoding of it once read it twice)."""
+    n = 70_000  # above the parallel text encoding's threshold
     codes = np.arange(n) % 3
     codes = codes.astype(str) if as_text else codes
     got = ag.asof_join(np.arange(n), np.arange(n), _ReadOnce(pa.array(codes)), codes,

@@ -1,0 +1,132 @@
+"""The cpu dictionary encoding of string and binary by-keys (kernels/strings.py) against Arrow's
+``dictionary_encode``: the same codes (order of first appearance) and the same dictionary, for
+nulls either way, sliced arrays, values that differ only in length or in a NUL byte, long
+values, and many distinct values (the tables grow); then through ``Groups``, whose large and
+small paths must agree, and through a whole join."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import asofgpu as ag
+from asofgpu import _backend, _encode
+
+
+def _buffers(arr: pa.Array):
+    validity, offsets, data = arr.buffers()
+    large = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+    offsets = np.frombuffer(offsets, np.int64 if large else np.int32)
+    offsets = offsets[arr.offset:arr.offset + len(arr) + 1]
+    data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
+    bitmap = np.frombuffer(validity, np.uint8) if arr.null_count else np.empty(0, np.uint8)
+    return offsets, data, bitmap
+
+
+def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
+    offsets, data, bitmap = _buffers(arr)
+    codes = np.empty(len(arr), np.int32)
+    firsts = _backend._cpu_strings()(offsets, data, bitmap, np.int64(arr.offset),
+                                     nulls_distinct, n_pieces, codes)
+    return codes, arr.take(pa.array(firsts))
+
+
+def _expected(arr: pa.Array, nulls_distinct: bool):
+    enc = pc.dictionary_encode(arr, null_encoding="mask" if nulls_distinct else "encode")
+    return enc.indices.fill_null(-1).to_numpy().astype(np.int32), enc.dictionary
+
+
+def _assert_like_arrow(arr, nulls_distinct, n_pieces):
+    codes, dictionary = _encode_kernel(arr, nulls_distinct, n_pieces)
+    want_codes, want_dictionary = _expected(arr, nulls_distinct)
+    np.testing.assert_array_equal(codes, want_codes)
+    assert dictionary.equals(want_dictionary), (dictionary, want_dictionary)
+
+
+TEXT_TYPES = [pa.string(), pa.large_string(), pa.binary(), pa.large_binary()]
+# A small alphabet with NUL and a multi-byte character: many repeats, prefixes of each other.
+values = st.one_of(st.none(), st.text(alphabet="ab\x00é", max_size=12))
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(values, max_size=60), type_at=st.integers(0, 3),
+       nulls_distinct=st.booleans(), n_pieces=st.integers(1, 5), cut=st.integers(0, 5))
+def test_codes_and_dictionary_equal_arrows(rows, type_at, nulls_distinct, n_pieces, cut):
+    t = TEXT_TYPES[type_at]
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        rows = [None if v is None else v.encode() for v in rows]
+    arr = pa.array(rows, t)
+    _assert_like_arrow(arr, nulls_distinct, n_pieces)
+    _assert_like_arrow(arr.slice(min(cut, len(arr))), nulls_distinct, n_pieces)  # an offset
+
+
+@pytest.mark.parametrize("nulls_distinct", [False, True])
+def test_many_distinct_values_of_every_length(nulls_distinct):
+    """50k distinct values among 200k rows: every table grows many times; lengths 0 to 40
+    cross the 7-byte (injective) and 8-byte (word) boundaries."""
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, 50_000, 200_000)
+    widths = ids % 41
+    rows = [None if i % 997 == 0 else (str(i) * 40)[:w] for i, w in zip(ids, widths)]
+    arr = pa.array(rows, pa.large_string())
+    for n_pieces in (1, 2, 7):
+        _assert_like_arrow(arr, nulls_distinct, n_pieces)
+
+
+def test_values_that_differ_only_in_length_or_a_nul_byte():
+    rows = ["", "\x00", "\x00\x00", "a", "a\x00", "abcdefg", "abcdefg\x00", "abcdefgh",
+            "abcdefgh\x00", "", "a\x00", "abcdefgh"] * 3
+    _assert_like_arrow(pa.array(rows), nulls_distinct=True, n_pieces=3)
+
+
+def test_all_null_and_empty_columns():
+    _assert_like_arrow(pa.array([None] * 5, pa.string()), nulls_distinct=False, n_pieces=2)
+    _assert_like_arrow(pa.array([None] * 5, pa.string()), nulls_distinct=True, n_pieces=2)
+    _assert_like_arrow(pa.array([], pa.string()), nulls_distinct=True, n_pieces=2)
+
+
+@pytest.mark.parametrize("null_equal", [False, True])
+def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal):
+    """``Groups`` on text columns: the parallel path (every size) and Arrow's (no size) give
+    the same right codes, dictionary, null code and left lookup, for chunked and view
+    columns too."""
+    rng = np.random.default_rng(9)
+    symbols = np.array(["AAPL", "MSFT", "", "a\x00", "BRK.B-LONG-NAME", None], dtype=object)
+    right = pa.chunked_array([pa.array(rng.choice(symbols, 300)),
+                              pa.array(rng.choice(symbols, 200))])
+    left = pa.array(rng.choice(np.append(symbols, "ZZZ"), 400), pa.string_view())
+    results = []
+    for threshold in (0, 1 << 62):
+        monkeypatch.setattr(_encode, "PARALLEL_TEXT_ROWS", threshold)
+        groups = _encode.Groups([right], ["right_by"], null_equal=null_equal)
+        column = groups.columns[0]
+        results.append((groups.right_codes, column.dictionary, column.null_code,
+                        groups.lookup([pa.chunked_array([left])], ["left_by"])))
+    (codes, dictionary, null_code, found), (codes0, dictionary0, null_code0, found0) = results
+    np.testing.assert_array_equal(codes, codes0)
+    assert dictionary.equals(dictionary0)
+    assert null_code == null_code0
+    np.testing.assert_array_equal(found, found0)
+    assert (found == -1).any() and (found >= 0).any()
+
+
+@pytest.mark.parametrize("null_equality", ["unequal", "equal"])
+def test_a_large_join_on_text_keys_matches_the_dictionary_keys(null_equality):
+    """Above the threshold the text path runs; the same keys as Arrow dictionaries take the
+    categorical path: the maps must be equal."""
+    rng = np.random.default_rng(3)
+    n = 3 * _encode.PARALLEL_TEXT_ROWS // 2
+    names = np.array([f"SYM{i}" for i in range(300)] + [None], dtype=object)
+    right_by = pa.array(rng.choice(names, n))
+    left_by = pa.array(rng.choice(np.append(names, "NEW"), n))
+    right_on, left_on = rng.integers(0, 10**6, n), rng.integers(0, 10**6, n)
+    options = dict(null_equality=null_equality, strategy="nearest", device="cpu")
+    text = ag.asof_join(left_on, right_on, left_by, right_by, **options)
+    categorical = ag.asof_join(left_on, right_on, left_by.dictionary_encode(),
+                               right_by.dictionary_encode(), **options)
+    np.testing.assert_array_equal(text, categorical)
+    assert (text != ag.NO_MATCH).mean() > 0.9
