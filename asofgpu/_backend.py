@@ -251,8 +251,8 @@ def dictionary_encode_text(offsets, data, bitmap, bit0: int, nulls_distinct: boo
 def _cpu_strings():
     import numba
 
-    return strings.build(_cached_njit(inline="always"), _cached_njit(parallel=True),
-                         numba.prange)
+    return strings.build(_cached_njit(inline="always"), _cached_njit(),
+                         _cached_njit(parallel=True), numba.prange)
 
 
 @functools.cache
@@ -269,13 +269,14 @@ def _cpu_radix(parallel: bool):
     return radix.build(_cached_njit(parallel=parallel), numba.prange if parallel else range)
 
 
-def _build_walk(kernels, is_float: bool, parallel: bool):
+def _build_walk(kernels, is_float: bool, parallel: bool, **helper_options):
     """A kernels module's ``build`` for the cpu: helpers serial, its walks ``parallel``."""
     import numba
 
     kind = "_float" if is_float else "_int"
-    return kernels.build(_cached_njit(kind), _cached_njit(kind, parallel=parallel), is_float,
-                         numba.uint64, numba.prange if parallel else range)
+    return kernels.build(_cached_njit(kind, **helper_options),
+                         _cached_njit(kind, parallel=parallel), is_float, numba.uint64,
+                         numba.prange if parallel else range)
 
 
 @functools.cache
@@ -331,7 +332,10 @@ def _cpu_probe_all(is_float: bool, parallel: bool):
 
 @functools.cache
 def _cpu_cursor_probe(is_float: bool, parallel: bool):
-    return _build_walk(cursor, is_float, parallel)
+    # Inlined helpers: numba counts references to each array argument of a call between
+    # compiled functions, which made a 1M-row prepared probe 0.12 s instead of 0.09 s.
+    # (The scan gains nothing from it, and inlining costs compile time.)
+    return _build_walk(cursor, is_float, parallel, inline="always")
 
 
 @functools.cache

@@ -22,7 +22,7 @@ NULL_HASH = 0x243F6A8885A308D3  # nulls' hash when nulls form a value of their o
 SHORT = 7  # values of at most this many bytes hash injectively: equal hashes, equal values
 INITIAL_SLOTS = 1024
 
-prange = None  # filled in by build()
+encode_piece = merge_pieces = prange = None  # filled in by build()
 
 
 def is_valid(bitmap, bit0, i):
@@ -153,13 +153,25 @@ def dictionary_encode(offsets, data, bitmap, bit0, nulls_distinct, n_pieces, cod
     for t in prange(n_pieces):
         counts[t] = encode_piece(offsets, data, bitmap, bit0, nulls_distinct, bounds[t],
                                  bounds[t + 1], codes, local_firsts)
-    # Merge the pieces' values in piece order: codes stay in order of first appearance.
-    to_global = np.empty(n_rows, np.int32)
+    to_global, firsts = merge_pieces(offsets, data, bitmap, bit0, bounds, counts, local_firsts)
+    for t in prange(n_pieces):
+        if t > 0:  # the first piece's codes are global already
+            for i in range(bounds[t], bounds[t + 1]):
+                if codes[i] >= 0:
+                    codes[i] = to_global[bounds[t] + codes[i]]
+    return firsts
+
+
+def merge_pieces(offsets, data, bitmap, bit0, bounds, counts, local_firsts):
+    """The pieces' values merged in piece order, so that codes stay in order of first
+    appearance: (each local code's global code, at its piece's first position; the first
+    row of each global code)."""
+    to_global = np.empty(local_firsts.size, np.int32)
     firsts = np.empty(counts.sum(), np.int64)
     slots = np.full(INITIAL_SLOTS, -1, np.int32)
     hashes = np.empty(INITIAL_SLOTS, np.uint64)
     n = 0
-    for t in range(n_pieces):
+    for t in range(counts.size):
         for c in range(counts[t]):
             row = local_firsts[bounds[t] + c]
             h = hash_row(offsets, data, bitmap, bit0, row)
@@ -171,23 +183,24 @@ def dictionary_encode(offsets, data, bitmap, bit0, nulls_distinct, n_pieces, cod
                 if 2 * n > slots.size:
                     slots, hashes = grown(slots, hashes)
             to_global[bounds[t] + c] = g
-    for t in prange(n_pieces):
-        if t > 0:  # the first piece's codes are global already
-            for i in range(bounds[t], bounds[t + 1]):
-                if codes[i] >= 0:
-                    codes[i] = to_global[bounds[t] + codes[i]]
-    return firsts[:n]
+    return to_global, firsts[:n]
 
 
-def build(jit, parallel_jit, parallel_range):
-    """Return ``dictionary_encode``: its loop over pieces compiled with ``parallel_jit``
-    (``parallel_range``: ``numba.prange`` there, or ``range``), the rest with ``jit``, which
-    should inline (numba's calls between compiled functions count references to every array
-    argument: three times the time of the hashing itself)."""
+def build(inline_jit, jit, parallel_jit, parallel_range):
+    """Return ``dictionary_encode``: its loops over pieces compiled with ``parallel_jit``
+    (``parallel_range``: ``numba.prange`` there, or ``range``), the encoding of a piece and
+    its helpers with ``inline_jit``, which should inline (numba counts references to every
+    array argument of a call between compiled functions: three times the time of the
+    hashing itself; and only a piece inlined into the parallel loop runs at full speed),
+    and the merge, which sees only distinct values, with ``jit`` (inlining it too would
+    double the compile time)."""
     from . import bind
 
-    names = {"prange": parallel_range}
-    for fn in (is_valid, mix, word_at, hash_row, same_value, insert, grown, encode_piece):
-        # each calls those before it
-        names[fn.__name__] = jit(bind(fn, **names))
+    hot = {"prange": parallel_range}
+    cold = dict(hot)
+    for fn in (is_valid, mix, word_at, hash_row, same_value, insert, grown):
+        hot[fn.__name__] = inline_jit(bind(fn, **hot))  # each calls those before it
+        cold[fn.__name__] = jit(bind(fn, **cold))
+    names = {"prange": parallel_range, "encode_piece": inline_jit(bind(encode_piece, **hot)),
+             "merge_pieces": jit(bind(merge_pieces, **cold))}
     return parallel_jit(bind(dictionary_encode, **names))
