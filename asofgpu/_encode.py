@@ -84,14 +84,22 @@ def _take_codes(value_codes: np.ndarray, indices: np.ndarray, null_code: int) ->
 
 
 PARALLEL_TEXT_ROWS = 1 << 16  # below this Arrow's one-core hash is as fast
+DISTINCT_SAMPLE_ROWS = 1 << 16
 
 
 def _parallel_text(col: pa.ChunkedArray) -> bool:
-    """Large string or binary columns (after ``canonical_by``): hashed on all cores."""
+    """Large string or binary columns (after ``canonical_by``) whose values repeat, as group
+    keys do: hashed on all cores. Where most values are distinct (IDs), merging the pieces'
+    dictionaries and looking up a left dictionary as long as the column would cost twice
+    Arrow's time: a sample of the first rows decides."""
     t = col.type
-    return len(col) >= PARALLEL_TEXT_ROWS and (
-        pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t))
+    if len(col) < PARALLEL_TEXT_ROWS or not (
+            pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t)):
+        return False
+    sample = col.slice(0, DISTINCT_SAMPLE_ROWS)
+    _, values = _encode_text(sample, nulls_distinct=False)
+    return 4 * len(values) <= len(sample)
 
 
 def _encode_text(col: pa.ChunkedArray, nulls_distinct: bool):
@@ -99,7 +107,11 @@ def _encode_text(col: pa.ChunkedArray, nulls_distinct: bool):
     appearance, -1 for a null under ``nulls_distinct`` (else nulls are one more value)."""
     from ._backend import dictionary_encode_text
 
-    arr = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    if col.num_chunks == 1:
+        arr = col.chunk(0)
+    else:  # in one array; large offsets, as the chunks together may pass 2 GiB of values
+        large = pa.large_binary() if family(col.type) == "binary" else pa.large_string()
+        arr = col.cast(large).combine_chunks()
     validity, offsets, data = arr.buffers()
     width = np.int64 if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(
         arr.type) else np.int32
@@ -108,7 +120,7 @@ def _encode_text(col: pa.ChunkedArray, nulls_distinct: bool):
     bitmap = (np.frombuffer(validity, dtype=np.uint8) if arr.null_count
               else np.empty(0, np.uint8))
     codes, firsts = dictionary_encode_text(offsets, data, bitmap, arr.offset, nulls_distinct)
-    return codes, arr.take(pa.array(firsts))
+    return codes, arr.take(pa.array(firsts)).cast(col.type)
 
 
 def _dictionary_of(col: pa.ChunkedArray) -> pa.Array:

@@ -33,7 +33,10 @@ def is_valid(bitmap, bit0, i):
 
 
 def mix(x):
-    """A bijection of uint64 that spreads every input bit over the low (slot) bits."""
+    """A bijection of uint64 (each step is one) whose low (slot) bits depend on every input
+    bit: without the first shift they would see only the low bits, the first bytes of a
+    short value, and IDs sharing a prefix would crowd one run of slots."""
+    x ^= x >> np.uint64(32)
     x *= np.uint64(MIX)
     return x ^ (x >> np.uint64(29))
 
@@ -119,6 +122,9 @@ def grown(slots, hashes):
 def encode_piece(offsets, data, bitmap, bit0, nulls_distinct, lo, hi, codes, firsts):
     """Local codes of rows lo..hi in order of first appearance, written to ``codes``; the
     row of each local code's first appearance to ``firsts[lo:]``. Returns how many."""
+    # Inlined into a parallel loop, numba allocates these once per thread, not per piece:
+    # right, since the slots are refilled for each piece and a hash is read only behind a
+    # filled slot.
     slots = np.full(INITIAL_SLOTS, -1, np.int32)
     hashes = np.empty(INITIAL_SLOTS, np.uint64)
     rows_of = firsts[lo:hi]

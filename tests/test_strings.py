@@ -90,15 +90,20 @@ def test_all_null_and_empty_columns():
 
 
 @pytest.mark.parametrize("null_equal", [False, True])
-def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal):
+@pytest.mark.parametrize("layout", ["chunked", "sliced"])
+def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
     """``Groups`` on text columns: the parallel path (every size) and Arrow's (no size) give
-    the same right codes, dictionary, null code and left lookup, for chunked and view
-    columns too."""
+    the same right codes, dictionary, null code and left lookup, for chunked, sliced (an
+    offset into the values and the validity bits) and view columns."""
     rng = np.random.default_rng(9)
     symbols = np.array(["AAPL", "MSFT", "", "a\x00", "BRK.B-LONG-NAME", None], dtype=object)
-    right = pa.chunked_array([pa.array(rng.choice(symbols, 300)),
-                              pa.array(rng.choice(symbols, 200))])
-    left = pa.array(rng.choice(np.append(symbols, "ZZZ"), 400), pa.string_view())
+    if layout == "chunked":
+        right = pa.chunked_array([pa.array(rng.choice(symbols, 300)),
+                                  pa.array(rng.choice(symbols, 200))])
+        left = pa.array(rng.choice(np.append(symbols, "ZZZ"), 400), pa.string_view())
+    else:
+        right = pa.chunked_array([pa.array(rng.choice(symbols, 513)).slice(13)])
+        left = pa.array(rng.choice(np.append(symbols, "ZZZ"), 411), pa.large_string())[11:]
     results = []
     for threshold in (0, 1 << 62):
         monkeypatch.setattr(_encode, "PARALLEL_TEXT_ROWS", threshold)
@@ -112,6 +117,16 @@ def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal):
     assert null_code == null_code0
     np.testing.assert_array_equal(found, found0)
     assert (found == -1).any() and (found >= 0).any()
+
+
+def test_mostly_distinct_values_take_arrows_path(monkeypatch):
+    """IDs, nearly all distinct, would merge and look up column-long dictionaries: Arrow's
+    one-core hash is faster there, and a sample of the first rows sends them to it."""
+    monkeypatch.setattr(_encode, "PARALLEL_TEXT_ROWS", 0)
+    ids = pa.chunked_array([pa.array([f"ID{i}" for i in range(1000)])])
+    tickers = pa.chunked_array([pa.array([f"T{i % 200}" for i in range(1000)])])
+    assert not _encode._parallel_text(ids)
+    assert _encode._parallel_text(tickers)
 
 
 @pytest.mark.parametrize("null_equality", ["unequal", "equal"])
