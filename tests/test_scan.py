@@ -123,3 +123,36 @@ def test_prepared_probe_paths_agree(kind):
         np.testing.assert_array_equal(small, in_order[shuffle], err_msg=str(options))
         scan = ag.asof_join(on, right, left_by, right_by, device="cpu", **options)
         np.testing.assert_array_equal(scan, in_order, err_msg=str(options))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64, np.uint64])
+def test_prefetch_is_only_a_hint(dtype):
+    """The cursor probe's cache hint compiles for every array it is given, changes nothing
+    and does not fault on the last element."""
+    import numba
+
+    from asofgpu._prefetch import prefetch
+
+    @numba.njit
+    def total(values):
+        s = values[0] - values[0]
+        for i in range(values.size):
+            prefetch(values, min(i + 8, values.size - 1))
+            s += values[i]
+        return s
+
+    values = np.arange(1, 100, dtype=dtype)
+    assert total(values) == values.sum()
+
+
+def test_prefetch_refuses_what_is_not_a_1d_array():
+    import numba
+
+    from asofgpu._prefetch import prefetch
+
+    @numba.njit
+    def hint(values):
+        prefetch(values, 0)
+
+    with pytest.raises(numba.core.errors.TypingError, match="prefetch"):
+        hint(np.zeros((2, 2)))
