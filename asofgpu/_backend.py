@@ -228,13 +228,20 @@ def check_map(gmap: np.ndarray, n_rows: int):
     return valid, int(missing), int(bad)
 
 
-def take_fixed(values: np.ndarray, gmap: np.ndarray, valid: np.ndarray) -> np.ndarray:
-    """``values[gmap]`` on all cores, 0 where ``valid`` is False."""
+def take_fixed(values: np.ndarray, gmap: np.ndarray, valid: np.ndarray):
+    """``values[gmap]`` on all cores, 0 where ``valid`` is False, in a ``pyarrow.Buffer``.
+
+    The buffer comes from Arrow's memory pool, which keeps freed pages: a service that
+    gathers again and again writes into memory it already has, not into fresh pages (the
+    first write to each fresh page costs a fault: 2 ms of an 8 MB column's 6 ms here).
+    """
+    import pyarrow as pa
+
     _, take_rows = _cpu_take()
-    out = np.empty(len(gmap), dtype=values.dtype)
+    buffer = pa.allocate_buffer(len(gmap) * values.dtype.itemsize)
     with _PARALLEL_LAUNCH:
-        take_rows(values, gmap, valid, out)
-    return out
+        take_rows(values, gmap, valid, np.frombuffer(buffer, dtype=values.dtype))
+    return buffer
 
 
 def dictionary_encode_text(offsets, data, bitmap, bit0: int, nulls_distinct: bool):

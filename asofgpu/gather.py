@@ -94,7 +94,7 @@ def _take_fixed(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray,
     values = values.view(np.int64) if values.dtype.kind in "mM" else values
     out = take_fixed(values, gmap, valid)
     bitmap = None if n_missing == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(column.type, len(gmap), [bitmap, pa.py_buffer(out)],
+    return pa.Array.from_buffers(column.type, len(gmap), [bitmap, out],
                                  null_count=n_missing)
 
 
