@@ -250,9 +250,27 @@ def dictionary_encode_text(offsets, data, bitmap, bit0: int, nulls_distinct: boo
     ``nulls_distinct``, and the first row holding each code's value."""
     codes = np.empty(len(offsets) - 1, dtype=np.int32)
     with _PARALLEL_LAUNCH:
-        firsts = _cpu_strings()(offsets, data, bitmap, np.int64(bit0), bool(nulls_distinct),
-                                _threads(True), codes)
+        firsts = _cpu_strings()[0](offsets, data, bitmap, np.int64(bit0),
+                                   bool(nulls_distinct), _threads(True), codes)
     return codes, firsts
+
+
+def text_lookup_table(offsets, data, bitmap, bit0: int):
+    """The hash table of a string or binary dictionary (distinct values), for
+    ``lookup_text``: (slots, hashes)."""
+    return _cpu_strings()[1](offsets, data, bitmap, np.int64(bit0))
+
+
+def lookup_text(table, offsets, data, bitmap, bit0: int, null_code: int) -> np.ndarray:
+    """int32 positions of a string or binary column's values in a dictionary, on all cores:
+    ``table`` is (the dictionary's offsets, its bytes, ``text_lookup_table`` of it); -1 for a
+    value the dictionary lacks, ``null_code`` for a null."""
+    table_offsets, table_data, (slots, hashes) = table
+    codes = np.empty(len(offsets) - 1, dtype=np.int32)
+    with _PARALLEL_LAUNCH:
+        _cpu_strings()[2](table_offsets, table_data, slots, hashes, offsets, data, bitmap,
+                          np.int64(bit0), np.int32(null_code), codes)
+    return codes
 
 
 @functools.cache

@@ -4,7 +4,7 @@ looked up in it.
 Everything runs in hash kernels, never a Python loop over rows: Arrow's (``dictionary_encode``,
 ``index_in``), and for large string and binary columns asofgpu's own on all cores
 (``kernels/strings.py``; Arrow's hash on one core was half of a one-shot join). A large left
-text column is encoded the same way and only its small dictionary is looked up. Several
+text column is looked up on all cores in a hash table of the right's dictionary. Several
 columns are combined pairwise (``code * n + code``) and re-encoded after each step, so the
 combined codes stay dense and never overflow.
 Code -1 means "no group": a null under ``null_equality="unequal"``, or (left) a value the right
@@ -88,10 +88,10 @@ DISTINCT_SAMPLE_ROWS = 1 << 16
 
 
 def _parallel_text(col: pa.ChunkedArray) -> bool:
-    """Large string or binary columns (after ``canonical_by``) whose values repeat, as group
-    keys do: hashed on all cores. Where most values are distinct (IDs), merging the pieces'
-    dictionaries and looking up a left dictionary as long as the column would cost twice
-    Arrow's time: a sample of the first rows decides."""
+    """Large right string or binary columns (after ``canonical_by``) whose values repeat, as
+    group keys do: encoded on all cores. Where most values are distinct (IDs), merging the
+    pieces' dictionaries would cost more than Arrow's one-core encoding: a sample of the
+    first rows decides."""
     t = col.type
     if len(col) < PARALLEL_TEXT_ROWS or not (
             pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
@@ -102,16 +102,22 @@ def _parallel_text(col: pa.ChunkedArray) -> bool:
     return 4 * len(values) <= len(sample)
 
 
-def _encode_text(col: pa.ChunkedArray, nulls_distinct: bool):
-    """(codes, dictionary) of a string or binary column: int32 codes in order of first
-    appearance, -1 for a null under ``nulls_distinct`` (else nulls are one more value)."""
-    from ._backend import dictionary_encode_text
+def _is_text(t: pa.DataType) -> bool:
+    """String and binary types the text kernels read (views are cast by ``canonical_by``)."""
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t))
 
-    if col.num_chunks == 1:
+
+def _text_buffers(col: pa.ChunkedArray, large: bool = False):
+    """(array, offsets, bytes, validity bitmap) of a string or binary column in one array,
+    as numpy views for kernels/strings.py; the bitmap is empty without nulls and starts at
+    bit ``array.offset``. Several chunks (which together may pass 2 GiB of values), or
+    ``large``, give 64-bit offsets."""
+    if col.num_chunks == 1 and not large:
         arr = col.chunk(0)
-    else:  # in one array; large offsets, as the chunks together may pass 2 GiB of values
-        large = pa.large_binary() if family(col.type) == "binary" else pa.large_string()
-        arr = col.cast(large).combine_chunks()
+    else:
+        as_large = pa.large_binary() if family(col.type) == "binary" else pa.large_string()
+        arr = col.cast(as_large).combine_chunks()
     validity, offsets, data = arr.buffers()
     width = np.int64 if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(
         arr.type) else np.int32
@@ -119,6 +125,15 @@ def _encode_text(col: pa.ChunkedArray, nulls_distinct: bool):
     data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
     bitmap = (np.frombuffer(validity, dtype=np.uint8) if arr.null_count
               else np.empty(0, np.uint8))
+    return arr, offsets, data, bitmap
+
+
+def _encode_text(col: pa.ChunkedArray, nulls_distinct: bool):
+    """(codes, dictionary) of a string or binary column: int32 codes in order of first
+    appearance, -1 for a null under ``nulls_distinct`` (else nulls are one more value)."""
+    from ._backend import dictionary_encode_text
+
+    arr, offsets, data, bitmap = _text_buffers(col)
     codes, firsts = dictionary_encode_text(offsets, data, bitmap, arr.offset, nulls_distinct)
     return codes, arr.take(pa.array(firsts)).cast(col.type)
 
@@ -147,6 +162,7 @@ class _Column:
             self.dictionary, self.codes = self._encode_values(canonical_by(col))
         null_at = np.flatnonzero(self.dictionary.is_null().to_numpy(zero_copy_only=False))
         self.null_code = int(null_at[0]) if null_equal and len(null_at) else NO_GROUP
+        self._text_table = None  # a text dictionary's hash table, built on first lookup
 
     def _encode_values(self, col: pa.ChunkedArray):
         if _parallel_text(col):
@@ -185,10 +201,23 @@ class _Column:
         if pa.types.is_null(col.type):  # all null
             return np.full(len(col), self.null_code, dtype=np.int32)
         col = canonical_by(col)
-        if _parallel_text(col):  # encode on all cores, then look up only the dictionary
-            codes, values = _encode_text(col, nulls_distinct=False)
-            return self._index_in(pa.chunked_array([values]))[codes]
+        if len(col) >= PARALLEL_TEXT_ROWS and _is_text(col.type) and _is_text(
+                self.dictionary.type):
+            return self._lookup_text(col)
         return self._index_in(col)
+
+    def _lookup_text(self, col: pa.ChunkedArray) -> np.ndarray:
+        """Each row's value looked up on all cores in a hash table of the dictionary, built
+        once (a prepared join probes again and again)."""
+        from ._backend import lookup_text, text_lookup_table
+
+        if self._text_table is None:
+            dictionary, offsets, data, bitmap = _text_buffers(
+                pa.chunked_array([self.dictionary]), large=True)
+            self._text_table = (offsets, data,
+                                text_lookup_table(offsets, data, bitmap, dictionary.offset))
+        arr, offsets, data, bitmap = _text_buffers(col)
+        return lookup_text(self._text_table, offsets, data, bitmap, arr.offset, self.null_code)
 
     def _index_in(self, col: pa.ChunkedArray) -> np.ndarray:
         """Arrow's lookup of each value's position in the dictionary."""

@@ -9,6 +9,9 @@ are kept per slot, so that most mismatches never compare bytes; values of up to 
 of first appearance, as Arrow's do; ``firsts`` names the row where each value first appears,
 so the caller takes the dictionary with one small ``take``.
 
+The left side of a join needs no dictionary of its own: ``lookup_table`` builds a table of the
+right side's dictionary once, and ``lookup`` finds each left row's value in it on all cores.
+
 A column arrives as Arrow's buffers: ``offsets`` (the column's slice of them, one more than
 its rows), ``data`` (bytes) and ``bitmap`` (validity bits from bit ``bit0``, or empty when
 the column has no nulls).
@@ -84,6 +87,22 @@ def same_value(offsets, data, bitmap, bit0, a, b):
         return True
     for k in range(n):
         if data[a0 + k] != data[b0 + k]:
+            return False
+    return True
+
+
+def same_across(offsets, data, i, table_offsets, table_data, c):
+    """Whether row i of a column and value c of a table, whose hashes are equal, hold the
+    same bytes."""
+    a0 = np.int64(offsets[i])
+    b0 = np.int64(table_offsets[c])
+    n = np.int64(offsets[i + 1]) - a0
+    if np.int64(table_offsets[c + 1]) - b0 != n:
+        return False
+    if n <= SHORT:  # equal hashes and lengths: equal bytes
+        return True
+    for k in range(n):
+        if data[a0 + k] != table_data[b0 + k]:
             return False
     return True
 
@@ -192,6 +211,49 @@ def merge_pieces(offsets, data, bitmap, bit0, bounds, counts, local_firsts):
     return to_global, firsts[:n]
 
 
+def lookup_table(offsets, data, bitmap, bit0):
+    """(slots, hashes): an open-addressing table of a column of distinct values (a
+    dictionary), each value's slot holding its position; nulls left out."""
+    n = offsets.size - 1
+    size = INITIAL_SLOTS
+    while size < 2 * n:
+        size *= 2
+    slots = np.full(size, -1, np.int32)
+    hashes = np.empty(size, np.uint64)
+    mask = np.uint64(size - 1)
+    for c in range(n):
+        if not is_valid(bitmap, bit0, c):
+            continue
+        h = hash_row(offsets, data, bitmap, bit0, c)
+        k = h & mask
+        while slots[k] >= 0:  # distinct values: a taken slot never holds this one
+            k = (k + np.uint64(1)) & mask
+        slots[k] = c
+        hashes[k] = h
+    return slots, hashes
+
+
+def lookup(table_offsets, table_data, slots, hashes, offsets, data, bitmap, bit0, null_code,
+           codes):
+    """``codes[i]``: the position in the table's dictionary of row i's value, NULL where it
+    has none, ``null_code`` where the row is null."""
+    mask = np.uint64(slots.size - 1)
+    for i in prange(codes.size):
+        if not is_valid(bitmap, bit0, i):
+            codes[i] = null_code
+            continue
+        h = hash_row(offsets, data, bitmap, bit0, i)
+        k = h & mask
+        code = NULL
+        while slots[k] >= 0:
+            c = slots[k]
+            if hashes[k] == h and same_across(offsets, data, i, table_offsets, table_data, c):
+                code = c
+                break
+            k = (k + np.uint64(1)) & mask
+        codes[i] = code
+
+
 def build(inline_jit, jit, parallel_jit, parallel_range):
     """Return ``dictionary_encode``: its loops over pieces compiled with ``parallel_jit``
     (``parallel_range``: ``numba.prange`` there, or ``range``), the encoding of a piece and
@@ -199,14 +261,18 @@ def build(inline_jit, jit, parallel_jit, parallel_range):
     array argument of a call between compiled functions: three times the time of the
     hashing itself; and only a piece inlined into the parallel loop runs at full speed),
     and the merge, which sees only distinct values, with ``jit`` (inlining it too would
-    double the compile time)."""
+    double the compile time).
+
+    Also returns ``lookup_table`` (serial: a dictionary's values) and ``lookup`` (parallel:
+    a column's rows looked up in that table), for the left side of a prepared join."""
     from . import bind
 
     hot = {"prange": parallel_range}
     cold = dict(hot)
-    for fn in (is_valid, mix, word_at, hash_row, same_value, insert, grown):
+    for fn in (is_valid, mix, word_at, hash_row, same_value, same_across, insert, grown):
         hot[fn.__name__] = inline_jit(bind(fn, **hot))  # each calls those before it
         cold[fn.__name__] = jit(bind(fn, **cold))
     names = {"prange": parallel_range, "encode_piece": inline_jit(bind(encode_piece, **hot)),
              "merge_pieces": jit(bind(merge_pieces, **cold))}
-    return parallel_jit(bind(dictionary_encode, **names))
+    return (parallel_jit(bind(dictionary_encode, **names)), jit(bind(lookup_table, **cold)),
+            parallel_jit(bind(lookup, **hot)))

@@ -1,7 +1,8 @@
 """The cpu dictionary encoding of string and binary by-keys (kernels/strings.py) against Arrow's
 ``dictionary_encode``: the same codes (order of first appearance) and the same dictionary, for
 nulls either way, sliced arrays, values that differ only in length or in a NUL byte, long
-values, and many distinct values (the tables grow); then through ``Groups``, whose large and
+values, and many distinct values (the tables grow); the lookup of a column's values in a
+dictionary's table against Arrow's ``index_in``; then through ``Groups``, whose large and
 small paths must agree, and through a whole join."""
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ def _buffers(arr: pa.Array):
 def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
     offsets, data, bitmap = _buffers(arr)
     codes = np.empty(len(arr), np.int32)
-    firsts = _backend._cpu_strings()(offsets, data, bitmap, np.int64(arr.offset),
-                                     nulls_distinct, n_pieces, codes)
+    firsts = _backend._cpu_strings()[0](offsets, data, bitmap, np.int64(arr.offset),
+                                        nulls_distinct, n_pieces, codes)
     return codes, arr.take(pa.array(firsts))
 
 
@@ -89,6 +90,47 @@ def test_all_null_and_empty_columns():
     _assert_like_arrow(pa.array([], pa.string()), nulls_distinct=True, n_pieces=2)
 
 
+@settings(max_examples=150, deadline=None)
+@given(dictionary=st.lists(values, max_size=40, unique=True),
+       rows=st.lists(st.one_of(values, st.text(alphabet="abc", min_size=8, max_size=20)),
+                     max_size=60),
+       types=st.tuples(st.integers(0, 3), st.integers(0, 3)), null_code=st.integers(-1, 5),
+       cut=st.integers(0, 5))
+def test_lookup_in_a_dictionary_equals_arrows_index_in(dictionary, rows, types, null_code,
+                                                       cut):
+    """Each row's position in a dictionary of distinct values, -1 where it has none and the
+    given code for nulls; dictionary and column of either offset width, column sliced."""
+    table_type, column_type = TEXT_TYPES[types[0] & 1], TEXT_TYPES[types[1] & 1]
+    if types[0] >= 2:  # both binary
+        table_type, column_type = TEXT_TYPES[2 + (types[0] & 1)], TEXT_TYPES[2 + (types[1] & 1)]
+        dictionary = [None if v is None else v.encode() for v in dictionary]
+        rows = [None if v is None else v.encode() for v in rows]
+    dictionary = pa.array(dictionary, table_type)
+    column = pa.array(rows, column_type)
+    column = column.slice(min(cut, len(column)))
+    offsets, data, bitmap = _buffers(dictionary)
+    table = (offsets, data, _backend.text_lookup_table(offsets, data, bitmap,
+                                                        dictionary.offset))
+    found = _backend.lookup_text(table, *_buffers(column), column.offset, null_code)
+    want = pc.index_in(column, value_set=dictionary.cast(column_type), skip_nulls=True)
+    want = want.fill_null(-1).to_numpy().astype(np.int32)
+    want[column.is_null().to_numpy(zero_copy_only=False)] = null_code
+    np.testing.assert_array_equal(found, want)
+
+
+def test_lookup_of_long_values_that_share_a_prefix():
+    """Values past 8 bytes hash word by word and compare their bytes: values that differ only
+    in their last byte, or only in length, are told apart."""
+    words = [("x" * n) + tail for n in (7, 8, 9, 15, 16, 17, 40) for tail in ("", "a", "b")]
+    dictionary = pa.array(words[::2], pa.large_string())
+    offsets, data, bitmap = _buffers(dictionary)
+    table = (offsets, data, _backend.text_lookup_table(offsets, data, bitmap, 0))
+    column = pa.array(words * 3)
+    found = _backend.lookup_text(table, *_buffers(column), 0, -1)
+    want = pc.index_in(column, value_set=dictionary.cast(pa.string())).fill_null(-1)
+    np.testing.assert_array_equal(found, want.to_numpy())
+
+
 @pytest.mark.parametrize("null_equal", [False, True])
 @pytest.mark.parametrize("layout", ["chunked", "sliced"])
 def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
@@ -120,7 +162,7 @@ def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
 
 
 def test_mostly_distinct_values_take_arrows_path(monkeypatch):
-    """IDs, nearly all distinct, would merge and look up column-long dictionaries: Arrow's
+    """IDs, nearly all distinct, would merge column-long dictionaries: Arrow's
     one-core hash is faster there, and a sample of the first rows sends them to it."""
     monkeypatch.setattr(_encode, "PARALLEL_TEXT_ROWS", 0)
     ids = pa.chunked_array([pa.array([f"ID{i}" for i in range(1000)])])
