@@ -50,6 +50,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import inspect
+import numbers
 import os
 import re
 import sys
@@ -379,10 +380,12 @@ def _duration_ns(tolerance) -> int:
 
 
 def _number(tolerance):
+    """A numeric tolerance as given (int, float, Decimal, Fraction: converted exactly for
+    the key's type later), or a date or time's physical value, as polars reads them."""
     if isinstance(tolerance, (bool, np.bool_, int, np.integer)):
         return int(tolerance)
-    if isinstance(tolerance, (float, np.floating, decimal.Decimal)):
-        return float(tolerance)
+    if isinstance(tolerance, (numbers.Real, decimal.Decimal)):
+        return tolerance
     if isinstance(tolerance, (datetime.date, datetime.time)):  # polars reads their physical value
         return pl.Series([tolerance]).to_physical()[0]
     msg = "could not extract number from any-value of dtype: 'Object'"
@@ -402,10 +405,12 @@ def _tolerance(tolerance, dtype):
     value = _number(tolerance)
     if dtype.is_float():
         return abs(float(value))
-    if isinstance(value, float) and not np.isfinite(value):
+    if not isinstance(value, int) and not np.isfinite(float(value)):
         msg = "could not extract number from any-value of dtype: 'Float64'"
         raise ComputeError(msg)
-    return min(abs(int(value)), _U64_MAX)  # int() truncates a float toward zero, as polars
+    # int() truncates toward zero, as polars does; exactly, for a Decimal or a Fraction
+    # (through float, 3.9999999999999999 would round up to 4).
+    return min(abs(int(value)), _U64_MAX)
 
 
 # --------------------------------------------------------------------------- the result

@@ -13,6 +13,7 @@ import warnings
 import zlib
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -682,8 +683,14 @@ def test_duration_strings_and_numbers_in_the_physical_unit():
     ints_right = pl.DataFrame({"t": pl.Series([7, 19], dtype=pl.Int8), "v": [1, 2]})
     for tolerance, n in [(3, 2), (2, 1), (300, 2), (-3, 2), (2.9, 1), (-2.9, 1), (True, 1),
                          (False, 0), (np.int64(3), 2), (np.float32(2.5), 1), (Decimal("3.5"), 2),
-                         (date(1970, 1, 4), 2), (time(0, 0, 0, 2), 2)]:
+                         (Decimal("2.9999999999999999"), 1), (Fraction(7, 2), 2),
+                         (Fraction(-5, 2), 1), (date(1970, 1, 4), 2), (time(0, 0, 0, 2), 2)]:
         got = _same(ints, ints_right, on="t", tolerance=tolerance)
+        assert got is None or got["v"].count() == n, tolerance
+    floats = pl.DataFrame({"t": [10.0, 20.0]})
+    floats_right = pl.DataFrame({"t": [9.7, 19.5], "v": [1, 2]})
+    for tolerance, n in [(Fraction(1, 3), 1), (Decimal("0.5"), 2), (Decimal("0.25"), 0)]:
+        got = _same(floats, floats_right, on="t", tolerance=tolerance)
         assert got is None or got["v"].count() == n, tolerance
 
 
