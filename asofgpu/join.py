@@ -313,7 +313,7 @@ class AsofJoin:
         groups = self._left_groups(left_by, n)
         if left_key.valid is not None:
             groups = xp.where(left_key.valid, groups, -1).astype(np.int32, copy=False)
-        out = xp.empty(n, dtype=self.map_dtype)
+        out = be.empty(n, self.map_dtype)
         if self._unsorted is not None and ambiguous == "pick":
             key, bucket = self._unsorted
             if tick and bucket is not None:  # rows without a group are never read: unchecked

@@ -58,9 +58,10 @@ def take_int32(values, rows, out):
         out[p] = values[rows[p]]
 
 
-def argsort_bits(bits, rows, n_pieces):
+def argsort_bits(bits, rows, n_pieces, spare_bits, spare_rows):
     """``rows`` reordered by ``bits`` (stable: equal keys keep their order in ``rows``);
-    ``bits`` is sorted in place alongside."""
+    ``bits`` is sorted in place alongside. The passes alternate between the arrays and the
+    caller's spares (of the same sizes): the result is ``rows`` or ``spare_rows``."""
     n = bits.size
     high = np.uint64(0)
     for p in range(n):
@@ -74,8 +75,8 @@ def argsort_bits(bits, rows, n_pieces):
         bounds[t] = t * n // n_pieces
     mask = np.uint64(RADIX - 1)
     counts = np.zeros((n_pieces, RADIX), np.int64)
-    src_bits, src_rows = bits, rows.copy()
-    dst_bits, dst_rows = np.empty_like(bits), np.empty_like(rows)
+    src_bits, src_rows = bits, rows
+    dst_bits, dst_rows = spare_bits, spare_rows
     for k in range(passes):
         shift = np.uint64(k * DIGIT_BITS)
         for t in prange(n_pieces):

@@ -165,15 +165,16 @@ def encode_piece(offsets, data, bitmap, bit0, nulls_distinct, lo, hi, codes, fir
     return n
 
 
-def dictionary_encode(offsets, data, bitmap, bit0, nulls_distinct, n_pieces, codes):
+def dictionary_encode(offsets, data, bitmap, bit0, nulls_distinct, n_pieces, codes,
+                      local_firsts):
     """Fill ``codes`` (int32 per row; NULL for a null under ``nulls_distinct``, else nulls
-    are one more value) and return ``firsts``: the first row of each code's value."""
+    are one more value) and return ``firsts``: the first row of each code's value.
+    ``local_firsts`` (int64, one per row) is scratch."""
     n_rows = codes.size
     n_pieces = max(1, min(n_pieces, n_rows))
     bounds = np.empty(n_pieces + 1, np.int64)
     for t in range(n_pieces + 1):
         bounds[t] = t * n_rows // n_pieces
-    local_firsts = np.empty(n_rows, np.int64)
     counts = np.zeros(n_pieces, np.int64)
     for t in prange(n_pieces):
         counts[t] = encode_piece(offsets, data, bitmap, bit0, nulls_distinct, bounds[t],

@@ -156,3 +156,13 @@ def test_prefetch_refuses_what_is_not_a_1d_array():
 
     with pytest.raises(numba.core.errors.TypingError, match="prefetch"):
         hint(np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("span", [1, 2**8, 2**12, 2**20, 2**40])
+def test_radix_argsort_for_every_number_of_passes(span):
+    """The passes alternate between the sort's arrays and its spares: an even or odd number
+    of them (none when all keys are equal) must leave the sorted rows where it says."""
+    rng = np.random.default_rng(span)
+    keys = rng.integers(0, span, 70_000) + 10**12
+    order = _backend.CpuBackend().stable_argsort(keys)
+    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))

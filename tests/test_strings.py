@@ -32,7 +32,8 @@ def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
     offsets, data, bitmap = _buffers(arr)
     codes = np.empty(len(arr), np.int32)
     firsts = _backend._cpu_strings()[0](offsets, data, bitmap, np.int64(arr.offset),
-                                        nulls_distinct, n_pieces, codes)
+                                        nulls_distinct, n_pieces, codes,
+                                        np.empty(len(arr), np.int64))
     return codes, arr.take(pa.array(firsts))
 
 
