@@ -182,21 +182,23 @@ def dictionary_encode(offsets, data, bitmap, bit0, nulls_distinct, n_pieces, cod
     to_global, firsts = merge_pieces(offsets, data, bitmap, bit0, bounds, counts, local_firsts)
     for t in prange(n_pieces):
         if t > 0:  # the first piece's codes are global already
+            start = counts[:t].sum()
             for i in range(bounds[t], bounds[t + 1]):
                 if codes[i] >= 0:
-                    codes[i] = to_global[bounds[t] + codes[i]]
+                    codes[i] = to_global[start + codes[i]]
     return firsts
 
 
 def merge_pieces(offsets, data, bitmap, bit0, bounds, counts, local_firsts):
     """The pieces' values merged in piece order, so that codes stay in order of first
-    appearance: (each local code's global code, at its piece's first position; the first
+    appearance: (each local code's global code, the pieces' one after another; the first
     row of each global code)."""
-    to_global = np.empty(local_firsts.size, np.int32)
+    to_global = np.empty(counts.sum(), np.int32)
     firsts = np.empty(counts.sum(), np.int64)
     slots = np.full(INITIAL_SLOTS, -1, np.int32)
     hashes = np.empty(INITIAL_SLOTS, np.uint64)
     n = 0
+    start = 0
     for t in range(counts.size):
         for c in range(counts[t]):
             row = local_firsts[bounds[t] + c]
@@ -208,7 +210,8 @@ def merge_pieces(offsets, data, bitmap, bit0, bounds, counts, local_firsts):
                 n += 1
                 if 2 * n > slots.size:
                     slots, hashes = grown(slots, hashes)
-            to_global[bounds[t] + c] = g
+            to_global[start + c] = g
+        start += counts[t]
     return to_global, firsts[:n]
 
 
