@@ -195,7 +195,7 @@ def _right_indexer(op, left, right, direction: str, exact: bool):
     import pandas as pd
     import pylibcudf as plc
 
-    from .pandas import (_float_arithmetic_matters, _is_temporal, _join_values,
+    from .pandas import (_float_arithmetic_matters, _is_temporal, _join_values, _kernel_array,
                          _kernel_tolerance, _unit)
 
     left_proxy, right_proxy = op._on_values("left"), op._on_values("right")
@@ -208,9 +208,11 @@ def _right_indexer(op, left, right, direction: str, exact: bool):
     lkey = _key(left, None if op.left_index else op.left_on[-1], op.left_index)
     rkey = _key(right, None if op.right_index else op.right_on[-1], op.right_index)
     _check_on(lkey, "left")
-    kernel_dtype = _join_values(left_proxy, "left").dtype  # pandas' type errors, no data
     _check_on(rkey, "right")
-    _join_values(right_proxy, "right")
+    # pandas' type errors, on proxies without data, after both sides' order and nulls
+    left_join, right_join = _join_values(left_proxy, "left"), _join_values(right_proxy, "right")
+    kernel_dtype = _kernel_array(left_join).dtype
+    _kernel_array(right_join)
     if kernel_dtype.kind == "b":  # pandas joins bools as uint8
         lkey, rkey = lkey.astype("uint8"), rkey.astype("uint8")
     left_by = right_by = plc.Table([])

@@ -374,6 +374,7 @@ class _AsofMerge:
             tolerance = int(tolerance.to_timedelta64().astype(np.int64))
         lkey = _join_values(left_values, "left")
         rkey = _join_values(right_values, "right")
+        lkey, rkey = _kernel_array(lkey), _kernel_array(rkey)
         left_by = right_by = None
         if self.left_by is not None:
             both = self.left_index and self.right_index
@@ -512,7 +513,9 @@ def _values(obj):
         return obj.values
     if isinstance(obj, (pd.Index, pd.Series)):
         obj = obj.array
-    if isinstance(obj, pd.arrays.NumpyExtensionArray):
+    # Only the plain wrapper: python-storage strings (StringArray) subclass it and stay
+    # strings, as pandas' extract_array keeps them.
+    if type(obj) is pd.arrays.NumpyExtensionArray:
         return obj.to_numpy()
     return obj
 
@@ -604,8 +607,9 @@ def _unit(values) -> str:
     return values.unit
 
 
-def _join_values(values, side: str) -> np.ndarray:
-    """pandas' _convert_values_for_libjoin: checks, then a numpy array of the key."""
+def _join_values(values, side: str):
+    """pandas' _convert_values_for_libjoin: checks, then the key as pandas hands it to its
+    kernel, which ``_kernel_array`` checks once both sides have passed theirs."""
     if not pd.Index(values, copy=False).is_monotonic_increasing:
         if pd.isna(values).any():
             raise ValueError(f"Merge keys contain null values on {side} side")
@@ -620,8 +624,14 @@ def _join_values(values, side: str) -> np.ndarray:
         values = values.to_numpy(dtype=values.dtype.numpy_dtype)
     elif isinstance(values, ExtensionArray):
         values = values.to_numpy()
+    return values
+
+
+def _kernel_array(values) -> np.ndarray:
+    """A converted key as a numpy array of numbers or bools, or pandas' kernel dispatch
+    error."""
     if isinstance(values, pd.Index) or np.asarray(values).dtype.kind not in "biuf":
-        raise TypeError("No matching signature found")  # as pandas' kernel dispatch says
+        raise TypeError("No matching signature found")
     return np.asarray(values)
 
 

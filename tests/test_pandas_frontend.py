@@ -534,6 +534,32 @@ def test_error_precedence_follows_pandas():
     same_error_as_pandas(L.iloc[::-1], R.iloc[::-1], on="t", suffixes=("", ""))
     same_error_as_pandas(L, R.astype({"t": float}), on="t", tolerance=-1)
     same_error_as_pandas(L, R, on="t", direction="x", allow_exact_matches="x")
+    # the right side's order and nulls are checked before the left key's type fails
+    d1, d2 = pd.Timestamp("2020-01-01").date(), pd.Timestamp("2020-01-02").date()
+    dates = pd.DataFrame({"t": pd.array([d1], dtype="date32[pyarrow]")})
+    unsorted = pd.DataFrame({"t": pd.array([d2, d1], dtype="date32[pyarrow]"), "v": [1, 2]})
+    assert "right keys must be sorted" in str(same_error_as_pandas(dates, unsorted, on="t"))
+    nulls = pd.DataFrame({"t": pd.array([None, None], dtype="null[pyarrow]"), "v": [1, 2]})
+    empty = pd.DataFrame({"t": pd.array([], dtype="null[pyarrow]")})
+    assert "null values on right side" in str(same_error_as_pandas(empty, nulls, on="t"))
+    same_error_as_pandas(dates, dates.assign(v=1), on="t")  # no order problem: the type's
+
+
+@pytest.mark.parametrize("na_value", [pd.NA, np.nan])
+def test_python_storage_strings_stay_strings(na_value):
+    """pandas keeps string[python] by-keys as strings (their index level keeps its dtype)
+    and refuses to join them to object or to the other missing-value flavour."""
+    try:
+        dtype = pd.StringDtype("python", na_value=na_value)
+    except TypeError:
+        pytest.skip("pandas before 2.3 has one flavour of python-storage strings")
+    left = pd.DataFrame({"t": [1, 2], "g": pd.array(["a", "b"], dtype=dtype)})
+    right = pd.DataFrame({"t": [1, 2], "g": pd.array(["a", "b"], dtype=dtype), "v": [1, 2]})
+    got = same_as_pandas(left.set_index("g"), right.set_index("g"), on="t", by="g")
+    assert got.index.dtype == dtype or got["g"].dtype == dtype
+    same_error_as_pandas(left.astype({"g": object}), right, on="t", by="g")
+    other = pd.StringDtype("python", na_value=np.nan if na_value is pd.NA else pd.NA)
+    same_error_as_pandas(left.astype({"g": other}), right, on="t", by="g")
 
 
 def test_device_is_validated():
