@@ -36,9 +36,15 @@ def take_fixed(values, gmap, valid, out):
             out[i] = 0
 
 
+def row_numbers(out):
+    """0, 1, 2, ...: the walk order of a side whose every row is walked in place."""
+    for i in prange(out.size):
+        out[i] = i
+
+
 def build(parallel_jit, parallel_range):
-    """Return ``(check_map, take_fixed)``."""
+    """Return ``(check_map, take_fixed, row_numbers)``."""
     from . import bind
 
     names = {"prange": parallel_range}
-    return parallel_jit(bind(check_map, **names)), parallel_jit(bind(take_fixed, **names))
+    return tuple(parallel_jit(bind(fn, **names)) for fn in (check_map, take_fixed, row_numbers))
