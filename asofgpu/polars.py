@@ -379,11 +379,18 @@ def _duration_ns(tolerance) -> int:
     return sum(int(n) * _UNIT_NS[unit] for n, unit in re.findall(r"(\d+)([a-z]+)", tolerance))
 
 
+# polars 1.x reads a Decimal tolerance through a float (1.44: 2.9999999999999999 is 3);
+# polars 2.x reads it exactly (2.1: truncated to 2 on integer keys).
+_DECIMAL_THROUGH_FLOAT = int(pl.__version__.split(".")[0]) < 2
+
+
 def _number(tolerance):
     """A numeric tolerance as given (int, float, Decimal, Fraction: converted exactly for
     the key's type later), or a date or time's physical value, as polars reads them."""
     if isinstance(tolerance, (bool, np.bool_, int, np.integer)):
         return int(tolerance)
+    if isinstance(tolerance, decimal.Decimal) and _DECIMAL_THROUGH_FLOAT:
+        return float(tolerance)
     if isinstance(tolerance, (numbers.Real, decimal.Decimal)):
         return tolerance
     if isinstance(tolerance, (datetime.date, datetime.time)):  # polars reads their physical value
@@ -408,8 +415,8 @@ def _tolerance(tolerance, dtype):
     if not isinstance(value, int) and not np.isfinite(float(value)):
         msg = "could not extract number from any-value of dtype: 'Float64'"
         raise ComputeError(msg)
-    # int() truncates toward zero, as polars does; exactly, for a Decimal or a Fraction
-    # (through float, 3.9999999999999999 would round up to 4).
+    # int() truncates toward zero, as polars does: exactly for a Fraction, and for a Decimal
+    # where polars reads it exactly (see _DECIMAL_THROUGH_FLOAT).
     return min(abs(int(value)), _U64_MAX)
 
 

@@ -683,7 +683,7 @@ def test_duration_strings_and_numbers_in_the_physical_unit():
     ints_right = pl.DataFrame({"t": pl.Series([7, 19], dtype=pl.Int8), "v": [1, 2]})
     for tolerance, n in [(3, 2), (2, 1), (300, 2), (-3, 2), (2.9, 1), (-2.9, 1), (True, 1),
                          (False, 0), (np.int64(3), 2), (np.float32(2.5), 1), (Decimal("3.5"), 2),
-                         (Decimal("2.9999999999999999"), 1), (Fraction(7, 2), 2),
+                         (Decimal("2.9999999999999999"), 2 if POLARS_1 else 1), (Fraction(7, 2), 2),
                          (Fraction(-5, 2), 1), (date(1970, 1, 4), 2), (time(0, 0, 0, 2), 2)]:
         got = _same(ints, ints_right, on="t", tolerance=tolerance)
         assert got is None or got["v"].count() == n, tolerance
