@@ -26,9 +26,11 @@ def prefetch(typingctx, array, index):
                                            wraparound=False, boundscheck=False)
         byte_pointer = builder.bitcast(pointer, ir.IntType(8).as_pointer())
         i32 = ir.IntType(32)
+        # The typed-pointer name: right for the LLVM of older numbas, and upgraded by newer
+        # LLVMs (opaque pointers) to their "llvm.prefetch.p0".
         hint = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer.type, i32, i32, i32]),
-            "llvm.prefetch.p0")
+            "llvm.prefetch.p0i8")
         # read (0), keep in every cache level (3), data cache (1)
         builder.call(hint, [byte_pointer, i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
