@@ -92,10 +92,7 @@ def _parallel_text(col: pa.ChunkedArray) -> bool:
     group keys do: encoded on all cores. Where most values are distinct (IDs), merging the
     pieces' dictionaries would cost more than Arrow's one-core encoding: a sample of the
     first rows decides."""
-    t = col.type
-    if len(col) < PARALLEL_TEXT_ROWS or not (
-            pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-            or pa.types.is_large_binary(t)):
+    if len(col) < PARALLEL_TEXT_ROWS or not _is_text(col.type):
         return False
     sample = col.slice(0, DISTINCT_SAMPLE_ROWS)
     _, values = _encode_text(sample, nulls_distinct=False)

@@ -69,31 +69,9 @@ def hash_row(offsets, data, bitmap, bit0, i):
     return mix(h ^ word_at(data, p, end - p))
 
 
-def same_value(offsets, data, bitmap, bit0, a, b):
-    """Whether rows a and b, whose hashes are equal, hold the same value (two nulls: the
-    same)."""
-    if bitmap.size:
-        valid_a = is_valid(bitmap, bit0, a)
-        if valid_a != is_valid(bitmap, bit0, b):
-            return False
-        if not valid_a:
-            return True
-    a0 = np.int64(offsets[a])
-    b0 = np.int64(offsets[b])
-    n = np.int64(offsets[a + 1]) - a0
-    if np.int64(offsets[b + 1]) - b0 != n:
-        return False
-    if n <= SHORT:  # equal hashes and lengths: equal bytes
-        return True
-    for k in range(n):
-        if data[a0 + k] != data[b0 + k]:
-            return False
-    return True
-
-
 def same_across(offsets, data, i, table_offsets, table_data, c):
-    """Whether row i of a column and value c of a table, whose hashes are equal, hold the
-    same bytes."""
+    """Whether row i of a column and value c of a table (or row c of the same column),
+    whose hashes are equal, hold the same bytes."""
     a0 = np.int64(offsets[i])
     b0 = np.int64(table_offsets[c])
     n = np.int64(offsets[i + 1]) - a0
@@ -105,6 +83,18 @@ def same_across(offsets, data, i, table_offsets, table_data, c):
         if data[a0 + k] != table_data[b0 + k]:
             return False
     return True
+
+
+def same_value(offsets, data, bitmap, bit0, a, b):
+    """Whether rows a and b, whose hashes are equal, hold the same value (two nulls: the
+    same)."""
+    if bitmap.size:
+        valid_a = is_valid(bitmap, bit0, a)
+        if valid_a != is_valid(bitmap, bit0, b):
+            return False
+        if not valid_a:
+            return True
+    return same_across(offsets, data, a, offsets, data, b)
 
 
 def insert(slots, hashes, h, row, code, offsets, data, bitmap, bit0, rows_of):
@@ -273,7 +263,7 @@ def build(inline_jit, jit, parallel_jit, parallel_range):
 
     hot = {"prange": parallel_range}
     cold = dict(hot)
-    for fn in (is_valid, mix, word_at, hash_row, same_value, same_across, insert, grown):
+    for fn in (is_valid, mix, word_at, hash_row, same_across, same_value, insert, grown):
         hot[fn.__name__] = inline_jit(bind(fn, **hot))  # each calls those before it
         cold[fn.__name__] = jit(bind(fn, **cold))
     names = {"prange": parallel_range, "encode_piece": inline_jit(bind(encode_piece, **hot)),
