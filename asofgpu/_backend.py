@@ -141,7 +141,7 @@ class CpuBackend(Backend):
             return super().stable_argsort(values)
         with _PARALLEL_LAUNCH:
             rows = _row_numbers(len(values))
-            order, _, _ = _radix_order(rows, values, values.dtype == np.float64, _threads(True))
+            order = _radix_order(rows, values, values.dtype == np.float64, _threads(True))[0]
         return order.astype(np.int64, copy=False)
 
     def _launch(self, is_float, *args):
@@ -158,7 +158,7 @@ class CpuBackend(Backend):
                 if len(rows) < RADIX_MIN_ROWS:
                     _cpu_probe_all(is_float, parallel)(*args)  # few rows: a search each
                     return
-                rows, _, _ = _radix_order(rows, left_keys, is_float, threads)
+                rows = _radix_order(rows, left_keys, is_float, threads)[0]
             # In key order each group's answers only move forward: gallop from cursors.
             pieces = _pieces(parallel, threads, len(offsets) - 1)
             _cpu_cursor_probe(is_float, parallel)(rows, *args[:-1], pieces, out)
@@ -180,10 +180,10 @@ class CpuBackend(Backend):
         how = scan.Options(np.int64(strategy), bool(exact), has_tol, tol,
                            np.int64(nearest_tie), np.int64(no_match))
         with _PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
-            left = _walk_order(left_groups >= 0, left_keys, left_groups, is_float, is_sorted,
-                               threads)
-            right = _walk_order(right_groups < n_groups, right_keys, right_groups, is_float,
-                                is_sorted, threads)
+            left = _walk_order(left_groups >= 0, left_keys, left_groups, n_groups, is_float,
+                               is_sorted, threads)
+            right = _walk_order(right_groups < n_groups, right_keys, right_groups, n_groups,
+                                is_float, is_sorted, threads)
             join(*left, *right, max(n_groups, 1), n_chunks, how, out)
 
 
@@ -206,10 +206,12 @@ def _pieces(parallel: bool, threads: int, n_groups: int) -> int:
     return max(1, min(4 * threads, (1 << 23) // max(n_groups, 1)))
 
 
-def _walk_order(walked, keys, groups, is_float: bool, is_sorted, threads: int):
+def _walk_order(walked, keys, groups, n_groups: int, is_float: bool, is_sorted,
+                threads: int):
     """(keys, groups, row numbers) of the ``walked`` rows in ascending key order, equal keys
-    in row order: what the merge scan reads (time-sorted data with every row walked: the
-    caller's own arrays). The caller holds the parallel-launch lock."""
+    of a group in row order: what the merge scan reads (time-sorted data with every row
+    walked: the caller's own arrays). ``groups`` holds codes below ``n_groups`` for walked
+    rows. The caller holds the parallel-launch lock."""
     rows = _walked_rows(walked)
     if is_sorted(keys, rows):
         if len(rows) == len(keys):
@@ -218,14 +220,18 @@ def _walk_order(walked, keys, groups, is_float: bool, is_sorted, threads: int):
     if len(rows) < RADIX_MIN_ROWS:
         order = rows[np.argsort(keys[rows], kind="stable")]
         return keys[order], groups[order], order
-    # The sorted keys come back from the sorted order bits and the groups by one parallel
-    # gather, not by numpy's (slow, random) take.
+    # The sorted keys and groups come back from the sorted order bits (the groups are sorted
+    # with the keys where both fit in 64 bits), not by numpy's (slow, random) take.
     _, _, _, keys_from_bits, take_int32 = _cpu_radix(threads > 1)
-    order, bits, low = _radix_order(rows, keys, is_float, threads)
+    group_bits = max(n_groups - 1, 0).bit_length()
+    order, bits, low, group_bits = _radix_order(rows, keys, is_float, threads, groups,
+                                                group_bits)
     sorted_keys = host_empty(len(rows), keys.dtype)
-    keys_from_bits(bits, np.uint64(low), is_float, sorted_keys.view(np.uint64))
     sorted_groups = host_empty(len(rows), np.int32)
-    take_int32(groups, order, sorted_groups)
+    keys_from_bits(bits, np.uint64(low), is_float, group_bits, sorted_keys.view(np.uint64),
+                   sorted_groups)
+    if not group_bits:
+        take_int32(groups, order, sorted_groups)
     return sorted_keys, sorted_groups, order
 
 
@@ -247,12 +253,16 @@ def _walked_rows(walked) -> np.ndarray:
     return np.flatnonzero(walked)
 
 
-def _radix_order(rows, keys, is_float: bool, threads: int):
-    """``rows`` stably sorted by key with the radix sort; also the sorted order bits and the
-    offset they were taken from."""
+def _radix_order(rows, keys, is_float: bool, threads: int, groups=None, group_bits: int = 0):
+    """``rows`` stably sorted by key with the radix sort; also the sorted order bits, the
+    offset they were taken from and the group bits below the keys in them (``groups``' codes
+    of ``group_bits`` bits, when they fit: then the order is by key and group)."""
     order_bits_int, order_bits_float, argsort_bits, _, _ = _cpu_radix(threads > 1)
     bits = host_empty(len(rows), np.uint64)
-    low = (order_bits_float if is_float else order_bits_int)(keys, rows, bits)
+    if groups is None:
+        groups, group_bits = _NO_GROUPS, 0
+    low, group_bits = (order_bits_float if is_float else order_bits_int)(
+        keys, rows, groups, group_bits, bits)
     # The sort reorders its rows in place: a copy, int32 where it fits (each radix pass then
     # moves 12 bytes per row instead of 16).
     width = np.int32 if len(keys) < 2**31 else np.int64
@@ -260,7 +270,10 @@ def _radix_order(rows, keys, is_float: bool, threads: int):
     sorted_rows[:] = rows
     order = argsort_bits(bits, sorted_rows, threads, host_empty(len(rows), np.uint64),
                          host_empty(len(rows), width))
-    return order, bits, low
+    return order, bits, low, group_bits
+
+
+_NO_GROUPS = np.zeros(0, dtype=np.int32)
 
 
 def check_map(gmap: np.ndarray, n_rows: int):
@@ -336,7 +349,8 @@ def _cpu_take():
 def _cpu_radix(parallel: bool):
     import numba
 
-    return radix.build(_cached_njit(parallel=parallel), numba.prange if parallel else range)
+    return radix.build(_cached_njit(), _cached_njit(parallel=parallel),
+                       numba.prange if parallel else range)
 
 
 def _build_walk(kernels, is_float: bool, parallel: bool, *extra, **helper_options):

@@ -75,24 +75,33 @@ def test_one_shot_scan_with_nulls_and_many_groups():
         assert (got != ag.NO_MATCH).any()
 
 
-@pytest.mark.parametrize("kind", ["int", "float", "uint"])
+@pytest.mark.parametrize("kind", ["int", "wide int", "float", "positive float", "uint"])
 def test_walk_order_is_a_stable_sort_of_the_walked_rows(kind):
-    """The radix path: row order, keys rebuilt from their order bits, groups gathered."""
+    """The radix path: rows by key, and rows of one group with equal keys in row order; keys
+    rebuilt from their order bits, groups from the bits below them (by key, then group) or,
+    where the keys' order bits leave no room for them, gathered (by key alone): "wide int",
+    and "float", whose negatives and positives (and inf, NaN) lie 2**63 apart in those bits."""
     rng = np.random.default_rng(11)
     n = 100_000
-    if kind == "int":
+    if kind == "wide int":
         keys = rng.integers(-2**62, 2**62, n) // rng.choice([1, 2**40], n)
+    elif kind == "positive float":
+        keys = rng.integers(1, 1_000, n) / 4
     else:
         keys = _keys(rng, n, kind, 1_000)
     if kind == "float":
         keys = np.where(np.isnan(keys), np.nan, keys + 0.0)  # canonical: one NaN, no -0.0
     groups = rng.integers(0, 50, n).astype(np.int32)
     walked = rng.random(n) < 0.9
-    _, is_sorted = _backend._cpu_scan(kind == "float", True)
-    sorted_keys, sorted_groups, order = _backend._walk_order(walked, keys, groups,
-                                                             kind == "float", is_sorted, 2)
+    is_float = keys.dtype == np.float64
+    _, is_sorted = _backend._cpu_scan(is_float, True)
+    sorted_keys, sorted_groups, order = _backend._walk_order(walked, keys, groups, 50,
+                                                             is_float, is_sorted, 2)
     rows = np.flatnonzero(walked)
-    expected = rows[np.argsort(keys[rows], kind="stable")]
+    if kind in ("wide int", "float"):
+        expected = rows[np.argsort(keys[rows], kind="stable")]
+    else:
+        expected = rows[np.lexsort((rows, groups[rows], keys[rows]))]
     np.testing.assert_array_equal(order, expected)
     np.testing.assert_array_equal(sorted_keys, keys[expected])
     np.testing.assert_array_equal(sorted_groups, groups[expected])
@@ -165,4 +174,26 @@ def test_radix_argsort_for_every_number_of_passes(span):
     rng = np.random.default_rng(span)
     keys = rng.integers(0, span, 70_000) + 10**12
     order = _backend.CpuBackend().stable_argsort(keys)
+    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+
+
+@pytest.mark.parametrize("layout", ["uniform", "clustered", "short runs", "long runs",
+                                    "long runs of equal keys"])
+@pytest.mark.parametrize("pieces", [1, 2, 7])
+def test_radix_argsort_settles_runs_of_equal_top_bits(layout, pieces):
+    """The passes over all rows sort only the top bits (24 for these 70k rows); runs of keys
+    equal there are then settled: short ones by insertion sorts, those past LONG_RUN by a
+    radix sort of their own, stably, runs across the pieces' bounds included."""
+    rng = np.random.default_rng(3)
+    n = 70_000
+    low = rng.integers(0, 2**17, n)
+    keys = {
+        "uniform": rng.integers(0, 2**40, n),
+        "clustered": np.where(rng.random(n) < 0.5, rng.integers(0, 2**14, n),
+                              rng.integers(0, 2**40, n)),
+        "short runs": rng.integers(0, 2_000, n) << 30 | low,  # about 35 rows a run
+        "long runs": rng.integers(0, 20, n) << 30 | low,  # about 3,500 rows a run
+        "long runs of equal keys": rng.integers(0, 20, n) << 30 | low % 4,
+    }[layout] - 2**35
+    order = _backend._radix_order(np.arange(n), keys, False, pieces)[0]
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
