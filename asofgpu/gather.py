@@ -62,17 +62,20 @@ def gather(right_table, gmap) -> pa.Table:
             f"nor NO_MATCH"
         )
         raise IndexError(msg)
+    parallel = len(gmap) >= _PARALLEL_ROWS
+    fixed = [k for k, column in enumerate(table.columns) if parallel and _fixed_width(column)]
+    taken = dict(zip(fixed, _take_fixed([table.column(k) for k in fixed], gmap, valid,
+                                         n_missing)))
     indices = None  # Arrow's take: built on first need
-    columns = []
-    for column in table.columns:
-        if len(gmap) >= _PARALLEL_ROWS and _fixed_width(column):
-            columns.append(_take_fixed(column, gmap, valid, n_missing))
+    for k, column in enumerate(table.columns):
+        if k in taken:
             continue
         if indices is None:
             indices = pa.array(gmap.astype(np.int64, copy=False),
                                mask=None if n_missing == 0 else ~valid)
-        columns.append(_take(column, indices))
-    return pa.Table.from_arrays(columns, schema=table.schema)
+        taken[k] = _take(column, indices)
+    return pa.Table.from_arrays([taken[k] for k in range(table.num_columns)],
+                                schema=table.schema)
 
 
 _PARALLEL_ROWS = 1 << 16  # below this numba's thread pool costs more than it saves
@@ -86,16 +89,15 @@ def _fixed_width(column: pa.ChunkedArray) -> bool:
         or pa.types.is_timestamp(t) or pa.types.is_duration(t))
 
 
-def _take_fixed(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray,
-                n_missing: int) -> pa.Array:
+def _take_fixed(columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndarray,
+                n_missing: int) -> list[pa.Array]:
+    """The fixed-width ``columns`` taken together on all cores (``_backend.take_fixed``)."""
     # One chunk is read in place (combine_chunks would copy it).
-    values = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-    values = values.to_numpy(zero_copy_only=True)
-    values = values.view(np.int64) if values.dtype.kind in "mM" else values
-    out = take_fixed(values, gmap, valid)
+    values = [(column.chunk(0) if column.num_chunks == 1 else column.combine_chunks())
+              .to_numpy(zero_copy_only=True) for column in columns]
     bitmap = None if n_missing == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return pa.Array.from_buffers(column.type, len(gmap), [bitmap, out],
-                                 null_count=n_missing)
+    return [pa.Array.from_buffers(column.type, len(gmap), [bitmap, out], null_count=n_missing)
+            for column, out in zip(columns, take_fixed(values, gmap, valid))]
 
 
 def _take(column: pa.ChunkedArray, indices: pa.Array) -> pa.ChunkedArray:
