@@ -235,40 +235,45 @@ def _walk_order(walked, keys, groups, n_groups: int, is_float: bool, is_sorted,
     return sorted_keys, sorted_groups, order
 
 
+def _row_width(n: int):
+    """Row numbers of an n-row side: int32 where they fit (each radix pass then moves 12
+    bytes per row instead of 16)."""
+    return np.int32 if n < 2**31 else np.int64
+
+
 def _row_numbers(n: int) -> np.ndarray:
-    """0..n-1 as int64, written on all cores when large (the caller then holds the
+    """0..n-1 (``_row_width``), written on all cores when large (the caller then holds the
     parallel-launch lock)."""
     if n < PARALLEL_MIN_ROWS:
-        return np.arange(n, dtype=np.int64)
-    rows = host_empty(n, np.int64)
+        return np.arange(n, dtype=_row_width(n))
+    rows = host_empty(n, _row_width(n))
     _cpu_take()[2](rows)
     return rows
 
 
 def _walked_rows(walked) -> np.ndarray:
-    """The row numbers where ``walked`` holds. Usually every row: then they are written, not
-    searched for (numpy's flatnonzero took 40 ms for 10M rows, on one core)."""
+    """The row numbers (``_row_width``) where ``walked`` holds. Usually every row: then they
+    are written, not searched for (numpy's flatnonzero took 40 ms for 10M rows, on one
+    core)."""
     if walked.all():
         return _row_numbers(len(walked))
-    return np.flatnonzero(walked)
+    return np.flatnonzero(walked).astype(_row_width(len(walked)), copy=False)
 
 
 def _radix_order(rows, keys, is_float: bool, threads: int, groups=None, group_bits: int = 0):
-    """``rows`` stably sorted by key with the radix sort; also the sorted order bits, the
-    offset they were taken from and the group bits below the keys in them (``groups``' codes
-    of ``group_bits`` bits, when they fit: then the order is by key and group)."""
+    """``rows`` stably sorted by key with the radix sort (in place when they are of
+    ``_row_width``: the caller's array is used up); also the sorted order bits, the offset
+    they were taken from and the group bits below the keys in them (``groups``' codes of
+    ``group_bits`` bits, when they fit: then the order is by key and group)."""
     order_bits_int, order_bits_float, argsort_bits, _, _ = _cpu_radix(threads > 1)
+    width = _row_width(len(keys))
+    rows = rows.astype(width, copy=False)
     bits = host_empty(len(rows), np.uint64)
     if groups is None:
         groups, group_bits = _NO_GROUPS, 0
     low, group_bits = (order_bits_float if is_float else order_bits_int)(
         keys, rows, groups, group_bits, bits)
-    # The sort reorders its rows in place: a copy, int32 where it fits (each radix pass then
-    # moves 12 bytes per row instead of 16).
-    width = np.int32 if len(keys) < 2**31 else np.int64
-    sorted_rows = host_empty(len(rows), width)
-    sorted_rows[:] = rows
-    order = argsort_bits(bits, sorted_rows, threads, host_empty(len(rows), np.uint64),
+    order = argsort_bits(bits, rows, threads, host_empty(len(rows), np.uint64),
                          host_empty(len(rows), width))
     return order, bits, low, group_bits
 

@@ -104,9 +104,10 @@ class AsofJoin:
             self._groups = Groups(columns, [f"right_by[{i}]" for i in range(len(columns))],
                                   null_equality == "equal")
             n_groups = self._groups.n_groups
-            codes = self._groups.right_codes
-            bucket = np.where(codes >= 0, codes, n_groups).astype(np.int32, copy=False)
-            bucket = self.backend.asarray(bucket)
+            codes = self._groups.right_codes.astype(np.int32, copy=False)
+            if len(codes) and codes.min() < 0:  # nulls, which match nothing: not walked
+                codes = np.where(codes >= 0, codes, n_groups).astype(np.int32, copy=False)
+            bucket = self.backend.asarray(codes)
         if include is not None:
             if bucket is None:
                 bucket = xp.zeros(self.n_right, dtype=np.int32)
