@@ -350,8 +350,10 @@ def lookup_text(table, offsets, data, bitmap, bit0: int, null_code: int) -> np.n
 def _cpu_strings():
     import numba
 
+    from ._intrinsics import load_word
+
     return strings.build(_cached_njit(inline="always"), _cached_njit(),
-                         _cached_njit(parallel=True), numba.prange)
+                         _cached_njit(parallel=True), numba.prange, load_word)
 
 
 @functools.cache
@@ -396,11 +398,11 @@ def _probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_firs
 
 @functools.cache
 def _source_digest() -> str:
-    """A digest of the kernel sources, of this module and of the prefetch intrinsic."""
+    """A digest of the kernel sources, of this module and of its intrinsics."""
     digest = hashlib.sha256()
     here = Path(__file__)
     for path in sorted(Path(probe.__file__).parent.glob("*.py")) + [
-            here, here.with_name("_prefetch.py")]:
+            here, here.with_name("_intrinsics.py")]:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
@@ -438,7 +440,7 @@ def _cpu_cursor_probe(is_float: bool, parallel: bool):
     # Inlined helpers: numba counts references to each array argument of a call between
     # compiled functions, which made a 1M-row prepared probe 0.12 s instead of 0.08 s.
     # (The scan gains nothing from it, and inlining costs compile time.)
-    from ._prefetch import prefetch
+    from ._intrinsics import prefetch
 
     return _build_walk(cursor, is_float, parallel, prefetch, inline="always")
 

@@ -95,7 +95,7 @@ def probe_sorted(order, left_keys, left_groups, offsets, right_keys, rows_last, 
 def build(jit, parallel_jit, is_float, unsigned, parallel_range, prefetch):
     """Return ``probe_sorted``: helpers compiled with ``jit``, the loop over
     pieces with ``parallel_jit`` (``parallel_range``: ``numba.prange`` there, or ``range``;
-    ``prefetch(array, i)``: a cache hint, asofgpu/_prefetch.py)."""
+    ``prefetch(array, i)``: a cache hint, asofgpu/_intrinsics.py)."""
     from . import probe
 
     lower, upper, gap_fn = search.build(jit, is_float, unsigned)

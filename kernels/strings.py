@@ -25,7 +25,7 @@ NULL_HASH = 0x243F6A8885A308D3  # nulls' hash when nulls form a value of their o
 SHORT = 7  # values of at most this many bytes hash injectively: equal hashes, equal values
 INITIAL_SLOTS = 1024
 
-encode_piece = merge_pieces = prange = None  # filled in by build()
+encode_piece = merge_pieces = prange = load_word = None  # filled in by build()
 
 
 def is_valid(bitmap, bit0, i):
@@ -45,7 +45,13 @@ def mix(x):
 
 
 def word_at(data, p, n):
-    """Bytes p..p+n (n <= 8) as a little-endian word."""
+    """Bytes p..p+n (n <= 8) as a little-endian word: one load and a mask, but for the
+    last bytes of the data, which go one at a time."""
+    if p + 8 <= data.size:
+        w = load_word(data, p)
+        if n < 8:
+            w &= (np.uint64(1) << np.uint64(8 * n)) - np.uint64(1)
+        return w
     w = np.uint64(0)
     for k in range(n):
         w |= np.uint64(data[p + k]) << np.uint64(8 * k)
@@ -248,7 +254,7 @@ def lookup(table_offsets, table_data, slots, hashes, offsets, data, bitmap, bit0
         codes[i] = code
 
 
-def build(inline_jit, jit, parallel_jit, parallel_range):
+def build(inline_jit, jit, parallel_jit, parallel_range, load_word):
     """Return ``dictionary_encode``: its loops over pieces compiled with ``parallel_jit``
     (``parallel_range``: ``numba.prange`` there, or ``range``), the encoding of a piece and
     its helpers with ``inline_jit``, which should inline (numba counts references to every
@@ -258,10 +264,11 @@ def build(inline_jit, jit, parallel_jit, parallel_range):
     double the compile time).
 
     Also returns ``lookup_table`` (serial: a dictionary's values) and ``lookup`` (parallel:
-    a column's rows looked up in that table), for the left side of a prepared join."""
+    a column's rows looked up in that table), for the left side of a prepared join.
+    ``load_word(data, p)``: 8 bytes from p as a little-endian uint64 (asofgpu/_intrinsics.py)."""
     from . import bind
 
-    hot = {"prange": parallel_range}
+    hot = {"prange": parallel_range, "load_word": load_word}
     cold = dict(hot)
     for fn in (is_valid, mix, word_at, hash_row, same_across, same_value, insert, grown):
         hot[fn.__name__] = inline_jit(bind(fn, **hot))  # each calls those before it

@@ -140,7 +140,7 @@ def test_prefetch_is_only_a_hint(dtype):
     and does not fault on the last element."""
     import numba
 
-    from asofgpu._prefetch import prefetch
+    from asofgpu._intrinsics import prefetch
 
     @numba.njit
     def total(values):
@@ -157,7 +157,7 @@ def test_prefetch_is_only_a_hint(dtype):
 def test_prefetch_refuses_what_is_not_a_1d_array():
     import numba
 
-    from asofgpu._prefetch import prefetch
+    from asofgpu._intrinsics import prefetch
 
     @numba.njit
     def hint(values):
@@ -175,6 +175,32 @@ def test_radix_argsort_for_every_number_of_passes(span):
     keys = rng.integers(0, span, 70_000) + 10**12
     order = _backend.CpuBackend().stable_argsort(keys)
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+
+
+def test_load_word_reads_eight_bytes_little_endian_at_any_offset():
+    """The string hash's word load: unaligned, first byte lowest; it refuses arrays other
+    than one-dimensional uint8."""
+    import numba
+
+    from asofgpu._intrinsics import load_word
+
+    @numba.njit
+    def words(data):
+        out = np.empty(data.size - 7, np.uint64)
+        for p in range(out.size):
+            out[p] = load_word(data, p)
+        return out
+
+    data = np.random.default_rng(5).integers(0, 256, 40).astype(np.uint8)
+    expected = [int.from_bytes(data[p:p + 8].tobytes(), "little") for p in range(33)]
+    assert words(data).tolist() == expected
+
+    @numba.njit
+    def word(values):
+        return load_word(values, 0)
+
+    with pytest.raises(numba.core.errors.TypingError, match="load_word"):
+        word(np.zeros(8, np.int64))
 
 
 @pytest.mark.parametrize("layout", ["uniform", "clustered", "short runs", "long runs",

@@ -188,3 +188,18 @@ def test_a_large_join_on_text_keys_matches_the_dictionary_keys(null_equality):
                                right_by.dictionary_encode(), **options)
     np.testing.assert_array_equal(text, categorical)
     assert (text != ag.NO_MATCH).mean() > 0.9
+
+
+@pytest.mark.parametrize("n_pieces", [1, 3])
+def test_values_hash_alike_wherever_they_lie_in_the_data(n_pieces):
+    """Values are read 8 bytes at a time, but those in the data's last 8 bytes a byte at a
+    time: the same value must get the same code either way, and the lookup must find it."""
+    values = ["abcde", "x", "abcdefg", "abcdefgh", "abcdefghi", ""] * 7 + ["abcde", "x"]
+    dictionary = pa.array(["x", "abcde", "abcdefgh", "abcdefg", "abcdefghi", ""])
+    offsets, data, bitmap = _buffers(dictionary)
+    table = (offsets, data, _backend.text_lookup_table(offsets, data, bitmap, 0))
+    for arr in (pa.array(values), pa.array(values).slice(5, 30)):
+        _assert_like_arrow(arr, False, n_pieces)
+        found = _backend.lookup_text(table, *_buffers(arr), arr.offset, -1)
+        expected = pc.index_in(arr, value_set=dictionary).to_numpy()
+        np.testing.assert_array_equal(found, expected)
