@@ -16,9 +16,13 @@ and with shuffled inputs, in two modes:
 Each dataset is generated once into parquet files under ``--data`` (bench/data). Each system
 runs in its own process (``run.py --worker``): it reads the parquet into its native form
 outside the timed region, runs one warm-up, then ``--runs`` timed runs (the median is reported),
-and reports its peak RSS during the runs (inputs included). A run that takes longer than
-``--timeout`` seconds or a process above ``--mem-limit`` GiB is stopped and recorded as such.
-Every system's answer (the bid column, by trade) must equal asofgpu's, or the bench fails.
+and reports its peak RSS during the runs (inputs included). The processes of all systems on
+the same files start one after another and then stay up together, taking turns: each round is
+one timed run of each system, so that a drift in the machine's speed (20-50% within minutes on
+a shared VM) falls on all of them alike rather than on whichever ran then. A run that takes
+longer than ``--timeout`` seconds or a process above ``--mem-limit`` GiB is stopped and
+recorded as such. Every system's answer (the bid column, by trade) must equal asofgpu's, or
+the bench fails.
 
     python bench/run.py                       # the full run (about 20 minutes on 2 cores)
     python bench/run.py --quick               # small sizes, one run: checks the harness
@@ -386,7 +390,8 @@ def _by_trade(ids, values):
 
 
 def worker(spec: dict) -> None:
-    """One system, one mode, one pair of files: load, warm up, check, time; events on stdout."""
+    """One system, one mode, one pair of files: load, warm up, check, then a timed run for
+    each line on stdin (the parent's turns); events on stdout."""
     import numpy as np
     import psutil
     start = time.perf_counter()
@@ -413,12 +418,14 @@ def worker(spec: dict) -> None:
     del ids, values
     _emit(event="checked")
     for i in range(spec["runs"]):
+        if not sys.stdin.readline():  # the parent's go for this run; none: it has gone
+            return
         start = time.perf_counter()
         result = runner.join()
         seconds = time.perf_counter() - start
         runner.free(result)  # outside the timed region: dropping the table is not the join
         del result
-        _emit(event="run", i=i, seconds=seconds)
+        _emit(event="run", i=i, seconds=seconds, at=time.time() - seconds)
     _emit(event="done", peak_rss_mib=_peak_rss_mib(), peak_is_runs=peak_is_runs)
 
 
@@ -458,63 +465,119 @@ def _rss(proc) -> int:
         return 0
 
 
-def run_job(job: Job, args, check: Path, on_event) -> dict:
-    """Run one worker; its timings and peak memory, or status 'timeout' / 'memory'."""
-    import psutil
-    spec = {"system": job.system, "prepared": job.prepared, "quotes": str(job.dataset.quotes),
-            "trades": str(job.trades), "order": job.dataset.order, "runs": args.runs,
-            "check": str(check), "corrupt": args.corrupt_for_test == job.system}
-    record = {"status": "ok", "times_s": []}
-    with tempfile.TemporaryFile(mode="w+") as stderr:
-        proc = subprocess.Popen(
+class WorkerProcess:
+    """One job's worker: its events, its limits (``--timeout`` per step, ``--mem-limit``) and
+    its record: timings and peak memory, or status 'timeout' / 'memory'."""
+
+    def __init__(self, job: Job, args, check: Path, on_event):
+        import psutil
+        spec = {"system": job.system, "prepared": job.prepared,
+                "quotes": str(job.dataset.quotes), "trades": str(job.trades),
+                "order": job.dataset.order, "runs": args.runs, "check": str(check),
+                "corrupt": args.corrupt_for_test == job.system}
+        self.job, self.check, self.on_event = job, check, on_event
+        self.limit_bytes = args.mem_limit * 2**30
+        self.timeout = args.timeout
+        self.record = {"status": "ok", "times_s": [], "started_at": []}
+        self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)],
-            stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=ROOT)
-        events: queue.Queue = queue.Queue()
-        threading.Thread(target=_read_events, args=(proc.stdout, events), daemon=True).start()
-        watched = psutil.Process(proc.pid)
-        limit_bytes = args.mem_limit * 2**30
-        deadline = time.monotonic() + args.timeout
-        try:
-            while True:
-                try:
-                    event = events.get(timeout=0.25)
-                except queue.Empty:  # nothing new: watch the memory and the clock
-                    if _rss(watched) > limit_bytes:
-                        record["status"] = "memory"
-                        break
-                    if time.monotonic() > deadline:
-                        record["status"] = "timeout"
-                        break
-                    continue
-                if event is None:
-                    code = proc.wait()
-                    if code != 0 or "peak_rss_mib" not in record:
-                        stderr.seek(0)
-                        tail = stderr.read()[-3000:]
-                        raise BenchError(f"{job.name}: the worker failed (exit code {code}):"
-                                         f"\n{tail}")
-                    break
-                deadline = time.monotonic() + args.timeout  # the limit is per step
-                kind = event.pop("event")
-                if kind == "loaded":
-                    record["load_s"] = event["seconds"]
-                    record["loaded_rss_mib"] = event["rss_mib"]
-                elif kind == "prepare":
-                    record["prepare_s"] = event["seconds"]
-                elif kind == "warmup":
-                    record["warmup_s"] = event["seconds"]
-                elif kind == "run":
-                    record["times_s"].append(event["seconds"])
-                elif kind == "done":
-                    record.update(event)
-                on_event(kind, event)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    if record["status"] == "ok":
-        record["median_s"] = statistics.median(record["times_s"])
-    return record
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
+            cwd=ROOT)
+        self.events: queue.Queue = queue.Queue()
+        threading.Thread(target=_read_events, args=(self.proc.stdout, self.events),
+                         daemon=True).start()
+        self.watched = psutil.Process(self.proc.pid)
+
+    @property
+    def ok(self) -> bool:
+        return self.record["status"] == "ok"
+
+    def until(self, wanted: str) -> bool:
+        """Take the worker's events until ``wanted``: True then; False when it ran past its
+        time or memory (it is stopped, and its record says which)."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                event = self.events.get(timeout=0.25)
+            except queue.Empty:  # nothing new: watch the memory and the clock
+                if _rss(self.watched) > self.limit_bytes:
+                    return self._stop("memory")
+                if time.monotonic() > deadline:
+                    return self._stop("timeout")
+                continue
+            if event is None:  # the worker exited before saying what was wanted
+                code = self.proc.wait()
+                self.stderr.seek(0)
+                tail = self.stderr.read()[-3000:]
+                raise BenchError(f"{self.job.name}: the worker failed (exit code {code}):"
+                                 f"\n{tail}")
+            deadline = time.monotonic() + self.timeout  # the limit is per step
+            kind = event.pop("event")
+            if kind == "loaded":
+                self.record["load_s"] = event["seconds"]
+                self.record["loaded_rss_mib"] = event["rss_mib"]
+            elif kind == "prepare":
+                self.record["prepare_s"] = event["seconds"]
+            elif kind == "warmup":
+                self.record["warmup_s"] = event["seconds"]
+            elif kind == "run":
+                self.record["times_s"].append(event["seconds"])
+                self.record["started_at"].append(event["at"])  # Unix time: the turns
+            elif kind == "done":
+                self.record.update(event)
+            self.on_event(self.job, kind, event)
+            if kind == wanted:
+                return True
+
+    def run_once(self) -> bool:
+        """One timed run, now."""
+        self.proc.stdin.write("run\n")
+        self.proc.stdin.flush()
+        return self.until("run")
+
+    def finish(self) -> dict:
+        if self.ok and self.until("done"):
+            self.proc.wait()
+            self.record["median_s"] = statistics.median(self.record["times_s"])
+        self.close()
+        return self.record
+
+    def _stop(self, status: str) -> bool:
+        self.record["status"] = status
+        self.close()
+        return False
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.stderr.close()
+
+
+def run_group(jobs: list[Job], args, checks: Path, on_checked, on_event) -> dict[Job, dict]:
+    """The jobs on one pair of files: their workers started one at a time (loading, the
+    prepare and the warm-up untimed by the others' work), each answer handed to
+    ``on_checked(job, check)``, then ``--runs`` rounds of one timed run per worker, each
+    round begun by the next system. Returns each job's record."""
+    workers: list[WorkerProcess] = []
+    try:
+        for job in jobs:
+            check = checks / f"{len(workers)}-{job.system}-{job.prepared}.npz"
+            workers.append(WorkerProcess(job, args, check, on_event))
+            if workers[-1].until("checked"):
+                on_checked(job, check)
+        for r in range(args.runs):
+            turn = [w for w in workers if w.ok]
+            if not turn:
+                break
+            first = r % len(turn)
+            for w in turn[first:] + turn[:first]:
+                w.run_once()
+        return {w.job: w.finish() for w in workers}
+    finally:
+        for w in workers:
+            w.close()
 
 
 def compare(check: Path, reference: Path, job: Job, reference_name: str) -> None:
@@ -793,34 +856,38 @@ def main(argv: list[str] | None = None) -> int:
         jobs, cells = plan(datasets, args.systems)
         results: dict[Job, dict] = {}
         references: dict[tuple[Path, Path], tuple[Path, str]] = {}
+        groups: dict[tuple[Path, Path], list[Job]] = {}
+        for job in jobs:  # the jobs on one pair of files take turns
+            groups.setdefault(job.pair, []).append(job)
         with tempfile.TemporaryDirectory(prefix="asofgpu-bench-") as checks, Progress(
                 TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                 TimeElapsedColumn(), console=console) as progress:
             task = progress.add_task("bench", total=len(jobs))
-            for n, job in enumerate(jobs):
-                name = job.name
-                progress.update(task, description=f"{name}: loading")
 
-                def on_event(kind, event, name=name):
-                    step = {"prepare": "prepared", "warmup": "warm-up done", "checked":
-                            "checked", "run": f"run {event.get('i', 0) + 1}/{args.runs}"}
-                    progress.update(task, description=f"{name}: {step.get(kind, kind)}")
+            def on_event(job, kind, event):
+                step = {"prepare": "prepared", "warmup": "warm-up done", "checked": "checked",
+                        "run": f"run {event.get('i', 0) + 1}/{args.runs}"}
+                progress.update(task, description=f"{job.name}: {step.get(kind, kind)}")
 
-                check = Path(checks) / f"{n}.npz"
-                record = run_job(job, args, check, on_event)
-                results[job] = record
-                if record["status"] == "ok":
-                    reference = references.setdefault(job.pair, (check, TITLES[job.system]))
-                    if reference[0] != check:
-                        compare(check, reference[0], job, reference[1])
-                        check.unlink()
-                    # The first answer on a pair of files is the one the others must equal.
-                    record["checked_against"] = reference[1]
-                    say(f"{name}: median {_seconds(record['median_s'])}, peak "
-                        f"{_memory(record['peak_rss_mib'])}")
-                else:
-                    say(f"[yellow]{name}: {record['status']}, recorded as such")
-                progress.advance(task)
+            def on_checked(job, check):
+                # The first answer on a pair of files is the one the others must equal.
+                reference = references.setdefault(job.pair, (check, TITLES[job.system]))
+                if reference[0] != check:
+                    compare(check, reference[0], job, reference[1])
+                    check.unlink()
+
+            for group in groups.values():
+                progress.update(task, description=f"{group[0].name}: loading")
+                for job, record in run_group(group, args, Path(checks), on_checked,
+                                             on_event).items():
+                    results[job] = record
+                    if record["status"] == "ok":
+                        record["checked_against"] = references[job.pair][1]
+                        say(f"{job.name}: median {_seconds(record['median_s'])}, peak "
+                            f"{_memory(record['peak_rss_mib'])}")
+                    else:
+                        say(f"[yellow]{job.name}: {record['status']}, recorded as such")
+                    progress.advance(task)
         entries = []
         for cell in cells:
             ds, job = cell["dataset"], cell["job"]

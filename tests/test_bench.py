@@ -1,5 +1,5 @@
-"""bench/run.py (make bench) on tiny data: the three result files, the correctness check that
-stops a wrong answer, and clear errors for bad options. Each worker is a process of its own,
+"""bench/run.py (make bench) on tiny data: the three result files, the systems' turns, the
+correctness check that stops a wrong answer, and clear errors for bad options. Each worker is a process of its own,
 so these runs are kept to a handful of processes."""
 
 from __future__ import annotations
@@ -41,6 +41,21 @@ def test_writes_the_table_the_numbers_and_the_plot(tmp_path):
     assert "| 2K × 1K | sorted | one-shot |" in table and "asofgpu / fastest peer" in table
     assert "| 2K × 1K | sorted | prepared, 1K probed |" in table
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_systems_on_one_pair_of_files_take_turns(tmp_path):
+    """Each round is one timed run of every job on the same files, begun by the next one:
+    a drift of the machine's speed falls on all systems alike."""
+    done = bench("--orders", "sorted", "--systems", "asofgpu,polars", "--runs", "2",
+                 tmp_path=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "bench.json").read_text())
+    # 1K trades are fewer than the probe batch: the prepared job shares the one-shot files.
+    runs = sorted((at, e["mode"], e["system"]) for e in report["results"]
+                  if not (e["mode"] == "prepared" and e["system"] == "polars")
+                  for at in e["started_at"])
+    jobs = ["one-shot asofgpu", "one-shot polars", "prepared asofgpu"]
+    assert [f"{mode} {system}" for _, mode, system in runs] == jobs + jobs[1:] + jobs[:1]
 
 
 def test_a_wrong_answer_fails_loudly_and_writes_nothing(tmp_path):
