@@ -65,7 +65,7 @@ def gather(right_table, gmap) -> pa.Table:
     parallel = len(gmap) >= _PARALLEL_ROWS
     fixed = [k for k, column in enumerate(table.columns) if parallel and _fixed_width(column)]
     taken = dict(zip(fixed, _take_fixed([table.column(k) for k in fixed], gmap, valid,
-                                         n_missing)))
+                                         n_missing))) if fixed else {}
     indices = None  # Arrow's take: built on first need
     for k, column in enumerate(table.columns):
         if k in taken:
@@ -82,7 +82,8 @@ _PARALLEL_ROWS = 1 << 16  # below this numba's thread pool costs more than it sa
 
 
 def _fixed_width(column: pa.ChunkedArray) -> bool:
-    """Numbers and instants of 4 or 8 bytes without nulls: numpy views of their values."""
+    """Integers, floats of 4 or 8 bytes and instants, without nulls: numpy views of their
+    values."""
     t = column.type
     return column.null_count == 0 and column.num_chunks > 0 and (
         pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t)

@@ -24,7 +24,7 @@ longer than ``--timeout`` seconds or a process above ``--mem-limit`` GiB is stop
 recorded as such. Every system's answer (the bid column, by trade) must equal asofgpu's, or
 the bench fails.
 
-    python bench/run.py                       # the full run (about 20 minutes on 2 cores)
+    python bench/run.py                       # the full run (about 8 minutes on 2 cores)
     python bench/run.py --quick               # small sizes, one run: checks the harness
     python bench/run.py --sizes 1Mx1M,10Mx10M --systems asofgpu,polars --orders sorted
 
@@ -532,13 +532,19 @@ class WorkerProcess:
 
     def run_once(self) -> bool:
         """One timed run, now."""
-        self.proc.stdin.write("run\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write("run\n")
+            self.proc.stdin.flush()
+        except OSError:  # it died while it waited: until() reports how, with its stderr
+            pass
         return self.until("run")
 
     def finish(self) -> dict:
         if self.ok and self.until("done"):
-            self.proc.wait()
+            code = self.proc.wait()
+            if code != 0:
+                raise BenchError(f"{self.job.name}: the worker exited with code {code} "
+                                 f"after its runs")
             self.record["median_s"] = statistics.median(self.record["times_s"])
         self.close()
         return self.record
@@ -563,7 +569,7 @@ def run_group(jobs: list[Job], args, checks: Path, on_checked, on_event) -> dict
     workers: list[WorkerProcess] = []
     try:
         for job in jobs:
-            check = checks / f"{len(workers)}-{job.system}-{job.prepared}.npz"
+            check = checks / (job.name.replace(" ", "-") + ".npz")  # one name per job
             workers.append(WorkerProcess(job, args, check, on_event))
             if workers[-1].until("checked"):
                 on_checked(job, check)

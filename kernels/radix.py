@@ -106,8 +106,9 @@ def bit_length(x):
 
 def argsort_bits(bits, rows, n_pieces, spare_bits, spare_rows):
     """``rows`` reordered by ``bits`` (stable: equal keys keep their order in ``rows``);
-    ``bits`` is sorted in place alongside. The passes alternate between the arrays and the
-    caller's spares (of the same sizes): the result is ``rows`` or ``spare_rows``."""
+    ``bits`` is sorted in place alongside. The passes over the top bits alternate between the
+    arrays and the caller's spares (of the same sizes), then the runs equal there are settled
+    with the other pair as scratch: the result is ``rows`` or ``spare_rows``."""
     n = bits.size
     high = np.uint64(0)
     for p in range(n):
@@ -144,10 +145,10 @@ def argsort_bits(bits, rows, n_pieces, spare_bits, spare_rows):
                 counts[t, (b >> shift) & mask] = q + 1
         src_bits, dst_bits = dst_bits, src_bits
         src_rows, dst_rows = dst_rows, src_rows
+    if low_bit > 0:  # the arrays the result is not in are free: scratch for long runs
+        settle_runs(src_bits, src_rows, low_bit, bounds, dst_bits, dst_rows)
     if passes % 2:
         bits[:] = src_bits
-    if low_bit > 0:  # the arrays the result is not in are free: scratch for long runs
-        settle_runs(bits, src_rows, low_bit, bounds, dst_bits, dst_rows)
     return src_rows
 
 

@@ -7,8 +7,9 @@ The forward match is the same walk run from the end. This is the CPU's one-shot 
 per-row binary search (``probe.py``) stays the path of a prepared right side and of the GPU.
 
 Each side arrives in walk order: its keys and group codes ascending by key (rows without a key
-or a group left out; the right side keeps the caller's order among equal keys, which decides
-which of several equal rows a pick takes), plus ``lorder`` / ``rorder``, the caller's row number
+or a group left out; the right side keeps the caller's order among a group's equal keys, which
+decides which of several equal rows a pick takes; equal keys of different groups may come in
+any order), plus ``lorder`` / ``rorder``, the caller's row number
 of each walk position. Reading both sides in walk order keeps every access sequential but the
 write of each left row's answer.
 

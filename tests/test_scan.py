@@ -170,7 +170,8 @@ def test_prefetch_refuses_what_is_not_a_1d_array():
 @pytest.mark.parametrize("span", [1, 2**8, 2**12, 2**20, 2**40])
 def test_radix_argsort_for_every_number_of_passes(span):
     """The passes alternate between the sort's arrays and its spares: an even or odd number
-    of them (none when all keys are equal) must leave the sorted rows where it says."""
+    of them (none when all keys are equal, one or two for these 70k rows) must leave the
+    sorted rows where it says."""
     rng = np.random.default_rng(span)
     keys = rng.integers(0, span, 70_000) + 10**12
     order = _backend.CpuBackend().stable_argsort(keys)
@@ -206,19 +207,20 @@ def test_load_word_reads_eight_bytes_little_endian_at_any_offset():
 @pytest.mark.parametrize("layout", ["uniform", "clustered", "short runs", "long runs",
                                     "long runs of equal keys"])
 @pytest.mark.parametrize("pieces", [1, 2, 7])
-def test_radix_argsort_settles_runs_of_equal_top_bits(layout, pieces):
-    """The passes over all rows sort only the top bits (24 for these 70k rows); runs of keys
-    equal there are then settled: short ones by insertion sorts, those past LONG_RUN by a
-    radix sort of their own, stably, runs across the pieces' bounds included."""
+@pytest.mark.parametrize("n", [3_000, 70_000])
+def test_radix_argsort_settles_runs_of_equal_top_bits(layout, pieces, n):
+    """The passes over all rows sort only the top bits (12 for 3,000 rows: one pass, which
+    leaves the sorted bits in the spares; 24 for 70,000: two); runs of keys equal there are
+    then settled: short ones by insertion sorts, those past LONG_RUN by a radix sort of their
+    own, stably, runs across the pieces' bounds included."""
     rng = np.random.default_rng(3)
-    n = 70_000
     low = rng.integers(0, 2**17, n)
     keys = {
         "uniform": rng.integers(0, 2**40, n),
         "clustered": np.where(rng.random(n) < 0.5, rng.integers(0, 2**14, n),
                               rng.integers(0, 2**40, n)),
-        "short runs": rng.integers(0, 2_000, n) << 30 | low,  # about 35 rows a run
-        "long runs": rng.integers(0, 20, n) << 30 | low,  # about 3,500 rows a run
+        "short runs": rng.integers(0, 2_000, n) << 30 | low,  # n / 2,000 rows a run
+        "long runs": rng.integers(0, 20, n) << 30 | low,  # n / 20: past LONG_RUN
         "long runs of equal keys": rng.integers(0, 20, n) << 30 | low % 4,
     }[layout] - 2**35
     order = _backend._radix_order(np.arange(n), keys, False, pieces)[0]
