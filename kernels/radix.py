@@ -15,7 +15,7 @@ Only the top bits are sorted in passes over the whole input: as many as the row 
 That leaves out of order only the rows within runs of keys equal in those top bits, and with
 about one row per top value those runs are short: an insertion sort settles each, in one
 parallel pass over the sorted bits. 10M such keys take 2 passes and the settling instead of
-4 passes: 0.14 s instead of 0.25-0.30 s. Keys clustered in a few top values make long runs,
+4 passes: 0.16-0.18 s instead of 0.24-0.33 s. Keys clustered in a few top values make long runs,
 which get a radix sort of their own low bits.
 """
 
