@@ -739,7 +739,8 @@ def markdown(report: dict) -> str:
         + f", Python {m['python']}.",
         "",
         f"Each cell: the median of {s['runs']} timed run(s) after a warm-up, each system in "
-        f"its own process, and in parentheses that process's peak RSS during the runs "
+        f"its own process (the systems on the same files taking turns, a run each per "
+        f"round), and in parentheses that process's peak RSS during the runs "
         f"(its inputs included). Rows: `asofgpu.marketdata.day(QUOTES, TRADES, "
         f"{s['symbols']}, seed={s['seed']})`, {s['symbols']:,} string symbols of Zipf "
         f"activity, four float64 quote columns; the trades carry time, symbol, price, size "
