@@ -475,7 +475,7 @@ class WorkerProcess:
                 "quotes": str(job.dataset.quotes), "trades": str(job.trades),
                 "order": job.dataset.order, "runs": args.runs, "check": str(check),
                 "corrupt": args.corrupt_for_test == job.system}
-        self.job, self.check, self.on_event = job, check, on_event
+        self.job, self.on_event = job, on_event
         self.limit_bytes = args.mem_limit * 2**30
         self.timeout = args.timeout
         self.record = {"status": "ok", "times_s": [], "started_at": []}
@@ -562,8 +562,8 @@ class WorkerProcess:
 
 
 def run_group(jobs: list[Job], args, checks: Path, on_checked, on_event) -> dict[Job, dict]:
-    """The jobs on one pair of files: their workers started one at a time (loading, the
-    prepare and the warm-up untimed by the others' work), each answer handed to
+    """The jobs on one pair of files: their workers started one at a time (each loads,
+    prepares and warms up alone on the machine), each answer handed to
     ``on_checked(job, check)``, then ``--runs`` rounds of one timed run per worker, each
     round begun by the next system. Returns each job's record."""
     workers: list[WorkerProcess] = []
