@@ -14,7 +14,7 @@ group's first position); the answers are those of ``probe.probe_row``.
 import numpy as np
 
 from . import bind, search
-from .probe import BACKWARD, FORWARD
+from .probe import BACKWARD, FORWARD, NEAREST
 
 less = pick = lower_bound = upper_bound = prange = prefetch = None  # filled in by build()
 
@@ -25,9 +25,25 @@ less = pick = lower_bound = upper_bound = prange = prefetch = None  # filled in 
 # row on the bench machine (time-ordered rows; shuffled ones gain nothing, and lose nothing).
 AHEAD = 8
 
+# Time-ordered trades against ten times as many quotes move each group's cursor about ten
+# keys a row. When the answer lies among the WINDOW keys from the cursor (the test is one
+# predictable branch), it takes four fixed steps that compile to conditional moves; galloping
+# took as many steps, each a branch mispredicted about half the time. The steps below are
+# written out for WINDOW = 16. Measured on the bench's 1M x 10M: 0.04 -> 0.033 s, together
+# with a single search for single-direction strategies (probe_piece).
+WINDOW = 16
+
 
 def gallop_lower(keys, start, hi, x):
     """First position in [start, hi) whose key is not below x, searching outward from start."""
+    if start + WINDOW <= hi:
+        if not less(keys[start + WINDOW - 1], x):
+            b = start  # keys before b are below x; the answer is at most start + 15
+            b = b + 8 if less(keys[b + 7], x) else b
+            b = b + 4 if less(keys[b + 3], x) else b
+            b = b + 2 if less(keys[b + 1], x) else b
+            return b + 1 if less(keys[b], x) else b
+        start += WINDOW
     step = 1
     low = start
     while start + step <= hi and less(keys[start + step - 1], x):
@@ -38,6 +54,14 @@ def gallop_lower(keys, start, hi, x):
 
 def gallop_upper(keys, start, hi, x):
     """First position in [start, hi) whose key is above x, searching outward from start."""
+    if start + WINDOW <= hi:
+        if less(x, keys[start + WINDOW - 1]):
+            b = start  # keys before b are at most x; the answer is at most start + 15
+            b = b if less(x, keys[b + 7]) else b + 8
+            b = b if less(x, keys[b + 3]) else b + 4
+            b = b if less(x, keys[b + 1]) else b + 2
+            return b if less(x, keys[b]) else b + 1
+        start += WINDOW
     step = 1
     low = start
     while start + step <= hi and not less(x, keys[start + step - 1]):
@@ -53,20 +77,29 @@ def probe_piece(p0, p1, order, left_keys, left_groups, offsets, right_keys, rows
         if p + AHEAD < p1 and last >= 0:
             ahead = left_groups[order[p + AHEAD]]
             at = max(cursor[ahead], offsets[ahead])
-            prefetch(right_keys, min(at + 8, last))  # the next line of keys (8 bytes each)
-            prefetch(rows_last, min(at, last))
-            prefetch(rows_last, min(at + 16, last))  # and its next line, if 4-byte rows
+            # The window's keys (8 bytes each) and the answer's likely line of rows
+            prefetch(right_keys, min(at + 8, last))
+            prefetch(right_keys, min(at + 16, last))
+            prefetch(rows_last, min(at + 8, last))
         i = order[p]
         g = left_groups[i]
         lo = offsets[g]
         hi = offsets[g + 1]
         x = left_keys[i]
-        # Every key before the cursor is below an earlier row's key, so below x.
-        first_ge = gallop_lower(right_keys, max(cursor[g], lo), hi, x)
-        cursor[g] = first_ge
-        first_gt = first_ge
-        if (strategy != FORWARD) if exact else (strategy != BACKWARD):
-            first_gt = gallop_upper(right_keys, first_ge, hi, x)
+        # Left keys ascend, so the keys before a cursor left by a lower search are below x,
+        # and those before one left by an upper search at most x: each search starts there.
+        # A call makes one kind of cursor (the strategy decides which searches run).
+        start = max(cursor[g], lo)
+        if strategy == NEAREST or (strategy == BACKWARD) != exact:
+            first_ge = gallop_lower(right_keys, start, hi, x)
+            cursor[g] = first_ge
+            first_gt = first_ge
+            if strategy == NEAREST:
+                first_gt = gallop_upper(right_keys, first_ge, hi, x)
+        else:  # backward with exact matches, or forward without: one bound, above x
+            first_gt = gallop_upper(right_keys, start, hi, x)
+            cursor[g] = first_gt
+            first_ge = first_gt  # not read: only b (backward) or f (forward) is
         b = (first_gt if exact else first_ge) - 1
         f = first_ge if exact else first_gt
         if strategy == BACKWARD:

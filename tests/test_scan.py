@@ -134,6 +134,38 @@ def test_prepared_probe_paths_agree(kind):
         np.testing.assert_array_equal(scan, in_order, err_msg=str(options))
 
 
+@pytest.mark.parametrize("kind", ["int", "float"])
+def test_cursor_probe_steps_of_every_length(kind):
+    """Time-ordered rows against about ten times as many right keys: each group's cursor
+    moves by nothing, by a few keys (inside the 16-key window kernels/cursor.py searches
+    first), by exactly the window, or far past it, over runs of equal keys longer than the
+    window. The cursor probe's answers equal one binary search per row (probe_row)."""
+    rng = np.random.default_rng(7)
+    n_right = 60_000
+    steps = rng.choice([0, 1, 2, 40], n_right, p=[0.45, 0.35, 0.15, 0.05])
+    steps[rng.random(n_right) < 0.002] = 5_000  # gaps many windows wide
+    right = np.cumsum(steps)
+    for start in rng.integers(0, n_right - 60, 40):  # runs of 40 equal keys
+        right[start:start + 40] = right[start]
+    right = np.sort(right)
+    right_by = rng.integers(0, 3, n_right).astype(str)
+    left = np.sort(np.concatenate([rng.choice(right, 4_000),  # exact hits
+                                   rng.integers(-10, right[-1] + 10, 4_000)]))
+    left_by = rng.integers(0, 3, left.size).astype(str)
+    if kind == "float":
+        right, left = right.astype(np.float64), left.astype(np.float64)
+        right[-50:] = np.nan  # above every number: the window meets NaN near the end
+        left[-30:] = np.nan
+    prepared = ag.AsofJoin(right, right_by, device="cpu")
+    shuffle = rng.permutation(left.size)  # small unordered batches: a binary search a row
+    for options in OPTIONS:
+        in_order = prepared.join(left, left_by, **options)
+        one_by_one = np.concatenate([
+            prepared.join(left[shuffle[k:k + 1_000]], left_by[shuffle[k:k + 1_000]], **options)
+            for k in range(0, left.size, 1_000)])
+        np.testing.assert_array_equal(one_by_one, in_order[shuffle], err_msg=str(options))
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64, np.uint64])
 def test_prefetch_is_only_a_hint(dtype):
     """The cursor probe's cache hint compiles for every array it is given, changes nothing
