@@ -125,6 +125,8 @@ class AsofJoin:
         # A one-shot join (asof_join) on the cpu may walk both sides in key order instead
         # (kernels/scan.py), which needs no sort by group: the sort waits for a probe.
         self._unsorted = None
+        self._key_ascends = None  # see _ascending
+        self._time_ordered = None  # see _keep_time_order
         if _defer_sort and not presorted and tie is None and self.backend.name == "cpu":
             self._unsorted = (key, bucket)
             return
@@ -135,9 +137,10 @@ class AsofJoin:
                 bucket = self._renumber[bucket]
         if presorted and tie is None:
             rows, sorted_keys, offsets = self._presorted(key, bucket, n_groups, kept)
+            self._set_sorted(key, tie, rows, sorted_keys, offsets)
         else:  # a tie-break column still needs ordering within runs of equal keys
-            rows, sorted_keys, offsets = self._sort(key, tie, bucket, n_groups)
-        self._set_sorted(key, tie, rows, sorted_keys, offsets)
+            self._set_sorted(key, tie, *self._sort(key, tie, bucket, n_groups))
+            self._keep_time_order(key, bucket)
 
     def _set_sorted(self, key: Key, tie: Key | None, rows, sorted_keys, offsets) -> None:
         self._offsets = offsets[: self.n_groups + 1]
@@ -155,20 +158,39 @@ class AsofJoin:
             key, bucket = self._unsorted
             self._unsorted = None
             self._set_sorted(key, None, *self._sort(key, None, bucket, self.n_groups))
+            self._keep_time_order(key, bucket)
+
+    def _ascending(self, key: Key) -> bool:
+        """Whether the right keys ascend in row order (time-sorted, as quotes come); computed
+        once."""
+        if self._key_ascends is None:
+            values, xp = key.values, self.backend.xp
+            self._key_ascends = not bool(
+                _less(values[1:], values[:-1], xp, key.type.physical == "float").any())
+        return self._key_ascends
+
+    def _keep_time_order(self, key: Key, bucket) -> None:
+        """Keep the right keys and group codes in row order, for the cpu to stream a
+        time-ordered probe through (kernels/stream.py), when the keys ascend and every row is
+        in a group; it holds on to the group codes (4 bytes a row) for that."""
+        if (self.backend.name != "cpu" or self._tie_sorted is not None or not self.n_right
+                or int(self._offsets[-1]) != self.n_right or not self._ascending(key)):
+            return
+        groups = bucket if bucket is not None else np.zeros(self.n_right, np.int32)
+        self._time_ordered = (key.values, groups)
 
     # ------------------------------------------------------------------ preparation
 
     def _sort(self, key: Key, tie: Key | None, bucket, n_groups: int):
         """Stable sort by (group, key[, tie]), discarding rows of the last bucket."""
         be, xp = self.backend, self.backend.xp
-        is_float = key.type.physical == "float"
         order = xp.arange(self.n_right, dtype=np.int64)
         if tie is not None:  # least significant first; every pass stable
             order = order[be.stable_argsort(tie.values)]
             if tie.valid is not None:
                 order = order[be.stable_argsort(tie.valid[order])]
             order = order[be.stable_argsort(key.values[order])]
-        elif bool(_less(key.values[1:], key.values[:-1], xp, is_float).any()):
+        elif not self._ascending(key):
             order = be.stable_argsort(key.values)  # else: time-sorted already, as quotes come
         if bucket is None:
             return order, key.values[order], xp.asarray(np.array([0, self.n_right], np.int64))
@@ -327,7 +349,8 @@ class AsofJoin:
         right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
         be.probe(self._key_type.physical == "float", left_key.values, groups, self._offsets,
                  right_keys, self._rows_last, self._rows_first, STRATEGY_CODE[strategy], exact,
-                 tol, tie_rule, out)
+                 tol, tie_rule, out,
+                 time_ordered=self._time_ordered if tick == self._key_type.tick_ns else None)
         if ambiguous == "raise":
             self._raise_if_ambiguous(out)
         return out

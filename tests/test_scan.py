@@ -166,6 +166,101 @@ def test_cursor_probe_steps_of_every_length(kind):
         np.testing.assert_array_equal(one_by_one, in_order[shuffle], err_msg=str(options))
 
 
+def _count_streams(monkeypatch) -> list:
+    """Record each use of the streaming probe (kernels/stream.py)."""
+    calls = []
+    build = _backend._cpu_stream_probe
+
+    def counted(is_float, parallel):
+        calls.append(is_float)
+        return build(is_float, parallel)
+
+    monkeypatch.setattr(_backend, "_cpu_stream_probe", counted)
+    return calls
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "uint"])
+def test_streamed_probe_equals_one_search_a_row(kind, monkeypatch):
+    """A time-sorted right side, every row in a group, probed by a time-ordered batch of
+    about as many rows: the probe streams the right side (in parallel pieces), with null
+    left keys, left groups the right lacks and runs of equal keys. Its answers equal one
+    binary search per row (probe_row) for every backward and forward option."""
+    streams = _count_streams(monkeypatch)
+    rng = np.random.default_rng(11)
+    n_left, n_right = 40_000, 60_000
+    right = np.sort(_keys(rng, n_right, kind, 3_000))
+    right_by = rng.integers(0, 30, n_right).astype(str)
+    left = np.sort(_keys(rng, n_left, kind, 3_100))
+    left_by = rng.integers(0, 31, n_left).astype(str)  # "30": a group the right lacks
+    left_on = pa.array(left, mask=rng.random(n_left) < 0.03)
+    prepared = ag.AsofJoin(right, right_by, device="cpu")
+    shuffle = rng.permutation(n_left)
+    for options in OPTIONS:
+        if options["strategy"] == "nearest":
+            continue
+        before = len(streams)
+        streamed = prepared.join(left_on, left_by, **options)
+        assert len(streams) == before + 1, options
+        one_by_one = np.concatenate([
+            prepared.join(left_on.take(shuffle[k:k + 1_000]), left_by[shuffle[k:k + 1_000]],
+                          **options) for k in range(0, n_left, 1_000)])
+        np.testing.assert_array_equal(one_by_one, streamed[shuffle], err_msg=str(options))
+
+
+def test_streamed_probe_without_by(monkeypatch):
+    """No by-keys (one group) and pairs of equal right keys: backward takes the last of a
+    pair, forward the first, as one search a row does."""
+    streams = _count_streams(monkeypatch)
+    right = np.repeat(np.arange(0, 50_000, 2), 2)
+    prepared = ag.AsofJoin(right, device="cpu")
+    left = np.arange(-3, 50_003)
+    shuffle = np.random.default_rng(3).permutation(left.size)
+    for options in ({}, dict(allow_exact_matches=False), dict(strategy="forward"),
+                    dict(strategy="forward", allow_exact_matches=False, tolerance=1)):
+        before = len(streams)
+        streamed = prepared.join(left, **options)
+        assert len(streams) == before + 1
+        one_by_one = np.concatenate([prepared.join(left[shuffle[k:k + 1_000]], **options)
+                                     for k in range(0, left.size, 1_000)])
+        np.testing.assert_array_equal(one_by_one, streamed[shuffle], err_msg=str(options))
+    assert prepared.join(np.arange(3, 20_000)).tolist()[:2] == [3, 5]  # keys 2 and 4
+    assert prepared.join(np.arange(3, 20_000), strategy="forward").tolist()[:2] == [4, 4]
+
+
+@pytest.mark.parametrize("case", ["unsorted right", "null right group", "nearest",
+                                  "finer left unit", "wide span"])
+def test_probe_streams_only_where_it_may(case, monkeypatch):
+    """Streaming needs a time-sorted right side with every row in a group, a backward or
+    forward strategy, the right's own unit and few right rows per left row; otherwise the
+    cursor probe answers (here checked against one search a row)."""
+    streams = _count_streams(monkeypatch)
+    rng = np.random.default_rng(5)
+    n = 40_000
+    right = np.sort(rng.integers(0, 10**6, n)).astype("datetime64[ms]")
+    right_by = pa.array(rng.integers(0, 20, n).astype(str))
+    left = np.sort(rng.integers(0, 10**6, n)).astype("datetime64[ms]")
+    options = {}
+    if case == "unsorted right":
+        right = right[rng.permutation(n)]
+    elif case == "null right group":
+        right_by = pa.array(right_by.to_pylist()[:-1] + [None])
+    elif case == "nearest":
+        options = dict(strategy="nearest")
+    elif case == "finer left unit":
+        left = left.astype("datetime64[us]")
+    else:
+        left = left[:: 40]  # 1,000 rows over 40,000 right rows
+    left_by = rng.integers(0, 20, len(left)).astype(str)
+    prepared = ag.AsofJoin(right, right_by, device="cpu")
+    got = prepared.join(left, left_by, **options)
+    assert streams == []
+    shuffle = rng.permutation(len(left))
+    one_by_one = np.concatenate([
+        prepared.join(left[shuffle[k:k + 1_000]], left_by[shuffle[k:k + 1_000]], **options)
+        for k in range(0, len(left), 1_000)])
+    np.testing.assert_array_equal(one_by_one, got[shuffle])
+
+
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64, np.uint64])
 def test_prefetch_is_only_a_hint(dtype):
     """The cursor probe's cache hint compiles for every array it is given, changes nothing

@@ -1,0 +1,122 @@
+"""The probe of a time-ordered left batch by streaming the right side in its own time order.
+
+When the right side arrived time-sorted (quotes usually do) and every right row is in a group,
+a backward probe of left rows in key order can walk both sides at once, as a merge: the right
+rows up to the next left key each overwrite their group's entry of a small table, and each
+left row reads its group's entry. That reads the right keys and groups front to back, which
+the hardware prefetches, where the cursor probe (kernels/cursor.py) jumps between 1,000 group
+ranges and waits for memory at nearly every row. It pays per right row walked, so the caller
+takes it when the left batch spans few right rows per left row (``_backend.STREAM_SPAN``).
+
+A forward probe walks both backwards. The walk splits into pieces that run in parallel; each
+starts from its groups' answers for its first left key (its last, walking backwards), found
+by binary search in the prepared (group, key) order. The answers are those of
+``probe.probe_row`` for the backward and forward strategies (nearest is not streamed).
+"""
+
+import numpy as np
+
+from . import bind, search
+from .probe import BACKWARD
+
+less = gap = lower_bound = upper_bound = prange = None  # filled in by build()
+
+
+def backward_piece(p0, p1, order, left_keys, left_groups, right_keys, right_groups, offsets,
+                   sorted_keys, rows_last, exact, has_tol, tol, no_match, latest, out):
+    """Backward answers of the left rows order[p0:p1]; ``latest``: per group, the last right
+    row walked (-1: none yet)."""
+    x = left_keys[order[p0]]
+    for g in range(offsets.size - 1):
+        lo = offsets[g]
+        b = (upper_bound(sorted_keys, lo, offsets[g + 1], x) if exact
+             else lower_bound(sorted_keys, lo, offsets[g + 1], x)) - 1
+        latest[g] = rows_last[b] if b >= lo else -1
+    n_right = right_keys.size
+    # The first right row past the state: rows before it are all at most x (below x).
+    j = upper_bound(right_keys, 0, n_right, x) if exact else lower_bound(right_keys, 0,
+                                                                          n_right, x)
+    for p in range(p0, p1):
+        i = order[p]
+        x = left_keys[i]
+        if exact:
+            while j < n_right and not less(x, right_keys[j]):
+                latest[right_groups[j]] = j
+                j += 1
+        else:
+            while j < n_right and less(right_keys[j], x):
+                latest[right_groups[j]] = j
+                j += 1
+        r = latest[left_groups[i]]
+        if r < 0 or (has_tol and gap(right_keys[r], x) > tol):
+            out[i] = no_match
+        else:
+            out[i] = r
+
+
+def forward_piece(p0, p1, order, left_keys, left_groups, right_keys, right_groups, offsets,
+                  sorted_keys, rows_first, exact, has_tol, tol, no_match, earliest, out):
+    """Forward answers of the left rows order[p0:p1], walked from the last; ``earliest``:
+    per group, the first right row walked (-1: none yet)."""
+    x = left_keys[order[p1 - 1]]
+    for g in range(offsets.size - 1):
+        hi = offsets[g + 1]
+        f = (lower_bound(sorted_keys, offsets[g], hi, x) if exact
+             else upper_bound(sorted_keys, offsets[g], hi, x))
+        earliest[g] = rows_first[f] if f < hi else -1
+    # The last right row before the state: rows after it are all at least x (above x).
+    j = (lower_bound(right_keys, 0, right_keys.size, x) if exact
+         else upper_bound(right_keys, 0, right_keys.size, x)) - 1
+    for p in range(p1 - 1, p0 - 1, -1):
+        i = order[p]
+        x = left_keys[i]
+        if exact:
+            while j >= 0 and not less(right_keys[j], x):
+                earliest[right_groups[j]] = j
+                j -= 1
+        else:
+            while j >= 0 and less(x, right_keys[j]):
+                earliest[right_groups[j]] = j
+                j -= 1
+        r = earliest[left_groups[i]]
+        if r < 0 or (has_tol and gap(x, right_keys[r]) > tol):
+            out[i] = no_match
+        else:
+            out[i] = r
+
+
+def stream_probe(order, left_keys, left_groups, right_keys, right_groups, offsets,
+                 sorted_keys, rows_last, rows_first, strategy, exact, has_tol, tol,
+                 no_match, n_pieces, out):
+    """Probe the left rows ``order`` names (ascending keys, groups in range) against the
+    time-sorted ``right_keys``, whose rows are all in groups ``right_groups``; the prepared
+    ``offsets``, ``sorted_keys`` and rows start each piece. The rest of ``out`` (rows
+    without a key or group) gets ``no_match``. ``strategy``: backward or forward."""
+    n = order.size
+    if n < out.size:
+        out[:] = no_match
+    state = np.empty((n_pieces, offsets.size - 1), out.dtype)
+    for t in prange(n_pieces):
+        p0 = t * n // n_pieces
+        p1 = (t + 1) * n // n_pieces
+        if p0 < p1:
+            if strategy == BACKWARD:
+                backward_piece(p0, p1, order, left_keys, left_groups, right_keys,
+                               right_groups, offsets, sorted_keys, rows_last, exact, has_tol,
+                               tol, no_match, state[t], out)
+            else:
+                forward_piece(p0, p1, order, left_keys, left_groups, right_keys,
+                              right_groups, offsets, sorted_keys, rows_first, exact, has_tol,
+                              tol, no_match, state[t], out)
+
+
+def build(jit, parallel_jit, is_float, unsigned, parallel_range):
+    """Return ``stream_probe``: helpers compiled with ``jit``, the loop over pieces with
+    ``parallel_jit`` (``parallel_range``: ``numba.prange`` there, or ``range``)."""
+    lower, upper, gap_fn = search.build(jit, is_float, unsigned)
+    names = {"less": jit(search.less_float if is_float else search.less_int),
+             "lower_bound": lower, "upper_bound": upper, "gap": gap_fn,
+             "prange": parallel_range}
+    for fn in (backward_piece, forward_piece):
+        names[fn.__name__] = jit(bind(fn, **names))
+    return parallel_jit(bind(stream_probe, **names))
