@@ -158,23 +158,26 @@ class CpuBackend(Backend):
         with _PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
             threads = _threads(parallel)
             _, is_sorted = _cpu_scan(is_float, parallel)
+            n_groups = len(offsets) - 1
             rows = _walked_rows(left_groups >= 0)
-            if not is_sorted(left_keys, rows):
-                if len(rows) < RADIX_MIN_ROWS:
-                    _cpu_probe_all(is_float, parallel)(*args)  # few rows: a search each
-                    return
-                rows = _radix_order(rows, left_keys, is_float, threads)[0]
+            in_order = is_sorted(left_keys, rows)
+            if not in_order and len(rows) < RADIX_MIN_ROWS:
+                _cpu_probe_all(is_float, parallel)(*args)  # few rows: a search each
+                return
+            # The walks read keys and groups in walk order, and write each answer in its row.
+            keys, groups, rows = _in_key_order(rows, in_order, left_keys, left_groups, n_groups,
+                                               is_float, threads)
             strategy = args[6]
             if time_ordered is not None and strategy != NEAREST and _streams(
-                    time_ordered[0], left_keys, rows, len(offsets) - 1):
+                    time_ordered[0], keys, n_groups):
                 right_keys, right_groups = time_ordered
                 _cpu_stream_probe(is_float, parallel)(
-                    rows, left_keys, left_groups, right_keys, right_groups, offsets, args[3],
+                    rows, keys, groups, right_keys, right_groups, offsets, args[3],
                     *args[4:10], args[11], threads, out)
                 return
             # In key order each group's answers only move forward: gallop from cursors.
-            pieces = _pieces(parallel, threads, len(offsets) - 1)
-            _cpu_cursor_probe(is_float, parallel)(rows, *args[:-1], pieces, out)
+            pieces = _pieces(parallel, threads, n_groups)
+            _cpu_cursor_probe(is_float, parallel)(rows, keys, groups, *args[2:-1], pieces, out)
 
     def scan(self, is_float: bool, left_keys, left_groups, right_keys, right_groups,
              n_groups: int, strategy: int, exact: bool, tol, nearest_tie: int, out) -> None:
@@ -208,16 +211,15 @@ RADIX_MIN_ROWS = 1 << 15  # below this numpy's stable argsort is as fast
 STREAM_SPAN = 16
 
 
-def _streams(right_keys, left_keys, rows, n_groups: int) -> bool:
-    """Whether the left ``rows`` (ascending keys) are cheaper to stream than to search: few
+def _streams(right_keys, keys, n_groups: int) -> bool:
+    """Whether left rows of ascending ``keys`` are cheaper to stream than to search: few
     right rows per left row within their key range, and at least a row per group (each
     piece of the stream starts with a binary search in every group)."""
-    if len(rows) < max(n_groups, 1):
+    if len(keys) < max(n_groups, 1):
         return False
-    first, last = left_keys[rows[0]], left_keys[rows[-1]]
-    span = (np.searchsorted(right_keys, last, side="right")
-            - np.searchsorted(right_keys, first, side="left"))
-    return span <= STREAM_SPAN * len(rows)
+    span = (np.searchsorted(right_keys, keys[-1], side="right")
+            - np.searchsorted(right_keys, keys[0], side="left"))
+    return span <= STREAM_SPAN * len(keys)
 
 
 def _threads(parallel: bool) -> int:
@@ -243,7 +245,14 @@ def _walk_order(walked, keys, groups, n_groups: int, is_float: bool, is_sorted,
     walked: the caller's own arrays). ``groups`` holds codes below ``n_groups`` for walked
     rows. The caller holds the parallel-launch lock."""
     rows = _walked_rows(walked)
-    if is_sorted(keys, rows):
+    return _in_key_order(rows, is_sorted(keys, rows), keys, groups, n_groups, is_float,
+                         threads)
+
+
+def _in_key_order(rows, in_order: bool, keys, groups, n_groups: int, is_float: bool,
+                  threads: int):
+    """``_walk_order`` of the walked ``rows``, ``in_order`` when their keys ascend."""
+    if in_order:
         if len(rows) == len(keys):
             return keys, groups, rows
         return keys[rows], groups[rows], rows

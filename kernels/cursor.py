@@ -6,7 +6,8 @@ arrive in time order), each group's answer only moves forward, so each row gallo
 its group's previous row stopped: a few probes into cache lines that row just used.
 
 A left batch in any other order is walked in key order (``order``: its rows sorted by key,
-radix-sorted by the caller), the answers written back to each row's place. The walk splits
+radix-sorted by the caller, which also passes their keys and groups in that order, so that
+the walk reads them front to back), the answers written back to each row's place. The walk splits
 into pieces that run in parallel, each with its own cursor per group (starting at the
 group's first position); the answers are those of ``probe.probe_row``.
 """
@@ -70,22 +71,22 @@ def gallop_upper(keys, start, hi, x):
     return upper_bound(keys, low, min(start + step, hi), x)
 
 
-def probe_piece(p0, p1, order, left_keys, left_groups, offsets, right_keys, rows_last,
-                rows_first, strategy, exact, has_tol, tol, nearest_tie, no_match, cursor, out):
+def probe_piece(p0, p1, order, keys, groups, offsets, right_keys, rows_last, rows_first,
+                strategy, exact, has_tol, tol, nearest_tie, no_match, cursor, out):
     last = right_keys.size - 1
     for p in range(p0, p1):
         if p + AHEAD < p1 and last >= 0:
-            ahead = left_groups[order[p + AHEAD]]
+            ahead = groups[p + AHEAD]
             at = max(cursor[ahead], offsets[ahead])
             # The window's keys (8 bytes each) and the answer's likely line of rows
             prefetch(right_keys, min(at + 8, last))
             prefetch(right_keys, min(at + 16, last))
             prefetch(rows_last, min(at + 8, last))
         i = order[p]
-        g = left_groups[i]
+        g = groups[p]
         lo = offsets[g]
         hi = offsets[g + 1]
-        x = left_keys[i]
+        x = keys[p]
         # Left keys ascend, so the keys before a cursor left by a lower search are below x,
         # and those before one left by an upper search at most x: each search starts there.
         # A call makes one kind of cursor (the strategy decides which searches run).
@@ -110,18 +111,19 @@ def probe_piece(p0, p1, order, left_keys, left_groups, offsets, right_keys, rows
              nearest_tie, no_match, out)
 
 
-def probe_sorted(order, left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
-                 strategy, exact, has_tol, tol, nearest_tie, no_match, n_pieces, out):
-    """Probe the left rows ``order`` names, in that (ascending key) order; the rest of ``out``
-    (rows without a key or group) gets ``no_match``."""
+def probe_sorted(order, keys, groups, offsets, right_keys, rows_last, rows_first, strategy,
+                 exact, has_tol, tol, nearest_tie, no_match, n_pieces, out):
+    """Probe the left rows ``order`` names, in that (ascending key) order: ``keys[p]`` and
+    ``groups[p]`` are row ``order[p]``'s. The rest of ``out`` (rows without a key or group)
+    gets ``no_match``."""
     n = order.size
     if n < out.size:
         out[:] = no_match
     n_groups = offsets.size - 1
     cursor = np.zeros((n_pieces, n_groups), np.int64)  # 0: below every group's range
     for t in prange(n_pieces):
-        probe_piece(t * n // n_pieces, (t + 1) * n // n_pieces, order, left_keys, left_groups,
-                    offsets, right_keys, rows_last, rows_first, strategy, exact, has_tol, tol,
+        probe_piece(t * n // n_pieces, (t + 1) * n // n_pieces, order, keys, groups, offsets,
+                    right_keys, rows_last, rows_first, strategy, exact, has_tol, tol,
                     nearest_tie, no_match, cursor[t], out)
 
 

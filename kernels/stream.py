@@ -22,11 +22,11 @@ from .probe import BACKWARD
 less = gap = lower_bound = upper_bound = prange = None  # filled in by build()
 
 
-def backward_piece(p0, p1, order, left_keys, left_groups, right_keys, right_groups, offsets,
+def backward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offsets,
                    sorted_keys, rows_last, exact, has_tol, tol, no_match, latest, out):
-    """Backward answers of the left rows order[p0:p1]; ``latest``: per group, the last right
+    """Backward answers of the left rows order[p0:p1] (keys[p0:p1]); ``latest``: per group, the last right
     row walked (-1: none yet)."""
-    x = left_keys[order[p0]]
+    x = keys[p0]
     for g in range(offsets.size - 1):
         lo = offsets[g]
         b = (upper_bound(sorted_keys, lo, offsets[g + 1], x) if exact
@@ -37,8 +37,7 @@ def backward_piece(p0, p1, order, left_keys, left_groups, right_keys, right_grou
     j = upper_bound(right_keys, 0, n_right, x) if exact else lower_bound(right_keys, 0,
                                                                           n_right, x)
     for p in range(p0, p1):
-        i = order[p]
-        x = left_keys[i]
+        x = keys[p]
         if exact:
             while j < n_right and not less(x, right_keys[j]):
                 latest[right_groups[j]] = j
@@ -47,18 +46,18 @@ def backward_piece(p0, p1, order, left_keys, left_groups, right_keys, right_grou
             while j < n_right and less(right_keys[j], x):
                 latest[right_groups[j]] = j
                 j += 1
-        r = latest[left_groups[i]]
+        r = latest[groups[p]]
         if r < 0 or (has_tol and gap(right_keys[r], x) > tol):
-            out[i] = no_match
+            out[order[p]] = no_match
         else:
-            out[i] = r
+            out[order[p]] = r
 
 
-def forward_piece(p0, p1, order, left_keys, left_groups, right_keys, right_groups, offsets,
+def forward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offsets,
                   sorted_keys, rows_first, exact, has_tol, tol, no_match, earliest, out):
-    """Forward answers of the left rows order[p0:p1], walked from the last; ``earliest``:
+    """Forward answers of the left rows order[p0:p1] (keys[p0:p1]), walked from the last; ``earliest``:
     per group, the first right row walked (-1: none yet)."""
-    x = left_keys[order[p1 - 1]]
+    x = keys[p1 - 1]
     for g in range(offsets.size - 1):
         hi = offsets[g + 1]
         f = (lower_bound(sorted_keys, offsets[g], hi, x) if exact
@@ -68,8 +67,7 @@ def forward_piece(p0, p1, order, left_keys, left_groups, right_keys, right_group
     j = (lower_bound(right_keys, 0, right_keys.size, x) if exact
          else upper_bound(right_keys, 0, right_keys.size, x)) - 1
     for p in range(p1 - 1, p0 - 1, -1):
-        i = order[p]
-        x = left_keys[i]
+        x = keys[p]
         if exact:
             while j >= 0 and not less(right_keys[j], x):
                 earliest[right_groups[j]] = j
@@ -78,20 +76,21 @@ def forward_piece(p0, p1, order, left_keys, left_groups, right_keys, right_group
             while j >= 0 and less(x, right_keys[j]):
                 earliest[right_groups[j]] = j
                 j -= 1
-        r = earliest[left_groups[i]]
+        r = earliest[groups[p]]
         if r < 0 or (has_tol and gap(x, right_keys[r]) > tol):
-            out[i] = no_match
+            out[order[p]] = no_match
         else:
-            out[i] = r
+            out[order[p]] = r
 
 
-def stream_probe(order, left_keys, left_groups, right_keys, right_groups, offsets,
+def stream_probe(order, keys, groups, right_keys, right_groups, offsets,
                  sorted_keys, rows_last, rows_first, strategy, exact, has_tol, tol,
                  no_match, n_pieces, out):
-    """Probe the left rows ``order`` names (ascending keys, groups in range) against the
-    time-sorted ``right_keys``, whose rows are all in groups ``right_groups``; the prepared
-    ``offsets``, ``sorted_keys`` and rows start each piece. The rest of ``out`` (rows
-    without a key or group) gets ``no_match``. ``strategy``: backward or forward."""
+    """Probe the left rows ``order`` names, in that (ascending key) order (``keys[p]`` and
+    ``groups[p]`` are row ``order[p]``'s), against the time-sorted ``right_keys``, whose
+    rows are all in groups ``right_groups``; the prepared ``offsets``, ``sorted_keys`` and
+    rows start each piece. The rest of ``out`` (rows without a key or group) gets
+    ``no_match``. ``strategy``: backward or forward."""
     n = order.size
     if n < out.size:
         out[:] = no_match
@@ -101,11 +100,11 @@ def stream_probe(order, left_keys, left_groups, right_keys, right_groups, offset
         p1 = (t + 1) * n // n_pieces
         if p0 < p1:
             if strategy == BACKWARD:
-                backward_piece(p0, p1, order, left_keys, left_groups, right_keys,
+                backward_piece(p0, p1, order, keys, groups, right_keys,
                                right_groups, offsets, sorted_keys, rows_last, exact, has_tol,
                                tol, no_match, state[t], out)
             else:
-                forward_piece(p0, p1, order, left_keys, left_groups, right_keys,
+                forward_piece(p0, p1, order, keys, groups, right_keys,
                               right_groups, offsets, sorted_keys, rows_first, exact, has_tol,
                               tol, no_match, state[t], out)
 
