@@ -181,10 +181,11 @@ def _count_streams(monkeypatch) -> list:
 
 @pytest.mark.parametrize("kind", ["int", "float", "uint"])
 def test_streamed_probe_equals_one_search_a_row(kind, monkeypatch):
-    """A time-sorted right side, every row in a group, probed by a time-ordered batch of
-    about as many rows: the probe streams the right side (in parallel pieces), with null
-    left keys, left groups the right lacks and runs of equal keys. Its answers equal one
-    binary search per row (probe_row) for every backward and forward option."""
+    """A time-sorted right side, every row in a group, probed by a batch of about as many
+    rows, time-ordered or shuffled (then radix-sorted): the probe streams the right side (in
+    parallel pieces), with null left keys, left groups the right lacks and runs of equal
+    keys. Its answers equal one binary search per row (probe_row) for every backward and
+    forward option."""
     streams = _count_streams(monkeypatch)
     rng = np.random.default_rng(11)
     n_left, n_right = 40_000, 60_000
@@ -200,7 +201,9 @@ def test_streamed_probe_equals_one_search_a_row(kind, monkeypatch):
             continue
         before = len(streams)
         streamed = prepared.join(left_on, left_by, **options)
-        assert len(streams) == before + 1, options
+        shuffled = prepared.join(left_on.take(shuffle), left_by[shuffle], **options)
+        assert len(streams) == before + 2, options
+        np.testing.assert_array_equal(shuffled, streamed[shuffle], err_msg=str(options))
         one_by_one = np.concatenate([
             prepared.join(left_on.take(shuffle[k:k + 1_000]), left_by[shuffle[k:k + 1_000]],
                           **options) for k in range(0, n_left, 1_000)])
@@ -209,7 +212,8 @@ def test_streamed_probe_equals_one_search_a_row(kind, monkeypatch):
 
 def test_streamed_probe_without_by(monkeypatch):
     """No by-keys (one group) and pairs of equal right keys: backward takes the last of a
-    pair, forward the first, as one search a row does."""
+    pair, forward the first, as one search a row does; a batch too small for threads
+    streams on one."""
     streams = _count_streams(monkeypatch)
     right = np.repeat(np.arange(0, 50_000, 2), 2)
     prepared = ag.AsofJoin(right, device="cpu")
@@ -219,7 +223,9 @@ def test_streamed_probe_without_by(monkeypatch):
                     dict(strategy="forward", allow_exact_matches=False, tolerance=1)):
         before = len(streams)
         streamed = prepared.join(left, **options)
-        assert len(streams) == before + 1
+        small = prepared.join(left[:2_000], **options)  # one thread
+        assert len(streams) == before + 2
+        np.testing.assert_array_equal(small, streamed[:2_000], err_msg=str(options))
         one_by_one = np.concatenate([prepared.join(left[shuffle[k:k + 1_000]], **options)
                                      for k in range(0, left.size, 1_000)])
         np.testing.assert_array_equal(one_by_one, streamed[shuffle], err_msg=str(options))
