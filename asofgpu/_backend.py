@@ -169,7 +169,7 @@ class CpuBackend(Backend):
                                                is_float, threads)
             strategy = args[6]
             if time_ordered is not None and strategy != NEAREST and _streams(
-                    time_ordered[0], keys, n_groups):
+                    time_ordered[0], keys, n_groups, threads):
                 right_keys, right_groups = time_ordered
                 _cpu_stream_probe(is_float, parallel)(
                     rows, keys, groups, right_keys, right_groups, offsets, args[3],
@@ -205,17 +205,18 @@ class CpuBackend(Backend):
 
 RADIX_MIN_ROWS = 1 << 15  # below this numpy's stable argsort is as fast
 
-# Streaming the time-ordered right side (kernels/stream.py) costs about 1.7 ns a right row
-# walked, the cursor probe about 15 ns a left row (2 threads, 1M trades x 10M quotes): a
-# batch streams when its key range holds at most this many right rows per left row.
+# Streaming the time-ordered right side (kernels/stream.py) took 17 ms for 1M trades x 10M
+# quotes, 1.7 ns a right row walked; the cursor probe 26-30 ms, about 28 ns a left row (2
+# threads, in-process): a batch streams when its key range holds at most this many right
+# rows per left row.
 STREAM_SPAN = 16
 
 
-def _streams(right_keys, keys, n_groups: int) -> bool:
+def _streams(right_keys, keys, n_groups: int, pieces: int) -> bool:
     """Whether left rows of ascending ``keys`` are cheaper to stream than to search: few
-    right rows per left row within their key range, and at least a row per group (each
-    piece of the stream starts with a binary search in every group)."""
-    if len(keys) < max(n_groups, 1):
+    right rows per left row within their key range, and at least a row per group and piece
+    (each of the ``pieces`` starts with a binary search in every group)."""
+    if len(keys) < max(n_groups, 1) * pieces:
         return False
     span = (np.searchsorted(right_keys, keys[-1], side="right")
             - np.searchsorted(right_keys, keys[0], side="left"))

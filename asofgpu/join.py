@@ -172,12 +172,16 @@ class AsofJoin:
     def _keep_time_order(self, key: Key, bucket) -> None:
         """Keep the right keys and group codes in row order, for the cpu to stream a
         time-ordered probe through (kernels/stream.py), when the keys ascend and every row is
-        in a group; it holds on to the group codes (4 bytes a row) for that."""
+        in a group: 12 bytes a row (without by-keys none, the sorted keys being in that
+        order already). The keys are copied: they may be the caller's array, which the
+        caller may change after preparing."""
         if (self.backend.name != "cpu" or self._tie_sorted is not None or not self.n_right
                 or int(self._offsets[-1]) != self.n_right or not self._ascending(key)):
             return
-        groups = bucket if bucket is not None else np.zeros(self.n_right, np.int32)
-        self._time_ordered = (key.values, groups)
+        if bucket is None:  # np.zeros: pages of zeros that are never written
+            self._time_ordered = (self._keys[key.type.tick_ns], np.zeros(self.n_right, np.int32))
+        else:
+            self._time_ordered = (key.values.copy(), bucket)
 
     # ------------------------------------------------------------------ preparation
 

@@ -135,11 +135,13 @@ def test_prepared_probe_paths_agree(kind):
 
 
 @pytest.mark.parametrize("kind", ["int", "float"])
-def test_cursor_probe_steps_of_every_length(kind):
+def test_cursor_probe_steps_of_every_length(kind, monkeypatch):
     """Time-ordered rows against about ten times as many right keys: each group's cursor
     moves by nothing, by a few keys (inside the 16-key window kernels/cursor.py searches
     first), by exactly the window, or far past it, over runs of equal keys longer than the
-    window. The cursor probe's answers equal one binary search per row (probe_row)."""
+    window. The cursor probe's answers equal one binary search per row (probe_row). (The
+    right rows come shuffled, so that no probe streams instead.)"""
+    streams = _count_streams(monkeypatch)
     rng = np.random.default_rng(7)
     n_right = 60_000
     steps = rng.choice([0, 1, 2, 40], n_right, p=[0.45, 0.35, 0.15, 0.05])
@@ -156,7 +158,8 @@ def test_cursor_probe_steps_of_every_length(kind):
         right, left = right.astype(np.float64), left.astype(np.float64)
         right[-50:] = np.nan  # above every number: the window meets NaN near the end
         left[-30:] = np.nan
-    prepared = ag.AsofJoin(right, right_by, device="cpu")
+    rows = rng.permutation(n_right)
+    prepared = ag.AsofJoin(right[rows], right_by[rows], device="cpu")
     shuffle = rng.permutation(left.size)  # small unordered batches: a binary search a row
     for options in OPTIONS:
         in_order = prepared.join(left, left_by, **options)
@@ -164,6 +167,7 @@ def test_cursor_probe_steps_of_every_length(kind):
             prepared.join(left[shuffle[k:k + 1_000]], left_by[shuffle[k:k + 1_000]], **options)
             for k in range(0, left.size, 1_000)])
         np.testing.assert_array_equal(one_by_one, in_order[shuffle], err_msg=str(options))
+    assert streams == []
 
 
 def _count_streams(monkeypatch) -> list:
@@ -231,6 +235,22 @@ def test_streamed_probe_without_by(monkeypatch):
         np.testing.assert_array_equal(one_by_one, streamed[shuffle], err_msg=str(options))
     assert prepared.join(np.arange(3, 20_000)).tolist()[:2] == [3, 5]  # keys 2 and 4
     assert prepared.join(np.arange(3, 20_000), strategy="forward").tolist()[:2] == [4, 4]
+
+
+@pytest.mark.parametrize("by", [False, True])
+def test_streamed_probe_ignores_later_changes_to_the_callers_keys(by, monkeypatch):
+    """The streamed probe reads the right keys in row order: a copy, not the caller's array,
+    which may change after preparing (the sorted copy does not)."""
+    streams = _count_streams(monkeypatch)
+    right = np.arange(0, 100_000, 2)
+    right_by = np.array(["a", "b"])[np.arange(right.size) % 2] if by else None
+    left = np.arange(-1, 100_001)
+    left_by = np.array(["a", "b"])[np.arange(left.size) % 2] if by else None
+    prepared = ag.AsofJoin(right, right_by, device="cpu")
+    before = prepared.join(left, left_by)
+    right += 7
+    np.testing.assert_array_equal(prepared.join(left, left_by), before)
+    assert len(streams) == 2
 
 
 @pytest.mark.parametrize("case", ["unsorted right", "null right group", "nearest",
