@@ -7,9 +7,9 @@ its group's previous row stopped: a few probes into cache lines that row just us
 
 A left batch in any other order is walked in key order (``order``: its rows sorted by key,
 radix-sorted by the caller, which also passes their keys and groups in that order, so that
-the walk reads them front to back), the answers written back to each row's place. The walk splits
-into pieces that run in parallel, each with its own cursor per group (starting at the
-group's first position); the answers are those of ``probe.probe_row``.
+the walk reads them front to back), the answers written back to each row's place. The walk
+splits into pieces that run in parallel, each with its own cursor per group (starting at
+the group's first position); the answers are those of ``probe.probe_row``.
 """
 
 import numpy as np

@@ -24,8 +24,8 @@ less = gap = lower_bound = upper_bound = prange = None  # filled in by build()
 
 def backward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offsets,
                    sorted_keys, rows_last, exact, has_tol, tol, no_match, latest, out):
-    """Backward answers of the left rows order[p0:p1] (keys[p0:p1]); ``latest``: per group, the last right
-    row walked (-1: none yet)."""
+    """Backward answers of the left rows order[p0:p1] (keys[p0:p1]); ``latest``: per group,
+    the last right row walked (-1: none yet)."""
     x = keys[p0]
     for g in range(offsets.size - 1):
         lo = offsets[g]
@@ -55,8 +55,8 @@ def backward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offset
 
 def forward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offsets,
                   sorted_keys, rows_first, exact, has_tol, tol, no_match, earliest, out):
-    """Forward answers of the left rows order[p0:p1] (keys[p0:p1]), walked from the last; ``earliest``:
-    per group, the first right row walked (-1: none yet)."""
+    """Forward answers of the left rows order[p0:p1] (keys[p0:p1]), walked from the last;
+    ``earliest``: per group, the first right row walked (-1: none yet)."""
     x = keys[p1 - 1]
     for g in range(offsets.size - 1):
         hi = offsets[g + 1]
