@@ -150,7 +150,8 @@ class CpuBackend(Backend):
         return order.astype(np.int64, copy=False)
 
     def _launch(self, is_float, *args, time_ordered=None):
-        left_keys, left_groups, offsets, out = args[0], args[1], args[2], args[-1]
+        (left_keys, left_groups, offsets, sorted_keys, rows_last, rows_first, strategy, exact,
+         has_tol, tol, nearest_tie, no_match, out) = args
         # Waking numba's thread pool costs milliseconds: small probes run on one thread.
         parallel = len(out) >= PARALLEL_MIN_ROWS
         # numba's workqueue threading layer (the one without TBB or OpenMP) aborts the process
@@ -167,17 +168,18 @@ class CpuBackend(Backend):
             # The walks read keys and groups in walk order, and write each answer in its row.
             keys, groups, rows = _in_key_order(rows, in_order, left_keys, left_groups, n_groups,
                                                is_float, threads)
-            strategy = args[6]
             if time_ordered is not None and strategy != NEAREST and _streams(
                     time_ordered[0], keys, n_groups, threads):
                 right_keys, right_groups = time_ordered
                 _cpu_stream_probe(is_float, parallel)(
-                    rows, keys, groups, right_keys, right_groups, offsets, args[3],
-                    *args[4:10], args[11], threads, out)
+                    rows, keys, groups, right_keys, right_groups, offsets, sorted_keys,
+                    rows_last, rows_first, strategy, exact, has_tol, tol, no_match, threads,
+                    out)
                 return
             # In key order each group's answers only move forward: gallop from cursors.
-            pieces = _pieces(parallel, threads, n_groups)
-            _cpu_cursor_probe(is_float, parallel)(rows, keys, groups, *args[2:-1], pieces, out)
+            _cpu_cursor_probe(is_float, parallel)(
+                rows, keys, groups, offsets, sorted_keys, rows_last, rows_first, strategy, exact,
+                has_tol, tol, nearest_tie, no_match, _pieces(parallel, threads, n_groups), out)
 
     def scan(self, is_float: bool, left_keys, left_groups, right_keys, right_groups,
              n_groups: int, strategy: int, exact: bool, tol, nearest_tie: int, out) -> None:
