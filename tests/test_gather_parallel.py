@@ -1,6 +1,6 @@
 """gather() of large maps: fixed-width columns without nulls are taken on all cores
-(kernels/take.py; two columns of one width at a time, an odd one out alone), everything else
-by Arrow's take; both must give Arrow's answer."""
+(kernels/take.py; four columns of one width at a time, then two, then one alone), everything
+else by Arrow's take; both must give Arrow's answer."""
 
 from __future__ import annotations
 
@@ -46,6 +46,18 @@ def test_large_gather_equals_arrow_take(map_dtype, misses):
     for name in table.column_names:
         assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), name
     assert got.column("f64").null_count == int(missing.sum())
+
+
+@pytest.mark.parametrize("n_columns", range(1, 8))
+def test_large_gather_of_each_count_of_one_width(n_columns):
+    """Every split into fours, a pair and one: each column lands in its own place."""
+    rng = np.random.default_rng(n_columns)
+    table = pa.table({f"c{k}": rng.normal(size=N) + 10 * k for k in range(n_columns)})
+    gmap = rng.integers(0, N, N).astype(np.int32)
+    gmap[::7] = ag.NO_MATCH
+    got = ag.gather(table, gmap)
+    expected = table.take(pa.array(gmap.astype(np.int64), mask=gmap == ag.NO_MATCH))
+    assert got.equals(expected)
 
 
 def test_large_gather_names_the_first_bad_entry():
