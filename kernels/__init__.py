@@ -7,6 +7,12 @@ left row exists once and runs on every backend. Installed as ``asofgpu.kernels``
 Functions call each other through module globals that ``bind`` fills in per build, not through
 closures: numba hashes closure contents into its on-disk cache key, and a closure over a jitted
 function hashes differently in every process, so the cache would never hit.
+
+Indices: numba gives a signed index Python's meaning (a negative one counts from the end), a
+compare and select at every access, which costs far more than it looks in loops of random
+reads. Where a CPU kernel reads at positions it takes from data (a gather map, group codes, row
+numbers), and they are known to be rows, it indexes with them as ``uint64``: the gather of
+four columns by 1M map entries took 9.4 ms with signed entries and 5.5 ms with unsigned ones.
 """
 
 import types
