@@ -19,6 +19,8 @@ import numpy as np
 from . import bind, search
 from .probe import BACKWARD
 
+ZERO, ONE = np.uint64(0), np.uint64(1)
+
 less = gap = lower_bound = upper_bound = prange = None  # filled in by build()
 
 
@@ -32,25 +34,26 @@ def backward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offset
         b = (upper_bound(sorted_keys, lo, offsets[g + 1], x) if exact
              else lower_bound(sorted_keys, lo, offsets[g + 1], x)) - 1
         latest[g] = rows_last[b] if b >= lo else -1
-    n_right = right_keys.size
-    # The first right row past the state: rows before it are all at most x (below x).
-    j = upper_bound(right_keys, 0, n_right, x) if exact else lower_bound(right_keys, 0,
-                                                                          n_right, x)
+    n_right = np.uint64(right_keys.size)
+    # The first right row past the state: rows before it are all at most x (below x). Rows
+    # and group codes index as uint64 (see the package's note on indices): 9 -> 6 ms here.
+    j = np.uint64(upper_bound(right_keys, 0, right_keys.size, x) if exact
+                  else lower_bound(right_keys, 0, right_keys.size, x))
     for p in range(p0, p1):
         x = keys[p]
         if exact:
             while j < n_right and not less(x, right_keys[j]):
-                latest[right_groups[j]] = j
-                j += 1
+                latest[np.uint64(right_groups[j])] = j
+                j += ONE
         else:
             while j < n_right and less(right_keys[j], x):
-                latest[right_groups[j]] = j
-                j += 1
-        r = latest[groups[p]]
+                latest[np.uint64(right_groups[j])] = j
+                j += ONE
+        r = latest[np.uint64(groups[p])]
         if r < 0 or (has_tol and gap(right_keys[r], x) > tol):
-            out[order[p]] = no_match
+            out[np.uint64(order[p])] = no_match
         else:
-            out[order[p]] = r
+            out[np.uint64(order[p])] = r
 
 
 def forward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offsets,
@@ -63,24 +66,25 @@ def forward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offsets
         f = (lower_bound(sorted_keys, offsets[g], hi, x) if exact
              else upper_bound(sorted_keys, offsets[g], hi, x))
         earliest[g] = rows_first[f] if f < hi else -1
-    # The last right row before the state: rows after it are all at least x (above x).
-    j = (lower_bound(right_keys, 0, right_keys.size, x) if exact
-         else upper_bound(right_keys, 0, right_keys.size, x)) - 1
+    # The right rows before ``j`` are not walked yet; those from it on are all at least x
+    # (above x).
+    j = np.uint64(lower_bound(right_keys, 0, right_keys.size, x) if exact
+                  else upper_bound(right_keys, 0, right_keys.size, x))
     for p in range(p1 - 1, p0 - 1, -1):
         x = keys[p]
         if exact:
-            while j >= 0 and not less(right_keys[j], x):
-                earliest[right_groups[j]] = j
-                j -= 1
+            while j > ZERO and not less(right_keys[j - ONE], x):
+                j -= ONE
+                earliest[np.uint64(right_groups[j])] = j
         else:
-            while j >= 0 and less(x, right_keys[j]):
-                earliest[right_groups[j]] = j
-                j -= 1
-        r = earliest[groups[p]]
+            while j > ZERO and less(x, right_keys[j - ONE]):
+                j -= ONE
+                earliest[np.uint64(right_groups[j])] = j
+        r = earliest[np.uint64(groups[p])]
         if r < 0 or (has_tol and gap(x, right_keys[r]) > tol):
-            out[order[p]] = no_match
+            out[np.uint64(order[p])] = no_match
         else:
-            out[order[p]] = r
+            out[np.uint64(order[p])] = r
 
 
 def stream_probe(order, keys, groups, right_keys, right_groups, offsets,
