@@ -200,7 +200,8 @@ def scan_join(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks
 def is_sorted_at(keys, rows):
     """Whether keys[rows] ascends in asofgpu's total order."""
     for p in range(1, rows.size):
-        if less(keys[rows[p]], keys[rows[p - 1]]):
+        # Row numbers index as uint64 (see the package's note on indices).
+        if less(keys[np.uint64(rows[p])], keys[np.uint64(rows[p - 1])]):
             return False
     return True
 
