@@ -27,6 +27,8 @@ import numpy as np
 from . import bind, search
 from .probe import BACKWARD, FORWARD, NEAREST, TIE_TO_FORWARD
 
+ZERO, ONE = np.uint64(0), np.uint64(1)
+
 less = gap = lower_bound = upper_bound = prange = None  # filled in by build()
 
 #: The join's options, passed to the kernels as one (numba-typed) tuple.
@@ -34,7 +36,7 @@ Options = collections.namedtuple("Options", "strategy exact has_tol tol nearest_
 
 
 def take_backward(rkeys, rgroups, rorder, j, last, last_key):
-    g = rgroups[j]
+    g = np.uint64(rgroups[j])  # walked rows' codes are groups (see the package's note)
     last[g] = rorder[j]
     last_key[g] = rkeys[j]
 
@@ -43,7 +45,7 @@ def take_forward(rkeys, rgroups, rorder, j, first, first_key, run_last, runs):
     """Walking down: position j becomes its group's first row. With ``runs`` (polars'
     nearest pick: the last row of the winning key), a smaller key starts a new run whose last
     row is this one."""
-    g = rgroups[j]
+    g = np.uint64(rgroups[j])
     k = rkeys[j]
     if runs and (first[g] < 0 or less(k, first_key[g])):
         run_last[g] = rorder[j]
@@ -53,19 +55,21 @@ def take_forward(rkeys, rgroups, rorder, j, first, first_key, run_last, runs):
 
 def backward_piece(lkeys, lgroups, lorder, p0, p1, rkeys, rgroups, rorder, j, last, last_key,
                    how, back, back_key, out):
+    j = np.uint64(j)  # right positions index as uint64 (see the package's note on indices)
+    n_right = np.uint64(rkeys.size)
     for p in range(p0, p1):
         x = lkeys[p]
-        while j < rkeys.size:
+        while j < n_right:
             if how.exact:
                 if less(x, rkeys[j]):
                     break
             elif not less(rkeys[j], x):
                 break
             take_backward(rkeys, rgroups, rorder, j, last, last_key)
-            j += 1
-        g = lgroups[p]
+            j += ONE
+        g = np.uint64(lgroups[p])
         if how.strategy == BACKWARD:
-            out[lorder[p]] = choose(x, last[g], last_key[g], -1, x, -1, how)
+            out[np.uint64(lorder[p])] = choose(x, last[g], last_key[g], -1, x, -1, how)
         else:  # nearest: the forward walk decides
             back[p] = last[g]
             back_key[p] = last_key[g]
@@ -75,22 +79,23 @@ def forward_piece(lkeys, lgroups, lorder, p0, p1, rkeys, rgroups, rorder, j, fir
                   run_last, how, back, back_key, out):
     """``j``: one past the last position not yet walked (the walk goes down)."""
     runs = how.strategy == NEAREST and how.nearest_tie == TIE_TO_FORWARD
+    j = np.uint64(j)
     for p in range(p1 - 1, p0 - 1, -1):
         x = lkeys[p]
-        while j > 0:
+        while j > ZERO:
             if how.exact:
-                if less(rkeys[j - 1], x):
+                if less(rkeys[j - ONE], x):
                     break
-            elif not less(x, rkeys[j - 1]):
+            elif not less(x, rkeys[j - ONE]):
                 break
-            j -= 1
+            j -= ONE
             take_forward(rkeys, rgroups, rorder, j, first, first_key, run_last, runs)
-        g = lgroups[p]
+        g = np.uint64(lgroups[p])
         if how.strategy == NEAREST:
-            out[lorder[p]] = choose(x, back[p], back_key[p], first[g], first_key[g],
-                                    run_last[g], how)
+            out[np.uint64(lorder[p])] = choose(x, back[p], back_key[p], first[g], first_key[g],
+                                               run_last[g], how)
         else:
-            out[lorder[p]] = choose(x, -1, x, first[g], first_key[g], -1, how)
+            out[np.uint64(lorder[p])] = choose(x, -1, x, first[g], first_key[g], -1, how)
 
 
 def piece_bounds(n_left, n_chunks):
