@@ -33,21 +33,22 @@ AHEAD = 8
 # written out for WINDOW = 16. Measured on the bench's 1M x 10M: 0.04 -> 0.033 s, together
 # with a single search for single-direction strategies (probe_piece).
 WINDOW = 16
+U1, U2, U3, U4, U7, U8 = (np.uint64(k) for k in (1, 2, 3, 4, 7, 8))
 
 
 def gallop_lower(keys, start, hi, x):
     """First position in [start, hi) whose key is not below x, searching outward from start."""
     if start + WINDOW <= hi:
-        if not less(keys[start + WINDOW - 1], x):
-            b = start  # keys before b are below x; the answer is at most start + 15
-            b = b + 8 if less(keys[b + 7], x) else b
-            b = b + 4 if less(keys[b + 3], x) else b
-            b = b + 2 if less(keys[b + 1], x) else b
-            return b + 1 if less(keys[b], x) else b
+        if not less(keys[np.uint64(start + WINDOW - 1)], x):
+            b = np.uint64(start)  # keys before b are below x; the answer is at most start + 15
+            b = b + U8 if less(keys[b + U7], x) else b
+            b = b + U4 if less(keys[b + U3], x) else b
+            b = b + U2 if less(keys[b + U1], x) else b
+            return np.int64(b + U1 if less(keys[b], x) else b)
         start += WINDOW
     step = 1
     low = start
-    while start + step <= hi and less(keys[start + step - 1], x):
+    while start + step <= hi and less(keys[np.uint64(start + step - 1)], x):
         low = start + step
         step <<= 1
     return lower_bound(keys, low, min(start + step, hi), x)
@@ -56,16 +57,16 @@ def gallop_lower(keys, start, hi, x):
 def gallop_upper(keys, start, hi, x):
     """First position in [start, hi) whose key is above x, searching outward from start."""
     if start + WINDOW <= hi:
-        if less(x, keys[start + WINDOW - 1]):
-            b = start  # keys before b are at most x; the answer is at most start + 15
-            b = b if less(x, keys[b + 7]) else b + 8
-            b = b if less(x, keys[b + 3]) else b + 4
-            b = b if less(x, keys[b + 1]) else b + 2
-            return b if less(x, keys[b]) else b + 1
+        if less(x, keys[np.uint64(start + WINDOW - 1)]):
+            b = np.uint64(start)  # keys before b are at most x; the answer is at most start + 15
+            b = b if less(x, keys[b + U7]) else b + U8
+            b = b if less(x, keys[b + U3]) else b + U4
+            b = b if less(x, keys[b + U1]) else b + U2
+            return np.int64(b if less(x, keys[b]) else b + U1)
         start += WINDOW
     step = 1
     low = start
-    while start + step <= hi and not less(x, keys[start + step - 1]):
+    while start + step <= hi and not less(x, keys[np.uint64(start + step - 1)]):
         low = start + step
         step <<= 1
     return upper_bound(keys, low, min(start + step, hi), x)
@@ -76,16 +77,17 @@ def probe_piece(p0, p1, order, keys, groups, offsets, right_keys, rows_last, row
     last = right_keys.size - 1
     for p in range(p0, p1):
         if p + AHEAD < p1 and last >= 0:
-            ahead = groups[p + AHEAD]
+            ahead = np.uint64(groups[p + AHEAD])
             at = max(cursor[ahead], offsets[ahead])
             # The window's keys (8 bytes each) and the answer's likely line of rows
             prefetch(right_keys, min(at + 8, last))
             prefetch(right_keys, min(at + 16, last))
             prefetch(rows_last, min(at + 8, last))
-        i = order[p]
-        g = groups[p]
+        # Rows and group codes index as uint64 (see the package's note on indices).
+        i = np.uint64(order[p])
+        g = np.uint64(groups[p])
         lo = offsets[g]
-        hi = offsets[g + 1]
+        hi = offsets[g + U1]
         x = keys[p]
         # Left keys ascend, so the keys before a cursor left by a lower search are below x,
         # and those before one left by an upper search at most x: each search starts there.
@@ -137,6 +139,7 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range, prefetch):
     names = {"less": jit(search.less_float if is_float else search.less_int),
              "lower_bound": lower, "upper_bound": upper, "gap": gap_fn,
              "prange": parallel_range, "prefetch": prefetch}
+    names["end_of_run"] = jit(bind(probe.end_of_run, **names))
     names["pick"] = jit(bind(probe.pick, **names))
     for fn in (gallop_lower, gallop_upper):
         names[fn.__name__] = jit(bind(fn, **names))
