@@ -35,18 +35,21 @@ def order_bits_int(keys, rows, groups, group_bits, out):
     no overflow), shifted up by ``group_bits`` to hold the row's code in ``groups`` below
     them, when both fit in 64 bits. Returns the minimum's bits, which ``keys_from_bits`` adds
     back, and the group bits used (0 when they did not fit)."""
-    low = keys[rows[0]]
-    high = keys[rows[0]]
+    # Row numbers index as uint64 (see the package's note on indices).
+    low = keys[np.uint64(rows[0])]
+    high = low
     for p in range(rows.size):
-        low = min(low, keys[rows[p]])
-        high = max(high, keys[rows[p]])
+        k = keys[np.uint64(rows[p])]
+        low = min(low, k)
+        high = max(high, k)
     if bit_length(np.uint64(high) - np.uint64(low)) + group_bits > 64:
         group_bits = 0
     shift = np.uint64(group_bits)
     for p in prange(rows.size):
-        b = (np.uint64(keys[rows[p]]) - np.uint64(low)) << shift
+        row = np.uint64(rows[p])
+        b = (np.uint64(keys[row]) - np.uint64(low)) << shift
         if group_bits:
-            b |= np.uint64(groups[rows[p]])
+            b |= np.uint64(groups[row])
         out[p] = b
     return np.uint64(low), group_bits
 
@@ -57,7 +60,7 @@ def order_bits_float(keys, rows, groups, group_bits, out):
     from their minimum, with the group codes below them as in ``order_bits_int``."""
     bits = keys.view(np.uint64)
     for p in prange(rows.size):
-        b = bits[rows[p]]
+        b = bits[np.uint64(rows[p])]
         out[p] = ~b if b >> np.uint64(63) else b | np.uint64(1 << 63)
     low = out[0]
     high = out[0]
@@ -70,7 +73,7 @@ def order_bits_float(keys, rows, groups, group_bits, out):
     for p in prange(rows.size):
         b = (out[p] - low) << shift
         if group_bits:
-            b |= np.uint64(groups[rows[p]])
+            b |= np.uint64(groups[np.uint64(rows[p])])
         out[p] = b
     return low, group_bits
 
@@ -93,7 +96,7 @@ def keys_from_bits(bits, low, is_float, group_bits, keys, groups):
 
 def take_int32(values, rows, out):
     for p in prange(rows.size):
-        out[p] = values[rows[p]]
+        out[p] = values[np.uint64(rows[p])]
 
 
 def bit_length(x):
