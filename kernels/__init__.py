@@ -10,9 +10,10 @@ function hashes differently in every process, so the cache would never hit.
 
 Indices: numba gives a signed index Python's meaning (a negative one counts from the end), a
 compare and select at every access, which costs far more than it looks in loops of random
-reads. Where a CPU kernel reads at positions it takes from data (a gather map, group codes, row
-numbers), and they are known to be rows, it indexes with them as ``uint64``: the gather of
-four columns by 1M map entries took 9.4 ms with signed entries and 5.5 ms with unsigned ones.
+reads. In the CPU kernels' hot loops, positions taken from data (gather-map entries, group
+codes, row numbers) that are known to be rows index as ``uint64``: the gather of four
+columns by 1M map entries took 9.4 ms with signed entries and 5.5 ms with unsigned ones.
+(The per-row search shared with the GPU, ``probe.py``, stays signed.)
 """
 
 import types
