@@ -512,6 +512,10 @@ class WorkerProcess:
                 tail = self.stderr.read()[-3000:]
                 raise BenchError(f"{self.job.name}: the worker failed (exit code {code}):"
                                  f"\n{tail}")
+            # A step that ended past its limit is over time all the same: the clock is read
+            # above only after 0.25 s without events, which a fast worker never leaves.
+            if time.monotonic() > deadline:
+                return self._stop("timeout")
             deadline = time.monotonic() + self.timeout  # the limit is per step
             kind = event.pop("event")
             if kind == "loaded":

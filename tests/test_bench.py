@@ -4,9 +4,13 @@ so these runs are kept to a handful of processes."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import queue
 import subprocess
 import sys
+import tempfile
+import types
 from pathlib import Path
 
 import pytest
@@ -66,6 +70,25 @@ def test_a_wrong_answer_fails_loudly_and_writes_nothing(tmp_path):
     assert "WRONG ANSWER: polars one-shot 2Kx1K shuffled" in done.stderr
     assert "differs from asofgpu's in 1 of 1,000 trades" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_step_that_ends_past_its_limit_is_a_timeout(monkeypatch):
+    """The parent reads the clock while the worker is silent; a step whose event comes in
+    after its limit, before the next look, is over time all the same (a fast worker sends
+    its events less than 0.25 s apart, and its steps went unchecked)."""
+    spec = importlib.util.spec_from_file_location("bench_run", RUN)
+    run = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, run)  # its dataclasses look themselves up
+    spec.loader.exec_module(run)
+    worker = run.WorkerProcess.__new__(run.WorkerProcess)  # its process is not needed here
+    worker.job, worker.on_event = None, lambda *event: None
+    worker.timeout, worker.limit_bytes = 1e-6, 2**40
+    worker.record = {"status": "ok", "times_s": [], "started_at": []}
+    worker.proc, worker.stderr = types.SimpleNamespace(poll=lambda: 0), tempfile.TemporaryFile()
+    worker.events = queue.Queue()
+    worker.events.put({"event": "loaded", "seconds": 0.5, "rss_mib": 100.0})
+    assert not worker.until("loaded")
+    assert worker.record["status"] == "timeout"
 
 
 def test_a_run_over_the_time_limit_is_recorded_not_waited_for(tmp_path):
