@@ -84,4 +84,4 @@ def build(parallel_jit, parallel_range):
     names = {"prange": parallel_range}
     return tuple(parallel_jit(bind(fn, **names))
                  for fn in (check_map, take_fixed, row_numbers, take_fixed_pair,
-                               take_fixed_quad))
+                            take_fixed_quad))
