@@ -49,11 +49,12 @@ def backward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offset
             while j < n_right and less(right_keys[j], x):
                 latest[np.uint64(right_groups[j])] = j
                 j += ONE
+        i = np.uint64(order[p])
         r = latest[np.uint64(groups[p])]
         if r < 0 or (has_tol and gap(right_keys[r], x) > tol):
-            out[np.uint64(order[p])] = no_match
+            out[i] = no_match
         else:
-            out[np.uint64(order[p])] = r
+            out[i] = r
 
 
 def forward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offsets,
@@ -80,11 +81,12 @@ def forward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offsets
             while j > ZERO and less(x, right_keys[j - ONE]):
                 j -= ONE
                 earliest[np.uint64(right_groups[j])] = j
+        i = np.uint64(order[p])
         r = earliest[np.uint64(groups[p])]
         if r < 0 or (has_tol and gap(x, right_keys[r]) > tol):
-            out[np.uint64(order[p])] = no_match
+            out[i] = no_match
         else:
-            out[np.uint64(order[p])] = r
+            out[i] = r
 
 
 def stream_probe(order, keys, groups, right_keys, right_groups, offsets,
