@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .kernels import bind, cursor, probe, radix, scan, stream, strings, take
+from .kernels import bind, cursor, fixed_width, probe, radix, scan, stream, strings, take
 from .kernels.probe import NEAREST
 
 CUDA_THREADS = 256
@@ -385,14 +385,36 @@ def text_lookup_table(offsets, data, bitmap, bit0: int):
 
 
 def lookup_text(table, offsets, data, bitmap, bit0: int, null_code: int) -> np.ndarray:
-    """int32 positions of a string or binary column's values in a dictionary, on all cores:
-    ``table`` is (the dictionary's offsets, its bytes, ``text_lookup_table`` of it); -1 for a
-    value the dictionary lacks, ``null_code`` for a null."""
+    """int32 positions of a string or binary column's values in a dictionary (on all cores
+    for a large column): ``table`` is (the dictionary's offsets, its bytes,
+    ``text_lookup_table`` of it); -1 for a value the dictionary lacks, ``null_code`` for a
+    null."""
     table_offsets, table_data, (slots, hashes) = table
     codes = host_empty(len(offsets) - 1, np.int32)
-    with _PARALLEL_LAUNCH:
-        _cpu_strings()[2](table_offsets, table_data, slots, hashes, offsets, data, bitmap,
-                          np.int64(bit0), np.int32(null_code), codes)
+    parallel = len(codes) >= PARALLEL_MIN_ROWS
+    with _PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
+        _cpu_strings()[2 if parallel else 3](table_offsets, table_data, slots, hashes, offsets,
+                                             data, bitmap, np.int64(bit0),
+                                             np.int32(null_code), codes)
+    return codes
+
+
+def fixed_lookup_table(values, bitmap, bit0: int):
+    """The hash table of a dictionary of fixed-width values (unsigned integers of the values'
+    width: kernels/fixed_width.py), for ``lookup_fixed``: (slots, keys)."""
+    return _cpu_fixed_width(False)[0](values, bitmap, np.int64(bit0))
+
+
+def lookup_fixed(table, values, bitmap, bit0: int, null_code: int) -> np.ndarray:
+    """int32 positions of fixed-width values in the dictionary that ``table``
+    (``fixed_lookup_table``) was built from, on all cores for a large column; -1 for a value
+    the dictionary lacks, ``null_code`` for a null."""
+    slots, keys = table
+    codes = host_empty(len(values), np.int32)
+    parallel = len(codes) >= PARALLEL_MIN_ROWS
+    with _PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
+        _cpu_fixed_width(parallel)[1](slots, keys, values, bitmap, np.int64(bit0),
+                                      np.int32(null_code), codes)
     return codes
 
 
@@ -404,6 +426,15 @@ def _cpu_strings():
 
     return strings.build(_cached_njit(inline="always"), _cached_njit(),
                          _cached_njit(parallel=True), numba.prange, load_word)
+
+
+@functools.cache
+def _cpu_fixed_width(parallel: bool):
+    import numba
+
+    return fixed_width.build(_cached_njit(inline="always"), _cached_njit(),
+                             _cached_njit(parallel=parallel),
+                             numba.prange if parallel else range)
 
 
 @functools.cache

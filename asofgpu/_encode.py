@@ -125,6 +125,26 @@ def _text_buffers(col: pa.ChunkedArray, large: bool = False):
     return arr, offsets, data, bitmap
 
 
+def _is_fixed_width(t: pa.DataType) -> bool:
+    """Types whose values are equal exactly when their bits are (floats after
+    ``canonical_by``), in one data buffer of 1, 2, 4 or 8 bytes a value."""
+    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_timestamp(t)
+            or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_duration(t))
+
+
+def _fixed_width_buffers(arr: pa.Array):
+    """(values, validity bitmap, its first bit) of a fixed-width array, as numpy views for
+    kernels/fixed_width.py: values as unsigned integers of their width; the bitmap is empty
+    without nulls."""
+    width = np.dtype(f"<u{arr.type.bit_width // 8}")
+    validity, data = arr.buffers()
+    values = (np.frombuffer(data, dtype=width)[arr.offset:arr.offset + len(arr)]
+              if data is not None else np.zeros(len(arr), width))
+    bitmap = (np.frombuffer(validity, dtype=np.uint8) if arr.null_count
+              else np.empty(0, np.uint8))
+    return values, bitmap, arr.offset
+
+
 def _encode_text(col: pa.ChunkedArray, nulls_distinct: bool):
     """(codes, dictionary) of a string or binary column: int32 codes in order of first
     appearance, -1 for a null under ``nulls_distinct`` (else nulls are one more value)."""
@@ -159,7 +179,7 @@ class _Column:
             self.dictionary, self.codes = self._encode_values(canonical_by(col))
         null_at = np.flatnonzero(self.dictionary.is_null().to_numpy(zero_copy_only=False))
         self.null_code = int(null_at[0]) if null_equal and len(null_at) else NO_GROUP
-        self._text_table = None  # a text dictionary's hash table, built on first lookup
+        self._table = None  # the dictionary's hash table, built on first lookup
 
     def _encode_values(self, col: pa.ChunkedArray):
         if _parallel_text(col):
@@ -198,23 +218,35 @@ class _Column:
         if pa.types.is_null(col.type):  # all null
             return np.full(len(col), self.null_code, dtype=np.int32)
         col = canonical_by(col)
-        if len(col) >= PARALLEL_TEXT_ROWS and _is_text(col.type) and _is_text(
-                self.dictionary.type):
+        # A prepared join probes again and again: the dictionary is hashed once, not at each
+        # call as Arrow's index_in does (most of a small probe's time with many groups).
+        if _is_text(col.type) and _is_text(self.dictionary.type):
             return self._lookup_text(col)
+        if _is_fixed_width(col.type) and col.type == self.dictionary.type:
+            return self._lookup_fixed(col)
         return self._index_in(col)
 
     def _lookup_text(self, col: pa.ChunkedArray) -> np.ndarray:
-        """Each row's value looked up on all cores in a hash table of the dictionary, built
-        once (a prepared join probes again and again)."""
+        """Each row's value looked up in a hash table of the dictionary, built once."""
         from ._backend import lookup_text, text_lookup_table
 
-        if self._text_table is None:
+        if self._table is None:
             dictionary, offsets, data, bitmap = _text_buffers(
                 pa.chunked_array([self.dictionary]), large=True)
-            self._text_table = (offsets, data,
-                                text_lookup_table(offsets, data, bitmap, dictionary.offset))
+            self._table = (offsets, data,
+                           text_lookup_table(offsets, data, bitmap, dictionary.offset))
         arr, offsets, data, bitmap = _text_buffers(col)
-        return lookup_text(self._text_table, offsets, data, bitmap, arr.offset, self.null_code)
+        return lookup_text(self._table, offsets, data, bitmap, arr.offset, self.null_code)
+
+    def _lookup_fixed(self, col: pa.ChunkedArray) -> np.ndarray:
+        """Each row's value looked up by its bits in a hash table of the dictionary, built
+        once."""
+        from ._backend import fixed_lookup_table, lookup_fixed
+
+        if self._table is None:
+            self._table = fixed_lookup_table(*_fixed_width_buffers(self.dictionary))
+        return lookup_fixed(self._table, *_fixed_width_buffers(col.combine_chunks()),
+                            self.null_code)
 
     def _index_in(self, col: pa.ChunkedArray) -> np.ndarray:
         """Arrow's lookup of each value's position in the dictionary."""
@@ -242,6 +274,7 @@ class Groups:
             codes = _nulls_as(pa.chunked_array([enc.indices]), NO_GROUP)
         self.right_codes = codes
         self.n_groups = len(self._steps[-1]) if self._steps else len(self.columns[0].dictionary)
+        self._step_tables = [None] * len(self._steps)  # built on first lookup
 
     def lookup(self, columns: list[pa.ChunkedArray], params: list[str]) -> np.ndarray:
         """Group codes of left rows (-1: no such group on the right, or a null key)."""
@@ -253,11 +286,16 @@ class Groups:
             raise ValueError(msg)
         for col, column, lp, rp in zip(columns, self.columns, params, self.params):
             _check_type(col.type, column.type, lp, rp)
+        from ._backend import fixed_lookup_table, lookup_fixed
+
         codes = self.columns[0].lookup(columns[0])
-        for col, column, step in zip(columns[1:], self.columns[1:], self._steps):
+        for k, (col, column) in enumerate(zip(columns[1:], self.columns[1:])):
             combined = _pair(codes, column.lookup(col), len(column.dictionary))
-            found = pc.index_in(pa.array(combined, mask=combined < 0), value_set=step)
-            codes = _nulls_as(pa.chunked_array([found]), NO_GROUP)
+            if self._step_tables[k] is None:
+                self._step_tables[k] = fixed_lookup_table(*_fixed_width_buffers(self._steps[k]))
+            # NO_GROUP's bits are no step value's (those are all >= 0): it stays NO_GROUP.
+            codes = lookup_fixed(self._step_tables[k], combined.view(np.uint64),
+                                 np.empty(0, np.uint8), 0, NO_GROUP)
         return codes
 
 

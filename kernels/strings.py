@@ -263,9 +263,10 @@ def build(inline_jit, jit, parallel_jit, parallel_range, load_word):
     and the merge, which sees only distinct values, with ``jit`` (inlining it too would
     double the compile time).
 
-    Also returns ``lookup_table`` (serial: a dictionary's values) and ``lookup`` (parallel:
-    a column's rows looked up in that table), for the left side of a prepared join.
-    ``load_word(data, p)``: 8 bytes from p as a little-endian uint64 (asofgpu/_intrinsics.py)."""
+    Also returns ``lookup_table`` (serial: a dictionary's values) and ``lookup`` (a column's
+    rows looked up in that table: parallel, then on one thread, for a small column), for the
+    left side of a prepared join. ``load_word(data, p)``: 8 bytes from p as a little-endian
+    uint64 (asofgpu/_intrinsics.py)."""
     from . import bind
 
     hot = {"prange": parallel_range, "load_word": load_word}
@@ -276,4 +277,4 @@ def build(inline_jit, jit, parallel_jit, parallel_range, load_word):
     names = {"prange": parallel_range, "encode_piece": inline_jit(bind(encode_piece, **hot)),
              "merge_pieces": jit(bind(merge_pieces, **cold))}
     return (parallel_jit(bind(dictionary_encode, **names)), jit(bind(lookup_table, **cold)),
-            parallel_jit(bind(lookup, **hot)))
+            parallel_jit(bind(lookup, **hot)), jit(bind(lookup, **{**hot, "prange": range})))

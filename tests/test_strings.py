@@ -2,8 +2,8 @@
 ``dictionary_encode``: the same codes (order of first appearance) and the same dictionary, for
 nulls either way, sliced arrays, values that differ only in length or in a NUL byte, long
 values, and many distinct values (the tables grow); the lookup of a column's values in a
-dictionary's table against Arrow's ``index_in``; then through ``Groups``, whose large and
-small paths must agree, and through a whole join."""
+dictionary's table (on one thread and on all cores) against Arrow's ``index_in``; then
+through ``Groups``, whose kernel and Arrow paths must agree, and through a whole join."""
 
 from __future__ import annotations
 
@@ -91,16 +91,18 @@ def test_all_null_and_empty_columns():
     _assert_like_arrow(pa.array([], pa.string()), nulls_distinct=True, n_pieces=2)
 
 
+@pytest.mark.parametrize("parallel", [False, True])
 @settings(max_examples=150, deadline=None)
 @given(dictionary=st.lists(values, max_size=40, unique=True),
        rows=st.lists(st.one_of(values, st.text(alphabet="abc", min_size=8, max_size=20)),
                      max_size=60),
        types=st.tuples(st.integers(0, 3), st.integers(0, 3)), null_code=st.integers(-1, 5),
        cut=st.integers(0, 5))
-def test_lookup_in_a_dictionary_equals_arrows_index_in(dictionary, rows, types, null_code,
-                                                       cut):
+def test_lookup_in_a_dictionary_equals_arrows_index_in(parallel, dictionary, rows, types,
+                                                       null_code, cut):
     """Each row's position in a dictionary of distinct values, -1 where it has none and the
-    given code for nulls; dictionary and column of either offset width, column sliced."""
+    given code for nulls; dictionary and column of either offset width, column sliced; on
+    one thread and on all cores."""
     table_type, column_type = TEXT_TYPES[types[0] & 1], TEXT_TYPES[types[1] & 1]
     if types[0] >= 2:  # both binary
         table_type, column_type = TEXT_TYPES[2 + (types[0] & 1)], TEXT_TYPES[2 + (types[1] & 1)]
@@ -112,7 +114,9 @@ def test_lookup_in_a_dictionary_equals_arrows_index_in(dictionary, rows, types, 
     offsets, data, bitmap = _buffers(dictionary)
     table = (offsets, data, _backend.text_lookup_table(offsets, data, bitmap,
                                                         dictionary.offset))
-    found = _backend.lookup_text(table, *_buffers(column), column.offset, null_code)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_backend, "PARALLEL_MIN_ROWS", 0 if parallel else 1 << 62)
+        found = _backend.lookup_text(table, *_buffers(column), column.offset, null_code)
     want = pc.index_in(column, value_set=dictionary.cast(column_type), skip_nulls=True)
     want = want.fill_null(-1).to_numpy().astype(np.int32)
     want[column.is_null().to_numpy(zero_copy_only=False)] = null_code
@@ -135,9 +139,10 @@ def test_lookup_of_long_values_that_share_a_prefix():
 @pytest.mark.parametrize("null_equal", [False, True])
 @pytest.mark.parametrize("layout", ["chunked", "sliced"])
 def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
-    """``Groups`` on text columns: the parallel path (every size) and Arrow's (no size) give
-    the same right codes, dictionary, null code and left lookup, for chunked, sliced (an
-    offset into the values and the validity bits) and view columns."""
+    """``Groups`` on text columns: the kernels (the parallel encoding at every size) and
+    Arrow's ``dictionary_encode`` and ``index_in`` give the same right codes, dictionary,
+    null code and left lookup, for chunked, sliced (an offset into the values and the
+    validity bits) and view columns."""
     rng = np.random.default_rng(9)
     symbols = np.array(["AAPL", "MSFT", "", "a\x00", "BRK.B-LONG-NAME", None], dtype=object)
     if layout == "chunked":
@@ -148,8 +153,10 @@ def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
         right = pa.chunked_array([pa.array(rng.choice(symbols, 513)).slice(13)])
         left = pa.array(rng.choice(np.append(symbols, "ZZZ"), 411), pa.large_string())[11:]
     results = []
-    for threshold in (0, 1 << 62):
-        monkeypatch.setattr(_encode, "PARALLEL_TEXT_ROWS", threshold)
+    for arrow in (False, True):
+        monkeypatch.setattr(_encode, "PARALLEL_TEXT_ROWS", 1 << 62 if arrow else 0)
+        if arrow:  # neither encoded nor looked up by the kernels
+            monkeypatch.setattr(_encode, "_is_text", lambda t: False)
         groups = _encode.Groups([right], ["right_by"], null_equal=null_equal)
         column = groups.columns[0]
         results.append((groups.right_codes, column.dictionary, column.null_code,

@@ -1,0 +1,213 @@
+"""The lookup of fixed-width by-values (kernels/fixed_width.py) in a dictionary's table against
+Arrow's ``index_in``: every integer width and sign at its extremes, floats (NaN, -0.0, inf),
+temporals, nulls, sliced columns and values the dictionary lacks, on one thread and on all
+cores; then through ``Groups`` (one by-column and two) and a whole join, against Arrow's
+path."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import asofgpu as ag
+from asofgpu import _backend, _encode
+
+
+def _int_values(bits: int, signed: bool):
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    edges = sorted({lo, hi, 0, 1, hi - 1} | ({-1, lo + 1} if signed else set()))
+    return st.one_of(st.sampled_from(edges), st.integers(lo, hi), st.integers(-3, 3).filter(
+        lambda v: lo <= v <= hi))
+
+
+# (type, values as the type's own Python values or the integers under it, a view type)
+FIXED = {
+    "int8": (pa.int8(), _int_values(8, True), None),
+    "uint8": (pa.uint8(), _int_values(8, False), None),
+    "int16": (pa.int16(), _int_values(16, True), None),
+    "uint16": (pa.uint16(), _int_values(16, False), None),
+    "int32": (pa.int32(), _int_values(32, True), None),
+    "uint32": (pa.uint32(), _int_values(32, False), None),
+    "int64": (pa.int64(), _int_values(64, True), None),
+    "uint64": (pa.uint64(), _int_values(64, False), None),
+    "float32": (pa.float32(), st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf, 1.5,
+                                                -2.25, 3.0]), None),
+    "float64": (pa.float64(), st.one_of(st.sampled_from([0.0, -0.0, math.nan, math.inf, 1.5]),
+                                        st.floats(allow_nan=True)), None),
+    "timestamp": (pa.int64(), _int_values(64, True), pa.timestamp("ns")),
+    "date32": (pa.int32(), _int_values(32, True), pa.date32()),
+    "time32": (pa.int32(), st.integers(0, 86_399), pa.time32("s")),
+    "duration": (pa.int64(), _int_values(64, True), pa.duration("ms")),
+}
+
+
+def _column(rows, name: str) -> pa.Array:
+    t, _, view = FIXED[name]
+    arr = pa.array(rows, t)
+    return arr.view(view) if view is not None else arr
+
+
+def _canonical(arr: pa.Array) -> pa.Array:
+    return _encode.canonical_by(pa.chunked_array([arr])).combine_chunks()
+
+
+def _lookup(dictionary: pa.Array, column: pa.Array, null_code: int) -> np.ndarray:
+    table = _backend.fixed_lookup_table(*_encode._fixed_width_buffers(dictionary))
+    return _backend.lookup_fixed(table, *_encode._fixed_width_buffers(column), null_code)
+
+
+def _index_in(dictionary: pa.Array, column: pa.Array, null_code: int) -> np.ndarray:
+    want = pc.index_in(column, value_set=dictionary, skip_nulls=True)
+    want = want.fill_null(-1).to_numpy().astype(np.int32)
+    want[column.is_null().to_numpy(zero_copy_only=False)] = null_code
+    return want
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("name", list(FIXED))
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), null_code=st.integers(-1, 5), cut=st.integers(0, 5))
+def test_lookup_in_a_dictionary_equals_arrows_index_in(name, parallel, data, null_code, cut):
+    """Each row's position in a dictionary of distinct values (which may hold a null), -1
+    where it has none and the given code for nulls; the column sliced (an offset into its
+    values and its validity bits)."""
+    values = st.one_of(st.none(), FIXED[name][1])
+    pool = data.draw(st.lists(values, max_size=30))
+    dictionary = pc.unique(_canonical(_column(pool, name)))
+    rows = data.draw(st.lists(st.one_of(st.sampled_from(pool or [None]), values), max_size=60))
+    column = _canonical(_column(rows, name))
+    column = column.slice(min(cut, len(column)))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_backend, "PARALLEL_MIN_ROWS", 0 if parallel else 1 << 62)
+        found = _lookup(dictionary, column, null_code)
+    np.testing.assert_array_equal(found, _index_in(dictionary, column, null_code))
+
+
+def test_many_distinct_values_and_few_matches():
+    """100k distinct int64 values (the table at its largest, probe runs crossing its end)
+    and rows of which half are missing, looked up on all cores."""
+    rng = np.random.default_rng(4)
+    dictionary = pa.array(rng.choice(1 << 40, 100_000, replace=False) - (1 << 39))
+    rows = pa.array(np.where(rng.random(300_000) < 0.5,
+                             rng.choice(dictionary.to_numpy(), 300_000),
+                             rng.integers(-(1 << 39), 1 << 39, 300_000)))
+    found = _lookup(dictionary, rows, -1)
+    np.testing.assert_array_equal(found, _index_in(dictionary, rows, -1))
+    assert 0.4 < (found >= 0).mean() < 0.6
+
+
+@pytest.mark.parametrize("n", [16, 17, 1024])
+def test_a_missing_value_ends_at_a_free_slot(n):
+    """The table stays at most half full, so the probe for a missing value ends: dictionaries
+    of a power of two of values (the smallest table's size among them), all rows missing."""
+    dictionary = pa.array(np.arange(n, dtype=np.int64) * 7919)
+    rows = pa.array(np.arange(4 * n, dtype=np.int64) * 7919 + 1)
+    np.testing.assert_array_equal(_lookup(dictionary, rows, -1), np.full(4 * n, -1))
+    np.testing.assert_array_equal(_lookup(dictionary, dictionary, -1), np.arange(n))
+
+
+def test_all_null_and_empty_columns_and_dictionaries():
+    empty, nulls = pa.array([], pa.int32()), pa.array([None] * 4, pa.int32())
+    values = pa.array([3, None, 7, 3], pa.int32())
+    for dictionary in (empty, pa.array([None], pa.int32()), pa.array([7, 3], pa.int32())):
+        for column in (empty, nulls, values):
+            np.testing.assert_array_equal(_lookup(dictionary, column, 9),
+                                          _index_in(dictionary, column, 9))
+
+
+@pytest.mark.parametrize("null_equal", [False, True])
+@pytest.mark.parametrize("name", ["int8", "uint64", "float64", "timestamp"])
+def test_groups_codes_equal_arrows(monkeypatch, name, null_equal):
+    """``Groups`` looks fixed-width left columns up in its own table: the codes must be those
+    of Arrow's ``index_in`` path, for chunked, sliced and (for floats) non-canonical rows."""
+    rng = np.random.default_rng(7)
+    pool = {"int8": [-128, 127, 0, -1, None], "uint64": [0, (1 << 64) - 1, 1 << 63, 5, None],
+            "float64": [0.0, math.nan, 1.5, -math.inf, None],
+            "timestamp": [-(1 << 63) + 1, 0, 10**18, None]}[name]
+    right = pa.chunked_array([_column(list(rng.choice(np.array(pool, object), 300)), name)])
+    extra = {"int8": 9, "uint64": 6, "float64": 2.5, "timestamp": 3}[name]
+    left_rows = list(rng.choice(np.array(pool + [extra], object), 500))
+    if name == "float64":  # -0.0 and another NaN must find 0.0 and the right's NaN
+        left_rows[3:7] = [-0.0, float(np.float64(np.uint64(0x7FF8000000000001).view(
+            np.float64))), 0.0, math.nan]
+    left = _column(left_rows, name)
+    left = pa.chunked_array([left.slice(3, 200), left.slice(203)])  # from row 3
+
+    def codes():
+        groups = _encode.Groups([right], ["right_by"], null_equal=null_equal)
+        return groups.lookup([left], ["left_by"]), groups
+
+    found, groups = codes()
+    monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)  # Arrow's index_in
+    want, _ = codes()
+    np.testing.assert_array_equal(found, want)
+    assert (found == -1).any() and (found >= 0).any()
+    if name == "float64":
+        assert (found[:4] >= 0).all() and found[0] == found[2]
+
+
+@pytest.mark.parametrize("null_equal", [False, True])
+def test_two_by_columns_find_the_right_sides_pairs(null_equal):
+    """With two by-columns each left row's code is the group of its (a, b) pair on the
+    right, -1 for a pair the right lacks (or a null, unless nulls are equal)."""
+    rng = np.random.default_rng(11)
+    a_values = np.array([1, 2, 3, None], object)
+    b_values = np.array([10, 20, None], object)
+    right_a, right_b = rng.choice(a_values, 400), rng.choice(b_values, 400)
+    left_a, left_b = rng.choice(np.append(a_values, 4), 300), rng.choice(b_values, 300)
+    groups = _encode.Groups([pa.chunked_array([pa.array(list(right_a), pa.int64())]),
+                             pa.chunked_array([pa.array(list(right_b), pa.int16())])],
+                            ["right_by[0]", "right_by[1]"], null_equal=null_equal)
+    found = groups.lookup([pa.chunked_array([pa.array(list(left_a), pa.int64())]),
+                           pa.chunked_array([pa.array(list(left_b), pa.int16())])],
+                          ["left_by[0]", "left_by[1]"])
+    group_of = {}
+    for pair, code in zip(zip(right_a, right_b), groups.right_codes):
+        if code >= 0:
+            assert group_of.setdefault(pair, code) == code
+    want = [group_of.get(pair, -1) for pair in zip(left_a, left_b)]
+    if not null_equal:
+        assert all(w == -1 for w, a, b in zip(want, left_a, left_b) if a is None or b is None)
+    np.testing.assert_array_equal(found, want)
+    assert (found == -1).any() and (found >= 0).any()
+
+
+def test_the_table_is_built_once(monkeypatch):
+    """A prepared join hashes its dictionaries once, not at each probe: the point of the
+    table, since Arrow's ``index_in`` rehashes its value set at every call."""
+    built = []
+    original = _backend.fixed_lookup_table
+    monkeypatch.setattr(_backend, "fixed_lookup_table",
+                        lambda *args: built.append(1) or original(*args))
+    right = [pa.chunked_array([pa.array([1, 2, 2, 3])]),
+             pa.chunked_array([pa.array([5, 5, 6, 6])])]
+    groups = _encode.Groups(right, ["a", "b"], null_equal=False)
+    for _ in range(3):
+        codes = groups.lookup([pa.chunked_array([pa.array([2, 3, 9])]),
+                               pa.chunked_array([pa.array([5, 6, 6])])], ["a", "b"])
+        np.testing.assert_array_equal(codes, [groups.right_codes[1], groups.right_codes[3], -1])
+    assert len(built) == 3  # each column's dictionary, and the pairs' step
+
+
+@pytest.mark.parametrize("null_equality", ["unequal", "equal"])
+def test_a_large_join_on_integer_keys_equals_arrows_path(monkeypatch, null_equality):
+    """Above ``PARALLEL_MIN_ROWS`` the lookup runs on all cores: the map must be the one
+    Arrow's ``index_in`` path gives."""
+    rng = np.random.default_rng(3)
+    n = 2 * _backend.PARALLEL_MIN_ROWS
+    ids = np.array(list(rng.choice(1 << 62, 300, replace=False)) + [None], dtype=object)
+    right_by = pa.array(list(rng.choice(ids, n)), pa.int64())
+    left_by = pa.array(list(rng.choice(np.append(ids, 12345), n)), pa.int64())
+    right_on, left_on = rng.integers(0, 10**6, n), rng.integers(0, 10**6, n)
+    options = dict(null_equality=null_equality, strategy="nearest", device="cpu")
+    found = ag.asof_join(left_on, right_on, left_by, right_by, **options)
+    monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)
+    want = ag.asof_join(left_on, right_on, left_by, right_by, **options)
+    np.testing.assert_array_equal(found, want)
+    assert (found != ag.NO_MATCH).mean() > 0.9
