@@ -208,11 +208,14 @@ class CpuBackend(Backend):
 RADIX_MIN_ROWS = 1 << 15  # below this numpy's stable argsort is as fast
 
 # A batch streams the time-ordered right side (kernels/stream.py) when its key range holds
-# at most this many right rows per left row. Set when streaming took 17 ms for 1M trades x
-# 10M quotes (1.7 ns a right row walked) and the cursor probe 26-30 ms (28 ns a left row).
-# With uint64 indices they take 6 ms (0.6 ns) and 22.5 ms (22 ns), which puts the break-even
-# nearer 35: 16 stays until batches between are measured.
-STREAM_SPAN = 16
+# at most this many right rows per left row. The cursor's cost per left row grows with the
+# groups (a cache miss each once they pass the cache) and its start (a search per piece and
+# group) is fixed, while the stream reads the whole range. Measured on 2 threads, a right
+# side of 10M uniform int64 keys in 1 to 1,000 groups probed by time-sorted batches, each
+# path forced through this constant (medians of 11; the stream's time over the cursor's):
+# 0.61-0.93 at 256 right rows per left row, 0.39-0.74 at 128, 0.63-1.03 at 333. At 10 the
+# stream took 0.5x with 100 or 1,000 groups, but 1.35x with 10 (whose cursors stay in cache).
+STREAM_SPAN = 256
 
 
 def _streams(right_keys, keys, n_groups: int, pieces: int) -> bool:

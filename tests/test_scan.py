@@ -253,6 +253,27 @@ def test_streamed_probe_ignores_later_changes_to_the_callers_keys(by, monkeypatc
     assert len(streams) == 2
 
 
+@pytest.mark.parametrize("direction", ["backward", "forward"])
+def test_a_batch_spanning_many_right_rows_a_row_streams(direction, monkeypatch):
+    """Up to ``STREAM_SPAN`` right rows per left row, a time-ordered batch still streams the
+    right side (walking far more right rows than it has rows), with the answers of one
+    search a row."""
+    streams = _count_streams(monkeypatch)
+    rng = np.random.default_rng(8)
+    n = 60_000
+    right = np.sort(rng.integers(0, 10**7, n))
+    right_by = rng.integers(0, 10, n).astype(str)
+    left = np.sort(rng.integers(0, 10**7, n * 2 // _backend.STREAM_SPAN))
+    left_by = rng.integers(0, 11, len(left)).astype(str)  # "10": a group the right lacks
+    prepared = ag.AsofJoin(right, right_by, device="cpu")
+    got = prepared.join(left, left_by, strategy=direction)
+    assert len(streams) == 1
+    shuffle = rng.permutation(len(left))  # an unordered batch: a binary search a row
+    np.testing.assert_array_equal(
+        prepared.join(left[shuffle], left_by[shuffle], strategy=direction), got[shuffle])
+    assert len(streams) == 1 and (got != ag.NO_MATCH).mean() > 0.8
+
+
 @pytest.mark.parametrize("case", ["unsorted right", "null right group", "nearest",
                                   "finer left unit", "wide span"])
 def test_probe_streams_only_where_it_may(case, monkeypatch):
@@ -274,8 +295,8 @@ def test_probe_streams_only_where_it_may(case, monkeypatch):
         options = dict(strategy="nearest")
     elif case == "finer left unit":
         left = left.astype("datetime64[us]")
-    else:
-        left = left[:: 40]  # 1,000 rows over 40,000 right rows
+    else:  # 78 rows over 40,000 right rows: twice the span that streams
+        left = left[:: 2 * _backend.STREAM_SPAN]
     left_by = rng.integers(0, 20, len(left)).astype(str)
     prepared = ag.AsofJoin(right, right_by, device="cpu")
     got = prepared.join(left, left_by, **options)
