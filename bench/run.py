@@ -42,6 +42,7 @@ import os
 import platform
 import queue
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -420,12 +421,14 @@ def worker(spec: dict) -> None:
     for i in range(spec["runs"]):
         if not sys.stdin.readline():  # the parent's go for this run; none: it has gone
             return
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         start = time.perf_counter()
         result = runner.join()
         seconds = time.perf_counter() - start
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
         runner.free(result)  # outside the timed region: dropping the table is not the join
         del result
-        _emit(event="run", i=i, seconds=seconds, at=time.time() - seconds)
+        _emit(event="run", i=i, seconds=seconds, at=time.time() - seconds, faults=faults)
     _emit(event="done", peak_rss_mib=_peak_rss_mib(), peak_is_runs=peak_is_runs)
 
 
@@ -478,7 +481,7 @@ class WorkerProcess:
         self.job, self.on_event = job, on_event
         self.limit_bytes = args.mem_limit * 2**30
         self.timeout = args.timeout
-        self.record = {"status": "ok", "times_s": [], "started_at": []}
+        self.record = {"status": "ok", "times_s": [], "started_at": [], "page_faults": []}
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(
             [sys.executable, str(Path(__file__).resolve()), "--worker", json.dumps(spec)],
@@ -528,6 +531,9 @@ class WorkerProcess:
             elif kind == "run":
                 self.record["times_s"].append(event["seconds"])
                 self.record["started_at"].append(event["at"])  # Unix time: the turns
+                # Minor faults in the run: an allocator that handed pages back while the
+                # worker waited its turn makes the run fault them in again (bench/idle.py).
+                self.record["page_faults"].append(event["faults"])
             elif kind == "done":
                 self.record.update(event)
             self.on_event(self.job, kind, event)

@@ -41,6 +41,9 @@ def test_writes_the_table_the_numbers_and_the_plot(tmp_path):
                for e in cells.values())
     assert cells["prepared", "asofgpu"]["prepare_s"] > 0
     assert all(e["checked_against"] == "asofgpu" for e in cells.values())
+    assert all(len(e["page_faults"]) == len(e["times_s"]) >= 1
+               and all(isinstance(f, int) and f >= 0 for f in e["page_faults"])
+               for e in cells.values())
     table = (out / "bench.md").read_text()
     assert "| 2K × 1K | sorted | one-shot |" in table and "asofgpu / fastest peer" in table
     assert "| 2K × 1K | sorted | prepared, 1K probed |" in table
@@ -114,3 +117,30 @@ def test_a_bad_option_names_itself(tmp_path, args, message):
     assert done.returncode == 2
     assert message in done.stderr
     assert not list(tmp_path.iterdir())
+
+
+IDLE = RUN.with_name("idle.py")
+
+
+def test_idle_times_a_probe_after_each_sleep():
+    """bench/idle.py: a row per sleep with its times and page faults, in one process."""
+    done = subprocess.run([sys.executable, str(IDLE), "--quotes", "2e4", "--trades", "2e3",
+                           "--sleeps", "0,0.01", "--rounds", "2"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Arrow pool" in done.stdout and "MIMALLOC_PURGE_DELAY" in done.stdout
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| 0")]
+    assert [row.split("|")[1].strip() for row in rows] == ["0 s", "0.01 s"]
+
+
+@pytest.mark.parametrize(("flag", "value", "message"), [
+    ("--sleeps", "0,-1", "expected comma-separated seconds >= 0"),
+    ("--sleeps", "soon", "expected comma-separated seconds >= 0"),
+    ("--rounds", "0", "expected a whole number >= 1"),
+    ("--quotes", "many", "expected a whole number >= 1"),
+    ("--trades", "2.5", "expected a whole number >= 1"),
+])
+def test_idle_rejects_bad_options(flag, value, message):
+    done = subprocess.run([sys.executable, str(IDLE), flag, value], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2 and message in done.stderr and flag in done.stderr
