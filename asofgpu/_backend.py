@@ -5,10 +5,12 @@ Three backends run the same ``kernels/`` source:
 - ``python``: the identity jit, a plain loop (unit tests, pdb);
 - ``cpu``: ``numba.njit`` with ``prange``, arrays in numpy. A prepared probe of a batch in key
   order (or radix-sorted into it: ``kernels/radix.py``) gallops from per-group cursors
-  (``kernels/cursor.py``); a small unordered batch binary-searches per row. One-shot joins
-  walk both sides in key order instead (``scan``, ``kernels/scan.py``). Large payload
-  gathers (``kernels/take.py``) and the hashing of large string group keys
-  (``kernels/strings.py``) run here too, for every backend;
+  (``kernels/cursor.py``), or streams a time-sorted right side when the batch spans few
+  right rows a row (``kernels/stream.py``); a small unordered batch binary-searches per
+  row. One-shot joins walk both sides in key order instead (``scan``, ``kernels/scan.py``).
+  Large payload gathers (``kernels/take.py``), the hashing of large string group keys
+  (``kernels/strings.py``) and the lookup of left group keys in the right's dictionary
+  (``kernels/strings.py``, ``kernels/fixed_width.py``) run here too, for every backend;
 - ``cuda``: ``numba.cuda.jit(device=True)`` under a thin kernel, arrays in cupy (numpy under the
   CUDA simulator, ``NUMBA_ENABLE_CUDASIM=1``).
 
