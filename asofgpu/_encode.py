@@ -1,12 +1,15 @@
 """``by`` columns -> int32 group codes: a dictionary built from the right side, the left
 looked up in it.
 
-Everything runs in hash kernels, never a Python loop over rows: Arrow's (``dictionary_encode``,
-``index_in``), and for large string and binary columns asofgpu's own on all cores
-(``kernels/strings.py``; Arrow's hash on one core was half of a one-shot join). A large left
-text column is looked up on all cores in a hash table of the right's dictionary. Several
-columns are combined pairwise (``code * n + code``) and re-encoded after each step, so the
-combined codes stay dense and never overflow.
+Everything runs in hash kernels, never a Python loop over rows: Arrow's ``dictionary_encode``,
+and for large string and binary columns asofgpu's own on all cores (``kernels/strings.py``;
+Arrow's hash on one core was half of a one-shot join). A left text, integer, float or
+temporal column is looked up in a hash table of the right's dictionary, built once
+(``kernels/strings.py``, ``kernels/fixed_width.py``; on all cores from
+``_backend.PARALLEL_MIN_ROWS`` rows); other types (bool, decimal) by Arrow's ``index_in``,
+which hashes the dictionary again at each call. Several columns are combined pairwise
+(``code * n + code``) and re-encoded after each step, so the combined codes stay dense and
+never overflow.
 Code -1 means "no group": a null under ``null_equality="unequal"``, or (left) a value the right
 side never has.
 
@@ -138,7 +141,7 @@ def _fixed_width_buffers(arr: pa.Array):
     without nulls."""
     width = np.dtype(f"<u{arr.type.bit_width // 8}")
     validity, data = arr.buffers()
-    values = (np.frombuffer(data, dtype=width)[arr.offset:arr.offset + len(arr)]
+    values = (np.frombuffer(data, dtype=width, count=arr.offset + len(arr))[arr.offset:]
               if data is not None else np.zeros(len(arr), width))
     bitmap = (np.frombuffer(validity, dtype=np.uint8) if arr.null_count
               else np.empty(0, np.uint8))

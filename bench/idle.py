@@ -15,6 +15,7 @@ minor faults column). ``MIMALLOC_PURGE_DELAY=-1``, set before the process starts
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import resource
 import time
@@ -33,8 +34,9 @@ def _seconds_list(text: str) -> list[float]:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         values = []
-    if not values or any(not v >= 0 for v in values):
-        msg = f"expected comma-separated seconds >= 0 (e.g. 0,0.1,2), got {text!r}"
+    if (not values or any(not (math.isfinite(v) and v >= 0) for v in values)
+            or len(set(values)) < len(values)):
+        msg = f"expected comma-separated seconds >= 0, each once (e.g. 0,0.1,2), got {text!r}"
         raise argparse.ArgumentTypeError(msg)
     return values
 

@@ -10,7 +10,8 @@ of first appearance, as Arrow's do; ``firsts`` names the row where each value fi
 so the caller takes the dictionary with one small ``take``.
 
 The left side of a join needs no dictionary of its own: ``lookup_table`` builds a table of the
-right side's dictionary once, and ``lookup`` finds each left row's value in it on all cores.
+right side's dictionary once, and ``lookup`` finds each left row's value in it (on all cores,
+or on one thread for a small column).
 
 A column arrives as Arrow's buffers: ``offsets`` (the column's slice of them, one more than
 its rows), ``data`` (bytes) and ``bitmap`` (validity bits from bit ``bit0``, or empty when

@@ -134,8 +134,10 @@ def test_idle_times_a_probe_after_each_sleep():
 
 
 @pytest.mark.parametrize(("flag", "value", "message"), [
-    ("--sleeps", "0,-1", "expected comma-separated seconds >= 0"),
-    ("--sleeps", "soon", "expected comma-separated seconds >= 0"),
+    ("--sleeps", "0,-1", "expected comma-separated seconds >= 0, each once"),
+    ("--sleeps", "soon", "expected comma-separated seconds >= 0, each once"),
+    ("--sleeps", "0,inf", "expected comma-separated seconds >= 0, each once"),
+    ("--sleeps", "0,0.1,0", "expected comma-separated seconds >= 0, each once"),
     ("--rounds", "0", "expected a whole number >= 1"),
     ("--quotes", "many", "expected a whole number >= 1"),
     ("--trades", "2.5", "expected a whole number >= 1"),

@@ -36,6 +36,7 @@ FIXED = {
     "uint32": (pa.uint32(), _int_values(32, False), None),
     "int64": (pa.int64(), _int_values(64, True), None),
     "uint64": (pa.uint64(), _int_values(64, False), None),
+    # float32 reaches the lookup as float64 (canonical_by), as in a join
     "float32": (pa.float32(), st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf, 1.5,
                                                 -2.25, 3.0]), None),
     "float64": (pa.float64(), st.one_of(st.sampled_from([0.0, -0.0, math.nan, math.inf, 1.5]),
@@ -107,6 +108,8 @@ def test_a_missing_value_ends_at_a_free_slot(n):
     """The table stays at most half full, so the probe for a missing value ends: dictionaries
     of a power of two of values (the smallest table's size among them), all rows missing."""
     dictionary = pa.array(np.arange(n, dtype=np.int64) * 7919)
+    slots, _ = _backend.fixed_lookup_table(*_encode._fixed_width_buffers(dictionary))
+    assert len(slots) >= 2 * n
     rows = pa.array(np.arange(4 * n, dtype=np.int64) * 7919 + 1)
     np.testing.assert_array_equal(_lookup(dictionary, rows, -1), np.full(4 * n, -1))
     np.testing.assert_array_equal(_lookup(dictionary, dictionary, -1), np.arange(n))
@@ -144,6 +147,7 @@ def test_groups_codes_equal_arrows(monkeypatch, name, null_equal):
         return groups.lookup([left], ["left_by"]), groups
 
     found, groups = codes()
+    assert groups.columns[0]._table is not None  # looked up in the table
     monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)  # Arrow's index_in
     want, _ = codes()
     np.testing.assert_array_equal(found, want)
@@ -206,7 +210,12 @@ def test_a_large_join_on_integer_keys_equals_arrows_path(monkeypatch, null_equal
     left_by = pa.array(list(rng.choice(np.append(ids, 12345), n)), pa.int64())
     right_on, left_on = rng.integers(0, 10**6, n), rng.integers(0, 10**6, n)
     options = dict(null_equality=null_equality, strategy="nearest", device="cpu")
+    parallel = []
+    original = _backend._cpu_fixed_width
+    monkeypatch.setattr(_backend, "_cpu_fixed_width",
+                        lambda p: parallel.append(p) or original(p))
     found = ag.asof_join(left_on, right_on, left_by, right_by, **options)
+    assert True in parallel  # the left side's lookup ran on all cores
     monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)
     want = ag.asof_join(left_on, right_on, left_by, right_by, **options)
     np.testing.assert_array_equal(found, want)
