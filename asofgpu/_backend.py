@@ -8,8 +8,8 @@ Three backends run the same ``kernels/`` source:
   (``kernels/cursor.py``), or streams a time-sorted right side when the batch spans few
   right rows a row (``kernels/stream.py``); a small unordered batch binary-searches per
   row. One-shot joins walk both sides in key order instead (``scan``, ``kernels/scan.py``).
-  Large payload gathers (``kernels/take.py``), the hashing of large string group keys
-  (``kernels/strings.py``) and the lookup of left group keys in the right's dictionary
+  Large payload gathers (``kernels/take.py``), the hashing of large text and fixed-width
+  group keys and the lookup of left group keys in the right's dictionary
   (``kernels/strings.py``, ``kernels/fixed_width.py``) run here too, for every backend;
 - ``cuda``: ``numba.cuda.jit(device=True)`` under a thin kernel, arrays in cupy (numpy under the
   CUDA simulator, ``NUMBA_ENABLE_CUDASIM=1``).
@@ -402,6 +402,18 @@ def lookup_text(table, offsets, data, bitmap, bit0: int, null_code: int) -> np.n
                                              data, bitmap, np.int64(bit0),
                                              np.int32(null_code), codes)
     return codes
+
+
+def dictionary_encode_fixed(values, bitmap, bit0: int, nulls_distinct: bool):
+    """(codes, firsts) of fixed-width values (unsigned integers of the values' width:
+    kernels/fixed_width.py), on all cores: int32 codes in order of first appearance, -1 for
+    nulls under ``nulls_distinct``, and the first row holding each code's value."""
+    codes = host_empty(len(values), np.int32)
+    with _PARALLEL_LAUNCH:
+        firsts = _cpu_fixed_width(True)[2](values, bitmap, np.int64(bit0),
+                                           bool(nulls_distinct), _threads(True), codes,
+                                           host_empty(len(codes), np.int64))
+    return codes, firsts
 
 
 def fixed_lookup_table(values, bitmap, bit0: int):

@@ -2,9 +2,9 @@
 looked up in it.
 
 Everything runs in hash kernels, never a Python loop over rows: Arrow's ``dictionary_encode``,
-and for large string and binary columns asofgpu's own on all cores (``kernels/strings.py``;
-Arrow's hash on one core was half of a one-shot join). A left text, integer, float or
-temporal column is looked up in a hash table of the right's dictionary, built once
+and for large text (string, binary) and fixed-width (integer, float, temporal) columns
+asofgpu's own on all cores (``kernels/strings.py``, ``kernels/fixed_width.py``; Arrow's hash
+on one core was half of a one-shot join). A left text, integer, float or temporal column is looked up in a hash table of the right's dictionary, built once
 (``kernels/strings.py``, ``kernels/fixed_width.py``; on all cores from
 ``_backend.PARALLEL_MIN_ROWS`` rows); other types (bool, decimal) by Arrow's ``index_in``,
 which hashes the dictionary again at each call. Several columns are combined pairwise
@@ -86,19 +86,20 @@ def _take_codes(value_codes: np.ndarray, indices: np.ndarray, null_code: int) ->
     return table[indices]
 
 
-PARALLEL_TEXT_ROWS = 1 << 16  # below this Arrow's one-core hash is as fast
+PARALLEL_ENCODE_ROWS = 1 << 16  # below this Arrow's one-core hash is as fast
 DISTINCT_SAMPLE_ROWS = 1 << 16
 
 
-def _parallel_text(col: pa.ChunkedArray) -> bool:
-    """Large right string or binary columns (after ``canonical_by``) whose values repeat, as
-    group keys do: encoded on all cores. Where most values are distinct (IDs), merging the
-    pieces' dictionaries would cost more than Arrow's one-core encoding: a sample of the
+def _parallel_encoding(col: pa.ChunkedArray) -> bool:
+    """Large right text or fixed-width columns (after ``canonical_by``) whose values repeat,
+    as group keys do: encoded on all cores. Where most values are distinct (IDs), merging
+    the pieces' dictionaries would cost more than Arrow's one-core encoding: a sample of the
     first rows decides."""
-    if len(col) < PARALLEL_TEXT_ROWS or not _is_text(col.type):
+    if len(col) < PARALLEL_ENCODE_ROWS or not (_is_text(col.type)
+                                               or _is_fixed_width(col.type)):
         return False
     sample = col.slice(0, DISTINCT_SAMPLE_ROWS)
-    _, values = _encode_text(sample, nulls_distinct=False)
+    _, values = _encode_parallel(sample, nulls_distinct=False)
     return 4 * len(values) <= len(sample)
 
 
@@ -135,6 +136,12 @@ def _is_fixed_width(t: pa.DataType) -> bool:
             or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_duration(t))
 
 
+def _one_array(col: pa.ChunkedArray) -> pa.Array:
+    """The column as one array: its only chunk as it is (``combine_chunks`` copies even
+    that: 6 ms for 10M int64 values)."""
+    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+
 def _fixed_width_buffers(arr: pa.Array):
     """(values, validity bitmap, its first bit) of a fixed-width array, as numpy views for
     kernels/fixed_width.py: values as unsigned integers of their width; the bitmap is empty
@@ -148,14 +155,20 @@ def _fixed_width_buffers(arr: pa.Array):
     return values, bitmap, arr.offset
 
 
-def _encode_text(col: pa.ChunkedArray, nulls_distinct: bool):
-    """(codes, dictionary) of a string or binary column: int32 codes in order of first
-    appearance, -1 for a null under ``nulls_distinct`` (else nulls are one more value)."""
-    from ._backend import dictionary_encode_text
+def _encode_parallel(col: pa.ChunkedArray, nulls_distinct: bool):
+    """(codes, dictionary) of a text or fixed-width column, on all cores: int32 codes in order
+    of first appearance, -1 for a null under ``nulls_distinct`` (else nulls are one more
+    value)."""
+    from ._backend import dictionary_encode_fixed, dictionary_encode_text
 
-    arr, offsets, data, bitmap = _text_buffers(col)
-    codes, firsts = dictionary_encode_text(offsets, data, bitmap, arr.offset, nulls_distinct)
-    return codes, arr.take(pa.array(firsts)).cast(col.type)
+    if _is_text(col.type):
+        arr, offsets, data, bitmap = _text_buffers(col)
+        codes, firsts = dictionary_encode_text(offsets, data, bitmap, arr.offset,
+                                               nulls_distinct)
+        return codes, arr.take(pa.array(firsts)).cast(col.type)
+    arr = _one_array(col)
+    codes, firsts = dictionary_encode_fixed(*_fixed_width_buffers(arr), nulls_distinct)
+    return codes, arr.take(pa.array(firsts))
 
 
 def _dictionary_of(col: pa.ChunkedArray) -> pa.Array:
@@ -185,8 +198,8 @@ class _Column:
         self._table = None  # the dictionary's hash table, built on first lookup
 
     def _encode_values(self, col: pa.ChunkedArray):
-        if _parallel_text(col):
-            codes, dictionary = _encode_text(col, nulls_distinct=not self.null_equal)
+        if _parallel_encoding(col):
+            codes, dictionary = _encode_parallel(col, nulls_distinct=not self.null_equal)
             return dictionary, codes
         enc = pc.dictionary_encode(col, null_encoding="encode" if self.null_equal else "mask")
         dictionary = enc.chunk(0).dictionary if enc.num_chunks else pa.array([], col.type)
@@ -248,7 +261,7 @@ class _Column:
 
         if self._table is None:
             self._table = fixed_lookup_table(*_fixed_width_buffers(self.dictionary))
-        return lookup_fixed(self._table, *_fixed_width_buffers(col.combine_chunks()),
+        return lookup_fixed(self._table, *_fixed_width_buffers(_one_array(col)),
                             self.null_code)
 
     def _index_in(self, col: pa.ChunkedArray) -> np.ndarray:

@@ -1,8 +1,9 @@
-"""The lookup of fixed-width by-values (kernels/fixed_width.py) in a dictionary's table against
-Arrow's ``index_in``: every integer width and sign at its extremes, floats (NaN, -0.0, inf),
-temporals, nulls, sliced columns and values the dictionary lacks, on one thread and on all
-cores; then through ``Groups`` (one by-column and two) and a whole join, against Arrow's
-path."""
+"""Fixed-width by-values (kernels/fixed_width.py): their dictionary encoding against Arrow's
+``dictionary_encode`` (the same codes, in order of first appearance, and the same
+dictionary) and their lookup in a dictionary's table against Arrow's ``index_in``, for
+every integer width and sign at its extremes, floats (NaN, -0.0, inf), temporals, nulls
+either way, sliced columns and values the dictionary lacks, on one thread and on all cores;
+then through ``Groups`` (one by-column and two) and a whole join, against Arrow's path."""
 
 from __future__ import annotations
 
@@ -70,6 +71,57 @@ def _index_in(dictionary: pa.Array, column: pa.Array, null_code: int) -> np.ndar
     return want
 
 
+def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
+    values, bitmap, bit0 = _encode._fixed_width_buffers(arr)
+    codes = np.empty(len(arr), np.int32)
+    firsts = _backend._cpu_fixed_width(True)[2](values, bitmap, np.int64(bit0), nulls_distinct,
+                                                n_pieces, codes, np.empty(len(arr), np.int64))
+    return codes, arr.take(pa.array(firsts))
+
+
+def _assert_encoded_like_arrow(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
+    codes, dictionary = _encode_kernel(arr, nulls_distinct, n_pieces)
+    enc = pc.dictionary_encode(arr, null_encoding="mask" if nulls_distinct else "encode")
+    np.testing.assert_array_equal(codes, enc.indices.fill_null(-1).to_numpy())
+    _assert_same_values(dictionary, enc.dictionary)
+
+
+def _assert_same_values(a: pa.Array, b: pa.Array):
+    """Equal arrays, NaN equal to NaN (Arrow's ``equals`` is IEEE's there): the same type,
+    nulls and bits."""
+    assert a.type == b.type and len(a) == len(b), (a, b)
+    valid = a.is_valid().to_numpy(zero_copy_only=False)
+    np.testing.assert_array_equal(valid, b.is_valid().to_numpy(zero_copy_only=False))
+    np.testing.assert_array_equal(_encode._fixed_width_buffers(a)[0][valid],
+                                  _encode._fixed_width_buffers(b)[0][valid])
+
+
+@pytest.mark.parametrize("name", list(FIXED))
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), nulls_distinct=st.booleans(), n_pieces=st.integers(1, 5),
+       cut=st.integers(0, 5))
+def test_codes_and_dictionary_equal_arrows(name, data, nulls_distinct, n_pieces, cut):
+    """Pieces encoded apart and merged in order give Arrow's codes and dictionary: values in
+    order of first appearance, a null as one more value (or -1 under ``nulls_distinct``)."""
+    values = st.one_of(st.none(), FIXED[name][1])
+    pool = data.draw(st.lists(values, min_size=1, max_size=8))
+    rows = data.draw(st.lists(st.sampled_from(pool), max_size=60))
+    arr = _canonical(_column(rows, name))
+    _assert_encoded_like_arrow(arr, nulls_distinct, n_pieces)
+    _assert_encoded_like_arrow(arr.slice(min(cut, len(arr))), nulls_distinct, n_pieces)
+
+
+@pytest.mark.parametrize("nulls_distinct", [False, True])
+def test_many_distinct_values_grow_the_tables(nulls_distinct):
+    """50k distinct values among 200k rows: each piece's table and the merge's grow many
+    times over."""
+    rng = np.random.default_rng(5)
+    rows = rng.integers(-(1 << 62), 1 << 62, 50_000)[rng.integers(0, 50_000, 200_000)]
+    arr = pa.array(rows, mask=rng.random(200_000) < 0.001)
+    for n_pieces in (1, 2, 7):
+        _assert_encoded_like_arrow(arr, nulls_distinct, n_pieces)
+
+
 @pytest.mark.parametrize("parallel", [False, True])
 @pytest.mark.parametrize("name", list(FIXED))
 @settings(max_examples=40, deadline=None)
@@ -127,8 +179,10 @@ def test_all_null_and_empty_columns_and_dictionaries():
 @pytest.mark.parametrize("null_equal", [False, True])
 @pytest.mark.parametrize("name", ["int8", "uint64", "float64", "timestamp"])
 def test_groups_codes_equal_arrows(monkeypatch, name, null_equal):
-    """``Groups`` looks fixed-width left columns up in its own table: the codes must be those
-    of Arrow's ``index_in`` path, for chunked, sliced and (for floats) non-canonical rows."""
+    """``Groups`` encodes a fixed-width right column on all cores (at every size, here) and
+    looks the left up in its own table: right codes, dictionary, null code and left codes
+    must be those of Arrow's ``dictionary_encode`` and ``index_in``, for chunked, sliced and
+    (for floats) non-canonical rows."""
     rng = np.random.default_rng(7)
     pool = {"int8": [-128, 127, 0, -1, None], "uint64": [0, (1 << 64) - 1, 1 << 63, 5, None],
             "float64": [0.0, math.nan, 1.5, -math.inf, None],
@@ -146,11 +200,19 @@ def test_groups_codes_equal_arrows(monkeypatch, name, null_equal):
         groups = _encode.Groups([right], ["right_by"], null_equal=null_equal)
         return groups.lookup([left], ["left_by"]), groups
 
+    encoded = []
+    original = _backend.dictionary_encode_fixed
+    monkeypatch.setattr(_backend, "dictionary_encode_fixed",
+                        lambda *args: encoded.append(1) or original(*args))
+    monkeypatch.setattr(_encode, "PARALLEL_ENCODE_ROWS", 0)
     found, groups = codes()
-    assert groups.columns[0]._table is not None  # looked up in the table
-    monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)  # Arrow's index_in
-    want, _ = codes()
+    assert encoded and groups.columns[0]._table is not None  # the kernels ran
+    monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)  # Arrow's kernels
+    want, arrows = codes()
     np.testing.assert_array_equal(found, want)
+    np.testing.assert_array_equal(groups.right_codes, arrows.right_codes)
+    _assert_same_values(groups.columns[0].dictionary, arrows.columns[0].dictionary)
+    assert groups.columns[0].null_code == arrows.columns[0].null_code
     assert (found == -1).any() and (found >= 0).any()
     if name == "float64":
         assert (found[:4] >= 0).all() and found[0] == found[2]
@@ -182,6 +244,17 @@ def test_two_by_columns_find_the_right_sides_pairs(null_equal):
     assert (found == -1).any() and (found >= 0).any()
 
 
+def test_mostly_distinct_values_take_arrows_encoding(monkeypatch):
+    """IDs, nearly all distinct, would merge column-long dictionaries: Arrow's one-core
+    hash is faster there, and a sample of the first rows sends them to it."""
+    monkeypatch.setattr(_encode, "PARALLEL_ENCODE_ROWS", 0)
+    ids = pa.chunked_array([pa.array(np.arange(1000) * 3)])
+    symbols = pa.chunked_array([pa.array(np.arange(1000) % 200, pa.int32())])
+    assert not _encode._parallel_encoding(ids)
+    assert _encode._parallel_encoding(symbols)
+    assert not _encode._parallel_encoding(pa.chunked_array([pa.array([True] * 1000)]))
+
+
 def test_the_table_is_built_once(monkeypatch):
     """A prepared join hashes its dictionaries once, not at each probe: the point of the
     table, since Arrow's ``index_in`` rehashes its value set at every call."""
@@ -201,21 +274,21 @@ def test_the_table_is_built_once(monkeypatch):
 
 @pytest.mark.parametrize("null_equality", ["unequal", "equal"])
 def test_a_large_join_on_integer_keys_equals_arrows_path(monkeypatch, null_equality):
-    """Above ``PARALLEL_MIN_ROWS`` the lookup runs on all cores: the map must be the one
-    Arrow's ``index_in`` path gives."""
+    """Above ``PARALLEL_ENCODE_ROWS`` the right side is encoded on all cores, and the lookup
+    runs there too: the map must be the one Arrow's path gives."""
     rng = np.random.default_rng(3)
-    n = 2 * _backend.PARALLEL_MIN_ROWS
+    n = 3 * _encode.PARALLEL_ENCODE_ROWS // 2
     ids = np.array(list(rng.choice(1 << 62, 300, replace=False)) + [None], dtype=object)
     right_by = pa.array(list(rng.choice(ids, n)), pa.int64())
     left_by = pa.array(list(rng.choice(np.append(ids, 12345), n)), pa.int64())
     right_on, left_on = rng.integers(0, 10**6, n), rng.integers(0, 10**6, n)
     options = dict(null_equality=null_equality, strategy="nearest", device="cpu")
-    parallel = []
+    used = []
     original = _backend._cpu_fixed_width
     monkeypatch.setattr(_backend, "_cpu_fixed_width",
-                        lambda p: parallel.append(p) or original(p))
+                        lambda parallel: used.append(parallel) or original(parallel))
     found = ag.asof_join(left_on, right_on, left_by, right_by, **options)
-    assert True in parallel  # the left side's lookup ran on all cores
+    assert used.count(True) >= 2  # the right's encoding and the left's lookup, on all cores
     monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)
     want = ag.asof_join(left_on, right_on, left_by, right_by, **options)
     np.testing.assert_array_equal(found, want)

@@ -154,7 +154,7 @@ def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
         left = pa.array(rng.choice(np.append(symbols, "ZZZ"), 411), pa.large_string())[11:]
     results = []
     for arrow in (False, True):
-        monkeypatch.setattr(_encode, "PARALLEL_TEXT_ROWS", 1 << 62 if arrow else 0)
+        monkeypatch.setattr(_encode, "PARALLEL_ENCODE_ROWS", 1 << 62 if arrow else 0)
         if arrow:  # neither encoded nor looked up by the kernels
             monkeypatch.setattr(_encode, "_is_text", lambda t: False)
         groups = _encode.Groups([right], ["right_by"], null_equal=null_equal)
@@ -172,11 +172,11 @@ def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
 def test_mostly_distinct_values_take_arrows_path(monkeypatch):
     """IDs, nearly all distinct, would merge column-long dictionaries: Arrow's
     one-core hash is faster there, and a sample of the first rows sends them to it."""
-    monkeypatch.setattr(_encode, "PARALLEL_TEXT_ROWS", 0)
+    monkeypatch.setattr(_encode, "PARALLEL_ENCODE_ROWS", 0)
     ids = pa.chunked_array([pa.array([f"ID{i}" for i in range(1000)])])
     tickers = pa.chunked_array([pa.array([f"T{i % 200}" for i in range(1000)])])
-    assert not _encode._parallel_text(ids)
-    assert _encode._parallel_text(tickers)
+    assert not _encode._parallel_encoding(ids)
+    assert _encode._parallel_encoding(tickers)
 
 
 @pytest.mark.parametrize("null_equality", ["unequal", "equal"])
@@ -184,7 +184,7 @@ def test_a_large_join_on_text_keys_matches_the_dictionary_keys(null_equality):
     """Above the threshold the text path runs; the same keys as Arrow dictionaries take the
     categorical path: the maps must be equal."""
     rng = np.random.default_rng(3)
-    n = 3 * _encode.PARALLEL_TEXT_ROWS // 2
+    n = 3 * _encode.PARALLEL_ENCODE_ROWS // 2
     names = np.array([f"SYM{i}" for i in range(300)] + [None], dtype=object)
     right_by = pa.array(rng.choice(names, n))
     left_by = pa.array(rng.choice(np.append(names, "NEW"), n))
