@@ -1,15 +1,15 @@
 """``by`` columns -> int32 group codes: a dictionary built from the right side, the left
 looked up in it.
 
-Everything runs in hash kernels, never a Python loop over rows: Arrow's ``dictionary_encode``,
-and for large text (string, binary) and fixed-width (integer, float, temporal) columns
-asofgpu's own on all cores (``kernels/strings.py``, ``kernels/fixed_width.py``; Arrow's hash
-on one core was half of a one-shot join). A left text, integer, float or temporal column is looked up in a hash table of the right's dictionary, built once
-(``kernels/strings.py``, ``kernels/fixed_width.py``; on all cores from
-``_backend.PARALLEL_MIN_ROWS`` rows); other types (bool, decimal) by Arrow's ``index_in``,
-which hashes the dictionary again at each call. Several columns are combined pairwise
-(``code * n + code``) and re-encoded after each step, so the combined codes stay dense and
-never overflow.
+Everything runs in hash kernels, never a Python loop over rows: Arrow's
+``dictionary_encode``, and for large text (string, binary) and fixed-width (integer, float,
+temporal) columns asofgpu's own on all cores (``kernels/strings.py``,
+``kernels/fixed_width.py``; Arrow's hash on one core was half of a one-shot join). A left
+text, integer, float or temporal column is looked up in a hash table of the right's
+dictionary, built once (the same modules; on all cores from ``_backend.PARALLEL_MIN_ROWS``
+rows); other types (bool, decimal) by Arrow's ``index_in``, which hashes the dictionary
+again at each call. Several columns are combined pairwise (``code * n + code``) and
+re-encoded after each step, so the combined codes stay dense and never overflow.
 Code -1 means "no group": a null under ``null_equality="unequal"``, or (left) a value the right
 side never has.
 
@@ -87,6 +87,14 @@ def _take_codes(value_codes: np.ndarray, indices: np.ndarray, null_code: int) ->
 
 
 PARALLEL_ENCODE_ROWS = 1 << 16  # below this Arrow's one-core hash is as fast
+# numba compiles a kernel once per argument type, and a read-only array (a view of an Arrow
+# buffer) is a type of its own: kernels get read-only arrays only, empty ones included.
+NO_BYTES = np.frombuffer(b"", dtype=np.uint8)  # no validity bitmap (no nulls), or no data
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
 DISTINCT_SAMPLE_ROWS = 1 << 16
 
 
@@ -123,9 +131,8 @@ def _text_buffers(col: pa.ChunkedArray, large: bool = False):
     width = np.int64 if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(
         arr.type) else np.int32
     offsets = np.frombuffer(offsets, dtype=width)[arr.offset:arr.offset + len(arr) + 1]
-    data = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
-    bitmap = (np.frombuffer(validity, dtype=np.uint8) if arr.null_count
-              else np.empty(0, np.uint8))
+    data = np.frombuffer(data, dtype=np.uint8) if data is not None else NO_BYTES
+    bitmap = np.frombuffer(validity, dtype=np.uint8) if arr.null_count else NO_BYTES
     return arr, offsets, data, bitmap
 
 
@@ -149,9 +156,8 @@ def _fixed_width_buffers(arr: pa.Array):
     width = np.dtype(f"<u{arr.type.bit_width // 8}")
     validity, data = arr.buffers()
     values = (np.frombuffer(data, dtype=width, count=arr.offset + len(arr))[arr.offset:]
-              if data is not None else np.zeros(len(arr), width))
-    bitmap = (np.frombuffer(validity, dtype=np.uint8) if arr.null_count
-              else np.empty(0, np.uint8))
+              if data is not None else _read_only(np.zeros(len(arr), width)))
+    bitmap = np.frombuffer(validity, dtype=np.uint8) if arr.null_count else NO_BYTES
     return values, bitmap, arr.offset
 
 
@@ -310,8 +316,8 @@ class Groups:
             if self._step_tables[k] is None:
                 self._step_tables[k] = fixed_lookup_table(*_fixed_width_buffers(self._steps[k]))
             # NO_GROUP's bits are no step value's (those are all >= 0): it stays NO_GROUP.
-            codes = lookup_fixed(self._step_tables[k], combined.view(np.uint64),
-                                 np.empty(0, np.uint8), 0, NO_GROUP)
+            codes = lookup_fixed(self._step_tables[k], _read_only(combined.view(np.uint64)),
+                                 NO_BYTES, 0, NO_GROUP)
         return codes
 
 

@@ -71,16 +71,18 @@ def _index_in(dictionary: pa.Array, column: pa.Array, null_code: int) -> np.ndar
     return want
 
 
-def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
+def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int, parallel: bool = True):
     values, bitmap, bit0 = _encode._fixed_width_buffers(arr)
     codes = np.empty(len(arr), np.int32)
-    firsts = _backend._cpu_fixed_width(True)[2](values, bitmap, np.int64(bit0), nulls_distinct,
-                                                n_pieces, codes, np.empty(len(arr), np.int64))
+    firsts = _backend._cpu_fixed_width(parallel)[2](
+        values, bitmap, np.int64(bit0), nulls_distinct, n_pieces, codes,
+        np.empty(len(arr), np.int64))
     return codes, arr.take(pa.array(firsts))
 
 
-def _assert_encoded_like_arrow(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
-    codes, dictionary = _encode_kernel(arr, nulls_distinct, n_pieces)
+def _assert_encoded_like_arrow(arr: pa.Array, nulls_distinct: bool, n_pieces: int,
+                               parallel: bool = True):
+    codes, dictionary = _encode_kernel(arr, nulls_distinct, n_pieces, parallel)
     enc = pc.dictionary_encode(arr, null_encoding="mask" if nulls_distinct else "encode")
     np.testing.assert_array_equal(codes, enc.indices.fill_null(-1).to_numpy())
     _assert_same_values(dictionary, enc.dictionary)
@@ -96,29 +98,35 @@ def _assert_same_values(a: pa.Array, b: pa.Array):
                                   _encode._fixed_width_buffers(b)[0][valid])
 
 
+@pytest.mark.parametrize("parallel", [True, False])
 @pytest.mark.parametrize("name", list(FIXED))
 @settings(max_examples=40, deadline=None)
 @given(data=st.data(), nulls_distinct=st.booleans(), n_pieces=st.integers(1, 5),
        cut=st.integers(0, 5))
-def test_codes_and_dictionary_equal_arrows(name, data, nulls_distinct, n_pieces, cut):
+def test_codes_and_dictionary_equal_arrows(name, parallel, data, nulls_distinct, n_pieces,
+                                           cut):
     """Pieces encoded apart and merged in order give Arrow's codes and dictionary: values in
-    order of first appearance, a null as one more value (or -1 under ``nulls_distinct``)."""
+    order of first appearance, a null as one more value (or -1 under ``nulls_distinct``);
+    the pieces on all cores, or one after another."""
     values = st.one_of(st.none(), FIXED[name][1])
     pool = data.draw(st.lists(values, min_size=1, max_size=8))
     rows = data.draw(st.lists(st.sampled_from(pool), max_size=60))
     arr = _canonical(_column(rows, name))
-    _assert_encoded_like_arrow(arr, nulls_distinct, n_pieces)
-    _assert_encoded_like_arrow(arr.slice(min(cut, len(arr))), nulls_distinct, n_pieces)
+    _assert_encoded_like_arrow(arr, nulls_distinct, n_pieces, parallel)
+    _assert_encoded_like_arrow(arr.slice(min(cut, len(arr))), nulls_distinct, n_pieces,
+                               parallel)
 
 
 @pytest.mark.parametrize("nulls_distinct", [False, True])
 def test_many_distinct_values_grow_the_tables(nulls_distinct):
     """50k distinct values among 200k rows: each piece's table and the merge's grow many
-    times over."""
+    times over; with more pieces than threads, a thread encodes several one after another."""
+    import numba
+
     rng = np.random.default_rng(5)
     rows = rng.integers(-(1 << 62), 1 << 62, 50_000)[rng.integers(0, 50_000, 200_000)]
     arr = pa.array(rows, mask=rng.random(200_000) < 0.001)
-    for n_pieces in (1, 2, 7):
+    for n_pieces in (1, 2, 7, 4 * numba.get_num_threads() + 1):
         _assert_encoded_like_arrow(arr, nulls_distinct, n_pieces)
 
 
@@ -187,7 +195,8 @@ def test_groups_codes_equal_arrows(monkeypatch, name, null_equal):
     pool = {"int8": [-128, 127, 0, -1, None], "uint64": [0, (1 << 64) - 1, 1 << 63, 5, None],
             "float64": [0.0, math.nan, 1.5, -math.inf, None],
             "timestamp": [-(1 << 63) + 1, 0, 10**18, None]}[name]
-    right = pa.chunked_array([_column(list(rng.choice(np.array(pool, object), 300)), name)])
+    right = _column(list(rng.choice(np.array(pool, object), 310)), name)
+    right = pa.chunked_array([right.slice(3, 150), right.slice(153)])  # chunked and sliced
     extra = {"int8": 9, "uint64": 6, "float64": 2.5, "timestamp": 3}[name]
     left_rows = list(rng.choice(np.array(pool + [extra], object), 500))
     if name == "float64":  # -0.0 and another NaN must find 0.0 and the right's NaN
@@ -206,7 +215,8 @@ def test_groups_codes_equal_arrows(monkeypatch, name, null_equal):
                         lambda *args: encoded.append(1) or original(*args))
     monkeypatch.setattr(_encode, "PARALLEL_ENCODE_ROWS", 0)
     found, groups = codes()
-    assert encoded and groups.columns[0]._table is not None  # the kernels ran
+    assert len(encoded) == 2 and groups.columns[0]._table is not None  # the sample's
+    # encoding, the column's, and the left's lookup: the kernels ran
     monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)  # Arrow's kernels
     want, arrows = codes()
     np.testing.assert_array_equal(found, want)
@@ -283,12 +293,16 @@ def test_a_large_join_on_integer_keys_equals_arrows_path(monkeypatch, null_equal
     left_by = pa.array(list(rng.choice(np.append(ids, 12345), n)), pa.int64())
     right_on, left_on = rng.integers(0, 10**6, n), rng.integers(0, 10**6, n)
     options = dict(null_equality=null_equality, strategy="nearest", device="cpu")
-    used = []
-    original = _backend._cpu_fixed_width
-    monkeypatch.setattr(_backend, "_cpu_fixed_width",
-                        lambda parallel: used.append(parallel) or original(parallel))
+    encoded, looked_up = [], []
+    encode, lookup = _backend.dictionary_encode_fixed, _backend.lookup_fixed
+    monkeypatch.setattr(_backend, "dictionary_encode_fixed",
+                        lambda *args: encoded.append(1) or encode(*args))
+    monkeypatch.setattr(_backend, "lookup_fixed",
+                        lambda table, values, *args: looked_up.append(len(values))
+                        or lookup(table, values, *args))
     found = ag.asof_join(left_on, right_on, left_by, right_by, **options)
-    assert used.count(True) >= 2  # the right's encoding and the left's lookup, on all cores
+    assert len(encoded) == 2  # the sample's encoding and the right column's
+    assert looked_up == [n] and n >= _backend.PARALLEL_MIN_ROWS  # the left's, on all cores
     monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)
     want = ag.asof_join(left_on, right_on, left_by, right_by, **options)
     np.testing.assert_array_equal(found, want)
