@@ -291,9 +291,8 @@ class Groups:
         self._steps = []  # per extra column: the dictionary of combined codes
         for column in self.columns[1:]:
             combined = _pair(codes, column.codes, len(column.dictionary))
-            enc = pc.dictionary_encode(pa.array(combined, mask=combined < 0))
-            self._steps.append(enc.dictionary)
-            codes = _nulls_as(pa.chunked_array([enc.indices]), NO_GROUP)
+            codes, step = _encode_pairs(combined)
+            self._steps.append(step)
         self.right_codes = codes
         self.n_groups = len(self._steps[-1]) if self._steps else len(self.columns[0].dictionary)
         self._step_tables = [None] * len(self._steps)  # built on first lookup
@@ -319,6 +318,16 @@ class Groups:
             codes = lookup_fixed(self._step_tables[k], _read_only(combined.view(np.uint64)),
                                  NO_BYTES, 0, NO_GROUP)
         return codes
+
+
+def _encode_pairs(combined: np.ndarray):
+    """(codes, dictionary) of combined pair codes, in order of first appearance; NO_GROUP
+    stays NO_GROUP and is not in the dictionary. On all cores when large, as a column."""
+    arr = pa.array(combined, mask=combined < 0)
+    if _parallel_encoding(pa.chunked_array([arr])):
+        return _encode_parallel(pa.chunked_array([arr]), nulls_distinct=True)
+    enc = pc.dictionary_encode(arr)
+    return _nulls_as(pa.chunked_array([enc.indices]), NO_GROUP), enc.dictionary
 
 
 def _pair(codes: np.ndarray, more: np.ndarray, n_more: int) -> np.ndarray:

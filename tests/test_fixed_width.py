@@ -265,6 +265,39 @@ def test_mostly_distinct_values_take_arrows_encoding(monkeypatch):
     assert not _encode._parallel_encoding(pa.chunked_array([pa.array([True] * 1000)]))
 
 
+@pytest.mark.parametrize("null_equal", [False, True])
+def test_large_by_column_pairs_are_encoded_as_arrow_would(monkeypatch, null_equal):
+    """Above ``PARALLEL_ENCODE_ROWS`` the pairs of two by-columns are encoded on all cores:
+    right codes, each step's dictionary and the left's codes must be those of Arrow's path."""
+    rng = np.random.default_rng(12)
+    n = 3 * _encode.PARALLEL_ENCODE_ROWS // 2
+    symbols = np.array([f"S{i}" for i in range(50)] + [None], object)
+    venues = np.array([1, 2, 3, 4, None], object)
+    right = [pa.chunked_array([pa.array(list(rng.choice(symbols, n)))]),
+             pa.chunked_array([pa.array(list(rng.choice(venues, n)), pa.int16())])]
+    left = [pa.chunked_array([pa.array(list(rng.choice(np.append(symbols, "NEW"), n)))]),
+            pa.chunked_array([pa.array(list(rng.choice(np.append(venues, 9), n)), pa.int16())])]
+
+    def groups():
+        g = _encode.Groups(right, ["right_by[0]", "right_by[1]"], null_equal=null_equal)
+        return g, g.lookup(left, ["left_by[0]", "left_by[1]"])
+
+    encoded = []
+    original = _backend.dictionary_encode_fixed
+    monkeypatch.setattr(_backend, "dictionary_encode_fixed",
+                        lambda *args: encoded.append(len(args[0])) or original(*args))
+    kernels, found = groups()
+    assert encoded.count(n) == 2  # the venues, and the pairs
+    monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)  # Arrow's encoding
+    monkeypatch.setattr(_encode, "_is_text", lambda t: False)
+    arrows, want = groups()
+    np.testing.assert_array_equal(kernels.right_codes, arrows.right_codes)
+    assert kernels.n_groups == arrows.n_groups
+    assert all(a.equals(b) for a, b in zip(kernels._steps, arrows._steps))
+    np.testing.assert_array_equal(found, want)
+    assert (found == -1).any() and (found >= 0).any()
+
+
 def test_the_table_is_built_once(monkeypatch):
     """A prepared join hashes its dictionaries once, not at each probe: the point of the
     table, since Arrow's ``index_in`` rehashes its value set at every call."""
