@@ -87,6 +87,7 @@ def _take_codes(value_codes: np.ndarray, indices: np.ndarray, null_code: int) ->
 
 
 PARALLEL_ENCODE_ROWS = 1 << 16  # below this Arrow's one-core hash is as fast
+DISTINCT_SAMPLE_ROWS = 1 << 16
 # numba compiles a kernel once per argument type, and a read-only array (a view of an Arrow
 # buffer) is a type of its own: kernels get read-only arrays only, empty ones included.
 NO_BYTES = np.frombuffer(b"", dtype=np.uint8)  # no validity bitmap (no nulls), or no data
@@ -95,7 +96,6 @@ NO_BYTES = np.frombuffer(b"", dtype=np.uint8)  # no validity bitmap (no nulls), 
 def _read_only(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
     return a
-DISTINCT_SAMPLE_ROWS = 1 << 16
 
 
 def _parallel_encoding(col: pa.ChunkedArray) -> bool:

@@ -295,7 +295,7 @@ def test_probe_streams_only_where_it_may(case, monkeypatch):
         options = dict(strategy="nearest")
     elif case == "finer left unit":
         left = left.astype("datetime64[us]")
-    else:  # 78 rows over 40,000 right rows: twice the span that streams
+    else:  # 79 rows over 40,000 right rows: twice the span that streams
         left = left[:: 2 * _backend.STREAM_SPAN]
     left_by = rng.integers(0, 20, len(left)).astype(str)
     prepared = ag.AsofJoin(right, right_by, device="cpu")
