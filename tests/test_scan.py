@@ -194,9 +194,9 @@ def test_streamed_probe_equals_one_search_a_row(kind, monkeypatch):
     rng = np.random.default_rng(11)
     n_left, n_right = 40_000, 60_000
     right = np.sort(_keys(rng, n_right, kind, 3_000))
-    right_by = rng.integers(0, 30, n_right).astype(str)
+    right_by = rng.integers(0, 300, n_right).astype(str)  # enough groups to stream
     left = np.sort(_keys(rng, n_left, kind, 3_100))
-    left_by = rng.integers(0, 31, n_left).astype(str)  # "30": a group the right lacks
+    left_by = rng.integers(0, 301, n_left).astype(str)  # "300": a group the right lacks
     left_on = pa.array(left, mask=rng.random(n_left) < 0.03)
     prepared = ag.AsofJoin(right, right_by, device="cpu")
     shuffle = rng.permutation(n_left)
@@ -242,10 +242,11 @@ def test_streamed_probe_ignores_later_changes_to_the_callers_keys(by, monkeypatc
     """The streamed probe reads the right keys in row order: a copy, not the caller's array,
     which may change after preparing (the sorted copy does not)."""
     streams = _count_streams(monkeypatch)
+    names = np.array([f"g{i}" for i in range(1_000)])  # enough groups to stream
     right = np.arange(0, 100_000, 2)
-    right_by = np.array(["a", "b"])[np.arange(right.size) % 2] if by else None
+    right_by = names[np.arange(right.size) % 1_000] if by else None
     left = np.arange(-1, 100_001)
-    left_by = np.array(["a", "b"])[np.arange(left.size) % 2] if by else None
+    left_by = names[np.arange(left.size) % 1_000] if by else None
     prepared = ag.AsofJoin(right, right_by, device="cpu")
     before = prepared.join(left, left_by)
     right += 7
@@ -275,16 +276,21 @@ def test_a_batch_spanning_many_right_rows_a_row_streams(direction, monkeypatch):
 
 
 @pytest.mark.parametrize("case", ["unsorted right", "null right group", "nearest",
-                                  "finer left unit", "wide span"])
+                                  "finer left unit", "wide span", "few groups", "control"])
 def test_probe_streams_only_where_it_may(case, monkeypatch):
     """Streaming needs a time-sorted right side with every row in a group, a backward or
-    forward strategy, the right's own unit and few right rows per left row; otherwise the
-    cursor probe answers (here checked against one search a row)."""
+    forward strategy, the right's own unit, few right rows per left row, and, with several
+    groups, not too few for them; otherwise the cursor probe answers (here checked against
+    one search a row). Each case would stream but for what it changes: the control, which
+    changes nothing, streams."""
     streams = _count_streams(monkeypatch)
     rng = np.random.default_rng(5)
     n = 40_000
+    # 400 groups of a row a left row stream (400 >= STREAM_GROUP_SPAN); the wide span's
+    # 79 rows need fewer groups to cover them all (20 x 512 right rows a row streams too).
+    n_groups = 20 if case in ("wide span", "few groups") else 400
     right = np.sort(rng.integers(0, 10**6, n)).astype("datetime64[ms]")
-    right_by = pa.array(rng.integers(0, 20, n).astype(str))
+    right_by = pa.array(rng.integers(0, n_groups, n).astype(str))
     left = np.sort(rng.integers(0, 10**6, n)).astype("datetime64[ms]")
     options = {}
     if case == "unsorted right":
@@ -295,12 +301,13 @@ def test_probe_streams_only_where_it_may(case, monkeypatch):
         options = dict(strategy="nearest")
     elif case == "finer left unit":
         left = left.astype("datetime64[us]")
-    else:  # 79 rows over 40,000 right rows: twice the span that streams
+    elif case == "wide span":  # 79 rows over 40,000 right rows: twice the span that streams
         left = left[:: 2 * _backend.STREAM_SPAN]
-    left_by = rng.integers(0, 20, len(left)).astype(str)
+    # "few groups": 20 groups x a right row a left row, below STREAM_GROUP_SPAN
+    left_by = rng.integers(0, n_groups, len(left)).astype(str)
     prepared = ag.AsofJoin(right, right_by, device="cpu")
     got = prepared.join(left, left_by, **options)
-    assert streams == []
+    assert streams == ([False] if case == "control" else [])  # False: integer keys
     shuffle = rng.permutation(len(left))
     one_by_one = np.concatenate([
         prepared.join(left[shuffle[k:k + 1_000]], left_by[shuffle[k:k + 1_000]], **options)
