@@ -223,21 +223,22 @@ STREAM_SPAN = 256
 # took 0.45-0.55x the stream's time with 3 or 5 groups at 1 to 10 right rows per left row,
 # 0.71-0.78x with 5 groups at 20 and 3 at 30, 0.58-0.86x with 10 or 16 groups at 3, 16 at 10
 # and 100 at 1, and 0.74-1.1x with 10 groups at 10 (three runs); 30 groups at 3 took the same
-# either way, at 10 the stream 0.64x. So a batch of several groups streams only where groups
-# x right rows per left row reach this. One group streams: its cursor took 0.72-1.22x the
-# stream's time, no clear winner.
+# either way, at 10 the stream 0.64x. So where the right side has several groups, a batch
+# streams only where its groups x right rows per left row reach this. One group streams: its
+# cursor took 0.72-1.22x the stream's time, no clear winner. (The groups are the right
+# side's: a batch that touches a few of many groups streams; that was not measured.)
 STREAM_GROUP_SPAN = 200
 
 
 def _streams(right_keys, keys, n_groups: int, pieces: int) -> bool:
     """Whether left rows of ascending ``keys`` are cheaper to stream than to search: few
-    right rows per left row within their key range but not too few for the groups, and at
-    least a row per group and piece (each of the ``pieces`` starts with a binary search in
-    every group)."""
+    right rows per left row within their key range but not too few for the right side's
+    ``n_groups``, and at least a row per group and piece (each of the ``pieces`` starts with
+    a binary search in every group)."""
     if len(keys) < max(n_groups, 1) * pieces:
         return False
-    span = (np.searchsorted(right_keys, keys[-1], side="right")
-            - np.searchsorted(right_keys, keys[0], side="left"))
+    span = int(np.searchsorted(right_keys, keys[-1], side="right")
+               - np.searchsorted(right_keys, keys[0], side="left"))
     return span <= STREAM_SPAN * len(keys) and (
         n_groups <= 1 or n_groups * span >= STREAM_GROUP_SPAN * len(keys))
 

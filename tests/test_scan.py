@@ -170,6 +170,32 @@ def test_cursor_probe_steps_of_every_length(kind, monkeypatch):
     assert streams == []
 
 
+@pytest.fixture
+def at_most_8_threads():
+    """A batch streams only with a row per group and thread: the streaming tests' group
+    counts hold up to 100 threads, and a larger machine runs them on 8."""
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(before, 8))
+    yield
+    numba.set_num_threads(before)
+
+
+@pytest.mark.parametrize(("n_groups", "right_rows", "streams"), [
+    (1, 1, True), (1, 256, True), (1, 257, False),  # one group: the span alone decides
+    (2, 99, False), (2, 100, True), (200, 1, True), (199, 1, False), (3, 66, False)])
+def test_streams_where_groups_times_span_reach_the_threshold(n_groups, right_rows, streams):
+    """``_streams`` on 1,000 left rows spanning ``right_rows`` right rows each: up to
+    ``STREAM_SPAN`` a row, and for several groups from ``STREAM_GROUP_SPAN`` (200) over the
+    groups."""
+    assert _backend.STREAM_SPAN == 256 and _backend.STREAM_GROUP_SPAN == 200
+    right_keys = np.arange(1_000 * right_rows, dtype=np.int64)
+    keys = np.arange(1_000, dtype=np.int64) * right_rows
+    keys[-1] = right_keys[-1]  # the batch spans all 1,000 x right_rows right rows
+    assert _backend._streams(right_keys, keys, n_groups, pieces=1) == streams
+
+
 def _count_streams(monkeypatch) -> list:
     """Record each use of the streaming probe (kernels/stream.py)."""
     calls = []
@@ -184,7 +210,7 @@ def _count_streams(monkeypatch) -> list:
 
 
 @pytest.mark.parametrize("kind", ["int", "float", "uint"])
-def test_streamed_probe_equals_one_search_a_row(kind, monkeypatch):
+def test_streamed_probe_equals_one_search_a_row(kind, monkeypatch, at_most_8_threads):
     """A time-sorted right side, every row in a group, probed by a batch of about as many
     rows, time-ordered or shuffled (then radix-sorted): the probe streams the right side (in
     parallel pieces), with null left keys, left groups the right lacks and runs of equal
@@ -238,7 +264,7 @@ def test_streamed_probe_without_by(monkeypatch):
 
 
 @pytest.mark.parametrize("by", [False, True])
-def test_streamed_probe_ignores_later_changes_to_the_callers_keys(by, monkeypatch):
+def test_streamed_probe_ignores_later_changes_to_the_callers_keys(by, monkeypatch, at_most_8_threads):
     """The streamed probe reads the right keys in row order: a copy, not the caller's array,
     which may change after preparing (the sorted copy does not)."""
     streams = _count_streams(monkeypatch)
@@ -277,7 +303,7 @@ def test_a_batch_spanning_many_right_rows_a_row_streams(direction, monkeypatch):
 
 @pytest.mark.parametrize("case", ["unsorted right", "null right group", "nearest",
                                   "finer left unit", "wide span", "few groups", "control"])
-def test_probe_streams_only_where_it_may(case, monkeypatch):
+def test_probe_streams_only_where_it_may(case, monkeypatch, at_most_8_threads):
     """Streaming needs a time-sorted right side with every row in a group, a backward or
     forward strategy, the right's own unit, few right rows per left row, and, with several
     groups, not too few for them; otherwise the cursor probe answers (here checked against
@@ -286,8 +312,9 @@ def test_probe_streams_only_where_it_may(case, monkeypatch):
     streams = _count_streams(monkeypatch)
     rng = np.random.default_rng(5)
     n = 40_000
-    # 400 groups of a row a left row stream (400 >= STREAM_GROUP_SPAN); the wide span's
-    # 79 rows need fewer groups to cover them all (20 x 512 right rows a row streams too).
+    # 400 groups x about 1 right row a left row = 400 >= STREAM_GROUP_SPAN. The wide span's
+    # 79 rows (one thread) need no more groups than rows (_streams wants a row per group and
+    # piece): 20 groups x about 505 right rows a row would pass the group rule.
     n_groups = 20 if case in ("wide span", "few groups") else 400
     right = np.sort(rng.integers(0, 10**6, n)).astype("datetime64[ms]")
     right_by = pa.array(rng.integers(0, n_groups, n).astype(str))
