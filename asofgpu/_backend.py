@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._host_pool import HOST_POOL
+
 from .kernels import bind, cursor, fixed_width, probe, radix, scan, stream, strings, take
 from .kernels.probe import NEAREST
 
@@ -51,16 +53,13 @@ def cudasim_enabled() -> bool:
 
 
 def host_empty(n: int, dtype) -> np.ndarray:
-    """``numpy.empty`` from Arrow's memory pool, for large host arrays.
+    """``numpy.empty`` for large host arrays, lent by ``asofgpu.host_pool``.
 
     The first write to a fresh page faults, and numba's own allocations get fresh pages each
-    time: 80 MB written there cost 60 ms here, against 9 ms in the pages Arrow's pool
-    (mimalloc) keeps from earlier joins. The array keeps its buffer alive.
+    time: 80 MB written there cost 60 ms here, against 9 ms in pages kept from earlier joins.
+    The pool keeps those pages even where Arrow's allocator would hand them back while idle.
     """
-    import pyarrow as pa
-
-    dtype = np.dtype(dtype)
-    return np.frombuffer(pa.allocate_buffer(int(n) * dtype.itemsize), dtype=dtype)
+    return HOST_POOL.empty(n, dtype)
 
 
 class Backend:

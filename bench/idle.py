@@ -1,15 +1,16 @@
 """How long a prepared probe + gather takes after idle spells, and the page faults it takes.
 
-    .venv/bin/python bench/idle.py                              # 10M quotes, 1M trades
-    MIMALLOC_PURGE_DELAY=-1 .venv/bin/python bench/idle.py      # the same, pages kept
+    .venv/bin/python bench/idle.py                  # 10M quotes, 1M trades
+    .venv/bin/python bench/idle.py --pool-mib 0     # the same, asofgpu.host_pool off
 
 One process prepares ``AsofJoin`` on a day of quotes (``asofgpu.marketdata``, time-sorted),
 then, round after round, sleeps for each of ``--sleeps`` seconds and times the probe of the
 trades plus the gather of the four quote columns: the bench's prepared mode, where each run
 follows a wait while the other systems run. Arrow's default memory pool (mimalloc) purges
-pages freed some time before, and does it at its next allocation: the join after an idle
-spell pays for the purge and, after a longer one, for faulting the pages in again (the
-minor faults column). ``MIMALLOC_PURGE_DELAY=-1``, set before the process starts, keeps them.
+pages freed some time before, and does it at its next allocation: without
+``asofgpu.host_pool``, which keeps the blocks of large arrays, the join after an idle spell
+pays for the purge and, after a longer one, for faulting the pages in again (the minor faults
+column). ``MIMALLOC_PURGE_DELAY=-1``, set before the process starts, keeps them too.
 """
 
 from __future__ import annotations
@@ -41,15 +42,23 @@ def _seconds_list(text: str) -> list[float]:
     return values
 
 
-def _count(text: str) -> int:
+def _whole(text: str, least: int) -> int:
     try:
         value = float(text)
     except ValueError:
-        value = 0.0
-    if not (value >= 1 and value.is_integer()):
-        msg = f"expected a whole number >= 1 (e.g. 1e6), got {text!r}"
+        value = math.nan
+    if not (value >= least and value.is_integer()):
+        msg = f"expected a whole number >= {least} (e.g. 1e6), got {text!r}"
         raise argparse.ArgumentTypeError(msg)
     return int(value)
+
+
+def _count(text: str) -> int:
+    return _whole(text, 1)
+
+
+def _mib(text: str) -> int:
+    return _whole(text, 0)
 
 
 def options(argv: list[str] | None = None) -> argparse.Namespace:
@@ -60,11 +69,15 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--sleeps", type=_seconds_list, default=[0.0, 0.1, 0.5, 2.0],
                         help="idle seconds before each timed join (default 0,0.1,0.5,2)")
     parser.add_argument("--rounds", type=_count, default=5, help="timed joins per sleep")
+    parser.add_argument("--pool-mib", type=_mib, default=ag.host_pool.get_limit() >> 20,
+                        help="asofgpu.host_pool's limit in MiB; 0 turns it off "
+                             "(default %(default)s)")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = options(argv)
+    ag.host_pool.set_limit(args.pool_mib << 20)
     quotes, trades = marketdata.day(args.quotes, args.trades, args.symbols, seed=0)
     prepared = ag.AsofJoin(quotes["time"], quotes["symbol"], device="cpu")
     payload = quotes.select(PAYLOAD)
@@ -76,8 +89,8 @@ def main(argv: list[str] | None = None) -> None:
         join()
     pool = pa.default_memory_pool().backend_name
     purge = os.environ.get("MIMALLOC_PURGE_DELAY", "unset")
-    print(f"{args.quotes:,} quotes, {args.trades:,} trades; Arrow pool {pool}, "
-          f"MIMALLOC_PURGE_DELAY {purge}")
+    print(f"{args.quotes:,} quotes, {args.trades:,} trades; host pool {args.pool_mib} MiB, "
+          f"Arrow pool {pool}, MIMALLOC_PURGE_DELAY {purge}")
     times: dict[float, list[float]] = {s: [] for s in args.sleeps}
     faults: dict[float, list[int]] = {s: [] for s in args.sleeps}
     for _ in range(args.rounds):  # each sleep in every round: drift hits them alike

@@ -122,12 +122,15 @@ def test_a_bad_option_names_itself(tmp_path, args, message):
 IDLE = RUN.with_name("idle.py")
 
 
-def test_idle_times_a_probe_after_each_sleep():
+@pytest.mark.parametrize(("pool", "header"), [([], "host pool 256 MiB"),
+                                              (["--pool-mib", "0"], "host pool 0 MiB")])
+def test_idle_times_a_probe_after_each_sleep(pool, header):
     """bench/idle.py: a row per sleep with its times and page faults, in one process."""
     done = subprocess.run([sys.executable, str(IDLE), "--quotes", "2e4", "--trades", "2e3",
-                           "--sleeps", "0,0.01", "--rounds", "2"],
+                           "--sleeps", "0,0.01", "--rounds", "2", *pool],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
+    assert header in done.stdout
     assert "Arrow pool" in done.stdout and "MIMALLOC_PURGE_DELAY" in done.stdout
     rows = [line for line in done.stdout.splitlines() if line.startswith("| 0")]
     assert [row.split("|")[1].strip() for row in rows] == ["0 s", "0.01 s"]
@@ -141,6 +144,8 @@ def test_idle_times_a_probe_after_each_sleep():
     ("--rounds", "0", "expected a whole number >= 1"),
     ("--quotes", "many", "expected a whole number >= 1"),
     ("--trades", "2.5", "expected a whole number >= 1"),
+    ("--pool-mib", "-1", "expected a whole number >= 0"),
+    ("--pool-mib", "lots", "expected a whole number >= 0"),
 ])
 def test_idle_rejects_bad_options(flag, value, message):
     done = subprocess.run([sys.executable, str(IDLE), flag, value], capture_output=True,
