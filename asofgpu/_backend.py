@@ -10,7 +10,8 @@ Three backends run the same ``kernels/`` source:
   row. One-shot joins walk both sides in key order instead (``scan``, ``kernels/scan.py``).
   Large payload gathers (``kernels/take.py``), the hashing of large text and fixed-width
   group keys and the lookup of left group keys in the right's dictionary
-  (``kernels/strings.py``, ``kernels/fixed_width.py``) run here too, for every backend;
+  (``kernels/hashing.py``, its kinds in ``kernels/strings.py`` and
+  ``kernels/fixed_width.py``) run here too, for every backend;
 - ``cuda``: ``numba.cuda.jit(device=True)`` under a thin kernel, arrays in cupy (numpy under the
   CUDA simulator, ``NUMBA_ENABLE_CUDASIM=1``).
 
@@ -338,6 +339,7 @@ def _radix_order(rows, keys, is_float: bool, threads: int, groups=None, group_bi
 
 
 _NO_GROUPS = np.zeros(0, dtype=np.int32)
+_NO_DATA = np.frombuffer(b"", dtype=np.uint8)  # a fixed-width column's: it has no bytes
 
 
 def check_map(gmap: np.ndarray, n_rows: int):
@@ -384,8 +386,8 @@ def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -
 
 def dictionary_encode_text(offsets, data, bitmap, bit0: int, nulls_distinct: bool):
     """(codes, firsts) of a string or binary column's buffers, on all cores
-    (kernels/strings.py): int32 codes in order of first appearance, -1 for nulls under
-    ``nulls_distinct``, and the first row holding each code's value."""
+    (kernels/hashing.py, kernels/strings.py): int32 codes in order of first appearance, -1
+    for nulls under ``nulls_distinct``, and the first row holding each code's value."""
     codes = host_empty(len(offsets) - 1, np.int32)
     with _PARALLEL_LAUNCH:
         firsts = _cpu_strings()[0](offsets, data, bitmap, np.int64(bit0),
@@ -397,7 +399,7 @@ def dictionary_encode_text(offsets, data, bitmap, bit0: int, nulls_distinct: boo
 def text_lookup_table(offsets, data, bitmap, bit0: int):
     """The hash table of a string or binary dictionary (distinct values), for
     ``lookup_text``: (slots, hashes)."""
-    return _cpu_strings()[1](offsets, data, bitmap, np.int64(bit0))
+    return _cpu_strings()[1](offsets, data, bitmap, np.int64(bit0), len(offsets) - 1)
 
 
 def lookup_text(table, offsets, data, bitmap, bit0: int, null_code: int) -> np.ndarray:
@@ -421,28 +423,30 @@ def dictionary_encode_fixed(values, bitmap, bit0: int, nulls_distinct: bool):
     nulls under ``nulls_distinct``, and the first row holding each code's value."""
     codes = host_empty(len(values), np.int32)
     with _PARALLEL_LAUNCH:
-        firsts = _cpu_fixed_width(True)[2](values, bitmap, np.int64(bit0),
-                                           bool(nulls_distinct), _threads(True), codes,
-                                           host_empty(len(codes), np.int64))
+        firsts = _cpu_fixed_width()[0](values, _NO_DATA, bitmap, np.int64(bit0),
+                                       bool(nulls_distinct), _threads(True), codes,
+                                       host_empty(len(codes), np.int64))
     return codes, firsts
 
 
 def fixed_lookup_table(values, bitmap, bit0: int):
     """The hash table of a dictionary of fixed-width values (unsigned integers of the values'
-    width: kernels/fixed_width.py), for ``lookup_fixed``: (slots, keys)."""
-    return _cpu_fixed_width(False)[0](values, bitmap, np.int64(bit0))
+    width: kernels/fixed_width.py), for ``lookup_fixed``: (slots, hashes)."""
+    return _cpu_fixed_width()[1](values, _NO_DATA, bitmap, np.int64(bit0), len(values))
 
 
 def lookup_fixed(table, values, bitmap, bit0: int, null_code: int) -> np.ndarray:
     """int32 positions of fixed-width values in the dictionary that ``table``
     (``fixed_lookup_table``) was built from, on all cores for a large column; -1 for a value
     the dictionary lacks, ``null_code`` for a null."""
-    slots, keys = table
+    slots, hashes = table
     codes = host_empty(len(values), np.int32)
     parallel = len(codes) >= PARALLEL_MIN_ROWS
     with _PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
-        _cpu_fixed_width(parallel)[1](slots, keys, values, bitmap, np.int64(bit0),
-                                      np.int32(null_code), codes)
+        # The table's values are never read: equal hashes are equal values.
+        _cpu_fixed_width()[2 if parallel else 3](_NO_DATA, _NO_DATA, slots, hashes, values,
+                                                 _NO_DATA, bitmap, np.int64(bit0),
+                                                 np.int32(null_code), codes)
     return codes
 
 
@@ -452,17 +456,18 @@ def _cpu_strings():
 
     from ._intrinsics import load_word
 
-    return strings.build(_cached_njit(inline="always"), _cached_njit(),
-                         _cached_njit(parallel=True), numba.prange, load_word)
+    # The variant keeps text's kernels apart from fixed width's in numba's cache: both are
+    # kernels/hashing.py's functions, under the same names.
+    return strings.build(_cached_njit("text", inline="always"), _cached_njit("text"),
+                         _cached_njit("text", parallel=True), numba.prange, load_word)
 
 
 @functools.cache
-def _cpu_fixed_width(parallel: bool):
+def _cpu_fixed_width():
     import numba
 
-    return fixed_width.build(_cached_njit(inline="always"), _cached_njit(),
-                             _cached_njit(parallel=parallel),
-                             numba.prange if parallel else range)
+    return fixed_width.build(_cached_njit("fixed", inline="always"), _cached_njit("fixed"),
+                             _cached_njit("fixed", parallel=True), numba.prange)
 
 
 @functools.cache

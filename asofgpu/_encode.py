@@ -3,8 +3,9 @@ looked up in it.
 
 Everything runs in hash kernels, never a Python loop over rows: Arrow's
 ``dictionary_encode``, and for large text (string, binary) and fixed-width (integer, float,
-temporal) columns asofgpu's own on all cores (``kernels/strings.py``,
-``kernels/fixed_width.py``; Arrow's hash on one core was half of a one-shot join). A left
+temporal) columns asofgpu's own on all cores (``kernels/hashing.py``, with
+``kernels/strings.py`` and ``kernels/fixed_width.py``; Arrow's hash on one core was half of a
+one-shot join). A left
 text, integer, float or temporal column is looked up in a hash table of the right's
 dictionary, built once (the same modules; on all cores from ``_backend.PARALLEL_MIN_ROWS``
 rows); other types (bool, decimal) by Arrow's ``index_in``, which hashes the dictionary

@@ -1,48 +1,23 @@
-"""Dictionary encoding of Arrow string and binary columns on all cores: the CPU's group codes.
+"""Group codes for string and binary by-columns, for ``kernels/hashing.py``: a row's hash and
+its comparison with another row's bytes.
 
 Arrow's ``dictionary_encode`` hashes on one core, about 28 ns a row on the bench machine: with
-the left side's lookup it was half of a one-shot join of time-sorted data. Here each of
-``n_pieces`` stretches of rows gets its own open-addressing hash table, and a short serial
-pass merges the pieces' distinct values in piece order. Hashes take 8 bytes at a time and
-are kept per slot, so that most mismatches never compare bytes; values of up to 7 bytes
-(tickers, venues) hash injectively and never compare bytes at all. Codes come out in order
-of first appearance, as Arrow's do; ``firsts`` names the row where each value first appears,
-so the caller takes the dictionary with one small ``take``.
+the left side's lookup it was half of a one-shot join of time-sorted data. Hashes here take 8
+bytes at a time, and values of up to 7 bytes (tickers, venues) hash injectively and never
+compare bytes at all.
 
-The left side of a join needs no dictionary of its own: ``lookup_table`` builds a table of the
-right side's dictionary once, and ``lookup`` finds each left row's value in it (on all cores,
-or on one thread for a small column).
-
-A column arrives as Arrow's buffers: ``offsets`` (the column's slice of them, one more than
-its rows), ``data`` (bytes) and ``bitmap`` (validity bits from bit ``bit0``, or empty when
-the column has no nulls).
+A column's ``keys`` are its offsets (the column's slice of them, one more than its rows) and
+its ``data`` the bytes they point into.
 """
 
 import numpy as np
 
-NULL = -1  # the code of a null row under ``nulls_distinct`` (SQL: a null matches nothing)
-MIX = 0x9E3779B97F4A7C15  # odd: multiplying by it is a bijection of uint64
-NULL_HASH = 0x243F6A8885A308D3  # nulls' hash when nulls form a value of their own
+from . import hashing
+from .hashing import NULL_HASH, is_valid, mix
+
 SHORT = 7  # values of at most this many bytes hash injectively: equal hashes, equal values
-INITIAL_SLOTS = 1024
 
-encode_piece = merge_pieces = prange = load_word = None  # filled in by build()
-
-
-def is_valid(bitmap, bit0, i):
-    if bitmap.size == 0:
-        return True
-    b = bit0 + i
-    return (bitmap[b >> 3] >> (b & 7)) & 1 == 1
-
-
-def mix(x):
-    """A bijection of uint64 (each step is one) whose low (slot) bits depend on every input
-    bit: without the first shift they would see only the low bits, the first bytes of a
-    short value, and IDs sharing a prefix would crowd one run of slots."""
-    x ^= x >> np.uint64(32)
-    x *= np.uint64(MIX)
-    return x ^ (x >> np.uint64(29))
+load_word = None  # filled in by build()
 
 
 def word_at(data, p, n):
@@ -92,190 +67,9 @@ def same_across(offsets, data, i, table_offsets, table_data, c):
     return True
 
 
-def same_value(offsets, data, bitmap, bit0, a, b):
-    """Whether rows a and b, whose hashes are equal, hold the same value (two nulls: the
-    same)."""
-    if bitmap.size:
-        valid_a = is_valid(bitmap, bit0, a)
-        if valid_a != is_valid(bitmap, bit0, b):
-            return False
-        if not valid_a:
-            return True
-    return same_across(offsets, data, a, offsets, data, b)
-
-
-def insert(slots, hashes, h, row, code, offsets, data, bitmap, bit0, rows_of):
-    """The code of ``row``'s value in the table (``rows_of[c]``: a row holding code c's
-    value), or -1 after writing ``code`` into a free slot for it."""
-    mask = slots.size - 1
-    k = h & np.uint64(mask)
-    while True:
-        c = slots[k]
-        if c < 0:
-            slots[k] = code
-            hashes[k] = h
-            return -1
-        if hashes[k] == h and same_value(offsets, data, bitmap, bit0, rows_of[c], row):
-            return c
-        k = (k + np.uint64(1)) & np.uint64(mask)
-
-
-def grown(slots, hashes):
-    """The table at twice the size, every code re-inserted by its hash."""
-    new_slots = np.full(2 * slots.size, -1, np.int32)
-    new_hashes = np.empty(2 * slots.size, np.uint64)
-    mask = np.uint64(new_slots.size - 1)
-    for k in range(slots.size):
-        if slots[k] >= 0:
-            j = hashes[k] & mask
-            while new_slots[j] >= 0:
-                j = (j + np.uint64(1)) & mask
-            new_slots[j] = slots[k]
-            new_hashes[j] = hashes[k]
-    return new_slots, new_hashes
-
-
-def encode_piece(offsets, data, bitmap, bit0, nulls_distinct, lo, hi, codes, firsts):
-    """Local codes of rows lo..hi in order of first appearance, written to ``codes``; the
-    row of each local code's first appearance to ``firsts[lo:]``. Returns how many."""
-    # Inlined into a parallel loop, numba allocates these once per thread, not per piece:
-    # right, since the slots are refilled for each piece and a hash is read only behind a
-    # filled slot.
-    slots = np.full(INITIAL_SLOTS, -1, np.int32)
-    hashes = np.empty(INITIAL_SLOTS, np.uint64)
-    rows_of = firsts[lo:hi]
-    n = 0
-    for i in range(lo, hi):
-        if nulls_distinct and not is_valid(bitmap, bit0, i):
-            codes[i] = NULL
-            continue
-        h = hash_row(offsets, data, bitmap, bit0, i)
-        c = insert(slots, hashes, h, i, n, offsets, data, bitmap, bit0, rows_of)
-        if c >= 0:
-            codes[i] = c
-            continue
-        rows_of[n] = i
-        codes[i] = n
-        n += 1
-        if 2 * n > slots.size:  # at most half full: probe runs stay short
-            slots, hashes = grown(slots, hashes)
-    return n
-
-
-def dictionary_encode(offsets, data, bitmap, bit0, nulls_distinct, n_pieces, codes,
-                      local_firsts):
-    """Fill ``codes`` (int32 per row; NULL for a null under ``nulls_distinct``, else nulls
-    are one more value) and return ``firsts``: the first row of each code's value.
-    ``local_firsts`` (int64, one per row) is scratch."""
-    n_rows = codes.size
-    n_pieces = max(1, min(n_pieces, n_rows))
-    bounds = np.empty(n_pieces + 1, np.int64)
-    for t in range(n_pieces + 1):
-        bounds[t] = t * n_rows // n_pieces
-    counts = np.zeros(n_pieces, np.int64)
-    for t in prange(n_pieces):
-        counts[t] = encode_piece(offsets, data, bitmap, bit0, nulls_distinct, bounds[t],
-                                 bounds[t + 1], codes, local_firsts)
-    to_global, firsts = merge_pieces(offsets, data, bitmap, bit0, bounds, counts, local_firsts)
-    for t in prange(n_pieces):
-        if t > 0:  # the first piece's codes are global already
-            start = counts[:t].sum()
-            for i in range(bounds[t], bounds[t + 1]):
-                if codes[i] >= 0:
-                    codes[i] = to_global[start + codes[i]]
-    return firsts
-
-
-def merge_pieces(offsets, data, bitmap, bit0, bounds, counts, local_firsts):
-    """The pieces' values merged in piece order, so that codes stay in order of first
-    appearance: (each local code's global code, the pieces' one after another; the first
-    row of each global code)."""
-    to_global = np.empty(counts.sum(), np.int32)
-    firsts = np.empty(counts.sum(), np.int64)
-    slots = np.full(INITIAL_SLOTS, -1, np.int32)
-    hashes = np.empty(INITIAL_SLOTS, np.uint64)
-    n = 0
-    start = 0
-    for t in range(counts.size):
-        for c in range(counts[t]):
-            row = local_firsts[bounds[t] + c]
-            h = hash_row(offsets, data, bitmap, bit0, row)
-            g = insert(slots, hashes, h, row, n, offsets, data, bitmap, bit0, firsts)
-            if g < 0:
-                firsts[n] = row
-                g = n
-                n += 1
-                if 2 * n > slots.size:
-                    slots, hashes = grown(slots, hashes)
-            to_global[start + c] = g
-        start += counts[t]
-    return to_global, firsts[:n]
-
-
-def lookup_table(offsets, data, bitmap, bit0):
-    """(slots, hashes): an open-addressing table of a column of distinct values (a
-    dictionary), each value's slot holding its position; nulls left out."""
-    n = offsets.size - 1
-    size = INITIAL_SLOTS
-    while size < 2 * n:
-        size *= 2
-    slots = np.full(size, -1, np.int32)
-    hashes = np.empty(size, np.uint64)
-    mask = np.uint64(size - 1)
-    for c in range(n):
-        if not is_valid(bitmap, bit0, c):
-            continue
-        h = hash_row(offsets, data, bitmap, bit0, c)
-        k = h & mask
-        while slots[k] >= 0:  # distinct values: a taken slot never holds this one
-            k = (k + np.uint64(1)) & mask
-        slots[k] = c
-        hashes[k] = h
-    return slots, hashes
-
-
-def lookup(table_offsets, table_data, slots, hashes, offsets, data, bitmap, bit0, null_code,
-           codes):
-    """``codes[i]``: the position in the table's dictionary of row i's value, NULL where it
-    has none, ``null_code`` where the row is null."""
-    mask = np.uint64(slots.size - 1)
-    for i in prange(codes.size):
-        if not is_valid(bitmap, bit0, i):
-            codes[i] = null_code
-            continue
-        h = hash_row(offsets, data, bitmap, bit0, i)
-        k = h & mask
-        code = NULL
-        while slots[k] >= 0:
-            c = slots[k]
-            if hashes[k] == h and same_across(offsets, data, i, table_offsets, table_data, c):
-                code = c
-                break
-            k = (k + np.uint64(1)) & mask
-        codes[i] = code
-
-
 def build(inline_jit, jit, parallel_jit, parallel_range, load_word):
-    """Return ``dictionary_encode``: its loops over pieces compiled with ``parallel_jit``
-    (``parallel_range``: ``numba.prange`` there, or ``range``), the encoding of a piece and
-    its helpers with ``inline_jit``, which should inline (numba counts references to every
-    array argument of a call between compiled functions: three times the time of the
-    hashing itself; and only a piece inlined into the parallel loop runs at full speed),
-    and the merge, which sees only distinct values, with ``jit`` (inlining it too would
-    double the compile time).
-
-    Also returns ``lookup_table`` (serial: a dictionary's values) and ``lookup`` (a column's
-    rows looked up in that table: parallel, then on one thread, for a small column), for the
-    left side of a prepared join. ``load_word(data, p)``: 8 bytes from p as a little-endian
-    uint64 (asofgpu/_intrinsics.py)."""
-    from . import bind
-
-    hot = {"prange": parallel_range, "load_word": load_word}
-    cold = dict(hot)
-    for fn in (is_valid, mix, word_at, hash_row, same_across, same_value, insert, grown):
-        hot[fn.__name__] = inline_jit(bind(fn, **hot))  # each calls those before it
-        cold[fn.__name__] = jit(bind(fn, **cold))
-    names = {"prange": parallel_range, "encode_piece": inline_jit(bind(encode_piece, **hot)),
-             "merge_pieces": jit(bind(merge_pieces, **cold))}
-    return (parallel_jit(bind(dictionary_encode, **names)), jit(bind(lookup_table, **cold)),
-            parallel_jit(bind(lookup, **hot)), jit(bind(lookup, **{**hot, "prange": range})))
+    """``hashing.build`` for text: (``dictionary_encode``, ``lookup_table``, ``lookup`` on
+    all cores, ``lookup`` on one thread). ``load_word(data, p)``: 8 bytes from p as a
+    little-endian uint64 (asofgpu/_intrinsics.py)."""
+    return hashing.build(inline_jit, jit, parallel_jit, parallel_range,
+                         (word_at, hash_row, same_across), load_word=load_word)
