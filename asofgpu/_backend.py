@@ -358,8 +358,8 @@ def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -
     one (their values' bits: it is a copy): each pass reads the map once, and the random
     reads of its columns overlap.
 
-    The memory is Arrow's pool's (``host_empty``): a service that gathers again and again
-    writes into pages it already has (2 ms of an 8 MB column's 6 ms were page faults).
+    The memory is ``asofgpu.host_pool``'s (``host_empty``): a service that gathers again and
+    again writes into pages it already has (2 ms of an 8 MB column's 6 ms were page faults).
     """
     import pyarrow as pa
 

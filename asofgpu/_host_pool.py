@@ -2,10 +2,10 @@
 
 Arrow's default pool (mimalloc) hands pages freed some time before back to the system at its
 next allocation, so the first join after an idle spell faults its arrays in again: a prepared
-probe + gather of 1M trades took 16 ms back to back and 26-28 ms after 2 s idle
-(``bench/idle.py``). This pool keeps the blocks of the most recent large arrays, up to a limit
-of bytes, and lends a block again once nothing refers to the array made on it: its pages stay
-written, whatever the allocator does. It is the ``cpu`` backend's ``host_empty``.
+probe + gather of 1M trades took 15 ms back to back and 32 ms after 2 s idle
+(``bench/idle.py --pool-mib 0``). This pool keeps the blocks of the most recent large arrays,
+up to a limit of bytes, and lends a block again once nothing refers to the array made on it:
+its pages stay written, whatever the allocator does. asofgpu's ``host_empty`` lends from it.
 
 >>> import numpy as np
 >>> pool = HostPool(limit=64 << 20)
@@ -33,7 +33,7 @@ import pyarrow as pa
 MIN_BYTES = 1 << 20
 #: The pool's limit unless ``set_limit`` says otherwise: a few probes' outputs at 1M rows.
 DEFAULT_LIMIT = 256 << 20
-#: A free block is lent for an array it fits with at most this share of it left unused.
+#: A free block is lent for an array it exceeds by at most 1/SLACK of the array's bytes.
 SLACK = 4
 
 
@@ -42,13 +42,32 @@ class _Lease:
     view of the array, and every Arrow buffer made from it, keeps it alive. Its weak reference
     in the pool goes dead exactly when the last of them is dropped."""
 
-    __slots__ = ("block", "__array_interface__", "__weakref__")
+    __slots__ = ("_buffer", "__array_interface__", "__weakref__")
 
-    def __init__(self, block: pa.Buffer, n: int, dtype: np.dtype):
-        self.block = block  # keeps the memory alive even once the pool lets go of the block
+    def __init__(self, buffer: pa.Buffer, n: int, dtype: np.dtype):
+        self._buffer = buffer  # keeps the memory alive even once the pool lets go of the block
         self.__array_interface__ = {
-            "data": (block.address, False), "shape": (n,), "typestr": dtype.str, "version": 3,
+            "data": (buffer.address, False), "shape": (n,), "typestr": dtype.str,
+            "descr": dtype.descr, "version": 3,
         }
+
+
+class _Block:
+    """A buffer the pool keeps, and the weak reference to the lease of the array lent from it
+    (None: never lent)."""
+
+    __slots__ = ("buffer", "lease")
+
+    def __init__(self, buffer: pa.Buffer):
+        self.buffer = buffer
+        self.lease = None
+
+    @property
+    def free(self) -> bool:
+        return self.lease is None or self.lease() is None
+
+
+_POOLS: weakref.WeakSet = weakref.WeakSet()  # for the fork handler
 
 
 def _fresh(n: int, dtype: np.dtype) -> np.ndarray:
@@ -58,59 +77,92 @@ def _fresh(n: int, dtype: np.dtype) -> np.ndarray:
 class HostPool:
     """Lends large host arrays from blocks it keeps, at most ``limit`` bytes of them.
 
-    An array is lent from the smallest free block that fits it (with at most a quarter
-    unused), else from a new block. To make room for a new one the pool lets go of free blocks,
-    oldest first, then of lent ones, which become ordinary memory freed with their array. An
-    array larger than the limit is not pooled. Thread-safe.
+    An array is lent from the smallest free block that fits it (a quarter larger than the
+    array at most), else from a new block. To make room for a new one the pool lets go of free
+    blocks, oldest first, then of lent ones, which become ordinary memory freed with their
+    array. An array larger than the limit is not pooled. Thread-safe. A call made from inside
+    the pool's own code (by a finalizer that a garbage collection runs there) never waits for
+    the lock: ``empty`` lends without the pool, the counts read without the lock, and
+    ``set_limit`` and ``free_all_blocks`` raise.
     """
 
     def __init__(self, limit: int = DEFAULT_LIMIT):
-        self._blocks: list[list] = []  # [block, weak reference to its lease], oldest first
-        self._limit = _checked_limit(limit)
+        self._limit = _checked_limit(limit, "HostPool: limit")
+        self._blocks: list[_Block] = []  # oldest first
         self._lock = threading.Lock()
+        self._owner = None  # the thread inside the pool's code, if any
+        _POOLS.add(self)
 
     # ---- lending
     def empty(self, n: int, dtype) -> np.ndarray:
         """An uninitialised array of ``n`` values of ``dtype``, like ``numpy.empty``."""
         dtype = np.dtype(dtype)
+        if dtype.hasobject:
+            msg = f"HostPool.empty: dtype must hold no Python objects, got {dtype}"
+            raise TypeError(msg)
         n = int(n)
         nbytes = n * dtype.itemsize
-        if nbytes < MIN_BYTES or nbytes > self._limit:
+        if nbytes < MIN_BYTES or not self._enter():
             return _fresh(n, dtype)
-        with self._lock:
-            entry = self._free_fit(nbytes) or self._new_block(nbytes)
-            lease = _Lease(entry[0], n, dtype)
-            entry[1] = weakref.ref(lease)
+        try:
+            if nbytes > self._limit:
+                return _fresh(n, dtype)
+            block = self._free_fit(nbytes) or self._new_block(nbytes)
+            lease = _Lease(block.buffer, n, dtype)
+            block.lease = weakref.ref(lease)
+        finally:
+            self._exit()
         return np.asarray(lease)
 
-    def _free_fit(self, nbytes: int) -> list | None:
-        fits = [e for e in self._blocks
-                if _is_free(e) and nbytes <= e[0].size <= nbytes + nbytes // SLACK]
+    def _free_fit(self, nbytes: int) -> _Block | None:
+        fits = [b for b in self._blocks
+                if b.free and nbytes <= b.buffer.size <= nbytes + nbytes // SLACK]
         if not fits:
             return None
-        entry = min(fits, key=lambda e: e[0].size)
-        self._blocks.remove(entry)
-        self._blocks.append(entry)  # the most recently lent go last, and are let go of last
-        return entry
+        block = min(fits, key=lambda b: b.buffer.size)
+        self._blocks.remove(block)
+        self._blocks.append(block)  # the most recently lent go last, and are let go of last
+        return block
 
-    def _new_block(self, nbytes: int) -> list:
+    def _new_block(self, nbytes: int) -> _Block:
         self._shrink_to(self._limit - nbytes)
-        entry = [pa.allocate_buffer(nbytes), None]
-        self._blocks.append(entry)
-        return entry
+        block = _Block(pa.allocate_buffer(nbytes))
+        self._blocks.append(block)
+        return block
 
     def _shrink_to(self, nbytes: int) -> None:
         """Let go of blocks, free ones first and oldest first, until at most ``nbytes`` are
         held. A lent block let go of stays with its array, and is freed with it."""
         held = self._held()
-        for entry in sorted(self._blocks, key=lambda e: not _is_free(e)):  # stable: by age
+        for block in sorted(self._blocks, key=lambda b: not b.free):  # stable: by age
             if held <= nbytes:
                 break
-            self._blocks.remove(entry)
-            held -= entry[0].size
+            self._blocks.remove(block)
+            held -= block.buffer.size
 
     def _held(self) -> int:
-        return sum(e[0].size for e in self._blocks)
+        return sum(b.buffer.size for b in list(self._blocks))
+
+    # ---- the lock, which a finalizer run inside the pool's code would wait on for ever
+    def _enter(self) -> bool:
+        """Take the lock; False (and no lock) where this thread holds it already: a call
+        from inside the pool's code, which must neither wait nor lend a block meanwhile."""
+        me = threading.get_ident()
+        if self._owner == me:
+            return False
+        self._lock.acquire()
+        self._owner = me
+        return True
+
+    def _exit(self) -> None:
+        self._owner = None
+        self._lock.release()
+
+    def _locked(self, name: str) -> None:
+        if not self._enter():
+            msg = (f"HostPool.{name} was called from inside the pool (a finalizer run by a "
+                   "garbage collection there); call it outside")
+            raise RuntimeError(msg)
 
     # ---- the limit and the counts, named as cupy's memory pools name them
     def get_limit(self) -> int:
@@ -126,36 +178,41 @@ class HostPool:
         ...
         ValueError: set_limit: size must be a whole number of bytes >= 0, got -1
         """
-        size = _checked_limit(size)
-        with self._lock:
+        size = _checked_limit(size, "set_limit: size")
+        self._locked("set_limit")
+        try:
             self._limit = size
             self._shrink_to(size)
+        finally:
+            self._exit()
 
     def total_bytes(self) -> int:
         """Bytes of all blocks the pool holds, lent or free."""
-        with self._lock:
-            return self._held()
+        return self._held()  # a copy of the list, read without the lock
 
     def free_bytes(self) -> int:
         """Bytes of the blocks no array refers to any more: memory kept for the next join."""
-        with self._lock:
-            return sum(e[0].size for e in self._blocks if _is_free(e))
+        return sum(b.buffer.size for b in list(self._blocks) if b.free)
+
+    def used_bytes(self) -> int:
+        """Bytes of the blocks lent to arrays still referred to."""
+        return sum(b.buffer.size for b in list(self._blocks) if not b.free)
 
     def free_all_blocks(self) -> None:
         """Hand the free blocks back to Arrow's pool now (lent ones stay with their arrays)."""
-        with self._lock:
-            self._blocks = [e for e in self._blocks if not _is_free(e)]
+        self._locked("free_all_blocks")
+        try:
+            self._blocks = [b for b in self._blocks if not b.free]
+        finally:
+            self._exit()
 
     def _after_fork(self) -> None:
         self._lock = threading.Lock()  # a lock another thread held at the fork stays held
+        self._owner = None
 
 
-def _is_free(entry: list) -> bool:
-    return entry[1] is None or entry[1]() is None
-
-
-def _checked_limit(size) -> int:
-    msg = f"set_limit: size must be a whole number of bytes >= 0, got {size!r}"
+def _checked_limit(size, name: str) -> int:
+    msg = f"{name} must be a whole number of bytes >= 0, got {size!r}"
     if isinstance(size, bool) or not isinstance(size, (int, np.integer)):
         raise TypeError(msg)
     if size < 0:
@@ -163,7 +220,13 @@ def _checked_limit(size) -> int:
     return int(size)
 
 
-#: The pool the ``cpu`` backend takes its large arrays from; ``asofgpu.host_pool``.
-HOST_POOL = HostPool()
+def _after_fork_in_child() -> None:
+    for pool in list(_POOLS):
+        pool._after_fork()
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=HOST_POOL._after_fork)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+#: The pool asofgpu takes its large host arrays from; ``asofgpu.host_pool``.
+HOST_POOL = HostPool()

@@ -6,7 +6,10 @@ earlier results are kept."""
 from __future__ import annotations
 
 import gc
+import os
+import signal
 import threading
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -135,14 +138,14 @@ def test_set_limit_rejects_what_is_not_a_byte_count(size, error):
     with pytest.raises(error, match=r"set_limit: size must be a whole number of bytes >= 0, "
                                     rf"got {size!r}"):
         HostPool().set_limit(size)
-    with pytest.raises(error, match="set_limit: size must be"):
+    with pytest.raises(error, match=r"HostPool: limit must be a whole number of bytes >= 0"):
         HostPool(limit=size)
     HostPool().set_limit(np.int64(MIB))  # numpy's integers are byte counts too
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["lend", "drop", "view"]), st.integers(1, 6),
-                          st.integers(0, 10)), max_size=40),
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["lend", "lend", "drop", "view", "limit", "release"]),
+                          st.integers(1, 6), st.integers(0, 10)), max_size=40),
        st.integers(0, 12))
 def test_live_arrays_never_share_memory_and_the_limit_holds(steps, limit_mib):
     pool = HostPool(limit=limit_mib * MIB)
@@ -152,33 +155,44 @@ def test_live_arrays_never_share_memory_and_the_limit_holds(steps, limit_mib):
             a = pool.empty(mib * MIB // 8, np.int64)
             a[:] = stamp
             live.append((a, stamp))
+        elif action == "limit":
+            pool.set_limit(pick * MIB)
+        elif action == "release":
+            pool.free_all_blocks()
+            assert pool.free_bytes() == 0
         elif live:
             a, s = live.pop(pick % len(live))
             if action == "view":  # keep a view only: the block must stay lent
                 live.append((a[len(a) // 2:], s))
             del a
-        assert pool.total_bytes() <= limit_mib * MIB
+        assert pool.total_bytes() <= pool.get_limit()
+        assert pool.total_bytes() == pool.free_bytes() + pool.used_bytes()
         for a, s in live:
             assert a[0] == s and a[-1] == s
 
 
 def test_threads_never_get_the_same_block():
+    """Each thread keeps some of its arrays and drops others; every kept array still holds
+    its own stamp once all are done."""
     pool = HostPool(limit=32 * MIB)
-    errors = []
+    kept: list[tuple[np.ndarray, int]] = []
 
-    def work(stamp):
-        for _ in range(50):
+    def work(thread):
+        for i in range(60):
             a = pool.empty(MIB // 8, np.int64)
+            stamp = thread * 1000 + i
             a[:] = stamp
-            if not (a == stamp).all():
-                errors.append(stamp)
+            if i % 3 == 0:
+                kept.append((a, stamp))  # list.append is atomic
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert not errors and pool.total_bytes() <= 32 * MIB
+    assert len(kept) == 80
+    assert all((a == stamp).all() for a, stamp in kept)
+    assert pool.total_bytes() <= 32 * MIB
 
 
 def _backward_by_group(right_time, right_codes, left_time, left_codes) -> np.ndarray:
@@ -220,3 +234,82 @@ def test_joins_through_the_pool_keep_earlier_results_and_reuse_freed_blocks():
     assert ag.host_pool.free_bytes() > 0
     assert [r.to_pylist() for r in joins()] == expected  # on the freed blocks
     assert ag.host_pool is _backend.HOST_POOL
+
+
+def test_structured_dtypes_keep_their_fields_and_objects_are_refused():
+    pool = HostPool(limit=64 * MIB)
+    pair = np.dtype([("time", np.int64), ("price", np.float64)])
+    a = pool.empty(MIB // 16, pair)
+    assert a.dtype == pair and pool.total_bytes() == MIB
+    a["price"] = 2.5
+    assert a["price"][-1] == 2.5
+    with pytest.raises(TypeError, match="HostPool.empty: dtype must hold no Python objects, "
+                                        "got object"):
+        pool.empty(MIB, object)
+
+
+def test_a_call_from_inside_the_pool_does_without_it_and_never_waits(monkeypatch):
+    """A finalizer that a garbage collection runs inside the pool's locked code (here: inside
+    its allocation of a block) and that calls the pool again must not wait on the lock."""
+    from asofgpu import _host_pool
+
+    pool = HostPool(limit=64 * MIB)
+    inside = {}
+    allocate = pa.allocate_buffer
+
+    def allocate_and_reenter(nbytes):
+        if not inside:
+            inside["entered"] = True
+            inside["array"] = pool.empty(MIB, np.uint8)  # lent without the pool
+            inside["counts"] = (pool.total_bytes(), pool.free_bytes(), pool.used_bytes())
+            for call in (lambda: pool.set_limit(0), pool.free_all_blocks):
+                with pytest.raises(RuntimeError, match="was called from inside the pool"):
+                    call()
+        return allocate(nbytes)
+
+    monkeypatch.setattr(_host_pool.pa, "allocate_buffer", allocate_and_reenter)
+    done = []
+    worker = threading.Thread(target=lambda: done.append(pool.empty(2 * MIB, np.uint8)),
+                              daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "the pool waited on itself"
+    assert len(done[0]) == 2 * MIB and len(inside["array"]) == MIB
+    assert inside["counts"] == (0, 0, 0) and pool.total_bytes() == 2 * MIB
+    pool.set_limit(MIB)  # outside again: allowed
+    assert pool.total_bytes() == 0
+
+
+def test_the_limit_is_read_under_the_lock(monkeypatch):
+    """A limit lowered while an array waits for the lock holds for that array."""
+    pool = HostPool(limit=64 * MIB)
+    pool._lock.acquire()
+    lent = []
+    worker = threading.Thread(target=lambda: lent.append(pool.empty(2 * MIB, np.uint8)),
+                              daemon=True)
+    worker.start()
+    time.sleep(0.2)  # the worker waits on the lock by now
+    pool._limit = MIB  # what set_limit does once it holds the lock
+    pool._lock.release()
+    worker.join(timeout=30)
+    assert len(lent[0]) == 2 * MIB and pool.total_bytes() == 0
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_another_thread_holds_the_lock_can_use_the_pool():
+    pool = HostPool(limit=64 * MIB)
+    pool._lock.acquire()  # as if another thread were inside the pool at the fork
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: exits 0 only if the pool lends, and never returns
+            code = 1
+            try:
+                signal.alarm(20)
+                code = 0 if (len(pool.empty(MIB, np.uint8)) == MIB
+                             and pool.total_bytes() == MIB) else 1
+            finally:
+                os._exit(code)
+    finally:
+        pool._lock.release()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
