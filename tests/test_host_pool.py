@@ -236,6 +236,15 @@ def test_joins_through_the_pool_keep_earlier_results_and_reuse_freed_blocks():
     assert ag.host_pool is _backend.HOST_POOL
 
 
+@pytest.mark.parametrize("dtype", ["M8[ns]", "m8[us]", "?", "u1", "i2", ">i8", "f4", "c16",
+                                   "U4", "S3"])
+def test_each_plain_dtype_comes_back_as_asked(dtype):
+    pool = HostPool(limit=64 * MIB)
+    a = pool.empty(MIB, dtype)
+    assert a.dtype == np.dtype(dtype) and a.shape == (MIB,) and a.flags.writeable
+    assert pool.total_bytes() == MIB * np.dtype(dtype).itemsize
+
+
 def test_structured_dtypes_keep_their_fields_and_objects_are_refused():
     pool = HostPool(limit=64 * MIB)
     pair = np.dtype([("time", np.int64), ("price", np.float64)])
