@@ -31,7 +31,6 @@ from pathlib import Path
 import numpy as np
 
 from ._host_pool import HOST_POOL
-
 from .kernels import bind, cursor, fixed_width, probe, radix, scan, stream, strings, take
 from .kernels.probe import NEAREST
 

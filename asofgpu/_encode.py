@@ -5,12 +5,12 @@ Everything runs in hash kernels, never a Python loop over rows: Arrow's
 ``dictionary_encode``, and for large text (string, binary) and fixed-width (integer, float,
 temporal) columns asofgpu's own on all cores (``kernels/hashing.py``, with
 ``kernels/strings.py`` and ``kernels/fixed_width.py``; Arrow's hash on one core was half of a
-one-shot join). A left
-text, integer, float or temporal column is looked up in a hash table of the right's
-dictionary, built once (the same modules; on all cores from ``_backend.PARALLEL_MIN_ROWS``
-rows); other types (bool, decimal) by Arrow's ``index_in``, which hashes the dictionary
-again at each call. Several columns are combined pairwise (``code * n + code``) and
-re-encoded after each step, so the combined codes stay dense and never overflow.
+one-shot join). A left text, integer, float or temporal column is looked up in a hash table
+of the right's dictionary, built once (the same modules; on all cores from
+``_backend.PARALLEL_MIN_ROWS`` rows); other types (bool, decimal) by Arrow's ``index_in``,
+which hashes the dictionary again at each call. Several columns are combined pairwise
+(``code * n + code``) and re-encoded after each step, so the combined codes stay dense and
+never overflow.
 Code -1 means "no group": a null under ``null_equality="unequal"``, or (left) a value the right
 side never has.
 
