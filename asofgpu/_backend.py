@@ -387,12 +387,8 @@ def dictionary_encode_text(offsets, data, bitmap, bit0: int, nulls_distinct: boo
     """(codes, firsts) of a string or binary column's buffers, on all cores
     (kernels/hashing.py, kernels/strings.py): int32 codes in order of first appearance, -1
     for nulls under ``nulls_distinct``, and the first row holding each code's value."""
-    codes = host_empty(len(offsets) - 1, np.int32)
-    with _PARALLEL_LAUNCH:
-        firsts = _cpu_strings()[0](offsets, data, bitmap, np.int64(bit0),
-                                   bool(nulls_distinct), _threads(True), codes,
-                                   host_empty(len(codes), np.int64))
-    return codes, firsts
+    return _dictionary_encode(_cpu_strings(), offsets, data, bitmap, bit0, nulls_distinct,
+                              len(offsets) - 1)
 
 
 def text_lookup_table(offsets, data, bitmap, bit0: int):
@@ -407,25 +403,16 @@ def lookup_text(table, offsets, data, bitmap, bit0: int, null_code: int) -> np.n
     ``text_lookup_table`` of it); -1 for a value the dictionary lacks, ``null_code`` for a
     null."""
     table_offsets, table_data, (slots, hashes) = table
-    codes = host_empty(len(offsets) - 1, np.int32)
-    parallel = len(codes) >= PARALLEL_MIN_ROWS
-    with _PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
-        _cpu_strings()[2 if parallel else 3](table_offsets, table_data, slots, hashes, offsets,
-                                             data, bitmap, np.int64(bit0),
-                                             np.int32(null_code), codes)
-    return codes
+    return _lookup(_cpu_strings(), table_offsets, table_data, slots, hashes, offsets, data,
+                   bitmap, bit0, null_code, len(offsets) - 1)
 
 
 def dictionary_encode_fixed(values, bitmap, bit0: int, nulls_distinct: bool):
     """(codes, firsts) of fixed-width values (unsigned integers of the values' width:
     kernels/fixed_width.py), on all cores: int32 codes in order of first appearance, -1 for
     nulls under ``nulls_distinct``, and the first row holding each code's value."""
-    codes = host_empty(len(values), np.int32)
-    with _PARALLEL_LAUNCH:
-        firsts = _cpu_fixed_width()[0](values, _NO_DATA, bitmap, np.int64(bit0),
-                                       bool(nulls_distinct), _threads(True), codes,
-                                       host_empty(len(codes), np.int64))
-    return codes, firsts
+    return _dictionary_encode(_cpu_fixed_width(), values, _NO_DATA, bitmap, bit0,
+                              nulls_distinct, len(values))
 
 
 def fixed_lookup_table(values, bitmap, bit0: int):
@@ -439,13 +426,30 @@ def lookup_fixed(table, values, bitmap, bit0: int, null_code: int) -> np.ndarray
     (``fixed_lookup_table``) was built from, on all cores for a large column; -1 for a value
     the dictionary lacks, ``null_code`` for a null."""
     slots, hashes = table
-    codes = host_empty(len(values), np.int32)
-    parallel = len(codes) >= PARALLEL_MIN_ROWS
+    # The table's values are never read: equal hashes are equal values.
+    return _lookup(_cpu_fixed_width(), _NO_DATA, _NO_DATA, slots, hashes, values, _NO_DATA,
+                   bitmap, bit0, null_code, len(values))
+
+
+def _dictionary_encode(kernels, keys, data, bitmap, bit0: int, nulls_distinct: bool,
+                       n_rows: int):
+    """(codes, firsts) of a column's buffers by one kind's kernels/hashing.py build."""
+    codes = host_empty(n_rows, np.int32)
+    with _PARALLEL_LAUNCH:
+        firsts = kernels[0](keys, data, bitmap, np.int64(bit0), bool(nulls_distinct),
+                            _threads(True), codes, host_empty(n_rows, np.int64))
+    return codes, firsts
+
+
+def _lookup(kernels, table_keys, table_data, slots, hashes, keys, data, bitmap, bit0: int,
+            null_code: int, n_rows: int) -> np.ndarray:
+    """A column's positions in a dictionary's table by one kind's kernels/hashing.py build:
+    on all cores from ``PARALLEL_MIN_ROWS`` rows, else on one thread."""
+    codes = host_empty(n_rows, np.int32)
+    parallel = n_rows >= PARALLEL_MIN_ROWS
     with _PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
-        # The table's values are never read: equal hashes are equal values.
-        _cpu_fixed_width()[2 if parallel else 3](_NO_DATA, _NO_DATA, slots, hashes, values,
-                                                 _NO_DATA, bitmap, np.int64(bit0),
-                                                 np.int32(null_code), codes)
+        kernels[2 if parallel else 3](table_keys, table_data, slots, hashes, keys, data,
+                                      bitmap, np.int64(bit0), np.int32(null_code), codes)
     return codes
 
 
