@@ -24,7 +24,7 @@ import textwrap
 import time
 
 from . import _progress
-from .enrich import DEFAULT_CHUNK_ROWS, EnrichError, Options, OutputError, enrich
+from .enrich import CODECS, DEFAULT_CHUNK_ROWS, EnrichError, Options, OutputError, enrich
 
 DEVICES = ("auto", "cpu", "cuda")
 STRATEGIES = ("backward", "forward", "nearest")
@@ -82,6 +82,21 @@ def _positive_int(text: str) -> int:
         msg = f"expected a positive number, got {value}"
         raise argparse.ArgumentTypeError(msg)
     return value
+
+
+def _compression(text: str) -> tuple[str, int | None]:
+    """``zstd`` or ``zstd:3``: a codec, and a level or None."""
+    codec, colon, level = text.strip().lower().partition(":")
+    if codec not in CODECS:
+        msg = f"expected one of {', '.join(CODECS)}, optionally with :LEVEL, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    if not colon:
+        return codec, None
+    try:
+        return codec, int(level)
+    except ValueError:
+        msg = f"expected a whole-number level after {codec}:, got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
 
 
 def _names(text: str) -> list[str]:
@@ -156,6 +171,10 @@ def _parser() -> _Parser:
     payload.add_argument("--suffix", default="_right",
                          help="appended to an attached column whose name LEFT already has "
                               "(default _right; e.g. --suffix _quote)")
+    payload.add_argument("--compression", metavar="CODEC[:LEVEL]", type=_compression,
+                         default=("snappy", None),
+                         help=f"OUT's compression: {', '.join(CODECS)}, optionally with a "
+                              f"level (default snappy; e.g. --compression zstd:3)")
     run = e.add_argument_group("running")
     run.add_argument("--device", choices=DEVICES, default="auto",
                      help="where the join runs; auto takes the GPU when one is usable "
@@ -231,7 +250,8 @@ def _options(args, parser) -> Options:
         left_by=left_by or [], right_by=right_by or [], strategy=args.strategy,
         tolerance=args.tolerance, allow_exact_matches=args.exact,
         columns=_one(args.columns), suffix=args.suffix,
-        device=args.device, chunk_rows=args.chunk_rows)
+        device=args.device, chunk_rows=args.chunk_rows, compression=args.compression[0],
+        compression_level=args.compression[1])
 
 
 def _enrich(args, parser) -> int:

@@ -19,7 +19,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import asofgpu as ag
-from asofgpu import cli, enrich as enrich_module, marketdata
+from asofgpu import cli, marketdata
+from asofgpu.enrich import _job as enrich_job
 from asofgpu._duration import format_duration, parse_duration, parse_tolerance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -236,6 +237,20 @@ def test_output_replaces_an_existing_file_with_the_usual_mode(day, tmp_path, cap
     assert out.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
+@pytest.mark.parametrize(("flag", "codec"), [([], "SNAPPY"), (["--compression", "zstd:7"], "ZSTD"),
+                                           (["--compression", "GZIP"], "GZIP"),
+                                           (["--compression", "none"], "UNCOMPRESSED")])
+def test_compression_codec_and_level(day, tmp_path, capsys, flag, codec):
+    trades, quotes = day
+    out = tmp_path / "out.parquet"
+    assert run("enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol", "-q",
+               "--device", "cpu", "--chunk-rows", 150, *flag, capsys=capsys)[0] == 0
+    meta = pq.ParquetFile(out).metadata
+    assert meta.num_row_groups == 3 and {meta.row_group(g).column(c).compression
+                                         for g in range(3) for c in range(8)} == {codec}
+    assert pq.read_table(out).equals(expected(trades, quotes, on="time", by="symbol"))
+
+
 # ----------------------------------------------------------------------------- bad input
 
 
@@ -304,6 +319,15 @@ def _junk(tmp_path: Path) -> Path:
                 "with a LEFT column even with --suffix ''"),
     (["{trades}", "{quotes}", "--on", "time", "--device", "tpu"],
      "argument --device: invalid choice: 'tpu'"),
+    (["{trades}", "{quotes}", "--on", "time", "--compression", "lzo"],
+     "argument --compression: expected one of none, snappy, gzip, brotli, lz4, zstd, "
+     "optionally with :LEVEL, got 'lzo'"),
+    (["{trades}", "{quotes}", "--on", "time", "--compression", "zstd:high"],
+     "argument --compression: expected a whole-number level after zstd:, got 'zstd:high'"),
+    (["{trades}", "{quotes}", "--on", "time", "--compression", "snappy:3"],
+     "--compression snappy takes no level, got snappy:3"),
+    (["{trades}", "{quotes}", "--on", "time", "--compression", "zstd:99"],
+     "--compression zstd: the level must be a whole number from -131072 to 22, got 99"),
 ])
 def test_bad_input_exits_2_with_one_line_and_no_output(day, tmp_path, capsys, argv, message):
     trades, quotes = day
@@ -395,7 +419,7 @@ def test_cuda_without_a_gpu_is_bad_input(day, tmp_path, capsys):
 def _fail_after_first_chunk(monkeypatch, tmp_path, error):
     """Make the second chunk's gather raise ``error``; check the run's state on the way."""
     calls = []
-    real = enrich_module.gather
+    real = enrich_job.gather
 
     def gather(table, gmap):
         calls.append(len(gmap))
@@ -407,7 +431,7 @@ def _fail_after_first_chunk(monkeypatch, tmp_path, error):
             raise error
         return real(table, gmap)
 
-    monkeypatch.setattr(enrich_module, "gather", gather)
+    monkeypatch.setattr(enrich_job, "gather", gather)
     return calls
 
 
@@ -431,25 +455,24 @@ def test_a_run_that_fails_midway_leaves_nothing(day, tmp_path, capsys, monkeypat
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
-def test_a_write_error_exits_1_and_keeps_the_old_output(day, tmp_path, capsys, monkeypatch):
+def test_a_write_error_exits_1_and_keeps_the_old_output(day, tmp_path):
+    """A real failed write: the file-size limit (RLIMIT_FSIZE) stops the output mid-way."""
+    import resource
+
     trades, quotes = day
     out = tmp_path / "out.parquet"
     out.write_text("the previous result")
-    real = pq.ParquetWriter.write_table
-    calls = []
 
-    def write_table(self, table, *args, **kwargs):
-        calls.append(table.num_rows)
-        if len(calls) == 3:
-            raise OSError(28, "No space left on device")
-        return real(self, table, *args, **kwargs)
+    def limit_file_size():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4_000, 4_000))
 
-    monkeypatch.setattr(pq.ParquetWriter, "write_table", write_table)
-    code, _, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--device", "cpu",
-                          "--chunk-rows", 100, capsys=capsys)
-    assert code == 1
-    assert stderr.splitlines()[-1] == (f"asofgpu enrich: error: cannot write OUT {out}: [Errno 28] "
-                                       f"No space left on device; nothing was written")
+    done = subprocess.run(
+        [sys.executable, "-m", "asofgpu", "enrich", trades, quotes, "-o", out, "--on", "time",
+         "--device", "cpu", "--chunk-rows", "100", "-q"],
+        capture_output=True, text=True, cwd=ROOT, preexec_fn=limit_file_size, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == (f"asofgpu enrich: error: cannot write OUT {out}: "
+                                            f"[Errno 27] File too large; nothing was written")
     assert out.read_text() == "the previous result" and leftovers(tmp_path) == []
 
 

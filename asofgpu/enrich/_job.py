@@ -1,55 +1,31 @@
-"""``asofgpu enrich``: attach the as-of matches of one parquet file to another, out of core.
-
-The right file (the state: quotes) is read once and prepared (``AsofJoin``); the left file (the
-events: trades) is streamed through it in chunks; each chunk's gather map takes the payload
-columns (``gather``) and the chunk is appended to the output (``ParquetWriter``). The output
-equals ``join_asof(left, right, ...)`` on the whole files, in the left file's row order, while
-memory holds the prepared right side and a bounded number of chunks.
-
-Nothing half-written: the output goes to a hidden temporary file beside OUT, renamed into place
-(``os.replace``) only when complete; any failure or interrupt removes it, and an existing OUT
-stays as it was.
-
->>> import pathlib, tempfile, pyarrow as pa, pyarrow.parquet as pq
->>> d = pathlib.Path(tempfile.mkdtemp())
->>> pq.write_table(pa.table({"t": [2, 6], "sym": ["A", "A"]}), d / "trades.parquet")
->>> quotes = pa.table({"t": [1, 5], "sym": ["A", "A"], "bid": [9.5, 9.75]})
->>> pq.write_table(quotes, d / "quotes.parquet")
->>> s = enrich(Options(d / "trades.parquet", d / "quotes.parquet", d / "out.parquet",
-...                    left_on="t", right_on="t", left_by=["sym"], right_by=["sym"], device="cpu"))
->>> pq.read_table(d / "out.parquet").to_pydict(), s.rows, s.matched
-({'t': [2, 6], 'sym': ['A', 'A'], 'bid': [9.5, 9.75]}, 2, 2)
-"""
+"""The run of ``asofgpu enrich``: checks, the prepared RIGHT, the LEFT stream, the summary."""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import re
-import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ._duration import parse_tolerance
-from ._progress import Quiet, readable_count
-from ._staleness import Staleness
-from .gather import gather
-from .join import AsofJoin
+from .._duration import parse_tolerance
+from .._progress import Quiet, readable_count
+from .._staleness import Staleness
+from ..gather import gather
+from ..join import AsofJoin
+from ._output import AtomicFile, OutputError, ParquetStitcher
 
 DEFAULT_CHUNK_ROWS = 1_000_000
+CODECS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")  # what parquet files may use
 
 
 class EnrichError(Exception):
     """Bad input (a file, a column, a key type, an option): the message names it."""
-
-
-class OutputError(Exception):
-    """The output could not be written (disk full, permissions): nothing was left behind."""
 
 
 @dataclass
@@ -70,6 +46,8 @@ class Options:
     suffix: str = "_right"
     device: str = "auto"
     chunk_rows: int = DEFAULT_CHUNK_ROWS
+    compression: str = "snappy"  # OUT's codec: one of CODECS
+    compression_level: int | None = None  # None: the codec's default
 
 
 @dataclass
@@ -133,7 +111,7 @@ def enrich(options: Options, progress=None) -> Summary:
     out = _check_output(options)
     plan = _plan(options, left_file.schema_arrow, right_file.schema_arrow)
     backend = _dry_run(options, left_file.schema_arrow, right_file.schema_arrow, tolerance)
-    with _AtomicFile(out) as target:
+    with AtomicFile(out, error=EnrichError) as target:
         progress.log(f"reading RIGHT {options.right} ({right_file.metadata.num_rows:,} rows)")
         prepared, payload, staleness = _prepare(options, plan, right_file)
         prepared_at = time.perf_counter()
@@ -143,23 +121,23 @@ def enrich(options: Options, progress=None) -> Summary:
         progress.log(f"streaming LEFT {options.left} ({total:,} rows) in chunks of up to "
                      f"{options.chunk_rows:,} rows")
         rows = matched = chunks = 0
-        writer = _Writer(target.tmp, plan.schema, out)
+        writer = _writer(target.tmp, plan.schema, options, out)
         progress.start(total)
         try:
             for batch in _batches(left_file, options):
                 gmap = _probe(prepared, batch, options, tolerance)
                 taken = gather(payload, gmap)
-                writer.write(pa.Table.from_arrays(batch.columns + taken.columns,
-                                                  schema=plan.schema))
-                if chunks:  # write() waited for the previous chunk: its rows are written
-                    progress.update(rows)
+                with _writing(out):
+                    writer.write(pa.Table.from_arrays(batch.columns + taken.columns,
+                                                      schema=plan.schema))
                 hit = np.flatnonzero(gmap != prepared.no_match)
                 matched += len(hit)
                 staleness.add(batch.column(options.left_on), gmap, hit)
                 rows += batch.num_rows
                 chunks += 1
-            writer.close()
-            progress.update(rows)
+                progress.update(rows)  # joined; the last chunks are written by close()
+            with _writing(out):
+                writer.close()
         except BaseException:
             writer.abort()
             raise
@@ -192,11 +170,27 @@ def _check_options(options: Options) -> None:
     rows = options.chunk_rows
     if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
         raise EnrichError(f"--chunk-rows must be a positive whole number, got {rows!r}")
+    _check_compression(options.compression, options.compression_level)
     if not isinstance(options.suffix, str):
         raise EnrichError(f"--suffix must be a string, got {options.suffix!r}")
     if len(options.left_by) != len(options.right_by):
         raise EnrichError(f"--left-by and --right-by must name as many columns, got "
                           f"{len(options.left_by)} and {len(options.right_by)}")
+
+
+def _check_compression(codec, level) -> None:
+    if codec not in CODECS:
+        raise EnrichError(f"--compression must be one of {', '.join(CODECS)}, got {codec!r}")
+    if codec != "none" and not pa.Codec.is_available(codec):
+        raise EnrichError(f"--compression {codec}: this pyarrow was built without it")
+    if level is None:
+        return
+    if codec == "none" or not pa.Codec.supports_compression_level(codec):
+        raise EnrichError(f"--compression {codec} takes no level, got {codec}:{level}")
+    low, high = pa.Codec.minimum_compression_level(codec), pa.Codec.maximum_compression_level(codec)
+    if isinstance(level, bool) or not isinstance(level, int) or not low <= level <= high:
+        raise EnrichError(f"--compression {codec}: the level must be a whole number from {low} "
+                          f"to {high}, got {level!r}")
 
 
 def _open(path, side: str) -> pq.ParquetFile:
@@ -319,8 +313,15 @@ def _dry_run(options: Options, left: pa.Schema, right: pa.Schema, tolerance) -> 
 
 
 def _prepare(options: Options, plan: _Plan, right_file: pq.ParquetFile):
+    # Text by-columns are read as dictionary columns: parquet stores them as dictionary pages,
+    # so the reader hands over each row group's codes instead of building millions of strings
+    # (10M quotes: 0.2 s instead of 1.0 s), and the join encodes the small dictionaries.
+    schema = right_file.schema_arrow
+    as_codes = [c for c in options.right_by if c not in plan.payload
+                and _is_text(schema.field(c).type)]
     try:
-        right = right_file.read(columns=plan.read)
+        right = pq.read_table(options.right, columns=plan.read, read_dictionary=as_codes,
+                              pre_buffer=False)
     except (OSError, pa.ArrowException) as exc:
         raise EnrichError(f"cannot read RIGHT file {os.fspath(options.right)}: "
                           f"{_one_line(exc)}") from None
@@ -337,6 +338,11 @@ def _prepare(options: Options, plan: _Plan, right_file: pq.ParquetFile):
     except pa.ArrowInvalid:  # a string column past 2 GiB: stays chunked
         pass
     return prepared, payload, staleness
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t))
 
 
 def _batches(left_file: pq.ParquetFile, options: Options):
@@ -376,88 +382,18 @@ def _share(part: int, whole: int) -> str:
 # --------------------------------------------------------------------------- the output
 
 
-class _AtomicFile:
-    """A hidden temporary file beside ``out``, renamed onto it by ``commit`` and removed on
-    any way out without a commit (errors, KeyboardInterrupt, SystemExit)."""
-
-    def __init__(self, out: str):
-        self.out = out
-        folder, name = os.path.split(out)
-        try:
-            fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".asofgpu-partial",
-                                            dir=folder)
-        except OSError as exc:
-            raise EnrichError(f"cannot write in the directory of OUT {folder}: "
-                              f"{exc.strerror or exc}") from None
-        os.close(fd)
-        self.committed = False
-
-    def __enter__(self):
-        return self
-
-    def commit(self) -> None:
-        try:
-            fd = os.open(self.tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)  # the data is on disk before the name points at it
-            finally:
-                os.close(fd)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(self.tmp, 0o666 & ~umask)  # as a plain open() would have made it
-            os.replace(self.tmp, self.out)
-        except OSError as exc:
-            raise OutputError(f"cannot write OUT {self.out}: {exc.strerror or exc}") from None
-        self.committed = True
-
-    def __exit__(self, *exc_info):
-        if not self.committed:
-            try:
-                os.remove(self.tmp)
-            except FileNotFoundError:
-                pass
-        return False
+def _writer(tmp: str, schema: pa.Schema, options: Options, out: str) -> ParquetStitcher:
+    try:
+        return ParquetStitcher(tmp, schema, compression=options.compression,
+                               compression_level=options.compression_level)
+    except OSError as exc:
+        raise OutputError(f"cannot write OUT {out}: {_one_line(exc)}") from None
 
 
-class _Writer:
-    """A ParquetWriter on the temporary file that writes each chunk on a background thread
-    while the next one is read and joined: at most one chunk is in flight."""
-
-    def __init__(self, tmp: str, schema: pa.Schema, out: str):
-        self.out = out
-        try:
-            self._writer = pq.ParquetWriter(tmp, schema)
-        except (OSError, pa.ArrowException) as exc:
-            raise OutputError(f"cannot write {tmp}: {_one_line(exc)}") from None
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="asofgpu-enrich-write")
-        self._pending = None
-
-    def write(self, table: pa.Table) -> None:
-        self._wait()
-        self._pending = self._pool.submit(self._writer.write_table, table)
-
-    def _wait(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            try:
-                pending.result()
-            except OSError as exc:
-                raise OutputError(f"cannot write OUT {self.out}: {_one_line(exc)}") from None
-
-    def close(self) -> None:
-        self._wait()
-        self._pool.shutdown()
-        try:
-            self._writer.close()
-        except OSError as exc:
-            raise OutputError(f"cannot write OUT {self.out}: {_one_line(exc)}") from None
-
-    def abort(self) -> None:
-        """On the way out of a failure: let the chunk in flight finish, close, say nothing."""
-        try:
-            if self._pending is not None:
-                self._pending.exception()
-            self._pool.shutdown()
-            self._writer.close()
-        except Exception:  # noqa: BLE001 - the failure being raised is the one to report
-            pass
+@contextlib.contextmanager
+def _writing(out: str):
+    """A file-system error while OUT is written, in the command's words."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"cannot write OUT {out}: {_one_line(exc)}") from None

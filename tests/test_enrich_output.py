@@ -1,0 +1,141 @@
+"""The enrich output writer: Thrift's compact codec and row groups encoded apart, stitched into
+one parquet file that every reader takes as if one writer had made it."""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asofgpu.enrich import _thrift as thrift
+from asofgpu.enrich._output import ParquetStitcher
+
+
+def _footer(path) -> bytes:
+    data = open(path, "rb").read()
+    length = int.from_bytes(data[-8:-4], "little")
+    return data[-8 - length:-8]
+
+
+def table(n: int, seed: int = 0) -> pa.Table:
+    """Every kind of column a market-data enrich writes, with nulls."""
+    rng = np.random.default_rng(seed)
+    nulls = rng.random(n) < 0.1
+    return pa.table({
+        "time": pa.array(np.sort(rng.integers(0, 10**12, n)), pa.timestamp("ns", tz="UTC")),
+        "symbol": pa.array([f"S{i}" for i in rng.integers(0, 50, n)]),
+        "size": pa.array(rng.integers(0, 100, n), mask=nulls),
+        "bid": pa.array(np.round(rng.random(n) * 100, 2), mask=nulls),
+        "flag": pa.array(rng.random(n) < 0.5),
+        "day": pa.array([datetime.date(2026, 11, 27)] * n, pa.date32()),
+        "venue": pa.array(rng.choice(["X", "Y", None], n)).dictionary_encode(),
+    })
+
+
+# ----------------------------------------------------------------------------- thrift
+
+
+def test_a_pyarrow_footer_decodes_and_encodes_to_the_same_bytes(tmp_path):
+    pq.write_table(table(5_000), tmp_path / "t.parquet", row_group_size=1_000)
+    raw = _footer(tmp_path / "t.parquet")
+    fields, end = thrift.decode_struct(raw, 0)
+    assert end == len(raw) and fields[3] == (thrift.I64, 5_000)
+    assert len(fields[4][1][1]) == 5  # five row groups
+    assert thrift.encode_struct(fields) == raw
+
+
+_scalars = st.one_of(
+    st.tuples(st.just(thrift.I32), st.integers(-2**31, 2**31 - 1)),
+    st.tuples(st.just(thrift.I64), st.integers(-2**63, 2**63 - 1)),
+    st.tuples(st.just(thrift.I16), st.integers(-2**15, 2**15 - 1)),
+    st.tuples(st.just(thrift.BINARY), st.binary(max_size=40)),
+    st.tuples(st.just(thrift.TRUE), st.booleans()),
+    st.tuples(st.just(thrift.DOUBLE), st.binary(min_size=8, max_size=8)),
+)
+
+
+def _structs(children):
+    return st.dictionaries(st.integers(1, 40), children, max_size=6)
+
+
+_values = st.recursive(_scalars, lambda inner: st.one_of(
+    st.tuples(st.just(thrift.STRUCT), _structs(inner)),
+    st.tuples(st.just(thrift.LIST), st.tuples(st.just(thrift.I64),
+                                              st.lists(st.integers(-2**63, 2**63 - 1),
+                                                       max_size=20))),
+    st.tuples(st.just(thrift.LIST), st.tuples(st.just(thrift.STRUCT),
+                                              st.lists(_structs(inner), max_size=17))),
+), max_leaves=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_structs(_values))
+def test_any_struct_survives_a_round_trip(fields):
+    raw = thrift.encode_struct(fields)
+    assert thrift.decode_struct(raw, 0) == (fields, len(raw))
+
+
+@pytest.mark.parametrize("raw", [b"", b"\x15", b"\x18\x05ab", b"\x19\x2c"])
+def test_truncated_bytes_raise(raw):
+    with pytest.raises(thrift.ThriftError, match="truncated"):
+        thrift.decode_struct(raw, 0)
+
+
+# ----------------------------------------------------------------------------- stitching
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("compression", ["snappy", "zstd", "none"])
+def test_stitched_file_reads_back_equal_in_every_reader(tmp_path, threads, compression):
+    whole = table(3_000)
+    path = tmp_path / "out.parquet"
+    writer = ParquetStitcher(str(path), whole.schema, threads=threads, compression=compression)
+    for start, size in ((0, 1_000), (1_000, 0), (1_000, 1), (1_001, 999), (2_000, 1_000)):
+        writer.write(whole.slice(start, size))
+    writer.close()
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_rows == 3_000
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [1_000, 1, 999,
+                                                                                1_000]
+    assert meta.row_group(0).column(0).compression == compression.upper().replace("NONE",
+                                                                                  "UNCOMPRESSED")
+    assert pq.read_table(path).equals(whole)
+    # one row group at a time, and by another reader: the offsets of every page are right
+    assert pa.concat_tables(pq.ParquetFile(path).read_row_group(i)
+                            for i in range(meta.num_row_groups)).equals(whole)
+    polars = pytest.importorskip("polars")
+    assert polars.read_parquet(path).equals(polars.from_arrow(whole))
+
+
+def test_statistics_stay_with_their_row_group(tmp_path):
+    whole = table(2_000)
+    path = tmp_path / "out.parquet"
+    writer = ParquetStitcher(str(path), whole.schema, threads=2)
+    writer.write(whole.slice(0, 1_000))
+    writer.write(whole.slice(1_000))
+    writer.close()
+    meta = pq.ParquetFile(path).metadata
+    for i, part in enumerate((whole.slice(0, 1_000), whole.slice(1_000))):
+        stats = meta.row_group(i).column(0).statistics
+        assert (stats.min, stats.max) == (part["time"][0].as_py(), part["time"][-1].as_py())
+
+
+def test_nothing_written_gives_an_empty_file_of_the_schema(tmp_path):
+    schema = table(1).schema
+    writer = ParquetStitcher(str(tmp_path / "e.parquet"), schema)
+    writer.write(schema.empty_table())
+    writer.close()
+    back = pq.read_table(tmp_path / "e.parquet")
+    assert back.num_rows == 0 and back.schema.equals(schema)
+
+
+def test_a_table_of_another_schema_is_refused(tmp_path):
+    writer = ParquetStitcher(str(tmp_path / "o.parquet"), pa.schema([("x", pa.int64())]))
+    with pytest.raises(ValueError, match="is not the writer's"):
+        writer.write(pa.table({"x": pa.array([1], pa.int32())}))
+    writer.abort()
