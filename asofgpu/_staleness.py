@@ -25,6 +25,7 @@ from ._columns import common_tick, ordered_key
 from ._duration import format_duration
 
 RELATIVE_ERROR = 0.0001
+SAMPLE = 1 << 17  # matches of one chunk that Staleness adds at most
 EXACT_BELOW = 2048
 _GAMMA = (1 + RELATIVE_ERROR) / (1 - RELATIVE_ERROR)
 _INV_LOG_GAMMA = 1 / math.log(_GAMMA)
@@ -130,9 +131,15 @@ class Staleness:
         self.tick_ns = 0
 
     def add(self, left_on, gmap: np.ndarray, hit: np.ndarray) -> None:
-        """One chunk: its left key column, gather map and matched positions."""
+        """One chunk: its left key column, gather map and matched positions. A chunk of more
+        than ``SAMPLE`` matches adds an evenly spaced sample of at most ``SAMPLE`` of them:
+        its quantiles are within about 0.03 percentage points of rank of the chunk's at p99
+        (the binomial error), and ``asofgpu enrich``, which streams on the same cores as
+        its writer, spends an eighth of the time on a million-row chunk."""
         if not len(hit):
             return
+        if len(hit) > SAMPLE:
+            hit = hit[::-(-len(hit) // SAMPLE)]
         left = ordered_key(left_on, "left_on", host=True)
         left_values, right_values = left.values[hit], self.right.values[gmap[hit]]
         self.tick_ns = common_tick(left.type, self.right.type, "left_on", "right_on")

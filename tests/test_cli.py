@@ -254,6 +254,11 @@ def test_compression_codec_and_level(day, tmp_path, capsys, flag, codec):
 # ----------------------------------------------------------------------------- bad input
 
 
+def _empty(tmp_path: Path) -> Path:
+    (tmp_path / "empty").mkdir(exist_ok=True)
+    return tmp_path / "empty"
+
+
 def _junk(tmp_path: Path) -> Path:
     path = tmp_path / "junk.parquet"
     path.write_text("not parquet")
@@ -263,7 +268,10 @@ def _junk(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(("argv", "message"), [
     (["{missing}", "{quotes}", "--on", "time"], "LEFT file {missing} does not exist"),
     (["{trades}", "{missing}", "--on", "time"], "RIGHT file {missing} does not exist"),
-    (["{dir}", "{quotes}", "--on", "time"], "LEFT {dir} is a directory; pass a parquet file"),
+    (["{empty}", "{quotes}", "--on", "time"],
+     "LEFT folder {empty} holds no parquet files (*.parquet)"),
+    (["{trades}", "{tmp}/nothing-*.parquet", "--on", "time"],
+     "RIGHT glob '{tmp}/nothing-*.parquet' matches no file"),
     (["{trades}", "{junk}", "--on", "time"], "cannot read RIGHT file {junk} as parquet: "),
     (["{trades}", "{quotes}", "--on", "tme"],
      "LEFT file {trades} has no column 'tme'; did you mean 'time'? (its columns: time, "
@@ -332,7 +340,7 @@ def _junk(tmp_path: Path) -> Path:
 def test_bad_input_exits_2_with_one_line_and_no_output(day, tmp_path, capsys, argv, message):
     trades, quotes = day
     names = {"trades": trades, "quotes": quotes, "missing": tmp_path / "missing.parquet",
-             "dir": tmp_path, "junk": _junk(tmp_path)}
+             "empty": _empty(tmp_path), "tmp": tmp_path, "junk": _junk(tmp_path)}
     out = tmp_path / "out.parquet"
     device = [] if "--device" in argv else ["--device", "cpu"]
     code, stdout, stderr = run("enrich", *(a.format(**names) for a in argv), "-o", out, *device,

@@ -1,15 +1,17 @@
-"""``asofgpu enrich``: attach the as-of matches of one parquet file to another, out of core.
+"""``asofgpu enrich``: attach the as-of matches of one parquet source to another.
 
-The right file (the state: quotes) is read once and prepared (``AsofJoin``); the left file (the
-events: trades) is streamed through it in chunks; each chunk's gather map takes the payload
-columns (``gather``) and the chunk is encoded as a row group of the output on a thread pool
+LEFT (the events: trades) and RIGHT (the state: quotes) are each a parquet file, a folder of
+them or a glob, hive partition folders becoming columns (``_sources``). Everything is checked
+on zero rows first (``_checks``). RIGHT is read once and prepared (``AsofJoin``); each LEFT file
+is streamed through it in chunks; each chunk's gather map takes the payload columns
+(``gather``) and the chunk is encoded as a row group of its output file on a thread pool
 (``_output.ParquetStitcher``). The output equals ``join_asof(left, right, ...)`` on the whole
-files, in the left file's row order, while memory holds the prepared right side and a bounded
-number of chunks.
+data, in LEFT's row order: one file when LEFT is one file, else a folder with one file per LEFT
+file at the same relative path.
 
-Nothing half-written: the output goes to a hidden temporary file beside OUT, renamed into place
-(``os.replace``) only when complete; any failure or interrupt removes it, and an existing OUT
-stays as it was.
+Nothing half-written: the output goes to a hidden temporary file or folder beside OUT, renamed
+into place only when complete; any failure or interrupt removes it, and an existing OUT stays
+as it was.
 
 >>> import pathlib, tempfile, pyarrow as pa, pyarrow.parquet as pq
 >>> d = pathlib.Path(tempfile.mkdtemp())
@@ -22,8 +24,9 @@ stays as it was.
 ({'t': [2, 6], 'sym': ['A', 'A'], 'bid': [9.5, 9.75]}, 2, 2)
 """
 
-from ._job import CODECS, DEFAULT_CHUNK_ROWS, EnrichError, Options, Summary, enrich
-from ._output import OutputError
+from ._checks import CODECS, DEFAULT_CHUNK_ROWS, Options
+from ._errors import EnrichError, OutputError
+from ._job import Summary, enrich
 
 __all__ = ["CODECS", "DEFAULT_CHUNK_ROWS", "EnrichError", "OutputError", "Options", "Summary",
            "enrich"]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import os
+import shutil
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -30,8 +31,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _thrift as thrift
+from ._errors import EnrichError, OutputError
 
 MAGIC = b"PAR1"
+PARTIAL = ".asofgpu-partial"  # the suffix of what is still being written
+MARKER = "_ASOFGPU_ENRICH"  # in an OUT folder: enrich wrote it (readers skip "_" files)
 
 # FileMetaData, RowGroup, ColumnChunk and ColumnMetaData field ids (parquet.thrift).
 _FILE_NUM_ROWS, _FILE_ROW_GROUPS = 3, 4
@@ -42,43 +46,45 @@ _META_PAGE_OFFSETS = (9, 10, 11)  # data, index and dictionary page offsets
 _META_BLOOM_OFFSET = 14
 
 
-class OutputError(Exception):
-    """The output could not be written (disk full, permissions): nothing was left behind."""
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 class AtomicFile:
     """A hidden temporary file beside ``out``, renamed onto it by ``commit`` and removed on
     any way out without a commit (errors, KeyboardInterrupt, SystemExit)."""
 
-    def __init__(self, out: str, error=OutputError):
+    def __init__(self, out: str):
         self.out = out
         folder, name = os.path.split(out)
         try:
-            fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".asofgpu-partial",
-                                            dir=folder)
+            fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=PARTIAL, dir=folder)
         except OSError as exc:
-            raise error(f"cannot write in the directory of OUT {folder}: "
-                        f"{exc.strerror or exc}") from None
+            raise EnrichError(f"cannot write in the directory of OUT {folder}: "
+                              f"{exc.strerror or exc}") from None
         os.close(fd)
         self.committed = False
 
     def __enter__(self):
         return self
 
+    def path_for(self, relative: str) -> str:  # noqa: ARG002 - one file: OUT itself
+        return self.tmp
+
     def commit(self) -> None:
         try:
-            fd = os.open(self.tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)  # the data is on disk before the name points at it
-            finally:
-                os.close(fd)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(self.tmp, 0o666 & ~umask)  # as a plain open() would have made it
+            _fsync(self.tmp)  # the data is on disk before the name points at it
+            os.chmod(self.tmp, 0o666 & ~_umask())  # as a plain open() would have made it
             os.replace(self.tmp, self.out)
         except OSError as exc:
             raise OutputError(f"cannot write OUT {self.out}: {exc.strerror or exc}") from None
@@ -90,6 +96,82 @@ class AtomicFile:
                 os.remove(self.tmp)
             except FileNotFoundError:
                 pass
+        return False
+
+
+class AtomicFolder:
+    """A hidden temporary folder beside ``out`` that ``commit`` puts in its place whole.
+
+    An existing OUT folder is moved aside, the new one renamed in, and the old one removed;
+    if the rename fails, the old one is put back. ``MARKER`` in the folder says that enrich
+    wrote it: only such a folder (or an empty one) is ever replaced (``check_replaceable``).
+    """
+
+    def __init__(self, out: str):
+        self.out = out
+        folder, name = os.path.split(out)
+        try:
+            self.tmp = tempfile.mkdtemp(prefix=f".{name}.", suffix=PARTIAL, dir=folder)
+        except OSError as exc:
+            raise EnrichError(f"cannot write in the directory of OUT {folder}: "
+                              f"{exc.strerror or exc}") from None
+        self.files: list[str] = []
+        self.committed = False
+
+    def __enter__(self):
+        return self
+
+    def path_for(self, relative: str) -> str:
+        path = os.path.join(self.tmp, relative)
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"cannot write OUT {self.out}: {exc.strerror or exc}") from None
+        self.files.append(path)
+        return path
+
+    @staticmethod
+    def check_replaceable(out: str) -> None:
+        """Raise EnrichError unless ``out`` is absent, an empty folder, or enrich's own."""
+        if not os.path.exists(out):
+            return
+        if not os.path.isdir(out):
+            raise EnrichError(f"OUT {out} is not a folder; LEFT is a folder or glob, so OUT "
+                              f"is a folder of one output file per LEFT file")
+        if os.listdir(out) and not os.path.exists(os.path.join(out, MARKER)):
+            raise EnrichError(f"OUT {out} is a folder that asofgpu enrich did not write (no "
+                              f"{MARKER} in it); pass a new path, or remove it first")
+
+    def commit(self) -> None:
+        aside = None
+        try:
+            for path in self.files:
+                _fsync(path)
+            with open(os.path.join(self.tmp, MARKER), "w") as marker:
+                marker.write("written by asofgpu enrich\n")
+            mode = 0o777 & ~_umask()
+            for here, _, _ in os.walk(self.tmp):
+                os.chmod(here, mode)  # mkdtemp's 0700 -> as a plain mkdir would have made it
+            if os.path.exists(self.out):
+                aside = tempfile.mkdtemp(prefix=f".{os.path.basename(self.out)}.",
+                                         suffix=".asofgpu-old", dir=os.path.dirname(self.out))
+                os.replace(self.out, os.path.join(aside, "old"))
+            try:
+                os.replace(self.tmp, self.out)
+            except OSError:
+                if aside is not None:  # put the old folder back
+                    os.replace(os.path.join(aside, "old"), self.out)
+                raise
+        except OSError as exc:
+            raise OutputError(f"cannot write OUT {self.out}: {exc.strerror or exc}") from None
+        finally:
+            if aside is not None:
+                shutil.rmtree(aside, ignore_errors=True)
+        self.committed = True
+
+    def __exit__(self, *exc_info):
+        if not self.committed:
+            shutil.rmtree(self.tmp, ignore_errors=True)
         return False
 
 

@@ -1,0 +1,202 @@
+"""What ``asofgpu enrich`` is asked to do, checked before any data is read: the options, the
+columns each side must have, what OUT will hold, and the join itself on zero rows."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from .._duration import parse_tolerance
+from ..join import AsofJoin
+from ._errors import EnrichError, one_line
+from ._output import AtomicFolder
+from ._sources import Source, glob_root
+
+DEFAULT_CHUNK_ROWS = 1_000_000
+CODECS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")  # what parquet files may use
+
+
+@dataclass
+class Options:
+    """What ``asofgpu enrich`` is asked to do; the names follow ``join_asof``'s keywords."""
+
+    left: str | os.PathLike
+    right: str | os.PathLike
+    out: str | os.PathLike
+    left_on: str
+    right_on: str
+    left_by: list[str] = field(default_factory=list)
+    right_by: list[str] = field(default_factory=list)
+    strategy: str = "backward"
+    tolerance: object = None  # None, "5s" / "250ms" / "1m30s", or a number in the key's unit
+    allow_exact_matches: bool = True
+    columns: list[str] | None = None  # the right columns to attach; None: all but the keys
+    suffix: str = "_right"
+    device: str = "auto"
+    chunk_rows: int = DEFAULT_CHUNK_ROWS
+    compression: str = "snappy"  # OUT's codec: one of CODECS
+    compression_level: int | None = None  # None: the codec's default
+
+
+@dataclass
+class Plan:
+    """Which columns are read, attached and written."""
+
+    payload: list[str]  # right columns to attach
+    names: list[str]  # their names in the output
+    read: list[str]  # right columns to read
+    schema: pa.Schema  # the output's
+
+
+def tolerance_of(value):
+    if isinstance(value, str):
+        try:
+            return parse_tolerance(value)
+        except ValueError as exc:
+            raise EnrichError(f"--tolerance: {exc}") from None
+    return value
+
+
+def check_options(options: Options) -> None:
+    rows = options.chunk_rows
+    if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
+        raise EnrichError(f"--chunk-rows must be a positive whole number, got {rows!r}")
+    _check_compression(options.compression, options.compression_level)
+    if not isinstance(options.suffix, str):
+        raise EnrichError(f"--suffix must be a string, got {options.suffix!r}")
+    if len(options.left_by) != len(options.right_by):
+        raise EnrichError(f"--left-by and --right-by must name as many columns, got "
+                          f"{len(options.left_by)} and {len(options.right_by)}")
+
+
+def _check_compression(codec, level) -> None:
+    if codec not in CODECS:
+        raise EnrichError(f"--compression must be one of {', '.join(CODECS)}, got {codec!r}")
+    if codec != "none" and not pa.Codec.is_available(codec):
+        raise EnrichError(f"--compression {codec}: this pyarrow was built without it")
+    if level is None:
+        return
+    if codec == "none" or not pa.Codec.supports_compression_level(codec):
+        raise EnrichError(f"--compression {codec} takes no level, got {codec}:{level}")
+    low, high = pa.Codec.minimum_compression_level(codec), pa.Codec.maximum_compression_level(codec)
+    if isinstance(level, bool) or not isinstance(level, int) or not low <= level <= high:
+        raise EnrichError(f"--compression {codec}: the level must be a whole number from {low} "
+                          f"to {high}, got {level!r}")
+
+
+def check_output(options: Options, left: Source, right: Source) -> str:
+    """OUT's real path (a symlink's target is what gets replaced): a file when LEFT is one
+    file, else a folder of one file per LEFT file."""
+    given = os.fspath(options.out)
+    out = os.path.realpath(given)
+    parent = os.path.dirname(out)
+    if not os.path.isdir(parent):
+        raise EnrichError(f"the directory of OUT {given} does not exist")
+    for source in (left, right):
+        for part in source.parts:
+            if os.path.exists(out) and os.path.samefile(out, part.path):
+                raise EnrichError(f"OUT {given} is the {source.side} file; write to another path")
+        if not source.single and _inside(out, source.given):
+            raise EnrichError(f"OUT {given} is inside the {source.side} folder {source.given}; "
+                              f"write it elsewhere, or a later run would read it as input")
+    if not left.single:
+        AtomicFolder.check_replaceable(out)
+        return out
+    if os.path.isdir(out):
+        raise EnrichError(f"OUT {given} is a directory; pass a file path, "
+                          f"e.g. -o {os.path.join(given, 'enriched.parquet')}")
+    if os.path.exists(out) and not os.path.isfile(out):
+        raise EnrichError(f"OUT {given} is not a regular file; enrich writes "
+                          f"a parquet file and renames it into place")
+    return out
+
+
+def _inside(path: str, folder: str) -> bool:
+    folder = os.path.realpath(folder if os.path.isdir(folder) else glob_root(folder))
+    return os.path.commonpath([path, folder]) == folder
+
+
+def _column_hint(name: str, schema: pa.Schema) -> str:
+    close = difflib.get_close_matches(name, schema.names, n=1)
+    listed = ", ".join(schema.names[:12]) + (", ..." if len(schema.names) > 12 else "")
+    return (f"; did you mean {close[0]!r}?" if close else "") + f" (its columns: {listed})"
+
+
+def _need(source: Source, name: str, named_in: str = "") -> None:
+    if name not in source.schema.names:
+        where = f" (named in {named_in})" if named_in else ""
+        kind = "file" if source.single else "files"
+        raise EnrichError(f"{source.side} {kind} {source.given} has no column {name!r}{where}"
+                          f"{_column_hint(name, source.schema)}")
+
+
+def plan(options: Options, left: Source, right: Source) -> Plan:
+    _need(left, options.left_on)
+    _need(right, options.right_on)
+    for name in options.left_by:
+        _need(left, name)
+    for name in options.right_by:
+        _need(right, name)
+    if options.columns is None:  # join_asof's rule: all but the right by (and a same-named on)
+        dropped = set(options.right_by)
+        if options.right_on == options.left_on:
+            dropped.add(options.right_on)
+        payload = [n for n in right.schema.names if n not in dropped]
+    else:
+        payload = list(options.columns)
+        for name in payload:
+            _need(right, name, "--columns")
+        twice = sorted({n for n in payload if payload.count(n) > 1})
+        if twice:
+            raise EnrichError(f"--columns names {', '.join(map(repr, twice))} more than once")
+    taken = left.schema.names  # partition columns too: they name OUT's folders
+    names: list[str] = []
+    for name in payload:
+        out = name + options.suffix if name in taken else name
+        if out in taken or out in names:
+            raise EnrichError(
+                f"column {out!r} would appear twice in OUT: the RIGHT column {name!r} clashes "
+                f"with a LEFT column even with --suffix {options.suffix!r}; pass another "
+                f"--suffix, or leave {name!r} out of --columns")
+        names.append(out)
+    read = list(dict.fromkeys([options.right_on, *options.right_by, *payload]))
+    fields = [pa.field(f.name, f.type) for f in left.data_schema]
+    fields += [pa.field(n, right.schema.field(c).type) for c, n in zip(payload, names)]
+    return Plan(payload, names, read, pa.schema(fields))
+
+
+_PARAM = re.compile(r"\b(left|right)_(on|by)(?:\[(\d+)\])?")
+
+
+def translate(exc: BaseException, options: Options) -> str:
+    """A core message in the command's words: left_by[0] -> LEFT column 'sym'."""
+    def name(match):
+        side, kind, index = match.groups()
+        column = getattr(options, f"{side}_{kind}")
+        if kind == "by":
+            column = column[int(index or 0)]
+        return f"{side.upper()} column {column!r}"
+    text = _PARAM.sub(name, one_line(exc))
+    text = re.sub(r"device='(\w+)'", r"--device \1", text)
+    text = text.replace("tolerance: a timedelta", "tolerance: a duration")
+    return re.sub(r"^tolerance\b", "--tolerance", text)
+
+
+def dry_run(options: Options, left: pa.Schema, right: pa.Schema, tolerance) -> str:
+    """Every type, option and device check on zero rows, before any data is read."""
+    l, r = left.empty_table(), right.empty_table()
+    try:
+        empty = AsofJoin(r.column(options.right_on), [r.column(c) for c in options.right_by]
+                         or None, device=options.device)
+        empty.join(l.column(options.left_on), [l.column(c) for c in options.left_by] or None,
+                   strategy=options.strategy, allow_exact_matches=options.allow_exact_matches,
+                   tolerance=tolerance)
+    except (TypeError, ValueError, OverflowError, RuntimeError) as exc:
+        raise EnrichError(translate(exc, options)) from None
+    name = empty.backend.name
+    return f"{name} (auto: no usable GPU)" if options.device == "auto" and name == "cpu" else name

@@ -1,0 +1,238 @@
+"""LEFT and RIGHT as users give them: a parquet file, a folder of parquet files, or a glob.
+
+A folder is searched recursively for ``*.parquet`` files (names starting with ``.`` or ``_``
+are skipped, as pyarrow's datasets skip them); a glob (``'day/*/trades-*.parquet'``, ``**``
+for any depth) names its files directly. Folders of the form ``key=value`` between the root
+(the folder given, or the glob's fixed prefix) and a file are hive partitions: each becomes a
+column (``date=2026-11-27/`` -> a ``date`` column of every row below it), usable in ``--by``.
+A partition column is int64 when all its values are whole numbers, else string;
+``__HIVE_DEFAULT_PARTITION__`` is null. Every file must have the same schema.
+
+>>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
+>>> root = tempfile.mkdtemp()
+>>> for day in ("2026-11-27", "2026-11-30"):
+...     os.makedirs(os.path.join(root, f"date={day}"))
+...     pq.write_table(pa.table({"t": [1, 2]}), os.path.join(root, f"date={day}", "q.parquet"))
+>>> src = Source.find(root, "RIGHT")
+>>> [p.relative for p in src.parts], src.schema.names, src.rows
+(['date=2026-11-27/q.parquet', 'date=2026-11-30/q.parquet'], ['t', 'date'], 4)
+>>> src.read(["date", "t"])["date"].to_pylist()
+['2026-11-27', '2026-11-27', '2026-11-30', '2026-11-30']
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import urllib.parse
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ._errors import EnrichError, one_line
+
+SUFFIX = ".parquet"
+NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
+_GLOB_CHARS = re.compile(r"[*?[]")
+_WHOLE = re.compile(r"-?\d{1,18}")
+
+
+@dataclass
+class Part:
+    """One parquet file of a source, with its hive partition values."""
+
+    path: str
+    relative: str  # below the source's root: where its output goes in a folder OUT
+    values: dict[str, str | None]  # partition column -> its raw value (None: null)
+    rows: int
+    bytes: int  # the file's size
+
+    def open(self, side: str) -> pq.ParquetFile:
+        try:
+            return pq.ParquetFile(self.path, pre_buffer=False)
+        except (OSError, pa.ArrowException) as exc:
+            raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
+
+
+@dataclass
+class Source:
+    """The files of LEFT or RIGHT, their common schema and their partition columns."""
+
+    side: str  # "LEFT" or "RIGHT": how messages name it
+    given: str  # the path or glob as given
+    single: bool  # one file named directly (OUT is then a file)
+    parts: list[Part]
+    data_schema: pa.Schema  # the files' columns
+    partitions: list[pa.Field] = field(default_factory=list)  # then the partition columns
+
+    @property
+    def schema(self) -> pa.Schema:
+        return pa.schema(list(self.data_schema) + self.partitions)
+
+    @property
+    def rows(self) -> int:
+        return sum(p.rows for p in self.parts)
+
+    @property
+    def bytes(self) -> int:
+        return sum(p.bytes for p in self.parts)
+
+    @classmethod
+    def find(cls, given, side: str) -> Source:
+        """The source at ``given`` (a file, a folder or a glob), its schema checked."""
+        given = os.fspath(given)
+        single = False
+        if os.path.isfile(given):
+            root, paths, single = os.path.dirname(given), [given], True
+        elif os.path.isdir(given):
+            root, paths = given, _parquet_files(given)
+            if not paths:
+                raise EnrichError(f"{side} folder {given} holds no parquet files (*{SUFFIX})")
+        elif _GLOB_CHARS.search(given):
+            root = glob_root(given)
+            paths = sorted(p for p in glob.glob(given, recursive=True)
+                           if os.path.isfile(p) and not _hidden(os.path.basename(p)))
+            if not paths:
+                raise EnrichError(f"{side} glob {given!r} matches no file")
+        elif os.path.exists(given):
+            raise EnrichError(f"{side} {given} is neither a file nor a folder")
+        else:
+            raise EnrichError(f"{side} file {given} does not exist")
+        parts, schema = [], None
+        first = None
+        for path in paths:
+            relative = os.path.relpath(path, root) if not single else os.path.basename(path)
+            meta = _metadata(path, side)
+            file_schema = meta.schema.to_arrow_schema().remove_metadata()
+            if schema is None:
+                schema, first = file_schema, path
+            elif not file_schema.equals(schema):
+                raise EnrichError(f"{side} files disagree on their columns: {first} has "
+                                  f"{_describe(schema)}, {path} has {_describe(file_schema)}")
+            values = {} if single else _partition_values(relative)
+            parts.append(Part(path, relative, values, meta.num_rows, os.path.getsize(path)))
+        source = cls(side, given, single, parts, schema)
+        source.partitions = source._partition_fields()
+        return source
+
+    def _partition_fields(self) -> list[pa.Field]:
+        keys = list(self.parts[0].values)
+        for part in self.parts:
+            if list(part.values) != keys:
+                raise EnrichError(
+                    f"{self.side} files sit in different partition folders: "
+                    f"{self.parts[0].relative} has {_keys(keys)}, {part.relative} has "
+                    f"{_keys(list(part.values))}")
+        fields = []
+        for key in keys:
+            if key in self.data_schema.names:
+                raise EnrichError(f"{self.side} partition folder {key}= names a column the "
+                                  f"files already hold ({key!r}); rename the folder or the "
+                                  f"column")
+            values = [p.values[key] for p in self.parts if p.values[key] is not None]
+            whole = bool(values) and all(_WHOLE.fullmatch(v) for v in values)
+            fields.append(pa.field(key, pa.int64() if whole else pa.string()))
+        return fields
+
+    def partition_column(self, part: Part, name: str, rows: int, as_codes: bool) -> pa.Array:
+        """A partition column for ``rows`` rows of ``part``: a one-value dictionary column
+        when ``as_codes`` (group keys: no per-row values), else plain values."""
+        kind = self.schema.field(name).type
+        raw = part.values[name]
+        value = pa.scalar(None if raw is None else int(raw) if kind == pa.int64() else raw, kind)
+        if raw is None:  # (a null index, not a null in the dictionary: Arrow unifies those)
+            return (pa.DictionaryArray.from_arrays(pa.nulls(rows, pa.int32()), pa.array([], kind))
+                    if as_codes else pa.nulls(rows, kind))
+        if as_codes:
+            return pa.DictionaryArray.from_arrays(
+                pa.array(np.zeros(rows, np.int32)), pa.array([value], kind))
+        if kind == pa.int64():
+            return pa.array(np.full(rows, value.as_py(), np.int64))
+        data = raw.encode()
+        offsets = np.arange(rows + 1, dtype=np.int32) * len(data)
+        return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data * rows))
+
+    def with_partitions(self, part: Part, batch: pa.RecordBatch | pa.Table, names: list[str],
+                        as_codes: list[str]):
+        """``batch`` of ``part`` with the partition columns among ``names`` appended."""
+        for name in names:
+            if name in self.data_schema.names or name in batch.column_names:
+                continue
+            column = self.partition_column(part, name, batch.num_rows, name in as_codes)
+            batch = batch.append_column(pa.field(name, column.type), column)
+        return batch
+
+    def read(self, columns: list[str], as_codes: list[str] = ()) -> pa.Table:
+        """Every file's ``columns`` (data and partition), one table; text data columns and
+        partition columns named in ``as_codes`` come as dictionary columns."""
+        data = [c for c in columns if c in self.data_schema.names]
+        tables = []
+        for part in self.parts:
+            try:
+                table = pq.read_table(part.path, columns=data, pre_buffer=False,
+                                      read_dictionary=[c for c in as_codes if c in data])
+            except (OSError, pa.ArrowException) as exc:
+                raise EnrichError(f"cannot read {self.side} file {part.path}: "
+                                  f"{one_line(exc)}") from None
+            tables.append(self.with_partitions(part, table, columns, as_codes).select(columns))
+        return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
+
+
+def is_text(t: pa.DataType) -> bool:
+    """String and binary columns: parquet stores them as dictionary pages when it can."""
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t))
+
+
+def _hidden(name: str) -> bool:
+    return name.startswith((".", "_"))
+
+
+def _parquet_files(folder: str) -> list[str]:
+    found = []
+    for here, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not _hidden(d))
+        found += [os.path.join(here, f) for f in sorted(files)
+                  if f.endswith(SUFFIX) and not _hidden(f)]
+    return found
+
+
+def glob_root(pattern: str) -> str:
+    """The folder of a glob's fixed part: 'day/*/q-*.parquet' -> 'day'."""
+    fixed = []
+    for piece in pattern.split(os.sep):
+        if _GLOB_CHARS.search(piece):
+            break
+        fixed.append(piece)
+    return os.sep.join(fixed) or "."
+
+
+def _metadata(path: str, side: str) -> pq.FileMetaData:
+    try:
+        return pq.read_metadata(path)
+    except PermissionError:
+        raise EnrichError(f"cannot read {side} file {path}: permission denied") from None
+    except (OSError, pa.ArrowException) as exc:
+        raise EnrichError(f"cannot read {side} file {path} as parquet: "
+                          f"{one_line(exc)}") from None
+
+
+def _partition_values(relative: str) -> dict[str, str | None]:
+    values = {}
+    for folder in relative.split(os.sep)[:-1]:
+        key, eq, value = folder.partition("=")
+        if eq and key:
+            value = urllib.parse.unquote(value)
+            values[urllib.parse.unquote(key)] = None if value == NULL_PARTITION else value
+    return values
+
+
+def _describe(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+def _keys(keys: list[str]) -> str:
+    return ", ".join(f"{k}=" for k in keys) if keys else "no partition folders"

@@ -1,0 +1,207 @@
+"""``asofgpu enrich`` on folders of parquet files, globs and hive partitions; OUT as a folder.
+
+The oracle is ``asofgpu.join_asof`` on the whole data (every file read and concatenated, the
+partition columns added by hand); every run also checks that nothing half-written is left.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import asofgpu as ag
+from asofgpu import cli, marketdata
+
+PARTIAL = ".asofgpu-partial"
+
+
+def run(*argv, capsys):
+    try:
+        code = cli.main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if PARTIAL in p.name or "asofgpu-old" in p.name)
+
+
+def write(table: pa.Table, path: Path, row_group_size: int = 40) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, row_group_size=row_group_size)
+    return path
+
+
+def days(seed: int = 1):
+    """Two shuffled market-data days (quotes, trades) of the same symbols."""
+    return [marketdata.day(n_quotes=300, n_trades=200, n_symbols=6, seed=seed + d, shuffled=True)
+            for d in range(2)]
+
+
+def with_column(table: pa.Table, name: str, value) -> pa.Table:
+    return table.append_column(name, pa.array([value] * table.num_rows))
+
+
+def test_left_and_right_folders_give_a_mirrored_out_folder(tmp_path, capsys):
+    (q0, t0), (q1, t1) = days()
+    left, right = tmp_path / "trades", tmp_path / "quotes"
+    write(t0.slice(0, 120), left / "a.parquet")
+    write(t0.slice(120), left / "sub" / "b.parquet")
+    write(t1, left / "sub" / "c.parquet")
+    write(q0, right / "q0.parquet")
+    write(q1, right / "more" / "q1.parquet")
+    (left / "_ignored.parquet").write_text("not read: names starting with _ are skipped")
+    (right / "notes.txt").write_text("not read: not *.parquet")
+    out = tmp_path / "out"
+    code, stdout, _ = run("enrich", left, right, "-o", out, "--on", "time", "--by", "symbol",
+                          "--device", "cpu", "--chunk-rows", 50, capsys=capsys)
+    assert code == 0
+    assert "rows       400 in 3 files, " in stdout and "from 600 right rows" in stdout
+    quotes = pa.concat_tables([q0, q1])
+    for name, part in (("a.parquet", t0.slice(0, 120)), ("sub/b.parquet", t0.slice(120)),
+                       ("sub/c.parquet", t1)):
+        expected = ag.join_asof(part, quotes, on="time", by="symbol", device="cpu")
+        assert pq.read_table(out / name).equals(expected), name
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
+        "_ASOFGPU_ENRICH", "a.parquet", "sub", "sub/b.parquet", "sub/c.parquet"]
+    assert leftovers(tmp_path) == []
+
+
+def test_hive_partitions_are_columns_and_keep_matches_within_a_day(tmp_path, capsys):
+    (q0, t0), (q1, t1) = days()
+    left, right = tmp_path / "trades", tmp_path / "quotes"
+    for day, quotes, trades in (("2026-11-27", q0, t0), ("2026-11-30", q1, t1)):
+        write(trades, left / f"date={day}" / "part-0.parquet")
+        write(quotes, right / f"date={day}" / "part-0.parquet")
+    out = tmp_path / "out"
+    common = ["--on", "time", "--device", "cpu", "-q"]
+    assert run("enrich", left, right, "-o", out, "--by", "date,symbol", *common,
+               capsys=capsys)[0] == 0
+    # The days' clocks overlap (marketdata uses one session), so without the date a trade of
+    # the first day would take quotes of the second.
+    quotes = pa.concat_tables([with_column(q0, "date", "2026-11-27"),
+                               with_column(q1, "date", "2026-11-30")])
+    for day, trades in (("2026-11-27", t0), ("2026-11-30", t1)):
+        expected = ag.join_asof(with_column(trades, "date", day), quotes, on="time",
+                                by=["date", "symbol"], device="cpu").drop_columns(["date"])
+        got = pq.read_table(out / f"date={day}" / "part-0.parquet")
+        assert got.equals(expected)
+        across = ag.join_asof(trades, pa.concat_tables([q0, q1]), on="time", by="symbol",
+                              device="cpu")
+        assert not got.equals(across)
+    # read back as a hive dataset, OUT has the date column again
+    assert pq.read_table(out).column_names[-1] == "date"
+
+
+def test_whole_number_partitions_are_int64_and_nulls_match_nothing(tmp_path, capsys):
+    right = tmp_path / "r"
+    write(pa.table({"t": [1, 1], "v": [10.0, 20.0]}).slice(0, 1), right / "venue=7" / "x.parquet")
+    write(pa.table({"t": [1], "v": [30.0]}), right / "venue=__HIVE_DEFAULT_PARTITION__" /
+          "x.parquet")
+    left = tmp_path / "l"
+    write(pa.table({"t": [5]}), left / "venue=7" / "y.parquet")
+    write(pa.table({"t": [5]}), left / "venue=__HIVE_DEFAULT_PARTITION__" / "y.parquet")
+    write(pa.table({"t": [5]}), left / "venue=8" / "y.parquet")
+    out = tmp_path / "out"
+    assert run("enrich", left, right, "-o", out, "--on", "t", "--by", "venue", "--device", "cpu",
+               "-q", capsys=capsys)[0] == 0
+    got = {p.parent.name: pq.read_table(p)["v"].to_pylist() for p in out.rglob("*.parquet")}
+    assert got == {"venue=7": [10.0], "venue=8": [None], "venue=__HIVE_DEFAULT_PARTITION__": [None]}
+    from asofgpu.enrich._sources import Source
+
+    assert Source.find(right, "RIGHT").schema.field("venue").type == pa.int64()
+
+
+def test_a_glob_names_files_and_a_single_left_file_gives_a_file(tmp_path, capsys):
+    (q0, t0), (q1, _) = days()
+    write(q0, tmp_path / "day" / "a" / "quotes-1.parquet")
+    write(q1, tmp_path / "day" / "b" / "quotes-2.parquet")
+    write(q1, tmp_path / "day" / "b" / "other.parquet")  # not matched by the glob
+    trades = write(t0, tmp_path / "trades.parquet")
+    out = tmp_path / "o.parquet"
+    pattern = os.path.join(tmp_path, "day", "*", "quotes-*.parquet")
+    assert run("enrich", trades, pattern, "-o", out, "--on", "time", "--by", "symbol",
+               "--device", "cpu", "-q", capsys=capsys)[0] == 0
+    expected = ag.join_asof(t0, pa.concat_tables([q0, q1]), on="time", by="symbol", device="cpu")
+    assert pq.read_table(out).equals(expected)
+
+
+def test_an_existing_out_folder_of_enrich_is_replaced_whole(tmp_path, capsys):
+    (q0, t0), _ = days()
+    left = tmp_path / "trades"
+    write(t0.slice(0, 100), left / "a.parquet")
+    write(t0.slice(100), left / "b.parquet")
+    quotes = write(q0, tmp_path / "quotes.parquet")
+    out = tmp_path / "out"
+    argv = ["enrich", left, quotes, "-o", out, "--on", "time", "--device", "cpu", "-q"]
+    assert run(*argv, capsys=capsys)[0] == 0
+    (left / "b.parquet").unlink()
+    assert run(*argv, capsys=capsys)[0] == 0
+    assert sorted(p.name for p in out.iterdir()) == ["_ASOFGPU_ENRICH", "a.parquet"]
+    assert leftovers(tmp_path) == []
+
+
+def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, capsys):
+    """The second LEFT file holds a time that overflows nanoseconds: found only when read."""
+    left = tmp_path / "l"
+    write(pa.table({"t": pa.array(np.arange(50), pa.timestamp("s"))}), left / "1.parquet")
+    bad = np.arange(50)
+    bad[30] = 40_000 * 365 * 86_400
+    write(pa.table({"t": pa.array(bad, pa.timestamp("s"))}), left / "2.parquet")
+    right = write(pa.table({"t": pa.array([0], pa.timestamp("ns")), "v": [1]}),
+                  tmp_path / "r.parquet")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "_ASOFGPU_ENRICH").write_text("an earlier run")
+    (out / "old.parquet").write_text("the previous result")
+    code, _, stderr = run("enrich", left, right, "-o", out, "--on", "t", "--device", "cpu",
+                          "-q", capsys=capsys)
+    assert code == 2 and "overflow" in stderr
+    assert (out / "old.parquet").read_text() == "the previous result"
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(("case", "message"), [
+    ("schemas", "LEFT files disagree on their columns: {l}/a.parquet has t: int64, "
+                "{l}/b.parquet has t: double"),
+    ("clash", "LEFT partition folder t= names a column the files already hold ('t')"),
+    ("mixed", "LEFT files sit in different partition folders: a.parquet has no partition "
+              "folders, d=1/b.parquet has d="),
+    ("out-is-a-file", "OUT {out} is not a folder; LEFT is a folder or glob"),
+    ("out-is-foreign", "OUT {out} is a folder that asofgpu enrich did not write (no "
+                       "_ASOFGPU_ENRICH in it); pass a new path, or remove it first"),
+    ("out-inside-left", "OUT {l}/out is inside the LEFT folder {l}"),
+])
+def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, case, message):
+    left, out = tmp_path / "l", tmp_path / "out"
+    write(pa.table({"t": [1, 2]}), left / "a.parquet")
+    right = write(pa.table({"t": [1], "v": [1.0]}), tmp_path / "r.parquet")
+    if case == "schemas":
+        write(pa.table({"t": [1.5]}), left / "b.parquet")
+    elif case == "clash":
+        write(pa.table({"t": [1, 2]}), left / "t=3" / "b.parquet")
+        (left / "a.parquet").unlink()
+    elif case == "mixed":
+        write(pa.table({"t": [3]}), left / "d=1" / "b.parquet")
+    elif case == "out-is-a-file":
+        out.write_text("a file")
+    elif case == "out-is-foreign":
+        out.mkdir()
+        (out / "thesis.tex").write_text("keep me")
+    elif case == "out-inside-left":
+        out = left / "out"
+    code, stdout, stderr = run("enrich", left, right, "-o", out, "--on", "t", "--device", "cpu",
+                               capsys=capsys)
+    assert code == 2 and stdout == ""
+    assert stderr.count("\n") == 1
+    assert message.format(l=left, out=out) in stderr
+    assert leftovers(tmp_path) == []
+    if case == "out-is-foreign":
+        assert (out / "thesis.tex").read_text() == "keep me"
