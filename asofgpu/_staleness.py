@@ -125,10 +125,15 @@ class Staleness:
     """Left key minus matched right key over a stream of chunks, read as quantiles: durations
     for temporal keys (in ticks of the finer unit of the two sides), else numbers."""
 
-    def __init__(self, right_on):
+    def __init__(self, right_on, sketch: Sketch | None = None):
         self.right = ordered_key(right_on, "right_on", host=True)
-        self.sketch = Sketch()
+        self.sketch = sketch if sketch is not None else Sketch()
         self.tick_ns = 0
+
+    def with_right(self, right_on) -> Staleness:
+        """The same quantiles, added to from chunks matched against another right side (a
+        partition of the whole)."""
+        return Staleness(right_on, self.sketch)
 
     def add(self, left_on, gmap: np.ndarray, hit: np.ndarray) -> None:
         """One chunk: its left key column, gather map and matched positions. A chunk of more

@@ -183,6 +183,16 @@ def _parser() -> _Parser:
                      default=DEFAULT_CHUNK_ROWS,
                      help="LEFT rows per chunk: memory holds RIGHT prepared plus a few chunks "
                           f"(default {DEFAULT_CHUNK_ROWS:,}; e.g. --chunk-rows 250_000)")
+    run.add_argument("--memory-limit", metavar="SIZE",
+                     help="the most memory the process may hold; RIGHT is spilled to hash "
+                          "partitions on disk when it would not fit (default: a quarter of "
+                          "the machine's memory; e.g. --memory-limit 2GiB, 512MiB, 4GB)")
+    run.add_argument("--tmp-dir", metavar="DIR",
+                     help="where spill files go, in a hidden folder removed at the end "
+                          "(default: OUT's folder; e.g. --tmp-dir /scratch)")
+    run.add_argument("--spill-partitions", metavar="N", type=_positive_int,
+                     help="spill both sides to N hash partitions of the by keys whatever RIGHT "
+                          "needs, e.g. when the estimate is off (e.g. --spill-partitions 16)")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress and no summary; errors only (e.g. -q)")
     e.set_defaults(run=_enrich, parser=e)
@@ -251,7 +261,8 @@ def _options(args, parser) -> Options:
         tolerance=args.tolerance, allow_exact_matches=args.exact,
         columns=_one(args.columns), suffix=args.suffix,
         device=args.device, chunk_rows=args.chunk_rows, compression=args.compression[0],
-        compression_level=args.compression[1])
+        compression_level=args.compression[1], memory_limit=args.memory_limit,
+        tmp_dir=args.tmp_dir, spill_partitions=args.spill_partitions)
 
 
 def _enrich(args, parser) -> int:

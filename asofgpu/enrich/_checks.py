@@ -14,6 +14,7 @@ import pyarrow as pa
 from .._duration import parse_tolerance
 from ..join import AsofJoin
 from ._errors import EnrichError, one_line
+from ._memory import default_limit, parse_size
 from ._output import AtomicFolder
 from ._sources import Source, glob_root
 
@@ -41,6 +42,9 @@ class Options:
     chunk_rows: int = DEFAULT_CHUNK_ROWS
     compression: str = "snappy"  # OUT's codec: one of CODECS
     compression_level: int | None = None  # None: the codec's default
+    memory_limit: int | str | None = None  # bytes or "1GiB"; None: a quarter of the machine's
+    tmp_dir: str | os.PathLike | None = None  # where spill files go; None: beside OUT
+    spill_partitions: int | None = None  # spill RIGHT in this many partitions whatever it needs
 
 
 @dataclass
@@ -67,11 +71,32 @@ def check_options(options: Options) -> None:
     if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
         raise EnrichError(f"--chunk-rows must be a positive whole number, got {rows!r}")
     _check_compression(options.compression, options.compression_level)
+    k = options.spill_partitions
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 512):
+        raise EnrichError(f"--spill-partitions must be a whole number from 1 to 512, got {k!r}")
+    if options.tmp_dir is not None and not os.path.isdir(options.tmp_dir):
+        raise EnrichError(f"--tmp-dir {os.fspath(options.tmp_dir)} is not a folder")
     if not isinstance(options.suffix, str):
         raise EnrichError(f"--suffix must be a string, got {options.suffix!r}")
     if len(options.left_by) != len(options.right_by):
         raise EnrichError(f"--left-by and --right-by must name as many columns, got "
                           f"{len(options.left_by)} and {len(options.right_by)}")
+
+
+def memory_limit_of(options: Options) -> tuple[int, str]:
+    """The limit in bytes, and how to name it in messages."""
+    limit = options.memory_limit
+    if limit is None:
+        limit = default_limit()
+        return limit, f"{limit >> 20} MiB (a quarter of this machine's memory)"
+    if isinstance(limit, str):
+        try:
+            return parse_size(limit), limit
+        except ValueError as exc:
+            raise EnrichError(f"--memory-limit: {exc}") from None
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise EnrichError(f"--memory-limit must be a positive size, got {limit!r}")
+    return limit, f"{limit:,} bytes"
 
 
 def _check_compression(codec, level) -> None:

@@ -4,6 +4,8 @@ it in chunks into its output file, and the summary."""
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import resource
 import sys
 import time
@@ -16,11 +18,16 @@ from .._progress import Quiet, readable_count
 from .._staleness import Staleness
 from ..gather import gather
 from ..join import AsofJoin
-from ._checks import (Options, Plan, check_options, check_output, dry_run, plan, tolerance_of,
-                      translate)
+from . import _memory as memory
+from ._checks import (Options, Plan, check_options, check_output, dry_run, memory_limit_of, plan,
+                      tolerance_of, translate)
 from ._errors import EnrichError, OutputError, one_line
 from ._output import AtomicFile, AtomicFolder, ParquetStitcher
 from ._sources import Part, Source, is_text
+from ._spill import POSITION, Results, SpillFolder, in_left_order, read_all
+from ._spill import source_batches as spill_batches
+
+MAX_PARTITIONS = 512  # each side's partitions are open files at once
 
 
 @dataclass
@@ -43,6 +50,7 @@ class Summary:
     elapsed_s: float
     backend: str
     peak_rss: int  # bytes: the process's peak resident memory
+    spilled: int = 0  # bytes of spill files written (RIGHT out of core)
 
     def lines(self) -> list[str]:
         share = _share(self.matched, self.rows)
@@ -62,7 +70,8 @@ class Summary:
             f"  staleness  {stale}",
             f"  elapsed    {self.elapsed_s:.2f} s: right side read and prepared in "
             f"{self.prepare_s:.2f} s, left side streamed in {self.stream_s:.2f} s{rate}",
-            f"  memory     peak {readable_bytes(self.peak_rss)} resident",
+            f"  memory     peak {memory.readable(self.peak_rss)} resident"
+            + (f", {memory.readable(self.spilled)} spilled to disk" if self.spilled else ""),
             f"  backend    {self.backend}",
         ]
 
@@ -70,7 +79,6 @@ class Summary:
 @dataclass
 class _Counts:
     rows: int = 0
-    matched: int = 0
     chunks: int = 0
 
 
@@ -81,60 +89,98 @@ def enrich(options: Options, progress=None) -> Summary:
     start = time.perf_counter()
     tolerance = tolerance_of(options.tolerance)
     check_options(options)
+    limit, limit_name = memory_limit_of(options)
+    budget = memory.check_limit(limit, limit_name)
     left = Source.find(options.left, "LEFT")
     right = Source.find(options.right, "RIGHT")
     out = check_output(options, left, right)
     the_plan = plan(options, left, right)
     backend = dry_run(options, left.schema, right.schema, tolerance)
-    with (AtomicFile if left.single else AtomicFolder)(out) as target:
-        progress.log(f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows)")
-        prepared, payload, staleness = _prepare(options, the_plan, right)
+    as_codes = _as_codes(options, the_plan, right)
+    for source in (left, right):
+        if 2 * memory.largest_row_group(source) > budget:
+            raise EnrichError(
+                f"--memory-limit {limit_name} cannot hold a row group of {source.side} "
+                f"({memory.largest_row_group(source) >> 20} MiB uncompressed) twice over; "
+                f"raise it, or write the files with smaller row groups")
+    left_row = memory.row_bytes(left, left.data_schema.names)
+    payload_row = memory.row_bytes(right, the_plan.payload)
+    rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row)
+    need = memory.right_bytes(right, the_plan.read, as_codes)
+    with contextlib.ExitStack() as stack:
+        target = stack.enter_context((AtomicFile if left.single else AtomicFolder)(out))
+        if options.spill_partitions is None and need <= budget // 2:
+            progress.log(f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows)")
+            attach = _InMemory(options, the_plan, right, as_codes, tolerance)
+        else:
+            k = options.spill_partitions or _partitions(need, budget,
+                                                        left.rows * (left_row + payload_row))
+            folder = options.tmp_dir if options.tmp_dir is not None else os.path.dirname(out)
+            spill = stack.enter_context(SpillFolder(os.fspath(folder)))
+            why = (f"--spill-partitions {k}" if options.spill_partitions else
+                   f"RIGHT needs about {memory.readable(need)} prepared, more than half of what "
+                   f"--memory-limit {limit_name} leaves")
+            progress.log(f"{why}: spilling both sides to {k} hash partitions in {spill.path}")
+            attach = _Spilled(options, the_plan, left, right, as_codes, tolerance, spill, k,
+                              rows, progress)
         prepared_at = time.perf_counter()
-        progress.log(f"prepared {prepared.n_right:,} right rows in {prepared_at - start:.2f} s "
+        progress.log(f"prepared {attach.n_right:,} right rows in {prepared_at - start:.2f} s "
                      f"on {backend}")
         progress.log(f"streaming LEFT {options.left} ({_files(left)}{left.rows:,} rows) in "
-                     f"chunks of up to {options.chunk_rows:,} rows")
+                     f"chunks of up to {rows:,} rows")
         counts = _Counts()
         progress.start(left.rows)
         try:
             for part in left.parts:
                 if not left.single:
                     progress.log(f"LEFT {part.relative}: {part.rows:,} rows "
-                                 f"({readable_bytes(part.bytes)})")
-                _enrich_part(left, part, target.path_for(part.relative), prepared, payload,
-                             staleness, the_plan, options, tolerance, counts, progress, out)
+                                 f"({memory.readable(part.bytes)})")
+                _enrich_part(left, part, target.path_for(part.relative), attach, the_plan,
+                             options, rows, counts, progress, out)
         finally:
             progress.stop()
         target.commit()
     done = time.perf_counter()
+    staleness = attach.staleness
     return Summary(
-        out=str(options.out), files=len(left.parts), rows=counts.rows, matched=counts.matched,
-        chunks=counts.chunks, chunk_rows=options.chunk_rows, attached=the_plan.names,
-        right_rows=prepared.n_right, key=f"LEFT {options.left_on} minus RIGHT {options.right_on}",
+        out=str(options.out), files=len(left.parts), rows=counts.rows, matched=attach.matched,
+        chunks=counts.chunks, chunk_rows=rows, attached=the_plan.names,
+        right_rows=attach.n_right, key=f"LEFT {options.left_on} minus RIGHT {options.right_on}",
         p50=staleness.readable(0.5), p99=staleness.readable(0.99),
         prepare_s=prepared_at - start, stream_s=done - prepared_at, elapsed_s=done - start,
-        backend=backend, peak_rss=peak_rss())
+        backend=backend, peak_rss=peak_rss(), spilled=attach.spilled)
 
 
 def _files(source: Source) -> str:
     return "" if source.single else f"{len(source.parts):,} files, "
 
 
-def _enrich_part(left: Source, part: Part, path: str, prepared: AsofJoin, payload: pa.Table,
-                 staleness: Staleness, the_plan: Plan, options: Options, tolerance,
-                 counts: _Counts, progress, out: str) -> None:
-    """One LEFT file through the prepared RIGHT into ``path``."""
+def _as_codes(options: Options, the_plan: Plan, right: Source) -> list[str]:
+    """RIGHT's by-columns read as dictionary columns: parquet stores text as dictionary
+    pages, so the reader hands over each row group's codes instead of building millions of
+    strings (10M quotes: 0.2 s instead of 1.0 s), and the join encodes the small
+    dictionaries. Partition by-columns come as one-value dictionaries for the same reason."""
+    return [c for c in options.right_by if c not in the_plan.payload
+            and (is_text(right.schema.field(c).type) or c not in right.data_schema.names)]
+
+
+def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
+    """Partitions enough that one holds a quarter of the budget of RIGHT prepared, and of
+    LEFT's keys and attached columns: room for skew between partitions."""
+    k = max(math.ceil(4 * right_need / budget), math.ceil(4 * left_bytes / budget), 2)
+    return min(k, MAX_PARTITIONS)
+
+
+def _enrich_part(left: Source, part: Part, path: str, attach, the_plan: Plan,
+                 options: Options, rows: int, counts: _Counts, progress, out: str) -> None:
+    """One LEFT file, RIGHT attached, into ``path``."""
     writer = _writer(path, the_plan.schema, options, out)
     try:
-        for batch in _batches(left, part, options):
-            gmap = _probe(prepared, batch, options, tolerance)
-            taken = gather(payload, gmap)
+        for batch in _batches(left, part, options, rows):
+            taken = attach(batch)
             columns = batch.columns[:len(left.data_schema)] + taken.columns
             with _writing(out):
                 writer.write(pa.Table.from_arrays(columns, schema=the_plan.schema))
-            hit = np.flatnonzero(gmap != prepared.no_match)
-            counts.matched += len(hit)
-            staleness.add(batch.column(options.left_on), gmap, hit)
             counts.rows += batch.num_rows
             counts.chunks += 1
             progress.update(counts.rows)  # joined; the last chunks are written by close()
@@ -145,34 +191,128 @@ def _enrich_part(left: Source, part: Part, path: str, prepared: AsofJoin, payloa
         raise
 
 
-def _prepare(options: Options, the_plan: Plan, right: Source):
-    # Text by-columns are read as dictionary columns: parquet stores them as dictionary pages,
-    # so the reader hands over each row group's codes instead of building millions of strings
-    # (10M quotes: 0.2 s instead of 1.0 s), and the join encodes the small dictionaries.
-    # Partition by-columns come as one-value dictionaries for the same reason.
-    as_codes = [c for c in options.right_by if c not in the_plan.payload
-                and (is_text(right.schema.field(c).type)
-                     or c not in right.data_schema.names)]
-    table = right.read(the_plan.read, as_codes)
+class _InMemory:
+    """RIGHT read whole and prepared once; each LEFT chunk probes it."""
+
+    spilled = 0
+
+    def __init__(self, options: Options, the_plan: Plan, right: Source, as_codes: list[str],
+                 tolerance):
+        self.options, self.tolerance = options, tolerance
+        table = right.read(the_plan.read, as_codes)
+        try:
+            self.prepared = AsofJoin(table.column(options.right_on),
+                                     [table.column(c) for c in options.right_by] or None,
+                                     device=options.device)
+            self.staleness = Staleness(table.column(options.right_on))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise EnrichError(translate(exc, options)) from None
+        self.payload = _contiguous(table.select(the_plan.payload))
+        self.n_right = self.prepared.n_right
+        self.matched = 0
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.Table:
+        gmap = _probe(self.prepared, batch, self.options, self.tolerance)
+        hit = np.flatnonzero(gmap != self.prepared.no_match)
+        self.matched += len(hit)
+        self.staleness.add(batch.column(self.options.left_on), gmap, hit)
+        return gather(self.payload, gmap)
+
+
+class _Spilled:
+    """Both sides hash-partitioned into ``spill`` and joined a partition at a time (``_spill``);
+    each LEFT chunk then takes its rows of the results, in order."""
+
+    def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
+                 as_codes: list[str], tolerance, spill: SpillFolder, k: int, rows: int,
+                 progress):
+        self.spilled = 0
+        left_keys = [options.left_on, *options.left_by]
+        left_codes = [c for c in options.left_by if is_text(left.schema.field(c).type)
+                      or c not in left.data_schema.names]
+        right_paths = spill.partition(
+            "right", spill_batches(right, the_plan.read, as_codes, rows),
+            _schema_of(right, the_plan.read, as_codes), options.right_by, k)
+        left_paths = spill.partition(
+            "left", spill_batches(left, left_keys, left_codes, rows, positions=True),
+            _schema_of(left, left_keys, left_codes, positions=True), options.left_by, k)
+        self.spilled = spill.bytes
+        progress.log(f"spilled {memory.readable(spill.bytes)} in {k} partitions of each side")
+        self.n_right = right.rows
+        self.matched = 0
+        self.staleness = None
+        self._results = []
+        for i in range(k):
+            result = self._join(read_all(right_paths[i]), read_all(left_paths[i]), options,
+                                the_plan, tolerance)
+            os.remove(right_paths[i])
+            os.remove(left_paths[i])
+            path, writer = spill.writer(f"result-{i}", result.schema)
+            try:
+                writer.write_table(result)
+                writer.close()
+            except OSError as exc:
+                raise spill.failed(exc) from None
+            self._results.append(Results(path))
+        if self.staleness is None:  # no partition held a row
+            self.staleness = Staleness(pa.array([], right.schema.field(options.right_on).type))
+        self._at = 0
+
+    def _join(self, right: pa.Table, left: pa.Table, options: Options, the_plan: Plan,
+              tolerance) -> pa.Table:
+        """One partition joined: (LEFT position, attached columns) in LEFT order."""
+        try:
+            prepared = AsofJoin(right.column(options.right_on),
+                                [right.column(c) for c in options.right_by] or None,
+                                device=options.device)
+            if self.staleness is None:
+                self.staleness = Staleness(right.column(options.right_on))
+            else:
+                self.staleness = self.staleness.with_right(right.column(options.right_on))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise EnrichError(translate(exc, options)) from None
+        gmap = _probe(prepared, left, options, tolerance)
+        hit = np.flatnonzero(gmap != prepared.no_match)
+        self.matched += len(hit)
+        self.staleness.add(left.column(options.left_on), gmap, hit)
+        taken = gather(_contiguous(right.select(the_plan.payload)), gmap)
+        return taken.add_column(0, POSITION, left.column(POSITION))
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.Table:
+        end = self._at + batch.num_rows
+        pieces = [piece for results in self._results for piece in results.until(end)]
+        taken = in_left_order(pieces, self._at, batch.num_rows)
+        self._at = end
+        return taken
+
+
+def _schema_of(source: Source, columns: list[str], as_codes: list[str],
+               positions: bool = False) -> pa.Schema:
+    """The schema of ``spill_batches``: text and partition columns in ``as_codes`` come as
+    dictionaries of int32 indices."""
+    fields = []
+    for name in columns:
+        kind = source.schema.field(name).type
+        if name in as_codes and not pa.types.is_dictionary(kind):
+            kind = pa.dictionary(pa.int32(), kind)
+        fields.append(pa.field(name, kind))
+    if positions:
+        fields.append(pa.field(POSITION, pa.int64()))
+    return pa.schema(fields)
+
+
+def _contiguous(payload: pa.Table) -> pa.Table:
+    """One chunk per column: each chunk's take then reads it in place."""
     try:
-        prepared = AsofJoin(table.column(options.right_on),
-                            [table.column(c) for c in options.right_by] or None,
-                            device=options.device)
-        staleness = Staleness(table.column(options.right_on))
-    except (TypeError, ValueError, OverflowError) as exc:
-        raise EnrichError(translate(exc, options)) from None
-    payload = table.select(the_plan.payload)
-    try:  # one contiguous chunk per column: each chunk's take then reads it in place
-        payload = payload.combine_chunks()
+        return payload.combine_chunks()
     except pa.ArrowInvalid:  # a string column past 2 GiB: stays chunked
-        pass
-    return prepared, payload, staleness
+        return payload
 
 
-def _batches(left: Source, part: Part, options: Options):
+def _batches(left: Source, part: Part, options: Options, rows: int):
     """``part``'s rows in chunks: its columns, then the partition columns the join needs."""
     needed = [options.left_on, *options.left_by]
-    batches = part.open("LEFT").iter_batches(batch_size=options.chunk_rows)
+    batches = part.open("LEFT").iter_batches(batch_size=rows)
     while True:
         try:
             batch = next(batches)
@@ -202,15 +342,6 @@ def _share(part: int, whole: int) -> str:
         return "-" if not whole else f"{100 * part // whole}%"
     share = part / whole
     return ">99.9%" if share > 0.999 else "<0.1%" if share < 0.001 else f"{share:.1%}"
-
-
-def readable_bytes(n: float) -> str:
-    """1536 -> '1.5 KiB'; 734003200 -> '700 MiB'."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "B" or n >= 100 else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError  # pragma: no cover
 
 
 def peak_rss() -> int:

@@ -50,9 +50,9 @@ class Part:
     rows: int
     bytes: int  # the file's size
 
-    def open(self, side: str) -> pq.ParquetFile:
+    def open(self, side: str, read_dictionary=None) -> pq.ParquetFile:
         try:
-            return pq.ParquetFile(self.path, pre_buffer=False)
+            return pq.ParquetFile(self.path, pre_buffer=False, read_dictionary=read_dictionary)
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
 

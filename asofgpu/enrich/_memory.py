@@ -1,0 +1,125 @@
+"""How much memory ``asofgpu enrich`` may use, and what a prepared RIGHT would take of it.
+
+``--memory-limit`` bounds the process's peak resident memory. The process itself (Python,
+numba, pyarrow and the compiled kernels) takes ``BASE_BYTES``; LEFT streams in chunks whose
+size follows from the limit (``chunk_rows``); RIGHT is prepared in memory when its estimate
+(``right_bytes``) fits what is left, and spilled to hash partitions otherwise (``_spill``).
+
+>>> parse_size("1GiB"), parse_size("512MiB"), parse_size("2GB"), parse_size("1_000")
+(1073741824, 536870912, 2000000000, 1000)
+>>> readable(1536), readable(734003200), readable(3 * 2**40)
+('1.5 KiB', '700 MiB', '3.0 TiB')
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+
+from ._errors import EnrichError
+from ._sources import Source, is_text
+
+BASE_BYTES = 400 << 20  # the process before any data: measured 250-330 MiB, with room
+IN_FLIGHT_CHUNKS = 6  # LEFT chunks alive at once: read, joined, gathered, being encoded (x2)
+# A prepared RIGHT row holds its read columns about 2.5 times (the columns as read, their
+# sorted copies and the combined payload) plus the sort's row numbers and group codes:
+# 10M bench quotes (44 B a row as read) peaked at 1.0 GiB of the process's 1.5 GiB.
+RIGHT_COPIES = 2.5
+RIGHT_ROW_OVERHEAD = 24
+
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_SIZE = re.compile(r"\s*(\d[\d_]*(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
+
+
+def parse_size(text: str) -> int:
+    """``1GiB``, ``512MiB``, ``2GB`` or a number of bytes -> bytes."""
+    match = _SIZE.fullmatch(str(text))
+    unit = match and match.group(2).lower()
+    if not match or unit not in _UNITS:
+        msg = (f"expected a size such as 1GiB, 512MiB, 2GB or a number of bytes, "
+               f"got {text!r}")
+        raise ValueError(msg)
+    return int(float(match.group(1).replace("_", "")) * _UNITS[unit])
+
+
+def readable(n: float) -> str:
+    """1536 -> '1.5 KiB'; 734003200 -> '700 MiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024:
+            return f"{n:,.0f} {unit}" if unit == "B" or n >= 100 else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:,.1f} TiB"
+
+
+def machine_memory() -> int:
+    """The machine's physical memory in bytes."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def default_limit() -> int:
+    """A quarter of the machine's memory."""
+    return machine_memory() // 4
+
+
+def row_bytes(source: Source, columns: list[str], as_codes: list[str] = ()) -> float:
+    """Bytes a row of ``columns`` takes in memory once read, from the files' metadata:
+    fixed-width columns their width, text columns their uncompressed size a row (4 for
+    those read as dictionary codes), partition columns 4."""
+    total = 0.0
+    for name in columns:
+        if name in as_codes or name not in source.data_schema.names:
+            total += 4
+            continue
+        kind = source.schema.field(name).type
+        width = getattr(kind, "bit_width", 0) // 8 if not is_text(kind) else 0
+        total += width if width else _text_bytes(source, name)
+    return total
+
+
+def _text_bytes(source: Source, name: str) -> float:
+    """Uncompressed bytes a row of a text column, from the first file's row groups, plus
+    its 4-byte offset."""
+    import pyarrow.parquet as pq
+
+    meta = pq.read_metadata(source.parts[0].path)
+    index = meta.schema.to_arrow_schema().get_field_index(name)
+    size = sum(meta.row_group(g).column(index).total_uncompressed_size
+               for g in range(meta.num_row_groups))
+    return size / max(1, meta.num_rows) + 4
+
+
+def right_bytes(source: Source, columns: list[str], as_codes: list[str]) -> int:
+    """What RIGHT prepared in memory would take, by ``RIGHT_COPIES``."""
+    per_row = RIGHT_COPIES * row_bytes(source, columns, as_codes) + RIGHT_ROW_OVERHEAD
+    return math.ceil(source.rows * per_row)
+
+
+def chunk_rows(limit: int, requested: int, left_row: float, payload_row: float) -> int:
+    """LEFT rows a chunk: as requested, or fewer so that the chunks in flight take at most
+    a quarter of what the limit leaves after the process itself."""
+    per_row = IN_FLIGHT_CHUNKS * (left_row + payload_row)
+    return max(1, min(requested, int((limit - BASE_BYTES) / 4 / max(1.0, per_row))))
+
+
+def check_limit(limit: int, given: str) -> int:
+    """The data budget of ``limit``: what is left after the process itself."""
+    if limit <= BASE_BYTES + (16 << 20):
+        raise EnrichError(f"--memory-limit {given} is too small: the process itself takes "
+                          f"about {BASE_BYTES >> 20} MiB; give at least "
+                          f"{(BASE_BYTES >> 20) + 100} MiB")
+    return limit - BASE_BYTES
+
+
+def largest_row_group(source: Source) -> int:
+    """The largest uncompressed row group of a source, in bytes."""
+    import pyarrow.parquet as pq
+
+    largest = 0
+    for part in source.parts:
+        meta = pq.read_metadata(part.path)
+        for g in range(meta.num_row_groups):
+            largest = max(largest, meta.row_group(g).total_byte_size)
+    return largest
+

@@ -1,0 +1,237 @@
+"""RIGHT out of core: both sides hash-partitioned on their by keys into temporary files, each
+partition joined in memory, the results put back in LEFT's order.
+
+Rows of one group land in one partition (``partition_of`` hashes the by values, so equal
+values hash equally on both sides whatever their Arrow types), and each side keeps its row
+order within a partition, so every partition joins exactly as the whole would: RIGHT's row
+order still decides among equal keys. LEFT rows carry their position; each partition's result
+is (position, payload) in increasing position, and the output is rebuilt chunk by chunk in
+LEFT's order by taking from every partition the rows before the chunk's end
+(``_Results.until``). Partitions are Arrow IPC streams in a hidden folder of ``--tmp-dir``,
+removed on every way out.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ._errors import OutputError, one_line
+from ._sources import Source, is_text
+
+POSITION = "__asofgpu_left_row"
+_TICKS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+# --------------------------------------------------------------------------- hashing
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """A 64-bit finalizer (murmur3's): nearby values spread over all partitions."""
+    x = x ^ (x >> np.uint64(33))
+    x = x * np.uint64(0xFF51AFD7ED558CCD)
+    x = x ^ (x >> np.uint64(33))
+    x = x * np.uint64(0xC4CEB9FE1A85EC53)
+    return x ^ (x >> np.uint64(33))
+
+
+def _canonical(arr: pa.Array) -> np.ndarray:
+    """One uint64 a row such that equal values (as the join compares them) are equal: floats
+    with -0.0 as 0.0 and one NaN, instants and times in whole seconds (any unit: a coarser
+    value may collide, which only puts two groups in one partition), dates in days."""
+    t = arr.type
+    if pa.types.is_floating(t):
+        values = arr.to_numpy(zero_copy_only=False).astype(np.float64)  # a copy
+        values[values == 0] = 0.0
+        values[np.isnan(values)] = np.nan
+        return values.view(np.uint64)
+    if pa.types.is_boolean(t):
+        return arr.to_numpy(zero_copy_only=False).astype(np.uint64)
+    if pa.types.is_date64(t):
+        return (arr.cast(pa.int64()).to_numpy(zero_copy_only=False) // 86_400_000).view(np.uint64)
+    if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_time(t):
+        ticks = arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        return (ticks // _TICKS_PER_SECOND[t.unit]).view(np.uint64)
+    return arr.cast(pa.int64() if not pa.types.is_uint64(t) else t).to_numpy(
+        zero_copy_only=False).astype(np.int64, copy=False).view(np.uint64)
+
+
+def _zero(t: pa.DataType) -> pa.Scalar:
+    """A value of type ``t`` for null rows (hashed, then overwritten)."""
+    if pa.types.is_boolean(t):
+        return pa.scalar(False)
+    if pa.types.is_floating(t):
+        return pa.scalar(0.0, t)
+    return pa.scalar(0, pa.int64()).cast(t)
+
+
+def _text_hashes(values: pa.Array) -> np.ndarray:
+    """A uint64 per distinct text value: its bytes' CRC-32 (Python's own hash is salted)."""
+    return np.fromiter((zlib.crc32(v.as_buffer().to_pybytes()) if v.is_valid else 0
+                        for v in values), np.uint64, len(values))
+
+
+def _hashes(arr: pa.Array) -> np.ndarray:
+    """A uint64 a row; null rows hash to 0 (a null by-key never matches: any partition)."""
+    t = arr.type
+    if pa.types.is_dictionary(t) or is_text(t):
+        if not pa.types.is_dictionary(t):
+            arr = pc.dictionary_encode(arr)
+        by_value = (_text_hashes(arr.dictionary) if is_text(arr.type.value_type)
+                    else _mix(_canonical(arr.dictionary)))
+        indices = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        hashes = by_value[indices] if len(by_value) else np.zeros(len(arr), np.uint64)
+    else:
+        hashes = _mix(_canonical(arr.fill_null(_zero(t)) if arr.null_count else arr))
+    if arr.null_count:
+        hashes[~arr.is_valid().to_numpy(zero_copy_only=False)] = 0
+    return hashes
+
+
+def partition_of(batch: pa.RecordBatch | pa.Table, by: list[str], k: int) -> np.ndarray:
+    """Each row's partition in [0, k), from its by values (uint16: numpy sorts it by radix)."""
+    combined = np.zeros(batch.num_rows, np.uint64)
+    for name in by:
+        column = batch.column(name)
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        combined = _mix(combined * np.uint64(31) + _hashes(column))
+    return (combined % np.uint64(k)).astype(np.uint16)
+
+
+# --------------------------------------------------------------------------- spill files
+
+
+class SpillFolder:
+    """A hidden folder in ``tmp_dir`` for the partitions, removed on every way out."""
+
+    def __init__(self, tmp_dir: str):
+        self.tmp_dir = tmp_dir
+        try:
+            self.path = tempfile.mkdtemp(prefix=".asofgpu-spill-", dir=tmp_dir)
+        except OSError as exc:
+            raise OutputError(f"cannot write spill files in --tmp-dir {tmp_dir}: "
+                              f"{exc.strerror or exc}") from None
+        self.bytes = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        shutil.rmtree(self.path, ignore_errors=True)
+        return False
+
+    def failed(self, exc: OSError) -> OutputError:
+        return OutputError(f"cannot write spill files in --tmp-dir {self.tmp_dir}: "
+                           f"{one_line(exc)}")
+
+    def partition(self, name: str, batches, schema: pa.Schema, by: list[str], k: int) -> list[str]:
+        """``batches`` split into ``k`` IPC streams by ``partition_of``; their paths."""
+        paths = [os.path.join(self.path, f"{name}-{i}.arrow") for i in range(k)]
+        writers = []
+        try:
+            for path in paths:
+                writers.append(pa.ipc.new_stream(pa.OSFile(path, "wb"), schema))
+            for batch in batches:
+                ids = partition_of(batch, by, k)
+                order = np.argsort(ids, kind="stable")
+                ends = np.cumsum(np.bincount(ids, minlength=k))
+                taken = batch.take(pa.array(order))
+                for i, writer in enumerate(writers):
+                    start = ends[i - 1] if i else 0
+                    if ends[i] > start:
+                        writer.write_batch(taken.slice(start, ends[i] - start))
+            for writer in writers:
+                writer.close()
+        except OSError as exc:
+            raise self.failed(exc) from None
+        self.bytes += sum(os.path.getsize(p) for p in paths)
+        return paths
+
+    def writer(self, name: str, schema: pa.Schema):
+        path = os.path.join(self.path, f"{name}.arrow")
+        try:
+            return path, pa.ipc.new_stream(pa.OSFile(path, "wb"), schema)
+        except OSError as exc:
+            raise self.failed(exc) from None
+
+
+def read_all(path: str) -> pa.Table:
+    with pa.OSFile(path) as f:
+        return pa.ipc.open_stream(f).read_all()
+
+
+class Results:
+    """A partition's results (position, payload) in increasing position, read in order."""
+
+    def __init__(self, path: str):
+        self._file = pa.OSFile(path)
+        self._reader = pa.ipc.open_stream(self._file)
+        self._rest: pa.Table | None = None
+        self._positions = np.zeros(0, np.int64)
+
+    def until(self, end: int) -> list[pa.Table]:
+        """The next rows whose position is below ``end``."""
+        pieces = []
+        while True:
+            if self._rest is None:
+                try:
+                    self._rest = pa.Table.from_batches([self._reader.read_next_batch()])
+                except StopIteration:
+                    return pieces
+                self._positions = self._rest.column(POSITION).to_numpy()
+            cut = int(np.searchsorted(self._positions, end))
+            pieces.append(self._rest.slice(0, cut))
+            if cut < self._rest.num_rows:
+                self._rest = self._rest.slice(cut)
+                self._positions = self._positions[cut:]
+                return pieces
+            self._rest = None
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def in_left_order(pieces: list[pa.Table], start: int, rows: int) -> pa.Table:
+    """The result rows of positions ``start .. start + rows``, in position order, without
+    the position column."""
+    table = pa.concat_tables(pieces) if pieces else None
+    if table is None or table.num_rows != rows:
+        msg = f"spilled results hold {0 if table is None else table.num_rows} rows of {rows}"
+        raise AssertionError(msg)
+    order = np.empty(rows, np.int64)
+    order[table.column(POSITION).to_numpy() - start] = np.arange(rows)
+    return table.drop_columns([POSITION]).take(pa.array(order))
+
+
+def source_batches(source: Source, columns: list[str], as_codes: list[str], rows: int,
+                   positions: bool = False):
+    """Every file's ``columns`` in batches of up to ``rows``, partition columns appended
+    (as one-value dictionaries when in ``as_codes``), then the LEFT position when asked."""
+    from ._errors import EnrichError
+
+    at = 0
+    data = [c for c in columns if c in source.data_schema.names]
+    for part in source.parts:
+        reader = part.open(source.side, read_dictionary=[c for c in as_codes if c in data])
+        batches = reader.iter_batches(batch_size=rows, columns=data)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except (OSError, pa.ArrowException) as exc:
+                raise EnrichError(f"cannot read {source.side} file {part.path}: "
+                                  f"{one_line(exc)}") from None
+            batch = source.with_partitions(part, batch, columns, as_codes).select(columns)
+            if positions:
+                batch = batch.append_column(
+                    POSITION, pa.array(np.arange(at, at + batch.num_rows, dtype=np.int64)))
+            at += batch.num_rows
+            yield batch

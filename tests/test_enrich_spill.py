@@ -1,0 +1,172 @@
+"""``asofgpu enrich`` with RIGHT out of core: both sides spilled to hash partitions of the by
+keys, joined a partition at a time, the output rebuilt in LEFT's order.
+
+The oracle is ``asofgpu.join_asof`` on the whole files; ``--spill-partitions`` forces the path
+on small data, and one run takes it because ``--memory-limit`` leaves too little room.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import asofgpu as ag
+from asofgpu import cli, marketdata
+from asofgpu.enrich._spill import partition_of
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*argv, capsys):
+    try:
+        code = cli.main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def hidden(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+@pytest.fixture
+def day(tmp_path):
+    quotes, trades = marketdata.day(n_quotes=900, n_trades=500, n_symbols=15, seed=4,
+                                    shuffled=True)
+    pq.write_table(trades, tmp_path / "trades.parquet", row_group_size=64)
+    pq.write_table(quotes, tmp_path / "quotes.parquet", row_group_size=100)
+    return tmp_path / "trades.parquet", tmp_path / "quotes.parquet"
+
+
+@pytest.mark.parametrize("k", [1, 2, 7])
+@pytest.mark.parametrize(("flags", "options"), [
+    ([], {}),
+    (["--strategy", "forward", "--no-exact-matches"],
+     {"strategy": "forward", "allow_exact_matches": False}),
+    (["--strategy", "nearest", "--tolerance", "30s"],
+     {"strategy": "nearest", "tolerance": np.timedelta64(30, "s")}),
+])
+def test_spilled_equals_join_asof(day, tmp_path, capsys, k, flags, options):
+    trades, quotes = day
+    out = tmp_path / "out.parquet"
+    code, stdout, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by",
+                               "symbol", "--device", "cpu", "--chunk-rows", 97,
+                               "--spill-partitions", k, *flags, capsys=capsys)
+    assert code == 0, stderr
+    expected = ag.join_asof(pq.read_table(trades), pq.read_table(quotes), on="time",
+                            by="symbol", device="cpu", **options)
+    assert pq.read_table(out).equals(expected)
+    assert f"spilling both sides to {k} hash partitions in {tmp_path}" in stderr
+    assert "spilled to disk" in stdout
+    assert hidden(tmp_path) == []  # no spill folder, no partial file
+
+
+def test_two_by_columns_with_nulls_and_a_partition_column(tmp_path, capsys):
+    left, right = tmp_path / "l", tmp_path / "r"
+
+    def frame(n, seed):
+        r = np.random.default_rng(seed)
+        return pa.table({"t": r.integers(0, 100, n),
+                         "a": pa.array(r.choice(["x", "y", "z", None], n)),
+                         "b": pa.array(r.integers(0, 3, n).astype(float), mask=r.random(n) < .1),
+                         "v": r.random(n)})
+    for day in (1, 2):
+        (left / f"day={day}").mkdir(parents=True)
+        (right / f"day={day}").mkdir(parents=True)
+        pq.write_table(frame(300, day).drop_columns(["v"]), left / f"day={day}" / "p.parquet",
+                       row_group_size=50)
+        pq.write_table(frame(400, 10 + day), right / f"day={day}" / "p.parquet",
+                       row_group_size=50)
+    out = tmp_path / "out"
+    assert run("enrich", left, right, "-o", out, "--on", "t", "--by", "day,a,b",
+               "--device", "cpu", "--spill-partitions", 5, "-q", capsys=capsys)[0] == 0
+    quotes = pa.concat_tables(pq.read_table(right / f"day={d}" / "p.parquet").append_column(
+        "day", pa.array([d] * 400)) for d in (1, 2))
+    for d in (1, 2):
+        trades = pq.read_table(left / f"day={d}" / "p.parquet")
+        expected = ag.join_asof(trades.append_column("day", pa.array([d] * 300)), quotes,
+                                on="t", by=["day", "a", "b"], device="cpu")
+        assert pq.read_table(out / f"day={d}" / "p.parquet").equals(
+            expected.drop_columns(["day"]))
+
+
+def test_a_small_memory_limit_spills_by_itself(tmp_path, capsys):
+    quotes, trades = marketdata.day(n_quotes=300_000, n_trades=20_000, n_symbols=50, seed=2)
+    pq.write_table(quotes, tmp_path / "q.parquet")
+    pq.write_table(trades, tmp_path / "t.parquet")
+    out = tmp_path / "o.parquet"
+    code, stdout, stderr = run("enrich", tmp_path / "t.parquet", tmp_path / "q.parquet", "-o",
+                               out, "--on", "time", "--by", "symbol", "--device", "cpu",
+                               "--memory-limit", "450MiB", capsys=capsys)
+    assert code == 0, stderr
+    assert "more than half of what --memory-limit 450MiB leaves: spilling both sides" in stderr
+    assert pq.read_table(out).equals(ag.join_asof(trades, quotes, on="time", by="symbol",
+                                                  device="cpu"))
+
+
+def test_equal_values_of_other_types_share_a_partition():
+    left = pa.table({"s": pa.array(["a", "b", None, "é"]),
+                     "i": pa.array([1, 2, None, -5], pa.int32()),
+                     "f": pa.array([0.0, -0.0, float("nan"), 2.5]),
+                     "t": pa.array([1, 2, 3, None], pa.timestamp("ms"))})
+    right = pa.table({"s": pa.array(["a", "b", None, "é"], pa.large_string()).dictionary_encode(),
+                      "i": pa.array([1, 2, None, -5], pa.int64()),
+                      "f": pa.array([-0.0, 0.0, float("nan"), 2.5], pa.float32()),
+                      "t": pa.array([1000, 2000, 3000, None], pa.timestamp("us"))})
+    for by in (["s"], ["i"], ["f"], ["t"], ["s", "i", "f", "t"]):
+        assert partition_of(left, by, 13).tolist() == partition_of(right, by, 13).tolist(), by
+    spread = partition_of(pa.table({"i": np.arange(10_000)}), ["i"], 8)
+    assert np.bincount(spread, minlength=8).min() > 1_000
+
+
+def _limit_file_size():
+    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+
+
+def test_a_full_temporary_disk_exits_1_and_leaves_tmp_dir_as_found(day, tmp_path):
+    trades, quotes = day
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "keep.txt").write_text("mine")
+    done = subprocess.run(
+        [sys.executable, "-m", "asofgpu", "enrich", trades, quotes, "-o", tmp_path / "o.parquet",
+         "--on", "time", "--by", "symbol", "--device", "cpu", "--spill-partitions", "2",
+         "--tmp-dir", scratch, "-q"],
+        capture_output=True, text=True, cwd=ROOT, preexec_fn=_limit_file_size, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.startswith(f"asofgpu enrich: error: cannot write spill files in "
+                                  f"--tmp-dir {scratch}: ")
+    assert done.stderr.rstrip().endswith("File too large; nothing was written")
+    assert sorted(os.listdir(scratch)) == ["keep.txt"]
+    assert not (tmp_path / "o.parquet").exists() and hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--memory-limit", "lots"], "--memory-limit: expected a size such as 1GiB, 512MiB, 2GB or "
+                                 "a number of bytes, got 'lots'"),
+    (["--memory-limit", "100MiB"], "--memory-limit 100MiB is too small: the process itself "
+                                   "takes about 400 MiB; give at least 500 MiB"),
+    (["--memory-limit", "420MiB"], "--memory-limit 420MiB cannot hold a row group of LEFT"),
+    (["--tmp-dir", "{tmp}/nowhere"], "--tmp-dir {tmp}/nowhere is not a folder"),
+    (["--spill-partitions", "0"], "argument --spill-partitions: expected a positive number, "
+                                  "got 0"),
+])
+def test_bad_memory_options_exit_2(tmp_path, capsys, argv, message):
+    pq.write_table(pa.table({"t": np.arange(3_000_000)}), tmp_path / "l.parquet",
+                   row_group_size=3_000_000)  # 24 MB uncompressed
+    pq.write_table(pa.table({"t": [1], "v": [1.0]}), tmp_path / "r.parquet")
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    code, stdout, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
+                               tmp_path / "o.parquet", "--on", "t", *argv, capsys=capsys)
+    assert code == 2 and stdout == "" and stderr.count("\n") == 1
+    assert message.format(tmp=tmp_path) in stderr
+    assert hidden(tmp_path) == []
