@@ -362,7 +362,7 @@ def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -
     """
     import pyarrow as pa
 
-    _, take, _, take_pair, take_quad = _cpu_take()
+    _, take, _, take_pair, take_quad, _ = _cpu_take()
     bits = [values.view(f"u{values.itemsize}") for values in columns]
     outs = [host_empty(len(gmap), values.dtype) for values in bits]
     by_width = {}
@@ -381,6 +381,32 @@ def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -
             if ks:
                 take(bits[ks[0]], gmap, valid, outs[ks[0]])
     return [pa.py_buffer(out) for out in outs]
+
+
+def take_chunked(columns: list[list[np.ndarray]], gmap: np.ndarray, valid: np.ndarray) -> list:
+    """``take_fixed`` of columns given as their chunks (numpy views of each chunk's values),
+    read where they lie (kernels/take.py ``take_chunked``): a table read from parquet comes
+    in a chunk per row group, and copying them into one would touch as much fresh memory as
+    the columns hold. Columns of one width and the same chunk lengths are taken in one pass."""
+    import pyarrow as pa
+
+    take = _cpu_take()[5]
+    groups: dict[tuple, list[int]] = {}
+    for k, chunks in enumerate(columns):
+        lengths = tuple(len(c) for c in chunks if len(c))
+        groups.setdefault((chunks[0].itemsize, lengths), []).append(k)
+    outs = [None] * len(columns)
+    with _PARALLEL_LAUNCH:
+        for (width, lengths), ks in groups.items():
+            bits = [[c.view(f"u{width}") for c in columns[k] if len(c)] for k in ks]
+            starts = np.cumsum((0, *lengths[:-1]), dtype=np.uint64)
+            addresses = np.array([[c.ctypes.data for c in chunks] for chunks in bits],
+                                 dtype=np.uint64).reshape(len(ks), len(lengths))
+            out = host_empty(len(ks) * len(gmap), np.dtype(f"u{width}")).reshape(len(ks), -1)
+            take(addresses, starts, out[0, :0], gmap, valid, out)
+            for row, k in enumerate(ks):
+                outs[k] = pa.py_buffer(out[row])
+    return outs
 
 
 def dictionary_encode_text(offsets, data, bitmap, bit0: int, nulls_distinct: bool):
@@ -477,7 +503,9 @@ def _cpu_fixed_width():
 def _cpu_take():
     import numba
 
-    return take.build(_cached_njit(parallel=True), numba.prange)
+    from ._intrinsics import load_at
+
+    return take.build(_cached_njit(parallel=True), numba.prange, load_at)
 
 
 @functools.cache

@@ -1,4 +1,4 @@
-"""Two machine operations numba does not offer, as intrinsics for the CPU kernels.
+"""Three machine operations numba does not offer, as intrinsics for the CPU kernels.
 
 ``prefetch(array, i)``: a hint to start loading ``array[i]`` into the cache now; it never
 faults and changes no result. The prepared probe (kernels/cursor.py) of time-ordered rows
@@ -10,6 +10,12 @@ branches; a prefetch issued some rows ahead overlaps those waits.
 little-endian ``uint64``, in one (unaligned) load, for the string hash (kernels/strings.py):
 assembling a 5-byte ticker byte by byte was half of hashing it. The caller keeps p + 8 within
 the array; nothing is checked.
+
+``load_at(address, i, like)``: element ``i`` of the array of ``like``'s dtype that starts at
+the integer ``address``, for the gather of a chunked column (kernels/take.py): each chunk of
+an Arrow column is a buffer of its own, and reading them where they lie saves copying them
+into one (a 10M-row table read from parquet arrives in ten chunks). The caller keeps the
+buffers alive and ``i`` within them; nothing is checked.
 """
 
 import sys
@@ -68,3 +74,22 @@ def load_word(typingctx, data, index):
         return word
 
     return types.uint64(data, index), codegen
+
+
+@intrinsic
+def load_at(typingctx, address, index, like):
+    if not (isinstance(address, types.Integer) and isinstance(index, types.Integer)
+            and isinstance(like, types.Array)):
+        return None
+
+    def codegen(context, builder, signature, args):
+        address, index, _ = args
+        value_type = context.get_data_type(signature.args[2].dtype)
+        i64 = ir.IntType(64)
+        base = builder.inttoptr(context.cast(builder, address, signature.args[0], types.uint64),
+                                value_type.as_pointer())
+        offset = context.cast(builder, index, signature.args[1], types.uint64)
+        return builder.load(builder.gep(base, [builder.zext(offset, i64)
+                                               if offset.type.width < 64 else offset]))
+
+    return like.dtype(address, index, like), codegen

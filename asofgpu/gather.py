@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ._backend import check_map, take_fixed
+from ._backend import check_map, take_chunked, take_fixed
 from ._columns import device_to_numpy, is_device, to_table
 from ._types import NO_MATCH, NO_MATCH_INT64
 
@@ -92,13 +92,23 @@ def _fixed_width(column: pa.ChunkedArray) -> bool:
 
 def _take_fixed(columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndarray,
                 n_missing: int) -> list[pa.Array]:
-    """The fixed-width ``columns`` taken together on all cores (``_backend.take_fixed``)."""
-    # One chunk is read in place (combine_chunks would copy it).
-    values = [(column.chunk(0) if column.num_chunks == 1 else column.combine_chunks())
-              .to_numpy(zero_copy_only=True) for column in columns]
+    """The fixed-width ``columns`` taken on all cores (``_backend.take_fixed``), each read
+    where it lies: a column in several chunks is gathered chunk-wise in place
+    (``_backend.take_chunked``), not combined into a copy first."""
+    whole = [k for k, column in enumerate(columns) if column.num_chunks == 1]
+    chunked = [k for k, column in enumerate(columns) if column.num_chunks > 1]
+    buffers = {}
+    if whole:
+        values = [columns[k].chunk(0).to_numpy(zero_copy_only=True) for k in whole]
+        buffers.update(zip(whole, take_fixed(values, gmap, valid)))
+    if chunked:
+        chunks = [[chunk.to_numpy(zero_copy_only=True) for chunk in columns[k].chunks]
+                  for k in chunked]
+        buffers.update(zip(chunked, take_chunked(chunks, gmap, valid)))
     bitmap = None if n_missing == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return [pa.Array.from_buffers(column.type, len(gmap), [bitmap, out], null_count=n_missing)
-            for column, out in zip(columns, take_fixed(values, gmap, valid))]
+    return [pa.Array.from_buffers(column.type, len(gmap), [bitmap, buffers[k]],
+                                  null_count=n_missing)
+            for k, column in enumerate(columns)]
 
 
 def _take(column: pa.ChunkedArray, indices: pa.Array) -> pa.ChunkedArray:

@@ -9,7 +9,7 @@ with unsigned ones.
 
 import numpy as np
 
-prange = None  # filled in by build()
+prange = load_at = None  # filled in by build()
 
 
 def check_map(gmap, n_rows, valid):
@@ -71,17 +71,45 @@ def take_fixed_quad(a, b, c, d, gmap, valid, a_out, b_out, c_out, d_out):
             d_out[i] = 0
 
 
+def take_chunked(addresses, starts, like, gmap, valid, out):
+    """``take_fixed`` of columns in chunks of the same rows, all of one width: chunk ``c``
+    holds rows ``starts[c]`` to ``starts[c + 1]``, column ``k``'s at the integer address
+    ``addresses[k, c]`` (values of ``like``'s dtype); ``out[k]`` receives column ``k``. Each
+    row finds its chunk once, by a binary search of the (few) starts, then reads every
+    column in place."""
+    last = addresses.shape[1] - 1
+    columns = addresses.shape[0]
+    for i in prange(gmap.size):
+        if valid[i]:
+            g = np.uint64(gmap[i])
+            lo = 0
+            hi = last
+            while lo < hi:
+                mid = (lo + hi + 1) >> 1
+                if starts[mid] <= g:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            at = g - starts[lo]
+            for k in range(columns):
+                out[k, i] = load_at(addresses[k, lo], at, like)
+        else:
+            for k in range(columns):
+                out[k, i] = 0
+
+
 def row_numbers(out):
     """0, 1, 2, ...: the walk order of a side whose every row is walked in place."""
     for i in prange(out.size):
         out[i] = i
 
 
-def build(parallel_jit, parallel_range):
-    """Return ``(check_map, take_fixed, row_numbers, take_fixed_pair, take_fixed_quad)``."""
+def build(parallel_jit, parallel_range, load):
+    """Return ``(check_map, take_fixed, row_numbers, take_fixed_pair, take_fixed_quad,
+    take_chunked)``; ``load`` is the ``load_at`` intrinsic."""
     from . import bind
 
-    names = {"prange": parallel_range}
+    names = {"prange": parallel_range, "load_at": load}
     return tuple(parallel_jit(bind(fn, **names))
                  for fn in (check_map, take_fixed, row_numbers, take_fixed_pair,
-                            take_fixed_quad))
+                            take_fixed_quad, take_chunked))

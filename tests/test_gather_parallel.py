@@ -67,3 +67,39 @@ def test_large_gather_names_the_first_bad_entry():
     with pytest.raises(IndexError, match=r"gmap\[70000\] = 100000 is not a row of right_table "
                                          r"\(100000 rows\) nor NO_MATCH"):
         ag.gather(table, gmap)
+
+
+def _chunked(values: np.ndarray, cuts: list[int], arrow_type=None) -> pa.ChunkedArray:
+    """Chunks in buffers of their own, each followed by a value found nowhere else: a read
+    past a chunk's end gives a wrong answer rather than the next chunk's first value."""
+    pieces = [np.append(p, np.array([99], p.dtype))[:-1] for p in np.split(values, cuts)]
+    return pa.chunked_array([pa.array(p, arrow_type) for p in pieces], arrow_type)
+
+
+@pytest.mark.parametrize("map_dtype", [np.int32, np.int64])
+def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
+    """Columns in chunks (as parquet readers give them) are taken chunk-wise in place: each
+    width, chunk layouts that differ between columns, empty and sliced chunks."""
+    rng = np.random.default_rng(11)
+    ints = rng.integers(-2**40, 2**40, N)
+    sliced = pa.array(np.concatenate([[7, 7], ints, [7]])).slice(2, N)  # offset 2
+    table = pa.table({
+        "a": _chunked(rng.normal(size=N), [10, 10, 50_000]),  # an empty chunk
+        "b": _chunked(rng.normal(size=N), [10, 10, 50_000]),
+        "c": _chunked(rng.normal(size=N), [10, 10, 50_000]),
+        "d": _chunked(rng.normal(size=N), [10, 10, 50_000]),
+        "e": _chunked(rng.normal(size=N), [10, 10, 50_000]),  # a fifth of that layout
+        "i32": _chunked(ints.astype(np.int32), [1, 99_998]),  # one-row chunks at both ends
+        "ts": _chunked(ints, [33_333, 66_666], pa.timestamp("ns")),
+        "sliced": pa.chunked_array([sliced.slice(0, 40_000), sliced.slice(40_000)]),
+        "many": _chunked(ints.astype(np.uint16), list(range(1_000, N, 1_000))),
+    })
+    gmap = rng.integers(0, N, N).astype(map_dtype)
+    gmap[[0, 1, 2]] = [0, N - 1, 10]  # the first and last rows, the first after empty
+    missing = rng.random(N) < 0.2
+    gmap[missing] = ag.NO_MATCH if map_dtype == np.int32 else np.iinfo(np.int64).min
+    got = ag.gather(table, gmap)
+    expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
+    for name in table.column_names:
+        assert got.column(name).combine_chunks().equals(
+            expected.column(name).combine_chunks()), name

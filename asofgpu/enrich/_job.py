@@ -6,9 +6,12 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import queue
 import resource
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -95,7 +98,6 @@ def enrich(options: Options, progress=None) -> Summary:
     right = Source.find(options.right, "RIGHT")
     out = check_output(options, left, right)
     the_plan = plan(options, left, right)
-    backend = dry_run(options, left.schema, right.schema, tolerance)
     as_codes = _as_codes(options, the_plan, right)
     for source in (left, right):
         if 2 * memory.largest_row_group(source) > budget:
@@ -107,11 +109,19 @@ def enrich(options: Options, progress=None) -> Summary:
     payload_row = memory.row_bytes(right, the_plan.payload)
     rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row)
     need = memory.right_bytes(right, the_plan.read, as_codes)
+    in_memory = options.spill_partitions is None and need <= budget // 2
     with contextlib.ExitStack() as stack:
+        # Reading RIGHT (pyarrow, off the GIL) overlaps the checks on zero rows (numba
+        # loading its compiled kernels, on the GIL), and LEFT's first chunks are read while
+        # RIGHT is prepared.
+        reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
+        right_table = reading.submit(right.read, the_plan.read, as_codes) if in_memory else None
+        backend = dry_run(options, left.schema, right.schema, tolerance)
+        first = stack.enter_context(_Prefetch(_batches(left, left.parts[0], options, rows)))
         target = stack.enter_context((AtomicFile if left.single else AtomicFolder)(out))
-        if options.spill_partitions is None and need <= budget // 2:
+        if in_memory:
             progress.log(f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows)")
-            attach = _InMemory(options, the_plan, right, as_codes, tolerance)
+            attach = _InMemory(options, the_plan, right_table.result(), tolerance)
         else:
             k = options.spill_partitions or _partitions(need, budget,
                                                         left.rows * (left_row + payload_row))
@@ -131,12 +141,14 @@ def enrich(options: Options, progress=None) -> Summary:
         counts = _Counts()
         progress.start(left.rows)
         try:
-            for part in left.parts:
+            for i, part in enumerate(left.parts):
                 if not left.single:
                     progress.log(f"LEFT {part.relative}: {part.rows:,} rows "
                                  f"({memory.readable(part.bytes)})")
-                _enrich_part(left, part, target.path_for(part.relative), attach, the_plan,
-                             options, rows, counts, progress, out)
+                batches = first if i == 0 else _Prefetch(_batches(left, part, options, rows))
+                with batches:
+                    _enrich_part(left, batches, target.path_for(part.relative), attach,
+                                 the_plan, options, counts, progress, out)
         finally:
             progress.stop()
         target.commit()
@@ -171,12 +183,12 @@ def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
     return min(k, MAX_PARTITIONS)
 
 
-def _enrich_part(left: Source, part: Part, path: str, attach, the_plan: Plan,
-                 options: Options, rows: int, counts: _Counts, progress, out: str) -> None:
-    """One LEFT file, RIGHT attached, into ``path``."""
+def _enrich_part(left: Source, batches, path: str, attach, the_plan: Plan, options: Options,
+                 counts: _Counts, progress, out: str) -> None:
+    """One LEFT file's ``batches``, RIGHT attached, into ``path``."""
     writer = _writer(path, the_plan.schema, options, out)
     try:
-        for batch in _batches(left, part, options, rows):
+        for batch in batches:
             taken = attach(batch)
             columns = batch.columns[:len(left.data_schema)] + taken.columns
             with _writing(out):
@@ -196,10 +208,8 @@ class _InMemory:
 
     spilled = 0
 
-    def __init__(self, options: Options, the_plan: Plan, right: Source, as_codes: list[str],
-                 tolerance):
+    def __init__(self, options: Options, the_plan: Plan, table: pa.Table, tolerance):
         self.options, self.tolerance = options, tolerance
-        table = right.read(the_plan.read, as_codes)
         try:
             self.prepared = AsofJoin(table.column(options.right_on),
                                      [table.column(c) for c in options.right_by] or None,
@@ -207,7 +217,7 @@ class _InMemory:
             self.staleness = Staleness(table.column(options.right_on))
         except (TypeError, ValueError, OverflowError) as exc:
             raise EnrichError(translate(exc, options)) from None
-        self.payload = _contiguous(table.select(the_plan.payload))
+        self.payload = table.select(the_plan.payload)  # in chunks: gather reads them in place
         self.n_right = self.prepared.n_right
         self.matched = 0
 
@@ -275,7 +285,7 @@ class _Spilled:
         hit = np.flatnonzero(gmap != prepared.no_match)
         self.matched += len(hit)
         self.staleness.add(left.column(options.left_on), gmap, hit)
-        taken = gather(_contiguous(right.select(the_plan.payload)), gmap)
+        taken = gather(right.select(the_plan.payload), gmap)
         return taken.add_column(0, POSITION, left.column(POSITION))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
@@ -301,12 +311,55 @@ def _schema_of(source: Source, columns: list[str], as_codes: list[str],
     return pa.schema(fields)
 
 
-def _contiguous(payload: pa.Table) -> pa.Table:
-    """One chunk per column: each chunk's take then reads it in place."""
-    try:
-        return payload.combine_chunks()
-    except pa.ArrowInvalid:  # a string column past 2 GiB: stays chunked
-        return payload
+class _Prefetch:
+    """An iterator run ``DEPTH`` items ahead on a thread of its own (a context manager: on
+    the way out it stops the thread)."""
+
+    DEPTH = 2
+
+    def __init__(self, iterator):
+        self._queue: queue.Queue = queue.Queue(self.DEPTH)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(iterator,), daemon=True,
+                                        name="asofgpu-prefetch")
+        self._thread.start()
+
+    def _run(self, iterator) -> None:
+        try:
+            for item in iterator:
+                if not self._put((True, item)):
+                    return
+        except BaseException as exc:  # noqa: BLE001 - handed to the consumer, raised there
+            self._put((False, exc))
+            return
+        self._put((False, None))
+
+    def _put(self, item) -> bool:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def __iter__(self):
+        while True:
+            ok, item = self._queue.get()
+            if ok:
+                yield item
+            elif item is None:
+                return
+            else:
+                raise item
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        self._thread.join()
+        return False
 
 
 def _batches(left: Source, part: Part, options: Options, rows: int):

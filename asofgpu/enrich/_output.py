@@ -209,10 +209,11 @@ def _row_groups(part: pa.Buffer, shift: int, first_ordinal: int) -> tuple[dict, 
 class ParquetStitcher:
     """Tables written as row groups of one parquet file, each encoded on a thread pool.
 
-    ``write`` hands a table to the pool and returns at once, unless ``threads`` tables are
-    already being encoded: then it first appends the oldest (so at most ``threads`` tables
-    and their encoded bytes are held). ``close`` appends the rest and the footer. Errors of
-    the file system raise ``OSError``; of encoding, ``pyarrow.ArrowException``.
+    ``write`` hands a table to the pool and returns at once, unless ``threads + 1`` tables
+    are already on their way: then it first waits for the oldest to be written (so memory
+    holds a bounded number of tables and their encoded bytes). One more thread appends the
+    encoded tables to the file in order. ``close`` waits for the rest and writes the footer.
+    Errors of the file system raise ``OSError``; of encoding, ``pyarrow.ArrowException``.
     """
 
     def __init__(self, path: str, schema: pa.Schema, *, compression: str = "snappy",
@@ -224,7 +225,8 @@ class ParquetStitcher:
         self._file = open(path, "wb")  # noqa: SIM115 - closed by close() or abort()
         self._file.write(MAGIC)
         self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="asofgpu-encode")
-        self._pending: collections.deque[Future] = collections.deque()
+        self._appender = ThreadPoolExecutor(1, thread_name_prefix="asofgpu-append")
+        self._pending: collections.deque[Future] = collections.deque()  # appends, in order
         self._meta: dict | None = None  # the first part's footer: schema, key-value metadata
         self._groups: list[dict] = []
         self._rows = 0
@@ -240,9 +242,10 @@ class ParquetStitcher:
             raise ValueError(msg)
         if not table.num_rows:  # pyarrow would write an empty row group
             return
-        while len(self._pending) >= self._threads:
-            self._append(self._pending.popleft().result())
-        self._pending.append(self._pool.submit(self._encode, table))
+        while len(self._pending) > self._threads:
+            self._pending.popleft().result()  # raises what writing it raised
+        encoded = self._pool.submit(self._encode, table)
+        self._pending.append(self._appender.submit(lambda: self._append(encoded.result())))
 
     def _append(self, part: pa.Buffer) -> None:
         at = self._file.tell()
@@ -256,10 +259,11 @@ class ParquetStitcher:
         self._rows += meta[_FILE_NUM_ROWS][1]
 
     def close(self) -> None:
-        """Append what is still being encoded, then the footer."""
+        """Wait for what is still being encoded and appended, then write the footer."""
         while self._pending:
-            self._append(self._pending.popleft().result())
+            self._pending.popleft().result()
         self._pool.shutdown()
+        self._appender.shutdown()
         if self._meta is None:  # nothing written: the footer of an empty table
             self._meta = _row_groups(self._encode(self.schema.empty_table()), 0, 0)[0]
         meta = dict(self._meta)
@@ -273,7 +277,8 @@ class ParquetStitcher:
         """On the way out of a failure: stop encoding, close the file, say nothing."""
         for pending in self._pending:
             pending.cancel()
-        self._pool.shutdown(wait=True)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._appender.shutdown(wait=True, cancel_futures=True)
         self._pending.clear()
         try:
             self._file.close()  # flushes: may fail as the write did
