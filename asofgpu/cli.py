@@ -24,7 +24,8 @@ import textwrap
 import time
 
 from . import _progress
-from .enrich import CODECS, DEFAULT_CHUNK_ROWS, EnrichError, Options, OutputError, enrich
+from .enrich import (CODECS, DEFAULT_CHUNK_ROWS, RIGHT_MODES, EnrichError, Options, OutputError,
+                     enrich)
 
 DEVICES = ("auto", "cpu", "cuda")
 STRATEGIES = ("backward", "forward", "nearest")
@@ -190,6 +191,12 @@ def _parser() -> _Parser:
     run.add_argument("--tmp-dir", metavar="DIR",
                      help="where spill files go, in a hidden folder removed at the end "
                           "(default: OUT's folder; e.g. --tmp-dir /scratch)")
+    run.add_argument("--right-mode", choices=RIGHT_MODES, default="auto",
+                     help="how RIGHT is held: in memory; streamed in windows when both files "
+                          "are sorted by their --on key (backward only); or spilled to hash "
+                          "partitions of the by keys on disk. auto: in memory when it fits "
+                          "--memory-limit, else streamed when it can be, else spilled "
+                          "(default auto; e.g. --right-mode stream)")
     run.add_argument("--spill-partitions", metavar="N", type=_positive_int,
                      help="spill both sides to N hash partitions of the by keys whatever RIGHT "
                           "needs, e.g. when the estimate is off (e.g. --spill-partitions 16)")
@@ -262,7 +269,8 @@ def _options(args, parser) -> Options:
         columns=_one(args.columns), suffix=args.suffix,
         device=args.device, chunk_rows=args.chunk_rows, compression=args.compression[0],
         compression_level=args.compression[1], memory_limit=args.memory_limit,
-        tmp_dir=args.tmp_dir, spill_partitions=args.spill_partitions)
+        tmp_dir=args.tmp_dir, right_mode=args.right_mode,
+        spill_partitions=args.spill_partitions)
 
 
 def _enrich(args, parser) -> int:

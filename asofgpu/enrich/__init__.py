@@ -24,9 +24,9 @@ as it was.
 ({'t': [2, 6], 'sym': ['A', 'A'], 'bid': [9.5, 9.75]}, 2, 2)
 """
 
-from ._checks import CODECS, DEFAULT_CHUNK_ROWS, Options
+from ._checks import CODECS, DEFAULT_CHUNK_ROWS, RIGHT_MODES, Options
 from ._errors import EnrichError, OutputError
 from ._job import Summary, enrich
 
-__all__ = ["CODECS", "DEFAULT_CHUNK_ROWS", "EnrichError", "OutputError", "Options", "Summary",
-           "enrich"]
+__all__ = ["CODECS", "DEFAULT_CHUNK_ROWS", "RIGHT_MODES", "EnrichError", "OutputError", "Options",
+           "Summary", "enrich"]

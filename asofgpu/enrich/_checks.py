@@ -19,6 +19,8 @@ from ._output import AtomicFolder
 from ._sources import Source, glob_root
 
 DEFAULT_CHUNK_ROWS = 1_000_000
+# auto: in memory when it fits, else streamed when both sides are tapes, else spilled
+RIGHT_MODES = ("auto", "memory", "stream", "spill")
 CODECS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")  # what parquet files may use
 
 
@@ -44,7 +46,8 @@ class Options:
     compression_level: int | None = None  # None: the codec's default
     memory_limit: int | str | None = None  # bytes or "1GiB"; None: a quarter of the machine's
     tmp_dir: str | os.PathLike | None = None  # where spill files go; None: beside OUT
-    spill_partitions: int | None = None  # spill RIGHT in this many partitions whatever it needs
+    right_mode: str = "auto"  # how RIGHT is held: one of RIGHT_MODES
+    spill_partitions: int | None = None  # when spilling: this many partitions (and spill)
 
 
 @dataclass
@@ -71,7 +74,13 @@ def check_options(options: Options) -> None:
     if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
         raise EnrichError(f"--chunk-rows must be a positive whole number, got {rows!r}")
     _check_compression(options.compression, options.compression_level)
+    if options.right_mode not in RIGHT_MODES:
+        raise EnrichError(f"--right-mode must be one of {', '.join(RIGHT_MODES)}, got "
+                          f"{options.right_mode!r}")
     k = options.spill_partitions
+    if k is not None and options.right_mode not in ("auto", "spill"):
+        raise EnrichError(f"--spill-partitions spills RIGHT; it cannot go with --right-mode "
+                          f"{options.right_mode}")
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 512):
         raise EnrichError(f"--spill-partitions must be a whole number from 1 to 512, got {k!r}")
     if options.tmp_dir is not None and not os.path.isdir(options.tmp_dir):

@@ -29,6 +29,8 @@ from ._output import AtomicFile, AtomicFolder, ParquetStitcher
 from ._sources import Part, Source, is_text
 from ._spill import POSITION, Results, SpillFolder, in_left_order, read_all
 from ._spill import source_batches as spill_batches
+from ._stream import Order, Windows, int64_keys, is_tape, split_by_key, streamable_key
+
 
 MAX_PARTITIONS = 512  # each side's partitions are open files at once
 
@@ -109,27 +111,30 @@ def enrich(options: Options, progress=None) -> Summary:
     payload_row = memory.row_bytes(right, the_plan.payload)
     rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row)
     need = memory.right_bytes(right, the_plan.read, as_codes)
-    in_memory = options.spill_partitions is None and need <= budget // 2
+    mode, why = _mode(options, left, right, need, budget, limit_name)
     with contextlib.ExitStack() as stack:
         # Reading RIGHT (pyarrow, off the GIL) overlaps the checks on zero rows (numba
         # loading its compiled kernels, on the GIL), and LEFT's first chunks are read while
         # RIGHT is prepared.
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
-        right_table = reading.submit(right.read, the_plan.read, as_codes) if in_memory else None
+        right_table = (reading.submit(right.read, the_plan.read, as_codes)
+                       if mode == "memory" else None)
         backend = dry_run(options, left.schema, right.schema, tolerance)
         first = stack.enter_context(_Prefetch(_batches(left, left.parts[0], options, rows)))
         target = stack.enter_context((AtomicFile if left.single else AtomicFolder)(out))
-        if in_memory:
+        if mode == "memory":
             progress.log(f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows)")
             attach = _InMemory(options, the_plan, right_table.result(), tolerance)
+        elif mode == "stream":
+            progress.log(f"{why}: streaming RIGHT {options.right} ({_files(right)}"
+                         f"{right.rows:,} rows, sorted by {options.right_on!r}) in windows of "
+                         f"up to {rows:,} rows")
+            attach = _Streamed(options, the_plan, left, right, as_codes, tolerance, rows)
         else:
             k = options.spill_partitions or _partitions(need, budget,
                                                         left.rows * (left_row + payload_row))
             folder = options.tmp_dir if options.tmp_dir is not None else os.path.dirname(out)
             spill = stack.enter_context(SpillFolder(os.fspath(folder)))
-            why = (f"--spill-partitions {k}" if options.spill_partitions else
-                   f"RIGHT needs about {memory.readable(need)} prepared, more than half of what "
-                   f"--memory-limit {limit_name} leaves")
             progress.log(f"{why}: spilling both sides to {k} hash partitions in {spill.path}")
             attach = _Spilled(options, the_plan, left, right, as_codes, tolerance, spill, k,
                               rows, progress)
@@ -174,6 +179,43 @@ def _as_codes(options: Options, the_plan: Plan, right: Source) -> list[str]:
     dictionaries. Partition by-columns come as one-value dictionaries for the same reason."""
     return [c for c in options.right_by if c not in the_plan.payload
             and (is_text(right.schema.field(c).type) or c not in right.data_schema.names)]
+
+
+def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
+          limit_name: str) -> tuple[str, str]:
+    """How RIGHT is held (memory, stream or spill), and why, for the log."""
+    mode = options.right_mode
+    if mode == "auto" and options.spill_partitions is not None:
+        return "spill", f"--spill-partitions {options.spill_partitions}"
+    if mode in ("memory", "spill"):
+        return mode, f"--right-mode {mode}"
+    not_streamed = _why_not_streamed(options, left, right)
+    if mode == "stream":
+        if not_streamed:
+            raise EnrichError(f"--right-mode stream: {not_streamed}")
+        return mode, "--right-mode stream"
+    if need <= budget // 2:
+        return "memory", ""
+    why = (f"RIGHT needs about {memory.readable(need)} prepared, more than half of what "
+           f"--memory-limit {limit_name} leaves")
+    return ("spill" if not_streamed else "stream"), why
+
+
+def _why_not_streamed(options: Options, left: Source, right: Source) -> str:
+    """Why RIGHT cannot be streamed ("" when it can)."""
+    if options.strategy != "backward":
+        return (f"only a backward join streams (--strategy {options.strategy} needs the next "
+                f"row of each group, however far ahead)")
+    left_type = left.schema.field(options.left_on).type
+    right_type = right.schema.field(options.right_on).type
+    if not streamable_key(left_type, right_type):
+        return (f"the keys must be of one integer or temporal type on both sides, got "
+                f"{left_type} and {right_type}")
+    for source, on in ((right, options.right_on), (left, options.left_on)):
+        if not is_tape(source, on):
+            return (f"the row-group statistics of {source.side} {source.given} do not show it "
+                    f"sorted by {on!r}")
+    return ""
 
 
 def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
@@ -294,6 +336,59 @@ class _Spilled:
         taken = in_left_order(pieces, self._at, batch.num_rows)
         self._at = end
         return taken
+
+
+class _Streamed:
+    """RIGHT streamed in windows with a per-group carry (``_stream``); each LEFT chunk is cut
+    where the next window starts, and each piece joined against carry + its window."""
+
+    spilled = 0
+
+    def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
+                 as_codes: list[str], tolerance, rows: int):
+        self.options, self.plan, self.tolerance = options, the_plan, tolerance
+        schema = _schema_of(right, the_plan.read, as_codes)
+        self.windows = Windows(spill_batches(right, the_plan.read, as_codes, rows),
+                               options.right_on, list(options.right_by), schema, right.given)
+        self.left_order = Order("LEFT", left.given, options.left_on)
+        self.n_right = right.rows
+        self.matched = 0
+        self.staleness = Staleness(schema.empty_table().column(options.right_on))
+        self._prepared = None  # the current window's, built on its first piece
+        self._empty = pa.schema([schema.field(c) for c in the_plan.payload]).empty_table()
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.Table:
+        values, valid = int64_keys(batch.column(self.options.left_on))
+        self.left_order.check(values, valid)
+        pieces, at = [], 0
+        while True:
+            end = at + split_by_key(values[at:], None if valid is None else valid[at:],
+                                    self.windows.next_start)
+            if end > at:
+                pieces.append(self._join(batch.slice(at, end - at)))
+            if end == len(values):
+                return pa.concat_tables(pieces) if pieces else self._empty
+            at = end
+            self.windows.advance()
+            self._prepared = None
+
+    def _join(self, piece: pa.RecordBatch) -> pa.Table:
+        if self._prepared is None:
+            window = self.windows.window()
+            try:
+                prepared = AsofJoin(window.column(self.options.right_on),
+                                    [window.column(c) for c in self.options.right_by] or None,
+                                    device=self.options.device)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise EnrichError(translate(exc, self.options)) from None
+            self.staleness = self.staleness.with_right(window.column(self.options.right_on))
+            self._prepared = (prepared, window.select(self.plan.payload))
+        prepared, payload = self._prepared
+        gmap = _probe(prepared, piece, self.options, self.tolerance)
+        hit = np.flatnonzero(gmap != prepared.no_match)
+        self.matched += len(hit)
+        self.staleness.add(piece.column(self.options.left_on), gmap, hit)
+        return gather(payload, gmap)
 
 
 def _schema_of(source: Source, columns: list[str], as_codes: list[str],

@@ -1,0 +1,168 @@
+"""``asofgpu enrich`` streaming RIGHT in windows with a per-group carry, for tapes: both sides
+sorted by their key. The oracle is ``asofgpu.join_asof`` on the whole files; small
+``--chunk-rows`` make many windows, so carries cross many of them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import asofgpu as ag
+from asofgpu import cli, marketdata
+
+
+def run(*argv, capsys):
+    try:
+        code = cli.main([str(a) for a in argv])
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def hidden(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+@pytest.fixture
+def tape(tmp_path):
+    """A time-sorted day with runs of equal times, so windows split runs of equal keys."""
+    quotes, trades = marketdata.day(n_quotes=3_000, n_trades=2_000, n_symbols=25, seed=6)
+    coarse = pa.compute.cast(pa.compute.divide(quotes["time"].cast(pa.int64()), 10**10),
+                             pa.int64())
+    quotes = quotes.set_column(0, "time", pa.compute.multiply(coarse, 10**10).cast(
+        quotes.schema.field("time").type))
+    pq.write_table(trades, tmp_path / "trades.parquet", row_group_size=300)
+    pq.write_table(quotes, tmp_path / "quotes.parquet", row_group_size=256)
+    return tmp_path / "trades.parquet", tmp_path / "quotes.parquet"
+
+
+@pytest.mark.parametrize("chunk_rows", [7, 170, 5_000])
+@pytest.mark.parametrize(("flags", "options"), [
+    ([], {}),
+    (["--no-exact-matches"], {"allow_exact_matches": False}),
+    (["--tolerance", "20s"], {"tolerance": np.timedelta64(20, "s")}),
+])
+def test_streamed_equals_join_asof(tape, tmp_path, capsys, chunk_rows, flags, options):
+    trades, quotes = tape
+    out = tmp_path / "out.parquet"
+    code, _, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol",
+                          "--device", "cpu", "--right-mode", "stream", "--chunk-rows",
+                          chunk_rows, *flags, capsys=capsys)
+    assert code == 0, stderr
+    assert "--right-mode stream: streaming RIGHT" in stderr
+    expected = ag.join_asof(pq.read_table(trades), pq.read_table(quotes), on="time",
+                            by="symbol", device="cpu", **options)
+    assert pq.read_table(out).equals(expected)
+    assert hidden(tmp_path) == []
+
+
+def test_null_keys_null_groups_and_groups_seen_only_early(tmp_path, capsys):
+    """Null times on both sides (never a candidate, never matched), null by values, and a
+    group quoted only in the first window but traded in the last."""
+    right = pa.table({
+        "t": pa.array([1, 1, 2, None, 3, 4, 4, 5, 6, 7, 8, None, 9]),
+        "g": pa.array(["early", "a", None, "a", "a", "b", "a", "b", "a", "b", "a", "b", "b"]),
+        "v": np.arange(13, dtype=np.float64),
+    })
+    left = pa.table({
+        "t": pa.array([None, 1, 2, 4, 4, 6, 8, 9, 9, 10]),
+        "g": pa.array(["a", "early", "a", "b", None, "a", "early", "b", "a", "early"]),
+    })
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=4)
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=3)
+    for chunk_rows in (1, 2, 3, 100):
+        out = tmp_path / f"o{chunk_rows}.parquet"
+        code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
+                              out, "--on", "t", "--by", "g", "--device", "cpu", "--right-mode",
+                              "stream", "--chunk-rows", chunk_rows, "-q", capsys=capsys)
+        assert code == 0, stderr
+        assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", by="g",
+                                                      device="cpu")), chunk_rows
+        assert pq.read_table(out)["v"].to_pylist()[-1] == 0.0  # "early", from window one
+
+
+def test_two_by_columns_and_left_folder(tmp_path, capsys):
+    quotes, trades = marketdata.day(n_quotes=2_000, n_trades=1_500, n_symbols=10, seed=8)
+    venue = pa.array(np.random.default_rng(1).choice(["X", "Y"], 2_000))
+    quotes = quotes.append_column("venue", venue)
+    trades = trades.append_column("venue", pa.array(
+        np.random.default_rng(2).choice(["X", "Y"], 1_500)))
+    (tmp_path / "l").mkdir()
+    for i, start in enumerate(range(0, 1_500, 500)):  # later files hold later trades
+        pq.write_table(trades.slice(start, 500), tmp_path / "l" / f"part-{i}.parquet",
+                       row_group_size=128)
+    pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=128)
+    out = tmp_path / "out"
+    assert run("enrich", tmp_path / "l", tmp_path / "q.parquet", "-o", out, "--on", "time",
+               "--by", "symbol,venue", "--device", "cpu", "--right-mode", "stream",
+               "--chunk-rows", 77, "-q", capsys=capsys)[0] == 0
+    expected = ag.join_asof(trades, quotes, on="time", by=["symbol", "venue"], device="cpu")
+    got = pa.concat_tables(pq.read_table(out / f"part-{i}.parquet") for i in range(3))
+    assert got.equals(expected)
+
+
+def test_a_small_memory_limit_streams_a_tape_by_itself(tmp_path, capsys):
+    quotes, trades = marketdata.day(n_quotes=300_000, n_trades=20_000, n_symbols=50, seed=2)
+    pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=50_000)
+    pq.write_table(trades, tmp_path / "t.parquet")
+    out = tmp_path / "o.parquet"
+    code, stdout, stderr = run("enrich", tmp_path / "t.parquet", tmp_path / "q.parquet", "-o",
+                               out, "--on", "time", "--by", "symbol", "--device", "cpu",
+                               "--memory-limit", "450MiB", capsys=capsys)
+    assert code == 0, stderr
+    assert "more than half of what --memory-limit 450MiB leaves: streaming RIGHT" in stderr
+    assert "spilled" not in stdout
+    assert pq.read_table(out).equals(ag.join_asof(trades, quotes, on="time", by="symbol",
+                                                  device="cpu"))
+
+
+def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
+    """Row-group statistics only bound each group: rows out of order inside one are found
+    while streaming, and nothing is written."""
+    right = pa.table({"t": [1, 5, 3, 5, 6], "v": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)  # [1, 5, 3] then [5, 6]
+    pq.write_table(pa.table({"t": [2, 6]}), tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    code, stdout, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
+                               out, "--on", "t", "--device", "cpu", "--right-mode", "stream",
+                               "-q", capsys=capsys)
+    assert code == 2 and stdout == ""
+    assert stderr == (f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
+                      f"'t' at row 2, though its row-group statistics say so; write it sorted, "
+                      f"or pass --right-mode spill\n")
+    assert not out.exists() and hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize(("case", "message"), [
+    ("forward", "--right-mode stream: only a backward join streams (--strategy forward needs "
+                "the next row of each group, however far ahead)"),
+    ("unsorted", "--right-mode stream: the row-group statistics of RIGHT {r} do not show it "
+                 "sorted by 't'"),
+    ("types", "--right-mode stream: the keys must be of one integer or temporal type on both "
+              "sides, got int32 and int64"),
+    ("spill", "--spill-partitions spills RIGHT; it cannot go with --right-mode stream"),
+])
+def test_streaming_that_cannot_be_done_exits_2(tmp_path, capsys, case, message):
+    right = pa.table({"t": [1, 3, 5, 7], "v": [1.0, 2.0, 3.0, 4.0]})
+    left = pa.table({"t": [2, 6]})
+    flags = ["--right-mode", "stream"]
+    if case == "forward":
+        flags += ["--strategy", "forward"]
+    elif case == "unsorted":
+        right = right.take([2, 3, 0, 1])
+    elif case == "types":
+        left = pa.table({"t": pa.array([2, 6], pa.int32())})
+    elif case == "spill":
+        flags += ["--spill-partitions", "2"]
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=2)
+    pq.write_table(left, tmp_path / "l.parquet")
+    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
+                          tmp_path / "o.parquet", "--on", "t", "--device", "cpu", *flags,
+                          capsys=capsys)
+    assert code == 2 and stderr.count("\n") == 1
+    assert message.format(r=tmp_path / "r.parquet") in stderr
