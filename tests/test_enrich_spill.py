@@ -100,7 +100,9 @@ def test_two_by_columns_with_nulls_and_a_partition_column(tmp_path, capsys):
 
 
 def test_a_small_memory_limit_spills_by_itself(tmp_path, capsys):
-    quotes, trades = marketdata.day(n_quotes=300_000, n_trades=20_000, n_symbols=50, seed=2)
+    """Shuffled files are no tape: RIGHT that does not fit is spilled, not streamed."""
+    quotes, trades = marketdata.day(n_quotes=300_000, n_trades=20_000, n_symbols=50, seed=2,
+                                    shuffled=True)
     pq.write_table(quotes, tmp_path / "q.parquet")
     pq.write_table(trades, tmp_path / "t.parquet")
     out = tmp_path / "o.parquet"
