@@ -124,8 +124,8 @@ def test_a_small_memory_limit_streams_a_tape_by_itself(tmp_path, capsys):
 def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
     """Row-group statistics only bound each group: rows out of order inside one are found
     while streaming, and nothing is written."""
-    right = pa.table({"t": [1, 5, 3, 5, 6], "v": [1.0, 2.0, 3.0, 4.0, 5.0]})
-    pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)  # [1, 5, 3] then [5, 6]
+    right = pa.table({"t": [1, 3, 5, 6, 9, 7], "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)  # [1, 3, 5], [6, 9, 7]
     pq.write_table(pa.table({"t": [2, 6]}), tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
     code, stdout, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
@@ -133,7 +133,7 @@ def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
                                "-q", capsys=capsys)
     assert code == 2 and stdout == ""
     assert stderr == (f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
-                      f"'t' at row 2, though its row-group statistics say so; write it sorted, "
+                      f"'t' at row 5, though its row-group statistics say so; write it sorted, "
                       f"or pass --right-mode spill\n")
     assert not out.exists() and hidden(tmp_path) == []
 
@@ -141,8 +141,10 @@ def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
 @pytest.mark.parametrize(("case", "message"), [
     ("forward", "--right-mode stream: only a backward join streams (--strategy forward needs "
                 "the next row of each group, however far ahead)"),
-    ("unsorted", "--right-mode stream: the row-group statistics of RIGHT {r} do not show it "
-                 "sorted by 't'"),
+    ("unsorted", "--right-mode stream: RIGHT {r} is not sorted by 't', as far as its row-group "
+                 "statistics and first row group show"),
+    ("one-group", "--right-mode stream: RIGHT {r} is not sorted by 't', as far as its row-group "
+                  "statistics and first row group show"),
     ("types", "--right-mode stream: the keys must be of one integer or temporal type on both "
               "sides, got int32 and int64"),
     ("spill", "--spill-partitions spills RIGHT; it cannot go with --right-mode stream"),
@@ -154,12 +156,14 @@ def test_streaming_that_cannot_be_done_exits_2(tmp_path, capsys, case, message):
     if case == "forward":
         flags += ["--strategy", "forward"]
     elif case == "unsorted":
-        right = right.take([2, 3, 0, 1])
+        right = right.take([2, 3, 0, 1])  # row groups [5, 7] then [1, 3]
+    elif case == "one-group":
+        right = right.take([0, 2, 1, 3]).slice(0, 3)  # one row group: [1, 5, 3]
     elif case == "types":
         left = pa.table({"t": pa.array([2, 6], pa.int32())})
     elif case == "spill":
         flags += ["--spill-partitions", "2"]
-    pq.write_table(right, tmp_path / "r.parquet", row_group_size=2)
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=10 if case == "one-group" else 2)
     pq.write_table(left, tmp_path / "l.parquet")
     code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
                           tmp_path / "o.parquet", "--on", "t", "--device", "cpu", *flags,

@@ -213,8 +213,8 @@ def _why_not_streamed(options: Options, left: Source, right: Source) -> str:
                 f"{left_type} and {right_type}")
     for source, on in ((right, options.right_on), (left, options.left_on)):
         if not is_tape(source, on):
-            return (f"the row-group statistics of {source.side} {source.given} do not show it "
-                    f"sorted by {on!r}")
+            return (f"{source.side} {source.given} is not sorted by {on!r}, as far as its "
+                    f"row-group statistics and first row group show")
     return ""
 
 

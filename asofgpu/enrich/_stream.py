@@ -37,11 +37,14 @@ def streamable_key(left: pa.DataType, right: pa.DataType) -> bool:
 
 
 def is_tape(source: Source, on: str) -> bool:
-    """Whether the statistics of every row group say ``on`` never decreases from one to the
-    next, through the files in order (row groups without statistics: unknown, so no)."""
+    """Whether ``on`` never decreases through the files in order, as far as can be told
+    without reading them: the row groups' statistics must not overlap (row groups without
+    statistics: unknown, so no), and the first row group, whose order within statistics
+    cannot show (a shuffled file may be one row group), is read and checked."""
     if on not in source.data_schema.names:
         return False
     last = None
+    first = None  # (path, row group) of the first with keys
     for part in source.parts:
         meta = pq.read_metadata(part.path)
         index = meta.schema.to_arrow_schema().get_field_index(on)
@@ -56,7 +59,13 @@ def is_tape(source: Source, on: str) -> bool:
             if last is not None and stats.min < last:
                 return False
             last = stats.max
-    return True
+            first = first or (part.path, g)
+    if first is None:
+        return True
+    keys = pq.ParquetFile(first[0]).read_row_group(first[1], columns=[on]).column(0)
+    values, valid = int64_keys(keys)
+    values = values if valid is None else values[valid]
+    return bool(np.all(values[1:] >= values[:-1]))
 
 
 def int64_keys(column) -> tuple[np.ndarray, np.ndarray | None]:
