@@ -1,0 +1,707 @@
+"""make bench, end to end: ``asofgpu enrich`` against polars and DuckDB, parquet in, parquet out.
+
+The product's main job, measured whole: enrich a day of trades with the prevailing quote of
+their symbol (backward, exact matches allowed, by symbol), reading both files from parquet and
+writing the enriched trades to parquet. Each system runs as a process of its own, from start to
+exit (Python start-up, imports, reading, joining, writing), so the wall time is what a user
+waits for; the peak RSS is that process's (``getrusage(RUSAGE_CHILDREN)`` in a fresh Python that
+starts it, Linux: exact, no polling). Systems:
+
+- asofgpu: ``python -m asofgpu enrich trades quotes -o out --on time --by symbol --device cpu -q``
+  (after one untimed warm-up run: numba loads or compiles its cache there);
+- polars lazy: ``scan_parquet(trades).join_asof(scan_parquet(quotes), ...).sink_parquet(out)``;
+- polars eager: ``read_parquet(trades).join_asof(read_parquet(quotes), ...).write_parquet(out)``;
+- DuckDB: ``COPY (SELECT t.*, q.bid, ... FROM read_parquet(trades) t ASOF LEFT JOIN
+  read_parquet(quotes) q ON t.symbol = q.symbol AND t.time >= q.time) TO out (FORMAT parquet)``.
+
+The data is ``asofgpu.marketdata.day(QUOTES, TRADES, 1000, seed=0)`` written with
+``pyarrow.parquet.write_table``, generated once into ``--data``. The systems take turns, one run
+each per round and the order rotated every round, so a drift in the machine's speed falls on all
+of them alike. Each writes with its own default compression. Every peer's output must hold the
+same (time, symbol, price, size, bid) rows as asofgpu's, as a multiset (DuckDB does not keep the
+trades' order), or the script fails and writes nothing.
+
+``--scale 100Mx10M`` (make bench passes it) adds one run of asofgpu alone with
+``--memory-limit`` on a day too large to hold comfortably: the quotes are written time slice by
+time slice, never all in memory. It reports the wall time, the peak RSS and whether that stayed
+under the limit.
+
+    python bench/enrich_e2e.py                          # 10M x 10M, 2 rounds
+    python bench/enrich_e2e.py --quick                  # 200K x 200K, 1 round: checks the harness
+    python bench/enrich_e2e.py --scale 100Mx10M --scale-memory-limit 2GiB
+
+Results go to ``--out`` (bench/results): enrich.md (the table) and enrich.json (raw numbers),
+each written whole or not at all.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SYSTEMS = ("asofgpu", "polars-lazy", "polars-eager", "duckdb")
+PEERS = SYSTEMS[1:]
+TITLES = {"asofgpu": "asofgpu enrich", "polars-lazy": "polars (lazy)",
+          "polars-eager": "polars (eager)", "duckdb": "DuckDB"}
+GOAL = 0.7  # issue 18: asofgpu enrich at most 0.7x the fastest peer's wall time, 10M x 10M
+SYMBOLS, SEED = 1000, 0
+DEFAULT_SIZE, QUICK_SIZE = "10Mx10M", "200Kx200K"
+KEY = ["time", "symbol", "price", "size", "bid"]  # the rows compared, as a multiset
+SLICE_ROWS = 5_000_000  # rows per generated slice of the scale day
+RESULT = "@@e2e "  # the prefix of the meter's one line on stdout
+
+
+class BenchError(Exception):
+    """A failure that makes the results meaningless: a wrong answer, asofgpu failing."""
+
+
+# ------------------------------------------------------------------------------ options
+
+_UNITS = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9}
+
+
+def parse_count(text: str) -> int:
+    """'10M', '200K', '2.5M', '20000' -> a positive int."""
+    body = text.strip().upper().replace("_", "")
+    unit = body[-1:] if body[-1:] in ("K", "M", "G") else ""
+    try:
+        value = float(body[: len(body) - len(unit)]) * _UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a row count such as 10M, 200K or 2000")
+    if value < 1 or value != int(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of rows, at least 1")
+    return int(value)
+
+
+def parse_size(text: str) -> tuple[int, int]:
+    """'10Mx10M' -> (quotes, trades)."""
+    pieces = re.split("[xX×]", text.strip())
+    if len(pieces) != 2:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not QUOTESxTRADES, for example 10Mx10M (10M quotes, 10M trades)")
+    return parse_count(pieces[0]), parse_count(pieces[1])
+
+
+def label(n: int) -> str:
+    """The shortest exact name of a row count: 10M, 200K, 1500."""
+    for unit in ("G", "M", "K"):
+        if n % _UNITS[unit] == 0:
+            return f"{n // _UNITS[unit]}{unit}"
+    return str(n)
+
+
+# Read as ``asofgpu enrich --memory-limit`` reads them: KiB, MiB, GiB, TiB are powers of 1024,
+# kB, MB, GB, TB powers of 1000, a bare number (or B) is bytes.
+_BYTES = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def parse_bytes(text: str) -> int:
+    """'2GiB', '512MiB', '4GB', '1_000_000' -> bytes."""
+    found = re.fullmatch(r"\s*(\d[\d_]*(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    unit = found[2].lower() if found else None
+    if unit not in _BYTES or float(found[1].replace("_", "")) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an amount of memory such as 2GiB, 512MiB or 4GB")
+    return int(float(found[1].replace("_", "")) * _BYTES[unit])
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number")
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def options(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="bench/enrich_e2e.py", description=__doc__.splitlines()[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Sizes are QUOTESxTRADES with K, M, G suffixes. "
+               "Results: OUT/enrich.md and OUT/enrich.json.")
+    parser.add_argument("--size", type=parse_size, default=None,
+                        help=f"the day joined by every system (default {DEFAULT_SIZE})")
+    parser.add_argument("--runs", type=positive_int, default=None,
+                        help="timed rounds, one run of each system per round (default 2)")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"--size {QUICK_SIZE} --runs 1 unless given: checks the harness")
+    parser.add_argument("--scale", type=parse_size, default=None,
+                        help="also run asofgpu alone with --memory-limit on a day of this "
+                             "size, written slice by slice (off unless given; e.g. 100Mx10M)")
+    parser.add_argument("--scale-memory-limit", default="2GiB", metavar="LIMIT",
+                        help="passed to enrich --memory-limit as written; the peak RSS is "
+                             "compared with it (default 2GiB)")
+    parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "e2e",
+                        help="cache of the generated parquet files (default bench/data/e2e)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results",
+                        help="where enrich.md and enrich.json go (default bench/results)")
+    parser.add_argument("--timeout", type=float, default=1800.0,
+                        help="seconds one run may take before it is stopped and the system "
+                             "recorded as timed out (default 1800)")
+    parser.add_argument("--enrich-cmd", default=None, metavar="CMD",
+                        help="the command that runs asofgpu, split like a shell would "
+                             "(default: this Python's -m asofgpu)")
+    args = parser.parse_args(argv)
+    args.size = args.size or parse_size(QUICK_SIZE if args.quick else DEFAULT_SIZE)
+    args.runs = args.runs or (1 if args.quick else 2)
+    try:
+        args.limit_bytes = parse_bytes(args.scale_memory_limit)
+    except argparse.ArgumentTypeError as error:
+        parser.error(f"argument --scale-memory-limit: {error}")
+    args.enrich_cmd = (shlex.split(args.enrich_cmd) if args.enrich_cmd
+                       else [sys.executable, "-m", "asofgpu"])
+    return args
+
+
+# ------------------------------------------------------------------------------ data
+
+def _write_atomic_parquet(table, path: Path) -> None:
+    """Plain ``pq.write_table``, to a temporary name renamed into place: no torn cache."""
+    import pyarrow.parquet as pq
+    tmp = path.with_name(path.name + ".tmp")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+
+
+def day_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path, Path]:
+    """(quotes.parquet, trades.parquet) of ``marketdata.day``, generated on first use."""
+    folder = data / f"{label(quotes_rows)}x{label(trades_rows)}-{SYMBOLS}sym-seed{SEED}"
+    quotes, trades = folder / "quotes.parquet", folder / "trades.parquet"
+    if quotes.exists() and trades.exists():
+        return quotes, trades
+    from asofgpu import marketdata
+    folder.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    q, t = marketdata.day(quotes_rows, trades_rows, SYMBOLS, seed=SEED)
+    _write_atomic_parquet(q, quotes)
+    _write_atomic_parquet(t, trades)
+    say(f"generated {label(quotes_rows)} quotes x {label(trades_rows)} trades in {folder} "
+        f"in {time.perf_counter() - start:.1f} s")
+    return quotes, trades
+
+
+def _slice_tables(rng, base, kind: str, times):
+    """One time slice of quotes or trades, as ``marketdata.day`` makes them."""
+    import numpy as np
+    import pyarrow as pa
+
+    from asofgpu import marketdata
+    n = len(times)
+    sym = rng.choice(SYMBOLS, n, p=marketdata.activity(SYMBOLS)).astype(np.int32)
+    columns = {"time": pa.array(times, marketdata.TIME_TYPE),
+               "symbol": marketdata.symbols(SYMBOLS).take(pa.array(sym))}
+    if kind == "quotes":
+        mid = base[sym] * (1 + rng.normal(0, 0.002, n))
+        half_spread = base[sym] * rng.uniform(0.0001, 0.001, n)
+        columns |= {"bid": np.round(mid - half_spread, 2), "ask": np.round(mid + half_spread, 2),
+                    "bid_size": rng.integers(1, 50, n).astype(np.float64) * 100,
+                    "ask_size": rng.integers(1, 50, n).astype(np.float64) * 100}
+    else:
+        columns |= {"price": np.round(base[sym] * (1 + rng.normal(0, 0.002, n)), 2),
+                    "size": rng.integers(1, 20, n).astype(np.int64) * 100}
+    return pa.table(columns)
+
+
+def write_sliced(path: Path, kind: str, rows: int, rng, base, slice_rows: int = SLICE_ROWS):
+    """``rows`` quotes or trades over the session, time-sorted, written one time slice at a
+    time with ``ParquetWriter``: memory holds one slice, never the whole file."""
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from asofgpu import marketdata
+    slices = max(1, -(-rows // slice_rows))
+    start = int(marketdata.SESSION_OPEN.timestamp()) * 10**9
+    bounds = start + np.arange(slices + 1, dtype=np.int64) * marketdata.SESSION_NS // slices
+    tmp = path.with_name(path.name + ".tmp")
+    writer = None
+    try:
+        for i in range(slices):
+            n = rows // slices + (i < rows % slices)
+            times = np.sort(rng.integers(bounds[i], bounds[i + 1], n, dtype=np.int64))
+            table = _slice_tables(rng, base, kind, times)
+            writer = writer or pq.ParquetWriter(tmp, table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+    os.replace(tmp, path)
+
+
+def scale_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path, Path]:
+    """(quotes.parquet, trades.parquet) of the scale day, generated slice by slice once."""
+    import numpy as np
+    folder = data / f"scale-{label(quotes_rows)}x{label(trades_rows)}-{SYMBOLS}sym-seed{SEED}"
+    quotes, trades = folder / "quotes.parquet", folder / "trades.parquet"
+    if quotes.exists() and trades.exists():
+        return quotes, trades
+    folder.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    rng = np.random.default_rng(SEED)
+    base = np.exp(rng.normal(4.0, 1.0, SYMBOLS))  # a price level per symbol, as marketdata's
+    write_sliced(quotes, "quotes", quotes_rows, rng, base)
+    write_sliced(trades, "trades", trades_rows, rng, base)
+    say(f"generated the scale day, {label(quotes_rows)} quotes x {label(trades_rows)} trades, "
+        f"in {folder} in {time.perf_counter() - start:.1f} s")
+    return quotes, trades
+
+
+# ------------------------------------------------------------------------------ the systems
+
+POLARS_CODE = """\
+import sys
+import polars as pl
+trades, quotes, out = sys.argv[1:]
+{read}(trades).join_asof({read}(quotes), on="time", by="symbol"{check}).{write}(out)"""
+
+DUCKDB_CODE = """\
+import sys
+import duckdb
+trades, quotes, out = (p.replace("'", "''") for p in sys.argv[1:])
+duckdb.execute(f\"\"\"COPY (SELECT t.*, q.bid, q.ask, q.bid_size, q.ask_size
+    FROM read_parquet('{trades}') t ASOF LEFT JOIN read_parquet('{quotes}') q
+    ON t.symbol = q.symbol AND t.time >= q.time) TO '{out}' (FORMAT parquet)\"\"\")"""
+
+
+def _polars_check_arg() -> str:
+    """``, check_sortedness=False`` where polars takes it: the files are time-sorted, and
+    polars cannot verify that with ``by`` and would only warn."""
+    import inspect
+
+    import polars as pl
+    takes = "check_sortedness" in inspect.signature(pl.LazyFrame.join_asof).parameters
+    return ", check_sortedness=False" if takes else ""
+
+
+def commands(enrich_cmd: list[str], trades: Path, quotes: Path, outs: dict[str, Path],
+             systems=SYSTEMS) -> dict[str, list[str]]:
+    """Each system's whole job as an argv: asofgpu's command, the peers' ``python -c``."""
+    check = _polars_check_arg() if any(s.startswith("polars") for s in systems) else ""
+    code = {"polars-lazy": POLARS_CODE.format(read="pl.scan_parquet", write="sink_parquet",
+                                              check=check),
+            "polars-eager": POLARS_CODE.format(read="pl.read_parquet", write="write_parquet",
+                                               check=check),
+            "duckdb": DUCKDB_CODE}
+    argv = {}
+    for system in systems:
+        if system == "asofgpu":
+            argv[system] = [*enrich_cmd, "enrich", str(trades), str(quotes), "-o",
+                            str(outs[system]), "--on", "time", "--by", "symbol", "--device",
+                            "cpu", "-q"]
+        else:
+            argv[system] = [sys.executable, "-c", code[system], str(trades), str(quotes),
+                            str(outs[system])]
+    return argv
+
+
+# ------------------------------------------------------------------------------ measuring
+
+# A fresh, small Python starts the job and reads its children's peak RSS when it is done. Not
+# the bench itself: Linux carries a parent's peak RSS into a child through fork and exec, so a
+# job started straight from the bench (which reads outputs of millions of rows) would inherit it.
+METER = """\
+import json, resource, subprocess, sys, time
+start = time.perf_counter()
+rc = subprocess.call(sys.argv[1:], stdout=sys.stderr)
+wall = time.perf_counter() - start
+peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
+print("@@e2e " + json.dumps({"rc": rc, "wall_s": wall, "peak_kib": peak_kib}), flush=True)"""
+
+
+def measure(argv: list[str], timeout: float) -> dict:
+    """One run of ``argv``: {status, wall_s, peak_rss_bytes, started_at, stderr}. status is
+    ok, failed (with rc) or timeout (the job's whole process group stopped)."""
+    started = time.time()
+    proc = subprocess.Popen([sys.executable, "-c", METER, *argv], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the meter's session: the meter and the job
+        proc.communicate()
+        return {"status": "timeout", "started_at": started, "stderr": ""}
+    lines = [line for line in stdout.splitlines() if line.startswith(RESULT)]
+    if not lines:
+        return {"status": "failed", "rc": proc.returncode, "started_at": started,
+                "stderr": stderr[-4000:]}
+    meter = json.loads(lines[-1][len(RESULT):])
+    status = "ok" if meter["rc"] == 0 else "failed"
+    return {"status": status, "rc": meter["rc"], "wall_s": meter["wall_s"],
+            "peak_rss_bytes": meter["peak_kib"] * 1024, "started_at": started,
+            "stderr": stderr[-4000:] if status != "ok" else ""}
+
+
+def rounds(argv: dict[str, list[str]], outs: dict[str, Path], runs: int, timeout: float,
+           say) -> dict[str, dict]:
+    """``runs`` rounds, one run of each system per round, the order rotated every round; a
+    system that fails or times out sits out the rounds after. Per system: its record."""
+    records = {s: {"system": s, "status": "ok", "times_s": [], "peak_rss_bytes": [],
+                   "started_at": []} for s in argv}
+    systems = list(argv)
+    for r in range(runs):
+        for system in systems[r % len(systems):] + systems[: r % len(systems)]:
+            record = records[system]
+            if record["status"] != "ok":
+                continue
+            outs[system].unlink(missing_ok=True)  # outside the timed region
+            run = measure(argv[system], timeout)
+            if run["status"] != "ok":
+                record.update(status=run["status"], rc=run.get("rc"), stderr=run["stderr"])
+                say(f"round {r + 1}/{runs}: {system} {run['status']}"
+                    + (f" (exit {run['rc']}): {_last_line(run['stderr'])}"
+                       if run["status"] == "failed" else f" after {timeout:g} s"))
+                continue
+            record["times_s"].append(run["wall_s"])
+            record["peak_rss_bytes"].append(run["peak_rss_bytes"])
+            record["started_at"].append(run["started_at"])
+            say(f"round {r + 1}/{runs}: {system} {run['wall_s']:.2f} s, peak "
+                f"{_memory(run['peak_rss_bytes'])}")
+    for system, record in records.items():
+        if record["status"] == "ok":
+            record["median_s"] = statistics.median(record["times_s"])
+            record["peak_rss_mib"] = max(record["peak_rss_bytes"]) / 2**20
+            record["output_bytes"] = outs[system].stat().st_size
+    return records
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "(no message)"
+
+
+# ------------------------------------------------------------------------------ correctness
+
+def canonical(table):
+    """The KEY columns in one type each (int64 nanoseconds, string, float64, int64, float64),
+    rows sorted by all of them: two outputs hold the same rows iff these are equal."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    types = {"time": pa.timestamp("ns", tz="UTC"), "symbol": pa.string(),
+             "price": pa.float64(), "size": pa.int64(), "bid": pa.float64()}
+    missing = [c for c in KEY if c not in table.column_names]
+    if missing:
+        raise BenchError(f"the output has no column {', '.join(missing)}")
+    columns = []
+    for name in KEY:
+        column = table[name].cast(types[name])
+        if name == "time":
+            column = column.cast(pa.int64())
+        columns.append(column)
+    keyed = pa.table(columns, names=KEY)
+    order = pc.sort_indices(keyed, [(c, "ascending") for c in KEY])  # nulls last
+    return keyed.take(order).combine_chunks()
+
+
+def _differing_rows(a, b):
+    """Positions where two canonical tables of one length differ in any column."""
+    import numpy as np
+    import pyarrow.compute as pc
+    differ = np.zeros(a.num_rows, dtype=bool)
+    for name in KEY:
+        x, y = a[name], b[name]
+        same = pc.fill_null(pc.equal(x, y), False)
+        both_null = pc.and_(pc.is_null(x), pc.is_null(y))
+        differ |= ~pc.or_(same, both_null).to_numpy(zero_copy_only=False)
+    return np.flatnonzero(differ)
+
+
+def mismatch(reference, other, reference_name: str, other_name: str) -> str | None:
+    """None when both tables hold the same (time, symbol, price, size, bid) rows, in any order
+    and with any column types; otherwise what differs, in a sentence."""
+    a, b = canonical(reference), canonical(other)
+    if a.num_rows != b.num_rows:
+        return (f"{other_name}'s output has {b.num_rows:,} rows, {reference_name}'s "
+                f"{a.num_rows:,}")
+    rows = _differing_rows(a, b)
+    if len(rows) == 0:
+        return None
+    first = int(rows[0])
+    return (f"{other_name}'s output differs from {reference_name}'s in {len(rows):,} of "
+            f"{a.num_rows:,} rows (sorted by {', '.join(KEY)}); the first: "
+            f"{reference_name} {a.slice(first, 1).to_pylist()[0]} vs {other_name} "
+            f"{b.slice(first, 1).to_pylist()[0]}")
+
+
+def check(outs: dict[str, Path], records: dict[str, dict]) -> None:
+    """Every peer that finished wrote the same rows as asofgpu, or BenchError."""
+    import pyarrow.parquet as pq
+    reference = pq.read_table(outs["asofgpu"], columns=KEY)
+    for system, record in records.items():
+        if system == "asofgpu" or record["status"] != "ok":
+            continue
+        wrong = mismatch(reference, pq.read_table(outs[system], columns=KEY), "asofgpu", system)
+        if wrong:
+            raise BenchError(f"WRONG ANSWER: {wrong}")
+        record["checked_against"] = "asofgpu"
+
+
+# ------------------------------------------------------------------------------ report
+
+def machine() -> dict:
+    import psutil
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f
+                          if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(),
+            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "os": platform.platform(), "python": platform.python_version()}
+
+
+def versions() -> dict:
+    found = {}
+    for package in ("asofgpu", "polars", "duckdb", "pyarrow", "numpy", "numba"):
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = None
+    return found
+
+
+def commit() -> str | None:
+    """The checked-out commit, marked when tracked files have local changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + (" with local changes" if dirty.strip() else "")
+
+
+def headline(records: dict[str, dict]) -> dict | None:
+    """asofgpu's median over the fastest peer's, where both finished, with the goal."""
+    peers = {s: r["median_s"] for s, r in records.items() if s != "asofgpu" and r["status"] == "ok"}
+    if records["asofgpu"]["status"] != "ok" or not peers:
+        return None
+    fastest = min(peers, key=peers.get)
+    ratio = records["asofgpu"]["median_s"] / peers[fastest]
+    return {"ratio": ratio, "fastest_peer": fastest, "goal": GOAL, "met": ratio <= GOAL}
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.3f} s" if s < 10 else f"{s:.1f} s"
+
+
+def _memory(n_bytes: float) -> str:
+    if n_bytes >= 2**30:
+        return f"{n_bytes / 2**30:.2f} GiB"
+    return f"{n_bytes / 2**20:.0f} MiB" if n_bytes >= 2**20 else f"{n_bytes / 2**10:.0f} KiB"
+
+
+def _row(record: dict, asofgpu_median: float | None) -> str:
+    title = TITLES[record["system"]]
+    if record["status"] != "ok":
+        return f"| {title} | {record['status']} | – | – | – | – |"
+    ratio = ("–" if record["system"] == "asofgpu" or asofgpu_median is None
+             else f"{asofgpu_median / record['median_s']:.2f}x")
+    return (f"| {title} | {record['median_s']:.2f} | "
+            f"{', '.join(f'{t:.2f}' for t in record['times_s'])} | "
+            f"{_memory(record['peak_rss_mib'] * 2**20)} | {_memory(record['output_bytes'])} | "
+            f"{ratio} |")
+
+
+def _command_text(argv: list[str], folders: dict[str, str]) -> str:
+    """A command as one would type it, its folders shortened to names: {"$RUN": path}."""
+    def word(w: str) -> str:
+        w = shlex.quote(w)
+        for name, folder in folders.items():
+            w = w.replace(folder, name)
+        return w
+
+    if len(argv) > 2 and argv[1] == "-c":  # a peer: its code on lines of its own
+        return (f"{word(argv[0])} -c CODE " + " ".join(word(w) for w in argv[3:])
+                + f"\n# where CODE is:\n{argv[2]}")
+    return " ".join(word(w) for w in argv)
+
+
+def markdown(report: dict) -> str:
+    s, m, v = report["settings"], report["machine"], report["versions"]
+    q, t = s["size"]
+    records = {r["system"]: r for r in report["results"]}
+    ours = records["asofgpu"].get("median_s")
+    lines = [
+        "# asofgpu enrich, end to end", "",
+        f"{report['date']} · {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB · "
+        f"load average {report['load_average'][0]:.2f} at the start, "
+        f"{report['load_average'][1]:.2f} at the end · commit {report['commit'] or 'unknown'}",
+        "",
+        "Versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val)
+        + f", Python {m['python']}.", "",
+        f"Each system enriches {t:,} trades with the prevailing quote of their symbol out of "
+        f"{q:,} quotes (backward, exact matches allowed, by symbol): "
+        f"`asofgpu.marketdata.day({label(q)}, {label(t)}, {SYMBOLS}, seed={SEED})` written "
+        f"with `pyarrow.parquet.write_table`, parquet in, parquet out with the system's own "
+        f"default compression. Wall time: the whole process, start to exit (Python start-up, "
+        f"imports, reading, joining, writing), one process per run; {s['runs']} round(s), one "
+        f"run of each system per round, the order rotated every round, after one untimed "
+        f"warm-up run of asofgpu ({_seconds(report['warmup_s'])}: numba's cache). Peak RSS: "
+        f"the largest over the system's runs (`getrusage(RUSAGE_CHILDREN)`).", "",
+        "| system | median wall s | runs (s) | peak RSS | output size | asofgpu / this |",
+        "|---|---:|---|---:|---:|---:|",
+        *(_row(records[x], ours) for x in s["systems"]), "",
+    ]
+    h = report["headline"]
+    if h:
+        lines += [f"**asofgpu / fastest peer ({TITLES[h['fastest_peer']]}): {h['ratio']:.2f}x**"
+                  f" · goal at most {GOAL}x (issue 18, 10M × 10M): "
+                  f"{'met' if h['met'] else 'not met'}.", ""]
+    checked = [TITLES[r["system"]] for r in report["results"] if r.get("checked_against")]
+    lines += [f"Correctness: the output of {', '.join(checked) or 'no peer'} holds the same "
+              f"({', '.join(KEY)}) rows as asofgpu's, compared as multisets.", ""]
+    if report["scale"]:
+        lines += scale_markdown(report["scale"])
+    lines += ["## Commands", "",
+              f"`$DATA` is `{report['data']['folder']}`, where the inputs are; `$RUN` the "
+              f"run's temporary folder, where the outputs go.", "", "```"]
+    folders = {"$RUN": report["run_folder"], "$DATA": report["data"]["folder"]}
+    for system in s["systems"]:
+        lines += [f"# {TITLES[system]}", _command_text(report["commands"][system], folders), ""]
+    if report["scale"]:
+        scale = report["scale"]
+        lines += [f"# asofgpu enrich, the scale run ($DATA: {scale['data']})",
+                  _command_text(scale["command"], {"$RUN": scale["run_folder"],
+                                                   "$DATA": scale["data"]})]
+    lines += ["```", ""]
+    return "\n".join(lines)
+
+
+def scale_markdown(scale: dict) -> list[str]:
+    q, t = scale["size"]
+    lines = ["## At scale: bounded memory", "",
+             f"asofgpu enrich alone, once, on {q:,} quotes x {t:,} trades (written slice by "
+             f"slice, time-sorted) with `--memory-limit {scale['memory_limit']}`.", ""]
+    if scale["status"] != "ok":
+        return lines + [f"**{scale['status']}**" + (f" (exit {scale.get('rc')}): "
+                                                    f"`{_last_line(scale.get('stderr', ''))}`"
+                                                    if scale["status"] == "failed" else ""), ""]
+    under = "yes" if scale["under_limit"] else "**no**"
+    return lines + [
+        "| wall s | peak RSS | limit | under the limit | output size |",
+        "|---:|---:|---:|---|---:|",
+        f"| {scale['wall_s']:.1f} | {_memory(scale['peak_rss_bytes'])} | "
+        f"{_memory(scale['memory_limit_bytes'])} | {under} | "
+        f"{_memory(scale['output_bytes'])} |", ""]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)  # mkstemp's is 0600
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+# ------------------------------------------------------------------------------ main
+
+def peers_section(args, say) -> dict:
+    """The timed rounds on the day of ``--size``, checked: a part of the report."""
+    quotes, trades = day_files(args.data, *args.size, say)
+    with tempfile.TemporaryDirectory(prefix="run-", dir=args.data) as folder:
+        outs = {s: Path(folder) / f"{s}.parquet" for s in SYSTEMS}
+        argv = commands(args.enrich_cmd, trades, quotes, outs)
+        warmup = measure(argv["asofgpu"], args.timeout)
+        if warmup["status"] != "ok":
+            raise BenchError(f"asofgpu enrich's warm-up run {warmup['status']}: "
+                             f"{_last_line(warmup['stderr'])}")
+        say(f"warm-up: asofgpu {warmup['wall_s']:.1f} s")
+        records = rounds(argv, outs, args.runs, args.timeout, say)
+        if records["asofgpu"]["status"] != "ok":
+            raise BenchError(f"asofgpu enrich {records['asofgpu']['status']}: "
+                             f"{_last_line(records['asofgpu'].get('stderr', ''))}")
+        check(outs, records)
+    return {"data": {"folder": str(quotes.parent), "quotes_bytes": quotes.stat().st_size,
+                     "trades_bytes": trades.stat().st_size},
+            "warmup_s": warmup["wall_s"], "commands": argv, "run_folder": folder,
+            "results": [records[s] for s in SYSTEMS], "headline": headline(records)}
+
+
+def scale_section(args, say) -> dict:
+    """One run of asofgpu enrich with --memory-limit on the scale day."""
+    quotes, trades = scale_files(args.data, *args.scale, say)
+    with tempfile.TemporaryDirectory(prefix="scale-", dir=args.data) as folder:
+        out = Path(folder) / "asofgpu.parquet"
+        argv = commands(args.enrich_cmd, trades, quotes, {"asofgpu": out}, ["asofgpu"])
+        argv = argv["asofgpu"] + ["--memory-limit", args.scale_memory_limit]
+        run = measure(argv, args.timeout)
+        entry = {"size": list(args.scale), "memory_limit": args.scale_memory_limit,
+                 "memory_limit_bytes": args.limit_bytes, "command": argv, "run_folder": folder,
+                 "data": str(quotes.parent), **run}
+        if run["status"] == "ok":
+            entry.pop("stderr")
+            entry["under_limit"] = run["peak_rss_bytes"] <= args.limit_bytes
+            entry["output_bytes"] = out.stat().st_size
+            say(f"scale {label(args.scale[0])}x{label(args.scale[1])}: {run['wall_s']:.1f} s, "
+                f"peak {_memory(run['peak_rss_bytes'])}, limit {args.scale_memory_limit}: "
+                f"{'under' if entry['under_limit'] else 'OVER'}")
+        else:
+            say(f"scale run {run['status']}: {_last_line(run['stderr'])}")
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = options(argv)
+
+    def say(text: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+
+    began = time.perf_counter()
+    load_start = os.getloadavg()[0]
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    args.data.mkdir(parents=True, exist_ok=True)
+    try:
+        peers = peers_section(args, say)
+    except BenchError as error:
+        print(f"enrich_e2e: error: {error}\nNo results were written.", file=sys.stderr)
+        return 1
+    scale = scale_section(args, say) if args.scale else None
+    report = {
+        "date": date, "machine": machine(), "versions": versions(), "commit": commit(),
+        "load_average": [load_start, os.getloadavg()[0]],
+        "command": ["bench/enrich_e2e.py", *argv],
+        "settings": {"size": list(args.size), "runs": args.runs, "symbols": SYMBOLS,
+                     "seed": SEED, "systems": list(SYSTEMS), "goal": GOAL,
+                     "timeout_s": args.timeout},
+        **peers, "scale": scale, "elapsed_s": time.perf_counter() - began,
+    }
+    text = markdown(report)
+    _atomic_write(args.out / "enrich.json", json.dumps(report, indent=1) + "\n")
+    _atomic_write(args.out / "enrich.md", text)
+    print(text)
+    say(f"wrote enrich.md and enrich.json to {args.out} in {time.perf_counter() - began:.0f} s")
+    if scale and scale["status"] != "ok":
+        print(f"enrich_e2e: error: the scale run {scale['status']} (see enrich.md)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

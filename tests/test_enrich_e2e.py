@@ -1,0 +1,230 @@
+"""bench/enrich_e2e.py (make bench's end-to-end section) on tiny days: the result files, every
+system's record, the scale run with its memory limit, and the comparison that stops a wrong
+answer. Each system's run is a process of its own, so the script is run only a few times."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+for needed in ("duckdb", "polars", "psutil"):
+    pytest.importorskip(needed)  # the `bench` extra
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "enrich_e2e.py"
+
+# Stands in for `python -m asofgpu` while enrich may not have --memory-limit: it logs the
+# arguments of a run given the option, then fails like argparse (E2E_STANDIN_FAIL) or runs the
+# real enrich without it. Runs without the option go straight to the real enrich.
+STANDIN = """\
+import json, os, sys
+argv = sys.argv[1:]
+if "--memory-limit" in argv:
+    with open(os.environ["E2E_STANDIN_LOG"], "a") as f:
+        f.write(json.dumps(argv) + "\\n")
+    if os.environ.get("E2E_STANDIN_FAIL"):
+        sys.exit("asofgpu enrich: error: unrecognized arguments: --memory-limit")
+    at = argv.index("--memory-limit")
+    del argv[at:at + 2]
+os.execv(sys.executable, [sys.executable, "-m", "asofgpu", *argv])
+"""
+
+
+@pytest.fixture(scope="module")
+def e2e():
+    """The script as a module, for its functions."""
+    spec = importlib.util.spec_from_file_location("enrich_e2e", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_script(tmp_path: Path, *args: str, env: dict | None = None):
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--size", "20Kx20K", "--runs", "1",
+         "--data", str(tmp_path / "data"), "--out", str(tmp_path / "out"), *args],
+        capture_output=True, text=True, timeout=300, env=env)
+
+
+def standin(tmp_path: Path, fail: bool = False) -> tuple[list[str], dict]:
+    """(--enrich-cmd and its value, the environment) for the stand-in, logging to tmp_path."""
+    import os
+    script = tmp_path / "standin.py"
+    script.write_text(STANDIN)
+    env = dict(os.environ, E2E_STANDIN_LOG=str(tmp_path / "standin.log"))
+    if fail:
+        env["E2E_STANDIN_FAIL"] = "1"
+    return ["--enrich-cmd", f"{sys.executable} {script}"], env
+
+
+def test_every_system_runs_is_checked_and_reported_with_the_scale_run(tmp_path):
+    cmd, env = standin(tmp_path)
+    done = run_script(tmp_path, "--scale", "30Kx5K", "--scale-memory-limit", "64MiB", *cmd,
+                      env=env)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["enrich.json", "enrich.md"]
+    report = json.loads((out / "enrich.json").read_text())
+    records = {r["system"]: r for r in report["results"]}
+    assert list(records) == ["asofgpu", "polars-lazy", "polars-eager", "duckdb"]
+    for system, r in records.items():
+        assert r["status"] == "ok", system
+        assert len(r["times_s"]) == 1 and r["median_s"] > 0
+        assert r["peak_rss_mib"] > 0 and r["output_bytes"] > 0
+        assert r.get("checked_against") == (None if system == "asofgpu" else "asofgpu")
+    assert report["warmup_s"] > 0
+    assert report["headline"]["ratio"] > 0 and report["headline"]["goal"] == 0.7
+    assert report["settings"]["size"] == [20_000, 20_000]
+    table = (out / "enrich.md").read_text()
+    assert "| system | median wall s | runs (s) | peak RSS | output size | asofgpu / this |" \
+        in table
+    assert "asofgpu / fastest peer" in table and "goal at most 0.7x (issue 18" in table
+    # The scale run: asofgpu alone, given the limit, whose peak (Python, numba, pyarrow) is
+    # well over 64 MiB, so reported as over it.
+    scale = report["scale"]
+    assert scale["status"] == "ok" and scale["wall_s"] > 0
+    assert scale["memory_limit"] == "64MiB" and scale["memory_limit_bytes"] == 64 * 2**20
+    assert scale["peak_rss_bytes"] > 64 * 2**20 and scale["under_limit"] is False
+    assert "| **no** |" in table and "--memory-limit 64MiB" in table
+    [logged] = [json.loads(line) for line in (tmp_path / "standin.log").read_text().splitlines()]
+    assert logged[logged.index("--memory-limit") + 1] == "64MiB"
+    quotes = pq.read_table(Path(scale["data"]) / "quotes.parquet")
+    assert quotes.num_rows == 30_000
+    # Nothing left behind in the cache but the two days.
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [
+        "20Kx20K-1000sym-seed0", "scale-30Kx5K-1000sym-seed0"]
+
+
+def test_a_scale_run_that_fails_is_reported_and_fails_the_script(tmp_path):
+    cmd, env = standin(tmp_path, fail=True)
+    done = run_script(tmp_path, "--scale", "30Kx5K", *cmd, env=env)
+    assert done.returncode == 1
+    assert "the scale run failed" in done.stderr
+    report = json.loads((tmp_path / "out" / "enrich.json").read_text())
+    assert report["scale"]["status"] == "failed"
+    assert all(r["status"] == "ok" for r in report["results"])  # the main table still stands
+    assert "unrecognized arguments: --memory-limit" in (tmp_path / "out" / "enrich.md").read_text()
+
+
+def test_the_scale_run_with_enrichs_own_memory_limit(tmp_path):
+    help_text = subprocess.run([sys.executable, "-m", "asofgpu", "enrich", "--help"],
+                               capture_output=True, text=True, timeout=60).stdout
+    if "--memory-limit" not in help_text:
+        pytest.skip("asofgpu enrich has no --memory-limit yet: the scale path is tested with "
+                    "a stand-in command above")
+    done = run_script(tmp_path, "--scale", "30Kx5K", "--scale-memory-limit", "2GiB")
+    assert done.returncode == 0, done.stderr
+    scale = json.loads((tmp_path / "out" / "enrich.json").read_text())["scale"]
+    assert scale["status"] == "ok" and scale["under_limit"] is True
+
+
+def test_the_scale_day_is_written_in_time_order_slice_by_slice(e2e, tmp_path):
+    import numpy as np
+
+    from asofgpu import marketdata
+    rng = np.random.default_rng(0)
+    base = np.exp(rng.normal(4.0, 1.0, e2e.SYMBOLS))
+    for kind, reference in zip(("quotes", "trades"), marketdata.day(10, 10, e2e.SYMBOLS)):
+        path = tmp_path / f"{kind}.parquet"
+        e2e.write_sliced(path, kind, 10_001, rng, base, slice_rows=1_000)
+        assert pq.ParquetFile(path).metadata.num_row_groups == 11  # one slice, one row group
+        table = pq.read_table(path)
+        assert table.schema.equals(reference.schema, check_metadata=False)
+        assert table.num_rows == 10_001
+        times = table["time"].cast(pa.int64()).to_numpy()
+        assert (np.diff(times) >= 0).all()
+        assert len(table["symbol"].unique()) > 100  # Zipf over 1,000 symbols
+
+
+def _trades(bids, order=None):
+    rows = {"time": [1, 2, 2, 3], "symbol": ["A", "B", "B", "A"], "price": [1.0, 2.0, 2.0, 3.0],
+            "size": [100, 200, 200, 300], "bid": bids}
+    table = pa.table(rows)
+    return table if order is None else table.take(order)
+
+
+def test_outputs_with_the_same_rows_in_any_order_and_types_match(e2e):
+    ours = _trades([0.5, None, 1.5, 2.5])
+    # Another order, the two trades with equal keys swapped, a string type polars writes, an
+    # extra column and microsecond times would all be the same answer.
+    theirs = _trades([0.5, 1.5, None, 2.5], order=[3, 2, 0, 1])
+    theirs = theirs.set_column(1, "symbol", theirs["symbol"].cast(pa.large_string()))
+    theirs = theirs.append_column("ask", pa.array([1.0, 2.0, 3.0, 4.0]))
+    theirs = theirs.set_column(0, "time", theirs["time"].cast(pa.timestamp("us", tz="UTC")))
+    ours = ours.set_column(0, "time", ours["time"].cast(pa.timestamp("us", tz="UTC")))
+    assert e2e.mismatch(ours, theirs, "asofgpu", "duckdb") is None
+
+
+@pytest.mark.parametrize(("bids", "rows", "message"), [
+    ([0.5, None, 1.5, 2.75], None, "duckdb's output differs from asofgpu's in 1 of 4 rows"),
+    ([0.5, None, 1.5, None], None, "in 1 of 4 rows"),  # a match lost
+    ([0.5, 1.0, 1.5, 2.5], None, "differs from asofgpu's in"),  # a match made up
+    ([0.5, None, 1.5, 2.5], [0, 1, 2], "duckdb's output has 3 rows, asofgpu's 4"),
+])
+def test_a_wrong_answer_is_caught(e2e, bids, rows, message):
+    ours = _trades([0.5, None, 1.5, 2.5])
+    theirs = _trades(bids, order=rows)
+    wrong = e2e.mismatch(ours, theirs, "asofgpu", "duckdb")
+    assert wrong is not None and message in wrong
+
+
+def test_an_output_without_a_compared_column_is_an_error(e2e):
+    ours = _trades([0.5, None, 1.5, 2.5])
+    with pytest.raises(e2e.BenchError, match="the output has no column bid"):
+        e2e.mismatch(ours, ours.drop_columns(["bid"]), "asofgpu", "duckdb")
+
+
+def test_measure_times_the_process_and_reads_its_peak(e2e):
+    hog = "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); import time; " \
+          "time.sleep(0.2)"
+    run = e2e.measure([sys.executable, "-c", hog], timeout=60)
+    assert run["status"] == "ok" and run["wall_s"] >= 0.2
+    assert 200 * 2**20 <= run["peak_rss_bytes"] < 1 * 2**30
+    failed = e2e.measure([sys.executable, "-c", "import sys; sys.exit('no such file')"], 60)
+    assert failed["status"] == "failed" and failed["rc"] == 1
+    assert "no such file" in failed["stderr"]
+    start = time.perf_counter()
+    stopped = e2e.measure([sys.executable, "-c", "import time; time.sleep(60)"], timeout=0.5)
+    assert stopped["status"] == "timeout" and time.perf_counter() - start < 10
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--size", "10M"], "argument --size: '10M' is not QUOTESxTRADES"),
+    (["--scale", "100Mxlots"], "argument --scale: 'lots' is not a row count"),
+    (["--runs", "0"], "argument --runs: '0' must be at least 1"),
+    (["--scale-memory-limit", "lots"], "'lots' is not an amount of memory such as 2GiB"),
+])
+def test_a_bad_option_names_itself(tmp_path, args, message):
+    done = subprocess.run([sys.executable, str(SCRIPT), *args, "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("2GiB", 2 * 2**30), ("512MiB", 512 * 2**20), ("4GB", 4 * 10**9), ("1.5GiB", 3 * 2**29),
+    ("4096", 4096), ("64 mib", 64 * 2**20), ("1_000_000", 10**6),
+])
+def test_memory_amounts_read_as_enrich_reads_them(e2e, text, expected):
+    assert e2e.parse_bytes(text) == expected
+    try:  # enrich's own reading, where this version has it
+        from asofgpu.enrich._memory import parse_size
+    except ImportError:
+        return
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["2G", "lots", "0GiB", "-1MiB"])
+def test_memory_amounts_enrich_would_refuse_are_refused(e2e, text):
+    with pytest.raises(argparse.ArgumentTypeError, match="is not an amount of memory"):
+        e2e.parse_bytes(text)
