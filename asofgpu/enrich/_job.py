@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from .._progress import Quiet, readable_count
-from .._staleness import Staleness
+from .._staleness import SAMPLE, Staleness
 from ..gather import gather
 from ..join import AsofJoin
 from . import _memory as memory
@@ -112,6 +112,7 @@ def enrich(options: Options, progress=None) -> Summary:
     rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row)
     need = memory.right_bytes(right, the_plan.read, as_codes)
     mode, why = _mode(options, left, right, need, budget, limit_name)
+    every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
     with contextlib.ExitStack() as stack:
         # Reading RIGHT (pyarrow, off the GIL) overlaps the checks on zero rows (numba
         # loading its compiled kernels, on the GIL), and LEFT's first chunks are read while
@@ -124,12 +125,12 @@ def enrich(options: Options, progress=None) -> Summary:
         target = stack.enter_context((AtomicFile if left.single else AtomicFolder)(out))
         if mode == "memory":
             progress.log(f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows)")
-            attach = _InMemory(options, the_plan, right_table.result(), tolerance)
+            attach = _InMemory(options, the_plan, right_table.result(), tolerance, every)
         elif mode == "stream":
             progress.log(f"{why}: streaming RIGHT {options.right} ({_files(right)}"
                          f"{right.rows:,} rows, sorted by {options.right_on!r}) in windows of "
                          f"up to {rows:,} rows")
-            attach = _Streamed(options, the_plan, left, right, as_codes, tolerance, rows)
+            attach = _Streamed(options, the_plan, left, right, as_codes, tolerance, rows, every)
         else:
             k = options.spill_partitions or _partitions(need, budget,
                                                         left.rows * (left_row + payload_row))
@@ -137,7 +138,7 @@ def enrich(options: Options, progress=None) -> Summary:
             spill = stack.enter_context(SpillFolder(os.fspath(folder)))
             progress.log(f"{why}: spilling both sides to {k} hash partitions in {spill.path}")
             attach = _Spilled(options, the_plan, left, right, as_codes, tolerance, spill, k,
-                              rows, progress)
+                              rows, every, progress)
         prepared_at = time.perf_counter()
         progress.log(f"prepared {attach.n_right:,} right rows in {prepared_at - start:.2f} s "
                      f"on {backend}")
@@ -250,13 +251,14 @@ class _InMemory:
 
     spilled = 0
 
-    def __init__(self, options: Options, the_plan: Plan, table: pa.Table, tolerance):
+    def __init__(self, options: Options, the_plan: Plan, table: pa.Table, tolerance,
+                 every: int):
         self.options, self.tolerance = options, tolerance
         try:
             self.prepared = AsofJoin(table.column(options.right_on),
                                      [table.column(c) for c in options.right_by] or None,
                                      device=options.device)
-            self.staleness = Staleness(table.column(options.right_on))
+            self.staleness = Staleness(table.column(options.right_on), every=every)
         except (TypeError, ValueError, OverflowError) as exc:
             raise EnrichError(translate(exc, options)) from None
         self.payload = table.select(the_plan.payload)  # in chunks: gather reads them in place
@@ -277,7 +279,7 @@ class _Spilled:
 
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
                  as_codes: list[str], tolerance, spill: SpillFolder, k: int, rows: int,
-                 progress):
+                 every: int, progress):
         self.spilled = 0
         left_keys = [options.left_on, *options.left_by]
         left_codes = [c for c in options.left_by if is_text(left.schema.field(c).type)
@@ -292,7 +294,8 @@ class _Spilled:
         progress.log(f"spilled {memory.readable(spill.bytes)} in {k} partitions of each side")
         self.n_right = right.rows
         self.matched = 0
-        self.staleness = None
+        self.staleness = Staleness(pa.array([], right.schema.field(options.right_on).type),
+                                   every=every)
         self._results = []
         for i in range(k):
             result = self._join(read_all(right_paths[i]), read_all(left_paths[i]), options,
@@ -306,8 +309,6 @@ class _Spilled:
             except OSError as exc:
                 raise spill.failed(exc) from None
             self._results.append(Results(path))
-        if self.staleness is None:  # no partition held a row
-            self.staleness = Staleness(pa.array([], right.schema.field(options.right_on).type))
         self._at = 0
 
     def _join(self, right: pa.Table, left: pa.Table, options: Options, the_plan: Plan,
@@ -317,10 +318,7 @@ class _Spilled:
             prepared = AsofJoin(right.column(options.right_on),
                                 [right.column(c) for c in options.right_by] or None,
                                 device=options.device)
-            if self.staleness is None:
-                self.staleness = Staleness(right.column(options.right_on))
-            else:
-                self.staleness = self.staleness.with_right(right.column(options.right_on))
+            self.staleness = self.staleness.with_right(right.column(options.right_on))
         except (TypeError, ValueError, OverflowError) as exc:
             raise EnrichError(translate(exc, options)) from None
         gmap = _probe(prepared, left, options, tolerance)
@@ -345,7 +343,7 @@ class _Streamed:
     spilled = 0
 
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
-                 as_codes: list[str], tolerance, rows: int):
+                 as_codes: list[str], tolerance, rows: int, every: int):
         self.options, self.plan, self.tolerance = options, the_plan, tolerance
         schema = _schema_of(right, the_plan.read, as_codes)
         self.windows = Windows(spill_batches(right, the_plan.read, as_codes, rows),
@@ -353,7 +351,7 @@ class _Streamed:
         self.left_order = Order("LEFT", left.given, options.left_on)
         self.n_right = right.rows
         self.matched = 0
-        self.staleness = Staleness(schema.empty_table().column(options.right_on))
+        self.staleness = Staleness(schema.empty_table().column(options.right_on), every=every)
         self._prepared = None  # the current window's, built on its first piece
         self._empty = pa.schema([schema.field(c) for c in the_plan.payload]).empty_table()
 
