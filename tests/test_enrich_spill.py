@@ -8,6 +8,7 @@ on small data, and one run takes it because ``--memory-limit`` leaves too little
 from __future__ import annotations
 
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -171,4 +172,35 @@ def test_bad_memory_options_exit_2(tmp_path, capsys, argv, message):
                                tmp_path / "o.parquet", "--on", "t", *argv, capsys=capsys)
     assert code == 2 and stdout == "" and stderr.count("\n") == 1
     assert message.format(tmp=tmp_path) in stderr
+    assert hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize(("flags", "options"), [
+    ([], {}),
+    (["--strategy", "forward"], {"strategy": "forward"}),
+    (["--strategy", "nearest", "--no-exact-matches"],
+     {"strategy": "nearest", "allow_exact_matches": False}),
+    (["--strategy", "nearest", "--tolerance", "2s"],
+     {"strategy": "nearest", "tolerance": np.timedelta64(2, "s")}),
+])
+def test_a_busy_group_is_joined_in_key_ranges(tmp_path, capsys, flags, options):
+    """Zipf activity puts a seventh of the quotes in one symbol, so its partition would not
+    fit: it is cut into key ranges joined with the carries of the ranges around them. Times
+    are coarse, so runs of equal keys meet the range cuts."""
+    quotes, trades = marketdata.day(n_quotes=300_000, n_trades=30_000, n_symbols=40, seed=5,
+                                    shuffled=True)
+    coarse = pa.compute.multiply(pa.compute.divide(quotes["time"].cast(pa.int64()), 10**8),
+                                 10**8)
+    quotes = quotes.set_column(0, "time", coarse.cast(quotes.schema.field("time").type))
+    pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=50_000)
+    pq.write_table(trades, tmp_path / "t.parquet", row_group_size=50_000)
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run("enrich", tmp_path / "t.parquet", tmp_path / "q.parquet", "-o", out,
+                          "--on", "time", "--by", "symbol", "--device", "cpu",
+                          "--memory-limit", "420MiB", *flags, capsys=capsys)
+    assert code == 0, stderr
+    assert re.search(r"partition \d+ holds [\d,]+ RIGHT rows, too many to prepare at once: "
+                     r"joined in \d+ key ranges", stderr)
+    expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu", **options)
+    assert pq.read_table(out).equals(expected)
     assert hidden(tmp_path) == []

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .._progress import Quiet, readable_count
 from .._staleness import SAMPLE, Staleness
@@ -27,12 +28,15 @@ from ._checks import (Options, Plan, check_options, check_output, dry_run, memor
 from ._errors import EnrichError, OutputError, one_line
 from ._output import AtomicFile, AtomicFolder, ParquetStitcher
 from ._sources import Part, Source, is_text
-from ._spill import POSITION, Results, SpillFolder, in_left_order, read_all
+from ._spill import (POSITION, Results, SpillFolder, ends_of_groups, in_left_order,
+                     key_ranges, partition_of, range_of, read_all, read_batches,
+                     stream_schema)
 from ._spill import source_batches as spill_batches
 from ._stream import Order, Windows, int64_keys, is_tape, split_by_key, streamable_key
 
 
 MAX_PARTITIONS = 512  # each side's partitions are open files at once
+RESULT_BATCH_ROWS = 1 << 16  # the output is rebuilt from a batch of each partition at once
 
 
 @dataclass
@@ -138,7 +142,7 @@ def enrich(options: Options, progress=None) -> Summary:
             spill = stack.enter_context(SpillFolder(os.fspath(folder)))
             progress.log(f"{why}: spilling both sides to {k} hash partitions in {spill.path}")
             attach = _Spilled(options, the_plan, left, right, as_codes, tolerance, spill, k,
-                              rows, every, progress)
+                              rows, every, need, budget, progress)
         prepared_at = time.perf_counter()
         progress.log(f"prepared {attach.n_right:,} right rows in {prepared_at - start:.2f} s "
                      f"on {backend}")
@@ -219,6 +223,15 @@ def _why_not_streamed(options: Options, left: Source, right: Source) -> str:
     return ""
 
 
+def _rangeable(left: Source, right: Source, options: Options) -> bool:
+    """Whether a partition can be cut into key ranges: keys that order as numbers alike on
+    both sides (one type, not uint64, whose values may not fit int64)."""
+    left_type = left.schema.field(options.left_on).type
+    right_type = right.schema.field(options.right_on).type
+    return left_type == right_type and not pa.types.is_uint64(left_type) and not (
+        pa.types.is_decimal(left_type))
+
+
 def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
     """Partitions enough that one holds a quarter of the budget of RIGHT prepared, and of
     LEFT's keys and attached columns: room for skew between partitions."""
@@ -279,17 +292,19 @@ class _Spilled:
 
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
                  as_codes: list[str], tolerance, spill: SpillFolder, k: int, rows: int,
-                 every: int, progress):
+                 every: int, need: int, budget: int, progress):
         self.spilled = 0
         left_keys = [options.left_on, *options.left_by]
         left_codes = [c for c in options.left_by if is_text(left.schema.field(c).type)
                       or c not in left.data_schema.names]
-        right_paths = spill.partition(
+        right_paths, right_rows = spill.partition(
             "right", spill_batches(right, the_plan.read, as_codes, rows),
-            _schema_of(right, the_plan.read, as_codes), options.right_by, k)
-        left_paths = spill.partition(
+            _schema_of(right, the_plan.read, as_codes), k,
+            lambda batch: partition_of(batch, options.right_by, k))
+        left_paths, _ = spill.partition(
             "left", spill_batches(left, left_keys, left_codes, rows, positions=True),
-            _schema_of(left, left_keys, left_codes, positions=True), options.left_by, k)
+            _schema_of(left, left_keys, left_codes, positions=True), k,
+            lambda batch: partition_of(batch, options.left_by, k))
         self.spilled = spill.bytes
         progress.log(f"spilled {memory.readable(spill.bytes)} in {k} partitions of each side")
         self.n_right = right.rows
@@ -297,19 +312,65 @@ class _Spilled:
         self.staleness = Staleness(pa.array([], right.schema.field(options.right_on).type),
                                    every=every)
         self._results = []
+        ranged = _rangeable(left, right, options)
+        per_row = need / max(1, right.rows)
         for i in range(k):
-            result = self._join(read_all(right_paths[i]), read_all(left_paths[i]), options,
-                                the_plan, tolerance)
+            ranges = math.ceil(right_rows[i] * per_row / (budget / 4))
+            if ranges > 1 and ranged:
+                progress.log(f"partition {i} holds {right_rows[i]:,} RIGHT rows, too many to "
+                             f"prepare at once: joined in {ranges} key ranges")
+                result = self._join_in_ranges(right_paths[i], left_paths[i], ranges, options,
+                                              the_plan, tolerance, spill)
+            else:
+                result = self._join(read_all(right_paths[i]), read_all(left_paths[i]), options,
+                                    the_plan, tolerance)
             os.remove(right_paths[i])
             os.remove(left_paths[i])
             path, writer = spill.writer(f"result-{i}", result.schema)
             try:
-                writer.write_table(result)
+                writer.write_table(result, max_chunksize=RESULT_BATCH_ROWS)
                 writer.close()
             except OSError as exc:
                 raise spill.failed(exc) from None
             self._results.append(Results(path))
         self._at = 0
+
+    def _join_in_ranges(self, right_path: str, left_path: str, ranges: int, options: Options,
+                        the_plan: Plan, tolerance, spill: SpillFolder) -> pa.Table:
+        """A partition too large to prepare whole (one group may hold most of RIGHT): both
+        sides cut into key ranges, each range of LEFT joined against its range of RIGHT
+        between the last row of each group before it (carry in, for backward and nearest)
+        and the first after it (carry out, for forward and nearest), as in the Dask time
+        strategy; the results put back in LEFT's order."""
+        on, by = options.right_on, list(options.right_by)
+        cuts = key_ranges(right_path, on, ranges)
+        n = len(cuts) + 1
+        schema, left_schema = stream_schema(right_path), stream_schema(left_path)
+        right_parts, _ = spill.partition(f"{os.path.basename(right_path)}-range", read_batches(
+            right_path), schema, n, range_of(on, cuts, n))  # null keys: never candidates
+        left_parts, _ = spill.partition(f"{os.path.basename(left_path)}-range", read_batches(
+            left_path), left_schema, n, range_of(options.left_on, cuts, 0))
+        backward = options.strategy != "forward"
+        forward = options.strategy != "backward"
+        firsts = [ends_of_groups(read_all(p), on, by, last=False) for p in right_parts] \
+            if forward else []
+        carry_out = [schema.empty_table()] * n
+        for r in range(n - 2, -1, -1) if forward else ():
+            carry_out[r] = ends_of_groups(pa.concat_tables([firsts[r + 1], carry_out[r + 1]]),
+                                          on, by, last=False)
+        carry_in = schema.empty_table()
+        results = []
+        for r in range(n):
+            window = read_all(right_parts[r])
+            results.append(self._join(pa.concat_tables([carry_in, window, carry_out[r]]),
+                                      read_all(left_parts[r]), options, the_plan, tolerance))
+            if backward:
+                carry_in = ends_of_groups(pa.concat_tables([carry_in, window]), on, by,
+                                          last=True)
+            os.remove(right_parts[r])
+            os.remove(left_parts[r])
+        result = pa.concat_tables(results)
+        return result.take(pc.sort_indices(result, [(POSITION, "ascending")]))
 
     def _join(self, right: pa.Table, left: pa.Table, options: Options, the_plan: Plan,
               tolerance) -> pa.Table:

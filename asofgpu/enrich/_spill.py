@@ -131,28 +131,33 @@ class SpillFolder:
         return OutputError(f"cannot write spill files in --tmp-dir {self.tmp_dir}: "
                            f"{one_line(exc)}")
 
-    def partition(self, name: str, batches, schema: pa.Schema, by: list[str], k: int) -> list[str]:
-        """``batches`` split into ``k`` IPC streams by ``partition_of``; their paths."""
-        paths = [os.path.join(self.path, f"{name}-{i}.arrow") for i in range(k)]
+    def partition(self, name: str, batches, schema: pa.Schema, parts: int,
+                  part_of) -> tuple[list[str], np.ndarray]:
+        """``batches`` split into ``parts`` IPC streams by ``part_of(batch)`` (each row's
+        part, uint16; a row of part ``parts`` or more is dropped), each in the order the rows
+        came; their paths and row counts."""
+        paths = [os.path.join(self.path, f"{name}-{i}.arrow") for i in range(parts)]
+        rows = np.zeros(parts, np.int64)
         writers = []
         try:
             for path in paths:
                 writers.append(pa.ipc.new_stream(pa.OSFile(path, "wb"), schema))
             for batch in batches:
-                ids = partition_of(batch, by, k)
+                ids = part_of(batch)
                 order = np.argsort(ids, kind="stable")
-                ends = np.cumsum(np.bincount(ids, minlength=k))
+                ends = np.cumsum(np.bincount(ids, minlength=parts)[:parts])
                 taken = batch.take(pa.array(order))
                 for i, writer in enumerate(writers):
                     start = ends[i - 1] if i else 0
                     if ends[i] > start:
                         writer.write_batch(taken.slice(start, ends[i] - start))
+                        rows[i] += ends[i] - start
             for writer in writers:
                 writer.close()
         except OSError as exc:
             raise self.failed(exc) from None
         self.bytes += sum(os.path.getsize(p) for p in paths)
-        return paths
+        return paths, rows
 
     def writer(self, name: str, schema: pa.Schema):
         path = os.path.join(self.path, f"{name}.arrow")
@@ -165,6 +170,80 @@ class SpillFolder:
 def read_all(path: str) -> pa.Table:
     with pa.OSFile(path) as f:
         return pa.ipc.open_stream(f).read_all()
+
+
+def stream_schema(path: str) -> pa.Schema:
+    with pa.OSFile(path) as f:
+        return pa.ipc.open_stream(f).schema
+
+
+def read_batches(path: str):
+    with pa.OSFile(path) as f:
+        yield from pa.ipc.open_stream(f)
+
+
+# --------------------------------------------------------------------------- key ranges
+
+
+def ordered_values(column) -> tuple[np.ndarray, np.ndarray]:
+    """A key column as numbers that order as the join orders it (int64 for integers and
+    instants, float64 with NaN last for floats), and its validity."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    target = pa.float64() if pa.types.is_floating(column.type) else pa.int64()
+    values = column.cast(target).fill_null(0).to_numpy(zero_copy_only=False)
+    return values, valid
+
+
+def key_ranges(path: str, on: str, ranges: int, sample: int = 1 << 20) -> np.ndarray:
+    """``ranges - 1`` keys that cut a partition's rows into about equal key ranges, from an
+    evenly spaced sample of its keys (repeated keys may merge ranges)."""
+    total = sum(b.num_rows for b in read_batches(path))
+    every = max(1, total // sample)
+    picked = []
+    for batch in read_batches(path):
+        values, valid = ordered_values(batch.column(on))
+        picked.append(values[valid][::every])
+    keys = np.sort(np.concatenate(picked)) if picked else np.zeros(0)
+    if not len(keys):
+        return keys
+    cuts = keys[(np.arange(1, ranges) * len(keys)) // ranges]
+    return np.unique(cuts)
+
+
+def range_of(on: str, cuts: np.ndarray, null_range: int):
+    """``part_of`` for ``SpillFolder.partition``: each row's key range (``searchsorted``
+    right: equal keys share a range), ``null_range`` for a null key."""
+    def part_of(batch) -> np.ndarray:
+        values, valid = ordered_values(batch.column(on))
+        ids = np.searchsorted(cuts, values, side="right").astype(np.uint16)
+        ids[~valid] = null_range
+        return ids
+    return part_of
+
+
+def ends_of_groups(table: pa.Table, on: str, by: list[str], last: bool) -> pa.Table:
+    """Each group's last (or first) row by key, then row order, among the rows whose key and
+    by values are valid: the carry a key range hands to the next (or the previous) one."""
+    valid = table.column(on).is_valid()
+    for name in by:
+        valid = pc.and_(valid, table.column(name).is_valid())
+    table = table.filter(valid)
+    if not table.num_rows:
+        return table
+    rank = np.empty(table.num_rows, np.int64)
+    rank[pc.sort_indices(table, [(on, "ascending")]).to_numpy()] = np.arange(table.num_rows)
+    if not by:
+        return table.take(pa.array([int(np.argmax(rank) if last else np.argmin(rank))]))
+    keys = [table.column(c).unify_dictionaries()  # Acero groups one dictionary only
+            if pa.types.is_dictionary(table.schema.field(c).type) else table.column(c)
+            for c in by]
+    ranked = pa.table(keys + [pa.array(rank)], names=[*by, "__rank"])
+    best = ranked.group_by(by, use_threads=False).aggregate(
+        [("__rank", "max" if last else "min")]).column(1).to_numpy()
+    order = np.argsort(rank)
+    return table.take(pa.array(np.sort(order[best])))
 
 
 class Results:
