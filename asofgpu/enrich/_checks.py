@@ -19,7 +19,7 @@ from ._output import AtomicFolder
 from ._sources import Source, glob_root
 
 DEFAULT_CHUNK_ROWS = 1_000_000
-# auto: in memory when it fits, else streamed when both sides are tapes, else spilled
+# auto: streamed when both sides are tapes, else in memory when it fits, else spilled
 RIGHT_MODES = ("auto", "memory", "stream", "spill")
 CODECS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")  # what parquet files may use
 

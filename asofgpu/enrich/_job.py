@@ -199,11 +199,12 @@ def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
         if not_streamed:
             raise EnrichError(f"--right-mode stream: {not_streamed}")
         return mode, "--right-mode stream"
+    if not not_streamed:  # a tape streams whether it fits or not: less memory, less time
+        return "stream", "both sides are sorted by their key"
     if need <= budget // 2:
         return "memory", ""
-    why = (f"RIGHT needs about {memory.readable(need)} prepared, more than half of what "
-           f"--memory-limit {limit_name} leaves")
-    return ("spill" if not_streamed else "stream"), why
+    return "spill", (f"RIGHT needs about {memory.readable(need)} prepared, more than half of "
+                     f"what --memory-limit {limit_name} leaves")
 
 
 def _why_not_streamed(options: Options, left: Source, right: Source) -> str:
