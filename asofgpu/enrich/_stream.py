@@ -148,18 +148,23 @@ class Windows:
 
     def _last_of_each_group(self, table: pa.Table) -> pa.Table:
         """The last row of each group among rows whose key and by values are all valid (a
-        null key is never a candidate; a null by value matches nothing)."""
+        null key is never a candidate; a null by value matches nothing). Only the key
+        columns are grouped; the rows chosen (one a group) are taken whole at the end."""
         valid = table.column(self._on).is_valid()
         for name in self._by:
             valid = pc.and_(valid, table.column(name).is_valid())
-        table = table.filter(valid)
-        if not self._by or not table.num_rows:
-            return table.slice(max(0, table.num_rows - 1))
+        mask = valid.to_numpy(zero_copy_only=False)
+        rows = None if mask.all() else np.flatnonzero(mask)
+        if not self._by:
+            last = np.flatnonzero(mask)[-1:]
+            return table.take(pa.array(last, pa.int64()))
         keys = [table.column(c).unify_dictionaries()  # Acero groups one dictionary only
                 if pa.types.is_dictionary(table.schema.field(c).type) else table.column(c)
                 for c in self._by]
         numbered = pa.table(keys + [pa.array(np.arange(table.num_rows, dtype=np.int64))],
                             names=[*self._by, "__row"])
+        if rows is not None:
+            numbered = numbered.take(pa.array(rows))
         last = numbered.group_by(self._by, use_threads=False).aggregate([("__row", "max")])
         return table.take(pa.array(np.sort(last.column("__row_max").to_numpy())))
 
