@@ -69,12 +69,13 @@ def is_tape(source: Source, on: str) -> bool:
 
 
 def int64_keys(column) -> tuple[np.ndarray, np.ndarray | None]:
-    """A key column's int64 values and validity (None: no nulls)."""
+    """A key column's int64 values and validity (None: no nulls; null rows hold 0)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    valid = None if column.null_count == 0 else column.is_valid().to_numpy(zero_copy_only=False)
-    values = column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
-    return values, valid
+    if not column.null_count:
+        return column.cast(pa.int64()).to_numpy(), None
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    return column.cast(pa.int64()).fill_null(0).to_numpy(), valid
 
 
 class Order:
