@@ -38,10 +38,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.metadata
 import json
 import os
-import platform
 import re
 import shlex
 import signal
@@ -52,7 +50,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, when loaded by path
+from common import ROOT, BenchError, atomic_write, commit, label, machine, parse_count, versions  # noqa: E402
 SYSTEMS = ("asofgpu", "polars-lazy", "polars-eager", "duckdb")
 PEERS = SYSTEMS[1:]
 TITLES = {"asofgpu": "asofgpu enrich", "polars-lazy": "polars (lazy)",
@@ -65,27 +64,7 @@ SLICE_ROWS = 5_000_000  # rows per generated slice of the scale day
 RESULT = "@@e2e "  # the prefix of the meter's one line on stdout
 
 
-class BenchError(Exception):
-    """A failure that makes the results meaningless: a wrong answer, asofgpu failing."""
-
-
 # ------------------------------------------------------------------------------ options
-
-_UNITS = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9}
-
-
-def parse_count(text: str) -> int:
-    """'10M', '200K', '2.5M', '20000' -> a positive int."""
-    body = text.strip().upper().replace("_", "")
-    unit = body[-1:] if body[-1:] in ("K", "M", "G") else ""
-    try:
-        value = float(body[: len(body) - len(unit)]) * _UNITS[unit]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a row count such as 10M, 200K or 2000")
-    if value < 1 or value != int(value):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of rows, at least 1")
-    return int(value)
-
 
 def parse_size(text: str) -> tuple[int, int]:
     """'10Mx10M' -> (quotes, trades)."""
@@ -96,28 +75,18 @@ def parse_size(text: str) -> tuple[int, int]:
     return parse_count(pieces[0]), parse_count(pieces[1])
 
 
-def label(n: int) -> str:
-    """The shortest exact name of a row count: 10M, 200K, 1500."""
-    for unit in ("G", "M", "K"):
-        if n % _UNITS[unit] == 0:
-            return f"{n // _UNITS[unit]}{unit}"
-    return str(n)
-
-
-# Read as ``asofgpu enrich --memory-limit`` reads them: KiB, MiB, GiB, TiB are powers of 1024,
-# kB, MB, GB, TB powers of 1000, a bare number (or B) is bytes.
-_BYTES = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-
-
 def parse_bytes(text: str) -> int:
-    """'2GiB', '512MiB', '4GB', '1_000_000' -> bytes."""
-    found = re.fullmatch(r"\s*(\d[\d_]*(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    unit = found[2].lower() if found else None
-    if unit not in _BYTES or float(found[1].replace("_", "")) <= 0:
+    """'2GiB', '512MiB', '4GB', '1_000_000' -> bytes, read as enrich reads --memory-limit."""
+    from asofgpu.enrich._memory import parse_size as parse_memory
+
+    try:
+        value = parse_memory(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not an amount of memory such as 2GiB, 512MiB or 4GB")
-    return int(float(found[1].replace("_", "")) * _BYTES[unit])
+    return value
 
 
 def positive_int(text: str) -> int:
@@ -453,42 +422,6 @@ def check(outs: dict[str, Path], records: dict[str, dict]) -> None:
 
 # ------------------------------------------------------------------------------ report
 
-def machine() -> dict:
-    import psutil
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f
-                          if line.startswith("model name")), model)
-    except OSError:
-        pass
-    return {"cpu": model, "cores": os.cpu_count(),
-            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-            "os": platform.platform(), "python": platform.python_version()}
-
-
-def versions() -> dict:
-    found = {}
-    for package in ("asofgpu", "polars", "duckdb", "pyarrow", "numpy", "numba"):
-        try:
-            found[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            found[package] = None
-    return found
-
-
-def commit() -> str | None:
-    """The checked-out commit, marked when tracked files have local changes."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + (" with local changes" if dirty.strip() else "")
-
-
 def headline(records: dict[str, dict]) -> dict | None:
     """asofgpu's median over the fastest peer's, where both finished, with the goal."""
     peers = {s: r["median_s"] for s, r in records.items() if s != "asofgpu" and r["status"] == "ok"}
@@ -604,18 +537,8 @@ def scale_markdown(scale: dict) -> list[str]:
         f"{_memory(scale['output_bytes'])} |", ""]
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)  # mkstemp's is 0600
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+def _write_text(path: Path, text: str) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(text))
 
 
 # ------------------------------------------------------------------------------ main
@@ -683,7 +606,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     scale = scale_section(args, say) if args.scale else None
     report = {
-        "date": date, "machine": machine(), "versions": versions(), "commit": commit(),
+        "date": date, "machine": machine(),
+        "versions": versions(("asofgpu", "polars", "duckdb", "pyarrow", "numpy", "numba")),
+        "commit": commit(),
         "load_average": [load_start, os.getloadavg()[0]],
         "command": ["bench/enrich_e2e.py", *argv],
         "settings": {"size": list(args.size), "runs": args.runs, "symbols": SYMBOLS,
@@ -692,8 +617,8 @@ def main(argv: list[str] | None = None) -> int:
         **peers, "scale": scale, "elapsed_s": time.perf_counter() - began,
     }
     text = markdown(report)
-    _atomic_write(args.out / "enrich.json", json.dumps(report, indent=1) + "\n")
-    _atomic_write(args.out / "enrich.md", text)
+    _write_text(args.out / "enrich.json", json.dumps(report, indent=1) + "\n")
+    _write_text(args.out / "enrich.md", text)
     print(text)
     say(f"wrote enrich.md and enrich.json to {args.out} in {time.perf_counter() - began:.0f} s")
     if scale and scale["status"] != "ok":

@@ -36,10 +36,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import importlib.metadata
 import json
 import os
-import platform
 import queue
 import re
 import resource
@@ -52,7 +50,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, when loaded by path
+from common import ROOT, BenchError, atomic_write, commit, label, machine, parse_count, versions  # noqa: E402
 SYSTEMS = ("asofgpu", "polars", "pandas", "duckdb")
 PEERS = SYSTEMS[1:]
 TITLES = {"asofgpu": "asofgpu", "polars": "polars", "pandas": "pandas", "duckdb": "DuckDB"}
@@ -68,35 +67,7 @@ GOALS = {("one-shot", "sorted"): 0.5, ("one-shot", "shuffled"): 0.33, ("prepared
          ("prepared", "shuffled"): 0.1}  # issue #5, for 10M x 10M
 
 
-class BenchError(Exception):
-    """A failure that makes the results meaningless: a wrong answer, a crashed worker."""
-
-
 # ------------------------------------------------------------------------------ options
-
-_UNITS = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9}
-
-
-def parse_count(text: str) -> int:
-    """'1M', '100K', '2.5M', '2000', '1_000_000' -> a positive int."""
-    body = text.strip().upper().replace("_", "")
-    unit = body[-1:] if body[-1:] in ("K", "M", "G") else ""
-    try:
-        value = float(body[: len(body) - len(unit)]) * _UNITS[unit]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a row count such as 1M, 100K or 2000")
-    if value < 1 or value != int(value):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of rows, at least 1")
-    return int(value)
-
-
-def label(n: int) -> str:
-    """The shortest exact name of a row count: 1M, 100K, 1500."""
-    for unit in ("G", "M", "K"):
-        if n % _UNITS[unit] == 0:
-            return f"{n // _UNITS[unit]}{unit}"
-    return str(n)
-
 
 def parse_sizes(text: str) -> list[tuple[int, int]]:
     """'1Mx1M,10Mx10M' -> [(quotes, trades), ...]."""
@@ -639,60 +610,11 @@ def plan(datasets: list[Dataset], systems: list[str]) -> tuple[list[Job], list[d
 
 # ------------------------------------------------------------------------------ report
 
-def machine() -> dict:
-    import psutil
-    model = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f
-                          if line.startswith("model name")), model)
-    except OSError:
-        pass
-    return {"cpu": model, "cores": os.cpu_count(),
-            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-            "os": platform.platform(), "python": platform.python_version()}
-
-
-def versions() -> dict:
-    found = {}
-    for package in ("asofgpu", "numpy", "pyarrow", "numba", "polars", "pandas", "duckdb"):
-        try:
-            found[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            found[package] = None
-    return found
-
-
 def asofgpu_source() -> str | None:
     """Where the workers import asofgpu from (this checkout, unless PYTHONPATH says otherwise)."""
     import importlib.util
     spec = importlib.util.find_spec("asofgpu")
     return str(Path(spec.origin).parent) if spec and spec.origin else None
-
-
-def commit() -> str | None:
-    """The checked-out commit, marked when tracked files have local changes."""
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=ROOT, check=True, capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + (" with local changes" if dirty.strip() else "")
-
-
-def _atomic_write(path: Path, write) -> None:
-    """``write(tmp_path)``, then rename over ``path``: a failure leaves the old file as it was."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def _seconds(s: float) -> str:
@@ -843,7 +765,7 @@ def plot(report: dict, path: Path) -> None:
     fig.suptitle(f"asofgpu bench, {report['date']}, {m['cpu']}, {m['cores']} cores "
                  f"(median of {s['runs']})", fontsize="medium")
     fig.tight_layout()
-    _atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     plt.close(fig)
 
 
@@ -918,7 +840,9 @@ def main(argv: list[str] | None = None) -> int:
                 entry["rows_per_s"] = rows / record["median_s"]
             entries.append(entry)
         report = {
-            "date": date, "machine": machine(), "versions": versions(), "commit": commit(),
+            "date": date, "machine": machine(), "commit": commit(),
+            "versions": versions(("asofgpu", "numpy", "pyarrow", "numba", "polars", "pandas",
+                                  "duckdb")),
             "asofgpu_source": asofgpu_source(),
             "load_average": [load_start, os.getloadavg()[0]],
             "command": ["bench/run.py", *argv],
@@ -932,9 +856,9 @@ def main(argv: list[str] | None = None) -> int:
             "results": entries,
         }
         text = markdown(report)
-        _atomic_write(args.out / "bench.json",
+        atomic_write(args.out / "bench.json",
                       lambda tmp: tmp.write_text(json.dumps(report, indent=1) + "\n"))
-        _atomic_write(args.out / "bench.md", lambda tmp: tmp.write_text(text))
+        atomic_write(args.out / "bench.md", lambda tmp: tmp.write_text(text))
         plot(report, args.out / "bench.png")
     except BenchError as error:
         console.print(f"[bold red]bench: error:[/] {error}", highlight=False)

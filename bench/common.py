@@ -1,0 +1,95 @@
+"""What the bench scripts share: row counts on the command line, the machine and versions a
+report names, and result files written whole or not at all.
+
+>>> parse_count("2.5M"), label(2_500_000), label(1500)
+(2500000, '2500K', '1500')
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+_UNITS = {"": 1, "K": 10**3, "M": 10**6, "G": 10**9}
+
+
+class BenchError(Exception):
+    """A failure that makes the results meaningless: a wrong answer, a crashed worker."""
+
+
+def parse_count(text: str) -> int:
+    """'1M', '100K', '2.5M', '2000', '1_000_000' -> a positive int."""
+    body = text.strip().upper().replace("_", "")
+    unit = body[-1:] if body[-1:] in ("K", "M", "G") else ""
+    try:
+        value = float(body[: len(body) - len(unit)]) * _UNITS[unit]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a row count such as 1M, 100K or "
+                                         f"2000") from None
+    if value < 1 or value != int(value):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of rows, at least 1")
+    return int(value)
+
+
+def label(n: int) -> str:
+    """The shortest exact name of a row count: 1M, 100K, 1500."""
+    for unit in ("G", "M", "K"):
+        if n % _UNITS[unit] == 0:
+            return f"{n // _UNITS[unit]}{unit}"
+    return str(n)
+
+
+def machine() -> dict:
+    import psutil
+
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f
+                          if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(),
+            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+            "os": platform.platform(), "python": platform.python_version()}
+
+
+def versions(packages: tuple[str, ...]) -> dict:
+    found = {}
+    for package in packages:
+        try:
+            found[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            found[package] = None
+    return found
+
+
+def commit() -> str | None:
+    """The checked-out commit, marked when tracked files have local changes."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + (" with local changes" if dirty.strip() else "")
+
+
+def atomic_write(path: Path, write) -> None:
+    """``write(tmp_path)``, then rename over ``path``: a failure leaves the old file as it was."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
