@@ -15,22 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import asofgpu as ag
-from asofgpu import cli, marketdata
+from asofgpu import marketdata
+from enrich_cli import hidden, run
 
-PARTIAL = ".asofgpu-partial"
-
-
-def run(*argv, capsys):
-    try:
-        code = cli.main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def leftovers(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if PARTIAL in p.name or "asofgpu-old" in p.name)
 
 
 def write(table: pa.Table, path: Path, row_group_size: int = 40) -> Path:
@@ -71,7 +58,7 @@ def test_left_and_right_folders_give_a_mirrored_out_folder(tmp_path, capsys):
         assert pq.read_table(out / name).equals(expected), name
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
         "_ASOFGPU_ENRICH", "a.parquet", "sub", "sub/b.parquet", "sub/c.parquet"]
-    assert leftovers(tmp_path) == []
+    assert hidden(tmp_path) == []
 
 
 def test_hive_partitions_are_columns_and_keep_matches_within_a_day(tmp_path, capsys):
@@ -145,7 +132,7 @@ def test_an_existing_out_folder_of_enrich_is_replaced_whole(tmp_path, capsys):
     (left / "b.parquet").unlink()
     assert run(*argv, capsys=capsys)[0] == 0
     assert sorted(p.name for p in out.iterdir()) == ["_ASOFGPU_ENRICH", "a.parquet"]
-    assert leftovers(tmp_path) == []
+    assert hidden(tmp_path) == []
 
 
 def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, capsys):
@@ -165,7 +152,7 @@ def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, 
                           "-q", capsys=capsys)
     assert code == 2 and "overflow" in stderr
     assert (out / "old.parquet").read_text() == "the previous result"
-    assert leftovers(tmp_path) == []
+    assert hidden(tmp_path) == []
 
 
 @pytest.mark.parametrize(("case", "message"), [
@@ -202,6 +189,6 @@ def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, case, message):
     assert code == 2 and stdout == ""
     assert stderr.count("\n") == 1
     assert message.format(l=left, out=out) in stderr
-    assert leftovers(tmp_path) == []
+    assert hidden(tmp_path) == []
     if case == "out-is-foreign":
         assert (out / "thesis.tex").read_text() == "keep me"

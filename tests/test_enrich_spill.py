@@ -20,23 +20,13 @@ import pyarrow.parquet as pq
 import pytest
 
 import asofgpu as ag
-from asofgpu import cli, marketdata
+from asofgpu import marketdata
 from asofgpu.enrich._spill import partition_of
+from enrich_cli import hidden, run
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(*argv, capsys):
-    try:
-        code = cli.main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def hidden(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
 
 
 @pytest.fixture

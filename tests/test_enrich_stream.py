@@ -4,7 +4,6 @@ sorted by their key. The oracle is ``asofgpu.join_asof`` on the whole files; sma
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -12,20 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import asofgpu as ag
-from asofgpu import cli, marketdata
+from asofgpu import marketdata
+from enrich_cli import hidden, run
 
 
-def run(*argv, capsys):
-    try:
-        code = cli.main([str(a) for a in argv])
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def hidden(folder: Path) -> list[str]:
-    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
 
 
 @pytest.fixture
@@ -106,19 +95,17 @@ def test_two_by_columns_and_left_folder(tmp_path, capsys):
     assert got.equals(expected)
 
 
-def test_a_tape_streams_by_itself(tmp_path, capsys):
-    quotes, trades = marketdata.day(n_quotes=300_000, n_trades=20_000, n_symbols=50, seed=2)
-    pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=50_000)
-    pq.write_table(trades, tmp_path / "t.parquet")
+def test_a_tape_streams_by_itself(tape, tmp_path, capsys):
+    """auto streams a tape even when it would fit in memory: less memory, less time."""
+    trades, quotes = tape
     out = tmp_path / "o.parquet"
-    code, stdout, stderr = run("enrich", tmp_path / "t.parquet", tmp_path / "q.parquet", "-o",
-                               out, "--on", "time", "--by", "symbol", "--device", "cpu",
-                               "--memory-limit", "450MiB", capsys=capsys)
+    code, stdout, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by",
+                               "symbol", "--device", "cpu", capsys=capsys)
     assert code == 0, stderr
     assert "both sides are sorted by their key: streaming RIGHT" in stderr
     assert "spilled" not in stdout
-    assert pq.read_table(out).equals(ag.join_asof(trades, quotes, on="time", by="symbol",
-                                                  device="cpu"))
+    assert pq.read_table(out).equals(ag.join_asof(pq.read_table(trades), pq.read_table(quotes),
+                                                  on="time", by="symbol", device="cpu"))
 
 
 def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):

@@ -520,14 +520,7 @@ class _Prefetch:
 def _batches(left: Source, part: Part, options: Options, rows: int):
     """``part``'s rows in chunks: its columns, then the partition columns the join needs."""
     needed = [options.left_on, *options.left_by]
-    batches = part.open("LEFT").iter_batches(batch_size=rows)
-    while True:
-        try:
-            batch = next(batches)
-        except StopIteration:
-            return
-        except (OSError, pa.ArrowException) as exc:
-            raise EnrichError(f"cannot read LEFT file {part.path}: {one_line(exc)}") from None
+    for batch in part.batches("LEFT", rows):
         yield left.with_partitions(part, batch, needed, as_codes=needed)
 
 

@@ -50,9 +50,18 @@ class Part:
     rows: int
     bytes: int  # the file's size
 
-    def open(self, side: str, read_dictionary=None) -> pq.ParquetFile:
+    def batches(self, side: str, rows: int, columns: list[str] | None = None,
+                read_dictionary: list[str] | None = None):
+        """The file's rows in record batches of up to ``rows``; a file that cannot be read
+        (now or half-way) raises EnrichError naming it."""
         try:
-            return pq.ParquetFile(self.path, pre_buffer=False, read_dictionary=read_dictionary)
+            reader = pq.ParquetFile(self.path, pre_buffer=False, read_dictionary=read_dictionary)
+            batches = reader.iter_batches(batch_size=rows, columns=columns)
+            while True:
+                try:
+                    yield next(batches)
+                except StopIteration:
+                    return
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
 

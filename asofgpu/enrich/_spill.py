@@ -293,21 +293,11 @@ def source_batches(source: Source, columns: list[str], as_codes: list[str], rows
                    positions: bool = False):
     """Every file's ``columns`` in batches of up to ``rows``, partition columns appended
     (as one-value dictionaries when in ``as_codes``), then the LEFT position when asked."""
-    from ._errors import EnrichError
-
     at = 0
     data = [c for c in columns if c in source.data_schema.names]
     for part in source.parts:
-        reader = part.open(source.side, read_dictionary=[c for c in as_codes if c in data])
-        batches = reader.iter_batches(batch_size=rows, columns=data)
-        while True:
-            try:
-                batch = next(batches)
-            except StopIteration:
-                break
-            except (OSError, pa.ArrowException) as exc:
-                raise EnrichError(f"cannot read {source.side} file {part.path}: "
-                                  f"{one_line(exc)}") from None
+        for batch in part.batches(source.side, rows, data,
+                                  [c for c in as_codes if c in data]):
             batch = source.with_partitions(part, batch, columns, as_codes).select(columns)
             if positions:
                 batch = batch.append_column(
