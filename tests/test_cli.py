@@ -208,7 +208,8 @@ def test_progress_lines_on_stderr_off_a_terminal(day, tmp_path, capsys):
     assert code == 0 and stdout.startswith("asofgpu enrich: wrote ")
     lines = stderr.splitlines()
     assert lines[0].startswith("asofgpu enrich: reading RIGHT ")
-    assert "prepared 600 right rows in " in lines[1] and lines[1].endswith(" on cpu")
+    assert ("right side read and prepared (600 right rows) in " in lines[1]
+            and lines[1].endswith(" on cpu"))
     assert re.fullmatch(r"asofgpu enrich: 400 / 400 rows \(100%\), [\d.]+( [kMG])? rows/s, "
                         r"ETA 0:00:00", lines[-1])
     assert len(lines) == 7  # three phases, one line per quarter of the file
@@ -520,7 +521,7 @@ def test_demo_small(tmp_path, capsys):
     assert "rows       700 in 4 chunk(s) of up to 200" in stdout
     assert re.search(r"staleness  p50 \S+ \w+, p99 ", stdout)
     assert "backend    cpu" in stdout and "e.g. 2026-11-27" in stdout
-    assert "asofgpu demo: prepared 3,000 right rows" in stderr
+    assert "asofgpu demo: right side read and prepared (3,000 right rows)" in stderr
 
 
 def test_demo_in_a_temporary_directory_removes_it(capsys):

@@ -60,6 +60,7 @@ class Summary:
     backend: str
     peak_rss: int  # bytes: the process's peak resident memory
     spilled: int = 0  # bytes of spill files written (RIGHT out of core)
+    mode: str = "memory"  # how RIGHT was held: memory, stream or spill
 
     def lines(self) -> list[str]:
         share = _share(self.matched, self.rows)
@@ -77,12 +78,17 @@ class Summary:
             f"  matched    {share} ({self.matched:,} rows; {self.rows - self.matched:,} "
             f"without a match)",
             f"  staleness  {stale}",
-            f"  elapsed    {self.elapsed_s:.2f} s: right side read and prepared in "
+            f"  elapsed    {self.elapsed_s:.2f} s: {_FIRST_PHASE[self.mode]} in "
             f"{self.prepare_s:.2f} s, left side streamed in {self.stream_s:.2f} s{rate}",
             f"  memory     peak {memory.readable(self.peak_rss)} resident"
             + (f", {memory.readable(self.spilled)} spilled to disk" if self.spilled else ""),
             f"  backend    {self.backend}",
         ]
+
+
+_FIRST_PHASE = {"memory": "right side read and prepared",
+                "stream": "checks and the first window read",
+                "spill": "both sides spilled and joined a partition at a time"}
 
 
 @dataclass
@@ -144,8 +150,8 @@ def enrich(options: Options, progress=None) -> Summary:
             attach = _Spilled(options, the_plan, left, right, as_codes, tolerance, spill, k,
                               rows, every, need, budget, progress)
         prepared_at = time.perf_counter()
-        progress.log(f"prepared {attach.n_right:,} right rows in {prepared_at - start:.2f} s "
-                     f"on {backend}")
+        progress.log(f"{_FIRST_PHASE[mode]} ({attach.n_right:,} right rows) in "
+                     f"{prepared_at - start:.2f} s on {backend}")
         progress.log(f"streaming LEFT {options.left} ({_files(left)}{left.rows:,} rows) in "
                      f"chunks of up to {rows:,} rows")
         counts = _Counts()
@@ -170,7 +176,7 @@ def enrich(options: Options, progress=None) -> Summary:
         right_rows=attach.n_right, key=f"LEFT {options.left_on} minus RIGHT {options.right_on}",
         p50=staleness.readable(0.5), p99=staleness.readable(0.99),
         prepare_s=prepared_at - start, stream_s=done - prepared_at, elapsed_s=done - start,
-        backend=backend, peak_rss=peak_rss(), spilled=attach.spilled)
+        backend=backend, peak_rss=peak_rss(), spilled=attach.spilled, mode=mode)
 
 
 def _files(source: Source) -> str:
