@@ -130,8 +130,8 @@ def enrich(options: Options, progress=None) -> Summary:
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
         right_table = (reading.submit(right.read, the_plan.read, as_codes)
                        if mode == "memory" else None)
-        backend = dry_run(options, left.schema, right.schema, tolerance)
         first = stack.enter_context(_Prefetch(_batches(left, left.parts[0], options, rows)))
+        backend = dry_run(options, left.schema, right.schema, tolerance)
         target = stack.enter_context((AtomicFile if left.single else AtomicFolder)(out))
         if mode == "memory":
             progress.log(f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows)")
@@ -140,7 +140,10 @@ def enrich(options: Options, progress=None) -> Summary:
             progress.log(f"{why}: streaming RIGHT {options.right} ({_files(right)}"
                          f"{right.rows:,} rows, sorted by {options.right_on!r}) in windows of "
                          f"up to {rows:,} rows")
-            attach = _Streamed(options, the_plan, left, right, as_codes, tolerance, rows, every)
+            windows = stack.enter_context(_Prefetch(
+                spill_batches(right, the_plan.read, as_codes, rows)))
+            attach = _Streamed(options, the_plan, left, right, windows, as_codes, tolerance,
+                               every)
         else:
             k = options.spill_partitions or _partitions(need, budget,
                                                         left.rows * (left_row + payload_row))
@@ -411,11 +414,11 @@ class _Streamed:
     spilled = 0
 
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
-                 as_codes: list[str], tolerance, rows: int, every: int):
+                 right_batches, as_codes: list[str], tolerance, every: int):
         self.options, self.plan, self.tolerance = options, the_plan, tolerance
         schema = _schema_of(right, the_plan.read, as_codes)
-        self.windows = Windows(spill_batches(right, the_plan.read, as_codes, rows),
-                               options.right_on, list(options.right_by), schema, right.given)
+        self.windows = Windows(right_batches, options.right_on, list(options.right_by),
+                               schema, right.given)
         self.left_order = Order("LEFT", left.given, options.left_on)
         self.n_right = right.rows
         self.matched = 0
