@@ -112,11 +112,12 @@ def enrich(options: Options, progress=None) -> Summary:
     the_plan = plan(options, left, right)
     as_codes = _as_codes(options, the_plan, right)
     for source in (left, right):
-        if 2 * memory.largest_row_group(source) > budget:
+        largest = memory.largest_row_group(source)
+        if 2 * largest > budget:
             raise EnrichError(
                 f"--memory-limit {limit_name} cannot hold a row group of {source.side} "
-                f"({memory.largest_row_group(source) >> 20} MiB uncompressed) twice over; "
-                f"raise it, or write the files with smaller row groups")
+                f"({largest >> 20} MiB uncompressed) twice over; raise it, or write the files "
+                f"with smaller row groups")
     left_row = memory.row_bytes(left, left.data_schema.names)
     payload_row = memory.row_bytes(right, the_plan.payload)
     rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row)

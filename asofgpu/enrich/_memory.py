@@ -81,9 +81,7 @@ def row_bytes(source: Source, columns: list[str], as_codes: list[str] = ()) -> f
 def _text_bytes(source: Source, name: str) -> float:
     """Uncompressed bytes a row of a text column, from the first file's row groups, plus
     its 4-byte offset."""
-    import pyarrow.parquet as pq
-
-    meta = pq.read_metadata(source.parts[0].path)
+    meta = source.parts[0].meta
     index = meta.schema.to_arrow_schema().get_field_index(name)
     size = sum(meta.row_group(g).column(index).total_uncompressed_size
                for g in range(meta.num_row_groups))
@@ -114,12 +112,5 @@ def check_limit(limit: int, given: str) -> int:
 
 def largest_row_group(source: Source) -> int:
     """The largest uncompressed row group of a source, in bytes."""
-    import pyarrow.parquet as pq
-
-    largest = 0
-    for part in source.parts:
-        meta = pq.read_metadata(part.path)
-        for g in range(meta.num_row_groups):
-            largest = max(largest, meta.row_group(g).total_byte_size)
-    return largest
-
+    return max((part.meta.row_group(g).total_byte_size for part in source.parts
+                for g in range(part.meta.num_row_groups)), default=0)

@@ -47,8 +47,12 @@ class Part:
     path: str
     relative: str  # below the source's root: where its output goes in a folder OUT
     values: dict[str, str | None]  # partition column -> its raw value (None: null)
-    rows: int
+    meta: pq.FileMetaData  # its footer, read once: rows, row groups, statistics
     bytes: int  # the file's size
+
+    @property
+    def rows(self) -> int:
+        return self.meta.num_rows
 
     def batches(self, side: str, rows: int, columns: list[str] | None = None,
                 read_dictionary: list[str] | None = None):
@@ -122,7 +126,7 @@ class Source:
                 raise EnrichError(f"{side} files disagree on their columns: {first} has "
                                   f"{_describe(schema)}, {path} has {_describe(file_schema)}")
             values = {} if single else _partition_values(relative)
-            parts.append(Part(path, relative, values, meta.num_rows, os.path.getsize(path)))
+            parts.append(Part(path, relative, values, meta, os.path.getsize(path)))
         source = cls(side, given, single, parts, schema)
         source.partitions = source._partition_fields()
         return source

@@ -46,7 +46,7 @@ def is_tape(source: Source, on: str) -> bool:
     last = None
     first = None  # (path, row group) of the first with keys
     for part in source.parts:
-        meta = pq.read_metadata(part.path)
+        meta = part.meta
         index = meta.schema.to_arrow_schema().get_field_index(on)
         for g in range(meta.num_row_groups):
             column = meta.row_group(g).column(index)
