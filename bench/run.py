@@ -51,7 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, when loaded by path
-from common import ROOT, BenchError, atomic_write, commit, label, machine, parse_count, versions  # noqa: E402
+from common import (ROOT, BenchError, atomic_write, commit, label,  # noqa: E402
+                    machine, parse_count, versions)
 SYSTEMS = ("asofgpu", "polars", "pandas", "duckdb")
 PEERS = SYSTEMS[1:]
 TITLES = {"asofgpu": "asofgpu", "polars": "polars", "pandas": "pandas", "duckdb": "DuckDB"}

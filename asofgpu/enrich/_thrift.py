@@ -8,8 +8,8 @@ and encodes one footer for the whole file. The codec is generic (no parquet sche
 struct is a ``dict`` of field id -> ``(type, value)``, so fields it does not know pass through
 unchanged.
 
->>> raw = encode_struct({1: (I32, 2), 3: (I64, -5), 4: (LIST, (STRUCT, [{1: (BINARY, b"x")}]))})
->>> decode_struct(raw, 0)[0] == {1: (I32, 2), 3: (I64, -5), 4: (LIST, (STRUCT, [{1: (BINARY, b"x")}]))}
+>>> fields = {1: (I32, 2), 3: (I64, -5), 4: (LIST, (STRUCT, [{1: (BINARY, b"x")}]))}
+>>> decode_struct(encode_struct(fields), 0) == (fields, 11)
 True
 """
 
