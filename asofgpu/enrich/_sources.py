@@ -89,10 +89,6 @@ class Source:
     def rows(self) -> int:
         return sum(p.rows for p in self.parts)
 
-    @property
-    def bytes(self) -> int:
-        return sum(p.bytes for p in self.parts)
-
     @classmethod
     def find(cls, given, side: str) -> Source:
         """The source at ``given`` (a file, a folder or a glob), its schema checked."""

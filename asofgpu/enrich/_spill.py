@@ -250,8 +250,7 @@ class Results:
     """A partition's results (position, payload) in increasing position, read in order."""
 
     def __init__(self, path: str):
-        self._file = pa.OSFile(path)
-        self._reader = pa.ipc.open_stream(self._file)
+        self._reader = pa.ipc.open_stream(pa.OSFile(path))  # closed with the reader
         self._rest: pa.Table | None = None
         self._positions = np.zeros(0, np.int64)
 
@@ -272,9 +271,6 @@ class Results:
                 self._positions = self._positions[cut:]
                 return pieces
             self._rest = None
-
-    def close(self) -> None:
-        self._file.close()
 
 
 def in_left_order(pieces: list[pa.Table], start: int, rows: int) -> pa.Table:
