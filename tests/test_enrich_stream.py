@@ -35,6 +35,13 @@ def tape(tmp_path):
     ([], {}),
     (["--no-exact-matches"], {"allow_exact_matches": False}),
     (["--tolerance", "20s"], {"tolerance": np.timedelta64(20, "s")}),
+    (["--strategy", "forward"], {"strategy": "forward"}),
+    (["--strategy", "forward", "--no-exact-matches"],
+     {"strategy": "forward", "allow_exact_matches": False}),
+    (["--strategy", "nearest"], {"strategy": "nearest"}),
+    (["--strategy", "nearest", "--tolerance", "20s", "--no-exact-matches"],
+     {"strategy": "nearest", "tolerance": np.timedelta64(20, "s"),
+      "allow_exact_matches": False}),
 ])
 def test_streamed_equals_join_asof(tape, tmp_path, capsys, chunk_rows, flags, options):
     trades, quotes = tape
@@ -65,13 +72,16 @@ def test_null_keys_null_groups_and_groups_seen_only_early(tmp_path, capsys):
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=4)
     pq.write_table(left, tmp_path / "l.parquet", row_group_size=3)
     for chunk_rows in (1, 2, 3, 100):
-        out = tmp_path / f"o{chunk_rows}.parquet"
-        code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
-                              out, "--on", "t", "--by", "g", "--device", "cpu", "--right-mode",
-                              "stream", "--chunk-rows", chunk_rows, "-q", capsys=capsys)
-        assert code == 0, stderr
-        assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", by="g",
-                                                      device="cpu")), chunk_rows
+        for strategy in ("backward", "forward", "nearest"):
+            out = tmp_path / f"o{chunk_rows}{strategy}.parquet"
+            code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet",
+                                  "-o", out, "--on", "t", "--by", "g", "--device", "cpu",
+                                  "--right-mode", "stream", "--chunk-rows", chunk_rows,
+                                  "--strategy", strategy, "-q", capsys=capsys)
+            assert code == 0, stderr
+            expected = ag.join_asof(left, right, on="t", by="g", strategy=strategy,
+                                    device="cpu")
+            assert pq.read_table(out).equals(expected), (chunk_rows, strategy)
         assert pq.read_table(out)["v"].to_pylist()[-1] == 0.0  # "early", from window one
 
 
@@ -126,8 +136,6 @@ def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("case", "message"), [
-    ("forward", "--right-mode stream: only a backward join streams (--strategy forward needs "
-                "the next row of each group, however far ahead)"),
     ("unsorted", "--right-mode stream: RIGHT {r} is not sorted by 't', as far as its row-group "
                  "statistics and first row group show"),
     ("one-group", "--right-mode stream: RIGHT {r} is not sorted by 't', as far as its row-group "
@@ -140,9 +148,7 @@ def test_streaming_that_cannot_be_done_exits_2(tmp_path, capsys, case, message):
     right = pa.table({"t": [1, 3, 5, 7], "v": [1.0, 2.0, 3.0, 4.0]})
     left = pa.table({"t": [2, 6]})
     flags = ["--right-mode", "stream"]
-    if case == "forward":
-        flags += ["--strategy", "forward"]
-    elif case == "unsorted":
+    if case == "unsorted":
         right = right.take([2, 3, 0, 1])  # row groups [5, 7] then [1, 3]
     elif case == "one-group":
         right = right.take([0, 2, 1, 3]).slice(0, 3)  # one row group: [1, 5, 3]
@@ -157,3 +163,27 @@ def test_streaming_that_cannot_be_done_exits_2(tmp_path, capsys, case, message):
                           capsys=capsys)
     assert code == 2 and stderr.count("\n") == 1
     assert message.format(r=tmp_path / "r.parquet") in stderr
+
+
+def test_what_a_window_hands_on_of_each_group():
+    """The carry in: each group's last row by key, then row order; the carry out: all of a
+    group's rows at its smallest key (which of them wins depends on the strategy). Null keys
+    and null groups hand on nothing; NaN is the largest key; unsorted input is sorted first."""
+    from asofgpu.enrich._stream import ends_of_groups
+
+    table = pa.table({
+        "t": pa.array([5.0, 1.0, 1.0, float("nan"), 3.0, None, 1.0, 2.0, 2.0]),
+        "g": pa.array(["a", "a", "a", "b", "b", "b", None, "c", "c"]).dictionary_encode(),
+        "h": pa.array([1, 1, 1, 1, 1, 1, 1, 1, 2]),
+        "row": pa.array(range(9)),
+    })
+    rows = lambda t: t["row"].to_pylist()  # noqa: E731
+    assert rows(ends_of_groups(table, "t", ["g"], last=True)) == [0, 3, 8]
+    assert rows(ends_of_groups(table, "t", ["g"], last=False)) == [1, 2, 4, 7, 8]
+    assert rows(ends_of_groups(table, "t", ["g", "h"], last=False)) == [1, 2, 4, 7, 8]
+    assert rows(ends_of_groups(table, "t", ["g", "h"], last=True)) == [0, 3, 7, 8]
+    assert rows(ends_of_groups(table, "t", [], last=True)) == [3]
+    assert rows(ends_of_groups(table, "t", [], last=False)) == [1, 2, 6]
+    sorted_table = table.take([1, 2, 6, 7, 8, 4, 0, 3])
+    assert rows(ends_of_groups(sorted_table, "t", ["g"], last=False, in_key_order=True)) == [
+        1, 2, 7, 8, 4]

@@ -28,11 +28,12 @@ from ._checks import (Options, Plan, check_options, check_output, dry_run, memor
 from ._errors import EnrichError, OutputError, one_line
 from ._output import AtomicFile, AtomicFolder, ParquetStitcher
 from ._sources import Part, Source, is_text
-from ._spill import (POSITION, Results, SpillFolder, ends_of_groups, in_left_order,
+from ._spill import (POSITION, Results, SpillFolder, in_left_order,
                      key_ranges, partition_of, range_of, read_all, read_batches,
                      stream_schema)
 from ._spill import source_batches as spill_batches
-from ._stream import Order, Windows, int64_keys, is_tape, split_by_key, streamable_key
+from ._stream import (Order, Windows, carries_out, ends_of_groups, int64_keys, is_tape,
+                      split_by_key, streamable_key, whole_key_windows)
 
 
 MAX_PARTITIONS = 512  # each side's partitions are open files at once
@@ -144,7 +145,7 @@ def enrich(options: Options, progress=None) -> Summary:
             windows = stack.enter_context(_Prefetch(
                 spill_batches(right, the_plan.read, as_codes, rows)))
             attach = _Streamed(options, the_plan, left, right, windows, as_codes, tolerance,
-                               every)
+                               rows, every)
         else:
             k = options.spill_partitions or _partitions(need, budget,
                                                         left.rows * (left_row + payload_row))
@@ -219,9 +220,6 @@ def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
 
 def _why_not_streamed(options: Options, left: Source, right: Source) -> str:
     """Why RIGHT cannot be streamed ("" when it can)."""
-    if options.strategy != "backward":
-        return (f"only a backward join streams (--strategy {options.strategy} needs the next "
-                f"row of each group, however far ahead)")
     left_type = left.schema.field(options.left_on).type
     right_type = right.schema.field(options.right_on).type
     if not streamable_key(left_type, right_type):
@@ -409,17 +407,25 @@ class _Spilled:
 
 
 class _Streamed:
-    """RIGHT streamed in windows with a per-group carry (``_stream``); each LEFT chunk is cut
-    where the next window starts, and each piece joined against carry + its window."""
+    """RIGHT streamed in windows with per-group carries (``_stream``); each LEFT chunk is cut
+    where the next window starts, and each piece joined against its window and carries.
+    Forward and nearest joins first read RIGHT once more for the carries out."""
 
     spilled = 0
 
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
-                 right_batches, as_codes: list[str], tolerance, every: int):
+                 right_batches, as_codes: list[str], tolerance, rows: int, every: int):
         self.options, self.plan, self.tolerance = options, the_plan, tolerance
         schema = _schema_of(right, the_plan.read, as_codes)
-        self.windows = Windows(right_batches, options.right_on, list(options.right_by),
-                               schema, right.given)
+        on, by = options.right_on, list(options.right_by)
+        carry_out = None
+        if options.strategy != "backward":
+            carry_out = carries_out(whole_key_windows(
+                spill_batches(right, the_plan.read, as_codes, rows), on,
+                Order("RIGHT", right.given, on)), on, by, schema)
+        self.windows = Windows(whole_key_windows(right_batches, on,
+                                                 Order("RIGHT", right.given, on)),
+                               on, by, schema, carry_out)
         self.left_order = Order("LEFT", left.given, options.left_on)
         self.n_right = right.rows
         self.matched = 0

@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from ._errors import OutputError, one_line
 from ._sources import Source, is_text
+from ._stream import ordered_values
 
 POSITION = "__asofgpu_left_row"
 _TICKS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
@@ -185,17 +186,6 @@ def read_batches(path: str):
 # --------------------------------------------------------------------------- key ranges
 
 
-def ordered_values(column) -> tuple[np.ndarray, np.ndarray]:
-    """A key column as numbers that order as the join orders it (int64 for integers and
-    instants, float64 with NaN last for floats), and its validity."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    valid = column.is_valid().to_numpy(zero_copy_only=False)
-    target = pa.float64() if pa.types.is_floating(column.type) else pa.int64()
-    values = column.cast(target).fill_null(0).to_numpy(zero_copy_only=False)
-    return values, valid
-
-
 def key_ranges(path: str, on: str, ranges: int, sample: int = 1 << 20) -> np.ndarray:
     """``ranges - 1`` keys that cut a partition's rows into about equal key ranges, from an
     evenly spaced sample of its keys (repeated keys may merge ranges)."""
@@ -221,29 +211,6 @@ def range_of(on: str, cuts: np.ndarray, null_range: int):
         ids[~valid] = null_range
         return ids
     return part_of
-
-
-def ends_of_groups(table: pa.Table, on: str, by: list[str], last: bool) -> pa.Table:
-    """Each group's last (or first) row by key, then row order, among the rows whose key and
-    by values are valid: the carry a key range hands to the next (or the previous) one."""
-    valid = table.column(on).is_valid()
-    for name in by:
-        valid = pc.and_(valid, table.column(name).is_valid())
-    table = table.filter(valid)
-    if not table.num_rows:
-        return table
-    rank = np.empty(table.num_rows, np.int64)
-    rank[pc.sort_indices(table, [(on, "ascending")]).to_numpy()] = np.arange(table.num_rows)
-    if not by:
-        return table.take(pa.array([int(np.argmax(rank) if last else np.argmin(rank))]))
-    keys = [table.column(c).unify_dictionaries()  # Acero groups one dictionary only
-            if pa.types.is_dictionary(table.schema.field(c).type) else table.column(c)
-            for c in by]
-    ranked = pa.table(keys + [pa.array(rank)], names=[*by, "__rank"])
-    best = ranked.group_by(by, use_threads=False).aggregate(
-        [("__rank", "max" if last else "min")]).column(1).to_numpy()
-    order = np.argsort(rank)
-    return table.take(pa.array(np.sort(order[best])))
 
 
 class Results:

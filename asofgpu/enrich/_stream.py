@@ -105,69 +105,147 @@ class Order:
         self.rows += len(values)
 
 
-class Windows:
-    """RIGHT read in windows, each joined with the carry of the rows before it.
+def whole_key_windows(batches, on: str, order: Order):
+    """RIGHT's batches as windows that never split a run of equal keys (a batch's trailing
+    run waits for the next), their order checked; rows after the last key of all are kept,
+    batches without a key are dropped (a null key is never a candidate)."""
+    pending = None
+    for batch in batches:
+        values, valid = int64_keys(batch.column(on))
+        order.check(values, valid)
+        table = pa.Table.from_batches([batch])
+        if pending is not None:
+            table = pa.concat_tables([pending, table])
+            values, valid = int64_keys(table.column(on))
+        keys = values if valid is None else values[valid]
+        if not len(keys):
+            continue
+        first_of_last = int(np.searchsorted(keys, keys[-1], side="left"))
+        cut = first_of_last if valid is None else int(np.flatnonzero(valid)[first_of_last])
+        if cut:
+            yield table.slice(0, cut)
+        pending = table.slice(cut)
+    if pending is not None:
+        yield pending
 
-    ``window()`` is carry + the current window in RIGHT's order; ``next_start`` the first key
-    of the window after it (None: the current one is the last): LEFT rows below it belong
-    to the current window. Batches whose keys are all null are skipped: such rows are never
-    candidates.
+
+class Windows:
+    """RIGHT read in windows (``whole_key_windows``), each joined with the carries of the rows
+    around it.
+
+    ``window()`` is, in RIGHT's order: the carry in (the last row of each group before the
+    window: the backward candidates it lacks), the window, and the carry out (the first row
+    of each group after it: the forward candidates it lacks; only when ``carry_out`` is
+    given, one table a window). ``next_start`` is the first key of the next window (None:
+    this is the last): LEFT rows below it belong to this one.
     """
 
-    def __init__(self, batches, on: str, by: list[str], schema: pa.Schema, given: str):
-        self._batches = iter(batches)
+    def __init__(self, windows, on: str, by: list[str], schema: pa.Schema,
+                 carry_out: list[pa.Table] | None = None):
+        self._windows = iter(windows)
         self._on, self._by = on, by
-        self._order = Order("RIGHT", given, on)
+        self._carry_out = carry_out
+        self._at = 0
         self.carry: pa.Table | None = None
-        self.current = self._read()
+        self.current = next(self._windows, None)
         if self.current is None:  # RIGHT holds no key at all
             self.current = schema.empty_table()
-        self._ahead = self._read()
+        self._ahead = next(self._windows, None)
 
     @property
     def next_start(self) -> int | None:
         return None if self._ahead is None else _first_key(self._ahead, self._on)
 
-    def _read(self) -> pa.Table | None:
-        """The next batch holding a key, as a table, its keys checked; None at the end."""
-        for batch in self._batches:
-            values, valid = int64_keys(batch.column(self._on))
-            self._order.check(values, valid)
-            if valid is None or valid.any():
-                return pa.Table.from_batches([batch])
-        return None
-
     def window(self) -> pa.Table:
-        if self.carry is None or not self.carry.num_rows:
-            return self.current
-        return pa.concat_tables([self.carry, self.current])
+        parts = [t for t in (self.carry, self.current) if t is not None and t.num_rows]
+        if self._carry_out is not None and self._at < len(self._carry_out):
+            parts.append(self._carry_out[self._at])
+        return pa.concat_tables(parts) if len(parts) > 1 else (parts or [self.current])[0]
 
     def advance(self) -> None:
-        """Fold the current window into the carry and move to the next one."""
-        self.carry = self._last_of_each_group(self.window())
-        self.current, self._ahead = self._ahead, self._read()
+        """Fold the current window into the carry in and move to the next one."""
+        parts = [t for t in (self.carry, self.current) if t is not None]
+        self.carry = ends_of_groups(pa.concat_tables(parts), self._on, self._by, last=True,
+                                    in_key_order=True)
+        self.current, self._ahead = self._ahead, next(self._windows, None)
+        self._at += 1
 
-    def _last_of_each_group(self, table: pa.Table) -> pa.Table:
-        """The last row of each group among rows whose key and by values are all valid (a
-        null key is never a candidate; a null by value matches nothing). Only the key
-        columns are grouped; the rows chosen (one a group) are taken whole at the end."""
-        valid = table.column(self._on).is_valid()
-        for name in self._by:
-            valid = pc.and_(valid, table.column(name).is_valid())
-        mask = valid.to_numpy(zero_copy_only=False)
-        rows = None if mask.all() else np.flatnonzero(mask)
-        if not self._by:
-            last = np.flatnonzero(mask)[-1:]
-            return table.take(pa.array(last, pa.int64()))
-        keys = [table.column(c).unify_dictionaries()  # Acero groups one dictionary only
-                if pa.types.is_dictionary(table.schema.field(c).type) else table.column(c)
-                for c in self._by]
-        numbered = pa.table(keys + [pa.array(np.arange(table.num_rows, dtype=np.int64))],
-                            names=[*self._by, "__row"])
-        if rows is not None:
-            numbered = numbered.take(pa.array(rows))
-        last = numbered.group_by(self._by, use_threads=False).aggregate([("__row", "max")])
-        return table.take(pa.array(np.sort(last.column("__row_max").to_numpy())))
+
+def carries_out(windows, on: str, by: list[str], schema: pa.Schema) -> list[pa.Table]:
+    """For each window, the first row of each group in the windows after it (a first pass
+    over RIGHT, for forward and nearest joins): the windows' own first rows, folded from the
+    last window back."""
+    firsts = [ends_of_groups(w, on, by, last=False, in_key_order=True) for w in windows]
+    out = [schema.empty_table()] * max(1, len(firsts))
+    for w in range(len(firsts) - 2, -1, -1):
+        out[w] = ends_of_groups(pa.concat_tables([firsts[w + 1], out[w + 1]]), on, by,
+                                last=False, in_key_order=True)
+    return out
+
+
+def ordered_values(column) -> tuple[np.ndarray, np.ndarray]:
+    """A key column as numbers that order as the join orders it (int64 for integers and
+    instants, float64 with NaN last for floats), and its validity."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+    target = pa.float64() if pa.types.is_floating(column.type) else pa.int64()
+    values = column.cast(target).fill_null(0).to_numpy(zero_copy_only=False)
+    return values, valid
+
+
+def group_ids(table: pa.Table, by: list[str]) -> np.ndarray:
+    """A group number a row (-1 where a by value is null), equal only for equal by values:
+    as fine as the join's groups or finer (-0.0 and 0.0 apart), which a carry can afford,
+    since a finer carry keeps every row the join's would."""
+    ids = np.zeros(table.num_rows, np.int64)
+    null = np.zeros(table.num_rows, bool)
+    for k, name in enumerate(by):
+        column = table.column(name)
+        column = (column.unify_dictionaries() if pa.types.is_dictionary(column.type)
+                  else pc.dictionary_encode(column))
+        indices = pa.chunked_array([c.indices for c in column.chunks], pa.int32())
+        null |= indices.is_null().to_numpy(zero_copy_only=False)
+        codes = indices.fill_null(0).to_numpy().astype(np.int64)
+        ids = codes if k == 0 else np.unique(np.stack([ids, codes], axis=1), axis=0,
+                                             return_inverse=True)[1].reshape(-1)
+    ids[null] = -1
+    return ids
+
+
+def ends_of_groups(table: pa.Table, on: str, by: list[str], last: bool,
+                   in_key_order: bool = False) -> pa.Table:
+    """What a window or key range hands on of each group, among rows whose key and by values
+    are all valid (a null key is never a candidate, a null by value matches nothing): its
+    last row by key, then row order (``last``, the carry in: the backward candidate of any
+    later row), or all its rows at its smallest key (the carry out: the forward candidates,
+    every one of them, since which wins depends on the strategy and its tie rule).
+    ``in_key_order``: the table is sorted by ``on`` already. Rows keep the table's order."""
+    values, valid = ordered_values(table.column(on))
+    ids = group_ids(table, by)
+    kept = valid & (ids >= 0)
+    if in_key_order:
+        order = np.flatnonzero(kept)
+    else:  # stable: equal keys keep their row order; NaN sorts last, as the join orders it
+        order = np.argsort(values, kind="stable")
+        order = order[kept[order]]
+    if not len(order):
+        return table.slice(0, 0)
+    groups, keys = ids[order], values[order]
+    at = np.arange(len(order))
+    if last:
+        ends = np.full(int(groups.max()) + 1, -1)
+        np.maximum.at(ends, groups, at)
+        rows = order[ends[ends >= 0]]
+    else:
+        starts = np.full(int(groups.max()) + 1, len(order))
+        np.minimum.at(starts, groups, at)
+        new_key = np.concatenate([[True], (keys[1:] != keys[:-1])
+                                  & ~(np.isnan(keys[1:]) & np.isnan(keys[:-1]))
+                                  if keys.dtype.kind == "f" else keys[1:] != keys[:-1]])
+        run = np.cumsum(new_key)  # the number of each row's key among the sorted keys
+        rows = order[run == run[starts[groups]]]
+    return table.take(pa.array(np.sort(rows)))
 
 
 def _first_key(table: pa.Table, on: str) -> int:
