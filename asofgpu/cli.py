@@ -193,7 +193,7 @@ def _parser() -> _Parser:
                           "(default: OUT's folder; e.g. --tmp-dir /scratch)")
     run.add_argument("--right-mode", choices=RIGHT_MODES, default="auto",
                      help="how RIGHT is held: streamed in windows, when both sides are sorted "
-                          "by their --on key (backward only); in memory; or spilled to hash "
+                          "by their --on key; in memory; or spilled to hash "
                           "partitions of the by keys on disk. auto: streamed when it can be, "
                           "else in memory when it fits --memory-limit, else spilled "
                           "(default auto; e.g. --right-mode spill)")

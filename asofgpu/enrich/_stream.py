@@ -1,21 +1,21 @@
 """RIGHT out of core without spilling: both sides streamed in key order, as tapes are.
 
 When RIGHT and LEFT are each sorted by their ``on`` key across their files (a tape: quotes and
-trades as exchanges publish them), a backward join needs, for a LEFT row of key ``l``, only
-the last RIGHT row of its group at or before ``l``. RIGHT is read in windows of a bounded
-number of rows; a ``carry`` keeps the last row of every group seen before the window. The
-LEFT rows whose key lies before the next window's first key are joined against carry + window
-(the carry comes first: RIGHT's order still decides among equal keys), and after the window
-the carry becomes the last row of each group of carry + window. Memory holds one window, the
-carry (a row per group) and LEFT's chunks, whatever RIGHT's length: the per-group carry of
+trades as exchanges publish them), a LEFT row of key ``l`` needs only the RIGHT rows of its
+group near ``l``: the last at or before it (backward), the first at or after it (forward), or
+both (nearest). RIGHT is read in windows of a bounded number of rows that never split a run of
+equal keys (``whole_key_windows``). The LEFT rows whose key lies before the next window's first
+key are joined against, in RIGHT's order: the carry in (the last row of each group before the
+window), the window, and for forward and nearest joins the carry out (each group's rows at its
+smallest key after the window, from a first pass over RIGHT: ``carries_out``). After the window
+the carry in becomes the last row of each group of carry + window. Memory holds one window, the
+carries (rows a group) and LEFT's chunks, whatever RIGHT's length: the per-group carries of
 ``asofgpu.dask``'s time strategy, on one machine.
 
-The layout is read from the files' row-group statistics (``is_tape``) and verified while
-streaming: a key below one already seen is an ``EnrichError`` (and nothing is written).
-
-Streaming is for ``backward`` only (forward and nearest would need the next row of each group,
-however far ahead: they spill), and for keys whose type is the same integer or temporal type
-on both sides (their order is that of their int64 values).
+The layout is read from the files' row-group statistics and first row group (``is_tape``) and
+verified while streaming: a key below one already seen is an ``EnrichError`` (and nothing is
+written). Keys must be of one integer or temporal type on both sides (their order is that of
+their int64 values).
 """
 
 from __future__ import annotations
