@@ -391,18 +391,20 @@ def test_bad_data_in_a_later_chunk_exits_2_and_leaves_nothing(tmp_path, capsys):
     assert not out.exists() and leftovers(tmp_path) == []
 
 
-def test_enrich_on_the_cuda_backend(tmp_path, capsys):
-    """The simulator pass (NUMBA_ENABLE_CUDASIM=1) or a real GPU: the same file as on cpu."""
+@pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
+def test_enrich_on_the_cuda_backend(tmp_path, capsys, mode):
+    """The simulator pass (NUMBA_ENABLE_CUDASIM=1) or a real GPU: the same file as on cpu,
+    whichever way RIGHT is held (time-sorted files, so that it can be streamed)."""
     from asofgpu._backend import cudasim_enabled, cuda_usable
 
     if not (cuda_usable() or cudasim_enabled()):
         pytest.skip("no GPU and NUMBA_ENABLE_CUDASIM is not set (make test runs the simulator)")
-    quotes, trades = marketdata.day(n_quotes=60, n_trades=40, n_symbols=4, seed=8, shuffled=True)
+    quotes, trades = marketdata.day(n_quotes=60, n_trades=40, n_symbols=4, seed=8)
     left, right = write(trades, tmp_path / "t.parquet"), write(quotes, tmp_path / "q.parquet")
     out = tmp_path / "o.parquet"
     code, stdout, _ = run("enrich", left, right, "-o", out, "--on", "time", "--by", "symbol",
                           "--strategy", "nearest", "--device", "cuda", "--chunk-rows", 16,
-                          capsys=capsys)
+                          "--right-mode", mode, capsys=capsys)
     assert code == 0 and "backend    cuda" in stdout
     want = expected(left, right, on="time", by="symbol", strategy="nearest")
     assert pq.read_table(out).equals(want)
