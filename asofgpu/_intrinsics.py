@@ -85,11 +85,9 @@ def load_at(typingctx, address, index, like):
     def codegen(context, builder, signature, args):
         address, index, _ = args
         value_type = context.get_data_type(signature.args[2].dtype)
-        i64 = ir.IntType(64)
         base = builder.inttoptr(context.cast(builder, address, signature.args[0], types.uint64),
                                 value_type.as_pointer())
         offset = context.cast(builder, index, signature.args[1], types.uint64)
-        return builder.load(builder.gep(base, [builder.zext(offset, i64)
-                                               if offset.type.width < 64 else offset]))
+        return builder.load(builder.gep(base, [offset]))
 
     return like.dtype(address, index, like), codegen

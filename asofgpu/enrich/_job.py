@@ -331,6 +331,10 @@ class _Spilled:
                 result = self._join_in_ranges(right_paths[i], left_paths[i], ranges, options,
                                               the_plan, tolerance, spill)
             else:
+                if ranges > 1:
+                    progress.log(f"partition {i} holds {right_rows[i]:,} RIGHT rows, too many "
+                                 f"to prepare at once, but keys of two types cannot be cut "
+                                 f"into ranges: joined whole, over --memory-limit")
                 result = self._join(read_all(right_paths[i]), read_all(left_paths[i]), options,
                                     the_plan, tolerance)
             os.remove(right_paths[i])
