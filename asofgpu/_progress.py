@@ -93,6 +93,8 @@ class Bar:
         self.console.print(f"{self.prog}: {text}", highlight=False, markup=False, soft_wrap=True)
 
     def start(self, total_rows: int) -> None:
+        if self.task is not None:  # a run started again: one bar, not two
+            self.bar.remove_task(self.task)
         self.task = self.bar.add_task("enrich", total=total_rows)
         self.bar.start()
 

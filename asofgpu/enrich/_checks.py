@@ -199,7 +199,7 @@ def plan(options: Options, left: Source, right: Source) -> Plan:
                 f"--suffix, or leave {name!r} out of --columns")
         names.append(out)
     read = list(dict.fromkeys([options.right_on, *options.right_by, *payload]))
-    fields = [pa.field(f.name, f.type) for f in left.data_schema]
+    fields = [pa.field(f.name, f.type) for f in left.data_schema]  # nullable, as join_asof's
     fields += [pa.field(n, right.schema.field(c).type) for c, n in zip(payload, names)]
     return Plan(payload, names, read, pa.schema(fields))
 

@@ -32,8 +32,8 @@ from ._spill import (POSITION, Results, SpillFolder, in_left_order,
                      key_ranges, partition_of, range_of, read_all, read_batches,
                      stream_schema)
 from ._spill import source_batches as spill_batches
-from ._stream import (Order, Windows, carries_out, ends_of_groups, int64_keys, is_tape,
-                      split_by_key, streamable_key, whole_key_windows)
+from ._stream import (NotSorted, Order, Windows, carries_out, ends_of_groups, int64_keys,
+                      is_tape, split_by_key, streamable_key, whole_key_windows)
 
 
 MAX_PARTITIONS = 512  # each side's partitions are open files at once
@@ -100,8 +100,22 @@ class _Counts:
 
 def enrich(options: Options, progress=None) -> Summary:
     """Run ``asofgpu enrich``: raises EnrichError (bad input) or OutputError (writing failed),
-    and lets KeyboardInterrupt through; in every such case no output is left behind."""
+    and lets KeyboardInterrupt through; in every such case no output is left behind.
+
+    Under ``--right-mode auto`` a side that its statistics showed sorted but is not (row
+    groups that do not overlap, unsorted inside) is found while streaming: the run starts
+    again without streaming."""
     progress = progress or Quiet()
+    try:
+        return _run(options, progress, may_stream=True)
+    except NotSorted as exc:
+        if options.right_mode != "auto":
+            raise
+        progress.log(f"{exc}: starting again without streaming")
+        return _run(options, progress, may_stream=False)
+
+
+def _run(options: Options, progress, may_stream: bool) -> Summary:
     start = time.perf_counter()
     tolerance = tolerance_of(options.tolerance)
     check_options(options)
@@ -123,7 +137,7 @@ def enrich(options: Options, progress=None) -> Summary:
     payload_row = memory.row_bytes(right, the_plan.payload)
     rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row)
     need = memory.right_bytes(right, the_plan.read, as_codes)
-    mode, why = _mode(options, left, right, need, budget, limit_name)
+    mode, why = _mode(options, left, right, need, budget, limit_name, may_stream)
     every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
     with contextlib.ExitStack() as stack:
         # Reading RIGHT (pyarrow, off the GIL) overlaps the checks on zero rows (numba
@@ -198,14 +212,15 @@ def _as_codes(options: Options, the_plan: Plan, right: Source) -> list[str]:
 
 
 def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
-          limit_name: str) -> tuple[str, str]:
+          limit_name: str, may_stream: bool) -> tuple[str, str]:
     """How RIGHT is held (memory, stream or spill), and why, for the log."""
     mode = options.right_mode
     if mode == "auto" and options.spill_partitions is not None:
         return "spill", f"--spill-partitions {options.spill_partitions}"
     if mode in ("memory", "spill"):
         return mode, f"--right-mode {mode}"
-    not_streamed = _why_not_streamed(options, left, right)
+    not_streamed = (_why_not_streamed(options, left, right) if may_stream
+                    else "a side was not sorted after all")
     if mode == "stream":
         if not_streamed:
             raise EnrichError(f"--right-mode stream: {not_streamed}")
@@ -477,10 +492,10 @@ def _schema_of(source: Source, columns: list[str], as_codes: list[str],
     dictionaries of int32 indices."""
     fields = []
     for name in columns:
-        kind = source.schema.field(name).type
-        if name in as_codes and not pa.types.is_dictionary(kind):
-            kind = pa.dictionary(pa.int32(), kind)
-        fields.append(pa.field(name, kind))
+        field = source.schema.field(name)  # its nullability too: the batches keep it
+        if name in as_codes and not pa.types.is_dictionary(field.type):
+            field = field.with_type(pa.dictionary(pa.int32(), field.type))
+        fields.append(field)
     if positions:
         fields.append(pa.field(POSITION, pa.int64()))
     return pa.schema(fields)

@@ -18,7 +18,7 @@ import os
 import re
 
 from ._errors import EnrichError
-from ._sources import Source, is_text
+from ._sources import Source, is_text, leaf_columns
 
 BASE_BYTES = 400 << 20  # the process before any data: measured 250-330 MiB, with room
 IN_FLIGHT_CHUNKS = 6  # LEFT chunks alive at once: read, joined, gathered, being encoded (x2)
@@ -65,26 +65,29 @@ def default_limit() -> int:
 
 def row_bytes(source: Source, columns: list[str], as_codes: list[str] = ()) -> float:
     """Bytes a row of ``columns`` takes in memory once read, from the files' metadata:
-    fixed-width columns their width, text columns their uncompressed size a row (4 for
-    those read as dictionary codes), partition columns 4."""
+    fixed-width columns their width, text and nested ones their uncompressed size a row plus
+    an offset (4 for those read as dictionary codes), partition columns 4."""
     total = 0.0
     for name in columns:
         if name in as_codes or name not in source.data_schema.names:
             total += 4
             continue
         kind = source.schema.field(name).type
-        width = getattr(kind, "bit_width", 0) // 8 if not is_text(kind) else 0
-        total += width if width else _text_bytes(source, name)
+        try:
+            width = 0 if is_text(kind) else kind.bit_width // 8
+        except ValueError:  # not fixed-width: lists, structs, maps
+            width = 0
+        total += width if width else _stored_bytes(source, name)
     return total
 
 
-def _text_bytes(source: Source, name: str) -> float:
-    """Uncompressed bytes a row of a text column, from the first file's row groups, plus
-    its 4-byte offset."""
+def _stored_bytes(source: Source, name: str) -> float:
+    """Uncompressed bytes a row of a column (all its leaves), from the first file's row
+    groups, plus a 4-byte offset."""
     meta = source.parts[0].meta
-    index = meta.schema.to_arrow_schema().get_field_index(name)
-    size = sum(meta.row_group(g).column(index).total_uncompressed_size
-               for g in range(meta.num_row_groups))
+    leaves = leaf_columns(meta, name)
+    size = sum(meta.row_group(g).column(j).total_uncompressed_size
+               for g in range(meta.num_row_groups) for j in leaves)
     return size / max(1, meta.num_rows) + 4
 
 

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._errors import OutputError, one_line
-from ._sources import Source, is_text
+from ._sources import Source, as_int64, is_text
 from ._stream import ordered_values
 
 POSITION = "__asofgpu_left_row"
@@ -55,12 +55,13 @@ def _canonical(arr: pa.Array) -> np.ndarray:
     if pa.types.is_boolean(t):
         return arr.to_numpy(zero_copy_only=False).astype(np.uint64)
     if pa.types.is_date64(t):
-        return (arr.cast(pa.int64()).to_numpy(zero_copy_only=False) // 86_400_000).view(np.uint64)
+        return (as_int64(arr).to_numpy(zero_copy_only=False) // 86_400_000).view(np.uint64)
     if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_time(t):
-        ticks = arr.cast(pa.int64()).to_numpy(zero_copy_only=False)
+        ticks = as_int64(arr).to_numpy(zero_copy_only=False)
         return (ticks // _TICKS_PER_SECOND[t.unit]).view(np.uint64)
-    return arr.cast(pa.int64() if not pa.types.is_uint64(t) else t).to_numpy(
-        zero_copy_only=False).astype(np.int64, copy=False).view(np.uint64)
+    if pa.types.is_uint64(t):
+        return arr.to_numpy(zero_copy_only=False).view(np.uint64)
+    return as_int64(arr).to_numpy(zero_copy_only=False).view(np.uint64)
 
 
 def _zero(t: pa.DataType) -> pa.Scalar:

@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ._errors import EnrichError
-from ._sources import Source
+from ._errors import EnrichError, one_line
+from ._sources import Source, as_int64, leaf_columns
 
 
 def streamable_key(left: pa.DataType, right: pa.DataType) -> bool:
@@ -47,7 +47,7 @@ def is_tape(source: Source, on: str) -> bool:
     first = None  # (path, row group) of the first with keys
     for part in source.parts:
         meta = part.meta
-        index = meta.schema.to_arrow_schema().get_field_index(on)
+        index = leaf_columns(meta, on)[0]
         for g in range(meta.num_row_groups):
             column = meta.row_group(g).column(index)
             stats = column.statistics
@@ -62,7 +62,10 @@ def is_tape(source: Source, on: str) -> bool:
             first = first or (part.path, g)
     if first is None:
         return True
-    keys = pq.ParquetFile(first[0]).read_row_group(first[1], columns=[on]).column(0)
+    try:
+        keys = pq.ParquetFile(first[0]).read_row_group(first[1], columns=[on]).column(0)
+    except (OSError, pa.ArrowException) as exc:
+        raise EnrichError(f"cannot read {source.side} file {first[0]}: {one_line(exc)}") from None
     values, valid = int64_keys(keys)
     values = values if valid is None else values[valid]
     return bool(np.all(values[1:] >= values[:-1]))
@@ -73,9 +76,14 @@ def int64_keys(column) -> tuple[np.ndarray, np.ndarray | None]:
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     if not column.null_count:
-        return column.cast(pa.int64()).to_numpy(), None
+        return as_int64(column).to_numpy(), None
     valid = column.is_valid().to_numpy(zero_copy_only=False)
-    return column.cast(pa.int64()).fill_null(0).to_numpy(), valid
+    return as_int64(column).fill_null(0).to_numpy(), valid
+
+
+class NotSorted(EnrichError):
+    """A side that its statistics said was sorted is not: ``auto`` starts again without
+    streaming; ``--right-mode stream`` stops here."""
 
 
 class Order:
@@ -97,7 +105,7 @@ class Order:
                 bad = int(steps[0]) + 1
             if bad is not None:
                 at = self.rows + (bad if valid is None else int(np.flatnonzero(valid)[bad]))
-                raise EnrichError(
+                raise NotSorted(
                     f"{self.side} {self.given} is not sorted by {self.on!r} at row {at:,}, "
                     f"though its row-group statistics say so; write it sorted, or pass "
                     f"--right-mode spill")
@@ -189,9 +197,9 @@ def ordered_values(column) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     valid = column.is_valid().to_numpy(zero_copy_only=False)
-    target = pa.float64() if pa.types.is_floating(column.type) else pa.int64()
-    values = column.cast(target).fill_null(0).to_numpy(zero_copy_only=False)
-    return values, valid
+    numbers = (column.cast(pa.float64()) if pa.types.is_floating(column.type)
+               else as_int64(column))
+    return numbers.fill_null(0).to_numpy(zero_copy_only=False), valid
 
 
 def group_ids(table: pa.Table, by: list[str]) -> np.ndarray:
