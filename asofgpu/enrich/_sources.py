@@ -223,7 +223,7 @@ def _parquet_files(folder: str) -> list[str]:
         dirs[:] = sorted(d for d in dirs if not _hidden(d))
         found += [os.path.join(here, f) for f in sorted(files)
                   if f.endswith(SUFFIX) and not _hidden(f)]
-    return found
+    return sorted(found)  # the order of their paths: RIGHT's row order where keys tie
 
 
 def glob_root(pattern: str) -> str:
