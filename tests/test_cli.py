@@ -20,7 +20,7 @@ import pytest
 
 import asofgpu as ag
 from asofgpu import cli, marketdata
-from asofgpu.enrich import _job as enrich_job
+from asofgpu.enrich import _attach as enrich_attach
 from asofgpu._duration import format_duration, parse_duration, parse_tolerance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -430,7 +430,7 @@ def test_cuda_without_a_gpu_is_bad_input(day, tmp_path, capsys):
 def _fail_after_first_chunk(monkeypatch, tmp_path, error):
     """Make the second chunk's gather raise ``error``; check the run's state on the way."""
     calls = []
-    real = enrich_job.gather
+    real = enrich_attach.gather
 
     def gather(table, gmap):
         calls.append(len(gmap))
@@ -442,7 +442,7 @@ def _fail_after_first_chunk(monkeypatch, tmp_path, error):
             raise error
         return real(table, gmap)
 
-    monkeypatch.setattr(enrich_job, "gather", gather)
+    monkeypatch.setattr(enrich_attach, "gather", gather)
     return calls
 
 

@@ -1,0 +1,276 @@
+"""The three ways ``asofgpu enrich`` holds RIGHT, each an "attach" object: called with a LEFT
+chunk, it returns the attached columns for those rows in order, and keeps the matched count
+and the staleness sketch.
+
+- ``InMemory``: RIGHT read whole and prepared once (``AsofJoin``).
+- ``Streamed``: both sides sorted by their key: RIGHT in windows with per-group carries
+  (``_stream``).
+- ``Spilled``: anything else: both sides hash-partitioned on disk, joined a partition (or a key
+  range of one) at a time, LEFT's order rebuilt (``_spill``).
+
+docs/enrich.md says why each gives the whole answer.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .._staleness import Staleness
+from ..gather import gather
+from ..join import AsofJoin
+from . import _memory as memory
+from ._checks import Options, Plan, translate
+from ._errors import EnrichError
+from ._sources import Source, is_text
+from ._spill import (POSITION, Results, SpillFolder, in_left_order, key_ranges, partition_of,
+                     range_of, read_all, read_batches, stream_schema)
+from ._spill import source_batches as spill_batches
+from ._stream import (Order, Windows, carries_out, ends_of_groups, int64_keys, split_by_key,
+                      whole_key_windows)
+
+RESULT_BATCH_ROWS = 1 << 16  # the output is rebuilt from a batch of each partition at once
+
+
+class InMemory:
+    """RIGHT read whole and prepared once; each LEFT chunk probes it."""
+
+    spilled = 0
+
+    def __init__(self, options: Options, the_plan: Plan, table: pa.Table, tolerance,
+                 every: int):
+        self.options, self.tolerance = options, tolerance
+        try:
+            self.prepared = AsofJoin(table.column(options.right_on),
+                                     [table.column(c) for c in options.right_by] or None,
+                                     device=options.device)
+            self.staleness = Staleness(table.column(options.right_on), every=every)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise EnrichError(translate(exc, options)) from None
+        self.payload = table.select(the_plan.payload)  # in chunks: gather reads them in place
+        self.n_right = self.prepared.n_right
+        self.matched = 0
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.Table:
+        gmap = probe(self.prepared, batch, self.options, self.tolerance)
+        hit = np.flatnonzero(gmap != self.prepared.no_match)
+        self.matched += len(hit)
+        self.staleness.add(batch.column(self.options.left_on), gmap, hit)
+        return gather(self.payload, gmap)
+
+
+class Spilled:
+    """Both sides hash-partitioned into ``spill`` and joined a partition at a time (``_spill``);
+    each LEFT chunk then takes its rows of the results, in order."""
+
+    def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
+                 as_codes: list[str], tolerance, spill: SpillFolder, k: int, rows: int,
+                 every: int, need: int, budget: int, progress):
+        self.spilled = 0
+        left_keys = [options.left_on, *options.left_by]
+        left_codes = [c for c in options.left_by if is_text(left.schema.field(c).type)
+                      or c not in left.data_schema.names]
+        right_paths, right_rows = spill.partition(
+            "right", spill_batches(right, the_plan.read, as_codes, rows),
+            schema_of(right, the_plan.read, as_codes), k,
+            lambda batch: partition_of(batch, options.right_by, k))
+        left_paths, _ = spill.partition(
+            "left", spill_batches(left, left_keys, left_codes, rows, positions=True),
+            schema_of(left, left_keys, left_codes, positions=True), k,
+            lambda batch: partition_of(batch, options.left_by, k))
+        self.spilled = spill.bytes
+        progress.log(f"spilled {memory.readable(spill.bytes)} in {k} partitions of each side")
+        self.n_right = right.rows
+        self.matched = 0
+        self.staleness = Staleness(pa.array([], right.schema.field(options.right_on).type),
+                                   every=every)
+        self._results = []
+        ranged = _rangeable(left, right, options)
+        per_row = need / max(1, right.rows)
+        for i in range(k):
+            ranges = math.ceil(right_rows[i] * per_row / (budget / 4))
+            if ranges > 1 and ranged:
+                progress.log(f"partition {i} holds {right_rows[i]:,} RIGHT rows, too many to "
+                             f"prepare at once: joined in {ranges} key ranges")
+                result = self._join_in_ranges(right_paths[i], left_paths[i], ranges, options,
+                                              the_plan, tolerance, spill)
+            else:
+                if ranges > 1:
+                    progress.log(f"partition {i} holds {right_rows[i]:,} RIGHT rows, too many "
+                                 f"to prepare at once, but keys of two types cannot be cut "
+                                 f"into ranges: joined whole, over --memory-limit")
+                result = self._join(read_all(right_paths[i]), read_all(left_paths[i]), options,
+                                    the_plan, tolerance)
+            os.remove(right_paths[i])
+            os.remove(left_paths[i])
+            path, writer = spill.writer(f"result-{i}", result.schema)
+            try:
+                writer.write_table(result, max_chunksize=RESULT_BATCH_ROWS)
+                writer.close()
+            except OSError as exc:
+                raise spill.failed(exc) from None
+            self._results.append(Results(path))
+        self._at = 0
+
+    def _join_in_ranges(self, right_path: str, left_path: str, ranges: int, options: Options,
+                        the_plan: Plan, tolerance, spill: SpillFolder) -> pa.Table:
+        """A partition too large to prepare whole (one group may hold most of RIGHT): both
+        sides cut into key ranges, each range of LEFT joined against its range of RIGHT
+        between the last row of each group before it (carry in, for backward and nearest)
+        and the first after it (carry out, for forward and nearest), as in the Dask time
+        strategy; the results put back in LEFT's order."""
+        on, by = options.right_on, list(options.right_by)
+        cuts = key_ranges(right_path, on, ranges)
+        n = len(cuts) + 1
+        schema, left_schema = stream_schema(right_path), stream_schema(left_path)
+        right_parts, _ = spill.partition(f"{os.path.basename(right_path)}-range", read_batches(
+            right_path), schema, n, range_of(on, cuts, n))  # null keys: never candidates
+        left_parts, _ = spill.partition(f"{os.path.basename(left_path)}-range", read_batches(
+            left_path), left_schema, n, range_of(options.left_on, cuts, 0))
+        backward = options.strategy != "forward"
+        forward = options.strategy != "backward"
+        firsts = [ends_of_groups(read_all(p), on, by, last=False) for p in right_parts] \
+            if forward else []
+        carry_out = [schema.empty_table()] * n
+        for r in range(n - 2, -1, -1) if forward else ():
+            carry_out[r] = ends_of_groups(pa.concat_tables([firsts[r + 1], carry_out[r + 1]]),
+                                          on, by, last=False)
+        carry_in = schema.empty_table()
+        results = []
+        for r in range(n):
+            window = read_all(right_parts[r])
+            results.append(self._join(pa.concat_tables([carry_in, window, carry_out[r]]),
+                                      read_all(left_parts[r]), options, the_plan, tolerance))
+            if backward:
+                carry_in = ends_of_groups(pa.concat_tables([carry_in, window]), on, by,
+                                          last=True)
+            os.remove(right_parts[r])
+            os.remove(left_parts[r])
+        result = pa.concat_tables(results)
+        return result.take(pc.sort_indices(result, [(POSITION, "ascending")]))
+
+    def _join(self, right: pa.Table, left: pa.Table, options: Options, the_plan: Plan,
+              tolerance) -> pa.Table:
+        """One partition joined: (LEFT position, attached columns) in LEFT order."""
+        try:
+            prepared = AsofJoin(right.column(options.right_on),
+                                [right.column(c) for c in options.right_by] or None,
+                                device=options.device)
+            self.staleness = self.staleness.with_right(right.column(options.right_on))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise EnrichError(translate(exc, options)) from None
+        gmap = probe(prepared, left, options, tolerance)
+        hit = np.flatnonzero(gmap != prepared.no_match)
+        self.matched += len(hit)
+        self.staleness.add(left.column(options.left_on), gmap, hit)
+        taken = gather(right.select(the_plan.payload), gmap)
+        return taken.add_column(0, POSITION, left.column(POSITION))
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.Table:
+        end = self._at + batch.num_rows
+        pieces = [piece for results in self._results for piece in results.until(end)]
+        taken = in_left_order(pieces, self._at, batch.num_rows)
+        self._at = end
+        return taken
+
+
+class Streamed:
+    """RIGHT streamed in windows with per-group carries (``_stream``); each LEFT chunk is cut
+    where the next window starts, and each piece joined against its window and carries.
+    Forward and nearest joins first read RIGHT once more for the carries out."""
+
+    spilled = 0
+
+    def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
+                 right_batches, as_codes: list[str], tolerance, rows: int, every: int):
+        self.options, self.plan, self.tolerance = options, the_plan, tolerance
+        schema = schema_of(right, the_plan.read, as_codes)
+        on, by = options.right_on, list(options.right_by)
+        carry_out = None
+        if options.strategy != "backward":
+            carry_out = carries_out(whole_key_windows(
+                spill_batches(right, the_plan.read, as_codes, rows), on,
+                Order("RIGHT", right.given, on)), on, by, schema)
+        self.windows = Windows(whole_key_windows(right_batches, on,
+                                                 Order("RIGHT", right.given, on)),
+                               on, by, schema, carry_out)
+        self.left_order = Order("LEFT", left.given, options.left_on)
+        self.n_right = right.rows
+        self.matched = 0
+        self.staleness = Staleness(schema.empty_table().column(options.right_on), every=every)
+        self._prepared = None  # the current window's, built on its first piece
+        self._empty = pa.schema([schema.field(c) for c in the_plan.payload]).empty_table()
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.Table:
+        values, valid = int64_keys(batch.column(self.options.left_on))
+        self.left_order.check(values, valid)
+        pieces, at = [], 0
+        while True:
+            end = at + split_by_key(values[at:], None if valid is None else valid[at:],
+                                    self.windows.next_start)
+            if end > at:
+                pieces.append(self._join(batch.slice(at, end - at)))
+            if end == len(values):
+                return pa.concat_tables(pieces) if pieces else self._empty
+            at = end
+            self.windows.advance()
+            self._prepared = None
+
+    def _join(self, piece: pa.RecordBatch) -> pa.Table:
+        if self._prepared is None:
+            window = self.windows.window()
+            try:
+                prepared = AsofJoin(window.column(self.options.right_on),
+                                    [window.column(c) for c in self.options.right_by] or None,
+                                    device=self.options.device)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise EnrichError(translate(exc, self.options)) from None
+            self.staleness = self.staleness.with_right(window.column(self.options.right_on))
+            self._prepared = (prepared, window.select(self.plan.payload))
+        prepared, payload = self._prepared
+        gmap = probe(prepared, piece, self.options, self.tolerance)
+        hit = np.flatnonzero(gmap != prepared.no_match)
+        self.matched += len(hit)
+        self.staleness.add(piece.column(self.options.left_on), gmap, hit)
+        return gather(payload, gmap)
+
+
+def schema_of(source: Source, columns: list[str], as_codes: list[str],
+               positions: bool = False) -> pa.Schema:
+    """The schema of ``spill_batches``: text and partition columns in ``as_codes`` come as
+    dictionaries of int32 indices."""
+    fields = []
+    for name in columns:
+        field = source.schema.field(name)  # its nullability too: the batches keep it
+        if name in as_codes and not pa.types.is_dictionary(field.type):
+            field = field.with_type(pa.dictionary(pa.int32(), field.type))
+        fields.append(field)
+    if positions:
+        fields.append(pa.field(POSITION, pa.int64()))
+    return pa.schema(fields)
+
+
+def _rangeable(left: Source, right: Source, options: Options) -> bool:
+    """Whether a partition can be cut into key ranges: keys that order as numbers alike on
+    both sides (one type, not uint64, whose values may not fit int64)."""
+    left_type = left.schema.field(options.left_on).type
+    right_type = right.schema.field(options.right_on).type
+    return left_type == right_type and not pa.types.is_uint64(left_type) and not (
+        pa.types.is_decimal(left_type))
+
+
+def probe(prepared: AsofJoin, batch: pa.RecordBatch, options: Options, tolerance):
+    """The chunk's gather map, on the host."""
+    try:
+        gmap = prepared.join(batch.column(options.left_on),
+                             [batch.column(c) for c in options.left_by] or None,
+                             strategy=options.strategy,
+                             allow_exact_matches=options.allow_exact_matches,
+                             tolerance=tolerance)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise EnrichError(translate(exc, options)) from None
+    return prepared.backend.to_host(gmap)
