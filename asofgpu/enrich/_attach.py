@@ -30,7 +30,7 @@ from ._sources import Source, is_text
 from ._spill import (POSITION, Results, SpillFolder, in_left_order, key_ranges, partition_of,
                      range_of, read_all, read_batches, stream_schema)
 from ._spill import source_batches as spill_batches
-from ._stream import (Order, Windows, carries_out, ends_of_groups, int64_keys, split_by_key,
+from ._stream import (Order, Windows, carries_out, ends_of_groups, key_numbers, split_by_key,
                       whole_key_windows)
 
 RESULT_BATCH_ROWS = 1 << 16  # the output is rebuilt from a batch of each partition at once
@@ -206,7 +206,7 @@ class Streamed:
         self._empty = pa.schema([schema.field(c) for c in the_plan.payload]).empty_table()
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
-        values, valid = int64_keys(batch.column(self.options.left_on))
+        values, valid = key_numbers(batch.column(self.options.left_on))
         self.left_order.check(values, valid)
         pieces, at = [], 0
         while True:

@@ -198,15 +198,6 @@ def leaf_columns(meta: pq.FileMetaData, name: str) -> list[int]:
             if meta.schema.column(j).path.split(".")[0] == name]
 
 
-def as_int64(column):
-    """An integer or temporal Arrow array or chunked array as int64 (date32 and time32 go
-    through int32: Arrow casts them to no wider integer)."""
-    kind = column.type
-    if pa.types.is_date32(kind) or (pa.types.is_time(kind) and kind.bit_width == 32):
-        column = column.cast(pa.int32())
-    return column.cast(pa.int64())
-
-
 def is_text(t: pa.DataType) -> bool:
     """String and binary columns: parquet stores them as dictionary pages when it can."""
     return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)

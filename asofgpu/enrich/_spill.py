@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ._errors import OutputError, one_line
-from ._sources import Source, as_int64, is_text
-from ._stream import ordered_values
+from ._sources import Source, is_text
+from ._stream import key_numbers
 
 POSITION = "__asofgpu_left_row"
 _TICKS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
@@ -44,33 +44,18 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 def _canonical(arr: pa.Array) -> np.ndarray:
     """One uint64 a row such that equal values (as the join compares them) are equal: floats
-    with -0.0 as 0.0 and one NaN, instants and times in whole seconds (any unit: a coarser
-    value may collide, which only puts two groups in one partition), dates in days."""
+    with -0.0 as 0.0 and one NaN (``ordered_key``'s), instants and times in whole seconds (any
+    unit: a coarser value may collide, which only puts two groups in one partition), dates in
+    days."""
     t = arr.type
-    if pa.types.is_floating(t):
-        values = arr.to_numpy(zero_copy_only=False).astype(np.float64)  # a copy
-        values[values == 0] = 0.0
-        values[np.isnan(values)] = np.nan
-        return values.view(np.uint64)
     if pa.types.is_boolean(t):
-        return arr.to_numpy(zero_copy_only=False).astype(np.uint64)
+        return arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.uint64)
+    values = key_numbers(arr)[0]  # null rows hold 0; _hashes overwrites them
     if pa.types.is_date64(t):
-        return (as_int64(arr).to_numpy(zero_copy_only=False) // 86_400_000).view(np.uint64)
-    if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_time(t):
-        ticks = as_int64(arr).to_numpy(zero_copy_only=False)
-        return (ticks // _TICKS_PER_SECOND[t.unit]).view(np.uint64)
-    if pa.types.is_uint64(t):
-        return arr.to_numpy(zero_copy_only=False).view(np.uint64)
-    return as_int64(arr).to_numpy(zero_copy_only=False).view(np.uint64)
-
-
-def _zero(t: pa.DataType) -> pa.Scalar:
-    """A value of type ``t`` for null rows (hashed, then overwritten)."""
-    if pa.types.is_boolean(t):
-        return pa.scalar(False)
-    if pa.types.is_floating(t):
-        return pa.scalar(0.0, t)
-    return pa.scalar(0, pa.int64()).cast(t)
+        values = values // 86_400_000
+    elif pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_time(t):
+        values = values // _TICKS_PER_SECOND[t.unit]
+    return values.view(np.uint64)
 
 
 def _text_hashes(values: pa.Array) -> np.ndarray:
@@ -90,7 +75,7 @@ def _hashes(arr: pa.Array) -> np.ndarray:
         indices = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
         hashes = by_value[indices] if len(by_value) else np.zeros(len(arr), np.uint64)
     else:
-        hashes = _mix(_canonical(arr.fill_null(_zero(t)) if arr.null_count else arr))
+        hashes = _mix(_canonical(arr))
     if arr.null_count:
         hashes[~arr.is_valid().to_numpy(zero_copy_only=False)] = 0
     return hashes
@@ -194,8 +179,8 @@ def key_ranges(path: str, on: str, ranges: int, sample: int = 1 << 20) -> np.nda
     every = max(1, total // sample)
     picked = []
     for batch in read_batches(path):
-        values, valid = ordered_values(batch.column(on))
-        picked.append(values[valid][::every])
+        values, valid = key_numbers(batch.column(on))
+        picked.append((values if valid is None else values[valid])[::every])
     keys = np.sort(np.concatenate(picked)) if picked else np.zeros(0)
     if not len(keys):
         return keys
@@ -207,9 +192,10 @@ def range_of(on: str, cuts: np.ndarray, null_range: int):
     """``part_of`` for ``SpillFolder.partition``: each row's key range (``searchsorted``
     right: equal keys share a range), ``null_range`` for a null key."""
     def part_of(batch) -> np.ndarray:
-        values, valid = ordered_values(batch.column(on))
+        values, valid = key_numbers(batch.column(on))
         ids = np.searchsorted(cuts, values, side="right").astype(np.uint16)
-        ids[~valid] = null_range
+        if valid is not None:
+            ids[~valid] = null_range
         return ids
     return part_of
 

@@ -25,8 +25,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .._columns import ordered_key
 from ._errors import EnrichError, one_line
-from ._sources import Source, as_int64, leaf_columns
+from ._sources import Source, leaf_columns
 
 
 def streamable_key(left: pa.DataType, right: pa.DataType) -> bool:
@@ -66,19 +67,16 @@ def is_tape(source: Source, on: str) -> bool:
         keys = pq.ParquetFile(first[0]).read_row_group(first[1], columns=[on]).column(0)
     except (OSError, pa.ArrowException) as exc:
         raise EnrichError(f"cannot read {source.side} file {first[0]}: {one_line(exc)}") from None
-    values, valid = int64_keys(keys)
+    values, valid = key_numbers(keys)
     values = values if valid is None else values[valid]
     return bool(np.all(values[1:] >= values[:-1]))
 
 
-def int64_keys(column) -> tuple[np.ndarray, np.ndarray | None]:
-    """A key column's int64 values and validity (None: no nulls; null rows hold 0)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-    if not column.null_count:
-        return as_int64(column).to_numpy(), None
-    valid = column.is_valid().to_numpy(zero_copy_only=False)
-    return as_int64(column).fill_null(0).to_numpy(), valid
+def key_numbers(column) -> tuple[np.ndarray, np.ndarray | None]:
+    """A key column's values as the join orders them (``ordered_key``: int64 for integers and
+    instants, float64 with -0.0 as 0.0 and NaN last), and its validity (None: no nulls)."""
+    key = ordered_key(column, "on", host=True)
+    return key.values, key.valid
 
 
 class NotSorted(EnrichError):
@@ -119,12 +117,12 @@ def whole_key_windows(batches, on: str, order: Order):
     batches without a key are dropped (a null key is never a candidate)."""
     pending = None
     for batch in batches:
-        values, valid = int64_keys(batch.column(on))
+        values, valid = key_numbers(batch.column(on))
         order.check(values, valid)
         table = pa.Table.from_batches([batch])
         if pending is not None:
             table = pa.concat_tables([pending, table])
-            values, valid = int64_keys(table.column(on))
+            values, valid = key_numbers(table.column(on))
         keys = values if valid is None else values[valid]
         if not len(keys):
             continue
@@ -191,17 +189,6 @@ def carries_out(windows, on: str, by: list[str], schema: pa.Schema) -> list[pa.T
     return out
 
 
-def ordered_values(column) -> tuple[np.ndarray, np.ndarray]:
-    """A key column as numbers that order as the join orders it (int64 for integers and
-    instants, float64 with NaN last for floats), and its validity."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    valid = column.is_valid().to_numpy(zero_copy_only=False)
-    numbers = (column.cast(pa.float64()) if pa.types.is_floating(column.type)
-               else as_int64(column))
-    return numbers.fill_null(0).to_numpy(zero_copy_only=False), valid
-
-
 def group_ids(table: pa.Table, by: list[str]) -> np.ndarray:
     """A group number a row (-1 where a by value is null), equal only for equal by values:
     as fine as the join's groups or finer (-0.0 and 0.0 apart), which a carry can afford,
@@ -229,9 +216,9 @@ def ends_of_groups(table: pa.Table, on: str, by: list[str], last: bool,
     later row), or all its rows at its smallest key (the carry out: the forward candidates,
     every one of them, since which wins depends on the strategy and its tie rule).
     ``in_key_order``: the table is sorted by ``on`` already. Rows keep the table's order."""
-    values, valid = ordered_values(table.column(on))
+    values, valid = key_numbers(table.column(on))
     ids = group_ids(table, by)
-    kept = valid & (ids >= 0)
+    kept = ids >= 0 if valid is None else valid & (ids >= 0)
     if in_key_order:
         order = np.flatnonzero(kept)
     else:  # stable: equal keys keep their row order; NaN sorts last, as the join orders it
@@ -257,7 +244,7 @@ def ends_of_groups(table: pa.Table, on: str, by: list[str], last: bool,
 
 
 def _first_key(table: pa.Table, on: str) -> int:
-    values, valid = int64_keys(table.column(on))
+    values, valid = key_numbers(table.column(on))
     return int(values[0] if valid is None else values[valid][0])
 
 
