@@ -36,41 +36,51 @@ from ._stream import (Order, Windows, carries_out, ends_of_groups, key_numbers, 
 RESULT_BATCH_ROWS = 1 << 16  # the output is rebuilt from a batch of each partition at once
 
 
-class InMemory:
-    """RIGHT read whole and prepared once; each LEFT chunk probes it."""
+class _Attach:
+    """What each way keeps: the matched count and the staleness sketch, and the attaching of
+    a LEFT piece to a prepared RIGHT."""
 
-    spilled = 0
+    spilled = 0  # bytes of spill files
+
+    def __init__(self, options: Options, tolerance, staleness: Staleness, n_right: int):
+        self.options, self.tolerance = options, tolerance
+        self.staleness, self.n_right = staleness, n_right
+        self.matched = 0
+
+    def _attach(self, prepared: AsofJoin, payload: pa.Table, left) -> pa.Table:
+        """``payload``'s rows for the LEFT rows of ``left`` (a batch or table)."""
+        gmap = _probe(prepared, left, self.options, self.tolerance)
+        hit = np.flatnonzero(gmap != prepared.no_match)
+        self.matched += len(hit)
+        self.staleness.add(left.column(self.options.left_on), gmap, hit)
+        return gather(payload, gmap)
+
+
+class InMemory(_Attach):
+    """RIGHT read whole and prepared once; each LEFT chunk probes it."""
 
     def __init__(self, options: Options, the_plan: Plan, table: pa.Table, tolerance,
                  every: int):
-        self.options, self.tolerance = options, tolerance
-        try:
-            self.prepared = AsofJoin(table.column(options.right_on),
-                                     [table.column(c) for c in options.right_by] or None,
-                                     device=options.device)
-            self.staleness = Staleness(table.column(options.right_on), every=every)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise EnrichError(translate(exc, options)) from None
+        self.prepared = prepare(table, options)
+        super().__init__(options, tolerance,
+                         Staleness(table.column(options.right_on), every=every),
+                         self.prepared.n_right)
         self.payload = table.select(the_plan.payload)  # in chunks: gather reads them in place
-        self.n_right = self.prepared.n_right
-        self.matched = 0
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
-        gmap = probe(self.prepared, batch, self.options, self.tolerance)
-        hit = np.flatnonzero(gmap != self.prepared.no_match)
-        self.matched += len(hit)
-        self.staleness.add(batch.column(self.options.left_on), gmap, hit)
-        return gather(self.payload, gmap)
+        return self._attach(self.prepared, self.payload, batch)
 
 
-class Spilled:
+class Spilled(_Attach):
     """Both sides hash-partitioned into ``spill`` and joined a partition at a time (``_spill``);
     each LEFT chunk then takes its rows of the results, in order."""
 
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
                  as_codes: list[str], tolerance, spill: SpillFolder, k: int, rows: int,
                  every: int, need: int, budget: int, progress):
-        self.spilled = 0
+        super().__init__(options, tolerance,
+                         Staleness(pa.array([], right.schema.field(options.right_on).type),
+                                   every=every), right.rows)
         left_keys = [options.left_on, *options.left_by]
         left_codes = [c for c in options.left_by if is_text(left.schema.field(c).type)
                       or c not in left.data_schema.names]
@@ -84,10 +94,6 @@ class Spilled:
             lambda batch: partition_of(batch, options.left_by, k))
         self.spilled = spill.bytes
         progress.log(f"spilled {memory.readable(spill.bytes)} in {k} partitions of each side")
-        self.n_right = right.rows
-        self.matched = 0
-        self.staleness = Staleness(pa.array([], right.schema.field(options.right_on).type),
-                                   every=every)
         self._results = []
         ranged = _rangeable(left, right, options)
         per_row = need / max(1, right.rows)
@@ -156,18 +162,9 @@ class Spilled:
     def _join(self, right: pa.Table, left: pa.Table, options: Options, the_plan: Plan,
               tolerance) -> pa.Table:
         """One partition joined: (LEFT position, attached columns) in LEFT order."""
-        try:
-            prepared = AsofJoin(right.column(options.right_on),
-                                [right.column(c) for c in options.right_by] or None,
-                                device=options.device)
-            self.staleness = self.staleness.with_right(right.column(options.right_on))
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise EnrichError(translate(exc, options)) from None
-        gmap = probe(prepared, left, options, tolerance)
-        hit = np.flatnonzero(gmap != prepared.no_match)
-        self.matched += len(hit)
-        self.staleness.add(left.column(options.left_on), gmap, hit)
-        taken = gather(right.select(the_plan.payload), gmap)
+        prepared = prepare(right, options)
+        self.staleness = self.staleness.with_right(right.column(options.right_on))
+        taken = self._attach(prepared, right.select(the_plan.payload), left)
         return taken.add_column(0, POSITION, left.column(POSITION))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
@@ -178,17 +175,18 @@ class Spilled:
         return taken
 
 
-class Streamed:
+class Streamed(_Attach):
     """RIGHT streamed in windows with per-group carries (``_stream``); each LEFT chunk is cut
     where the next window starts, and each piece joined against its window and carries.
     Forward and nearest joins first read RIGHT once more for the carries out."""
 
-    spilled = 0
-
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
                  right_batches, as_codes: list[str], tolerance, rows: int, every: int):
-        self.options, self.plan, self.tolerance = options, the_plan, tolerance
         schema = schema_of(right, the_plan.read, as_codes)
+        super().__init__(options, tolerance,
+                         Staleness(schema.empty_table().column(options.right_on), every=every),
+                         right.rows)
+        self.plan = the_plan
         on, by = options.right_on, list(options.right_by)
         carry_out = None
         if options.strategy != "backward":
@@ -199,9 +197,6 @@ class Streamed:
                                                  Order("RIGHT", right.given, on)),
                                on, by, schema, carry_out)
         self.left_order = Order("LEFT", left.given, options.left_on)
-        self.n_right = right.rows
-        self.matched = 0
-        self.staleness = Staleness(schema.empty_table().column(options.right_on), every=every)
         self._prepared = None  # the current window's, built on its first piece
         self._empty = pa.schema([schema.field(c) for c in the_plan.payload]).empty_table()
 
@@ -223,20 +218,9 @@ class Streamed:
     def _join(self, piece: pa.RecordBatch) -> pa.Table:
         if self._prepared is None:
             window = self.windows.window()
-            try:
-                prepared = AsofJoin(window.column(self.options.right_on),
-                                    [window.column(c) for c in self.options.right_by] or None,
-                                    device=self.options.device)
-            except (TypeError, ValueError, OverflowError) as exc:
-                raise EnrichError(translate(exc, self.options)) from None
             self.staleness = self.staleness.with_right(window.column(self.options.right_on))
-            self._prepared = (prepared, window.select(self.plan.payload))
-        prepared, payload = self._prepared
-        gmap = probe(prepared, piece, self.options, self.tolerance)
-        hit = np.flatnonzero(gmap != prepared.no_match)
-        self.matched += len(hit)
-        self.staleness.add(piece.column(self.options.left_on), gmap, hit)
-        return gather(payload, gmap)
+            self._prepared = (prepare(window, self.options), window.select(self.plan.payload))
+        return self._attach(*self._prepared, piece)
 
 
 def schema_of(source: Source, columns: list[str], as_codes: list[str],
@@ -263,11 +247,21 @@ def _rangeable(left: Source, right: Source, options: Options) -> bool:
         pa.types.is_decimal(left_type))
 
 
-def probe(prepared: AsofJoin, batch: pa.RecordBatch, options: Options, tolerance):
-    """The chunk's gather map, on the host."""
+def prepare(table: pa.Table, options: Options) -> AsofJoin:
+    """RIGHT's rows of ``table`` prepared, errors in the command's words."""
     try:
-        gmap = prepared.join(batch.column(options.left_on),
-                             [batch.column(c) for c in options.left_by] or None,
+        return AsofJoin(table.column(options.right_on),
+                        [table.column(c) for c in options.right_by] or None,
+                        device=options.device)
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise EnrichError(translate(exc, options)) from None
+
+
+def _probe(prepared: AsofJoin, left, options: Options, tolerance):
+    """The gather map of a LEFT batch or table, on the host."""
+    try:
+        gmap = prepared.join(left.column(options.left_on),
+                             [left.column(c) for c in options.left_by] or None,
                              strategy=options.strategy,
                              allow_exact_matches=options.allow_exact_matches,
                              tolerance=tolerance)
