@@ -150,21 +150,29 @@ def _write_atomic_parquet(table, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def _cached_day(folder: Path, what: str, write, say) -> tuple[Path, Path]:
+    """(quotes.parquet, trades.parquet) in ``folder``, written by ``write(quotes, trades)``
+    the first time only."""
+    quotes, trades = folder / "quotes.parquet", folder / "trades.parquet"
+    if not (quotes.exists() and trades.exists()):
+        folder.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
+        write(quotes, trades)
+        say(f"generated {what} in {folder} in {time.perf_counter() - start:.1f} s")
+    return quotes, trades
+
+
 def day_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path, Path]:
     """(quotes.parquet, trades.parquet) of ``marketdata.day``, generated on first use."""
-    folder = data / f"{label(quotes_rows)}x{label(trades_rows)}-{SYMBOLS}sym-seed{SEED}"
-    quotes, trades = folder / "quotes.parquet", folder / "trades.parquet"
-    if quotes.exists() and trades.exists():
-        return quotes, trades
-    from asofgpu import marketdata
-    folder.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    q, t = marketdata.day(quotes_rows, trades_rows, SYMBOLS, seed=SEED)
-    _write_atomic_parquet(q, quotes)
-    _write_atomic_parquet(t, trades)
-    say(f"generated {label(quotes_rows)} quotes x {label(trades_rows)} trades in {folder} "
-        f"in {time.perf_counter() - start:.1f} s")
-    return quotes, trades
+    def write(quotes: Path, trades: Path) -> None:
+        from asofgpu import marketdata
+        q, t = marketdata.day(quotes_rows, trades_rows, SYMBOLS, seed=SEED)
+        _write_atomic_parquet(q, quotes)
+        _write_atomic_parquet(t, trades)
+
+    name = f"{label(quotes_rows)}x{label(trades_rows)}"
+    return _cached_day(data / f"{name}-{SYMBOLS}sym-seed{SEED}",
+                       f"{label(quotes_rows)} quotes x {label(trades_rows)} trades", write, say)
 
 
 def _slice_tables(rng, base, kind: str, times):
@@ -216,20 +224,17 @@ def write_sliced(path: Path, kind: str, rows: int, rng, base, slice_rows: int = 
 
 def scale_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path, Path]:
     """(quotes.parquet, trades.parquet) of the scale day, generated slice by slice once."""
-    import numpy as np
-    folder = data / f"scale-{label(quotes_rows)}x{label(trades_rows)}-{SYMBOLS}sym-seed{SEED}"
-    quotes, trades = folder / "quotes.parquet", folder / "trades.parquet"
-    if quotes.exists() and trades.exists():
-        return quotes, trades
-    folder.mkdir(parents=True, exist_ok=True)
-    start = time.perf_counter()
-    rng = np.random.default_rng(SEED)
-    base = np.exp(rng.normal(4.0, 1.0, SYMBOLS))  # a price level per symbol, as marketdata's
-    write_sliced(quotes, "quotes", quotes_rows, rng, base)
-    write_sliced(trades, "trades", trades_rows, rng, base)
-    say(f"generated the scale day, {label(quotes_rows)} quotes x {label(trades_rows)} trades, "
-        f"in {folder} in {time.perf_counter() - start:.1f} s")
-    return quotes, trades
+    def write(quotes: Path, trades: Path) -> None:
+        import numpy as np
+        rng = np.random.default_rng(SEED)
+        base = np.exp(rng.normal(4.0, 1.0, SYMBOLS))  # a price level per symbol, as marketdata's
+        write_sliced(quotes, "quotes", quotes_rows, rng, base)
+        write_sliced(trades, "trades", trades_rows, rng, base)
+
+    name = f"{label(quotes_rows)}x{label(trades_rows)}"
+    return _cached_day(data / f"scale-{name}-{SYMBOLS}sym-seed{SEED}",
+                       f"the scale day, {label(quotes_rows)} quotes x {label(trades_rows)} "
+                       f"trades,", write, say)
 
 
 # ------------------------------------------------------------------------------ the systems
