@@ -89,6 +89,9 @@ def atomic_write(path: Path, write) -> None:
     os.close(fd)
     try:
         write(Path(tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's is 0600: as a plain open() would make it
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -142,14 +142,6 @@ def options(argv: list[str] | None) -> argparse.Namespace:
 
 # ------------------------------------------------------------------------------ data
 
-def _write_atomic_parquet(table, path: Path) -> None:
-    """Plain ``pq.write_table``, to a temporary name renamed into place: no torn cache."""
-    import pyarrow.parquet as pq
-    tmp = path.with_name(path.name + ".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
-
-
 def _cached_day(folder: Path, what: str, write, say) -> tuple[Path, Path]:
     """(quotes.parquet, trades.parquet) in ``folder``, written by ``write(quotes, trades)``
     the first time only."""
@@ -165,10 +157,12 @@ def _cached_day(folder: Path, what: str, write, say) -> tuple[Path, Path]:
 def day_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path, Path]:
     """(quotes.parquet, trades.parquet) of ``marketdata.day``, generated on first use."""
     def write(quotes: Path, trades: Path) -> None:
+        import pyarrow.parquet as pq
+
         from asofgpu import marketdata
         q, t = marketdata.day(quotes_rows, trades_rows, SYMBOLS, seed=SEED)
-        _write_atomic_parquet(q, quotes)
-        _write_atomic_parquet(t, trades)
+        atomic_write(quotes, lambda tmp: pq.write_table(q, tmp))  # never a torn cache
+        atomic_write(trades, lambda tmp: pq.write_table(t, tmp))
 
     name = f"{label(quotes_rows)}x{label(trades_rows)}"
     return _cached_day(data / f"{name}-{SYMBOLS}sym-seed{SEED}",
@@ -207,19 +201,20 @@ def write_sliced(path: Path, kind: str, rows: int, rng, base, slice_rows: int = 
     slices = max(1, -(-rows // slice_rows))
     start = int(marketdata.SESSION_OPEN.timestamp()) * 10**9
     bounds = start + np.arange(slices + 1, dtype=np.int64) * marketdata.SESSION_NS // slices
-    tmp = path.with_name(path.name + ".tmp")
-    writer = None
-    try:
-        for i in range(slices):
-            n = rows // slices + (i < rows % slices)
-            times = np.sort(rng.integers(bounds[i], bounds[i + 1], n, dtype=np.int64))
-            table = _slice_tables(rng, base, kind, times)
-            writer = writer or pq.ParquetWriter(tmp, table.schema)
-            writer.write_table(table)
-    finally:
-        if writer is not None:
-            writer.close()
-    os.replace(tmp, path)
+    def write(tmp: Path) -> None:
+        writer = None
+        try:
+            for i in range(slices):
+                n = rows // slices + (i < rows % slices)
+                times = np.sort(rng.integers(bounds[i], bounds[i + 1], n, dtype=np.int64))
+                table = _slice_tables(rng, base, kind, times)
+                writer = writer or pq.ParquetWriter(tmp, table.schema)
+                writer.write_table(table)
+        finally:
+            if writer is not None:
+                writer.close()
+
+    atomic_write(path, write)
 
 
 def scale_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path, Path]:
