@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 _TICK_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _DAY_NS = 86_400 * 10**9

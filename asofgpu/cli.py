@@ -173,17 +173,20 @@ def _parser() -> _Parser:
                          help="appended to an attached column whose name LEFT already has "
                               "(default _right; e.g. --suffix _quote)")
     payload.add_argument("--compression", metavar="CODEC[:LEVEL]", type=_compression,
-                         default=("snappy", None),
+                         default=(None, None),
                          help=f"OUT's compression: {', '.join(CODECS)}, optionally with a "
-                              f"level (default snappy; e.g. --compression zstd:3)")
+                              f"level (e.g. --compression zstd:3; default: LEFT's columns "
+                              f"keep theirs, copied as they are, the attached ones snappy)")
     run = e.add_argument_group("running")
     run.add_argument("--device", choices=DEVICES, default="auto",
                      help="where the join runs; auto takes the GPU when one is usable "
                           "(default auto; e.g. --device cpu)")
     run.add_argument("--chunk-rows", metavar="N", type=_positive_int,
                      default=DEFAULT_CHUNK_ROWS,
-                     help="LEFT rows per chunk: memory holds RIGHT prepared plus a few chunks "
-                          f"(default {DEFAULT_CHUNK_ROWS:,}; e.g. --chunk-rows 250_000)")
+                     help="LEFT rows per chunk: memory holds RIGHT prepared plus a few chunks; "
+                          "a file whose row groups fit is joined a row group at a time, its "
+                          f"columns copied (default {DEFAULT_CHUNK_ROWS:,}; e.g. --chunk-rows "
+                          "250_000)")
     run.add_argument("--memory-limit", metavar="SIZE",
                      help="the most memory the process may hold; RIGHT is spilled to hash "
                           "partitions on disk when it would not fit (default: a quarter of "

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from asofgpu._backend import cuda_usable, cudasim_enabled
+from asofgpu.enrich import _copy, _job
 
 BACKENDS = ["python", "cpu", "cuda"]
 
@@ -57,3 +58,14 @@ def key_column(kind, values: list, form: str):
     nulls = [v is None for v in values]
     arr = np.array([0 if v is None else v for v in values], dtype=kind.dtype)
     return pa.array(arr, mask=np.array(nulls, dtype=bool)) if any(nulls) else arr
+
+
+@pytest.fixture(params=["copied", "encoded"])
+def left_columns(request, monkeypatch):
+    """Both ways LEFT's columns reach OUT: copied as they are (``_copy``; here whatever the
+    size of its row groups, which tests keep small), or read and encoded again."""
+    if request.param == "copied":
+        monkeypatch.setattr(_copy, "MIN_GROUP_ROWS", 1)
+    else:
+        monkeypatch.setattr(_job, "_copy_of", lambda *args: "not copied in this test")
+    return request.param

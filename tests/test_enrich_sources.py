@@ -18,6 +18,8 @@ import asofgpu as ag
 from asofgpu import marketdata
 from enrich_cli import hidden, run
 
+pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
+
 
 
 def write(table: pa.Table, path: Path, row_group_size: int = 40) -> Path:

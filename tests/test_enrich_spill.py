@@ -24,6 +24,8 @@ from asofgpu import marketdata
 from asofgpu.enrich._spill import partition_of
 from enrich_cli import hidden, run
 
+pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -14,6 +14,8 @@ import asofgpu as ag
 from asofgpu import marketdata
 from enrich_cli import hidden, run
 
+pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
+
 
 
 

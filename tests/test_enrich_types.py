@@ -15,11 +15,13 @@ import pytest
 import asofgpu as ag
 from enrich_cli import hidden, run
 
+pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
+
 MODES = ["memory", "stream", "spill"]
 
 
 def _enrich(tmp_path, capsys, left, right, *flags, mode="auto", **options):
-    pq.write_table(left, tmp_path / "l.parquet", row_group_size=4)
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=3)  # a chunk: copied
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=5)
     out = tmp_path / f"o-{mode}.parquet"
     code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out,

@@ -18,7 +18,7 @@ from ._memory import default_limit, parse_size
 from ._output import AtomicFolder
 from ._sources import Source, glob_root
 
-DEFAULT_CHUNK_ROWS = 1_000_000
+DEFAULT_CHUNK_ROWS = 1 << 20  # pyarrow's row groups: files it wrote are copied (_copy)
 # auto: streamed when both sides are tapes, else in memory when it fits, else spilled
 RIGHT_MODES = ("auto", "memory", "stream", "spill")
 CODECS = ("none", "snappy", "gzip", "brotli", "lz4", "zstd")  # what parquet files may use
@@ -42,7 +42,8 @@ class Options:
     suffix: str = "_right"
     device: str = "auto"
     chunk_rows: int = DEFAULT_CHUNK_ROWS
-    compression: str = "snappy"  # OUT's codec: one of CODECS
+    # OUT's codec, one of CODECS; None: LEFT's columns as they are (_copy), the rest snappy
+    compression: str | None = None
     compression_level: int | None = None  # None: the codec's default
     memory_limit: int | str | None = None  # bytes or "1GiB"; None: a quarter of the machine's
     tmp_dir: str | os.PathLike | None = None  # where spill files go; None: beside OUT
@@ -109,6 +110,10 @@ def memory_limit_of(options: Options) -> tuple[int, str]:
 
 
 def _check_compression(codec, level) -> None:
+    if codec is None and level is not None:
+        raise EnrichError(f"--compression: a level ({level!r}) needs a codec, e.g. zstd:{level}")
+    if codec is None:
+        return
     if codec not in CODECS:
         raise EnrichError(f"--compression must be one of {', '.join(CODECS)}, got {codec!r}")
     if codec != "none" and not pa.Codec.is_available(codec):

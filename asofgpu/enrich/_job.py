@@ -22,6 +22,7 @@ from . import _memory as memory
 from ._attach import InMemory, Spilled, Streamed
 from ._checks import (Options, Plan, check_options, check_output, dry_run, memory_limit_of, plan,
                       tolerance_of)
+from ._copy import LeftChunks
 from ._errors import EnrichError, OutputError, one_line
 from ._output import AtomicFile, AtomicFolder, ParquetStitcher
 from ._sources import Part, Source, is_text
@@ -54,6 +55,7 @@ class Summary:
     peak_rss: int  # bytes: the process's peak resident memory
     spilled: int = 0  # bytes of spill files written (RIGHT out of core)
     mode: str = "memory"  # how RIGHT was held: memory, stream or spill
+    copied: int = 0  # LEFT files whose columns went into OUT as they are
 
     def lines(self) -> list[str]:
         share = _share(self.matched, self.rows)
@@ -68,6 +70,7 @@ class Summary:
             f"{self.chunk_rows:,}",
             f"  attached   {', '.join(self.attached) or '(no columns)'} "
             f"from {self.right_rows:,} right rows",
+            f"  LEFT's     columns {self._copied()}",
             f"  matched    {share} ({self.matched:,} rows; {self.rows - self.matched:,} "
             f"without a match)",
             f"  staleness  {stale}",
@@ -79,6 +82,14 @@ class Summary:
         ]
 
 
+    def _copied(self) -> str:
+        if not self.copied:
+            return "read and written again"
+        if self.files == 1:
+            return "copied as they are (their pages; only the keys were read)"
+        return f"copied as they are in {self.copied:,} of {self.files:,} files"
+
+
 _FIRST_PHASE = {"memory": "right side read and prepared",
                 "stream": "checks and the first window read",
                 "spill": "both sides spilled and joined a partition at a time"}
@@ -88,6 +99,7 @@ _FIRST_PHASE = {"memory": "right side read and prepared",
 class _Counts:
     rows: int = 0
     chunks: int = 0
+    largest: int = 0  # rows of the largest chunk
 
 
 def enrich(options: Options, progress=None) -> Summary:
@@ -138,7 +150,9 @@ def _run(options: Options, progress, may_stream: bool) -> Summary:
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
         right_table = (reading.submit(right.read, the_plan.read, as_codes)
                        if mode == "memory" else None)
-        first = stack.enter_context(_Prefetch(_batches(left, left.parts[0], options, rows)))
+        copies = [_copy_of(left.parts[0], the_plan, options, rows)]
+        first = stack.enter_context(_Prefetch(_batches(
+            left, left.parts[0], options, rows, _copied(copies[0]))))
         backend = dry_run(options, left.schema, right.schema, tolerance)
         target = stack.enter_context((AtomicFile if left.single else AtomicFolder)(out))
         if mode == "memory":
@@ -163,19 +177,24 @@ def _run(options: Options, progress, may_stream: bool) -> Summary:
         prepared_at = time.perf_counter()
         progress.log(f"{_FIRST_PHASE[mode]} ({attach.n_right:,} right rows) in "
                      f"{prepared_at - start:.2f} s on {backend}")
-        progress.log(f"streaming LEFT {options.left} ({_files(left)}{left.rows:,} rows) in "
-                     f"chunks of up to {rows:,} rows")
+        progress.log(f"streaming LEFT {options.left} ({_files(left)}{left.rows:,} rows)"
+                     + (f": {_how_read(copies[0], rows)}" if left.single else ""))
         counts = _Counts()
         progress.start(left.rows)
         try:
             for i, part in enumerate(left.parts):
+                if i:
+                    copies.append(_copy_of(part, the_plan, options, rows))
+                copied = _copied(copies[i])
                 if not left.single:
                     progress.log(f"LEFT {part.relative}: {part.rows:,} rows "
-                                 f"({memory.readable(part.bytes)})")
-                batches = first if i == 0 else _Prefetch(_batches(left, part, options, rows))
+                                 f"({memory.readable(part.bytes)}), "
+                                 f"{_how_read(copies[i], rows)}")
+                batches = first if i == 0 else _Prefetch(_batches(left, part, options, rows,
+                                                                  copied))
                 with batches:
                     _enrich_part(left, batches, target.path_for(part.relative), attach,
-                                 the_plan, options, counts, progress, out)
+                                 the_plan, options, counts, progress, out, copied)
         finally:
             progress.stop()
         target.commit()
@@ -183,11 +202,12 @@ def _run(options: Options, progress, may_stream: bool) -> Summary:
     staleness = attach.staleness
     return Summary(
         out=str(options.out), files=len(left.parts), rows=counts.rows, matched=attach.matched,
-        chunks=counts.chunks, chunk_rows=rows, attached=the_plan.names,
+        chunks=counts.chunks, chunk_rows=counts.largest, attached=the_plan.names,
         right_rows=attach.n_right, key=f"LEFT {options.left_on} minus RIGHT {options.right_on}",
         p50=staleness.readable(0.5), p99=staleness.readable(0.99),
         prepare_s=prepared_at - start, stream_s=done - prepared_at, elapsed_s=done - start,
-        backend=backend, peak_rss=peak_rss(), spilled=attach.spilled, mode=mode)
+        backend=backend, peak_rss=peak_rss(), spilled=attach.spilled, mode=mode,
+        copied=sum(_copied(c) is not None for c in copies))
 
 
 def _files(source: Source) -> str:
@@ -247,17 +267,21 @@ def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
 
 
 def _enrich_part(left: Source, batches, path: str, attach, the_plan: Plan, options: Options,
-                 counts: _Counts, progress, out: str) -> None:
+                 counts: _Counts, progress, out: str, copied: LeftChunks | None) -> None:
     """One LEFT file's ``batches``, RIGHT attached, into ``path``."""
-    writer = _writer(path, the_plan.schema, options, out)
+    writer = _writer(path, the_plan.schema, options, out, copied)
     try:
-        for batch in batches:
+        for batch, group in batches:
             taken = attach(batch)
-            columns = batch.columns[:len(left.data_schema)] + taken.columns
+            columns = taken.columns
+            if group is None:
+                columns = batch.columns[:len(left.data_schema)] + columns
             with _writing(out):
-                writer.write(pa.Table.from_arrays(columns, schema=the_plan.schema))
+                writer.write(pa.Table.from_arrays(columns, schema=writer.written_schema),
+                             group)
             counts.rows += batch.num_rows
             counts.chunks += 1
+            counts.largest = max(counts.largest, batch.num_rows)
             progress.update(counts.rows)  # joined; the last chunks are written by close()
         with _writing(out):
             writer.close()
@@ -317,11 +341,37 @@ class _Prefetch:
         return False
 
 
-def _batches(left: Source, part: Part, options: Options, rows: int):
-    """``part``'s rows in chunks: its columns, then the partition columns the join needs."""
-    needed = [options.left_on, *options.left_by]
-    for batch in part.batches("LEFT", rows):
-        yield left.with_partitions(part, batch, needed, as_codes=needed)
+def _batches(left: Source, part: Part, options: Options, rows: int,
+             copied: LeftChunks | None):
+    """``part``'s rows in chunks, each with the LEFT row group it copies (None: not copied):
+    its columns (only the join's, when copied), then the partition columns the join needs."""
+    needed = list(dict.fromkeys([options.left_on, *options.left_by]))
+    if copied is None:
+        for batch in part.batches("LEFT", rows):
+            yield left.with_partitions(part, batch, needed, as_codes=needed), None
+        return
+    data = [c for c in needed if c in left.data_schema.names]
+    text = [c for c in data if is_text(left.data_schema.field(c).type)]
+    for table, group in zip(part.row_groups("LEFT", data, text), copied.groups):
+        yield left.with_partitions(part, table, needed, as_codes=needed), group
+
+
+def _how_read(copy, rows: int) -> str:
+    if isinstance(copy, LeftChunks):
+        return "a row group at a time, only its keys read; its columns copied as they are"
+    return f"in chunks of up to {rows:,} rows, its columns written again: {copy}"
+
+
+def _copied(copy) -> LeftChunks | None:
+    return copy if isinstance(copy, LeftChunks) else None
+
+
+def _copy_of(part: Part, the_plan: Plan, options: Options, group_rows: int):
+    """``part`` as a ``LeftChunks`` when its columns can be copied into OUT as they are, or
+    why not (a str)."""
+    if options.compression_level is not None:
+        return f"--compression asks for level {options.compression_level}"
+    return LeftChunks.open(part.path, the_plan.schema, group_rows, options.compression)
 
 
 def _share(part: int, whole: int) -> str:
@@ -341,10 +391,11 @@ def peak_rss() -> int:
 # --------------------------------------------------------------------------- the output
 
 
-def _writer(path: str, schema: pa.Schema, options: Options, out: str) -> ParquetStitcher:
+def _writer(path: str, schema: pa.Schema, options: Options, out: str,
+            copied: LeftChunks | None) -> ParquetStitcher:
     try:
-        return ParquetStitcher(path, schema, compression=options.compression,
-                               compression_level=options.compression_level)
+        return ParquetStitcher(path, schema, compression=options.compression or "snappy",
+                               compression_level=options.compression_level, left=copied)
     except OSError as exc:
         raise OutputError(f"cannot write OUT {out}: {one_line(exc)}") from None
 

@@ -31,19 +31,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _thrift as thrift
+from ._copy import (CHUNK_FILE_OFFSET, CHUNK_INDEXES, CHUNK_META, ELEMENT_NUM_CHILDREN,
+                    FILE_COLUMN_ORDERS, FILE_NUM_ROWS, FILE_ROW_GROUPS, FILE_SCHEMA, GROUP_BYTES,
+                    GROUP_COLUMNS, GROUP_COMPRESSED, GROUP_FILE_OFFSET, GROUP_ORDINAL, GROUP_ROWS,
+                    GROUP_SORTING, MAGIC, META_BLOOM, META_DATA_PAGE, META_DICTIONARY_PAGE,
+                    META_INDEX_PAGE, CopiedGroup, LeftChunks, subtree_end)
 from ._errors import EnrichError, OutputError
 
-MAGIC = b"PAR1"
 PARTIAL = ".asofgpu-partial"  # the suffix of what is still being written
 MARKER = "_ASOFGPU_ENRICH"  # in an OUT folder: enrich wrote it (readers skip "_" files)
 
-# FileMetaData, RowGroup, ColumnChunk and ColumnMetaData field ids (parquet.thrift).
-_FILE_NUM_ROWS, _FILE_ROW_GROUPS = 3, 4
-_GROUP_COLUMNS, _GROUP_FILE_OFFSET, _GROUP_ORDINAL = 1, 5, 7
-_CHUNK_FILE_OFFSET, _CHUNK_META = 2, 3
-_CHUNK_INDEXES = (4, 6)  # offset and column index offsets: absolute offsets inside the index
-_META_PAGE_OFFSETS = (9, 10, 11)  # data, index and dictionary page offsets
-_META_BLOOM_OFFSET = 14
 
 
 def _umask() -> int:
@@ -190,18 +187,18 @@ def _row_groups(part: pa.Buffer, shift: int, first_ordinal: int) -> tuple[dict, 
     length = int.from_bytes(data[-8:-4], "little")
     footer_at = len(data) - 8 - length
     meta, _ = thrift.decode_struct(data[footer_at:len(data) - 8], 0)
-    groups = meta[_FILE_ROW_GROUPS][1][1] if _FILE_ROW_GROUPS in meta else []
+    groups = meta[FILE_ROW_GROUPS][1][1] if FILE_ROW_GROUPS in meta else []
     for ordinal, group in enumerate(groups, first_ordinal):
-        _shift(group, _GROUP_FILE_OFFSET, shift)
-        group[_GROUP_ORDINAL] = (thrift.I16, ordinal)
-        for chunk in group[_GROUP_COLUMNS][1][1]:
-            if any(f in chunk for f in _CHUNK_INDEXES) or _META_BLOOM_OFFSET in chunk.get(
-                    _CHUNK_META, (0, {}))[1]:
+        _shift(group, GROUP_FILE_OFFSET, shift)
+        group[GROUP_ORDINAL] = (thrift.I16, ordinal)
+        for chunk in group[GROUP_COLUMNS][1][1]:
+            if any(f in chunk for f in CHUNK_INDEXES) or any(
+                    f in chunk.get(CHUNK_META, (0, {}))[1] for f in META_BLOOM):
                 raise thrift.ThriftError("page indexes and bloom filters are not re-addressed")
-            if chunk.get(_CHUNK_FILE_OFFSET, (0, 0))[1] > 0:  # 0: not set (deprecated field)
-                _shift(chunk, _CHUNK_FILE_OFFSET, shift)
-            meta_data = chunk[_CHUNK_META][1]
-            for field in _META_PAGE_OFFSETS:
+            if chunk.get(CHUNK_FILE_OFFSET, (0, 0))[1] > 0:  # 0: not set (deprecated field)
+                _shift(chunk, CHUNK_FILE_OFFSET, shift)
+            meta_data = chunk[CHUNK_META][1]
+            for field in (META_DATA_PAGE, META_INDEX_PAGE, META_DICTIONARY_PAGE):
                 _shift(meta_data, field, shift)
     return meta, groups, footer_at
 
@@ -214,11 +211,18 @@ class ParquetStitcher:
     holds a bounded number of tables and their encoded bytes). One more thread appends the
     encoded tables to the file in order. ``close`` waits for the rest and writes the footer.
     Errors of the file system raise ``OSError``; of encoding, ``pyarrow.ArrowException``.
+
+    With ``left`` (``_copy.LeftChunks``), ``schema`` is LEFT's columns then the written
+    tables' (``schema_of_written``), and each ``write`` names the LEFT row group whose
+    chunks come first in the same row group of the file.
     """
 
     def __init__(self, path: str, schema: pa.Schema, *, compression: str = "snappy",
-                 compression_level: int | None = None, threads: int | None = None):
+                 compression_level: int | None = None, threads: int | None = None,
+                 left: LeftChunks | None = None):
         self.schema = schema
+        self.left = left
+        self.written_schema = schema_of_written(schema, left)
         self._options = {"compression": compression, "compression_level": compression_level,
                          "write_page_index": False}
         self._threads = max(1, threads or os.cpu_count() or 1)
@@ -227,7 +231,6 @@ class ParquetStitcher:
         self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="asofgpu-encode")
         self._appender = ThreadPoolExecutor(1, thread_name_prefix="asofgpu-append")
         self._pending: collections.deque[Future] = collections.deque()  # appends, in order
-        self._meta: dict | None = None  # the first part's footer: schema, key-value metadata
         self._groups: list[dict] = []
         self._rows = 0
 
@@ -236,27 +239,53 @@ class ParquetStitcher:
         pq.write_table(table, sink, row_group_size=max(1, table.num_rows), **self._options)
         return sink.getvalue()
 
-    def write(self, table: pa.Table) -> None:
-        if not table.schema.equals(self.schema):
-            msg = f"table schema {table.schema} is not the writer's {self.schema}"
+    def write(self, table: pa.Table, left_group: CopiedGroup | None = None) -> None:
+        """Append ``table``'s rows as one row group (after ``left_group``'s chunks when
+        copying LEFT; then ``table`` may have no columns, and has the group's rows if any)."""
+        if not table.schema.equals(self.written_schema):
+            msg = f"table schema {table.schema} is not the writer's {self.written_schema}"
             raise ValueError(msg)
-        if not table.num_rows:  # pyarrow would write an empty row group
+        if (left_group is None) != (self.left is None):
+            msg = "a LEFT row group goes with each table exactly when the writer copies LEFT"
+            raise ValueError(msg)
+        rows = table.num_rows if left_group is None else left_group.num_rows
+        if table.num_columns and table.num_rows != rows:
+            msg = f"the LEFT row group holds {rows:,} rows, the table {table.num_rows:,}"
+            raise ValueError(msg)
+        if not rows:  # pyarrow would write an empty row group
             return
         while len(self._pending) > self._threads:
             self._pending.popleft().result()  # raises what writing it raised
-        encoded = self._pool.submit(self._encode, table)
-        self._pending.append(self._appender.submit(lambda: self._append(encoded.result())))
+        encoded = self._pool.submit(self._encode, table) if table.num_columns else None
+        self._pending.append(self._appender.submit(
+            lambda: self._append(encoded and encoded.result(), left_group, rows)))
 
-    def _append(self, part: pa.Buffer) -> None:
+    def _append(self, part: pa.Buffer | None, left_group: CopiedGroup | None,
+                rows: int) -> None:
         at = self._file.tell()
-        meta, groups, end = _row_groups(part, at - len(MAGIC), len(self._groups))
-        if self._meta is None:
-            self._meta = meta
-        if not groups:
-            return
-        self._file.write(memoryview(part)[len(MAGIC):end])
-        self._groups += groups
-        self._rows += meta[_FILE_NUM_ROWS][1]
+        chunks, byte_size = [], 0
+        if left_group is not None:
+            chunks = self.left.copy(left_group, self._file, at)
+            byte_size = left_group.total_byte_size
+        if part is not None:
+            here = self._file.tell()
+            _, groups, end = _row_groups(part, here - len(MAGIC), 0)
+            (group,) = groups
+            self._file.write(memoryview(part)[len(MAGIC):end])
+            chunks += group[GROUP_COLUMNS][1][1]
+            byte_size += group[GROUP_BYTES][1]
+        group = {
+            GROUP_COLUMNS: (thrift.LIST, (thrift.STRUCT, chunks)),
+            GROUP_BYTES: (thrift.I64, byte_size),
+            GROUP_ROWS: (thrift.I64, rows),
+            GROUP_FILE_OFFSET: (thrift.I64, at),
+            GROUP_COMPRESSED: (thrift.I64, self._file.tell() - at),
+            GROUP_ORDINAL: (thrift.I16, len(self._groups)),
+        }
+        if left_group is not None and left_group.sorting is not None:
+            group[GROUP_SORTING] = left_group.sorting
+        self._groups.append(group)
+        self._rows += rows
 
     def close(self) -> None:
         """Wait for what is still being encoded and appended, then write the footer."""
@@ -264,14 +293,37 @@ class ParquetStitcher:
             self._pending.popleft().result()
         self._pool.shutdown()
         self._appender.shutdown()
-        if self._meta is None:  # nothing written: the footer of an empty table
-            self._meta = _row_groups(self._encode(self.schema.empty_table()), 0, 0)[0]
-        meta = dict(self._meta)
-        meta[_FILE_NUM_ROWS] = (thrift.I64, self._rows)
-        meta[_FILE_ROW_GROUPS] = (thrift.LIST, (thrift.STRUCT, self._groups))
+        meta = self._footer()
+        meta[FILE_NUM_ROWS] = (thrift.I64, self._rows)
+        meta[FILE_ROW_GROUPS] = (thrift.LIST, (thrift.STRUCT, self._groups))
         footer = thrift.encode_struct(meta)
         self._file.write(footer + len(footer).to_bytes(4, "little") + MAGIC)
         self._file.close()
+
+    def _footer(self) -> dict:
+        """The file's footer but its rows: what one pyarrow writer of ``schema`` writes
+        (version, schema, key-value metadata with the Arrow schema, column orders), with
+        LEFT's own schema elements and column orders for its columns when copying."""
+        meta = dict(_row_groups(self._encode(self.schema.empty_table()), 0, 0)[0])
+        if self.left is None:
+            return meta
+        elements = meta[FILE_SCHEMA][1][1]
+        at = 1
+        for _ in self.left.names:
+            at = subtree_end(elements, at)
+        root = dict(elements[0])
+        root[ELEMENT_NUM_CHILDREN] = (thrift.I32, len(self.schema))
+        meta[FILE_SCHEMA] = (thrift.LIST, (thrift.STRUCT, [
+            root, *self.left.elements[1:], *elements[at:]]))
+        if FILE_COLUMN_ORDERS in meta:
+            orders = meta[FILE_COLUMN_ORDERS][1][1]
+            written = sum(1 for e in elements[at:] if ELEMENT_NUM_CHILDREN not in e)
+            ours = orders[len(orders) - written:]
+            # Without LEFT's orders its chunks carry no min/max (_copy._portable): the type's
+            # order claims nothing about them.
+            theirs = self.left.column_orders or [orders[0]] * self.left.leaves
+            meta[FILE_COLUMN_ORDERS] = (thrift.LIST, (thrift.STRUCT, [*theirs, *ours]))
+        return meta
 
     def abort(self) -> None:
         """On the way out of a failure: stop encoding, close the file, say nothing."""
@@ -284,3 +336,10 @@ class ParquetStitcher:
             self._file.close()  # flushes: may fail as the write did
         except OSError:
             pass
+
+
+def schema_of_written(schema: pa.Schema, left: LeftChunks | None) -> pa.Schema:
+    """What ``ParquetStitcher.write`` takes: ``schema``, less LEFT's copied columns."""
+    if left is None:
+        return schema
+    return pa.schema(list(schema)[len(left.names):])

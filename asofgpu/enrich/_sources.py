@@ -69,6 +69,15 @@ class Part:
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
 
+    def row_groups(self, side: str, columns: list[str], read_dictionary: list[str]):
+        """The file's ``columns``, one table a row group (each may be empty)."""
+        try:
+            reader = pq.ParquetFile(self.path, pre_buffer=False, read_dictionary=read_dictionary)
+            for g in range(reader.metadata.num_row_groups):
+                yield reader.read_row_group(g, columns=columns)
+        except (OSError, pa.ArrowException) as exc:
+            raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
+
 
 @dataclass
 class Source:
