@@ -314,6 +314,19 @@ class AsofJoin:
             self._keys[tick_ns] = rescale(coarse, tick_ns, "right_on", self.backend.xp).values
         return self._keys[tick_ns]
 
+    def last_rows(self):
+        """Each group's last row (largest key; of equal keys, the last in row order), in row
+        order: what a backward join takes for a key above them all (a window's carry).
+
+        >>> AsofJoin(np.array([1, 5, 5, 2]), np.array(["a", "a", "a", "b"]), device="cpu").last_rows().tolist()
+        [2, 3]
+        """
+        self._sort_deferred()
+        xp = self.backend.xp
+        ends = self._offsets[1:]
+        ends = ends[ends > self._offsets[:-1]]  # the non-empty groups
+        return xp.sort(self._rows_last[ends - 1])
+
     # ------------------------------------------------------------------ probing
 
     def join(self, left_on, left_by=None, *, strategy="backward", allow_exact_matches=True,

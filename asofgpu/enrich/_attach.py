@@ -212,15 +212,25 @@ class Streamed(_Attach):
             if end == len(values):
                 return pa.concat_tables(pieces) if pieces else self._empty
             at = end
-            self.windows.advance()
-            self._prepared = None
+            self._advance()
+
+    def _advance(self) -> None:
+        """The next window. Without a carry out, a prepared window already knows the next
+        carry in: each group's last row (no group-by over the window again)."""
+        carry = None
+        if self._prepared is not None and not self.windows.carries_out:
+            prepared, _, window = self._prepared
+            carry = window.take(prepared.backend.to_host(prepared.last_rows()))
+        self.windows.advance(carry)
+        self._prepared = None
 
     def _join(self, piece: pa.RecordBatch) -> pa.Table:
         if self._prepared is None:
             window = self.windows.window()
             self.staleness = self.staleness.with_right(window.column(self.options.right_on))
-            self._prepared = (prepare(window, self.options), window.select(self.plan.payload))
-        return self._attach(*self._prepared, piece)
+            self._prepared = (prepare(window, self.options), window.select(self.plan.payload),
+                              window)
+        return self._attach(*self._prepared[:2], piece)
 
 
 def schema_of(source: Source, columns: list[str], as_codes: list[str],

@@ -46,6 +46,10 @@ def is_tape(source: Source, on: str) -> bool:
         return False
     last = None
     first = None  # (path, row group) of the first with keys
+    # The raw (physical) values of signed and temporal keys order as the keys do, and are
+    # plain ints (pyarrow builds pandas Timestamps of nanosecond ones). Unsigned ones are
+    # read as they are: the physical int32 of a uint32 may wrap.
+    raw = not pa.types.is_unsigned_integer(source.schema.field(on).type)
     for part in source.parts:
         meta = part.meta
         index = leaf_columns(meta, on)[0]
@@ -57,9 +61,10 @@ def is_tape(source: Source, on: str) -> bool:
                 continue  # no keys to order
             if stats is None or not stats.has_min_max:
                 return False
-            if last is not None and stats.min < last:
+            low, high = (stats.min_raw, stats.max_raw) if raw else (stats.min, stats.max)
+            if last is not None and low < last:
                 return False
-            last = stats.max
+            last = high
             first = first or (part.path, g)
     if first is None:
         return True
@@ -168,11 +173,19 @@ class Windows:
             parts.append(self._carry_out[self._at])
         return pa.concat_tables(parts) if len(parts) > 1 else (parts or [self.current])[0]
 
-    def advance(self) -> None:
-        """Fold the current window into the carry in and move to the next one."""
-        parts = [t for t in (self.carry, self.current) if t is not None]
-        self.carry = ends_of_groups(pa.concat_tables(parts), self._on, self._by, last=True,
-                                    in_key_order=True)
+    @property
+    def carries_out(self) -> bool:
+        return self._carry_out is not None
+
+    def advance(self, carry: pa.Table | None = None) -> None:
+        """Fold the current window into the carry in and move to the next one; ``carry``: the
+        new carry in, when the caller knows it (the last row of each group of the window
+        without a carry out), else it is found here."""
+        if carry is None:
+            parts = [t for t in (self.carry, self.current) if t is not None]
+            carry = ends_of_groups(pa.concat_tables(parts), self._on, self._by, last=True,
+                                   in_key_order=True)
+        self.carry = carry
         self.current, self._ahead = self._ahead, next(self._windows, None)
         self._at += 1
 
