@@ -6,6 +6,7 @@ nothing half-written is left: no OUT after a failure, and never a temporary file
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import signal
@@ -501,6 +502,15 @@ def test_a_write_error_exits_1_and_keeps_the_old_output(day, tmp_path):
 
 
 # ----------------------------------------------------------------------------- the command
+
+
+def test_the_process_entry_returns_mains_code_and_freezes_the_heap(monkeypatch):
+    monkeypatch.setattr(cli, "main", lambda: 3)
+    try:
+        assert cli.entry() == 3
+        assert gc.get_freeze_count() > 0  # left alone by the collection at shutdown
+    finally:
+        gc.unfreeze()
 
 
 def test_python_dash_m_help_documents_every_option():
