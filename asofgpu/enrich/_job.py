@@ -145,12 +145,15 @@ def _run(options: Options, progress, may_stream: bool) -> Summary:
     every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
     with contextlib.ExitStack() as stack:
         stack.enter_context(_kernel_threads())
-        # Reading RIGHT (pyarrow, off the GIL) overlaps the checks on zero rows (numba
-        # loading its compiled kernels, on the GIL), and LEFT's first chunks are read while
-        # RIGHT is prepared.
+        # Reading RIGHT whole or its first windows, and LEFT's first chunks (pyarrow, off the
+        # GIL), overlaps the checks on zero rows (numba loading its compiled kernels, on the
+        # GIL).
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
         right_table = (reading.submit(right.read, the_plan.read, as_codes)
                        if mode == "memory" else None)
+        windows = (stack.enter_context(_Prefetch(spill_batches(right, the_plan.read, as_codes,
+                                                               rows)))
+                   if mode == "stream" else None)
         copies = [_copy_of(left.parts[0], the_plan, options, rows)]
         first = stack.enter_context(_Prefetch(_batches(
             left, left.parts[0], options, rows, _copied(copies[0]))))
@@ -163,8 +166,6 @@ def _run(options: Options, progress, may_stream: bool) -> Summary:
             progress.log(f"{why}: streaming RIGHT {options.right} ({_files(right)}"
                          f"{right.rows:,} rows, sorted by {options.right_on!r}) in windows of "
                          f"up to {rows:,} rows")
-            windows = stack.enter_context(_Prefetch(
-                spill_batches(right, the_plan.read, as_codes, rows)))
             attach = Streamed(options, the_plan, left, right, windows, as_codes, tolerance,
                                rows, every)
         else:
