@@ -120,14 +120,17 @@ def whole_key_windows(batches, on: str, order: Order):
     """RIGHT's batches as windows that never split a run of equal keys (a batch's trailing
     run waits for the next), their order checked; rows after the last key of all are kept,
     batches without a key are dropped (a null key is never a candidate)."""
-    pending = None
+    pending = None  # (table, its key values, their validity)
     for batch in batches:
         values, valid = key_numbers(batch.column(on))
         order.check(values, valid)
         table = pa.Table.from_batches([batch])
         if pending is not None:
-            table = pa.concat_tables([pending, table])
-            values, valid = key_numbers(table.column(on))
+            table = pa.concat_tables([pending[0], table])
+            if pending[2] is not None or valid is not None:
+                valid = np.concatenate([_all_valid(pending[1], pending[2]),
+                                        _all_valid(values, valid)])
+            values = np.concatenate([pending[1], values])
         keys = values if valid is None else values[valid]
         if not len(keys):
             continue
@@ -135,9 +138,13 @@ def whole_key_windows(batches, on: str, order: Order):
         cut = first_of_last if valid is None else int(np.flatnonzero(valid)[first_of_last])
         if cut:
             yield table.slice(0, cut)
-        pending = table.slice(cut)
+        pending = (table.slice(cut), values[cut:], None if valid is None else valid[cut:])
     if pending is not None:
-        yield pending
+        yield pending[0]
+
+
+def _all_valid(values: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
+    return np.ones(len(values), bool) if valid is None else valid
 
 
 class Windows:
@@ -162,10 +169,13 @@ class Windows:
         if self.current is None:  # RIGHT holds no key at all
             self.current = schema.empty_table()
         self._ahead = next(self._windows, None)
+        self._ahead_start = None  # its first key, once asked
 
     @property
     def next_start(self) -> int | None:
-        return None if self._ahead is None else _first_key(self._ahead, self._on)
+        if self._ahead is not None and self._ahead_start is None:
+            self._ahead_start = _first_key(self._ahead, self._on)
+        return self._ahead_start
 
     def window(self) -> pa.Table:
         parts = [t for t in (self.carry, self.current) if t is not None and t.num_rows]
@@ -187,6 +197,7 @@ class Windows:
                                    in_key_order=True)
         self.carry = carry
         self.current, self._ahead = self._ahead, next(self._windows, None)
+        self._ahead_start = None
         self._at += 1
 
 
@@ -257,8 +268,14 @@ def ends_of_groups(table: pa.Table, on: str, by: list[str], last: bool,
 
 
 def _first_key(table: pa.Table, on: str) -> int:
-    values, valid = key_numbers(table.column(on))
-    return int(values[0] if valid is None else values[valid][0])
+    """A window's first key (it has one: windows without keys are dropped), read from its
+    first rows when they hold one."""
+    column = table.column(on)
+    for head in (column.slice(0, 1024), column):
+        values, valid = key_numbers(head)
+        if valid is None or valid.any():
+            return int(values[0] if valid is None else values[valid][0])
+    raise AssertionError("a window without a key")
 
 
 def split_by_key(values: np.ndarray, valid: np.ndarray | None, start: int | None) -> int:
