@@ -1,7 +1,7 @@
 """LEFT's columns carried into OUT as they are: their column chunks copied byte for byte.
 
 OUT holds every LEFT column unchanged, then the attached ones. Decoding LEFT's columns only
-to encode them again was a third of an enrich's work (10M trades: their strings read and
+to encode them again was a quarter of an enrich's CPU time (10M trades: their strings read and
 hashed again, their numbers dictionary-encoded again), so when a LEFT file allows it only
 its join keys are read, and each of its row groups becomes one row group of OUT: LEFT's
 column chunks (compressed pages, dictionaries, statistics) followed by the attached columns
