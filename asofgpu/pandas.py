@@ -29,6 +29,7 @@ import datetime
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from pandas.api.extensions import ExtensionArray, take
 from pandas.api.types import (is_bool, is_float_dtype, is_hashable, is_integer,
                               is_integer_dtype, is_list_like, is_number, is_object_dtype,
@@ -37,6 +38,7 @@ from pandas.errors import MergeError
 
 from . import _validate
 from ._types import NO_MATCH, NO_MATCH_INT64
+from .gather import gather
 from .join import AsofJoin
 
 __all__ = ["merge_asof"]
@@ -422,7 +424,7 @@ class _AsofMerge:
         llabels, rlabels = _items_overlap_with_suffix(self.left.columns, self.right.columns,
                                                       self.suffixes)
         if not (len(rmap) == len(right) and (rmap == np.arange(len(right))).all()):
-            right = right.set_axis(pd.RangeIndex(len(right)), axis=0).reindex(rmap)
+            right = _rows_of(right, rmap)
         left.index = join_index
         right.index = join_index
         left.columns = llabels
@@ -599,6 +601,28 @@ def _arrow_timestamp_or_duration(values) -> bool:
     return pa.types.is_timestamp(t) or pa.types.is_duration(t)
 
 
+def _rows_of(frame: pd.DataFrame, rmap: np.ndarray) -> pd.DataFrame:
+    """What ``frame.set_axis(RangeIndex).reindex(rmap)`` gives (-1: a row of missing values,
+    each column's dtype as reindex makes it), column by column: without reindex's lookup of
+    every position in the index (0.4 s at 10M rows), and Arrow-backed columns by asofgpu's
+    gather (numbers on all cores) rather than Arrow's take (0.15 s a float column)."""
+    arrow = [k for k, dtype in enumerate(frame.dtypes) if isinstance(dtype, pd.ArrowDtype)]
+    arrays = {}
+    if arrow:
+        table = gather(pa.table([frame.iloc[:, k].array.__arrow_array__() for k in arrow],
+                                names=[str(k) for k in arrow]),
+                       np.where(rmap < 0, NO_MATCH_INT64, rmap))
+        arrays.update((k, pd.arrays.ArrowExtensionArray(table.column(i)))
+                      for i, k in enumerate(arrow))
+    for k in range(frame.shape[1]):
+        if k not in arrays:
+            arrays[k] = take(frame.iloc[:, k]._values, rmap, allow_fill=True)
+    taken = pd.DataFrame({k: arrays[k] for k in range(frame.shape[1])},
+                         index=pd.RangeIndex(len(rmap)), copy=False)
+    taken.columns = frame.columns
+    return taken
+
+
 def _unit(values) -> str:
     if isinstance(values, pd.arrays.ArrowExtensionArray):
         return values.dtype.pyarrow_dtype.unit
@@ -673,6 +697,11 @@ def _native_by(dtype) -> bool:
         return dtype.kind in "biufmM"
     if isinstance(dtype, pd.CategoricalDtype):
         return _native_by(dtype.categories.dtype)
+    if isinstance(dtype, pd.ArrowDtype):  # read in place; equal exactly when pandas says so
+        t = dtype.pyarrow_dtype       # (floats are not: pandas' NaN and null rules differ)
+        return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+                or pa.types.is_timestamp(t) or pa.types.is_date(t)
+                or pa.types.is_duration(t))
     return isinstance(dtype, (pd.StringDtype, pd.DatetimeTZDtype) + _MASKED_DTYPES)
 
 

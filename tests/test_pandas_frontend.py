@@ -225,6 +225,20 @@ def test_float_keys_follow_pandas_arithmetic():
                   np.array(["a", 1.0, (1, 2), 1], dtype=object)), id="object-mixed"),
     pytest.param((pd.period_range("2020", periods=4, freq="D"),
                   pd.period_range("2020", periods=4, freq="D")[::-1]), id="period"),
+    pytest.param((pd.array(["a", None, "b", None], dtype="string[pyarrow]"),
+                  pd.array([None, "a", "b", None], dtype="string[pyarrow]")),
+                 id="string-pyarrow"),
+    pytest.param((pd.array(["a", None, "b", "a"], dtype=pd.ArrowDtype(pa.large_string())),
+                  pd.array([None, "a", "b", "b"], dtype=pd.ArrowDtype(pa.large_string()))),
+                 id="large-string-pyarrow"),
+    pytest.param((pd.array([1, None, 2, None], dtype="int64[pyarrow]"),
+                  pd.array([None, 1, 2, 2], dtype="int64[pyarrow]")), id="int64-pyarrow"),
+    pytest.param((pd.array([1.0, None, np.nan, 2.0], dtype="double[pyarrow]"),
+                  pd.array([np.nan, 1.0, None, 2.0], dtype="double[pyarrow]")),
+                 id="double-pyarrow-NaN-and-null"),
+    pytest.param((pd.array([0, None, 5, None], dtype=pd.ArrowDtype(pa.timestamp("s"))),
+                  pd.array([None, 0, 5, 5], dtype=pd.ArrowDtype(pa.timestamp("s")))),
+                 id="timestamp-pyarrow"),
 ])
 def test_by_nulls_match_nulls_and_values_match_as_pandas_hashes_them(values):
     lg, rg = values
@@ -268,6 +282,29 @@ def test_unmatched_rows_upcast_int_and_bool_only_when_some_row_is_unmatched():
     assert missed["b"].dtype == object
     kept = ["f", "I", "c", "s", "z"]
     assert missed.dtypes[kept].to_dict() == right.dtypes[kept].to_dict()
+
+
+@pytest.mark.parametrize("rows", [5, 70_000])  # 70,000: asofgpu's gather on all cores
+def test_arrow_backed_columns_come_back_as_pandas_gives_them(rows):
+    """Right columns of pyarrow dtypes are gathered by asofgpu (numbers on all cores), the
+    others by pandas: both as pandas' reindex makes them, nulls where no row matched."""
+    rng = np.random.default_rng(4)
+    t = np.sort(rng.integers(0, 3 * rows, rows))
+    right = pd.DataFrame({
+        "t": t, "f": pd.array(rng.random(rows), dtype="double[pyarrow]"),
+        "i": pd.array(rng.integers(0, 9, rows), dtype="int32[pyarrow]"),
+        "n": pd.array(np.where(rng.random(rows) < 0.2, None, 1.5), dtype="float64[pyarrow]"),
+        "s": pd.array(rng.choice(["a", "bb", None], rows), dtype="string[pyarrow]"),
+        "z": pd.array(pd.date_range("2020", periods=rows, freq="s", tz="UTC"),
+                      dtype=pd.ArrowDtype(pa.timestamp("ns", tz="UTC"))),
+        "l": pd.array([[k] for k in range(rows)], dtype=pd.ArrowDtype(pa.list_(pa.int64()))),
+        "b": pd.array(rng.random(rows) < 0.5, dtype="bool[pyarrow]"),
+        "x": rng.random(rows), "c": pd.Categorical(rng.choice(["p", "q"], rows)),
+    })
+    left = pd.DataFrame({"t": np.sort(rng.integers(-5, 3 * rows + 5, rows))})
+    for direction in DIRECTIONS:
+        got = same_as_pandas(left, right, on="t", direction=direction, tolerance=2)
+        assert got.dtypes.drop("t").to_dict() == right.dtypes.drop("t").to_dict()
 
 
 def test_duplicate_and_non_string_column_labels():
