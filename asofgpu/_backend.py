@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from ._host_pool import HOST_POOL
-from .kernels import bind, cursor, fixed_width, probe, radix, scan, stream, strings, take
+from .kernels import bind, cursor, fixed_width, probe, radix, scan, stream, strings, take, views
 from .kernels.probe import NEAREST
 
 CUDA_THREADS = 256
@@ -457,6 +457,26 @@ def lookup_fixed(table, values, bitmap, bit0: int, null_code: int) -> np.ndarray
                    bitmap, bit0, null_code, len(values))
 
 
+def dictionary_encode_views(keys, bitmap, bit0: int, nulls_distinct: bool):
+    """(codes, firsts) of a view column whose values are all inline (its views as pairs of
+    uint64: kernels/views.py), on all cores, as ``dictionary_encode_text`` gives them."""
+    return _dictionary_encode(_cpu_views(), keys, _NO_DATA, bitmap, bit0, nulls_distinct,
+                              len(keys) // 2)
+
+
+def views_lookup_table(keys, bitmap, bit0: int):
+    """The hash table of a dictionary of inline views, for ``lookup_views``."""
+    return _cpu_views()[1](keys, _NO_DATA, bitmap, np.int64(bit0), len(keys) // 2)
+
+
+def lookup_views(table, keys, bitmap, bit0: int, null_code: int) -> np.ndarray:
+    """int32 positions of inline views in a dictionary: ``table`` is (the dictionary's views,
+    ``views_lookup_table`` of it); -1 for a value it lacks, ``null_code`` for a null."""
+    table_keys, (slots, hashes) = table
+    return _lookup(_cpu_views(), table_keys, _NO_DATA, slots, hashes, keys, _NO_DATA, bitmap,
+                   bit0, null_code, len(keys) // 2)
+
+
 def _dictionary_encode(kernels, keys, data, bitmap, bit0: int, nulls_distinct: bool,
                        n_rows: int):
     """(codes, firsts) of a column's buffers by one kind's kernels/hashing.py build."""
@@ -497,6 +517,14 @@ def _cpu_fixed_width():
 
     return fixed_width.build(_cached_njit("fixed", inline="always"), _cached_njit("fixed"),
                              _cached_njit("fixed", parallel=True), numba.prange)
+
+
+@functools.cache
+def _cpu_views():
+    import numba
+
+    return views.build(_cached_njit("views", inline="always"), _cached_njit("views"),
+                       _cached_njit("views", parallel=True), numba.prange)
 
 
 @functools.cache

@@ -28,6 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .kernels import views
+
 NO_GROUP = -1
 
 
@@ -178,6 +180,42 @@ def _encode_parallel(col: pa.ChunkedArray, nulls_distinct: bool):
     return codes, arr.take(pa.array(firsts))
 
 
+def _inline_views(col: pa.ChunkedArray) -> bool:
+    """A large view column (polars' strings) whose values all sit in their views
+    (``kernels/views.py``): hashed where it lies, without a cast to large strings."""
+    if len(col) < PARALLEL_ENCODE_ROWS or not (pa.types.is_string_view(col.type)
+                                               or pa.types.is_binary_view(col.type)):
+        return False
+    for chunk in col.chunks:
+        lengths = np.frombuffer(chunk.buffers()[1], dtype="<u4",
+                                count=4 * (chunk.offset + len(chunk)))[4 * chunk.offset::4]
+        if int(lengths.max(initial=0)) > views.INLINE:
+            return False
+    return True
+
+
+def _view_words(arr: pa.Array):
+    """(views as pairs of uint64, validity bitmap, its first bit) of a view array, as numpy
+    views for kernels/views.py; the bitmap is empty without nulls."""
+    validity, data = arr.buffers()[:2]
+    words = np.frombuffer(data, dtype="<u8", count=2 * (arr.offset + len(arr)))[
+        2 * arr.offset:]
+    bitmap = np.frombuffer(validity, dtype=np.uint8) if arr.null_count else NO_BYTES
+    return words, bitmap, arr.offset
+
+
+def _valid_at(bitmap: np.ndarray, bit0: int, rows: np.ndarray) -> np.ndarray:
+    """Whether each of ``rows`` is valid, from a validity bitmap (empty: all are)."""
+    if not bitmap.size:
+        return np.ones(len(rows), bool)
+    bits = bit0 + rows
+    return ((bitmap[bits >> 3] >> (bits & 7).astype(np.uint8)) & 1).astype(bool)
+
+
+def _bitmap(valid: np.ndarray) -> np.ndarray:
+    return NO_BYTES if valid.all() else np.packbits(valid, bitorder="little")
+
+
 def _dictionary_of(col: pa.ChunkedArray) -> pa.Array:
     """The shared dictionary of a unified dictionary column (empty when it has no chunks)."""
     if col.num_chunks:
@@ -196,8 +234,11 @@ class _Column:
         self.null_equal = null_equal
         self.type = col.type
         col = _combine_chunks(col)
+        self._view_table = None  # with inline views: (their words, validity, hash table)
         if pa.types.is_dictionary(col.type):
             self.dictionary, self.codes = self._encode_dictionary_column(col)
+        elif _inline_views(col):
+            self.dictionary, self.codes = self._encode_views(col)
         else:
             self.dictionary, self.codes = self._encode_values(canonical_by(col))
         null_at = np.flatnonzero(self.dictionary.is_null().to_numpy(zero_copy_only=False))
@@ -212,6 +253,40 @@ class _Column:
         dictionary = enc.chunk(0).dictionary if enc.num_chunks else pa.array([], col.type)
         indices = pa.chunked_array([c.indices for c in enc.chunks], pa.int32())
         return dictionary, _nulls_as(indices, NO_GROUP)
+
+    def _encode_views(self, col: pa.ChunkedArray):
+        """Codes of an inline view column, chunk by chunk (its views are read where they
+        lie), then the chunks' small dictionaries merged in chunk order, so codes keep the
+        order of first appearance. The dictionary comes as large strings (or binaries), as
+        a cast column's would; its views stay for lookups of views."""
+        from ._backend import dictionary_encode_views
+
+        nulls_distinct = not self.null_equal
+        chunk_codes, words, valid = [], [], []
+        for chunk in col.chunks:
+            keys, bitmap, bit0 = _view_words(chunk)
+            codes, firsts = dictionary_encode_views(keys, bitmap, bit0, nulls_distinct)
+            chunk_codes.append(codes)
+            words.append(keys.reshape(-1, 2)[firsts])  # the chunk's dictionary
+            valid.append(_valid_at(bitmap, bit0, firsts))
+        sizes = [len(w) for w in words]
+        words, valid = np.concatenate(words), np.concatenate(valid)
+        codes = chunk_codes[0]
+        if len(chunk_codes) > 1:
+            merged, firsts = dictionary_encode_views(words.reshape(-1), _bitmap(valid), 0,
+                                                     nulls_distinct)
+            parts, at = [], 0
+            for local, n in zip(chunk_codes, sizes):
+                # -1 (a null under nulls_distinct) indexes the appended -1
+                parts.append(np.append(merged[at:at + n], np.int32(-1))[local])
+                at += n
+            codes, words, valid = np.concatenate(parts), words[firsts], valid[firsts]
+        self._view_table = (np.ascontiguousarray(words).reshape(-1), _bitmap(valid), None)
+        buffers = [None if valid.all() else pa.py_buffer(_bitmap(valid)),
+                   pa.py_buffer(np.ascontiguousarray(words))]
+        views_array = pa.Array.from_buffers(col.type, len(words), buffers)
+        large = pa.large_binary() if pa.types.is_binary_view(col.type) else pa.large_string()
+        return views_array.cast(large), codes
 
     def _encode_dictionary_column(self, col: pa.ChunkedArray):
         """Categoricals by value: encode the (small) dictionary, then map the indices."""
@@ -240,6 +315,8 @@ class _Column:
             return codes.astype(np.int32, copy=False)
         if pa.types.is_null(col.type):  # all null
             return np.full(len(col), self.null_code, dtype=np.int32)
+        if self._view_table is not None and _inline_views(col):
+            return self._lookup_views(col)
         col = canonical_by(col)
         # A prepared join probes again and again: the dictionary is hashed once, not at each
         # call as Arrow's index_in does (most of a small probe's time with many groups).
@@ -248,6 +325,18 @@ class _Column:
         if _is_fixed_width(col.type) and col.type == self.dictionary.type:
             return self._lookup_fixed(col)
         return self._index_in(col)
+
+    def _lookup_views(self, col: pa.ChunkedArray) -> np.ndarray:
+        """Each row's view looked up in a hash table of the dictionary's views, chunk by
+        chunk."""
+        from ._backend import lookup_views, views_lookup_table
+
+        words, bitmap, table = self._view_table
+        if table is None:
+            table = views_lookup_table(words, bitmap, 0)
+            self._view_table = (words, bitmap, table)
+        return np.concatenate([lookup_views((words, table), *_view_words(chunk),
+                                            self.null_code) for chunk in col.chunks])
 
     def _lookup_text(self, col: pa.ChunkedArray) -> np.ndarray:
         """Each row's value looked up in a hash table of the dictionary, built once."""
