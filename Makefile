@@ -58,9 +58,13 @@ test-cudf: venv-cudf
 # 10M x 10M, and enrich alone with --memory-limit on 100M x 10M (bench/enrich_e2e.py); writes
 # bench/results/enrich.{md,json}. E2E_ARGS passes its options, the last word winning, e.g.
 # E2E_ARGS="--scale-memory-limit 4GiB" or, to check the harness, E2E_ARGS="--quick --scale 2Mx200K".
+# Last, the front ends against what they replace, on the same day's files read by pandas,
+# polars and pyarrow (bench/frontends.py): bench/results/frontends.{md,json}; FRONTENDS_ARGS
+# passes its options, e.g. FRONTENDS_ARGS=--quick.
 bench: venv
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 	$(BIN)/python bench/enrich_e2e.py --scale 100Mx10M $(E2E_ARGS)
+	$(BIN)/python bench/frontends.py $(FRONTENDS_ARGS)
 
 # The GPU check, for a machine with an NVIDIA GPU and no network (bench/gpu_check.py): the
 # suite on the real CUDA backend, GPU vs CPU maps on 10M rows, the 100M x 10M benchmark, in
