@@ -417,6 +417,7 @@ def test_datetime_extremes_are_exact_where_pandas_wraps():
 # --------------------------------------------------------------------------- errors
 
 
+_ARROW_SECONDS = pd.ArrowDtype(pa.timestamp("s"))
 L = pd.DataFrame({"t": [1, 5, 10], "lv": [1, 2, 3], "g": ["a", "b", "a"]},
                  index=pd.Index([10, 20, 30], name="li"))
 R = pd.DataFrame({"t": [2, 3, 7], "rv": [4, 5, 6], "g": ["a", "a", "b"]},
@@ -535,6 +536,13 @@ ERRORS = {
     "null-left-NaT": ((L.assign(t=pd.to_datetime([None, 1, 2], unit="s")),
                        R.assign(t=pd.to_datetime(R.t, unit="s"))), dict(on="t"), ValueError,
                       "Merge keys contain null values on left side"),
+    "unsorted-left-pyarrow-time": ((L.assign(t=pd.array([3, 1, 2], dtype=_ARROW_SECONDS)),
+                                    R.assign(t=pd.array([0, 1, 2], dtype=_ARROW_SECONDS))),
+                                   dict(on="t"), ValueError, "left keys must be sorted"),
+    "null-right-pyarrow-time": ((L.assign(t=pd.array([1, 2, 3], dtype=_ARROW_SECONDS)),
+                                 R.assign(t=pd.array([0, None, 2], dtype=_ARROW_SECONDS))),
+                                dict(on="t"), ValueError,
+                                "Merge keys contain null values on right side"),
     "null-left-NA": ((L.astype({"t": "Int64"}).assign(t=pd.array([1, None, 3], dtype="Int64")),
                       R.astype({"t": "Int64"})), dict(on="t"), ValueError,
                      "Merge keys contain null values on left side"),
