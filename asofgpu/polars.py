@@ -209,13 +209,27 @@ def _dry_run(left: pl.DataFrame, right, options: dict, origin) -> pl.DataFrame:
     finally:
         origin = _origin() or origin
         for w in caught:  # again, as the caller's, under the caller's filters
-            if origin is None:
-                warnings.warn(w.message, stacklevel=2)
-                continue
-            filename, lineno, module_globals = origin
-            warnings.warn_explicit(w.message, w.category, filename, lineno,
-                                   module=module_globals.get("__name__", "<string>"),
-                                   registry=module_globals.setdefault("__warningregistry__", {}))
+            _warn_again(w, origin)
+
+
+def _warn_again(w: warnings.WarningMessage, origin) -> None:
+    """One of polars' warnings again, as the caller's (``origin``), under the caller's
+    filters. polars warns from compiled code: where a filter makes the warning an error, it
+    prints it (as Python's C API does, through ``sys.excepthook``) and carries on; so does
+    this, rather than raising it in place of polars' result or polars' own exception."""
+    try:
+        if origin is None:
+            warnings.warn(w.message, stacklevel=4)
+            return
+        filename, lineno, module_globals = origin
+        warnings.warn_explicit(w.message, w.category, filename, lineno,
+                               module=module_globals.get("__name__", "<string>"),
+                               registry=module_globals.setdefault("__warningregistry__", {}))
+    except w.category as error:
+        # One line, as polars prints it: not where it was raised here, nor polars' own
+        # exception, if any, which is on its way up.
+        error.__context__ = error.__traceback__ = None
+        sys.excepthook(type(error), error, None)
 
 
 # --------------------------------------------------------------------------- the two paths

@@ -648,6 +648,36 @@ def test_coalesce_warning_for_expression_keys_like_polars():
         join_asof(L, R, on=pl.col("t") + 1, coalesce=False, **CPU)
 
 
+@pytest.mark.parametrize("case", ["sorted-by", "sorted-by-lazy", "by-dtypes-differ",
+                                  "coalesce-and-by-dtypes-differ"])
+def test_under_an_error_filter_warnings_are_printed_as_polars_prints_them(capfd, case):
+    """polars warns from compiled code: under an "error" filter it prints the warning and
+    carries on, returning its frame or raising its own exception; so does asofgpu."""
+    ints = R.with_columns(pl.col("g").cast(pl.Categorical).to_physical())
+    left, right, on = {"sorted-by": (L, R, "t"), "sorted-by-lazy": (L.lazy(), R.lazy(), "t"),
+                       "by-dtypes-differ": (L, ints, "t"),
+                       "coalesce-and-by-dtypes-differ": (L, ints, pl.col("t") + 1)}[case]
+
+    def outcome(call):
+        capfd.readouterr()
+        try:
+            out = call()
+            result = out.collect() if isinstance(out, pl.LazyFrame) else out
+        except pl.exceptions.PolarsError as exc:
+            result = (type(exc), str(exc))
+        return result, capfd.readouterr().err
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        want, printed = outcome(lambda: left.join_asof(right, on=on, by="g"))
+        got, ours = outcome(lambda: join_asof(left, right, on=on, by="g", **CPU))
+    assert ours == printed and "UserWarning: Sortedness of columns" in printed
+    if isinstance(want, tuple):
+        assert got == want
+    else:
+        assert got.equals(want)
+
+
 # --------------------------------------------------------------------------- tolerance forms
 
 
