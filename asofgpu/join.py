@@ -76,6 +76,9 @@ class AsofJoin:
     device : {"auto", "cpu", "cuda", "python"}
         Where the work runs; "auto" takes the GPU when one is usable. "python" runs the
         kernels as plain Python (slow; for debugging).
+
+    A prepared join pickles (to worker processes, to disk): its arrays by value, its backend
+    by name, so it comes back on the same device (one prepared on a GPU needs one there).
     """
 
     def __init__(self, right_on, right_by=None, *, null_equality="unequal", tie_break=None,
@@ -141,6 +144,29 @@ class AsofJoin:
         else:  # a tie-break column still needs ordering within runs of equal keys
             self._set_sorted(key, tie, *self._sort(key, tie, bucket, n_groups))
             self._keep_time_order(key, bucket)
+
+    # ------------------------------------------------------------------ pickling
+
+    def __getstate__(self) -> dict:
+        """Its arrays by value (device arrays copied to the host), its backend by name: a
+        prepared join can go to worker processes or to disk, and come back equal."""
+        state = dict(self.__dict__)
+        state["backend"] = self.backend.name
+        return _map_arrays(state, lambda a: _OnDevice(self.backend.to_host(a))
+                           if is_device(a) else a)
+
+    def __setstate__(self, state: dict) -> None:
+        name = state["backend"]
+        try:
+            backend = get_backend(name)
+        except RuntimeError as exc:
+            msg = (f"this AsofJoin was prepared on device={name!r}, which is not usable here: "
+                   f"{exc}")
+            raise RuntimeError(msg) from None
+        state = _map_arrays(state, lambda a: backend.asarray(a.host)
+                            if isinstance(a, _OnDevice) else a)
+        state["backend"] = backend
+        self.__dict__.update(state)
 
     def _set_sorted(self, key: Key, tie: Key | None, rows, sorted_keys, offsets) -> None:
         self._offsets = offsets[: self.n_groups + 1]
@@ -414,6 +440,27 @@ class AsofJoin:
                 f"ambiguous='pick' to take the last (backward) or first (forward) row."
             )
             raise AmbiguousMatchError(msg)
+
+
+@dataclass(frozen=True)
+class _OnDevice:
+    """A device array's values, pickled on the host."""
+
+    host: np.ndarray
+
+
+def _map_arrays(value, f):
+    """``value`` with ``f`` applied to every array in it, through dicts, lists, tuples and
+    ``Key``s (the containers an AsofJoin keeps arrays in)."""
+    if isinstance(value, dict):
+        return {k: _map_arrays(v, f) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map_arrays(v, f) for v in value)
+    if isinstance(value, Key):
+        return Key(_map_arrays(value.values, f), _map_arrays(value.valid, f), value.type)
+    if isinstance(value, GroupCodes):
+        return GroupCodes(_map_arrays(value.codes, f), value.n_groups)
+    return f(value)
 
 
 def _less(a, b, xp, is_float: bool):
