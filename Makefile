@@ -43,6 +43,7 @@ demo: venv
 test: test-cpu test-sim test-cudf
 
 test-cpu: venv
+	$(BIN)/ruff check asofgpu kernels tests bench
 	$(BIN)/python -m pytest -m "not gpu" --doctest-modules asofgpu tests
 
 test-sim: venv
