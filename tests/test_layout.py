@@ -46,6 +46,7 @@ def test_wheel_ships_kernels_as_asofgpu_kernels(tmp_path):
     for module in ("__init__", "search", "probe"):
         assert f"asofgpu/kernels/{module}.py" in names
     assert not any(n.startswith("kernels/") for n in names)
+    assert not [n for n in names if n.endswith("conftest.py") or n.startswith("tests/")]
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     kernels, package = _python(WHERE, cwd=tmp_path, pythonpath=str(site))
