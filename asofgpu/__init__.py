@@ -6,13 +6,13 @@
 """
 
 from ._host_pool import HOST_POOL as host_pool
-from ._types import NO_MATCH, AmbiguousMatchError, Strategy
+from ._types import NO_MATCH, NO_MATCH_INT64, AmbiguousMatchError, Strategy, is_no_match
 from .gather import gather
 from .join import AsofJoin, asof_join
 from .table import join_asof
 
 __all__ = [
-    "NO_MATCH", "AmbiguousMatchError", "AsofJoin", "Strategy", "asof_join", "gather", "host_pool",
-    "join_asof",
+    "NO_MATCH", "NO_MATCH_INT64", "AmbiguousMatchError", "AsofJoin", "Strategy", "asof_join",
+    "gather", "host_pool", "is_no_match", "join_asof",
 ]
 __version__ = "0.1.0"

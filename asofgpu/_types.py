@@ -18,6 +18,23 @@ NO_MATCH = int(np.iinfo(np.int32).min)
 NO_MATCH_INT64 = int(np.iinfo(np.int64).min)
 
 
+def is_no_match(gmap):
+    """Where a gather map holds no right row: its sentinel, ``NO_MATCH`` in an int32 map and
+    ``NO_MATCH_INT64`` in an int64 one; an array of bools on the map's own device (numpy or
+    cupy).
+
+    >>> is_no_match(np.array([3, NO_MATCH, 0], dtype=np.int32)).tolist()
+    [False, True, False]
+    >>> is_no_match(np.array([NO_MATCH_INT64, 7])).tolist()
+    [True, False]
+    """
+    dtype = np.dtype(gmap.dtype)
+    if dtype not in (np.int32, np.int64):
+        msg = f"gmap must be an int32 or int64 gather map, got {dtype}"
+        raise TypeError(msg)
+    return gmap == (NO_MATCH if dtype == np.int32 else NO_MATCH_INT64)
+
+
 class Strategy(str, enum.Enum):
     """Which right row a left row takes: the latest at or before, the earliest at or after,
     or the closest of the two."""
