@@ -9,13 +9,14 @@ encoded from the join's result. The footer takes LEFT's schema elements and chun
 with the page offsets moved to where the pages land (``_thrift``).
 
 A LEFT file is copied (``LeftChunks.open``) when its footer is plain (not encrypted), every
-chunk's pages lie in the file itself, its row groups are neither tiny (each one costs an
-encode of its own) nor larger than a chunk (--chunk-rows, or fewer when memory is short: a
-row group is joined whole), and, when --compression
-is given, its chunks already use that codec. Otherwise its columns are decoded and encoded
-again, as before. What is not copied: page indexes and bloom filters (optional; readers do
-without), and min/max statistics that a file without column orders wrote (their order is
-the writer's, which a reader cannot know once the file says otherwise).
+chunk's pages lie in the file itself, its top-level columns are optional (OUT's are
+nullable), its row groups are neither tiny (each one costs an encode of its own) nor larger
+than a chunk (--chunk-rows, or fewer when memory is short: a row group is joined whole),
+and, when --compression is given, its chunks already use that codec. Otherwise its columns
+are decoded and encoded again, as before. What is not copied: page indexes and bloom
+filters (optional; readers do without), and min/max statistics that a file without column
+orders wrote (their order is the writer's, which a reader cannot know once the file says
+otherwise).
 
 >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
 >>> path = os.path.join(tempfile.mkdtemp(), "left.parquet")
@@ -134,6 +135,8 @@ class LeftChunks:
             return cls._check(path, meta, footer_at, schema, max_rows, codec)
         except (thrift.ThriftError, KeyError, IndexError, TypeError, UnicodeError) as exc:
             return f"a footer this copy cannot read ({exc})"
+        except OSError as exc:  # reading it for the join says so, in the command's words
+            return f"its footer could not be read ({exc.strerror or exc})"
 
     @classmethod
     def _check(cls, path, meta, footer_at, schema, max_rows, codec):

@@ -81,7 +81,6 @@ class Summary:
             f"  backend    {self.backend}",
         ]
 
-
     def _copied(self) -> str:
         if not self.copied:
             return "read and written again"
