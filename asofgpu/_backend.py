@@ -26,6 +26,7 @@ import functools
 import hashlib
 import os
 import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,9 @@ from .kernels import bind, cursor, fixed_width, probe, radix, scan, stream, stri
 from .kernels.probe import NEAREST
 
 CUDA_THREADS = 256
+# numba-cuda's warning at every launch of under 128 blocks (its class moved between numba and
+# numba-cuda, so the message names it).
+_LOW_OCCUPANCY = r"Grid size \d+ will likely result in GPU under-utilization"
 PARALLEL_MIN_ROWS = 16_384  # below this, the cpu backend probes on one thread
 _PARALLEL_LAUNCH = threading.Lock()
 
@@ -678,7 +682,13 @@ class CudaBackend(Backend):
             # The simulator writes every array argument back: give it writable copies.
             args = [a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a
                     for a in args]
-        kernel[blocks, CUDA_THREADS](*args)
+        with warnings.catch_warnings():
+            # A small join is a small grid: a warning the caller cannot act on at every such
+            # launch, and an exception under an "error" filter (-W error, pytest's
+            # filterwarnings), which would fail the join.
+            warnings.filterwarnings("ignore", message=_LOW_OCCUPANCY)
+            launch = kernel[blocks, CUDA_THREADS]
+        launch(*args)
 
 
 def _probe_kernel(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,

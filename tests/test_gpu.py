@@ -3,6 +3,8 @@ inputs stay on the device, and the cuda map equals the cpu map on larger random 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -38,3 +40,12 @@ def test_device_keys_are_not_copied_to_the_host():
     gmap = ag.AsofJoin(right, device="cuda").join(left)
     assert isinstance(gmap, cupy.ndarray)
     assert cupy.asnumpy(gmap).tolist() == [0, 1, 99, ag.NO_MATCH]
+
+
+def test_a_small_join_on_the_gpu_does_not_warn_of_low_occupancy():
+    """numba-cuda warns at every launch of under 128 blocks; under an "error" filter that
+    would fail every small join (issue 24, item 4)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="Grid size")
+        gmap = ag.asof_join(np.array([1, 5]), np.array([0, 4]), device="cuda")
+    assert ag.is_no_match(gmap).tolist() == [False, False]

@@ -1,0 +1,35 @@
+"""The CUDA launch (``_backend.CudaBackend._launch``) keeps numba-cuda's low-occupancy warning
+to itself: it comes at every launch of under 128 blocks, that is every small join, and under
+an "error" filter it would fail the join. The simulator does not warn, so the kernel here is
+a stand-in that warns as numba-cuda's launch configuration does; the real one is tested on a
+GPU (``tests/test_gpu.py``)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from asofgpu import _backend
+
+
+def test_cuda_launch_keeps_the_low_occupancy_warning_to_itself(monkeypatch):
+    if not (_backend.cudasim_enabled() or _backend.cuda_usable()):
+        pytest.skip("no GPU and NUMBA_ENABLE_CUDASIM is not set (make test runs the simulator)")
+    launched = []
+
+    class Kernel:
+        def __getitem__(self, config):
+            warnings.warn(f"Grid size {config[0]} will likely result in GPU "
+                          f"under-utilization due to low occupancy.", stacklevel=2)
+            return lambda *args: launched.append((config, len(args)))
+
+    monkeypatch.setattr(_backend, "_cuda_probe_kernel", lambda is_float, simulated: Kernel())
+    backend = _backend.get_backend("cuda")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        backend._launch(False, np.zeros(3), np.empty(3))
+        with pytest.warns(UserWarning, match="another warning"):  # others pass through
+            warnings.warn("another warning", stacklevel=1)
+    assert launched == [((1, _backend.CUDA_THREADS), 2)]
