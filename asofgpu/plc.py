@@ -100,9 +100,14 @@ def _stream(stream):
 
 
 def _on_stream(stream):
-    """cupy's work inside the block goes to ``stream``."""
+    """cupy's work inside the block goes to ``stream``: through ``Stream.from_external``
+    where cupy has it (14; its ``ExternalStream`` warns that it is deprecated at every call),
+    else ``ExternalStream`` (13)."""
     import cupy
 
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)
+    if from_external is not None:
+        return from_external(stream)
     return cupy.cuda.ExternalStream(stream.__cuda_stream__()[1])
 
 

@@ -143,6 +143,25 @@ def test_stream_must_be_a_stream(plc):
     assert front._stream(None) is plc.utils.CUDF_DEFAULT_STREAM
 
 
+def test_cupy_follows_the_callers_stream_without_a_deprecation(plc):
+    """cupy 14 deprecates ExternalStream (a warning at every prepare and join): its
+    Stream.from_external takes the caller's stream where cupy has it (issue 24, item 5)."""
+    import warnings
+
+    import cupy
+
+    import asofgpu.plc as front
+
+    class Foreign:  # a stream of another library, by the CUDA stream protocol
+        def __cuda_stream__(self):
+            return (0, 0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        stream = front._on_stream(Foreign())
+    assert stream.ptr == 0 and isinstance(stream, cupy.cuda.Stream)
+
+
 def test_valid_right_sides_reach_the_device(plc, monkeypatch):
     import asofgpu.plc as front
 
