@@ -65,7 +65,10 @@ _DLPACK_CPU, _DLPACK_CUDA_DEVICES = 1, (2, 3, 13)  # kDLCPU; kDLCUDA, CUDAHost, 
 def _dlpack_device(obj) -> int | None:
     if not hasattr(obj, "__dlpack_device__") or isinstance(obj, np.ndarray):
         return None
-    return int(obj.__dlpack_device__()[0])
+    try:
+        return int(obj.__dlpack_device__()[0])
+    except Exception:  # noqa: BLE001 - pyarrow before 26 refuses arrays with nulls: host ones
+        return None
 
 
 def _has_cai(obj) -> bool:
