@@ -38,7 +38,6 @@ from __future__ import annotations
 import argparse
 import ast
 import datetime
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -58,6 +57,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, when loaded by path
+import common  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS = ROOT / "bench" / "results"
@@ -211,13 +213,7 @@ class Clock:
 def stage_env(ctx: StageContext, rec: Recorder) -> None:
     rec["python"] = f"{sys.version.split()[0]} ({sys.executable})"
     rec["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}"
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    rec["packages"] = versions
+    rec["packages"] = common.versions(PACKAGES)
     rec["nvidia_smi"] = _nvidia_smi()
     import numba
 
