@@ -70,7 +70,7 @@ class Summary:
             f"{self.chunk_rows:,}",
             f"  attached   {', '.join(self.attached) or '(no columns)'} "
             f"from {self.right_rows:,} right rows",
-            f"  LEFT's     columns {self._copied()}",
+            f"  LEFT's     columns {self._left_columns()}",
             f"  matched    {share} ({self.matched:,} rows; {self.rows - self.matched:,} "
             f"without a match)",
             f"  staleness  {stale}",
@@ -81,7 +81,7 @@ class Summary:
             f"  backend    {self.backend}",
         ]
 
-    def _copied(self) -> str:
+    def _left_columns(self) -> str:
         if not self.copied:
             return "read and written again"
         if self.files == 1:
