@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from . import _arrow_numpy as arrow_numpy
+
 _TICK_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _DAY_NS = 86_400 * 10**9
 # numpy's fixed-length units (months and years have no fixed length).
@@ -249,13 +251,8 @@ def ordered_key(obj, param: str, host: bool) -> Key:
 
 def _arrow_to_numpy(col: pa.ChunkedArray, ktype: KeyType):
     """The physical values of a key column (nulls filled with 0) and its validity."""
-    if ktype.temporal:
-        col = col.cast(pa.int32() if col.type.bit_width == 32 else pa.int64())
-    valid = None
-    if col.null_count:
-        valid = col.is_valid().to_numpy()
-        col = col.fill_null(0)
-    values = col.to_numpy()
+    valid = arrow_numpy.valid(col) if col.null_count else None
+    values = arrow_numpy.filled(col, 0)
     return values.astype(_PHYSICAL_NUMPY[ktype.physical], copy=False), valid
 
 

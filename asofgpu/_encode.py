@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import _arrow_numpy as arrow_numpy
 from .kernels import views
 
 NO_GROUP = -1
@@ -79,7 +80,7 @@ def _nulls_as(indices: pa.ChunkedArray, code: int) -> np.ndarray:
     uint32: widen them first so that -1 fits)."""
     if pa.types.is_unsigned_integer(indices.type):
         indices = indices.cast(pa.int64())
-    return indices.fill_null(code).to_numpy().astype(np.int32, copy=False)
+    return arrow_numpy.filled(indices, code).astype(np.int32, copy=False)
 
 
 def _take_codes(value_codes: np.ndarray, indices: np.ndarray, null_code: int) -> np.ndarray:
@@ -129,7 +130,7 @@ def _text_buffers(col: pa.ChunkedArray, large: bool = False):
         arr = col.chunk(0)
     else:
         as_large = pa.large_binary() if family(col.type) == "binary" else pa.large_string()
-        arr = col.cast(as_large).combine_chunks()
+        arr = arrow_numpy.combined(col.cast(as_large))
     validity, offsets, data = arr.buffers()
     width = np.int64 if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(
         arr.type) else np.int32
@@ -149,7 +150,7 @@ def _is_fixed_width(t: pa.DataType) -> bool:
 def _one_array(col: pa.ChunkedArray) -> pa.Array:
     """The column as one array: its only chunk as it is (``combine_chunks`` copies even
     that: 6 ms for 10M int64 values)."""
-    return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col.chunk(0) if col.num_chunks == 1 else arrow_numpy.combined(col)
 
 
 def _fixed_width_buffers(arr: pa.Array):
@@ -174,10 +175,10 @@ def _encode_parallel(col: pa.ChunkedArray, nulls_distinct: bool):
         arr, offsets, data, bitmap = _text_buffers(col)
         codes, firsts = dictionary_encode_text(offsets, data, bitmap, arr.offset,
                                                nulls_distinct)
-        return codes, arr.take(pa.array(firsts)).cast(col.type)
+        return codes, arr.take(arrow_numpy.array(firsts)).cast(col.type)
     arr = _one_array(col)
     codes, firsts = dictionary_encode_fixed(*_fixed_width_buffers(arr), nulls_distinct)
-    return codes, arr.take(pa.array(firsts))
+    return codes, arr.take(arrow_numpy.array(firsts))
 
 
 def _inline_views(col: pa.ChunkedArray) -> bool:
@@ -220,11 +221,11 @@ def _dictionary_of(col: pa.ChunkedArray) -> pa.Array:
     """The shared dictionary of a unified dictionary column (empty when it has no chunks)."""
     if col.num_chunks:
         return col.chunk(0).dictionary
-    return pa.array([], col.type.value_type)
+    return pa.nulls(0, col.type.value_type)
 
 
 def _combine_chunks(col: pa.ChunkedArray) -> pa.ChunkedArray:
-    return col if col.num_chunks else pa.chunked_array([pa.array([], col.type)])
+    return col if col.num_chunks else pa.chunked_array([pa.nulls(0, col.type)])
 
 
 class _Column:
@@ -241,7 +242,7 @@ class _Column:
             self.dictionary, self.codes = self._encode_views(col)
         else:
             self.dictionary, self.codes = self._encode_values(canonical_by(col))
-        null_at = np.flatnonzero(self.dictionary.is_null().to_numpy(zero_copy_only=False))
+        null_at = np.flatnonzero(~arrow_numpy.valid(self.dictionary))
         self.null_code = int(null_at[0]) if null_equal and len(null_at) else NO_GROUP
         self._table = None  # the dictionary's hash table, built on first lookup
 
@@ -250,7 +251,7 @@ class _Column:
             codes, dictionary = _encode_parallel(col, nulls_distinct=not self.null_equal)
             return dictionary, codes
         enc = pc.dictionary_encode(col, null_encoding="encode" if self.null_equal else "mask")
-        dictionary = enc.chunk(0).dictionary if enc.num_chunks else pa.array([], col.type)
+        dictionary = enc.chunk(0).dictionary if enc.num_chunks else pa.nulls(0, col.type)
         indices = pa.chunked_array([c.indices for c in enc.chunks], pa.int32())
         return dictionary, _nulls_as(indices, NO_GROUP)
 
@@ -413,7 +414,7 @@ class Groups:
 def _encode_pairs(combined: np.ndarray):
     """(codes, dictionary) of combined pair codes, in order of first appearance; NO_GROUP
     stays NO_GROUP and is not in the dictionary. On all cores when large, as a column."""
-    arr = pa.array(combined, mask=combined < 0)
+    arr = arrow_numpy.array(combined, valid=combined >= 0)
     if _parallel_encoding(pa.chunked_array([arr])):
         return _encode_parallel(pa.chunked_array([arr]), nulls_distinct=True)
     enc = pc.dictionary_encode(arr)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from . import _arrow_numpy as arrow_numpy
 from ._backend import check_map, take_chunked, take_fixed
 from ._columns import device_to_numpy, is_device, to_table
 from ._types import NO_MATCH, NO_MATCH_INT64
@@ -23,8 +24,7 @@ def _host_map(gmap) -> np.ndarray:
         if not pa.types.is_integer(gmap.type):
             msg = f"gmap must be a one-dimensional integer array, got {gmap.type}"
             raise TypeError(msg)
-        gmap = gmap.cast(pa.int64()).fill_null(NO_MATCH_INT64)  # a null entry: no match
-        gmap = gmap.to_numpy()
+        gmap = arrow_numpy.filled(gmap.cast(pa.int64()), NO_MATCH_INT64)  # a null: no match
     gmap = np.asarray(gmap)
     if gmap.ndim != 1 or gmap.dtype.kind not in "iu":
         msg = f"gmap must be a one-dimensional integer array, got {gmap.dtype} of shape {gmap.shape}"
@@ -71,8 +71,8 @@ def gather(right_table, gmap) -> pa.Table:
         if k in taken:
             continue
         if indices is None:
-            indices = pa.array(gmap.astype(np.int64, copy=False),
-                               mask=None if n_missing == 0 else ~valid)
+            indices = arrow_numpy.array(gmap.astype(np.int64, copy=False),
+                                        valid=None if n_missing == 0 else valid)
         taken[k] = _take(column, indices)
     return pa.Table.from_arrays([taken[k] for k in range(table.num_columns)],
                                 schema=table.schema)
@@ -99,10 +99,10 @@ def _take_fixed(columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndar
     chunked = [k for k, column in enumerate(columns) if column.num_chunks > 1]
     buffers = {}
     if whole:
-        values = [columns[k].chunk(0).to_numpy(zero_copy_only=True) for k in whole]
+        values = [arrow_numpy.values(columns[k].chunk(0)) for k in whole]
         buffers.update(zip(whole, take_fixed(values, gmap, valid)))
     if chunked:
-        chunks = [[chunk.to_numpy(zero_copy_only=True) for chunk in columns[k].chunks]
+        chunks = [[arrow_numpy.values(chunk) for chunk in columns[k].chunks]
                   for k in chunked]
         buffers.update(zip(chunked, take_chunked(chunks, gmap, valid)))
     bitmap = None if n_missing == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))

@@ -24,6 +24,7 @@ from .._staleness import Staleness
 from ..gather import gather
 from ..join import AsofJoin
 from . import _memory as memory
+from .. import _arrow_numpy as arrow_numpy
 from ._checks import Options, Plan, translate
 from ._errors import EnrichError
 from ._sources import Source, is_text
@@ -79,7 +80,7 @@ class Spilled(_Attach):
                  as_codes: list[str], tolerance, spill: SpillFolder, k: int, rows: int,
                  every: int, need: int, budget: int, progress):
         super().__init__(options, tolerance,
-                         Staleness(pa.array([], right.schema.field(options.right_on).type),
+                         Staleness(pa.chunked_array([], right.schema.field(options.right_on).type),
                                    every=every), right.rows)
         left_keys = [options.left_on, *options.left_by]
         left_codes = [c for c in options.left_by if is_text(left.schema.field(c).type)
@@ -141,11 +142,11 @@ class Spilled(_Attach):
         forward = options.strategy != "backward"
         firsts = [ends_of_groups(read_all(p), on, by, last=False) for p in right_parts] \
             if forward else []
-        carry_out = [schema.empty_table()] * n
+        carry_out = [arrow_numpy.empty_table(schema)] * n
         for r in range(n - 2, -1, -1) if forward else ():
             carry_out[r] = ends_of_groups(pa.concat_tables([firsts[r + 1], carry_out[r + 1]]),
                                           on, by, last=False)
-        carry_in = schema.empty_table()
+        carry_in = arrow_numpy.empty_table(schema)
         results = []
         for r in range(n):
             window = read_all(right_parts[r])
@@ -184,7 +185,8 @@ class Streamed(_Attach):
                  right_batches, as_codes: list[str], tolerance, rows: int, every: int):
         schema = schema_of(right, the_plan.read, as_codes)
         super().__init__(options, tolerance,
-                         Staleness(schema.empty_table().column(options.right_on), every=every),
+                         Staleness(pa.chunked_array([], schema.field(options.right_on).type),
+                                   every=every),
                          right.rows)
         self.plan = the_plan
         on, by = options.right_on, list(options.right_by)
@@ -198,7 +200,7 @@ class Streamed(_Attach):
                                on, by, schema, carry_out)
         self.left_order = Order("LEFT", left.given, options.left_on)
         self._prepared = None  # the current window's, built on its first piece
-        self._empty = pa.schema([schema.field(c) for c in the_plan.payload]).empty_table()
+        self._empty = arrow_numpy.empty_table(pa.schema([schema.field(c) for c in the_plan.payload]))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
         values, valid = key_numbers(batch.column(self.options.left_on))
@@ -220,7 +222,7 @@ class Streamed(_Attach):
         carry = None
         if self._prepared is not None and not self.windows.carries_out:
             prepared, _, window = self._prepared
-            carry = window.take(prepared.backend.to_host(prepared.last_rows()))
+            carry = window.take(arrow_numpy.array(prepared.backend.to_host(prepared.last_rows())))
         self.windows.advance(carry)
         self._prepared = None
 

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from .._duration import parse_tolerance
 from ..join import AsofJoin
+from .. import _arrow_numpy as arrow_numpy
 from ._errors import EnrichError, one_line
 from ._memory import default_limit, parse_size
 from ._output import AtomicFolder
@@ -228,7 +229,7 @@ def translate(exc: BaseException, options: Options) -> str:
 
 def dry_run(options: Options, left: pa.Schema, right: pa.Schema, tolerance) -> str:
     """Every type, option and device check on zero rows, before any data is read."""
-    l, r = left.empty_table(), right.empty_table()
+    l, r = arrow_numpy.empty_table(left), arrow_numpy.empty_table(right)
     try:
         empty = AsofJoin(r.column(options.right_on), [r.column(c) for c in options.right_by]
                          or None, device=options.device)

@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from . import _thrift as thrift
+from .. import _arrow_numpy as arrow_numpy
 from ._copy import (CHUNK_FILE_OFFSET, CHUNK_INDEXES, CHUNK_META, ELEMENT_NUM_CHILDREN,
                     FILE_COLUMN_ORDERS, FILE_NUM_ROWS, FILE_ROW_GROUPS, FILE_SCHEMA, GROUP_BYTES,
                     GROUP_COLUMNS, GROUP_COMPRESSED, GROUP_FILE_OFFSET, GROUP_ORDINAL, GROUP_ROWS,
@@ -304,7 +305,7 @@ class ParquetStitcher:
         """The file's footer but its rows: what one pyarrow writer of ``schema`` writes
         (version, schema, key-value metadata with the Arrow schema, column orders), with
         LEFT's own schema elements and column orders for its columns when copying."""
-        meta = dict(_row_groups(self._encode(self.schema.empty_table()), 0, 0)[0])
+        meta = dict(_row_groups(self._encode(arrow_numpy.empty_table(self.schema)), 0, 0)[0])
         if self.left is None:
             return meta
         elements = meta[FILE_SCHEMA][1][1]

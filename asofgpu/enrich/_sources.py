@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .. import _arrow_numpy as arrow_numpy
 from ._errors import EnrichError, one_line
 
 SUFFIX = ".parquet"
@@ -160,18 +161,13 @@ class Source:
         when ``as_codes`` (group keys: no per-row values), else plain values."""
         kind = self.schema.field(name).type
         raw = part.values[name]
-        value = pa.scalar(None if raw is None else int(raw) if kind == pa.int64() else raw, kind)
         if raw is None:  # (a null index, not a null in the dictionary: Arrow unifies those)
-            return (pa.DictionaryArray.from_arrays(pa.nulls(rows, pa.int32()), pa.array([], kind))
+            return (pa.DictionaryArray.from_arrays(pa.nulls(rows, pa.int32()), pa.nulls(0, kind))
                     if as_codes else pa.nulls(rows, kind))
         if as_codes:
-            return pa.DictionaryArray.from_arrays(
-                pa.array(np.zeros(rows, np.int32)), pa.array([value], kind))
-        if kind == pa.int64():
-            return pa.array(np.full(rows, value.as_py(), np.int64))
-        data = raw.encode()
-        offsets = np.arange(rows + 1, dtype=np.int32) * len(data)
-        return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data * rows))
+            return pa.DictionaryArray.from_arrays(arrow_numpy.array(np.zeros(rows, np.int32)),
+                                                  _repeated(raw, kind, 1))
+        return _repeated(raw, kind, rows)
 
     def with_partitions(self, part: Part, batch: pa.RecordBatch | pa.Table, names: list[str],
                         as_codes: list[str]):
@@ -190,13 +186,23 @@ class Source:
         tables = []
         for part in self.parts:
             try:
-                table = pq.read_table(part.path, columns=data, pre_buffer=False,
-                                      read_dictionary=[c for c in as_codes if c in data])
+                # (ParquetFile, not read_table: pyarrow's datasets import pandas)
+                table = pq.ParquetFile(part.path, pre_buffer=False, read_dictionary=[
+                    c for c in as_codes if c in data]).read(columns=data)
             except (OSError, pa.ArrowException) as exc:
                 raise EnrichError(f"cannot read {self.side} file {part.path}: "
                                   f"{one_line(exc)}") from None
             tables.append(self.with_partitions(part, table, columns, as_codes).select(columns))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
+
+
+def _repeated(raw: str, kind: pa.DataType, rows: int) -> pa.Array:
+    """A partition folder's value ``raw`` (int64 or string ``kind``), ``rows`` times."""
+    if kind == pa.int64():
+        return arrow_numpy.array(np.full(rows, int(raw), np.int64))
+    data = raw.encode()
+    offsets = np.arange(rows + 1, dtype=np.int32) * len(data)
+    return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data * rows))
 
 
 def leaf_columns(meta: pq.FileMetaData, name: str) -> list[int]:

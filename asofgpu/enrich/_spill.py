@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import _arrow_numpy as arrow_numpy
 from ._errors import OutputError, one_line
 from ._sources import Source, is_text
 from ._stream import key_numbers
@@ -49,7 +50,7 @@ def _canonical(arr: pa.Array) -> np.ndarray:
     days."""
     t = arr.type
     if pa.types.is_boolean(t):
-        return arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.uint64)
+        return arrow_numpy.filled(arr, False).astype(np.uint64)
     values = key_numbers(arr)[0]  # null rows hold 0; _hashes overwrites them
     if pa.types.is_date64(t):
         values = values // 86_400_000
@@ -72,12 +73,12 @@ def _hashes(arr: pa.Array) -> np.ndarray:
             arr = pc.dictionary_encode(arr)
         by_value = (_text_hashes(arr.dictionary) if is_text(arr.type.value_type)
                     else _mix(_canonical(arr.dictionary)))
-        indices = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
+        indices = arrow_numpy.filled(arr.indices, 0)
         hashes = by_value[indices] if len(by_value) else np.zeros(len(arr), np.uint64)
     else:
         hashes = _mix(_canonical(arr))
     if arr.null_count:
-        hashes[~arr.is_valid().to_numpy(zero_copy_only=False)] = 0
+        hashes[~arrow_numpy.valid(arr)] = 0
     return hashes
 
 
@@ -87,7 +88,7 @@ def partition_of(batch: pa.RecordBatch | pa.Table, by: list[str], k: int) -> np.
     for name in by:
         column = batch.column(name)
         if isinstance(column, pa.ChunkedArray):
-            column = column.combine_chunks()
+            column = arrow_numpy.combined(column)
         combined = _mix(combined * np.uint64(31) + _hashes(column))
     return (combined % np.uint64(k)).astype(np.uint16)
 
@@ -133,7 +134,7 @@ class SpillFolder:
                 ids = part_of(batch)
                 order = np.argsort(ids, kind="stable")
                 ends = np.cumsum(np.bincount(ids, minlength=parts)[:parts])
-                taken = batch.take(pa.array(order))
+                taken = batch.take(arrow_numpy.array(order))
                 for i, writer in enumerate(writers):
                     start = ends[i - 1] if i else 0
                     if ends[i] > start:
@@ -217,7 +218,7 @@ class Results:
                     self._rest = pa.Table.from_batches([self._reader.read_next_batch()])
                 except StopIteration:
                     return pieces
-                self._positions = self._rest.column(POSITION).to_numpy()
+                self._positions = arrow_numpy.values(self._rest.column(POSITION))
             cut = int(np.searchsorted(self._positions, end))
             pieces.append(self._rest.slice(0, cut))
             if cut < self._rest.num_rows:
@@ -235,8 +236,8 @@ def in_left_order(pieces: list[pa.Table], start: int, rows: int) -> pa.Table:
         msg = f"spilled results hold {0 if table is None else table.num_rows} rows of {rows}"
         raise AssertionError(msg)
     order = np.empty(rows, np.int64)
-    order[table.column(POSITION).to_numpy() - start] = np.arange(rows)
-    return table.drop_columns([POSITION]).take(pa.array(order))
+    order[arrow_numpy.values(table.column(POSITION)) - start] = np.arange(rows)
+    return table.drop_columns([POSITION]).take(arrow_numpy.array(order))
 
 
 def source_batches(source: Source, columns: list[str], as_codes: list[str], rows: int,
@@ -251,6 +252,6 @@ def source_batches(source: Source, columns: list[str], as_codes: list[str], rows
             batch = source.with_partitions(part, batch, columns, as_codes).select(columns)
             if positions:
                 batch = batch.append_column(
-                    POSITION, pa.array(np.arange(at, at + batch.num_rows, dtype=np.int64)))
+                    POSITION, arrow_numpy.array(np.arange(at, at + batch.num_rows, dtype=np.int64)))
             at += batch.num_rows
             yield batch

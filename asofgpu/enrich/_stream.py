@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from .. import _arrow_numpy as arrow_numpy
 from .._columns import ordered_key
 from ._errors import EnrichError, one_line
 from ._sources import Source, leaf_columns
@@ -167,7 +168,7 @@ class Windows:
         self.carry: pa.Table | None = None
         self.current = next(self._windows, None)
         if self.current is None:  # RIGHT holds no key at all
-            self.current = schema.empty_table()
+            self.current = arrow_numpy.empty_table(schema)
         self._ahead = next(self._windows, None)
         self._ahead_start = None  # its first key, once asked
 
@@ -206,7 +207,7 @@ def carries_out(windows, on: str, by: list[str], schema: pa.Schema) -> list[pa.T
     over RIGHT, for forward and nearest joins): the windows' own first rows, folded from the
     last window back."""
     firsts = [ends_of_groups(w, on, by, last=False, in_key_order=True) for w in windows]
-    out = [schema.empty_table()] * max(1, len(firsts))
+    out = [arrow_numpy.empty_table(schema)] * max(1, len(firsts))
     for w in range(len(firsts) - 2, -1, -1):
         out[w] = ends_of_groups(pa.concat_tables([firsts[w + 1], out[w + 1]]), on, by,
                                 last=False, in_key_order=True)
@@ -224,8 +225,8 @@ def group_ids(table: pa.Table, by: list[str]) -> np.ndarray:
         column = (column.unify_dictionaries() if pa.types.is_dictionary(column.type)
                   else pc.dictionary_encode(column))
         indices = pa.chunked_array([c.indices for c in column.chunks], pa.int32())
-        null |= indices.is_null().to_numpy(zero_copy_only=False)
-        codes = indices.fill_null(0).to_numpy().astype(np.int64)
+        null |= ~arrow_numpy.valid(indices)
+        codes = arrow_numpy.filled(indices, 0).astype(np.int64)
         ids = codes if k == 0 else np.unique(np.stack([ids, codes], axis=1), axis=0,
                                              return_inverse=True)[1].reshape(-1)
     ids[null] = -1
@@ -264,7 +265,7 @@ def ends_of_groups(table: pa.Table, on: str, by: list[str], last: bool,
                                   if keys.dtype.kind == "f" else keys[1:] != keys[:-1]])
         run = np.cumsum(new_key)  # the number of each row's key among the sorted keys
         rows = order[run == run[starts[groups]]]
-    return table.take(pa.array(np.sort(rows)))
+    return table.take(arrow_numpy.array(np.sort(rows)))
 
 
 def _first_key(table: pa.Table, on: str) -> int:

@@ -1,0 +1,110 @@
+"""numpy arrays of Arrow columns and back, through their buffers.
+
+pyarrow imports pandas the first time a value crosses between Python and Arrow:
+``Array.to_numpy``, ``pa.array`` of a numpy array, ``pa.scalar``, ``fill_null(0)``,
+``Schema.empty_table``, even for an int64 column. That is 0.15 to 0.2 s of a 2 s
+``asofgpu enrich``, a process with no other use for pandas. A fixed-width column's values are
+one buffer and its validity a bitmap: these functions read and wrap them directly, as views
+where they can. (``tests/test_enrich.py`` checks that an enrich run leaves pandas unimported.)
+
+>>> import numpy as np
+>>> import pyarrow as pa
+>>> values(pa.chunked_array([[1, 2], [3]])).tolist()
+[1, 2, 3]
+>>> values(pa.array([0, 86_400], pa.timestamp("s"))).tolist()
+[0, 86400]
+>>> filled(pa.array([1, None, 3]), -1).tolist()
+[1, -1, 3]
+>>> valid(pa.array([1, None, 3])).tolist()
+[True, False, True]
+>>> array(np.arange(3), valid=np.array([True, False, True])).to_pylist()
+[0, None, 2]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+
+def values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The physical values of a column: integers and floats as they are, temporal types as the
+    integers they are stored as (a timestamp[ns] as int64), booleans unpacked. The slots of
+    nulls hold whatever the buffer holds. A column of one chunk gives a read-only view, of
+    several a new array; other types go through ``to_numpy``."""
+    if isinstance(column, pa.ChunkedArray):
+        if column.num_chunks == 1:
+            return values(column.chunk(0))
+        if column.num_chunks == 0 and _dtype(column.type) is not None:
+            return np.empty(0, _dtype(column.type))
+        return np.concatenate([values(chunk) for chunk in column.chunks])
+    dtype = _dtype(column.type)
+    if dtype is None or (column.buffers()[1] is None and len(column)):
+        return column.to_numpy(zero_copy_only=False)
+    if dtype == np.bool_:
+        return _bits(column.buffers()[1], column.offset, len(column))
+    if not len(column):
+        return np.empty(0, dtype)
+    view = np.frombuffer(column.buffers()[1], dtype, len(column), column.offset * dtype.itemsize)
+    view.flags.writeable = False  # Arrow's data is immutable (and numba types by the flag)
+    return view
+
+
+def filled(column: pa.Array | pa.ChunkedArray, value) -> np.ndarray:
+    """``values(column)`` with ``value`` where it is null (``column.fill_null(value)``)."""
+    data = values(column)
+    return data if column.null_count == 0 else np.where(valid(column), data, value)
+
+
+def valid(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Where a column is not null, as a bool array."""
+    if isinstance(column, pa.ChunkedArray):
+        parts = [valid(chunk) for chunk in column.chunks]
+        return parts[0] if len(parts) == 1 else np.concatenate([np.empty(0, bool), *parts])
+    bitmap = column.buffers()[0] if len(column.buffers()) else None
+    if column.null_count == 0 or bitmap is None:
+        return np.full(len(column), column.null_count == 0)
+    return _bits(bitmap, column.offset, len(column))
+
+
+def array(values: np.ndarray, type: pa.DataType | None = None,
+          valid: np.ndarray | None = None) -> pa.Array:
+    """An Arrow array over a one-dimensional numpy array of integers, floats or booleans
+    (no copy unless it is strided or boolean), of ``type`` (default: the numpy type's; a
+    temporal type of the same width takes integers), null where ``valid`` is False."""
+    values = np.ascontiguousarray(values)
+    type = type or pa.from_numpy_dtype(values.dtype)
+    data = pa.py_buffer(np.packbits(values, bitorder="little") if values.dtype == np.bool_
+                        else values)
+    if valid is None or valid.all():
+        return pa.Array.from_buffers(type, len(values), [None, data], null_count=0)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(type, len(values), [bitmap, data],
+                                 null_count=len(values) - int(np.count_nonzero(valid)))
+
+
+def combined(column: pa.ChunkedArray) -> pa.Array:
+    """``column.combine_chunks()``, which converts a Python list when there are no chunks."""
+    return column.combine_chunks() if column.num_chunks else pa.nulls(0, column.type)
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """``schema.empty_table()``."""
+    return pa.Table.from_batches([], schema=schema)
+
+
+def _dtype(t: pa.DataType) -> np.dtype | None:
+    if pa.types.is_boolean(t):
+        return np.dtype(np.bool_)
+    if pa.types.is_integer(t):
+        return np.dtype(f"{'i' if pa.types.is_signed_integer(t) else 'u'}{t.bit_width // 8}")
+    if pa.types.is_float32(t) or pa.types.is_float64(t):
+        return np.dtype(f"f{t.bit_width // 8}")
+    if pa.types.is_temporal(t) and not pa.types.is_interval(t):
+        return np.dtype(f"i{t.bit_width // 8}")
+    return None
+
+
+def _bits(buffer: pa.Buffer, offset: int, length: int) -> np.ndarray:
+    packed = np.frombuffer(buffer, np.uint8, (offset + length + 7) // 8)
+    return np.unpackbits(packed, count=offset + length, bitorder="little")[offset:].view(bool)

@@ -1,0 +1,103 @@
+"""asofgpu._arrow_numpy: Arrow columns to numpy and back through their buffers, checked against
+pyarrow's own conversions on every layout a reader gives (chunks, slices, nulls, no chunks)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from asofgpu import _arrow_numpy as arrow_numpy
+
+TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint32(), pa.uint64(),
+         pa.float32(), pa.float64(), pa.bool_(), pa.timestamp("ns"), pa.timestamp("s", "UTC"),
+         pa.date32(), pa.date64(), pa.duration("us"), pa.time32("ms"), pa.time64("ns")]
+
+
+def _column(t: pa.DataType, n: int, seed: int, nulls: bool) -> pa.Array:
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 100, n)
+    valid = rng.random(n) > 0.3 if nulls else np.ones(n, bool)
+    if pa.types.is_boolean(t):
+        values = [bool(v % 2) if ok else None for v, ok in zip(raw, valid)]
+    elif pa.types.is_floating(t):
+        values = [float(v) / 4 if ok else None for v, ok in zip(raw, valid)]
+    else:
+        values = [int(v) if ok else None for v, ok in zip(raw, valid)]
+    storage = {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}
+    if pa.types.is_temporal(t):
+        return pa.array(values, storage[t.bit_width]).view(t)
+    return pa.array(values, t)
+
+
+def _physical(column: pa.Array | pa.ChunkedArray) -> list:
+    """pyarrow's own reading of the physical values, nulls as None."""
+    t = column.type
+    if pa.types.is_temporal(t):
+        column = column.cast(pa.int64() if t.bit_width == 64 else pa.int32())
+    return column.to_pylist()
+
+
+@pytest.mark.parametrize("t", TYPES, ids=str)
+@pytest.mark.parametrize("nulls", [False, True], ids=["dense", "nulls"])
+def test_values_and_validity_match_pyarrow_on_chunks_and_slices(t, nulls):
+    chunks = [_column(t, n, seed, nulls) for seed, n in enumerate([13, 0, 70, 5])]
+    sliced = _column(t, 40, 9, nulls).slice(3, 29)  # an offset that is not a whole byte
+    for column in [chunks[2], sliced, pa.chunked_array(chunks, t),
+                   pa.chunked_array([sliced, chunks[0]], t), pa.chunked_array([sliced], t)]:
+        expected = _physical(column)
+        valid = arrow_numpy.valid(column)
+        assert valid.dtype == np.bool_
+        assert valid.tolist() == [v is not None for v in expected]
+        got = arrow_numpy.values(column)
+        assert [g if ok else None for g, ok in zip(got.tolist(), valid)] == expected
+        assert arrow_numpy.filled(column, 0).tolist() == [0 if v is None else v
+                                                          for v in expected]
+
+
+def test_a_column_of_no_chunks_or_no_rows_is_empty_of_its_type():
+    assert arrow_numpy.values(pa.chunked_array([], pa.timestamp("ns"))).dtype == np.int64
+    assert arrow_numpy.values(pa.array([], pa.float32())).dtype == np.float32
+    assert arrow_numpy.valid(pa.chunked_array([], pa.int8())).tolist() == []
+    assert arrow_numpy.combined(pa.chunked_array([], pa.string())).type == pa.string()
+    assert len(arrow_numpy.combined(pa.chunked_array([], pa.string()))) == 0
+
+
+def test_one_chunk_is_a_read_only_view_and_several_a_new_array():
+    chunk = pa.array(np.arange(5))
+    view = arrow_numpy.values(pa.chunked_array([chunk]))
+    assert not view.flags.writeable
+    assert view.ctypes.data == chunk.buffers()[1].address
+    assert arrow_numpy.values(pa.chunked_array([chunk, chunk])).flags.writeable
+
+
+def test_other_types_go_through_pyarrow():
+    assert arrow_numpy.values(pa.array(["a", None])).tolist() == ["a", None]
+    assert arrow_numpy.values(pa.array([1.5], pa.float16())).tolist() == [1.5]
+    assert arrow_numpy.valid(pa.nulls(3)).tolist() == [False] * 3
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint64, np.float64, np.bool_])
+def test_array_wraps_numpy_values_with_their_nulls(dtype):
+    values = np.arange(7).astype(dtype)
+    valid = np.array([1, 0, 1, 1, 0, 1, 1], bool)
+    for mask in (None, valid):
+        got = arrow_numpy.array(values, valid=mask)
+        assert got.type == pa.from_numpy_dtype(np.dtype(dtype))
+        assert got.null_count == (0 if mask is None else 2)
+        keep = np.ones(7, bool) if mask is None else mask
+        assert got.to_pylist() == [v if ok else None for v, ok in zip(values.tolist(), keep)]
+    strided = arrow_numpy.array(values[::2])
+    assert strided.to_pylist() == values[::2].tolist()
+
+
+def test_array_of_a_temporal_type_takes_its_integers():
+    got = arrow_numpy.array(np.array([0, 86_400_000_000_000]), pa.timestamp("ns"))
+    assert got.cast(pa.int64()).to_pylist() == [0, 86_400_000_000_000]
+    assert str(got.type) == "timestamp[ns]"
+
+
+def test_empty_table_has_the_schema_and_no_rows():
+    schema = pa.schema([("t", pa.timestamp("ns")), ("s", pa.dictionary(pa.int32(), pa.string()))])
+    table = arrow_numpy.empty_table(schema)
+    assert table.schema == schema and table.num_rows == 0
