@@ -126,27 +126,28 @@ def _run(options: Options, progress, may_stream: bool) -> Summary:
     budget = memory.check_limit(limit, limit_name)
     left = Source.find(options.left, "LEFT")
     right = Source.find(options.right, "RIGHT")
-    out = check_output(options, left, right)
-    the_plan = plan(options, left, right)
-    as_codes = _as_codes(options, the_plan, right)
-    for source in (left, right):
-        largest = memory.largest_row_group(source)
-        if 2 * largest > budget:
-            raise EnrichError(
-                f"--memory-limit {limit_name} cannot hold a row group of {source.side} "
-                f"({largest >> 20} MiB uncompressed) twice over; raise it, or write the files "
-                f"with smaller row groups")
-    left_row = memory.row_bytes(left, left.data_schema.names)
-    payload_row = memory.row_bytes(right, the_plan.payload)
-    rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row)
-    need = memory.right_bytes(right, the_plan.read, as_codes)
-    mode, why = _mode(options, left, right, need, budget, limit_name, may_stream)
-    every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_kernel_threads())
-        # Reading RIGHT whole or its first windows, and LEFT's first chunks (pyarrow, off the
-        # GIL), overlaps the checks on zero rows (numba loading its compiled kernels, on the
-        # GIL).
+        # The checks on zero rows import numba and load its compiled kernels (half a second
+        # on the GIL): on a thread of their own, while this one reads statistics and starts
+        # the readers (pyarrow, off the GIL). Their errors are raised where they stood.
+        checking = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-check"))
+        checked = checking.submit(dry_run, options, left.schema, right.schema, tolerance)
+        out = check_output(options, left, right)
+        the_plan = plan(options, left, right)
+        as_codes = _as_codes(options, the_plan, right)
+        for source in (left, right):
+            largest = memory.largest_row_group(source)
+            if 2 * largest > budget:
+                raise EnrichError(
+                    f"--memory-limit {limit_name} cannot hold a row group of {source.side} "
+                    f"({largest >> 20} MiB uncompressed) twice over; raise it, or write the "
+                    f"files with smaller row groups")
+        left_row = memory.row_bytes(left, left.data_schema.names)
+        payload_row = memory.row_bytes(right, the_plan.payload)
+        rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row)
+        need = memory.right_bytes(right, the_plan.read, as_codes)
+        mode, why = _mode(options, left, right, need, budget, limit_name, may_stream)
+        every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
         right_table = (reading.submit(right.read, the_plan.read, as_codes)
                        if mode == "memory" else None)
@@ -156,7 +157,8 @@ def _run(options: Options, progress, may_stream: bool) -> Summary:
         copies = [_copy_of(left.parts[0], the_plan, options, rows)]
         first = stack.enter_context(_Prefetch(_batches(
             left, left.parts[0], options, rows, _copied(copies[0]))))
-        backend = dry_run(options, left.schema, right.schema, tolerance)
+        backend = checked.result()
+        stack.enter_context(_kernel_threads())
         target = stack.enter_context((AtomicFile if left.single else AtomicFolder)(out))
         if mode == "memory":
             progress.log(f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows)")
