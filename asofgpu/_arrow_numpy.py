@@ -93,6 +93,11 @@ def empty_table(schema: pa.Schema) -> pa.Table:
     return pa.Table.from_batches([], schema=schema)
 
 
+def is_fixed_width(t: pa.DataType) -> bool:
+    """Whether ``values`` reads a column of type ``t`` from its buffers."""
+    return _dtype(t) is not None
+
+
 def _dtype(t: pa.DataType) -> np.dtype | None:
     if pa.types.is_boolean(t):
         return np.dtype(np.bool_)

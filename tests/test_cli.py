@@ -611,6 +611,11 @@ def test_enrich_runs_in_every_mode_without_importing_pandas(tmp_path):
     sorted_right = write(quotes, tmp_path / "quotes.parquet", row_group_size=25_000)
     small_quotes, small_trades = marketdata.day(n_quotes=600, n_trades=400, n_symbols=12,
                                                 seed=3, shuffled=True)
+    by_symbol = [("symbol", "ascending"), ("time", "ascending")]
+    grouped_left = write(trades.sort_by(by_symbol), tmp_path / "grouped_trades.parquet",
+                         row_group_size=10_000)
+    grouped_right = write(quotes.sort_by(by_symbol), tmp_path / "grouped_quotes.parquet",
+                          row_group_size=10_000)
     shuffled_left = write(small_trades, tmp_path / "shuffled_trades.parquet")
     shuffled_right = write(small_quotes, tmp_path / "shuffled_quotes.parquet")
     folder = tmp_path / "days"
@@ -623,6 +628,8 @@ def test_enrich_runs_in_every_mode_without_importing_pandas(tmp_path):
         [sorted_left, sorted_right, "-o", tmp_path / "memory.parquet", "--right-mode",
          "memory"],
         [sorted_left, sorted_right, "-o", tmp_path / "spilled.parquet", "--right-mode", "spill"],
+        [grouped_left, grouped_right, "-o", tmp_path / "grouped.parquet", "--strategy",
+         "nearest"],
         [shuffled_left, shuffled_right, "-o", tmp_path / "shuffled.parquet"],
         [folder, shuffled_right, "-o", tmp_path / "out_days"],
     ]

@@ -189,3 +189,148 @@ def test_what_a_window_hands_on_of_each_group():
     sorted_table = table.take([1, 2, 6, 7, 8, 4, 0, 3])
     assert rows(ends_of_groups(sorted_table, "t", ["g"], last=False, in_key_order=True)) == [
         1, 2, 7, 8, 4]
+
+
+# Grouped: both sides sorted by their by columns, then their key (day files per symbol).
+
+def _grouped(table: pa.Table, by: list[str]) -> pa.Table:
+    return table.sort_by([(c, "ascending") for c in (*by, "time")])
+
+
+@pytest.fixture
+def grouped(tmp_path):
+    """A day sorted by (symbol, time), with runs of equal times and symbols whose rows span
+    row groups, so windows and LEFT chunks split groups and runs."""
+    quotes, trades = marketdata.day(n_quotes=3_000, n_trades=2_000, n_symbols=25, seed=9)
+    coarse = pa.compute.cast(pa.compute.divide(quotes["time"].cast(pa.int64()), 10**10),
+                             pa.int64())
+    quotes = quotes.set_column(0, "time", pa.compute.multiply(coarse, 10**10).cast(
+        quotes.schema.field("time").type))
+    pq.write_table(_grouped(trades, ["symbol"]), tmp_path / "trades.parquet", row_group_size=300)
+    pq.write_table(_grouped(quotes, ["symbol"]), tmp_path / "quotes.parquet",
+                   row_group_size=256)
+    return tmp_path / "trades.parquet", tmp_path / "quotes.parquet"
+
+
+@pytest.mark.parametrize("chunk_rows", [7, 170, 5_000])
+@pytest.mark.parametrize(("flags", "options"), [
+    ([], {}),
+    (["--no-exact-matches", "--tolerance", "20s"],
+     {"allow_exact_matches": False, "tolerance": np.timedelta64(20, "s")}),
+    (["--strategy", "forward"], {"strategy": "forward"}),
+    (["--strategy", "nearest", "--tolerance", "20s"],
+     {"strategy": "nearest", "tolerance": np.timedelta64(20, "s")}),
+])
+def test_grouped_streamed_equals_join_asof(grouped, tmp_path, capsys, chunk_rows, flags,
+                                           options):
+    trades, quotes = grouped
+    out = tmp_path / "out.parquet"
+    code, _, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol",
+                          "--device", "cpu", "--right-mode", "stream", "--chunk-rows",
+                          chunk_rows, *flags, capsys=capsys)
+    assert code == 0, stderr
+    assert "rows, sorted by ('symbol', 'time')) in windows" in stderr
+    expected = ag.join_asof(pq.read_table(trades), pq.read_table(quotes), on="time",
+                            by="symbol", device="cpu", **options)
+    assert pq.read_table(out).equals(expected)
+    assert hidden(tmp_path) == []
+
+
+def test_grouped_by_two_columns_with_null_keys_and_groups_on_one_side(tmp_path, capsys):
+    """Two by columns (text and integers), null times inside groups (where the
+    writer sorted them: last), groups only LEFT or only RIGHT has, names that differ."""
+    right = pa.table({
+        "v": pa.array(["a", "a", "a", "a", "b", "b", "b", "c", "c", "e", "e"]),
+        "n": pa.array([1, 1, 2, 2, 1, 1, 1, 5, 5, 0, 0], pa.int32()),
+        "t": pa.array([1, 4, 2, None, 0, 3, 3, 1, 9, 2, 2]),
+        "x": np.arange(11, dtype=np.float64),
+    })
+    left = pa.table({
+        "venue": pa.array(["a", "a", "a", "b", "b", "c", "d", "e", "e"]),
+        "num": pa.array([1, 1, 2, 1, 1, 5, 1, 0, 0], pa.int32()),
+        "t": pa.array([0, 4, 9, 3, None, 8, 5, 2, 7]),
+    })
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=2)
+    for chunk_rows in (1, 2, 4, 100):
+        for strategy in ("backward", "forward", "nearest"):
+            out = tmp_path / f"o{chunk_rows}{strategy}.parquet"
+            code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet",
+                                  "-o", out, "--on", "t", "--left-by", "venue,num",
+                                  "--right-by", "v,n", "--device", "cpu", "--right-mode",
+                                  "stream", "--chunk-rows", chunk_rows, "--strategy", strategy,
+                                  "-q", capsys=capsys)
+            assert code == 0, stderr
+            expected = ag.join_asof(left, right, on="t", left_by=["venue", "num"],
+                                    right_by=["v", "n"], strategy=strategy, device="cpu")
+            assert pq.read_table(out).equals(expected), (chunk_rows, strategy)
+
+
+def test_grouped_files_stream_by_themselves(tmp_path, capsys):
+    """auto streams grouped files as it streams tapes, whether RIGHT fits or not: less
+    memory, less time."""
+    quotes, trades = marketdata.day(n_quotes=300_000, n_trades=20_000, n_symbols=50, seed=2)
+    pq.write_table(_grouped(quotes, ["symbol"]), tmp_path / "q.parquet")
+    pq.write_table(_grouped(trades, ["symbol"]), tmp_path / "t.parquet")
+    expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
+    expected = _grouped(expected, ["symbol"])  # OUT keeps LEFT's order
+    logged = "both sides are sorted by their by columns ('symbol'), then their key: streaming"
+    for limit in (None, "450MiB"):
+        out = tmp_path / "o.parquet"
+        code, stdout, stderr = run("enrich", tmp_path / "t.parquet", tmp_path / "q.parquet",
+                                   "-o", out, "--on", "time", "--by", "symbol", "--device",
+                                   "cpu", *(["--memory-limit", limit] if limit else []),
+                                   capsys=capsys)
+        assert code == 0, stderr
+        assert logged in stderr
+        assert pq.read_table(out).equals(expected)
+
+
+def test_a_grouped_file_out_of_order_inside_a_row_group_exits_2(tmp_path, capsys):
+    right = pa.table({"g": ["a", "a", "a", "b", "b", "b"], "t": [1, 3, 5, 0, 9, 7],
+                      "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)  # the first is in order
+    pq.write_table(pa.table({"g": ["a", "b"], "t": [6, 2]}), tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    code, stdout, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
+                               out, "--on", "t", "--by", "g", "--device", "cpu",
+                               "--right-mode", "stream", "-q", capsys=capsys)
+    assert code == 2 and stdout == ""
+    assert stderr == (f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
+                      f"('g', 't') at row 5, though its row-group statistics say so; write it "
+                      f"sorted, or pass --right-mode spill\n")
+    assert not out.exists() and hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize(("right", "left", "message"), [
+    ({"g": ["b", "a"], "t": [2, 1]}, {"g": ["a"], "t": [1]},
+     "RIGHT {r} is not sorted by 't' nor by ('g', 't')"),
+    ({"g": ["a", None], "t": [2, 1]}, {"g": ["a"], "t": [1]},  # where nulls sort: unknown
+     "RIGHT {r} is not sorted by 't' nor by ('g', 't')"),
+    ({"g": ["a", "b"], "t": [2, 1]}, {"g": ["b", "a"], "t": [1, 2]},
+     "one side is sorted by its key and the other by its by columns and then its key"),
+])
+def test_sides_that_cannot_be_streamed_grouped_exit_2(tmp_path, capsys, right, left, message):
+    pq.write_table(pa.table(right), tmp_path / "r.parquet")
+    pq.write_table(pa.table(left), tmp_path / "l.parquet")
+    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
+                          tmp_path / "o.parquet", "--on", "t", "--by", "g", "--device", "cpu",
+                          "--right-mode", "stream", "-q", capsys=capsys)
+    assert code == 2
+    assert message.format(r=tmp_path / "r.parquet") in stderr
+
+
+def test_grouped_order_compares_text_of_any_form_byte_wise():
+    from asofgpu.enrich._stream import Keys, Order, split_by_key
+
+    order = Order("LEFT", "l.parquet", "t", ["g"])
+    batch = pa.table({"g": pa.array(["B", "a", "a", "é"]).dictionary_encode(),
+                      "t": pa.array([9, 1, 2, 0])})
+    keys = order.keys(batch)
+    order.check(keys)  # "B" < "a" < "é" as bytes
+    start = Order("RIGHT", "r", "t", ["g"]).keys(
+        pa.table({"g": pa.array(["a"], pa.large_string()), "t": [2]})).at(0)
+    assert split_by_key(keys, start) == 2
+    assert split_by_key(Keys.concat(keys, keys).slice(4), start) == 2
+    with pytest.raises(Exception, match=r"not sorted by \('g', 't'\) at row 5"):
+        order.check(order.keys(pa.table({"g": ["é", "a"], "t": [0, 1]})))

@@ -31,7 +31,7 @@ from ._sources import Source, is_text
 from ._spill import (POSITION, Results, SpillFolder, in_left_order, key_ranges, partition_of,
                      range_of, read_all, read_batches, stream_schema)
 from ._spill import source_batches as spill_batches
-from ._stream import (Order, Windows, carries_out, ends_of_groups, key_numbers, split_by_key,
+from ._stream import (Order, Windows, carries_out, ends_of_groups, split_by_key,
                       whole_key_windows)
 
 RESULT_BATCH_ROWS = 1 << 16  # the output is rebuilt from a batch of each partition at once
@@ -182,36 +182,40 @@ class Streamed(_Attach):
     Forward and nearest joins first read RIGHT once more for the carries out."""
 
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
-                 right_batches, as_codes: list[str], tolerance, rows: int, every: int):
+                 right_batches, as_codes: list[str], tolerance, rows: int, every: int,
+                 grouped: bool = False):
         schema = schema_of(right, the_plan.read, as_codes)
         super().__init__(options, tolerance,
                          Staleness(pa.chunked_array([], schema.field(options.right_on).type),
                                    every=every),
                          right.rows)
-        self.plan = the_plan
+        self.plan, self.grouped = the_plan, grouped
         on, by = options.right_on, list(options.right_by)
+
+        def right_order():
+            return Order("RIGHT", right.given, on, by if grouped else ())
+
         carry_out = None
         if options.strategy != "backward":
             carry_out = carries_out(whole_key_windows(
-                spill_batches(right, the_plan.read, as_codes, rows), on,
-                Order("RIGHT", right.given, on)), on, by, schema)
-        self.windows = Windows(whole_key_windows(right_batches, on,
-                                                 Order("RIGHT", right.given, on)),
-                               on, by, schema, carry_out)
-        self.left_order = Order("LEFT", left.given, options.left_on)
+                spill_batches(right, the_plan.read, as_codes, rows), right_order()), on, by,
+                schema)
+        self.windows = Windows(whole_key_windows(right_batches, right_order()), right_order(),
+                               by, schema, carry_out)
+        self.left_order = Order("LEFT", left.given, options.left_on,
+                                options.left_by if grouped else ())
         self._prepared = None  # the current window's, built on its first piece
         self._empty = arrow_numpy.empty_table(pa.schema([schema.field(c) for c in the_plan.payload]))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
-        values, valid = key_numbers(batch.column(self.options.left_on))
-        self.left_order.check(values, valid)
+        keys = self.left_order.keys(batch)
+        self.left_order.check(keys)
         pieces, at = [], 0
         while True:
-            end = at + split_by_key(values[at:], None if valid is None else valid[at:],
-                                    self.windows.next_start)
+            end = at + split_by_key(keys.slice(at), self.windows.next_start)
             if end > at:
                 pieces.append(self._join(batch.slice(at, end - at)))
-            if end == len(values):
+            if end == keys.n:
                 return pa.concat_tables(pieces) if pieces else self._empty
             at = end
             self._advance()
@@ -230,8 +234,11 @@ class Streamed(_Attach):
         if self._prepared is None:
             window = self.windows.window()
             self.staleness = self.staleness.with_right(window.column(self.options.right_on))
-            self._prepared = (prepare(window, self.options), window.select(self.plan.payload),
-                              window)
+            # A grouped window after its carry in is in (group, key) order: the carry holds
+            # each group's last row, in the groups' order; a carry out would come after.
+            presorted = self.grouped and not self.windows.carries_out
+            self._prepared = (prepare(window, self.options, presorted),
+                              window.select(self.plan.payload), window)
         return self._attach(*self._prepared[:2], piece)
 
 
@@ -259,12 +266,13 @@ def _rangeable(left: Source, right: Source, options: Options) -> bool:
         pa.types.is_decimal(left_type))
 
 
-def prepare(table: pa.Table, options: Options) -> AsofJoin:
-    """RIGHT's rows of ``table`` prepared, errors in the command's words."""
+def prepare(table: pa.Table, options: Options, presorted: bool = False) -> AsofJoin:
+    """RIGHT's rows of ``table`` prepared, errors in the command's words; ``presorted``: the
+    rows are in (group, key) order already, which is checked instead of sorted."""
     try:
         return AsofJoin(table.column(options.right_on),
                         [table.column(c) for c in options.right_by] or None,
-                        device=options.device)
+                        presorted=presorted, device=options.device)
     except (TypeError, ValueError, OverflowError) as exc:
         raise EnrichError(translate(exc, options)) from None
 

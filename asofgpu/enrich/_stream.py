@@ -12,13 +12,21 @@ the carry in becomes the last row of each group of carry + window. Memory holds 
 carries (rows a group) and LEFT's chunks, whatever RIGHT's length: the per-group carries of
 ``asofgpu.dask``'s time strategy, on one machine.
 
-The layout is read from the files' row-group statistics and first row group (``is_tape``) and
-verified while streaming: a key below one already seen is an ``EnrichError`` (and nothing is
-written). Keys must be of one integer or temporal type on both sides (their order is that of
-their int64 values).
+The same holds for files sorted by their by columns and then their key (``is_grouped``: day
+files per symbol, as vendors ship them): the stream's order is then (by..., on), and the
+carries hold each group's last row as before. Comparing (by..., on) keys costs little: a
+batch's rows fall in runs of equal by values (``Keys``), and only the runs' values are
+compared as values.
+
+The layout is read from the files' row-group statistics and first row group (``is_tape``,
+``is_grouped``) and verified while streaming: a key below one already seen is an
+``EnrichError`` (and nothing is written). Keys must be of one integer or temporal type on both
+sides (their order is that of their int64 values).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +36,7 @@ import pyarrow.parquet as pq
 from .. import _arrow_numpy as arrow_numpy
 from .._columns import ordered_key
 from ._errors import EnrichError, one_line
-from ._sources import Source, leaf_columns
+from ._sources import Source, is_text, leaf_columns
 
 
 def streamable_key(left: pa.DataType, right: pa.DataType) -> bool:
@@ -78,6 +86,44 @@ def is_tape(source: Source, on: str) -> bool:
     return bool(np.all(values[1:] >= values[:-1]))
 
 
+def is_grouped(source: Source, by: list[str], on: str) -> bool:
+    """Whether the files are sorted by their ``by`` columns and then ``on`` (a day file per
+    symbol, as vendors ship them), as far as can be told without reading them: the first by
+    column's row-group statistics never go back, no by column holds a null (where nulls sort
+    is the writer's choice), and the first row group, read whole, is in order."""
+    names = source.data_schema.names
+    if not by or any(c not in names for c in (*by, on)):
+        return False
+    last = None
+    first = None  # (path, row group) of the first with rows
+    for part in source.parts:
+        meta = part.meta
+        indexes = [leaf_columns(meta, c)[0] for c in by]
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            if group.num_rows == 0:
+                continue
+            for index in indexes:
+                stats = group.column(index).statistics
+                if stats is None or not stats.has_null_count or stats.null_count:
+                    return False
+            stats = group.column(indexes[0]).statistics
+            if not stats.has_min_max:
+                return False
+            if last is not None and stats.min < last:
+                return False
+            last = stats.max
+            first = first or (part.path, g)
+    if first is None:
+        return True
+    try:
+        head = pq.ParquetFile(first[0]).read_row_group(first[1], columns=[*by, on])
+    except (OSError, pa.ArrowException) as exc:
+        raise EnrichError(f"cannot read {source.side} file {first[0]}: {one_line(exc)}") from None
+    order = Order(source.side, source.given, on, by)
+    return not _descents(order.keys(head)).any()
+
+
 def key_numbers(column) -> tuple[np.ndarray, np.ndarray | None]:
     """A key column's values as the join orders them (``ordered_key``: int64 for integers and
     instants, float64 with -0.0 as 0.0 and NaN last), and its validity (None: no nulls)."""
@@ -90,56 +136,223 @@ class NotSorted(EnrichError):
     streaming; ``--right-mode stream`` stops here."""
 
 
-class Order:
-    """Checks that a stream's keys never decrease, batch after batch."""
+@dataclass(frozen=True)
+class Start:
+    """A point of a stream's order: the by values (Arrow scalars; none for a tape) and the key
+    (its ``key_numbers`` value)."""
 
-    def __init__(self, side: str, given: str, on: str):
-        self.side, self.given, self.on = side, given, on
-        self.last: int | None = None
+    by: tuple
+    on: int
+
+
+@dataclass(frozen=True)
+class Keys:
+    """A batch's stream keys, of its keyed rows (those with a key and by values; the others
+    are never candidates and may sit anywhere): ``on`` as ``key_numbers`` gives them,
+    ``rows`` their positions in the batch (None: every row), and for a grouped stream the
+    runs of equal by values: where each starts among the keyed rows, and its by values
+    (``heads``, Arrow arrays, text in its large form). Only the heads are compared as
+    values: a batch of a million rows holds a few thousand runs."""
+
+    n: int
+    on: np.ndarray
+    rows: np.ndarray | None = None
+    runs: np.ndarray | None = None
+    heads: tuple = ()
+
+    def __len__(self) -> int:
+        return len(self.on)
+
+    def position(self, i: int) -> int:
+        """The batch row of keyed row ``i``."""
+        return i if self.rows is None else int(self.rows[i])
+
+    def run_of(self, i: int) -> int:
+        return int(np.searchsorted(self.runs, i, side="right")) - 1
+
+    def at(self, i: int) -> Start:
+        if self.runs is None:
+            return Start((), int(self.on[i]))
+        r = self.run_of(i)
+        return Start(tuple(h[r] for h in self.heads), int(self.on[i]))
+
+    def slice(self, at: int) -> Keys:
+        """The keys of batch rows ``at`` onwards."""
+        first = at if self.rows is None else int(np.searchsorted(self.rows, at))
+        rows = None if self.rows is None else self.rows[first:] - at
+        if self.runs is None:
+            return Keys(self.n - at, self.on[first:], rows)
+        if first == len(self.on):
+            return Keys(self.n - at, self.on[first:], rows, self.runs[:0],
+                        tuple(h.slice(0, 0) for h in self.heads))
+        r = self.run_of(first)
+        runs = np.concatenate([[0], self.runs[r + 1:] - first])
+        return Keys(self.n - at, self.on[first:], rows, runs,
+                    tuple(h.slice(r) for h in self.heads))
+
+    @staticmethod
+    def concat(a: Keys, b: Keys) -> Keys:
+        rows = (None if a.rows is None and b.rows is None else np.concatenate([
+            np.arange(a.n) if a.rows is None else a.rows,
+            (np.arange(b.n) if b.rows is None else b.rows) + a.n]))
+        on = np.concatenate([a.on, b.on])
+        if a.runs is None:
+            return Keys(a.n + b.n, on, rows)
+        runs, heads = b.runs + len(a.on), b.heads
+        if len(a.runs) and len(b.runs) and _compare(
+                a.at(len(a) - 1).by, 0, b.at(0).by, 0)[1]:  # one run across the two
+            runs, heads = runs[1:], tuple(h.slice(1) for h in heads)
+        return Keys(a.n + b.n, on, rows, np.concatenate([a.runs, runs]),
+                    tuple(pa.concat_arrays([x, y]) for x, y in zip(a.heads, heads)))
+
+
+class Order:
+    """How a side is sorted, and the check that its stream keeps to it, batch after batch:
+    by ``on`` alone (a tape), or by its ``by`` columns and then ``on`` (grouped: the day
+    files vendors ship per symbol), by values in Arrow's order (text byte-wise)."""
+
+    def __init__(self, side: str, given: str, on: str, by: list[str] | tuple = ()):
+        self.side, self.given, self.on, self.by = side, given, on, tuple(by)
+        self.last: Start | None = None
         self.rows = 0
 
-    def check(self, values: np.ndarray, valid: np.ndarray | None) -> None:
-        keys = values if valid is None else values[valid]
+    @property
+    def named(self) -> str:
+        """The order as the messages name it: 'time' or ('symbol', 'time')."""
+        return repr(self.on) if not self.by else repr((*self.by, self.on))
+
+    def keys(self, table) -> Keys:
+        """The stream keys of a batch or table."""
+        values, keyed = key_numbers(table.column(self.on))
+        columns = [table.column(name) for name in self.by]
+        for column in columns:
+            if column.null_count:
+                keyed = _all_valid(values, keyed) & arrow_numpy.valid(column)
+        rows = None
+        if keyed is not None and not keyed.all():
+            rows = np.flatnonzero(keyed)
+            values = values[rows]
+            columns = [c.take(arrow_numpy.array(rows)) for c in columns]
+        if not self.by:
+            return Keys(table.num_rows, values, rows)
+        change = np.zeros(max(len(values) - 1, 0), bool)
+        for column in columns:
+            change |= _changes(column)
+        runs = np.flatnonzero(np.concatenate([[len(values) > 0], change]))
+        heads = tuple(_comparable(c.take(arrow_numpy.array(runs))) for c in columns)
+        if len(runs) > 1:  # equal values under different codes: one run
+            same = _compare(tuple(h.slice(1) for h in heads), 0,
+                            tuple(h.slice(0, len(runs) - 1) for h in heads), 0)[1]
+            if same.any():
+                keep = np.concatenate([[True], ~same])
+                runs = runs[keep]
+                heads = tuple(h.filter(arrow_numpy.array(keep)) for h in heads)
+        return Keys(table.num_rows, values, rows, runs, heads)
+
+    def check(self, keys: Keys) -> None:
         if len(keys):
-            steps = np.flatnonzero(keys[1:] < keys[:-1])
             bad = None
-            if self.last is not None and keys[0] < self.last:
+            if self.last is not None and below(keys.at(0), self.last):
                 bad = 0
-            elif len(steps):
-                bad = int(steps[0]) + 1
+            else:
+                steps = np.flatnonzero(_descents(keys))
+                if len(steps):
+                    bad = int(steps[0]) + 1
             if bad is not None:
-                at = self.rows + (bad if valid is None else int(np.flatnonzero(valid)[bad]))
+                at = self.rows + keys.position(bad)
                 raise NotSorted(
-                    f"{self.side} {self.given} is not sorted by {self.on!r} at row {at:,}, "
+                    f"{self.side} {self.given} is not sorted by {self.named} at row {at:,}, "
                     f"though its row-group statistics say so; write it sorted, or pass "
                     f"--right-mode spill")
-            self.last = int(keys[-1])
-        self.rows += len(values)
+            self.last = keys.at(len(keys) - 1)
+        self.rows += keys.n
 
 
-def whole_key_windows(batches, on: str, order: Order):
+def _changes(column) -> np.ndarray:
+    """Where a by column's value differs from the row above (position ``i`` for row
+    ``i + 1``); dictionary columns by their indices (equal values under two indices are
+    found by ``Order.keys`` among the runs' values)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = arrow_numpy.combined(column)
+    if pa.types.is_dictionary(column.type):
+        column = column.indices
+    if len(column) < 2:
+        return np.zeros(0, bool)
+    if not is_text(column.type) and arrow_numpy.is_fixed_width(column.type):
+        values = arrow_numpy.values(column)
+        return values[1:] != values[:-1]
+    return arrow_numpy.values(pc.not_equal(column.slice(1), column.slice(0, len(column) - 1)))
+
+
+def _comparable(column) -> pa.Array:
+    """By values as an array that compares with the other side's: dictionaries decoded,
+    text and binary in their large form."""
+    if isinstance(column, pa.ChunkedArray):
+        column = arrow_numpy.combined(column)
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    if is_text(column.type):
+        text = pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or (
+            pa.types.is_string_view(column.type))
+        column = column.cast(pa.large_string() if text else pa.large_binary())
+    return column
+
+
+def _compare(by_a, on_a, by_b, on_b):
+    """(a < b, a == b) in (by..., on) order, element-wise: by values are Arrow arrays or
+    scalars without nulls, keys numpy arrays or ints; numpy broadcasts the results."""
+    less, equal = np.False_, np.True_
+    for a, b in zip(by_a, by_b):
+        less = less | (equal & _bools(pc.less(a, b)))
+        equal = equal & _bools(pc.equal(a, b))
+    return less | (equal & (on_a < on_b)), equal & (on_a == on_b)
+
+
+def _bools(result) -> np.ndarray:
+    return arrow_numpy.values(result) if isinstance(result, pa.Array) else np.bool_(
+        result.as_py())
+
+
+def below(a: Start, b: Start) -> bool:
+    """Whether ``a`` comes before ``b``."""
+    return bool(_compare(a.by, a.on, b.by, b.on)[0])
+
+
+def _descents(keys: Keys) -> np.ndarray:
+    """Where a keyed row comes before the one above it (position ``i`` for row ``i + 1``):
+    a key below the one above in the same run, or a run whose by values are below the
+    run's before it."""
+    steps = keys.on[1:] < keys.on[:-1]
+    if keys.runs is None or len(keys.runs) < 2:
+        return steps
+    steps[keys.runs[1:] - 1] = False  # a new run may start at any key
+    heads, n = keys.heads, len(keys.runs)
+    back = _compare(tuple(h.slice(1) for h in heads), 0,
+                    tuple(h.slice(0, n - 1) for h in heads), 0)[0]
+    steps[keys.runs[1:][back] - 1] = True
+    return steps
+
+
+def whole_key_windows(batches, order: Order):
     """RIGHT's batches as windows that never split a run of equal keys (a batch's trailing
     run waits for the next), their order checked; rows after the last key of all are kept,
     batches without a key are dropped (a null key is never a candidate)."""
-    pending = None  # (table, its key values, their validity)
+    pending = None  # (table, its keys)
     for batch in batches:
-        values, valid = key_numbers(batch.column(on))
-        order.check(values, valid)
+        keys = order.keys(batch)
+        order.check(keys)
         table = pa.Table.from_batches([batch])
         if pending is not None:
             table = pa.concat_tables([pending[0], table])
-            if pending[2] is not None or valid is not None:
-                valid = np.concatenate([_all_valid(pending[1], pending[2]),
-                                        _all_valid(values, valid)])
-            values = np.concatenate([pending[1], values])
-        keys = values if valid is None else values[valid]
+            keys = Keys.concat(pending[1], keys)
         if not len(keys):
             continue
-        first_of_last = int(np.searchsorted(keys, keys[-1], side="left"))
-        cut = first_of_last if valid is None else int(np.flatnonzero(valid)[first_of_last])
+        run = 0 if keys.runs is None else int(keys.runs[-1])  # the last by values' rows
+        first_of_last = run + int(np.searchsorted(keys.on[run:], keys.on[-1], side="left"))
+        cut = keys.position(first_of_last)
         if cut:
             yield table.slice(0, cut)
-        pending = (table.slice(cut), values[cut:], None if valid is None else valid[cut:])
+        pending = (table.slice(cut), keys.slice(cut))
     if pending is not None:
         yield pending[0]
 
@@ -155,14 +368,15 @@ class Windows:
     ``window()`` is, in RIGHT's order: the carry in (the last row of each group before the
     window: the backward candidates it lacks), the window, and the carry out (the first row
     of each group after it: the forward candidates it lacks; only when ``carry_out`` is
-    given, one table a window). ``next_start`` is the first key of the next window (None:
-    this is the last): LEFT rows below it belong to this one.
+    given, one table a window). ``next_start`` is the first key of the next window in
+    ``order`` (None: this is the last): LEFT rows below it belong to this one.
     """
 
-    def __init__(self, windows, on: str, by: list[str], schema: pa.Schema,
+    def __init__(self, windows, order: Order, by: list[str], schema: pa.Schema,
                  carry_out: list[pa.Table] | None = None):
         self._windows = iter(windows)
-        self._on, self._by = on, by
+        self._order = order
+        self._on, self._by = order.on, by
         self._carry_out = carry_out
         self._at = 0
         self.carry: pa.Table | None = None
@@ -173,9 +387,9 @@ class Windows:
         self._ahead_start = None  # its first key, once asked
 
     @property
-    def next_start(self) -> int | None:
+    def next_start(self) -> Start | None:
         if self._ahead is not None and self._ahead_start is None:
-            self._ahead_start = _first_key(self._ahead, self._on)
+            self._ahead_start = _first_key(self._ahead, self._order)
         return self._ahead_start
 
     def window(self) -> pa.Table:
@@ -268,24 +482,27 @@ def ends_of_groups(table: pa.Table, on: str, by: list[str], last: bool,
     return table.take(arrow_numpy.array(np.sort(rows)))
 
 
-def _first_key(table: pa.Table, on: str) -> int:
+def _first_key(table: pa.Table, order: Order) -> Start:
     """A window's first key (it has one: windows without keys are dropped), read from its
     first rows when they hold one."""
-    column = table.column(on)
-    for head in (column.slice(0, 1024), column):
-        values, valid = key_numbers(head)
-        if valid is None or valid.any():
-            return int(values[0] if valid is None else values[valid][0])
+    for head in (table.slice(0, 1024), table):
+        keys = order.keys(head)
+        if len(keys):
+            return keys.at(0)
     raise AssertionError("a window without a key")
 
 
-def split_by_key(values: np.ndarray, valid: np.ndarray | None, start: int | None) -> int:
-    """The position of the first row whose (valid) key is at or above ``start`` in a
-    non-decreasing run of keys (None: every row is below)."""
+def split_by_key(keys: Keys, start: Start | None) -> int:
+    """The position of the first keyed row at or above ``start`` in a sorted run of keys
+    (None: every row is below)."""
     if start is None:
-        return len(values)
-    if valid is None:
-        return int(np.searchsorted(values, start, side="left"))
-    where = np.flatnonzero(valid)
-    k = int(np.searchsorted(values[where], start, side="left"))
-    return len(values) if k == len(where) else int(where[k])
+        return keys.n
+    lo, hi = 0, len(keys)
+    if keys.runs is not None and len(keys.runs):
+        less, equal = _compare(keys.heads, 0, start.by, 0)
+        r = int(np.count_nonzero(less))  # runs below the start's by values
+        ends = np.append(keys.runs[1:], len(keys))
+        lo = int(keys.runs[r]) if r < len(keys.runs) else len(keys)
+        hi = int(ends[r]) if r < len(keys.runs) and equal[r] else lo
+    k = lo + int(np.searchsorted(keys.on[lo:hi], start.on, side="left"))
+    return keys.n if k == len(keys) else keys.position(k)
