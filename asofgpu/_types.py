@@ -9,8 +9,28 @@ True
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal, Union
 
 import numpy as np
+
+if TYPE_CHECKING:  # the front ends' libraries, for the annotations only
+    import cupy
+    import pandas
+    import polars
+    import pyarrow
+
+#: What the public API takes as a column: numpy and cupy arrays, Arrow arrays, pandas and
+#: polars Series, cuDF columns and anything with ``__arrow_c_array__`` or
+#: ``__cuda_array_interface__`` (the last two are not spelled here).
+Column = Union["np.ndarray", "pyarrow.Array", "pyarrow.ChunkedArray", "pandas.Series",
+               "polars.Series", "cupy.ndarray"]
+#: One by column or several.
+ByColumns = Union[Column, Sequence[Column]]
+#: A gather map: numpy on the host backends, cupy on cuda.
+GatherMap = Union["np.ndarray", "cupy.ndarray"]
+StrategyName = Literal["backward", "forward", "nearest"]
+DeviceName = Literal["auto", "cpu", "cuda", "python"]
 
 #: The gather-map sentinel for "no right row", libcudf's JoinNoMatch for int32 maps.
 NO_MATCH = int(np.iinfo(np.int32).min)

@@ -7,14 +7,14 @@ partition. Every partition is joined by asofgpu (``AsofJoin``): pandas partition
 usable), cuDF partitions on the GPU with the data kept on the device. Neither dask's nor
 pandas' own ``merge_asof`` is used (cuDF has none).
 
-Three strategies; ``strategy="auto"`` picks one:
+Three methods; ``method="auto"`` picks one:
 
 - ``"broadcast"`` when the right side is a single partition;
 - ``"time"`` when both sides are in ``on`` order across their partitions (known divisions of
   an index key, or one pass over the key columns alone);
 - ``"hash"`` otherwise, when there are ``by`` keys.
 
-The time and broadcast strategies never move the left side. ../shared/DISTRIBUTED.md (the
+The time and broadcast methods never move the left side. ../shared/DISTRIBUTED.md (the
 design this follows) has the derivations.
 """
 
@@ -26,6 +26,7 @@ import dataclasses
 import itertools
 import sys
 import threading
+import warnings
 
 import dask
 import dask.dataframe as dd
@@ -38,11 +39,12 @@ from . import _validate
 from . import pandas as _pandas
 from .join import AsofJoin
 
-__all__ = ["STRATEGIES", "merge_asof"]
+__all__ = ["METHODS", "merge_asof"]
 
-STRATEGIES = ("auto", "time", "hash", "broadcast")
+METHODS = ("auto", "time", "hash", "broadcast")
+STRATEGIES = METHODS  # their name before asofgpu 0.2
 
-# Columns the hash strategy adds for the shuffles and removes again.
+# Columns the hash method adds for the shuffles and removes again.
 _LEFT_PART = "__asofgpu_left_partition"
 _LEFT_POS = "__asofgpu_left_position"
 _RIGHT_PART = "__asofgpu_right_partition"
@@ -58,7 +60,7 @@ _OPEN_CLOSED = ("right", "right")  # (lower, upper]
 def merge_asof(left, right, on=None, left_on=None, right_on=None, left_index=False,
                right_index=False, by=None, left_by=None, right_by=None, suffixes=("_x", "_y"),
                tolerance=None, allow_exact_matches=True, direction="backward", *,
-               strategy="auto", device="auto"):
+               method="auto", device="auto", strategy=None):
     """Perform a merge by key distance on dask DataFrames, as ``pandas.merge_asof`` does.
 
     For each left row, take the right row (of the same ``by`` group) whose ``on`` key is the
@@ -75,13 +77,15 @@ def merge_asof(left, right, on=None, left_on=None, right_on=None, left_index=Fal
 tolerance, allow_exact_matches, direction
         As in ``pandas.merge_asof``. Keys must be column labels, not arrays, or the index
         of both sides (``left_index`` and ``right_index`` together).
-    strategy : {"auto", "time", "hash", "broadcast"}
+    method : {"auto", "time", "hash", "broadcast"}
         How the right rows reach the left partitions (below). "auto" takes "broadcast" for a
         one-partition right side, "time" when both sides are in ``on`` order across their
         partitions, else "hash" (which needs ``by``).
     device : {"auto", "cpu", "cuda", "python"}
         Where pandas partitions are joined ("auto": a usable GPU, else the CPU). cuDF
         partitions are always joined on the GPU.
+    strategy
+        The old name of ``method`` (deprecated: polars and asofgpu name the direction so).
 
     Returns
     -------
@@ -93,7 +97,7 @@ tolerance, allow_exact_matches, direction
     Raises
     ------
     ValueError
-        For an unknown ``strategy``, for keys that are not column labels, for an index key
+        For an unknown ``method``, for keys that are not column labels, for an index key
         on one side only, for ``"hash"`` without ``by`` or with index keys, and with
         pandas' messages for keys out of order ("left keys must be sorted") or null keys.
         Every error ``pandas.merge_asof`` raises for the arguments is raised here, with its
@@ -101,7 +105,7 @@ tolerance, allow_exact_matches, direction
 
     Notes
     -----
-    What each strategy moves over the network (P left partitions, W workers, G groups):
+    What each method moves over the network (P left partitions, W workers, G groups):
 
     - **time**: the left side does not move. Each right partition is sliced where it lies,
       and each slice goes to the one left partition whose key interval it serves (at most
@@ -125,7 +129,7 @@ tolerance, allow_exact_matches, direction
     stable sort by ``on``. Int and bool columns from the right side are float64 and pandas'
     nullable "boolean" in every partition (pandas makes them float64 and object only when
     some row is unmatched, which a lazy result cannot know, and dask reads object columns as
-    strings); on cuDF partitions they keep their dtype, with nulls. The time strategy
+    strings); on cuDF partitions they keep their dtype, with nulls. The time method
     folds the carries in a chain (depth P); each step holds at most G rows.
 
     Examples
@@ -151,11 +155,16 @@ tolerance, allow_exact_matches, direction
     1    12      C  500   NaN
     >>> with dask.config.set(scheduler="synchronous"):
     ...     merge_asof(trades, quotes, on="time", by="ticker", direction="forward",
-    ...                tolerance=3, strategy="hash", device="cpu").compute()["bid"].tolist()
+    ...                tolerance=3, method="hash", device="cpu").compute()["bid"].tolist()
     [10.5, 11.0, nan, 21.0, nan]
     """
-    if strategy not in STRATEGIES:
-        msg = f"strategy must be one of {', '.join(map(repr, STRATEGIES))}, got {strategy!r}"
+    if strategy is not None:
+        warnings.warn("asofgpu.dask.merge_asof's strategy= is now method= (polars and asofgpu "
+                      "name the direction strategy); the old name will be removed in asofgpu "
+                      "0.3", DeprecationWarning, stacklevel=2)
+        method = strategy
+    if method not in METHODS:
+        msg = f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}"
         raise ValueError(msg)
     device = _validate.device(device)
     left, right = _as_frame(left, "left"), _as_frame(right, "right")
@@ -172,10 +181,10 @@ tolerance, allow_exact_matches, direction
         meta = cudf.from_pandas(meta)  # cuDF columns hold nulls: no upcasts
     elif spec.dtypes:
         meta = meta.astype(spec.dtypes)
-    strategy, spans = _choose(strategy, left, right, spec)
-    if strategy == "broadcast":
+    method, spans = _choose(method, left, right, spec)
+    if method == "broadcast":
         parts = _broadcast(left, right, spec)
-    elif strategy == "time":
+    elif method == "time":
         parts = _time_partitioned(left, right, spec, *spans)
     else:
         return _hash_partitioned(left, right, spec, meta)
@@ -304,33 +313,33 @@ def _is_cudf(obj) -> bool:
     return type(obj).__module__.split(".")[0] == "cudf"
 
 
-def _choose(strategy: str, left, right, spec: _Spec):
-    """The strategy to run and, for "time", each side's key spans."""
-    if strategy == "hash":
+def _choose(method: str, left, right, spec: _Spec):
+    """The method to run and, for "time", each side's key spans."""
+    if method == "hash":
         _require_hashable_plan(spec)
-        return strategy, None
-    if strategy == "broadcast" or (strategy == "auto" and right.npartitions == 1):
+        return method, None
+    if method == "broadcast" or (method == "auto" and right.npartitions == 1):
         return "broadcast", None
     (lspans, left_ok), (rspans, right_ok) = _key_spans(left, spec.left_key, right,
                                                        spec.right_key)
     if left_ok and right_ok:
         return "time", (lspans, rspans)
-    if strategy == "auto" and spec.left_by and spec.left_key is not None:
+    if method == "auto" and spec.left_by and spec.left_key is not None:
         return "hash", None  # index keys are both or neither
     side = "left" if not left_ok else "right"
     msg = (f"{side} keys must be sorted (across partitions too): with inputs out of order, "
-           f"asofgpu.dask needs by= (strategy='hash') or strategy='broadcast'")
+           f"asofgpu.dask needs by= (method='hash') or method='broadcast'")
     raise ValueError(msg)
 
 
 def _require_hashable_plan(spec: _Spec) -> None:
     if not spec.left_by:
-        msg = ("strategy='hash' partitions both sides on the by keys: pass by (or left_by "
-               "and right_by), or use strategy='time' or 'broadcast'")
+        msg = ("method='hash' partitions both sides on the by keys: pass by (or left_by "
+               "and right_by), or use method='time' or 'broadcast'")
         raise ValueError(msg)
     if spec.left_key is None or spec.right_key is None:
-        msg = ("strategy='hash' joins on columns: with left_index and right_index use "
-               "strategy='time' or 'broadcast'")
+        msg = ("method='hash' joins on columns: with left_index and right_index use "
+               "method='time' or 'broadcast'")
         raise ValueError(msg)
 
 
@@ -385,7 +394,7 @@ def _at(key, i: int):
     return key.iloc[i] if hasattr(key, "iloc") else key[i]
 
 
-# --------------------------------------------------------------------------- time strategy
+# --------------------------------------------------------------------------- time method
 
 
 def _time_partitioned(left, right, spec: _Spec, lspans: list, rspans: list) -> list:
@@ -554,7 +563,7 @@ def _sorted_right(part, spec: _Spec):
 
 class _PreparedCache:
     """Right sides prepared by ``AsofJoin``, kept per process (so once per worker) for the
-    broadcast strategy; the few most recent, since each holds a sorted copy of a right side
+    broadcast method; the few most recent, since each holds a sorted copy of a right side
     (on the GPU, device memory)."""
 
     def __init__(self, size: int):
@@ -594,7 +603,7 @@ class _SharedRight(_pandas._AsofMerge):
                                                                        device, reused=True))
 
 
-# --------------------------------------------------------------------------- hash strategy
+# --------------------------------------------------------------------------- hash method
 
 
 def _hash_partitioned(left, right, spec: _Spec, meta):

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -23,7 +24,8 @@ from ._columns import (Key, common_tick, is_device, ordered_key, rescale,
                        to_arrow, tolerance_in_ticks)
 from ._encode import Groups
 from ._types import (NEAREST_TIE_CODE, NO_MATCH, NO_MATCH_INT64, STRATEGY_CODE,
-                     AmbiguousMatchError)
+                     AmbiguousMatchError, ByColumns, Column, DeviceName, GatherMap,
+                     StrategyName)
 
 _INT32_ROWS = 2**31
 
@@ -81,8 +83,10 @@ class AsofJoin:
     by name, so it comes back on the same device (one prepared on a GPU needs one there).
     """
 
-    def __init__(self, right_on, right_by=None, *, null_equality="unequal", tie_break=None,
-                 presorted=False, device="auto", _defer_sort=False):
+    def __init__(self, right_on: Column, right_by: ByColumns | None = None, *,
+                 null_equality: Literal["unequal", "equal"] = "unequal",
+                 tie_break: Column | None = None, presorted: bool = False,
+                 device: DeviceName = "auto", _defer_sort: bool = False) -> None:
         _validate.one_of(null_equality, "null_equality", ("unequal", "equal"))
         presorted = _validate.flag(presorted, "presorted")
         self.backend = get_backend(_validate.device(device))
@@ -340,7 +344,7 @@ class AsofJoin:
             self._keys[tick_ns] = rescale(coarse, tick_ns, "right_on", self.backend.xp).values
         return self._keys[tick_ns]
 
-    def last_rows(self):
+    def last_rows(self) -> GatherMap:
         """Each group's last row (largest key; of equal keys, the last in row order), in row
         order: what a backward join takes for a key above them all (a window's carry).
 
@@ -355,8 +359,10 @@ class AsofJoin:
 
     # ------------------------------------------------------------------ probing
 
-    def join(self, left_on, left_by=None, *, strategy="backward", allow_exact_matches=True,
-             tolerance=None, nearest_tie="forward", ambiguous="pick"):
+    def join(self, left_on: Column, left_by: ByColumns | None = None, *,
+             strategy: StrategyName = "backward", allow_exact_matches: bool = True,
+             tolerance=None, nearest_tie: Literal["forward", "backward"] = "forward",
+             ambiguous: Literal["pick", "raise"] = "pick") -> GatherMap:
         """The gather map: for each left row (in left order), a right row number or NO_MATCH.
 
         ``tolerance`` is inclusive: a number in the physical unit of the prepared right key
@@ -476,8 +482,11 @@ def _differs(a, b, xp):
     return (a != b) & ~(xp.isnan(a) & xp.isnan(b))
 
 
-def asof_join(left_on, right_on, left_by=None, right_by=None, *, null_equality="unequal",
-              tie_break=None, presorted=False, device="auto", **join_options):
+def asof_join(left_on: Column, right_on: Column, left_by: ByColumns | None = None,
+              right_by: ByColumns | None = None, *,
+              null_equality: Literal["unequal", "equal"] = "unequal",
+              tie_break: Column | None = None, presorted: bool = False,
+              device: DeviceName = "auto", **join_options) -> GatherMap:
     """One-shot gather map: ``AsofJoin(right_on, right_by, ...).join(left_on, left_by, ...)``.
 
     >>> import numpy as np

@@ -14,10 +14,14 @@ left's is dropped under ``coalesce=True`` and kept as ``<name><suffix>`` otherwi
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Sequence
+
 import pyarrow as pa
 
 from ._columns import to_table
 from .gather import gather
+from ._types import DeviceName, StrategyName
 from .join import asof_join
 
 
@@ -32,7 +36,7 @@ def _names(value, param: str) -> list[str]:
     return names
 
 
-def _resolve_keys(on, left_on, right_on, by, left_by, right_by):
+def _resolve_keys(on, left_on, right_on, by, by_left, by_right):
     if on is not None and (left_on is not None or right_on is not None):
         msg = "pass either on, or both left_on and right_on, not both"
         raise ValueError(msg)
@@ -45,21 +49,33 @@ def _resolve_keys(on, left_on, right_on, by, left_by, right_by):
         if not isinstance(value, str):
             msg = f"{param} must be one column name, got {value!r}"
             raise TypeError(msg)
-    if by is not None and (left_by is not None or right_by is not None):
-        msg = "pass either by, or both left_by and right_by, not both"
+    if by is not None and (by_left is not None or by_right is not None):
+        msg = "pass either by, or both by_left and by_right, not both"
         raise ValueError(msg)
     if by is not None:
-        left_by = right_by = _names(by, "by")
+        by_left = by_right = _names(by, "by")
     else:
-        if (left_by is None) != (right_by is None):
-            msg = "left_by and right_by must be given together"
+        if (by_left is None) != (by_right is None):
+            msg = "by_left and by_right must be given together"
             raise ValueError(msg)
-        left_by, right_by = _names(left_by, "left_by"), _names(right_by, "right_by")
-        if len(left_by) != len(right_by):
-            msg = (f"left_by and right_by must name as many columns, got {len(left_by)} and "
-                   f"{len(right_by)}")
+        by_left, by_right = _names(by_left, "by_left"), _names(by_right, "by_right")
+        if len(by_left) != len(by_right):
+            msg = (f"by_left and by_right must name as many columns, got {len(by_left)} and "
+                   f"{len(by_right)}")
             raise ValueError(msg)
-    return left_on, right_on, left_by, right_by
+    return left_on, right_on, by_left, by_right
+
+
+def _renamed(new, old, new_name: str, old_name: str):
+    """The value of a parameter that was renamed, given by either name."""
+    if old is None:
+        return new
+    if new is not None:
+        msg = f"pass {new_name} only: {old_name} is its old name"
+        raise TypeError(msg)
+    warnings.warn(f"join_asof's {old_name} is now {new_name}, as polars names it; the old name "
+                  f"will be removed in asofgpu 0.3", DeprecationWarning, stacklevel=3)
+    return old
 
 
 def _column(table: pa.Table, name: str, side: str) -> pa.ChunkedArray:
@@ -69,19 +85,28 @@ def _column(table: pa.Table, name: str, side: str) -> pa.ChunkedArray:
     return table.column(name)
 
 
-def join_asof(left, right, *, on=None, left_on=None, right_on=None, by=None, left_by=None,
-              right_by=None, strategy="backward", allow_exact_matches=True, tolerance=None,
-              suffix="_right", coalesce=True, device="auto") -> pa.Table:
-    """As-of join two tables (polars' semantics and output rules), returning a pyarrow.Table.
+def join_asof(left, right, *, on: str | None = None, left_on: str | None = None,
+              right_on: str | None = None, by: str | Sequence[str] | None = None,
+              by_left: str | Sequence[str] | None = None,
+              by_right: str | Sequence[str] | None = None,
+              strategy: StrategyName = "backward", allow_exact_matches: bool = True,
+              tolerance=None, suffix: str = "_right", coalesce: bool = True,
+              device: DeviceName = "auto", left_by=None,
+              right_by=None) -> pa.Table:
+    """As-of join two tables (polars' semantics, parameter names and output rules), returning a
+    pyarrow.Table.
 
     Each left row gets the right row of the same ``by`` group whose ``on`` key is the closest
     in the ``strategy``'s direction (within ``tolerance``), or nulls. Nulls in ``by`` never
     match; nearest ties go to the larger key. Inputs may come in any order; the output is in
-    left order.
+    left order. ``left_by`` and ``right_by`` are the old names of ``by_left`` and ``by_right``
+    (deprecated).
     """
+    by_left = _renamed(by_left, left_by, "by_left", "left_by")
+    by_right = _renamed(by_right, right_by, "by_right", "right_by")
     left_t, right_t = to_table(left, "left"), to_table(right, "right")
-    left_on, right_on, left_by, right_by = _resolve_keys(on, left_on, right_on, by, left_by,
-                                                         right_by)
+    left_on, right_on, left_by, right_by = _resolve_keys(on, left_on, right_on, by, by_left,
+                                                         by_right)
     if not isinstance(suffix, str):
         msg = f"suffix must be a string, got {suffix!r}"
         raise TypeError(msg)

@@ -132,8 +132,8 @@ def test_keys_of_other_names_two_by_columns_and_nulls(tmp_path, capsys):
         "--strategy", "nearest", "--tolerance", "20", "--device", "cpu", "--chunk-rows", 33,
         capsys=capsys)
     assert code == 0
-    want = expected(left, right, left_on="ts", right_on="quote_ts", left_by=["sym", "venue"],
-                    right_by=["ticker", "exchange"], strategy="nearest", tolerance=20)
+    want = expected(left, right, left_on="ts", right_on="quote_ts", by_left=["sym", "venue"],
+                    by_right=["ticker", "exchange"], strategy="nearest", tolerance=20)
     got = pq.read_table(out)
     assert got.column_names == ["ts", "sym", "venue", "qty", "quote_ts", "bid", "note"]
     assert got.to_pydict() == want.to_pydict()

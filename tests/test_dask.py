@@ -73,7 +73,7 @@ def compute(client, make):
 
 def expected_for(left: dd.DataFrame, right: dd.DataFrame, **kw) -> pd.DataFrame:
     """pandas on the concatenated partitions, stably sorted by the key, in left input order."""
-    kw.pop("strategy", None)
+    kw.pop("method", None)
     lp, rp = dask.compute(left, right, scheduler="synchronous")
     lkey = kw.get("left_on", kw.get("on"))
     rkey = kw.get("right_on", kw.get("on"))
@@ -148,10 +148,10 @@ def test_every_direction_tolerance_and_exactness(threads):
     rare groups and an empty partition on each side."""
     left, right = rare_groups()
     options = [(None, True), (0, True), (3, False)]
-    jobs = [(left, right, dict(on="t", by="g", strategy="time", direction=d, tolerance=t,
+    jobs = [(left, right, dict(on="t", by="g", method="time", direction=d, tolerance=t,
                                allow_exact_matches=x))
             for d, (t, x) in itertools.product(DIRECTIONS, options)]
-    jobs.append((left, right, dict(on="t", by="g", strategy="time", direction="nearest",
+    jobs.append((left, right, dict(on="t", by="g", method="time", direction="nearest",
                                    tolerance=40)))  # spans several partitions
     got = check_jobs(threads, jobs)
     backward, forward = got[0], got[len(options)]
@@ -175,19 +175,19 @@ def test_partition_layouts(threads):
     cases = [dict(direction="nearest", allow_exact_matches=False, tolerance=1),
              dict(direction="backward"), dict(direction="forward")]
     jobs = [(cut(left, lcuts), cut(right, rcuts),
-             dict(on="t", by="g", strategy="time", **cases[i % 3]))
+             dict(on="t", by="g", method="time", **cases[i % 3]))
             for i, (lcuts, rcuts) in enumerate(LAYOUTS.values())]
     lcuts, rcuts = LAYOUTS["empty partitions"]
-    jobs += [(cut(left, lcuts), cut(right, rcuts), dict(on="t", by="g", strategy="time",
+    jobs += [(cut(left, lcuts), cut(right, rcuts), dict(on="t", by="g", method="time",
                                                         **case)) for case in cases[1:]]
     check_jobs(threads, jobs)
 
 
 def test_without_by(threads):
     left, right = market(2)
-    jobs = [(even(left, 3), even(right, 4), dict(on="t", strategy="time", direction=d))
+    jobs = [(even(left, 3), even(right, 4), dict(on="t", method="time", direction=d))
             for d in DIRECTIONS]
-    jobs.append((even(left, 3), even(right, 4), dict(on="t", strategy="broadcast",
+    jobs.append((even(left, 3), even(right, 4), dict(on="t", method="broadcast",
                                                      direction="nearest")))
     check_jobs(threads, jobs)
 
@@ -203,13 +203,13 @@ def test_known_and_unknown_divisions_of_an_index_key(threads):
                                                        "broadcast")]
     got = compute(threads, lambda: [
         merge_asof(lf, rf, left_index=True, right_index=True, by="g", direction=d,
-                   strategy=s, device="cpu") for lf, rf, d, s in cases])
+                   method=s, device="cpu") for lf, rf, d, s in cases])
     for (lf, rf, d, _), result in zip(cases, got, strict=True):
         lp, rp = dask.compute(lf, rf, scheduler="synchronous")
         assert_matches(result, pd.merge_asof(lp, rp, left_index=True, right_index=True,
                                              by="g", direction=d), index=True)
     out = merge_asof(known_l, known_r, left_index=True, right_index=True, by="g",
-                     strategy="time")
+                     method="time")
     assert out.divisions == known_l.divisions
 
 
@@ -227,12 +227,12 @@ def shuffled(seed: int):
 
 def test_unsorted_inputs_keep_left_order(threads):
     left, right = shuffled(7)
-    jobs = [(left, right, dict(on="t", by="g", strategy="hash", direction="nearest",
+    jobs = [(left, right, dict(on="t", by="g", method="hash", direction="nearest",
                                tolerance=3)),
-            (left, right, dict(on="t", by="g", strategy="broadcast", direction="forward",
+            (left, right, dict(on="t", by="g", method="broadcast", direction="forward",
                                allow_exact_matches=False)),
-            (left, right, dict(on="t", by="g", strategy="broadcast", direction="backward")),
-            (left, right, dict(on="t", by="g", strategy="auto"))]  # auto: hash
+            (left, right, dict(on="t", by="g", method="broadcast", direction="backward")),
+            (left, right, dict(on="t", by="g", method="auto"))]  # auto: hash
     got = check_jobs(threads, jobs)
     lids = dask.compute(left, scheduler="synchronous")[0]["lid"].tolist()
     assert all(g["lid"].tolist() == lids for g in got)
@@ -243,7 +243,7 @@ def test_null_by_values_group_together(threads):
     left, right = market(9)
     left["g"] = left["g"].astype(object).where(left["lid"] % 3 != 0, None)
     right["g"] = right["g"].astype(object).where(right["rid"] % 4 != 0, np.nan)
-    jobs = [(even(left, 2), even(right, 2), dict(on="t", by="g", strategy=s))
+    jobs = [(even(left, 2), even(right, 2), dict(on="t", by="g", method=s))
             for s in ("time", "hash")]
     check_jobs(threads, jobs)
 
@@ -255,9 +255,9 @@ def test_each_strategy_on_worker_processes(processes):
     """Everything crosses process boundaries. device="python" runs the same kernel source
     without each fresh worker loading numba's compiled kernels (seconds on two cores)."""
     left, right = rare_groups()
-    jobs = [(left, right, dict(on="t", by="g", strategy="time", direction="nearest",
+    jobs = [(left, right, dict(on="t", by="g", method="time", direction="nearest",
                                tolerance=3)),
-            (left, right, dict(on="t", by="g", strategy="hash", direction="backward"))]
+            (left, right, dict(on="t", by="g", method="hash", direction="backward"))]
     check_jobs(processes, jobs, device="python")
 
 
@@ -265,7 +265,7 @@ def test_datetime_keys_and_a_timedelta_tolerance(threads):
     left, right = market(10)
     for frame in (left, right):
         frame["t"] = pd.Timestamp("2026-01-02 09:30") + pd.to_timedelta(frame["t"], unit="ms")
-    jobs = [(even(left, 3), even(right, 2), dict(on="t", by="g", strategy="time",
+    jobs = [(even(left, 3), even(right, 2), dict(on="t", by="g", method="time",
                                                  direction=d, tolerance=pd.Timedelta("2ms")))
             for d in ("backward", "forward")]
     check_jobs(threads, jobs)
@@ -289,7 +289,7 @@ def test_auto_picks_broadcast_time_or_hash():
 def test_time_and_broadcast_never_shuffle():
     left, right = market(12)
     with dask.config.set(scheduler="synchronous"):
-        outs = [merge_asof(even(left, 3), even(right, 3), on="t", by="g", strategy=s)
+        outs = [merge_asof(even(left, 3), even(right, 3), on="t", by="g", method=s)
                 for s in ("time", "broadcast", "hash")]
     shuffles = [any("shuffle" in name for name in graph_names(o)) for o in outs]
     assert shuffles == [False, False, True]
@@ -309,7 +309,7 @@ def test_broadcast_prepares_the_right_side_once_per_process(threads, monkeypatch
     left, right = market(13)
     left = even(left, 6)
     compute(threads, lambda: [merge_asof(left, even(right, 2), on="t", by="g",
-                                         strategy="broadcast", device="cpu")])
+                                         method="broadcast", device="cpu")])
     # The empty meta once on the client, then the 60 rows once for six left partitions
     # on the two workers of this one process.
     assert calls == [0, 60]
@@ -324,9 +324,9 @@ def small():
 
 
 def test_unknown_strategy():
-    with pytest.raises(ValueError, match="strategy must be one of 'auto', 'time', 'hash', "
+    with pytest.raises(ValueError, match="method must be one of 'auto', 'time', 'hash', "
                                          "'broadcast', got 'fast'"):
-        merge_asof(*small(), on="t", strategy="fast")
+        merge_asof(*small(), on="t", method="fast")
 
 
 def test_unknown_device():
@@ -373,18 +373,18 @@ def test_pandas_errors_come_before_anything_runs():
 
 
 def test_hash_needs_by():
-    with pytest.raises(ValueError, match="strategy='hash' partitions both sides on the by "
+    with pytest.raises(ValueError, match="method='hash' partitions both sides on the by "
                                          "keys: pass by"):
-        merge_asof(*small(), on="t", strategy="hash")
+        merge_asof(*small(), on="t", method="hash")
 
 
 def test_hash_joins_on_columns_only():
     left, right = small()
-    with pytest.raises(ValueError, match="strategy='hash' joins on columns: with left_index "
-                                         "and right_index use strategy='time' or "
+    with pytest.raises(ValueError, match="method='hash' joins on columns: with left_index "
+                                         "and right_index use method='time' or "
                                          "'broadcast'"):
         merge_asof(left.set_index("t", sorted=True), right.set_index("t", sorted=True),
-                   left_index=True, right_index=True, by="g", strategy="hash")
+                   left_index=True, right_index=True, by="g", method="hash")
 
 
 def test_an_index_key_on_one_side_only_is_refused():
@@ -400,11 +400,11 @@ def test_time_needs_sorted_inputs():
     with dask.config.set(scheduler="synchronous"):
         with pytest.raises(ValueError, match=r"^left keys must be sorted \(across partitions "
                                              r"too\): with inputs out of order, asofgpu.dask "
-                                             r"needs by= \(strategy='hash'\) or "
-                                             r"strategy='broadcast'$"):
-            merge_asof(left, sorted_r, on="t", by="g", strategy="time")
+                                             r"needs by= \(method='hash'\) or "
+                                             r"method='broadcast'$"):
+            merge_asof(left, sorted_r, on="t", by="g", method="time")
         with pytest.raises(ValueError, match="^right keys must be sorted"):
-            merge_asof(sorted_l, right, on="t", by="g", strategy="time")
+            merge_asof(sorted_l, right, on="t", by="g", method="time")
         with pytest.raises(ValueError, match="^left keys must be sorted"):
             merge_asof(left, right, on="t")  # auto: no by, so no hash strategy
 
@@ -414,7 +414,7 @@ def test_partitions_in_the_wrong_order():
     backwards = cut(left, [0, 25, 50]).partitions[[1, 0]]
     with dask.config.set(scheduler="synchronous"), \
             pytest.raises(ValueError, match="^left keys must be sorted"):
-        merge_asof(backwards, even(right, 2), on="t", by="g", strategy="time")
+        merge_asof(backwards, even(right, 2), on="t", by="g", method="time")
 
 
 def test_null_keys_as_pandas_says():
@@ -426,8 +426,16 @@ def test_null_keys_as_pandas_says():
     lf, rf = even(left.astype({"t": "float64"}), 2), even(right.astype({"t": "float64"}), 2)
     with dask.config.set(scheduler="synchronous"):
         with pytest.raises(ValueError, match="Merge keys contain null values on left side"):
-            merge_asof(even(lnull, 2), rf, on="t", by="g", strategy="time")
+            merge_asof(even(lnull, 2), rf, on="t", by="g", method="time")
         with pytest.raises(ValueError, match="Merge keys contain null values on right side"):
-            merge_asof(lf, even(rnull, 2), on="t", by="g", strategy="broadcast").compute()
+            merge_asof(lf, even(rnull, 2), on="t", by="g", method="broadcast").compute()
         with pytest.raises(ValueError, match="Merge keys contain null values on right side"):
-            merge_asof(lf, even(rnull, 2), on="t", by="g", strategy="hash").compute()
+            merge_asof(lf, even(rnull, 2), on="t", by="g", method="hash").compute()
+
+
+def test_the_old_name_of_method_still_works_with_a_deprecation_warning():
+    left, right = small()
+    expected = merge_asof(left, right, on="t", method="broadcast", device="cpu").compute()
+    with pytest.warns(DeprecationWarning, match=r"merge_asof's strategy= is now method="):
+        got = merge_asof(left, right, on="t", strategy="broadcast", device="cpu").compute()
+    pd.testing.assert_frame_equal(got, expected)

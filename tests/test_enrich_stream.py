@@ -261,8 +261,8 @@ def test_grouped_by_two_columns_with_null_keys_and_groups_on_one_side(tmp_path, 
                                   "stream", "--chunk-rows", chunk_rows, "--strategy", strategy,
                                   "-q", capsys=capsys)
             assert code == 0, stderr
-            expected = ag.join_asof(left, right, on="t", left_by=["venue", "num"],
-                                    right_by=["v", "n"], strategy=strategy, device="cpu")
+            expected = ag.join_asof(left, right, on="t", by_left=["venue", "num"],
+                                    by_right=["v", "n"], strategy=strategy, device="cpu")
             assert pq.read_table(out).equals(expected), (chunk_rows, strategy)
 
 

@@ -561,8 +561,8 @@ def test_join_asof_table_errors():
             "right_on must be one column name, got ['t']")):
         ag.join_asof(left, left, left_on="t", right_on=["t"], device="cpu")
     with pytest.raises(TypeError, match=re.escape(
-            "left_by must be a column name or a non-empty sequence of names, got [1]")):
-        ag.join_asof(left, left, on="t", left_by=[1], right_by=["g"], device="cpu")
+            "by_left must be a column name or a non-empty sequence of names, got [1]")):
+        ag.join_asof(left, left, on="t", by_left=[1], by_right=["g"], device="cpu")
     # the primitive's errors come through unchanged
     with pytest.raises(ValueError, match="strategy must be one of"):
         ag.join_asof(left, left, on="t", strategy="up", device="cpu")

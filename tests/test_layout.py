@@ -47,6 +47,7 @@ def test_wheel_ships_kernels_as_asofgpu_kernels(tmp_path):
         assert f"asofgpu/kernels/{module}.py" in names
     assert not any(n.startswith("kernels/") for n in names)
     assert not [n for n in names if n.endswith("conftest.py") or n.startswith("tests/")]
+    assert "asofgpu/py.typed" in names  # type checkers read the annotations
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     kernels, package = _python(WHERE, cwd=tmp_path, pythonpath=str(site))

@@ -54,8 +54,8 @@ def test_different_key_names_keep_the_right_on_and_drop_the_right_by():
     right = right.rename({"t": "rt", "g": "rg"})
     options = dict(left_on="t", right_on="rt", by_left="g", by_right="rg")
     expected = left.join_asof(right, check_sortedness=False, **options)
-    got = pl.from_arrow(ag.join_asof(left, right, left_on="t", right_on="rt", left_by="g",
-                                     right_by="rg", device="cpu"))
+    got = pl.from_arrow(ag.join_asof(left, right, left_on="t", right_on="rt", by_left="g",
+                                     by_right="rg", device="cpu"))
     assert_frame_equal(got, expected)
 
 
@@ -106,9 +106,9 @@ def test_pandas_frames_are_accepted():
     (dict(on="t", left_on="t", right_on="t"), ValueError, "pass either on, or both"),
     (dict(left_on="t"), ValueError, "the as-of key is missing"),
     (dict(on=["t"]), TypeError, "on must be one column name, got \\['t'\\]"),
-    (dict(on="t", by="g", left_by="g", right_by="g"), ValueError, "pass either by, or both"),
-    (dict(on="t", left_by="g"), ValueError, "left_by and right_by must be given together"),
-    (dict(on="t", left_by=["g", "t"], right_by=["g"]), ValueError, "as many columns, got 2 and 1"),
+    (dict(on="t", by="g", by_left="g", by_right="g"), ValueError, "pass either by, or both"),
+    (dict(on="t", by_left="g"), ValueError, "by_left and by_right must be given together"),
+    (dict(on="t", by_left=["g", "t"], by_right=["g"]), ValueError, "as many columns, got 2 and 1"),
     (dict(on="t", by=[]), TypeError, "by must be a column name or a non-empty sequence"),
     (dict(on="nope"), KeyError, "left table has no column 'nope'"),
     (dict(on="t", suffix=None), TypeError, "suffix must be a string, got None"),
@@ -130,3 +130,19 @@ def test_a_suffix_that_still_clashes_is_refused():
 def test_non_tables_are_refused():
     with pytest.raises(TypeError, match="left must be a table"):
         ag.join_asof([1, 2], pa.table({"t": [1]}), on="t")
+
+
+def test_the_old_names_of_by_left_and_by_right_still_work_with_a_deprecation_warning():
+    left = pa.table({"t": [1, 5], "g": ["a", "b"]})
+    right = pa.table({"t": [0, 4], "h": ["a", "b"], "v": [1.0, 2.0]})
+    expected = ag.join_asof(left, right, on="t", by_left="g", by_right="h", device="cpu")
+    with pytest.warns(DeprecationWarning) as caught:
+        got = ag.join_asof(left, right, on="t", left_by="g", right_by="h", device="cpu")
+    assert got.equals(expected)
+    assert [str(w.message) for w in caught] == [
+        f"join_asof's {old} is now {new}, as polars names it; the old name will be removed in "
+        f"asofgpu 0.3" for old, new in (("left_by", "by_left"), ("right_by", "by_right"))]
+    assert {w.filename for w in caught} == {__file__}  # the caller's line
+    with pytest.raises(TypeError, match="pass by_right only: right_by is its old name"):
+        ag.join_asof(left, right, on="t", by_left="g", by_right="h", right_by="h",
+                     device="cpu")
