@@ -20,11 +20,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import _arrow_numpy as arrow_numpy
 from .._staleness import Staleness
 from ..gather import gather
 from ..join import AsofJoin
 from . import _memory as memory
-from .. import _arrow_numpy as arrow_numpy
 from ._checks import Options, Plan, translate
 from ._errors import EnrichError
 from ._sources import Source, is_text
@@ -80,8 +80,9 @@ class Spilled(_Attach):
                  as_codes: list[str], tolerance, spill: SpillFolder, k: int, rows: int,
                  every: int, need: int, budget: int, progress):
         super().__init__(options, tolerance,
-                         Staleness(pa.chunked_array([], right.schema.field(options.right_on).type),
-                                   every=every), right.rows)
+                         Staleness(pa.chunked_array(
+                             [], right.schema.field(options.right_on).type), every=every),
+                         right.rows)
         left_keys = [options.left_on, *options.left_by]
         left_codes = [c for c in options.left_by if is_text(left.schema.field(c).type)
                       or c not in left.data_schema.names]
@@ -205,7 +206,8 @@ class Streamed(_Attach):
         self.left_order = Order("LEFT", left.given, options.left_on,
                                 options.left_by if grouped else ())
         self._prepared = None  # the current window's, built on its first piece
-        self._empty = arrow_numpy.empty_table(pa.schema([schema.field(c) for c in the_plan.payload]))
+        self._empty = arrow_numpy.empty_table(pa.schema([schema.field(c)
+                                                         for c in the_plan.payload]))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
         keys = self.left_order.keys(batch)
