@@ -155,7 +155,6 @@ class DeviceGroups:
         import pylibcudf as plc
 
         self.null_equal = null_equal
-        self.stream = stream
         table = _searchable(right_by, stream)
         k, n = table.num_columns(), table.num_rows()
         self._order = [plc.types.Order.ASCENDING] * k
@@ -165,37 +164,39 @@ class DeviceGroups:
                                           stream=stream)
         # A sorted position starts a run of equal keys iff the lower bound of its own key is
         # itself; the rank of the run it belongs to is its group.
-        first = self._search(plc.search.lower_bound, self._sorted)
+        first = self._search(plc.search.lower_bound, self._sorted, stream)
         rank = cupy.cumsum(first == cupy.arange(n, dtype=np.int32), dtype=np.int32) - 1
         self._rank = rank
         self.n_groups = int(rank[-1]) + 1 if n else 0
         codes = cupy.empty(n, dtype=np.int32)
         codes[values_view(perm, np.dtype(np.int32))] = rank
-        self.codes = self._drop_null_keys(codes, table)
+        self.codes = self._drop_null_keys(codes, table, stream)
 
-    def _search(self, how, needles):
-        result = how(self._sorted, needles, self._order, self._nulls, stream=self.stream)
+    def _search(self, how, needles, stream):
+        result = how(self._sorted, needles, self._order, self._nulls, stream=stream)
         return values_view(result, np.dtype(np.int32))  # libcudf's size_type
 
-    def _drop_null_keys(self, codes, table):
+    def _drop_null_keys(self, codes, table, stream):
         if not self.null_equal:
-            nulls = _null_rows(table, self.stream)
+            nulls = _null_rows(table, stream)
             if nulls is not None:
                 codes[nulls] = NO_GROUP
         return codes
 
-    def lookup(self, left_by):
-        """Codes of left rows in the right's numbering (-1: no such group, or a null key)."""
+    def lookup(self, left_by, stream):
+        """Codes of left rows in the right's numbering (-1: no such group, or a null key),
+        computed on ``stream``: the probe's, whatever stream the right side was prepared on
+        (cupy's work inside the caller's ``_on_stream`` block goes there too)."""
         import cupy
         import pylibcudf as plc
 
-        table = _searchable(left_by, self.stream)
+        table = _searchable(left_by, stream)
         n = table.num_rows()
         if self.n_groups == 0:
             return cupy.full(n, NO_GROUP, dtype=np.int32)
-        lo = self._search(plc.search.lower_bound, table)
-        hi = self._search(plc.search.upper_bound, table)
+        lo = self._search(plc.search.lower_bound, table, stream)
+        hi = self._search(plc.search.upper_bound, table, stream)
         found = hi > lo  # a non-empty range of equal right keys: the group exists
         last = len(self._rank) - 1
         codes = cupy.where(found, self._rank[cupy.minimum(lo, last)], NO_GROUP)
-        return self._drop_null_keys(codes.astype(np.int32, copy=False), table)
+        return self._drop_null_keys(codes.astype(np.int32, copy=False), table, stream)

@@ -252,7 +252,7 @@ class AsofJoin:
             key = ordered_key(left_on, "left_on", stream)
             codes = None
             if self._groups is not None:
-                codes = GroupCodes(self._groups.lookup(left_by), self._groups.n_groups)
+                codes = GroupCodes(self._groups.lookup(left_by, stream), self._groups.n_groups)
         stream.synchronize()
         gmap = self._join.join(key, codes, strategy=strategy, allow_exact_matches=exact,
                                tolerance=tolerance, nearest_tie=nearest_tie)

@@ -353,6 +353,27 @@ def test_empty_sides_and_no_by():
 
 @pytest.mark.gpu
 @needs_plc
+def test_a_join_on_another_stream_than_its_prepare_looks_groups_up_on_its_own():
+    """The left by-keys are looked up on the join's stream, not the prepare's (issue 24, item
+    1): two non-blocking streams, large sides, the map equals the cpu's."""
+    import cupy
+    import pylibcudf as plc
+    from rmm.pylibrmm.stream import Stream
+
+    from asofgpu.plc import AsofJoin
+
+    rng = np.random.default_rng(12)
+    (rs, rf, ro), (ls, lf, lo) = _random_sides(rng, 400_000, 600_000)
+    expected = ag.AsofJoin(ro, [rs, rf], device="cpu").join(lo, [ls, lf])
+    prepare_on = Stream(cupy.cuda.Stream(non_blocking=True))
+    join_on = Stream(cupy.cuda.Stream(non_blocking=True))
+    j = AsofJoin(plc.Table([_device(rs), _device(rf)]), _device(ro), stream=prepare_on)
+    gmap = j.join(plc.Table([_device(ls), _device(lf)]), _device(lo), stream=join_on)
+    np.testing.assert_array_equal(_map(gmap), expected)
+
+
+@pytest.mark.gpu
+@needs_plc
 def test_gather_nullifies_no_match_and_streams_are_honoured():
     import pylibcudf as plc
     from rmm.pylibrmm.stream import Stream
