@@ -221,9 +221,10 @@ class AsofgpuRunner:
 
         import asofgpu as ag
         self.pa, self.ag = pa, ag
-        # One chunk per column, as an in-memory table would be (parquet reads one per row group).
-        self.quotes = pq.read_table(quotes).combine_chunks()
-        self.trades = pq.read_table(trades).combine_chunks()
+        # As the reader gives them, in chunks (issue 19: measure what users hold); each peer
+        # likewise gets its own reader's frames.
+        self.quotes = pq.read_table(quotes)
+        self.trades = pq.read_table(trades)
         self.prepared = None  # an AsofJoin after prepare(): the prepared mode
 
     def prepare(self) -> None:
@@ -698,7 +699,8 @@ def markdown(report: dict) -> str:
     lines += [
         "",
         "- **one-shot**: tables in, table out. asofgpu: `asofgpu.join_asof(trades, quotes, "
-        "on='time', by='symbol', device='cpu')` on pyarrow tables; polars: `join_asof(..., "
+        "on='time', by='symbol', device='cpu')` on pyarrow tables as `pq.read_table` gives "
+        "them (in chunks, not combined); polars: `join_asof(..., "
         "by='symbol', check_sortedness=False)` on DataFrames; pandas: `merge_asof(..., "
         "by='symbol')`; DuckDB: `CREATE TEMP TABLE joined AS SELECT t.*, q.bid, ... FROM "
         "trades t ASOF LEFT JOIN quotes q ON t.symbol = q.symbol AND t.time >= q.time` on "
