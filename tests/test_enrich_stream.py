@@ -334,3 +334,52 @@ def test_grouped_order_compares_text_of_any_form_byte_wise():
     assert split_by_key(Keys.concat(keys, keys).slice(4), start) == 2
     with pytest.raises(Exception, match=r"not sorted by \('g', 't'\) at row 5"):
         order.check(order.keys(pa.table({"g": ["é", "a"], "t": [0, 1]})))
+
+
+@pytest.mark.parametrize(("right", "group_rows", "key", "by", "bad_row", "order"), [
+    # tape: row groups [1, 2, 3] [10, 11, 4] pass; 4 is read after LEFT's only row (5) was
+    # joined (the windows read one ahead)
+    ({"g": ["a"] * 6, "t": [1, 2, 3, 10, 11, 4]}, 3, 5, [], 5, "'t'"),
+    # grouped: (a, -5) after (b, 0), in a row group whose statistics pass
+    ({"g": ["a", "a", "a", "b", "a"], "t": [1, 2, 3, 0, -5]}, 3, 0, ["--by", "g"], 4,
+     "('g', 't')"),
+])
+def test_right_rows_past_lefts_last_are_checked_too(tmp_path, capsys, right, group_rows, key,
+                                                     by, bad_row, order):
+    """A backward stream reads RIGHT to its end, though no LEFT row needs the rest: a row out
+    of order there may be the match of a row already joined (here it is)."""
+    right = pa.table({**right, "x": [float(x) for x in range(len(right["t"]))]})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=group_rows)
+    left = pa.table({"g": ["a"], "t": [key]})
+    pq.write_table(left, tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    argv = ["enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--on", "t",
+            *by, "--device", "cpu", "--chunk-rows", 1, "-q"]
+    code, _, stderr = run(*argv, "--right-mode", "stream", capsys=capsys)
+    assert code == 2
+    assert f"is not sorted by {order} at row {bad_row}, though its row-group" in stderr
+    assert not out.exists() and hidden(tmp_path) == []
+    code, _, stderr = run(*argv, capsys=capsys)  # auto: starts again, and gets it right
+    assert code == 0, stderr
+    expected = ag.join_asof(left, right, on="t", by="g" if by else None, device="cpu")
+    assert pq.read_table(out).equals(expected)
+    assert expected["x"].to_pylist() == [float(bad_row)]  # the row out of order matches
+
+
+def test_grouped_files_whose_statistics_pass_for_a_tape_stream_as_grouped(tmp_path, capsys):
+    """Row groups (a, 0) (a, 1) | (a, 5) (b, 2): the key's statistics do not overlap and the
+    first row group ascends, so the files pass for tapes too; the tape fails while streaming,
+    and the run starts again as grouped."""
+    right = pa.table({"g": ["a", "a", "a", "b"], "t": [0, 1, 5, 2], "x": [1.0, 2.0, 3.0, 4.0]})
+    left = pa.table({"g": ["a"], "t": [3]})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=2)
+    pq.write_table(left, tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out,
+                          "--on", "t", "--by", "g", "--device", "cpu", "--right-mode", "stream",
+                          capsys=capsys)
+    assert code == 0, stderr
+    assert "is not sorted by 't' at row 3, though its row-group statistics say so; write it " \
+           "sorted, or pass --right-mode spill: starting again" in stderr
+    assert "sorted by ('g', 't')) in windows" in stderr
+    assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", by="g", device="cpu"))

@@ -48,6 +48,9 @@ class _Attach:
         self.staleness, self.n_right = staleness, n_right
         self.matched = 0
 
+    def finish(self) -> None:
+        """After LEFT's last row: whatever must still be checked."""
+
     def _attach(self, prepared: AsofJoin, payload: pa.Table, left) -> pa.Table:
         """``payload``'s rows for the LEFT rows of ``left`` (a batch or table)."""
         gmap = _probe(prepared, left, self.options, self.tolerance)
@@ -221,6 +224,9 @@ class Streamed(_Attach):
                 return pa.concat_tables(pieces) if pieces else self._empty
             at = end
             self._advance()
+
+    def finish(self) -> None:
+        self.windows.drain()
 
     def _advance(self) -> None:
         """The next window. Without a carry out, a prepared window already knows the next

@@ -31,6 +31,7 @@ from ._spill import source_batches as spill_batches
 from ._stream import NotSorted, is_grouped, is_tape, streamable_key
 
 MAX_PARTITIONS = 512  # each side's partitions are open files at once
+LAYOUTS = ("tape", "grouped")  # the orders a stream takes, tried in this order
 
 
 @dataclass
@@ -105,20 +106,26 @@ def enrich(options: Options, progress=None) -> Summary:
     """Run ``asofgpu enrich``: raises EnrichError (bad input) or OutputError (writing failed),
     and lets KeyboardInterrupt through; in every such case no output is left behind.
 
-    Under ``--right-mode auto`` a side that its statistics showed sorted but is not (row
-    groups that do not overlap, unsorted inside) is found while streaming: the run starts
-    again without streaming."""
+    A side that its statistics showed sorted but is not (row groups that do not overlap,
+    unsorted inside) is found while streaming, before OUT is committed: the run starts again
+    with the other layout its statistics allowed (a few row groups of a file sorted by
+    (symbol, time) may pass for a tape), then, under ``--right-mode auto``, without
+    streaming."""
     progress = progress or Quiet()
-    try:
-        return _run(options, progress, may_stream=True)
-    except NotSorted as exc:
-        if options.right_mode != "auto":
-            raise
-        progress.log(f"{exc}: starting again without streaming")
-        return _run(options, progress, may_stream=False)
+    layouts, failed = LAYOUTS, None
+    while True:
+        try:
+            return _run(options, progress, layouts, failed)
+        except NotSorted as exc:
+            layouts = tuple(layout for layout in layouts if layout != exc.layout)
+            if exc is failed or (not layouts and options.right_mode != "auto"):
+                raise  # (failed: raised again by --right-mode stream, nothing else streams)
+            progress.log(f"{exc}: starting again")
+            failed = exc
 
 
-def _run(options: Options, progress, may_stream: bool) -> Summary:
+def _run(options: Options, progress, layouts: tuple[str, ...],
+         failed: NotSorted | None = None) -> Summary:
     start = time.perf_counter()
     tolerance = tolerance_of(options.tolerance)
     check_options(options)
@@ -146,7 +153,8 @@ def _run(options: Options, progress, may_stream: bool) -> Summary:
         payload_row = memory.row_bytes(right, the_plan.payload)
         rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row)
         need = memory.right_bytes(right, the_plan.read, as_codes)
-        mode, why, grouped = _mode(options, left, right, need, budget, limit_name, may_stream)
+        mode, why, grouped = _mode(options, left, right, need, budget, limit_name, layouts,
+                                   failed)
         every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
         right_table = (reading.submit(right.read, the_plan.read, as_codes)
@@ -199,6 +207,7 @@ def _run(options: Options, progress, may_stream: bool) -> Summary:
                 with batches:
                     _enrich_part(left, batches, target.path_for(part.relative), attach,
                                  the_plan, options, counts, progress, out, copied)
+            attach.finish()  # a stream checks the RIGHT rows past LEFT's last row too
         finally:
             progress.stop()
         target.commit()
@@ -244,20 +253,21 @@ def _as_codes(options: Options, the_plan: Plan, right: Source) -> list[str]:
 
 
 def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
-          limit_name: str, may_stream: bool) -> tuple[str, str, bool]:
+          limit_name: str, layouts: tuple[str, ...],
+          failed: NotSorted | None) -> tuple[str, str, bool]:
     """How RIGHT is held (memory, stream or spill), why, for the log, and whether a stream is
-    grouped (both sides sorted by their by columns, then their key) rather than a tape."""
+    grouped (both sides sorted by their by columns, then their key) rather than a tape;
+    ``layouts``: those still to try, after ``failed`` found one wrong."""
     mode = options.right_mode
     if mode == "auto" and options.spill_partitions is not None:
         return "spill", f"--spill-partitions {options.spill_partitions}", False
     if mode in ("memory", "spill"):
         return mode, f"--right-mode {mode}", False
-    layout, not_streamed = (_layout(options, left, right) if may_stream
-                            else ("", "a side was not sorted after all"))
+    layout, not_streamed = _layout(options, left, right, layouts)
     grouped = layout == "grouped"
     if mode == "stream":
         if not_streamed:
-            raise EnrichError(f"--right-mode stream: {not_streamed}")
+            raise failed or EnrichError(f"--right-mode stream: {not_streamed}")
         return mode, "--right-mode stream", grouped
     # A sorted RIGHT streams whether it fits or not: less memory, less time (10M x 10M in
     # (symbol, time) order: 2.8 s streamed, 3.3 s in memory; bench/enrich_e2e.py's files).
@@ -272,8 +282,10 @@ def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
                      f"what --memory-limit {limit_name} leaves"), False
 
 
-def _layout(options: Options, left: Source, right: Source) -> tuple[str, str]:
-    """("tape" or "grouped", "") when RIGHT can be streamed, else ("", why not)."""
+def _layout(options: Options, left: Source, right: Source,
+            layouts: tuple[str, ...] = LAYOUTS) -> tuple[str, str]:
+    """The first of ``layouts`` ("tape", "grouped") both sides' statistics allow, and "", or
+    "" and why RIGHT cannot be streamed."""
     left_type = left.schema.field(options.left_on).type
     right_type = right.schema.field(options.right_on).type
     if not streamable_key(left_type, right_type):
@@ -281,10 +293,13 @@ def _layout(options: Options, left: Source, right: Source) -> tuple[str, str]:
                     f"{left_type} and {right_type}")
     sides = ((right, options.right_on, options.right_by), (left, options.left_on,
                                                             options.left_by))
-    if all(is_tape(source, on) for source, on, _ in sides):
+    if "tape" in layouts and all(is_tape(source, on) for source, on, _ in sides):
         return "tape", ""
-    if options.right_by and all(is_grouped(source, by, on) for source, on, by in sides):
+    if "grouped" in layouts and options.right_by and all(is_grouped(source, by, on)
+                                                          for source, on, by in sides):
         return "grouped", ""
+    if layouts != LAYOUTS:  # one was tried
+        return "", "a side was not sorted after all"
     for source, on, by in sides:
         if not is_tape(source, on) and not (by and is_grouped(source, by, on)):
             orders = repr(on) + (f" nor by {(*by, on)!r}" if by else "")

@@ -132,8 +132,12 @@ def key_numbers(column) -> tuple[np.ndarray, np.ndarray | None]:
 
 
 class NotSorted(EnrichError):
-    """A side that its statistics said was sorted is not: ``auto`` starts again without
-    streaming; ``--right-mode stream`` stops here."""
+    """A side that its statistics said was sorted is not: the run starts again with the other
+    layout its statistics allow, or without streaming (``auto``), or stops here."""
+
+    def __init__(self, message: str, layout: str):
+        super().__init__(message)
+        self.layout = layout  # "tape" or "grouped": the one that failed
 
 
 @dataclass(frozen=True)
@@ -263,7 +267,7 @@ class Order:
                 raise NotSorted(
                     f"{self.side} {self.given} is not sorted by {self.named} at row {at:,}, "
                     f"though its row-group statistics say so; write it sorted, or pass "
-                    f"--right-mode spill")
+                    f"--right-mode spill", "grouped" if self.by else "tape")
             self.last = keys.at(len(keys) - 1)
         self.rows += keys.n
 
@@ -401,6 +405,12 @@ class Windows:
     @property
     def carries_out(self) -> bool:
         return self._carry_out is not None
+
+    def drain(self) -> None:
+        """Read the windows no LEFT row reached, for their order check alone: a row out of
+        order there may be the match of a row already written."""
+        for _ in self._windows:
+            pass
 
     def advance(self, carry: pa.Table | None = None) -> None:
         """Fold the current window into the carry in and move to the next one; ``carry``: the
