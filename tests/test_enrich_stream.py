@@ -306,6 +306,8 @@ def test_a_grouped_file_out_of_order_inside_a_row_group_exits_2(tmp_path, capsys
      "RIGHT {r} is not sorted by 't' nor by ('g', 't')"),
     ({"g": ["a", None], "t": [2, 1]}, {"g": ["a"], "t": [1]},  # where nulls sort: unknown
      "RIGHT {r} is not sorted by 't' nor by ('g', 't')"),
+    ({"g": [1.0, float("nan")], "t": [2, 1]}, {"g": [1.0], "t": [1]},  # and NaN: likewise
+     "RIGHT {r} is not sorted by 't' nor by ('g', 't')"),
     ({"g": ["a", "b"], "t": [2, 1]}, {"g": ["b", "a"], "t": [1, 2]},
      "one side is sorted by its key and the other by its by columns and then its key"),
 ])

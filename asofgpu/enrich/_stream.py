@@ -90,9 +90,11 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
     """Whether the files are sorted by their ``by`` columns and then ``on`` (a day file per
     symbol, as vendors ship them), as far as can be told without reading them: the first by
     column's row-group statistics never go back, no by column holds a null (where nulls sort
-    is the writer's choice), and the first row group, read whole, is in order."""
+    is the writer's choice) or is of floats (NaN sorts where the writer puts it, and has no
+    statistics), and the first row group, read whole, is in order."""
     names = source.data_schema.names
-    if not by or any(c not in names for c in (*by, on)):
+    if not by or any(c not in names for c in (*by, on)) or any(
+            pa.types.is_floating(source.schema.field(c).type) for c in by):
         return False
     last = None
     first = None  # (path, row group) of the first with rows
