@@ -117,10 +117,11 @@ def enrich(options: Options, progress=None) -> Summary:
         try:
             return _run(options, progress, layouts, failed)
         except NotSorted as exc:
-            layouts = tuple(layout for layout in layouts if layout != exc.layout)
+            layouts = tuple(layout for layout in layouts if layout != exc.layout
+                            and (layout == "tape" or options.right_by))  # grouped needs by
             if exc is failed or (not layouts and options.right_mode != "auto"):
                 raise  # (failed: raised again by --right-mode stream, nothing else streams)
-            progress.log(f"{exc}: starting again")
+            progress.log(f"{exc}: starting again" + ("" if layouts else " without streaming"))
             failed = exc
 
 
