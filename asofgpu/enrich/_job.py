@@ -294,15 +294,17 @@ def _layout(options: Options, left: Source, right: Source,
                     f"{left_type} and {right_type}")
     sides = ((right, options.right_on, options.right_by), (left, options.left_on,
                                                             options.left_by))
-    if "tape" in layouts and all(is_tape(source, on) for source, on, _ in sides):
+    # Each check reads a side's first row group: each side is checked once.
+    tape = [is_tape(source, on) for source, on, _ in sides]
+    if "tape" in layouts and all(tape):
         return "tape", ""
-    if "grouped" in layouts and options.right_by and all(is_grouped(source, by, on)
-                                                          for source, on, by in sides):
+    grouped = [bool(by) and is_grouped(source, by, on) for source, on, by in sides]
+    if "grouped" in layouts and all(grouped):
         return "grouped", ""
     if layouts != LAYOUTS:  # one was tried
         return "", "a side was not sorted after all"
-    for source, on, by in sides:
-        if not is_tape(source, on) and not (by and is_grouped(source, by, on)):
+    for (source, on, by), as_tape, as_grouped in zip(sides, tape, grouped):
+        if not as_tape and not as_grouped:
             orders = repr(on) + (f" nor by {(*by, on)!r}" if by else "")
             return "", (f"{source.side} {source.given} is not sorted by {orders}, as far as "
                         f"its row-group statistics and first row group show")

@@ -35,8 +35,9 @@ import pyarrow.parquet as pq
 
 from .. import _arrow_numpy as arrow_numpy
 from .._columns import ordered_key
+from .._encode import family
 from ._errors import EnrichError, one_line
-from ._sources import Source, is_text, leaf_columns
+from ._sources import Source, leaf_columns
 
 
 def streamable_key(left: pa.DataType, right: pa.DataType) -> bool:
@@ -284,7 +285,7 @@ def _changes(column) -> np.ndarray:
         column = column.indices
     if len(column) < 2:
         return np.zeros(0, bool)
-    if not is_text(column.type) and arrow_numpy.is_fixed_width(column.type):
+    if arrow_numpy.is_fixed_width(column.type):
         values = arrow_numpy.values(column)
         return values[1:] != values[:-1]
     return arrow_numpy.values(pc.not_equal(column.slice(1), column.slice(0, len(column) - 1)))
@@ -297,10 +298,9 @@ def _comparable(column) -> pa.Array:
         column = arrow_numpy.combined(column)
     if pa.types.is_dictionary(column.type):
         column = column.dictionary_decode()
-    if is_text(column.type):
-        text = pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or (
-            pa.types.is_string_view(column.type))
-        column = column.cast(pa.large_string() if text else pa.large_binary())
+    kind = family(column.type)
+    if kind in ("string", "binary"):
+        column = column.cast(pa.large_string() if kind == "string" else pa.large_binary())
     return column
 
 
