@@ -81,18 +81,31 @@ def test_null_keys_null_groups_and_groups_seen_only_early(tmp_path, capsys):
     })
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=4)
     pq.write_table(left, tmp_path / "l.parquet", row_group_size=3)
-    for chunk_rows in (1, 2, 3, 100):
+    outs = every_way_streamed(left, right, tmp_path, capsys, (1, 2, 3, 100), ["--by", "g"],
+                              by="g")
+    for nearest in outs[2::3]:
+        assert nearest["v"].to_pylist()[-1] == 0.0  # "early", from window one
+
+
+def every_way_streamed(left: pa.Table, right: pa.Table, tmp_path, capsys, chunk_sizes, flags,
+                       **by) -> list[pa.Table]:
+    """l.parquet and r.parquet in ``tmp_path`` (``left`` and ``right`` written) streamed on
+    ``t`` with ``flags`` for every chunk size and strategy, each output checked against
+    join_asof with ``by``. Returns the outputs."""
+    outs = []
+    for chunk_rows in chunk_sizes:
         for strategy in ("backward", "forward", "nearest"):
             out = tmp_path / f"o{chunk_rows}{strategy}.parquet"
             code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet",
-                                  "-o", out, "--on", "t", "--by", "g", "--device", "cpu",
+                                  "-o", out, "--on", "t", *flags, "--device", "cpu",
                                   "--right-mode", "stream", "--chunk-rows", chunk_rows,
                                   "--strategy", strategy, "-q", capsys=capsys)
             assert code == 0, stderr
-            expected = ag.join_asof(left, right, on="t", by="g", strategy=strategy,
-                                    device="cpu")
-            assert pq.read_table(out).equals(expected), (chunk_rows, strategy)
-        assert pq.read_table(out)["v"].to_pylist()[-1] == 0.0  # "early", from window one
+            expected = ag.join_asof(left, right, on="t", strategy=strategy, device="cpu",
+                                    **by)
+            outs.append(pq.read_table(out))
+            assert outs[-1].equals(expected), (chunk_rows, strategy)
+    return outs
 
 
 def test_two_by_columns_and_left_folder(tmp_path, capsys):
@@ -251,18 +264,9 @@ def test_grouped_by_two_columns_with_null_keys_and_groups_on_one_side(tmp_path, 
     })
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)
     pq.write_table(left, tmp_path / "l.parquet", row_group_size=2)
-    for chunk_rows in (1, 2, 4, 100):
-        for strategy in ("backward", "forward", "nearest"):
-            out = tmp_path / f"o{chunk_rows}{strategy}.parquet"
-            code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet",
-                                  "-o", out, "--on", "t", "--left-by", "venue,num",
-                                  "--right-by", "v,n", "--device", "cpu", "--right-mode",
-                                  "stream", "--chunk-rows", chunk_rows, "--strategy", strategy,
-                                  "-q", capsys=capsys)
-            assert code == 0, stderr
-            expected = ag.join_asof(left, right, on="t", by_left=["venue", "num"],
-                                    by_right=["v", "n"], strategy=strategy, device="cpu")
-            assert pq.read_table(out).equals(expected), (chunk_rows, strategy)
+    every_way_streamed(left, right, tmp_path, capsys, (1, 2, 4, 100),
+                       ["--left-by", "venue,num", "--right-by", "v,n"],
+                       by_left=["venue", "num"], by_right=["v", "n"])
 
 
 def test_grouped_files_stream_by_themselves(tmp_path, capsys):
