@@ -26,6 +26,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ._host_pool import HOST_POOL
+
 
 def values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """The physical values of a column: integers and floats as they are, temporal types as the
@@ -37,7 +39,12 @@ def values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
             return values(column.chunk(0))
         if column.num_chunks == 0 and _dtype(column.type) is not None:
             return np.empty(0, _dtype(column.type))
-        return np.concatenate([values(chunk) for chunk in column.chunks])
+        parts = [values(chunk) for chunk in column.chunks]
+        if parts[0].dtype == np.bool_ or _dtype(column.type) is None:
+            return np.concatenate(parts)
+        # Into memory asofgpu.host_pool keeps written: a join's keys are copied at each
+        # call, and fresh pages cost it four times the copy (80 MB: 44 ms against 11).
+        return np.concatenate(parts, out=HOST_POOL.empty(len(column), parts[0].dtype))
     dtype = _dtype(column.type)
     if dtype is None or (column.buffers()[1] is None and len(column)):
         return column.to_numpy(zero_copy_only=False)

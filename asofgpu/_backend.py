@@ -310,7 +310,7 @@ def _row_numbers(n: int) -> np.ndarray:
     if n < PARALLEL_MIN_ROWS:
         return np.arange(n, dtype=_row_width(n))
     rows = host_empty(n, _row_width(n))
-    _cpu_take()[2](rows)
+    _cpu_take().row_numbers(rows)
     return rows
 
 
@@ -348,7 +348,7 @@ _NO_DATA = np.frombuffer(b"", dtype=np.uint8)  # a fixed-width column's: it has 
 def check_map(gmap: np.ndarray, n_rows: int):
     """(valid, missing, bad) of a host gather map over ``n_rows`` right rows, on all cores:
     which entries are rows, how many are NO_MATCH, how many are neither."""
-    check = _cpu_take()[0]
+    check = _cpu_take().check_map
     valid = host_empty(len(gmap), np.bool_)
     with _PARALLEL_LAUNCH:
         missing, bad = check(gmap, n_rows, valid)
@@ -366,7 +366,7 @@ def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -
     """
     import pyarrow as pa
 
-    _, take, _, take_pair, take_quad, _ = _cpu_take()
+    kernels = _cpu_take()
     bits = [values.view(f"u{values.itemsize}") for values in columns]
     outs = [host_empty(len(gmap), values.dtype) for values in bits]
     by_width = {}
@@ -376,41 +376,68 @@ def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -
         for ks in by_width.values():
             while len(ks) >= 4:
                 a, b, c, d = ks[:4]
-                take_quad(bits[a], bits[b], bits[c], bits[d], gmap, valid,
-                          outs[a], outs[b], outs[c], outs[d])
+                kernels.take_fixed_quad(bits[a], bits[b], bits[c], bits[d], gmap, valid,
+                                        outs[a], outs[b], outs[c], outs[d])
                 ks = ks[4:]
             if len(ks) >= 2:
-                take_pair(bits[ks[0]], bits[ks[1]], gmap, valid, outs[ks[0]], outs[ks[1]])
+                kernels.take_fixed_pair(bits[ks[0]], bits[ks[1]], gmap, valid, outs[ks[0]],
+                                        outs[ks[1]])
                 ks = ks[2:]
             if ks:
-                take(bits[ks[0]], gmap, valid, outs[ks[0]])
+                kernels.take_fixed(bits[ks[0]], gmap, valid, outs[ks[0]])
     return [pa.py_buffer(out) for out in outs]
 
 
-def take_chunked(columns: list[list[np.ndarray]], gmap: np.ndarray, valid: np.ndarray) -> list:
-    """``take_fixed`` of columns given as their chunks (numpy views of each chunk's values),
-    read where they lie (kernels/take.py ``take_chunked``): a table read from parquet comes
-    in a chunk per row group, and copying them into one would touch as much fresh memory as
-    the columns hold. Columns of one width and the same chunk lengths are taken in one pass."""
+def take_chunked(columns: list[tuple[int, list[int], list[int]]], gmap: np.ndarray,
+                 valid: np.ndarray) -> list:
+    """``take_fixed`` of columns given as their chunks, read where they lie (kernels/take.py
+    ``take_chunked``): a table read from parquet comes in a chunk per row group, and copying
+    them into one would touch as much fresh memory as the columns hold. Each column is
+    (its values' width in bytes, the address of each non-empty chunk's first value, each
+    one's length); the caller keeps the chunks alive. Columns of the same chunk lengths
+    share one search for each entry's chunk; those of one width among them are then taken
+    up to four in a pass."""
     import pyarrow as pa
 
-    take = _cpu_take()[5]
-    groups: dict[tuple, list[int]] = {}
-    for k, chunks in enumerate(columns):
-        lengths = tuple(len(c) for c in chunks if len(c))
-        groups.setdefault((chunks[0].itemsize, lengths), []).append(k)
-    outs = [None] * len(columns)
+    kernels = _cpu_take()
+    layouts: dict[tuple, list[int]] = {}
+    for k, (_, _, lengths) in enumerate(columns):
+        layouts.setdefault(tuple(lengths), []).append(k)
+    outs = [host_empty(len(gmap), np.dtype(f"u{width}")) for width, _, _ in columns]
     with _PARALLEL_LAUNCH:
-        for (width, lengths), ks in groups.items():
-            bits = [[c.view(f"u{width}") for c in columns[k] if len(c)] for k in ks]
+        for lengths, ks in layouts.items():
             starts = np.cumsum((0, *lengths[:-1]), dtype=np.uint64)
-            addresses = np.array([[c.ctypes.data for c in chunks] for chunks in bits],
-                                 dtype=np.uint64).reshape(len(ks), len(lengths))
-            out = host_empty(len(ks) * len(gmap), np.dtype(f"u{width}")).reshape(len(ks), -1)
-            take(addresses, starts, out[0, :0], gmap, valid, out)
-            for row, k in enumerate(ks):
-                outs[k] = pa.py_buffer(out[row])
-    return outs
+            blocks, shift = _chunk_blocks(starts, sum(lengths))
+            chunk_of = host_empty(len(gmap), np.int32)
+            kernels.chunk_rows(starts, blocks, shift, gmap, valid, chunk_of)
+            by_width: dict[int, list[int]] = {}
+            for k in ks:
+                by_width.setdefault(columns[k][0], []).append(k)
+            for width, same in by_width.items():
+                like = np.empty(0, np.dtype(f"u{width}"))
+                for at in range(0, len(same), 4):
+                    four = same[at:at + 4]
+                    addresses = np.array([columns[k][1] for k in four], dtype=np.uint64)
+                    targets = [outs[k] for k in four]
+                    targets += [like] * (4 - len(four))  # untouched
+                    kernels.take_chunked(addresses.reshape(len(four), len(lengths)), starts,
+                                         like, gmap, valid, chunk_of, *targets)
+    return [pa.py_buffer(out) for out in outs]
+
+
+CHUNK_BLOCKS = 1 << 16  # the most entries of take_chunked's table of blocks
+
+
+def _chunk_blocks(starts: np.ndarray, n_rows: int):
+    """(blocks, shift) for kernels/take.py ``take_chunked``: the chunk holding the first row
+    of each block of ``1 << shift`` rows. Blocks are as long as the shortest chunk allows (a
+    row then steps past one chunk end at most), but there are at most ``CHUNK_BLOCKS``."""
+    shortest = int(np.diff(starts, append=np.uint64(n_rows)).min(initial=n_rows))
+    fewest = (max(n_rows, 1) - 1).bit_length() - (CHUNK_BLOCKS.bit_length() - 1)
+    shift = max(shortest.bit_length() - 1, fewest, 0)
+    first_rows = np.arange(0, max(n_rows, 1), 1 << shift, dtype=np.uint64)
+    blocks = np.searchsorted(starts, first_rows, side="right").astype(np.int64) - 1
+    return blocks, np.uint64(shift)
 
 
 def dictionary_encode_text(offsets, data, bitmap, bit0: int, nulls_distinct: bool):
@@ -427,14 +454,15 @@ def text_lookup_table(offsets, data, bitmap, bit0: int):
     return _cpu_strings()[1](offsets, data, bitmap, np.int64(bit0), len(offsets) - 1)
 
 
-def lookup_text(table, offsets, data, bitmap, bit0: int, null_code: int) -> np.ndarray:
+def lookup_text(table, offsets, data, bitmap, bit0: int, null_code: int,
+                out: np.ndarray | None = None) -> np.ndarray:
     """int32 positions of a string or binary column's values in a dictionary (on all cores
     for a large column): ``table`` is (the dictionary's offsets, its bytes,
     ``text_lookup_table`` of it); -1 for a value the dictionary lacks, ``null_code`` for a
-    null."""
+    null. Written into ``out`` when given (a chunk's rows of a longer column)."""
     table_offsets, table_data, (slots, hashes) = table
     return _lookup(_cpu_strings(), table_offsets, table_data, slots, hashes, offsets, data,
-                   bitmap, bit0, null_code, len(offsets) - 1)
+                   bitmap, bit0, null_code, len(offsets) - 1, out)
 
 
 def dictionary_encode_fixed(values, bitmap, bit0: int, nulls_distinct: bool):
@@ -492,10 +520,11 @@ def _dictionary_encode(kernels, keys, data, bitmap, bit0: int, nulls_distinct: b
 
 
 def _lookup(kernels, table_keys, table_data, slots, hashes, keys, data, bitmap, bit0: int,
-            null_code: int, n_rows: int) -> np.ndarray:
-    """A column's positions in a dictionary's table by one kind's kernels/hashing.py build:
-    on all cores from ``PARALLEL_MIN_ROWS`` rows, else on one thread."""
-    codes = host_empty(n_rows, np.int32)
+            null_code: int, n_rows: int, out: np.ndarray | None = None) -> np.ndarray:
+    """A column's positions in a dictionary's table by one kind's kernels/hashing.py build
+    (into ``out`` when given): on all cores from ``PARALLEL_MIN_ROWS`` rows, else on one
+    thread."""
+    codes = host_empty(n_rows, np.int32) if out is None else out
     parallel = n_rows >= PARALLEL_MIN_ROWS
     with _PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
         kernels[2 if parallel else 3](table_keys, table_data, slots, hashes, keys, data,

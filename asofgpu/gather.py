@@ -102,13 +102,22 @@ def _take_fixed(columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndar
         values = [arrow_numpy.values(columns[k].chunk(0)) for k in whole]
         buffers.update(zip(whole, take_fixed(values, gmap, valid)))
     if chunked:
-        chunks = [[arrow_numpy.values(chunk) for chunk in columns[k].chunks]
-                  for k in chunked]
+        chunks = [_chunk_addresses(columns[k]) for k in chunked]
         buffers.update(zip(chunked, take_chunked(chunks, gmap, valid)))
     bitmap = None if n_missing == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return [pa.Array.from_buffers(column.type, len(gmap), [bitmap, buffers[k]],
                                   null_count=n_missing)
             for k, column in enumerate(columns)]
+
+
+def _chunk_addresses(column: pa.ChunkedArray) -> tuple[int, list[int], list[int]]:
+    """(width in bytes, first value's address of each non-empty chunk, their lengths) of a
+    ``_fixed_width`` column, read from Arrow's buffers (numpy views of 300 chunks cost the
+    gather of 1M rows 2 ms)."""
+    width = column.type.bit_width // 8
+    chunks = [chunk for chunk in column.chunks if len(chunk)]
+    return (width, [chunk.buffers()[1].address + chunk.offset * width for chunk in chunks],
+            [len(chunk) for chunk in chunks])
 
 
 def _take(column: pa.ChunkedArray, indices: pa.Array) -> pa.ChunkedArray:

@@ -137,12 +137,12 @@ def test_lookup_of_long_values_that_share_a_prefix():
 
 
 @pytest.mark.parametrize("null_equal", [False, True])
-@pytest.mark.parametrize("layout", ["chunked", "sliced"])
+@pytest.mark.parametrize("layout", ["chunked", "sliced", "left in chunks"])
 def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
     """``Groups`` on text columns: the kernels (the parallel encoding at every size) and
     Arrow's ``dictionary_encode`` and ``index_in`` give the same right codes, dictionary,
     null code and left lookup, for chunked, sliced (an offset into the values and the
-    validity bits) and view columns."""
+    validity bits) and view columns; a left column in chunks is looked up chunk by chunk."""
     rng = np.random.default_rng(9)
     symbols = np.array(["AAPL", "MSFT", "", "a\x00", "BRK.B-LONG-NAME", None], dtype=object)
     if layout == "chunked":
@@ -152,6 +152,8 @@ def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
     else:
         right = pa.chunked_array([pa.array(rng.choice(symbols, 513)).slice(13)])
         left = pa.array(rng.choice(np.append(symbols, "ZZZ"), 411), pa.large_string())[11:]
+    if layout == "left in chunks":  # a sliced chunk, an empty one, one at offset 0
+        left = pa.chunked_array([left.slice(7, 150), left.slice(0, 0), left.slice(157)])
     results = []
     for arrow in (False, True):
         monkeypatch.setattr(_encode, "PARALLEL_ENCODE_ROWS", 1 << 62 if arrow else 0)
@@ -160,7 +162,7 @@ def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
         groups = _encode.Groups([right], ["right_by"], null_equal=null_equal)
         column = groups.columns[0]
         results.append((groups.right_codes, column.dictionary, column.null_code,
-                        groups.lookup([pa.chunked_array([left])], ["left_by"])))
+                        groups.lookup([pa.chunked_array(left)], ["left_by"])))
     (codes, dictionary, null_code, found), (codes0, dictionary0, null_code0, found0) = results
     np.testing.assert_array_equal(codes, codes0)
     assert dictionary.equals(dictionary0)
