@@ -53,7 +53,8 @@ test-cudf: venv-cudf
 	$(VENV_CUDF)/bin/python -m pytest -m "not gpu" tests/test_plc.py tests/test_cudf.py \
 	    tests/test_polars_gpu.py tests/test_polars_frontend.py
 
-# asofgpu against polars, pandas and DuckDB, each in its own process (bench/run.py); writes
+# asofgpu against polars, pandas, DuckDB, ClickHouse (chdb, installed here on first use: 180 MB,
+# kept out of the test extras) and pyarrow, each in its own process (bench/run.py); writes
 # bench/results/bench.{md,json,png}. BENCH_ARGS passes options, e.g. BENCH_ARGS=--quick.
 # Then the end-to-end job, parquet in and out: asofgpu enrich against polars and DuckDB on
 # 10M x 10M, and enrich alone with --memory-limit on 100M x 10M (bench/enrich_e2e.py); writes
@@ -63,6 +64,8 @@ test-cudf: venv-cudf
 # polars and pyarrow (bench/frontends.py): bench/results/frontends.{md,json}; FRONTENDS_ARGS
 # passes its options, e.g. FRONTENDS_ARGS=--quick.
 bench: venv
+	@$(BIN)/python -c "import chdb" 2>/dev/null || $(BIN)/python -m pip install -q "chdb>=4" \
+	    || echo "chdb does not install here: ClickHouse is left out of the bench"
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 	$(BIN)/python bench/enrich_e2e.py --scale 100Mx10M $(E2E_ARGS)
 	$(BIN)/python bench/frontends.py $(FRONTENDS_ARGS)

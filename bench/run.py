@@ -1,14 +1,15 @@
-"""make bench: asofgpu against polars join_asof, pandas merge_asof and DuckDB ASOF JOIN.
+"""make bench: asofgpu against polars join_asof, pandas merge_asof, DuckDB ASOF JOIN,
+ClickHouse's ASOF LEFT JOIN (chdb, in process) and pyarrow's Table.join_asof.
 
-All four join the same synthetic market-data days (``asofgpu.marketdata``: 1,000 string symbols
+All of them join the same synthetic market-data days (``asofgpu.marketdata``: 1,000 string symbols
 of Zipf activity, int64 nanosecond UTC times, four float64 quote columns), each trade taking
 the latest quote of its symbol at or before it (backward, exact matches allowed), with time-sorted
 and with shuffled inputs, in two modes:
 
 - one-shot: tables in, table out. Every system gets string symbols and encodes them inside the
-  timed region, sorts inside it when it needs sorted input (polars and pandas on shuffled data;
-  DuckDB and asofgpu need no sorted input), and returns the trade columns plus the same four
-  quote columns.
+  timed region, sorts inside it when it needs sorted input (polars, pandas and pyarrow on
+  shuffled data; DuckDB, ClickHouse and asofgpu need no sorted input), and returns the trade
+  columns plus the same four quote columns. pyarrow runs only up to ``MAX_ROWS`` a side.
 - prepared: asofgpu builds ``AsofJoin`` on the quotes once, then each timed run is the probe of
   a batch of ``--probe-rows`` trades (1M) plus the gather of the four quote columns into a
   table; compared with each peer's one-shot join of the quotes with that same batch.
@@ -22,7 +23,8 @@ one timed run of each system, so that a drift in the machine's speed (20-50% wit
 a shared VM) falls on all of them alike rather than on whichever ran then. A run that takes
 longer than ``--timeout`` seconds or a process above ``--mem-limit`` GiB is stopped and
 recorded as such. Every system's answer (the bid column, by trade) must equal asofgpu's, or
-the bench fails.
+the bench fails. A peer whose package is not installed is left out (``make bench`` installs
+chdb where it can).
 
     python bench/run.py                       # the full run (about 8 minutes on 2 cores)
     python bench/run.py --quick               # small sizes, one run: checks the harness
@@ -36,7 +38,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
+import math
 import os
 import queue
 import re
@@ -53,9 +57,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, when loaded by path
 from common import (ROOT, BenchError, atomic_write, commit, label,  # noqa: E402
                     machine, parse_count, versions)
-SYSTEMS = ("asofgpu", "polars", "pandas", "duckdb")
+SYSTEMS = ("asofgpu", "polars", "pandas", "duckdb", "chdb", "pyarrow")
 PEERS = SYSTEMS[1:]
-TITLES = {"asofgpu": "asofgpu", "polars": "polars", "pandas": "pandas", "duckdb": "DuckDB"}
+TITLES = {"asofgpu": "asofgpu", "polars": "polars", "pandas": "pandas", "duckdb": "DuckDB",
+          "chdb": "ClickHouse (chdb)", "pyarrow": "pyarrow"}
+# Systems run only on sizes up to this many rows a side: pyarrow's Table.join_asof (Acero)
+# grows faster than its input (0.44 s at 100K x 100K, 15 s at 1M x 1M here), so at 10M every
+# run would end at the time limit after minutes.
+MAX_ROWS = {"pyarrow": 1_000_000}
 ORDERS = ("sorted", "shuffled")
 MODES = ("one-shot", "prepared")
 PAYLOAD = ["bid", "ask", "bid_size", "ask_size"]
@@ -316,8 +325,63 @@ class DuckdbRunner:
         self.con.execute(f"DROP TABLE {result}")
 
 
+def _sql_string(text: str) -> str:
+    """A SQL string literal (DuckDB's and ClickHouse's: quotes doubled, backslashes too)."""
+    return "'" + str(text).replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+class ChdbRunner:
+    # ClickHouse in this process (chdb): the files loaded into Memory tables, the join
+    # materialised into one, dropped after each run outside the timed region, as DuckDB's.
+    # join_use_nulls: an unmatched trade gets nulls, not ClickHouse's default of zeros.
+    JOIN = ("CREATE TABLE joined ENGINE = Memory AS SELECT t.*, "
+            + ", ".join(f"q.{c}" for c in PAYLOAD)
+            + " FROM trades t ASOF LEFT JOIN quotes q"
+            " ON t.symbol = q.symbol AND t.time >= q.time SETTINGS join_use_nulls = 1")
+
+    def __init__(self, quotes: str, trades: str, order: str, prepared: bool):
+        import chdb
+        from chdb import session
+        self.chdb = chdb
+        self.session = session.Session()
+        for name, path in (("quotes", quotes), ("trades", trades)):
+            self.session.query(f"CREATE TABLE {name} ENGINE = Memory AS "
+                               f"SELECT * FROM file({_sql_string(path)}, Parquet)")
+
+    def join(self):
+        self.session.query(self.JOIN)
+        return "joined"
+
+    def answer(self, result):
+        table = self.chdb.to_arrowTable(
+            self.session.query(f"SELECT trade_id, {CHECKED} FROM {result}", "Arrow"))
+        return table["trade_id"], table[CHECKED]
+
+    def free(self, result) -> None:
+        self.session.query(f"DROP TABLE {result}")
+
+
+class PyarrowRunner:
+    def __init__(self, quotes: str, trades: str, order: str, prepared: bool):
+        import pyarrow.parquet as pq
+        self.quotes, self.trades = pq.read_table(quotes), pq.read_table(trades)
+        self.sort = order == "shuffled"
+
+    def join(self):
+        trades, quotes = self.trades, self.quotes
+        if self.sort:  # Acero's as-of join refuses keys out of order: part of its work here
+            trades, quotes = trades.sort_by("time"), quotes.sort_by("time")
+        # A negative tolerance looks back (a positive one, forward); this one, without limit.
+        return trades.join_asof(quotes, on="time", by="symbol", tolerance=-(2**63 - 1))
+
+    def answer(self, result):
+        return result["trade_id"], result[CHECKED]
+
+    def free(self, result) -> None: ...
+
+
 RUNNERS = {"asofgpu": AsofgpuRunner, "polars": PolarsRunner, "pandas": PandasRunner,
-           "duckdb": DuckdbRunner}
+           "duckdb": DuckdbRunner, "chdb": ChdbRunner, "pyarrow": PyarrowRunner}
 
 
 def _emit(**event) -> None:
@@ -588,7 +652,8 @@ def compare(check: Path, reference: Path, job: Job, reference_name: str) -> None
 
 
 def plan(datasets: list[Dataset], systems: list[str]) -> tuple[list[Job], list[dict]]:
-    """The distinct jobs to run, in order, and the report's cells that point at them."""
+    """The distinct jobs to run, in order, and the report's cells that point at them (at
+    none where the size passes the system's ``MAX_ROWS``)."""
     jobs: list[Job] = []
     cells = []
 
@@ -597,16 +662,20 @@ def plan(datasets: list[Dataset], systems: list[str]) -> tuple[list[Job], list[d
             jobs.append(job)
         return job
 
+    def cell(ds: Dataset, mode: str, job: Job) -> dict:
+        too_large = max(ds.quotes_rows, job.trades_rows) > MAX_ROWS.get(job.system, math.inf)
+        return {"dataset": ds, "mode": mode, "system": job.system, "planned": job,
+                "job": None if too_large else add(job)}
+
     for ds in datasets:
         for system in systems:  # asofgpu first: on each pair of files it is the reference
-            cells.append({"dataset": ds, "mode": "one-shot", "system": system,
-                          "job": add(Job(system, False, ds, ds.trades, ds.trades_rows))})
+            cells.append(cell(ds, "one-shot", Job(system, False, ds, ds.trades, ds.trades_rows)))
         if "asofgpu" not in systems:
             continue  # the prepared mode is asofgpu's; peers' runs there only compare to it
         for system in systems:
             prepared = system == "asofgpu"
-            cells.append({"dataset": ds, "mode": "prepared", "system": system,
-                          "job": add(Job(system, prepared, ds, ds.probe, ds.probe_rows))})
+            cells.append(cell(ds, "prepared", Job(system, prepared, ds, ds.probe,
+                                                   ds.probe_rows)))
     return jobs, cells
 
 
@@ -629,6 +698,8 @@ def _memory(mib: float) -> str:
 
 def cell_text(entry: dict, timeout: float, mem_limit: float) -> str:
     status = entry["status"]
+    if status == "too large":
+        return f"not run (> {label(MAX_ROWS[entry['system']])} rows)"
     if status == "timeout":
         return f"timeout (> {timeout:g} s)"
     if status == "memory":
@@ -704,9 +775,14 @@ def markdown(report: dict) -> str:
         "by='symbol', check_sortedness=False)` on DataFrames; pandas: `merge_asof(..., "
         "by='symbol')`; DuckDB: `CREATE TEMP TABLE joined AS SELECT t.*, q.bid, ... FROM "
         "trades t ASOF LEFT JOIN quotes q ON t.symbol = q.symbol AND t.time >= q.time` on "
-        "tables in an in-memory database. Symbols are strings for all (encoding is timed). "
-        "On shuffled input polars and pandas also sort both sides by time inside the timed "
-        "region, as they require; asofgpu and DuckDB take any order.",
+        "tables in an in-memory database; ClickHouse (chdb, in process): the same query "
+        "into a `Memory` table, with `SETTINGS join_use_nulls = 1` (unmatched trades get "
+        "nulls, not zeros); pyarrow: `trades.join_asof(quotes, on='time', by='symbol', "
+        "tolerance=-(2**63 - 1))` (Acero; a negative tolerance looks back) on tables as "
+        f"read, only where neither side passes {label(MAX_ROWS['pyarrow'])} rows (it took "
+        "15 s at 1M × 1M). Symbols are strings for all (encoding is timed). On shuffled "
+        "input polars, pandas and pyarrow also sort both sides by time inside the timed "
+        "region, as they require; asofgpu, DuckDB and ClickHouse take any order.",
         f"- **prepared**: asofgpu builds `AsofJoin` on the quotes once (its time is the "
         f"`prepare` figure, one run after a warm-up); each timed run probes "
         f"{s['probe_rows']:,} trades (all trades when there are fewer; otherwise a random "
@@ -720,6 +796,8 @@ def markdown(report: dict) -> str:
         "- Goals (issue #5, 10M × 10M): one-shot at most 0.5x the fastest peer on time-sorted "
         "input and 0.33x on shuffled input; the prepared probe + gather of 1M trades at most "
         "0.1x the fastest peer's one-shot on those trades.",
+        *([f"- Not installed here, so left out: {', '.join(s['not_installed'])}."]
+          if s.get("not_installed") else []),
         "",
         "![rows/s against size](bench.png)",
         "",
@@ -793,6 +871,10 @@ def main(argv: list[str] | None = None) -> int:
     load_start = os.getloadavg()[0]
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     try:
+        missing = [x for x in args.systems if importlib.util.find_spec(x) is None]
+        if missing:  # a peer whose package does not install here (chdb on some platforms)
+            say(f"[yellow]not installed, left out: {', '.join(missing)}")
+            args.systems = [x for x in args.systems if x not in missing]
         datasets = [dataset(args, q, t, order, say)
                     for q, t in args.sizes for order in args.orders]
         jobs, cells = plan(datasets, args.systems)
@@ -832,8 +914,8 @@ def main(argv: list[str] | None = None) -> int:
                     progress.advance(task)
         entries = []
         for cell in cells:
-            ds, job = cell["dataset"], cell["job"]
-            record = results[job]
+            ds, job = cell["dataset"], cell["planned"]
+            record = results[job] if cell["job"] is not None else {"status": "too large"}
             rows = ds.quotes_rows + job.trades_rows if cell["mode"] == "one-shot" \
                 else job.trades_rows
             entry = {"quotes": ds.quotes_rows, "trades": ds.trades_rows, "order": ds.order,
@@ -845,11 +927,12 @@ def main(argv: list[str] | None = None) -> int:
         report = {
             "date": date, "machine": machine(), "commit": commit(),
             "versions": versions(("asofgpu", "numpy", "pyarrow", "numba", "polars", "pandas",
-                                  "duckdb")),
+                                  "duckdb", "chdb")),
             "asofgpu_source": asofgpu_source(),
             "load_average": [load_start, os.getloadavg()[0]],
             "command": ["bench/run.py", *argv],
             "settings": {"sizes": [[q, t] for q, t in args.sizes], "systems": args.systems,
+                         "not_installed": missing,
                          "orders": args.orders, "runs": args.runs,
                          "probe_rows": args.probe_rows, "symbols": args.symbols,
                          "seed": args.seed, "timeout_s": args.timeout,

@@ -35,8 +35,10 @@ def test_writes_the_table_the_numbers_and_the_plot(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["bench.json", "bench.md", "bench.png"]
     report = json.loads((out / "bench.json").read_text())
     cells = {(e["mode"], e["system"]): e for e in report["results"]}
-    assert set(cells) == {(m, s) for m in ("one-shot", "prepared")
-                          for s in ("asofgpu", "polars", "pandas", "duckdb")}
+    systems = ["asofgpu", "polars", "pandas", "duckdb", "pyarrow"]
+    systems += ["chdb"] if importlib.util.find_spec("chdb") else []  # make bench installs it
+    assert report["settings"]["not_installed"] == ([] if "chdb" in systems else ["chdb"])
+    assert set(cells) == {(m, s) for m in ("one-shot", "prepared") for s in systems}
     assert all(e["status"] == "ok" and e["median_s"] > 0 and e["peak_rss_mib"] > 0
                for e in cells.values())
     assert cells["prepared", "asofgpu"]["prepare_s"] > 0
@@ -75,14 +77,34 @@ def test_a_wrong_answer_fails_loudly_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_step_that_ends_past_its_limit_is_a_timeout(monkeypatch):
-    """The parent reads the clock while the worker is silent; a step whose event comes in
-    after its limit, before the next look, is over time all the same (a fast worker sends
-    its events less than 0.25 s apart, and its steps went unchecked)."""
+def _bench_module(monkeypatch):
     spec = importlib.util.spec_from_file_location("bench_run", RUN)
     run = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, spec.name, run)  # its dataclasses look themselves up
     spec.loader.exec_module(run)
+    return run
+
+
+def test_a_system_is_not_run_past_its_size_limit(monkeypatch):
+    """pyarrow's join_asof takes minutes at 10M rows: its cells there are planned as not
+    run, and say so, while the other systems' run."""
+    run = _bench_module(monkeypatch)
+    small, large = (run.Dataset(q, t, "sorted", Path(f"{q}q"), Path(f"{q}t"), Path(f"{q}t"), t)
+                    for q, t in ((1000, 1000), (run.MAX_ROWS["pyarrow"] + 1, 1000)))
+    jobs, cells = run.plan([small, large], ["asofgpu", "pyarrow"])
+    skipped = [(c["dataset"], c["mode"]) for c in cells if c["job"] is None]
+    assert skipped == [(large, "one-shot"), (large, "prepared")]
+    assert {(j.system, j.dataset) for j in jobs} == {("asofgpu", small), ("pyarrow", small),
+                                                     ("asofgpu", large)}
+    entry = {"system": "pyarrow", "status": "too large"}
+    assert run.cell_text(entry, 300, 16) == "not run (> 1M rows)"
+
+
+def test_a_step_that_ends_past_its_limit_is_a_timeout(monkeypatch):
+    """The parent reads the clock while the worker is silent; a step whose event comes in
+    after its limit, before the next look, is over time all the same (a fast worker sends
+    its events less than 0.25 s apart, and its steps went unchecked)."""
+    run = _bench_module(monkeypatch)
     worker = run.WorkerProcess.__new__(run.WorkerProcess)  # its process is not needed here
     worker.job, worker.on_event = None, lambda *event: None
     worker.timeout, worker.limit_bytes = 1e-6, 2**40
