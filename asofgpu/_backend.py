@@ -25,6 +25,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import tempfile
 import threading
 import warnings
 from pathlib import Path
@@ -617,8 +618,6 @@ def _cached_njit(variant: str = "", **options):
     """``numba.njit(cache=True)`` keyed on the kernel sources: numba checks only the calling
     function's own file, so a cached probe would outlive an edit of the kernels it inlines.
     The digest in the qualified name (which names the cache file) retires it."""
-    import numba
-
     # numba's cache key ignores the options too (parallel or not): they go in the name.
     # So does the variant (which globals a build binds, e.g. float or integer comparisons).
     tag = variant + "".join(f"_{k}{v if isinstance(v, str) else int(v)}"
@@ -627,9 +626,49 @@ def _cached_njit(variant: str = "", **options):
     def jit(fn):
         fn = bind(fn)  # a copy: the module's function keeps its name
         fn.__qualname__ = f"{fn.__qualname__}_{_source_digest()}{tag}"
-        return numba.njit(cache=True, **options)(fn)
+        return _njit_cached(fn, **options)
 
     return jit
+
+
+def _njit_cached(fn, **options):
+    """``numba.njit(cache=True, **options)(fn)``, wherever the cache can be written.
+
+    numba caches beside the source when its ``__pycache__`` is writable, else in the user's
+    cache directory (``~/.cache/numba``), and refuses to compile at all when neither is (a
+    read-only installation run by a user without a home, as containers do). Then the cache
+    goes to ``cache_dir()``'s fallback in the temporary directory, or, if even that cannot
+    be written, nowhere: each process compiles again."""
+    import numba
+
+    try:
+        return numba.njit(cache=True, **options)(fn)
+    except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
+        if "no locator available" not in str(exc):
+            raise
+    if not numba.config.CACHE_DIR:
+        numba.config.CACHE_DIR = _FALLBACK_CACHE
+        try:
+            return numba.njit(cache=True, **options)(fn)
+        except RuntimeError:
+            pass
+    warnings.warn(f"asofgpu: numba cannot write its cache beside the kernels, in the user's "
+                  f"cache directory or in {_FALLBACK_CACHE}: each process compiles the "
+                  f"kernels again (set NUMBA_CACHE_DIR to a writable directory)",
+                  RuntimeWarning, stacklevel=3)
+    return numba.njit(**options)(fn)
+
+
+# The cache's last resort, one per user (a shared one could hold another user's files).
+_FALLBACK_CACHE = os.path.join(tempfile.gettempdir(), f"asofgpu-numba-cache-{os.getuid()}"
+                               if hasattr(os, "getuid") else "asofgpu-numba-cache")
+
+
+def cache_dir() -> str | None:
+    """Where numba keeps the CPU kernels' machine code, as it chose for one of them:
+    NUMBA_CACHE_DIR when set, else the kernels' own ``__pycache__``, else numba's user-wide
+    directory, else ``_njit_cached``'s fallback; None when nothing can be cached."""
+    return getattr(_cpu_probe_all(False, False)._cache, "_cache_path", None)
 
 
 @functools.cache
@@ -658,9 +697,6 @@ def _cpu_stream_probe(is_float: bool, parallel: bool):
 
 @functools.cache
 def _counting_sort():
-    import numba
-
-    @numba.njit(cache=True)
     def counting_sort(order, bucket, n_buckets, keys, rows, sorted_keys):
         """Stable: rows keep their order within a bucket; the keys move with their rows in
         the same pass (into ``rows`` and ``sorted_keys``). Returns the n_buckets + 1
@@ -679,7 +715,7 @@ def _counting_sort():
             fill[b] += 1
         return offsets
 
-    return counting_sort
+    return _njit_cached(counting_sort)
 
 
 class CudaBackend(Backend):

@@ -117,7 +117,8 @@ def _parser() -> _Parser:
                      epilog="examples:\n"
                             "  asofgpu enrich trades.parquet quotes.parquet -o out.parquet "
                             "--on time --by symbol\n"
-                            "  asofgpu demo\n\n"
+                            "  asofgpu demo\n"
+                            "  asofgpu warm\n\n"
                             "Run 'asofgpu COMMAND --help' for a command's options.")
     parser.add_argument("--version", action="version", version=f"asofgpu {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
@@ -237,6 +238,19 @@ def _parser() -> _Parser:
     d.add_argument("-q", "--quiet", action="store_true",
                    help="the summary only, no progress (e.g. -q)")
     d.set_defaults(run=_demo, parser=d)
+
+    w = sub.add_parser(
+        "warm", formatter_class=fmt,
+        help="compile the CPU kernels of the usual joins before the first join needs them",
+        description=_wrap(
+            "Run small joins of the usual shapes (one-shot and prepared, string and integer "
+            "groups, time and float keys) so that numba compiles their CPU kernels into its "
+            "cache now, each shape in a process of its own: the first join in a new "
+            "environment then loads them (under a second) instead of compiling them (5 to "
+            "15 s). The cache is this machine's; run it once after installing."))
+    w.add_argument("--processes", metavar="N", type=_positive_int, default=None,
+                   help="shapes compiled at once (default: one per core; e.g. --processes 2)")
+    w.set_defaults(run=_warm_kernels, parser=w)
     return parser
 
 
@@ -330,6 +344,19 @@ def _demo(args, parser) -> int:
         _example(pq.ParquetFile(paths["enriched"]), say)
         if args.out_dir is None:
             say(f"(the temporary directory {folder} is removed; --out-dir DIR keeps the files)")
+    return 0
+
+
+# --------------------------------------------------------------------------- warm
+
+
+def _warm_kernels(args, parser) -> int:
+    from . import _warm
+    from ._backend import cache_dir
+
+    say = functools.partial(print, flush=True)
+    seconds = _warm.warm(args.processes, lambda line: say(f"compiled {line}"))
+    say(f"the usual joins' kernels are in numba's cache ({cache_dir()}), in {seconds:.1f} s")
     return 0
 
 

@@ -1,0 +1,108 @@
+"""``asofgpu warm``: compile the CPU kernels of the usual joins into numba's cache before the
+first join needs them.
+
+numba compiles a kernel the first time it is called with new argument types and keeps the
+machine code in its cache on disk (beside the kernels, or in the user's cache directory when
+the package's is not writable; see ``_backend.cache_dir``). In a new environment the first
+small join compiled some forty functions, 7 to 12 s on two cores, and the first prepared
+probe and gather 3 s more; once cached, they load in 0.7 s. ``warm`` runs small joins of the
+usual shapes, each shape in a process of its own so that the compiling takes every core:
+
+>>> sorted(SHAPES)
+['float keys', 'integer groups', 'one-shot', 'prepared']
+
+The cache is the machine's: numba keys it by the CPU it compiled for, so a cache built on
+another machine (a container image built elsewhere) is compiled again at the first use.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import time
+
+import numpy as np
+import pyarrow as pa
+
+# Below and above every size at which a path changes (parallel launches, radix sorts, the
+# parallel hash and gather): each shape runs at both.
+SIZES = (1_000, 100_000)
+
+
+def _day(n: int, shuffled: bool = False):
+    from . import marketdata
+
+    return marketdata.day(n, n, 50, seed=1, shuffled=shuffled)
+
+
+def _one_shot() -> None:
+    from . import join_asof
+
+    for n in SIZES:
+        for shuffled in (False, True):
+            quotes, trades = _day(n, shuffled)
+            join_asof(trades, quotes, on="time", by="symbol", device="cpu")
+            join_asof(trades, quotes, on="time", by="symbol", strategy="nearest",
+                      tolerance=np.timedelta64(1, "s"), device="cpu")
+
+
+def _prepared() -> None:
+    from . import AsofJoin, gather
+
+    for n in SIZES:
+        quotes, trades = _day(n)
+        prepared = AsofJoin(quotes["time"], quotes["symbol"], device="cpu")
+        payload = quotes.drop_columns(["time", "symbol"])
+        in_chunks = pa.Table.from_batches(payload.to_batches(max_chunksize=max(n // 4, 1)))
+        for batch in (trades, trades.take(np.random.default_rng(0).permutation(n))):
+            gmap = prepared.join(batch["time"], batch["symbol"])
+            gather(payload, gmap)
+            gather(in_chunks, gmap)
+
+
+def _integer_groups() -> None:
+    from . import join_asof
+
+    for n in SIZES:
+        quotes, trades = _day(n)
+        ids = {name: pa.compute.dictionary_encode(t["symbol"]).combine_chunks().indices
+               for name, t in (("quotes", quotes), ("trades", trades))}
+        join_asof(trades.set_column(1, "symbol", ids["trades"].cast(pa.int64())),
+                  quotes.set_column(1, "symbol", ids["quotes"].cast(pa.int64())),
+                  on="time", by="symbol", device="cpu")
+
+
+def _float_keys() -> None:
+    from . import join_asof
+
+    for n in SIZES:
+        quotes, trades = _day(n)
+        seconds = {name: t.set_column(0, "time", pa.array(
+            t["time"].cast(pa.int64()).to_numpy() / 1e9))
+            for name, t in (("quotes", quotes), ("trades", trades))}
+        join_asof(seconds["trades"], seconds["quotes"], on="time", by="symbol", device="cpu")
+
+
+SHAPES = {"one-shot": _one_shot, "prepared": _prepared, "integer groups": _integer_groups,
+          "float keys": _float_keys}
+
+
+def _timed(shape: str) -> float:
+    start = time.perf_counter()
+    SHAPES[shape]()
+    return time.perf_counter() - start
+
+
+def warm(processes: int | None = None, say=print) -> float:
+    """Run every shape (``processes`` at a time, default: every core) and return the
+    seconds it all took; ``say`` hears each shape's time as it ends."""
+    processes = processes or os.cpu_count() or 1
+    start = time.perf_counter()
+    # spawn: a fork would copy this process's numba threads' state into each worker.
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(processes, mp_context=context) as pool:
+        runs = {pool.submit(_timed, shape): shape for shape in SHAPES}
+        for done in concurrent.futures.as_completed(runs):
+            say(f"{runs[done]}: {done.result():.1f} s")
+    return time.perf_counter() - start
