@@ -37,7 +37,7 @@ venv-cudf:
 	  && touch $(CUDF_STAMP); \
 	fi
 
-# The main job: a synthetic market-data day, prepared once and probed, with timings.
+# The main job: a synthetic market-data day written as parquet and enriched (asofgpu enrich).
 demo: venv
 	$(BIN)/asofgpu demo
 

@@ -5,7 +5,7 @@ pyarrow imports pandas the first time a value crosses between Python and Arrow:
 ``Schema.empty_table``, even for an int64 column. That is 0.15 to 0.2 s of a 2 s
 ``asofgpu enrich``, a process with no other use for pandas. A fixed-width column's values are
 one buffer and its validity a bitmap: these functions read and wrap them directly, as views
-where they can. (``tests/test_enrich.py`` checks that an enrich run leaves pandas unimported.)
+where they can. (``tests/test_cli.py`` checks that an enrich run leaves pandas unimported.)
 
 >>> import numpy as np
 >>> import pyarrow as pa

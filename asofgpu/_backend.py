@@ -1,4 +1,5 @@
-"""The only module that imports numba, numba.cuda and cupy: builds and launches the kernels.
+"""Builds and launches the kernels: numba's jit, its cache and the backends live here (cupy and
+numba are also imported by ``_intrinsics``, ``_columns`` and the GPU front ends).
 
 Three backends run the same ``kernels/`` source:
 

@@ -4,8 +4,8 @@ first join needs them.
 numba compiles a kernel the first time it is called with new argument types and keeps the
 machine code in its cache on disk (beside the kernels, or in the user's cache directory when
 the package's is not writable; see ``_backend.cache_dir``). In a new environment the first
-small join compiled some forty functions, 7 to 12 s on two cores, and the first prepared
-probe and gather 3 s more; once cached, they load in 0.7 s. ``warm`` runs small joins of the
+small join compiled some forty functions, 8 s on two cores, and the first prepared probe and
+gather 3.5 s more; once cached, they load in 0.7 s. ``warm`` runs small joins of the
 usual shapes, each shape in a process of its own so that the compiling takes every core:
 
 >>> sorted(SHAPES)

@@ -3,13 +3,16 @@
 ``asofgpu enrich`` attaches to every row of a parquet file the as-of match from another
 (``asofgpu.enrich``); ``asofgpu demo`` generates a synthetic market-data day
 (``asofgpu.marketdata``), writes it as parquet and enriches its trades with the prevailing
-quotes. Exit codes: 0 done, 1 the output could not be written, 2 bad input or usage,
-130 interrupted (143 on SIGTERM); in every failure no output file is left behind.
+quotes; ``asofgpu warm`` compiles the usual joins' CPU kernels into numba's cache ahead of
+the first join (``asofgpu._warm``). Exit codes: 0 done, 1 the output could not be written,
+2 bad input or usage, 130 interrupted (143 on SIGTERM); in every failure no output file is
+left behind.
 
 Example::
 
     asofgpu enrich trades.parquet quotes.parquet -o enriched.parquet --on time --by symbol
     asofgpu demo --quotes 10_000_000 --trades 2_000_000 --device cpu
+    asofgpu warm
 """
 
 from __future__ import annotations
@@ -246,8 +249,8 @@ def _parser() -> _Parser:
             "Run small joins of the usual shapes (one-shot and prepared, string and integer "
             "groups, time and float keys) so that numba compiles their CPU kernels into its "
             "cache now, each shape in a process of its own: the first join in a new "
-            "environment then loads them (under a second) instead of compiling them (5 to "
-            "15 s). The cache is this machine's; run it once after installing."))
+            "environment then loads them (under a second) instead of compiling them (about "
+            "10 s on two cores). The cache is this machine's; run it once after installing."))
     w.add_argument("--processes", metavar="N", type=_positive_int, default=None,
                    help="shapes compiled at once (default: one per core; e.g. --processes 2)")
     w.set_defaults(run=_warm_kernels, parser=w)

@@ -14,8 +14,7 @@ Three methods; ``method="auto"`` picks one:
   an index key, or one pass over the key columns alone);
 - ``"hash"`` otherwise, when there are ``by`` keys.
 
-The time and broadcast methods never move the left side. ../shared/DISTRIBUTED.md (the
-design this follows) has the derivations.
+The time and broadcast methods never move the left side.
 """
 
 from __future__ import annotations

@@ -14,8 +14,9 @@ Importing this module also registers the ``asofgpu`` namespace on DataFrame and 
 
 How it works: polars runs the same call on zero-row slices of the inputs (the "dry run"), so
 argument checks, messages, warnings and the output schema are polars' own, whatever its
-version. The rows come from ``asofgpu.asof_join``'s gather map, and polars gathers the right
-columns by it, so every dtype (Enum, Decimal, Object, nested) comes through unchanged.
+version. The rows come from ``asofgpu.asof_join``'s gather map: asofgpu's gather takes the
+right's numbers, times and booleans by it, and polars' own gather every other dtype, so each
+(Enum, Decimal, Object, nested) comes through unchanged.
 
 Where it differs from polars:
 

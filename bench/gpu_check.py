@@ -20,8 +20,8 @@ fails or hangs is recorded and the next one still runs:
   bench    100M trades x 10M quotes x 5,000 groups generated on the device: prepare, the gather
            map (``join()`` end to end, and the probe kernel alone), a device gather of four
            float64 payload columns, time-sorted and shuffled left, timed with CUDA events (the
-           median of several runs after a warm-up); the device copy bandwidth, the byte floor of
-           PERFORMANCE.md 3.3 and the ratio to it; the CPU backend on the same data.
+           median of several runs after a warm-up); the device copy bandwidth, the byte floor
+           (``byte_floor``) and the ratio to it; the CPU backend on the same data.
 
 Results: bench/results/gpu_check.md (to read), gpu_check.json (every number), gpu_check.log
 (every stage's output) and gpu_check_pytest.xml (JUnit), copied to $OUT too when it is set,
@@ -402,9 +402,9 @@ def stage_compare(ctx: StageContext, rec: Recorder) -> None:
 
 
 def byte_floor(n_left: int, n_right: int, n_groups: int, map_bytes: int, payload: int) -> int:
-    """PERFORMANCE.md 3.3: left keys (int64) and group codes (int32) read, the map written,
-    the right keys and the group offsets read once; with payload, each column written per left
-    row and read once per right row (the fused best case)."""
+    """The fewest bytes a probe can move: left keys (int64) and group codes (int32) read, the
+    map written, the right keys and the group offsets read once; with payload, each column
+    written per left row and read once per right row (the fused best case)."""
     floor = n_left * (8 + 4) + n_left * map_bytes + n_right * 8 + (n_groups + 1) * 8
     return floor + payload * 8 * (n_left + n_right)
 
@@ -1016,7 +1016,7 @@ def _md_bench(entry: dict | None) -> list[str]:
                      f"{copy['bytes'] / 2e9:.2f} GB device-to-device copy, bytes read + written; "
                      f"datasheet peak {PEAK_HBM_BYTES_S / 1e12:.1f} TB/s).")
     if floor:
-        lines.append(f"Byte floor (PERFORMANCE.md 3.3): gather map {floor['map_bytes'] / 1e9:.2f} "
+        lines.append(f"Byte floor: gather map {floor['map_bytes'] / 1e9:.2f} "
                      f"GB = {_ms(floor['map_ms'])} at the measured bandwidth "
                      f"({_ms(floor['map_ms_at_peak'])} at peak); with four payload columns "
                      f"{floor['payload_bytes'] / 1e9:.2f} GB = {_ms(floor['payload_ms'])}.")

@@ -1,4 +1,5 @@
-"""A stable LSD radix argsort for the CPU: the key order of shuffled sides for the merge scan.
+"""A stable LSD radix argsort for the CPU: the key order of shuffled sides for the merge scan,
+of unordered prepared batches for the cursors and the stream, and of the right keys at prepare.
 
 numpy's stable argsort of 64-bit keys is a timsort, several seconds for 10M random keys on
 two cores; this sorts (key, row) pairs 12 bits at a time, each pass parallel over pieces of the

@@ -3,8 +3,9 @@
 When both sides can be read in key order (market data arrives time-sorted), a single walk
 keeps, per group, the last right row seen so far, and reads off each left row's backward
 match in O(1): no sort of the right side by group, no binary search, no cache miss per row.
-The forward match is the same walk run from the end. This is the CPU's one-shot path; the
-per-row binary search (``probe.py``) stays the path of a prepared right side and of the GPU.
+The forward match is the same walk run from the end. This is the CPU's one-shot path; a
+prepared right side is probed by the cursors (``cursor.py``) or the stream (``stream.py``),
+a small unordered batch and the GPU by the per-row binary search (``probe.py``).
 
 Each side arrives in walk order: its keys and group codes ascending by key (rows without a key
 or a group left out; the right side keeps the caller's order among a group's equal keys, which

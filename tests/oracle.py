@@ -1,4 +1,4 @@
-"""The naive oracle: asofgpu's semantics (DESIGN.md section 2) as a plain loop over Python
+"""The naive oracle: asofgpu's semantics (docs/architecture.md, section 3) as a plain loop over Python
 values. Deliberately slow and obvious; every other implementation is checked against it.
 
 Keys are Python numbers (int or float, NaN allowed) or None for null; groups are tuples of

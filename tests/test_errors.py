@@ -1,6 +1,6 @@
 """Every user-facing error of asofgpu: its exception type and its message.
 
-DESIGN.md section 2: errors are raised on the host before device work, with built-in exception
+The API's rule: errors are raised on the host before device work, with built-in exception
 types, the parameter named, expected vs got, and a ``Hint:`` where a standard fix exists.
 Each ``msg = ...; raise X(msg)`` in ``asofgpu/*.py`` has a test here, and so do inputs that
 once leaked a pyarrow error instead of naming the parameter.

@@ -1,4 +1,4 @@
-"""Grids against the oracle on every backend (DESIGN.md sections 2 and 5).
+"""Grids against the oracle on every backend (docs/architecture.md, sections 3 and 4).
 
 Each test item is one (key type, edge shape) case, one strategy and one backend; inside it,
 every combination of allow_exact_matches, tolerance, nearest_tie and null_equality is checked

@@ -1,4 +1,4 @@
-"""Every key type of DESIGN.md section 2 through every column form, against the oracle.
+"""Every key type (README's Use section) through every column form, against the oracle.
 
 The oracle (tests/oracle.py) runs on the *physical* values of the keys (the integers Arrow stores
 for temporal types, the floats of float columns), so a conversion that changes an ordering, loses
@@ -811,7 +811,7 @@ def test_presorted_float_total_order_and_null_groups(device):
 
 
 def test_presorted_with_tie_break_on_input_sorted_by_key(device):
-    """DESIGN.md: presorted=True means "right is already sorted by (by..., on)". A tie_break
+    """The API: presorted=True means "right is already sorted by (by..., on)". A tie_break
     column is an extra pick rule, not part of that contract."""
     right_on = np.array([1, 1, 1, 2])
     tie = np.array([3, 7, 5, 0])

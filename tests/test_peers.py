@@ -1,6 +1,6 @@
 """pandas ``merge_asof`` and polars ``join_asof`` as second oracles (cpu backend).
 
-Only where their rules are asofgpu's (SEMANTICS.md 1.1 and 1.3):
+Only where their rules are asofgpu's (where their contracts and asofgpu's agree: docs/architecture.md, section 3):
 
 - pandas: ``nearest_tie="backward"``, ``null_equality="equal"``, both sides sorted globally by
   ``on``, no null / NaN in ``on``, no infinities (pandas computes ``inf - inf``), no integer
@@ -204,7 +204,7 @@ def test_polars_nearest_duplicates_and_ties():
 
 def test_special_floats_where_polars_differs():
     """asofgpu's rules for equal infinite / NaN keys under a tolerance and for NaN under
-    nearest (DESIGN.md section 2: total order, NaN above +inf and equal to itself; a distance is
+    nearest (docs/architecture.md, section 3: total order, NaN above +inf and equal to itself; a distance is
     0 between equal keys and infinite between NaN and a number). polars 2.1 answers None, None
     and 1 here."""
     inf, nan = math.inf, math.nan

@@ -1,4 +1,4 @@
-"""Hypothesis properties of the gather map (DESIGN.md sections 2 and 5).
+"""Hypothesis properties of the gather map (docs/architecture.md, sections 3 and 4).
 
 (a) random inputs agree with the oracle, for every option (presorted and ambiguous included);
 (b) a grouped join equals the ungrouped joins of each group, row numbers translated back;
