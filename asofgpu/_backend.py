@@ -666,10 +666,11 @@ _FALLBACK_CACHE = os.path.join(tempfile.gettempdir(), f"asofgpu-numba-cache-{os.
 
 
 def cache_dir() -> str | None:
-    """Where numba keeps the CPU kernels' machine code, as it chose for one of them:
-    NUMBA_CACHE_DIR when set, else the kernels' own ``__pycache__``, else numba's user-wide
-    directory, else ``_njit_cached``'s fallback; None when nothing can be cached."""
-    return getattr(_cpu_probe_all(False, False)._cache, "_cache_path", None)
+    """Where numba keeps the CPU kernels' machine code, as it chose for one of them
+    (``kernels/take.py``'s): NUMBA_CACHE_DIR when set, else the kernels' own ``__pycache__``,
+    else numba's user-wide directory, else ``_njit_cached``'s fallback; None when nothing can
+    be cached."""
+    return getattr(_cpu_take().check_map._cache, "_cache_path", None)
 
 
 @functools.cache
