@@ -65,13 +65,15 @@ test-cudf: venv-cudf
 # E2E_ARGS="--scale-memory-limit 4GiB" or, to check the harness, E2E_ARGS="--quick --scale 2Mx200K".
 # Last, the front ends against what they replace, on the same day's files read by pandas,
 # polars and pyarrow (bench/frontends.py): bench/results/frontends.{md,json}; FRONTENDS_ARGS
-# passes its options, e.g. FRONTENDS_ARGS=--quick.
+# passes its options, e.g. FRONTENDS_ARGS=--quick. Then the first call in a new environment,
+# before and after asofgpu warm (bench/first_call.py): bench/results/first_call.{md,json}.
 bench: venv
 	@$(BIN)/python -c "import chdb" 2>/dev/null || $(BIN)/python -m pip install -q "chdb>=4" \
 	    || echo "chdb does not install here: ClickHouse is left out of the bench"
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 	$(BIN)/python bench/enrich_e2e.py --scale 100Mx10M $(E2E_ARGS)
 	$(BIN)/python bench/frontends.py $(FRONTENDS_ARGS)
+	$(BIN)/python bench/first_call.py
 
 # The GPU check, for a machine with an NVIDIA GPU and no network (bench/gpu_check.py): the
 # suite on the real CUDA backend, GPU vs CPU maps on 10M rows, the 100M x 10M benchmark, in

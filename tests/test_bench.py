@@ -173,3 +173,22 @@ def test_idle_rejects_bad_options(flag, value, message):
     done = subprocess.run([sys.executable, str(IDLE), flag, value], capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 2 and message in done.stderr and flag in done.stderr
+
+
+def test_first_call_reports_both_caches_and_the_goal(monkeypatch, capsys):
+    """bench/first_call.py's table and its option check (its processes take minutes of
+    compiling, so they are not run here)."""
+    monkeypatch.syspath_prepend(str(RUN.parent))
+    spec = importlib.util.spec_from_file_location("first_call", RUN.parent / "first_call.py")
+    first_call = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(first_call)
+    step = {"import_s": 0.2, "join_asof_s": 0.7, "prepared_s": 0.02, "process_s": 1.5}
+    report = {"when": "now", "machine": {"cpu": "cpu", "cores": 2}, "commit": "abc",
+              "runs": 3, "warm_s": 75.0, "cold": dict(step, process_s=12.9), "warm": step}
+    table = first_call.markdown(report)
+    assert "| a new environment (empty cache) | 0.20 s | 0.70 s | 0.02 s | 12.90 s |" in table
+    assert "| after `asofgpu warm` | 0.20 s | 0.70 s | 0.02 s | 1.50 s |" in table
+    assert "under 2 s: met after `asofgpu warm`" in table
+    with pytest.raises(SystemExit):
+        first_call.main(["--runs", "0"])
+    assert "--runs must be at least 1, got 0" in capsys.readouterr().err
