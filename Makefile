@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.asofgpu-installed
-EXTRAS ?= test,bench
+EXTRAS ?= test,bench,ptx
 
 VENV_CUDF := .venv-cudf
 CUDF_STAMP := $(VENV_CUDF)/.asofgpu-installed

@@ -770,13 +770,23 @@ def _probe_kernel(left_keys, left_groups, offsets, right_keys, rows_last, rows_f
 
 @functools.cache
 def _cuda_probe_kernel(is_float: bool, simulated: bool):
+    from numba import cuda
+
+    return cuda.jit(cuda_probe_source(is_float, simulated))
+
+
+def cuda_probe_source(is_float: bool, simulated: bool = False):
+    """The probe kernel before ``cuda.jit``: ``_probe_kernel`` bound to its device functions.
+    ``_cuda_probe_kernel`` compiles it for launches; ``tests/test_ptx.py`` compiles it with
+    the real CUDA compiler (``cuda.compile_ptx``, no GPU needed) for every argument type a
+    launch can pass."""
     # numba.cuda is bound as a global: the simulator swaps globals that name it for its own.
     import numba
     from numba import cuda
 
     unsigned = _py_unsigned if simulated else numba.uint64
     probe_row = probe.build(cuda.jit(device=True), is_float, unsigned)
-    return cuda.jit(bind(_probe_kernel, cuda=cuda, probe_row=probe_row))
+    return bind(_probe_kernel, cuda=cuda, probe_row=probe_row)
 
 
 _BACKENDS = {"python": PythonBackend, "cpu": CpuBackend, "cuda": CudaBackend}

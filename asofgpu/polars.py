@@ -191,74 +191,136 @@ def _polars_options(options: dict, accepted: frozenset) -> dict:
 
 
 def _origin():
-    """Where a warning belongs: the innermost caller outside asofgpu and polars (None on a
-    polars worker thread, which runs a LazyFrame's join with no caller on its stack)."""
+    """Where a warning belongs: the innermost caller outside asofgpu and polars, as polars'
+    own ``find_stacklevel`` finds it (None when there is none, as on a thread polars runs)."""
     frame = sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_HERE):
         frame = frame.f_back
     return None if frame is None else (frame.f_code.co_filename, frame.f_lineno, frame.f_globals)
 
 
-def _dry_run(left: pl.DataFrame, right, options: dict, origin) -> pl.DataFrame:
-    """polars' join_asof on zero-row slices: its errors, its warnings, its output schema."""
-    other = right.head(0) if isinstance(right, pl.DataFrame) else right
-    caught = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            return left.head(0).join_asof(other, **_polars_options(options, _EAGER_PARAMS))
-    finally:
-        origin = _origin() or origin
-        for w in caught:  # again, as the caller's, under the caller's filters
-            _warn_again(w, origin)
+def _from_compiled_code() -> bool:
+    """Whether the warning being shown was issued by polars' compiled code: through
+    ``_polars_warn``, which polars' Rust side calls, printing what it raises and carrying on
+    (``eprintln!("{e}")``), where a warning polars issues from Python raises."""
+    frame = sys._getframe(2)
+    while frame is not None and not frame.f_code.co_filename.startswith(_HERE[0]):
+        code = frame.f_code
+        if code.co_name == "_polars_warn" and code.co_filename.startswith(_HERE[1]):
+            return True
+        frame = frame.f_back
+    return False
 
 
-def _warn_again(w: warnings.WarningMessage, origin) -> None:
+class _PolarsWarnings:
+    """Catches the warnings polars issues inside the block, each with where it came from
+    (:func:`_from_compiled_code`), to issue them again as the caller's (:meth:`issue`)."""
+
+    def __init__(self):
+        self.caught = []
+        self._catcher = warnings.catch_warnings()
+
+    def _show(self, message, category, filename, lineno, file=None, line=None):
+        self.caught.append((warnings.WarningMessage(message, category, filename, lineno, file,
+                                                    line), _from_compiled_code()))
+
+    def __enter__(self):
+        self._catcher.__enter__()
+        warnings.simplefilter("always")
+        warnings.showwarning = self._show  # restored by catch_warnings on the way out
+        return self
+
+    def __exit__(self, *exc_info):
+        self._catcher.__exit__(*exc_info)
+
+    def issue(self) -> None:
+        """Each warning again, as the caller's (:func:`_origin`), under the caller's filters,
+        the way polars issues it."""
+        origin = _origin()
+        for w, compiled in self.caught:
+            _warn_again(w, compiled, origin)
+
+
+def _warn_again(w: warnings.WarningMessage, compiled: bool, origin) -> None:
     """One of polars' warnings again, as the caller's (``origin``), under the caller's
-    filters. polars warns from compiled code: where a filter makes the warning an error, it
-    prints it (as Python's C API does, through ``sys.excepthook``) and carries on; so does
-    this, rather than raising it in place of polars' result or polars' own exception."""
+    filters. Where a filter turns it into an exception (``"error"``, or a ``showwarning``
+    that raises): one polars issued from compiled code is printed and ignored, as polars
+    prints it (``Category: message`` on file descriptor 2, past ``sys.stderr`` and
+    ``sys.excepthook``), so that polars' result or polars' own exception stands; one polars
+    issued from Python is raised, as polars raises it."""
     try:
-        if origin is None:
-            warnings.warn(w.message, stacklevel=4)
+        if origin is None:  # no caller outside asofgpu and polars on this thread's stack
+            warnings.warn(w.message, stacklevel=2)
             return
         filename, lineno, module_globals = origin
         warnings.warn_explicit(w.message, w.category, filename, lineno,
                                module=module_globals.get("__name__", "<string>"),
                                registry=module_globals.setdefault("__warningregistry__", {}))
-    except w.category as error:
-        # One line, as polars prints it: not where it was raised here, nor polars' own
-        # exception, if any, which is on its way up.
-        error.__context__ = error.__traceback__ = None
-        sys.excepthook(type(error), error, None)
+    except Exception as error:
+        if not compiled:
+            raise
+        _print_as_polars(error)
+
+
+def _print_as_polars(error: BaseException) -> None:
+    """``error`` printed as polars' Rust side prints an exception its warning raised
+    (pyo3's ``Display`` of the error, through ``eprintln!``)."""
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001 - pyo3's words for it
+        text = "<exception str() failed>"
+    data = f"{type(error).__qualname__}: {text}\n".encode("utf-8", "replace")
+    try:
+        while data:
+            data = data[os.write(2, data):]
+    except OSError:  # no standard error to write to: polars' eprintln! ignores it too
+        pass
+
+
+def _dry_run(left: pl.DataFrame, right, options: dict, issue: bool = True) -> pl.DataFrame:
+    """polars' join_asof on zero-row slices: its errors, its warnings (issued again as the
+    caller's unless ``issue`` is false), its output schema."""
+    other = right.head(0) if isinstance(right, pl.DataFrame) else right
+    caught = _PolarsWarnings()
+    try:
+        with caught:
+            return left.head(0).join_asof(other, **_polars_options(options, _EAGER_PARAMS))
+    finally:
+        if issue:
+            caught.issue()
 
 
 # --------------------------------------------------------------------------- the two paths
 
 
 def _lazy(left: pl.LazyFrame, right, options: dict, device: str) -> pl.LazyFrame:
-    with warnings.catch_warnings():  # polars warns again when the query runs
-        warnings.simplefilter("ignore")
-        plan = left.join_asof(right, **_polars_options(options, _LAZY_PARAMS))
-        schema = plan.collect_schema()
+    """The join as a LazyFrame: polars' own join_asof of two empty frames of the inputs'
+    schemas, mapped to asofgpu's join of the collected inputs. polars issues its warnings
+    from the empty join itself, where and when it issues them for its own plan (the
+    coalescing one whenever it resolves the schema, the ``by`` one at collect)."""
+    polars_options = _polars_options(options, _LAZY_PARAMS)
+    caught = _PolarsWarnings()
+    try:
+        with caught:  # polars resolves the plan at collect, warning then
+            plan = left.join_asof(right, **polars_options)
+            schema = plan.collect_schema()
+            empty = [pl.DataFrame(schema=side.collect_schema()).lazy() for side in (left, right)]
+    except Exception:  # raised now, where polars raises it at collect, after these warnings
+        caught.issue()
+        raise
 
-    origin = _origin()  # warnings at collect belong here when no caller is on the stack
-
-    def run() -> pl.DataFrame:
+    def run(_) -> pl.DataFrame:
         left_df, right_df = pl.collect_all([left, right])
-        return _eager(left_df, right_df, options, device, origin)
+        return _eager(left_df, right_df, options, device, issue=False)
 
-    if hasattr(pl, "defer"):
-        with warnings.catch_warnings():  # pl.defer is marked unstable
-            warnings.simplefilter("ignore")
-            return pl.defer(run, schema=schema)
-    return pl.LazyFrame().map_batches(lambda _: run(), schema=schema, predicate_pushdown=False,
-                                      projection_pushdown=False, slice_pushdown=False)
+    return empty[0].join_asof(empty[1], **polars_options).map_batches(
+        run, schema=schema, predicate_pushdown=False, projection_pushdown=False,
+        slice_pushdown=False)
 
 
 def _eager(left: pl.DataFrame, right, options: dict, device: str,
-           origin=None) -> pl.DataFrame:
-    dry = _dry_run(left, right, options, origin)
+           issue: bool = True) -> pl.DataFrame:
+    dry = _dry_run(left, right, options, issue)
     on = options["on"]
     left_expr, right_expr = ((on, on) if isinstance(on, (str, pl.Expr))
                              else (options["left_on"], options["right_on"]))

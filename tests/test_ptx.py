@@ -1,0 +1,109 @@
+"""The GPU probe kernel through the real CUDA compiler, without a GPU (issue 24).
+
+numba's CUDA simulator runs kernels as Python, so a typing error, a call numba cannot lower
+for the device, or float64 arithmetic in an integer kernel would first show on a GPU. Here
+numba-cuda's own compiler (NVVM, from the nvidia wheels of ``numba-cuda[cu13]``, which the
+``test`` extra installs) compiles the kernel to PTX for every argument type a launch passes,
+for sm_80 (A100) and sm_90 (H100, H200); the second test checks, on the python backend that
+shares ``Backend.probe``, that launches pass only those types.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from asofgpu import _backend, asof_join
+
+if _backend.cudasim_enabled():
+    pytest.skip("the simulator replaces numba.cuda's compiler", allow_module_level=True)
+
+numba = pytest.importorskip("numba")
+cuda = pytest.importorskip("numba.cuda")
+
+KEYS = {"int64": False, "uint64": False, "float64": True}  # a key's values, and is it float
+WIDTHS = ("int32", "int64")  # row numbers and map entries: int64 from 2**31 right rows on
+TARGETS = ((8, 0), (9, 0))
+
+
+def _signature(key: str, width: str) -> tuple[str, ...]:
+    """The kernel's argument types, in ``Backend.probe``'s order."""
+    tol = "float64" if KEYS[key] else "uint64"
+    return (f"{key}[::1]", "int32[::1]", "int64[::1]", f"{key}[::1]", f"{width}[::1]",
+            f"{width}[::1]", "int64", "bool", "bool", tol, "int64", "int64", f"{width}[::1]")
+
+
+def _compiler_missing() -> str | None:
+    def touch(out):
+        out[0] = 1
+
+    try:
+        cuda.compile_ptx(touch, "void(int32[::1])", cc=TARGETS[0])
+    except Exception as exc:  # noqa: BLE001 - whatever keeps NVVM from loading
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+@pytest.fixture
+def target(monkeypatch, request):
+    """Device functions compile for the current device's compute capability; without a GPU
+    there is none, so the one under test stands in for it."""
+    missing = _compiler_missing()
+    if missing:
+        pytest.skip(f"numba-cuda's NVVM is not installed ({missing[:200]}); "
+                    f"pip install 'numba-cuda[cu13]'")
+    import numba.cuda.dispatcher as dispatcher
+
+    monkeypatch.setattr(dispatcher, "get_current_device",
+                        lambda: types.SimpleNamespace(compute_capability=request.param))
+    return request.param
+
+
+@pytest.mark.parametrize("target", TARGETS, indirect=True, ids=lambda cc: f"sm{cc[0]}{cc[1]}")
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("key", KEYS)
+def test_the_probe_kernel_compiles_for_every_type_a_launch_passes(target, key, width):
+    signature = "void(" + ", ".join(_signature(key, width)).replace("bool", "boolean") + ")"
+    ptx, _ = cuda.compile_ptx(_backend.cuda_probe_source(KEYS[key]), signature, cc=target)
+    assert f".target sm_{target[0]}{target[1]}" in ptx
+    assert ".entry" in ptx
+    if not KEYS[key]:
+        doubles = sorted(set(re.findall(r"\b[\w.]+\.f64\b", ptx)))
+        assert not doubles, f"the {key} kernel does float64 arithmetic: {doubles}"
+
+
+def test_launches_pass_only_the_types_compiled_above(monkeypatch):
+    """Every backend launches through ``Backend.probe``: on the python backend, each
+    argument's type for every kind of key, with and without groups, a tolerance and each
+    strategy, is one of the signatures compiled above (int32 maps; int64 ones need 2**31
+    right rows)."""
+    launched = set()
+    launch = _backend.PythonBackend._launch
+
+    def spy(self, is_float, *args, time_ordered=None):
+        launched.add(tuple(f"{a.dtype}[::1]" if isinstance(a, np.ndarray)
+                           else str(numba.typeof(a)) for a in args))
+        return launch(self, is_float, *args, time_ordered=time_ordered)
+
+    monkeypatch.setattr(_backend.PythonBackend, "_launch", spy)
+    left, right = np.array([1, 5, 9]), np.array([0, 4, 8])
+    keys = [(left, right), (left.astype(np.uint32), right.astype(np.uint32)),
+            (left.astype(np.float32), right.astype(np.float64)),
+            (left.astype("datetime64[s]"), right.astype("datetime64[ms]")),
+            (pa.array(left.astype(np.int32), pa.date32()),
+             pa.array(right.astype(np.int32), pa.date32()))]
+    for left_on, right_on in keys:
+        temporal = not isinstance(left_on, np.ndarray) or left_on.dtype.kind == "M"
+        tolerance = np.timedelta64(3, "s") if temporal else 3
+        for strategy in ("backward", "forward", "nearest"):
+            asof_join(left_on, right_on, strategy=strategy, device="python")
+            asof_join(left_on, right_on, np.array(["a", "b", "a"]), np.array(["a", "a", "b"]),
+                      strategy=strategy, tolerance=tolerance, allow_exact_matches=False,
+                      device="python")
+    compiled = {_signature(key, "int32") for key in KEYS}
+    assert launched <= compiled, launched - compiled
+    assert {sig[0] for sig in launched} == {f"{key}[::1]" for key in KEYS}
