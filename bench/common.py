@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import json
 import os
 import platform
 import subprocess
@@ -96,3 +97,10 @@ def atomic_write(path: Path, write) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_report(out: Path, stem: str, report: dict, text: str) -> None:
+    """``stem``.json (the report) and ``stem``.md (its table) in ``out``, each whole or not
+    at all."""
+    atomic_write(out / f"{stem}.json", lambda tmp: tmp.write_text(json.dumps(report, indent=1)))
+    atomic_write(out / f"{stem}.md", lambda tmp: tmp.write_text(text))

@@ -120,9 +120,7 @@ def main(argv: list[str] | None = None) -> int:
               "machine": common.machine(), "commit": common.commit(), "runs": args.runs,
               "warm_s": warm_s, "cold": medians(cold), "warm": medians(warmed),
               "cold_runs": cold, "warm_runs": warmed}
-    common.atomic_write(args.out / "first_call.json",
-                        lambda tmp: tmp.write_text(json.dumps(report, indent=1)))
-    common.atomic_write(args.out / "first_call.md", lambda tmp: tmp.write_text(markdown(report)))
+    common.write_report(args.out, "first_call", report, markdown(report))
     say(f"wrote first_call.md and first_call.json to {args.out}")
     return 0
 

@@ -224,9 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "goal": goal, "ours": ours, "theirs": theirs,
                                  "ratio": ours / theirs, "runs": times}
         say(f"{case}: {ours:.3f} s against {theirs:.3f} s ({ours / theirs:.2f}x)")
-    common.atomic_write(args.out / "frontends.json",
-                        lambda tmp: tmp.write_text(json.dumps(report, indent=1)))
-    common.atomic_write(args.out / "frontends.md", lambda tmp: tmp.write_text(markdown(report)))
+    common.write_report(args.out, "frontends", report, markdown(report))
     say(f"wrote frontends.md and frontends.json to {args.out}")
     return 0
 
