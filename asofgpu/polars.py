@@ -14,7 +14,15 @@ Importing this module also registers the ``asofgpu`` namespace on DataFrame and 
 
 How it works: polars runs the same call on zero-row slices of the inputs (the "dry run"), so
 argument checks, messages, warnings and the output schema are polars' own, whatever its
-version. The rows come from ``asofgpu.asof_join``'s gather map: asofgpu's gather takes the
+version. polars issues its warnings itself, at the caller's line (the dry run is called from
+a frame polars takes for the caller's) and under the caller's filters, so they behave as for
+polars' own call: shown once a line under a "default" filter, and under an "error" filter
+(``python -W error``, pytest's ``filterwarnings = error``) printed on standard error and not
+raised, as polars prints the warnings of its compiled code, the join going on to its result
+or polars' exception. On a LazyFrame, the dry run is polars' own join of two empty frames
+inside the plan, so its schema, errors and warnings come where polars gives them (the
+coalescing warning at ``collect_schema`` and ``collect``, the ``by`` one at ``collect``).
+The rows come from ``asofgpu.asof_join``'s gather map: asofgpu's gather takes the
 right's numbers, times and booleans by it, and polars' own gather every other dtype, so each
 (Enum, Decimal, Object, nested) comes through unchanged.
 
@@ -36,11 +44,11 @@ Where it differs from polars:
   keys are brought to one 64-bit type when their values fit; otherwise backward and forward
   joins without a tolerance still work (by rank), and ``nearest`` or a tolerance raise
   ``InvalidOperationError``. Float32 distances are computed in float64.
-- LazyFrame: the output schema is resolved when ``join_asof`` is called, so errors that polars
-  raises while planning (unknown columns, key dtypes, tolerance strings, duplicate names) come
-  then rather than at ``collect``. The join itself runs at ``collect``; the optimizer does not
-  push predicates or projections through it. polars 1.x wraps errors raised while collecting
-  (unsorted keys, say) in ``ComputeError``.
+- LazyFrame: the inputs' schemas are resolved when ``join_asof`` is called (errors in the
+  inputs' own plans come then, not at ``collect``). The join runs at ``collect``; the
+  optimizer does not push predicates or projections through it. The plan polars appends to
+  the errors it raises while planning the join ("Resolved plan until failure") shows
+  asofgpu's node (``opaque_python``) around polars' join.
 - Where several errors apply at once (unsorted keys and an unsupported strategy, say), which
   one is raised may differ; where polars panics, so does the dry run. Output columns whose names
   clash are refused (``DuplicateError``) where some polars 1.x versions return them twice.
@@ -55,7 +63,7 @@ import numbers
 import os
 import re
 import sys
-import warnings
+import types
 
 import numpy as np
 import polars as pl
@@ -199,95 +207,38 @@ def _origin():
     return None if frame is None else (frame.f_code.co_filename, frame.f_lineno, frame.f_globals)
 
 
-def _from_compiled_code() -> bool:
-    """Whether the warning being shown was issued by polars' compiled code: through
-    ``_polars_warn``, which polars' Rust side calls, printing what it raises and carrying on
-    (``eprintln!("{e}")``), where a warning polars issues from Python raises."""
-    frame = sys._getframe(2)
-    while frame is not None and not frame.f_code.co_filename.startswith(_HERE[0]):
-        code = frame.f_code
-        if code.co_name == "_polars_warn" and code.co_filename.startswith(_HERE[1]):
-            return True
-        frame = frame.f_back
-    return False
+_AS_CALLER = (lambda function, args, kwargs: function(*args, **kwargs)).__code__
 
 
-class _PolarsWarnings:
-    """Catches the warnings polars issues inside the block, each with where it came from
-    (:func:`_from_compiled_code`), to issue them again as the caller's (:meth:`issue`)."""
+def _as_caller(origin, function, *args, **kwargs):
+    """``function(*args, **kwargs)`` (one of polars' own), called from a frame that polars
+    takes for the caller's: ``origin``'s file and line, with its module's globals (``origin``
+    as :func:`_origin` gives it).
 
-    def __init__(self):
-        self.caught = []
-        self._catcher = warnings.catch_warnings()
-
-    def _show(self, message, category, filename, lineno, file=None, line=None):
-        self.caught.append((warnings.WarningMessage(message, category, filename, lineno, file,
-                                                    line), _from_compiled_code()))
-
-    def __enter__(self):
-        self._catcher.__enter__()
-        warnings.simplefilter("always")
-        warnings.showwarning = self._show  # restored by catch_warnings on the way out
-        return self
-
-    def __exit__(self, *exc_info):
-        self._catcher.__exit__(*exc_info)
-
-    def issue(self) -> None:
-        """Each warning again, as the caller's (:func:`_origin`), under the caller's filters,
-        the way polars issues it."""
-        origin = _origin()
-        for w, compiled in self.caught:
-            _warn_again(w, compiled, origin)
+    polars issues each of its warnings with ``warnings.warn`` at the innermost frame outside
+    polars; through this frame, that is the caller's, so polars' warnings are issued by
+    polars itself, just as for a call of its own: at the caller's line, under the caller's
+    filters, and with the caller's module registry (a "default" filter shows a warning once
+    per line). Under an "error" filter, those polars issues from compiled code (all of
+    ``join_asof``'s) are printed by polars, not raised (``eprintln!`` of what
+    ``_polars_warn`` raised), and polars carries on to its result or its own exception.
+    No warnings filter is touched here: ``catch_warnings`` would make every module's
+    registry forget what it has shown, and a "default" filter show polars' warnings again
+    at each call."""
+    if origin is None or not isinstance(origin[1], int) or origin[1] < 1:
+        return function(*args, **kwargs)
+    filename, lineno, module_globals = origin
+    code = _AS_CALLER.replace(co_filename=filename, co_firstlineno=lineno,
+                              co_name="<asofgpu: polars called from here>")
+    return types.FunctionType(code, module_globals)(function, args, kwargs)
 
 
-def _warn_again(w: warnings.WarningMessage, compiled: bool, origin) -> None:
-    """One of polars' warnings again, as the caller's (``origin``), under the caller's
-    filters. Where a filter turns it into an exception (``"error"``, or a ``showwarning``
-    that raises): one polars issued from compiled code is printed and ignored, as polars
-    prints it (``Category: message`` on file descriptor 2, past ``sys.stderr`` and
-    ``sys.excepthook``), so that polars' result or polars' own exception stands; one polars
-    issued from Python is raised, as polars raises it."""
-    try:
-        if origin is None:  # no caller outside asofgpu and polars on this thread's stack
-            warnings.warn(w.message, stacklevel=2)
-            return
-        filename, lineno, module_globals = origin
-        warnings.warn_explicit(w.message, w.category, filename, lineno,
-                               module=module_globals.get("__name__", "<string>"),
-                               registry=module_globals.setdefault("__warningregistry__", {}))
-    except Exception as error:
-        if not compiled:
-            raise
-        _print_as_polars(error)
-
-
-def _print_as_polars(error: BaseException) -> None:
-    """``error`` printed as polars' Rust side prints an exception its warning raised
-    (pyo3's ``Display`` of the error, through ``eprintln!``)."""
-    try:
-        text = str(error)
-    except Exception:  # noqa: BLE001 - pyo3's words for it
-        text = "<exception str() failed>"
-    data = f"{type(error).__qualname__}: {text}\n".encode("utf-8", "replace")
-    try:
-        while data:
-            data = data[os.write(2, data):]
-    except OSError:  # no standard error to write to: polars' eprintln! ignores it too
-        pass
-
-
-def _dry_run(left: pl.DataFrame, right, options: dict, issue: bool = True) -> pl.DataFrame:
-    """polars' join_asof on zero-row slices: its errors, its warnings (issued again as the
-    caller's unless ``issue`` is false), its output schema."""
+def _dry_run(left: pl.DataFrame, right, options: dict) -> pl.DataFrame:
+    """polars' join_asof on zero-row slices, as the caller's: its errors, its warnings, its
+    output schema."""
     other = right.head(0) if isinstance(right, pl.DataFrame) else right
-    caught = _PolarsWarnings()
-    try:
-        with caught:
-            return left.head(0).join_asof(other, **_polars_options(options, _EAGER_PARAMS))
-    finally:
-        if issue:
-            caught.issue()
+    polars_options = _polars_options(options, _EAGER_PARAMS)
+    return _as_caller(_origin(), left.head(0).join_asof, other, **polars_options)
 
 
 # --------------------------------------------------------------------------- the two paths
@@ -295,32 +246,31 @@ def _dry_run(left: pl.DataFrame, right, options: dict, issue: bool = True) -> pl
 
 def _lazy(left: pl.LazyFrame, right, options: dict, device: str) -> pl.LazyFrame:
     """The join as a LazyFrame: polars' own join_asof of two empty frames of the inputs'
-    schemas, mapped to asofgpu's join of the collected inputs. polars issues its warnings
-    from the empty join itself, where and when it issues them for its own plan (the
-    coalescing one whenever it resolves the schema, the ``by`` one at collect)."""
+    schemas (the dry run), mapped to asofgpu's join of the collected inputs. polars checks
+    the arguments at the call, and resolves, checks and warns about the empty join where and
+    when it does so for its own plan: output schema and errors at ``collect_schema`` and
+    ``collect``, the coalescing warning whenever it resolves the plan, the ``by`` one at
+    ``collect``."""
     polars_options = _polars_options(options, _LAZY_PARAMS)
-    caught = _PolarsWarnings()
-    try:
-        with caught:  # polars resolves the plan at collect, warning then
-            plan = left.join_asof(right, **polars_options)
-            schema = plan.collect_schema()
-            empty = [pl.DataFrame(schema=side.collect_schema()).lazy() for side in (left, right)]
-    except Exception:  # raised now, where polars raises it at collect, after these warnings
-        caught.issue()
-        raise
+    origin = _origin()
+    if not isinstance(right, pl.LazyFrame):
+        _as_caller(origin, left.join_asof, right, **polars_options)  # polars' TypeError
+        msg = f"expected `other` to be a 'LazyFrame', not {type(right).__name__!r}"
+        raise TypeError(msg)
+    empty = [pl.DataFrame(schema=side.collect_schema()).lazy() for side in (left, right)]
 
-    def run(_) -> pl.DataFrame:
-        left_df, right_df = pl.collect_all([left, right])
-        return _eager(left_df, right_df, options, device, issue=False)
+    def run(dry: pl.DataFrame) -> pl.DataFrame:
+        collected = _as_caller(_origin(), pl.collect_all, [left, right])
+        return _eager(*collected, options, device, dry)
 
-    return empty[0].join_asof(empty[1], **polars_options).map_batches(
-        run, schema=schema, predicate_pushdown=False, projection_pushdown=False,
-        slice_pushdown=False)
+    return _as_caller(origin, empty[0].join_asof, empty[1], **polars_options).map_batches(
+        run, predicate_pushdown=False, projection_pushdown=False, slice_pushdown=False)
 
 
 def _eager(left: pl.DataFrame, right, options: dict, device: str,
-           issue: bool = True) -> pl.DataFrame:
-    dry = _dry_run(left, right, options, issue)
+           dry: pl.DataFrame | None = None) -> pl.DataFrame:
+    if dry is None:
+        dry = _dry_run(left, right, options)
     on = options["on"]
     left_expr, right_expr = ((on, on) if isinstance(on, (str, pl.Expr))
                              else (options["left_on"], options["right_on"]))

@@ -8,6 +8,7 @@ tolerances polars 1.x can read), the expectation follows the running polars.
 
 from __future__ import annotations
 
+import functools
 import re
 import warnings
 import zlib
@@ -67,10 +68,10 @@ def _both_asofgpu(left, right, **options):
         return got.collect() if isinstance(got, pl.LazyFrame) else got
 
 
-def _collect_error(error):
-    """What an error of the data raised at LazyFrame.collect is: polars 1.x wraps exceptions
-    raised by a Python source (asofgpu's deferred join) in ComputeError, keeping the message."""
-    return (error, ComputeError) if POLARS_1 else error
+def _words(error: Exception) -> str:
+    """An exception's message without the plan polars appends to errors of a LazyFrame (its
+    "Resolved plan until failure", which shows asofgpu's plan around polars' join)."""
+    return str(error).split("\n\nResolved plan until failure")[0]
 
 
 # --------------------------------------------------------------------------- random sorted inputs
@@ -596,8 +597,8 @@ def test_errors_are_polars_errors(left_change, right_change, options, error, mes
             left.lazy().join_asof(right.lazy(), **options).collect()
             lazy_message = message  # unsorted keys its streaming engine does not check
         except error as lazy_error:
-            lazy_message = str(lazy_error)
-        with pytest.raises(_collect_error(error), match=re.escape(lazy_message)):
+            lazy_message = _words(lazy_error)
+        with pytest.raises(error, match=re.escape(lazy_message)):
             join_asof(left.lazy(), right.lazy(), **options, **CPU).collect()
 
 
@@ -624,7 +625,7 @@ def test_errors_of_the_call_itself():
 
 def test_lazy_errors_of_the_data_come_at_collect():
     unsorted = join_asof(L.reverse().lazy(), R.lazy(), on="t", **CPU)  # no error yet
-    with pytest.raises(_collect_error(InvalidOperationError), match="is not sorted"):
+    with pytest.raises(InvalidOperationError, match="is not sorted"):
         unsorted.collect()
 
 
@@ -642,45 +643,105 @@ def test_sortedness_warning_with_by_like_polars():
         join_asof(L, R, on="t", **CPU)
 
 
-def test_coalesce_warning_for_expression_keys_like_polars():
-    with pytest.warns(UserWarning, match=re.escape(COALESCE_WARNING)):
-        L.join_asof(R, on=pl.col("t") + 1)
-    with pytest.warns(UserWarning, match=re.escape(COALESCE_WARNING)):
-        join_asof(L, R, on=pl.col("t") + 1, **CPU)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        join_asof(L, R, on=pl.col("t"), **CPU)
-        join_asof(L, R, on=pl.col("t") + 1, coalesce=False, **CPU)
+R_CODES = R.with_columns(pl.col("g").cast(pl.Categorical).to_physical())  # by: u32 vs str
+R_FLOATS = R.with_columns(pl.col("t").cast(pl.Float64))  # keys: i64 vs f64
+BOTH_WARNINGS = {SORT_WARNING, COALESCE_WARNING}
+WARNING_CASES = {  # left, right, options, the warnings polars gives
+    "by": (L, R, dict(on="t", by="g"), {SORT_WARNING}),
+    "expression-key": (L, R, dict(on=pl.col("t") + 1), {COALESCE_WARNING}),
+    "both": (L, R, dict(on=pl.col("t") + 1, by="g"), BOTH_WARNINGS),
+    "by-then-error": (L, R_CODES, dict(on="t", by="g"), {SORT_WARNING}),
+    "expression-key-then-planning-error": (L, R_FLOATS, dict(on=pl.col("t") + 1),
+                                           {COALESCE_WARNING}),
+    "both-then-error": (L, R_CODES, dict(on=pl.col("t") + 1, by="g"), BOTH_WARNINGS),
+    "expression-key-unsorted": (L.reverse(), R, dict(on=pl.col("t") + 1), {COALESCE_WARNING}),
+    "by-unchecked": (L, R, dict(on="t", by="g", check_sortedness=False), set()),
+    "column-expression": (L, R, dict(on=pl.col("t")), set()),
+    "expression-key-uncoalesced": (L, R, dict(on=pl.col("t") + 1, coalesce=False), set()),
+    "argument-error-first": (L, R, dict(on=pl.col("t") + 1, by="g", strategy="closest"), set()),
+}
+POLARS_JOINS = {"eager": pl.DataFrame.join_asof, "lazy": pl.LazyFrame.join_asof}
 
 
-@pytest.mark.parametrize("case", ["sorted-by", "sorted-by-lazy", "by-dtypes-differ",
-                                  "coalesce-and-by-dtypes-differ"])
-def test_under_an_error_filter_warnings_are_printed_as_polars_prints_them(capfd, case):
-    """polars warns from compiled code: under an "error" filter it prints the warning and
-    carries on, returning its frame or raising its own exception; so does asofgpu."""
-    ints = R.with_columns(pl.col("g").cast(pl.Categorical).to_physical())
-    left, right, on = {"sorted-by": (L, R, "t"), "sorted-by-lazy": (L.lazy(), R.lazy(), "t"),
-                       "by-dtypes-differ": (L, ints, "t"),
-                       "coalesce-and-by-dtypes-differ": (L, ints, pl.col("t") + 1)}[case]
+def _under_filter(join, left, right, options, action, capfd):
+    """Everything a join does under the warnings filter ``action``, called twice from these
+    same lines (``join``: polars' method or asofgpu's function; their warnings belong to
+    these lines either way): for each step (the call, then for a LazyFrame its schema and
+    its rows) the warnings shown (category, message, file, line), what was printed on
+    standard error, and the result: a frame's schema and rows, or an exception's type and
+    polars' words."""
+    record = []
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter(action)
+        for _ in range(2):  # a "default" filter shows a warning once a line
+            out = None
+            for step in ("join_asof", "collect_schema", "collect"):
+                capfd.readouterr()
+                shown.clear()
+                try:
+                    if step == "join_asof":
+                        result = out = join(left, right, **options)
+                    else:
+                        result = getattr(out, step)()
+                except Exception as error:  # noqa: BLE001 - compared below
+                    result, out = (type(error), _words(error)), None
+                if isinstance(result, pl.DataFrame):
+                    result = (dict(result.schema), result.rows())
+                elif isinstance(result, pl.LazyFrame):
+                    result = "LazyFrame"
+                elif not isinstance(result, tuple):
+                    result = dict(result)  # a schema
+                seen = [(w.category, str(w.message), w.filename, w.lineno) for w in shown]
+                record.append((step, result, seen, capfd.readouterr().err))
+                if not isinstance(out, pl.LazyFrame):
+                    break
+    return record
 
-    def outcome(call):
-        capfd.readouterr()
-        try:
-            out = call()
-            result = out.collect() if isinstance(out, pl.LazyFrame) else out
-        except pl.exceptions.PolarsError as exc:
-            result = (type(exc), str(exc))
-        return result, capfd.readouterr().err
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        want, printed = outcome(lambda: left.join_asof(right, on=on, by="g"))
-        got, ours = outcome(lambda: join_asof(left, right, on=on, by="g", **CPU))
-    assert ours == printed and "UserWarning: Sortedness of columns" in printed
-    if isinstance(want, tuple):
-        assert got == want
-    else:
-        assert got.equals(want)
+@pytest.mark.parametrize("kind", ["eager", "lazy"])
+@pytest.mark.parametrize("action", ["default", "error", "ignore", "always", "module"])
+@pytest.mark.parametrize("case", list(WARNING_CASES))
+def test_warnings_under_every_filter_like_polars(case, action, kind, capfd):
+    """polars issues its join_asof warnings from compiled code: shown under the caller's
+    filters as any warning, but under an "error" filter printed on standard error (file
+    descriptor 2) and not raised, polars going on to its result or its own exception. asofgpu
+    does exactly the same at each step: the same warnings, at the same lines, once a line
+    under "default", printed alike, and polars' result or exception."""
+    left, right, options, expected = WARNING_CASES[case]
+    if kind == "lazy":
+        left, right = left.lazy(), right.lazy()
+    want = _under_filter(POLARS_JOINS[kind], left, right, options, action, capfd)
+    got = _under_filter(functools.partial(join_asof, **CPU), left, right, options, action,
+                        capfd)
+    assert got == want
+    shown = {message for _, _, seen, _ in want for _, message, _, _ in seen}
+    printed = {line for *_, err in want for line in err.splitlines()}
+    assert shown == (expected if action in ("default", "always", "module") else set())
+    assert printed == ({f"UserWarning: {m}" for m in expected} if action == "error" else set())
+    if action == "always":  # each call shows them again
+        assert sum(len(seen) for _, _, seen, _ in want) >= 2 * len(expected)
+
+
+def test_python_W_error_prints_polars_warnings_and_carries_on():
+    """The issue's case: under ``python -W error`` polars prints its warning and returns its
+    frame, and so does asofgpu, eager and lazy."""
+    import subprocess
+    import sys
+
+    script = (
+        "import functools, polars as pl, asofgpu.polars\n"
+        "df = pl.DataFrame({'t': [1, 2], 'g': ['a', 'a']})\n"
+        "ours = functools.partial(asofgpu.polars.join_asof, device='cpu')\n"
+        "for join in (pl.DataFrame.join_asof, ours):\n"
+        "    print(join(df, df, on='t', by='g').height)\n"
+        "for join in (pl.LazyFrame.join_asof, ours):\n"
+        "    print(join(df.lazy(), df.lazy(), on=pl.col('t') + 1).collect().height)\n")
+    run = subprocess.run([sys.executable, "-W", "error", "-c", script], capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["2"] * 4
+    assert run.stderr.splitlines() == [f"UserWarning: {SORT_WARNING}"] * 2 + [
+        f"UserWarning: {COALESCE_WARNING}"] * 2
 
 
 # --------------------------------------------------------------------------- tolerance forms
