@@ -638,8 +638,10 @@ def _njit_cached(fn, **options):
     numba caches beside the source when its ``__pycache__`` is writable, else in the user's
     cache directory (``~/.cache/numba``), and refuses to compile at all when neither is (a
     read-only installation run by a user without a home, as containers do). Then the cache
-    goes to ``cache_dir()``'s fallback in the temporary directory, or, if even that cannot
-    be written, nowhere: each process compiles again."""
+    goes to ``_FALLBACK_CACHE`` in the temporary directory (through ``NUMBA_CACHE_DIR``'s
+    setting, which is the whole process's: other cached functions go there too), or, if even
+    that cannot be written, nowhere: each process compiles again, and says so once."""
+    global _WARNED_UNCACHED
     import numba
 
     try:
@@ -653,13 +655,16 @@ def _njit_cached(fn, **options):
             return numba.njit(cache=True, **options)(fn)
         except RuntimeError:
             pass
-    warnings.warn(f"asofgpu: numba cannot write its cache beside the kernels, in the user's "
-                  f"cache directory or in {_FALLBACK_CACHE}: each process compiles the "
-                  f"kernels again (set NUMBA_CACHE_DIR to a writable directory)",
-                  RuntimeWarning, stacklevel=3)
+    if not _WARNED_UNCACHED:
+        _WARNED_UNCACHED = True
+        warnings.warn(f"asofgpu: numba cannot write its cache beside the kernels, in the "
+                      f"user's cache directory or in {_FALLBACK_CACHE}: each process compiles "
+                      f"the kernels again (set NUMBA_CACHE_DIR to a writable directory)",
+                      RuntimeWarning, stacklevel=3)
     return numba.njit(**options)(fn)
 
 
+_WARNED_UNCACHED = False
 # The cache's last resort, one per user (a shared one could hold another user's files).
 _FALLBACK_CACHE = os.path.join(tempfile.gettempdir(), f"asofgpu-numba-cache-{os.getuid()}"
                                if hasattr(os, "getuid") else "asofgpu-numba-cache")

@@ -49,6 +49,7 @@ _SCRIPT = textwrap.dedent("""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         twice = _backend._njit_cached(kernel_module.twice)
+        _backend._njit_cached(kernel_module.twice)  # a second kernel: no second warning
     assert twice(21) == 42
     print(twice._cache.__class__.__name__, getattr(twice._cache, "_cache_path", None))
     print(_backend.cache_dir())
@@ -93,6 +94,7 @@ def test_without_any_writable_cache_the_kernels_compile_and_a_warning_says_so(tm
     blocked = tmp_path / "not-a-directory"
     kind, _, warned = _run(kernels, env, str(blocked / "asofgpu-numba-cache"))
     assert kind.split()[0] == "NullCache"
+    assert warned.count("numba cannot write its cache") == 1
     assert "numba cannot write its cache beside the kernels, in the user's cache directory" \
         in warned
     assert "set NUMBA_CACHE_DIR to a writable directory" in warned
