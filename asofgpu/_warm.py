@@ -6,10 +6,11 @@ machine code in its cache on disk (beside the kernels, or in the user's cache di
 the package's is not writable; see ``_backend.cache_dir``). In a new environment the first
 small join compiled some forty functions, 8 s on two cores, and the first prepared probe and
 gather 3.5 s more; once cached, they load in 0.7 s. ``warm`` runs small joins of the
-usual shapes, each shape in a process of its own so that the compiling takes every core:
+usual shapes, and ``asofgpu enrich`` on small files (its windows and spills have kernels of
+their own), each shape in a process of its own so that the compiling takes every core:
 
 >>> sorted(SHAPES)
-['float keys', 'integer groups', 'one-shot', 'prepared']
+['enrich', 'float keys', 'integer groups', 'one-shot', 'prepared']
 
 The cache is the machine's: numba keys it by the CPU it compiled for, so a cache built on
 another machine (a container image built elsewhere) is compiled again at the first use.
@@ -84,8 +85,29 @@ def _float_keys() -> None:
         join_asof(seconds["trades"], seconds["quotes"], on="time", by="symbol", device="cpu")
 
 
+def _enrich() -> None:
+    """``asofgpu enrich`` on time-sorted files in each way it holds RIGHT: the main job's
+    own kernels (the streamed windows, the spill's partitions)."""
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from .enrich import Options, enrich
+
+    quotes, trades = _day(SIZES[-1])
+    with tempfile.TemporaryDirectory(prefix="asofgpu-warm-") as folder:
+        paths = {name: os.path.join(folder, f"{name}.parquet") for name in ("quotes", "trades")}
+        pq.write_table(quotes, paths["quotes"], row_group_size=SIZES[-1] // 4)
+        pq.write_table(trades, paths["trades"], row_group_size=SIZES[-1] // 4)
+        for mode in ("stream", "memory", "spill"):
+            enrich(Options(left=paths["trades"], right=paths["quotes"],
+                           out=os.path.join(folder, f"{mode}.parquet"), left_on="time",
+                           right_on="time", left_by=["symbol"], right_by=["symbol"],
+                           device="cpu", chunk_rows=SIZES[-1] // 4, right_mode=mode))
+
+
 SHAPES = {"one-shot": _one_shot, "prepared": _prepared, "integer groups": _integer_groups,
-          "float keys": _float_keys}
+          "float keys": _float_keys, "enrich": _enrich}
 
 
 def _timed(shape: str) -> float:
