@@ -31,10 +31,12 @@ import pyarrow as pa
 SIZES = (1_000, 100_000)
 
 
-def _day(n: int, shuffled: bool = False):
+def _day(n: int, shuffled: bool = False, symbols: int = 1000):
+    """Quotes and trades of a market-data day: four quotes a trade, as a prepared probe of
+    many groups streams the quotes (``_backend._streams``) and one of few groups gallops."""
     from . import marketdata
 
-    return marketdata.day(n, n, 50, seed=1, shuffled=shuffled)
+    return marketdata.day(4 * n, n, symbols, seed=1, shuffled=shuffled)
 
 
 def _one_shot() -> None:
@@ -51,8 +53,8 @@ def _one_shot() -> None:
 def _prepared() -> None:
     from . import AsofJoin, gather
 
-    for n in SIZES:
-        quotes, trades = _day(n)
+    for n, symbols in ((n, symbols) for n in SIZES for symbols in (1000, 3)):
+        quotes, trades = _day(n, symbols=symbols)
         prepared = AsofJoin(quotes["time"], quotes["symbol"], device="cpu")
         payload = quotes.drop_columns(["time", "symbol"])
         in_chunks = pa.Table.from_batches(payload.to_batches(max_chunksize=max(n // 4, 1)))
