@@ -19,12 +19,14 @@ another machine (a container image built elsewhere) is compiled again at the fir
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import multiprocessing
 import os
 import time
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # Below and above every size at which a path changes (parallel launches, radix sorts, the
 # parallel hash and gather): each shape runs at both.
@@ -53,7 +55,7 @@ def _one_shot() -> None:
 def _prepared() -> None:
     from . import AsofJoin, gather
 
-    for n, symbols in ((n, symbols) for n in SIZES for symbols in (1000, 3)):
+    for n, symbols in itertools.product(SIZES, (1000, 3)):
         quotes, trades = _day(n, symbols=symbols)
         prepared = AsofJoin(quotes["time"], quotes["symbol"], device="cpu")
         payload = quotes.drop_columns(["time", "symbol"])
@@ -69,7 +71,7 @@ def _integer_groups() -> None:
 
     for n in SIZES:
         quotes, trades = _day(n)
-        ids = {name: pa.compute.dictionary_encode(t["symbol"]).combine_chunks().indices
+        ids = {name: pc.dictionary_encode(t["symbol"]).combine_chunks().indices
                for name, t in (("quotes", quotes), ("trades", trades))}
         join_asof(trades.set_column(1, "symbol", ids["trades"].cast(pa.int64())),
                   quotes.set_column(1, "symbol", ids["quotes"].cast(pa.int64())),
