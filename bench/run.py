@@ -62,7 +62,7 @@ PEERS = SYSTEMS[1:]
 TITLES = {"asofgpu": "asofgpu", "polars": "polars", "pandas": "pandas", "duckdb": "DuckDB",
           "chdb": "ClickHouse (chdb)", "pyarrow": "pyarrow"}
 # Systems run only on sizes up to this many rows a side: pyarrow's Table.join_asof (Acero)
-# grows faster than its input (0.44 s at 100K x 100K, 15 s at 1M x 1M here), so at 10M every
+# grows faster than its input (0.44 s at 100K x 100K, 15-20 s at 1M x 1M here), so at 10M every
 # run would end at the time limit after minutes.
 MAX_ROWS = {"pyarrow": 1_000_000}
 ORDERS = ("sorted", "shuffled")
@@ -325,8 +325,8 @@ class DuckdbRunner:
         self.con.execute(f"DROP TABLE {result}")
 
 
-def _sql_string(text: str) -> str:
-    """A SQL string literal (DuckDB's and ClickHouse's: quotes doubled, backslashes too)."""
+def _clickhouse_string(text: str) -> str:
+    """A ClickHouse string literal: backslashes escaped, quotes doubled."""
     return "'" + str(text).replace("\\", "\\\\").replace("'", "''") + "'"
 
 
@@ -346,7 +346,7 @@ class ChdbRunner:
         self.session = session.Session()
         for name, path in (("quotes", quotes), ("trades", trades)):
             self.session.query(f"CREATE TABLE {name} ENGINE = Memory AS "
-                               f"SELECT * FROM file({_sql_string(path)}, Parquet)")
+                               f"SELECT * FROM file({_clickhouse_string(path)}, Parquet)")
 
     def join(self):
         self.session.query(self.JOIN)
@@ -780,7 +780,7 @@ def markdown(report: dict) -> str:
         "nulls, not zeros); pyarrow: `trades.join_asof(quotes, on='time', by='symbol', "
         "tolerance=-(2**63 - 1))` (Acero; a negative tolerance looks back) on tables as "
         f"read, only where neither side passes {label(MAX_ROWS['pyarrow'])} rows (it took "
-        "15 s at 1M × 1M). Symbols are strings for all (encoding is timed). On shuffled "
+        "15-20 s at 1M × 1M). Symbols are strings for all (encoding is timed). On shuffled "
         "input polars, pandas and pyarrow also sort both sides by time inside the timed "
         "region, as they require; asofgpu, DuckDB and ClickHouse take any order.",
         f"- **prepared**: asofgpu builds `AsofJoin` on the quotes once (its time is the "
