@@ -10,6 +10,7 @@ shares ``Backend.probe``, that launches pass only those types.
 
 from __future__ import annotations
 
+import functools
 import re
 import types
 
@@ -37,6 +38,7 @@ def _signature(key: str, width: str) -> tuple[str, ...]:
             f"{width}[::1]", "int64", "bool", "bool", tol, "int64", "int64", f"{width}[::1]")
 
 
+@functools.cache
 def _compiler_missing() -> str | None:
     def touch(out):
         out[0] = 1
