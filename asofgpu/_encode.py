@@ -128,8 +128,8 @@ def _text_buffers(col: pa.ChunkedArray, large: bool = False):
     64-bit offsets."""
     if col.num_chunks == 1 and not large:
         arr = col.chunk(0)
-    elif not large and sum(chunk.buffers()[2].size for chunk in col.chunks
-                           if chunk.buffers()[2] is not None) < 2**31:
+    elif not large and sum(data.size for chunk in col.chunks
+                           if (data := chunk.buffers()[2]) is not None) < 2**31:
         arr = arrow_numpy.combined(col)  # offsets stay 32-bit: a cast would copy twice
     else:
         as_large = pa.large_binary() if family(col.type) == "binary" else pa.large_string()
