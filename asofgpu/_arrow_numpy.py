@@ -15,6 +15,9 @@ where they can. (``tests/test_cli.py`` checks that an enrich run leaves pandas u
 [0, 86400]
 >>> filled(pa.array([1, None, 3]), -1).tolist()
 [1, -1, 3]
+>>> whole = pa.array([5, 6, 7, 8], pa.int64())
+>>> [length for _, length in segments(pa.chunked_array([whole[:1], whole[1:3], whole[3:]]))]
+[4]
 >>> valid(pa.array([1, None, 3])).tolist()
 [True, False, True]
 >>> array(np.arange(3), valid=np.array([True, False, True])).to_pylist()
@@ -32,13 +35,19 @@ from ._host_pool import HOST_POOL
 def values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """The physical values of a column: integers and floats as they are, temporal types as the
     integers they are stored as (a timestamp[ns] as int64), booleans unpacked. The slots of
-    nulls hold whatever the buffer holds. A column of one chunk gives a read-only view, of
-    several a new array; other types go through ``to_numpy``."""
+    nulls hold whatever the buffer holds. A column of one chunk, or of chunks that lie end to
+    end (``segments``), gives a read-only view, of several a new array; other types go
+    through ``to_numpy``."""
     if isinstance(column, pa.ChunkedArray):
         if column.num_chunks == 1:
             return values(column.chunk(0))
         if column.num_chunks == 0 and _dtype(column.type) is not None:
             return np.empty(0, _dtype(column.type))
+        dtype = _dtype(column.type)
+        if dtype is not None and dtype != np.bool_:
+            spans = segments(column)
+            if len(spans) == 1:  # slices of one buffer, as a reader's row group gives them
+                return _view(spans[0], dtype, column)
         parts = [values(chunk) for chunk in column.chunks]
         if parts[0].dtype == np.bool_ or _dtype(column.type) is None:
             return np.concatenate(parts)
@@ -54,6 +63,34 @@ def values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
         return np.empty(0, dtype)
     view = np.frombuffer(column.buffers()[1], dtype, len(column), column.offset * dtype.itemsize)
     view.flags.writeable = False  # Arrow's data is immutable (and numba types by the flag)
+    return view
+
+
+def segments(column: pa.ChunkedArray) -> list[tuple[int, int]]:
+    """(address of the first value, number of values) of each run of ``column``'s non-empty
+    chunks that lie end to end in memory, for a fixed-width type other than boolean. A
+    parquet reader's chunks are slices of one buffer per row group (77 chunks, 10 runs, for
+    a 10M-row column), so reading runs instead of chunks makes fewer, longer reads."""
+    width = column.type.bit_width // 8
+    runs: list[list[int]] = []
+    for chunk in column.chunks:
+        if not len(chunk):
+            continue
+        address = chunk.buffers()[1].address + chunk.offset * width
+        if runs and runs[-1][0] + runs[-1][1] * width == address:
+            runs[-1][1] += len(chunk)
+        else:
+            runs.append([address, len(chunk)])
+    return [(address, length) for address, length in runs]
+
+
+def _view(span: tuple[int, int], dtype: np.dtype, owner) -> np.ndarray:
+    """A read-only numpy view of ``segments``' ``span``, keeping ``owner`` (the column whose
+    buffers hold it) alive."""
+    address, length = span
+    buffer = pa.foreign_buffer(address, length * dtype.itemsize, base=owner)
+    view = np.frombuffer(buffer, dtype, length)
+    view.flags.writeable = False
     return view
 
 

@@ -93,31 +93,26 @@ def _fixed_width(column: pa.ChunkedArray) -> bool:
 def _take_fixed(columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndarray,
                 n_missing: int) -> list[pa.Array]:
     """The fixed-width ``columns`` taken on all cores (``_backend.take_fixed``), each read
-    where it lies: a column in several chunks is gathered chunk-wise in place
-    (``_backend.take_chunked``), not combined into a copy first."""
-    whole = [k for k, column in enumerate(columns) if column.num_chunks == 1]
-    chunked = [k for k, column in enumerate(columns) if column.num_chunks > 1]
-    buffers = {}
+    where it lies: a column whose chunks are runs in several places
+    (``arrow_numpy.segments``) is gathered run by run in place (``_backend.take_chunked``),
+    not combined into a copy first."""
+    whole, chunked, buffers = [], [], {}
+    for k, column in enumerate(columns):
+        width = column.type.bit_width // 8
+        runs = arrow_numpy.segments(column)
+        if len(runs) > 1:
+            chunked.append((k, (width, [a for a, _ in runs], [n for _, n in runs])))
+        else:
+            whole.append((k, arrow_numpy.values(column)))
     if whole:
-        values = [arrow_numpy.values(columns[k].chunk(0)) for k in whole]
-        buffers.update(zip(whole, take_fixed(values, gmap, valid)))
+        buffers.update(zip([k for k, _ in whole], take_fixed([v for _, v in whole], gmap, valid)))
     if chunked:
-        chunks = [_chunk_addresses(columns[k]) for k in chunked]
-        buffers.update(zip(chunked, take_chunked(chunks, gmap, valid)))
+        buffers.update(zip([k for k, _ in chunked], take_chunked([c for _, c in chunked], gmap,
+                                                                 valid)))
     bitmap = None if n_missing == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
     return [pa.Array.from_buffers(column.type, len(gmap), [bitmap, buffers[k]],
                                   null_count=n_missing)
             for k, column in enumerate(columns)]
-
-
-def _chunk_addresses(column: pa.ChunkedArray) -> tuple[int, list[int], list[int]]:
-    """(width in bytes, first value's address of each non-empty chunk, their lengths) of a
-    ``_fixed_width`` column, read from Arrow's buffers (numpy views of 300 chunks cost the
-    gather of 1M rows 2 ms)."""
-    width = column.type.bit_width // 8
-    chunks = [chunk for chunk in column.chunks if len(chunk)]
-    return (width, [chunk.buffers()[1].address + chunk.offset * width for chunk in chunks],
-            [len(chunk) for chunk in chunks])
 
 
 def _take(column: pa.ChunkedArray, indices: pa.Array) -> pa.ChunkedArray:

@@ -71,6 +71,34 @@ def test_one_chunk_is_a_read_only_view_and_several_a_new_array():
     assert arrow_numpy.values(pa.chunked_array([chunk, chunk])).flags.writeable
 
 
+def test_chunks_end_to_end_in_one_buffer_are_one_run_and_read_as_a_view():
+    whole = pa.array(np.arange(10, dtype=np.int32))
+    other = pa.array(np.arange(3, dtype=np.int32))
+    reader_like = pa.chunked_array([whole.slice(0, 4), whole.slice(4, 0), whole.slice(4)])
+    assert arrow_numpy.segments(reader_like) == [(whole.buffers()[1].address, 10)]
+    view = arrow_numpy.values(reader_like)
+    assert view.ctypes.data == whole.buffers()[1].address and not view.flags.writeable
+    assert view.tolist() == list(range(10))
+    # a gap, a chunk of another buffer, a chunk out of order: a run each, and a copy
+    apart = pa.chunked_array([whole.slice(0, 3), whole.slice(4, 2), other, whole.slice(6)])
+    assert [n for _, n in arrow_numpy.segments(apart)] == [3, 2, 3, 4]
+    assert arrow_numpy.values(apart).tolist() == [0, 1, 2, 4, 5, 0, 1, 2, 6, 7, 8, 9]
+    backwards = pa.chunked_array([whole.slice(5), whole.slice(0, 5)])
+    assert len(arrow_numpy.segments(backwards)) == 2
+    assert arrow_numpy.values(backwards).tolist() == [5, 6, 7, 8, 9, 0, 1, 2, 3, 4]
+
+
+def test_a_view_of_runs_keeps_its_column_alive():
+    import gc
+
+    column = pa.chunked_array([pa.array(np.arange(1_000)).slice(k, 100)
+                               for k in range(0, 1_000, 100)])
+    view = arrow_numpy.values(column)
+    del column
+    gc.collect()
+    assert view.tolist() == list(range(1_000))
+
+
 def test_other_types_go_through_pyarrow():
     assert arrow_numpy.values(pa.array(["a", None])).tolist() == ["a", None]
     assert arrow_numpy.values(pa.array([1.5], pa.float16())).tolist() == [1.5]

@@ -79,10 +79,13 @@ def _chunked(values: np.ndarray, cuts: list[int], arrow_type=None) -> pa.Chunked
 @pytest.mark.parametrize("map_dtype", [np.int32, np.int64])
 def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
     """Columns in chunks (as parquet readers give them) are taken chunk-wise in place: each
-    width, chunk layouts that differ between columns, empty and sliced chunks."""
+    width, chunk layouts that differ between columns, empty and sliced chunks, chunks that
+    lie end to end."""
     rng = np.random.default_rng(11)
     ints = rng.integers(-2**40, 2**40, N)
     sliced = pa.array(np.concatenate([[7, 7], ints, [7]])).slice(2, N)  # offset 2
+    row_group_a = pa.array(rng.normal(size=60_000))
+    row_group_b = _chunked(rng.normal(size=N - 60_000), []).chunk(0)
     table = pa.table({
         "a": _chunked(rng.normal(size=N), [10, 10, 50_000]),  # an empty chunk
         "b": _chunked(rng.normal(size=N), [10, 10, 50_000]),
@@ -92,6 +95,9 @@ def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
         "i32": _chunked(ints.astype(np.int32), [1, 99_998]),  # one-row chunks at both ends
         "ts": _chunked(ints, [33_333, 66_666], pa.timestamp("ns")),
         "sliced": pa.chunked_array([sliced.slice(0, 40_000), sliced.slice(40_000)]),
+        # a reader's row groups: slices end to end within each of two buffers, read as runs
+        "runs": pa.chunked_array([*(row_group_a.slice(k, 10_000) for k in range(0, 60_000, 10_000)),
+                                  row_group_b.slice(0, 1), row_group_b.slice(1)]),
         "many": _chunked(ints.astype(np.uint16), list(range(1_000, N, 1_000))),
     })
     gmap = rng.integers(0, N, N).astype(map_dtype)
