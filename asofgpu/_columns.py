@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _arrow_numpy as arrow_numpy
+from . import _pandas_arrow as pandas_arrow
 
 _TICK_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _DAY_NS = 86_400 * 10**9
@@ -121,7 +122,7 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
         if hasattr(obj, "__arrow_c_array__"):
             return pa.chunked_array([pa.array(obj)])
         if type(obj).__module__.startswith("pandas") and not hasattr(obj, "to_arrow"):
-            return pa.chunked_array([pa.array(obj, from_pandas=True)])
+            return pa.chunked_array([pandas_arrow.column(obj)])
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
         msg = f"{param} could not be read as a column of one type: {exc}"
         raise TypeError(msg) from None
@@ -142,7 +143,7 @@ def to_table(obj, param: str) -> pa.Table:
     if isinstance(obj, pa.RecordBatch):
         return pa.Table.from_batches([obj])
     if type(obj).__module__.startswith("pandas") and hasattr(obj, "columns"):
-        return pa.Table.from_pandas(obj, preserve_index=False)
+        return pandas_arrow.table(obj)
     if hasattr(obj, "__arrow_c_stream__"):
         try:
             return pa.table(obj)

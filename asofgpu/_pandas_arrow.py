@@ -1,0 +1,101 @@
+"""pandas columns and frames as Arrow, without a copy where nothing is missing.
+
+``pa.Table.from_pandas`` checks every float for NaN and every datetime for NaT, value by value,
+and writes a new array when it finds none: 22 ms for each 10M-row float64 column, 0.1 s of a
+0.3 s ``join_asof`` on pandas frames of 10M quotes (2 cores). numpy finds a NaN or NaT with one
+vectorised reduction (``min`` carries a NaN through; NaT is int64's minimum), so a column
+without any is wrapped as it lies. A column with missing values, or of any other type, goes
+through pyarrow's conversion, so the result always equals ``from_pandas``' (NaN and NaT
+become nulls, as pandas means them).
+
+>>> import numpy as np, pandas as pd
+>>> frame = pd.DataFrame({"t": pd.to_datetime([1, 2], unit="s", utc=True), "x": [0.5, np.nan],
+...                       "s": ["a", "b"]})
+>>> table(frame).to_pydict()["x"], table(frame).schema.field("t").type.tz
+([0.5, None], 'UTC')
+>>> values = np.array([1.5, 2.5])
+>>> column(pd.Series(values, copy=False)).buffers()[1].address == values.ctypes.data
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from . import _arrow_numpy as arrow_numpy
+
+
+def table(frame) -> pa.Table:
+    """``pa.Table.from_pandas(frame, preserve_index=False)``, without its schema's pandas
+    metadata; numeric and datetime columns without missing values are not copied."""
+    names = list(frame.columns)
+    if not all(isinstance(name, str) for name in names) or len(set(names)) != len(names):
+        return pa.Table.from_pandas(frame, preserve_index=False)  # its own naming rules
+    arrays: dict[str, pa.Array] = {}
+    rest = []
+    for k, name in enumerate(names):
+        fast = _as_it_lies(frame.iloc[:, k])
+        if fast is None:
+            rest.append(k)
+        else:
+            arrays[name] = fast
+    if rest:
+        converted = pa.Table.from_pandas(frame.iloc[:, rest], preserve_index=False)
+        arrays.update(zip(converted.column_names, converted.columns))
+    return pa.table([arrays[name] for name in names], names=names)
+
+
+def column(series) -> pa.Array | pa.ChunkedArray:
+    """``pa.array(series, from_pandas=True)``; without a copy as ``table``'s columns."""
+    fast = _as_it_lies(series)
+    return fast if fast is not None else pa.array(series, from_pandas=True)
+
+
+def _as_it_lies(series) -> pa.Array | None:
+    """The Arrow array over ``series``' own numpy values, when it has a numpy integer, float32/64
+    or datetime64/timedelta64 type (with or without a time zone), native byte order and no
+    missing value; else None."""
+    values = _numpy_values(series)
+    if values is None:
+        return None
+    kind = values.dtype.kind
+    if kind in "iu":
+        return pa.array(values)
+    if kind == "f":
+        # numpy's min carries a NaN through; an empty column has none
+        return pa.array(values) if not len(values) or not np.isnan(values.min()) else None
+    as_integers = values.view(np.int64)
+    if len(values) and as_integers.min() == np.iinfo(np.int64).min:  # NaT
+        return None
+    unit = np.datetime_data(values.dtype)[0]
+    if kind == "m":
+        return arrow_numpy.array(as_integers, pa.duration(unit))
+    return arrow_numpy.array(as_integers, pa.timestamp(unit, _time_zone(series)))
+
+
+_UNITS = ("s", "ms", "us", "ns")
+
+
+def _numpy_values(series) -> np.ndarray | None:
+    dtype = series.dtype
+    tz = getattr(dtype, "tz", None)
+    if tz is None and not isinstance(dtype, np.dtype):
+        return None  # extension types: nullable integers, strings, categoricals, Arrow-backed
+    # a zoned column's UTC instants: the same memory, not a copy
+    values = (series if tz is None else series.dt.tz_convert(None)).to_numpy(copy=False)
+    if not isinstance(values, np.ndarray) or values.ndim != 1 or not values.dtype.isnative:
+        return None
+    kind = values.dtype.kind
+    if kind in "iu" or (kind == "f" and values.dtype.itemsize in (4, 8)):
+        return values
+    if kind in "mM" and np.datetime_data(values.dtype)[0] in _UNITS:
+        return values
+    return None
+
+
+def _time_zone(series) -> str | None:
+    """The time zone pyarrow's own conversion gives ``series``' type (None: naive)."""
+    if getattr(series.dtype, "tz", None) is None:
+        return None
+    return pa.Array.from_pandas(series.iloc[:0]).type.tz

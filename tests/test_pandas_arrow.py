@@ -1,0 +1,119 @@
+"""asofgpu._pandas_arrow against pyarrow's own conversion of the same pandas columns: equal
+values, types and nulls for every dtype, and no copy where nothing is missing."""
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from asofgpu import _pandas_arrow as pandas_arrow
+
+N = 50
+
+
+def _series() -> dict[str, pd.Series]:
+    rng = np.random.default_rng(3)
+    ints = rng.integers(-1_000, 1_000, N)
+    floats = rng.normal(size=N)
+    with_nan = floats.copy()
+    with_nan[[0, 7]] = np.nan
+    instants = np.datetime64("2024-03-31T12:00", "ns") + ints * np.timedelta64(1, "h")
+    with_nat = instants.copy()
+    with_nat[3] = np.datetime64("NaT")
+    series = {f"{t}": pd.Series(ints.astype(t)) for t in
+              ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")}
+    series |= {
+        "float32": pd.Series(floats.astype(np.float32)),
+        "float64": pd.Series(floats),
+        "float64 NaN": pd.Series(with_nan),
+        "float64 inf": pd.Series(np.where(ints > 0, np.inf, -np.inf)),
+        "float16": pd.Series(floats.astype(np.float16)),
+        "big-endian": pd.Series(floats.astype(">f8")),
+        "bool": pd.Series(ints > 0),
+        "timedelta": pd.Series(ints * np.timedelta64(1, "s")),
+        "timedelta NaT": pd.Series(np.append(ints[:-1], 0) * np.timedelta64(1, "ms")).where(
+            np.arange(N) != 5),
+        "object": pd.Series([str(i) for i in ints], dtype=object),
+        "str": pd.Series([str(i) for i in ints], dtype="str"),
+        "Int64": pd.Series(ints, dtype="Int64").where(ints > 0),
+        "category": pd.Series(ints % 3).astype("category"),
+        "arrow double": pd.Series(floats, dtype="double[pyarrow]"),
+        "empty float": pd.Series([], dtype=np.float64),
+        "empty zoned": pd.Series([], dtype="datetime64[ns, UTC]"),
+    }
+    for unit in ("s", "ms", "us", "ns"):
+        series[f"datetime[{unit}]"] = pd.Series(instants.astype(f"datetime64[{unit}]"))
+        series[f"datetime[{unit}] NaT"] = pd.Series(with_nat.astype(f"datetime64[{unit}]"))
+    for tz in ("UTC", "Europe/Amsterdam", "America/New_York", "+05:30"):
+        zoned = pd.Series(instants).dt.tz_localize("UTC").dt.tz_convert(tz)
+        series[f"zoned {tz}"] = zoned
+        series[f"zoned {tz} NaT"] = zoned.where(np.arange(N) != 9)
+    return series
+
+
+SERIES = _series()
+
+
+@pytest.mark.parametrize("name", list(SERIES))
+def test_a_column_converts_as_pyarrow_converts_it(name):
+    series = SERIES[name]
+    try:
+        expected = pa.array(series, from_pandas=True)
+    except pa.ArrowException as exc:  # byte-swapped values: pyarrow's own error
+        with pytest.raises(type(exc), match=str(exc)):
+            pandas_arrow.column(series)
+        return
+    got = pandas_arrow.column(series)
+    assert got.type == expected.type
+    assert got.equals(expected), name
+    assert got.null_count == expected.null_count
+
+
+@pytest.mark.parametrize("name", ["int64", "uint8", "float32", "float64", "float64 inf",
+                                  "timedelta", "datetime[ns]", "datetime[s]", "zoned UTC",
+                                  "zoned Europe/Amsterdam"])
+def test_a_column_without_missing_values_is_not_copied(name):
+    series = SERIES[name]
+    values = series.dt.tz_convert(None) if name.startswith("zoned") else series
+    address = values.to_numpy(copy=False).ctypes.data
+    assert pandas_arrow.column(series).buffers()[1].address == address
+
+
+@pytest.mark.parametrize("name", ["float64 NaN", "datetime[us] NaT", "zoned UTC NaT",
+                                  "timedelta NaT", "bool", "float16", "big-endian", "Int64",
+                                  "str", "object", "category", "arrow double"])
+def test_missing_values_and_other_types_are_left_to_pyarrow(name):
+    assert pandas_arrow._as_it_lies(SERIES[name]) is None
+
+
+def test_a_frame_converts_as_from_pandas_converts_it():
+    frame = pd.DataFrame({name: series for name, series in SERIES.items()
+                          if len(series) and name != "big-endian"})
+    frame.index = np.arange(100, 100 + N)  # the index is not a column
+    expected = pa.Table.from_pandas(frame, preserve_index=False)
+    got = pandas_arrow.table(frame)
+    assert got.column_names == expected.column_names
+    assert got.schema == expected.schema.remove_metadata()
+    assert got.equals(expected)
+
+
+def test_columns_of_one_pandas_block_are_read_in_place():
+    block = np.arange(3 * N, dtype=np.float64).reshape(N, 3)  # rows: column views are strided
+    frame = pd.DataFrame(block, columns=["a", "b", "c"])
+    got = pandas_arrow.table(frame)
+    assert got.equals(pa.Table.from_pandas(frame, preserve_index=False))
+    assert got.column("b").to_pylist() == block[:, 1].tolist()
+
+
+@pytest.mark.parametrize("columns", [[0, 1], ["a", "a"], [("x", "y"), ("x", "z")]],
+                         ids=["numbers", "duplicates", "tuples"])
+def test_names_pyarrow_has_rules_for_are_left_to_it(columns):
+    frame = pd.DataFrame(np.ones((3, 2)), columns=pd.Index(columns, tupleize_cols=False)
+                         if columns[0] != ("x", "y") else pd.MultiIndex.from_tuples(columns))
+    try:
+        expected = pa.Table.from_pandas(frame, preserve_index=False)
+    except ValueError as exc:  # duplicate names
+        with pytest.raises(ValueError, match=str(exc)[:30]):
+            pandas_arrow.table(frame)
+        return
+    assert pandas_arrow.table(frame).equals(expected)
