@@ -6,8 +6,8 @@ Everything runs in hash kernels, never a Python loop over rows: Arrow's
 temporal) columns asofgpu's own on all cores (``kernels/hashing.py``, with
 ``kernels/strings.py`` and ``kernels/fixed_width.py``; Arrow's hash on one core was half of a
 one-shot join). A left text, integer, float or temporal column is looked up in a hash table
-of the right's dictionary, built once (the same modules; on all cores from
-``_backend.PARALLEL_MIN_ROWS`` rows); other types (bool, decimal) by Arrow's ``index_in``,
+of the right's dictionary, built once (the same modules; on all cores where
+``_backend.walks.parallel`` says so); other types (bool, decimal) by Arrow's ``index_in``,
 which hashes the dictionary again at each call. Several columns are combined pairwise
 (``code * n + code``) and re-encoded after each step, so the combined codes stay dense and
 never overflow.
@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import _arrow_numpy as arrow_numpy
+from ._backend import walks
 from .kernels import views
 
 NO_GROUP = -1
@@ -90,7 +91,6 @@ def _take_codes(value_codes: np.ndarray, indices: np.ndarray, null_code: int) ->
     return table[indices]
 
 
-PARALLEL_ENCODE_ROWS = 1 << 16  # below this Arrow's one-core hash is as fast
 DISTINCT_SAMPLE_ROWS = 1 << 16
 # numba compiles a kernel once per argument type, and a read-only array (a view of an Arrow
 # buffer) is a type of its own: kernels get read-only arrays only, empty ones included.
@@ -107,8 +107,8 @@ def _parallel_encoding(col: pa.ChunkedArray) -> bool:
     as group keys do: encoded on all cores. Where most values are distinct (IDs), merging
     the pieces' dictionaries would cost more than Arrow's one-core encoding: a sample of the
     first rows decides."""
-    if len(col) < PARALLEL_ENCODE_ROWS or not (_is_text(col.type)
-                                               or _is_fixed_width(col.type)):
+    if not walks.encodes_in_parallel(len(col)) or not (_is_text(col.type)
+                                                       or _is_fixed_width(col.type)):
         return False
     sample = col.slice(0, DISTINCT_SAMPLE_ROWS)
     _, values = _encode_parallel(sample, nulls_distinct=False)
@@ -187,8 +187,8 @@ def _encode_parallel(col: pa.ChunkedArray, nulls_distinct: bool):
 def _inline_views(col: pa.ChunkedArray) -> bool:
     """A large view column (polars' strings) whose values all sit in their views
     (``kernels/views.py``): hashed where it lies, without a cast to large strings."""
-    if len(col) < PARALLEL_ENCODE_ROWS or not (pa.types.is_string_view(col.type)
-                                               or pa.types.is_binary_view(col.type)):
+    if not walks.encodes_in_parallel(len(col)) or not (pa.types.is_string_view(col.type)
+                                                       or pa.types.is_binary_view(col.type)):
         return False
     for chunk in col.chunks:
         lengths = np.frombuffer(chunk.buffers()[1], dtype="<u4",

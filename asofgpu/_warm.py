@@ -35,7 +35,7 @@ SIZES = (1_000, 100_000)
 
 def _day(n: int, shuffled: bool = False, symbols: int = 1000):
     """Quotes and trades of a market-data day: four quotes a trade, as a prepared probe of
-    many groups streams the quotes (``_backend._streams``) and one of few groups gallops."""
+    many groups streams the quotes (``_backend.walks.streams``) and one of few groups gallops."""
     from . import marketdata
 
     return marketdata.day(4 * n, n, symbols, seed=1, shuffled=shuffled)

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _arrow_numpy as arrow_numpy
-from ._backend import check_map, take_chunked, take_fixed
+from ._backend import check_map, take_chunked, take_fixed, walks
 from ._columns import device_to_numpy, is_device, to_table
 from ._types import NO_MATCH, NO_MATCH_INT64, GatherMap
 
@@ -48,7 +48,8 @@ def gather(right_table, gmap: GatherMap | pa.Array | pa.ChunkedArray) -> pa.Tabl
     """
     gmap = _host_map(gmap)
     table = _as_table(right_table)
-    if len(gmap) >= _PARALLEL_ROWS:
+    parallel = walks.gathers_in_parallel(len(gmap))
+    if parallel:
         valid, n_missing, n_bad = check_map(gmap, table.num_rows)
     else:
         valid = (gmap >= 0) & (gmap < table.num_rows)
@@ -62,7 +63,6 @@ def gather(right_table, gmap: GatherMap | pa.Array | pa.ChunkedArray) -> pa.Tabl
             f"nor NO_MATCH"
         )
         raise IndexError(msg)
-    parallel = len(gmap) >= _PARALLEL_ROWS
     fixed = [k for k, column in enumerate(table.columns) if parallel and _fixed_width(column)]
     taken = dict(zip(fixed, _take_fixed([table.column(k) for k in fixed], gmap, valid,
                                          n_missing))) if fixed else {}
@@ -76,9 +76,6 @@ def gather(right_table, gmap: GatherMap | pa.Array | pa.ChunkedArray) -> pa.Tabl
         taken[k] = _take(column, indices)
     return pa.Table.from_arrays([taken[k] for k in range(table.num_columns)],
                                 schema=table.schema)
-
-
-_PARALLEL_ROWS = 1 << 16  # below this numba's thread pool costs more than it saves
 
 
 def _fixed_width(column: pa.ChunkedArray) -> bool:

@@ -21,6 +21,8 @@ Lookup: ``lookup_table`` builds a table of the right side's dictionary once, and
 finds each left row's value in it (on all cores, or on one thread for a small column).
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 NULL = -1  # the code of a null row under ``nulls_distinct`` (SQL: a null matches nothing)
@@ -213,10 +215,20 @@ def lookup(table_keys, table_data, slots, hashes, keys, data, bitmap, bit0, null
         codes[i] = code
 
 
-def build(inline_jit, jit, parallel_jit, parallel_range, helpers, **names):
-    """Return ``dictionary_encode`` (its loops over pieces compiled with ``parallel_jit``,
-    in ``parallel_range``: ``numba.prange`` there, or ``range``), ``lookup_table``
-    (``jit``), and ``lookup`` on all cores and on one thread.
+class Kernels(NamedTuple):
+    """One kind's compiled hashing: ``dictionary_encode``, ``lookup_table``, and ``lookup`` on
+    all cores and on one thread."""
+
+    dictionary_encode: object
+    lookup_table: object
+    lookup_parallel: object
+    lookup_serial: object
+
+
+def build(inline_jit, jit, parallel_jit, parallel_range, helpers, **names) -> Kernels:
+    """Return the ``Kernels``: ``dictionary_encode`` (its loops over pieces compiled with
+    ``parallel_jit``, in ``parallel_range``: ``numba.prange`` there, or ``range``),
+    ``lookup_table`` (``jit``), and ``lookup`` on all cores and on one thread.
 
     ``helpers``: the kind's plain functions, ending with ``hash_row`` and ``same_across``,
     each calling only those before it, ``is_valid``, ``mix`` and ``names``. In the hot
@@ -235,5 +247,6 @@ def build(inline_jit, jit, parallel_jit, parallel_range, helpers, **names):
     pieces = {"prange": parallel_range,
               "encode_piece": inline_jit(bind(encode_piece, **hot)),
               "merge_pieces": jit(bind(merge_pieces, **cold))}
-    return (parallel_jit(bind(dictionary_encode, **pieces)), jit(bind(lookup_table, **cold)),
-            parallel_jit(bind(lookup, **hot)), jit(bind(lookup, **dict(hot, prange=range))))
+    return Kernels(parallel_jit(bind(dictionary_encode, **pieces)),
+                   jit(bind(lookup_table, **cold)), parallel_jit(bind(lookup, **hot)),
+                   jit(bind(lookup, **dict(hot, prange=range))))

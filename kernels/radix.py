@@ -20,6 +20,8 @@ parallel pass over the sorted bits. 10M such keys take 2 passes and the settling
 which get a radix sort of their own low bits.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 
 from . import bind
@@ -231,9 +233,16 @@ def sort_run(bits, rows, p, q, spare_bits, spare_rows):
             rows[i] = src_rows[i]
 
 
-def build(jit, parallel_jit, parallel_range):
-    """Return ``(order_bits_int, order_bits_float, argsort_bits, keys_from_bits,
-    take_int32)``: the passes over all rows compiled with ``parallel_jit``
+class Kernels(NamedTuple):
+    order_bits_int: object
+    order_bits_float: object
+    argsort_bits: object
+    keys_from_bits: object
+    take_int32: object
+
+
+def build(jit, parallel_jit, parallel_range) -> Kernels:
+    """Return the ``Kernels``: the passes over all rows compiled with ``parallel_jit``
     (``parallel_range``: ``numba.prange`` there, else ``range``), the per-run helpers, which
     run inside them, with ``jit``."""
     names = {"prange": parallel_range}
@@ -241,6 +250,5 @@ def build(jit, parallel_jit, parallel_range):
     names["insertion_sort"] = jit(bind(insertion_sort))
     names["sort_run"] = jit(bind(sort_run, **names))
     names["settle_runs"] = parallel_jit(bind(settle_runs, **names))
-    return tuple(parallel_jit(bind(fn, **names))
-                 for fn in (order_bits_int, order_bits_float, argsort_bits, keys_from_bits,
-                            take_int32))
+    return Kernels(*(parallel_jit(bind(globals()[name], **names))
+                     for name in Kernels._fields))

@@ -6,9 +6,9 @@ rows up to the next left key each overwrite their group's entry of a small table
 left row reads its group's entry. That reads the right keys and groups front to back, which
 the hardware prefetches, where the cursor probe (kernels/cursor.py) jumps between 1,000 group
 ranges and waits for memory at nearly every row. It pays per right row walked, so the caller
-takes it when the left batch spans few right rows per left row (``_backend.STREAM_SPAN``),
-but, when the right side has several groups, not so few that their cursors would stay in
-cache (``_backend.STREAM_GROUP_SPAN``).
+takes it when the left batch spans few right rows per left row (``stream_span`` in
+asofgpu/_backend/walks.py), but, when the right side has several groups, not so few that their
+cursors would stay in cache (``stream_group_span``).
 
 A forward probe walks both backwards. The walk splits into pieces that run in parallel; each
 starts from its groups' answers for its first left key (its last, walking backwards), found

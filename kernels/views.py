@@ -46,7 +46,6 @@ def same_across(keys, data, i, table_keys, table_data, c):
 
 
 def build(inline_jit, jit, parallel_jit, parallel_range):
-    """``hashing.build`` for inline views: (``dictionary_encode``, ``lookup_table``,
-    ``lookup`` on all cores, ``lookup`` on one thread)."""
+    """``hashing.build`` for inline views: its ``hashing.Kernels``."""
     return hashing.build(inline_jit, jit, parallel_jit, parallel_range,
                          (masked_words, hash_row, same_across), INLINE=INLINE)

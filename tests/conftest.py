@@ -69,3 +69,15 @@ def left_columns(request, monkeypatch):
     else:
         monkeypatch.setattr(_job, "_copy_of", lambda *args: "not copied in this test")
     return request.param
+
+
+@pytest.fixture
+def thresholds():
+    """``asofgpu._backend.walks.overridden`` for the rest of a test, the one switch that forces
+    a path: ``thresholds(parallel_min_rows=0)``. Each call's changes are undone at the end."""
+    import contextlib
+
+    from asofgpu._backend import walks
+
+    with contextlib.ExitStack() as stack:
+        yield lambda **changes: stack.enter_context(walks.overridden(**changes))

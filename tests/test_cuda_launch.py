@@ -25,7 +25,7 @@ def test_cuda_launch_keeps_the_low_occupancy_warning_to_itself(monkeypatch):
                           f"under-utilization due to low occupancy.", stacklevel=2)
             return lambda *args: launched.append((config, len(args)))
 
-    monkeypatch.setattr(_backend, "_cuda_probe_kernel", lambda is_float, simulated: Kernel())
+    monkeypatch.setattr(_backend.cuda, "probe_kernel", lambda is_float, simulated: Kernel())
     backend = _backend.get_backend("cuda")
     with warnings.catch_warnings():
         warnings.simplefilter("error")

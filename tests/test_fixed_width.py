@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 import asofgpu as ag
 from asofgpu import _backend, _encode
+from asofgpu._backend import walks
 
 
 def _int_values(bits: int, signed: bool):
@@ -74,7 +75,7 @@ def _index_in(dictionary: pa.Array, column: pa.Array, null_code: int) -> np.ndar
 def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
     values, bitmap, bit0 = _encode._fixed_width_buffers(arr)
     codes = np.empty(len(arr), np.int32)
-    firsts = _backend._cpu_fixed_width()[0](
+    firsts = _backend.jit.cpu_fixed_width().dictionary_encode(
         values, _encode.NO_BYTES, bitmap, np.int64(bit0), nulls_distinct, n_pieces, codes,
         np.empty(len(arr), np.int64))
     return codes, arr.take(pa.array(firsts))
@@ -140,8 +141,7 @@ def test_lookup_in_a_dictionary_equals_arrows_index_in(name, parallel, data, nul
     rows = data.draw(st.lists(st.one_of(st.sampled_from(pool or [None]), values), max_size=60))
     column = _canonical(_column(rows, name))
     column = column.slice(min(cut, len(column)))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_backend, "PARALLEL_MIN_ROWS", 0 if parallel else 1 << 62)
+    with walks.overridden(parallel_min_rows=0 if parallel else 1 << 62):
         found = _lookup(dictionary, column, null_code)
     np.testing.assert_array_equal(found, _index_in(dictionary, column, null_code))
 
@@ -208,7 +208,7 @@ def test_all_null_and_empty_columns_and_dictionaries():
 
 @pytest.mark.parametrize("null_equal", [False, True])
 @pytest.mark.parametrize("name", ["int8", "uint64", "float64", "timestamp"])
-def test_groups_codes_equal_arrows(monkeypatch, name, null_equal):
+def test_groups_codes_equal_arrows(thresholds, monkeypatch, name, null_equal):
     """``Groups`` encodes a fixed-width right column on all cores (at every size, here) and
     looks the left up in its own table: right codes, dictionary, null code and left codes
     must be those of Arrow's ``dictionary_encode`` and ``index_in``, for chunked, sliced and
@@ -235,7 +235,7 @@ def test_groups_codes_equal_arrows(monkeypatch, name, null_equal):
     original = _backend.dictionary_encode_fixed
     monkeypatch.setattr(_backend, "dictionary_encode_fixed",
                         lambda *args: encoded.append(1) or original(*args))
-    monkeypatch.setattr(_encode, "PARALLEL_ENCODE_ROWS", 0)
+    thresholds(parallel_encode_rows=0)
     found, groups = codes()
     assert len(encoded) == 2 and groups.columns[0]._table is not None  # the sample's
     # encoding, the column's, and the left's lookup: the kernels ran
@@ -276,10 +276,10 @@ def test_two_by_columns_find_the_right_sides_pairs(null_equal):
     assert (found == -1).any() and (found >= 0).any()
 
 
-def test_mostly_distinct_values_take_arrows_encoding(monkeypatch):
+def test_mostly_distinct_values_take_arrows_encoding(thresholds):
     """IDs, nearly all distinct, would merge column-long dictionaries: Arrow's one-core
     hash is faster there, and a sample of the first rows sends them to it."""
-    monkeypatch.setattr(_encode, "PARALLEL_ENCODE_ROWS", 0)
+    thresholds(parallel_encode_rows=0)
     ids = pa.chunked_array([pa.array(np.arange(1000) * 3)])
     symbols = pa.chunked_array([pa.array(np.arange(1000) % 200, pa.int32())])
     assert not _encode._parallel_encoding(ids)
@@ -289,10 +289,10 @@ def test_mostly_distinct_values_take_arrows_encoding(monkeypatch):
 
 @pytest.mark.parametrize("null_equal", [False, True])
 def test_large_by_column_pairs_are_encoded_as_arrow_would(monkeypatch, null_equal):
-    """Above ``PARALLEL_ENCODE_ROWS`` the pairs of two by-columns are encoded on all cores:
+    """Above ``parallel_encode_rows`` the pairs of two by-columns are encoded on all cores:
     right codes, each step's dictionary and the left's codes must be those of Arrow's path."""
     rng = np.random.default_rng(12)
-    n = 3 * _encode.PARALLEL_ENCODE_ROWS // 2
+    n = 3 * walks.THRESHOLDS.parallel_encode_rows // 2
     symbols = np.array([f"S{i}" for i in range(50)] + [None], object)
     venues = np.array([1, 2, 3, 4, None], object)
     right = [pa.chunked_array([pa.array(list(rng.choice(symbols, n)))]),
@@ -339,10 +339,10 @@ def test_the_table_is_built_once(monkeypatch):
 
 @pytest.mark.parametrize("null_equality", ["unequal", "equal"])
 def test_a_large_join_on_integer_keys_equals_arrows_path(monkeypatch, null_equality):
-    """Above ``PARALLEL_ENCODE_ROWS`` the right side is encoded on all cores, and the lookup
+    """Above ``parallel_encode_rows`` the right side is encoded on all cores, and the lookup
     runs there too: the map must be the one Arrow's path gives."""
     rng = np.random.default_rng(3)
-    n = 3 * _encode.PARALLEL_ENCODE_ROWS // 2
+    n = 3 * walks.THRESHOLDS.parallel_encode_rows // 2
     ids = np.array(list(rng.choice(1 << 62, 300, replace=False)) + [None], dtype=object)
     right_by = pa.array(list(rng.choice(ids, n)), pa.int64())
     left_by = pa.array(list(rng.choice(np.append(ids, 12345), n)), pa.int64())
@@ -357,7 +357,7 @@ def test_a_large_join_on_integer_keys_equals_arrows_path(monkeypatch, null_equal
                         or lookup(table, values, *args))
     found = ag.asof_join(left_on, right_on, left_by, right_by, **options)
     assert len(encoded) == 2  # the sample's encoding and the right column's
-    assert looked_up == [n] and n >= _backend.PARALLEL_MIN_ROWS  # the left's, on all cores
+    assert looked_up == [n] and n >= walks.THRESHOLDS.parallel_min_rows  # the left's, on all cores
     monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)
     want = ag.asof_join(left_on, right_on, left_by, right_by, **options)
     np.testing.assert_array_equal(found, want)

@@ -112,13 +112,11 @@ def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
 
 
 @pytest.mark.parametrize("blocks", [4, 1 << 16])
-def test_chunked_gather_steps_past_every_chunk_a_block_holds(monkeypatch, blocks):
+def test_chunked_gather_steps_past_every_chunk_a_block_holds(thresholds, blocks):
     """Each row finds its chunk from a table of blocks: with blocks longer than the shortest
     chunk (four blocks over 100K rows, one-row chunks among long ones) a row steps past
     many chunk ends, and still lands in its own."""
-    import asofgpu._backend as backend
-
-    monkeypatch.setattr(backend, "CHUNK_BLOCKS", blocks)
+    thresholds(chunk_blocks=blocks)
     rng = np.random.default_rng(5)
     cuts = sorted({*range(1, 40), *range(30_000, 30_050, 3), 70_000, N - 1})
     table = pa.table({k: _chunked(rng.normal(size=N), cuts) for k in "abcde"})

@@ -233,7 +233,7 @@ def test_joins_through_the_pool_keep_earlier_results_and_reuse_freed_blocks():
     del results
     assert ag.host_pool.free_bytes() > 0
     assert [r.to_pylist() for r in joins()] == expected  # on the freed blocks
-    assert ag.host_pool is _backend.HOST_POOL
+    assert ag.host_pool is _backend.base.HOST_POOL
 
 
 @pytest.mark.parametrize("dtype", ["M8[ns]", "m8[us]", "?", "u1", "i2", ">i8", "f4", "c16",

@@ -30,9 +30,9 @@ def test_all_null_categorical_by_columns(device, null_equality):
 def test_parallel_and_serial_probes_have_their_own_cache_files():
     """numba's cache key ignores parallel=: both builds once shared one cache entry, and
     whichever was saved last ran in every later process."""
-    from asofgpu._backend import _cpu_probe_all
+    from asofgpu._backend.jit import cpu_probe_all
 
-    names = {_cpu_probe_all(False, p).py_func.__qualname__ for p in (False, True)}
+    names = {cpu_probe_all(False, p).py_func.__qualname__ for p in (False, True)}
     assert len(names) == 2
 
 

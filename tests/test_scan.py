@@ -12,6 +12,7 @@ import pytest
 
 import asofgpu as ag
 from asofgpu import _backend
+from asofgpu._backend import walks
 
 
 OPTIONS = [dict(strategy=s, allow_exact_matches=e, nearest_tie=t, tolerance=tol)
@@ -94,8 +95,8 @@ def test_walk_order_is_a_stable_sort_of_the_walked_rows(kind):
     groups = rng.integers(0, 50, n).astype(np.int32)
     walked = rng.random(n) < 0.9
     is_float = keys.dtype == np.float64
-    _, is_sorted = _backend._cpu_scan(is_float, True)
-    sorted_keys, sorted_groups, order = _backend._walk_order(walked, keys, groups, 50,
+    _, is_sorted = _backend.jit.cpu_scan(is_float, True)
+    sorted_keys, sorted_groups, order = _backend.order.walk_order(walked, keys, groups, 50,
                                                              is_float, is_sorted, 2)
     rows = np.flatnonzero(walked)
     if kind in ("wide int", "float"):
@@ -186,26 +187,26 @@ def at_most_8_threads():
     (1, 1, True), (1, 256, True), (1, 257, False),  # one group: the span alone decides
     (2, 99, False), (2, 100, True), (200, 1, True), (199, 1, False), (3, 66, False)])
 def test_streams_where_groups_times_span_reach_the_threshold(n_groups, right_rows, streams):
-    """``_streams`` on 1,000 left rows spanning ``right_rows`` right rows each: up to
-    ``STREAM_SPAN`` a row, and for several groups from ``STREAM_GROUP_SPAN`` (200) over the
+    """``walks.streams`` on 1,000 left rows spanning ``right_rows`` right rows each: up to
+    ``stream_span`` a row, and for several groups from ``stream_group_span`` (200) over the
     groups."""
-    assert _backend.STREAM_SPAN == 256 and _backend.STREAM_GROUP_SPAN == 200
+    assert walks.THRESHOLDS.stream_span == 256 and walks.THRESHOLDS.stream_group_span == 200
     right_keys = np.arange(1_000 * right_rows, dtype=np.int64)
     keys = np.arange(1_000, dtype=np.int64) * right_rows
     keys[-1] = right_keys[-1]  # the batch spans all 1,000 x right_rows right rows
-    assert _backend._streams(right_keys, keys, n_groups, pieces=1) == streams
+    assert walks.streams(right_keys, keys, n_groups, pieces=1) == streams
 
 
 def _count_streams(monkeypatch) -> list:
     """Record each use of the streaming probe (kernels/stream.py)."""
     calls = []
-    build = _backend._cpu_stream_probe
+    build = _backend.cpu.cpu_stream_probe
 
     def counted(is_float, parallel):
         calls.append(is_float)
         return build(is_float, parallel)
 
-    monkeypatch.setattr(_backend, "_cpu_stream_probe", counted)
+    monkeypatch.setattr(_backend.cpu, "cpu_stream_probe", counted)
     return calls
 
 
@@ -290,7 +291,7 @@ def test_a_batch_spanning_many_right_rows_a_row_streams(direction, monkeypatch):
     n = 60_000
     right = np.sort(rng.integers(0, 10**7, n))
     right_by = rng.integers(0, 10, n).astype(str)
-    left = np.sort(rng.integers(0, 10**7, n * 2 // _backend.STREAM_SPAN))
+    left = np.sort(rng.integers(0, 10**7, n * 2 // walks.THRESHOLDS.stream_span))
     left_by = rng.integers(0, 11, len(left)).astype(str)  # "10": a group the right lacks
     prepared = ag.AsofJoin(right, right_by, device="cpu")
     got = prepared.join(left, left_by, strategy=direction)
@@ -329,7 +330,7 @@ def test_probe_streams_only_where_it_may(case, monkeypatch, at_most_8_threads):
     elif case == "finer left unit":
         left = left.astype("datetime64[us]")
     elif case == "wide span":  # 79 rows over 40,000 right rows: twice the span that streams
-        left = left[:: 2 * _backend.STREAM_SPAN]
+        left = left[:: 2 * walks.THRESHOLDS.stream_span]
     # "few groups": 20 groups x a right row a left row, below STREAM_GROUP_SPAN
     left_by = rng.integers(0, n_groups, len(left)).astype(str)
     prepared = ag.AsofJoin(right, right_by, device="cpu")
@@ -431,5 +432,5 @@ def test_radix_argsort_settles_runs_of_equal_top_bits(layout, pieces, n):
         "long runs": rng.integers(0, 20, n) << 30 | low,  # n / 20: past LONG_RUN
         "long runs of equal keys": rng.integers(0, 20, n) << 30 | low % 4,
     }[layout] - 2**35
-    order = _backend._radix_order(np.arange(n), keys, False, pieces)[0]
+    order = _backend.order.radix_order(np.arange(n), keys, False, pieces)[0]
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import asofgpu as ag
 from asofgpu import _backend, _encode
+from asofgpu._backend import walks
 
 
 def _buffers(arr: pa.Array):
@@ -31,7 +32,7 @@ def _buffers(arr: pa.Array):
 def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
     offsets, data, bitmap = _buffers(arr)
     codes = np.empty(len(arr), np.int32)
-    firsts = _backend._cpu_strings()[0](offsets, data, bitmap, np.int64(arr.offset),
+    firsts = _backend.jit.cpu_strings().dictionary_encode(offsets, data, bitmap, np.int64(arr.offset),
                                         nulls_distinct, n_pieces, codes,
                                         np.empty(len(arr), np.int64))
     return codes, arr.take(pa.array(firsts))
@@ -114,8 +115,7 @@ def test_lookup_in_a_dictionary_equals_arrows_index_in(parallel, dictionary, row
     offsets, data, bitmap = _buffers(dictionary)
     table = (offsets, data, _backend.text_lookup_table(offsets, data, bitmap,
                                                         dictionary.offset))
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_backend, "PARALLEL_MIN_ROWS", 0 if parallel else 1 << 62)
+    with walks.overridden(parallel_min_rows=0 if parallel else 1 << 62):
         found = _backend.lookup_text(table, *_buffers(column), column.offset, null_code)
     want = pc.index_in(column, value_set=dictionary.cast(column_type), skip_nulls=True)
     want = want.fill_null(-1).to_numpy().astype(np.int32)
@@ -138,7 +138,7 @@ def test_lookup_of_long_values_that_share_a_prefix():
 
 @pytest.mark.parametrize("null_equal", [False, True])
 @pytest.mark.parametrize("layout", ["chunked", "sliced", "left in chunks"])
-def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
+def test_groups_agree_with_the_arrow_path(thresholds, monkeypatch, null_equal, layout):
     """``Groups`` on text columns: the kernels (the parallel encoding at every size) and
     Arrow's ``dictionary_encode`` and ``index_in`` give the same right codes, dictionary,
     null code and left lookup, for chunked, sliced (an offset into the values and the
@@ -156,7 +156,7 @@ def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
         left = pa.chunked_array([left.slice(7, 150), left.slice(0, 0), left.slice(157)])
     results = []
     for arrow in (False, True):
-        monkeypatch.setattr(_encode, "PARALLEL_ENCODE_ROWS", 1 << 62 if arrow else 0)
+        thresholds(parallel_encode_rows=1 << 62 if arrow else 0)
         if arrow:  # neither encoded nor looked up by the kernels
             monkeypatch.setattr(_encode, "_is_text", lambda t: False)
         groups = _encode.Groups([right], ["right_by"], null_equal=null_equal)
@@ -171,10 +171,10 @@ def test_groups_agree_with_the_arrow_path(monkeypatch, null_equal, layout):
     assert (found == -1).any() and (found >= 0).any()
 
 
-def test_mostly_distinct_values_take_arrows_path(monkeypatch):
+def test_mostly_distinct_values_take_arrows_path(thresholds):
     """IDs, nearly all distinct, would merge column-long dictionaries: Arrow's
     one-core hash is faster there, and a sample of the first rows sends them to it."""
-    monkeypatch.setattr(_encode, "PARALLEL_ENCODE_ROWS", 0)
+    thresholds(parallel_encode_rows=0)
     ids = pa.chunked_array([pa.array([f"ID{i}" for i in range(1000)])])
     tickers = pa.chunked_array([pa.array([f"T{i % 200}" for i in range(1000)])])
     assert not _encode._parallel_encoding(ids)
@@ -186,7 +186,7 @@ def test_a_large_join_on_text_keys_matches_the_dictionary_keys(null_equality):
     """Above the threshold the text path runs; the same keys as Arrow dictionaries take the
     categorical path: the maps must be equal."""
     rng = np.random.default_rng(3)
-    n = 3 * _encode.PARALLEL_ENCODE_ROWS // 2
+    n = 3 * walks.THRESHOLDS.parallel_encode_rows // 2
     names = np.array([f"SYM{i}" for i in range(300)] + [None], dtype=object)
     right_by = pa.array(rng.choice(names, n))
     left_by = pa.array(rng.choice(np.append(names, "NEW"), n))

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import asofgpu as ag
 from asofgpu import _backend, _encode
+from asofgpu._backend import walks
 from asofgpu.kernels import views
 
 VIEW_TYPES = [pa.string_view(), pa.binary_view()]
@@ -27,7 +28,7 @@ values = st.one_of(st.none(), st.text(alphabet="ab\x00é", max_size=12).filter(
 def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
     keys, bitmap, bit0 = _encode._view_words(arr)
     codes = np.empty(len(arr), np.int32)
-    firsts = _backend._cpu_views()[0](keys, np.empty(0, np.uint8), bitmap, np.int64(bit0),
+    firsts = _backend.jit.cpu_views().dictionary_encode(keys, np.empty(0, np.uint8), bitmap, np.int64(bit0),
                                       nulls_distinct, n_pieces, codes,
                                       np.empty(len(arr), np.int64))
     return codes, firsts
@@ -77,11 +78,11 @@ def _chunked(rows: list, chunks: int, type_=pa.string_view()) -> pa.ChunkedArray
 
 
 @pytest.mark.parametrize("null_equal", [False, True])
-def test_groups_of_views_agree_with_large_strings(monkeypatch, null_equal):
+def test_groups_of_views_agree_with_large_strings(thresholds, null_equal):
     """Several chunks, each encoded apart and merged: the codes, dictionary and lookups of
     the large-string path, whether the left side is views, large strings or has a value too
     long for a view."""
-    monkeypatch.setattr(_encode, "PARALLEL_ENCODE_ROWS", 8)
+    thresholds(parallel_encode_rows=8)
     rng = np.random.default_rng(2)
     pool = np.array(["S%03d" % k for k in range(40)] + ["", "x" * 12, None], dtype=object)
     right = _chunked(list(rng.choice(pool, 500)), 4)
@@ -106,7 +107,7 @@ def test_groups_of_views_agree_with_large_strings(monkeypatch, null_equal):
 def test_a_join_on_polars_strings_equals_the_join_on_arrow_strings():
     pl = pytest.importorskip("polars")
     rng = np.random.default_rng(3)
-    n = 3 * _encode.PARALLEL_ENCODE_ROWS
+    n = 3 * walks.THRESHOLDS.parallel_encode_rows
     symbols = np.array(["S%04d" % k for k in range(300)])
     quotes = pl.DataFrame({"t": np.sort(rng.integers(0, 10 * n, n)),
                            "sym": rng.choice(symbols, n), "bid": rng.random(n)})

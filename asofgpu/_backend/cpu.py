@@ -1,0 +1,97 @@
+"""The cpu backend: ``numba.njit`` with ``prange``, arrays in numpy.
+
+A prepared probe walks its left rows in key order (sorted into it when they are not: ``order``)
+and gallops from per-group cursors (``kernels/cursor.py``) or streams a time-sorted right side
+(``kernels/stream.py``); a few rows out of order binary-search each one (``kernels/probe.py``).
+A one-shot join walks both sides in key order (``kernels/scan.py``). ``walks`` decides which.
+The right side is sorted by group with a counting sort, large key arrays with the radix sort.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from ..kernels import scan
+from ..kernels.probe import NEAREST
+from . import walks
+from .base import Backend, host_empty, kernel_tolerance
+from .jit import (PARALLEL_LAUNCH, cpu_counting_sort, cpu_cursor_probe, cpu_probe_all,
+                  cpu_scan, cpu_stream_probe, threads)
+from .order import in_key_order, radix_order, row_numbers, walk_order, walked_rows
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def empty(self, n: int, dtype):
+        return host_empty(n, dtype)
+
+    def group_sort(self, order, bucket, n_groups, keys):
+        rows = host_empty(order.size, order.dtype)
+        sorted_keys = host_empty(order.size, keys.dtype)
+        offsets = cpu_counting_sort()(order, bucket, n_groups + 1, keys, rows, sorted_keys)
+        return rows, sorted_keys, offsets
+
+    def stable_argsort(self, values):
+        """numpy's stable argsort of 64-bit keys is a timsort: large key arrays take the
+        parallel radix sort (kernels/radix.py) instead."""
+        if not walks.radix_sorts(len(values)) or values.dtype not in (np.int64, np.uint64,
+                                                                       np.float64):
+            return super().stable_argsort(values)
+        with PARALLEL_LAUNCH:
+            rows = row_numbers(len(values))
+            order = radix_order(rows, values, values.dtype == np.float64, threads(True))[0]
+        return order.astype(np.int64, copy=False)
+
+    def _launch(self, is_float, *args, time_ordered=None):
+        (left_keys, left_groups, offsets, sorted_keys, rows_last, rows_first, strategy, exact,
+         has_tol, tol, nearest_tie, no_match, out) = args
+        parallel = walks.parallel(len(out))
+        with PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
+            n_threads = threads(parallel)
+            _, is_sorted = cpu_scan(is_float, parallel)
+            n_groups = len(offsets) - 1
+            rows = walked_rows(left_groups >= 0)
+            in_order = is_sorted(left_keys, rows)
+            if walks.searches_each_row(len(rows), in_order):
+                cpu_probe_all(is_float, parallel)(*args)
+                return
+            # The walks read keys and groups in walk order, and write each answer in its row.
+            keys, groups, rows = in_key_order(rows, in_order, left_keys, left_groups, n_groups,
+                                              is_float, n_threads)
+            if time_ordered is not None and strategy != NEAREST and walks.streams(
+                    time_ordered[0], keys, n_groups, n_threads):
+                right_keys, right_groups = time_ordered
+                cpu_stream_probe(is_float, parallel)(
+                    rows, keys, groups, right_keys, right_groups, offsets, sorted_keys,
+                    rows_last, rows_first, strategy, exact, has_tol, tol, no_match, n_threads,
+                    out)
+                return
+            # In key order each group's answers only move forward: gallop from cursors.
+            cpu_cursor_probe(is_float, parallel)(
+                rows, keys, groups, offsets, sorted_keys, rows_last, rows_first, strategy, exact,
+                has_tol, tol, nearest_tie, no_match,
+                walks.pieces(parallel, n_threads, n_groups), out)
+
+    def scan(self, is_float: bool, left_keys, left_groups, right_keys, right_groups,
+             n_groups: int, strategy: int, exact: bool, tol, nearest_tie: int, out) -> None:
+        """The one-shot merge scan (kernels/scan.py). ``left_groups`` holds -1 for rows that
+        match nothing; ``right_groups`` (None: one group) holds n_groups for rows to skip."""
+        if right_groups is None:
+            right_groups = np.zeros(len(right_keys), dtype=np.int32)
+        parallel = walks.parallel(len(out) + len(right_keys))
+        join, is_sorted = cpu_scan(is_float, parallel)
+        n_threads = threads(parallel)
+        n_chunks = walks.pieces(parallel, n_threads, n_groups)
+        has_tol, tol = kernel_tolerance(is_float, tol)
+        no_match = np.iinfo(out.dtype).min
+        how = scan.Options(np.int64(strategy), bool(exact), has_tol, tol,
+                           np.int64(nearest_tie), np.int64(no_match))
+        with PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
+            left = walk_order(left_groups >= 0, left_keys, left_groups, n_groups, is_float,
+                              is_sorted, n_threads)
+            right = walk_order(right_groups < n_groups, right_keys, right_groups, n_groups,
+                               is_float, is_sorted, n_threads)
+            join(*left, *right, max(n_groups, 1), n_chunks, how, out)

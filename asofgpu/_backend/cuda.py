@@ -1,0 +1,109 @@
+"""The cuda backend: ``numba.cuda.jit(device=True)`` under a thin kernel, one thread a left row,
+arrays in cupy (numpy under the CUDA simulator, ``NUMBA_ENABLE_CUDASIM=1``). The right side is
+sorted with cupy's stable radix sort.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import warnings
+
+import numpy as np
+
+from ..kernels import bind, probe
+from .base import Backend
+from .jit import py_unsigned
+
+CUDA_THREADS = 256
+# numba-cuda's warning at every launch of under 128 blocks (its class moved between numba and
+# numba-cuda, so the message names it).
+_LOW_OCCUPANCY = r"Grid size \d+ will likely result in GPU under-utilization"
+
+
+def cudasim_enabled() -> bool:
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+
+    def __init__(self):
+        super().__init__()
+        self.simulated = cudasim_enabled()
+        if not self.simulated:
+            import cupy
+
+            self.xp = cupy
+
+    def to_host(self, arr) -> np.ndarray:
+        return np.asarray(arr) if self.simulated else self.xp.asnumpy(arr)
+
+    def stable_argsort(self, values):
+        if self.simulated:
+            return np.argsort(values, kind="stable")
+        return self.xp.argsort(values)  # cupy's sort is always stable (a radix sort)
+
+    def _launch(self, is_float, *args, time_ordered=None):  # one thread a row, always
+        kernel = probe_kernel(is_float, self.simulated)
+        n = len(args[-1])
+        if n == 0:
+            return
+        blocks = (n + CUDA_THREADS - 1) // CUDA_THREADS
+        if self.simulated:
+            # The simulator writes every array argument back: give it writable copies.
+            args = [a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a
+                    for a in args]
+        with warnings.catch_warnings():
+            # A small join is a small grid: a warning the caller cannot act on at every such
+            # launch, and an exception under an "error" filter (-W error, pytest's
+            # filterwarnings), which would fail the join.
+            warnings.filterwarnings("ignore", message=_LOW_OCCUPANCY)
+            launch = kernel[blocks, CUDA_THREADS]
+        launch(*args)
+
+
+def _probe_kernel(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
+                  strategy, exact, has_tol, tol, nearest_tie, no_match, out):
+    """The cuda kernel: one thread per left row (cuda, probe_row: bound)."""
+    i = cuda.grid(1)  # noqa: F821 - bound by _cuda_probe_kernel
+    if i < out.size:
+        probe_row(i, left_keys, left_groups, offsets, right_keys,  # noqa: F821
+                  rows_last, rows_first, strategy, exact, has_tol, tol, nearest_tie,
+                  no_match, out)
+
+
+@functools.cache
+def probe_kernel(is_float: bool, simulated: bool):
+    from numba import cuda
+
+    return cuda.jit(cuda_probe_source(is_float, simulated))
+
+
+def cuda_probe_source(is_float: bool, simulated: bool = False):
+    """The probe kernel before ``cuda.jit``: ``_probe_kernel`` bound to its device functions.
+    ``probe_kernel`` compiles it for launches; ``tests/test_ptx.py`` compiles it with
+    the real CUDA compiler (``cuda.compile_ptx``, no GPU needed) for every argument type a
+    launch can pass."""
+    # numba.cuda is bound as a global: the simulator swaps globals that name it for its own.
+    import numba
+    from numba import cuda
+
+    unsigned = py_unsigned if simulated else numba.uint64
+    probe_row = probe.build(cuda.jit(device=True), is_float, unsigned)
+    return bind(_probe_kernel, cuda=cuda, probe_row=probe_row)
+
+
+@functools.cache
+def cuda_usable() -> bool:
+    """A real GPU with cupy and numba-cuda importable (the simulator does not count)."""
+    if cudasim_enabled():
+        return False
+    try:
+        import cupy
+        from numba import cuda
+
+        return bool(cuda.is_available()) and cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:  # noqa: BLE001 - any import or driver failure means "no GPU here"
+        return False
+

@@ -1,0 +1,236 @@
+"""numba on the CPU: building the kernels of ``kernels/``, their on-disk cache, and launching
+on numba's thread pool.
+
+Each ``cpu_*`` function builds (once a process: ``functools.cache``) one kernels module for
+``numba.njit``; ``cached_njit`` keys numba's cache on the kernel sources, ``njit_cached`` finds
+a writable place for it. Launches on the thread pool hold ``PARALLEL_LAUNCH``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from ..kernels import bind, cursor, fixed_width, probe, radix, scan, stream, strings, take, views
+
+# numba's workqueue threading layer (the one without TBB or OpenMP) aborts the process on
+# concurrent parallel launches: launches from several threads take turns on this lock.
+PARALLEL_LAUNCH = threading.Lock()
+
+
+def threads(parallel: bool) -> int:
+    """The threads a launch runs on: numba's pool's, or one."""
+    if not parallel:
+        return 1
+    import numba
+
+    return numba.get_num_threads()
+
+
+def identity_jit(fn):
+    """The python backend's jit: the plain function."""
+    return fn
+
+
+def py_unsigned(x):
+    """For the python backend and the simulator: Python ints make every gap exact."""
+    return int(x)
+
+
+@functools.cache
+def cpu_strings():
+    import numba
+
+    from .._intrinsics import load_word
+
+    # The variant keeps text's kernels apart from fixed width's in numba's cache: both are
+    # kernels/hashing.py's functions, under the same names.
+    return strings.build(cached_njit("text", inline="always"), cached_njit("text"),
+                         cached_njit("text", parallel=True), numba.prange, load_word)
+
+
+@functools.cache
+def cpu_fixed_width():
+    import numba
+
+    return fixed_width.build(cached_njit("fixed", inline="always"), cached_njit("fixed"),
+                             cached_njit("fixed", parallel=True), numba.prange)
+
+
+@functools.cache
+def cpu_views():
+    import numba
+
+    return views.build(cached_njit("views", inline="always"), cached_njit("views"),
+                       cached_njit("views", parallel=True), numba.prange)
+
+
+@functools.cache
+def cpu_take():
+    import numba
+
+    from .._intrinsics import load_at
+
+    return take.build(cached_njit(parallel=True), numba.prange, load_at)
+
+
+@functools.cache
+def cpu_radix(parallel: bool):
+    import numba
+
+    return radix.build(cached_njit(), cached_njit(parallel=parallel),
+                       numba.prange if parallel else range)
+
+
+def _build_walk(kernels, is_float: bool, parallel: bool, *extra, **helper_options):
+    """A kernels module's ``build`` for the cpu: helpers serial, its walks ``parallel``;
+    ``extra``: the module's own further arguments."""
+    import numba
+
+    kind = "_float" if is_float else "_int"
+    return kernels.build(cached_njit(kind, **helper_options),
+                         cached_njit(kind, parallel=parallel), is_float, numba.uint64,
+                         numba.prange if parallel else range, *extra)
+
+
+@functools.cache
+def cpu_scan(is_float: bool, parallel: bool):
+    return _build_walk(scan, is_float, parallel)
+
+
+def _probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
+               strategy, exact, has_tol, tol, nearest_tie, no_match, out):
+    """The cpu kernel: probe_row over left rows, in parallel (prange, probe_row: bound)."""
+    for i in prange(out.size):  # noqa: F821 - bound by cpu_probe_all
+        probe_row(i, left_keys, left_groups, offsets, right_keys,  # noqa: F821
+                  rows_last, rows_first, strategy, exact, has_tol, tol, nearest_tie,
+                  no_match, out)
+
+
+@functools.cache
+def _source_digest() -> str:
+    """A digest of the kernel sources, of this module (whose kernels inline them) and of
+    the intrinsics they call."""
+    digest = hashlib.sha256()
+    here = Path(__file__)
+    for path in sorted(Path(probe.__file__).parent.glob("*.py")) + [
+            here, here.parent.parent / "_intrinsics.py"]:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def cached_njit(variant: str = "", **options):
+    """``numba.njit(cache=True)`` keyed on the kernel sources: numba checks only the calling
+    function's own file, so a cached probe would outlive an edit of the kernels it inlines.
+    The digest in the qualified name (which names the cache file) retires it."""
+    # numba's cache key ignores the options too (parallel or not): they go in the name.
+    # So does the variant (which globals a build binds, e.g. float or integer comparisons).
+    tag = variant + "".join(f"_{k}{v if isinstance(v, str) else int(v)}"
+                            for k, v in sorted(options.items()))
+
+    def jit(fn):
+        fn = bind(fn)  # a copy: the module's function keeps its name
+        fn.__qualname__ = f"{fn.__qualname__}_{_source_digest()}{tag}"
+        return njit_cached(fn, **options)
+
+    return jit
+
+
+def njit_cached(fn, **options):
+    """``numba.njit(cache=True, **options)(fn)``, wherever the cache can be written.
+
+    numba caches beside the source when its ``__pycache__`` is writable, else in the user's
+    cache directory (``~/.cache/numba``), and refuses to compile at all when neither is (a
+    read-only installation run by a user without a home, as containers do). Then the cache
+    goes to ``FALLBACK_CACHE`` in the temporary directory (through ``NUMBA_CACHE_DIR``'s
+    setting, which is the whole process's: other cached functions go there too), or, if even
+    that cannot be written, nowhere: each process compiles again, and says so once."""
+    global _WARNED_UNCACHED
+    import numba
+
+    try:
+        return numba.njit(cache=True, **options)(fn)
+    except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
+        if "no locator available" not in str(exc):
+            raise
+    if not numba.config.CACHE_DIR:
+        numba.config.CACHE_DIR = FALLBACK_CACHE
+        try:
+            return numba.njit(cache=True, **options)(fn)
+        except RuntimeError:
+            pass
+    if not _WARNED_UNCACHED:
+        _WARNED_UNCACHED = True
+        warnings.warn(f"asofgpu: numba cannot write its cache beside the kernels, in the "
+                      f"user's cache directory or in {FALLBACK_CACHE}: each process compiles "
+                      f"the kernels again (set NUMBA_CACHE_DIR to a writable directory)",
+                      RuntimeWarning, stacklevel=3)
+    return numba.njit(**options)(fn)
+
+
+_WARNED_UNCACHED = False
+# The cache's last resort, one per user (a shared one could hold another user's files).
+FALLBACK_CACHE = os.path.join(tempfile.gettempdir(), f"asofgpu-numba-cache-{os.getuid()}"
+                               if hasattr(os, "getuid") else "asofgpu-numba-cache")
+
+
+def cache_dir() -> str | None:
+    """Where numba keeps the CPU kernels' machine code, as it chose for one of them
+    (``kernels/take.py``'s): NUMBA_CACHE_DIR when set, else the kernels' own ``__pycache__``,
+    else numba's user-wide directory, else ``njit_cached``'s fallback; None when nothing can
+    be cached."""
+    return getattr(cpu_take().check_map._cache, "_cache_path", None)
+
+
+@functools.cache
+def cpu_probe_all(is_float: bool, parallel: bool):
+    import numba
+
+    probe_row = probe.build(cached_njit(), is_float, numba.uint64)
+    return cached_njit(parallel=parallel)(
+        bind(_probe_all, prange=numba.prange if parallel else range, probe_row=probe_row))
+
+
+@functools.cache
+def cpu_cursor_probe(is_float: bool, parallel: bool):
+    # Inlined helpers: numba counts references to each array argument of a call between
+    # compiled functions, which made a 1M-row prepared probe 0.12 s instead of 0.08 s.
+    # (The scan gains nothing from it, and inlining costs compile time.)
+    from .._intrinsics import prefetch
+
+    return _build_walk(cursor, is_float, parallel, prefetch, inline="always")
+
+
+@functools.cache
+def cpu_stream_probe(is_float: bool, parallel: bool):
+    return _build_walk(stream, is_float, parallel, inline="always")
+
+
+@functools.cache
+def cpu_counting_sort():
+    def counting_sort(order, bucket, n_buckets, keys, rows, sorted_keys):
+        """Stable: rows keep their order within a bucket; the keys move with their rows in
+        the same pass (into ``rows`` and ``sorted_keys``). Returns the n_buckets + 1
+        offsets."""
+        offsets = np.zeros(n_buckets + 1, np.int64)
+        for k in range(order.size):
+            offsets[bucket[order[k]] + 1] += 1
+        for b in range(n_buckets):
+            offsets[b + 1] += offsets[b]
+        fill = offsets[:-1].copy()
+        for k in range(order.size):
+            row = order[k]
+            b = bucket[row]
+            rows[fill[b]] = row
+            sorted_keys[fill[b]] = keys[row]
+            fill[b] += 1
+        return offsets
+
+    return njit_cached(counting_sort)

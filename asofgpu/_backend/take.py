@@ -1,0 +1,103 @@
+"""Gathers on the host, on all cores (``kernels/take.py``): the gather map checked, then
+fixed-width columns taken by it, read where they lie (one buffer, or runs of chunks).
+``asofgpu.gather`` calls them for large maps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from . import walks
+from .base import host_empty
+from .jit import PARALLEL_LAUNCH, cpu_take
+
+
+def check_map(gmap: np.ndarray, n_rows: int):
+    """(valid, missing, bad) of a host gather map over ``n_rows`` right rows, on all cores:
+    which entries are rows, how many are NO_MATCH, how many are neither."""
+    check = cpu_take().check_map
+    valid = host_empty(len(gmap), np.bool_)
+    with PARALLEL_LAUNCH:
+        missing, bad = check(gmap, n_rows, valid)
+    return valid, int(missing), int(bad)
+
+
+def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -> list:
+    """``values[gmap]`` of each of ``columns`` on all cores, 0 where ``valid`` is False, each
+    in a ``pyarrow.Buffer``. Columns of one width are taken four at a time, then two, then
+    one (their values' bits: it is a copy): each pass reads the map once, and the random
+    reads of its columns overlap.
+
+    The memory is ``asofgpu.host_pool``'s (``host_empty``): a service that gathers again and
+    again writes into pages it already has (2 ms of an 8 MB column's 6 ms were page faults).
+    """
+    kernels = cpu_take()
+    bits = [values.view(f"u{values.itemsize}") for values in columns]
+    outs = [host_empty(len(gmap), values.dtype) for values in bits]
+    by_width = {}
+    for k, values in enumerate(bits):
+        by_width.setdefault(values.itemsize, []).append(k)
+    with PARALLEL_LAUNCH:
+        for ks in by_width.values():
+            while len(ks) >= 4:
+                a, b, c, d = ks[:4]
+                kernels.take_fixed_quad(bits[a], bits[b], bits[c], bits[d], gmap, valid,
+                                        outs[a], outs[b], outs[c], outs[d])
+                ks = ks[4:]
+            if len(ks) >= 2:
+                kernels.take_fixed_pair(bits[ks[0]], bits[ks[1]], gmap, valid, outs[ks[0]],
+                                        outs[ks[1]])
+                ks = ks[2:]
+            if ks:
+                kernels.take_fixed(bits[ks[0]], gmap, valid, outs[ks[0]])
+    return [pa.py_buffer(out) for out in outs]
+
+
+def take_chunked(columns: list[tuple[int, list[int], list[int]]], gmap: np.ndarray,
+                 valid: np.ndarray) -> list:
+    """``take_fixed`` of columns given as their chunks, read where they lie (kernels/take.py
+    ``take_chunked``): a table read from parquet comes in a chunk per row group, and copying
+    them into one would touch as much fresh memory as the columns hold. Each column is
+    (its values' width in bytes, the address of each non-empty chunk's first value, each
+    one's length); the caller keeps the chunks alive. Columns of the same chunk lengths
+    share one search for each entry's chunk; those of one width among them are then taken
+    up to four in a pass."""
+    kernels = cpu_take()
+    layouts: dict[tuple, list[int]] = {}
+    for k, (_, _, lengths) in enumerate(columns):
+        layouts.setdefault(tuple(lengths), []).append(k)
+    outs = [host_empty(len(gmap), np.dtype(f"u{width}")) for width, _, _ in columns]
+    with PARALLEL_LAUNCH:
+        for lengths, ks in layouts.items():
+            starts = np.cumsum((0, *lengths[:-1]), dtype=np.uint64)
+            blocks, shift = chunk_blocks(starts, sum(lengths))
+            chunk_of = host_empty(len(gmap), np.int32)
+            kernels.chunk_rows(starts, blocks, shift, gmap, valid, chunk_of)
+            by_width: dict[int, list[int]] = {}
+            for k in ks:
+                by_width.setdefault(columns[k][0], []).append(k)
+            for width, same in by_width.items():
+                like = np.empty(0, np.dtype(f"u{width}"))
+                for at in range(0, len(same), 4):
+                    four = same[at:at + 4]
+                    addresses = np.array([columns[k][1] for k in four], dtype=np.uint64)
+                    targets = [outs[k] for k in four]
+                    targets += [like] * (4 - len(four))  # untouched
+                    kernels.take_chunked(addresses.reshape(len(four), len(lengths)), starts,
+                                         like, gmap, valid, chunk_of, *targets)
+    return [pa.py_buffer(out) for out in outs]
+
+
+def chunk_blocks(starts: np.ndarray, n_rows: int):
+    """(blocks, shift) for kernels/take.py ``take_chunked``: the chunk holding the first row
+    of each block of ``1 << shift`` rows. Blocks are as long as the shortest chunk allows (a
+    row then steps past one chunk end at most), but there are at most
+    ``walks.THRESHOLDS.chunk_blocks``."""
+    most = walks.THRESHOLDS.chunk_blocks
+    shortest = int(np.diff(starts, append=np.uint64(n_rows)).min(initial=n_rows))
+    fewest = (max(n_rows, 1) - 1).bit_length() - (most.bit_length() - 1)
+    shift = max(shortest.bit_length() - 1, fewest, 0)
+    first_rows = np.arange(0, max(n_rows, 1), 1 << shift, dtype=np.uint64)
+    blocks = np.searchsorted(starts, first_rows, side="right").astype(np.int64) - 1
+    return blocks, np.uint64(shift)

@@ -1,0 +1,130 @@
+"""Which CPU walk runs, and every threshold that decides it (the host gathers' too): the one
+place to read or tune them.
+
+A prepared probe on the cpu backend (``CpuBackend._launch``) decides, in this order:
+
+1. ``parallel(rows)``: on numba's thread pool, or on one thread;
+2. ``searches_each_row(rows, in_order)``: a few rows out of key order binary-search each one
+   (``kernels/probe.py``); the rest are walked in key order, sorted first when they are not;
+3. ``streams(...)``: a batch spanning few right rows per left row, against a time-ordered right
+   side, streams it (``kernels/stream.py``); any other gallops from per-group cursors
+   (``kernels/cursor.py``), in ``pieces(...)`` pieces.
+
+A one-shot join (``CpuBackend.scan``) walks both sides in key order (``kernels/scan.py``), on the
+thread pool from ``parallel(rows)``; sorts of 64-bit keys take the radix sort from
+``radix_sorts(rows)``.
+
+Every threshold is a field of ``Thresholds``, read at each call from ``THRESHOLDS``.
+``overridden`` is the one switch that forces a path, for tests and for the benches that set the
+thresholds (``python bench/thresholds.py``):
+
+>>> with overridden(parallel_min_rows=0):
+...     parallel(1)
+True
+>>> parallel(1)
+False
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+    """The CPU walks' thresholds. Each is set by ``python bench/thresholds.py NAME``, which times
+    both sides of its decision on 2 threads."""
+
+    #: Below this many rows a launch runs on one thread: waking numba's pool costs milliseconds.
+    parallel_min_rows: int = 16_384
+    #: Below this many map entries a gather takes Arrow's one-core take (``asofgpu.gather``).
+    parallel_gather_rows: int = 1 << 16
+    #: Below this many rows Arrow's one-core hash encodes group keys as fast (``_encode``).
+    parallel_encode_rows: int = 1 << 16
+    #: Below this many rows numpy's stable argsort is as fast as the radix sort.
+    radix_min_rows: int = 1 << 15
+    #: Below this many left rows out of key order, a binary search a row beats sorting them.
+    search_max_rows: int = 1 << 15
+    #: A sorted batch streams when its key range holds at most this many right rows a left row:
+    #: the stream reads the whole range, a cursor pays a search (and a cache miss) a group.
+    stream_span: int = 256
+    #: ... and, where the right side has several groups, when groups x right rows a left row
+    #: reach this: a few groups' cursors stay in cache and gallop cheaply.
+    stream_group_span: int = 200
+    #: Parallel walks split into this many pieces a thread, so that uneven pieces even out.
+    pieces_per_thread: int = 4
+    #: Each piece keeps a cursor a group: pieces x groups stays under this many cursors.
+    most_cursors: int = 1 << 23
+    #: The most entries of the table in which a chunked gather finds each row's chunk
+    #: (``take.chunk_blocks``): 512 KiB, which stays in cache.
+    chunk_blocks: int = 1 << 16
+
+
+THRESHOLDS = Thresholds()
+
+
+@contextlib.contextmanager
+def overridden(**changes):
+    """Run the block with some thresholds changed (``Thresholds``' field names): 0 or a huge
+    value forces one side of a decision. Not thread-safe: for tests and benches."""
+    global THRESHOLDS
+    before = THRESHOLDS
+    THRESHOLDS = dataclasses.replace(before, **changes)
+    try:
+        yield THRESHOLDS
+    finally:
+        THRESHOLDS = before
+
+
+def parallel(rows: int) -> bool:
+    """Whether a launch over ``rows`` rows runs on numba's thread pool."""
+    return rows >= THRESHOLDS.parallel_min_rows
+
+
+def gathers_in_parallel(entries: int) -> bool:
+    """Whether a gather map of ``entries`` is checked and its fixed-width columns taken on all
+    cores (``take.py``), rather than by Arrow's take."""
+    return entries >= THRESHOLDS.parallel_gather_rows
+
+
+def encodes_in_parallel(rows: int) -> bool:
+    """Whether a group key column of ``rows`` may be hashed on all cores (``hashing.py``)."""
+    return rows >= THRESHOLDS.parallel_encode_rows
+
+
+def radix_sorts(rows: int) -> bool:
+    """Whether a stable sort of ``rows`` 64-bit keys takes the radix sort (``kernels/radix.py``)
+    rather than numpy's."""
+    return rows >= THRESHOLDS.radix_min_rows
+
+
+def searches_each_row(rows: int, in_order: bool) -> bool:
+    """Whether a prepared probe binary-searches each of its ``rows`` walked rows, rather than
+    walking them in key order (sorting them first when not ``in_order``)."""
+    return not in_order and rows < THRESHOLDS.search_max_rows
+
+
+def streams(right_keys, keys, n_groups: int, pieces: int) -> bool:
+    """Whether left rows of ascending ``keys`` are cheaper to stream through the time-ordered
+    ``right_keys`` than to gallop from cursors: few right rows per left row within their key
+    range but not too few for the right side's ``n_groups``, and at least a row per group and
+    piece (each of the ``pieces`` starts with a binary search in every group)."""
+    t = THRESHOLDS
+    if len(keys) < max(n_groups, 1) * pieces:
+        return False
+    span = int(np.searchsorted(right_keys, keys[-1], side="right")
+               - np.searchsorted(right_keys, keys[0], side="left"))
+    return span <= t.stream_span * len(keys) and (
+        n_groups <= 1 or n_groups * span >= t.stream_group_span * len(keys))
+
+
+def pieces(parallel: bool, threads: int, n_groups: int) -> int:
+    """How many pieces a parallel walk splits into: each holds a cursor per group, so many
+    groups mean fewer pieces."""
+    if not parallel:
+        return 1
+    t = THRESHOLDS
+    return max(1, min(t.pieces_per_thread * threads, t.most_cursors // max(n_groups, 1)))
