@@ -2,10 +2,11 @@
 
 ``asofgpu.dask.merge_asof(left, right, ...)`` takes two dask DataFrames (pandas partitions, or
 cuDF partitions from dask-cudf) and returns a dask DataFrame with one output partition per left
-partition. Every partition is joined by asofgpu (``AsofJoin``): pandas partitions through
-``asofgpu.pandas.merge_asof``'s machinery on ``device`` (the CPU, or the GPU when one is
-usable), cuDF partitions on the GPU with the data kept on the device. Neither dask's nor
-pandas' own ``merge_asof`` is used (cuDF has none).
+partition. Every partition is joined by asofgpu under pandas' rules
+(``asofgpu._pandas_semantics``, shared with ``asofgpu.pandas`` and ``asofgpu.cudf``): pandas
+partitions on ``device`` (the CPU, or the GPU when one is usable), cuDF partitions on the GPU
+with the data, by-keys included, kept on the device as ``asofgpu.cudf`` keeps them. Neither
+dask's nor pandas' own ``merge_asof`` is used (cuDF has none).
 
 Three methods; ``method="auto"`` picks one:
 
@@ -34,9 +35,8 @@ import pandas as pd
 from dask import delayed
 from pandas.api.types import is_hashable
 
+from . import _pandas_semantics as _semantics
 from . import _validate
-from . import pandas as _pandas
-from .join import AsofJoin
 
 __all__ = ["METHODS", "merge_asof"]
 
@@ -219,14 +219,16 @@ def _plan(lmeta: pd.DataFrame, rmeta: pd.DataFrame, keywords: dict, device: str)
     """Validate the call as pandas does (on the empty metas, so every pandas error comes
     before anything runs) and fix the per-partition plan. Returns the spec and the output
     meta as pandas builds it (``spec.dtypes`` holds the upcasts of pandas partitions)."""
-    meta = _pandas.merge_asof(lmeta, rmeta, **keywords, device="python")
+    direction, exact = _semantics.check_join_options(keywords["direction"],
+                                                     keywords["allow_exact_matches"])
+    op = _operation(lmeta, rmeta, keywords)
+    meta = op.result(op.right_indexer(direction, exact, "python"))
     if bool(keywords["left_index"]) != bool(keywords["right_index"]):
         # pandas fills the key column of such a join with the left's or the right's keys
         # depending on whether any row anywhere is unmatched: no partition can know that.
         msg = ("left_index and right_index must be given together in asofgpu.dask (an index "
                "key on one side and a key column on the other is not supported)")
         raise ValueError(msg)
-    op = _operation(lmeta, rmeta, keywords)
     left_key = None if keywords["left_index"] else _column(op.left_on[-1], lmeta, "left_on")
     right_key = None if keywords["right_index"] else _column(op.right_on[-1], rmeta,
                                                               "right_on")
@@ -250,8 +252,8 @@ def _plan(lmeta: pd.DataFrame, rmeta: pd.DataFrame, keywords: dict, device: str)
 
 
 def _operation(left, right, keywords: dict, cache_key=None):
-    """asofgpu.pandas' merge on two pandas frames, with the right side's ``AsofJoin`` taken
-    from this process's cache when ``cache_key`` names one."""
+    """pandas' merge of two pandas frames (``AsofMerge``), with the right side's ``AsofJoin``
+    taken from this process's cache when ``cache_key`` names one."""
     k = keywords
     return _SharedRight(cache_key, left, right, k["on"], k["left_on"], k["right_on"],
                         k["left_index"], k["right_index"], k["by"], k["left_by"],
@@ -294,7 +296,7 @@ def _key_tolerance(tolerance, lmeta, left_key):
 
 def _as_frame(obj, side: str):
     if isinstance(obj, dd.Series):
-        _pandas._validate_operand(_pandas_meta(obj))  # pandas' error for an unnamed Series
+        _semantics.validate_operand(_pandas_meta(obj))  # pandas' error for an unnamed Series
         return obj.to_frame()
     if isinstance(obj, dd.DataFrame):
         return obj
@@ -585,8 +587,8 @@ class _PreparedCache:
 _PREPARED = _PreparedCache(size=4)
 
 
-class _SharedRight(_pandas._AsofMerge):
-    """asofgpu.pandas' merge whose ``AsofJoin`` comes from the process cache."""
+class _SharedRight(_semantics.AsofMerge):
+    """pandas' merge whose ``AsofJoin`` comes from the process cache."""
 
     def __init__(self, cache_key, *args):
         super().__init__(*args)
@@ -711,9 +713,10 @@ def _require_sorted(key, side: str) -> None:
 
 
 def _join_cudf(left, right, spec: _Spec, cache_key=None):
-    """One cuDF partition: ``AsofJoin`` on the GPU computes the gather map and cuDF builds the
-    result from it, so the data never leaves the device. Unsorted partitions need no sort
-    (AsofJoin takes any order); equal right keys keep their row order, as in pandas."""
+    """One cuDF partition: the gather map computed on the GPU as ``asofgpu.cudf`` computes it
+    (by-keys encoded there, as pandas compares them), and cuDF builds the result from it, so
+    the data never leaves the device. Unsorted partitions need no sort (the join takes any
+    order); equal right keys keep their row order, as in pandas."""
     import cudf
 
     lkey, rkey = _key(left, spec.left_key), _key(right, spec.right_key)
@@ -725,16 +728,16 @@ def _join_cudf(left, right, spec: _Spec, cache_key=None):
             _require_sorted(key, side)
 
     def prepare():
-        return AsofJoin(rkey, [right[c] for c in spec.right_by] or None,
-                        null_equality="equal", device="cuda")
+        right_by = _semantics.device_by_table([right[c] for c in spec.right_by])
+        return _semantics.prepare_on_device(rkey, right_by)
 
     prepared = _PREPARED.get((cache_key, "cuda"), prepare) if cache_key else prepare()
     tolerance = spec.tolerance
     if isinstance(tolerance, pd.Timedelta):
         tolerance = tolerance.to_timedelta64()  # exact to the nanosecond
-    gmap = prepared.join(lkey, [left[c] for c in spec.left_by] or None,
-                         strategy=spec.direction, allow_exact_matches=spec.exact,
-                         tolerance=tolerance, nearest_tie="backward")
+    left_by = _semantics.device_by_table([left[c] for c in spec.left_by])
+    gmap = _semantics.probe_on_device(prepared, lkey, left_by, spec.direction, spec.exact,
+                                      tolerance)
     # NO_MATCH is no row label: reindex leaves those rows null.
     taken = right[list(spec.right_columns)].reset_index(drop=True).reindex(cudf.Index(gmap))
     left_part = left.reset_index(drop=True)

@@ -251,6 +251,7 @@ def test_null_by_values_group_together(threads):
 # --------------------------------------------------------------------------- processes
 
 
+@pytest.mark.slow  # a LocalCluster of worker processes, started for this test alone
 def test_each_strategy_on_worker_processes(processes):
     """Everything crosses process boundaries. device="python" runs the same kernel source
     without each fresh worker loading numba's compiled kernels (seconds on two cores)."""
@@ -296,16 +297,16 @@ def test_time_and_broadcast_never_shuffle():
 
 
 def test_broadcast_prepares_the_right_side_once_per_process(threads, monkeypatch):
-    from asofgpu import pandas as agpd
+    from asofgpu._pandas_semantics import AsofMerge
 
     calls = []
-    original = agpd._AsofMerge.prepare
+    original = AsofMerge.prepare
 
     def counting(self, right_key, *args, **kwargs):
         calls.append(len(right_key))
         return original(self, right_key, *args, **kwargs)
 
-    monkeypatch.setattr(agpd._AsofMerge, "prepare", counting)
+    monkeypatch.setattr(AsofMerge, "prepare", counting)
     left, right = market(13)
     left = even(left, 6)
     compute(threads, lambda: [merge_asof(left, even(right, 2), on="t", by="g",
@@ -438,4 +439,4 @@ def test_the_old_name_of_method_still_works_with_a_deprecation_warning():
     expected = merge_asof(left, right, on="t", method="broadcast", device="cpu").compute()
     with pytest.warns(DeprecationWarning, match=r"merge_asof's strategy= is now method="):
         got = merge_asof(left, right, on="t", strategy="broadcast", device="cpu").compute()
-    pd.testing.assert_frame_equal(got, expected)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)

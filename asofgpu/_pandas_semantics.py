@@ -1,0 +1,853 @@
+"""pandas' ``merge_asof`` semantics, shared by the front ends that promise them.
+
+``asofgpu.pandas``, ``asofgpu.cudf`` and ``asofgpu.dask`` all return what ``pandas.merge_asof``
+returns, with its errors. The rules that make that so live here, once; each front end only
+says where its data is. The interface (every name without a leading underscore):
+
+- ``check_join_options`` and ``validate_operand``: pandas' first checks of a call;
+- ``AsofMerge``: one call's arguments validated as pandas validates them (keys, ``by``,
+  dtypes, tolerance), then, on pandas frames, the right indexer computed by asofgpu
+  (``right_indexer``, whose ``prepare`` a subclass may override to reuse a prepared right
+  side) and the result laid out as pandas lays it out (``result``). Its other methods give
+  the same rules to a front end that holds its data elsewhere: ``asofgpu.cudf`` builds one on
+  zero-row pandas copies of its frames (``temporal_tolerance``, ``kernel_keys``, ``by_labels``,
+  ``result_labels``, ``index_from``, ``join_keys``);
+- ``kernel_tolerance``, ``float_arithmetic_matters`` and ``pandas_float_pick``: the tolerance
+  and the float distances as pandas' kernel computes them (numpy or cupy arrays);
+- ``plc_column``, ``device_by_table``, ``prepare_on_device`` and ``probe_on_device``: cuDF
+  keys joined on the device under pandas' rules (``asofgpu.cudf``, and the cuDF partitions of
+  ``asofgpu.dask``).
+
+Users: ``asofgpu.pandas`` (everything on pandas frames), ``asofgpu.cudf`` (the checks and
+layout rules, and the device join), ``asofgpu.dask`` (``AsofMerge`` on pandas partitions and
+on the empty metas, the device join on cuDF partitions). No front end imports another's
+private names.
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pandas.api.extensions import ExtensionArray, take
+from pandas.api.types import (is_bool, is_float_dtype, is_hashable, is_integer,
+                              is_integer_dtype, is_list_like, is_number, is_object_dtype,
+                              is_string_dtype)
+from pandas.errors import MergeError
+
+from ._types import NO_MATCH, NO_MATCH_INT64
+from .gather import gather
+from .join import AsofJoin
+
+_KNOWN = (np.ndarray, ExtensionArray, pd.Index, pd.Series)
+_MASKED = (pd.arrays.IntegerArray, pd.arrays.FloatingArray, pd.arrays.BooleanArray)
+_MASKED_DTYPES = tuple(getattr(pd, f"{kind}Dtype") for kind in (
+    "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32",
+    "Float64", "Boolean"))
+
+
+# --------------------------------------------------------------------------- first checks
+
+
+def check_join_options(direction, allow_exact_matches) -> tuple[str, bool]:
+    """pandas' checks of ``direction`` and ``allow_exact_matches``, in its order; both as
+    the join takes them.
+
+    >>> check_join_options("nearest", True)
+    ('nearest', True)
+    >>> check_join_options("sideways", True)
+    Traceback (most recent call last):
+    ...
+    pandas.errors.MergeError: direction invalid: sideways
+    """
+    if direction not in ["backward", "forward", "nearest"]:
+        raise MergeError(f"direction invalid: {direction}")
+    if not is_bool(allow_exact_matches):
+        msg = f"allow_exact_matches must be boolean, passed {allow_exact_matches}"
+        raise MergeError(msg)
+    return str(direction), bool(allow_exact_matches)
+
+
+def validate_operand(obj, frame_type=pd.DataFrame, series_type=pd.Series):
+    """pandas' _validate_operand: a DataFrame, or a named Series as one; of another library
+    when given its types (``cudf.DataFrame``, ``cudf.Series``)."""
+    if isinstance(obj, frame_type):
+        return obj
+    if isinstance(obj, series_type):
+        if obj.name is None:
+            raise ValueError("Cannot merge a Series without a name")
+        return obj.to_frame()
+    raise TypeError(f"Can only merge Series or DataFrame objects, a {type(obj)} was passed")
+
+
+# --------------------------------------------------------------------------- one merge
+
+
+class AsofMerge:
+    """pandas' _AsOfMerge, step by step, with asofgpu computing the right indexer.
+
+    Construction validates the call as pandas does; ``result(right_indexer(...))`` is the
+    merge of two pandas frames.
+    """
+
+    def __init__(self, left, right, on, left_on, right_on, left_index, right_index, by,
+                 left_by, right_by, suffixes, tolerance):
+        self.left = validate_operand(left)
+        self.right = validate_operand(right)
+        self.on = _make_list(on)
+        self.suffixes = suffixes
+        self.left_index, self.right_index = left_index, right_index
+        self.by, self.left_by, self.right_by = by, left_by, right_by
+        self.tolerance = tolerance
+        if not is_bool(left_index):
+            raise ValueError(f"left_index parameter must be of type bool, not {type(left_index)}")
+        if not is_bool(right_index):
+            raise ValueError(
+                f"right_index parameter must be of type bool, not {type(right_index)}")
+        nl, nr = self.left.columns.nlevels, self.right.columns.nlevels
+        if nl != nr:
+            msg = (f"Not allowed to merge between different levels. ({nl} levels on the "
+                   f"left, {nr} on the right)")
+            raise MergeError(msg)
+        self.left_on, self.right_on = self._validate_left_right_on(left_on, right_on)
+        self.left_keys, self.right_keys, self.join_names, right_drop = self._merge_keys()
+        if right_drop:
+            self.right = _drop_labels_or_levels(self.right, right_drop)
+        self._require_matching_dtypes()
+        self._validate_tolerance()
+
+    # ------------------------------------------------------------------ validation
+
+    def _validate_left_right_on(self, left_on, right_on):
+        left_on, right_on = _make_list(left_on), _make_list(right_on)
+        if self.on is None and left_on is None and right_on is None:
+            if self.left_index and self.right_index:
+                left_on, right_on = (), ()
+            elif self.left_index:
+                raise MergeError("Must pass right_on or right_index=True")
+            elif self.right_index:
+                raise MergeError("Must pass left_on or left_index=True")
+            else:
+                left_cols, right_cols = self.left.columns, self.right.columns
+                common = left_cols.intersection(right_cols)
+                if len(common) == 0:
+                    raise MergeError(
+                        "No common columns to perform merge on. "
+                        f"Merge options: left_on={left_on}, right_on={right_on}, "
+                        f"left_index={self.left_index}, right_index={self.right_index}")
+                if (not left_cols.join(common, how="inner").is_unique
+                        or not right_cols.join(common, how="inner").is_unique):
+                    raise MergeError(f"Data columns not unique: {common!r}")
+                left_on = right_on = common
+        elif self.on is not None:
+            if left_on is not None or right_on is not None:
+                raise MergeError('Can only pass argument "on" OR "left_on" '
+                                 'and "right_on", not a combination of both.')
+            if self.left_index or self.right_index:
+                raise MergeError('Can only pass argument "on" OR "left_index" '
+                                 'and "right_index", not a combination of both.')
+            left_on = right_on = self.on
+        elif left_on is not None:
+            if self.left_index:
+                raise MergeError('Can only pass argument "left_on" OR "left_index" not both.')
+            if not self.right_index and right_on is None:
+                raise MergeError('Must pass "right_on" OR "right_index".')
+            if self.right_index and right_on is not None:
+                raise MergeError('Can only pass argument "right_on" OR "right_index" not both.')
+            if self.right_index:
+                if len(left_on) != self.right.index.nlevels:
+                    raise ValueError('len(left_on) must equal the number '
+                                     'of levels in the index of "right"')
+                right_on = [None] * len(left_on)
+        elif right_on is not None:
+            if self.right_index:
+                raise MergeError('Can only pass argument "right_on" OR "right_index" not both.')
+            if not self.left_index and left_on is None:
+                raise MergeError('Must pass "left_on" OR "left_index".')
+            if self.left_index:
+                if len(right_on) != self.left.index.nlevels:
+                    raise ValueError('len(right_on) must equal the number '
+                                     'of levels in the index of "left"')
+                left_on = [None] * len(right_on)
+        if len(right_on) != len(left_on):
+            raise ValueError("len(right_on) must equal len(left_on)")
+        return self._validate_asof_on(left_on, right_on)
+
+    def _validate_asof_on(self, left_on, right_on):
+        if len(left_on) != 1 and not self.left_index:
+            raise MergeError("can only asof on a key for left")
+        if len(right_on) != 1 and not self.right_index:
+            raise MergeError("can only asof on a key for right")
+        if self.left_index and isinstance(self.left.index, pd.MultiIndex):
+            raise MergeError("left can only have one index")
+        if self.right_index and isinstance(self.right.index, pd.MultiIndex):
+            raise MergeError("right can only have one index")
+        if self.by is not None:
+            if self.left_by is not None or self.right_by is not None:
+                raise MergeError("Can only pass by OR left_by and right_by")
+            self.left_by = self.right_by = self.by
+        if self.left_by is None and self.right_by is not None:
+            raise MergeError("missing left_by")
+        if self.left_by is not None and self.right_by is None:
+            raise MergeError("missing right_by")
+        lo_dtype = self.left.index.dtype if self.left_index else _on_dtype(self.left, left_on[0])
+        ro_dtype = (self.right.index.dtype if self.right_index
+                    else _on_dtype(self.right, right_on[0]))
+        if (is_object_dtype(lo_dtype) or is_object_dtype(ro_dtype)
+                or is_string_dtype(lo_dtype) or is_string_dtype(ro_dtype)):
+            raise MergeError(f"Incompatible merge dtype, {lo_dtype!r} and {ro_dtype!r}, "
+                             "both sides must have numeric dtype")
+        if self.left_by is not None:
+            if not is_list_like(self.left_by):
+                self.left_by = [self.left_by]
+            if not is_list_like(self.right_by):
+                self.right_by = [self.right_by]
+            if len(self.left_by) != len(self.right_by):
+                raise MergeError("left_by and right_by must be the same length")
+            left_on = self.left_by + list(left_on)
+            right_on = self.right_by + list(right_on)
+        return left_on, right_on
+
+    def _merge_keys(self):
+        """pandas' _get_merge_keys: key arrays, their names, right keys to drop."""
+        left, right = self.left, self.right
+        left_keys, right_keys, names, right_drop = [], [], [], []
+
+        def is_lkey(x):
+            return isinstance(x, _KNOWN) and len(x) == len(left)
+
+        def is_rkey(x):
+            return isinstance(x, _KNOWN) and len(x) == len(right)
+
+        if _any(self.left_on) and _any(self.right_on):
+            for lk, rk in zip(self.left_on, self.right_on, strict=True):
+                lk, rk = _extract(lk), _extract(rk)
+                if is_lkey(lk):
+                    left_keys.append(lk)
+                    if is_rkey(rk):
+                        right_keys.append(rk)
+                        names.append(None)
+                    elif rk is not None:
+                        right_keys.append(_label_or_level_values(right, rk))
+                        names.append(rk)
+                    else:
+                        right_keys.append(_values(right.index))
+                        names.append(right.index.name)
+                else:
+                    if not is_rkey(rk):
+                        right_keys.append(_label_or_level_values(right, rk) if rk is not None
+                                          else _values(right.index))
+                        if lk is not None and lk == rk:
+                            right_drop.append(rk)
+                    else:
+                        right_keys.append(rk)
+                    if lk is not None:
+                        left_keys.append(_label_or_level_values(left, lk))
+                        names.append(lk)
+                    else:
+                        left_keys.append(_values(left.index))
+                        names.append(left.index.name)
+        elif _any(self.left_on):
+            for k in self.left_on:
+                if is_lkey(k):
+                    left_keys.append(_extract(k))
+                    names.append(None)
+                else:
+                    left_keys.append(_label_or_level_values(left, k))
+                    names.append(k)
+            right_keys = [_values(right.index)]
+        elif _any(self.right_on):
+            for k in self.right_on:
+                k = _extract(k)
+                if is_rkey(k):
+                    right_keys.append(k)
+                    names.append(None)
+                else:
+                    right_keys.append(_label_or_level_values(right, k))
+                    names.append(k)
+            left_keys = [_values(left.index)]
+        return left_keys, right_keys, names, right_drop
+
+    def _on_values(self, side: str):
+        frame, index_flag, keys = ((self.left, self.left_index, self.left_keys) if side == "left"
+                                   else (self.right, self.right_index, self.right_keys))
+        return _values(frame.index) if index_flag else keys[-1]
+
+    def _require_matching_dtypes(self) -> None:
+        for i, (lk, rk) in enumerate(zip(self.left_keys, self.right_keys, strict=True)):
+            _check_dtype_match(lk, rk, i)
+        _check_dtype_match(self._on_values("left"), self._on_values("right"), 0)
+
+    def _validate_tolerance(self) -> None:
+        tol = self.tolerance
+        if tol is None:
+            return
+        lt = self._on_values("left")
+        msg = f"incompatible tolerance {tol}, must be compat with type {lt.dtype!r}"
+        if _is_temporal(lt):
+            if not isinstance(tol, datetime.timedelta):
+                raise MergeError(msg)
+            if tol < pd.Timedelta(0):
+                raise MergeError("tolerance must be non-negative")
+        elif is_integer_dtype(lt.dtype):
+            if not is_integer(tol):
+                raise MergeError(msg)
+            if tol < 0:
+                raise MergeError("tolerance must be non-negative")
+        elif is_float_dtype(lt.dtype):
+            if not is_number(tol):
+                raise MergeError(msg)
+            if tol < 0:
+                raise MergeError("tolerance must be non-negative")
+        else:
+            raise MergeError("key must be integer, timestamp or float")
+
+    # ------------------------------------------------------------------ the keys
+
+    def temporal_tolerance(self):
+        """The tolerance; a temporal key's as int64 ticks of the key's unit (the first step
+        of pandas' conversion; ``kernel_tolerance`` is the second)."""
+        left_values, tolerance = self._on_values("left"), self.tolerance
+        if tolerance is not None and _is_temporal(left_values):
+            tolerance = pd.Timedelta(tolerance)
+            if left_values.dtype.kind in "mM":
+                tolerance = tolerance.as_unit(_unit(left_values))
+            tolerance = int(tolerance.to_timedelta64().astype(np.int64))
+        return tolerance
+
+    def kernel_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """Both ``on`` keys as pandas' kernel takes them (numpy numbers or bools), after
+        pandas' checks in its order: each side's nulls and order, then both sides' types."""
+        lkey = _join_values(self._on_values("left"), "left")
+        rkey = _join_values(self._on_values("right"), "right")
+        return _kernel_array(lkey), _kernel_array(rkey)
+
+    def by_labels(self) -> tuple[list, list]:
+        """The ``by`` part of ``left_on`` and ``right_on``: all of them when both keys are
+        the index, else all but the ``on`` key (empty without ``by``)."""
+        return self._by_part(self.left_on), self._by_part(self.right_on)
+
+    def _by_part(self, keys):
+        return keys if self.left_index and self.right_index else keys[:-1]
+
+    def right_indexer(self, direction: str, exact: bool, device) -> np.ndarray:
+        """pandas' right indexer (-1: no match), computed by asofgpu."""
+        tolerance = self.temporal_tolerance()
+        lkey, rkey = self.kernel_keys()
+        left_by = right_by = None
+        if self.left_by is not None:
+            lks, rks = self._by_part(self.left_keys), self._by_part(self.right_keys)
+            lks[0]  # noqa: B018 - as pandas: IndexError when by names no column
+            pairs = [_by_columns(lk, rk) for lk, rk in zip(lks, rks)]
+            left_by, right_by = [p[0] for p in pairs], [p[1] for p in pairs]
+        if tolerance is not None:
+            tolerance = kernel_tolerance(tolerance, lkey.dtype)
+        prepared = self.prepare(_kernel_key(rkey), right_by, device)
+
+        def probe(strategy, tol):
+            gmap = prepared.join(_kernel_key(lkey), left_by, strategy=strategy,
+                                 allow_exact_matches=exact, tolerance=tol,
+                                 nearest_tie="backward")
+            gmap = np.asarray(gmap.get() if hasattr(gmap, "get") else gmap)
+            return np.where((gmap == NO_MATCH) | (gmap == NO_MATCH_INT64), -1,
+                            gmap).astype(np.intp)
+
+        if lkey.dtype.kind == "f" and float_arithmetic_matters(lkey, direction, tolerance):
+            return pandas_float_pick(lkey, rkey, probe, direction, tolerance)
+        return probe(direction, tolerance)
+
+    def prepare(self, right_key: np.ndarray, right_by, device, reused=False) -> AsofJoin:
+        """The right side prepared for the probe (asofgpu.dask overrides this to reuse one
+        per worker). Used once, its sort by group waits: on the cpu the join may walk both
+        sides in key order."""
+        return AsofJoin(right_key, right_by, null_equality="equal", device=device,
+                        _defer_sort=not reused)
+
+    # ------------------------------------------------------------------ the result
+
+    def result_labels(self) -> tuple[pd.Index, pd.Index]:
+        """The left's and the right's column labels in the result, suffixed where they
+        overlap (pandas' errors for bad suffixes)."""
+        return _items_overlap_with_suffix(self.left.columns, self.right.columns,
+                                          self.suffixes)
+
+    def index_from(self, n_left: int) -> str | None:
+        """Where the result's index comes from, for a left side of ``n_left`` rows: "left"
+        (the left's index), "right" (the right's, taken by the map: no rows, since the left
+        has none) or None (a RangeIndex)."""
+        if self.right_index:
+            return "left" if n_left > 0 else "right"
+        return "left" if self.left_index else None
+
+    def join_keys(self):
+        """(position, name, left label) of each key pandas' _maybe_add_join_keys may put in
+        the result (a label None: the left's index); keys whose two names differ stay out."""
+        keys = zip(self.join_names, self.left_on, self.right_on, strict=True)
+        for i, (name, lname, rname) in enumerate(keys):
+            if isinstance(lname, str) and isinstance(rname, str) and lname != rname:
+                continue
+            yield i, name, lname
+
+    def _join_index(self, rmap: np.ndarray) -> pd.Index:
+        side = self.index_from(len(self.left))
+        if side == "left":
+            return self.left.index.take(np.arange(len(self.left)))
+        if side == "right":
+            return self.right.index.take(rmap)
+        return pd.RangeIndex(len(rmap))
+
+    def result(self, rmap: np.ndarray) -> pd.DataFrame:
+        """The merged frame for a right indexer (-1: no match), as pandas builds it."""
+        join_index = self._join_index(rmap)
+        left, right = self.left[:], self.right[:]
+        llabels, rlabels = self.result_labels()
+        if not _is_identity(rmap, len(right)):
+            right = _rows_of(right, rmap)
+        left.index = join_index
+        right.index = join_index
+        left.columns = llabels
+        right.columns = rlabels
+        result = pd.concat([left, right], axis=1)
+        self._add_join_keys(result, rmap)
+        return result
+
+    def _add_join_keys(self, result: pd.DataFrame, rmap: np.ndarray) -> None:
+        """pandas' _maybe_add_join_keys for a left indexer that is always 0..n-1."""
+        right_missing = bool((rmap == -1).any())
+        for i, name, _ in self.join_keys():
+            take_left = take_right = None
+            if name in result:
+                if name in self.left:
+                    rdtype = self.right_keys[i].dtype
+                    ldtype = result[name].dtype
+                    if ldtype.kind == "M" and rdtype.kind == "M" and ldtype != rdtype:
+                        take_right = self.right_keys[i]
+                        if result[name].dtype != self.left[name].dtype:
+                            take_left = _values(self.left[name])
+                elif name in self.right:
+                    ldtype = self.left_keys[i].dtype
+                    rdtype = result[name].dtype
+                    resolution = rdtype.kind == "M" and ldtype.kind == "M" and rdtype != ldtype
+                    if right_missing or resolution:
+                        take_left = self.left_keys[i]
+                        if result[name].dtype != self.right[name].dtype:
+                            take_right = _values(self.right[name])
+            else:
+                take_left, take_right = self.left_keys[i], self.right_keys[i]
+            if take_left is None and take_right is None:
+                continue
+            lvals = _values(result[name]) if take_left is None else _take(take_left, None)
+            rvals = _values(result[name]) if take_right is None else _take(take_right, rmap)
+            if len(rmap) == 0:
+                key_col, dtype = pd.Index(rvals, dtype=rvals.dtype, copy=False), rvals.dtype
+            else:
+                key_col, dtype = pd.Index(lvals, dtype=lvals.dtype, copy=False), lvals.dtype
+                if not (rmap == -1).all():
+                    dtype = _common_type(lvals.dtype, rvals.dtype)
+                    if lvals.dtype.kind == "M" and rvals.dtype.kind == "M" and dtype.kind == "O":
+                        dtype = key_col.dtype
+            if is_hashable(name) and name in result.columns:
+                result[name] = pd.Series(key_col, dtype=dtype, index=result.index)
+            elif _is_level_reference(result, name):
+                if isinstance(result.index, pd.MultiIndex):
+                    key_col.name = name
+                    levels = [result.index.get_level_values(n) if n != name else key_col
+                              for n in result.index.names]
+                    result.index = pd.MultiIndex.from_arrays(levels,
+                                                             names=[x.name for x in levels])
+                else:
+                    result.index = pd.Index(key_col, name=name)
+            else:
+                result.insert(i, name or f"key_{i}", key_col)
+
+
+# --------------------------------------------------------------------------- pandas' kernel
+
+
+def kernel_tolerance(tolerance, dtype: np.dtype):
+    """The tolerance as pandas hands it to its kernel for keys of ``dtype`` (same errors),
+    for asofgpu; None for a float NaN, which pandas never applies.
+
+    >>> kernel_tolerance(2, np.dtype(np.int64))
+    2
+    >>> kernel_tolerance(float("nan"), np.dtype(np.float64)) is None
+    True
+    >>> kernel_tolerance(300, np.dtype(np.int8))
+    Traceback (most recent call last):
+    ...
+    OverflowError: value too large to convert to npy_int8
+    """
+    if dtype.kind == "f":
+        tolerance = float(tolerance)
+        return None if tolerance != tolerance else tolerance
+    if dtype.kind in "iu":
+        tolerance = int(tolerance)
+        info = np.iinfo(dtype)
+        c_long = "C long" if dtype.kind == "i" else "C unsigned long"
+        if tolerance > np.iinfo(np.int64 if dtype.kind == "i" else np.uint64).max:
+            raise OverflowError(f"Python int too large to convert to {c_long}")
+        if tolerance > info.max:
+            raise OverflowError(f"value too large to convert to npy_{dtype.name}")
+    return tolerance
+
+
+def float_arithmetic_matters(lkey, direction: str, tolerance, xp=np) -> bool:
+    """Where pandas' float arithmetic differs from asofgpu's: float32 distances, and
+    ``inf - inf`` (NaN) deciding a nearest pick. ``lkey``: the left float keys, a numpy
+    (``xp=np``) or cupy (``xp=cupy``) array, read only for a nearest pick on float64."""
+    if lkey.dtype != np.float64:
+        return direction == "nearest" or tolerance is not None
+    return direction == "nearest" and bool(xp.isinf(lkey).any())
+
+
+def pandas_float_pick(lkey, rkey, probe, direction: str, tolerance, *, xp=np, no_match=-1,
+                      dtype=np.intp):
+    """pandas' float picks: each side found without a tolerance (``probe(strategy, None)``,
+    a map holding ``no_match`` where nothing matched), checked against the tolerance in the
+    key's dtype, then the backward row unless the forward one is strictly closer. numpy or
+    cupy (``xp``) arrays; the map comes back as ``dtype``.
+
+    >>> rkey = np.array([1.0, 2.0, 3.0])
+    >>> def probe(strategy, tol):  # the maps of left keys 1.5 and 2.75
+    ...     return np.array([0, 1]) if strategy == "backward" else np.array([1, 2])
+    >>> pandas_float_pick(np.array([1.5, 2.75]), rkey, probe, "nearest", None).tolist()
+    [0, 2]
+    >>> pandas_float_pick(np.array([1.5, 2.75]), rkey, probe, "nearest", 0.4).tolist()
+    [-1, 2]
+    """
+    with np.errstate(over="ignore"):
+        tol = None if tolerance is None else lkey.dtype.type(tolerance)
+    none = xp.full(len(lkey), no_match, dtype=dtype)
+    if not len(rkey):
+        return none
+    back = probe("backward", None) if direction != "forward" else none
+    fwd = probe("forward", None) if direction != "backward" else none
+    with np.errstate(invalid="ignore", over="ignore"):
+        bdiff = lkey - rkey[xp.maximum(back, 0)]
+        fdiff = rkey[xp.maximum(fwd, 0)] - lkey
+        if tol is not None:
+            back = xp.where(bdiff > tol, no_match, back)
+            fwd = xp.where(fdiff > tol, no_match, fwd)
+        pick_back = (back != no_match) & ((fwd == no_match) | (bdiff <= fdiff))
+    return xp.where(pick_back, back, fwd).astype(dtype, copy=False)
+
+
+# --------------------------------------------------------------------------- on the device
+
+
+def plc_column(obj):
+    """A cuDF Series or Index as a pylibcudf Column (no copy)."""
+    col = obj.to_pylibcudf()
+    return col[0] if isinstance(col, tuple) else col
+
+
+def device_by_table(columns: list):
+    """cuDF ``by`` columns as a pylibcudf Table whose rows compare as pandas compares the
+    keys: categoricals by value, NaN as null (pandas groups NaN and None together). No
+    columns: an empty table (no by-keys)."""
+    import pylibcudf as plc
+
+    return plc.Table([_device_by_column(c) for c in columns])
+
+
+def _device_by_column(values):
+    import cudf
+
+    if isinstance(values.dtype, cudf.CategoricalDtype):
+        values = values.astype(values.dtype.categories.dtype)
+    if values.dtype.kind == "f":
+        values = values.nans_to_nulls()
+    return plc_column(values)
+
+
+def prepare_on_device(right_on, right_by):
+    """A cuDF ``on`` key (Series or Index) and ``device_by_table``'s right table prepared
+    by ``asofgpu.plc``, null by-keys matching each other (pandas' rule)."""
+    import pylibcudf as plc
+
+    from . import plc as plc_join
+
+    return plc_join.AsofJoin(right_by, plc_column(right_on), plc.types.NullEquality.EQUAL)
+
+
+def probe_on_device(prepared, left_on, left_by, strategy: str, exact: bool, tolerance):
+    """The gather map (cupy int32, NO_MATCH where nothing matched) of a cuDF left key and
+    ``device_by_table``'s left table, ties of a nearest pick going backward (pandas' rule)."""
+    from ._device_encode import values_view
+
+    gmap = prepared.join(left_by, plc_column(left_on), strategy, exact, tolerance=tolerance,
+                         nearest_tie="backward")
+    return values_view(gmap, np.dtype(np.int32))
+
+
+# --------------------------------------------------------------------------- pandas' helpers
+
+
+def _make_list(obj):
+    if obj is not None and not isinstance(obj, (tuple, list)):
+        return [obj]
+    return obj
+
+
+def _any(x) -> bool:
+    return x is not None and any(v is not None for v in x)
+
+
+def _values(obj):
+    """What pandas calls ``obj._values``: the ndarray or ExtensionArray underneath."""
+    if isinstance(obj, pd.MultiIndex):
+        return obj.values
+    if isinstance(obj, (pd.Index, pd.Series)):
+        obj = obj.array
+    # Only the plain wrapper: python-storage strings (StringArray) subclass it and stay
+    # strings, as pandas' extract_array keeps them.
+    if type(obj) is pd.arrays.NumpyExtensionArray:
+        return obj.to_numpy()
+    return obj
+
+
+def _extract(obj):
+    """pandas' extract_array(obj, extract_numpy=True): a RangeIndex stays as it is."""
+    return obj if isinstance(obj, pd.RangeIndex) else _values(obj)
+
+
+def _label_or_level_values(frame: pd.DataFrame, key):
+    if is_hashable(key) and key in frame.columns:
+        if key is not None and key in frame.index.names:
+            msg = f"'{key}' is both an index level and a column label, which is ambiguous."
+            raise ValueError(msg)
+        values = frame.xs(key, axis=1)
+        if isinstance(values, pd.DataFrame):
+            multi = ("\nFor a multi-index, the label must be a tuple with elements "
+                     "corresponding to each level."
+                     if isinstance(frame.columns, pd.MultiIndex) else "")
+            raise ValueError(f"The column label '{key}' is not unique.{multi}")
+        return _values(values)
+    if _is_level_reference(frame, key):
+        return _values(frame.index.get_level_values(key))
+    raise KeyError(key)
+
+
+def _is_level_reference(frame: pd.DataFrame, key) -> bool:
+    return (key is not None and is_hashable(key) and key in frame.index.names
+            and key not in frame.columns)
+
+
+def _drop_labels_or_levels(frame: pd.DataFrame, keys) -> pd.DataFrame:
+    levels = [k for k in keys if _is_level_reference(frame, k)]
+    labels = [k for k in keys if not _is_level_reference(frame, k)]
+    dropped = frame.copy(deep=False)
+    if levels:
+        dropped = dropped.reset_index(levels, drop=True)
+    if labels:
+        dropped = dropped.drop(labels, axis=1)
+    return dropped
+
+
+def _on_dtype(frame: pd.DataFrame, key):
+    if isinstance(key, _KNOWN):
+        return key.dtype
+    if key in frame.columns:
+        return _label_or_level_values(frame, key).dtype
+    return frame.index.get_level_values(key)  # pandas takes the level itself here
+
+
+def _check_dtype_match(left, right, i: int) -> None:
+    if left.dtype != right.dtype:
+        if isinstance(left.dtype, pd.CategoricalDtype) and isinstance(right.dtype,
+                                                                       pd.CategoricalDtype):
+            msg = (f"incompatible merge keys [{i}] {left.dtype!r} and {right.dtype!r}, "
+                   f"both sides category, but not equal ones")
+        else:
+            msg = (f"incompatible merge keys [{i}] {left.dtype!r} and {right.dtype!r}, "
+                   f"must be the same type")
+        raise MergeError(msg)
+
+
+def _needs_i8(dtype) -> bool:
+    if isinstance(dtype, np.dtype):
+        return dtype.kind in "mM"
+    return isinstance(dtype, (pd.PeriodDtype, pd.DatetimeTZDtype))
+
+
+def _is_temporal(values) -> bool:
+    """pandas: needs_i8_conversion, or an Arrow temporal type."""
+    return _needs_i8(values.dtype) or (isinstance(values, pd.arrays.ArrowExtensionArray)
+                                        and values.dtype.kind in "mM")
+
+
+def _arrow_timestamp_or_duration(values) -> bool:
+    if not isinstance(values, pd.arrays.ArrowExtensionArray):
+        return False
+    t = values.dtype.pyarrow_dtype
+    return pa.types.is_timestamp(t) or pa.types.is_duration(t)
+
+
+def _is_identity(rmap: np.ndarray, n: int) -> bool:
+    """Whether ``rmap`` is 0..n-1 (the right side as it is): its first entries settle nearly
+    every case without a pass over all of them."""
+    if len(rmap) != n:
+        return False
+    head = min(n, 1024)
+    return bool((rmap[:head] == np.arange(head)).all() and (rmap == np.arange(n)).all())
+
+
+def _rows_of(frame: pd.DataFrame, rmap: np.ndarray) -> pd.DataFrame:
+    """What ``frame.set_axis(RangeIndex).reindex(rmap)`` gives (-1: a row of missing values,
+    each column's dtype as reindex makes it), column by column: without reindex's lookup of
+    every position in the index (0.4 s at 10M rows), and Arrow-backed columns by asofgpu's
+    gather (numbers on all cores) rather than Arrow's take (0.15 s a float column)."""
+    arrow = [k for k, dtype in enumerate(frame.dtypes) if isinstance(dtype, pd.ArrowDtype)]
+    arrays = {}
+    if arrow:
+        table = gather(pa.table([frame.iloc[:, k].array.__arrow_array__() for k in arrow],
+                                names=[str(k) for k in arrow]),
+                       np.where(rmap < 0, NO_MATCH_INT64, rmap))
+        arrays.update((k, pd.arrays.ArrowExtensionArray(table.column(i)))
+                      for i, k in enumerate(arrow))
+    for k in range(frame.shape[1]):
+        if k not in arrays:
+            arrays[k] = take(frame.iloc[:, k]._values, rmap, allow_fill=True)
+    taken = pd.DataFrame({k: arrays[k] for k in range(frame.shape[1])},
+                         index=pd.RangeIndex(len(rmap)), copy=False)
+    taken.columns = frame.columns
+    return taken
+
+
+def _unit(values) -> str:
+    if isinstance(values, pd.arrays.ArrowExtensionArray):
+        return values.dtype.pyarrow_dtype.unit
+    if isinstance(values, np.ndarray):
+        return np.datetime_data(values.dtype)[0]
+    return values.unit
+
+
+def _join_values(values, side: str):
+    """pandas' _convert_values_for_libjoin: checks, then the key as pandas hands it to its
+    kernel, which ``_kernel_array`` checks once both sides have passed theirs."""
+    if _arrow_timestamp_or_duration(values):
+        # Checked on the int64 values: pandas' Index of them is a converted copy (0.05 s a
+        # side at 10M rows).
+        ints = values.__arrow_array__().cast(pa.int64())
+        if ints.null_count:
+            raise ValueError(f"Merge keys contain null values on {side} side")
+        values = ints.to_numpy()
+        if len(values) and not bool((values[1:] >= values[:-1]).all()):
+            raise ValueError(f"{side} keys must be sorted")
+        return values
+    if not pd.Index(values, copy=False).is_monotonic_increasing:
+        if pd.isna(values).any():
+            raise ValueError(f"Merge keys contain null values on {side} side")
+        raise ValueError(f"{side} keys must be sorted")
+    if _needs_i8(values.dtype):
+        values = np.asarray(values.view("i8"))
+    elif isinstance(values, _MASKED):
+        values = values.to_numpy(dtype=values.dtype.numpy_dtype)
+    elif isinstance(values, ExtensionArray):
+        values = values.to_numpy()
+    return values
+
+
+def _kernel_array(values) -> np.ndarray:
+    """A converted key as a numpy array of numbers or bools, or pandas' kernel dispatch
+    error."""
+    if isinstance(values, pd.Index) or np.asarray(values).dtype.kind not in "biuf":
+        raise TypeError("No matching signature found")
+    return np.asarray(values)
+
+
+def _kernel_key(values: np.ndarray) -> np.ndarray:
+    return values.view(np.uint8) if values.dtype.kind == "b" else values
+
+
+def _by_columns(lk, rk):
+    """A by-key pair as asofgpu columns: natively when Arrow compares them as pandas does,
+    else as pandas' joint factorization (all nulls one group)."""
+    if lk.dtype == np.float16:  # pandas has no float16 hash table
+        raise KeyError(np.float16)
+    if _native_by(lk.dtype):
+        return pd.Series(lk, copy=False), pd.Series(rk, copy=False)
+    both = pd.concat([pd.Series(lk, copy=False), pd.Series(rk, copy=False)],
+                     ignore_index=True)
+    codes = pd.factorize(both)[0].astype(np.int64, copy=False)
+    return codes[: len(lk)], codes[len(lk):]
+
+
+def _native_by(dtype) -> bool:
+    if isinstance(dtype, np.dtype):
+        return dtype.kind in "biufmM"
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _native_by(dtype.categories.dtype)
+    if isinstance(dtype, pd.ArrowDtype):  # read in place; equal exactly when pandas says so
+        t = dtype.pyarrow_dtype       # (floats are not: pandas' NaN and null rules differ)
+        return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+                or pa.types.is_timestamp(t) or pa.types.is_date(t)
+                or pa.types.is_duration(t))
+    return isinstance(dtype, (pd.StringDtype, pd.DatetimeTZDtype) + _MASKED_DTYPES)
+
+
+def _take(values, rmap):
+    """pandas' take_nd with na_value_for_dtype(compat=True) as the fill."""
+    values = _extract(values)
+    if isinstance(values, pd.RangeIndex):
+        values = values.to_numpy()
+    if rmap is None:
+        return values
+    dtype = values.dtype
+    if not isinstance(dtype, np.dtype):
+        fill = dtype.na_value
+    elif dtype.kind in "mM":
+        fill = dtype.type("NaT", np.datetime_data(dtype)[0])
+    else:
+        fill = {"i": 0, "u": 0, "b": False}.get(dtype.kind, np.nan)
+    if isinstance(values, np.ndarray):
+        return take(values, rmap, allow_fill=True, fill_value=fill)
+    return values.take(rmap, allow_fill=True, fill_value=fill)
+
+
+def _common_type(a, b):
+    if a == b:
+        return a
+    from pandas.core.dtypes.cast import find_common_type
+
+    return find_common_type([a, b])
+
+
+def _items_overlap_with_suffix(left: pd.Index, right: pd.Index, suffixes):
+    if not is_list_like(suffixes, allow_sets=False) or isinstance(suffixes, dict):
+        raise TypeError(f"Passing 'suffixes' as a {type(suffixes)}, is not supported. "
+                        "Provide 'suffixes' as a tuple instead.")
+    to_rename = left.intersection(right)
+    if len(to_rename) == 0:
+        return left, right
+    lsuffix, rsuffix = suffixes
+    if not lsuffix and not rsuffix:
+        raise ValueError(f"columns overlap but no suffix specified: {to_rename}")
+
+    def renamer(suffix):
+        return lambda x: f"{x}{suffix}" if x in to_rename and suffix is not None else x
+
+    llabels = _transform_index(left, renamer(lsuffix))
+    rlabels = _transform_index(right, renamer(rsuffix))
+    dups = []
+    if not llabels.is_unique:
+        dups.extend(llabels[llabels.duplicated() & ~left.duplicated()].tolist())
+    if not rlabels.is_unique:
+        dups.extend(rlabels[rlabels.duplicated() & ~right.duplicated()].tolist())
+    dups.extend(llabels.intersection(right.difference(to_rename)).tolist())
+    dups.extend(rlabels.intersection(left.difference(to_rename)).tolist())
+    if dups:
+        raise MergeError(f"Passing 'suffixes' which cause duplicate columns {set(dups)} is "
+                         "not allowed.")
+    return llabels, rlabels
+
+
+def _transform_index(index: pd.Index, func) -> pd.Index:
+    if isinstance(index, pd.MultiIndex):
+        return type(index).from_arrays([index.get_level_values(i).map(func)
+                                        for i in range(index.nlevels)])
+    if any(isinstance(x, tuple) for x in index):
+        return pd.Index([func(x) for x in index], name=index.name, tupleize_cols=False)
+    return index.map(func)
