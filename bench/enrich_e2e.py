@@ -37,10 +37,8 @@ each written whole or not at all.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import re
 import shlex
 import signal
 import statistics
@@ -51,10 +49,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, when loaded by path
-from common import (ROOT, BenchError, atomic_write, commit, label,  # noqa: E402
-                    machine, parse_count, versions)
+from common import (ROOT, BenchError, atomic_write, commit, heading, label,  # noqa: E402
+                    machine, parse_size, progress, seconds_text, utc_minute, versions,
+                    write_parquet)
+
 SYSTEMS = ("asofgpu", "polars-lazy", "polars-eager", "duckdb")
-PEERS = SYSTEMS[1:]
 TITLES = {"asofgpu": "asofgpu enrich", "polars-lazy": "polars (lazy)",
           "polars-eager": "polars (eager)", "duckdb": "DuckDB"}
 GOAL = 0.7  # issue 18: asofgpu enrich at most 0.7x the fastest peer's wall time, 10M x 10M
@@ -66,15 +65,6 @@ RESULT = "@@e2e "  # the prefix of the meter's one line on stdout
 
 
 # ------------------------------------------------------------------------------ options
-
-def parse_size(text: str) -> tuple[int, int]:
-    """'10Mx10M' -> (quotes, trades)."""
-    pieces = re.split("[xX×]", text.strip())
-    if len(pieces) != 2:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not QUOTESxTRADES, for example 10Mx10M (10M quotes, 10M trades)")
-    return parse_count(pieces[0]), parse_count(pieces[1])
-
 
 def parse_bytes(text: str) -> int:
     """'2GiB', '512MiB', '4GB', '1_000_000' -> bytes, read as enrich reads --memory-limit."""
@@ -157,12 +147,10 @@ def _cached_day(folder: Path, what: str, write, say) -> tuple[Path, Path]:
 def day_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path, Path]:
     """(quotes.parquet, trades.parquet) of ``marketdata.day``, generated on first use."""
     def write(quotes: Path, trades: Path) -> None:
-        import pyarrow.parquet as pq
-
         from asofgpu import marketdata
         q, t = marketdata.day(quotes_rows, trades_rows, SYMBOLS, seed=SEED)
-        atomic_write(quotes, lambda tmp: pq.write_table(q, tmp))  # never a torn cache
-        atomic_write(trades, lambda tmp: pq.write_table(t, tmp))
+        write_parquet(q, quotes)
+        write_parquet(t, trades)
 
     name = f"{label(quotes_rows)}x{label(trades_rows)}"
     return _cached_day(data / f"{name}-{SYMBOLS}sym-seed{SEED}",
@@ -433,10 +421,6 @@ def headline(records: dict[str, dict]) -> dict | None:
     return {"ratio": ratio, "fastest_peer": fastest, "goal": GOAL, "met": ratio <= GOAL}
 
 
-def _seconds(s: float) -> str:
-    return f"{s:.3f} s" if s < 10 else f"{s:.1f} s"
-
-
 def _memory(n_bytes: float) -> str:
     if n_bytes >= 2**30:
         return f"{n_bytes / 2**30:.2f} GiB"
@@ -470,18 +454,13 @@ def _command_text(argv: list[str], folders: dict[str, str]) -> str:
 
 
 def markdown(report: dict) -> str:
-    s, m, v = report["settings"], report["machine"], report["versions"]
+    s = report["settings"]
     q, t = s["size"]
     records = {r["system"]: r for r in report["results"]}
     ours = records["asofgpu"].get("median_s")
     lines = [
         "# asofgpu enrich, end to end", "",
-        f"{report['date']} · {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB · "
-        f"load average {report['load_average'][0]:.2f} at the start, "
-        f"{report['load_average'][1]:.2f} at the end · commit {report['commit'] or 'unknown'}",
-        "",
-        "Versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val)
-        + f", Python {m['python']}.", "",
+        *heading(report), "",
         f"Each system enriches {t:,} trades with the prevailing quote of their symbol out of "
         f"{q:,} quotes (backward, exact matches allowed, by symbol): "
         f"`asofgpu.marketdata.day({label(q)}, {label(t)}, {SYMBOLS}, seed={SEED})` written "
@@ -489,7 +468,7 @@ def markdown(report: dict) -> str:
         f"default compression. Wall time: the whole process, start to exit (Python start-up, "
         f"imports, reading, joining, writing), one process per run; {s['runs']} round(s), one "
         f"run of each system per round, the order rotated every round, after one untimed "
-        f"warm-up run of asofgpu ({_seconds(report['warmup_s'])}: numba's cache). Peak RSS: "
+        f"warm-up run of asofgpu ({seconds_text(report['warmup_s'])}: numba's cache). Peak RSS: "
         f"the largest over the system's runs (`getrusage(RUSAGE_CHILDREN)`).", "",
         "| system | median wall s | runs (s) | peak RSS | output size | asofgpu / this |",
         "|---|---:|---|---:|---:|---:|",
@@ -593,12 +572,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = options(argv)
 
-    def say(text: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {text}", file=sys.stderr, flush=True)
+    def say(text: str) -> None:  # on stderr: stdout is the table
+        progress(text, sys.stderr)
 
     began = time.perf_counter()
     load_start = os.getloadavg()[0]
-    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    date = utc_minute()
     args.data.mkdir(parents=True, exist_ok=True)
     try:
         peers = peers_section(args, say)

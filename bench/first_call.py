@@ -17,7 +17,6 @@ not at all.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import statistics
@@ -103,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.runs < 1:
         p.error(f"--runs must be at least 1, got {args.runs}")
-    say = lambda text: print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)  # noqa: E731
+    say = common.progress
     cold = []
     for _ in range(args.runs):
         with tempfile.TemporaryDirectory(prefix="asofgpu-cache-") as cache:
@@ -116,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.runs):
             warmed.append(first_call(Path(cache)))
             say(f"after warm: {warmed[-1]['process_s']:.2f} s")
-    report = {"when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    report = {"when": common.utc_minute(),
               "machine": common.machine(), "commit": common.commit(), "runs": args.runs,
               "warm_s": warm_s, "cold": medians(cold), "warm": medians(warmed),
               "cold_runs": cold, "warm_runs": warmed}

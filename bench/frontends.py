@@ -34,7 +34,6 @@ at all.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import statistics
 import subprocess
@@ -154,7 +153,7 @@ def worker(case: str, trades: str, quotes: str, runs: int) -> dict:
 def options(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--size", type=enrich_e2e.parse_size, default=(10**7, 10**7),
+    p.add_argument("--size", type=common.parse_size, default=(10**7, 10**7),
                    help="QUOTESxTRADES (default 10Mx10M)")
     p.add_argument("--runs", type=enrich_e2e.positive_int, default=5,
                    help="timed rounds of each case (default 5)")
@@ -205,10 +204,10 @@ def main(argv: list[str] | None = None) -> int:
         case, trades, quotes, runs = args.worker
         print(json.dumps(worker(case, trades, quotes, int(runs))))
         return 0
-    say = lambda text: print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)  # noqa: E731
+    say = common.progress
     quotes_rows, trades_rows = args.size
     quotes, trades = enrich_e2e.day_files(args.data, quotes_rows, trades_rows, say)
-    report = {"when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    report = {"when": common.utc_minute(),
               "machine": common.machine(), "commit": common.commit(), "runs": args.runs,
               "quotes": quotes_rows, "trades": trades_rows, "cases": {}}
     for case in args.cases:

@@ -26,8 +26,7 @@ import pyarrow as pa
 
 import asofgpu as ag
 from asofgpu import marketdata
-
-PAYLOAD = ["bid", "ask", "bid_size", "ask_size"]
+from common import PAYLOAD  # bench/, the folder this script runs from
 
 
 def _seconds_list(text: str) -> list[float]:

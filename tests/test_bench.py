@@ -1,6 +1,7 @@
 """bench/run.py (make bench) on tiny data: the three result files, the systems' turns, the
-correctness check that stops a wrong answer, and clear errors for bad options. Each worker is a process of its own,
-so these runs are kept to a handful of processes."""
+correctness check that stops a wrong answer, and clear errors for bad options; its parts
+(bench/bench_plan.py, peer_turns.py, bench_report.py) on their own. Each worker is a process of
+its own, so these runs are kept to a handful of processes and marked slow."""
 
 from __future__ import annotations
 
@@ -18,7 +19,16 @@ import pytest
 for needed in ("duckdb", "polars", "pandas", "matplotlib", "psutil", "rich"):
     pytest.importorskip(needed)  # the `bench` extra
 
-RUN = Path(__file__).resolve().parents[1] / "bench" / "run.py"
+BENCH = Path(__file__).resolve().parents[1] / "bench"
+RUN = BENCH / "run.py"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))  # the scripts' modules, imported as the scripts do
+import bench_data  # noqa: E402
+import bench_plan  # noqa: E402
+import bench_report  # noqa: E402
+import first_call  # noqa: E402
+import peer_turns  # noqa: E402
+import peers  # noqa: E402
 
 
 def bench(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -28,6 +38,7 @@ def bench(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
         capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 def test_writes_the_table_the_numbers_and_the_plot(tmp_path):
     done = bench("--orders", "sorted", tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -52,6 +63,7 @@ def test_writes_the_table_the_numbers_and_the_plot(tmp_path):
     assert (out / "bench.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_the_systems_on_one_pair_of_files_take_turns(tmp_path):
     """Each round is one timed run of every job on the same files, begun by the next one:
     a drift of the machine's speed falls on all systems alike."""
@@ -67,6 +79,7 @@ def test_the_systems_on_one_pair_of_files_take_turns(tmp_path):
     assert [f"{mode} {system}" for _, mode, system in runs] == jobs + jobs[1:] + jobs[:1]
 
 
+@pytest.mark.slow
 def test_a_wrong_answer_fails_loudly_and_writes_nothing(tmp_path):
     # polars sorts shuffled input, so its answer also has to be lined up by trade first.
     done = bench("--orders", "shuffled", "--systems", "asofgpu,polars",
@@ -77,35 +90,26 @@ def test_a_wrong_answer_fails_loudly_and_writes_nothing(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def _bench_module(monkeypatch):
-    spec = importlib.util.spec_from_file_location("bench_run", RUN)
-    run = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, run)  # its dataclasses look themselves up
-    spec.loader.exec_module(run)
-    return run
-
-
-def test_a_system_is_not_run_past_its_size_limit(monkeypatch):
+def test_a_system_is_not_run_past_its_size_limit():
     """pyarrow's join_asof takes minutes at 10M rows: its cells there are planned as not
     run, and say so, while the other systems' run."""
-    run = _bench_module(monkeypatch)
-    small, large = (run.Dataset(q, t, "sorted", Path(f"{q}q"), Path(f"{q}t"), Path(f"{q}t"), t)
-                    for q, t in ((1000, 1000), (run.MAX_ROWS["pyarrow"] + 1, 1000)))
-    jobs, cells = run.plan([small, large], ["asofgpu", "pyarrow"])
+    small, large = (bench_data.Dataset(q, t, "sorted", Path(f"{q}q"), Path(f"{q}t"),
+                                       Path(f"{q}t"), t)
+                    for q, t in ((1000, 1000), (peers.MAX_ROWS["pyarrow"] + 1, 1000)))
+    jobs, cells = bench_plan.plan([small, large], ["asofgpu", "pyarrow"])
     skipped = [(c["dataset"], c["mode"]) for c in cells if c["job"] is None]
     assert skipped == [(large, "one-shot"), (large, "prepared")]
     assert {(j.system, j.dataset) for j in jobs} == {("asofgpu", small), ("pyarrow", small),
                                                      ("asofgpu", large)}
     entry = {"system": "pyarrow", "status": "too large"}
-    assert run.cell_text(entry, 300, 16) == "not run (> 1M rows)"
+    assert bench_report.cell_text(entry, 300, 16) == "not run (> 1M rows)"
 
 
-def test_a_step_that_ends_past_its_limit_is_a_timeout(monkeypatch):
+def test_a_step_that_ends_past_its_limit_is_a_timeout():
     """The parent reads the clock while the worker is silent; a step whose event comes in
     after its limit, before the next look, is over time all the same (a fast worker sends
     its events less than 0.25 s apart, and its steps went unchecked)."""
-    run = _bench_module(monkeypatch)
-    worker = run.WorkerProcess.__new__(run.WorkerProcess)  # its process is not needed here
+    worker = peer_turns.WorkerProcess.__new__(peer_turns.WorkerProcess)  # no process needed
     worker.job, worker.on_event = None, lambda *event: None
     worker.timeout, worker.limit_bytes = 1e-6, 2**40
     worker.record = {"status": "ok", "times_s": [], "started_at": []}
@@ -116,6 +120,7 @@ def test_a_step_that_ends_past_its_limit_is_a_timeout(monkeypatch):
     assert worker.record["status"] == "timeout"
 
 
+@pytest.mark.slow
 def test_a_run_over_the_time_limit_is_recorded_not_waited_for(tmp_path):
     # Starting a worker (imports, reading the parquet) takes longer than 10 ms: both jobs stop.
     done = bench("--orders", "sorted", "--systems", "asofgpu", "--timeout", "0.01",
@@ -141,9 +146,10 @@ def test_a_bad_option_names_itself(tmp_path, args, message):
     assert not list(tmp_path.iterdir())
 
 
-IDLE = RUN.with_name("idle.py")
+IDLE = BENCH / "idle.py"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("pool", "header"), [([], "host pool 256 MiB"),
                                               (["--pool-mib", "0"], "host pool 0 MiB")])
 def test_idle_times_a_probe_after_each_sleep(pool, header):
@@ -175,13 +181,9 @@ def test_idle_rejects_bad_options(flag, value, message):
     assert done.returncode == 2 and message in done.stderr and flag in done.stderr
 
 
-def test_first_call_reports_both_caches_and_the_goal(monkeypatch, capsys):
+def test_first_call_reports_both_caches_and_the_goal(capsys):
     """bench/first_call.py's table and its option check (its processes take minutes of
     compiling, so they are not run here)."""
-    monkeypatch.syspath_prepend(str(RUN.parent))
-    spec = importlib.util.spec_from_file_location("first_call", RUN.parent / "first_call.py")
-    first_call = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(first_call)
     step = {"import_s": 0.2, "join_asof_s": 0.7, "prepared_s": 0.02, "process_s": 1.5}
     report = {"when": "now", "machine": {"cpu": "cpu", "cores": 2}, "commit": "abc",
               "runs": 3, "warm_s": 75.0, "cold": dict(step, process_s=12.9), "warm": step}
@@ -192,3 +194,20 @@ def test_first_call_reports_both_caches_and_the_goal(monkeypatch, capsys):
     with pytest.raises(SystemExit):
         first_call.main(["--runs", "0"])
     assert "--runs must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_every_threshold_has_a_sweep_and_one_runs():
+    """bench/thresholds.py times both sides of each of walks.Thresholds' decisions: a new
+    threshold needs its sweep there, and a sweep prints one row per size."""
+    import dataclasses
+
+    import thresholds
+
+    from asofgpu._backend import walks
+
+    assert set(thresholds.CASES) == {f.name for f in dataclasses.fields(walks.Thresholds)}
+    lines = thresholds.sweep("radix_min_rows", runs=1)
+    rows = [line for line in lines if line.startswith("| ") and line[2].isdigit()]
+    assert len(rows) == len(thresholds.CASES["radix_min_rows"][2])
+    assert all(row.endswith(("| radix |", "| numpy |")) for row in rows)
+    assert walks.THRESHOLDS == walks.Thresholds()  # every override undone

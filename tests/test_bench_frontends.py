@@ -14,11 +14,13 @@ for needed in ("polars", "psutil"):
     pytest.importorskip(needed)  # the `bench` extra
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
-sys.path.insert(0, str(BENCH))
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))  # the scripts' modules, imported as the scripts do
 import common  # noqa: E402
 import frontends  # noqa: E402
 
 
+@pytest.mark.slow
 def test_every_case_is_measured_checked_and_reported(tmp_path):
     done = subprocess.run(
         [sys.executable, str(BENCH / "frontends.py"), "--quick", "--size", "20Kx20K",

@@ -1,11 +1,10 @@
 """The GPU check (bench/gpu_check.py, ``make gpu-check``) run in numba's CUDA simulator: every
 stage runs at tiny sizes, the reports land in the results folder and in $OUT, and the GPU/CPU
-comparison catches a mismatch planted through its test hook."""
+comparison catches a mismatch planted through its test hook (a minute: marked slow). Then the
+pytest stage's module check on its own (bench/gpu_check_pytest.py)."""
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,16 +14,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "bench" / "gpu_check.py"
-
-
-@functools.cache
-def _load_script():
-    spec = importlib.util.spec_from_file_location("asofgpu_bench_gpu_check", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+BENCH = ROOT / "bench"
+SCRIPT = BENCH / "gpu_check.py"
+if str(BENCH) not in sys.path:
+    sys.path.insert(0, str(BENCH))  # the script's modules, imported as the script does
+import gpu_check_orchestrator  # noqa: E402
+import gpu_check_pytest  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -42,10 +37,11 @@ def simulated_run(tmp_path_factory):
     return proc, tmp, report, markdown
 
 
+@pytest.mark.slow
 def test_every_stage_runs_and_writes_its_reports(simulated_run):
     proc, tmp, report, markdown = simulated_run
     for folder in (tmp / "results", tmp / "out"):
-        for name in _load_script().REPORT_FILES:
+        for name in gpu_check_orchestrator.REPORT_FILES:
             assert (folder / name).stat().st_size > 0, proc.stdout[-3000:]
     statuses = {name: stage["status"] for name, stage in report["stages"].items()}
     # compare fails: the planted mismatch; every other stage passes.
@@ -68,6 +64,7 @@ def test_every_stage_runs_and_writes_its_reports(simulated_run):
     assert "**Simulated**" in markdown
 
 
+@pytest.mark.slow
 def test_the_comparison_catches_a_planted_mismatch(simulated_run):
     proc, _, report, markdown = simulated_run
     assert proc.returncode == 1
@@ -99,5 +96,5 @@ def test_modules_that_import_a_missing_package_are_named(tmp_path):
         "import pytest\n"
         "peer = pytest.importorskip('surely_not_installed_peer.sub', reason='needs the peer')\n"
         "import surely_not_installed_peer\n")
-    assert _load_script().missing_imports([module, skipping]) == {
+    assert gpu_check_pytest.missing_imports([module, skipping]) == {
         str(module): ["surely_not_installed_peer"]}

@@ -1,0 +1,276 @@
+"""The GPU check's bench stage: trades and quotes generated on the device; prepare, the gather
+map (``join()`` end to end, and the probe kernel alone), a device gather of four payload
+columns, for time-sorted and shuffled trades, timed with CUDA events; the device copy
+bandwidth, the byte floor and the ratio to it; then the CPU backend on the same data."""
+
+from __future__ import annotations
+
+import statistics
+import time
+import traceback
+from dataclasses import asdict
+
+import numpy as np
+
+from common import PAYLOAD
+from gpu_check_stage import Recorder, StageContext
+
+PEAK_HBM_BYTES_S = 4.8e12  # the H200 datasheet's figure, shown next to the measured copy rate
+
+
+class Clock:
+    """Times a callable. On the GPU with CUDA events on the current stream, which numba's and
+    cupy's launches share (the legacy default stream): the time between the two events
+    includes host work that makes the stream wait, as join()'s group encoding does. The wall
+    time is kept beside it. On the host (the CPU backend, the simulator) the wall clock."""
+
+    def __init__(self, on_device: bool):
+        self.cupy = None
+        if on_device:
+            import cupy
+
+            self.cupy = cupy
+
+    def once(self, fn) -> tuple[float, float]:
+        """(milliseconds by the events or the wall clock, wall milliseconds)."""
+        if self.cupy is None:
+            t0 = time.perf_counter()
+            fn()
+            wall = (time.perf_counter() - t0) * 1e3
+            return wall, wall
+        cuda = self.cupy.cuda
+        cuda.runtime.deviceSynchronize()
+        start, end = cuda.Event(), cuda.Event()
+        t0 = time.perf_counter()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        wall = (time.perf_counter() - t0) * 1e3
+        return cuda.get_elapsed_time(start, end), wall
+
+    def measure(self, fn, runs: int, warmup: int = 1) -> dict:
+        for _ in range(warmup):
+            self.once(fn)
+        samples = [self.once(fn) for _ in range(runs)]
+        ms = [s[0] for s in samples]
+        return {"ms": statistics.median(ms), "runs_ms": ms,
+                "wall_ms": statistics.median(s[1] for s in samples)}
+
+
+def byte_floor(n_left: int, n_right: int, n_groups: int, map_bytes: int, payload: int) -> int:
+    """The fewest bytes a probe can move: left keys (int64) and group codes (int32) read, the
+    map written, the right keys and the group offsets read once; with payload, each column
+    written per left row and read once per right row (the fused best case)."""
+    floor = n_left * (8 + 4) + n_left * map_bytes + n_right * 8 + (n_groups + 1) * 8
+    return floor + payload * 8 * (n_left + n_right)
+
+
+def market(xp, n_left: int, n_right: int, n_groups: int, seed: int) -> dict:
+    """Trades and quotes of one session on the device (cupy, or numpy in the simulator): int64
+    nanosecond times, time-sorted; int32 group codes with marketdata's Zipf activity; four
+    float64 quote columns; the trades also shuffled."""
+    from asofgpu import marketdata
+
+    rs = xp.random.RandomState(seed)
+    cdf = xp.asarray(np.cumsum(marketdata.activity(n_groups)))
+    start = int(marketdata.SESSION_OPEN.timestamp()) * 10**9
+
+    def times(n):
+        return xp.sort((rs.random_sample(n) * marketdata.SESSION_NS).astype(xp.int64)) + start
+
+    def groups(n):  # the cdf's last entry may round below 1: clip
+        codes = xp.searchsorted(cdf, rs.random_sample(n), side="right")
+        return xp.minimum(codes, n_groups - 1).astype(xp.int32)
+
+    data = {"right_on": times(n_right), "right_by": groups(n_right),
+            "payload": [rs.random_sample(n_right) for _ in range(4)],
+            "left_on": times(n_left), "left_by": groups(n_left)}
+    perm = rs.permutation(n_left)
+    data["shuffled_on"], data["shuffled_by"] = data["left_on"][perm], data["left_by"][perm]
+    return data
+
+
+def kernel_only(join, left_on, left_by):
+    """The probe kernel alone, the backward map (what the byte floor is about): join() less its
+    host-side work (the Arrow lookup of the left group codes, the key checks). It uses
+    AsofJoin's private fields as join() does; should they change, this measurement fails and
+    says so, and join() is still timed. Returns the callable and the map it fills."""
+    from asofgpu._columns import ordered_key
+    from asofgpu._types import NEAREST_TIE_CODE, STRATEGY_CODE, Strategy
+
+    key = ordered_key(left_on, "left_on", join._host)
+    groups = join._left_groups(left_by, len(key.values))
+    right_keys = join._keys[join._key_type.tick_ns]
+    out = join.backend.xp.empty(len(key.values), dtype=join.map_dtype)
+    is_float = join._key_type.physical == "float"
+
+    def run():
+        join.backend.probe(is_float, key.values, groups, join._offsets, right_keys,
+                           join._rows_last, join._rows_first, STRATEGY_CODE[Strategy.BACKWARD],
+                           True, None, NEAREST_TIE_CODE["forward"], out)
+
+    return run, out
+
+
+def device_gather(xp, columns, gmap):
+    """The four payload columns in map order on the device, with a validity mask where the map
+    holds a row (NO_MATCH, the dtype's minimum, is its only negative value). asofgpu.gather
+    works on the host through Arrow; this is the unfused device gather a cupy user writes."""
+    valid = gmap >= 0
+    rows = xp.where(valid, gmap, 0)
+    return [col.take(rows) for col in columns], valid
+
+
+def stage_bench(ctx: StageContext, rec: Recorder) -> None:
+    import pyarrow as pa
+
+    import asofgpu as ag
+    from asofgpu._backend import get_backend
+
+    be = get_backend("cuda")
+    xp = be.xp
+    s = ctx.sizes
+    gpu_clock, cpu_clock = Clock(on_device=not ctx.simulate), Clock(on_device=False)
+    n_left, n_right, n_groups = s.bench_left, s.bench_right, s.bench_groups
+    rec["sizes"] = asdict(s)
+
+    rec["copy"] = _copy_bandwidth(xp, gpu_clock, s.copy_bytes, s.runs)
+    _free_device_memory(xp)
+    bandwidth = rec["copy"]["bytes_per_s"]
+
+    t0 = time.perf_counter()
+    data = market(xp, n_left, n_right, n_groups, seed=0)
+    _sync(xp)
+    rec["generate_s"] = time.perf_counter() - t0
+
+    # The GPU: prepare the quotes, then per left order the map and the payload.
+    rec["gpu_prepare"] = gpu_clock.measure(
+        lambda: ag.AsofJoin(data["right_on"], data["right_by"], device="cuda"), runs=3)
+    prepared = ag.AsofJoin(data["right_on"], data["right_by"], device="cuda")
+    map_bytes = np.dtype(prepared.map_dtype).itemsize
+    floors = {"map_bytes": byte_floor(n_left, n_right, n_groups, map_bytes, 0),
+              "payload_bytes": byte_floor(n_left, n_right, n_groups, map_bytes, 4)}
+    for what in ("map", "payload"):
+        floors[f"{what}_ms"] = floors[f"{what}_bytes"] / bandwidth * 1e3
+        floors[f"{what}_ms_at_peak"] = floors[f"{what}_bytes"] / PEAK_HBM_BYTES_S * 1e3
+    rec["floor"] = floors
+    orders = {"time-sorted": ("left_on", "left_by"), "shuffled": ("shuffled_on", "shuffled_by")}
+    gpu_maps = {}
+    for order, (on, by) in orders.items():
+        left_on, left_by = data[on], data[by]
+        result = rec[f"gpu_{order}"] = {}  # the same dict: rec.flush() writes what it holds
+        result["join"] = gpu_clock.measure(lambda: prepared.join(left_on, left_by),
+                                           runs=max(2, s.runs - 2))
+        rec.flush()
+        gmap = prepared.join(left_on, left_by)
+        gpu_maps[order] = be.to_host(gmap)
+        try:
+            run, out = kernel_only(prepared, left_on, left_by)
+            result["probe"] = gpu_clock.measure(run, runs=2 * s.runs)
+            result["probe_equals_join"] = bool(xp.array_equal(out, gmap))
+            result["probe_floor_ratio"] = result["probe"]["ms"] / floors["map_ms"]
+            if not result["probe_equals_join"]:
+                rec["status"] = "failed"
+        except Exception:  # noqa: BLE001 - private fields changed: report, keep measuring
+            result["probe_error"] = traceback.format_exc()
+            rec["status"] = "failed"
+        rec.flush()
+        result["gather4"] = gpu_clock.measure(
+            lambda: device_gather(xp, data["payload"], gmap), runs=s.runs)
+        if "probe" in result:
+            both = result["probe"]["ms"] + result["gather4"]["ms"]
+            result["map_and_payload_ms"] = both
+            result["map_and_payload_floor_ratio"] = both / floors["payload_ms"]
+        rec.flush()
+    gmap = left_on = left_by = None  # only the prepared right side stays on the device
+    _free_device_memory(xp)
+
+    # asofgpu.gather, the library's (host-side, Arrow) gather, once on the time-sorted map.
+    if ctx.time_left() > 90 or ctx.simulate:
+        payload_host = pa.table({name: be.to_host(col) for name, col
+                                 in zip(PAYLOAD, data["payload"])})
+        host_map = gpu_maps["time-sorted"]
+        rec["host_gather4"] = cpu_clock.measure(lambda: ag.gather(payload_host, host_map),
+                                                runs=1, warmup=0)
+
+    # The CPU backend on the same data (host copies), for the speed-up.
+    host = {name: be.to_host(data[name]) for name in
+            ("right_on", "right_by", "left_on", "left_by", "shuffled_on", "shuffled_by")}
+    data.clear()
+    _free_device_memory(xp)
+    warm = ag.AsofJoin(host["right_on"][:1000], host["right_by"][:1000], device="cpu")
+    warm.join(host["left_on"][:100_000], host["left_by"][:100_000])  # compile (or load) first
+    rec["cpu_prepare"], on_cpu = _timed_once(
+        cpu_clock, lambda: ag.AsofJoin(host["right_on"], host["right_by"], device="cpu"))
+    for order, (on, by) in orders.items():
+        result = rec[f"cpu_{order}"] = {}
+        _bench_cpu(ctx, rec, result, on_cpu, host[on], host[by], gpu_maps[order], cpu_clock)
+        gpu = rec[f"gpu_{order}"]
+        result["speedup_join"] = result["join_ms_full"] / gpu["join"]["ms"]
+        if "probe" in gpu and "probe_ms_full" in result:
+            result["speedup_probe"] = result["probe_ms_full"] / gpu["probe"]["ms"]
+        rec[f"cpu_{order}"] = result
+        if not result["map_equals_gpu"]:
+            rec["status"] = "failed"
+
+
+def _copy_bandwidth(xp, clock: Clock, nbytes: int, runs: int) -> dict:
+    """The ceiling: a device-to-device copy (cudaMemcpy; numpy's copyto in the simulator),
+    counting the bytes read and the bytes written."""
+    src = xp.ones(nbytes // 8, dtype=xp.float64)
+    dst = xp.empty_like(src)
+    if xp is np:
+        timing = clock.measure(lambda: np.copyto(dst, src), runs=runs)
+    else:
+        timing = clock.measure(lambda: dst.data.copy_from_device_async(src.data, src.nbytes),
+                               runs=runs)
+    return {**timing, "bytes": 2 * src.nbytes, "bytes_per_s": 2 * src.nbytes / (timing["ms"] / 1e3)}
+
+
+def _bench_cpu(ctx, rec: Recorder, result: dict, on_cpu, left_on, left_by, gpu_map,
+               clock: Clock) -> None:
+    """CPU join() on a slice first; on the full left too when the slice says it fits in the
+    stage's remaining time, else the full time is the slice's scaled by rows (and says so).
+    Fills ``result``, which rec holds, flushing after each step."""
+    n, cut = len(left_on), min(len(left_on), ctx.sizes.cpu_slice)
+    result["slice_rows"] = cut
+    result["join_slice"], cmap = _timed_once(clock, lambda: on_cpu.join(left_on[:cut],
+                                                                        left_by[:cut]))
+    rec.flush()
+    estimate_s = result["join_slice"]["ms"] / 1e3 * n / cut
+    result["full_run"] = cut == n or 2 * estimate_s + 30 < ctx.time_left()
+    if result["full_run"] and cut < n:
+        result["join_full"], cmap = _timed_once(clock, lambda: on_cpu.join(left_on, left_by))
+    if result["full_run"]:
+        result["join_ms_full"] = result.get("join_full", result["join_slice"])["ms"]
+    else:  # scaled by rows; the report says so
+        result["join_ms_full"] = result["join_slice"]["ms"] * n / cut
+    result["map_equals_gpu"] = bool(np.array_equal(cmap, gpu_map[:len(cmap)]))
+    rec.flush()
+    try:
+        rows = n if result["full_run"] else cut
+        run, _ = kernel_only(on_cpu, left_on[:rows], left_by[:rows])
+        result["probe"] = clock.measure(run, runs=1, warmup=0)
+        result["probe_ms_full"] = result["probe"]["ms"] * n / rows
+    except Exception:  # noqa: BLE001 - private fields changed: the join() times stand
+        result["probe_error"] = traceback.format_exc()
+    rec.flush()
+
+
+def _timed_once(clock: Clock, fn) -> tuple[dict, object]:
+    """One timed run of fn, and what it returned: a CPU run at full size is too slow to repeat
+    just to keep its result."""
+    kept = []
+    timing = clock.measure(lambda: kept.append(fn()), runs=1, warmup=0)
+    return timing, kept[0]
+
+
+def _sync(xp) -> None:
+    if xp is not np:
+        xp.cuda.runtime.deviceSynchronize()
+
+
+def _free_device_memory(xp) -> None:
+    if xp is not np:
+        xp.get_default_memory_pool().free_all_blocks()

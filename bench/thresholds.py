@@ -1,0 +1,185 @@
+"""Times both sides of each CPU threshold's decision, so that it can be set from a measurement.
+
+Every threshold of ``asofgpu._backend.walks.Thresholds`` decides between two paths. For one
+threshold, this runs the call it decides at sizes around its value, once with each path forced
+(``walks.overridden``), and prints the median times side by side. Set the threshold where the
+faster side changes, on the machine the defaults are for (2 cores here).
+
+    python bench/thresholds.py parallel_min_rows
+    python bench/thresholds.py stream_span --runs 9
+
+It measures; it never changes the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+
+import asofgpu as ag
+from asofgpu import _encode
+from asofgpu._backend import CpuBackend, walks
+
+HUGE = 1 << 62
+RIGHT_ROWS = 1_000_000
+
+
+def _right(n_groups: int, rows: int = RIGHT_ROWS, seed: int = 0):
+    """A time-ordered right side: ascending int64 keys, groups drawn at random."""
+    rng = np.random.default_rng(seed)
+    return np.arange(rows, dtype=np.int64) * 10, rng.integers(0, n_groups, rows)
+
+
+def _probe(n_groups: int, shuffled: bool, right_rows_per_left: int = 1):
+    """A prepared probe of n left rows spanning ``right_rows_per_left`` right rows each."""
+    keys, groups = _right(n_groups)
+    prepared = ag.AsofJoin(keys, groups, device="cpu")
+    rng = np.random.default_rng(1)
+
+    def call(n: int):
+        span = min(len(keys), n * right_rows_per_left)
+        left = np.sort(rng.integers(0, span * 10, n))
+        if shuffled:
+            rng.shuffle(left)
+        left_groups = rng.integers(0, n_groups, n)
+        return lambda: prepared.join(left, left_groups)
+
+    return call
+
+
+def _argsort(n: int):
+    values = np.random.default_rng(2).integers(0, 1 << 62, n)
+    return lambda: CpuBackend().stable_argsort(values)
+
+
+def _gather(n: int):
+    rng = np.random.default_rng(3)
+    table = pa.table({c: rng.normal(size=RIGHT_ROWS) for c in "abcd"})
+    gmap = rng.integers(0, RIGHT_ROWS, n).astype(np.int32)
+    return lambda: ag.gather(table, gmap)
+
+
+def _encode_text(n: int):
+    symbols = np.array([f"S{i}" for i in range(1_000)])
+    column = pa.chunked_array([pa.array(np.random.default_rng(4).choice(symbols, n))])
+    return lambda: _encode.Groups([column], ["right_by"], null_equal=False)
+
+
+def _chunked_gather(n: int):
+    rng = np.random.default_rng(5)
+    column = pa.chunked_array(np.array_split(rng.normal(size=RIGHT_ROWS), 77))
+    table = pa.table({"a": column})
+    gmap = rng.integers(0, RIGHT_ROWS, n).astype(np.int64)
+    return lambda: ag.gather(table, gmap)
+
+
+# threshold -> (what is timed, sizes, {side: overrides}); sizes are the argument of the call.
+CASES = {
+    "parallel_min_rows": ("a prepared probe of n time-sorted rows, 1,000 groups",
+                          _probe(1_000, False), [1_024, 4_096, 16_384, 65_536],
+                          {"parallel": {"parallel_min_rows": 0},
+                           "one thread": {"parallel_min_rows": HUGE}}),
+    "radix_min_rows": ("a stable argsort of n random int64", _argsort,
+                       [4_096, 16_384, 32_768, 131_072],
+                       {"radix": {"radix_min_rows": 0}, "numpy": {"radix_min_rows": HUGE}}),
+    "search_max_rows": ("a prepared probe of n shuffled rows, 1,000 groups",
+                        _probe(1_000, True), [4_096, 16_384, 32_768, 131_072],
+                        {"search each": {"search_max_rows": HUGE},
+                         "sort and walk": {"search_max_rows": 0}}),
+    "stream_span": ("a prepared probe of 100K time-sorted rows, 1,000 groups, n right rows "
+                    "a left row", None, [1, 16, 256, 1_024],
+                    {"stream": {"stream_span": HUGE, "stream_group_span": 0},
+                     "cursors": {"stream_span": 0}}),
+    "stream_group_span": ("a prepared probe of 100K time-sorted rows, 4 right rows a left row, "
+                          "n groups", None, [1, 5, 50, 500],
+                          {"stream": {"stream_span": HUGE, "stream_group_span": 0},
+                           "cursors": {"stream_span": 0}}),
+    "pieces_per_thread": ("a prepared probe of 1M shuffled rows, 1,000 groups, n pieces a "
+                          "thread", None, [1, 2, 4, 16], {}),
+    "parallel_gather_rows": ("a gather of n entries, 4 float64 columns of 1M rows", _gather,
+                             [4_096, 16_384, 65_536, 262_144],
+                             {"all cores": {"parallel_gather_rows": 0},
+                              "Arrow's take": {"parallel_gather_rows": HUGE}}),
+    "parallel_encode_rows": ("the encoding of n strings of 1,000 symbols", _encode_text,
+                             [4_096, 16_384, 65_536, 262_144],
+                             {"all cores": {"parallel_encode_rows": 0},
+                              "Arrow's hash": {"parallel_encode_rows": HUGE}}),
+    "chunk_blocks": ("a gather of 1M entries from 77 chunks, n table entries at most",
+                     None, [64, 1_024, 65_536, 1 << 20], {}),
+    "most_cursors": ("(no bench: it bounds memory, pieces x groups cursors)", None, [], {}),
+}
+
+
+def _calls(name: str):
+    """(size, side) -> (overrides, call) for ``name``'s sweep."""
+    _, make, sizes, sides = CASES[name]
+    if name == "stream_span":
+        return sizes, sides, lambda n: _probe(1_000, False, n)(100_000)
+    if name == "stream_group_span":
+        return sizes, sides, lambda n: _probe(n, False, 4)(100_000)
+    if name == "pieces_per_thread":
+        probe = _probe(1_000, True)(1_000_000)
+        return sizes, {"pieces": None}, lambda n: probe, "pieces_per_thread"
+    if name == "chunk_blocks":
+        gather = _chunked_gather(1_000_000)
+        return sizes, {"gather": None}, lambda n: gather, "chunk_blocks"
+    return sizes, sides, make
+
+
+def timed(call, runs: int) -> float:
+    call()  # compiled, pages written
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def sweep(name: str, runs: int) -> list[str]:
+    """The markdown table of ``name``'s sweep."""
+    what = CASES[name][0]
+    sizes, sides, make, *swept = _calls(name)
+    default = getattr(walks.THRESHOLDS, name)
+    lines = [f"{name} (now {default:,}): {what}", ""]
+    if not sizes:
+        return lines
+    if swept:  # one path whose parameter is the threshold itself
+        lines += ["| n | median ms |", "|---:|---:|"]
+        for n in sizes:
+            with walks.overridden(**{swept[0]: n}):
+                lines.append(f"| {n:,} | {1e3 * timed(make(n), runs):.3f} |")
+        return lines
+    names = list(sides)
+    lines += [f"| n | {' | '.join(f'{side} ms' for side in names)} | faster |", "|---:|" + "---:|" * len(names) + "---|"]
+    for n in sizes:
+        call = make(n)
+        medians = {}
+        for side in names:
+            with walks.overridden(**sides[side]):
+                medians[side] = timed(call, runs)
+        best = min(medians, key=medians.get)
+        cells = " | ".join(f"{1e3 * medians[s]:.3f}" for s in names)
+        lines.append(f"| {n:,} | {cells} | {best} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("threshold", choices=list(CASES), nargs="+")
+    p.add_argument("--runs", type=int, default=5, help="timed calls a side and size (5)")
+    args = p.parse_args(argv)
+    if args.runs < 1:
+        p.error("--runs must be at least 1")
+    for name in args.threshold:
+        print("\n".join(sweep(name, args.runs)), end="\n\n", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
