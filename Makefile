@@ -42,12 +42,15 @@ demo: venv
 	$(BIN)/asofgpu demo
 
 # The suite: python and cpu backends (plus doctests), then the CUDA backend in the simulator,
-# then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line.
+# then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line. test-cpu runs the
+# unit tests, then in a step of their own the `slow` ones, which run tools (a wheel build,
+# asofgpu warm, the CLI and the bench scripts as processes); --durations names the slowest.
 test: test-cpu test-sim test-cudf
 
 test-cpu: venv
 	$(BIN)/ruff check asofgpu kernels tests bench
-	$(BIN)/python -m pytest -m "not gpu" --doctest-modules asofgpu tests
+	$(BIN)/python -m pytest -m "not gpu and not slow" --durations=25 --doctest-modules asofgpu tests
+	$(BIN)/python -m pytest -m "slow and not gpu" --durations=25 tests
 
 test-sim: venv
 	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -m "not gpu" -k cuda tests

@@ -480,6 +480,7 @@ def test_a_run_that_fails_midway_leaves_nothing(day, tmp_path, capsys, monkeypat
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
+@pytest.mark.slow  # asofgpu enrich as a process (the file-size limit is the process's)
 @pytest.mark.usefixtures("left_columns")
 def test_a_write_error_exits_1_and_keeps_the_old_output(day, tmp_path):
     """A real failed write: the file-size limit (RLIMIT_FSIZE) stops the output mid-way."""
@@ -514,6 +515,7 @@ def test_the_process_entry_returns_mains_code_and_freezes_the_heap(monkeypatch):
         gc.unfreeze()
 
 
+@pytest.mark.slow  # python -m asofgpu three times
 def test_python_dash_m_help_documents_every_option():
     env = {**os.environ, "COLUMNS": "100"}
     top = subprocess.run([sys.executable, "-m", "asofgpu", "--help"], capture_output=True,
@@ -605,6 +607,7 @@ print("pandas" in sys.modules)
 """
 
 
+@pytest.mark.slow  # asofgpu enrich in six modes, in a process of its own
 def test_enrich_runs_in_every_mode_without_importing_pandas(tmp_path):
     quotes, trades = marketdata.day(n_quotes=100_000, n_trades=70_000, n_symbols=20, seed=5)
     sorted_left = write(trades, tmp_path / "trades.parquet", row_group_size=70_000)

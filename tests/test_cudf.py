@@ -103,8 +103,9 @@ def _compare(left, right, **kwargs):
     expected = pd.merge_asof(left, right, **kwargs)
     got = merge_asof(cudf.from_pandas(left), cudf.from_pandas(right), **kwargs)
     assert isinstance(got, cudf.DataFrame)
-    pd.testing.assert_frame_equal(got.to_pandas(), expected)
-    pd.testing.assert_frame_equal(pandas_front(left, right, device="cpu", **kwargs), expected)
+    pd.testing.assert_frame_equal(got.to_pandas(), expected, check_exact=True)
+    pd.testing.assert_frame_equal(pandas_front(left, right, device="cpu", **kwargs), expected,
+                                  check_exact=True)
 
 
 @pytest.mark.gpu

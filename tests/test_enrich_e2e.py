@@ -66,6 +66,7 @@ def standin(tmp_path: Path, fail: bool = False) -> tuple[list[str], dict]:
     return ["--enrich-cmd", f"{sys.executable} {script}"], env
 
 
+@pytest.mark.slow  # the script's whole run: every system a process of its own
 def test_every_system_runs_is_checked_and_reported_with_the_scale_run(tmp_path):
     cmd, env = standin(tmp_path)
     done = run_script(tmp_path, "--scale", "30Kx5K", "--scale-memory-limit", "64MiB", *cmd,
@@ -104,6 +105,7 @@ def test_every_system_runs_is_checked_and_reported_with_the_scale_run(tmp_path):
         "20Kx20K-1000sym-seed0", "scale-30Kx5K-1000sym-seed0"]
 
 
+@pytest.mark.slow  # the script's whole run
 def test_a_scale_run_that_fails_is_reported_and_fails_the_script(tmp_path):
     cmd, env = standin(tmp_path, fail=True)
     done = run_script(tmp_path, "--scale", "30Kx5K", *cmd, env=env)
@@ -115,6 +117,7 @@ def test_a_scale_run_that_fails_is_reported_and_fails_the_script(tmp_path):
     assert "unrecognized arguments: --memory-limit" in (tmp_path / "out" / "enrich.md").read_text()
 
 
+@pytest.mark.slow  # the script's whole run
 def test_the_scale_run_with_enrichs_own_memory_limit(tmp_path):
     help_text = subprocess.run([sys.executable, "-m", "asofgpu", "enrich", "--help"],
                                capture_output=True, text=True, timeout=60).stdout
@@ -183,6 +186,7 @@ def test_an_output_without_a_compared_column_is_an_error(e2e):
         e2e.mismatch(ours, ours.drop_columns(["bid"]), "asofgpu", "duckdb")
 
 
+@pytest.mark.slow  # three processes measured, one of 200 MiB, one stopped at its timeout
 def test_measure_times_the_process_and_reads_its_peak(e2e):
     hog = "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); import time; " \
           "time.sleep(0.2)"

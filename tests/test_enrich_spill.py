@@ -128,6 +128,7 @@ def _limit_file_size():
     resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
 
 
+@pytest.mark.slow  # asofgpu enrich as a process (the file-size limit is the process's)
 def test_a_full_temporary_disk_exits_1_and_leaves_tmp_dir_as_found(day, tmp_path):
     trades, quotes = day
     scratch = tmp_path / "scratch"

@@ -3,7 +3,8 @@
 The oracle (tests/oracle.py) runs on the *physical* values of the keys (the integers Arrow stores
 for temporal types, the floats of float columns), so a conversion that changes an ordering, loses
 precision or mixes units shows up as a wrong row number. Every test runs on every backend
-(``device`` fixture: python, cpu, cuda or its simulator) with small inputs.
+(``device`` fixture: python, cpu, cuda or its simulator) with small inputs, but the column-form
+matrices, which skip the python backend: forms are host code, the same for every backend.
 
 Conversions by the column forms (numpy, pandas, polars) may change a column's type, e.g. polars
 turns ``time32[s]`` into ``time64[ns]``; they are strictly monotone and applied to both sides, so
@@ -195,6 +196,12 @@ def test_on_key_type_all_options(device, type_name):
                options=trimmed(device, ALL_OPTIONS, 2, salt), context=type_name)
 
 
+# The column forms are host code, the same arrays reaching any backend: not on the python
+# backend, whose kernels test_on_key_type_all_options runs on every key type.
+NO_PYTHON = pytest.mark.parametrize("device", ["cpu", "cuda"], indirect=True)
+
+
+@NO_PYTHON
 @pytest.mark.parametrize(
     ("type_name", "form"),
     [(t, f) for t in KEY_TYPES for f in FORMS if (t, f) not in _FORM_SKIPS],
@@ -682,6 +689,7 @@ def by_form(cols: list[pa.Array], form: str):
     raise AssertionError(form)
 
 
+@NO_PYTHON  # host code: the by columns are encoded the same for every backend
 @pytest.mark.parametrize("form", BY_FORMS)
 def test_by_column_forms(device, form):
     """by as one column, a list / tuple of columns, a table, a data frame, numpy / pandas /

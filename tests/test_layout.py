@@ -35,6 +35,7 @@ def test_editable_install_imports_kernels_from_the_tree(tmp_path):
     assert Path(kernels).resolve() == ROOT / "kernels" / "probe.py"
 
 
+@pytest.mark.slow  # builds a wheel with pip
 def test_wheel_ships_kernels_as_asofgpu_kernels(tmp_path):
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",

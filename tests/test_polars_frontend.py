@@ -57,7 +57,7 @@ def _same(left, right, **options):
         with pytest.raises(type(error), match=re.escape(str(error))):
             _both_asofgpu(left, right, **options)
         return None
-    assert_frame_equal(got, expected)
+    assert_frame_equal(got, expected, check_exact=True)
     return got
 
 
@@ -165,7 +165,7 @@ def test_float_keys_with_nan_and_infinities():
     assert got["v"].to_list() == [None, 1, 3, None, 4, 5, 6]
     expected, got = _both(left, right, on="t", tolerance=float("nan"))
     assert got["v"].null_count() == got.height  # a NaN tolerance matches nothing, as in polars
-    assert_frame_equal(got, expected)
+    assert_frame_equal(got, expected, check_exact=True)
 
 
 @pytest.mark.parametrize(("left_dtype", "right_dtype"), [
@@ -377,11 +377,11 @@ def test_lazyframes_stay_lazy_and_collect_to_polars_frame():
     assert isinstance(got, pl.LazyFrame)
     expected = left.lazy().join_asof(right.lazy(), **options)
     assert got.collect_schema() == expected.collect_schema()
-    assert_frame_equal(got.collect(), expected.collect())
-    assert_frame_equal(got.collect(engine="streaming"), expected.collect())
+    assert_frame_equal(got.collect(), expected.collect(), check_exact=True)
+    assert_frame_equal(got.collect(engine="streaming"), expected.collect(), check_exact=True)
     query = got.filter(pl.col("v_right").is_not_null()).select("t", "s")
     assert_frame_equal(query.collect(), expected.collect().filter(
-        pl.col("v_right").is_not_null()).select("t", "s"))
+        pl.col("v_right").is_not_null()).select("t", "s"), check_exact=True)
 
     calls = []
 
@@ -399,10 +399,11 @@ def test_namespace_on_dataframe_and_lazyframe():
     left = pl.DataFrame({"t": [1, 5, 9]})
     right = pl.DataFrame({"t": [0, 4, 8], "v": [1, 2, 3]})
     expected = left.join_asof(right, on="t", strategy="forward")
-    assert_frame_equal(left.asofgpu.join_asof(right, on="t", strategy="forward", **CPU), expected)
+    assert_frame_equal(left.asofgpu.join_asof(right, on="t", strategy="forward", **CPU), expected,
+                       check_exact=True)
     lazy = left.lazy().asofgpu.join_asof(right.lazy(), on="t", strategy="forward", **CPU)
     assert isinstance(lazy, pl.LazyFrame)
-    assert_frame_equal(lazy.collect(), expected)
+    assert_frame_equal(lazy.collect(), expected, check_exact=True)
     assert isinstance(left.asofgpu, agp.AsofgpuNamespace)
 
 
@@ -424,7 +425,7 @@ def test_unsorted_within_groups_gives_the_sorted_answer(strategy):
     # polars' answer on the same rows sorted (stable: equal keys keep their order)
     expected = left.sort("t").join_asof(right.sort("t", maintain_order=True),
                                         check_sortedness=False, **options)
-    assert_frame_equal(got.sort("i"), expected.sort("i"))
+    assert_frame_equal(got.sort("i"), expected.sort("i"), check_exact=True)
     wrong = left.join_asof(right, check_sortedness=False, **options)  # polars on unsorted rows
     assert not wrong.sort("i").equals(expected.sort("i"))
 
@@ -434,10 +435,10 @@ def test_unsorted_without_by_and_a_wrong_sorted_flag_give_the_sorted_answer():
     left, right = _shuffled(left.with_row_index("i"), 3), _shuffled(right, 4)
     expected = left.sort("t").join_asof(right.sort("t", maintain_order=True), on="t")
     got = join_asof(left, right, on="t", check_sortedness=False, **CPU)
-    assert_frame_equal(got.sort("i"), expected.sort("i"))
+    assert_frame_equal(got.sort("i"), expected.sort("i"), check_exact=True)
     flagged = left.with_columns(pl.col("t").set_sorted())  # polars trusts the flag
     got = join_asof(flagged, right.with_columns(pl.col("t").set_sorted()), on="t", **CPU)
-    assert_frame_equal(got.sort("i"), expected.sort("i"))
+    assert_frame_equal(got.sort("i"), expected.sort("i"), check_exact=True)
     wrong = flagged.join_asof(right.with_columns(pl.col("t").set_sorted()), on="t")
     assert not wrong.sort("i").equals(expected.sort("i"))
 
@@ -827,7 +828,7 @@ def test_the_examples_of_polars_join_asof_docstring():
     got = _same(pop2, gdp2, by="country", on="date", strategy="nearest")
     assert got["gdp"].to_list() == [4164, 4696, 4696, 784, 910, 910]
     lazy = _same(pop2.lazy(), gdp2.lazy(), by="country", on="date", strategy="nearest")
-    assert_frame_equal(lazy, got)
+    assert_frame_equal(lazy, got, check_exact=True)
 
 
 def test_import_asofgpu_does_not_import_polars_but_the_front_end_does():

@@ -260,7 +260,7 @@ def test_refusal_matrix(installed, make, names):
             with pytest.raises(type(error)):
                 query.collect(engine=engine)
             return
-        assert_frame_equal(query.collect(engine=engine), expected)
+        assert_frame_equal(query.collect(engine=engine), expected, check_exact=True)
 
 
 def test_schema_mismatch_is_refused_not_guessed():
@@ -439,7 +439,7 @@ def test_gpu_results_equal_polars_cpu(installed, executor, dtype, strategy, tole
         query = _query(dtype, strategy, tolerance, by, coalesce, allow_exact_matches=exact)
         expected = _quiet(query.collect)
         got = _quiet(lambda: query.collect(engine=ENGINES[executor]()))
-        assert_frame_equal(got, expected)
+        assert_frame_equal(got, expected, check_exact=True)
 
 
 @pytest.mark.gpu
@@ -454,8 +454,9 @@ def test_gpu_other_shapes_and_polars_errors(installed, executor):
                   left.join_asof(right, on="t", by="g").filter(pl.col("y") > 1)
                   .group_by("g", maintain_order=True).agg(pl.col("y").sum()),
                   left.join_asof(right.select("t", "g"), on="t", by="g")):
+        # exact, the sum too: y's values are halves, which add to the same float in any order
         assert_frame_equal(_quiet(lambda q=query: q.collect(engine=engine)),
-                           _quiet(query.collect))
+                           _quiet(query.collect), check_exact=True)
     unsorted = left.reverse().join_asof(right, on="t")
     with pytest.raises(pl.exceptions.InvalidOperationError, match="is not sorted"):
         unsorted.collect()
@@ -463,4 +464,4 @@ def test_gpu_other_shapes_and_polars_errors(installed, executor):
         unsorted.collect(engine=engine)
     got = left.reverse().join_asof(right, on="t", check_sortedness=False).collect(
         engine=engine)  # asofgpu needs no sorted input: the right rows, in left's order
-    assert_frame_equal(got, left.join_asof(right, on="t").collect().reverse())
+    assert_frame_equal(got, left.join_asof(right, on="t").collect().reverse(), check_exact=True)

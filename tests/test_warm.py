@@ -18,6 +18,7 @@ from asofgpu import _warm, cli
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow  # asofgpu warm as a process tree: a minute or two when kernels changed
 def test_warm_runs_every_shape_and_says_where_the_cache_is():
     done = subprocess.run([sys.executable, "-m", "asofgpu", "warm", "--processes", "2"],
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
@@ -43,13 +44,14 @@ _SCRIPT = textwrap.dedent("""
     import sys, warnings
     sys.path.insert(0, {kernels!r})
     from asofgpu import _backend
+    from asofgpu._backend import jit
     if {fallback!r} is not None:
-        _backend._FALLBACK_CACHE = {fallback!r}
+        jit.FALLBACK_CACHE = {fallback!r}
     import kernel_module
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        twice = _backend._njit_cached(kernel_module.twice)
-        _backend._njit_cached(kernel_module.twice)  # a second kernel: no second warning
+        twice = jit.njit_cached(kernel_module.twice)
+        jit.njit_cached(kernel_module.twice)  # a second kernel: no second warning
     assert twice(21) == 42
     print(twice._cache.__class__.__name__, getattr(twice._cache, "_cache_path", None))
     print(_backend.cache_dir())
