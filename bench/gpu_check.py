@@ -11,9 +11,10 @@ fails or hangs is recorded and the next one still runs:
            tests/test_layout.py checks that the installed package imports kernels/ from the tree.
            Wheels in bench/wheelhouse/ (test peers the machine lacks, such as polars, fetched
            by a machine with network) are installed first, offline;
-  pytest   the whole suite on the real CUDA backend, ``gpu`` tests included; a test module that
-           imports a package missing here (polars, on a machine without it) at its top is left
-           out and named in the report;
+  pytest   what the GPU adds to CI's runs: the ``gpu`` tests and every case on the real CUDA
+           backend (not the CPU cases or the slow tool runs), in up to 4 processes, one under
+           an exclusive compute mode; a test module that imports a package missing here
+           (polars, on a machine without it) at its top is left out and named in the report;
   compare  GPU against CPU gather maps on 10M left x 1M right random rows with groups and nulls:
            every strategy, exact and strict, with and without a tolerance, float keys, null
            groups matching each other;

@@ -1,12 +1,13 @@
-"""The GPU check's pytest stage, its two ends: the command (the whole suite, less the modules
-that import at their top a package missing here, which are named) and the summary read back
-from the JUnit XML it writes."""
+"""The GPU check's pytest stage, its two ends: the command (what the GPU adds to CI's runs:
+gpu-marked tests and cuda-backend cases, less the modules that import at their top a package
+missing here, which are named) and the summary read back from the JUnit XML it writes."""
 
 from __future__ import annotations
 
 import ast
 import importlib.util
 import os
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -59,30 +60,66 @@ def _absent(name: str, path: Path) -> bool:
     return importlib.util.find_spec(name) is None
 
 
-def pytest_command(simulate: bool, junit: Path) -> tuple[list[str], dict]:
+# What a GPU adds to CI's runs: the gpu-marked tests and every case on the cuda backend
+# (tests/conftest.py marks those ``cuda``). The CPU cases, and the slow tool runs, CI has run.
+GPU_SELECTION = "(gpu or cuda) and not slow"
+MOST_WORKERS = 4  # xdist workers on one GPU: each holds a CUDA context and compiles alone
+
+
+def pytest_command(simulate: bool, junit: Path,
+                   compute_mode: str | None = None) -> tuple[list[str], dict]:
+    """The pytest stage's command and the test modules it leaves out (their missing imports).
+    ``compute_mode``: nvidia-smi's (found here when None); under an exclusive mode one
+    process at a time may hold the GPU, so the tests run in one."""
     if simulate:  # the gpu tests (skipped) and a quick one: the suite is far too slow there
         targets = [ROOT / "tests" / "test_gpu.py", ROOT / "tests" / "test_layout.py"]
-        selection = ["-k", "test_gpu or front_end"]  # not "gpu": it matches "asofgpu" too
-    else:  # as make test-cpu, the doctests included (a module whose imports fail, such as
-        # asofgpu/polars.py without polars, has its doctests skipped, not errored)
+        selection = ["-m", "gpu or not gpu", "-k", "test_gpu or front_end"]  # not "-k gpu":
+        # it matches "asofgpu" too
+    else:
         targets = sorted((ROOT / "tests").glob("test_*.py"))
-        selection = ["--doctest-modules", "--doctest-ignore-import-errors"]
+        selection = ["-m", GPU_SELECTION]
     importlib.invalidate_caches()  # the install stage may have added packages since
     left_out = missing_imports(targets)
     # The check's own test reruns this script in the simulator: nothing about the GPU.
     ignores = [ROOT / "tests" / "test_gpu_check.py", *(ROOT / p for p in left_out)]
-    cmd = [sys.executable, "-m", "pytest", "-m", "gpu or not gpu", *selection,
+    cmd = [sys.executable, "-m", "pytest", *selection,
            "-p", "no:cacheprovider", "-q", "--durations=15", f"--junitxml={junit}",
            *(f"--ignore={p}" for p in ignores)]
     if not simulate:
-        if importlib.util.find_spec("xdist"):  # each worker has its own CUDA context
-            cmd += ["-n", str(min(8, os.cpu_count() or 1))]
+        workers = gpu_workers(_compute_mode() if compute_mode is None else compute_mode)
+        if workers > 1 and importlib.util.find_spec("xdist"):
+            cmd += ["-n", str(workers)]
         if importlib.util.find_spec("pytest_timeout"):  # one hung test must not take it all
             cmd += ["--timeout=120"]
-        cmd += ["tests", "asofgpu"]
+        cmd += ["tests"]
     else:
         cmd += [str(t.relative_to(ROOT)) for t in targets]
     return cmd, left_out
+
+
+def gpu_workers(compute_mode: str) -> int:
+    """How many pytest processes share the GPU: one under an exclusive compute mode (a second
+    process could not create its context) or when the mode is unknown, else up to
+    ``MOST_WORKERS``.
+
+    >>> gpu_workers("Default") > 0, gpu_workers("Exclusive_Process"), gpu_workers("")
+    (True, 1, 1)
+    """
+    if compute_mode.strip().lower() != "default":
+        return 1
+    return max(1, min(MOST_WORKERS, os.cpu_count() or 1))
+
+
+def _compute_mode() -> str:
+    """nvidia-smi's compute mode of the first GPU ("" when it cannot say). Asked of
+    nvidia-smi, not of CUDA: a context here would hold an exclusive GPU against the tests."""
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=compute_mode", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    lines = done.stdout.strip().splitlines()
+    return lines[0] if done.returncode == 0 and lines else ""
 
 
 def junit_summary(path: Path) -> dict | None:

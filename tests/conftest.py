@@ -17,10 +17,18 @@ from asofgpu.enrich import _copy, _job
 BACKENDS = ["python", "cpu", "cuda"]
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: runs on the cuda backend (the device fixture's "
+                            "cuda case; marked at collection): make gpu-check selects them")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords and not cuda_usable():
             item.add_marker(pytest.mark.skip(reason="needs a real NVIDIA GPU"))
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and callspec.params.get("device") == "cuda":
+            item.add_marker(pytest.mark.cuda)
 
 
 @pytest.fixture(params=BACKENDS)

@@ -98,3 +98,29 @@ def test_modules_that_import_a_missing_package_are_named(tmp_path):
         "import surely_not_installed_peer\n")
     assert gpu_check_pytest.missing_imports([module, skipping]) == {
         str(module): ["surely_not_installed_peer"]}
+
+
+@pytest.mark.parametrize(("mode", "workers"), [("Exclusive_Process", 1), ("Prohibited", 1),
+                                               ("", 1), ("Default", None)])
+def test_the_gpu_pytest_stage_runs_what_the_gpu_adds_in_processes_its_mode_allows(
+        tmp_path, mode, workers):
+    cmd, _ = gpu_check_pytest.pytest_command(False, tmp_path / "j.xml", compute_mode=mode)
+    assert cmd[cmd.index("-m", 3) + 1] == "(gpu or cuda) and not slow"  # after "-m pytest"
+    if workers == 1:
+        assert "-n" not in cmd
+    elif "-n" in cmd:  # with pytest-xdist installed
+        assert 1 <= int(cmd[cmd.index("-n") + 1]) <= gpu_check_pytest.MOST_WORKERS
+
+
+def test_cuda_cases_are_marked_cuda_at_collection():
+    """The gpu-check's selection rests on it: every case of the device fixture's cuda param
+    is marked ``cuda``, and no other."""
+    def collected(*marker):
+        done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
+                               "-p", "no:cacheprovider", *marker, "tests/test_sentinel.py"],
+                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        return [line for line in done.stdout.splitlines() if "::" in line]
+
+    every, cuda = collected(), collected("-m", "cuda")
+    assert cuda and all("cuda" in line for line in cuda)
+    assert sorted(cuda) == sorted(line for line in every if "[cuda" in line)
