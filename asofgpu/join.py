@@ -129,12 +129,13 @@ class AsofJoin:
         self.n_groups = n_groups
         self._key_type = key.type
         self._duplicated = None  # per right row: its (group, key[, tie]) is shared; lazy
-        # A one-shot join (asof_join) on the cpu may walk both sides in key order instead
-        # (kernels/scan.py), which needs no sort by group: the sort waits for a probe.
+        # A one-shot join (asof_join) on a backend that merge-scans may walk both sides in key
+        # order instead (kernels/scan.py), which needs no sort by group: the sort waits for a
+        # probe.
         self._unsorted = None
         self._key_ascends = None  # see _ascending
         self._time_ordered = None  # see _keep_time_order
-        if _defer_sort and not presorted and tie is None and self.backend.name == "cpu":
+        if _defer_sort and not presorted and tie is None and self.backend.merge_scans:
             self._unsorted = (key, bucket)
             return
         if presorted:
@@ -200,12 +201,12 @@ class AsofJoin:
         return self._key_ascends
 
     def _keep_time_order(self, key: Key, bucket) -> None:
-        """Keep the right keys and group codes in row order, for the cpu to stream a
-        time-ordered probe through (kernels/stream.py), when the keys ascend and every row is
+        """Keep the right keys and group codes in row order, for a backend that streams to
+        stream a time-ordered probe through (kernels/stream.py), when the keys ascend and every row is
         in a group: 12 bytes a row (without by-keys none, the sorted keys being in that
         order already). The keys are copied: they may be the caller's array, which the
         caller may change after preparing."""
-        if (self.backend.name != "cpu" or self._tie_sorted is not None or not self.n_right
+        if (not self.backend.streams_time_ordered or self._tie_sorted is not None or not self.n_right
                 or int(self._offsets[-1]) != self.n_right or not self._ascending(key)):
             return
         if bucket is None:  # np.zeros: pages of zeros that are never written
@@ -486,8 +487,12 @@ def asof_join(left_on: Column, right_on: Column, left_by: ByColumns | None = Non
               right_by: ByColumns | None = None, *,
               null_equality: Literal["unequal", "equal"] = "unequal",
               tie_break: Column | None = None, presorted: bool = False,
-              device: DeviceName = "auto", **join_options) -> GatherMap:
-    """One-shot gather map: ``AsofJoin(right_on, right_by, ...).join(left_on, left_by, ...)``.
+              device: DeviceName = "auto", strategy: StrategyName = "backward",
+              allow_exact_matches: bool = True, tolerance=None,
+              nearest_tie: Literal["forward", "backward"] = "forward",
+              ambiguous: Literal["pick", "raise"] = "pick") -> GatherMap:
+    """One-shot gather map: ``AsofJoin(right_on, right_by, ...).join(left_on, left_by, ...)``;
+    the parameters are those of ``AsofJoin`` and ``AsofJoin.join``.
 
     >>> import numpy as np
     >>> asof_join(np.array([0, 5, 8]), np.array([1, 4, 7]), strategy="nearest", device="cpu").tolist()
@@ -497,5 +502,7 @@ def asof_join(left_on: Column, right_on: Column, left_by: ByColumns | None = Non
         device = "cuda"
     prepared = AsofJoin(right_on, right_by, null_equality=null_equality, tie_break=tie_break,
                         presorted=presorted, device=device, _defer_sort=True)
-    return prepared.join(left_on, left_by, **join_options)
+    return prepared.join(left_on, left_by, strategy=strategy,
+                         allow_exact_matches=allow_exact_matches, tolerance=tolerance,
+                         nearest_tie=nearest_tie, ambiguous=ambiguous)
 

@@ -36,6 +36,10 @@ class Backend:
     """Sort the right side and probe it, on one device."""
 
     name = ""
+    #: It has ``scan``: a one-shot join walks both sides in key order, with no sort by group.
+    merge_scans = False
+    #: Its probe may stream a time-ordered right side (``probe``'s ``time_ordered``).
+    streams_time_ordered = False
 
     def __init__(self):
         self.xp = np

@@ -24,6 +24,8 @@ from .order import in_key_order, radix_order, row_numbers, walk_order, walked_ro
 
 class CpuBackend(Backend):
     name = "cpu"
+    merge_scans = True
+    streams_time_ordered = True
 
     def empty(self, n: int, dtype):
         return host_empty(n, dtype)
