@@ -49,3 +49,23 @@ def test_a_small_join_on_the_gpu_does_not_warn_of_low_occupancy():
         warnings.filterwarnings("error", message="Grid size")
         gmap = ag.asof_join(np.array([1, 5]), np.array([0, 4]), device="cuda")
     assert ag.is_no_match(gmap).tolist() == [False, False]
+
+
+def test_a_join_under_a_non_blocking_stream_reads_the_map_it_wrote():
+    """The probe kernel launches on cupy's current stream (issue 24, item 2): under a
+    non-blocking stream, cupy's reads of the map wait for the kernel that writes it."""
+    import cupy
+
+    rng = np.random.default_rng(8)
+    right_on = np.sort(rng.integers(0, 10**9, 2_000_000))
+    left_on = rng.integers(0, 10**9, 4_000_000)
+    right_by, left_by = rng.integers(0, 1_000, 2_000_000), rng.integers(0, 1_000, 4_000_000)
+    cpu = ag.asof_join(left_on, right_on, left_by, right_by, device="cpu")
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        prepared = ag.AsofJoin(cupy.asarray(right_on), right_by, device="cuda")
+        for _ in range(3):
+            gmap = prepared.join(cupy.asarray(left_on), left_by)
+            hits = int(cupy.count_nonzero(gmap != ag.NO_MATCH))  # on the stream, at once
+            assert hits == int(np.count_nonzero(cpu != ag.NO_MATCH))
+            np.testing.assert_array_equal(cupy.asnumpy(gmap, stream=stream), cpu)

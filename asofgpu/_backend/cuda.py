@@ -59,8 +59,19 @@ class CudaBackend(Backend):
             # launch, and an exception under an "error" filter (-W error, pytest's
             # filterwarnings), which would fail the join.
             warnings.filterwarnings("ignore", message=_LOW_OCCUPANCY)
-            launch = kernel[blocks, CUDA_THREADS]
+            launch = (kernel[blocks, CUDA_THREADS] if self.simulated
+                      else kernel[blocks, CUDA_THREADS, _callers_stream()])
         launch(*args)
+
+
+def _callers_stream():
+    """cupy's current stream, as numba's: the kernel writes the map on the stream where the
+    caller, and cupy's operations on the map, then read it. On numba's default stream a
+    caller under ``cupy.cuda.Stream(non_blocking=True)`` could read it unwritten."""
+    import cupy
+    from numba import cuda
+
+    return cuda.external_stream(cupy.cuda.get_current_stream().ptr)
 
 
 def _probe_kernel(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
