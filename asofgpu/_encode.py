@@ -231,6 +231,22 @@ def _combine_chunks(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return col if col.num_chunks else pa.chunked_array([pa.nulls(0, col.type)])
 
 
+def _chunk_by_chunk(col: pa.ChunkedArray, lookup) -> np.ndarray:
+    """The int32 codes of a column of at least one chunk, ``lookup(chunk, out)`` of each chunk
+    written into its rows of one array: chunks are read where they lie (combining them would
+    copy every value, a third of a text lookup's time on 10M rows)."""
+    from ._backend import host_empty
+
+    if col.num_chunks == 1:
+        return lookup(col.chunk(0), None)
+    codes = host_empty(len(col), np.int32)
+    at = 0
+    for chunk in col.chunks:
+        lookup(chunk, codes[at:at + len(chunk)])
+        at += len(chunk)
+    return codes
+
+
 class _Column:
     """One by-column's right dictionary, and the lookup of left values in it."""
 
@@ -331,39 +347,32 @@ class _Column:
         return self._index_in(col)
 
     def _lookup_views(self, col: pa.ChunkedArray) -> np.ndarray:
-        """Each row's view looked up in a hash table of the dictionary's views, chunk by
-        chunk."""
+        """Each row's view looked up in a hash table of the dictionary's views."""
         from ._backend import lookup_views, views_lookup_table
 
         words, bitmap, table = self._view_table
         if table is None:
             table = views_lookup_table(words, bitmap, 0)
             self._view_table = (words, bitmap, table)
-        return np.concatenate([lookup_views((words, table), *_view_words(chunk),
-                                            self.null_code) for chunk in col.chunks])
+        return _chunk_by_chunk(col, lambda chunk, out: lookup_views(
+            (words, table), *_view_words(chunk), self.null_code, out=out))
 
     def _lookup_text(self, col: pa.ChunkedArray) -> np.ndarray:
         """Each row's value looked up in a hash table of the dictionary, built once."""
-        from ._backend import host_empty, lookup_text, text_lookup_table
+        from ._backend import lookup_text, text_lookup_table
 
         if self._table is None:
             dictionary, offsets, data, bitmap = _text_buffers(
                 pa.chunked_array([self.dictionary]), large=True)
             self._table = (offsets, data,
                            text_lookup_table(offsets, data, bitmap, dictionary.offset))
-        if col.num_chunks == 1:
-            arr, offsets, data, bitmap = _text_buffers(col)
-            return lookup_text(self._table, offsets, data, bitmap, arr.offset, self.null_code)
-        # Chunk by chunk, where each lies: combining them would copy every value (with
-        # offsets widened to 64 bits), a third of the lookup's time on 10M rows.
-        codes = host_empty(len(col), np.int32)
-        at = 0
-        for chunk in col.chunks:
+
+        def lookup(chunk: pa.Array, out):
             arr, offsets, data, bitmap = _text_buffers(pa.chunked_array([chunk]))
-            lookup_text(self._table, offsets, data, bitmap, arr.offset, self.null_code,
-                        out=codes[at:at + len(chunk)])
-            at += len(chunk)
-        return codes
+            return lookup_text(self._table, offsets, data, bitmap, arr.offset, self.null_code,
+                               out=out)
+
+        return _chunk_by_chunk(col, lookup)
 
     def _lookup_fixed(self, col: pa.ChunkedArray) -> np.ndarray:
         """Each row's value looked up by its bits in a hash table of the dictionary, built
@@ -372,8 +381,8 @@ class _Column:
 
         if self._table is None:
             self._table = fixed_lookup_table(*_fixed_width_buffers(self.dictionary))
-        return lookup_fixed(self._table, *_fixed_width_buffers(_one_array(col)),
-                            self.null_code)
+        return _chunk_by_chunk(col, lambda chunk, out: lookup_fixed(
+            self._table, *_fixed_width_buffers(chunk), self.null_code, out=out))
 
     def _index_in(self, col: pa.ChunkedArray) -> np.ndarray:
         """Arrow's lookup of each value's position in the dictionary."""

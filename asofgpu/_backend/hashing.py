@@ -56,14 +56,15 @@ def fixed_lookup_table(values, bitmap, bit0: int):
     return cpu_fixed_width().lookup_table(values, _NO_DATA, bitmap, np.int64(bit0), len(values))
 
 
-def lookup_fixed(table, values, bitmap, bit0: int, null_code: int) -> np.ndarray:
+def lookup_fixed(table, values, bitmap, bit0: int, null_code: int,
+                 out: np.ndarray | None = None) -> np.ndarray:
     """int32 positions of fixed-width values in the dictionary that ``table``
     (``fixed_lookup_table``) was built from, on all cores for a large column; -1 for a value
-    the dictionary lacks, ``null_code`` for a null."""
+    the dictionary lacks, ``null_code`` for a null. Written into ``out`` when given."""
     slots, hashes = table
     # The table's values are never read: equal hashes are equal values.
     return _lookup(cpu_fixed_width(), _NO_DATA, _NO_DATA, slots, hashes, values, _NO_DATA,
-                   bitmap, bit0, null_code, len(values))
+                   bitmap, bit0, null_code, len(values), out)
 
 
 def dictionary_encode_views(keys, bitmap, bit0: int, nulls_distinct: bool):
@@ -78,12 +79,14 @@ def views_lookup_table(keys, bitmap, bit0: int):
     return cpu_views().lookup_table(keys, _NO_DATA, bitmap, np.int64(bit0), len(keys) // 2)
 
 
-def lookup_views(table, keys, bitmap, bit0: int, null_code: int) -> np.ndarray:
+def lookup_views(table, keys, bitmap, bit0: int, null_code: int,
+                 out: np.ndarray | None = None) -> np.ndarray:
     """int32 positions of inline views in a dictionary: ``table`` is (the dictionary's views,
-    ``views_lookup_table`` of it); -1 for a value it lacks, ``null_code`` for a null."""
+    ``views_lookup_table`` of it); -1 for a value it lacks, ``null_code`` for a null.
+    Written into ``out`` when given."""
     table_keys, (slots, hashes) = table
     return _lookup(cpu_views(), table_keys, _NO_DATA, slots, hashes, keys, _NO_DATA, bitmap,
-                   bit0, null_code, len(keys) // 2)
+                   bit0, null_code, len(keys) // 2, out)
 
 
 def _dictionary_encode(kernels, keys, data, bitmap, bit0: int, nulls_distinct: bool,
