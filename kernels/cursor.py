@@ -140,6 +140,7 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range, prefetch):
              "lower_bound": lower, "upper_bound": upper, "gap": gap_fn,
              "prange": parallel_range, "prefetch": prefetch}
     names["end_of_run"] = jit(bind(probe.end_of_run, **names))
+    names["decide"] = jit(bind(probe.decide, **names))
     names["pick"] = jit(bind(probe.pick, **names))
     for fn in (gallop_lower, gallop_upper):
         names[fn.__name__] = jit(bind(fn, **names))

@@ -11,7 +11,7 @@ from . import bind, search
 
 BACKWARD, FORWARD, NEAREST = 0, 1, 2
 TIE_TO_BACKWARD, TIE_TO_FORWARD = 0, 1  # pandas' and polars' nearest rules
-less = lower_bound = upper_bound = gap = pick = end_of_run = None  # filled in by build()
+less = lower_bound = upper_bound = gap = decide = pick = end_of_run = None  # by build()
 
 
 def probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
@@ -43,37 +43,55 @@ def probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_fi
          nearest_tie, no_match, out)
 
 
-def pick(i, x, b, f, lo, hi, right_keys, rows_last, rows_first, strategy, has_tol, tol,
-         nearest_tie, no_match, out):
-    """Write left row i's answer from its candidates in the group range [lo, hi): b, the last
-    position at or before x (before, when strict; b < lo: none), and f, the first at or after
-    it (after, when strict; f == hi: none). When b holds x itself, f may be x's run too or the
-    run after it: every rule below then takes b's row all the same."""
-    has_b = b >= lo
-    has_f = f < hi
+NO_PICK, PICK_BACK, PICK_FORWARD, PICK_FORWARD_LAST = 0, 1, 2, 3
+
+
+def decide(x, has_b, b_key, has_f, f_key, strategy, has_tol, tol, nearest_tie):
+    """Which candidate a left row with key x takes: its backward one (key b_key; PICK_BACK:
+    the last row of that key), its forward one (f_key; PICK_FORWARD: the first row of that
+    key, PICK_FORWARD_LAST: the last, polars' nearest rule), or none (NO_PICK). A missing
+    candidate's key is never read. The one place these rules exist: ``pick`` (every probe)
+    and ``scan.choose`` (the one-shot merge scan) both ask here."""
     take_f = has_f
     if strategy == BACKWARD:
         take_f = False
     elif strategy == NEAREST and has_b and has_f:
-        back_gap = gap(right_keys[b], x)
-        fwd_gap = gap(x, right_keys[f])
+        back_gap = gap(b_key, x)
+        fwd_gap = gap(x, f_key)
         if nearest_tie == TIE_TO_FORWARD:
             take_f = fwd_gap <= back_gap
         else:
             take_f = fwd_gap < back_gap
     if take_f:
-        if has_tol and gap(x, right_keys[f]) > tol:
-            out[i] = no_match
-        elif strategy == NEAREST and nearest_tie == TIE_TO_FORWARD:
-            # polars: whichever key wins, its last row
-            out[i] = rows_last[end_of_run(right_keys, f, hi) - 1]
-        else:
-            out[i] = rows_first[f]
-    elif has_b and strategy != FORWARD:
-        if has_tol and gap(right_keys[b], x) > tol:
-            out[i] = no_match
-        else:
-            out[i] = rows_last[b]
+        if has_tol and gap(x, f_key) > tol:
+            return NO_PICK
+        if strategy == NEAREST and nearest_tie == TIE_TO_FORWARD:
+            return PICK_FORWARD_LAST  # polars: whichever key wins, its last row
+        return PICK_FORWARD
+    if has_b and strategy != FORWARD:
+        if has_tol and gap(b_key, x) > tol:
+            return NO_PICK
+        return PICK_BACK
+    return NO_PICK
+
+
+def pick(i, x, b, f, lo, hi, right_keys, rows_last, rows_first, strategy, has_tol, tol,
+         nearest_tie, no_match, out):
+    """Write left row i's answer from its candidates in the group range [lo, hi): b, the last
+    position at or before x (before, when strict; b < lo: none), and f, the first at or after
+    it (after, when strict; f == hi: none). When b holds x itself, f may be x's run too or the
+    run after it: every rule then takes b's row all the same."""
+    has_b = b >= lo
+    has_f = f < hi
+    # x stands in for a missing candidate's key, which decide never reads
+    choice = decide(x, has_b, right_keys[b] if has_b else x, has_f,
+                    right_keys[f] if has_f else x, strategy, has_tol, tol, nearest_tie)
+    if choice == PICK_BACK:
+        out[i] = rows_last[b]
+    elif choice == PICK_FORWARD:
+        out[i] = rows_first[f]
+    elif choice == PICK_FORWARD_LAST:
+        out[i] = rows_last[end_of_run(right_keys, f, hi) - 1]
     else:
         out[i] = no_match
 
@@ -99,5 +117,6 @@ def build(jit, is_float, unsigned):
     names = {"lower_bound": lower, "upper_bound": upper, "gap": gap_fn,
              "less": jit(search.less_float if is_float else search.less_int)}
     names["end_of_run"] = jit(bind(end_of_run, **names))
+    names["decide"] = jit(bind(decide, **names))
     names["pick"] = jit(bind(pick, **names))
     return jit(bind(probe_row, **names))

@@ -25,12 +25,13 @@ import collections
 
 import numpy as np
 
-from . import bind, search
-from .probe import BACKWARD, FORWARD, NEAREST, TIE_TO_FORWARD
+from . import bind, probe, search
+from .probe import (BACKWARD, FORWARD, NEAREST, PICK_BACK, PICK_FORWARD, PICK_FORWARD_LAST,
+                    TIE_TO_FORWARD)
 
 ZERO, ONE = np.uint64(0), np.uint64(1)
 
-less = gap = lower_bound = upper_bound = prange = None  # filled in by build()
+less = gap = decide = lower_bound = upper_bound = prange = None  # filled in by build()
 
 #: The join's options, passed to the kernels as one (numba-typed) tuple.
 Options = collections.namedtuple("Options", "strategy exact has_tol tol nearest_tie no_match")
@@ -159,30 +160,16 @@ def forward_pass(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chu
 
 
 def choose(x, b, b_key, f, f_key, f_last, how):
-    """One left row's pick from its backward (row b, key b_key) and forward (f, f_key)
-    candidates, -1 for none: the same rules as the end of ``probe.probe_row``."""
-    has_b = b >= 0
-    has_f = f >= 0
-    take_f = has_f
-    if how.strategy == BACKWARD:
-        take_f = False
-    elif how.strategy == NEAREST and has_b and has_f:
-        back_gap = gap(b_key, x)
-        fwd_gap = gap(x, f_key)
-        if how.nearest_tie == TIE_TO_FORWARD:
-            take_f = fwd_gap <= back_gap
-        else:
-            take_f = fwd_gap < back_gap
-    if take_f:
-        if how.has_tol and gap(x, f_key) > how.tol:
-            return how.no_match
-        if how.strategy == NEAREST and how.nearest_tie == TIE_TO_FORWARD:
-            return f_last  # polars: whichever key wins, its last row
-        return f
-    if has_b and how.strategy != FORWARD:
-        if how.has_tol and gap(b_key, x) > how.tol:
-            return how.no_match
+    """One left row's pick from its backward (row b, key b_key) and forward (f, f_key; f_last:
+    the last row of f's key) candidates, -1 for none, by ``probe.decide``'s rules."""
+    choice = decide(x, b >= 0, b_key, f >= 0, f_key, how.strategy, how.has_tol, how.tol,
+                    how.nearest_tie)
+    if choice == PICK_BACK:
         return b
+    if choice == PICK_FORWARD:
+        return f
+    if choice == PICK_FORWARD_LAST:
+        return f_last
     return how.no_match
 
 
@@ -219,6 +206,7 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range):
     lower, upper, gap_fn = search.build(jit, is_float, unsigned)
     names = {"less": jit(search.less_float if is_float else search.less_int), "gap": gap_fn,
              "lower_bound": lower, "upper_bound": upper, "prange": parallel_range}
+    names["decide"] = jit(bind(probe.decide, **names))
     for fn in (take_backward, take_forward, piece_bounds, choose):
         names[fn.__name__] = jit(bind(fn, **names))
     for fn in (backward_piece, forward_piece):  # they call choose
