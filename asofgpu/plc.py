@@ -12,8 +12,8 @@ are turned into group codes by libcudf's sort and binary search (``asofgpu._devi
 Streams: ``stream`` (an rmm ``Stream``, or anything with ``__cuda_stream__`` such as a cupy or
 numba stream; None: pylibcudf's default stream) carries every pylibcudf call and the cupy work
 of encoding. The probe kernel and the sort of the right side run where asofgpu's CUDA backend
-runs them: the probe kernel on numba's default stream, the sort on cupy's current stream (both
-the legacy default stream unless per-thread default streams are turned on). So ``stream`` is
+runs them: on cupy's current stream (the legacy default stream unless per-thread default
+streams are turned on), which is not ``stream``. So ``stream`` is
 synchronized before that work starts and the device after it ends: a returned map is complete,
 and may be used on any stream. Device memory for the codes and the map comes from cupy's
 allocator (route it through rmm with ``rmm.allocators.cupy.rmm_cupy_allocator``).
@@ -112,7 +112,7 @@ def _on_stream(stream):
 
 
 def _settle() -> None:
-    """After the primitive's work (cupy's current stream, numba's default stream): wait for
+    """After the primitive's work (the sort and the probe, on cupy's current stream): wait for
     the whole device, so that the map is complete whichever stream reads it next."""
     import cupy
 

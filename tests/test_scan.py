@@ -283,7 +283,7 @@ def test_streamed_probe_ignores_later_changes_to_the_callers_keys(by, monkeypatc
 
 @pytest.mark.parametrize("direction", ["backward", "forward"])
 def test_a_batch_spanning_many_right_rows_a_row_streams(direction, monkeypatch):
-    """Up to ``STREAM_SPAN`` right rows per left row, a time-ordered batch still streams the
+    """Up to ``stream_span`` right rows per left row, a time-ordered batch still streams the
     right side (walking far more right rows than it has rows), with the answers of one
     search a row."""
     streams = _count_streams(monkeypatch)
@@ -313,8 +313,8 @@ def test_probe_streams_only_where_it_may(case, monkeypatch, at_most_8_threads):
     streams = _count_streams(monkeypatch)
     rng = np.random.default_rng(5)
     n = 40_000
-    # 400 groups x about 1 right row a left row = 400 >= STREAM_GROUP_SPAN. The wide span's
-    # 79 rows (one thread) need no more groups than rows (_streams wants a row per group and
+    # 400 groups x about 1 right row a left row = 400 >= stream_group_span. The wide span's
+    # 79 rows (one thread) need no more groups than rows (walks.streams wants a row per group and
     # piece): 20 groups x about 505 right rows a row would pass the group rule.
     n_groups = 20 if case in ("wide span", "few groups") else 400
     right = np.sort(rng.integers(0, 10**6, n)).astype("datetime64[ms]")
@@ -331,7 +331,7 @@ def test_probe_streams_only_where_it_may(case, monkeypatch, at_most_8_threads):
         left = left.astype("datetime64[us]")
     elif case == "wide span":  # 79 rows over 40,000 right rows: twice the span that streams
         left = left[:: 2 * walks.THRESHOLDS.stream_span]
-    # "few groups": 20 groups x a right row a left row, below STREAM_GROUP_SPAN
+    # "few groups": 20 groups x a right row a left row, below stream_group_span
     left_by = rng.integers(0, n_groups, len(left)).astype(str)
     prepared = ag.AsofJoin(right, right_by, device="cpu")
     got = prepared.join(left, left_by, **options)

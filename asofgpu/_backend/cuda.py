@@ -77,7 +77,7 @@ def _callers_stream():
 def _probe_kernel(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
                   strategy, exact, has_tol, tol, nearest_tie, no_match, out):
     """The cuda kernel: one thread per left row (cuda, probe_row: bound)."""
-    i = cuda.grid(1)  # noqa: F821 - bound by _cuda_probe_kernel
+    i = cuda.grid(1)  # noqa: F821 - bound by cuda_probe_source
     if i < out.size:
         probe_row(i, left_keys, left_groups, offsets, right_keys,  # noqa: F821
                   rows_last, rows_first, strategy, exact, has_tol, tol, nearest_tie,
