@@ -90,12 +90,32 @@ def is_device(obj) -> bool:
     return _has_cai(obj) or _dlpack_device(obj) in _DLPACK_CUDA_DEVICES
 
 
-def _to_cupy(obj):
+def _device_array(obj):
+    """(a cupy array over a device column's memory, the column's numpy dtype). Datetime and
+    timedelta columns come as their int64 ticks: cupy 14.0.0 refuses those types in a
+    ``__cuda_array_interface__`` (13.x and 14.0.1 read them), and the kernels read ticks."""
     import cupy
 
-    if _has_cai(obj):
-        return cupy.asarray(obj)
-    return cupy.from_dlpack(obj)
+    if not _has_cai(obj):
+        arr = cupy.from_dlpack(obj)
+        return arr, np.dtype(arr.dtype)
+    interface = obj.__cuda_array_interface__
+    dtype = np.dtype(interface["typestr"])
+    if dtype.kind not in "mM":
+        return cupy.asarray(obj), dtype
+    return cupy.asarray(_AsTicks(obj, interface)), dtype
+
+
+class _AsTicks:
+    """A datetime64/timedelta64 device column's interface with int64 in place of its type;
+    it keeps the column (the memory's owner) alive."""
+
+    def __init__(self, owner, interface: dict):
+        self._owner = owner
+        ticks = {**interface, "typestr": "<i8"}
+        if "descr" in ticks:
+            ticks["descr"] = [("", "<i8")]
+        self.__cuda_array_interface__ = ticks
 
 
 def to_arrow(obj, param: str) -> pa.ChunkedArray:
@@ -170,7 +190,9 @@ def _fixed_time_unit(arr: np.ndarray, param: str) -> np.ndarray:
 
 
 def device_to_numpy(obj):
-    return _to_cupy(obj).get()
+    arr, dtype = _device_array(obj)
+    host = arr.get()
+    return host.view(dtype) if dtype.kind in "mM" else host
 
 
 # --------------------------------------------------------------------------- ordered keys
@@ -226,13 +248,11 @@ def ordered_key(obj, param: str, host: bool) -> Key:
     if not host and is_device(obj):
         import cupy
 
-        arr = _to_cupy(obj)
+        arr, dtype = _device_array(obj)  # temporal columns as their int64 ticks
         if arr.ndim != 1:
             msg = f"{param} must be one-dimensional, got an array of shape {arr.shape}"
             raise ValueError(msg)
-        ktype = key_type_of_numpy(arr.dtype, param)
-        if arr.dtype.kind in "mM":
-            arr = arr.view(np.int64)
+        ktype = key_type_of_numpy(dtype, param)
         values = arr.astype(_PHYSICAL_NUMPY[ktype.physical], copy=False)
         if ktype.physical == "float":
             values = canonical_floats(values, cupy)

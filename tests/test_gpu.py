@@ -69,3 +69,18 @@ def test_a_join_under_a_non_blocking_stream_reads_the_map_it_wrote():
             hits = int(cupy.count_nonzero(gmap != ag.NO_MATCH))  # on the stream, at once
             assert hits == int(np.count_nonzero(cpu != ag.NO_MATCH))
             np.testing.assert_array_equal(cupy.asnumpy(gmap, stream=stream), cpu)
+
+
+@pytest.mark.parametrize("unit", ["ns", "us", "s"])
+def test_datetime_device_columns_join_as_their_host_copies(unit):
+    """A numba device array of datetime64 (its __cuda_array_interface__ says M8, which cupy
+    14.0.0 refuses) joins as its host copy does (issue 24, item 3)."""
+    import cupy
+    from numba import cuda
+
+    rng = np.random.default_rng(9)
+    right = np.sort(rng.integers(0, 10**9, 50_000)).astype(f"datetime64[{unit}]")
+    left = rng.integers(0, 10**9, 80_000).astype(f"datetime64[{unit}]")
+    cpu = ag.asof_join(left, right, device="cpu")
+    gpu = ag.asof_join(cuda.to_device(left), cuda.to_device(right), device="cuda")
+    np.testing.assert_array_equal(cupy.asnumpy(gpu), cpu)

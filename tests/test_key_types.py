@@ -1117,3 +1117,22 @@ def test_gather_after_join(device):
     assert out.column("bid").to_pylist() == [None, 2.0, None, 1.0]
     assert out.column("sym").to_pylist() == [None, "b", "a", "a"]
     assert out.column("t").cast(pa.int64()).to_pylist() == [None, 5, 9, 1]
+
+
+def test_device_datetimes_reach_cupy_as_int64_ticks():
+    """cupy 14.0.0 refuses datetime64 in __cuda_array_interface__: a temporal device column
+    is read through an interface that says int64, over the same memory, and keeps the
+    column alive (issue 24, item 3). The join on such a column runs in make gpu-check."""
+    from asofgpu._columns import _AsTicks
+
+    class Column:
+        __cuda_array_interface__ = {"shape": (3,), "typestr": "<M8[ns]", "data": (1234, False),
+                                    "strides": None, "version": 3,
+                                    "descr": [("", "<M8[ns]")]}
+
+    column = Column()
+    ticks = _AsTicks(column, column.__cuda_array_interface__)
+    assert ticks.__cuda_array_interface__ == {**Column.__cuda_array_interface__,
+                                             "typestr": "<i8", "descr": [("", "<i8")]}
+    assert ticks._owner is column
+    assert column.__cuda_array_interface__["typestr"] == "<M8[ns]"  # the column's, unchanged
