@@ -83,9 +83,11 @@ def pick(i, x, b, f, lo, hi, right_keys, rows_last, rows_first, strategy, has_to
     run after it: every rule then takes b's row all the same."""
     has_b = b >= lo
     has_f = f < hi
-    # x stands in for a missing candidate's key, which decide never reads
-    choice = decide(x, has_b, right_keys[b] if has_b else x, has_f,
-                    right_keys[f] if has_f else x, strategy, has_tol, tol, nearest_tie)
+    # decide reads the candidates' keys only to compare distances: otherwise, and for a
+    # missing candidate, x stands in (a read the hot loops need not wait for)
+    gaps = strategy == NEAREST or has_tol
+    choice = decide(x, has_b, right_keys[b] if has_b and gaps else x, has_f,
+                    right_keys[f] if has_f and gaps else x, strategy, has_tol, tol, nearest_tie)
     if choice == PICK_BACK:
         out[i] = rows_last[b]
     elif choice == PICK_FORWARD:
