@@ -1,8 +1,14 @@
 """pandas' ``merge_asof`` semantics, shared by the front ends that promise them.
 
 ``asofgpu.pandas``, ``asofgpu.cudf`` and ``asofgpu.dask`` all return what ``pandas.merge_asof``
-returns, with its errors. The rules that make that so live here, once; each front end only
-says where its data is. The interface (every name without a leading underscore):
+returns, with its errors. The rules they share live here, once. What is still each front
+end's own: ``asofgpu.cudf`` casts bool ``on`` keys to uint8, checks the device ``on`` key and
+lays out its join keys from device columns; ``asofgpu.dask``'s cuDF partitions take neither
+the bool cast nor the float picks (float32 keys with ``nearest`` or a tolerance may differ
+from pandas there). The interface (the functions and the class defined here without a
+leading underscore; ``AsofMerge``'s attributes ``left``, ``right``, ``left_on``,
+``right_on``, ``left_by``, ``right_by``, ``left_index`` and ``right_index`` are read by the
+front ends too):
 
 - ``check_join_options`` and ``validate_operand``: pandas' first checks of a call;
 - ``AsofMerge``: one call's arguments validated as pandas validates them (keys, ``by``,
@@ -15,8 +21,9 @@ says where its data is. The interface (every name without a leading underscore):
 - ``kernel_tolerance``, ``float_arithmetic_matters`` and ``pandas_float_pick``: the tolerance
   and the float distances as pandas' kernel computes them (numpy or cupy arrays);
 - ``plc_column``, ``device_by_table``, ``prepare_on_device`` and ``probe_on_device``: cuDF
-  keys joined on the device under pandas' rules (``asofgpu.cudf``, and the cuDF partitions of
-  ``asofgpu.dask``).
+  columns joined on the device with pandas' by-key rules (nulls and NaN equal, categoricals
+  by value) and its choice among equal right keys (``asofgpu.cudf``, and the cuDF partitions
+  of ``asofgpu.dask``).
 
 Users: ``asofgpu.pandas`` (everything on pandas frames), ``asofgpu.cudf`` (the checks and
 layout rules, and the device join), ``asofgpu.dask`` (``AsofMerge`` on pandas partitions and

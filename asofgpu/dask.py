@@ -563,8 +563,8 @@ def _sorted_right(part, spec: _Spec):
 
 
 class _PreparedCache:
-    """Right sides prepared by ``AsofJoin``, kept per process (so once per worker) for the
-    broadcast method; the few most recent, since each holds a sorted copy of a right side
+    """Right sides prepared (an ``AsofJoin``, or ``asofgpu.plc``'s for cuDF partitions), kept
+    per process (so once per worker) for the broadcast method; the few most recent, since each holds a sorted copy of a right side
     (on the GPU, device memory)."""
 
     def __init__(self, size: int):
@@ -713,10 +713,12 @@ def _require_sorted(key, side: str) -> None:
 
 
 def _join_cudf(left, right, spec: _Spec, cache_key=None):
-    """One cuDF partition: the gather map computed on the GPU as ``asofgpu.cudf`` computes it
-    (by-keys encoded there, as pandas compares them), and cuDF builds the result from it, so
-    the data never leaves the device. Unsorted partitions need no sort (the join takes any
-    order); equal right keys keep their row order, as in pandas."""
+    """One cuDF partition: the gather map computed on the GPU with the device join that
+    ``asofgpu.cudf`` uses (by-keys encoded there, as pandas compares them), and cuDF builds
+    the result from it, so the data never leaves the device. Unsorted partitions need no sort
+    (the join takes any order); equal right keys keep their row order, as in pandas. Unlike
+    ``asofgpu.cudf``, bool ``on`` keys are refused and float keys take asofgpu's exact
+    distances, not pandas' float arithmetic."""
     import cudf
 
     lkey, rkey = _key(left, spec.left_key), _key(right, spec.right_key)
