@@ -8,6 +8,7 @@ True
 
 from __future__ import annotations
 
+import datetime  # noqa: F401 - named in Tolerance
 import enum
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, Union
@@ -31,6 +32,14 @@ ByColumns = Union[Column, Sequence[Column]]
 GatherMap = Union["np.ndarray", "cupy.ndarray"]
 StrategyName = Literal["backward", "forward", "nearest"]
 DeviceName = Literal["auto", "cpu", "cuda", "python"]
+#: A fixed tolerance: a number in the key's unit, or a duration for temporal keys (a pandas
+#: Timedelta is a ``datetime.timedelta``).
+Tolerance = Union[int, float, "datetime.timedelta", "np.timedelta64"]
+#: pandas' name for the direction of ``merge_asof``.
+PandasDirection = Literal["backward", "forward", "nearest"]
+#: A whole table: pyarrow, pandas or polars, or anything with ``__arrow_c_stream__`` (not
+#: spelled here).
+TableLike = Union["pyarrow.Table", "pyarrow.RecordBatch", "pandas.DataFrame", "polars.DataFrame"]
 
 #: The gather-map sentinel for "no right row", libcudf's JoinNoMatch for int32 maps.
 NO_MATCH = int(np.iinfo(np.int32).min)

@@ -24,17 +24,29 @@ Differences from pandas:
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from . import plc as _plc_front
-from ._types import NO_MATCH
+from ._types import NO_MATCH, PandasDirection, Tolerance
+
+if TYPE_CHECKING:
+    import cudf
 
 __all__ = ["merge_asof"]
 
 
-def merge_asof(left, right, on=None, left_on=None, right_on=None, left_index=False,
-               right_index=False, by=None, left_by=None, right_by=None, suffixes=("_x", "_y"),
-               tolerance=None, allow_exact_matches=True, direction="backward"):
+def merge_asof(left: cudf.DataFrame | cudf.Series, right: cudf.DataFrame | cudf.Series,
+               on: Hashable | None = None, left_on: Hashable | None = None,
+               right_on: Hashable | None = None, left_index: bool = False,
+               right_index: bool = False, by: Hashable | Sequence[Hashable] | None = None,
+               left_by: Hashable | Sequence[Hashable] | None = None,
+               right_by: Hashable | Sequence[Hashable] | None = None,
+               suffixes: Sequence[str | None] = ("_x", "_y"),
+               tolerance: Tolerance | None = None, allow_exact_matches: bool = True,
+               direction: PandasDirection = "backward") -> cudf.DataFrame:
     """Perform a merge by key distance, as ``pandas.merge_asof`` does, on cuDF frames.
 
     For each left row, take the right row (of the same ``by`` group) whose ``on`` key is the

@@ -27,6 +27,8 @@ import itertools
 import sys
 import threading
 import warnings
+from collections.abc import Hashable, Sequence
+from typing import Literal
 
 import dask
 import dask.dataframe as dd
@@ -37,6 +39,7 @@ from pandas.api.types import is_hashable
 
 from . import _pandas_semantics as _semantics
 from . import _validate
+from ._types import DeviceName, PandasDirection, Tolerance
 
 __all__ = ["METHODS", "merge_asof"]
 
@@ -56,10 +59,17 @@ _HALF_OPEN = ("left", "left")     # [lower, upper)
 _OPEN_CLOSED = ("right", "right")  # (lower, upper]
 
 
-def merge_asof(left, right, on=None, left_on=None, right_on=None, left_index=False,
-               right_index=False, by=None, left_by=None, right_by=None, suffixes=("_x", "_y"),
-               tolerance=None, allow_exact_matches=True, direction="backward", *,
-               method="auto", device="auto", strategy=None):
+def merge_asof(left: dd.DataFrame | dd.Series, right: dd.DataFrame | dd.Series,
+               on: Hashable | None = None, left_on: Hashable | None = None,
+               right_on: Hashable | None = None, left_index: bool = False,
+               right_index: bool = False, by: Hashable | Sequence[Hashable] | None = None,
+               left_by: Hashable | Sequence[Hashable] | None = None,
+               right_by: Hashable | Sequence[Hashable] | None = None,
+               suffixes: Sequence[str | None] = ("_x", "_y"),
+               tolerance: Tolerance | None = None, allow_exact_matches: bool = True,
+               direction: PandasDirection = "backward", *,
+               method: Literal["auto", "broadcast", "time", "hash"] = "auto",
+               device: DeviceName = "auto", strategy: str | None = None) -> dd.DataFrame:
     """Perform a merge by key distance on dask DataFrames, as ``pandas.merge_asof`` does.
 
     For each left row, take the right row (of the same ``by`` group) whose ``on`` key is the

@@ -14,7 +14,7 @@ import pyarrow as pa
 from . import _arrow_numpy as arrow_numpy
 from ._backend import check_map, take_chunked, take_fixed, walks
 from ._columns import device_to_numpy, is_device, to_table
-from ._types import NO_MATCH, NO_MATCH_INT64, GatherMap
+from ._types import NO_MATCH, NO_MATCH_INT64, GatherMap, TableLike
 
 
 def _host_map(gmap) -> np.ndarray:
@@ -40,7 +40,7 @@ def _as_table(obj) -> pa.Table:
         raise TypeError(msg) from None
 
 
-def gather(right_table, gmap: GatherMap | pa.Array | pa.ChunkedArray) -> pa.Table:
+def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray) -> pa.Table:
     """Rows of ``right_table`` in map order; all-null rows where the map holds NO_MATCH.
 
     ``right_table`` is any table Arrow can read (pyarrow, pandas, polars, cuDF); the result is

@@ -25,7 +25,7 @@ from ._columns import (Key, common_tick, is_device, ordered_key, rescale,
 from ._encode import Groups
 from ._types import (NEAREST_TIE_CODE, NO_MATCH, NO_MATCH_INT64, STRATEGY_CODE,
                      AmbiguousMatchError, ByColumns, Column, DeviceName, GatherMap,
-                     StrategyName)
+                     StrategyName, Tolerance)
 
 _INT32_ROWS = 2**31
 
@@ -362,7 +362,8 @@ class AsofJoin:
 
     def join(self, left_on: Column, left_by: ByColumns | None = None, *,
              strategy: StrategyName = "backward", allow_exact_matches: bool = True,
-             tolerance=None, nearest_tie: Literal["forward", "backward"] = "forward",
+             tolerance: Tolerance | None = None,
+             nearest_tie: Literal["forward", "backward"] = "forward",
              ambiguous: Literal["pick", "raise"] = "pick") -> GatherMap:
         """The gather map: for each left row (in left order), a right row number or NO_MATCH.
 
@@ -488,7 +489,7 @@ def asof_join(left_on: Column, right_on: Column, left_by: ByColumns | None = Non
               null_equality: Literal["unequal", "equal"] = "unequal",
               tie_break: Column | None = None, presorted: bool = False,
               device: DeviceName = "auto", strategy: StrategyName = "backward",
-              allow_exact_matches: bool = True, tolerance=None,
+              allow_exact_matches: bool = True, tolerance: Tolerance | None = None,
               nearest_tie: Literal["forward", "backward"] = "forward",
               ambiguous: Literal["pick", "raise"] = "pick") -> GatherMap:
     """One-shot gather map: ``AsofJoin(right_on, right_by, ...).join(left_on, left_by, ...)``;

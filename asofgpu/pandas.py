@@ -26,16 +26,29 @@ live in ``asofgpu._pandas_semantics``, which the cuDF and Dask front ends share.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING
+
 from . import _validate
 from ._pandas_semantics import AsofMerge, check_join_options
+from ._types import DeviceName, PandasDirection, Tolerance
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["merge_asof"]
 
 
-def merge_asof(left, right, on=None, left_on=None, right_on=None, left_index=False,
-               right_index=False, by=None, left_by=None, right_by=None, suffixes=("_x", "_y"),
-               tolerance=None, allow_exact_matches=True, direction="backward", *,
-               device="auto"):
+def merge_asof(left: pd.DataFrame | pd.Series, right: pd.DataFrame | pd.Series,
+               on: Hashable | None = None, left_on: Hashable | None = None,
+               right_on: Hashable | None = None, left_index: bool = False,
+               right_index: bool = False, by: Hashable | Sequence[Hashable] | None = None,
+               left_by: Hashable | Sequence[Hashable] | None = None,
+               right_by: Hashable | Sequence[Hashable] | None = None,
+               suffixes: Sequence[str | None] = ("_x", "_y"),
+               tolerance: Tolerance | None = None, allow_exact_matches: bool = True,
+               direction: PandasDirection = "backward", *,
+               device: DeviceName = "auto") -> pd.DataFrame:
     """Perform a merge by key distance, as ``pandas.merge_asof`` does.
 
     For each left row, take the right row (of the same ``by`` group) whose ``on`` key is the

@@ -64,6 +64,7 @@ import os
 import re
 import sys
 import types
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
@@ -72,7 +73,7 @@ from polars.exceptions import ComputeError, InvalidOperationError
 
 from . import _validate
 from ._duration import UNIT_NS
-from ._types import NO_MATCH, NO_MATCH_INT64
+from ._types import NO_MATCH, NO_MATCH_INT64, DeviceName, StrategyName
 from .gather import gather
 from .join import asof_join
 
@@ -94,10 +95,18 @@ _WIDE_INTS = tuple(getattr(pl, n) for n in ("Int128", "UInt128") if hasattr(pl, 
 _HERE = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(pl.__file__)))
 
 
-def join_asof(left, right, *, left_on=None, right_on=None, on=None, by_left=None, by_right=None,
-              by=None, strategy="backward", suffix="_right", tolerance=None, allow_parallel=True,
-              force_parallel=False, coalesce=True, allow_exact_matches=True,
-              check_sortedness=True, device="auto"):
+def join_asof(left: pl.DataFrame | pl.LazyFrame, right: pl.DataFrame | pl.LazyFrame, *,
+              left_on: str | pl.Expr | None = None, right_on: str | pl.Expr | None = None,
+              on: str | pl.Expr | None = None,
+              by_left: str | Sequence[str] | None = None,
+              by_right: str | Sequence[str] | None = None,
+              by: str | Sequence[str] | None = None, strategy: StrategyName = "backward",
+              suffix: str = "_right",
+              tolerance: str | int | float | datetime.timedelta | None = None,
+              allow_parallel: bool = True, force_parallel: bool = False,
+              coalesce: bool = True, allow_exact_matches: bool = True,
+              check_sortedness: bool = True,
+              device: DeviceName = "auto") -> pl.DataFrame | pl.LazyFrame:
     """Perform an as-of join: polars' ``join_asof``, computed by asofgpu.
 
     For each left row, the right row of the same ``by`` group whose ``on`` key is the nearest

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from ._columns import to_table
 from .gather import gather
-from ._types import DeviceName, StrategyName
+from ._types import DeviceName, StrategyName, TableLike, Tolerance
 from .join import asof_join
 
 
@@ -85,14 +85,16 @@ def _column(table: pa.Table, name: str, side: str) -> pa.ChunkedArray:
     return table.column(name)
 
 
-def join_asof(left, right, *, on: str | None = None, left_on: str | None = None,
-              right_on: str | None = None, by: str | Sequence[str] | None = None,
+def join_asof(left: TableLike, right: TableLike, *, on: str | None = None,
+              left_on: str | None = None, right_on: str | None = None,
+              by: str | Sequence[str] | None = None,
               by_left: str | Sequence[str] | None = None,
               by_right: str | Sequence[str] | None = None,
               strategy: StrategyName = "backward", allow_exact_matches: bool = True,
-              tolerance=None, suffix: str = "_right", coalesce: bool = True,
-              device: DeviceName = "auto", left_by=None,
-              right_by=None) -> pa.Table:
+              tolerance: Tolerance | None = None, suffix: str = "_right",
+              coalesce: bool = True, device: DeviceName = "auto",
+              left_by: str | Sequence[str] | None = None,
+              right_by: str | Sequence[str] | None = None) -> pa.Table:
     """As-of join two tables (polars' semantics, parameter names and output rules), returning a
     pyarrow.Table.
 

@@ -61,3 +61,19 @@ def test_import_pulls_in_no_front_end_library():
             "('pandas', 'polars', 'cudf', 'pylibcudf', 'dask', 'cupy', 'numba.cuda') "
             "if m in sys.modules)) or 'none')")
     assert _python(code, cwd=ROOT) == ["none"]
+
+
+@pytest.mark.parametrize(("module", "function"), [
+    ("join", "asof_join"), ("table", "join_asof"), ("gather", "gather"),
+    ("pandas", "merge_asof"), ("cudf", "merge_asof"), ("dask", "merge_asof"),
+    ("polars", "join_asof")])
+def test_the_public_functions_are_annotated(module, function):
+    """Every parameter and the result of the public entry points carry annotations (read
+    from the source: the cuDF front end does not import here)."""
+    import ast
+
+    tree = ast.parse((ROOT / "asofgpu" / f"{module}.py").read_text())
+    (node,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function]
+    arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+    assert [a.arg for a in arguments if a.annotation is None] == []
+    assert node.returns is not None
