@@ -574,8 +574,8 @@ def _sorted_right(part, spec: _Spec):
 
 class _PreparedCache:
     """Right sides prepared (an ``AsofJoin``, or ``asofgpu.plc``'s for cuDF partitions), kept
-    per process (so once per worker) for the broadcast method; the few most recent, since each holds a sorted copy of a right side
-    (on the GPU, device memory)."""
+    per process (so once per worker) for the broadcast method; the few most recent, since
+    each holds a sorted copy of a right side (on the GPU, device memory)."""
 
     def __init__(self, size: int):
         self._size = size

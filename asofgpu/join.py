@@ -201,13 +201,14 @@ class AsofJoin:
         return self._key_ascends
 
     def _keep_time_order(self, key: Key, bucket) -> None:
-        """Keep the right keys and group codes in row order, for a backend that streams to
-        stream a time-ordered probe through (kernels/stream.py), when the keys ascend and every row is
-        in a group: 12 bytes a row (without by-keys none, the sorted keys being in that
-        order already). The keys are copied: they may be the caller's array, which the
+        """Keep the right keys and group codes in row order, for a backend that streams a
+        time-ordered probe through them (kernels/stream.py), when the keys ascend and every
+        row is in a group: 12 bytes a row (without by-keys none, the sorted keys being in
+        that order already). The keys are copied: they may be the caller's array, which the
         caller may change after preparing."""
-        if (not self.backend.streams_time_ordered or self._tie_sorted is not None or not self.n_right
-                or int(self._offsets[-1]) != self.n_right or not self._ascending(key)):
+        if (not self.backend.streams_time_ordered or self._tie_sorted is not None
+                or not self.n_right or int(self._offsets[-1]) != self.n_right
+                or not self._ascending(key)):
             return
         if bucket is None:  # np.zeros: pages of zeros that are never written
             self._time_ordered = (self._keys[key.type.tick_ns], np.zeros(self.n_right, np.int32))

@@ -115,20 +115,21 @@ CASES = {
 }
 
 
-def _calls(name: str):
-    """(size, side) -> (overrides, call) for ``name``'s sweep."""
-    _, make, sizes, sides = CASES[name]
+def _make(name: str):
+    """``name``'s sweep: size -> the call it times. Sweeps without sides time one path with
+    the threshold itself set to each size."""
+    make = CASES[name][1]
     if name == "stream_span":
-        return sizes, sides, lambda n: _probe(1_000, False, n)(100_000)
+        return lambda n: _probe(1_000, False, n)(100_000)
     if name == "stream_group_span":
-        return sizes, sides, lambda n: _probe(n, False, 4)(100_000)
+        return lambda n: _probe(n, False, 4)(100_000)
     if name == "pieces_per_thread":
         probe = _probe(1_000, True)(1_000_000)
-        return sizes, {"pieces": None}, lambda n: probe, "pieces_per_thread"
+        return lambda n: probe
     if name == "chunk_blocks":
         gather = _chunked_gather(1_000_000)
-        return sizes, {"gather": None}, lambda n: gather, "chunk_blocks"
-    return sizes, sides, make
+        return lambda n: gather
+    return make
 
 
 def timed(call, runs: int) -> float:
@@ -143,20 +144,21 @@ def timed(call, runs: int) -> float:
 
 def sweep(name: str, runs: int) -> list[str]:
     """The markdown table of ``name``'s sweep."""
-    what = CASES[name][0]
-    sizes, sides, make, *swept = _calls(name)
+    what, _, sizes, sides = CASES[name]
     default = getattr(walks.THRESHOLDS, name)
     lines = [f"{name} (now {default:,}): {what}", ""]
     if not sizes:
         return lines
-    if swept:  # one path whose parameter is the threshold itself
+    make = _make(name)
+    if not sides:  # one path whose parameter is the threshold itself
         lines += ["| n | median ms |", "|---:|---:|"]
         for n in sizes:
-            with walks.overridden(**{swept[0]: n}):
+            with walks.overridden(**{name: n}):
                 lines.append(f"| {n:,} | {1e3 * timed(make(n), runs):.3f} |")
         return lines
     names = list(sides)
-    lines += [f"| n | {' | '.join(f'{side} ms' for side in names)} | faster |", "|---:|" + "---:|" * len(names) + "---|"]
+    header = " | ".join(f"{side} ms" for side in names)
+    lines += [f"| n | {header} | faster |", "|---:|" + "---:|" * len(names) + "---|"]
     for n in sizes:
         call = make(n)
         medians = {}

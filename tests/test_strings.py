@@ -32,9 +32,9 @@ def _buffers(arr: pa.Array):
 def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
     offsets, data, bitmap = _buffers(arr)
     codes = np.empty(len(arr), np.int32)
-    firsts = _backend.jit.cpu_strings().dictionary_encode(offsets, data, bitmap, np.int64(arr.offset),
-                                        nulls_distinct, n_pieces, codes,
-                                        np.empty(len(arr), np.int64))
+    firsts = _backend.jit.cpu_strings().dictionary_encode(
+        offsets, data, bitmap, np.int64(arr.offset), nulls_distinct, n_pieces, codes,
+        np.empty(len(arr), np.int64))
     return codes, arr.take(pa.array(firsts))
 
 

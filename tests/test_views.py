@@ -28,9 +28,9 @@ values = st.one_of(st.none(), st.text(alphabet="ab\x00é", max_size=12).filter(
 def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
     keys, bitmap, bit0 = _encode._view_words(arr)
     codes = np.empty(len(arr), np.int32)
-    firsts = _backend.jit.cpu_views().dictionary_encode(keys, np.empty(0, np.uint8), bitmap, np.int64(bit0),
-                                      nulls_distinct, n_pieces, codes,
-                                      np.empty(len(arr), np.int64))
+    firsts = _backend.jit.cpu_views().dictionary_encode(
+        keys, np.empty(0, np.uint8), bitmap, np.int64(bit0), nulls_distinct, n_pieces, codes,
+        np.empty(len(arr), np.int64))
     return codes, firsts
 
 

@@ -9,8 +9,6 @@ The right side is sorted by group with a counting sort, large key arrays with th
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from ..kernels import scan
@@ -18,7 +16,7 @@ from ..kernels.probe import NEAREST
 from . import walks
 from .base import Backend, host_empty, kernel_tolerance
 from .jit import (PARALLEL_LAUNCH, cpu_counting_sort, cpu_cursor_probe, cpu_probe_all,
-                  cpu_scan, cpu_stream_probe, threads)
+                  cpu_scan, cpu_stream_probe, launching, threads)
 from .order import in_key_order, radix_order, row_numbers, walk_order, walked_rows
 
 
@@ -51,7 +49,7 @@ class CpuBackend(Backend):
         (left_keys, left_groups, offsets, sorted_keys, rows_last, rows_first, strategy, exact,
          has_tol, tol, nearest_tie, no_match, out) = args
         parallel = walks.parallel(len(out))
-        with PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
+        with launching(parallel):
             n_threads = threads(parallel)
             _, is_sorted = cpu_scan(is_float, parallel)
             n_groups = len(offsets) - 1
@@ -91,7 +89,7 @@ class CpuBackend(Backend):
         no_match = np.iinfo(out.dtype).min
         how = scan.Options(np.int64(strategy), bool(exact), has_tol, tol,
                            np.int64(nearest_tie), np.int64(no_match))
-        with PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
+        with launching(parallel):
             left = walk_order(left_groups >= 0, left_keys, left_groups, n_groups, is_float,
                               is_sorted, n_threads)
             right = walk_order(right_groups < n_groups, right_keys, right_groups, n_groups,

@@ -6,13 +6,11 @@ dictionary-encoded into int32 codes, and another column looked up in that dictio
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from . import walks
 from .base import host_empty
-from .jit import PARALLEL_LAUNCH, cpu_fixed_width, cpu_strings, cpu_views, threads
+from .jit import PARALLEL_LAUNCH, cpu_fixed_width, cpu_strings, cpu_views, launching, threads
 
 _NO_DATA = np.frombuffer(b"", dtype=np.uint8)  # a fixed-width column's: it has no bytes
 
@@ -94,8 +92,9 @@ def _dictionary_encode(kernels, keys, data, bitmap, bit0: int, nulls_distinct: b
     """(codes, firsts) of a column's buffers by one kind's kernels/hashing.py build."""
     codes = host_empty(n_rows, np.int32)
     with PARALLEL_LAUNCH:
-        firsts = kernels.dictionary_encode(keys, data, bitmap, np.int64(bit0), bool(nulls_distinct),
-                            threads(True), codes, host_empty(n_rows, np.int64))
+        firsts = kernels.dictionary_encode(keys, data, bitmap, np.int64(bit0),
+                                           bool(nulls_distinct), threads(True), codes,
+                                           host_empty(n_rows, np.int64))
     return codes, firsts
 
 
@@ -106,7 +105,7 @@ def _lookup(kernels, table_keys, table_data, slots, hashes, keys, data, bitmap, 
     thread."""
     codes = host_empty(n_rows, np.int32) if out is None else out
     parallel = walks.parallel(n_rows)
-    with PARALLEL_LAUNCH if parallel else contextlib.nullcontext():
+    with launching(parallel):
         lookup = kernels.lookup_parallel if parallel else kernels.lookup_serial
         lookup(table_keys, table_data, slots, hashes, keys, data, bitmap, np.int64(bit0),
                np.int32(null_code), codes)

@@ -8,6 +8,7 @@ a writable place for it. Launches on the thread pool hold ``PARALLEL_LAUNCH``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
@@ -23,6 +24,11 @@ from ..kernels import bind, cursor, fixed_width, probe, radix, scan, stream, str
 # numba's workqueue threading layer (the one without TBB or OpenMP) aborts the process on
 # concurrent parallel launches: launches from several threads take turns on this lock.
 PARALLEL_LAUNCH = threading.Lock()
+
+
+def launching(parallel: bool):
+    """``PARALLEL_LAUNCH`` for a launch on the thread pool, nothing for one on one thread."""
+    return PARALLEL_LAUNCH if parallel else contextlib.nullcontext()
 
 
 def threads(parallel: bool) -> int:

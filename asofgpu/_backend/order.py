@@ -15,18 +15,18 @@ from .jit import cpu_radix, cpu_take
 
 
 def walk_order(walked, keys, groups, n_groups: int, is_float: bool, is_sorted,
-                threads: int):
+               threads: int):
     """(keys, groups, row numbers) of the ``walked`` rows in ascending key order, equal keys
     of a group in row order: what the merge scan reads (time-sorted data with every row
     walked: the caller's own arrays). ``groups`` holds codes below ``n_groups`` for walked
     rows. The caller holds the parallel-launch lock."""
     rows = walked_rows(walked)
     return in_key_order(rows, is_sorted(keys, rows), keys, groups, n_groups, is_float,
-                         threads)
+                        threads)
 
 
 def in_key_order(rows, in_order: bool, keys, groups, n_groups: int, is_float: bool,
-                  threads: int):
+                 threads: int):
     """``walk_order`` of the walked ``rows``, ``in_order`` when their keys ascend."""
     if in_order:
         if len(rows) == len(keys):
@@ -40,7 +40,7 @@ def in_key_order(rows, in_order: bool, keys, groups, n_groups: int, is_float: bo
     kernels = cpu_radix(threads > 1)
     group_bits = max(n_groups - 1, 0).bit_length()
     order, bits, low, group_bits = radix_order(rows, keys, is_float, threads, groups,
-                                                group_bits)
+                                               group_bits)
     sorted_keys = host_empty(len(rows), keys.dtype)
     sorted_groups = host_empty(len(rows), np.int32)
     kernels.keys_from_bits(bits, np.uint64(low), is_float, group_bits,
