@@ -79,12 +79,13 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
 
 
 def _fixed_width(column: pa.ChunkedArray) -> bool:
-    """Integers, floats of 4 or 8 bytes and instants, without nulls: numpy views of their
-    values."""
+    """Integers, floats of 4 or 8 bytes and instants: numpy views of their values (with
+    nulls, of whatever their slots hold: the validity is taken beside them)."""
     t = column.type
-    return column.null_count == 0 and column.num_chunks > 0 and (
+    return column.num_chunks > 0 and (
         pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t)
-        or pa.types.is_timestamp(t) or pa.types.is_duration(t))
+        or pa.types.is_timestamp(t) or pa.types.is_duration(t)) and all(
+        chunk.buffers()[1] is not None for chunk in column.chunks if len(chunk))
 
 
 def _take_fixed(columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndarray,
@@ -107,9 +108,16 @@ def _take_fixed(columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndar
         buffers.update(zip([k for k, _ in chunked], take_chunked([c for _, c in chunked], gmap,
                                                                  valid)))
     bitmap = None if n_missing == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    return [pa.Array.from_buffers(column.type, len(gmap), [bitmap, buffers[k]],
-                                  null_count=n_missing)
-            for k, column in enumerate(columns)]
+    taken = []
+    for k, column in enumerate(columns):
+        nulls, column_bitmap = n_missing, bitmap
+        if column.null_count:  # a row is valid where the map and the taken value are
+            kept = valid & arrow_numpy.valid(column)[np.where(valid, gmap, 0)]
+            nulls = len(gmap) - int(np.count_nonzero(kept))
+            column_bitmap = pa.py_buffer(np.packbits(kept, bitorder="little"))
+        taken.append(pa.Array.from_buffers(column.type, len(gmap), [column_bitmap, buffers[k]],
+                                           null_count=nulls))
+    return taken
 
 
 def _take(column: pa.ChunkedArray, indices: pa.Array) -> pa.ChunkedArray:

@@ -1,6 +1,6 @@
-"""gather() of large maps: fixed-width columns without nulls are taken on all cores
-(kernels/take.py; four columns of one width at a time, then two, then one alone), everything
-else by Arrow's take; both must give Arrow's answer."""
+"""gather() of large maps: fixed-width columns are taken on all cores (kernels/take.py; four
+columns of one width at a time, then two, then one alone; their validity beside them),
+everything else by Arrow's take; both must give Arrow's answer."""
 
 from __future__ import annotations
 
@@ -26,7 +26,10 @@ def _table(rng):
         "ts": pa.array(ints, pa.timestamp("ns", tz="UTC")),
         "dur": pa.array(ints, pa.duration("us")),
         "chunked": pa.chunked_array([ints[: N // 3], ints[N // 3:]]),
-        "with_nulls": pa.array(ints, mask=rng.random(N) < 0.1),  # Arrow's take
+        "with_nulls": pa.array(ints, mask=rng.random(N) < 0.1),
+        "chunked_nulls": pa.chunked_array([  # sliced, all null, without nulls
+            pa.array(rng.normal(size=N // 2 + 3), mask=rng.random(N // 2 + 3) < 0.2).slice(3),
+            pa.nulls(N // 4, pa.float64()), pa.array(rng.normal(size=N - N // 2 - N // 4))]),
         "text": pa.array(ints.astype(str)),  # Arrow's take
         "date": pa.array(ints % 10_000, pa.int32()).cast(pa.date32()),  # Arrow's take
     })
