@@ -28,6 +28,7 @@ from . import _memory as memory
 from ._checks import Options, Plan, translate
 from ._errors import EnrichError
 from ._sources import Source, is_text
+from ._regroup import partitions_of, ranks, restore, stream_order, value_counts
 from ._spill import (POSITION, Results, SpillFolder, in_left_order, key_ranges, partition_of,
                      range_of, read_all, read_batches, stream_schema)
 from ._spill import source_batches as spill_batches
@@ -118,13 +119,7 @@ class Spilled(_Attach):
                                     the_plan, tolerance)
             os.remove(right_paths[i])
             os.remove(left_paths[i])
-            path, writer = spill.writer(f"result-{i}", result.schema)
-            try:
-                writer.write_table(result, max_chunksize=RESULT_BATCH_ROWS)
-                writer.close()
-            except OSError as exc:
-                raise spill.failed(exc) from None
-            self._results.append(Results(path))
+            self._results.append(_write_results(spill, f"result-{i}", result))
         self._at = 0
 
     def _join_in_ranges(self, right_path: str, left_path: str, ranges: int, options: Options,
@@ -173,11 +168,29 @@ class Spilled(_Attach):
         return taken.add_column(0, POSITION, left.column(POSITION))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
-        end = self._at + batch.num_rows
-        pieces = [piece for results in self._results for piece in results.until(end)]
-        taken = in_left_order(pieces, self._at, batch.num_rows)
-        self._at = end
-        return taken
+        return _results_for(self, batch)
+
+
+def _results_for(attach, batch: pa.RecordBatch) -> pa.Table:
+    """The attached columns of the next LEFT ``batch``, from the results each partition of
+    ``attach`` wrote in position order (``attach._results``; ``attach._at``: the batch's
+    first position)."""
+    end = attach._at + batch.num_rows
+    pieces = [piece for results in attach._results for piece in results.until(end)]
+    taken = in_left_order(pieces, attach._at, batch.num_rows)
+    attach._at = end
+    return taken
+
+
+def _write_results(spill: SpillFolder, name: str, result: pa.Table) -> Results:
+    """A partition's results into ``spill``, to be read back in position order."""
+    path, writer = spill.writer(name, result.schema)
+    try:
+        writer.write_table(result, max_chunksize=RESULT_BATCH_ROWS)
+        writer.close()
+    except OSError as exc:
+        raise spill.failed(exc) from None
+    return Results.of_file(path)
 
 
 class Streamed(_Attach):
@@ -248,6 +261,74 @@ class Streamed(_Attach):
             self._prepared = (prepare(window, self.options, presorted),
                               window.select(self.plan.payload), window)
         return self._attach(*self._prepared[:2], piece)
+
+
+class Regrouped(_Attach):
+    """RIGHT sorted by its by columns and then its key, LEFT not: LEFT's keys put in RIGHT's
+    order (``_regroup``: spilled in ranges of the first by column when they do not fit, each
+    range sorted) and joined against RIGHT streamed as a grouped ``Streamed``; each LEFT
+    chunk then takes its rows of the results, in order."""
+
+    def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
+                 right_batches, as_codes: list[str], tolerance, spill: SpillFolder, k: int,
+                 rows: int, every: int, progress):
+        stream = Streamed(options, the_plan, left, right, right_batches, as_codes, tolerance,
+                          rows, every, grouped=True)
+        super().__init__(options, tolerance, stream.staleness, right.rows)
+        self._null_payload = stream._empty.schema
+        on, by = options.left_on, list(options.left_by)
+        codes = [c for c in by if is_text(left.schema.field(c).type)
+                 or c not in left.data_schema.names]
+        batches = spill_batches(left, [on, *by], codes, rows, positions=True)
+        schema = schema_of(left, [on, *by], codes, positions=True)
+        if k > 1:
+            first = by[0]
+            values, counts = value_counts(
+                spill_batches(left, [first], [c for c in codes if c == first], rows), first)
+            part = partitions_of(counts, k)
+
+            def part_of(batch) -> np.ndarray:
+                rank = ranks(batch.column(first), values)  # -1: a null, which never matches
+                return np.where(rank >= 0, part[rank] if len(part) else 0, 0).astype(np.uint16)
+
+            paths, _ = spill.partition("left", batches, schema, k, part_of)
+            self.spilled = spill.bytes
+            progress.log(f"LEFT's keys spilled in {k} ranges of {first!r} "
+                         f"({memory.readable(spill.bytes)}), each sorted by "
+                         f"{(*by, on)!r} in turn")
+            tables = (_read_and_remove(path) for path in paths)
+        else:
+            tables = [pa.Table.from_batches(list(batches), schema)]
+        self._results = []
+        for i, table in enumerate(tables):
+            result = self._join(stream, table, on, by, rows)
+            self._results.append(_write_results(spill, f"result-{i}", result) if k > 1
+                                 else Results.of_table(result))
+        stream.finish()  # RIGHT past the last LEFT row is checked too
+        self.matched, self.staleness = stream.matched, stream.staleness
+        self.spilled = spill.bytes
+        self._at = 0
+
+    def _join(self, stream: Streamed, table: pa.Table, on: str, by: list[str],
+              rows: int) -> pa.Table:
+        """A partition of LEFT's keys joined in RIGHT's order: (LEFT position, attached
+        columns) in the partition's row order."""
+        keyed, others = stream_order(table, on, by)
+        in_order = gather(table, keyed)
+        pieces = [stream(in_order.slice(at, rows)) for at in range(0, len(keyed), rows)]
+        pieces.append(pa.table({f.name: pa.nulls(len(others), f.type)
+                                for f in self._null_payload}, schema=self._null_payload))
+        taken = restore(pa.concat_tables(pieces), np.concatenate([keyed, others]))
+        return taken.add_column(0, POSITION, table.column(POSITION))
+
+    def __call__(self, batch: pa.RecordBatch) -> pa.Table:
+        return _results_for(self, batch)
+
+
+def _read_and_remove(path: str) -> pa.Table:
+    table = read_all(path)
+    os.remove(path)
+    return table
 
 
 def schema_of(source: Source, columns: list[str], as_codes: list[str],

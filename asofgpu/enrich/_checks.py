@@ -80,9 +80,8 @@ def check_options(options: Options) -> None:
         raise EnrichError(f"--right-mode must be one of {', '.join(RIGHT_MODES)}, got "
                           f"{options.right_mode!r}")
     k = options.spill_partitions
-    if k is not None and options.right_mode not in ("auto", "spill"):
-        raise EnrichError(f"--spill-partitions spills RIGHT; it cannot go with --right-mode "
-                          f"{options.right_mode}")
+    if k is not None and options.right_mode == "memory":
+        raise EnrichError("--spill-partitions spills; it cannot go with --right-mode memory")
     if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 512):
         raise EnrichError(f"--spill-partitions must be a whole number from 1 to 512, got {k!r}")
     if options.tmp_dir is not None and not os.path.isdir(options.tmp_dir):

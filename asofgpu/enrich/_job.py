@@ -19,7 +19,7 @@ import pyarrow as pa
 from .._progress import Quiet, readable_count
 from .._staleness import SAMPLE
 from . import _memory as memory
-from ._attach import InMemory, Spilled, Streamed
+from ._attach import InMemory, Regrouped, Spilled, Streamed
 from ._checks import (Options, Plan, check_options, check_output, dry_run, memory_limit_of, plan,
                       tolerance_of)
 from ._copy import LeftChunks
@@ -92,6 +92,7 @@ class Summary:
 
 _FIRST_PHASE = {"memory": "right side read and prepared",
                 "stream": "checks and the first window read",
+                "regroup": "LEFT's keys joined in RIGHT's order, RIGHT streamed",
                 "spill": "both sides spilled and joined a partition at a time"}
 
 
@@ -162,7 +163,7 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
                        if mode == "memory" else None)
         windows = (stack.enter_context(_Prefetch(spill_batches(right, the_plan.read, as_codes,
                                                                rows)))
-                   if mode == "stream" else None)
+                   if mode in ("stream", "regroup") else None)
         copies = [_copy_of(left.parts[0], the_plan, options, rows)]
         first = stack.enter_context(_Prefetch(_batches(
             left, left.parts[0], options, rows, _copied(copies[0]))))
@@ -179,11 +180,23 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
                          f"up to {rows:,} rows")
             attach = Streamed(options, the_plan, left, right, windows, as_codes, tolerance,
                               rows, every, grouped)
+        elif mode == "regroup":
+            keys_row = memory.row_bytes(left, [options.left_on, *options.left_by],
+                                        options.left_by) + 8  # + the row's position
+            k = options.spill_partitions or _left_ranges(left.rows * (keys_row + payload_row),
+                                                         budget)
+            spill = stack.enter_context(_spill_folder(options, out))
+            by = ", ".join(repr(c) for c in options.right_by)
+            progress.log(f"{why}: streaming RIGHT {options.right} ({_files(right)}"
+                         f"{right.rows:,} rows, sorted by ({by}, {options.right_on!r})) in "
+                         f"windows of up to {rows:,} rows, LEFT's keys put in that order"
+                         + (f" in {k} ranges in {spill.path}" if k > 1 else " in memory"))
+            attach = Regrouped(options, the_plan, left, right, windows, as_codes, tolerance,
+                               spill, k, rows, every, progress)
         else:
             k = options.spill_partitions or _partitions(need, budget,
                                                         left.rows * (left_row + payload_row))
-            folder = options.tmp_dir if options.tmp_dir is not None else os.path.dirname(out)
-            spill = stack.enter_context(SpillFolder(os.fspath(folder)))
+            spill = stack.enter_context(_spill_folder(options, out))
             progress.log(f"{why}: spilling both sides to {k} hash partitions in {spill.path}")
             attach = Spilled(options, the_plan, left, right, as_codes, tolerance, spill, k,
                               rows, every, need, budget, progress)
@@ -256,8 +269,8 @@ def _as_codes(options: Options, the_plan: Plan, right: Source) -> list[str]:
 def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
           limit_name: str, layouts: tuple[str, ...],
           failed: NotSorted | None) -> tuple[str, str, bool]:
-    """How RIGHT is held (memory, stream or spill), why, for the log, and whether a stream is
-    grouped (both sides sorted by their by columns, then their key) rather than a tape;
+    """How RIGHT is held (memory, stream, regroup or spill), why, for the log, and whether a
+    stream is grouped (sorted by the by columns, then the key) rather than a tape;
     ``layouts``: those still to try, after ``failed`` found one wrong."""
     mode = options.right_mode
     if mode == "auto" and options.spill_partitions is not None:
@@ -265,28 +278,38 @@ def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
     if mode in ("memory", "spill"):
         return mode, f"--right-mode {mode}", False
     layout, not_streamed = _layout(options, left, right, layouts)
-    grouped = layout == "grouped"
+    grouped = layout in ("grouped", "regroup")
     if mode == "stream":
         if not_streamed:
             raise failed or EnrichError(f"--right-mode stream: {not_streamed}")
-        return mode, "--right-mode stream", grouped
+        if options.spill_partitions is not None and layout != "regroup":
+            raise EnrichError("--spill-partitions: nothing spills when both sides stream "
+                              "(it sets LEFT's ranges when only RIGHT is sorted by its by "
+                              "columns)")
+        return ("regroup" if layout == "regroup" else mode), "--right-mode stream", grouped
     # A sorted RIGHT streams whether it fits or not: less memory, less time (10M x 10M in
     # (symbol, time) order: 2.8 s streamed, 3.3 s in memory; bench/enrich_e2e.py's files).
     if layout == "tape":
         return "stream", "both sides are sorted by their key", False
-    if grouped:
+    if layout == "grouped":
         by = ", ".join(repr(c) for c in options.right_by)
         return "stream", f"both sides are sorted by their by columns ({by}), then their key", True
     if need <= budget // 2:
         return "memory", "", False
+    if layout == "regroup":
+        by = ", ".join(repr(c) for c in options.right_by)
+        return "regroup", (f"RIGHT is sorted by its by columns ({by}), then its key, and "
+                           f"needs about {memory.readable(need)} prepared, more than half of "
+                           f"what --memory-limit {limit_name} leaves"), True
     return "spill", (f"RIGHT needs about {memory.readable(need)} prepared, more than half of "
                      f"what --memory-limit {limit_name} leaves"), False
 
 
 def _layout(options: Options, left: Source, right: Source,
             layouts: tuple[str, ...] = LAYOUTS) -> tuple[str, str]:
-    """The first of ``layouts`` ("tape", "grouped") both sides' statistics allow, and "", or
-    "" and why RIGHT cannot be streamed."""
+    """The first of ``layouts`` ("tape", "grouped") both sides' statistics allow, or
+    "regroup" when only RIGHT's allow "grouped", and "", or "" and why RIGHT cannot be
+    streamed."""
     left_type = left.schema.field(options.left_on).type
     right_type = right.schema.field(options.right_on).type
     if not streamable_key(left_type, right_type):
@@ -301,6 +324,8 @@ def _layout(options: Options, left: Source, right: Source,
     grouped = [bool(by) and is_grouped(source, by, on) for source, on, by in sides]
     if "grouped" in layouts and all(grouped):
         return "grouped", ""
+    if "grouped" in layouts and grouped[0]:  # LEFT's keys are put in RIGHT's order
+        return "regroup", ""
     if layouts != LAYOUTS:  # one was tried
         return "", "a side was not sorted after all"
     for (source, on, by), as_tape, as_grouped in zip(sides, tape, grouped):
@@ -310,6 +335,17 @@ def _layout(options: Options, left: Source, right: Source,
                         f"its row-group statistics and first row group show")
     return "", ("one side is sorted by its key and the other by its by columns and then its "
                 "key; both must be sorted the same way")
+
+
+def _spill_folder(options: Options, out: str) -> SpillFolder:
+    folder = options.tmp_dir if options.tmp_dir is not None else os.path.dirname(out)
+    return SpillFolder(os.fspath(folder))
+
+
+def _left_ranges(left_bytes: float, budget: int) -> int:
+    """How many ranges LEFT's keys are regrouped in: one, held in memory, while its keys and
+    attached columns take at most a quarter of the budget; else enough that each does."""
+    return min(max(1, math.ceil(4 * left_bytes / budget)), MAX_PARTITIONS)
 
 
 def _partitions(right_need: int, budget: int, left_bytes: float) -> int:

@@ -204,10 +204,19 @@ def range_of(on: str, cuts: np.ndarray, null_range: int):
 class Results:
     """A partition's results (position, payload) in increasing position, read in order."""
 
-    def __init__(self, path: str):
-        self._reader = pa.ipc.open_stream(pa.OSFile(path))  # closed with the reader
+    def __init__(self, reader):
+        self._reader = reader  # read_next_batch(): the next batch, StopIteration at the end
         self._rest: pa.Table | None = None
         self._positions = np.zeros(0, np.int64)
+
+    @classmethod
+    def of_file(cls, path: str) -> Results:
+        return cls(pa.ipc.open_stream(pa.OSFile(path)))  # the file closes with the reader
+
+    @classmethod
+    def of_table(cls, table: pa.Table) -> Results:
+        """Results held in memory (a partition that is all of LEFT)."""
+        return cls(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
 
     def until(self, end: int) -> list[pa.Table]:
         """The next rows whose position is below ``end``."""
@@ -235,9 +244,13 @@ def in_left_order(pieces: list[pa.Table], start: int, rows: int) -> pa.Table:
     if table is None or table.num_rows != rows:
         msg = f"spilled results hold {0 if table is None else table.num_rows} rows of {rows}"
         raise AssertionError(msg)
+    at = arrow_numpy.values(table.column(POSITION)) - start
+    table = table.drop_columns([POSITION])
+    if rows and at[0] == 0 and bool((at[1:] - at[:-1] == 1).all()):
+        return table  # one partition's rows, in order already
     order = np.empty(rows, np.int64)
-    order[arrow_numpy.values(table.column(POSITION)) - start] = np.arange(rows)
-    return table.drop_columns([POSITION]).take(arrow_numpy.array(order))
+    order[at] = np.arange(rows)
+    return table.take(arrow_numpy.array(order))
 
 
 def source_batches(source: Source, columns: list[str], as_codes: list[str], rows: int,

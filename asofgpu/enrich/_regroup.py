@@ -1,0 +1,149 @@
+"""RIGHT sorted by its by columns and then its key (grouped), LEFT in another order (a tape of
+trades beside quote files sorted by symbol, as vendors ship them): LEFT's keys are put in
+RIGHT's order on disk, and RIGHT, the large side, is streamed once and never written.
+
+- **Ranges of the first by column.** A first pass over LEFT's first by column counts its rows
+  per value (``value_counts``); the values, in Arrow's order, are cut into ranges of about
+  equal LEFT rows (``partitions_of``), each a spill partition of LEFT's keys and positions.
+- **A partition in stream order.** Each partition, read back whole, is sorted by (by..., on)
+  (``stream_order``: stable sorts by the key, then by each by column's rank among the
+  partition's values, last column first). Partition after partition, the ranges ascending,
+  this is LEFT in RIGHT's order: the grouped stream of ``_stream`` joins it as it joins two
+  grouped files, and its order check verifies the sort.
+- **Back in LEFT's order.** A partition's results (LEFT position, attached columns) are put
+  back in its row order (``restore``: the partition holds rows in increasing position), and
+  the LEFT pass reads every partition's results in position order as a spill's are.
+
+Rows with a null key or by value never match: they stay out of the stream and get nulls.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import _arrow_numpy as arrow_numpy
+from ._stream import _comparable, key_numbers
+
+
+def value_counts(batches, name: str) -> tuple[pa.Array, np.ndarray]:
+    """The distinct non-null values of column ``name`` through ``batches``, in Arrow's order
+    (text in its large form), and each one's row count.
+
+    >>> import pyarrow as pa
+    >>> values, counts = value_counts([pa.record_batch({"s": ["b", "a", None, "b"]})], "s")
+    >>> values.to_pylist(), counts.tolist()
+    (['a', 'b'], [1, 2])
+    """
+    values, counts = [], []
+    for batch in batches:
+        column = batch.column(name)
+        if isinstance(column, pa.ChunkedArray):
+            column = arrow_numpy.combined(column)
+        if pa.types.is_dictionary(column.type):
+            indices = column.indices
+            codes = arrow_numpy.filled(indices, 0)
+            if indices.null_count:
+                codes = codes[arrow_numpy.valid(indices)]
+            values.append(_comparable(column.dictionary))
+            counts.append(np.bincount(codes, minlength=len(column.dictionary)))
+        else:
+            found = pc.value_counts(column)
+            values.append(_comparable(found.field(0)))
+            counts.append(arrow_numpy.values(found.field(1)))
+    if not values:
+        return pa.array([], pa.null()), np.zeros(0, np.int64)
+    table = pa.table({"value": pa.concat_arrays(values),
+                      "rows": pa.array(np.concatenate(counts).astype(np.int64))})
+    table = table.filter(pc.is_valid(table.column("value")))
+    table = table.group_by("value").aggregate([("rows", "sum")])
+    order = pc.sort_indices(table.column("value"))
+    return (arrow_numpy.combined(table.column("value").take(order)),
+            arrow_numpy.values(arrow_numpy.combined(table.column("rows_sum").take(order))))
+
+
+def partitions_of(counts: np.ndarray, parts: int) -> np.ndarray:
+    """Each value's partition (values in order, ``counts`` rows each): ranges of values with
+    about equal rows, ascending, never splitting a value.
+
+    >>> partitions_of(np.array([5, 1, 1, 1, 1, 1]), 2).tolist()
+    [0, 1, 1, 1, 1, 1]
+    """
+    total = int(counts.sum())
+    before = np.cumsum(counts) - counts
+    return np.minimum(before * parts // max(total, 1), parts - 1).astype(np.uint16)
+
+
+def ranks(column, values: pa.Array) -> np.ndarray:
+    """Each row's index among ``values`` (distinct, in order, in ``_comparable`` form), -1 for
+    a null or a value not among them.
+
+    >>> import pyarrow as pa
+    >>> ranks(pa.array(["b", None, "a", "c"]), pa.array(["a", "b"], pa.large_string())).tolist()
+    [1, -1, 0, -1]
+    """
+    if isinstance(column, pa.ChunkedArray):  # chunk by chunk: each its own dictionary
+        return np.concatenate([np.zeros(0, np.int64),
+                               *(ranks(chunk, values) for chunk in column.chunks)])
+    if pa.types.is_dictionary(column.type):
+        per_code = _index_in(column.dictionary, values)
+        indices = column.indices
+        found = per_code[arrow_numpy.filled(indices, 0)] if len(per_code) else np.full(
+            len(column), -1, np.int64)
+        if indices.null_count:
+            found[~arrow_numpy.valid(indices)] = -1
+        return found
+    return _index_in(column, values)
+
+
+def distinct(column) -> pa.Array:
+    """A column's distinct non-null values in Arrow's order (``_comparable`` form); of a
+    dictionary column, its dictionaries' values."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    if pa.types.is_dictionary(column.type):
+        chunks = [chunk.dictionary for chunk in chunks]
+    found = [_comparable(chunk).unique() for chunk in chunks]
+    if not found:
+        return _comparable(pa.array([], column.type.value_type
+                                    if pa.types.is_dictionary(column.type) else column.type))
+    found = pc.unique(pa.concat_arrays(found)).drop_null()
+    return found.take(pc.sort_indices(found))
+
+
+def _index_in(column: pa.Array, values: pa.Array) -> np.ndarray:
+    found = pc.index_in(_comparable(column), value_set=values)
+    return arrow_numpy.filled(found, -1).astype(np.int64, copy=False)
+
+
+def stream_order(table: pa.Table, on: str, by: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``table``'s keyed rows (a key and every by value) in (by..., on) order, by values in
+    Arrow's order, ties in row order; and its other rows.
+
+    >>> import pyarrow as pa
+    >>> t = pa.table({"t": [3, 1, 2, None], "s": ["b", "b", "a", "a"]})
+    >>> keyed, others = stream_order(t, "t", ["s"])
+    >>> keyed.tolist(), others.tolist()
+    ([2, 1, 0], [3])
+    """
+    keys, keyed = key_numbers(table.column(on))
+    keyed = np.ones(table.num_rows, bool) if keyed is None else keyed.copy()
+    order = np.arange(table.num_rows)
+    if len(keys) > 1 and bool((keys[1:] < keys[:-1]).any()):
+        order = np.argsort(keys, kind="stable")
+    for name in reversed(by):  # least significant first: each sort keeps the ones before
+        column = table.column(name)
+        values = distinct(column)
+        rank = ranks(column, values)
+        keyed &= rank >= 0
+        rank = rank.astype(np.int16 if len(values) < (1 << 15) else np.int64)
+        order = order[np.argsort(rank[order], kind="stable")]  # int16: a radix sort
+    return order[keyed[order]], np.flatnonzero(~keyed)
+
+
+def restore(taken: pa.Table, rows: np.ndarray) -> pa.Table:
+    """``taken``, whose row ``i`` belongs to the partition's row ``rows[i]`` (a permutation),
+    in the partition's row order."""
+    inverse = np.empty(len(rows), np.int64)
+    inverse[rows] = np.arange(len(rows))
+    return taken.take(arrow_numpy.array(inverse))

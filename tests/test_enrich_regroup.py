@@ -1,0 +1,240 @@
+"""``asofgpu enrich`` with RIGHT sorted by its by columns and then its key, and LEFT in
+another order (a tape of trades beside quote files sorted by symbol): RIGHT is streamed,
+LEFT's keys are put in its order (``_regroup``), in memory or spilled in ranges. Every output
+must equal ``join_asof`` on the whole data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import asofgpu as ag
+from asofgpu import marketdata
+from asofgpu.enrich._regroup import (distinct, partitions_of, ranks, restore, stream_order,
+                                     value_counts)
+from enrich_cli import hidden, run
+
+pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
+
+
+def _grouped(table: pa.Table, by: list[str]) -> pa.Table:
+    return table.sort_by([(c, "ascending") for c in (*by, "time")])
+
+
+@pytest.fixture(params=["tape", "shuffled"])
+def day(request, tmp_path):
+    """Quotes sorted by (symbol, time), with runs of equal times and symbols whose rows span
+    row groups; trades as a tape, or in no order."""
+    quotes, trades = marketdata.day(n_quotes=3_000, n_trades=2_000, n_symbols=25, seed=11)
+    coarse = pa.compute.cast(pa.compute.divide(quotes["time"].cast(pa.int64()), 10**10),
+                             pa.int64())
+    quotes = quotes.set_column(0, "time", pa.compute.multiply(coarse, 10**10).cast(
+        quotes.schema.field("time").type))
+    if request.param == "shuffled":
+        trades = trades.take(np.random.default_rng(4).permutation(trades.num_rows))
+    pq.write_table(trades, tmp_path / "trades.parquet", row_group_size=300)
+    pq.write_table(_grouped(quotes, ["symbol"]), tmp_path / "quotes.parquet",
+                   row_group_size=256)
+    return tmp_path / "trades.parquet", tmp_path / "quotes.parquet"
+
+
+@pytest.mark.parametrize(("chunk_rows", "ranges"), [(7, 1), (170, 3), (5_000, 1), (5_000, 40)])
+@pytest.mark.parametrize(("flags", "options"), [
+    ([], {}),
+    (["--no-exact-matches", "--tolerance", "20s"],
+     {"allow_exact_matches": False, "tolerance": np.timedelta64(20, "s")}),
+    (["--strategy", "forward"], {"strategy": "forward"}),
+    (["--strategy", "nearest", "--tolerance", "20s"],
+     {"strategy": "nearest", "tolerance": np.timedelta64(20, "s")}),
+])
+def test_regrouped_equals_join_asof(day, tmp_path, capsys, chunk_rows, ranges, flags, options):
+    trades, quotes = day
+    out = tmp_path / "out.parquet"
+    spill = ["--spill-partitions", ranges] if ranges > 1 else []
+    code, _, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol",
+                          "--device", "cpu", "--right-mode", "stream", "--chunk-rows",
+                          chunk_rows, *spill, *flags, capsys=capsys)
+    assert code == 0, stderr
+    assert ("3,000 rows, sorted by ('symbol', 'time')) in windows of up to "
+            f"{chunk_rows:,} rows, LEFT's keys put in that order") in stderr
+    assert (f"LEFT's keys spilled in {ranges} ranges of 'symbol'" in stderr) == (ranges > 1)
+    expected = ag.join_asof(pq.read_table(trades), pq.read_table(quotes), on="time",
+                            by="symbol", device="cpu", **options)
+    assert pq.read_table(out).equals(expected)
+    assert hidden(tmp_path) == []
+
+
+def every_way_regrouped(left: pa.Table, right: pa.Table, tmp_path, capsys, flags,
+                        **by) -> None:
+    """l.parquet and r.parquet (``left`` and ``right`` written) joined on ``t`` with RIGHT
+    streamed and LEFT regrouped, in memory and in ranges, with every strategy and a few
+    chunk sizes, each checked against join_asof with ``by``."""
+    for chunk_rows, ranges in ((1, 1), (2, 3), (100, 1), (100, 5)):
+        for strategy in ("backward", "forward", "nearest"):
+            out = tmp_path / f"o{chunk_rows}{ranges}{strategy}.parquet"
+            spill = ["--spill-partitions", ranges] if ranges > 1 else []
+            code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet",
+                                  "-o", out, "--on", "t", *flags, "--device", "cpu",
+                                  "--right-mode", "stream", "--chunk-rows", chunk_rows,
+                                  "--strategy", strategy, *spill, capsys=capsys)
+            assert code == 0, stderr
+            assert "LEFT's keys put in that order" in stderr
+            expected = ag.join_asof(left, right, on="t", strategy=strategy, device="cpu",
+                                    **by)
+            assert pq.read_table(out).equals(expected), (chunk_rows, ranges, strategy)
+
+
+def test_two_by_columns_with_null_keys_and_groups_on_both_sides(tmp_path, capsys):
+    """Two by columns (text and integers) named differently on each side, null times in
+    groups (RIGHT: where the writer sorted them, last), null by values in LEFT, groups only
+    one side has, and LEFT rows of equal keys far apart."""
+    right = pa.table({
+        "v": pa.array(["a", "a", "a", "a", "b", "b", "b", "c", "c", "e", "e"]),
+        "n": pa.array([1, 1, 2, 2, 1, 1, 1, 5, 5, 0, 0], pa.int32()),
+        "t": pa.array([1, 4, 2, None, 0, 3, 3, 1, 9, 2, 2]),
+        "x": np.arange(11, dtype=np.float64),
+    })
+    left = pa.table({
+        "venue": pa.array(["e", "a", None, "b", "a", "b", "c", "d", "e", "a"]),
+        "num": pa.array([0, 1, 1, 1, 2, 1, 5, 1, 0, None], pa.int32()),
+        "t": pa.array([7, 4, 3, None, 9, 3, 8, 5, 2, 1]),
+    })
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=2)
+    every_way_regrouped(left, right, tmp_path, capsys,
+                        ["--left-by", "venue,num", "--right-by", "v,n"],
+                        by_left=["venue", "num"], by_right=["v", "n"])
+
+
+def test_text_by_values_in_byte_order_and_a_left_folder(tmp_path, capsys):
+    """RIGHT in byte order ("B" < "a" < "é"), as parquet's statistics and Arrow order text;
+    LEFT a folder whose files' dictionaries differ."""
+    right = pa.table({"g": ["B", "B", "a", "a", "é"], "t": [1, 5, 2, 6, 3],
+                      "x": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    left = pa.table({"g": ["é", "a", "B", "a", "B", "é"], "t": [4, 7, 6, 1, 2, 3]})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=2)
+    (tmp_path / "l").mkdir()
+    pq.write_table(left.slice(0, 3), tmp_path / "l" / "a.parquet")
+    pq.write_table(left.slice(3), tmp_path / "l" / "b.parquet")
+    for ranges in ([], ["--spill-partitions", "3"]):
+        out = tmp_path / "out"
+        code, _, stderr = run("enrich", tmp_path / "l", tmp_path / "r.parquet", "-o", out,
+                              "--on", "t", "--by", "g", "--device", "cpu", "--right-mode",
+                              "stream", *ranges, "-q", capsys=capsys)
+        assert code == 0, stderr
+        got = pa.concat_tables([pq.read_table(out / "a.parquet"),
+                                pq.read_table(out / "b.parquet")])
+        assert got.equals(ag.join_asof(left, right, on="t", by="g", device="cpu"))
+        assert got["x"].to_pylist() == [5.0, 4.0, 2.0, None, 1.0, 5.0]
+
+
+def test_auto_regroups_a_grouped_right_too_large_for_memory(tmp_path, capsys):
+    """auto: RIGHT sorted by (symbol, time) and too large to hold is streamed, and LEFT's keys
+    regrouped, where it used to be spilled whole; when it fits it is held in memory."""
+    quotes, trades = marketdata.day(n_quotes=300_000, n_trades=20_000, n_symbols=50, seed=2)
+    pq.write_table(_grouped(quotes, ["symbol"]), tmp_path / "q.parquet")
+    pq.write_table(trades, tmp_path / "t.parquet")
+    expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
+    for limit, logged in ((None, "reading RIGHT"),
+                          ("450MiB", "RIGHT is sorted by its by columns ('symbol'), then its "
+                                     "key, and needs about")):
+        out = tmp_path / "o.parquet"
+        code, _, stderr = run("enrich", tmp_path / "t.parquet", tmp_path / "q.parquet",
+                              "-o", out, "--on", "time", "--by", "symbol", "--device", "cpu",
+                              *(["--memory-limit", limit] if limit else []), capsys=capsys)
+        assert code == 0, stderr
+        assert logged in stderr
+        assert pq.read_table(out).equals(expected)
+        assert hidden(tmp_path) == []
+
+
+def test_a_grouped_right_out_of_order_is_found_while_regrouping(tmp_path, capsys):
+    """RIGHT's statistics pass for grouped but a row group is not: --right-mode stream stops
+    (nothing written); auto, which holds so small a RIGHT in memory, gets it right."""
+    right = pa.table({"g": ["a", "a", "a", "b", "b", "b"], "t": [1, 3, 5, 0, 9, 7],
+                      "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)  # the first is in order
+    left = pa.table({"g": ["b", "a"], "t": [8, 2]})  # neither a tape nor grouped
+    pq.write_table(left, tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    argv = ["enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--on", "t",
+            "--by", "g", "--device", "cpu"]
+    code, stdout, stderr = run(*argv, "--right-mode", "stream", "-q", capsys=capsys)
+    assert code == 2 and stdout == ""
+    assert stderr == (f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
+                      f"('g', 't') at row 5, though its row-group statistics say so; write it "
+                      f"sorted, or pass --right-mode spill\n")
+    assert not out.exists() and hidden(tmp_path) == []
+    code, _, stderr = run(*argv, capsys=capsys)
+    assert code == 0, stderr
+    assert "reading RIGHT" in stderr
+    assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", by="g", device="cpu"))
+
+
+def test_spill_partitions_with_a_stream_that_spills_nothing_exits_2(tmp_path, capsys):
+    pq.write_table(pa.table({"g": ["a", "b"], "t": [1, 2], "x": [1.0, 2.0]}),
+                   tmp_path / "r.parquet")
+    pq.write_table(pa.table({"g": ["a"], "t": [3]}), tmp_path / "l.parquet")
+    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
+                          tmp_path / "o.parquet", "--on", "t", "--by", "g", "--device", "cpu",
+                          "--right-mode", "stream", "--spill-partitions", "2", capsys=capsys)
+    assert code == 2
+    assert stderr == ("asofgpu enrich: error: --spill-partitions: nothing spills when both "
+                      "sides stream (it sets LEFT's ranges when only RIGHT is sorted by its by "
+                      "columns)\n")
+
+
+# The pieces, against plain Python.
+
+def test_value_counts_over_chunks_with_their_own_dictionaries_and_nulls():
+    batches = [pa.record_batch({"s": pa.array(["b", None, "a", "b"]).dictionary_encode()}),
+               pa.record_batch({"s": pa.array(["c", "b", None]).dictionary_encode()}),
+               pa.record_batch({"s": pa.array([], pa.string()).dictionary_encode()})]
+    values, counts = value_counts(batches, "s")
+    assert values.type == pa.large_string()
+    assert values.to_pylist() == ["a", "b", "c"] and counts.tolist() == [1, 3, 1]
+    values, counts = value_counts([pa.record_batch({"n": pa.array([3, -1, 3, None])})], "n")
+    assert values.to_pylist() == [-1, 3] and counts.tolist() == [1, 2]
+    values, counts = value_counts([], "n")
+    assert len(values) == 0 and len(counts) == 0
+
+
+@pytest.mark.parametrize("parts", [1, 2, 3, 7])
+def test_partitions_are_ascending_ranges_of_about_equal_rows(parts):
+    counts = np.random.default_rng(parts).integers(0, 50, 200)
+    part = partitions_of(counts, parts)
+    assert (np.diff(part.astype(int)) >= 0).all() and part.max() < parts
+    rows = np.bincount(part, weights=counts, minlength=parts)
+    assert rows.max() <= counts.sum() / parts + counts.max()
+
+
+def test_ranks_of_plain_dictionary_and_chunked_columns():
+    values = pa.array(["B", "a", "é"], pa.large_string())
+    plain = pa.array(["a", None, "é", "zz", "B"])
+    assert ranks(plain, values).tolist() == [1, -1, 2, -1, 0]
+    chunked = pa.chunked_array([plain.dictionary_encode(),
+                                pa.array(["é", "B"]).dictionary_encode()])
+    assert ranks(chunked, values).tolist() == [1, -1, 2, -1, 0, 2, 0]
+    assert distinct(chunked).to_pylist() == ["B", "a", "zz", "é"]
+
+
+def test_stream_order_is_by_values_then_key_then_row():
+    table = pa.table({
+        "s": pa.chunked_array([pa.array(["b", "a", None]).dictionary_encode(),
+                               pa.array(["a", "b", "a", "a"]).dictionary_encode()]),
+        "n": pa.array([1, 2, 1, 1, 1, 1, 2]),
+        "t": pa.array([5, 3, 1, 3, None, 2, 0]),
+    })
+    keyed, others = stream_order(table, "t", ["s", "n"])
+    rows = table.to_pylist()
+    expected = sorted((i for i, r in enumerate(rows) if None not in r.values()),
+                      key=lambda i: (rows[i]["s"], rows[i]["n"], rows[i]["t"], i))
+    assert keyed.tolist() == expected == [5, 3, 6, 1, 0]
+    assert others.tolist() == [2, 4]
+
+
+def test_restore_puts_rows_back():
+    taken = pa.table({"x": [30, 10, 20]})
+    assert restore(taken, np.array([2, 0, 1])).column("x").to_pylist() == [10, 20, 30]
