@@ -503,6 +503,34 @@ def test_a_write_error_exits_1_and_keeps_the_old_output(day, tmp_path):
     assert out.read_text() == "the previous result" and leftovers(tmp_path) == []
 
 
+@pytest.mark.slow  # asofgpu enrich as a process (the file-size limit is the process's)
+@pytest.mark.parametrize("limit", [3_000, 12_000])  # the first file fails; a later one does
+def test_a_write_error_in_a_folder_exits_1_and_leaves_nothing(day, tmp_path, limit):
+    """A file's writer closes while the next file is joined: its failure still stops the run
+    (exit 1), and the half-written folder goes."""
+    import resource
+
+    trades, quotes = day
+    (tmp_path / "left").mkdir()
+    table = pq.read_table(trades)
+    for i in range(3):  # the later files are larger
+        write(table.slice(0, 100 * (i + 1)), tmp_path / "left" / f"part-{i}.parquet")
+    out = tmp_path / "out"
+
+    def limit_file_size():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "asofgpu", "enrich", tmp_path / "left", quotes, "-o", out,
+         "--on", "time", "--device", "cpu", "--chunk-rows", "50", "-q"],
+        capture_output=True, text=True, cwd=ROOT, preexec_fn=limit_file_size, timeout=300)
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines()[-1] == (f"asofgpu enrich: error: cannot write OUT {out}: "
+                                            f"[Errno 27] File too large; nothing was written")
+    assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] \
+        == []
+
+
 # ----------------------------------------------------------------------------- the command
 
 

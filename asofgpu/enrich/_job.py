@@ -153,7 +153,8 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
                     f"files with smaller row groups")
         left_row = memory.row_bytes(left, left.data_schema.names)
         payload_row = memory.row_bytes(right, the_plan.payload)
-        rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row)
+        rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row,
+                                 writers=1 if left.single else 2)
         need = memory.right_bytes(right, the_plan.read, as_codes)
         mode, why, grouped = _mode(options, left, right, need, budget, limit_name, layouts,
                                    failed)
@@ -170,6 +171,10 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
         backend = checked.result()
         stack.enter_context(_kernel_threads())
         target = stack.enter_context((AtomicFile if left.single else AtomicFolder)(out))
+        # A file's last chunks are encoded while the next file is read and joined: its
+        # writer closes on a thread of its own (one at a time), left before OUT is.
+        closing = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-close"))
+        closed = None
         if mode == "memory":
             progress.log(f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows)")
             attach = InMemory(options, the_plan, right_table.result(), tolerance, every)
@@ -219,9 +224,15 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
                 batches = first if i == 0 else _Prefetch(_batches(left, part, options, rows,
                                                                   copied))
                 with batches:
-                    _enrich_part(left, batches, target.path_for(part.relative), attach,
-                                 the_plan, options, counts, progress, out, copied)
+                    writer = _enrich_part(left, batches, target.path_for(part.relative),
+                                          attach, the_plan, options, counts, progress, out,
+                                          copied)
+                if closed is not None:
+                    closed.result()  # raises what closing the file before raised
+                closed = closing.submit(_close, writer, out)
             attach.finish()  # a stream checks the RIGHT rows past LEFT's last row too
+            if closed is not None:
+                closed.result()
         finally:
             progress.stop()
         target.commit()
@@ -356,8 +367,10 @@ def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
 
 
 def _enrich_part(left: Source, batches, path: str, attach, the_plan: Plan, options: Options,
-                 counts: _Counts, progress, out: str, copied: LeftChunks | None) -> None:
-    """One LEFT file's ``batches``, RIGHT attached, into ``path``."""
+                 counts: _Counts, progress, out: str,
+                 copied: LeftChunks | None) -> ParquetStitcher:
+    """One LEFT file's ``batches``, RIGHT attached, written into ``path``; its writer, for
+    ``_close``."""
     writer = _writer(path, the_plan.schema, options, out, copied)
     try:
         for batch, group in batches:
@@ -372,6 +385,15 @@ def _enrich_part(left: Source, batches, path: str, attach, the_plan: Plan, optio
             counts.chunks += 1
             counts.largest = max(counts.largest, batch.num_rows)
             progress.update(counts.rows)  # joined; the last chunks are written by close()
+    except BaseException:
+        writer.abort()
+        raise
+    return writer
+
+
+def _close(writer: ParquetStitcher, out: str) -> None:
+    """What ``writer`` still encodes written, then its footer."""
+    try:
         with _writing(out):
             writer.close()
     except BaseException:

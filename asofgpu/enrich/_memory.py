@@ -21,7 +21,9 @@ from ._errors import EnrichError
 from ._sources import Source, is_text, leaf_columns
 
 BASE_BYTES = 400 << 20  # the process before any data: measured 250-330 MiB, with room
-IN_FLIGHT_CHUNKS = 6  # LEFT chunks alive at once: read, joined, gathered, being encoded (x2)
+# LEFT chunks alive at once besides those the writer encodes (``in_flight``): two read ahead,
+# one being joined.
+READ_AND_JOINED_CHUNKS = 3
 # A prepared RIGHT row holds its read columns about 2.5 times (the columns as read, their
 # sorted copies and the combined payload) plus the sort's row numbers and group codes:
 # 10M bench quotes (44 B a row as read) peaked at 1.0 GiB of the process's 1.5 GiB.
@@ -97,10 +99,24 @@ def right_bytes(source: Source, columns: list[str], as_codes: list[str]) -> int:
     return math.ceil(source.rows * per_row)
 
 
-def chunk_rows(limit: int, requested: int, left_row: float, payload_row: float) -> int:
-    """LEFT rows a chunk: as requested, or fewer so that the chunks in flight take at most
-    a quarter of what the limit leaves after the process itself."""
-    per_row = IN_FLIGHT_CHUNKS * (left_row + payload_row)
+def in_flight(writers: int, threads: int | None = None) -> int:
+    """LEFT chunks alive at once: read ahead and being joined, and for each of ``writers``
+    output files written at once the ``threads + 1`` it may be encoding (``ParquetStitcher``;
+    ``threads``: one a core).
+
+    >>> in_flight(1, threads=2), in_flight(2, threads=2), in_flight(1, threads=16)
+    (6, 9, 20)
+    """
+    threads = max(1, threads or os.cpu_count() or 1)
+    return READ_AND_JOINED_CHUNKS + writers * (threads + 1)
+
+
+def chunk_rows(limit: int, requested: int, left_row: float, payload_row: float,
+               writers: int = 1) -> int:
+    """LEFT rows a chunk: as requested, or fewer so that the chunks in flight (``in_flight``
+    of ``writers`` files written at once) take at most a quarter of what the limit leaves
+    after the process itself."""
+    per_row = in_flight(writers) * (left_row + payload_row)
     return max(1, min(requested, int((limit - BASE_BYTES) / 4 / max(1.0, per_row))))
 
 
