@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _arrow_numpy as arrow_numpy
+from ..gather import gather
 from ._stream import _comparable, key_numbers
 
 
@@ -146,4 +147,6 @@ def restore(taken: pa.Table, rows: np.ndarray) -> pa.Table:
     in the partition's row order."""
     inverse = np.empty(len(rows), np.int64)
     inverse[rows] = np.arange(len(rows))
-    return taken.take(arrow_numpy.array(inverse))
+    # One chunk first: the pieces are many (a window's or a chunk's each), and a gather
+    # that looks each row's piece up costs more than the copy.
+    return gather(taken.combine_chunks(), inverse)

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _arrow_numpy as arrow_numpy
+from ..gather import gather
 from ._errors import OutputError, one_line
 from ._sources import Source, is_text
 from ._stream import key_numbers
@@ -250,7 +251,7 @@ def in_left_order(pieces: list[pa.Table], start: int, rows: int) -> pa.Table:
         return table  # one partition's rows, in order already
     order = np.empty(rows, np.int64)
     order[at] = np.arange(rows)
-    return table.take(arrow_numpy.array(order))
+    return gather(table, order)
 
 
 def source_batches(source: Source, columns: list[str], as_codes: list[str], rows: int,
