@@ -1,7 +1,8 @@
-"""``asofgpu enrich`` with RIGHT sorted by its by columns and then its key, and LEFT in
-another order (a tape of trades beside quote files sorted by symbol): RIGHT is streamed,
-LEFT's keys are put in its order (``_regroup``), in memory or spilled in ranges. Every output
-must equal ``join_asof`` on the whole data."""
+"""``asofgpu enrich`` with RIGHT sorted (by its key, or by its by columns and then its key)
+and LEFT in another order (a tape of trades beside quote files sorted by symbol, trade files
+per symbol beside a quote tape, or no order at all): RIGHT is streamed, LEFT's keys are put in
+its order (``_regroup``), in memory or spilled in ranges. Every output must equal
+``join_asof`` on the whole data."""
 
 from __future__ import annotations
 
@@ -16,31 +17,35 @@ from asofgpu.enrich._regroup import (distinct, partitions_of, ranks, restore, st
                                      value_counts)
 from enrich_cli import hidden, run
 
-pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
-
-
 def _grouped(table: pa.Table, by: list[str]) -> pa.Table:
     return table.sort_by([(c, "ascending") for c in (*by, "time")])
 
 
-@pytest.fixture(params=["tape", "shuffled"])
+@pytest.fixture(params=[("grouped", "tape"), ("grouped", "shuffled"), ("tape", "grouped"),
+                        ("tape", "shuffled")], ids="-".join)
 def day(request, tmp_path):
-    """Quotes sorted by (symbol, time), with runs of equal times and symbols whose rows span
-    row groups; trades as a tape, or in no order."""
+    """Quotes sorted by (symbol, time) or by time, with runs of equal times and symbols whose
+    rows span row groups; trades sorted the other way, or in no order."""
     quotes, trades = marketdata.day(n_quotes=3_000, n_trades=2_000, n_symbols=25, seed=11)
     coarse = pa.compute.cast(pa.compute.divide(quotes["time"].cast(pa.int64()), 10**10),
                              pa.int64())
     quotes = quotes.set_column(0, "time", pa.compute.multiply(coarse, 10**10).cast(
         quotes.schema.field("time").type))
-    if request.param == "shuffled":
+    right, left = request.param
+    if left == "shuffled":
         trades = trades.take(np.random.default_rng(4).permutation(trades.num_rows))
+    elif left == "grouped":
+        trades = _grouped(trades, ["symbol"])
+    if right == "grouped":
+        quotes = _grouped(quotes, ["symbol"])
     pq.write_table(trades, tmp_path / "trades.parquet", row_group_size=300)
-    pq.write_table(_grouped(quotes, ["symbol"]), tmp_path / "quotes.parquet",
-                   row_group_size=256)
-    return tmp_path / "trades.parquet", tmp_path / "quotes.parquet"
+    pq.write_table(quotes, tmp_path / "quotes.parquet", row_group_size=256)
+    order = "('symbol', 'time')" if right == "grouped" else "'time'"
+    return tmp_path / "trades.parquet", tmp_path / "quotes.parquet", order
 
 
-@pytest.mark.parametrize(("chunk_rows", "ranges"), [(7, 1), (170, 3), (5_000, 1), (5_000, 40)])
+@pytest.mark.usefixtures("left_columns")  # copied and encoded, both
+@pytest.mark.parametrize(("chunk_rows", "ranges"), [(7, 1), (170, 3), (5_000, 40)])
 @pytest.mark.parametrize(("flags", "options"), [
     ([], {}),
     (["--no-exact-matches", "--tolerance", "20s"],
@@ -50,16 +55,17 @@ def day(request, tmp_path):
      {"strategy": "nearest", "tolerance": np.timedelta64(20, "s")}),
 ])
 def test_regrouped_equals_join_asof(day, tmp_path, capsys, chunk_rows, ranges, flags, options):
-    trades, quotes = day
+    trades, quotes, order = day
     out = tmp_path / "out.parquet"
     spill = ["--spill-partitions", ranges] if ranges > 1 else []
     code, _, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol",
                           "--device", "cpu", "--right-mode", "stream", "--chunk-rows",
                           chunk_rows, *spill, *flags, capsys=capsys)
     assert code == 0, stderr
-    assert ("3,000 rows, sorted by ('symbol', 'time')) in windows of up to "
-            f"{chunk_rows:,} rows, LEFT's keys put in that order") in stderr
-    assert (f"LEFT's keys spilled in {ranges} ranges of 'symbol'" in stderr) == (ranges > 1)
+    assert (f"3,000 rows, sorted by {order}) in windows of up to {chunk_rows:,} rows, LEFT's "
+            f"keys put in that order") in stderr
+    ranged = "'symbol'" if "symbol" in order else "'time'"
+    assert (f"LEFT's keys spilled in {ranges} ranges of {ranged}" in stderr) == (ranges > 1)
     expected = ag.join_asof(pq.read_table(trades), pq.read_table(quotes), on="time",
                             by="symbol", device="cpu", **options)
     assert pq.read_table(out).equals(expected)
@@ -130,16 +136,21 @@ def test_text_by_values_in_byte_order_and_a_left_folder(tmp_path, capsys):
         assert got["x"].to_pylist() == [5.0, 4.0, 2.0, None, 1.0, 5.0]
 
 
-def test_auto_regroups_a_grouped_right_too_large_for_memory(tmp_path, capsys):
-    """auto: RIGHT sorted by (symbol, time) and too large to hold is streamed, and LEFT's keys
-    regrouped, where it used to be spilled whole; when it fits it is held in memory."""
+@pytest.mark.parametrize("right", ["grouped", "tape"])
+def test_auto_regroups_a_sorted_right_too_large_for_memory(tmp_path, capsys, right):
+    """auto: RIGHT sorted (by (symbol, time), or by time beside trades sorted by symbol) and
+    too large to hold is streamed, and LEFT's keys regrouped, where it used to be spilled
+    whole; when it fits it is held in memory."""
     quotes, trades = marketdata.day(n_quotes=300_000, n_trades=20_000, n_symbols=50, seed=2)
-    pq.write_table(_grouped(quotes, ["symbol"]), tmp_path / "q.parquet")
+    if right == "grouped":
+        quotes, order = _grouped(quotes, ["symbol"]), "its by columns ('symbol'), then its key"
+    else:
+        trades, order = _grouped(trades, ["symbol"]), "its key"
+    pq.write_table(quotes, tmp_path / "q.parquet")
     pq.write_table(trades, tmp_path / "t.parquet")
     expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
     for limit, logged in ((None, "reading RIGHT"),
-                          ("450MiB", "RIGHT is sorted by its by columns ('symbol'), then its "
-                                     "key, and needs about")):
+                          ("450MiB", f"RIGHT is sorted by {order}, and needs about")):
         out = tmp_path / "o.parquet"
         code, _, stderr = run("enrich", tmp_path / "t.parquet", tmp_path / "q.parquet",
                               "-o", out, "--on", "time", "--by", "symbol", "--device", "cpu",
@@ -148,6 +159,41 @@ def test_auto_regroups_a_grouped_right_too_large_for_memory(tmp_path, capsys):
         assert logged in stderr
         assert pq.read_table(out).equals(expected)
         assert hidden(tmp_path) == []
+
+
+def test_null_keys_and_groups_beside_a_tape(tmp_path, capsys):
+    """RIGHT a tape with null times and null groups; LEFT in no order, with both too."""
+    right = pa.table({
+        "t": pa.array([1, 1, 2, None, 3, 4, 4, 5, 6, 7, 8, None, 9]),
+        "g": pa.array(["early", "a", None, "a", "a", "b", "a", "b", "a", "b", "a", "b", "b"]),
+        "v": np.arange(13, dtype=np.float64),
+    })
+    left = pa.table({
+        "t": pa.array([9, 1, None, 4, 4, 6, 8, 2, 9, 10]),
+        "g": pa.array(["a", "early", "a", "b", None, "a", "early", "a", "b", "early"]),
+    })
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=4)
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=3)
+    every_way_regrouped(left, right, tmp_path, capsys, ["--by", "g"], by="g")
+
+
+def test_a_left_that_breaks_its_tape_promise_is_regrouped(tmp_path, capsys):
+    """LEFT's statistics pass for a tape but a row group is out of order: found while
+    streaming, the run starts again with RIGHT still streamed and LEFT's keys regrouped."""
+    right = pa.table({"t": [1, 2, 3, 4, 5, 6], "x": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    left = pa.table({"t": [1, 2, 4, 3, 5, 6]})  # [1, 2] [4, 3] [5, 6]: statistics pass
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=2)
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=2)
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out,
+                          "--on", "t", "--device", "cpu", "--right-mode", "stream",
+                          "--chunk-rows", 2, capsys=capsys)
+    assert code == 0, stderr
+    assert (f"LEFT {tmp_path / 'l.parquet'} is not sorted by 't' at row 3, though its row-group "
+            f"statistics say so; write it sorted, or pass --right-mode spill: starting again"
+            ) in stderr
+    assert "LEFT's keys put in that order" in stderr
+    assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", device="cpu"))
 
 
 def test_a_grouped_right_out_of_order_is_found_while_regrouping(tmp_path, capsys):
@@ -182,8 +228,7 @@ def test_spill_partitions_with_a_stream_that_spills_nothing_exits_2(tmp_path, ca
                           "--right-mode", "stream", "--spill-partitions", "2", capsys=capsys)
     assert code == 2
     assert stderr == ("asofgpu enrich: error: --spill-partitions: nothing spills when both "
-                      "sides stream (it sets LEFT's ranges when only RIGHT is sorted by its by "
-                      "columns)\n")
+                      "sides stream (it sets LEFT's ranges when only RIGHT is sorted)\n")
 
 
 # The pieces, against plain Python.

@@ -28,7 +28,7 @@ from . import _memory as memory
 from ._checks import Options, Plan, translate
 from ._errors import EnrichError
 from ._sources import Source, is_text
-from ._regroup import partitions_of, ranks, restore, stream_order, value_counts
+from ._regroup import by_ranges, on_ranges, restore, stream_order
 from ._spill import (POSITION, Results, SpillFolder, in_left_order, key_ranges, partition_of,
                      range_of, read_all, read_batches, stream_schema)
 from ._spill import source_batches as spill_batches
@@ -264,16 +264,16 @@ class Streamed(_Attach):
 
 
 class Regrouped(_Attach):
-    """RIGHT sorted by its by columns and then its key, LEFT not: LEFT's keys put in RIGHT's
-    order (``_regroup``: spilled in ranges of the first by column when they do not fit, each
-    range sorted) and joined against RIGHT streamed as a grouped ``Streamed``; each LEFT
+    """RIGHT sorted by its key (a tape) or by its by columns and then its key (``grouped``),
+    LEFT not: LEFT's keys put in RIGHT's order (``_regroup``: spilled in ranges when they do
+    not fit, each range sorted) and joined against RIGHT streamed (``Streamed``); each LEFT
     chunk then takes its rows of the results, in order."""
 
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
                  right_batches, as_codes: list[str], tolerance, spill: SpillFolder, k: int,
-                 rows: int, every: int, progress):
+                 rows: int, every: int, progress, grouped: bool = True):
         stream = Streamed(options, the_plan, left, right, right_batches, as_codes, tolerance,
-                          rows, every, grouped=True)
+                          rows, every, grouped=grouped)
         super().__init__(options, tolerance, stream.staleness, right.rows)
         self._null_payload = stream._empty.schema
         on, by = options.left_on, list(options.left_by)
@@ -281,27 +281,23 @@ class Regrouped(_Attach):
                  or c not in left.data_schema.names]
         batches = spill_batches(left, [on, *by], codes, rows, positions=True)
         schema = schema_of(left, [on, *by], codes, positions=True)
+        order = by if grouped else []
         if k > 1:
-            first = by[0]
-            values, counts = value_counts(
-                spill_batches(left, [first], [c for c in codes if c == first], rows), first)
-            part = partitions_of(counts, k)
-
-            def part_of(batch) -> np.ndarray:
-                rank = ranks(batch.column(first), values)  # -1: a null, which never matches
-                return np.where(rank >= 0, part[rank] if len(part) else 0, 0).astype(np.uint16)
-
+            ranged = order[0] if grouped else on
+            first_pass = spill_batches(left, [ranged], [c for c in codes if c == ranged], rows)
+            part_of = (by_ranges(first_pass, ranged, k) if grouped
+                       else on_ranges(first_pass, ranged, k, left.rows))
             paths, _ = spill.partition("left", batches, schema, k, part_of)
             self.spilled = spill.bytes
-            progress.log(f"LEFT's keys spilled in {k} ranges of {first!r} "
-                         f"({memory.readable(spill.bytes)}), each sorted by "
-                         f"{(*by, on)!r} in turn")
+            named = (*order, on) if grouped else on
+            progress.log(f"LEFT's keys spilled in {k} ranges of {ranged!r} "
+                         f"({memory.readable(spill.bytes)}), each sorted by {named!r} in turn")
             tables = (_read_and_remove(path) for path in paths)
         else:
             tables = [pa.Table.from_batches(list(batches), schema)]
         self._results = []
         for i, table in enumerate(tables):
-            result = self._join(stream, table, on, by, rows)
+            result = self._join(stream, table, on, order, rows)
             self._results.append(_write_results(spill, f"result-{i}", result) if k > 1
                                  else Results.of_table(result))
         stream.finish()  # RIGHT past the last LEFT row is checked too
@@ -309,11 +305,11 @@ class Regrouped(_Attach):
         self.spilled = spill.bytes
         self._at = 0
 
-    def _join(self, stream: Streamed, table: pa.Table, on: str, by: list[str],
+    def _join(self, stream: Streamed, table: pa.Table, on: str, order: list[str],
               rows: int) -> pa.Table:
-        """A partition of LEFT's keys joined in RIGHT's order: (LEFT position, attached
-        columns) in the partition's row order."""
-        keyed, others = stream_order(table, on, by)
+        """A partition of LEFT's keys joined in RIGHT's order (by ``order``'s columns, then
+        ``on``): (LEFT position, attached columns) in the partition's row order."""
+        keyed, others = stream_order(table, on, order)
         in_order = gather(table, keyed)
         pieces = [stream(in_order.slice(at, rows)) for at in range(0, len(keyed), rows)]
         pieces.append(pa.table({f.name: pa.nulls(len(others), f.type)

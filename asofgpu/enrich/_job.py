@@ -108,18 +108,22 @@ def enrich(options: Options, progress=None) -> Summary:
     and lets KeyboardInterrupt through; in every such case no output is left behind.
 
     A side that its statistics showed sorted but is not (row groups that do not overlap,
-    unsorted inside) is found while streaming, before OUT is committed: the run starts again
-    with the other layout its statistics allowed (a few row groups of a file sorted by
-    (symbol, time) may pass for a tape), then, under ``--right-mode auto``, without
-    streaming."""
+    unsorted inside) is found while streaming, before OUT is committed: the run starts again.
+    When LEFT broke its order, RIGHT still streams and LEFT's keys are put in its order
+    (``Regrouped``); when RIGHT did, with the other layout its statistics allowed (a few row
+    groups of a file sorted by (symbol, time) may pass for a tape), then, under
+    ``--right-mode auto``, without streaming."""
     progress = progress or Quiet()
-    layouts, failed = LAYOUTS, None
+    layouts, failed, left_sorted = LAYOUTS, None, True
     while True:
         try:
-            return _run(options, progress, layouts, failed)
+            return _run(options, progress, layouts, failed, left_sorted)
         except NotSorted as exc:
-            layouts = tuple(layout for layout in layouts if layout != exc.layout
-                            and (layout == "tape" or options.right_by))  # grouped needs by
+            if exc.side == "LEFT" and left_sorted:
+                left_sorted = False
+            else:
+                layouts = tuple(layout for layout in layouts if layout != exc.layout
+                                and (layout == "tape" or options.right_by))  # needs by
             if exc is failed or (not layouts and options.right_mode != "auto"):
                 raise  # (failed: raised again by --right-mode stream, nothing else streams)
             progress.log(f"{exc}: starting again" + ("" if layouts else " without streaming"))
@@ -127,7 +131,7 @@ def enrich(options: Options, progress=None) -> Summary:
 
 
 def _run(options: Options, progress, layouts: tuple[str, ...],
-         failed: NotSorted | None = None) -> Summary:
+         failed: NotSorted | None = None, left_sorted: bool = True) -> Summary:
     start = time.perf_counter()
     tolerance = tolerance_of(options.tolerance)
     check_options(options)
@@ -157,7 +161,7 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
                                  writers=1 if left.single else 2)
         need = memory.right_bytes(right, the_plan.read, as_codes)
         mode, why, grouped = _mode(options, left, right, need, budget, limit_name, layouts,
-                                   failed)
+                                   failed, left_sorted)
         every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
         right_table = (reading.submit(right.read, the_plan.read, as_codes)
@@ -191,13 +195,13 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
             k = options.spill_partitions or _left_ranges(left.rows * (keys_row + payload_row),
                                                          budget)
             spill = stack.enter_context(_spill_folder(options, out))
-            by = ", ".join(repr(c) for c in options.right_by)
+            order = (*options.right_by, options.right_on) if grouped else options.right_on
             progress.log(f"{why}: streaming RIGHT {options.right} ({_files(right)}"
-                         f"{right.rows:,} rows, sorted by ({by}, {options.right_on!r})) in "
-                         f"windows of up to {rows:,} rows, LEFT's keys put in that order"
+                         f"{right.rows:,} rows, sorted by {order!r}) in windows of up to "
+                         f"{rows:,} rows, LEFT's keys put in that order"
                          + (f" in {k} ranges in {spill.path}" if k > 1 else " in memory"))
             attach = Regrouped(options, the_plan, left, right, windows, as_codes, tolerance,
-                               spill, k, rows, every, progress)
+                               spill, k, rows, every, progress, grouped)
         else:
             k = options.spill_partitions or _partitions(need, budget,
                                                         left.rows * (left_row + payload_row))
@@ -278,74 +282,74 @@ def _as_codes(options: Options, the_plan: Plan, right: Source) -> list[str]:
 
 
 def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
-          limit_name: str, layouts: tuple[str, ...],
-          failed: NotSorted | None) -> tuple[str, str, bool]:
+          limit_name: str, layouts: tuple[str, ...], failed: NotSorted | None,
+          left_sorted: bool = True) -> tuple[str, str, bool]:
     """How RIGHT is held (memory, stream, regroup or spill), why, for the log, and whether a
     stream is grouped (sorted by the by columns, then the key) rather than a tape;
-    ``layouts``: those still to try, after ``failed`` found one wrong."""
+    ``layouts``: RIGHT's still to try, after ``failed`` found one wrong; ``left_sorted``:
+    False once LEFT broke the order its statistics promised."""
     mode = options.right_mode
     if mode == "auto" and options.spill_partitions is not None:
         return "spill", f"--spill-partitions {options.spill_partitions}", False
     if mode in ("memory", "spill"):
         return mode, f"--right-mode {mode}", False
-    layout, not_streamed = _layout(options, left, right, layouts)
-    grouped = layout in ("grouped", "regroup")
+    layout, alike, not_streamed = _layout(options, left, right, layouts, left_sorted)
+    grouped = layout == "grouped"
     if mode == "stream":
         if not_streamed:
             raise failed or EnrichError(f"--right-mode stream: {not_streamed}")
-        if options.spill_partitions is not None and layout != "regroup":
+        if options.spill_partitions is not None and alike:
             raise EnrichError("--spill-partitions: nothing spills when both sides stream "
-                              "(it sets LEFT's ranges when only RIGHT is sorted by its by "
-                              "columns)")
-        return ("regroup" if layout == "regroup" else mode), "--right-mode stream", grouped
-    # A sorted RIGHT streams whether it fits or not: less memory, less time (10M x 10M in
-    # (symbol, time) order: 2.8 s streamed, 3.3 s in memory; bench/enrich_e2e.py's files).
-    if layout == "tape":
+                              "(it sets LEFT's ranges when only RIGHT is sorted)")
+        return ("stream" if alike else "regroup"), "--right-mode stream", grouped
+    by = ", ".join(repr(c) for c in options.right_by)
+    # Both sides sorted alike stream whether RIGHT fits or not: less memory, less time
+    # (10M x 10M in (symbol, time) order: 2.8 s streamed, 3.3 s in memory).
+    if layout == "tape" and alike:
         return "stream", "both sides are sorted by their key", False
-    if layout == "grouped":
-        by = ", ".join(repr(c) for c in options.right_by)
+    if grouped and alike:
         return "stream", f"both sides are sorted by their by columns ({by}), then their key", True
     if need <= budget // 2:
         return "memory", "", False
-    if layout == "regroup":
-        by = ", ".join(repr(c) for c in options.right_by)
-        return "regroup", (f"RIGHT is sorted by its by columns ({by}), then its key, and "
-                           f"needs about {memory.readable(need)} prepared, more than half of "
-                           f"what --memory-limit {limit_name} leaves"), True
-    return "spill", (f"RIGHT needs about {memory.readable(need)} prepared, more than half of "
-                     f"what --memory-limit {limit_name} leaves"), False
+    too_large = (f"needs about {memory.readable(need)} prepared, more than half of what "
+                 f"--memory-limit {limit_name} leaves")
+    if layout:  # RIGHT streams, LEFT's keys are put in its order: RIGHT is never written
+        order = f"its by columns ({by}), then its key" if grouped else "its key"
+        return "regroup", f"RIGHT is sorted by {order}, and {too_large}", grouped
+    return "spill", f"RIGHT {too_large}", False
 
 
 def _layout(options: Options, left: Source, right: Source,
-            layouts: tuple[str, ...] = LAYOUTS) -> tuple[str, str]:
-    """The first of ``layouts`` ("tape", "grouped") both sides' statistics allow, or
-    "regroup" when only RIGHT's allow "grouped", and "", or "" and why RIGHT cannot be
+            layouts: tuple[str, ...] = LAYOUTS,
+            left_sorted: bool = True) -> tuple[str, bool, str]:
+    """The first of ``layouts`` ("tape", "grouped") that RIGHT's statistics allow, both
+    sides' if they can, and whether LEFT's allow it too; or "", False and why RIGHT cannot be
     streamed."""
     left_type = left.schema.field(options.left_on).type
     right_type = right.schema.field(options.right_on).type
     if not streamable_key(left_type, right_type):
-        return "", (f"the keys must be of one integer or temporal type on both sides, got "
-                    f"{left_type} and {right_type}")
+        return "", False, (f"the keys must be of one integer or temporal type on both sides, "
+                           f"got {left_type} and {right_type}")
     sides = ((right, options.right_on, options.right_by), (left, options.left_on,
                                                             options.left_by))
     # Each check reads a side's first row group: each side is checked once.
     tape = [is_tape(source, on) for source, on, _ in sides]
+    tape[1] = tape[1] and left_sorted
     if "tape" in layouts and all(tape):
-        return "tape", ""
+        return "tape", True, ""
     grouped = [bool(by) and is_grouped(source, by, on) for source, on, by in sides]
+    grouped[1] = grouped[1] and left_sorted
     if "grouped" in layouts and all(grouped):
-        return "grouped", ""
-    if "grouped" in layouts and grouped[0]:  # LEFT's keys are put in RIGHT's order
-        return "regroup", ""
+        return "grouped", True, ""
+    for layout, sorted_as in (("tape", tape), ("grouped", grouped)):  # RIGHT's alone
+        if layout in layouts and sorted_as[0]:
+            return layout, False, ""
     if layouts != LAYOUTS:  # one was tried
-        return "", "a side was not sorted after all"
-    for (source, on, by), as_tape, as_grouped in zip(sides, tape, grouped):
-        if not as_tape and not as_grouped:
-            orders = repr(on) + (f" nor by {(*by, on)!r}" if by else "")
-            return "", (f"{source.side} {source.given} is not sorted by {orders}, as far as "
-                        f"its row-group statistics and first row group show")
-    return "", ("one side is sorted by its key and the other by its by columns and then its "
-                "key; both must be sorted the same way")
+        return "", False, "RIGHT was not sorted after all"
+    on, by = options.right_on, options.right_by
+    orders = repr(on) + (f" nor by {(*by, on)!r}" if by else "")
+    return "", False, (f"RIGHT {right.given} is not sorted by {orders}, as far as its "
+                       f"row-group statistics and first row group show")
 
 
 def _spill_folder(options: Options, out: str) -> SpillFolder:

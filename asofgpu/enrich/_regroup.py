@@ -1,20 +1,23 @@
-"""RIGHT sorted by its by columns and then its key (grouped), LEFT in another order (a tape of
-trades beside quote files sorted by symbol, as vendors ship them): LEFT's keys are put in
-RIGHT's order on disk, and RIGHT, the large side, is streamed once and never written.
+"""RIGHT sorted (by its key, a tape, or by its by columns and then its key, grouped), LEFT in
+another order (a tape of trades beside quote files sorted by symbol, as vendors ship them, or
+trade files per symbol beside a quote tape): LEFT's keys are put in RIGHT's order, spilled in
+ranges when they do not fit, and RIGHT, the large side, is streamed once and never written.
 
-- **Ranges of the first by column.** A first pass over LEFT's first by column counts its rows
-  per value (``value_counts``); the values, in Arrow's order, are cut into ranges of about
-  equal LEFT rows (``partitions_of``), each a spill partition of LEFT's keys and positions.
-- **A partition in stream order.** Each partition, read back whole, is sorted by (by..., on)
-  (``stream_order``: stable sorts by the key, then by each by column's rank among the
-  partition's values, last column first). Partition after partition, the ranges ascending,
-  this is LEFT in RIGHT's order: the grouped stream of ``_stream`` joins it as it joins two
-  grouped files, and its order check verifies the sort.
+- **Ranges.** For a grouped RIGHT, a first pass over LEFT's first by column counts its rows
+  per value (``value_counts``), and the values, in Arrow's order, are cut into ranges of about
+  equal LEFT rows (``by_ranges``); for a tape, LEFT's keys are cut at evenly spaced keys of a
+  sample (``on_ranges``). Each range is a spill partition of LEFT's keys and positions.
+- **A partition in stream order.** Each partition, read back whole, is sorted in the stream's
+  order (``stream_order``: a stable sort by the key, then for a grouped stream by each by
+  column's rank among the partition's values, last column first). Partition after partition,
+  the ranges ascending, this is LEFT in RIGHT's order: the stream of ``_stream`` joins it as
+  it joins two files sorted alike, and its order check verifies the sort.
 - **Back in LEFT's order.** A partition's results (LEFT position, attached columns) are put
   back in its row order (``restore``: the partition holds rows in increasing position), and
   the LEFT pass reads every partition's results in position order as a spill's are.
 
-Rows with a null key or by value never match: they stay out of the stream and get nulls.
+Rows with a null key (or, grouped, a null by value) never match: they stay out of the stream
+and get nulls.
 """
 
 from __future__ import annotations
@@ -62,6 +65,41 @@ def value_counts(batches, name: str) -> tuple[pa.Array, np.ndarray]:
     order = pc.sort_indices(table.column("value"))
     return (arrow_numpy.combined(table.column("value").take(order)),
             arrow_numpy.values(arrow_numpy.combined(table.column("rows_sum").take(order))))
+
+
+def by_ranges(batches, name: str, parts: int):
+    """``part_of`` for ``SpillFolder.partition``: each row's range of by column ``name``'s
+    values (ranges of about equal rows, ascending, from a first pass over ``batches``); a
+    null, which never matches, goes to the first."""
+    values, counts = value_counts(batches, name)
+    part = partitions_of(counts, parts)
+
+    def part_of(batch) -> np.ndarray:
+        rank = ranks(batch.column(name), values)
+        return np.where(rank >= 0, part[rank] if len(part) else 0, 0).astype(np.uint16)
+    return part_of
+
+
+def on_ranges(batches, on: str, parts: int, rows: int, sample: int = 1 << 20):
+    """``part_of`` for ``SpillFolder.partition``: each row's range of key ``on`` (cut at
+    evenly spaced keys of a sample of about ``sample`` from a first pass over ``batches``,
+    ``rows`` rows; equal keys share a range); a null key, which never matches, goes to the
+    first."""
+    picked = []
+    for batch in batches:
+        keys, valid = key_numbers(batch.column(on))
+        keys = keys if valid is None else keys[valid]
+        picked.append(keys[::max(1, rows // sample)])
+    keys = np.sort(np.concatenate([np.zeros(0, np.int64), *picked]))
+    cuts = np.unique(keys[(np.arange(1, parts) * len(keys)) // parts]) if len(keys) else keys
+
+    def part_of(batch) -> np.ndarray:
+        keys, valid = key_numbers(batch.column(on))
+        part = np.searchsorted(cuts, keys, side="right").astype(np.uint16)
+        if valid is not None:
+            part[~valid] = 0
+        return part
+    return part_of
 
 
 def partitions_of(counts: np.ndarray, parts: int) -> np.ndarray:
@@ -119,7 +157,8 @@ def _index_in(column: pa.Array, values: pa.Array) -> np.ndarray:
 
 def stream_order(table: pa.Table, on: str, by: list[str]) -> tuple[np.ndarray, np.ndarray]:
     """``table``'s keyed rows (a key and every by value) in (by..., on) order, by values in
-    Arrow's order, ties in row order; and its other rows.
+    Arrow's order, ties in row order; and its other rows. Without ``by``, a tape's order:
+    rows with a key in key order.
 
     >>> import pyarrow as pa
     >>> t = pa.table({"t": [3, 1, 2, None], "s": ["b", "b", "a", "a"]})

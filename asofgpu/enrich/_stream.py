@@ -138,9 +138,10 @@ class NotSorted(EnrichError):
     """A side that its statistics said was sorted is not: the run starts again with the other
     layout its statistics allow, or without streaming (``auto``), or stops here."""
 
-    def __init__(self, message: str, layout: str):
+    def __init__(self, message: str, layout: str, side: str = "RIGHT"):
         super().__init__(message)
         self.layout = layout  # "tape" or "grouped": the one that failed
+        self.side = side  # "LEFT" or "RIGHT": the one that broke it
 
 
 @dataclass(frozen=True)
@@ -270,7 +271,7 @@ class Order:
                 raise NotSorted(
                     f"{self.side} {self.given} is not sorted by {self.named} at row {at:,}, "
                     f"though its row-group statistics say so; write it sorted, or pass "
-                    f"--right-mode spill", "grouped" if self.by else "tape")
+                    f"--right-mode spill", "grouped" if self.by else "tape", self.side)
             self.last = keys.at(len(keys) - 1)
         self.rows += keys.n
 
