@@ -200,17 +200,17 @@ def _parser() -> _Parser:
                      help="where spill files go, in a hidden folder removed at the end "
                           "(default: OUT's folder; e.g. --tmp-dir /scratch)")
     run.add_argument("--right-mode", choices=RIGHT_MODES, default="auto",
-                     help="how RIGHT is held: streamed in windows, when both sides are sorted "
-                          "by their --on key, or by their by columns and then it (only RIGHT: "
-                          "LEFT's keys are put in its order); in memory; or spilled to hash "
-                          "partitions of the by keys on disk. auto: streamed when both sides "
-                          "are sorted alike, else in memory when it fits --memory-limit, else "
-                          "streamed if RIGHT is sorted, else spilled "
+                     help="how RIGHT is held: streamed in windows, when it is sorted by its "
+                          "--on key, or by its by columns and then that key (LEFT's keys are "
+                          "put in its order when LEFT is not sorted alike); in memory; or "
+                          "spilled to hash partitions of the by keys on disk. auto: streamed "
+                          "when both sides are sorted alike, else in memory when it fits "
+                          "--memory-limit, else streamed if RIGHT is sorted, else spilled "
                           "(default auto; e.g. --right-mode spill)")
     run.add_argument("--spill-partitions", metavar="N", type=_positive_int,
                      help="spill both sides to N hash partitions of the by keys whatever RIGHT "
                           "needs, e.g. when the estimate is off; with --right-mode stream and "
-                          "only RIGHT sorted by its by columns, LEFT's keys in N ranges "
+                          "only RIGHT sorted, LEFT's keys in N ranges "
                           "(e.g. --spill-partitions 16)")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="no progress and no summary; errors only (e.g. -q)")
