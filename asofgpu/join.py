@@ -22,6 +22,7 @@ from . import _validate
 from ._backend import get_backend
 from ._columns import (Key, common_tick, is_device, ordered_key, rescale,
                        to_arrow, tolerance_in_ticks)
+from ._device_groups import SortedGroups, device_columns, on_device
 from ._encode import Groups
 from ._types import (NEAREST_TIE_CODE, NO_MATCH, NO_MATCH_INT64, STRATEGY_CODE,
                      AmbiguousMatchError, ByColumns, Column, DeviceName, GatherMap,
@@ -94,10 +95,13 @@ class AsofJoin:
         self._host = xp is np
         key = ordered_key(right_on, "right_on", self._host)
         self.n_right = len(key.values)
-        columns = [] if isinstance(right_by, GroupCodes) else [
-            to_arrow(c, f"right_by[{i}]") for i, c in enumerate(by_columns(right_by, "right_by"))]
-        for i, col in enumerate(columns):
-            _validate.same_length(self.n_right, len(col), f"right_by[{i}]", "right_on")
+        given = [] if isinstance(right_by, GroupCodes) else by_columns(right_by, "right_by")
+        params = [f"right_by[{i}]" for i in range(len(given))]
+        # Fixed-width keys already on the device stay there (a GPU backend only).
+        device_by = None if self._host else device_columns(given)
+        columns = [] if device_by else [to_arrow(c, p) for c, p in zip(given, params)]
+        for col, param in zip(device_by[0] if device_by else columns, params):
+            _validate.same_length(self.n_right, len(col), param, "right_on")
         self._groups = None
         n_groups = 1
         include = key.valid
@@ -107,9 +111,13 @@ class AsofJoin:
             self._groups, n_groups = right_by, right_by.n_groups
             codes = self.backend.asarray(right_by.codes)
             bucket = xp.where(codes >= 0, codes, n_groups).astype(np.int32, copy=False)
+        if device_by:
+            arrays, dtypes = device_by
+            self._groups = SortedGroups(arrays, params, xp, dtypes)
+            n_groups = self._groups.n_groups
+            bucket = self._groups.right_codes  # device keys have no nulls: every row a group
         if columns:
-            self._groups = Groups(columns, [f"right_by[{i}]" for i in range(len(columns))],
-                                  null_equality == "equal")
+            self._groups = Groups(columns, params, null_equality == "equal")
             n_groups = self._groups.n_groups
             codes = self._groups.right_codes.astype(np.int32, copy=False)
             if len(codes) and codes.min() < 0:  # nulls, which match nothing: not walked
@@ -427,10 +435,16 @@ class AsofJoin:
         if not given:
             msg = "left_by is required: the right side was prepared with right_by"
             raise ValueError(msg)
-        columns = [to_arrow(c, f"left_by[{i}]") for i, c in enumerate(given)]
-        for i, col in enumerate(columns):
-            _validate.same_length(n, len(col), f"left_by[{i}]", "left_on")
-        codes = self._groups.lookup(columns, [f"left_by[{i}]" for i in range(len(columns))])
+        params = [f"left_by[{i}]" for i in range(len(given))]
+        if isinstance(self._groups, SortedGroups):
+            found = [on_device(c, p, xp) for c, p in zip(given, params)]
+            columns, dtypes = [a for a, _ in found], [d for _, d in found]
+        else:
+            columns, dtypes = [to_arrow(c, p) for c, p in zip(given, params)], None
+        for col, param in zip(columns, params):
+            _validate.same_length(n, len(col), param, "left_on")
+        codes = (self._groups.lookup(columns, params, dtypes) if dtypes is not None
+                 else self._groups.lookup(columns, params))
         codes = self.backend.asarray(codes)
         if self._renumber is not None:
             codes = self.backend.xp.where(codes >= 0, self._renumber[codes], -1)

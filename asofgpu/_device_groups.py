@@ -1,0 +1,163 @@
+"""Group keys that arrive on the device, encoded there: fixed-width ``by`` columns (cupy arrays,
+numba device arrays, numeric cuDF columns without nulls: anything with a readable
+``__cuda_array_interface__``) -> int32 group codes, without a trip to the host. Text keys go
+through the host (``_encode.Groups``), or through libcudf in ``asofgpu.plc``.
+
+Sort-based, as a GPU does it best: each column's values, made comparable as int64 bits (floats
+as float64 with -0.0 as 0.0 and one NaN, so that equal keys are equal bits; temporal values as
+their ticks; bools as 0 and 1), are replaced by their rank among the right side's distinct
+values (``xp.unique``, a radix sort on the device); several columns combine as mixed-radix
+ranks, ranked again. A left value is found by binary search among the right's distinct values
+(``xp.searchsorted``); a value the right side lacks is in no group (-1).
+
+The code takes its array module (``xp``): cupy on the device, numpy in the tests, which check
+it against the host's hash-based encoding.
+
+>>> import numpy as np
+>>> groups = SortedGroups([np.array([5, 3, 5, 9])], ["right_by[0]"], np)
+>>> groups.right_codes.tolist(), groups.n_groups
+([1, 0, 1, 2], 3)
+>>> groups.lookup([np.array([9, 4, 3])], ["left_by[0]"]).tolist()
+[2, -1, 0]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+NO_GROUP = -1
+
+
+def is_fixed_width(dtype: np.dtype) -> bool:
+    """The dtypes encoded here: integers, floats, bools, datetimes and timedeltas."""
+    return np.dtype(dtype).kind in "iufbmM"
+
+
+def _type_name(dtype: np.dtype) -> str:
+    """A dtype as the host's messages name it (Arrow's names: int64, timestamp[ns])."""
+    try:
+        return str(pa.from_numpy_dtype(dtype))
+    except (pa.ArrowNotImplementedError, TypeError):
+        return str(dtype)
+
+
+def _check_types(left: np.dtype, right: np.dtype, left_param: str, right_param: str) -> None:
+    """The host's rule: one type on both sides, floats of any width excepted."""
+    if left == right or (left.kind == "f" and right.kind == "f"):
+        return
+    msg = (f"{left_param} ({_type_name(left)}) and {right_param} ({_type_name(right)}) cannot "
+           f"be compared: by-columns must have the same type on both sides. Hint: cast one "
+           f"of them.")
+    raise TypeError(msg)
+
+
+def comparable(values, dtype: np.dtype, xp):
+    """A column's values as int64 bits that are equal exactly when the keys are."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        values = values.astype(np.float64)
+        values = xp.where(xp.isnan(values), np.nan, values + 0.0)  # one NaN; -0.0 -> 0.0
+        return values.view(np.int64)
+    if dtype.kind in "mM":
+        return values.view(np.int64) if values.dtype.itemsize == 8 else values.astype(np.int64)
+    return values.astype(np.int64)  # integers (uint64 wraps, equal bits for equal values), bools
+
+
+def _find(distinct, values, xp):
+    """Each value's position among ``distinct`` (sorted, unique), or NO_GROUP."""
+    if not len(distinct):
+        return xp.full(len(values), NO_GROUP, dtype=np.int64)
+    at = xp.searchsorted(distinct, values)
+    hit = distinct[xp.minimum(at, len(distinct) - 1)] == values
+    return xp.where(hit, at, NO_GROUP)
+
+
+def device_columns(columns: list) -> tuple[list, list] | None:
+    """(``xp`` arrays, their dtypes) of by-columns that are all on the device and of fixed
+    width, else None (encoded on the host)."""
+    from ._columns import _device_array, is_device
+
+    if not columns or not all(is_device(c) for c in columns):
+        return None
+    arrays = [_device_array(c) for c in columns]
+    if not all(is_fixed_width(dtype) for _, dtype in arrays):
+        return None
+    return [a.reshape(-1) for a, _ in arrays], [dtype for _, dtype in arrays]
+
+
+def on_device(obj, param: str, xp):
+    """A left by-column as an ``xp`` array and its dtype, for a right side encoded on the
+    device: device arrays as they are, host columns of fixed width without nulls copied over."""
+    from ._columns import _device_array, is_device, to_arrow
+
+    if is_device(obj):
+        array, dtype = _device_array(obj)
+        return array.reshape(-1), dtype
+    column = to_arrow(obj, param)
+    t = column.type
+    fixed = (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+             or pa.types.is_duration(t) or (pa.types.is_timestamp(t) and t.tz is None))
+    if not fixed or column.null_count:
+        msg = (f"{param} must be a device array or a column of numbers, bools or naive "
+               f"timestamps without nulls, as right_by was encoded on the device; got {t}"
+               + (" with nulls" if fixed else ""))
+        raise TypeError(msg)
+    host = column.to_numpy()
+    return xp.asarray(host), host.dtype
+
+
+class SortedGroups:
+    """The right side's groups over fixed-width by-columns already on the device (``xp``
+    arrays); left columns looked up there. Picklable with its arrays."""
+
+    def __init__(self, columns: list, params: list[str], xp, dtypes: list | None = None):
+        """``columns``: the right by-columns as ``xp`` arrays (temporal ones may come as
+        their int64 ticks, with their true dtypes in ``dtypes``)."""
+        self.xp = xp
+        self.params = params
+        self.dtypes = [np.dtype(d) for d in (dtypes or [c.dtype for c in columns])]
+        self._levels = []  # per column: its distinct comparable values, sorted
+        self._steps = []  # per further column: the distinct combined codes, sorted
+        codes = None
+        for column, dtype in zip(columns, self.dtypes):
+            distinct, rank = xp.unique(comparable(column, dtype, xp), return_inverse=True)
+            self._levels.append(distinct)
+            rank = rank.reshape(-1).astype(np.int64)  # numpy 2.0's inverse kept a shape
+            if codes is None:
+                codes = rank
+            else:
+                combined = codes * len(distinct) + rank
+                step, codes = xp.unique(combined, return_inverse=True)
+                self._steps.append(step)
+                codes = codes.reshape(-1)
+        self.right_codes = codes.astype(np.int32)
+        self.n_groups = len(self._steps[-1]) if self._steps else len(self._levels[0])
+
+    def __getstate__(self) -> dict:
+        """Its array module by name (cupy's arrays pickle themselves)."""
+        return {**self.__dict__, "xp": self.xp.__name__}
+
+    def __setstate__(self, state: dict) -> None:
+        import importlib
+
+        self.__dict__.update({**state, "xp": importlib.import_module(state["xp"])})
+
+    def lookup(self, columns: list, params: list[str], dtypes: list | None = None):
+        """Group codes (int32, ``xp``) of left by-columns given as ``xp`` arrays, NO_GROUP
+        for a key the right side lacks."""
+        if len(columns) != len(self._levels):
+            msg = (f"{params[0].split('[')[0]} must have {len(self._levels)} column(s) to "
+                   f"match right_by, got {len(columns)}")
+            raise ValueError(msg)
+        dtypes = [np.dtype(d) for d in (dtypes or [c.dtype for c in columns])]
+        for dtype, right, lp, rp in zip(dtypes, self.dtypes, params, self.params):
+            _check_types(dtype, right, lp, rp)
+        xp = self.xp
+        codes = _find(self._levels[0], comparable(columns[0], dtypes[0], xp), xp)
+        for k in range(1, len(columns)):
+            level = self._levels[k]
+            rank = _find(level, comparable(columns[k], dtypes[k], xp), xp)
+            combined = xp.where((codes >= 0) & (rank >= 0), codes * len(level) + rank, -1)
+            codes = _find(self._steps[k - 1], combined, xp)  # -1 is no step's value
+        return codes.astype(np.int32)
