@@ -386,3 +386,29 @@ def test_grouped_files_whose_statistics_pass_for_a_tape_stream_as_grouped(tmp_pa
            "sorted, or pass --right-mode spill: starting again" in stderr
     assert "sorted by ('g', 't')) in windows" in stderr
     assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", by="g", device="cpu"))
+
+
+@pytest.mark.parametrize("by", [[], ["--by", "g"]])
+def test_right_past_lefts_last_row_is_read_for_its_keys_only(tmp_path, capsys, by):
+    """Past LEFT's last row RIGHT is read for its order check alone, its keys only: a payload
+    column whose pages at the end of the file are unreadable does not stop the run."""
+    n = 200
+    right = pa.table({"g": ["a"] * n, "t": np.arange(n), "x": np.arange(n) * 1.5})
+    path = tmp_path / "r.parquet"
+    pq.write_table(right, path, row_group_size=10)
+    meta = pq.ParquetFile(path).metadata
+    chunk = meta.row_group(meta.num_row_groups - 1).column(2)  # x, in the last row group
+    start = min(o for o in (chunk.dictionary_page_offset, chunk.data_page_offset) if o)
+    with open(path, "r+b") as f:
+        f.seek(start)
+        f.write(b"\xff" * chunk.total_compressed_size)
+    with pytest.raises(OSError):  # the pages are broken indeed
+        pq.read_table(path, columns=["x"])
+    left = pa.table({"g": ["a", "a"], "t": [3, 12]})
+    pq.write_table(left, tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run("enrich", tmp_path / "l.parquet", path, "-o", out, "--on", "t", *by,
+                          "--device", "cpu", "--right-mode", "stream", "--chunk-rows", 10,
+                          capsys=capsys)
+    assert code == 0, stderr
+    assert pq.read_table(out).column("x").to_pylist() == [4.5, 18.0]

@@ -29,7 +29,7 @@ from ._checks import Options, Plan, translate
 from ._errors import EnrichError
 from ._sources import Source, is_text
 from ._regroup import by_ranges, on_ranges, restore, stream_order
-from ._spill import (POSITION, Results, SpillFolder, in_left_order, key_ranges, partition_of,
+from ._spill import (POSITION, Narrowing, Results, SpillFolder, in_left_order, key_ranges, partition_of,
                      range_of, read_all, read_batches, stream_schema)
 from ._spill import source_batches as spill_batches
 from ._stream import (Order, Windows, carries_out, ends_of_groups, split_by_key,
@@ -200,8 +200,11 @@ class Streamed(_Attach):
 
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
                  right_batches, as_codes: list[str], tolerance, rows: int, every: int,
-                 grouped: bool = False):
+                 grouped: bool = False, narrowing: Narrowing | None = None):
+        """``narrowing``: set by ``finish``, so that ``right_batches`` reads the rest of
+        RIGHT's keys only."""
         schema = schema_of(right, the_plan.read, as_codes)
+        self._narrowing = narrowing
         super().__init__(options, tolerance,
                          Staleness(pa.chunked_array([], schema.field(options.right_on).type),
                                    every=every),
@@ -239,6 +242,8 @@ class Streamed(_Attach):
             self._advance()
 
     def finish(self) -> None:
+        if self._narrowing is not None:
+            self._narrowing.set()
         self.windows.drain()
 
     def _advance(self) -> None:
@@ -271,9 +276,10 @@ class Regrouped(_Attach):
 
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
                  right_batches, as_codes: list[str], tolerance, spill: SpillFolder, k: int,
-                 rows: int, every: int, progress, grouped: bool = True):
+                 rows: int, every: int, progress, grouped: bool = True,
+                 narrowing: Narrowing | None = None):
         stream = Streamed(options, the_plan, left, right, right_batches, as_codes, tolerance,
-                          rows, every, grouped=grouped)
+                          rows, every, grouped, narrowing)
         super().__init__(options, tolerance, stream.staleness, right.rows)
         self._null_payload = stream._empty.schema
         on, by = options.left_on, list(options.left_by)

@@ -26,7 +26,7 @@ from ._copy import LeftChunks
 from ._errors import EnrichError, OutputError, one_line
 from ._output import AtomicFile, AtomicFolder, ParquetStitcher
 from ._sources import Part, Source, is_text
-from ._spill import SpillFolder
+from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
 from ._stream import NotSorted, is_grouped, is_tape, streamable_key
 
@@ -166,8 +166,10 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
         right_table = (reading.submit(right.read, the_plan.read, as_codes)
                        if mode == "memory" else None)
+        # Past LEFT's last row, RIGHT is read for its order check alone: its keys only.
+        narrowing = Narrowing([options.right_on, *options.right_by])
         windows = (stack.enter_context(_Prefetch(spill_batches(right, the_plan.read, as_codes,
-                                                               rows)))
+                                                               rows, narrowing=narrowing)))
                    if mode in ("stream", "regroup") else None)
         copies = [_copy_of(left.parts[0], the_plan, options, rows)]
         first = stack.enter_context(_Prefetch(_batches(
@@ -188,7 +190,7 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
                          f"{right.rows:,} rows, sorted by {order!r}) in windows of "
                          f"up to {rows:,} rows")
             attach = Streamed(options, the_plan, left, right, windows, as_codes, tolerance,
-                              rows, every, grouped)
+                              rows, every, grouped, narrowing)
         elif mode == "regroup":
             keys_row = memory.row_bytes(left, [options.left_on, *options.left_by],
                                         options.left_by) + 8  # + the row's position
@@ -201,7 +203,7 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
                          f"{rows:,} rows, LEFT's keys put in that order"
                          + (f" in {k} ranges in {spill.path}" if k > 1 else " in memory"))
             attach = Regrouped(options, the_plan, left, right, windows, as_codes, tolerance,
-                               spill, k, rows, every, progress, grouped)
+                               spill, k, rows, every, progress, grouped, narrowing)
         else:
             k = options.spill_partitions or _partitions(need, budget,
                                                         left.rows * (left_row + payload_row))

@@ -56,12 +56,13 @@ class Part:
         return self.meta.num_rows
 
     def batches(self, side: str, rows: int, columns: list[str] | None = None,
-                read_dictionary: list[str] | None = None):
-        """The file's rows in record batches of up to ``rows``; a file that cannot be read
-        (now or half-way) raises EnrichError naming it."""
+                read_dictionary: list[str] | None = None, row_groups: list[int] | None = None):
+        """The file's rows (of ``row_groups``: all when None) in record batches of up to
+        ``rows``; a file that cannot be read (now or half-way) raises EnrichError naming
+        it."""
         try:
             reader = pq.ParquetFile(self.path, pre_buffer=False, read_dictionary=read_dictionary)
-            batches = reader.iter_batches(batch_size=rows, columns=columns)
+            batches = reader.iter_batches(batch_size=rows, columns=columns, row_groups=row_groups)
             while True:
                 try:
                     yield next(batches)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import zlib
 
 import numpy as np
@@ -255,17 +256,31 @@ def in_left_order(pieces: list[pa.Table], start: int, rows: int) -> pa.Table:
 
 
 def source_batches(source: Source, columns: list[str], as_codes: list[str], rows: int,
-                   positions: bool = False):
+                   positions: bool = False, narrowing: Narrowing | None = None):
     """Every file's ``columns`` in batches of up to ``rows``, partition columns appended
-    (as one-value dictionaries when in ``as_codes``), then the LEFT position when asked."""
+    (as one-value dictionaries when in ``as_codes``), then the LEFT position when asked;
+    with ``narrowing``, only its columns from the row group after it was set."""
     at = 0
-    data = [c for c in columns if c in source.data_schema.names]
-    for part in source.parts:
-        for batch in part.batches(source.side, rows, data,
-                                  [c for c in as_codes if c in data]):
-            batch = source.with_partitions(part, batch, columns, as_codes).select(columns)
+    # A row group at a time, so that the columns may narrow on the way (and two passes over
+    # a side cut it at the same places, narrowed or not).
+    for part, group in ((part, g) for part in source.parts
+                        for g in range(part.meta.num_row_groups)):
+        wanted = columns if narrowing is None or not narrowing.is_set() else narrowing.columns
+        data = [c for c in wanted if c in source.data_schema.names]
+        for batch in part.batches(source.side, rows, data, [c for c in as_codes if c in data],
+                                  row_groups=[group]):
+            batch = source.with_partitions(part, batch, wanted, as_codes).select(wanted)
             if positions:
                 batch = batch.append_column(
                     POSITION, arrow_numpy.array(np.arange(at, at + batch.num_rows, dtype=np.int64)))
             at += batch.num_rows
             yield batch
+
+
+class Narrowing(threading.Event):
+    """Set once the rest of a stream needs only ``columns`` (RIGHT's keys, once LEFT has
+    ended: the rest is read for its order check alone)."""
+
+    def __init__(self, columns: list[str]):
+        super().__init__()
+        self.columns = columns

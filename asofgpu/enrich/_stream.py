@@ -350,7 +350,10 @@ def whole_key_windows(batches, order: Order):
         order.check(keys)
         table = pa.Table.from_batches([batch])
         if pending is not None:
-            table = pa.concat_tables([pending[0], table])
+            head = pending[0]
+            if head.column_names != table.column_names:  # narrowed to the keys (LEFT ended)
+                head = head.select(table.column_names)
+            table = pa.concat_tables([head, table])
             keys = Keys.concat(pending[1], keys)
         if not len(keys):
             continue
