@@ -198,3 +198,38 @@ def test_a_busy_group_is_joined_in_key_ranges(tmp_path, capsys, flags, options):
     expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu", **options)
     assert pq.read_table(out).equals(expected)
     assert hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize(("flags", "options"), [
+    ([], {}),
+    (["--strategy", "forward"], {"strategy": "forward"}),
+    (["--strategy", "nearest"], {"strategy": "nearest"}),
+    (["--strategy", "nearest", "--no-exact-matches"],
+     {"strategy": "nearest", "allow_exact_matches": False}),
+])
+def test_a_key_too_busy_for_any_range_keeps_its_first_and_last_rows(tmp_path, capsys, flags,
+                                                                     options):
+    """A daily state table: one day holds most of RIGHT's rows, every one at the same key
+    (and the same few groups), so no cut between keys can make its range fit. The range is
+    read as what a join can pick of it, each (group, key)'s first and last row: the rows
+    that decide every strategy, whose answers must not change."""
+    rng = np.random.default_rng(7)
+    n_busy, n_rest = 120_000, 20_000
+    days = np.concatenate([np.full(n_busy, 5), rng.integers(0, 10, n_rest)])
+    groups = rng.choice(["a", "b", "c"], n_busy + n_rest)
+    right = pa.table({"day": days, "g": groups, "v": np.arange(n_busy + n_rest, dtype=float)})
+    right = right.take(rng.permutation(right.num_rows))
+    left = pa.table({"day": rng.integers(-1, 12, 3_000), "g": rng.choice(["a", "b", "c", "d"],
+                                                                          3_000)})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=20_000)
+    pq.write_table(left, tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out,
+                          "--on", "day", "--by", "g", "--device", "cpu", "--memory-limit",
+                          "420MiB", "--spill-partitions", "1", *flags, capsys=capsys)
+    assert code == 0, stderr
+    assert re.search(r"a key range holds [\d,]+ RIGHT rows of few keys, too many to prepare "
+                     r"at once: read as each key's first and last row per group", stderr)
+    expected = ag.join_asof(left, right, on="day", by="g", device="cpu", **options)
+    assert pq.read_table(out).equals(expected)
+    assert hidden(tmp_path) == []

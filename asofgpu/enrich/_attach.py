@@ -32,8 +32,8 @@ from ._regroup import by_ranges, on_ranges, restore, stream_order
 from ._spill import (POSITION, Narrowing, Results, SpillFolder, in_left_order, key_ranges, partition_of,
                      range_of, read_all, read_batches, stream_schema)
 from ._spill import source_batches as spill_batches
-from ._stream import (Order, Windows, carries_out, ends_of_groups, split_by_key,
-                      whole_key_windows)
+from ._stream import (Order, Windows, carries_out, ends_of_groups, first_and_last,
+                      split_by_key, whole_key_windows)
 
 RESULT_BATCH_ROWS = 1 << 16  # the output is rebuilt from a batch of each partition at once
 
@@ -109,7 +109,8 @@ class Spilled(_Attach):
                 progress.log(f"partition {i} holds {right_rows[i]:,} RIGHT rows, too many to "
                              f"prepare at once: joined in {ranges} key ranges")
                 result = self._join_in_ranges(right_paths[i], left_paths[i], ranges, options,
-                                              the_plan, tolerance, spill)
+                                              the_plan, tolerance, spill,
+                                              int(budget / 4 / max(per_row, 1.0)), progress)
             else:
                 if ranges > 1:
                     progress.log(f"partition {i} holds {right_rows[i]:,} RIGHT rows, too many "
@@ -123,23 +124,44 @@ class Spilled(_Attach):
         self._at = 0
 
     def _join_in_ranges(self, right_path: str, left_path: str, ranges: int, options: Options,
-                        the_plan: Plan, tolerance, spill: SpillFolder) -> pa.Table:
+                        the_plan: Plan, tolerance, spill: SpillFolder, most_rows: int,
+                        progress) -> pa.Table:
         """A partition too large to prepare whole (one group may hold most of RIGHT): both
         sides cut into key ranges, each range of LEFT joined against its range of RIGHT
         between the last row of each group before it (carry in, for backward and nearest)
         and the first after it (carry out, for forward and nearest), as in the Dask time
-        strategy; the results put back in LEFT's order."""
+        strategy; the results put back in LEFT's order. A range of more than ``most_rows``
+        RIGHT rows (equal keys share a range: one key may hold them all) is read as the rows
+        a join can pick of it (``first_and_last``)."""
         on, by = options.right_on, list(options.right_by)
         cuts = key_ranges(right_path, on, ranges)
         n = len(cuts) + 1
         schema, left_schema = stream_schema(right_path), stream_schema(left_path)
-        right_parts, _ = spill.partition(f"{os.path.basename(right_path)}-range", read_batches(
-            right_path), schema, n, range_of(on, cuts, n))  # null keys: never candidates
+        right_parts, right_rows = spill.partition(
+            f"{os.path.basename(right_path)}-range", read_batches(right_path), schema, n,
+            range_of(on, cuts, n))  # null keys: never candidates
         left_parts, _ = spill.partition(f"{os.path.basename(left_path)}-range", read_batches(
             left_path), left_schema, n, range_of(options.left_on, cuts, 0))
+
+        reduced = set()
+
+        def range_table(r: int) -> pa.Table:
+            if right_rows[r] <= most_rows:
+                return read_all(right_parts[r])
+            if r not in reduced:
+                reduced.add(r)
+                progress.log(f"a key range holds {right_rows[r]:,} RIGHT rows of few keys, too "
+                             f"many to prepare at once: read as each key's first and last row "
+                             f"per group")
+            kept = arrow_numpy.empty_table(schema)
+            for batch in read_batches(right_parts[r]):
+                kept = first_and_last(pa.concat_tables([kept, pa.Table.from_batches([batch])]),
+                                      on, by)
+            return kept
+
         backward = options.strategy != "forward"
         forward = options.strategy != "backward"
-        firsts = [ends_of_groups(read_all(p), on, by, last=False) for p in right_parts] \
+        firsts = [ends_of_groups(range_table(r), on, by, last=False) for r in range(n)] \
             if forward else []
         carry_out = [arrow_numpy.empty_table(schema)] * n
         for r in range(n - 2, -1, -1) if forward else ():
@@ -148,7 +170,7 @@ class Spilled(_Attach):
         carry_in = arrow_numpy.empty_table(schema)
         results = []
         for r in range(n):
-            window = read_all(right_parts[r])
+            window = range_table(r)
             results.append(self._join(pa.concat_tables([carry_in, window, carry_out[r]]),
                                       read_all(left_parts[r]), options, the_plan, tolerance))
             if backward:

@@ -498,6 +498,28 @@ def ends_of_groups(table: pa.Table, on: str, by: list[str], last: bool,
     return table.take(arrow_numpy.array(np.sort(rows)))
 
 
+def first_and_last(table: pa.Table, on: str, by: list[str]) -> pa.Table:
+    """The rows of ``table`` a join can pick: of each (group, key), its first and its last row
+    (a backward join takes the last, a forward one the first, nearest either), in row order.
+    Rows without a key or a by value, which never match, go. Applied batch after batch to
+    what it kept so far and the next batch, it gives what it gives on the whole.
+
+    >>> t = pa.table({"t": [1, 1, 1, 2, 1, None], "g": ["a", "a", "a", "a", "b", "a"]})
+    >>> first_and_last(t, "t", ["g"]).to_pydict()
+    {'t': [1, 1, 2, 1], 'g': ['a', 'a', 'a', 'b']}
+    """
+    values, valid = key_numbers(table.column(on))
+    ids = group_ids(table, by) if by else np.zeros(table.num_rows, np.int64)
+    rows = np.flatnonzero(ids >= 0 if valid is None else valid & (ids >= 0))
+    order = rows[np.lexsort((values[rows], ids[rows]))]  # stable: row order among equals
+    groups, keys = ids[order], values[order]
+    starts = np.ones(len(order), bool)
+    starts[1:] = (groups[1:] != groups[:-1]) | (keys[1:] != keys[:-1])
+    ends = np.ones(len(order), bool)
+    ends[:-1] = starts[1:]
+    return table.take(arrow_numpy.array(np.sort(order[starts | ends])))
+
+
 def _first_key(table: pa.Table, order: Order) -> Start:
     """A window's first key (it has one: windows without keys are dropped), read from its
     first rows when they hold one."""
