@@ -412,3 +412,44 @@ def test_right_past_lefts_last_row_is_read_for_its_keys_only(tmp_path, capsys, b
                           capsys=capsys)
     assert code == 0, stderr
     assert pq.read_table(out).column("x").to_pylist() == [4.5, 18.0]
+
+
+def test_a_run_of_one_key_longer_than_two_batches_keeps_its_groups_ends():
+    """A daily state table streamed: one day's rows all share one key. The window that holds
+    them keeps what a join can pick, each group's first and last row, not the whole run."""
+    from asofgpu.enrich._stream import Order, whole_key_windows
+
+    n = 10_000
+    groups = np.array(["a", "b", "c"])[np.arange(n) % 3]
+    batches = [pa.record_batch({"t": [1, 2], "g": ["a", "b"], "i": [-2, -1]})]
+    batches += [pa.record_batch({"t": np.full(500, 3), "g": groups[i:i + 500],
+                                 "i": np.arange(i, i + 500)}) for i in range(0, n, 500)]
+    batches += [pa.record_batch({"t": [4], "g": ["a"], "i": [n]})]
+    rows = pa.concat_tables(whole_key_windows(batches, Order("RIGHT", "r", "t"), ["g"]))
+    assert rows.num_rows < 3 + 2 * 500 + 6  # the ends, and at most the last batches whole
+    kept = rows["i"].to_pylist()
+    assert kept == sorted(kept) and kept[:2] == [-2, -1] and kept[-1] == n  # in row order
+    for g in "abc":  # each group's first and last row of the run
+        mine = np.flatnonzero(groups == g)
+        assert mine[0] in kept and mine[-1] in kept
+
+
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+def test_a_tape_with_one_key_of_many_rows_streams(tmp_path, capsys, strategy):
+    rng = np.random.default_rng(3)
+    n = 30_000
+    days = np.sort(np.concatenate([np.full(n, 5), rng.integers(0, 10, 3_000)]))
+    right = pa.table({"day": days, "g": rng.choice(["a", "b", "c"], len(days)),
+                      "v": np.arange(len(days), dtype=float)})
+    left = pa.table({"day": np.sort(rng.integers(-1, 12, 500)),
+                     "g": rng.choice(["a", "b", "c", "d"], 500)})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=1_000)
+    pq.write_table(left, tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out,
+                          "--on", "day", "--by", "g", "--device", "cpu", "--right-mode",
+                          "stream", "--chunk-rows", 1_000, "--strategy", strategy,
+                          capsys=capsys)
+    assert code == 0, stderr
+    expected = ag.join_asof(left, right, on="day", by="g", strategy=strategy, device="cpu")
+    assert pq.read_table(out).equals(expected)

@@ -240,10 +240,10 @@ class Streamed(_Attach):
         carry_out = None
         if options.strategy != "backward":
             carry_out = carries_out(whole_key_windows(
-                spill_batches(right, the_plan.read, as_codes, rows), right_order()), on, by,
-                schema)
-        self.windows = Windows(whole_key_windows(right_batches, right_order()), right_order(),
-                               by, schema, carry_out)
+                spill_batches(right, the_plan.read, as_codes, rows), right_order(), by), on,
+                by, schema)
+        self.windows = Windows(whole_key_windows(right_batches, right_order(), by),
+                               right_order(), by, schema, carry_out)
         self.left_order = Order("LEFT", left.given, options.left_on,
                                 options.left_by if grouped else ())
         self._prepared = None  # the current window's, built on its first piece

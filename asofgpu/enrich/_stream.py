@@ -340,10 +340,12 @@ def _descents(keys: Keys) -> np.ndarray:
     return steps
 
 
-def whole_key_windows(batches, order: Order):
+def whole_key_windows(batches, order: Order, by: list[str] | tuple = ()):
     """RIGHT's batches as windows that never split a run of equal keys (a batch's trailing
     run waits for the next), their order checked; rows after the last key of all are kept,
-    batches without a key are dropped (a null key is never a candidate)."""
+    batches without a key are dropped (a null key is never a candidate). A run longer than
+    two batches (one key holding a day of a daily state table) is kept as what a join can
+    pick of it, each group's first and last row (``first_and_last``, groups by ``by``)."""
     pending = None  # (table, its keys)
     for batch in batches:
         keys = order.keys(batch)
@@ -363,6 +365,9 @@ def whole_key_windows(batches, order: Order):
         if cut:
             yield table.slice(0, cut)
         pending = (table.slice(cut), keys.slice(cut))
+        if not cut and pending[0].num_rows > 2 * batch.num_rows:  # one run, growing
+            kept = first_and_last(pending[0], order.on, list(by))
+            pending = (kept, order.keys(kept))
     if pending is not None:
         yield pending[0]
 
