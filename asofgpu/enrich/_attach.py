@@ -29,8 +29,8 @@ from ._checks import Options, Plan, translate
 from ._errors import EnrichError
 from ._sources import Source, is_text
 from ._regroup import by_ranges, on_ranges, restore, stream_order
-from ._spill import (POSITION, Narrowing, Results, SpillFolder, in_left_order, key_ranges, partition_of,
-                     range_of, read_all, read_batches, stream_schema)
+from ._spill import (POSITION, Narrowing, Results, SpillFolder, in_left_order, key_ranges,
+                     partition_of, range_of, read_all, read_batches, stream_schema)
 from ._spill import source_batches as spill_batches
 from ._stream import (Order, Windows, carries_out, ends_of_groups, first_and_last,
                       split_by_key, whole_key_windows)
@@ -263,6 +263,11 @@ class Streamed(_Attach):
             at = end
             self._advance()
 
+    @property
+    def payload_schema(self) -> pa.Schema:
+        """The attached columns' schema."""
+        return self._empty.schema
+
     def finish(self) -> None:
         if self._narrowing is not None:
             self._narrowing.set()
@@ -297,13 +302,14 @@ class Regrouped(_Attach):
     chunk then takes its rows of the results, in order."""
 
     def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
-                 right_batches, as_codes: list[str], tolerance, spill: SpillFolder, k: int,
-                 rows: int, every: int, progress, grouped: bool = True,
+                 right_batches, as_codes: list[str], tolerance, spill: SpillFolder | None,
+                 k: int, rows: int, every: int, progress, grouped: bool,
                  narrowing: Narrowing | None = None):
+        """``spill``: where LEFT's ``k`` ranges go (None when ``k`` is 1: held in memory)."""
         stream = Streamed(options, the_plan, left, right, right_batches, as_codes, tolerance,
                           rows, every, grouped, narrowing)
         super().__init__(options, tolerance, stream.staleness, right.rows)
-        self._null_payload = stream._empty.schema
+        self._payload = stream.payload_schema
         on, by = options.left_on, list(options.left_by)
         codes = [c for c in by if is_text(left.schema.field(c).type)
                  or c not in left.data_schema.names]
@@ -316,7 +322,6 @@ class Regrouped(_Attach):
             part_of = (by_ranges(first_pass, ranged, k) if grouped
                        else on_ranges(first_pass, ranged, k, left.rows))
             paths, _ = spill.partition("left", batches, schema, k, part_of)
-            self.spilled = spill.bytes
             named = (*order, on) if grouped else on
             progress.log(f"LEFT's keys spilled in {k} ranges of {ranged!r} "
                          f"({memory.readable(spill.bytes)}), each sorted by {named!r} in turn")
@@ -330,7 +335,7 @@ class Regrouped(_Attach):
                                  else Results.of_table(result))
         stream.finish()  # RIGHT past the last LEFT row is checked too
         self.matched, self.staleness = stream.matched, stream.staleness
-        self.spilled = spill.bytes
+        self.spilled = spill.bytes if spill is not None else 0
         self._at = 0
 
     def _join(self, stream: Streamed, table: pa.Table, on: str, order: list[str],
@@ -340,8 +345,8 @@ class Regrouped(_Attach):
         keyed, others = stream_order(table, on, order)
         in_order = gather(table, keyed)
         pieces = [stream(in_order.slice(at, rows)) for at in range(0, len(keyed), rows)]
-        pieces.append(pa.table({f.name: pa.nulls(len(others), f.type)
-                                for f in self._null_payload}, schema=self._null_payload))
+        pieces.append(pa.table({f.name: pa.nulls(len(others), f.type) for f in self._payload},
+                               schema=self._payload))
         taken = restore(pa.concat_tables(pieces), np.concatenate([keyed, others]))
         return taken.add_column(0, POSITION, table.column(POSITION))
 

@@ -196,7 +196,7 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
                                         options.left_by) + 8  # + the row's position
             k = options.spill_partitions or _left_ranges(left.rows * (keys_row + payload_row),
                                                          budget)
-            spill = stack.enter_context(_spill_folder(options, out))
+            spill = stack.enter_context(_spill_folder(options, out)) if k > 1 else None
             order = (*options.right_by, options.right_on) if grouped else options.right_on
             progress.log(f"{why}: streaming RIGHT {options.right} ({_files(right)}"
                          f"{right.rows:,} rows, sorted by {order!r}) in windows of up to "
