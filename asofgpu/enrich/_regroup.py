@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from .. import _arrow_numpy as arrow_numpy
 from ..gather import gather
-from ._stream import _comparable, key_numbers
+from ._stream import as_comparable, key_numbers
 
 
 def value_counts(batches, name: str) -> tuple[pa.Array, np.ndarray]:
@@ -50,11 +50,11 @@ def value_counts(batches, name: str) -> tuple[pa.Array, np.ndarray]:
             codes = arrow_numpy.filled(indices, 0)
             if indices.null_count:
                 codes = codes[arrow_numpy.valid(indices)]
-            values.append(_comparable(column.dictionary))
+            values.append(as_comparable(column.dictionary))
             counts.append(np.bincount(codes, minlength=len(column.dictionary)))
         else:
             found = pc.value_counts(column)
-            values.append(_comparable(found.field(0)))
+            values.append(as_comparable(found.field(0)))
             counts.append(arrow_numpy.values(found.field(1)))
     if not values:
         return pa.array([], pa.null()), np.zeros(0, np.int64)
@@ -115,7 +115,7 @@ def partitions_of(counts: np.ndarray, parts: int) -> np.ndarray:
 
 
 def ranks(column, values: pa.Array) -> np.ndarray:
-    """Each row's index among ``values`` (distinct, in order, in ``_comparable`` form), -1 for
+    """Each row's index among ``values`` (distinct, in order, in ``as_comparable`` form), -1 for
     a null or a value not among them.
 
     >>> import pyarrow as pa
@@ -137,21 +137,21 @@ def ranks(column, values: pa.Array) -> np.ndarray:
 
 
 def distinct(column) -> pa.Array:
-    """A column's distinct non-null values in Arrow's order (``_comparable`` form); of a
+    """A column's distinct non-null values in Arrow's order (``as_comparable`` form); of a
     dictionary column, its dictionaries' values."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     if pa.types.is_dictionary(column.type):
         chunks = [chunk.dictionary for chunk in chunks]
-    found = [_comparable(chunk).unique() for chunk in chunks]
+    found = [as_comparable(chunk).unique() for chunk in chunks]
     if not found:
-        return _comparable(pa.array([], column.type.value_type
+        return as_comparable(pa.array([], column.type.value_type
                                     if pa.types.is_dictionary(column.type) else column.type))
     found = pc.unique(pa.concat_arrays(found)).drop_null()
     return found.take(pc.sort_indices(found))
 
 
 def _index_in(column: pa.Array, values: pa.Array) -> np.ndarray:
-    found = pc.index_in(_comparable(column), value_set=values)
+    found = pc.index_in(as_comparable(column), value_set=values)
     return arrow_numpy.filled(found, -1).astype(np.int64, copy=False)
 
 

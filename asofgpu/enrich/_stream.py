@@ -247,7 +247,7 @@ class Order:
         for column in columns:
             change |= _changes(column)
         runs = np.flatnonzero(np.concatenate([[len(values) > 0], change]))
-        heads = tuple(_comparable(c.take(arrow_numpy.array(runs))) for c in columns)
+        heads = tuple(as_comparable(c.take(arrow_numpy.array(runs))) for c in columns)
         if len(runs) > 1:  # equal values under different codes: one run
             same = _compare(tuple(h.slice(1) for h in heads), 0,
                             tuple(h.slice(0, len(runs) - 1) for h in heads), 0)[1]
@@ -292,7 +292,7 @@ def _changes(column) -> np.ndarray:
     return arrow_numpy.values(pc.not_equal(column.slice(1), column.slice(0, len(column) - 1)))
 
 
-def _comparable(column) -> pa.Array:
+def as_comparable(column) -> pa.Array:
     """By values as an array that compares with the other side's: dictionaries decoded,
     text and binary in their large form."""
     if isinstance(column, pa.ChunkedArray):
