@@ -4,7 +4,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+
 from asofgpu import cli
+
+# The strategies and options the streams are checked with: (command-line flags, join_asof's
+# keyword arguments).
+STREAM_OPTIONS = [
+    ([], {}),
+    (["--no-exact-matches", "--tolerance", "20s"],
+     {"allow_exact_matches": False, "tolerance": np.timedelta64(20, "s")}),
+    (["--strategy", "forward"], {"strategy": "forward"}),
+    (["--strategy", "nearest", "--tolerance", "20s"],
+     {"strategy": "nearest", "tolerance": np.timedelta64(20, "s")}),
+]
+
+
+def coarse_times(quotes: pa.Table, tick: int = 10**10) -> pa.Table:
+    """``quotes`` with times rounded down to ``tick`` nanoseconds: runs of equal keys, which
+    windows, ranges and chunks then meet."""
+    time = quotes["time"]
+    rounded = pa.compute.multiply(pa.compute.cast(pa.compute.divide(time.cast(pa.int64()), tick),
+                                                  pa.int64()), tick)
+    return quotes.set_column(quotes.schema.get_field_index("time"), "time",
+                             rounded.cast(time.type))
 
 
 def run(*argv, capsys) -> tuple[int, str, str]:

@@ -15,7 +15,7 @@ import asofgpu as ag
 from asofgpu import marketdata
 from asofgpu.enrich._regroup import (distinct, partitions_of, ranks, restore, stream_order,
                                      value_counts)
-from enrich_cli import hidden, run
+from enrich_cli import STREAM_OPTIONS, coarse_times, hidden, run
 
 def _grouped(table: pa.Table, by: list[str]) -> pa.Table:
     return table.sort_by([(c, "ascending") for c in (*by, "time")])
@@ -27,10 +27,7 @@ def day(request, tmp_path):
     """Quotes sorted by (symbol, time) or by time, with runs of equal times and symbols whose
     rows span row groups; trades sorted the other way, or in no order."""
     quotes, trades = marketdata.day(n_quotes=3_000, n_trades=2_000, n_symbols=25, seed=11)
-    coarse = pa.compute.cast(pa.compute.divide(quotes["time"].cast(pa.int64()), 10**10),
-                             pa.int64())
-    quotes = quotes.set_column(0, "time", pa.compute.multiply(coarse, 10**10).cast(
-        quotes.schema.field("time").type))
+    quotes = coarse_times(quotes)
     right, left = request.param
     if left == "shuffled":
         trades = trades.take(np.random.default_rng(4).permutation(trades.num_rows))
@@ -46,14 +43,7 @@ def day(request, tmp_path):
 
 @pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 @pytest.mark.parametrize(("chunk_rows", "ranges"), [(7, 1), (170, 3), (5_000, 40)])
-@pytest.mark.parametrize(("flags", "options"), [
-    ([], {}),
-    (["--no-exact-matches", "--tolerance", "20s"],
-     {"allow_exact_matches": False, "tolerance": np.timedelta64(20, "s")}),
-    (["--strategy", "forward"], {"strategy": "forward"}),
-    (["--strategy", "nearest", "--tolerance", "20s"],
-     {"strategy": "nearest", "tolerance": np.timedelta64(20, "s")}),
-])
+@pytest.mark.parametrize(("flags", "options"), STREAM_OPTIONS)
 def test_regrouped_equals_join_asof(day, tmp_path, capsys, chunk_rows, ranges, flags, options):
     trades, quotes, order = day
     out = tmp_path / "out.parquet"

@@ -22,7 +22,7 @@ import pytest
 import asofgpu as ag
 from asofgpu import marketdata
 from asofgpu.enrich._spill import partition_of
-from enrich_cli import hidden, run
+from enrich_cli import coarse_times, hidden, run
 
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 
@@ -183,9 +183,7 @@ def test_a_busy_group_is_joined_in_key_ranges(tmp_path, capsys, flags, options):
     are coarse, so runs of equal keys meet the range cuts."""
     quotes, trades = marketdata.day(n_quotes=300_000, n_trades=30_000, n_symbols=40, seed=5,
                                     shuffled=True)
-    coarse = pa.compute.multiply(pa.compute.divide(quotes["time"].cast(pa.int64()), 10**8),
-                                 10**8)
-    quotes = quotes.set_column(0, "time", coarse.cast(quotes.schema.field("time").type))
+    quotes = coarse_times(quotes, 10**8)
     pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=50_000)
     pq.write_table(trades, tmp_path / "t.parquet", row_group_size=50_000)
     out = tmp_path / "o.parquet"

@@ -12,7 +12,7 @@ import pytest
 
 import asofgpu as ag
 from asofgpu import marketdata
-from enrich_cli import hidden, run
+from enrich_cli import STREAM_OPTIONS, coarse_times, hidden, run
 
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 
@@ -23,10 +23,7 @@ pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 def tape(tmp_path):
     """A time-sorted day with runs of equal times, so windows split runs of equal keys."""
     quotes, trades = marketdata.day(n_quotes=3_000, n_trades=2_000, n_symbols=25, seed=6)
-    coarse = pa.compute.cast(pa.compute.divide(quotes["time"].cast(pa.int64()), 10**10),
-                             pa.int64())
-    quotes = quotes.set_column(0, "time", pa.compute.multiply(coarse, 10**10).cast(
-        quotes.schema.field("time").type))
+    quotes = coarse_times(quotes)
     pq.write_table(trades, tmp_path / "trades.parquet", row_group_size=300)
     pq.write_table(quotes, tmp_path / "quotes.parquet", row_group_size=256)
     return tmp_path / "trades.parquet", tmp_path / "quotes.parquet"
@@ -223,10 +220,7 @@ def grouped(tmp_path):
     """A day sorted by (symbol, time), with runs of equal times and symbols whose rows span
     row groups, so windows and LEFT chunks split groups and runs."""
     quotes, trades = marketdata.day(n_quotes=3_000, n_trades=2_000, n_symbols=25, seed=9)
-    coarse = pa.compute.cast(pa.compute.divide(quotes["time"].cast(pa.int64()), 10**10),
-                             pa.int64())
-    quotes = quotes.set_column(0, "time", pa.compute.multiply(coarse, 10**10).cast(
-        quotes.schema.field("time").type))
+    quotes = coarse_times(quotes)
     pq.write_table(_grouped(trades, ["symbol"]), tmp_path / "trades.parquet", row_group_size=300)
     pq.write_table(_grouped(quotes, ["symbol"]), tmp_path / "quotes.parquet",
                    row_group_size=256)
@@ -234,14 +228,7 @@ def grouped(tmp_path):
 
 
 @pytest.mark.parametrize("chunk_rows", [7, 170, 5_000])
-@pytest.mark.parametrize(("flags", "options"), [
-    ([], {}),
-    (["--no-exact-matches", "--tolerance", "20s"],
-     {"allow_exact_matches": False, "tolerance": np.timedelta64(20, "s")}),
-    (["--strategy", "forward"], {"strategy": "forward"}),
-    (["--strategy", "nearest", "--tolerance", "20s"],
-     {"strategy": "nearest", "tolerance": np.timedelta64(20, "s")}),
-])
+@pytest.mark.parametrize(("flags", "options"), STREAM_OPTIONS)
 def test_grouped_streamed_equals_join_asof(grouped, tmp_path, capsys, chunk_rows, flags,
                                            options):
     stderr = streamed_equals_join_asof(grouped, tmp_path, capsys, chunk_rows, flags, options)
