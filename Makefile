@@ -45,28 +45,18 @@ demo: venv
 # then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line. test-cpu runs the
 # unit tests, then in a step of their own the `slow` ones, which run tools (a wheel build,
 # asofgpu warm, the CLI and the bench scripts as processes); --durations names the slowest.
-# Each pytest step runs in PYTEST_WORKERS processes (pytest-xdist; CI's machine has 2 cores,
-# PYTEST_WORKERS=0 runs one). worksteal gives each worker half of the tests in file order and
-# rebalances at the end, so the two seldom compile the same kernel at once (in a new checkout
-# compiling is most of test-cpu); the slow step hands out whole files, so that a module's
-# shared fixture (the simulated gpu-check run) runs once.
-PYTEST_WORKERS ?= 2
-XDIST := -n $(PYTEST_WORKERS) --dist worksteal
-
 test: test-cpu test-sim test-cudf
 
 test-cpu: venv
 	$(BIN)/ruff check asofgpu kernels tests bench
-	$(BIN)/python -m pytest $(XDIST) -m "not gpu and not slow" --durations=25 \
-	    --doctest-modules asofgpu tests
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile -m "slow and not gpu" \
-	    --durations=25 tests
+	$(BIN)/python -m pytest -m "not gpu and not slow" --durations=25 --doctest-modules asofgpu tests
+	$(BIN)/python -m pytest -m "slow and not gpu" --durations=25 tests
 
 test-sim: venv
-	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest $(XDIST) -m "not gpu" -k cuda tests
+	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -m "not gpu" -k cuda tests
 
 test-cudf: venv-cudf
-	$(VENV_CUDF)/bin/python -m pytest $(XDIST) -m "not gpu" tests/test_plc.py tests/test_cudf.py \
+	$(VENV_CUDF)/bin/python -m pytest -m "not gpu" tests/test_plc.py tests/test_cudf.py \
 	    tests/test_polars_gpu.py tests/test_polars_frontend.py
 
 # asofgpu against polars, pandas, DuckDB, ClickHouse (chdb, installed here on first use: 180 MB,
