@@ -127,6 +127,56 @@ def array(values: np.ndarray, type: pa.DataType | None = None,
                                  null_count=len(values) - int(np.count_nonzero(valid)))
 
 
+#: A take of at most one row in this many of a chunked column reads each chunk where it lies.
+FEW_ROWS = 16
+
+
+def take(data: pa.Table | pa.ChunkedArray, rows: np.ndarray,
+         valid: np.ndarray | None = None) -> pa.Table | pa.ChunkedArray:
+    """``data.take(rows)`` (null where ``valid`` is False), without copying whole chunks.
+
+    Arrow's take on a chunked column concatenates its chunks into one before it takes: 2.4 ms
+    for 1,000 rows of three 1M-row float64 chunks, against 8 us from one chunk. A take of few
+    rows (at most one in ``FEW_ROWS``) takes each chunk's rows from that chunk and puts them
+    in order; a larger one pays the concatenation once, as Arrow does.
+
+    >>> column = pa.chunked_array([[1, 2], [3, 4, 5]])
+    >>> take(column, np.array([4, 0, 2]), np.array([True, True, False])).to_pylist()
+    [5, 1, None]
+    """
+    rows = np.asarray(rows, dtype=np.int64)
+    if valid is not None and valid.all():
+        valid = None
+    if isinstance(data, pa.Table):
+        return pa.Table.from_arrays([_take_column(c, rows, valid) for c in data.columns],
+                                    schema=data.schema)
+    return _take_column(data, rows, valid)
+
+
+def _take_column(column: pa.ChunkedArray, rows: np.ndarray,
+                 valid: np.ndarray | None) -> pa.ChunkedArray:
+    if (column.num_chunks < 2 or len(rows) * FEW_ROWS > len(column)
+            or pa.types.is_dictionary(column.type)):  # (chunks' dictionaries may differ)
+        return column.take(array(rows if valid is None else np.where(valid, rows, 0),
+                                 valid=valid))
+    starts = np.cumsum([0] + [len(chunk) for chunk in column.chunks])
+    rows = rows if valid is None else np.where(valid, rows, 0)
+    if len(rows) and (rows.min() < 0 or rows.max() >= len(column)):
+        msg = f"take: a row outside 0..{len(column) - 1}"
+        raise IndexError(msg)
+    chunk_of = np.searchsorted(starts, rows, side="right") - 1
+    order = np.argsort(chunk_of, kind="stable")
+    bounds = np.searchsorted(chunk_of[order], np.arange(column.num_chunks + 1))
+    pieces = [column.chunk(k).take(array(rows[order[a:b]] - starts[k]))
+              for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])) if b > a]
+    if not pieces:  # no rows
+        return pa.chunked_array([], column.type)
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))  # each row's place among the pieces' rows
+    return pa.chunked_array([pa.concat_arrays(pieces).take(array(back, valid=valid))],
+                            column.type)
+
+
 def combined(column: pa.ChunkedArray) -> pa.Array:
     """``column.combine_chunks()``, which converts a Python list when there are no chunks."""
     return column.combine_chunks() if column.num_chunks else pa.nulls(0, column.type)

@@ -66,14 +66,9 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
     fixed = [k for k, column in enumerate(table.columns) if parallel and _fixed_width(column)]
     taken = dict(zip(fixed, _take_fixed([table.column(k) for k in fixed], gmap, valid,
                                          n_missing))) if fixed else {}
-    indices = None  # Arrow's take: built on first need
     for k, column in enumerate(table.columns):
-        if k in taken:
-            continue
-        if indices is None:
-            indices = arrow_numpy.array(gmap.astype(np.int64, copy=False),
-                                        valid=None if n_missing == 0 else valid)
-        taken[k] = _take(column, indices)
+        if k not in taken:
+            taken[k] = _take(column, gmap, None if n_missing == 0 else valid)
     return pa.Table.from_arrays([taken[k] for k in range(table.num_columns)],
                                 schema=table.schema)
 
@@ -120,14 +115,15 @@ def _take_fixed(columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndar
     return taken
 
 
-def _take(column: pa.ChunkedArray, indices: pa.Array) -> pa.ChunkedArray:
+def _take(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None
+          ) -> pa.ChunkedArray:
     # Arrow's take has no kernel for view strings and binaries (polars exports them):
     # take their large form and cast back.
     view = column.type if _is_view(column.type) else None
     if view is not None:
         column = column.cast(pa.large_string() if pa.types.is_string_view(view)
                              else pa.large_binary())
-    taken = column.take(indices)
+    taken = arrow_numpy.take(column, gmap, valid)
     return taken.cast(view) if view is not None else taken
 
 

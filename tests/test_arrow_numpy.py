@@ -129,3 +129,47 @@ def test_empty_table_has_the_schema_and_no_rows():
     schema = pa.schema([("t", pa.timestamp("ns")), ("s", pa.dictionary(pa.int32(), pa.string()))])
     table = arrow_numpy.empty_table(schema)
     assert table.schema == schema and table.num_rows == 0
+
+
+def _chunked(kind: str) -> pa.ChunkedArray:
+    """Six chunks of 100 rows, sliced out of longer arrays, with nulls."""
+    rng = np.random.default_rng(7)
+    chunks = []
+    for k in range(6):
+        raw = rng.integers(0, 50, 130)
+        if kind == "text":
+            whole = pa.array([None if v % 7 == 0 else f"s{v}" for v in raw])
+        elif kind == "dictionary":  # a dictionary of its own in each chunk
+            whole = pa.array([f"d{v + k}" for v in raw]).dictionary_encode()
+        else:
+            whole = pa.array([None if v % 7 == 0 else float(v) for v in raw])
+        chunks.append(whole.slice(10 + k, 100))
+    return pa.chunked_array(chunks)
+
+
+@pytest.mark.parametrize("kind", ["float", "text", "dictionary"])
+@pytest.mark.parametrize("n_rows", [0, 1, 20, 37, 599])  # few rows, then more than one in 16
+@pytest.mark.parametrize("with_nulls", [False, True])
+def test_take_of_few_or_many_rows_matches_arrows_take(kind, n_rows, with_nulls):
+    column = _chunked(kind)
+    rng = np.random.default_rng(n_rows)
+    rows = rng.integers(0, len(column), n_rows)  # any order, repeats
+    valid = rng.random(n_rows) > 0.3 if with_nulls else None
+    expected = column.take(arrow_numpy.array(rows, valid=valid))
+    taken = arrow_numpy.take(column, rows, valid)
+    assert taken.type == column.type
+    assert taken.to_pylist() == expected.to_pylist()
+
+
+def test_take_of_a_table_takes_every_column():
+    table = pa.table({"x": _chunked("float"), "s": _chunked("text")})
+    rows = np.array([599, 0, 150, 150, 420])
+    taken = arrow_numpy.take(table, rows)
+    assert taken.schema == table.schema
+    assert taken.to_pydict() == table.take(pa.array(rows)).to_pydict()
+
+
+@pytest.mark.parametrize("row", [600, -1])
+def test_take_outside_the_column_is_an_index_error(row):
+    with pytest.raises(IndexError, match=r"take: a row outside 0\.\.599"):
+        arrow_numpy.take(_chunked("float"), np.array([3, row]))

@@ -279,7 +279,7 @@ class Streamed(_Attach):
         carry = None
         if self._prepared is not None and not self.windows.carries_out:
             prepared, _, window = self._prepared
-            carry = window.take(arrow_numpy.array(prepared.backend.to_host(prepared.last_rows())))
+            carry = arrow_numpy.take(window, prepared.backend.to_host(prepared.last_rows()))
         self.windows.advance(carry)
         self._prepared = None
 
