@@ -155,8 +155,7 @@ def take(data: pa.Table | pa.ChunkedArray, rows: np.ndarray,
 
 def _take_column(column: pa.ChunkedArray, rows: np.ndarray,
                  valid: np.ndarray | None) -> pa.ChunkedArray:
-    if (column.num_chunks < 2 or len(rows) * FEW_ROWS > len(column)
-            or pa.types.is_dictionary(column.type)):  # (chunks' dictionaries may differ)
+    if column.num_chunks < 2 or len(rows) * FEW_ROWS > len(column):
         return column.take(array(rows if valid is None else np.where(valid, rows, 0),
                                  valid=valid))
     starts = np.cumsum([0] + [len(chunk) for chunk in column.chunks])
