@@ -4,6 +4,8 @@ polars_gpu modules that subclass or call cudf-polars need it; the main environme
 
 import importlib.util
 
-collect_ignore = ([] if importlib.util.find_spec("cudf_polars") else
-                  [f"asofgpu/polars_gpu/{name}.py" for name in ("_node", "_translate",
-                                                                 "_streaming")])
+collect_ignore = (
+    []
+    if importlib.util.find_spec("cudf_polars")
+    else [f"asofgpu/polars_gpu/{name}.py" for name in ("_node", "_translate", "_streaming")]
+)

@@ -12,7 +12,15 @@ from .join import AsofJoin, asof_join
 from .table import join_asof
 
 __all__ = [
-    "NO_MATCH", "NO_MATCH_INT64", "AmbiguousMatchError", "AsofJoin", "Strategy", "asof_join",
-    "gather", "host_pool", "is_no_match", "join_asof",
+    "NO_MATCH",
+    "NO_MATCH_INT64",
+    "AmbiguousMatchError",
+    "AsofJoin",
+    "Strategy",
+    "asof_join",
+    "gather",
+    "host_pool",
+    "is_no_match",
+    "join_asof",
 ]
 __version__ = "0.1.0"

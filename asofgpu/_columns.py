@@ -27,8 +27,7 @@ from . import _pandas_arrow as pandas_arrow
 _TICK_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _DAY_NS = 86_400 * 10**9
 # numpy's fixed-length units (months and years have no fixed length).
-_NUMPY_UNIT_NS = {**_TICK_NS, "m": 60 * 10**9, "h": 3600 * 10**9, "D": _DAY_NS,
-                  "W": 7 * _DAY_NS}
+_NUMPY_UNIT_NS = {**_TICK_NS, "m": 60 * 10**9, "h": 3600 * 10**9, "D": _DAY_NS, "W": 7 * _DAY_NS}
 
 
 @dataclass(frozen=True)
@@ -171,8 +170,10 @@ def to_table(obj, param: str) -> pa.Table:
             pass  # a column's stream, say: not a table
     elif hasattr(obj, "to_arrow"):  # cuDF
         return to_table(obj.to_arrow(), param)
-    msg = (f"{param} must be a table (pyarrow Table, polars or pandas DataFrame, or anything "
-           f"with __arrow_c_stream__), got {type(obj).__name__}")
+    msg = (
+        f"{param} must be a table (pyarrow Table, polars or pandas DataFrame, or anything "
+        f"with __arrow_c_stream__), got {type(obj).__name__}"
+    )
     raise TypeError(msg)
 
 
@@ -184,7 +185,9 @@ def _fixed_time_unit(arr: np.ndarray, param: str) -> np.ndarray:
         if unit in ("m", "h", "W") or (unit == "D" and arr.dtype.kind == "m"):
             return arr.astype(arr.dtype.str[:3] + "[s]")
         if unit not in _TICK_NS and unit != "D":
-            msg = f"{param} must use a fixed time unit (W, D, h, m, s, ms, us or ns), got {arr.dtype}"
+            msg = (
+                f"{param} must use a fixed time unit (W, D, h, m, s, ms, us or ns), got {arr.dtype}"
+            )
             raise TypeError(msg)
     return arr
 
@@ -216,10 +219,7 @@ def key_type_of_arrow(t: pa.DataType, param: str) -> KeyType:
         return KeyType("date", _DAY_NS, name=name)
     if pa.types.is_date64(t):
         return KeyType("date", _TICK_NS["ms"], name=name)
-    msg = (
-        f"{param} must be an integer, float, date, time, timestamp or duration column, "
-        f"got {name}"
-    )
+    msg = f"{param} must be an integer, float, date, time, timestamp or duration column, got {name}"
     raise TypeError(msg)
 
 
@@ -350,8 +350,10 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int):
                 raise ValueError(msg)
             unit, count = np.datetime_data(tolerance.dtype)
             if unit not in _NUMPY_UNIT_NS:
-                msg = (f"tolerance: numpy.timedelta64 unit {unit!r} is not supported; "
-                       f"use W, D, h, m, s, ms, us or ns")
+                msg = (
+                    f"tolerance: numpy.timedelta64 unit {unit!r} is not supported; "
+                    f"use W, D, h, m, s, ms, us or ns"
+                )
                 raise ValueError(msg)
             # Python ints: exact for any count, where numpy's cast to ns would wrap.
             ns = int(tolerance.astype(np.int64)) * count * _NUMPY_UNIT_NS[unit]

@@ -41,8 +41,10 @@ def on_key_type(dtype, param: str):
     except (TypeError, ValueError):  # decimals, lists, structs: no plain Arrow equivalent
         arrow = None
     if arrow is None or pa.types.is_boolean(arrow) or pa.types.is_string(arrow):
-        msg = (f"{param} must be an integer, float, timestamp or duration column, "
-               f"got {type_name(dtype)}")
+        msg = (
+            f"{param} must be an integer, float, timestamp or duration column, "
+            f"got {type_name(dtype)}"
+        )
         raise TypeError(msg)
     return key_type_of_arrow(arrow, param)
 
@@ -100,10 +102,16 @@ def check_by_type(dtype, param: str) -> None:
     """Any flat type libcudf sorts: numbers, bools, strings, timestamps, durations, decimals."""
     import pylibcudf as plc
 
-    if dtype.id() in (plc.TypeId.LIST, plc.TypeId.STRUCT, plc.TypeId.DICTIONARY32,
-                      plc.TypeId.EMPTY):
-        msg = (f"{param} must be a flat column (numbers, strings, timestamps, bool), "
-               f"got {type_name(dtype)}")
+    if dtype.id() in (
+        plc.TypeId.LIST,
+        plc.TypeId.STRUCT,
+        plc.TypeId.DICTIONARY32,
+        plc.TypeId.EMPTY,
+    ):
+        msg = (
+            f"{param} must be a flat column (numbers, strings, timestamps, bool), "
+            f"got {type_name(dtype)}"
+        )
         raise TypeError(msg)
 
 
@@ -117,9 +125,11 @@ def check_by_types_match(left, right, left_param: str, right_param: str) -> None
     """By-columns compare only within one type (float widths aside: both become float64)."""
     same = left.id() == right.id() and left.scale() == right.scale()
     if not same and not (_is_float(left) and _is_float(right)):
-        msg = (f"{left_param} ({type_name(left)}) and {right_param} ({type_name(right)}) "
-               f"cannot be compared: by-columns must have the same type on both sides. "
-               f"Hint: cast one of them.")
+        msg = (
+            f"{left_param} ({type_name(left)}) and {right_param} ({type_name(right)}) "
+            f"cannot be compared: by-columns must have the same type on both sides. "
+            f"Hint: cast one of them."
+        )
         raise TypeError(msg)
 
 
@@ -128,8 +138,10 @@ def _searchable(table, stream):
     import pylibcudf as plc
 
     float64 = plc.DataType(plc.TypeId.FLOAT64)
-    columns = [plc.unary.cast(c, float64, stream=stream)
-               if c.type().id() == plc.TypeId.FLOAT32 else c for c in table.columns()]
+    columns = [
+        plc.unary.cast(c, float64, stream=stream) if c.type().id() == plc.TypeId.FLOAT32 else c
+        for c in table.columns()
+    ]
     return plc.Table(columns)
 
 
@@ -160,8 +172,9 @@ class DeviceGroups:
         self._order = [plc.types.Order.ASCENDING] * k
         self._nulls = [plc.types.NullOrder.BEFORE] * k
         perm = plc.sorting.stable_sorted_order(table, self._order, self._nulls, stream=stream)
-        self._sorted = plc.copying.gather(table, perm, plc.copying.OutOfBoundsPolicy.DONT_CHECK,
-                                          stream=stream)
+        self._sorted = plc.copying.gather(
+            table, perm, plc.copying.OutOfBoundsPolicy.DONT_CHECK, stream=stream
+        )
         # A sorted position starts a run of equal keys iff the lower bound of its own key is
         # itself; the rank of the run it belongs to is its group.
         first = self._search(plc.search.lower_bound, self._sorted, stream)

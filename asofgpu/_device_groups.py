@@ -46,9 +46,11 @@ def _check_types(left: np.dtype, right: np.dtype, left_param: str, right_param: 
     """The host's rule: one type on both sides, floats of any width excepted."""
     if left == right or (left.kind == "f" and right.kind == "f"):
         return
-    msg = (f"{left_param} ({_type_name(left)}) and {right_param} ({_type_name(right)}) cannot "
-           f"be compared: by-columns must have the same type on both sides. Hint: cast one "
-           f"of them.")
+    msg = (
+        f"{left_param} ({_type_name(left)}) and {right_param} ({_type_name(right)}) cannot "
+        f"be compared: by-columns must have the same type on both sides. Hint: cast one "
+        f"of them."
+    )
     raise TypeError(msg)
 
 
@@ -96,12 +98,19 @@ def on_device(obj, param: str, xp):
         return array.reshape(-1), dtype
     column = to_arrow(obj, param)
     t = column.type
-    fixed = (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-             or pa.types.is_duration(t) or (pa.types.is_timestamp(t) and t.tz is None))
+    fixed = (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_duration(t)
+        or (pa.types.is_timestamp(t) and t.tz is None)
+    )
     if not fixed or column.null_count:
-        msg = (f"{param} must be a device array or a column of numbers, bools or naive "
-               f"timestamps without nulls, as right_by was encoded on the device; got {t}"
-               + (" with nulls" if fixed else ""))
+        msg = (
+            f"{param} must be a device array or a column of numbers, bools or naive "
+            f"timestamps without nulls, as right_by was encoded on the device; got {t}"
+            + (" with nulls" if fixed else "")
+        )
         raise TypeError(msg)
     host = column.to_numpy()
     return xp.asarray(host), host.dtype
@@ -147,8 +156,10 @@ class SortedGroups:
         """Group codes (int32, ``xp``) of left by-columns given as ``xp`` arrays, NO_GROUP
         for a key the right side lacks."""
         if len(columns) != len(self._levels):
-            msg = (f"{params[0].split('[')[0]} must have {len(self._levels)} column(s) to "
-                   f"match right_by, got {len(columns)}")
+            msg = (
+                f"{params[0].split('[')[0]} must have {len(self._levels)} column(s) to "
+                f"match right_by, got {len(columns)}"
+            )
             raise ValueError(msg)
         dtypes = [np.dtype(d) for d in (dtypes or [c.dtype for c in columns])]
         for dtype, right, lp, rp in zip(dtypes, self.dtypes, params, self.params):

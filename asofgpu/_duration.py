@@ -23,8 +23,17 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 
-UNIT_NS = {"ns": 1, "us": 10**3, "µs": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9,
-           "h": 3600 * 10**9, "d": 86_400 * 10**9, "w": 7 * 86_400 * 10**9}
+UNIT_NS = {
+    "ns": 1,
+    "us": 10**3,
+    "µs": 10**3,
+    "ms": 10**6,
+    "s": 10**9,
+    "m": 60 * 10**9,
+    "h": 3600 * 10**9,
+    "d": 86_400 * 10**9,
+    "w": 7 * 86_400 * 10**9,
+}
 _CALENDAR = {"mo": "months", "q": "quarters", "y": "years"}
 _PART = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zµ]+)", re.IGNORECASE)
 _INT64_MAX = int(np.iinfo(np.int64).max)
@@ -48,16 +57,14 @@ def parse_duration(text: str) -> int:
         if unit not in UNIT_NS:
             if unit.lower() in _CALENDAR or unit.lower() in ("mo", "i"):
                 what = _CALENDAR.get(unit.lower(), "index counts")
-                msg = (f"{text!r}: {what} ({unit}) have no fixed length; use one of "
-                       f"{UNITS_TEXT}")
+                msg = f"{text!r}: {what} ({unit}) have no fixed length; use one of {UNITS_TEXT}"
             else:
                 msg = f"{text!r}: unknown unit {unit!r}; use one of {UNITS_TEXT} (e.g. 1m30s)"
             raise ValueError(msg)
         total += count * UNIT_NS[unit]
         end = part.end()
     if end != len(stripped) or end == 0:
-        msg = (f"expected a duration such as 5s, 250ms or 1m30s (units {UNITS_TEXT}), "
-               f"got {text!r}")
+        msg = f"expected a duration such as 5s, 250ms or 1m30s (units {UNITS_TEXT}), got {text!r}"
         raise ValueError(msg)
     if total != total.to_integral_value():
         msg = f"{text!r} is not a whole number of nanoseconds"
@@ -98,8 +105,12 @@ def format_duration(ns: float) -> str:
         return "inf"
     if ns == 0:
         return "0 s"
-    for unit, size, below in (("ns", 1, 1000), ("us", 10**3, 1000), ("ms", 10**6, 1000),
-                              ("s", 10**9, 59.95)):
+    for unit, size, below in (
+        ("ns", 1, 1000),
+        ("us", 10**3, 1000),
+        ("ms", 10**6, 1000),
+        ("s", 10**9, 59.95),
+    ):
         text = str(int(ns)) if size == 1 and ns == int(ns) else _significant(ns / size)
         if float(text) < below:  # 999.7 ns reads 1.00 us, not 1000 ns
             return f"{text} {unit}"

@@ -107,8 +107,9 @@ def _parallel_encoding(col: pa.ChunkedArray) -> bool:
     as group keys do: encoded on all cores. Where most values are distinct (IDs), merging
     the pieces' dictionaries would cost more than Arrow's one-core encoding: a sample of the
     first rows decides."""
-    if not walks.encodes_in_parallel(len(col)) or not (_is_text(col.type)
-                                                       or _is_fixed_width(col.type)):
+    if not walks.encodes_in_parallel(len(col)) or not (
+        _is_text(col.type) or _is_fixed_width(col.type)
+    ):
         return False
     sample = col.slice(0, DISTINCT_SAMPLE_ROWS)
     _, values = _encode_parallel(sample, nulls_distinct=False)
@@ -117,8 +118,12 @@ def _parallel_encoding(col: pa.ChunkedArray) -> bool:
 
 def _is_text(t: pa.DataType) -> bool:
     """String and binary types the text kernels read (views are cast by ``canonical_by``)."""
-    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-            or pa.types.is_large_binary(t))
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
 
 
 def _text_buffers(col: pa.ChunkedArray, large: bool = False):
@@ -128,16 +133,22 @@ def _text_buffers(col: pa.ChunkedArray, large: bool = False):
     64-bit offsets."""
     if col.num_chunks == 1 and not large:
         arr = col.chunk(0)
-    elif not large and sum(data.size for chunk in col.chunks
-                           if (data := chunk.buffers()[2]) is not None) < 2**31:
+    elif (
+        not large
+        and sum(data.size for chunk in col.chunks if (data := chunk.buffers()[2]) is not None)
+        < 2**31
+    ):
         arr = arrow_numpy.combined(col)  # offsets stay 32-bit: a cast would copy twice
     else:
         as_large = pa.large_binary() if family(col.type) == "binary" else pa.large_string()
         arr = arrow_numpy.combined(col.cast(as_large))
     validity, offsets, data = arr.buffers()
-    width = np.int64 if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(
-        arr.type) else np.int32
-    offsets = np.frombuffer(offsets, dtype=width)[arr.offset:arr.offset + len(arr) + 1]
+    width = (
+        np.int64
+        if pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+        else np.int32
+    )
+    offsets = np.frombuffer(offsets, dtype=width)[arr.offset : arr.offset + len(arr) + 1]
     data = np.frombuffer(data, dtype=np.uint8) if data is not None else NO_BYTES
     bitmap = np.frombuffer(validity, dtype=np.uint8) if arr.null_count else NO_BYTES
     return arr, offsets, data, bitmap
@@ -146,8 +157,14 @@ def _text_buffers(col: pa.ChunkedArray, large: bool = False):
 def _is_fixed_width(t: pa.DataType) -> bool:
     """Types whose values are equal exactly when their bits are (floats after
     ``canonical_by``), in one data buffer of 1, 2, 4 or 8 bytes a value."""
-    return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_timestamp(t)
-            or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_duration(t))
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_date(t)
+        or pa.types.is_time(t)
+        or pa.types.is_duration(t)
+    )
 
 
 def _one_array(col: pa.ChunkedArray) -> pa.Array:
@@ -162,8 +179,11 @@ def _fixed_width_buffers(arr: pa.Array):
     without nulls."""
     width = np.dtype(f"<u{arr.type.bit_width // 8}")
     validity, data = arr.buffers()
-    values = (np.frombuffer(data, dtype=width, count=arr.offset + len(arr))[arr.offset:]
-              if data is not None else _read_only(np.zeros(len(arr), width)))
+    values = (
+        np.frombuffer(data, dtype=width, count=arr.offset + len(arr))[arr.offset :]
+        if data is not None
+        else _read_only(np.zeros(len(arr), width))
+    )
     bitmap = np.frombuffer(validity, dtype=np.uint8) if arr.null_count else NO_BYTES
     return values, bitmap, arr.offset
 
@@ -176,8 +196,7 @@ def _encode_parallel(col: pa.ChunkedArray, nulls_distinct: bool):
 
     if _is_text(col.type):
         arr, offsets, data, bitmap = _text_buffers(col)
-        codes, firsts = dictionary_encode_text(offsets, data, bitmap, arr.offset,
-                                               nulls_distinct)
+        codes, firsts = dictionary_encode_text(offsets, data, bitmap, arr.offset, nulls_distinct)
         return codes, arr.take(arrow_numpy.array(firsts)).cast(col.type)
     arr = _one_array(col)
     codes, firsts = dictionary_encode_fixed(*_fixed_width_buffers(arr), nulls_distinct)
@@ -187,12 +206,14 @@ def _encode_parallel(col: pa.ChunkedArray, nulls_distinct: bool):
 def _inline_views(col: pa.ChunkedArray) -> bool:
     """A large view column (polars' strings) whose values all sit in their views
     (``kernels/views.py``): hashed where it lies, without a cast to large strings."""
-    if not walks.encodes_in_parallel(len(col)) or not (pa.types.is_string_view(col.type)
-                                                       or pa.types.is_binary_view(col.type)):
+    if not walks.encodes_in_parallel(len(col)) or not (
+        pa.types.is_string_view(col.type) or pa.types.is_binary_view(col.type)
+    ):
         return False
     for chunk in col.chunks:
-        lengths = np.frombuffer(chunk.buffers()[1], dtype="<u4",
-                                count=4 * (chunk.offset + len(chunk)))[4 * chunk.offset::4]
+        lengths = np.frombuffer(
+            chunk.buffers()[1], dtype="<u4", count=4 * (chunk.offset + len(chunk))
+        )[4 * chunk.offset :: 4]
         if int(lengths.max(initial=0)) > views.INLINE:
             return False
     return True
@@ -202,8 +223,7 @@ def _view_words(arr: pa.Array):
     """(views as pairs of uint64, validity bitmap, its first bit) of a view array, as numpy
     views for kernels/views.py; the bitmap is empty without nulls."""
     validity, data = arr.buffers()[:2]
-    words = np.frombuffer(data, dtype="<u8", count=2 * (arr.offset + len(arr)))[
-        2 * arr.offset:]
+    words = np.frombuffer(data, dtype="<u8", count=2 * (arr.offset + len(arr)))[2 * arr.offset :]
     bitmap = np.frombuffer(validity, dtype=np.uint8) if arr.null_count else NO_BYTES
     return words, bitmap, arr.offset
 
@@ -242,7 +262,7 @@ def _chunk_by_chunk(col: pa.ChunkedArray, lookup) -> np.ndarray:
     codes = host_empty(len(col), np.int32)
     at = 0
     for chunk in col.chunks:
-        lookup(chunk, codes[at:at + len(chunk)])
+        lookup(chunk, codes[at : at + len(chunk)])
         at += len(chunk)
     return codes
 
@@ -293,17 +313,20 @@ class _Column:
         words, valid = np.concatenate(words), np.concatenate(valid)
         codes = chunk_codes[0]
         if len(chunk_codes) > 1:
-            merged, firsts = dictionary_encode_views(words.reshape(-1), _bitmap(valid), 0,
-                                                     nulls_distinct)
+            merged, firsts = dictionary_encode_views(
+                words.reshape(-1), _bitmap(valid), 0, nulls_distinct
+            )
             parts, at = [], 0
             for local, n in zip(chunk_codes, sizes):
                 # -1 (a null under nulls_distinct) indexes the appended -1
-                parts.append(np.append(merged[at:at + n], np.int32(-1))[local])
+                parts.append(np.append(merged[at : at + n], np.int32(-1))[local])
                 at += n
             codes, words, valid = np.concatenate(parts), words[firsts], valid[firsts]
         self._view_table = (np.ascontiguousarray(words).reshape(-1), _bitmap(valid), None)
-        buffers = [None if valid.all() else pa.py_buffer(_bitmap(valid)),
-                   pa.py_buffer(np.ascontiguousarray(words))]
+        buffers = [
+            None if valid.all() else pa.py_buffer(_bitmap(valid)),
+            pa.py_buffer(np.ascontiguousarray(words)),
+        ]
         views_array = pa.Array.from_buffers(col.type, len(words), buffers)
         large = pa.large_binary() if pa.types.is_binary_view(col.type) else pa.large_string()
         return views_array.cast(large), codes
@@ -354,8 +377,12 @@ class _Column:
         if table is None:
             table = views_lookup_table(words, bitmap, 0)
             self._view_table = (words, bitmap, table)
-        return _chunk_by_chunk(col, lambda chunk, out: lookup_views(
-            (words, table), *_view_words(chunk), self.null_code, out=out))
+        return _chunk_by_chunk(
+            col,
+            lambda chunk, out: lookup_views(
+                (words, table), *_view_words(chunk), self.null_code, out=out
+            ),
+        )
 
     def _lookup_text(self, col: pa.ChunkedArray) -> np.ndarray:
         """Each row's value looked up in a hash table of the dictionary, built once."""
@@ -363,14 +390,19 @@ class _Column:
 
         if self._table is None:
             dictionary, offsets, data, bitmap = _text_buffers(
-                pa.chunked_array([self.dictionary]), large=True)
-            self._table = (offsets, data,
-                           text_lookup_table(offsets, data, bitmap, dictionary.offset))
+                pa.chunked_array([self.dictionary]), large=True
+            )
+            self._table = (
+                offsets,
+                data,
+                text_lookup_table(offsets, data, bitmap, dictionary.offset),
+            )
 
         def lookup(chunk: pa.Array, out):
             arr, offsets, data, bitmap = _text_buffers(pa.chunked_array([chunk]))
-            return lookup_text(self._table, offsets, data, bitmap, arr.offset, self.null_code,
-                               out=out)
+            return lookup_text(
+                self._table, offsets, data, bitmap, arr.offset, self.null_code, out=out
+            )
 
         return _chunk_by_chunk(col, lookup)
 
@@ -381,8 +413,12 @@ class _Column:
 
         if self._table is None:
             self._table = fixed_lookup_table(*_fixed_width_buffers(self.dictionary))
-        return _chunk_by_chunk(col, lambda chunk, out: lookup_fixed(
-            self._table, *_fixed_width_buffers(chunk), self.null_code, out=out))
+        return _chunk_by_chunk(
+            col,
+            lambda chunk, out: lookup_fixed(
+                self._table, *_fixed_width_buffers(chunk), self.null_code, out=out
+            ),
+        )
 
     def _index_in(self, col: pa.ChunkedArray) -> np.ndarray:
         """Arrow's lookup of each value's position in the dictionary."""
@@ -429,8 +465,9 @@ class Groups:
             if self._step_tables[k] is None:
                 self._step_tables[k] = fixed_lookup_table(*_fixed_width_buffers(self._steps[k]))
             # NO_GROUP's bits are no step value's (those are all >= 0): it stays NO_GROUP.
-            codes = lookup_fixed(self._step_tables[k], _read_only(combined.view(np.uint64)),
-                                 NO_BYTES, 0, NO_GROUP)
+            codes = lookup_fixed(
+                self._step_tables[k], _read_only(combined.view(np.uint64)), NO_BYTES, 0, NO_GROUP
+            )
         return codes
 
 
@@ -449,4 +486,3 @@ def _pair(codes: np.ndarray, more: np.ndarray, n_more: int) -> np.ndarray:
     combined = codes.astype(np.int64) * n_more + more
     combined[(codes < 0) | (more < 0)] = NO_GROUP
     return combined
-

@@ -47,8 +47,11 @@ class _Lease:
     def __init__(self, buffer: pa.Buffer, n: int, dtype: np.dtype):
         self._buffer = buffer  # keeps the memory alive even once the pool lets go of the block
         self.__array_interface__ = {
-            "data": (buffer.address, False), "shape": (n,), "typestr": dtype.str,
-            "descr": dtype.descr, "version": 3,
+            "data": (buffer.address, False),
+            "shape": (n,),
+            "typestr": dtype.str,
+            "descr": dtype.descr,
+            "version": 3,
         }
 
 
@@ -115,8 +118,11 @@ class HostPool:
         return np.asarray(lease)
 
     def _free_fit(self, nbytes: int) -> _Block | None:
-        fits = [b for b in self._blocks
-                if b.free and nbytes <= b.buffer.size <= nbytes + nbytes // SLACK]
+        fits = [
+            b
+            for b in self._blocks
+            if b.free and nbytes <= b.buffer.size <= nbytes + nbytes // SLACK
+        ]
         if not fits:
             return None
         block = min(fits, key=lambda b: b.buffer.size)
@@ -160,8 +166,10 @@ class HostPool:
 
     def _locked(self, name: str) -> None:
         if not self._enter():
-            msg = (f"HostPool.{name} was called from inside the pool (a finalizer run by a "
-                   "garbage collection there); call it outside")
+            msg = (
+                f"HostPool.{name} was called from inside the pool (a finalizer run by a "
+                "garbage collection there); call it outside"
+            )
             raise RuntimeError(msg)
 
     # ---- the limit and the counts, named as cupy's memory pools name them

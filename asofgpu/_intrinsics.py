@@ -27,14 +27,14 @@ from numba.extending import intrinsic
 
 
 def _is_vector(array, index) -> bool:
-    return isinstance(array, types.Array) and array.ndim == 1 and isinstance(
-        index, types.Integer)
+    return isinstance(array, types.Array) and array.ndim == 1 and isinstance(index, types.Integer)
 
 
 def _byte_pointer(context, builder, array_type, array, index):
     view = context.make_array(array_type)(context, builder, array)
-    pointer = cgutils.get_item_pointer(context, builder, array_type, view, [index],
-                                       wraparound=False, boundscheck=False)
+    pointer = cgutils.get_item_pointer(
+        context, builder, array_type, view, [index], wraparound=False, boundscheck=False
+    )
     return builder.bitcast(pointer, ir.IntType(8).as_pointer())
 
 
@@ -49,8 +49,10 @@ def prefetch(typingctx, array, index):
         # The typed-pointer name: right for the LLVM of older numbas, and upgraded by newer
         # LLVMs (opaque pointers) to their "llvm.prefetch.p0".
         hint = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [byte_pointer.type, i32, i32, i32]),
-            "llvm.prefetch.p0i8")
+            builder.module,
+            ir.FunctionType(ir.VoidType(), [byte_pointer.type, i32, i32, i32]),
+            "llvm.prefetch.p0i8",
+        )
         # read (0), keep in every cache level (3), data cache (1)
         builder.call(hint, [byte_pointer, i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
@@ -69,7 +71,8 @@ def load_word(typingctx, data, index):
         word = builder.load(builder.bitcast(byte_pointer, i64.as_pointer()), align=1)
         if sys.byteorder == "big":  # the bytes in memory order, first byte lowest
             swap = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(i64, [i64]), "llvm.bswap.i64")
+                builder.module, ir.FunctionType(i64, [i64]), "llvm.bswap.i64"
+            )
             word = builder.call(swap, [word])
         return word
 
@@ -78,15 +81,19 @@ def load_word(typingctx, data, index):
 
 @intrinsic
 def load_at(typingctx, address, index, like):
-    if not (isinstance(address, types.Integer) and isinstance(index, types.Integer)
-            and isinstance(like, types.Array)):
+    if not (
+        isinstance(address, types.Integer)
+        and isinstance(index, types.Integer)
+        and isinstance(like, types.Array)
+    ):
         return None
 
     def codegen(context, builder, signature, args):
         address, index, _ = args
         value_type = context.get_data_type(signature.args[2].dtype)
-        base = builder.inttoptr(context.cast(builder, address, signature.args[0], types.uint64),
-                                value_type.as_pointer())
+        base = builder.inttoptr(
+            context.cast(builder, address, signature.args[0], types.uint64), value_type.as_pointer()
+        )
         offset = context.cast(builder, index, signature.args[1], types.uint64)
         return builder.load(builder.gep(base, [offset]))
 

@@ -39,9 +39,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 from pandas.api.extensions import ExtensionArray, take
-from pandas.api.types import (is_bool, is_float_dtype, is_hashable, is_integer,
-                              is_integer_dtype, is_list_like, is_number, is_object_dtype,
-                              is_string_dtype)
+from pandas.api.types import (
+    is_bool,
+    is_float_dtype,
+    is_hashable,
+    is_integer,
+    is_integer_dtype,
+    is_list_like,
+    is_number,
+    is_object_dtype,
+    is_string_dtype,
+)
 from pandas.errors import MergeError
 
 from ._types import NO_MATCH, NO_MATCH_INT64
@@ -50,9 +58,22 @@ from .join import AsofJoin
 
 _KNOWN = (np.ndarray, ExtensionArray, pd.Index, pd.Series)
 _MASKED = (pd.arrays.IntegerArray, pd.arrays.FloatingArray, pd.arrays.BooleanArray)
-_MASKED_DTYPES = tuple(getattr(pd, f"{kind}Dtype") for kind in (
-    "Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64", "Float32",
-    "Float64", "Boolean"))
+_MASKED_DTYPES = tuple(
+    getattr(pd, f"{kind}Dtype")
+    for kind in (
+        "Int8",
+        "Int16",
+        "Int32",
+        "Int64",
+        "UInt8",
+        "UInt16",
+        "UInt32",
+        "UInt64",
+        "Float32",
+        "Float64",
+        "Boolean",
+    )
+)
 
 
 # --------------------------------------------------------------------------- first checks
@@ -99,8 +120,21 @@ class AsofMerge:
     merge of two pandas frames.
     """
 
-    def __init__(self, left, right, on, left_on, right_on, left_index, right_index, by,
-                 left_by, right_by, suffixes, tolerance):
+    def __init__(
+        self,
+        left,
+        right,
+        on,
+        left_on,
+        right_on,
+        left_index,
+        right_index,
+        by,
+        left_by,
+        right_by,
+        suffixes,
+        tolerance,
+    ):
         self.left = validate_operand(left)
         self.right = validate_operand(right)
         self.on = _make_list(on)
@@ -111,12 +145,13 @@ class AsofMerge:
         if not is_bool(left_index):
             raise ValueError(f"left_index parameter must be of type bool, not {type(left_index)}")
         if not is_bool(right_index):
-            raise ValueError(
-                f"right_index parameter must be of type bool, not {type(right_index)}")
+            raise ValueError(f"right_index parameter must be of type bool, not {type(right_index)}")
         nl, nr = self.left.columns.nlevels, self.right.columns.nlevels
         if nl != nr:
-            msg = (f"Not allowed to merge between different levels. ({nl} levels on the "
-                   f"left, {nr} on the right)")
+            msg = (
+                f"Not allowed to merge between different levels. ({nl} levels on the "
+                f"left, {nr} on the right)"
+            )
             raise MergeError(msg)
         self.left_on, self.right_on = self._validate_left_right_on(left_on, right_on)
         self.left_keys, self.right_keys, self.join_names, right_drop = self._merge_keys()
@@ -143,18 +178,25 @@ class AsofMerge:
                     raise MergeError(
                         "No common columns to perform merge on. "
                         f"Merge options: left_on={left_on}, right_on={right_on}, "
-                        f"left_index={self.left_index}, right_index={self.right_index}")
-                if (not left_cols.join(common, how="inner").is_unique
-                        or not right_cols.join(common, how="inner").is_unique):
+                        f"left_index={self.left_index}, right_index={self.right_index}"
+                    )
+                if (
+                    not left_cols.join(common, how="inner").is_unique
+                    or not right_cols.join(common, how="inner").is_unique
+                ):
                     raise MergeError(f"Data columns not unique: {common!r}")
                 left_on = right_on = common
         elif self.on is not None:
             if left_on is not None or right_on is not None:
-                raise MergeError('Can only pass argument "on" OR "left_on" '
-                                 'and "right_on", not a combination of both.')
+                raise MergeError(
+                    'Can only pass argument "on" OR "left_on" '
+                    'and "right_on", not a combination of both.'
+                )
             if self.left_index or self.right_index:
-                raise MergeError('Can only pass argument "on" OR "left_index" '
-                                 'and "right_index", not a combination of both.')
+                raise MergeError(
+                    'Can only pass argument "on" OR "left_index" '
+                    'and "right_index", not a combination of both.'
+                )
             left_on = right_on = self.on
         elif left_on is not None:
             if self.left_index:
@@ -165,8 +207,9 @@ class AsofMerge:
                 raise MergeError('Can only pass argument "right_on" OR "right_index" not both.')
             if self.right_index:
                 if len(left_on) != self.right.index.nlevels:
-                    raise ValueError('len(left_on) must equal the number '
-                                     'of levels in the index of "right"')
+                    raise ValueError(
+                        'len(left_on) must equal the number of levels in the index of "right"'
+                    )
                 right_on = [None] * len(left_on)
         elif right_on is not None:
             if self.right_index:
@@ -175,8 +218,9 @@ class AsofMerge:
                 raise MergeError('Must pass "left_on" OR "left_index".')
             if self.left_index:
                 if len(right_on) != self.left.index.nlevels:
-                    raise ValueError('len(right_on) must equal the number '
-                                     'of levels in the index of "left"')
+                    raise ValueError(
+                        'len(right_on) must equal the number of levels in the index of "left"'
+                    )
                 left_on = [None] * len(right_on)
         if len(right_on) != len(left_on):
             raise ValueError("len(right_on) must equal len(left_on)")
@@ -200,12 +244,19 @@ class AsofMerge:
         if self.left_by is not None and self.right_by is None:
             raise MergeError("missing right_by")
         lo_dtype = self.left.index.dtype if self.left_index else _on_dtype(self.left, left_on[0])
-        ro_dtype = (self.right.index.dtype if self.right_index
-                    else _on_dtype(self.right, right_on[0]))
-        if (is_object_dtype(lo_dtype) or is_object_dtype(ro_dtype)
-                or is_string_dtype(lo_dtype) or is_string_dtype(ro_dtype)):
-            raise MergeError(f"Incompatible merge dtype, {lo_dtype!r} and {ro_dtype!r}, "
-                             "both sides must have numeric dtype")
+        ro_dtype = (
+            self.right.index.dtype if self.right_index else _on_dtype(self.right, right_on[0])
+        )
+        if (
+            is_object_dtype(lo_dtype)
+            or is_object_dtype(ro_dtype)
+            or is_string_dtype(lo_dtype)
+            or is_string_dtype(ro_dtype)
+        ):
+            raise MergeError(
+                f"Incompatible merge dtype, {lo_dtype!r} and {ro_dtype!r}, "
+                "both sides must have numeric dtype"
+            )
         if self.left_by is not None:
             if not is_list_like(self.left_by):
                 self.left_by = [self.left_by]
@@ -244,8 +295,11 @@ class AsofMerge:
                         names.append(right.index.name)
                 else:
                     if not is_rkey(rk):
-                        right_keys.append(_label_or_level_values(right, rk) if rk is not None
-                                          else _values(right.index))
+                        right_keys.append(
+                            _label_or_level_values(right, rk)
+                            if rk is not None
+                            else _values(right.index)
+                        )
                         if lk is not None and lk == rk:
                             right_drop.append(rk)
                     else:
@@ -278,8 +332,11 @@ class AsofMerge:
         return left_keys, right_keys, names, right_drop
 
     def _on_values(self, side: str):
-        frame, index_flag, keys = ((self.left, self.left_index, self.left_keys) if side == "left"
-                                   else (self.right, self.right_index, self.right_keys))
+        frame, index_flag, keys = (
+            (self.left, self.left_index, self.left_keys)
+            if side == "left"
+            else (self.right, self.right_index, self.right_keys)
+        )
         return _values(frame.index) if index_flag else keys[-1]
 
     def _require_matching_dtypes(self) -> None:
@@ -354,12 +411,16 @@ class AsofMerge:
         prepared = self.prepare(_kernel_key(rkey), right_by, device)
 
         def probe(strategy, tol):
-            gmap = prepared.join(_kernel_key(lkey), left_by, strategy=strategy,
-                                 allow_exact_matches=exact, tolerance=tol,
-                                 nearest_tie="backward")
+            gmap = prepared.join(
+                _kernel_key(lkey),
+                left_by,
+                strategy=strategy,
+                allow_exact_matches=exact,
+                tolerance=tol,
+                nearest_tie="backward",
+            )
             gmap = np.asarray(gmap.get() if hasattr(gmap, "get") else gmap)
-            return np.where((gmap == NO_MATCH) | (gmap == NO_MATCH_INT64), -1,
-                            gmap).astype(np.intp)
+            return np.where((gmap == NO_MATCH) | (gmap == NO_MATCH_INT64), -1, gmap).astype(np.intp)
 
         if lkey.dtype.kind == "f" and float_arithmetic_matters(lkey, direction, tolerance):
             return pandas_float_pick(lkey, rkey, probe, direction, tolerance)
@@ -369,16 +430,16 @@ class AsofMerge:
         """The right side prepared for the probe (asofgpu.dask overrides this to reuse one
         per worker). Used once, its sort by group waits: on the cpu the join may walk both
         sides in key order."""
-        return AsofJoin(right_key, right_by, null_equality="equal", device=device,
-                        _defer_sort=not reused)
+        return AsofJoin(
+            right_key, right_by, null_equality="equal", device=device, _defer_sort=not reused
+        )
 
     # ------------------------------------------------------------------ the result
 
     def result_labels(self) -> tuple[pd.Index, pd.Index]:
         """The left's and the right's column labels in the result, suffixed where they
         overlap (pandas' errors for bad suffixes)."""
-        return _items_overlap_with_suffix(self.left.columns, self.right.columns,
-                                          self.suffixes)
+        return _items_overlap_with_suffix(self.left.columns, self.right.columns, self.suffixes)
 
     def index_from(self, n_left: int) -> str | None:
         """Where the result's index comes from, for a left side of ``n_left`` rows: "left"
@@ -460,10 +521,11 @@ class AsofMerge:
             elif _is_level_reference(result, name):
                 if isinstance(result.index, pd.MultiIndex):
                     key_col.name = name
-                    levels = [result.index.get_level_values(n) if n != name else key_col
-                              for n in result.index.names]
-                    result.index = pd.MultiIndex.from_arrays(levels,
-                                                             names=[x.name for x in levels])
+                    levels = [
+                        result.index.get_level_values(n) if n != name else key_col
+                        for n in result.index.names
+                    ]
+                    result.index = pd.MultiIndex.from_arrays(levels, names=[x.name for x in levels])
                 else:
                     result.index = pd.Index(key_col, name=name)
             else:
@@ -509,8 +571,9 @@ def float_arithmetic_matters(lkey, direction: str, tolerance, xp=np) -> bool:
     return direction == "nearest" and bool(xp.isinf(lkey).any())
 
 
-def pandas_float_pick(lkey, rkey, probe, direction: str, tolerance, *, xp=np, no_match=-1,
-                      dtype=np.intp):
+def pandas_float_pick(
+    lkey, rkey, probe, direction: str, tolerance, *, xp=np, no_match=-1, dtype=np.intp
+):
     """pandas' float picks: each side found without a tolerance (``probe(strategy, None)``,
     a map holding ``no_match`` where nothing matched), checked against the tolerance in the
     key's dtype, then the backward row unless the forward one is strictly closer. numpy or
@@ -584,8 +647,9 @@ def probe_on_device(prepared, left_on, left_by, strategy: str, exact: bool, tole
     ``device_by_table``'s left table, ties of a nearest pick going backward (pandas' rule)."""
     from ._device_encode import values_view
 
-    gmap = prepared.join(left_by, plc_column(left_on), strategy, exact, tolerance=tolerance,
-                         nearest_tie="backward")
+    gmap = prepared.join(
+        left_by, plc_column(left_on), strategy, exact, tolerance=tolerance, nearest_tie="backward"
+    )
     return values_view(gmap, np.dtype(np.int32))
 
 
@@ -627,9 +691,12 @@ def _label_or_level_values(frame: pd.DataFrame, key):
             raise ValueError(msg)
         values = frame.xs(key, axis=1)
         if isinstance(values, pd.DataFrame):
-            multi = ("\nFor a multi-index, the label must be a tuple with elements "
-                     "corresponding to each level."
-                     if isinstance(frame.columns, pd.MultiIndex) else "")
+            multi = (
+                "\nFor a multi-index, the label must be a tuple with elements "
+                "corresponding to each level."
+                if isinstance(frame.columns, pd.MultiIndex)
+                else ""
+            )
             raise ValueError(f"The column label '{key}' is not unique.{multi}")
         return _values(values)
     if _is_level_reference(frame, key):
@@ -638,8 +705,12 @@ def _label_or_level_values(frame: pd.DataFrame, key):
 
 
 def _is_level_reference(frame: pd.DataFrame, key) -> bool:
-    return (key is not None and is_hashable(key) and key in frame.index.names
-            and key not in frame.columns)
+    return (
+        key is not None
+        and is_hashable(key)
+        and key in frame.index.names
+        and key not in frame.columns
+    )
 
 
 def _drop_labels_or_levels(frame: pd.DataFrame, keys) -> pd.DataFrame:
@@ -663,13 +734,18 @@ def _on_dtype(frame: pd.DataFrame, key):
 
 def _check_dtype_match(left, right, i: int) -> None:
     if left.dtype != right.dtype:
-        if isinstance(left.dtype, pd.CategoricalDtype) and isinstance(right.dtype,
-                                                                       pd.CategoricalDtype):
-            msg = (f"incompatible merge keys [{i}] {left.dtype!r} and {right.dtype!r}, "
-                   f"both sides category, but not equal ones")
+        if isinstance(left.dtype, pd.CategoricalDtype) and isinstance(
+            right.dtype, pd.CategoricalDtype
+        ):
+            msg = (
+                f"incompatible merge keys [{i}] {left.dtype!r} and {right.dtype!r}, "
+                f"both sides category, but not equal ones"
+            )
         else:
-            msg = (f"incompatible merge keys [{i}] {left.dtype!r} and {right.dtype!r}, "
-                   f"must be the same type")
+            msg = (
+                f"incompatible merge keys [{i}] {left.dtype!r} and {right.dtype!r}, "
+                f"must be the same type"
+            )
         raise MergeError(msg)
 
 
@@ -681,8 +757,9 @@ def _needs_i8(dtype) -> bool:
 
 def _is_temporal(values) -> bool:
     """pandas: needs_i8_conversion, or an Arrow temporal type."""
-    return _needs_i8(values.dtype) or (isinstance(values, pd.arrays.ArrowExtensionArray)
-                                        and values.dtype.kind in "mM")
+    return _needs_i8(values.dtype) or (
+        isinstance(values, pd.arrays.ArrowExtensionArray) and values.dtype.kind in "mM"
+    )
 
 
 def _arrow_timestamp_or_duration(values) -> bool:
@@ -709,16 +786,22 @@ def _rows_of(frame: pd.DataFrame, rmap: np.ndarray) -> pd.DataFrame:
     arrow = [k for k, dtype in enumerate(frame.dtypes) if isinstance(dtype, pd.ArrowDtype)]
     arrays = {}
     if arrow:
-        table = gather(pa.table([frame.iloc[:, k].array.__arrow_array__() for k in arrow],
-                                names=[str(k) for k in arrow]),
-                       np.where(rmap < 0, NO_MATCH_INT64, rmap))
-        arrays.update((k, pd.arrays.ArrowExtensionArray(table.column(i)))
-                      for i, k in enumerate(arrow))
+        table = gather(
+            pa.table(
+                [frame.iloc[:, k].array.__arrow_array__() for k in arrow],
+                names=[str(k) for k in arrow],
+            ),
+            np.where(rmap < 0, NO_MATCH_INT64, rmap),
+        )
+        arrays.update(
+            (k, pd.arrays.ArrowExtensionArray(table.column(i))) for i, k in enumerate(arrow)
+        )
     for k in range(frame.shape[1]):
         if k not in arrays:
             arrays[k] = take(frame.iloc[:, k]._values, rmap, allow_fill=True)
-    taken = pd.DataFrame({k: arrays[k] for k in range(frame.shape[1])},
-                         index=pd.RangeIndex(len(rmap)), copy=False)
+    taken = pd.DataFrame(
+        {k: arrays[k] for k in range(frame.shape[1])}, index=pd.RangeIndex(len(rmap)), copy=False
+    )
     taken.columns = frame.columns
     return taken
 
@@ -776,10 +859,9 @@ def _by_columns(lk, rk):
         raise KeyError(np.float16)
     if _native_by(lk.dtype):
         return pd.Series(lk, copy=False), pd.Series(rk, copy=False)
-    both = pd.concat([pd.Series(lk, copy=False), pd.Series(rk, copy=False)],
-                     ignore_index=True)
+    both = pd.concat([pd.Series(lk, copy=False), pd.Series(rk, copy=False)], ignore_index=True)
     codes = pd.factorize(both)[0].astype(np.int64, copy=False)
-    return codes[: len(lk)], codes[len(lk):]
+    return codes[: len(lk)], codes[len(lk) :]
 
 
 def _native_by(dtype) -> bool:
@@ -788,10 +870,15 @@ def _native_by(dtype) -> bool:
     if isinstance(dtype, pd.CategoricalDtype):
         return _native_by(dtype.categories.dtype)
     if isinstance(dtype, pd.ArrowDtype):  # read in place; equal exactly when pandas says so
-        t = dtype.pyarrow_dtype       # (floats are not: pandas' NaN and null rules differ)
-        return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
-                or pa.types.is_timestamp(t) or pa.types.is_date(t)
-                or pa.types.is_duration(t))
+        t = dtype.pyarrow_dtype  # (floats are not: pandas' NaN and null rules differ)
+        return (
+            pa.types.is_string(t)
+            or pa.types.is_large_string(t)
+            or pa.types.is_integer(t)
+            or pa.types.is_timestamp(t)
+            or pa.types.is_date(t)
+            or pa.types.is_duration(t)
+        )
     return isinstance(dtype, (pd.StringDtype, pd.DatetimeTZDtype) + _MASKED_DTYPES)
 
 
@@ -824,8 +911,10 @@ def _common_type(a, b):
 
 def _items_overlap_with_suffix(left: pd.Index, right: pd.Index, suffixes):
     if not is_list_like(suffixes, allow_sets=False) or isinstance(suffixes, dict):
-        raise TypeError(f"Passing 'suffixes' as a {type(suffixes)}, is not supported. "
-                        "Provide 'suffixes' as a tuple instead.")
+        raise TypeError(
+            f"Passing 'suffixes' as a {type(suffixes)}, is not supported. "
+            "Provide 'suffixes' as a tuple instead."
+        )
     to_rename = left.intersection(right)
     if len(to_rename) == 0:
         return left, right
@@ -846,15 +935,17 @@ def _items_overlap_with_suffix(left: pd.Index, right: pd.Index, suffixes):
     dups.extend(llabels.intersection(right.difference(to_rename)).tolist())
     dups.extend(rlabels.intersection(left.difference(to_rename)).tolist())
     if dups:
-        raise MergeError(f"Passing 'suffixes' which cause duplicate columns {set(dups)} is "
-                         "not allowed.")
+        raise MergeError(
+            f"Passing 'suffixes' which cause duplicate columns {set(dups)} is not allowed."
+        )
     return llabels, rlabels
 
 
 def _transform_index(index: pd.Index, func) -> pd.Index:
     if isinstance(index, pd.MultiIndex):
-        return type(index).from_arrays([index.get_level_values(i).map(func)
-                                        for i in range(index.nlevels)])
+        return type(index).from_arrays(
+            [index.get_level_values(i).map(func) for i in range(index.nlevels)]
+        )
     if any(isinstance(x, tuple) for x in index):
         return pd.Index([func(x) for x in index], name=index.name, tupleize_cols=False)
     return index.map(func)

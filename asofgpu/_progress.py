@@ -60,8 +60,10 @@ class Lines:
         self.last, self.tenth = now, int(share * 10) + 1
         rate = rows_done / (now - self.t0) if now > self.t0 else 0.0
         eta = (self.total - rows_done) / rate if rate else 0.0
-        self.log(f"{rows_done:,} / {self.total:,} rows ({share:.0%}), "
-                 f"{readable_count(rate)} rows/s, ETA {clock(eta)}")
+        self.log(
+            f"{rows_done:,} / {self.total:,} rows ({share:.0%}), "
+            f"{readable_count(rate)} rows/s, ETA {clock(eta)}"
+        )
 
     def stop(self) -> None:
         pass
@@ -72,8 +74,15 @@ class Bar:
 
     def __init__(self, prog: str):
         from rich.console import Console
-        from rich.progress import (BarColumn, Progress, ProgressColumn, TaskProgressColumn,
-                                   TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            ProgressColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
         from rich.text import Text
 
         class Rate(ProgressColumn):
@@ -83,10 +92,16 @@ class Bar:
         self.prog = prog
         self.console = Console(stderr=True)
         self.bar = Progress(
-            TextColumn("[bold]enrich"), BarColumn(), TaskProgressColumn(),
-            TextColumn("{task.completed:,.0f} / {task.total:,.0f} rows"), Rate(),
-            TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-            console=self.console)
+            TextColumn("[bold]enrich"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TextColumn("{task.completed:,.0f} / {task.total:,.0f} rows"),
+            Rate(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=self.console,
+        )
         self.task = None
 
     def log(self, text: str) -> None:

@@ -49,8 +49,9 @@ class Sketch:
         self._inf[1] += int(np.count_nonzero(values == np.inf))
         small = (np.abs(values) <= EXACT_BELOW) & (values == np.floor(values))
         if small.any():
-            self._exact += np.bincount(values[small].astype(np.int64) + EXACT_BELOW,
-                                       minlength=len(self._exact))
+            self._exact += np.bincount(
+                values[small].astype(np.int64) + EXACT_BELOW, minlength=len(self._exact)
+            )
         rest = values[np.isfinite(values) & ~small]
         self._negative.add(-rest[rest < 0])
         self._positive.add(rest[rest > 0])
@@ -62,11 +63,24 @@ class Sketch:
             return None
         rank = int(math.floor(q * (self.count - 1)))
         negative, negative_counts = self._negative.values()
-        values = np.concatenate([[-math.inf], -negative[::-1],
-                                 np.arange(-EXACT_BELOW, EXACT_BELOW + 1, dtype=np.float64),
-                                 self._positive.values()[0], [math.inf]])
-        counts = np.concatenate([[self._inf[0]], negative_counts[::-1], self._exact,
-                                 self._positive.values()[1], [self._inf[1]]])
+        values = np.concatenate(
+            [
+                [-math.inf],
+                -negative[::-1],
+                np.arange(-EXACT_BELOW, EXACT_BELOW + 1, dtype=np.float64),
+                self._positive.values()[0],
+                [math.inf],
+            ]
+        )
+        counts = np.concatenate(
+            [
+                [self._inf[0]],
+                negative_counts[::-1],
+                self._exact,
+                self._positive.values()[1],
+                [self._inf[1]],
+            ]
+        )
         return float(values[np.searchsorted(np.cumsum(counts), rank, side="right")])
 
 
@@ -87,7 +101,7 @@ class _Buckets:
             low, high = min(low, self.low), max(high, self.low + len(self.counts) - 1)
         if not len(self.counts) or low != self.low or high - low + 1 != len(self.counts):
             grown = np.zeros(high - low + 1, dtype=np.int64)
-            grown[self.low - low: self.low - low + len(self.counts)] = self.counts
+            grown[self.low - low : self.low - low + len(self.counts)] = self.counts
             self.low, self.counts = low, grown
         self.counts += np.bincount(index - self.low, minlength=len(self.counts))
 
@@ -121,8 +135,9 @@ def differences(left: np.ndarray, right: np.ndarray) -> np.ndarray:
         return out
     if left.dtype.kind == "u":
         ahead = left >= right
-        return np.where(ahead, (left - right).astype(np.float64),
-                        -(right - left).astype(np.float64))
+        return np.where(
+            ahead, (left - right).astype(np.float64), -(right - left).astype(np.float64)
+        )
     left, right = left.astype(np.int64, copy=False), right.astype(np.int64, copy=False)
     with np.errstate(over="ignore"):
         out = left - right  # wraps only where the true difference leaves int64
@@ -162,7 +177,7 @@ class Staleness:
         if shared.every > 1:
             first = -shared.seen % shared.every
             shared.seen += len(hit)
-            hit = hit[first::shared.every]
+            hit = hit[first :: shared.every]
         if not len(hit):
             return
         left = ordered_key(left_on, "left_on", host=True)

@@ -24,8 +24,14 @@ if TYPE_CHECKING:  # the front ends' libraries, for the annotations only
 #: What the public API takes as a column: numpy and cupy arrays, Arrow arrays, pandas and
 #: polars Series, cuDF columns and anything with ``__arrow_c_array__`` or
 #: ``__cuda_array_interface__`` (the last two are not spelled here).
-Column = Union["np.ndarray", "pyarrow.Array", "pyarrow.ChunkedArray", "pandas.Series",
-               "polars.Series", "cupy.ndarray"]
+Column = Union[
+    "np.ndarray",
+    "pyarrow.Array",
+    "pyarrow.ChunkedArray",
+    "pandas.Series",
+    "polars.Series",
+    "cupy.ndarray",
+]
 #: One by column or several.
 ByColumns = Union[Column, Sequence[Column]]
 #: A gather map: numpy on the host backends, cupy on cuda.

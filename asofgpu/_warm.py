@@ -48,8 +48,15 @@ def _one_shot() -> None:
         for shuffled in (False, True):
             quotes, trades = _day(n, shuffled)
             join_asof(trades, quotes, on="time", by="symbol", device="cpu")
-            join_asof(trades, quotes, on="time", by="symbol", strategy="nearest",
-                      tolerance=np.timedelta64(1, "s"), device="cpu")
+            join_asof(
+                trades,
+                quotes,
+                on="time",
+                by="symbol",
+                strategy="nearest",
+                tolerance=np.timedelta64(1, "s"),
+                device="cpu",
+            )
 
 
 def _prepared() -> None:
@@ -71,11 +78,17 @@ def _integer_groups() -> None:
 
     for n in SIZES:
         quotes, trades = _day(n)
-        ids = {name: pc.dictionary_encode(t["symbol"]).combine_chunks().indices
-               for name, t in (("quotes", quotes), ("trades", trades))}
-        join_asof(trades.set_column(1, "symbol", ids["trades"].cast(pa.int64())),
-                  quotes.set_column(1, "symbol", ids["quotes"].cast(pa.int64())),
-                  on="time", by="symbol", device="cpu")
+        ids = {
+            name: pc.dictionary_encode(t["symbol"]).combine_chunks().indices
+            for name, t in (("quotes", quotes), ("trades", trades))
+        }
+        join_asof(
+            trades.set_column(1, "symbol", ids["trades"].cast(pa.int64())),
+            quotes.set_column(1, "symbol", ids["quotes"].cast(pa.int64())),
+            on="time",
+            by="symbol",
+            device="cpu",
+        )
 
 
 def _float_keys() -> None:
@@ -83,9 +96,10 @@ def _float_keys() -> None:
 
     for n in SIZES:
         quotes, trades = _day(n)
-        seconds = {name: t.set_column(0, "time", pa.array(
-            t["time"].cast(pa.int64()).to_numpy() / 1e9))
-            for name, t in (("quotes", quotes), ("trades", trades))}
+        seconds = {
+            name: t.set_column(0, "time", pa.array(t["time"].cast(pa.int64()).to_numpy() / 1e9))
+            for name, t in (("quotes", quotes), ("trades", trades))
+        }
         join_asof(seconds["trades"], seconds["quotes"], on="time", by="symbol", device="cpu")
 
 
@@ -104,14 +118,29 @@ def _enrich() -> None:
         pq.write_table(quotes, paths["quotes"], row_group_size=SIZES[-1] // 4)
         pq.write_table(trades, paths["trades"], row_group_size=SIZES[-1] // 4)
         for mode in ("stream", "memory", "spill"):
-            enrich(Options(left=paths["trades"], right=paths["quotes"],
-                           out=os.path.join(folder, f"{mode}.parquet"), left_on="time",
-                           right_on="time", left_by=["symbol"], right_by=["symbol"],
-                           device="cpu", chunk_rows=SIZES[-1] // 4, right_mode=mode))
+            enrich(
+                Options(
+                    left=paths["trades"],
+                    right=paths["quotes"],
+                    out=os.path.join(folder, f"{mode}.parquet"),
+                    left_on="time",
+                    right_on="time",
+                    left_by=["symbol"],
+                    right_by=["symbol"],
+                    device="cpu",
+                    chunk_rows=SIZES[-1] // 4,
+                    right_mode=mode,
+                )
+            )
 
 
-SHAPES = {"one-shot": _one_shot, "prepared": _prepared, "integer groups": _integer_groups,
-          "float keys": _float_keys, "enrich": _enrich}
+SHAPES = {
+    "one-shot": _one_shot,
+    "prepared": _prepared,
+    "integer groups": _integer_groups,
+    "float keys": _float_keys,
+    "enrich": _enrich,
+}
 
 
 def _timed(shape: str) -> float:

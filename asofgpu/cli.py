@@ -28,8 +28,15 @@ import textwrap
 import time
 
 from . import _progress
-from .enrich import (CODECS, DEFAULT_CHUNK_ROWS, RIGHT_MODES, EnrichError, Options, OutputError,
-                     enrich)
+from .enrich import (
+    CODECS,
+    DEFAULT_CHUNK_ROWS,
+    RIGHT_MODES,
+    EnrichError,
+    Options,
+    OutputError,
+    enrich,
+)
 
 DEVICES = ("auto", "cpu", "cuda")
 STRATEGIES = ("backward", "forward", "nearest")
@@ -115,139 +122,270 @@ def _names(text: str) -> list[str]:
 def _parser() -> _Parser:
     from . import __version__
 
-    parser = _Parser(prog="asofgpu", description="As-of joins on the GPU and the CPU.",
-                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                     epilog="examples:\n"
-                            "  asofgpu enrich trades.parquet quotes.parquet -o out.parquet "
-                            "--on time --by symbol\n"
-                            "  asofgpu demo\n"
-                            "  asofgpu warm\n\n"
-                            "Run 'asofgpu COMMAND --help' for a command's options.")
+    parser = _Parser(
+        prog="asofgpu",
+        description="As-of joins on the GPU and the CPU.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n"
+        "  asofgpu enrich trades.parquet quotes.parquet -o out.parquet "
+        "--on time --by symbol\n"
+        "  asofgpu demo\n"
+        "  asofgpu warm\n\n"
+        "Run 'asofgpu COMMAND --help' for a command's options.",
+    )
     parser.add_argument("--version", action="version", version=f"asofgpu {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                parser_class=_Parser)
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
     fmt = argparse.RawDescriptionHelpFormatter
     e = sub.add_parser(
-        "enrich", formatter_class=fmt, epilog=ENRICH_EXAMPLES,
+        "enrich",
+        formatter_class=fmt,
+        epilog=ENRICH_EXAMPLES,
         help="attach to every row of a parquet file the as-of match from another",
         description=_wrap(
             "Attach to every LEFT row the RIGHT row of the same --by group whose --on key is "
             "the latest at or before it (--strategy backward; forward and nearest too), "
             "streaming LEFT in chunks against RIGHT prepared once. OUT is written to a "
-            "temporary file beside it and renamed into place when complete."))
-    e.add_argument("left", metavar="LEFT",
-                   help="parquet file whose rows are enriched, streamed (e.g. trades.parquet)")
-    e.add_argument("right", metavar="RIGHT",
-                   help="parquet file of the rows to attach, read once (e.g. quotes.parquet)")
-    e.add_argument("-o", "--output", metavar="OUT", required=True,
-                   help="parquet file to write; an existing one is replaced only by a complete "
-                        "new one (e.g. -o enriched.parquet)")
+            "temporary file beside it and renamed into place when complete."
+        ),
+    )
+    e.add_argument(
+        "left",
+        metavar="LEFT",
+        help="parquet file whose rows are enriched, streamed (e.g. trades.parquet)",
+    )
+    e.add_argument(
+        "right",
+        metavar="RIGHT",
+        help="parquet file of the rows to attach, read once (e.g. quotes.parquet)",
+    )
+    e.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        required=True,
+        help="parquet file to write; an existing one is replaced only by a complete "
+        "new one (e.g. -o enriched.parquet)",
+    )
     keys = e.add_argument_group("keys")
-    keys.add_argument("--on", metavar="COL",
-                      help="the as-of key in both files: integers, floats, dates, times, "
-                           "timestamps or durations (e.g. --on time)")
-    keys.add_argument("--left-on", metavar="COL",
-                      help="the as-of key in LEFT when names differ (e.g. --left-on trade_time)")
-    keys.add_argument("--right-on", metavar="COL",
-                      help="the as-of key in RIGHT when names differ (e.g. --right-on quote_time)")
-    keys.add_argument("--by", metavar="COL[,COL]", type=_names, action="append",
-                      help="equality keys in both files; rows match only within a group "
-                           "(e.g. --by symbol or --by symbol,venue)")
-    keys.add_argument("--left-by", metavar="COL[,COL]", type=_names, action="append",
-                      help="equality keys in LEFT when names differ (e.g. --left-by ticker)")
-    keys.add_argument("--right-by", metavar="COL[,COL]", type=_names, action="append",
-                      help="equality keys in RIGHT, as many as --left-by (e.g. --right-by sym)")
+    keys.add_argument(
+        "--on",
+        metavar="COL",
+        help="the as-of key in both files: integers, floats, dates, times, "
+        "timestamps or durations (e.g. --on time)",
+    )
+    keys.add_argument(
+        "--left-on",
+        metavar="COL",
+        help="the as-of key in LEFT when names differ (e.g. --left-on trade_time)",
+    )
+    keys.add_argument(
+        "--right-on",
+        metavar="COL",
+        help="the as-of key in RIGHT when names differ (e.g. --right-on quote_time)",
+    )
+    keys.add_argument(
+        "--by",
+        metavar="COL[,COL]",
+        type=_names,
+        action="append",
+        help="equality keys in both files; rows match only within a group "
+        "(e.g. --by symbol or --by symbol,venue)",
+    )
+    keys.add_argument(
+        "--left-by",
+        metavar="COL[,COL]",
+        type=_names,
+        action="append",
+        help="equality keys in LEFT when names differ (e.g. --left-by ticker)",
+    )
+    keys.add_argument(
+        "--right-by",
+        metavar="COL[,COL]",
+        type=_names,
+        action="append",
+        help="equality keys in RIGHT, as many as --left-by (e.g. --right-by sym)",
+    )
     match = e.add_argument_group("matching")
-    match.add_argument("--strategy", choices=STRATEGIES, default="backward",
-                       help="backward: the latest RIGHT key <= the LEFT key; forward: the "
-                            "earliest >=; nearest: the closest, ties to the later "
-                            "(default backward; e.g. --strategy nearest)")
-    match.add_argument("--tolerance", metavar="T",
-                       help="the largest distance that still matches, inclusive: a duration "
-                            "in units ns, us, ms, s, m, h, d, w (e.g. 5s, 250ms, 1m30s) or a "
-                            "number in the key's own unit, RIGHT's if the units differ (e.g. "
-                            "--tolerance 100)")
-    match.add_argument("--no-exact-matches", dest="exact", action="store_false",
-                       help="a RIGHT key equal to the LEFT key does not match (strictly "
-                            "before for backward, after for forward; e.g. --no-exact-matches)")
+    match.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="backward",
+        help="backward: the latest RIGHT key <= the LEFT key; forward: the "
+        "earliest >=; nearest: the closest, ties to the later "
+        "(default backward; e.g. --strategy nearest)",
+    )
+    match.add_argument(
+        "--tolerance",
+        metavar="T",
+        help="the largest distance that still matches, inclusive: a duration "
+        "in units ns, us, ms, s, m, h, d, w (e.g. 5s, 250ms, 1m30s) or a "
+        "number in the key's own unit, RIGHT's if the units differ (e.g. "
+        "--tolerance 100)",
+    )
+    match.add_argument(
+        "--no-exact-matches",
+        dest="exact",
+        action="store_false",
+        help="a RIGHT key equal to the LEFT key does not match (strictly "
+        "before for backward, after for forward; e.g. --no-exact-matches)",
+    )
     payload = e.add_argument_group("output")
-    payload.add_argument("--columns", metavar="C1,C2", type=_names, action="append",
-                         help="the RIGHT columns to attach, in this order (default: all but "
-                              "the by columns and a same-named on column; e.g. --columns bid,ask)")
-    payload.add_argument("--suffix", default="_right",
-                         help="appended to an attached column whose name LEFT already has "
-                              "(default _right; e.g. --suffix _quote)")
-    payload.add_argument("--compression", metavar="CODEC[:LEVEL]", type=_compression,
-                         default=(None, None),
-                         help=f"OUT's compression: {', '.join(CODECS)}, optionally with a "
-                              f"level (e.g. --compression zstd:3; default: LEFT's columns "
-                              f"keep theirs, copied as they are, the attached ones snappy)")
+    payload.add_argument(
+        "--columns",
+        metavar="C1,C2",
+        type=_names,
+        action="append",
+        help="the RIGHT columns to attach, in this order (default: all but "
+        "the by columns and a same-named on column; e.g. --columns bid,ask)",
+    )
+    payload.add_argument(
+        "--suffix",
+        default="_right",
+        help="appended to an attached column whose name LEFT already has "
+        "(default _right; e.g. --suffix _quote)",
+    )
+    payload.add_argument(
+        "--compression",
+        metavar="CODEC[:LEVEL]",
+        type=_compression,
+        default=(None, None),
+        help=f"OUT's compression: {', '.join(CODECS)}, optionally with a "
+        f"level (e.g. --compression zstd:3; default: LEFT's columns "
+        f"keep theirs, copied as they are, the attached ones snappy)",
+    )
     run = e.add_argument_group("running")
-    run.add_argument("--device", choices=DEVICES, default="auto",
-                     help="where the join runs; auto takes the GPU when one is usable "
-                          "(default auto; e.g. --device cpu)")
-    run.add_argument("--chunk-rows", metavar="N", type=_positive_int,
-                     default=DEFAULT_CHUNK_ROWS,
-                     help="LEFT rows per chunk: memory holds RIGHT prepared plus a few chunks; "
-                          "a file whose row groups fit is joined a row group at a time, its "
-                          f"columns copied (default {DEFAULT_CHUNK_ROWS:,}; e.g. --chunk-rows "
-                          "250_000)")
-    run.add_argument("--memory-limit", metavar="SIZE",
-                     help="the most memory the process may hold; RIGHT is spilled to hash "
-                          "partitions on disk when it would not fit (default: a quarter of "
-                          "the machine's memory; e.g. --memory-limit 2GiB, 512MiB, 4GB)")
-    run.add_argument("--tmp-dir", metavar="DIR",
-                     help="where spill files go, in a hidden folder removed at the end "
-                          "(default: OUT's folder; e.g. --tmp-dir /scratch)")
-    run.add_argument("--right-mode", choices=RIGHT_MODES, default="auto",
-                     help="how RIGHT is held: streamed in windows, when it is sorted by its "
-                          "--on key, or by its by columns and then that key (LEFT's keys are "
-                          "put in its order when LEFT is not sorted alike); in memory; or "
-                          "spilled to hash partitions of the by keys on disk. auto: streamed "
-                          "when both sides are sorted alike, else in memory when it fits "
-                          "--memory-limit, else streamed if RIGHT is sorted, else spilled "
-                          "(default auto; e.g. --right-mode spill)")
-    run.add_argument("--spill-partitions", metavar="N", type=_positive_int,
-                     help="spill both sides to N hash partitions of the by keys whatever RIGHT "
-                          "needs, e.g. when the estimate is off; with --right-mode stream and "
-                          "only RIGHT sorted, LEFT's keys in N ranges "
-                          "(e.g. --spill-partitions 16)")
-    run.add_argument("-q", "--quiet", action="store_true",
-                     help="no progress and no summary; errors only (e.g. -q)")
+    run.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="auto",
+        help="where the join runs; auto takes the GPU when one is usable "
+        "(default auto; e.g. --device cpu)",
+    )
+    run.add_argument(
+        "--chunk-rows",
+        metavar="N",
+        type=_positive_int,
+        default=DEFAULT_CHUNK_ROWS,
+        help="LEFT rows per chunk: memory holds RIGHT prepared plus a few chunks; "
+        "a file whose row groups fit is joined a row group at a time, its "
+        f"columns copied (default {DEFAULT_CHUNK_ROWS:,}; e.g. --chunk-rows "
+        "250_000)",
+    )
+    run.add_argument(
+        "--memory-limit",
+        metavar="SIZE",
+        help="the most memory the process may hold; RIGHT is spilled to hash "
+        "partitions on disk when it would not fit (default: a quarter of "
+        "the machine's memory; e.g. --memory-limit 2GiB, 512MiB, 4GB)",
+    )
+    run.add_argument(
+        "--tmp-dir",
+        metavar="DIR",
+        help="where spill files go, in a hidden folder removed at the end "
+        "(default: OUT's folder; e.g. --tmp-dir /scratch)",
+    )
+    run.add_argument(
+        "--right-mode",
+        choices=RIGHT_MODES,
+        default="auto",
+        help="how RIGHT is held: streamed in windows, when it is sorted by its "
+        "--on key, or by its by columns and then that key (LEFT's keys are "
+        "put in its order when LEFT is not sorted alike); in memory; or "
+        "spilled to hash partitions of the by keys on disk. auto: streamed "
+        "when both sides are sorted alike, else in memory when it fits "
+        "--memory-limit, else streamed if RIGHT is sorted, else spilled "
+        "(default auto; e.g. --right-mode spill)",
+    )
+    run.add_argument(
+        "--spill-partitions",
+        metavar="N",
+        type=_positive_int,
+        help="spill both sides to N hash partitions of the by keys whatever RIGHT "
+        "needs, e.g. when the estimate is off; with --right-mode stream and "
+        "only RIGHT sorted, LEFT's keys in N ranges "
+        "(e.g. --spill-partitions 16)",
+    )
+    run.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress and no summary; errors only (e.g. -q)",
+    )
     e.set_defaults(run=_enrich, parser=e)
 
     d = sub.add_parser(
-        "demo", formatter_class=fmt, epilog=DEMO_EXAMPLES,
+        "demo",
+        formatter_class=fmt,
+        epilog=DEMO_EXAMPLES,
         help="enrich a synthetic market-data day with the prevailing quotes",
         description=_wrap(
             "Generate a market-data day (asofgpu.marketdata: Zipf-distributed symbol "
             "activity, int64 nanosecond timestamps), write quotes and trades as parquet, run "
-            "'asofgpu enrich' on them on the best available backend and print its summary."))
-    d.add_argument("--quotes", metavar="N", type=_positive_int, default=4_000_000,
-                   help="number of quotes (default 4,000,000; e.g. --quotes 10_000_000)")
-    d.add_argument("--trades", metavar="N", type=_positive_int, default=1_000_000,
-                   help="number of trades (default 1,000,000; e.g. --trades 2_000_000)")
-    d.add_argument("--symbols", metavar="N", type=_positive_int, default=1_000,
-                   help="number of symbols (default 1,000; e.g. --symbols 5000)")
-    d.add_argument("--seed", metavar="N", type=_whole_number, default=0,
-                   help="random seed: the same seed gives the same day (default 0; e.g. --seed 7)")
-    d.add_argument("--shuffled", action="store_true",
-                   help="write both files in random row order (e.g. --shuffled)")
-    d.add_argument("--out-dir", metavar="DIR",
-                   help="keep quotes.parquet, trades.parquet and enriched.parquet in DIR "
-                        "(default: a temporary directory, removed at the end; e.g. --out-dir day/)")
-    d.add_argument("--device", choices=DEVICES, default="auto",
-                   help="where the join runs (default auto: the GPU when one is usable; "
-                        "e.g. --device cpu)")
-    d.add_argument("--chunk-rows", metavar="N", type=_positive_int, default=DEFAULT_CHUNK_ROWS,
-                   help=f"trades per chunk (default {DEFAULT_CHUNK_ROWS:,}; "
-                        f"e.g. --chunk-rows 100_000)")
-    d.add_argument("-q", "--quiet", action="store_true",
-                   help="the summary only, no progress (e.g. -q)")
+            "'asofgpu enrich' on them on the best available backend and print its summary."
+        ),
+    )
+    d.add_argument(
+        "--quotes",
+        metavar="N",
+        type=_positive_int,
+        default=4_000_000,
+        help="number of quotes (default 4,000,000; e.g. --quotes 10_000_000)",
+    )
+    d.add_argument(
+        "--trades",
+        metavar="N",
+        type=_positive_int,
+        default=1_000_000,
+        help="number of trades (default 1,000,000; e.g. --trades 2_000_000)",
+    )
+    d.add_argument(
+        "--symbols",
+        metavar="N",
+        type=_positive_int,
+        default=1_000,
+        help="number of symbols (default 1,000; e.g. --symbols 5000)",
+    )
+    d.add_argument(
+        "--seed",
+        metavar="N",
+        type=_whole_number,
+        default=0,
+        help="random seed: the same seed gives the same day (default 0; e.g. --seed 7)",
+    )
+    d.add_argument(
+        "--shuffled",
+        action="store_true",
+        help="write both files in random row order (e.g. --shuffled)",
+    )
+    d.add_argument(
+        "--out-dir",
+        metavar="DIR",
+        help="keep quotes.parquet, trades.parquet and enriched.parquet in DIR "
+        "(default: a temporary directory, removed at the end; e.g. --out-dir day/)",
+    )
+    d.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="auto",
+        help="where the join runs (default auto: the GPU when one is usable; e.g. --device cpu)",
+    )
+    d.add_argument(
+        "--chunk-rows",
+        metavar="N",
+        type=_positive_int,
+        default=DEFAULT_CHUNK_ROWS,
+        help=f"trades per chunk (default {DEFAULT_CHUNK_ROWS:,}; e.g. --chunk-rows 100_000)",
+    )
+    d.add_argument(
+        "-q", "--quiet", action="store_true", help="the summary only, no progress (e.g. -q)"
+    )
     d.set_defaults(run=_demo, parser=d)
 
     w = sub.add_parser(
-        "warm", formatter_class=fmt,
+        "warm",
+        formatter_class=fmt,
         help="compile the CPU kernels of the usual joins before the first join needs them",
         description=_wrap(
             "Run small joins of the usual shapes (one-shot and prepared, string and integer "
@@ -255,9 +393,16 @@ def _parser() -> _Parser:
             "memory, spilled) so that numba compiles their CPU kernels into its "
             "cache now, each shape in a process of its own: the first join in a new "
             "environment then loads them (under a second) instead of compiling them (about "
-            "10 s on two cores). The cache is this machine's; run it once after installing."))
-    w.add_argument("--processes", metavar="N", type=_positive_int, default=None,
-                   help="shapes compiled at once (default: one per core; e.g. --processes 2)")
+            "10 s on two cores). The cache is this machine's; run it once after installing."
+        ),
+    )
+    w.add_argument(
+        "--processes",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help="shapes compiled at once (default: one per core; e.g. --processes 2)",
+    )
     w.set_defaults(run=_warm_kernels, parser=w)
     return parser
 
@@ -283,20 +428,34 @@ def _options(args, parser) -> Options:
     if (left_by is None) != (right_by is None):
         parser.error("--left-by and --right-by must be given together")
     if left_by is not None and len(left_by) != len(right_by):
-        parser.error(f"--left-by and --right-by must name as many columns, got "
-                     f"{len(left_by)} and {len(right_by)}")
+        parser.error(
+            f"--left-by and --right-by must name as many columns, got "
+            f"{len(left_by)} and {len(right_by)}"
+        )
     if by is not None:
         left_by = right_by = by
     return Options(
-        left=args.left, right=args.right, out=args.output,
-        left_on=args.on or args.left_on, right_on=args.on or args.right_on,
-        left_by=left_by or [], right_by=right_by or [], strategy=args.strategy,
-        tolerance=args.tolerance, allow_exact_matches=args.exact,
-        columns=_one(args.columns), suffix=args.suffix,
-        device=args.device, chunk_rows=args.chunk_rows, compression=args.compression[0],
-        compression_level=args.compression[1], memory_limit=args.memory_limit,
-        tmp_dir=args.tmp_dir, right_mode=args.right_mode,
-        spill_partitions=args.spill_partitions)
+        left=args.left,
+        right=args.right,
+        out=args.output,
+        left_on=args.on or args.left_on,
+        right_on=args.on or args.right_on,
+        left_by=left_by or [],
+        right_by=right_by or [],
+        strategy=args.strategy,
+        tolerance=args.tolerance,
+        allow_exact_matches=args.exact,
+        columns=_one(args.columns),
+        suffix=args.suffix,
+        device=args.device,
+        chunk_rows=args.chunk_rows,
+        compression=args.compression[0],
+        compression_level=args.compression[1],
+        memory_limit=args.memory_limit,
+        tmp_dir=args.tmp_dir,
+        right_mode=args.right_mode,
+        spill_partitions=args.spill_partitions,
+    )
 
 
 def _enrich(args, parser) -> int:
@@ -319,12 +478,15 @@ def _demo(args, parser) -> int:
 
     say = functools.partial(print, flush=True)
     t0 = time.perf_counter()
-    quotes, trades = marketdata.day(args.quotes, args.trades, args.symbols, seed=args.seed,
-                                    shuffled=args.shuffled)
+    quotes, trades = marketdata.day(
+        args.quotes, args.trades, args.symbols, seed=args.seed, shuffled=args.shuffled
+    )
     order = "shuffled" if args.shuffled else "time-sorted"
-    say(f"generated {quotes.num_rows:,} quotes and {trades.num_rows:,} trades over "
+    say(
+        f"generated {quotes.num_rows:,} quotes and {trades.num_rows:,} trades over "
         f"{args.symbols:,} symbols ({order}, seed {args.seed}) in "
-        f"{time.perf_counter() - t0:.2f} s")
+        f"{time.perf_counter() - t0:.2f} s"
+    )
     with contextlib.ExitStack() as stack:
         if args.out_dir is None:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="asofgpu-demo-"))
@@ -340,13 +502,25 @@ def _demo(args, parser) -> int:
         _write_whole(trades, paths["trades"])
         del quotes, trades
         size = sum(os.path.getsize(paths[n]) for n in ("quotes", "trades")) / 2**20
-        say(f"wrote quotes.parquet and trades.parquet ({size:,.0f} MiB) to {folder} in "
-            f"{time.perf_counter() - t1:.2f} s")
-        say(f"running: asofgpu enrich {paths['trades']} {paths['quotes']} -o "
-            f"{paths['enriched']} --on time --by symbol --device {args.device}")
-        options = Options(left=paths["trades"], right=paths["quotes"], out=paths["enriched"],
-                          left_on="time", right_on="time", left_by=["symbol"],
-                          right_by=["symbol"], device=args.device, chunk_rows=args.chunk_rows)
+        say(
+            f"wrote quotes.parquet and trades.parquet ({size:,.0f} MiB) to {folder} in "
+            f"{time.perf_counter() - t1:.2f} s"
+        )
+        say(
+            f"running: asofgpu enrich {paths['trades']} {paths['quotes']} -o "
+            f"{paths['enriched']} --on time --by symbol --device {args.device}"
+        )
+        options = Options(
+            left=paths["trades"],
+            right=paths["quotes"],
+            out=paths["enriched"],
+            left_on="time",
+            right_on="time",
+            left_by=["symbol"],
+            right_by=["symbol"],
+            device=args.device,
+            chunk_rows=args.chunk_rows,
+        )
         summary = enrich(options, None if args.quiet else _progress.for_stderr(parser.prog))
         say("\n".join(summary.lines()))
         _example(pq.ParquetFile(paths["enriched"]), say)
@@ -390,10 +564,12 @@ def _example(enriched, say) -> None:
         return
     rows = batch.to_pylist()
     row = next((r for r in rows if r["bid"] is not None), rows[0])
-    say(f"e.g. {row['time']} {row['symbol']}: {row['size']} @ {row['price']}, prevailing "
+    say(
+        f"e.g. {row['time']} {row['symbol']}: {row['size']} @ {row['price']}, prevailing "
         f"quote {row['bid']} / {row['ask']} ({row['bid_size']:.0f} x {row['ask_size']:.0f})"
-        if row["bid"] is not None else
-        f"e.g. {row['time']} {row['symbol']}: {row['size']} @ {row['price']}, no quote before it")
+        if row["bid"] is not None
+        else f"e.g. {row['time']} {row['symbol']}: {row['size']} @ {row['price']}, no quote before it"
+    )
 
 
 # --------------------------------------------------------------------------- main

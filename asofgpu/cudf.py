@@ -38,15 +38,22 @@ if TYPE_CHECKING:
 __all__ = ["merge_asof"]
 
 
-def merge_asof(left: cudf.DataFrame | cudf.Series, right: cudf.DataFrame | cudf.Series,
-               on: Hashable | None = None, left_on: Hashable | None = None,
-               right_on: Hashable | None = None, left_index: bool = False,
-               right_index: bool = False, by: Hashable | Sequence[Hashable] | None = None,
-               left_by: Hashable | Sequence[Hashable] | None = None,
-               right_by: Hashable | Sequence[Hashable] | None = None,
-               suffixes: Sequence[str | None] = ("_x", "_y"),
-               tolerance: Tolerance | None = None, allow_exact_matches: bool = True,
-               direction: PandasDirection = "backward") -> cudf.DataFrame:
+def merge_asof(
+    left: cudf.DataFrame | cudf.Series,
+    right: cudf.DataFrame | cudf.Series,
+    on: Hashable | None = None,
+    left_on: Hashable | None = None,
+    right_on: Hashable | None = None,
+    left_index: bool = False,
+    right_index: bool = False,
+    by: Hashable | Sequence[Hashable] | None = None,
+    left_by: Hashable | Sequence[Hashable] | None = None,
+    right_by: Hashable | Sequence[Hashable] | None = None,
+    suffixes: Sequence[str | None] = ("_x", "_y"),
+    tolerance: Tolerance | None = None,
+    allow_exact_matches: bool = True,
+    direction: PandasDirection = "backward",
+) -> cudf.DataFrame:
     """Perform a merge by key distance, as ``pandas.merge_asof`` does, on cuDF frames.
 
     For each left row, take the right row (of the same ``by`` group) whose ``on`` key is the
@@ -105,12 +112,30 @@ def merge_asof(left: cudf.DataFrame | cudf.Series, right: cudf.DataFrame | cudf.
 
     direction, exact = check_join_options(direction, allow_exact_matches)
     left, right = _operand(left), _operand(right)
-    for param, value in (("on", on), ("left_on", left_on), ("right_on", right_on),
-                         ("by", by), ("left_by", left_by), ("right_by", right_by)):
+    for param, value in (
+        ("on", on),
+        ("left_on", left_on),
+        ("right_on", right_on),
+        ("by", by),
+        ("left_by", left_by),
+        ("right_by", right_by),
+    ):
         _check_labels(value, param)
     # pandas' validation on zero-row copies: names, dtypes and index, no data.
-    op = AsofMerge(_empty_pandas(left), _empty_pandas(right), on, left_on, right_on,
-                   left_index, right_index, by, left_by, right_by, suffixes, tolerance)
+    op = AsofMerge(
+        _empty_pandas(left),
+        _empty_pandas(right),
+        on,
+        left_on,
+        right_on,
+        left_index,
+        right_index,
+        by,
+        left_by,
+        right_by,
+        suffixes,
+        tolerance,
+    )
     gmap = _right_indexer(op, left, right, direction, exact)
     return _result(op, left, right, gmap)
 
@@ -122,8 +147,10 @@ def _cudf():
     try:
         import cudf
     except ImportError as exc:
-        msg = (f"asofgpu.cudf needs cudf ({exc}). Hint: pip install cudf-cu12 (or -cu13), "
-               f"which needs an NVIDIA GPU to make frames.")
+        msg = (
+            f"asofgpu.cudf needs cudf ({exc}). Hint: pip install cudf-cu12 (or -cu13), "
+            f"which needs an NVIDIA GPU to make frames."
+        )
         raise ImportError(msg) from None
     return cudf
 
@@ -142,9 +169,11 @@ def _check_labels(value, param: str) -> None:
     values = value if isinstance(value, list) else [value]
     for v in values:
         if not is_hashable(v):
-            msg = (f"{param} must be a column label or index level name (or a list of them) in "
-                   f"asofgpu.cudf.merge_asof, got {type(v).__name__}. Hint: add the array to "
-                   f"the frame as a column and pass its name.")
+            msg = (
+                f"{param} must be a column label or index level name (or a list of them) in "
+                f"asofgpu.cudf.merge_asof, got {type(v).__name__}. Hint: add the array to "
+                f"the frame as a column and pass its name."
+            )
             raise TypeError(msg)
 
 
@@ -175,9 +204,14 @@ def _check_on(values, side: str) -> None:
 
 def _right_indexer(op, left, right, direction: str, exact: bool):
     """The map (cupy int32, NO_MATCH where nothing matched), pandas' rules, on the device."""
-    from ._pandas_semantics import (device_by_table, float_arithmetic_matters,
-                                    kernel_tolerance, pandas_float_pick, prepare_on_device,
-                                    probe_on_device)
+    from ._pandas_semantics import (
+        device_by_table,
+        float_arithmetic_matters,
+        kernel_tolerance,
+        pandas_float_pick,
+        prepare_on_device,
+        probe_on_device,
+    )
 
     tolerance = op.temporal_tolerance()
     lkey = _key(left, None if op.left_index else op.left_on[-1], op.left_index)
@@ -203,8 +237,16 @@ def _right_indexer(op, left, right, direction: str, exact: bool):
 
         lvalues, rvalues = lkey.values, rkey.values
         if float_arithmetic_matters(lvalues, direction, tolerance, xp=cupy):
-            return pandas_float_pick(lvalues, rvalues, probe, direction, tolerance, xp=cupy,
-                                     no_match=NO_MATCH, dtype=np.int32)
+            return pandas_float_pick(
+                lvalues,
+                rvalues,
+                probe,
+                direction,
+                tolerance,
+                xp=cupy,
+                no_match=NO_MATCH,
+                dtype=np.int32,
+            )
     return probe(direction, tolerance)
 
 
@@ -222,12 +264,12 @@ def _result(op, left, right, gmap):
     cudf = _cudf()
     kept = list(op.right.columns)  # right columns left after pandas drops same-named keys
     llabels, rlabels = op.result_labels()
-    gathered = _plc_front.gather(plc.Table([plc_column(right[c]) for c in kept]),
-                                 plc.Column.from_cuda_array_interface(gmap))
+    gathered = _plc_front.gather(
+        plc.Table([plc_column(right[c]) for c in kept]), plc.Column.from_cuda_array_interface(gmap)
+    )
     labels = list(llabels) + list(rlabels)
     columns = [ColumnBase.create(plc_column(left[c]), left[c].dtype) for c in left.columns]
-    columns += [ColumnBase.create(col, right[c].dtype)
-                for col, c in zip(gathered.columns(), kept)]
+    columns += [ColumnBase.create(col, right[c].dtype) for col, c in zip(gathered.columns(), kept)]
     right_missing = bool((gmap == NO_MATCH).any())
     _add_join_keys(op, left, labels, columns, right_missing)
     side = op.index_from(len(left))
@@ -238,9 +280,11 @@ def _result(op, left, right, gmap):
     else:
         index = cudf.RangeIndex(len(left))
     result = cudf.DataFrame._from_data(dict(enumerate(columns)), index=index)
-    result.columns = (pd.MultiIndex.from_tuples(labels)
-                      if isinstance(op.left.columns, pd.MultiIndex)
-                      else pd.Index(labels, tupleize_cols=False))
+    result.columns = (
+        pd.MultiIndex.from_tuples(labels)
+        if isinstance(op.left.columns, pd.MultiIndex)
+        else pd.Index(labels, tupleize_cols=False)
+    )
     return result
 
 
@@ -263,8 +307,12 @@ def _add_join_keys(op, left, labels: list, columns: list, right_missing: bool) -
                 columns[labels.index(name)] = ColumnBase.create(plc_column(key), key.dtype)
             continue
         key_column = ColumnBase.create(plc_column(key), key.dtype)
-        if ((op.left_index or op.right_index) and len(left) and name is not None
-                and name in left.index.names):
+        if (
+            (op.left_index or op.right_index)
+            and len(left)
+            and name is not None
+            and name in left.index.names
+        ):
             continue  # a level of the result's index (the left's): it holds these values
         labels.insert(i, name if name is not None else f"key_{i}")
         columns.insert(i, key_column)

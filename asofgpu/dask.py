@@ -54,22 +54,31 @@ _RIGHT_POS = "__asofgpu_right_position"
 _GROUP_HASH = "__asofgpu_group_hash"
 
 # searchsorted sides of a key interval's (lower, upper) ends.
-_CLOSED = ("left", "right")       # [lower, upper]
-_HALF_OPEN = ("left", "left")     # [lower, upper)
+_CLOSED = ("left", "right")  # [lower, upper]
+_HALF_OPEN = ("left", "left")  # [lower, upper)
 _OPEN_CLOSED = ("right", "right")  # (lower, upper]
 
 
-def merge_asof(left: dd.DataFrame | dd.Series, right: dd.DataFrame | dd.Series,
-               on: Hashable | None = None, left_on: Hashable | None = None,
-               right_on: Hashable | None = None, left_index: bool = False,
-               right_index: bool = False, by: Hashable | Sequence[Hashable] | None = None,
-               left_by: Hashable | Sequence[Hashable] | None = None,
-               right_by: Hashable | Sequence[Hashable] | None = None,
-               suffixes: Sequence[str | None] = ("_x", "_y"),
-               tolerance: Tolerance | None = None, allow_exact_matches: bool = True,
-               direction: PandasDirection = "backward", *,
-               method: Literal["auto", "broadcast", "time", "hash"] = "auto",
-               device: DeviceName = "auto", strategy: str | None = None) -> dd.DataFrame:
+def merge_asof(
+    left: dd.DataFrame | dd.Series,
+    right: dd.DataFrame | dd.Series,
+    on: Hashable | None = None,
+    left_on: Hashable | None = None,
+    right_on: Hashable | None = None,
+    left_index: bool = False,
+    right_index: bool = False,
+    by: Hashable | Sequence[Hashable] | None = None,
+    left_by: Hashable | Sequence[Hashable] | None = None,
+    right_by: Hashable | Sequence[Hashable] | None = None,
+    suffixes: Sequence[str | None] = ("_x", "_y"),
+    tolerance: Tolerance | None = None,
+    allow_exact_matches: bool = True,
+    direction: PandasDirection = "backward",
+    *,
+    method: Literal["auto", "broadcast", "time", "hash"] = "auto",
+    device: DeviceName = "auto",
+    strategy: str | None = None,
+) -> dd.DataFrame:
     """Perform a merge by key distance on dask DataFrames, as ``pandas.merge_asof`` does.
 
     For each left row, take the right row (of the same ``by`` group) whose ``on`` key is the
@@ -168,21 +177,36 @@ tolerance, allow_exact_matches, direction
     [10.5, 11.0, nan, 21.0, nan]
     """
     if strategy is not None:
-        warnings.warn("asofgpu.dask.merge_asof's strategy= is now method= (polars and asofgpu "
-                      "name the direction strategy); the old name will be removed in asofgpu "
-                      "0.3", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            "asofgpu.dask.merge_asof's strategy= is now method= (polars and asofgpu "
+            "name the direction strategy); the old name will be removed in asofgpu "
+            "0.3",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         method = strategy
     if method not in METHODS:
         msg = f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}"
         raise ValueError(msg)
     device = _validate.device(device)
     left, right = _as_frame(left, "left"), _as_frame(right, "right")
-    _require_labels(on=on, left_on=left_on, right_on=right_on, by=by, left_by=left_by,
-                    right_by=right_by)
-    keywords = dict(on=on, left_on=left_on, right_on=right_on, left_index=left_index,
-                    right_index=right_index, by=by, left_by=left_by, right_by=right_by,
-                    suffixes=suffixes, tolerance=tolerance,
-                    allow_exact_matches=allow_exact_matches, direction=direction)
+    _require_labels(
+        on=on, left_on=left_on, right_on=right_on, by=by, left_by=left_by, right_by=right_by
+    )
+    keywords = dict(
+        on=on,
+        left_on=left_on,
+        right_on=right_on,
+        left_index=left_index,
+        right_index=right_index,
+        by=by,
+        left_by=left_by,
+        right_by=right_by,
+        suffixes=suffixes,
+        tolerance=tolerance,
+        allow_exact_matches=allow_exact_matches,
+        direction=direction,
+    )
     spec, meta = _plan(_pandas_meta(left), _pandas_meta(right), keywords, device)
     if _is_cudf(left._meta):
         import cudf
@@ -208,20 +232,20 @@ tolerance, allow_exact_matches, direction
 class _Spec:
     """What every partition's join needs, fixed once on the client."""
 
-    merge: dict            # pandas' keywords, as given
-    left_key: object       # the left ``on`` column label; None: the index
+    merge: dict  # pandas' keywords, as given
+    left_key: object  # the left ``on`` column label; None: the index
     right_key: object
     left_by: tuple
     right_by: tuple
     direction: str
     exact: bool
-    tolerance: object      # validated, in the key's type; None when absent (or NaN)
+    tolerance: object  # validated, in the key's type; None when absent (or NaN)
     device: str
-    any_order: bool        # partitions may be out of ``on`` order (broadcast, hash)
-    dtypes: dict           # right int/bool columns, cast alike in every pandas partition
-    n_left: int            # output columns that come from the left
-    columns: tuple         # output column labels (the cuDF path names its result with them)
-    right_columns: tuple   # right columns kept in the output
+    any_order: bool  # partitions may be out of ``on`` order (broadcast, hash)
+    dtypes: dict  # right int/bool columns, cast alike in every pandas partition
+    n_left: int  # output columns that come from the left
+    columns: tuple  # output column labels (the cuDF path names its result with them)
+    right_columns: tuple  # right columns kept in the output
     keeps_left_index: bool  # both keys are the index: the output keeps the left's
 
 
@@ -229,35 +253,48 @@ def _plan(lmeta: pd.DataFrame, rmeta: pd.DataFrame, keywords: dict, device: str)
     """Validate the call as pandas does (on the empty metas, so every pandas error comes
     before anything runs) and fix the per-partition plan. Returns the spec and the output
     meta as pandas builds it (``spec.dtypes`` holds the upcasts of pandas partitions)."""
-    direction, exact = _semantics.check_join_options(keywords["direction"],
-                                                     keywords["allow_exact_matches"])
+    direction, exact = _semantics.check_join_options(
+        keywords["direction"], keywords["allow_exact_matches"]
+    )
     op = _operation(lmeta, rmeta, keywords)
     meta = op.result(op.right_indexer(direction, exact, "python"))
     if bool(keywords["left_index"]) != bool(keywords["right_index"]):
         # pandas fills the key column of such a join with the left's or the right's keys
         # depending on whether any row anywhere is unmatched: no partition can know that.
-        msg = ("left_index and right_index must be given together in asofgpu.dask (an index "
-               "key on one side and a key column on the other is not supported)")
+        msg = (
+            "left_index and right_index must be given together in asofgpu.dask (an index "
+            "key on one side and a key column on the other is not supported)"
+        )
         raise ValueError(msg)
     left_key = None if keywords["left_index"] else _column(op.left_on[-1], lmeta, "left_on")
-    right_key = None if keywords["right_index"] else _column(op.right_on[-1], rmeta,
-                                                              "right_on")
+    right_key = None if keywords["right_index"] else _column(op.right_on[-1], rmeta, "right_on")
     left_by = tuple(_column(c, lmeta, "left_by") for c in op.left_by or ())
     right_by = tuple(_column(c, rmeta, "right_by") for c in op.right_by or ())
     n_left = len(op.left.columns)
     # pandas makes unmatched int columns float64 and bool columns object; dask would take
     # an object column for strings (its convert-string option), so bools become "boolean".
-    upcast = {name: np.dtype(np.float64) if dtype.kind in "iu" else pd.BooleanDtype()
-              for name, dtype in list(meta.dtypes.items())[n_left:]
-              if isinstance(dtype, np.dtype) and dtype.kind in "iub"}
+    upcast = {
+        name: np.dtype(np.float64) if dtype.kind in "iu" else pd.BooleanDtype()
+        for name, dtype in list(meta.dtypes.items())[n_left:]
+        if isinstance(dtype, np.dtype) and dtype.kind in "iub"
+    }
     spec = _Spec(
-        merge=keywords, left_key=left_key, right_key=right_key, left_by=left_by,
-        right_by=right_by, direction=keywords["direction"],
+        merge=keywords,
+        left_key=left_key,
+        right_key=right_key,
+        left_by=left_by,
+        right_by=right_by,
+        direction=keywords["direction"],
         exact=bool(keywords["allow_exact_matches"]),
         tolerance=_key_tolerance(keywords["tolerance"], lmeta, left_key),
-        device=device, any_order=False, dtypes=upcast, n_left=n_left,
-        columns=tuple(meta.columns), right_columns=tuple(op.right.columns),
-        keeps_left_index=bool(keywords["left_index"]))
+        device=device,
+        any_order=False,
+        dtypes=upcast,
+        n_left=n_left,
+        columns=tuple(meta.columns),
+        right_columns=tuple(op.right.columns),
+        keeps_left_index=bool(keywords["left_index"]),
+    )
     return spec, meta
 
 
@@ -265,9 +302,21 @@ def _operation(left, right, keywords: dict, cache_key=None):
     """pandas' merge of two pandas frames (``AsofMerge``), with the right side's ``AsofJoin``
     taken from this process's cache when ``cache_key`` names one."""
     k = keywords
-    return _SharedRight(cache_key, left, right, k["on"], k["left_on"], k["right_on"],
-                        k["left_index"], k["right_index"], k["by"], k["left_by"],
-                        k["right_by"], k["suffixes"], k["tolerance"])
+    return _SharedRight(
+        cache_key,
+        left,
+        right,
+        k["on"],
+        k["left_on"],
+        k["right_on"],
+        k["left_index"],
+        k["right_index"],
+        k["by"],
+        k["left_by"],
+        k["right_by"],
+        k["suffixes"],
+        k["tolerance"],
+    )
 
 
 def _require_labels(**keys) -> None:
@@ -275,9 +324,11 @@ def _require_labels(**keys) -> None:
     for param, value in keys.items():
         for item in value if isinstance(value, (list, tuple)) else [value]:
             if not is_hashable(item):
-                msg = (f"{param} must be column labels in asofgpu.dask, got a "
-                       f"{type(item).__name__} (arrays are not supported; left_index and "
-                       f"right_index join on the index)")
+                msg = (
+                    f"{param} must be column labels in asofgpu.dask, got a "
+                    f"{type(item).__name__} (arrays are not supported; left_index and "
+                    f"right_index join on the index)"
+                )
                 raise ValueError(msg)
 
 
@@ -285,9 +336,11 @@ def _column(label, meta: pd.DataFrame, param: str):
     """A key must be a column (pandas also takes index level names)."""
     if label in meta.columns:
         return label
-    msg = (f"{param} must name a column of {param.split('_')[0]} in asofgpu.dask (index "
-           f"levels are not supported; left_index and right_index join on the index), "
-           f"got {label!r}")
+    msg = (
+        f"{param} must name a column of {param.split('_')[0]} in asofgpu.dask (index "
+        f"levels are not supported; left_index and right_index join on the index), "
+        f"got {label!r}"
+    )
     raise ValueError(msg)
 
 
@@ -310,8 +363,10 @@ def _as_frame(obj, side: str):
         return obj.to_frame()
     if isinstance(obj, dd.DataFrame):
         return obj
-    msg = (f"{side} must be a dask DataFrame or a named dask Series "
-           f"(dask.dataframe.from_pandas converts a pandas one), got {type(obj).__name__}")
+    msg = (
+        f"{side} must be a dask DataFrame or a named dask Series "
+        f"(dask.dataframe.from_pandas converts a pandas one), got {type(obj).__name__}"
+    )
     raise TypeError(msg)
 
 
@@ -331,26 +386,31 @@ def _choose(method: str, left, right, spec: _Spec):
         return method, None
     if method == "broadcast" or (method == "auto" and right.npartitions == 1):
         return "broadcast", None
-    (lspans, left_ok), (rspans, right_ok) = _key_spans(left, spec.left_key, right,
-                                                       spec.right_key)
+    (lspans, left_ok), (rspans, right_ok) = _key_spans(left, spec.left_key, right, spec.right_key)
     if left_ok and right_ok:
         return "time", (lspans, rspans)
     if method == "auto" and spec.left_by and spec.left_key is not None:
         return "hash", None  # index keys are both or neither
     side = "left" if not left_ok else "right"
-    msg = (f"{side} keys must be sorted (across partitions too): with inputs out of order, "
-           f"asofgpu.dask needs by= (method='hash') or method='broadcast'")
+    msg = (
+        f"{side} keys must be sorted (across partitions too): with inputs out of order, "
+        f"asofgpu.dask needs by= (method='hash') or method='broadcast'"
+    )
     raise ValueError(msg)
 
 
 def _require_hashable_plan(spec: _Spec) -> None:
     if not spec.left_by:
-        msg = ("method='hash' partitions both sides on the by keys: pass by (or left_by "
-               "and right_by), or use method='time' or 'broadcast'")
+        msg = (
+            "method='hash' partitions both sides on the by keys: pass by (or left_by "
+            "and right_by), or use method='time' or 'broadcast'"
+        )
         raise ValueError(msg)
     if spec.left_key is None or spec.right_key is None:
-        msg = ("method='hash' joins on columns: with left_index and right_index use "
-               "method='time' or 'broadcast'")
+        msg = (
+            "method='hash' joins on columns: with left_index and right_index use "
+            "method='time' or 'broadcast'"
+        )
         raise ValueError(msg)
 
 
@@ -362,13 +422,17 @@ def _key_spans(left, left_key, right, right_key):
     order across its partitions. Known divisions of an index key are used as they are;
     otherwise one pass reads the key columns alone (both sides in one compute)."""
     sides = [(left, left_key, "left"), (right, right_key, "right")]
-    known = [_division_spans(frame) if key is None and frame.known_divisions else None
-             for frame, key, _ in sides]
-    tasks = [[delayed(_partition_span)(p, side) for p in _key_collection(frame, key)]
-             for (frame, key, side), spans in zip(sides, known, strict=True) if spans is None]
+    known = [
+        _division_spans(frame) if key is None and frame.known_divisions else None
+        for frame, key, _ in sides
+    ]
+    tasks = [
+        [delayed(_partition_span)(p, side) for p in _key_collection(frame, key)]
+        for (frame, key, side), spans in zip(sides, known, strict=True)
+        if spans is None
+    ]
     computed = iter(dask.compute(*tasks)) if tasks else iter(())
-    return [(spans, True) if spans is not None else _in_order(next(computed))
-            for spans in known]
+    return [(spans, True) if spans is not None else _in_order(next(computed)) for spans in known]
 
 
 def _key_collection(frame, key):
@@ -426,7 +490,7 @@ def _time_partitioned(left, right, spec: _Spec, lspans: list, rspans: list) -> l
     empty = right._meta
     pieces = [[] for _ in range(m)]
     before = [[] for _ in range(m + 1)]  # before[k + 1]: block k of the carry-in
-    after = [[] for _ in range(m + 1)]   # after[k]: block k of the carry-out
+    after = [[] for _ in range(m + 1)]  # after[k]: block k of the carry-out
     need_before = spec.direction != "forward"
     need_after = spec.direction != "backward"
     for rpart, span in zip(right.to_delayed(), rspans, strict=True):
@@ -434,14 +498,23 @@ def _time_partitioned(left, right, spec: _Spec, lspans: list, rspans: list) -> l
             continue
         lo, hi = span
         piece_ids = range(bisect.bisect_left(ends, lo), bisect.bisect_right(starts, hi))
-        before_ids = range(bisect.bisect_right(starts, lo),
-                           bisect.bisect_right(starts, hi) + 1) if need_before else ()
-        after_ids = range(bisect.bisect_left(ends, lo),
-                          bisect.bisect_left(ends, hi) + 1) if need_after else ()
+        before_ids = (
+            range(bisect.bisect_right(starts, lo), bisect.bisect_right(starts, hi) + 1)
+            if need_before
+            else ()
+        )
+        after_ids = (
+            range(bisect.bisect_left(ends, lo), bisect.bisect_left(ends, hi) + 1)
+            if need_after
+            else ()
+        )
         split = delayed(_split_right)(
-            rpart, spec, [(starts[e], ends[e]) for e in piece_ids],
+            rpart,
+            spec,
+            [(starts[e], ends[e]) for e in piece_ids],
             [_bound(starts, b - 1) + _bound(starts, b) for b in before_ids],
-            [_bound(ends, k - 1) + _bound(ends, k) for k in after_ids])
+            [_bound(ends, k - 1) + _bound(ends, k) for k in after_ids],
+        )
         # One output list: a getitem task per slice, run where the right partition lies.
         n = itertools.count()
         for e in piece_ids:
@@ -454,20 +527,26 @@ def _time_partitioned(left, right, spec: _Spec, lspans: list, rspans: list) -> l
     if need_before:
         state = None
         for e in range(m):
-            state = delayed(_carry_in)(state, before[e], empty, spec,
-                                       _shift(starts[e], spec.tolerance, -1))
+            state = delayed(_carry_in)(
+                state, before[e], empty, spec, _shift(starts[e], spec.tolerance, -1)
+            )
             carry_in[e] = state
     if need_after:
         state = None
         for e in reversed(range(m)):
-            state = delayed(_carry_out)(after[e + 1], state, empty, spec,
-                                        _shift(ends[e], spec.tolerance, +1))
+            state = delayed(_carry_out)(
+                after[e + 1], state, empty, spec, _shift(ends[e], spec.tolerance, +1)
+            )
             carry_out[e] = state
     slot = {i: e for e, i in enumerate(live)}
-    return [delayed(_join_time)(lpart, carry_in[slot[i]], pieces[slot[i]], carry_out[slot[i]],
-                                empty, spec)
-            if i in slot else delayed(_join_partition)(lpart, empty, spec)
-            for i, lpart in enumerate(left.to_delayed())]
+    return [
+        delayed(_join_time)(
+            lpart, carry_in[slot[i]], pieces[slot[i]], carry_out[slot[i]], empty, spec
+        )
+        if i in slot
+        else delayed(_join_partition)(lpart, empty, spec)
+        for i, lpart in enumerate(left.to_delayed())
+    ]
 
 
 def _bound(cuts: list, k: int) -> tuple:
@@ -496,11 +575,11 @@ def _split_right(part, spec: _Spec, pieces: list, before: list, after: list) -> 
     key = _key(part, spec.right_key)
     _require_sorted(key, "right")
     by = spec.right_by
-    return ([part.iloc[_rows(key, a, b, _CLOSED)] for a, b in pieces]
-            + [_per_group(part.iloc[_rows(key, lo, hi, _HALF_OPEN)], by, "last")
-               for lo, hi in before]
-            + [_per_group(part.iloc[_rows(key, lo, hi, _OPEN_CLOSED)], by, "first")
-               for lo, hi in after])
+    return (
+        [part.iloc[_rows(key, a, b, _CLOSED)] for a, b in pieces]
+        + [_per_group(part.iloc[_rows(key, lo, hi, _HALF_OPEN)], by, "last") for lo, hi in before]
+        + [_per_group(part.iloc[_rows(key, lo, hi, _OPEN_CLOSED)], by, "first") for lo, hi in after]
+    )
 
 
 def _carry_in(state, blocks: list, empty, spec: _Spec, reach):
@@ -562,8 +641,7 @@ def _broadcast(left, right, spec: _Spec) -> list:
     whole = delayed(_sorted_right)(right.repartition(npartitions=1).to_delayed()[0], spec)
     cache_key = f"asofgpu-prepared-{whole.key}"  # not a graph key: dask passes it as text
     spec = dataclasses.replace(spec, any_order=True)
-    return [delayed(_join_partition)(lpart, whole, spec, cache_key)
-            for lpart in left.to_delayed()]
+    return [delayed(_join_partition)(lpart, whole, spec, cache_key) for lpart in left.to_delayed()]
 
 
 def _sorted_right(part, spec: _Spec):
@@ -609,9 +687,10 @@ class _SharedRight(_semantics.AsofMerge):
         # partition: no other partition can share them.
         if self._cache_key is None or any(isinstance(c, np.ndarray) for c in right_by or ()):
             return super().prepare(right_key, right_by, device)
-        return _PREPARED.get((self._cache_key, device),
-                             lambda: super(_SharedRight, self).prepare(right_key, right_by,
-                                                                       device, reused=True))
+        return _PREPARED.get(
+            (self._cache_key, device),
+            lambda: super(_SharedRight, self).prepare(right_key, right_by, device, reused=True),
+        )
 
 
 # --------------------------------------------------------------------------- hash method
@@ -622,14 +701,20 @@ def _hash_partitioned(left, right, spec: _Spec, meta):
     whatever their column names), join per partition, shuffle back by left partition."""
     n = max(left.npartitions, right.npartitions)
     spec = dataclasses.replace(spec, any_order=True)
-    tagged = [_tagged(frame, by, names) for frame, by, names in
-              ((left, spec.left_by, (_LEFT_PART, _LEFT_POS)),
-               (right, spec.right_by, (_RIGHT_PART, _RIGHT_POS)))]
+    tagged = [
+        _tagged(frame, by, names)
+        for frame, by, names in (
+            (left, spec.left_by, (_LEFT_PART, _LEFT_POS)),
+            (right, spec.right_by, (_RIGHT_PART, _RIGHT_POS)),
+        )
+    ]
     lparts, rparts = (t.shuffle(on=_GROUP_HASH, npartitions=n).to_delayed() for t in tagged)
     joined_meta = _with_tags(meta, spec.n_left)
-    joined = dd.from_delayed([delayed(_join_hash)(lp, rp, spec)
-                              for lp, rp in zip(lparts, rparts, strict=True)],
-                             meta=joined_meta, verify_meta=False)
+    joined = dd.from_delayed(
+        [delayed(_join_hash)(lp, rp, spec) for lp, rp in zip(lparts, rparts, strict=True)],
+        meta=joined_meta,
+        verify_meta=False,
+    )
     p = left.npartitions
     back = joined.set_index(_LEFT_PART, divisions=tuple(range(p)) + (p - 1,))
     return back.map_partitions(_restore_order, meta=meta).clear_divisions()
@@ -643,9 +728,13 @@ def _tagged(frame, by: tuple, names: tuple):
 def _tag(part, number: int, by: tuple, names: tuple):
     """Each row's partition and position (the order to restore, or the tie-break among equal
     right keys) and its group's hash."""
-    return part.assign(**{names[0]: np.int64(number),
-                          names[1]: np.arange(len(part), dtype=np.int64),
-                          _GROUP_HASH: _group_hash(part, by)})
+    return part.assign(
+        **{
+            names[0]: np.int64(number),
+            names[1]: np.arange(len(part), dtype=np.int64),
+            _GROUP_HASH: _group_hash(part, by),
+        }
+    )
 
 
 def _group_hash(part, by: tuple):
@@ -748,14 +837,15 @@ def _join_cudf(left, right, spec: _Spec, cache_key=None):
     if isinstance(tolerance, pd.Timedelta):
         tolerance = tolerance.to_timedelta64()  # exact to the nanosecond
     left_by = _semantics.device_by_table([left[c] for c in spec.left_by])
-    gmap = _semantics.probe_on_device(prepared, lkey, left_by, spec.direction, spec.exact,
-                                      tolerance)
+    gmap = _semantics.probe_on_device(
+        prepared, lkey, left_by, spec.direction, spec.exact, tolerance
+    )
     # NO_MATCH is no row label: reindex leaves those rows null.
     taken = right[list(spec.right_columns)].reset_index(drop=True).reindex(cudf.Index(gmap))
     left_part = left.reset_index(drop=True)
     left_part.columns = list(spec.columns[: spec.n_left])
     taken = taken.reset_index(drop=True)
-    taken.columns = list(spec.columns[spec.n_left:])
+    taken.columns = list(spec.columns[spec.n_left :])
     out = cudf.concat([left_part, taken], axis=1)
     if spec.keeps_left_index:
         out.index = left.index

@@ -27,7 +27,9 @@ def _host_map(gmap) -> np.ndarray:
         gmap = arrow_numpy.filled(gmap.cast(pa.int64()), NO_MATCH_INT64)  # a null: no match
     gmap = np.asarray(gmap)
     if gmap.ndim != 1 or gmap.dtype.kind not in "iu":
-        msg = f"gmap must be a one-dimensional integer array, got {gmap.dtype} of shape {gmap.shape}"
+        msg = (
+            f"gmap must be a one-dimensional integer array, got {gmap.dtype} of shape {gmap.shape}"
+        )
         raise TypeError(msg)
     return gmap
 
@@ -36,7 +38,9 @@ def _as_table(obj) -> pa.Table:
     try:
         return to_table(obj, "right_table")
     except TypeError:
-        msg = f"right_table must be a table (pyarrow, pandas, polars, cuDF), got {type(obj).__name__}"
+        msg = (
+            f"right_table must be a table (pyarrow, pandas, polars, cuDF), got {type(obj).__name__}"
+        )
         raise TypeError(msg) from None
 
 
@@ -64,27 +68,37 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
         )
         raise IndexError(msg)
     fixed = [k for k, column in enumerate(table.columns) if parallel and _fixed_width(column)]
-    taken = dict(zip(fixed, _take_fixed([table.column(k) for k in fixed], gmap, valid,
-                                         n_missing))) if fixed else {}
+    taken = (
+        dict(zip(fixed, _take_fixed([table.column(k) for k in fixed], gmap, valid, n_missing)))
+        if fixed
+        else {}
+    )
     for k, column in enumerate(table.columns):
         if k not in taken:
             taken[k] = _take(column, gmap, None if n_missing == 0 else valid)
-    return pa.Table.from_arrays([taken[k] for k in range(table.num_columns)],
-                                schema=table.schema)
+    return pa.Table.from_arrays([taken[k] for k in range(table.num_columns)], schema=table.schema)
 
 
 def _fixed_width(column: pa.ChunkedArray) -> bool:
     """Integers, floats of 4 or 8 bytes and instants: numpy views of their values (with
     nulls, of whatever their slots hold: the validity is taken beside them)."""
     t = column.type
-    return column.num_chunks > 0 and (
-        pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t)
-        or pa.types.is_timestamp(t) or pa.types.is_duration(t)) and all(
-        chunk.buffers()[1] is not None for chunk in column.chunks if len(chunk))
+    return (
+        column.num_chunks > 0
+        and (
+            pa.types.is_integer(t)
+            or pa.types.is_float32(t)
+            or pa.types.is_float64(t)
+            or pa.types.is_timestamp(t)
+            or pa.types.is_duration(t)
+        )
+        and all(chunk.buffers()[1] is not None for chunk in column.chunks if len(chunk))
+    )
 
 
-def _take_fixed(columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndarray,
-                n_missing: int) -> list[pa.Array]:
+def _take_fixed(
+    columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndarray, n_missing: int
+) -> list[pa.Array]:
     """The fixed-width ``columns`` taken on all cores (``_backend.take_fixed``), each read
     where it lies: a column whose chunks are runs in several places
     (``arrow_numpy.segments``) is gathered run by run in place (``_backend.take_chunked``),
@@ -100,8 +114,9 @@ def _take_fixed(columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndar
     if whole:
         buffers.update(zip([k for k, _ in whole], take_fixed([v for _, v in whole], gmap, valid)))
     if chunked:
-        buffers.update(zip([k for k, _ in chunked], take_chunked([c for _, c in chunked], gmap,
-                                                                 valid)))
+        buffers.update(
+            zip([k for k, _ in chunked], take_chunked([c for _, c in chunked], gmap, valid))
+        )
     bitmap = None if n_missing == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
     taken = []
     for k, column in enumerate(columns):
@@ -110,19 +125,22 @@ def _take_fixed(columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndar
             kept = valid & arrow_numpy.valid(column)[np.where(valid, gmap, 0)]
             nulls = len(gmap) - int(np.count_nonzero(kept))
             column_bitmap = pa.py_buffer(np.packbits(kept, bitorder="little"))
-        taken.append(pa.Array.from_buffers(column.type, len(gmap), [column_bitmap, buffers[k]],
-                                           null_count=nulls))
+        taken.append(
+            pa.Array.from_buffers(
+                column.type, len(gmap), [column_bitmap, buffers[k]], null_count=nulls
+            )
+        )
     return taken
 
 
-def _take(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None
-          ) -> pa.ChunkedArray:
+def _take(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None) -> pa.ChunkedArray:
     # Arrow's take has no kernel for view strings and binaries (polars exports them):
     # take their large form and cast back.
     view = column.type if _is_view(column.type) else None
     if view is not None:
-        column = column.cast(pa.large_string() if pa.types.is_string_view(view)
-                             else pa.large_binary())
+        column = column.cast(
+            pa.large_string() if pa.types.is_string_view(view) else pa.large_binary()
+        )
     taken = arrow_numpy.take(column, gmap, valid)
     return taken.cast(view) if view is not None else taken
 

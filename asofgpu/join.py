@@ -20,13 +20,30 @@ import pyarrow as pa
 
 from . import _validate
 from ._backend import get_backend
-from ._columns import (Key, common_tick, is_device, ordered_key, rescale,
-                       to_arrow, tolerance_in_ticks)
+from ._columns import (
+    Key,
+    common_tick,
+    is_device,
+    ordered_key,
+    rescale,
+    to_arrow,
+    tolerance_in_ticks,
+)
 from ._device_groups import SortedGroups, device_columns, on_device
 from ._encode import Groups
-from ._types import (NEAREST_TIE_CODE, NO_MATCH, NO_MATCH_INT64, STRATEGY_CODE,
-                     AmbiguousMatchError, ByColumns, Column, DeviceName, GatherMap,
-                     StrategyName, Tolerance)
+from ._types import (
+    NEAREST_TIE_CODE,
+    NO_MATCH,
+    NO_MATCH_INT64,
+    STRATEGY_CODE,
+    AmbiguousMatchError,
+    ByColumns,
+    Column,
+    DeviceName,
+    GatherMap,
+    StrategyName,
+    Tolerance,
+)
 
 _INT32_ROWS = 2**31
 
@@ -84,10 +101,17 @@ class AsofJoin:
     by name, so it comes back on the same device (one prepared on a GPU needs one there).
     """
 
-    def __init__(self, right_on: Column, right_by: ByColumns | None = None, *,
-                 null_equality: Literal["unequal", "equal"] = "unequal",
-                 tie_break: Column | None = None, presorted: bool = False,
-                 device: DeviceName = "auto", _defer_sort: bool = False) -> None:
+    def __init__(
+        self,
+        right_on: Column,
+        right_by: ByColumns | None = None,
+        *,
+        null_equality: Literal["unequal", "equal"] = "unequal",
+        tie_break: Column | None = None,
+        presorted: bool = False,
+        device: DeviceName = "auto",
+        _defer_sort: bool = False,
+    ) -> None:
         _validate.one_of(null_equality, "null_equality", ("unequal", "equal"))
         presorted = _validate.flag(presorted, "presorted")
         self.backend = get_backend(_validate.device(device))
@@ -165,19 +189,20 @@ class AsofJoin:
         prepared join can go to worker processes or to disk, and come back equal."""
         state = dict(self.__dict__)
         state["backend"] = self.backend.name
-        return _map_arrays(state, lambda a: _OnDevice(self.backend.to_host(a))
-                           if is_device(a) else a)
+        return _map_arrays(
+            state, lambda a: _OnDevice(self.backend.to_host(a)) if is_device(a) else a
+        )
 
     def __setstate__(self, state: dict) -> None:
         name = state["backend"]
         try:
             backend = get_backend(name)
         except RuntimeError as exc:
-            msg = (f"this AsofJoin was prepared on device={name!r}, which is not usable here: "
-                   f"{exc}")
+            msg = f"this AsofJoin was prepared on device={name!r}, which is not usable here: {exc}"
             raise RuntimeError(msg) from None
-        state = _map_arrays(state, lambda a: backend.asarray(a.host)
-                            if isinstance(a, _OnDevice) else a)
+        state = _map_arrays(
+            state, lambda a: backend.asarray(a.host) if isinstance(a, _OnDevice) else a
+        )
         state["backend"] = backend
         self.__dict__.update(state)
 
@@ -188,8 +213,7 @@ class AsofJoin:
         self._rows_first = self._rows_last
         self._tie_sorted = None
         if tie is not None:
-            self._tie_sorted = (tie.values[rows],
-                                None if tie.valid is None else tie.valid[rows])
+            self._tie_sorted = (tie.values[rows], None if tie.valid is None else tie.valid[rows])
             self._rows_first = self._first_of_best_tie()
 
     def _sort_deferred(self) -> None:
@@ -205,7 +229,8 @@ class AsofJoin:
         if self._key_ascends is None:
             values, xp = key.values, self.backend.xp
             self._key_ascends = not bool(
-                _less(values[1:], values[:-1], xp, key.type.physical == "float").any())
+                _less(values[1:], values[:-1], xp, key.type.physical == "float").any()
+            )
         return self._key_ascends
 
     def _keep_time_order(self, key: Key, bucket) -> None:
@@ -214,9 +239,13 @@ class AsofJoin:
         row is in a group: 12 bytes a row (without by-keys none, the sorted keys being in
         that order already). The keys are copied: they may be the caller's array, which the
         caller may change after preparing."""
-        if (not self.backend.streams_time_ordered or self._tie_sorted is not None
-                or not self.n_right or int(self._offsets[-1]) != self.n_right
-                or not self._ascending(key)):
+        if (
+            not self.backend.streams_time_ordered
+            or self._tie_sorted is not None
+            or not self.n_right
+            or int(self._offsets[-1]) != self.n_right
+            or not self._ascending(key)
+        ):
             return
         if bucket is None:  # np.zeros: pages of zeros that are never written
             self._time_ordered = (self._keys[key.type.tick_ns], np.zeros(self.n_right, np.int32))
@@ -369,11 +398,17 @@ class AsofJoin:
 
     # ------------------------------------------------------------------ probing
 
-    def join(self, left_on: Column, left_by: ByColumns | None = None, *,
-             strategy: StrategyName = "backward", allow_exact_matches: bool = True,
-             tolerance: Tolerance | None = None,
-             nearest_tie: Literal["forward", "backward"] = "forward",
-             ambiguous: Literal["pick", "raise"] = "pick") -> GatherMap:
+    def join(
+        self,
+        left_on: Column,
+        left_by: ByColumns | None = None,
+        *,
+        strategy: StrategyName = "backward",
+        allow_exact_matches: bool = True,
+        tolerance: Tolerance | None = None,
+        nearest_tie: Literal["forward", "backward"] = "forward",
+        ambiguous: Literal["pick", "raise"] = "pick",
+    ) -> GatherMap:
         """The gather map: for each left row (in left order), a right row number or NO_MATCH.
 
         ``tolerance`` is inclusive: a number in the physical unit of the prepared right key
@@ -384,8 +419,9 @@ class AsofJoin:
         """
         strategy = _validate.strategy(strategy)
         exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
-        tie_rule = NEAREST_TIE_CODE[_validate.one_of(nearest_tie, "nearest_tie",
-                                                     ("forward", "backward"))]
+        tie_rule = NEAREST_TIE_CODE[
+            _validate.one_of(nearest_tie, "nearest_tie", ("forward", "backward"))
+        ]
         _validate.one_of(ambiguous, "ambiguous", ("pick", "raise"))
         be, xp = self.backend, self.backend.xp
         left_key = ordered_key(left_on, "left_on", self._host)
@@ -402,15 +438,37 @@ class AsofJoin:
             if tick and bucket is not None:  # rows without a group are never read: unchecked
                 key = Key(key.values, bucket < self.n_groups, key.type)
             right = rescale(key, tick, "right_on", xp) if tick else key
-            be.scan(key.type.physical == "float", left_key.values, groups, right.values,
-                    bucket, self.n_groups, STRATEGY_CODE[strategy], exact, tol, tie_rule, out)
+            be.scan(
+                key.type.physical == "float",
+                left_key.values,
+                groups,
+                right.values,
+                bucket,
+                self.n_groups,
+                STRATEGY_CODE[strategy],
+                exact,
+                tol,
+                tie_rule,
+                out,
+            )
             return out
         self._sort_deferred()
         right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
-        be.probe(self._key_type.physical == "float", left_key.values, groups, self._offsets,
-                 right_keys, self._rows_last, self._rows_first, STRATEGY_CODE[strategy], exact,
-                 tol, tie_rule, out,
-                 time_ordered=self._time_ordered if tick == self._key_type.tick_ns else None)
+        be.probe(
+            self._key_type.physical == "float",
+            left_key.values,
+            groups,
+            self._offsets,
+            right_keys,
+            self._rows_last,
+            self._rows_first,
+            STRATEGY_CODE[strategy],
+            exact,
+            tol,
+            tie_rule,
+            out,
+            time_ordered=self._time_ordered if tick == self._key_type.tick_ns else None,
+        )
         if ambiguous == "raise":
             self._raise_if_ambiguous(out)
         return out
@@ -443,8 +501,11 @@ class AsofJoin:
             columns, dtypes = [to_arrow(c, p) for c, p in zip(given, params)], None
         for col, param in zip(columns, params):
             _validate.same_length(n, len(col), param, "left_on")
-        codes = (self._groups.lookup(columns, params, dtypes) if dtypes is not None
-                 else self._groups.lookup(columns, params))
+        codes = (
+            self._groups.lookup(columns, params, dtypes)
+            if dtypes is not None
+            else self._groups.lookup(columns, params)
+        )
         codes = self.backend.asarray(codes)
         if self._renumber is not None:
             codes = self.backend.xp.where(codes >= 0, self._renumber[codes], -1)
@@ -499,14 +560,22 @@ def _differs(a, b, xp):
     return (a != b) & ~(xp.isnan(a) & xp.isnan(b))
 
 
-def asof_join(left_on: Column, right_on: Column, left_by: ByColumns | None = None,
-              right_by: ByColumns | None = None, *,
-              null_equality: Literal["unequal", "equal"] = "unequal",
-              tie_break: Column | None = None, presorted: bool = False,
-              device: DeviceName = "auto", strategy: StrategyName = "backward",
-              allow_exact_matches: bool = True, tolerance: Tolerance | None = None,
-              nearest_tie: Literal["forward", "backward"] = "forward",
-              ambiguous: Literal["pick", "raise"] = "pick") -> GatherMap:
+def asof_join(
+    left_on: Column,
+    right_on: Column,
+    left_by: ByColumns | None = None,
+    right_by: ByColumns | None = None,
+    *,
+    null_equality: Literal["unequal", "equal"] = "unequal",
+    tie_break: Column | None = None,
+    presorted: bool = False,
+    device: DeviceName = "auto",
+    strategy: StrategyName = "backward",
+    allow_exact_matches: bool = True,
+    tolerance: Tolerance | None = None,
+    nearest_tie: Literal["forward", "backward"] = "forward",
+    ambiguous: Literal["pick", "raise"] = "pick",
+) -> GatherMap:
     """One-shot gather map: ``AsofJoin(right_on, right_by, ...).join(left_on, left_by, ...)``;
     the parameters are those of ``AsofJoin`` and ``AsofJoin.join``.
 
@@ -516,9 +585,21 @@ def asof_join(left_on: Column, right_on: Column, left_by: ByColumns | None = Non
     """
     if device == "auto" and (is_device(left_on) or is_device(right_on)):
         device = "cuda"
-    prepared = AsofJoin(right_on, right_by, null_equality=null_equality, tie_break=tie_break,
-                        presorted=presorted, device=device, _defer_sort=True)
-    return prepared.join(left_on, left_by, strategy=strategy,
-                         allow_exact_matches=allow_exact_matches, tolerance=tolerance,
-                         nearest_tie=nearest_tie, ambiguous=ambiguous)
-
+    prepared = AsofJoin(
+        right_on,
+        right_by,
+        null_equality=null_equality,
+        tie_break=tie_break,
+        presorted=presorted,
+        device=device,
+        _defer_sort=True,
+    )
+    return prepared.join(
+        left_on,
+        left_by,
+        strategy=strategy,
+        allow_exact_matches=allow_exact_matches,
+        tolerance=tolerance,
+        nearest_tie=nearest_tie,
+        ambiguous=ambiguous,
+    )

@@ -41,8 +41,13 @@ def _times(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.sort(rng.integers(start, start + SESSION_NS, n, dtype=np.int64))
 
 
-def day(n_quotes: int = 4_000_000, n_trades: int = 1_000_000, n_symbols: int = 1_000,
-        seed: int = 0, shuffled: bool = False) -> tuple[pa.Table, pa.Table]:
+def day(
+    n_quotes: int = 4_000_000,
+    n_trades: int = 1_000_000,
+    n_symbols: int = 1_000,
+    seed: int = 0,
+    shuffled: bool = False,
+) -> tuple[pa.Table, pa.Table]:
     """(quotes, trades) for one session; the same seed gives the same tables."""
     if n_symbols < 1 or n_quotes < 0 or n_trades < 0:
         msg = "n_symbols must be positive and n_quotes, n_trades non-negative"
@@ -55,21 +60,25 @@ def day(n_quotes: int = 4_000_000, n_trades: int = 1_000_000, n_symbols: int = 1
     q_sym = rng.choice(n_symbols, n_quotes, p=weights).astype(np.int32)
     mid = base[q_sym] * (1 + rng.normal(0, 0.002, n_quotes))
     half_spread = base[q_sym] * rng.uniform(0.0001, 0.001, n_quotes)
-    quotes = pa.table({
-        "time": pa.array(_times(rng, n_quotes), TIME_TYPE),
-        "symbol": names.take(pa.array(q_sym)),
-        "bid": np.round(mid - half_spread, 2),
-        "ask": np.round(mid + half_spread, 2),
-        "bid_size": rng.integers(1, 50, n_quotes).astype(np.float64) * 100,
-        "ask_size": rng.integers(1, 50, n_quotes).astype(np.float64) * 100,
-    })
+    quotes = pa.table(
+        {
+            "time": pa.array(_times(rng, n_quotes), TIME_TYPE),
+            "symbol": names.take(pa.array(q_sym)),
+            "bid": np.round(mid - half_spread, 2),
+            "ask": np.round(mid + half_spread, 2),
+            "bid_size": rng.integers(1, 50, n_quotes).astype(np.float64) * 100,
+            "ask_size": rng.integers(1, 50, n_quotes).astype(np.float64) * 100,
+        }
+    )
     t_sym = rng.choice(n_symbols, n_trades, p=weights).astype(np.int32)
-    trades = pa.table({
-        "time": pa.array(_times(rng, n_trades), TIME_TYPE),
-        "symbol": names.take(pa.array(t_sym)),
-        "price": np.round(base[t_sym] * (1 + rng.normal(0, 0.002, n_trades)), 2),
-        "size": rng.integers(1, 20, n_trades).astype(np.int64) * 100,
-    })
+    trades = pa.table(
+        {
+            "time": pa.array(_times(rng, n_trades), TIME_TYPE),
+            "symbol": names.take(pa.array(t_sym)),
+            "price": np.round(base[t_sym] * (1 + rng.normal(0, 0.002, n_trades)), 2),
+            "size": rng.integers(1, 20, n_trades).astype(np.int64) * 100,
+        }
+    )
     if shuffled:
         quotes = quotes.take(rng.permutation(n_quotes))
         trades = trades.take(rng.permutation(n_trades))

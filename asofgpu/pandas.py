@@ -39,16 +39,24 @@ if TYPE_CHECKING:
 __all__ = ["merge_asof"]
 
 
-def merge_asof(left: pd.DataFrame | pd.Series, right: pd.DataFrame | pd.Series,
-               on: Hashable | None = None, left_on: Hashable | None = None,
-               right_on: Hashable | None = None, left_index: bool = False,
-               right_index: bool = False, by: Hashable | Sequence[Hashable] | None = None,
-               left_by: Hashable | Sequence[Hashable] | None = None,
-               right_by: Hashable | Sequence[Hashable] | None = None,
-               suffixes: Sequence[str | None] = ("_x", "_y"),
-               tolerance: Tolerance | None = None, allow_exact_matches: bool = True,
-               direction: PandasDirection = "backward", *,
-               device: DeviceName = "auto") -> pd.DataFrame:
+def merge_asof(
+    left: pd.DataFrame | pd.Series,
+    right: pd.DataFrame | pd.Series,
+    on: Hashable | None = None,
+    left_on: Hashable | None = None,
+    right_on: Hashable | None = None,
+    left_index: bool = False,
+    right_index: bool = False,
+    by: Hashable | Sequence[Hashable] | None = None,
+    left_by: Hashable | Sequence[Hashable] | None = None,
+    right_by: Hashable | Sequence[Hashable] | None = None,
+    suffixes: Sequence[str | None] = ("_x", "_y"),
+    tolerance: Tolerance | None = None,
+    allow_exact_matches: bool = True,
+    direction: PandasDirection = "backward",
+    *,
+    device: DeviceName = "auto",
+) -> pd.DataFrame:
     """Perform a merge by key distance, as ``pandas.merge_asof`` does.
 
     For each left row, take the right row (of the same ``by`` group) whose ``on`` key is the
@@ -133,6 +141,18 @@ def merge_asof(left: pd.DataFrame | pd.Series, right: pd.DataFrame | pd.Series,
     """
     device = _validate.device(device)
     direction, exact = check_join_options(direction, allow_exact_matches)
-    op = AsofMerge(left, right, on, left_on, right_on, left_index, right_index, by, left_by,
-                   right_by, suffixes, tolerance)
+    op = AsofMerge(
+        left,
+        right,
+        on,
+        left_on,
+        right_on,
+        left_index,
+        right_index,
+        by,
+        left_by,
+        right_by,
+        suffixes,
+        tolerance,
+    )
     return op.result(op.right_indexer(direction, exact, device))

@@ -39,8 +39,13 @@ from __future__ import annotations
 
 from . import _validate
 from ._columns import common_tick, tolerance_in_ticks
-from ._device_encode import (DeviceGroups, check_by_type, check_by_types_match, on_key_type,
-                             ordered_key)
+from ._device_encode import (
+    DeviceGroups,
+    check_by_type,
+    check_by_types_match,
+    on_key_type,
+    ordered_key,
+)
 from ._types import NEAREST_TIE_CODE, NO_MATCH, Strategy
 from .join import AsofJoin as _PrimitiveJoin
 from .join import GroupCodes
@@ -57,8 +62,10 @@ def _plc():
     try:
         import pylibcudf
     except ImportError as exc:
-        msg = (f"asofgpu.plc needs pylibcudf ({exc}). Hint: pip install pylibcudf-cu12 "
-               f"(or -cu13), which needs an NVIDIA GPU to make columns.")
+        msg = (
+            f"asofgpu.plc needs pylibcudf ({exc}). Hint: pip install pylibcudf-cu12 "
+            f"(or -cu13), which needs an NVIDIA GPU to make columns."
+        )
         raise ImportError(msg) from None
     return pylibcudf
 
@@ -71,15 +78,19 @@ def _check_column(obj, param: str) -> None:
 
 def _check_table(obj, param: str) -> None:
     if not isinstance(obj, _plc().Table):
-        msg = (f"{param} must be a pylibcudf.Table (with no columns when there are no by-keys), "
-               f"got {type(obj).__name__}")
+        msg = (
+            f"{param} must be a pylibcudf.Table (with no columns when there are no by-keys), "
+            f"got {type(obj).__name__}"
+        )
         raise TypeError(msg)
 
 
 def _check_rows(table, column, table_param: str, column_param: str) -> None:
     if table.num_columns() and table.num_rows() != column.size():
-        msg = (f"{table_param} has {table.num_rows()} rows, but {column_param} has "
-               f"{column.size()}; they must have the same length")
+        msg = (
+            f"{table_param} has {table.num_rows()} rows, but {column_param} has "
+            f"{column.size()}; they must have the same length"
+        )
         raise ValueError(msg)
 
 
@@ -94,8 +105,10 @@ def _stream(stream):
     try:
         return Stream(stream)
     except (TypeError, NotImplementedError):
-        msg = (f"stream must be an rmm Stream or have __cuda_stream__ (cupy, numba, "
-               f"cuda.core streams), got {type(stream).__name__}")
+        msg = (
+            f"stream must be an rmm Stream or have __cuda_stream__ (cupy, numba, "
+            f"cuda.core streams), got {type(stream).__name__}"
+        )
         raise TypeError(msg) from None
 
 
@@ -160,8 +173,10 @@ class AsofJoin:
         if nulls_equal is None:
             nulls_equal = plc.types.NullEquality.UNEQUAL
         if not isinstance(nulls_equal, plc.types.NullEquality):
-            msg = (f"nulls_equal must be a pylibcudf.types.NullEquality, "
-                   f"got {type(nulls_equal).__name__}")
+            msg = (
+                f"nulls_equal must be a pylibcudf.types.NullEquality, "
+                f"got {type(nulls_equal).__name__}"
+            )
             raise TypeError(msg)
         _check_rows(right_by, right_on, "right_by", "right_on")
         self._key_type = on_key_type(right_on.type(), "right_on")
@@ -183,8 +198,17 @@ class AsofJoin:
         self._join = _PrimitiveJoin(key, codes, device="cuda")
         _settle()
 
-    def join(self, left_by, left_on, strategy=Strategy.BACKWARD, allow_exact_matches=True, *,
-             tolerance=None, nearest_tie="forward", stream=None):
+    def join(
+        self,
+        left_by,
+        left_on,
+        strategy=Strategy.BACKWARD,
+        allow_exact_matches=True,
+        *,
+        tolerance=None,
+        nearest_tie="forward",
+        stream=None,
+    ):
         """The gather map of ``left_on`` (in left order) into the prepared right side.
 
         Parameters
@@ -236,14 +260,15 @@ class AsofJoin:
         _check_table(left_by, "left_by")
         _check_column(left_on, "left_on")
         if left_by.num_columns() != len(self._by_types):
-            msg = (f"left_by has {left_by.num_columns()} column(s), but right_by has "
-                   f"{len(self._by_types)}; they must have the same number")
+            msg = (
+                f"left_by has {left_by.num_columns()} column(s), but right_by has "
+                f"{len(self._by_types)}; they must have the same number"
+            )
             raise ValueError(msg)
         _check_rows(left_by, left_on, "left_by", "left_on")
         for i, (col, right) in enumerate(zip(left_by.columns(), self._by_types)):
             check_by_type(col.type(), f"left_by column {i}")
-            check_by_types_match(col.type(), right, f"left_by column {i}",
-                                 f"right_by column {i}")
+            check_by_types_match(col.type(), right, f"left_by column {i}", f"right_by column {i}")
         left_type = on_key_type(left_on.type(), "left_on")
         tick = common_tick(left_type, self._key_type, "left_on", "right_on")
         tolerance_in_ticks(tolerance, self._key_type, tick)  # its errors, before device work
@@ -254,8 +279,14 @@ class AsofJoin:
             if self._groups is not None:
                 codes = GroupCodes(self._groups.lookup(left_by, stream), self._groups.n_groups)
         stream.synchronize()
-        gmap = self._join.join(key, codes, strategy=strategy, allow_exact_matches=exact,
-                               tolerance=tolerance, nearest_tie=nearest_tie)
+        gmap = self._join.join(
+            key,
+            codes,
+            strategy=strategy,
+            allow_exact_matches=exact,
+            tolerance=tolerance,
+            nearest_tie=nearest_tie,
+        )
         _settle()
         return _plc().Column.from_cuda_array_interface(gmap, stream=stream)
 
@@ -297,5 +328,6 @@ def gather(table, gather_map, stream=None, mr=None):
     if gather_map.type().id() != plc.TypeId.INT32:
         msg = f"gather_map must be an INT32 column, got {gather_map.type().id().name}"
         raise TypeError(msg)
-    return plc.copying.gather(table, gather_map, plc.copying.OutOfBoundsPolicy.NULLIFY,
-                              stream=_stream(stream), mr=mr)
+    return plc.copying.gather(
+        table, gather_map, plc.copying.OutOfBoundsPolicy.NULLIFY, stream=_stream(stream), mr=mr
+    )

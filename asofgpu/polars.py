@@ -79,13 +79,26 @@ from .join import asof_join
 
 __all__ = ["AsofgpuNamespace", "join_asof"]
 
-_NOT_SORTED = ("argument in operation 'asof_join' is not sorted, please sort the "
-               "'expr/series/column' first")
-_OPTIONS = ("left_on", "right_on", "on", "by_left", "by_right", "by", "strategy", "suffix",
-            "tolerance", "allow_parallel", "force_parallel", "coalesce", "allow_exact_matches",
-            "check_sortedness")
-_FLAGS = ("allow_parallel", "force_parallel", "coalesce", "allow_exact_matches",
-          "check_sortedness")
+_NOT_SORTED = (
+    "argument in operation 'asof_join' is not sorted, please sort the 'expr/series/column' first"
+)
+_OPTIONS = (
+    "left_on",
+    "right_on",
+    "on",
+    "by_left",
+    "by_right",
+    "by",
+    "strategy",
+    "suffix",
+    "tolerance",
+    "allow_parallel",
+    "force_parallel",
+    "coalesce",
+    "allow_exact_matches",
+    "check_sortedness",
+)
+_FLAGS = ("allow_parallel", "force_parallel", "coalesce", "allow_exact_matches", "check_sortedness")
 _EAGER_PARAMS = frozenset(inspect.signature(pl.DataFrame.join_asof).parameters)
 _LAZY_PARAMS = frozenset(inspect.signature(pl.LazyFrame.join_asof).parameters)
 _UNIT_NS = {**UNIT_NS, "i": 1}  # polars' duration units; "i" (index count) is one step
@@ -95,18 +108,26 @@ _WIDE_INTS = tuple(getattr(pl, n) for n in ("Int128", "UInt128") if hasattr(pl, 
 _HERE = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(pl.__file__)))
 
 
-def join_asof(left: pl.DataFrame | pl.LazyFrame, right: pl.DataFrame | pl.LazyFrame, *,
-              left_on: str | pl.Expr | None = None, right_on: str | pl.Expr | None = None,
-              on: str | pl.Expr | None = None,
-              by_left: str | Sequence[str] | None = None,
-              by_right: str | Sequence[str] | None = None,
-              by: str | Sequence[str] | None = None, strategy: StrategyName = "backward",
-              suffix: str = "_right",
-              tolerance: str | int | float | datetime.timedelta | None = None,
-              allow_parallel: bool = True, force_parallel: bool = False,
-              coalesce: bool = True, allow_exact_matches: bool = True,
-              check_sortedness: bool = True,
-              device: DeviceName = "auto") -> pl.DataFrame | pl.LazyFrame:
+def join_asof(
+    left: pl.DataFrame | pl.LazyFrame,
+    right: pl.DataFrame | pl.LazyFrame,
+    *,
+    left_on: str | pl.Expr | None = None,
+    right_on: str | pl.Expr | None = None,
+    on: str | pl.Expr | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    by: str | Sequence[str] | None = None,
+    strategy: StrategyName = "backward",
+    suffix: str = "_right",
+    tolerance: str | int | float | datetime.timedelta | None = None,
+    allow_parallel: bool = True,
+    force_parallel: bool = False,
+    coalesce: bool = True,
+    allow_exact_matches: bool = True,
+    check_sortedness: bool = True,
+    device: DeviceName = "auto",
+) -> pl.DataFrame | pl.LazyFrame:
     """Perform an as-of join: polars' ``join_asof``, computed by asofgpu.
 
     For each left row, the right row of the same ``by`` group whose ``on`` key is the nearest
@@ -182,9 +203,28 @@ def join_asof(left: pl.DataFrame | pl.LazyFrame, right: pl.DataFrame | pl.LazyFr
     >>> join_asof(left, right, on="t", tolerance="1s500ms", device="cpu").collect().rows()
     [(datetime.datetime(2024, 1, 1, 9, 0, 3), None)]
     """
-    options = dict(zip(_OPTIONS, (left_on, right_on, on, by_left, by_right, by, strategy, suffix,
-                                  tolerance, allow_parallel, force_parallel, coalesce,
-                                  allow_exact_matches, check_sortedness), strict=True))
+    options = dict(
+        zip(
+            _OPTIONS,
+            (
+                left_on,
+                right_on,
+                on,
+                by_left,
+                by_right,
+                by,
+                strategy,
+                suffix,
+                tolerance,
+                allow_parallel,
+                force_parallel,
+                coalesce,
+                allow_exact_matches,
+                check_sortedness,
+            ),
+            strict=True,
+        )
+    )
     _validate.device(device)
     if isinstance(left, pl.LazyFrame):
         return _lazy(left, right, options, device)
@@ -237,8 +277,9 @@ def _as_caller(origin, function, *args, **kwargs):
     if origin is None or not isinstance(origin[1], int) or origin[1] < 1:
         return function(*args, **kwargs)
     filename, lineno, module_globals = origin
-    code = _AS_CALLER.replace(co_filename=filename, co_firstlineno=lineno,
-                              co_name="<asofgpu: polars called from here>")
+    code = _AS_CALLER.replace(
+        co_filename=filename, co_firstlineno=lineno, co_name="<asofgpu: polars called from here>"
+    )
     return types.FunctionType(code, module_globals)(function, args, kwargs)
 
 
@@ -273,34 +314,48 @@ def _lazy(left: pl.LazyFrame, right, options: dict, device: str) -> pl.LazyFrame
         return _eager(*collected, options, device, dry)
 
     return _as_caller(origin, empty[0].join_asof, empty[1], **polars_options).map_batches(
-        run, predicate_pushdown=False, projection_pushdown=False, slice_pushdown=False)
+        run, predicate_pushdown=False, projection_pushdown=False, slice_pushdown=False
+    )
 
 
-def _eager(left: pl.DataFrame, right, options: dict, device: str,
-           dry: pl.DataFrame | None = None) -> pl.DataFrame:
+def _eager(
+    left: pl.DataFrame, right, options: dict, device: str, dry: pl.DataFrame | None = None
+) -> pl.DataFrame:
     if dry is None:
         dry = _dry_run(left, right, options)
     on = options["on"]
-    left_expr, right_expr = ((on, on) if isinstance(on, (str, pl.Expr))
-                             else (options["left_on"], options["right_on"]))
+    left_expr, right_expr = (
+        (on, on) if isinstance(on, (str, pl.Expr)) else (options["left_on"], options["right_on"])
+    )
     left_key, right_key = _key(left, left_expr), _key(right, right_expr)
     left_by, right_by = _by_names(options)
-    if not left_by and options["check_sortedness"] and not (
-            left_key.is_sorted() and right_key.is_sorted()):  # polars' rule: nulls first
+    if (
+        not left_by
+        and options["check_sortedness"]
+        and not (left_key.is_sorted() and right_key.is_sorted())
+    ):  # polars' rule: nulls first
         raise InvalidOperationError(_NOT_SORTED)
     strategy, tolerance = options["strategy"], options["tolerance"]
-    left_col, right_col = _orderable(left_key, right_key, strategy == "nearest" or
-                                     tolerance is not None)
+    left_col, right_col = _orderable(
+        left_key, right_key, strategy == "nearest" or tolerance is not None
+    )
     tol = _tolerance(tolerance, left_key.dtype)
     if tol != tol:  # a NaN tolerance on float keys: polars matches nothing
         gmap = np.full(left.height, NO_MATCH, dtype=np.int32)
     else:
         left_cols, right_cols = _by_columns(left, right, left_by, right_by)
-        gmap = asof_join(_arrow(left_col), _arrow(right_col), left_cols or None,
-                         right_cols or None,
-                         strategy=strategy, allow_exact_matches=options["allow_exact_matches"],
-                         tolerance=tol, nearest_tie="forward", null_equality="unequal",
-                         device=device)
+        gmap = asof_join(
+            _arrow(left_col),
+            _arrow(right_col),
+            left_cols or None,
+            right_cols or None,
+            strategy=strategy,
+            allow_exact_matches=options["allow_exact_matches"],
+            tolerance=tol,
+            nearest_tie="forward",
+            null_equality="unequal",
+            device=device,
+        )
     return _assemble(left, right, dry, gmap, right_by, right_expr)
 
 
@@ -357,8 +412,9 @@ def _fits(series: pl.Series, lo: int, hi: int) -> bool:
 def _integers(left: pl.Series, right: pl.Series, distances: bool):
     """Integer keys of one 64-bit signedness: polars supercasts Int64 vs UInt64, asofgpu
     compares one kind; values decide which."""
-    kinds = {"wide" if s.dtype in _WIDE_INTS else s.dtype.is_signed_integer()
-             for s in (left, right)}
+    kinds = {
+        "wide" if s.dtype in _WIDE_INTS else s.dtype.is_signed_integer() for s in (left, right)
+    }
     if len(kinds) == 1 and "wide" not in kinds:
         return left, right
     for target, lo, hi in ((pl.Int64, -(2**63), 2**63 - 1), (pl.UInt64, 0, _U64_MAX)):
@@ -368,9 +424,11 @@ def _integers(left: pl.Series, right: pl.Series, distances: bool):
         unsigned = getattr(pl, "UInt128", None) in (left.dtype, right.dtype)
         wide = pl.UInt128 if unsigned else pl.Int128
         return _dense_rank(left.cast(wide), right.cast(wide))
-    msg = (f"asofgpu cannot measure distances between the as-of keys ({left.dtype} and "
-           f"{right.dtype}): their values fit no single 64-bit integer type. Hint: cast both "
-           f"keys to Float64, or use strategy='backward' or 'forward' without a tolerance.")
+    msg = (
+        f"asofgpu cannot measure distances between the as-of keys ({left.dtype} and "
+        f"{right.dtype}): their values fit no single 64-bit integer type. Hint: cast both "
+        f"keys to Float64, or use strategy='backward' or 'forward' without a tolerance."
+    )
     raise InvalidOperationError(msg)
 
 
@@ -420,8 +478,9 @@ def _duration_ns(tolerance) -> int:
     """A duration string or timedelta as whole nanoseconds, sign dropped ("1d" = 24 h; polars
     has already refused months, quarters, years and malformed strings)."""
     if isinstance(tolerance, datetime.timedelta):
-        return abs((tolerance.days * 86_400 + tolerance.seconds) * 10**9
-                   + tolerance.microseconds * 1000)
+        return abs(
+            (tolerance.days * 86_400 + tolerance.seconds) * 10**9 + tolerance.microseconds * 1000
+        )
     return sum(int(n) * _UNIT_NS[unit] for n, unit in re.findall(r"(\d+)([a-z]+)", tolerance))
 
 
@@ -481,35 +540,57 @@ def _assemble(left, right, dry, gmap, right_by, right_expr) -> pl.DataFrame:
     kept = [c for c in right.columns if c not in set(right_by)]
     n_kept = dry.width - left.width
     if n_kept == len(kept) - 1:  # the right key was coalesced into the left one
-        name = right_expr if isinstance(right_expr, str) else right.head(0).select(
-            right_expr).columns[0]
+        name = (
+            right_expr
+            if isinstance(right_expr, str)
+            else right.head(0).select(right_expr).columns[0]
+        )
         if name in kept:
             kept.remove(name)
     if n_kept != len(kept):
-        msg = (f"asofgpu: polars' result has {dry.width} columns, asofgpu expected "
-               f"{left.width + len(kept)}; please report this with your polars version "
-               f"({pl.__version__})")
+        msg = (
+            f"asofgpu: polars' result has {dry.width} columns, asofgpu expected "
+            f"{left.width + len(kept)}; please report this with your polars version "
+            f"({pl.__version__})"
+        )
         raise RuntimeError(msg)
     if not kept:
         return left.clone()
     taken = pl.DataFrame(_gathered(right, kept, gmap))
-    taken.columns = dry.columns[left.width:]
+    taken.columns = dry.columns[left.width :]
     return left.hstack(taken)
 
 
 # Numbers and times: asofgpu's gather takes them (those without nulls on all cores, in one
 # pass), and polars reads its Arrow result back as the same dtype without a copy; 4 float
 # columns of 10M rows in 10 chunks: 0.05 s against polars' gather's 0.3 s.
-_GATHERED_HERE = (pl.Int8, pl.Int16, pl.Int32, pl.Int64, pl.UInt8, pl.UInt16, pl.UInt32,
-                  pl.UInt64, pl.Float32, pl.Float64, pl.Date, pl.Time, pl.Boolean)
+_GATHERED_HERE = (
+    pl.Int8,
+    pl.Int16,
+    pl.Int32,
+    pl.Int64,
+    pl.UInt8,
+    pl.UInt16,
+    pl.UInt32,
+    pl.UInt64,
+    pl.Float32,
+    pl.Float64,
+    pl.Date,
+    pl.Time,
+    pl.Boolean,
+)
 
 
 def _gathered(right: pl.DataFrame, kept: list[str], gmap) -> list[pl.Series]:
     """Right's ``kept`` columns taken by the map (nulls where it holds NO_MATCH): numbers
     and times by asofgpu's gather, every other dtype (text, categorical, nested, decimal,
     object) by polars' own gather."""
-    here = [c for c in kept if right.schema[c] in _GATHERED_HERE
-            or isinstance(right.schema[c], (pl.Datetime, pl.Duration))]
+    here = [
+        c
+        for c in kept
+        if right.schema[c] in _GATHERED_HERE
+        or isinstance(right.schema[c], (pl.Datetime, pl.Duration))
+    ]
     taken = {}
     if here:
         # The frame's export keeps its chunks (Series.to_arrow copies them into one), which
@@ -517,8 +598,7 @@ def _gathered(right: pl.DataFrame, kept: list[str], gmap) -> list[pl.Series]:
         table = gather(right.select(here).to_arrow(), gmap)
         for c in here:
             series = pl.from_arrow(table.column(c))
-            taken[c] = series if series.dtype == right.schema[c] else series.cast(
-                right.schema[c])
+            taken[c] = series if series.dtype == right.schema[c] else series.cast(right.schema[c])
     rest = [c for c in kept if c not in taken]
     if rest:
         by_polars = right.select(rest).select(pl.all().gather(_gather_index(gmap)))

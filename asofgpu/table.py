@@ -28,8 +28,11 @@ from .join import asof_join
 def _names(value, param: str) -> list[str]:
     if value is None:
         return []
-    names = [value] if isinstance(value, str) else (
-        list(value) if isinstance(value, (list, tuple)) else None)
+    names = (
+        [value]
+        if isinstance(value, str)
+        else (list(value) if isinstance(value, (list, tuple)) else None)
+    )
     if not names or not all(isinstance(n, str) for n in names):
         msg = f"{param} must be a column name or a non-empty sequence of names, got {value!r}"
         raise TypeError(msg)
@@ -44,8 +47,10 @@ def _resolve_keys(on, left_on, right_on, by, by_left, by_right):
         msg = "the as-of key is missing: pass on, or both left_on and right_on"
         raise ValueError(msg)
     left_on, right_on = (on, on) if on is not None else (left_on, right_on)
-    for value, param in ((left_on, "left_on" if on is None else "on"),
-                         (right_on, "right_on" if on is None else "on")):
+    for value, param in (
+        (left_on, "left_on" if on is None else "on"),
+        (right_on, "right_on" if on is None else "on"),
+    ):
         if not isinstance(value, str):
             msg = f"{param} must be one column name, got {value!r}"
             raise TypeError(msg)
@@ -60,8 +65,10 @@ def _resolve_keys(on, left_on, right_on, by, by_left, by_right):
             raise ValueError(msg)
         by_left, by_right = _names(by_left, "by_left"), _names(by_right, "by_right")
         if len(by_left) != len(by_right):
-            msg = (f"by_left and by_right must name as many columns, got {len(by_left)} and "
-                   f"{len(by_right)}")
+            msg = (
+                f"by_left and by_right must name as many columns, got {len(by_left)} and "
+                f"{len(by_right)}"
+            )
             raise ValueError(msg)
     return left_on, right_on, by_left, by_right
 
@@ -73,8 +80,12 @@ def _renamed(new, old, new_name: str, old_name: str):
     if new is not None:
         msg = f"pass {new_name} only: {old_name} is its old name"
         raise TypeError(msg)
-    warnings.warn(f"join_asof's {old_name} is now {new_name}, as polars names it; the old name "
-                  f"will be removed in asofgpu 0.3", DeprecationWarning, stacklevel=3)
+    warnings.warn(
+        f"join_asof's {old_name} is now {new_name}, as polars names it; the old name "
+        f"will be removed in asofgpu 0.3",
+        DeprecationWarning,
+        stacklevel=3,
+    )
     return old
 
 
@@ -85,16 +96,25 @@ def _column(table: pa.Table, name: str, side: str) -> pa.ChunkedArray:
     return table.column(name)
 
 
-def join_asof(left: TableLike, right: TableLike, *, on: str | None = None,
-              left_on: str | None = None, right_on: str | None = None,
-              by: str | Sequence[str] | None = None,
-              by_left: str | Sequence[str] | None = None,
-              by_right: str | Sequence[str] | None = None,
-              strategy: StrategyName = "backward", allow_exact_matches: bool = True,
-              tolerance: Tolerance | None = None, suffix: str = "_right",
-              coalesce: bool = True, device: DeviceName = "auto",
-              left_by: str | Sequence[str] | None = None,
-              right_by: str | Sequence[str] | None = None) -> pa.Table:
+def join_asof(
+    left: TableLike,
+    right: TableLike,
+    *,
+    on: str | None = None,
+    left_on: str | None = None,
+    right_on: str | None = None,
+    by: str | Sequence[str] | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    strategy: StrategyName = "backward",
+    allow_exact_matches: bool = True,
+    tolerance: Tolerance | None = None,
+    suffix: str = "_right",
+    coalesce: bool = True,
+    device: DeviceName = "auto",
+    left_by: str | Sequence[str] | None = None,
+    right_by: str | Sequence[str] | None = None,
+) -> pa.Table:
     """As-of join two tables (polars' semantics, parameter names and output rules), returning a
     pyarrow.Table.
 
@@ -107,17 +127,24 @@ def join_asof(left: TableLike, right: TableLike, *, on: str | None = None,
     by_left = _renamed(by_left, left_by, "by_left", "left_by")
     by_right = _renamed(by_right, right_by, "by_right", "right_by")
     left_t, right_t = to_table(left, "left"), to_table(right, "right")
-    left_on, right_on, left_by, right_by = _resolve_keys(on, left_on, right_on, by, by_left,
-                                                         by_right)
+    left_on, right_on, left_by, right_by = _resolve_keys(
+        on, left_on, right_on, by, by_left, by_right
+    )
     if not isinstance(suffix, str):
         msg = f"suffix must be a string, got {suffix!r}"
         raise TypeError(msg)
     gmap = asof_join(
-        _column(left_t, left_on, "left"), _column(right_t, right_on, "right"),
+        _column(left_t, left_on, "left"),
+        _column(right_t, right_on, "right"),
         [_column(left_t, n, "left") for n in left_by] or None,
         [_column(right_t, n, "right") for n in right_by] or None,
-        strategy=strategy, allow_exact_matches=allow_exact_matches, tolerance=tolerance,
-        nearest_tie="forward", null_equality="unequal", device=device)
+        strategy=strategy,
+        allow_exact_matches=allow_exact_matches,
+        tolerance=tolerance,
+        nearest_tie="forward",
+        null_equality="unequal",
+        device=device,
+    )
 
     dropped = set(right_by)
     if right_on == left_on and coalesce:
@@ -129,10 +156,11 @@ def join_asof(left: TableLike, right: TableLike, *, on: str | None = None,
     for name in kept:
         out = name + suffix if name in names else name
         if out in names or out in out_names:
-            msg = (f"column {out!r} appears twice in the result: the right column {name!r} "
-                   f"clashes with a left column even with suffix {suffix!r}. Hint: rename it "
-                   f"or pass another suffix.")
+            msg = (
+                f"column {out!r} appears twice in the result: the right column {name!r} "
+                f"clashes with a left column even with suffix {suffix!r}. Hint: rename it "
+                f"or pass another suffix."
+            )
             raise ValueError(msg)
         out_names.append(out)
-    return pa.Table.from_arrays(list(left_t.columns) + list(taken.columns),
-                                names=names + out_names)
+    return pa.Table.from_arrays(list(left_t.columns) + list(taken.columns), names=names + out_names)

@@ -15,6 +15,7 @@ def by_trade(ids, values):
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
+
     if isinstance(ids, (pa.Array, pa.ChunkedArray)):
         ids = ids.to_numpy()
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
@@ -26,17 +27,21 @@ def by_trade(ids, values):
 def save(path: str, ids, values) -> None:
     """An answer, as ``compare`` reads it."""
     import numpy as np
+
     np.savez(path, trade_id=ids, value=values)
 
 
 def compare(check: Path, reference: Path, job, reference_name: str) -> None:
     """The job's answer must equal the reference's, trade by trade (NaN: no match)."""
     import numpy as np
+
     with np.load(check) as got, np.load(reference) as want:
         where = f"{job.name}: its {CHECKED!r} column"
         if not np.array_equal(got["trade_id"], want["trade_id"]):
-            raise BenchError(f"{where} comes for other trades than {reference_name}'s "
-                             f"({len(got['trade_id']):,} rows against {len(want['trade_id']):,})")
+            raise BenchError(
+                f"{where} comes for other trades than {reference_name}'s "
+                f"({len(got['trade_id']):,} rows against {len(want['trade_id']):,})"
+            )
         a, b = got["value"], want["value"]
         wrong = ~((a == b) | (np.isnan(a) & np.isnan(b)))
         if wrong.any():
@@ -44,4 +49,5 @@ def compare(check: Path, reference: Path, job, reference_name: str) -> None:
             raise BenchError(
                 f"WRONG ANSWER: {where} differs from {reference_name}'s in "
                 f"{int(wrong.sum()):,} of {len(a):,} trades; first at trade_id "
-                f"{int(got['trade_id'][first])}: {a[first]} against {b[first]}")
+                f"{int(got['trade_id'][first])}: {a[first]} against {b[first]}"
+            )

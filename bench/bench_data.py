@@ -28,23 +28,36 @@ class Dataset:
 
 def dataset(args, quotes_rows: int, trades_rows: int, order: str, say) -> Dataset:
     """The parquet files of one size and order, generated on first use."""
-    folder = args.data / (f"{label(quotes_rows)}x{label(trades_rows)}-{order}-"
-                          f"{args.symbols}sym-seed{args.seed}")
+    folder = args.data / (
+        f"{label(quotes_rows)}x{label(trades_rows)}-{order}-{args.symbols}sym-seed{args.seed}"
+    )
     probe_rows = min(args.probe_rows, trades_rows)
-    ds = Dataset(quotes_rows, trades_rows, order, folder / "quotes.parquet",
-                 folder / "trades.parquet",
-                 folder / ("trades.parquet" if probe_rows == trades_rows
-                           else f"trades-probe{label(probe_rows)}.parquet"), probe_rows)
+    ds = Dataset(
+        quotes_rows,
+        trades_rows,
+        order,
+        folder / "quotes.parquet",
+        folder / "trades.parquet",
+        folder
+        / (
+            "trades.parquet"
+            if probe_rows == trades_rows
+            else f"trades-probe{label(probe_rows)}.parquet"
+        ),
+        probe_rows,
+    )
     if ds.quotes.exists() and ds.trades.exists() and ds.probe.exists():
         return ds
     import numpy as np
     import pyarrow as pa
 
     from asofgpu import marketdata
+
     folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    quotes, trades = marketdata.day(quotes_rows, trades_rows, args.symbols, seed=args.seed,
-                                    shuffled=order == "shuffled")
+    quotes, trades = marketdata.day(
+        quotes_rows, trades_rows, args.symbols, seed=args.seed, shuffled=order == "shuffled"
+    )
     # A trade id lets the check line up answers that come back in another row order (polars
     # and pandas return the sorted order on shuffled input; DuckDB promises no order).
     trades = trades.append_column("trade_id", pa.array(np.arange(trades_rows, dtype=np.int64)))
@@ -58,6 +71,8 @@ def dataset(args, quotes_rows: int, trades_rows: int, order: str, say) -> Datase
         write_parquet(trades.take(pa.array(rows)), ds.probe)
     del quotes, trades
     pa.default_memory_pool().release_unused()
-    say(f"generated {ds.name} {order} ({quotes_rows:,} quotes, {trades_rows:,} trades) in "
-        f"{folder} in {time.perf_counter() - start:.1f} s")
+    say(
+        f"generated {ds.name} {order} ({quotes_rows:,} quotes, {trades_rows:,} trades) in "
+        f"{folder} in {time.perf_counter() - start:.1f} s"
+    )
     return ds

@@ -48,8 +48,13 @@ def plan(datasets: list[Dataset], systems: list[str]) -> tuple[list[Job], list[d
 
     def cell(ds: Dataset, mode: str, job: Job) -> dict:
         too_large = max(ds.quotes_rows, job.trades_rows) > MAX_ROWS.get(job.system, math.inf)
-        return {"dataset": ds, "mode": mode, "system": job.system, "planned": job,
-                "job": None if too_large else add(job)}
+        return {
+            "dataset": ds,
+            "mode": mode,
+            "system": job.system,
+            "planned": job,
+            "job": None if too_large else add(job),
+        }
 
     for ds in datasets:
         for system in systems:  # asofgpu first: on each pair of files it is the reference
@@ -58,7 +63,5 @@ def plan(datasets: list[Dataset], systems: list[str]) -> tuple[list[Job], list[d
             continue  # the prepared mode is asofgpu's; peers' runs there only compare to it
         for system in systems:
             prepared = system == "asofgpu"
-            cells.append(cell(ds, "prepared", Job(system, prepared, ds, ds.probe,
-                                                   ds.probe_rows)))
+            cells.append(cell(ds, "prepared", Job(system, prepared, ds, ds.probe, ds.probe_rows)))
     return jobs, cells
-

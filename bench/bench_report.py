@@ -10,8 +10,7 @@ import time
 from pathlib import Path
 
 from bench_plan import MODES
-from common import (ROOT, atomic_write, commit, heading, label, machine, seconds_text,
-                    versions)
+from common import ROOT, atomic_write, commit, heading, label, machine, seconds_text, versions
 from peers import CHECKED, MAX_ROWS, TITLES
 
 
@@ -22,33 +21,56 @@ def entries(cells: list[dict], results: dict) -> list[dict]:
     for cell in cells:
         ds, job = cell["dataset"], cell["planned"]
         record = results[job] if cell["job"] is not None else {"status": "too large"}
-        rows = ds.quotes_rows + job.trades_rows if cell["mode"] == "one-shot" \
-            else job.trades_rows
-        entry = {"quotes": ds.quotes_rows, "trades": ds.trades_rows, "order": ds.order,
-                 "mode": cell["mode"], "system": cell["system"],
-                 "trades_used": job.trades_rows, **record}
+        rows = ds.quotes_rows + job.trades_rows if cell["mode"] == "one-shot" else job.trades_rows
+        entry = {
+            "quotes": ds.quotes_rows,
+            "trades": ds.trades_rows,
+            "order": ds.order,
+            "mode": cell["mode"],
+            "system": cell["system"],
+            "trades_used": job.trades_rows,
+            **record,
+        }
         if record["status"] == "ok":
             entry["rows_per_s"] = rows / record["median_s"]
         found.append(entry)
     return found
 
 
-def build(args, argv: list[str], *, date: str, load_start: float, began: float,
-          not_installed: list[str], references: dict, results: list[dict]) -> dict:
+def build(
+    args,
+    argv: list[str],
+    *,
+    date: str,
+    load_start: float,
+    began: float,
+    not_installed: list[str],
+    references: dict,
+    results: list[dict],
+) -> dict:
     """The whole report, as bench.json holds it."""
     return {
-        "date": date, "machine": machine(), "commit": commit(),
-        "versions": versions(("asofgpu", "numpy", "pyarrow", "numba", "polars", "pandas",
-                              "duckdb", "chdb")),
+        "date": date,
+        "machine": machine(),
+        "commit": commit(),
+        "versions": versions(
+            ("asofgpu", "numpy", "pyarrow", "numba", "polars", "pandas", "duckdb", "chdb")
+        ),
         "asofgpu_source": asofgpu_source(),
         "load_average": [load_start, os.getloadavg()[0]],
         "command": ["bench/run.py", *argv],
-        "settings": {"sizes": [[q, t] for q, t in args.sizes], "systems": args.systems,
-                     "not_installed": not_installed,
-                     "orders": args.orders, "runs": args.runs,
-                     "probe_rows": args.probe_rows, "symbols": args.symbols,
-                     "seed": args.seed, "timeout_s": args.timeout,
-                     "mem_limit_gib": args.mem_limit},
+        "settings": {
+            "sizes": [[q, t] for q, t in args.sizes],
+            "systems": args.systems,
+            "not_installed": not_installed,
+            "orders": args.orders,
+            "runs": args.runs,
+            "probe_rows": args.probe_rows,
+            "symbols": args.symbols,
+            "seed": args.seed,
+            "timeout_s": args.timeout,
+            "mem_limit_gib": args.mem_limit,
+        },
         "references": sorted({name for _, name in references.values()}),
         "elapsed_s": time.perf_counter() - began,
         "results": results,
@@ -58,8 +80,9 @@ def build(args, argv: list[str], *, date: str, load_start: float, began: float,
 def write(report: dict, out: Path) -> str:
     """bench.json, bench.md and bench.png in ``out``; returns the table."""
     text = markdown(report)
-    atomic_write(out / "bench.json",
-                 lambda tmp: tmp.write_text(json.dumps(report, indent=1) + "\n"))
+    atomic_write(
+        out / "bench.json", lambda tmp: tmp.write_text(json.dumps(report, indent=1) + "\n")
+    )
     atomic_write(out / "bench.md", lambda tmp: tmp.write_text(text))
     plot(report, out / "bench.png")
     return text
@@ -68,6 +91,7 @@ def write(report: dict, out: Path) -> str:
 def asofgpu_source() -> str | None:
     """Where the workers import asofgpu from (this checkout, unless PYTHONPATH says otherwise)."""
     import importlib.util
+
     spec = importlib.util.find_spec("asofgpu")
     return str(Path(spec.origin).parent) if spec and spec.origin else None
 
@@ -125,9 +149,11 @@ def markdown(report: dict) -> str:
         f"activity, four float64 quote columns; the trades carry time, symbol, price, size "
         f"and trade_id. Backward, exact matches allowed, `by` symbol.",
         "",
-        "| quotes × trades | order | mode | " + " | ".join(TITLES[x] for x in systems)
+        "| quotes × trades | order | mode | "
+        + " | ".join(TITLES[x] for x in systems)
         + (" | asofgpu / fastest peer |" if "asofgpu" in systems and len(systems) > 1 else " |"),
-        "|---|---|---|" + "---:|" * len(systems)
+        "|---|---|---|"
+        + "---:|" * len(systems)
         + ("---:|" if "asofgpu" in systems and len(systems) > 1 else ""),
     ]
     for (quotes, trades, order, mode), rows in groups(report["results"]):
@@ -135,11 +161,12 @@ def markdown(report: dict) -> str:
         cells = [cell_text(by_system[x], s["timeout_s"], s["mem_limit_gib"]) for x in systems]
         if mode == "prepared":
             mode = f"prepared, {label(by_system['asofgpu']['trades_used'])} probed"
-        line = (f"| {label(quotes)} × {label(trades)} | {order} | {mode} | "
-                + " | ".join(cells) + " |")
+        line = (
+            f"| {label(quotes)} × {label(trades)} | {order} | {mode} | " + " | ".join(cells) + " |"
+        )
         if "asofgpu" in systems and len(systems) > 1:
             r = ratio(rows)
-            line += (f" {r:.2f}x |" if r is not None else " – |")
+            line += f" {r:.2f}x |" if r is not None else " – |"
         lines.append(line)
     lines += [
         "",
@@ -170,8 +197,11 @@ def markdown(report: dict) -> str:
         "- Goals (issue #5, 10M × 10M): one-shot at most 0.5x the fastest peer on time-sorted "
         "input and 0.33x on shuffled input; the prepared probe + gather of 1M trades at most "
         "0.1x the fastest peer's one-shot on those trades.",
-        *([f"- Not installed here, so left out: {', '.join(s['not_installed'])}."]
-          if s.get("not_installed") else []),
+        *(
+            [f"- Not installed here, so left out: {', '.join(s['not_installed'])}."]
+            if s.get("not_installed")
+            else []
+        ),
         "",
         "![rows/s against size](bench.png)",
         "",
@@ -181,29 +211,35 @@ def markdown(report: dict) -> str:
 
 def plot(report: dict, path: Path) -> None:
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker
+
     s = report["settings"]
     modes = [m for m in MODES if any(e["mode"] == m for e in report["results"])]
     orders = s["orders"]
-    fig, axes = plt.subplots(len(modes), len(orders), squeeze=False,
-                             figsize=(5.2 * len(orders), 4.0 * len(modes)))
+    fig, axes = plt.subplots(
+        len(modes), len(orders), squeeze=False, figsize=(5.2 * len(orders), 4.0 * len(modes))
+    )
     for r, mode in enumerate(modes):
         for c, order in enumerate(orders):
             ax = axes[r][c]
             ticks: dict[int, set[str]] = {}  # x -> the datasets there, as tick labels
             for system in s["systems"]:
-                points = sorted((e["quotes"] + e["trades"], e["rows_per_s"])
-                                for e in report["results"]
-                                if (e["mode"], e["order"], e["system"]) == (mode, order, system)
-                                and e["status"] == "ok")
+                points = sorted(
+                    (e["quotes"] + e["trades"], e["rows_per_s"])
+                    for e in report["results"]
+                    if (e["mode"], e["order"], e["system"]) == (mode, order, system)
+                    and e["status"] == "ok"
+                )
                 if points:
                     ax.plot(*zip(*points), marker="o", label=TITLES[system])
             for e in report["results"]:
                 if (e["mode"], e["order"]) == (mode, order):
                     ticks.setdefault(e["quotes"] + e["trades"], set()).add(
-                        f"{label(e['quotes'])}×{label(e['trades'])}")
+                        f"{label(e['quotes'])}×{label(e['trades'])}"
+                    )
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xticks(sorted(ticks), ["\n".join(sorted(ticks[x])) for x in sorted(ticks)])
@@ -212,13 +248,18 @@ def plot(report: dict, path: Path) -> None:
             ax.grid(True, which="both", alpha=0.3)
             ax.set_title(f"{mode}, {order}")
             ax.set_xlabel("dataset: quotes × trades (placed at quotes + trades rows)")
-            ax.set_ylabel("trades probed per second" if mode == "prepared"
-                          else "input rows (quotes + trades) per second")
+            ax.set_ylabel(
+                "trades probed per second"
+                if mode == "prepared"
+                else "input rows (quotes + trades) per second"
+            )
             if ax.get_lines():  # a panel where every system timed out has nothing to label
                 ax.legend(fontsize="small")
     m = report["machine"]
-    fig.suptitle(f"asofgpu bench, {report['date']}, {m['cpu']}, {m['cores']} cores "
-                 f"(median of {s['runs']})", fontsize="medium")
+    fig.suptitle(
+        f"asofgpu bench, {report['date']}, {m['cpu']}, {m['cores']} cores (median of {s['runs']})",
+        fontsize="medium",
+    )
     fig.tight_layout()
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
     plt.close(fig)

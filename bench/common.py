@@ -38,8 +38,9 @@ def parse_count(text: str) -> int:
     try:
         value = float(body[: len(body) - len(unit)]) * _UNITS[unit]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a row count such as 1M, 100K or "
-                                         f"2000") from None
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a row count such as 1M, 100K or 2000"
+        ) from None
     if value < 1 or value != int(value):
         raise argparse.ArgumentTypeError(f"{text!r} must be a whole number of rows, at least 1")
     return int(value)
@@ -52,7 +53,8 @@ def parse_size(text: str, example: str = "10Mx10M") -> tuple[int, int]:
         quotes, trades = example.split("x")
         raise argparse.ArgumentTypeError(
             f"{text!r} is not QUOTESxTRADES, for example {example} ({quotes} quotes, "
-            f"{trades} trades)")
+            f"{trades} trades)"
+        )
     return parse_count(pieces[0]), parse_count(pieces[1])
 
 
@@ -85,13 +87,19 @@ def machine() -> dict:
     model = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
-            model = next((line.split(":", 1)[1].strip() for line in f
-                          if line.startswith("model name")), model)
+            model = next(
+                (line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
+                model,
+            )
     except OSError:
         pass
-    return {"cpu": model, "cores": os.cpu_count(),
-            "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
-            "os": platform.platform(), "python": platform.python_version()}
+    return {
+        "cpu": model,
+        "cores": os.cpu_count(),
+        "memory_gib": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+    }
 
 
 def versions(packages: tuple[str, ...]) -> dict:
@@ -107,10 +115,20 @@ def versions(packages: tuple[str, ...]) -> dict:
 def commit() -> str | None:
     """The checked-out commit, marked when tracked files have local changes."""
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
-                              capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=ROOT, check=True, capture_output=True, text=True).stdout
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         return None
     return head + (" with local changes" if dirty.strip() else "")
@@ -126,7 +144,8 @@ def heading(report: dict) -> list[str]:
         f"{report['load_average'][1]:.2f} at the end · "
         f"commit {report['commit'] or 'unknown'}",
         "",
-        "Versions: " + ", ".join(f"{k} {val}" for k, val in report["versions"].items() if val)
+        "Versions: "
+        + ", ".join(f"{k} {val}" for k, val in report["versions"].items() if val)
         + f", Python {m['python']}.",
     ]
 

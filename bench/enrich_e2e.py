@@ -49,13 +49,29 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/common.py, when loaded by path
-from common import (ROOT, BenchError, atomic_write, commit, heading, label,  # noqa: E402
-                    machine, parse_size, progress, seconds_text, utc_minute, versions,
-                    write_parquet)
+from common import (
+    ROOT,
+    BenchError,
+    atomic_write,
+    commit,
+    heading,
+    label,  # noqa: E402
+    machine,
+    parse_size,
+    progress,
+    seconds_text,
+    utc_minute,
+    versions,
+    write_parquet,
+)
 
 SYSTEMS = ("asofgpu", "polars-lazy", "polars-eager", "duckdb")
-TITLES = {"asofgpu": "asofgpu enrich", "polars-lazy": "polars (lazy)",
-          "polars-eager": "polars (eager)", "duckdb": "DuckDB"}
+TITLES = {
+    "asofgpu": "asofgpu enrich",
+    "polars-lazy": "polars (lazy)",
+    "polars-eager": "polars (eager)",
+    "duckdb": "DuckDB",
+}
 GOAL = 0.7  # issue 18: asofgpu enrich at most 0.7x the fastest peer's wall time, 10M x 10M
 SYMBOLS, SEED = 1000, 0
 DEFAULT_SIZE, QUICK_SIZE = "10Mx10M", "200Kx200K"
@@ -65,6 +81,7 @@ RESULT = "@@e2e "  # the prefix of the meter's one line on stdout
 
 
 # ------------------------------------------------------------------------------ options
+
 
 def parse_bytes(text: str) -> int:
     """'2GiB', '512MiB', '4GB', '1_000_000' -> bytes, read as enrich reads --memory-limit."""
@@ -76,7 +93,8 @@ def parse_bytes(text: str) -> int:
         value = 0
     if value <= 0:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not an amount of memory such as 2GiB, 512MiB or 4GB")
+            f"{text!r} is not an amount of memory such as 2GiB, 512MiB or 4GB"
+        )
     return value
 
 
@@ -92,32 +110,69 @@ def positive_int(text: str) -> int:
 
 def options(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="bench/enrich_e2e.py", description=__doc__.splitlines()[0],
+        prog="bench/enrich_e2e.py",
+        description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Sizes are QUOTESxTRADES with K, M, G suffixes. "
-               "Results: OUT/enrich.md and OUT/enrich.json.")
-    parser.add_argument("--size", type=parse_size, default=None,
-                        help=f"the day joined by every system (default {DEFAULT_SIZE})")
-    parser.add_argument("--runs", type=positive_int, default=None,
-                        help="timed rounds, one run of each system per round (default 2)")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"--size {QUICK_SIZE} --runs 1 unless given: checks the harness")
-    parser.add_argument("--scale", type=parse_size, default=None,
-                        help="also run asofgpu alone with --memory-limit on a day of this "
-                             "size, written slice by slice (off unless given; e.g. 100Mx10M)")
-    parser.add_argument("--scale-memory-limit", default="2GiB", metavar="LIMIT",
-                        help="passed to enrich --memory-limit as written; the peak RSS is "
-                             "compared with it (default 2GiB)")
-    parser.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "e2e",
-                        help="cache of the generated parquet files (default bench/data/e2e)")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results",
-                        help="where enrich.md and enrich.json go (default bench/results)")
-    parser.add_argument("--timeout", type=float, default=1800.0,
-                        help="seconds one run may take before it is stopped and the system "
-                             "recorded as timed out (default 1800)")
-    parser.add_argument("--enrich-cmd", default=None, metavar="CMD",
-                        help="the command that runs asofgpu, split like a shell would "
-                             "(default: this Python's -m asofgpu)")
+        "Results: OUT/enrich.md and OUT/enrich.json.",
+    )
+    parser.add_argument(
+        "--size",
+        type=parse_size,
+        default=None,
+        help=f"the day joined by every system (default {DEFAULT_SIZE})",
+    )
+    parser.add_argument(
+        "--runs",
+        type=positive_int,
+        default=None,
+        help="timed rounds, one run of each system per round (default 2)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"--size {QUICK_SIZE} --runs 1 unless given: checks the harness",
+    )
+    parser.add_argument(
+        "--scale",
+        type=parse_size,
+        default=None,
+        help="also run asofgpu alone with --memory-limit on a day of this "
+        "size, written slice by slice (off unless given; e.g. 100Mx10M)",
+    )
+    parser.add_argument(
+        "--scale-memory-limit",
+        default="2GiB",
+        metavar="LIMIT",
+        help="passed to enrich --memory-limit as written; the peak RSS is "
+        "compared with it (default 2GiB)",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=ROOT / "bench" / "data" / "e2e",
+        help="cache of the generated parquet files (default bench/data/e2e)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "bench" / "results",
+        help="where enrich.md and enrich.json go (default bench/results)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        help="seconds one run may take before it is stopped and the system "
+        "recorded as timed out (default 1800)",
+    )
+    parser.add_argument(
+        "--enrich-cmd",
+        default=None,
+        metavar="CMD",
+        help="the command that runs asofgpu, split like a shell would "
+        "(default: this Python's -m asofgpu)",
+    )
     args = parser.parse_args(argv)
     args.size = args.size or parse_size(QUICK_SIZE if args.quick else DEFAULT_SIZE)
     args.runs = args.runs or (1 if args.quick else 2)
@@ -125,12 +180,14 @@ def options(argv: list[str] | None) -> argparse.Namespace:
         args.limit_bytes = parse_bytes(args.scale_memory_limit)
     except argparse.ArgumentTypeError as error:
         parser.error(f"argument --scale-memory-limit: {error}")
-    args.enrich_cmd = (shlex.split(args.enrich_cmd) if args.enrich_cmd
-                       else [sys.executable, "-m", "asofgpu"])
+    args.enrich_cmd = (
+        shlex.split(args.enrich_cmd) if args.enrich_cmd else [sys.executable, "-m", "asofgpu"]
+    )
     return args
 
 
 # ------------------------------------------------------------------------------ data
+
 
 def _cached_day(folder: Path, what: str, write, say) -> tuple[Path, Path]:
     """(quotes.parquet, trades.parquet) in ``folder``, written by ``write(quotes, trades)``
@@ -146,15 +203,21 @@ def _cached_day(folder: Path, what: str, write, say) -> tuple[Path, Path]:
 
 def day_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path, Path]:
     """(quotes.parquet, trades.parquet) of ``marketdata.day``, generated on first use."""
+
     def write(quotes: Path, trades: Path) -> None:
         from asofgpu import marketdata
+
         q, t = marketdata.day(quotes_rows, trades_rows, SYMBOLS, seed=SEED)
         write_parquet(q, quotes)
         write_parquet(t, trades)
 
     name = f"{label(quotes_rows)}x{label(trades_rows)}"
-    return _cached_day(data / f"{name}-{SYMBOLS}sym-seed{SEED}",
-                       f"{label(quotes_rows)} quotes x {label(trades_rows)} trades", write, say)
+    return _cached_day(
+        data / f"{name}-{SYMBOLS}sym-seed{SEED}",
+        f"{label(quotes_rows)} quotes x {label(trades_rows)} trades",
+        write,
+        say,
+    )
 
 
 def _slice_tables(rng, base, kind: str, times):
@@ -163,19 +226,27 @@ def _slice_tables(rng, base, kind: str, times):
     import pyarrow as pa
 
     from asofgpu import marketdata
+
     n = len(times)
     sym = rng.choice(SYMBOLS, n, p=marketdata.activity(SYMBOLS)).astype(np.int32)
-    columns = {"time": pa.array(times, marketdata.TIME_TYPE),
-               "symbol": marketdata.symbols(SYMBOLS).take(pa.array(sym))}
+    columns = {
+        "time": pa.array(times, marketdata.TIME_TYPE),
+        "symbol": marketdata.symbols(SYMBOLS).take(pa.array(sym)),
+    }
     if kind == "quotes":
         mid = base[sym] * (1 + rng.normal(0, 0.002, n))
         half_spread = base[sym] * rng.uniform(0.0001, 0.001, n)
-        columns |= {"bid": np.round(mid - half_spread, 2), "ask": np.round(mid + half_spread, 2),
-                    "bid_size": rng.integers(1, 50, n).astype(np.float64) * 100,
-                    "ask_size": rng.integers(1, 50, n).astype(np.float64) * 100}
+        columns |= {
+            "bid": np.round(mid - half_spread, 2),
+            "ask": np.round(mid + half_spread, 2),
+            "bid_size": rng.integers(1, 50, n).astype(np.float64) * 100,
+            "ask_size": rng.integers(1, 50, n).astype(np.float64) * 100,
+        }
     else:
-        columns |= {"price": np.round(base[sym] * (1 + rng.normal(0, 0.002, n)), 2),
-                    "size": rng.integers(1, 20, n).astype(np.int64) * 100}
+        columns |= {
+            "price": np.round(base[sym] * (1 + rng.normal(0, 0.002, n)), 2),
+            "size": rng.integers(1, 20, n).astype(np.int64) * 100,
+        }
     return pa.table(columns)
 
 
@@ -186,9 +257,11 @@ def write_sliced(path: Path, kind: str, rows: int, rng, base, slice_rows: int = 
     import pyarrow.parquet as pq
 
     from asofgpu import marketdata
+
     slices = max(1, -(-rows // slice_rows))
     start = int(marketdata.SESSION_OPEN.timestamp()) * 10**9
     bounds = start + np.arange(slices + 1, dtype=np.int64) * marketdata.SESSION_NS // slices
+
     def write(tmp: Path) -> None:
         writer = None
         try:
@@ -207,17 +280,22 @@ def write_sliced(path: Path, kind: str, rows: int, rng, base, slice_rows: int = 
 
 def scale_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path, Path]:
     """(quotes.parquet, trades.parquet) of the scale day, generated slice by slice once."""
+
     def write(quotes: Path, trades: Path) -> None:
         import numpy as np
+
         rng = np.random.default_rng(SEED)
         base = np.exp(rng.normal(4.0, 1.0, SYMBOLS))  # a price level per symbol, as marketdata's
         write_sliced(quotes, "quotes", quotes_rows, rng, base)
         write_sliced(trades, "trades", trades_rows, rng, base)
 
     name = f"{label(quotes_rows)}x{label(trades_rows)}"
-    return _cached_day(data / f"scale-{name}-{SYMBOLS}sym-seed{SEED}",
-                       f"the scale day, {label(quotes_rows)} quotes x {label(trades_rows)} "
-                       f"trades,", write, say)
+    return _cached_day(
+        data / f"scale-{name}-{SYMBOLS}sym-seed{SEED}",
+        f"the scale day, {label(quotes_rows)} quotes x {label(trades_rows)} trades,",
+        write,
+        say,
+    )
 
 
 # ------------------------------------------------------------------------------ the systems
@@ -243,28 +321,52 @@ def _polars_check_arg() -> str:
     import inspect
 
     import polars as pl
+
     takes = "check_sortedness" in inspect.signature(pl.LazyFrame.join_asof).parameters
     return ", check_sortedness=False" if takes else ""
 
 
-def commands(enrich_cmd: list[str], trades: Path, quotes: Path, outs: dict[str, Path],
-             systems=SYSTEMS) -> dict[str, list[str]]:
+def commands(
+    enrich_cmd: list[str], trades: Path, quotes: Path, outs: dict[str, Path], systems=SYSTEMS
+) -> dict[str, list[str]]:
     """Each system's whole job as an argv: asofgpu's command, the peers' ``python -c``."""
     check = _polars_check_arg() if any(s.startswith("polars") for s in systems) else ""
-    code = {"polars-lazy": POLARS_CODE.format(read="pl.scan_parquet", write="sink_parquet",
-                                              check=check),
-            "polars-eager": POLARS_CODE.format(read="pl.read_parquet", write="write_parquet",
-                                               check=check),
-            "duckdb": DUCKDB_CODE}
+    code = {
+        "polars-lazy": POLARS_CODE.format(
+            read="pl.scan_parquet", write="sink_parquet", check=check
+        ),
+        "polars-eager": POLARS_CODE.format(
+            read="pl.read_parquet", write="write_parquet", check=check
+        ),
+        "duckdb": DUCKDB_CODE,
+    }
     argv = {}
     for system in systems:
         if system == "asofgpu":
-            argv[system] = [*enrich_cmd, "enrich", str(trades), str(quotes), "-o",
-                            str(outs[system]), "--on", "time", "--by", "symbol", "--device",
-                            "cpu", "-q"]
+            argv[system] = [
+                *enrich_cmd,
+                "enrich",
+                str(trades),
+                str(quotes),
+                "-o",
+                str(outs[system]),
+                "--on",
+                "time",
+                "--by",
+                "symbol",
+                "--device",
+                "cpu",
+                "-q",
+            ]
         else:
-            argv[system] = [sys.executable, "-c", code[system], str(trades), str(quotes),
-                            str(outs[system])]
+            argv[system] = [
+                sys.executable,
+                "-c",
+                code[system],
+                str(trades),
+                str(quotes),
+                str(outs[system]),
+            ]
     return argv
 
 
@@ -286,8 +388,13 @@ def measure(argv: list[str], timeout: float) -> dict:
     """One run of ``argv``: {status, wall_s, peak_rss_bytes, started_at, stderr}. status is
     ok, failed (with rc) or timeout (the job's whole process group stopped)."""
     started = time.time()
-    proc = subprocess.Popen([sys.executable, "-c", METER, *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", METER, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -296,24 +403,36 @@ def measure(argv: list[str], timeout: float) -> dict:
         return {"status": "timeout", "started_at": started, "stderr": ""}
     lines = [line for line in stdout.splitlines() if line.startswith(RESULT)]
     if not lines:
-        return {"status": "failed", "rc": proc.returncode, "started_at": started,
-                "stderr": stderr[-4000:]}
-    meter = json.loads(lines[-1][len(RESULT):])
+        return {
+            "status": "failed",
+            "rc": proc.returncode,
+            "started_at": started,
+            "stderr": stderr[-4000:],
+        }
+    meter = json.loads(lines[-1][len(RESULT) :])
     status = "ok" if meter["rc"] == 0 else "failed"
-    return {"status": status, "rc": meter["rc"], "wall_s": meter["wall_s"],
-            "peak_rss_bytes": meter["peak_kib"] * 1024, "started_at": started,
-            "stderr": stderr[-4000:] if status != "ok" else ""}
+    return {
+        "status": status,
+        "rc": meter["rc"],
+        "wall_s": meter["wall_s"],
+        "peak_rss_bytes": meter["peak_kib"] * 1024,
+        "started_at": started,
+        "stderr": stderr[-4000:] if status != "ok" else "",
+    }
 
 
-def rounds(argv: dict[str, list[str]], outs: dict[str, Path], runs: int, timeout: float,
-           say) -> dict[str, dict]:
+def rounds(
+    argv: dict[str, list[str]], outs: dict[str, Path], runs: int, timeout: float, say
+) -> dict[str, dict]:
     """``runs`` rounds, one run of each system per round, the order rotated every round; a
     system that fails or times out sits out the rounds after. Per system: its record."""
-    records = {s: {"system": s, "status": "ok", "times_s": [], "peak_rss_bytes": [],
-                   "started_at": []} for s in argv}
+    records = {
+        s: {"system": s, "status": "ok", "times_s": [], "peak_rss_bytes": [], "started_at": []}
+        for s in argv
+    }
     systems = list(argv)
     for r in range(runs):
-        for system in systems[r % len(systems):] + systems[: r % len(systems)]:
+        for system in systems[r % len(systems) :] + systems[: r % len(systems)]:
             record = records[system]
             if record["status"] != "ok":
                 continue
@@ -321,15 +440,22 @@ def rounds(argv: dict[str, list[str]], outs: dict[str, Path], runs: int, timeout
             run = measure(argv[system], timeout)
             if run["status"] != "ok":
                 record.update(status=run["status"], rc=run.get("rc"), stderr=run["stderr"])
-                say(f"round {r + 1}/{runs}: {system} {run['status']}"
-                    + (f" (exit {run['rc']}): {_last_line(run['stderr'])}"
-                       if run["status"] == "failed" else f" after {timeout:g} s"))
+                say(
+                    f"round {r + 1}/{runs}: {system} {run['status']}"
+                    + (
+                        f" (exit {run['rc']}): {_last_line(run['stderr'])}"
+                        if run["status"] == "failed"
+                        else f" after {timeout:g} s"
+                    )
+                )
                 continue
             record["times_s"].append(run["wall_s"])
             record["peak_rss_bytes"].append(run["peak_rss_bytes"])
             record["started_at"].append(run["started_at"])
-            say(f"round {r + 1}/{runs}: {system} {run['wall_s']:.2f} s, peak "
-                f"{_memory(run['peak_rss_bytes'])}")
+            say(
+                f"round {r + 1}/{runs}: {system} {run['wall_s']:.2f} s, peak "
+                f"{_memory(run['peak_rss_bytes'])}"
+            )
     for system, record in records.items():
         if record["status"] == "ok":
             record["median_s"] = statistics.median(record["times_s"])
@@ -345,13 +471,20 @@ def _last_line(text: str) -> str:
 
 # ------------------------------------------------------------------------------ correctness
 
+
 def canonical(table):
     """The KEY columns in one type each (int64 nanoseconds, string, float64, int64, float64),
     rows sorted by all of them: two outputs hold the same rows iff these are equal."""
     import pyarrow as pa
     import pyarrow.compute as pc
-    types = {"time": pa.timestamp("ns", tz="UTC"), "symbol": pa.string(),
-             "price": pa.float64(), "size": pa.int64(), "bid": pa.float64()}
+
+    types = {
+        "time": pa.timestamp("ns", tz="UTC"),
+        "symbol": pa.string(),
+        "price": pa.float64(),
+        "size": pa.int64(),
+        "bid": pa.float64(),
+    }
     missing = [c for c in KEY if c not in table.column_names]
     if missing:
         raise BenchError(f"the output has no column {', '.join(missing)}")
@@ -370,6 +503,7 @@ def _differing_rows(a, b):
     """Positions where two canonical tables of one length differ in any column."""
     import numpy as np
     import pyarrow.compute as pc
+
     differ = np.zeros(a.num_rows, dtype=bool)
     for name in KEY:
         x, y = a[name], b[name]
@@ -384,21 +518,23 @@ def mismatch(reference, other, reference_name: str, other_name: str) -> str | No
     and with any column types; otherwise what differs, in a sentence."""
     a, b = canonical(reference), canonical(other)
     if a.num_rows != b.num_rows:
-        return (f"{other_name}'s output has {b.num_rows:,} rows, {reference_name}'s "
-                f"{a.num_rows:,}")
+        return f"{other_name}'s output has {b.num_rows:,} rows, {reference_name}'s {a.num_rows:,}"
     rows = _differing_rows(a, b)
     if len(rows) == 0:
         return None
     first = int(rows[0])
-    return (f"{other_name}'s output differs from {reference_name}'s in {len(rows):,} of "
-            f"{a.num_rows:,} rows (sorted by {', '.join(KEY)}); the first: "
-            f"{reference_name} {a.slice(first, 1).to_pylist()[0]} vs {other_name} "
-            f"{b.slice(first, 1).to_pylist()[0]}")
+    return (
+        f"{other_name}'s output differs from {reference_name}'s in {len(rows):,} of "
+        f"{a.num_rows:,} rows (sorted by {', '.join(KEY)}); the first: "
+        f"{reference_name} {a.slice(first, 1).to_pylist()[0]} vs {other_name} "
+        f"{b.slice(first, 1).to_pylist()[0]}"
+    )
 
 
 def check(outs: dict[str, Path], records: dict[str, dict]) -> None:
     """Every peer that finished wrote the same rows as asofgpu, or BenchError."""
     import pyarrow.parquet as pq
+
     reference = pq.read_table(outs["asofgpu"], columns=KEY)
     for system, record in records.items():
         if system == "asofgpu" or record["status"] != "ok":
@@ -410,6 +546,7 @@ def check(outs: dict[str, Path], records: dict[str, dict]) -> None:
 
 
 # ------------------------------------------------------------------------------ report
+
 
 def headline(records: dict[str, dict]) -> dict | None:
     """asofgpu's median over the fastest peer's, where both finished, with the goal."""
@@ -431,16 +568,22 @@ def _row(record: dict, asofgpu_median: float | None) -> str:
     title = TITLES[record["system"]]
     if record["status"] != "ok":
         return f"| {title} | {record['status']} | – | – | – | – |"
-    ratio = ("–" if record["system"] == "asofgpu" or asofgpu_median is None
-             else f"{asofgpu_median / record['median_s']:.2f}x")
-    return (f"| {title} | {record['median_s']:.2f} | "
-            f"{', '.join(f'{t:.2f}' for t in record['times_s'])} | "
-            f"{_memory(record['peak_rss_mib'] * 2**20)} | {_memory(record['output_bytes'])} | "
-            f"{ratio} |")
+    ratio = (
+        "–"
+        if record["system"] == "asofgpu" or asofgpu_median is None
+        else f"{asofgpu_median / record['median_s']:.2f}x"
+    )
+    return (
+        f"| {title} | {record['median_s']:.2f} | "
+        f"{', '.join(f'{t:.2f}' for t in record['times_s'])} | "
+        f"{_memory(record['peak_rss_mib'] * 2**20)} | {_memory(record['output_bytes'])} | "
+        f"{ratio} |"
+    )
 
 
 def _command_text(argv: list[str], folders: dict[str, str]) -> str:
     """A command as one would type it, its folders shortened to names: {"$RUN": path}."""
+
     def word(w: str) -> str:
         w = shlex.quote(w)
         for name, folder in folders.items():
@@ -448,8 +591,11 @@ def _command_text(argv: list[str], folders: dict[str, str]) -> str:
         return w
 
     if len(argv) > 2 and argv[1] == "-c":  # a peer: its code on lines of its own
-        return (f"{word(argv[0])} -c CODE " + " ".join(word(w) for w in argv[3:])
-                + f"\n# where CODE is:\n{argv[2]}")
+        return (
+            f"{word(argv[0])} -c CODE "
+            + " ".join(word(w) for w in argv[3:])
+            + f"\n# where CODE is:\n{argv[2]}"
+        )
     return " ".join(word(w) for w in argv)
 
 
@@ -459,8 +605,10 @@ def markdown(report: dict) -> str:
     records = {r["system"]: r for r in report["results"]}
     ours = records["asofgpu"].get("median_s")
     lines = [
-        "# asofgpu enrich, end to end", "",
-        *heading(report), "",
+        "# asofgpu enrich, end to end",
+        "",
+        *heading(report),
+        "",
         f"Each system enriches {t:,} trades with the prevailing quote of their symbol out of "
         f"{q:,} quotes (backward, exact matches allowed, by symbol): "
         f"`asofgpu.marketdata.day({label(q)}, {label(t)}, {SYMBOLS}, seed={SEED})` written "
@@ -469,52 +617,78 @@ def markdown(report: dict) -> str:
         f"imports, reading, joining, writing), one process per run; {s['runs']} round(s), one "
         f"run of each system per round, the order rotated every round, after one untimed "
         f"warm-up run of asofgpu ({seconds_text(report['warmup_s'])}: numba's cache). Peak RSS: "
-        f"the largest over the system's runs (`getrusage(RUSAGE_CHILDREN)`).", "",
+        f"the largest over the system's runs (`getrusage(RUSAGE_CHILDREN)`).",
+        "",
         "| system | median wall s | runs (s) | peak RSS | output size | asofgpu / this |",
         "|---|---:|---|---:|---:|---:|",
-        *(_row(records[x], ours) for x in s["systems"]), "",
+        *(_row(records[x], ours) for x in s["systems"]),
+        "",
     ]
     h = report["headline"]
     if h:
-        lines += [f"**asofgpu / fastest peer ({TITLES[h['fastest_peer']]}): {h['ratio']:.2f}x**"
-                  f" · goal at most {GOAL}x (issue 18, 10M × 10M): "
-                  f"{'met' if h['met'] else 'not met'}.", ""]
+        lines += [
+            f"**asofgpu / fastest peer ({TITLES[h['fastest_peer']]}): {h['ratio']:.2f}x**"
+            f" · goal at most {GOAL}x (issue 18, 10M × 10M): "
+            f"{'met' if h['met'] else 'not met'}.",
+            "",
+        ]
     checked = [TITLES[r["system"]] for r in report["results"] if r.get("checked_against")]
-    lines += [f"Correctness: the output of {', '.join(checked) or 'no peer'} holds the same "
-              f"({', '.join(KEY)}) rows as asofgpu's, compared as multisets.", ""]
+    lines += [
+        f"Correctness: the output of {', '.join(checked) or 'no peer'} holds the same "
+        f"({', '.join(KEY)}) rows as asofgpu's, compared as multisets.",
+        "",
+    ]
     if report["scale"]:
         lines += scale_markdown(report["scale"])
-    lines += ["## Commands", "",
-              f"`$DATA` is `{report['data']['folder']}`, where the inputs are; `$RUN` the "
-              f"run's temporary folder, where the outputs go.", "", "```"]
+    lines += [
+        "## Commands",
+        "",
+        f"`$DATA` is `{report['data']['folder']}`, where the inputs are; `$RUN` the "
+        f"run's temporary folder, where the outputs go.",
+        "",
+        "```",
+    ]
     folders = {"$RUN": report["run_folder"], "$DATA": report["data"]["folder"]}
     for system in s["systems"]:
         lines += [f"# {TITLES[system]}", _command_text(report["commands"][system], folders), ""]
     if report["scale"]:
         scale = report["scale"]
-        lines += [f"# asofgpu enrich, the scale run ($DATA: {scale['data']})",
-                  _command_text(scale["command"], {"$RUN": scale["run_folder"],
-                                                   "$DATA": scale["data"]})]
+        lines += [
+            f"# asofgpu enrich, the scale run ($DATA: {scale['data']})",
+            _command_text(scale["command"], {"$RUN": scale["run_folder"], "$DATA": scale["data"]}),
+        ]
     lines += ["```", ""]
     return "\n".join(lines)
 
 
 def scale_markdown(scale: dict) -> list[str]:
     q, t = scale["size"]
-    lines = ["## At scale: bounded memory", "",
-             f"asofgpu enrich alone, once, on {q:,} quotes x {t:,} trades (written slice by "
-             f"slice, time-sorted) with `--memory-limit {scale['memory_limit']}`.", ""]
+    lines = [
+        "## At scale: bounded memory",
+        "",
+        f"asofgpu enrich alone, once, on {q:,} quotes x {t:,} trades (written slice by "
+        f"slice, time-sorted) with `--memory-limit {scale['memory_limit']}`.",
+        "",
+    ]
     if scale["status"] != "ok":
-        return lines + [f"**{scale['status']}**" + (f" (exit {scale.get('rc')}): "
-                                                    f"`{_last_line(scale.get('stderr', ''))}`"
-                                                    if scale["status"] == "failed" else ""), ""]
+        return lines + [
+            f"**{scale['status']}**"
+            + (
+                f" (exit {scale.get('rc')}): `{_last_line(scale.get('stderr', ''))}`"
+                if scale["status"] == "failed"
+                else ""
+            ),
+            "",
+        ]
     under = "yes" if scale["under_limit"] else "**no**"
     return lines + [
         "| wall s | peak RSS | limit | under the limit | output size |",
         "|---:|---:|---:|---|---:|",
         f"| {scale['wall_s']:.1f} | {_memory(scale['peak_rss_bytes'])} | "
         f"{_memory(scale['memory_limit_bytes'])} | {under} | "
-        f"{_memory(scale['output_bytes'])} |", ""]
+        f"{_memory(scale['output_bytes'])} |",
+        "",
+    ]
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -522,6 +696,7 @@ def _write_text(path: Path, text: str) -> None:
 
 
 # ------------------------------------------------------------------------------ main
+
 
 def peers_section(args, say) -> dict:
     """The timed rounds on the day of ``--size``, checked: a part of the report."""
@@ -531,18 +706,29 @@ def peers_section(args, say) -> dict:
         argv = commands(args.enrich_cmd, trades, quotes, outs)
         warmup = measure(argv["asofgpu"], args.timeout)
         if warmup["status"] != "ok":
-            raise BenchError(f"asofgpu enrich's warm-up run {warmup['status']}: "
-                             f"{_last_line(warmup['stderr'])}")
+            raise BenchError(
+                f"asofgpu enrich's warm-up run {warmup['status']}: {_last_line(warmup['stderr'])}"
+            )
         say(f"warm-up: asofgpu {warmup['wall_s']:.1f} s")
         records = rounds(argv, outs, args.runs, args.timeout, say)
         if records["asofgpu"]["status"] != "ok":
-            raise BenchError(f"asofgpu enrich {records['asofgpu']['status']}: "
-                             f"{_last_line(records['asofgpu'].get('stderr', ''))}")
+            raise BenchError(
+                f"asofgpu enrich {records['asofgpu']['status']}: "
+                f"{_last_line(records['asofgpu'].get('stderr', ''))}"
+            )
         check(outs, records)
-    return {"data": {"folder": str(quotes.parent), "quotes_bytes": quotes.stat().st_size,
-                     "trades_bytes": trades.stat().st_size},
-            "warmup_s": warmup["wall_s"], "commands": argv, "run_folder": folder,
-            "results": [records[s] for s in SYSTEMS], "headline": headline(records)}
+    return {
+        "data": {
+            "folder": str(quotes.parent),
+            "quotes_bytes": quotes.stat().st_size,
+            "trades_bytes": trades.stat().st_size,
+        },
+        "warmup_s": warmup["wall_s"],
+        "commands": argv,
+        "run_folder": folder,
+        "results": [records[s] for s in SYSTEMS],
+        "headline": headline(records),
+    }
 
 
 def scale_section(args, say) -> dict:
@@ -553,16 +739,24 @@ def scale_section(args, say) -> dict:
         argv = commands(args.enrich_cmd, trades, quotes, {"asofgpu": out}, ["asofgpu"])
         argv = argv["asofgpu"] + ["--memory-limit", args.scale_memory_limit]
         run = measure(argv, args.timeout)
-        entry = {"size": list(args.scale), "memory_limit": args.scale_memory_limit,
-                 "memory_limit_bytes": args.limit_bytes, "command": argv, "run_folder": folder,
-                 "data": str(quotes.parent), **run}
+        entry = {
+            "size": list(args.scale),
+            "memory_limit": args.scale_memory_limit,
+            "memory_limit_bytes": args.limit_bytes,
+            "command": argv,
+            "run_folder": folder,
+            "data": str(quotes.parent),
+            **run,
+        }
         if run["status"] == "ok":
             entry.pop("stderr")
             entry["under_limit"] = run["peak_rss_bytes"] <= args.limit_bytes
             entry["output_bytes"] = out.stat().st_size
-            say(f"scale {label(args.scale[0])}x{label(args.scale[1])}: {run['wall_s']:.1f} s, "
+            say(
+                f"scale {label(args.scale[0])}x{label(args.scale[1])}: {run['wall_s']:.1f} s, "
                 f"peak {_memory(run['peak_rss_bytes'])}, limit {args.scale_memory_limit}: "
-                f"{'under' if entry['under_limit'] else 'OVER'}")
+                f"{'under' if entry['under_limit'] else 'OVER'}"
+            )
         else:
             say(f"scale run {run['status']}: {_last_line(run['stderr'])}")
     return entry
@@ -586,15 +780,24 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     scale = scale_section(args, say) if args.scale else None
     report = {
-        "date": date, "machine": machine(),
+        "date": date,
+        "machine": machine(),
         "versions": versions(("asofgpu", "polars", "duckdb", "pyarrow", "numpy", "numba")),
         "commit": commit(),
         "load_average": [load_start, os.getloadavg()[0]],
         "command": ["bench/enrich_e2e.py", *argv],
-        "settings": {"size": list(args.size), "runs": args.runs, "symbols": SYMBOLS,
-                     "seed": SEED, "systems": list(SYSTEMS), "goal": GOAL,
-                     "timeout_s": args.timeout},
-        **peers, "scale": scale, "elapsed_s": time.perf_counter() - began,
+        "settings": {
+            "size": list(args.size),
+            "runs": args.runs,
+            "symbols": SYMBOLS,
+            "seed": SEED,
+            "systems": list(SYSTEMS),
+            "goal": GOAL,
+            "timeout_s": args.timeout,
+        },
+        **peers,
+        "scale": scale,
+        "elapsed_s": time.perf_counter() - began,
     }
     text = markdown(report)
     _write_text(args.out / "enrich.json", json.dumps(report, indent=1) + "\n")
@@ -602,8 +805,9 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     say(f"wrote enrich.md and enrich.json to {args.out} in {time.perf_counter() - began:.0f} s")
     if scale and scale["status"] != "ok":
-        print(f"enrich_e2e: error: the scale run {scale['status']} (see enrich.md)",
-              file=sys.stderr)
+        print(
+            f"enrich_e2e: error: the scale run {scale['status']} (see enrich.md)", file=sys.stderr
+        )
         return 1
     return 0
 

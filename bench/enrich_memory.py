@@ -24,12 +24,15 @@ from asofgpu import marketdata
 
 def _peak_kib(argv: list[str]) -> tuple[int, float]:
     """Peak RSS of one child process (fork a fresh Python so that children do not mix)."""
-    code = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
-            "rc = subprocess.call(sys.argv[1:]); "
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
-            "time.perf_counter() - t, rc)")
-    out = subprocess.run([sys.executable, "-c", code, *argv], check=True, capture_output=True,
-                         text=True).stdout.split()
+    code = (
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
+        "rc = subprocess.call(sys.argv[1:]); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+        "time.perf_counter() - t, rc)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *argv], check=True, capture_output=True, text=True
+    ).stdout.split()
     if out[2] != "0":
         raise SystemExit(f"enrich failed: {' '.join(argv)}")
     return int(out[0]), float(out[1])
@@ -56,13 +59,29 @@ def main() -> None:
             _, trades = marketdata.day(0, int(n), args.symbols, seed=2)
             pq.write_table(trades, left)
             del trades
-            argv = [exe, "enrich", left, right, "-o", os.path.join(d, "out.parquet"),
-                    "--on", "time", "--by", "symbol", "--device", args.device, "-q"]
+            argv = [
+                exe,
+                "enrich",
+                left,
+                right,
+                "-o",
+                os.path.join(d, "out.parquet"),
+                "--on",
+                "time",
+                "--by",
+                "symbol",
+                "--device",
+                args.device,
+                "-q",
+            ]
             if args.chunk_rows:
                 argv += ["--chunk-rows", str(args.chunk_rows)]
             peak, wall = _peak_kib(argv)
-            print(f"| {int(n):,} | {os.path.getsize(left) / 2**20:.0f} MiB | "
-                  f"{peak / 1024:,.0f} MiB | {wall:.1f} s |", flush=True)
+            print(
+                f"| {int(n):,} | {os.path.getsize(left) / 2**20:.0f} MiB | "
+                f"{peak / 1024:,.0f} MiB | {wall:.1f} s |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,9 @@ print(json.dumps({"import_s": imported - start, "join_asof_s": joined - imported
 def first_call(cache: Path) -> dict:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", FIRST_CALL], env=env, capture_output=True,
-                          text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_CALL], env=env, capture_output=True, text=True
+    )
     wall = time.perf_counter() - start
     if done.returncode:
         raise common.BenchError(f"the first call failed:\n{done.stderr[-2000:]}")
@@ -62,8 +63,9 @@ def first_call(cache: Path) -> dict:
 def warm(cache: Path) -> float:
     env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "asofgpu", "warm"], env=env,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "asofgpu", "warm"], env=env, capture_output=True, text=True
+    )
     if done.returncode:
         raise common.BenchError(f"asofgpu warm failed:\n{done.stderr[-2000:]}")
     return time.perf_counter() - start
@@ -74,24 +76,36 @@ def medians(runs: list[dict]) -> dict:
 
 
 def markdown(report: dict) -> str:
-    rows = [("a new environment (empty cache)", report["cold"]),
-            ("after `asofgpu warm`", report["warm"])]
-    lines = ["# The first call in a new environment", "",
-             f"{report['when']} · {report['machine']['cpu']}, {report['machine']['cores']} "
-             f"cores · commit {report['commit']}", "",
-             f"A process that imports asofgpu, joins two three-row tables with a string `by` "
-             f"(`join_asof`), then prepares, probes and gathers (`AsofJoin`, `gather`), "
-             f"`NUMBA_CACHE_DIR` set to a new empty folder; medians of {report['runs']} "
-             f"process(es) each way. `asofgpu warm` into that folder took "
-             f"{report['warm_s']:.1f} s. `python bench/first_call.py`.", "",
-             "| cache | import | first `join_asof` | prepare, probe, gather | whole process |",
-             "|---|---:|---:|---:|---:|"]
+    rows = [
+        ("a new environment (empty cache)", report["cold"]),
+        ("after `asofgpu warm`", report["warm"]),
+    ]
+    lines = [
+        "# The first call in a new environment",
+        "",
+        f"{report['when']} · {report['machine']['cpu']}, {report['machine']['cores']} "
+        f"cores · commit {report['commit']}",
+        "",
+        f"A process that imports asofgpu, joins two three-row tables with a string `by` "
+        f"(`join_asof`), then prepares, probes and gathers (`AsofJoin`, `gather`), "
+        f"`NUMBA_CACHE_DIR` set to a new empty folder; medians of {report['runs']} "
+        f"process(es) each way. `asofgpu warm` into that folder took "
+        f"{report['warm_s']:.1f} s. `python bench/first_call.py`.",
+        "",
+        "| cache | import | first `join_asof` | prepare, probe, gather | whole process |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for name, m in rows:
-        lines.append(f"| {name} | {m['import_s']:.2f} s | {m['join_asof_s']:.2f} s | "
-                     f"{m['prepared_s']:.2f} s | {m['process_s']:.2f} s |")
+        lines.append(
+            f"| {name} | {m['import_s']:.2f} s | {m['join_asof_s']:.2f} s | "
+            f"{m['prepared_s']:.2f} s | {m['process_s']:.2f} s |"
+        )
     goal = "met" if report["warm"]["process_s"] < 2 else "not met"
-    lines += ["", f"Goal (issue 19): a new environment's first small join under 2 s: {goal} "
-                  f"after `asofgpu warm`."]
+    lines += [
+        "",
+        f"Goal (issue 19): a new environment's first small join under 2 s: {goal} "
+        f"after `asofgpu warm`.",
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -115,10 +129,17 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.runs):
             warmed.append(first_call(Path(cache)))
             say(f"after warm: {warmed[-1]['process_s']:.2f} s")
-    report = {"when": common.utc_minute(),
-              "machine": common.machine(), "commit": common.commit(), "runs": args.runs,
-              "warm_s": warm_s, "cold": medians(cold), "warm": medians(warmed),
-              "cold_runs": cold, "warm_runs": warmed}
+    report = {
+        "when": common.utc_minute(),
+        "machine": common.machine(),
+        "commit": common.commit(),
+        "runs": args.runs,
+        "warm_s": warm_s,
+        "cold": medians(cold),
+        "warm": medians(warmed),
+        "cold_runs": cold,
+        "warm_runs": warmed,
+    }
     common.write_report(args.out, "first_call", report, markdown(report))
     say(f"wrote first_call.md and first_call.json to {args.out}")
     return 0

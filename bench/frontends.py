@@ -48,16 +48,31 @@ CASES = {  # name: (what is measured, what it is compared with, the goal)
     "pandas": ("asofgpu.pandas.merge_asof", "pandas.merge_asof", 0.5),
     "pandas-pyarrow": ("asofgpu.pandas.merge_asof", "pandas.merge_asof", 0.5),
     "polars-eager": ("asofgpu.polars.join_asof", "DataFrame.join_asof", 0.5),
-    "polars-lazy": ("asofgpu.polars.join_asof(...).collect()",
-                    "LazyFrame.join_asof(...).collect()", 0.5),
-    "join_asof-polars": ("asofgpu.join_asof on polars frames",
-                         "asofgpu.join_asof on pyarrow tables", 1.2),
-    "join_asof-pandas": ("asofgpu.join_asof on pandas frames",
-                         "asofgpu.join_asof on pyarrow tables", 1.2),
-    "chunked-one-shot": ("asofgpu.join_asof on tables as read",
-                         "asofgpu.join_asof on their combined copies", 1.1),
-    "chunked-prepared": ("probe + gather of 1M trades, tables as read",
-                         "the same on combined copies", 1.1),
+    "polars-lazy": (
+        "asofgpu.polars.join_asof(...).collect()",
+        "LazyFrame.join_asof(...).collect()",
+        0.5,
+    ),
+    "join_asof-polars": (
+        "asofgpu.join_asof on polars frames",
+        "asofgpu.join_asof on pyarrow tables",
+        1.2,
+    ),
+    "join_asof-pandas": (
+        "asofgpu.join_asof on pandas frames",
+        "asofgpu.join_asof on pyarrow tables",
+        1.2,
+    ),
+    "chunked-one-shot": (
+        "asofgpu.join_asof on tables as read",
+        "asofgpu.join_asof on their combined copies",
+        1.1,
+    ),
+    "chunked-prepared": (
+        "probe + gather of 1M trades, tables as read",
+        "the same on combined copies",
+        1.1,
+    ),
 }
 PROBE_FROM, PROBE_ROWS = 4_500_000, 1_000_000  # the chunked-prepared batch
 
@@ -76,9 +91,11 @@ def _calls(case: str, trades: str, quotes: str):
 
         kind = {"dtype_backend": "pyarrow"} if case == "pandas-pyarrow" else {}
         left, right = pd.read_parquet(trades, **kind), pd.read_parquet(quotes, **kind)
-        return (lambda: asofgpu.pandas.merge_asof(left, right, device="cpu", **keys),
-                lambda: pd.merge_asof(left, right, **keys),
-                lambda a, b: pd.testing.assert_frame_equal(a, b, check_exact=True) is None)
+        return (
+            lambda: asofgpu.pandas.merge_asof(left, right, device="cpu", **keys),
+            lambda: pd.merge_asof(left, right, **keys),
+            lambda a, b: pd.testing.assert_frame_equal(a, b, check_exact=True) is None,
+        )
     if case.startswith("polars"):
         import polars as pl
 
@@ -87,12 +104,16 @@ def _calls(case: str, trades: str, quotes: str):
         left, right = pl.read_parquet(trades), pl.read_parquet(quotes)
         if case == "polars-lazy":
             left, right = left.lazy(), right.lazy()
-            return (lambda: asofgpu.polars.join_asof(left, right, device="cpu", **keys).collect(),
-                    lambda: left.join_asof(right, **keys).collect(),
-                    lambda a, b: a.equals(b))
-        return (lambda: asofgpu.polars.join_asof(left, right, device="cpu", **keys),
-                lambda: left.join_asof(right, **keys),
-                lambda a, b: a.equals(b))
+            return (
+                lambda: asofgpu.polars.join_asof(left, right, device="cpu", **keys).collect(),
+                lambda: left.join_asof(right, **keys).collect(),
+                lambda a, b: a.equals(b),
+            )
+        return (
+            lambda: asofgpu.polars.join_asof(left, right, device="cpu", **keys),
+            lambda: left.join_asof(right, **keys),
+            lambda a, b: a.equals(b),
+        )
     import pyarrow.parquet as pq
 
     import asofgpu as ag
@@ -109,9 +130,11 @@ def _calls(case: str, trades: str, quotes: str):
 
         frames = pd.read_parquet(trades), pd.read_parquet(quotes)
     # Values must agree; the types of strings may not (polars' views, pandas' strings).
-    return (lambda: ag.join_asof(*frames, device="cpu", **keys),
-            lambda: ag.join_asof(*tables, device="cpu", **keys),
-            lambda a, b: a.cast(b.schema).equals(b))
+    return (
+        lambda: ag.join_asof(*frames, device="cpu", **keys),
+        lambda: ag.join_asof(*tables, device="cpu", **keys),
+        lambda a, b: a.cast(b.schema).equals(b),
+    )
 
 
 def _chunked_calls(case: str, trades, quotes):
@@ -120,9 +143,11 @@ def _chunked_calls(case: str, trades, quotes):
 
     copies = trades.combine_chunks(), quotes.combine_chunks()
     if case == "chunked-one-shot":
-        return (lambda: ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu"),
-                lambda: ag.join_asof(*copies, on="time", by="symbol", device="cpu"),
-                lambda a, b: a.equals(b))
+        return (
+            lambda: ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu"),
+            lambda: ag.join_asof(*copies, on="time", by="symbol", device="cpu"),
+            lambda a, b: a.equals(b),
+        )
 
     def probe(trades, quotes):
         prepared = ag.AsofJoin(quotes["time"], quotes["symbol"], device="cpu")
@@ -141,7 +166,7 @@ def worker(case: str, trades: str, quotes: str, runs: int) -> dict:
         raise common.BenchError(f"{case}: asofgpu's result differs from the original's")
     times = {"ours": [], "theirs": []}
     for r in range(runs):
-        for side in (("ours", "theirs") if r % 2 == 0 else ("theirs", "ours")):
+        for side in ("ours", "theirs") if r % 2 == 0 else ("theirs", "ours"):
             call = ours if side == "ours" else theirs
             call()  # back to back: the timed call finds its own arrays written
             start = time.perf_counter()
@@ -151,20 +176,34 @@ def worker(case: str, trades: str, quotes: str, runs: int) -> dict:
 
 
 def options(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--size", type=common.parse_size, default=(10**7, 10**7),
-                   help="QUOTESxTRADES (default 10Mx10M)")
-    p.add_argument("--runs", type=enrich_e2e.positive_int, default=5,
-                   help="timed rounds of each case (default 5)")
-    p.add_argument("--quick", action="store_true",
-                   help="--size 200Kx200K --runs 1 unless given: checks the harness")
-    p.add_argument("--cases", default=",".join(CASES),
-                   help=f"comma-separated, of: {', '.join(CASES)}")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--size",
+        type=common.parse_size,
+        default=(10**7, 10**7),
+        help="QUOTESxTRADES (default 10Mx10M)",
+    )
+    p.add_argument(
+        "--runs",
+        type=enrich_e2e.positive_int,
+        default=5,
+        help="timed rounds of each case (default 5)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="--size 200Kx200K --runs 1 unless given: checks the harness",
+    )
+    p.add_argument(
+        "--cases", default=",".join(CASES), help=f"comma-separated, of: {', '.join(CASES)}"
+    )
     p.add_argument("--data", type=Path, default=common.ROOT / "bench" / "data" / "e2e")
     p.add_argument("--out", type=Path, default=common.ROOT / "bench" / "results")
-    p.add_argument("--worker", nargs=4, metavar=("CASE", "TRADES", "QUOTES", "RUNS"),
-                   help=argparse.SUPPRESS)
+    p.add_argument(
+        "--worker", nargs=4, metavar=("CASE", "TRADES", "QUOTES", "RUNS"), help=argparse.SUPPRESS
+    )
     args = p.parse_args(argv)
     given = sys.argv[1:] if argv is None else argv
     if args.quick:
@@ -180,21 +219,28 @@ def options(argv: list[str] | None) -> argparse.Namespace:
 
 
 def markdown(report: dict) -> str:
-    lines = ["# The front ends against what they replace", "",
-             f"{report['when']} · {report['machine']['cpu']}, {report['machine']['cores']} "
-             f"cores · commit {report['commit']}", "",
-             f"{report['quotes']:,} quotes x {report['trades']:,} trades "
-             f"(`bench/enrich_e2e.py`'s day), backward by symbol, frames as read from "
-             f"parquet; medians of {report['runs']} alternating rounds in one process a case "
-             f"(each side called twice a round, the second timed), after a warm-up call of "
-             f"each side. `python bench/frontends.py`.", "",
-             "| case | asofgpu | median s | the original | median s | ratio | goal |",
-             "|---|---|---:|---|---:|---:|---|"]
+    lines = [
+        "# The front ends against what they replace",
+        "",
+        f"{report['when']} · {report['machine']['cpu']}, {report['machine']['cores']} "
+        f"cores · commit {report['commit']}",
+        "",
+        f"{report['quotes']:,} quotes x {report['trades']:,} trades "
+        f"(`bench/enrich_e2e.py`'s day), backward by symbol, frames as read from "
+        f"parquet; medians of {report['runs']} alternating rounds in one process a case "
+        f"(each side called twice a round, the second timed), after a warm-up call of "
+        f"each side. `python bench/frontends.py`.",
+        "",
+        "| case | asofgpu | median s | the original | median s | ratio | goal |",
+        "|---|---|---:|---|---:|---:|---|",
+    ]
     for name, row in report["cases"].items():
         ok = "met" if row["ratio"] <= row["goal"] else "not met"
-        lines.append(f"| {name} | {row['ours_call']} | {row['ours']:.3f} | "
-                     f"{row['theirs_call']} | {row['theirs']:.3f} | {row['ratio']:.2f}x | "
-                     f"at most {row['goal']}x: {ok} |")
+        lines.append(
+            f"| {name} | {row['ours_call']} | {row['ours']:.3f} | "
+            f"{row['theirs_call']} | {row['theirs']:.3f} | {row['ratio']:.2f}x | "
+            f"at most {row['goal']}x: {ok} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -207,21 +253,36 @@ def main(argv: list[str] | None = None) -> int:
     say = common.progress
     quotes_rows, trades_rows = args.size
     quotes, trades = enrich_e2e.day_files(args.data, quotes_rows, trades_rows, say)
-    report = {"when": common.utc_minute(),
-              "machine": common.machine(), "commit": common.commit(), "runs": args.runs,
-              "quotes": quotes_rows, "trades": trades_rows, "cases": {}}
+    report = {
+        "when": common.utc_minute(),
+        "machine": common.machine(),
+        "commit": common.commit(),
+        "runs": args.runs,
+        "quotes": quotes_rows,
+        "trades": trades_rows,
+        "cases": {},
+    }
     for case in args.cases:
         say(f"{case} ...")
-        done = subprocess.run([sys.executable, __file__, "--worker", case, str(trades),
-                               str(quotes), str(args.runs)], capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "--worker", case, str(trades), str(quotes), str(args.runs)],
+            capture_output=True,
+            text=True,
+        )
         if done.returncode:
             raise common.BenchError(f"{case} failed:\n{done.stderr[-2000:]}")
         times = json.loads(done.stdout.strip().splitlines()[-1])
         ours_call, theirs_call, goal = CASES[case]
         ours, theirs = statistics.median(times["ours"]), statistics.median(times["theirs"])
-        report["cases"][case] = {"ours_call": ours_call, "theirs_call": theirs_call,
-                                 "goal": goal, "ours": ours, "theirs": theirs,
-                                 "ratio": ours / theirs, "runs": times}
+        report["cases"][case] = {
+            "ours_call": ours_call,
+            "theirs_call": theirs_call,
+            "goal": goal,
+            "ours": ours,
+            "theirs": theirs,
+            "ratio": ours / theirs,
+            "runs": times,
+        }
         say(f"{case}: {ours:.3f} s against {theirs:.3f} s ({ours / theirs:.2f}x)")
     common.write_report(args.out, "frontends", report, markdown(report))
     say(f"wrote frontends.md and frontends.json to {args.out}")

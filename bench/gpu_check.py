@@ -53,24 +53,43 @@ from gpu_check_setup import stage_env, stage_install  # noqa: E402
 from gpu_check_stage import StageContext, run_stage  # noqa: E402
 
 # The stages that run as Python functions in their process; pytest is a command of its own.
-STAGE_FUNCTIONS = {"env": stage_env, "install": stage_install, "compare": stage_compare,
-                   "bench": stage_bench}
+STAGE_FUNCTIONS = {
+    "env": stage_env,
+    "install": stage_install,
+    "compare": stage_compare,
+    "bench": stage_bench,
+}
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--simulate", action="store_true",
-                        help="tiny sizes in numba's CUDA simulator (no GPU; times mean nothing)")
-    parser.add_argument("--plant-mismatch", action="store_true",
-                        help="test hook: corrupt one entry of the first GPU map before comparing")
-    parser.add_argument("--budget", type=float, default=450,
-                        help="seconds for the stages (default 450: with the grace a stopped "
-                        "stage gets, the run ends within 8 minutes)")
-    parser.add_argument("--results", help="where the reports go (default bench/results/; a "
-                        "temporary folder under --simulate); also $OUT when set")
-    parser.add_argument("--stages", default=",".join(STAGES),
-                        help=f"a comma-separated subset of {','.join(STAGES)}")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--simulate",
+        action="store_true",
+        help="tiny sizes in numba's CUDA simulator (no GPU; times mean nothing)",
+    )
+    parser.add_argument(
+        "--plant-mismatch",
+        action="store_true",
+        help="test hook: corrupt one entry of the first GPU map before comparing",
+    )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=450,
+        help="seconds for the stages (default 450: with the grace a stopped "
+        "stage gets, the run ends within 8 minutes)",
+    )
+    parser.add_argument(
+        "--results",
+        help="where the reports go (default bench/results/; a "
+        "temporary folder under --simulate); also $OUT when set",
+    )
+    parser.add_argument(
+        "--stages", default=",".join(STAGES), help=f"a comma-separated subset of {','.join(STAGES)}"
+    )
     parser.add_argument("--run-stage", choices=sorted(STAGE_FUNCTIONS), help=argparse.SUPPRESS)
     parser.add_argument("--result", help=argparse.SUPPRESS)
     parser.add_argument("--deadline", type=float, help=argparse.SUPPRESS)

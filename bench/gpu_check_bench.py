@@ -54,8 +54,11 @@ class Clock:
             self.once(fn)
         samples = [self.once(fn) for _ in range(runs)]
         ms = [s[0] for s in samples]
-        return {"ms": statistics.median(ms), "runs_ms": ms,
-                "wall_ms": statistics.median(s[1] for s in samples)}
+        return {
+            "ms": statistics.median(ms),
+            "runs_ms": ms,
+            "wall_ms": statistics.median(s[1] for s in samples),
+        }
 
 
 def byte_floor(n_left: int, n_right: int, n_groups: int, map_bytes: int, payload: int) -> int:
@@ -83,9 +86,13 @@ def market(xp, n_left: int, n_right: int, n_groups: int, seed: int) -> dict:
         codes = xp.searchsorted(cdf, rs.random_sample(n), side="right")
         return xp.minimum(codes, n_groups - 1).astype(xp.int32)
 
-    data = {"right_on": times(n_right), "right_by": groups(n_right),
-            "payload": [rs.random_sample(n_right) for _ in range(4)],
-            "left_on": times(n_left), "left_by": groups(n_left)}
+    data = {
+        "right_on": times(n_right),
+        "right_by": groups(n_right),
+        "payload": [rs.random_sample(n_right) for _ in range(4)],
+        "left_on": times(n_left),
+        "left_by": groups(n_left),
+    }
     perm = rs.permutation(n_left)
     data["shuffled_on"], data["shuffled_by"] = data["left_on"][perm], data["left_by"][perm]
     return data
@@ -106,9 +113,20 @@ def kernel_only(join, left_on, left_by):
     is_float = join._key_type.physical == "float"
 
     def run():
-        join.backend.probe(is_float, key.values, groups, join._offsets, right_keys,
-                           join._rows_last, join._rows_first, STRATEGY_CODE[Strategy.BACKWARD],
-                           True, None, NEAREST_TIE_CODE["forward"], out)
+        join.backend.probe(
+            is_float,
+            key.values,
+            groups,
+            join._offsets,
+            right_keys,
+            join._rows_last,
+            join._rows_first,
+            STRATEGY_CODE[Strategy.BACKWARD],
+            True,
+            None,
+            NEAREST_TIE_CODE["forward"],
+            out,
+        )
 
     return run, out
 
@@ -146,11 +164,14 @@ def stage_bench(ctx: StageContext, rec: Recorder) -> None:
 
     # The GPU: prepare the quotes, then per left order the map and the payload.
     rec["gpu_prepare"] = gpu_clock.measure(
-        lambda: ag.AsofJoin(data["right_on"], data["right_by"], device="cuda"), runs=3)
+        lambda: ag.AsofJoin(data["right_on"], data["right_by"], device="cuda"), runs=3
+    )
     prepared = ag.AsofJoin(data["right_on"], data["right_by"], device="cuda")
     map_bytes = np.dtype(prepared.map_dtype).itemsize
-    floors = {"map_bytes": byte_floor(n_left, n_right, n_groups, map_bytes, 0),
-              "payload_bytes": byte_floor(n_left, n_right, n_groups, map_bytes, 4)}
+    floors = {
+        "map_bytes": byte_floor(n_left, n_right, n_groups, map_bytes, 0),
+        "payload_bytes": byte_floor(n_left, n_right, n_groups, map_bytes, 4),
+    }
     for what in ("map", "payload"):
         floors[f"{what}_ms"] = floors[f"{what}_bytes"] / bandwidth * 1e3
         floors[f"{what}_ms_at_peak"] = floors[f"{what}_bytes"] / PEAK_HBM_BYTES_S * 1e3
@@ -160,8 +181,9 @@ def stage_bench(ctx: StageContext, rec: Recorder) -> None:
     for order, (on, by) in orders.items():
         left_on, left_by = data[on], data[by]
         result = rec[f"gpu_{order}"] = {}  # the same dict: rec.flush() writes what it holds
-        result["join"] = gpu_clock.measure(lambda: prepared.join(left_on, left_by),
-                                           runs=max(2, s.runs - 2))
+        result["join"] = gpu_clock.measure(
+            lambda: prepared.join(left_on, left_by), runs=max(2, s.runs - 2)
+        )
         rec.flush()
         gmap = prepared.join(left_on, left_by)
         gpu_maps[order] = be.to_host(gmap)
@@ -177,7 +199,8 @@ def stage_bench(ctx: StageContext, rec: Recorder) -> None:
             rec["status"] = "failed"
         rec.flush()
         result["gather4"] = gpu_clock.measure(
-            lambda: device_gather(xp, data["payload"], gmap), runs=s.runs)
+            lambda: device_gather(xp, data["payload"], gmap), runs=s.runs
+        )
         if "probe" in result:
             both = result["probe"]["ms"] + result["gather4"]["ms"]
             result["map_and_payload_ms"] = both
@@ -188,21 +211,26 @@ def stage_bench(ctx: StageContext, rec: Recorder) -> None:
 
     # asofgpu.gather, the library's (host-side, Arrow) gather, once on the time-sorted map.
     if ctx.time_left() > 90 or ctx.simulate:
-        payload_host = pa.table({name: be.to_host(col) for name, col
-                                 in zip(PAYLOAD, data["payload"])})
+        payload_host = pa.table(
+            {name: be.to_host(col) for name, col in zip(PAYLOAD, data["payload"])}
+        )
         host_map = gpu_maps["time-sorted"]
-        rec["host_gather4"] = cpu_clock.measure(lambda: ag.gather(payload_host, host_map),
-                                                runs=1, warmup=0)
+        rec["host_gather4"] = cpu_clock.measure(
+            lambda: ag.gather(payload_host, host_map), runs=1, warmup=0
+        )
 
     # The CPU backend on the same data (host copies), for the speed-up.
-    host = {name: be.to_host(data[name]) for name in
-            ("right_on", "right_by", "left_on", "left_by", "shuffled_on", "shuffled_by")}
+    host = {
+        name: be.to_host(data[name])
+        for name in ("right_on", "right_by", "left_on", "left_by", "shuffled_on", "shuffled_by")
+    }
     data.clear()
     _free_device_memory(xp)
     warm = ag.AsofJoin(host["right_on"][:1000], host["right_by"][:1000], device="cpu")
     warm.join(host["left_on"][:100_000], host["left_by"][:100_000])  # compile (or load) first
     rec["cpu_prepare"], on_cpu = _timed_once(
-        cpu_clock, lambda: ag.AsofJoin(host["right_on"], host["right_by"], device="cpu"))
+        cpu_clock, lambda: ag.AsofJoin(host["right_on"], host["right_by"], device="cpu")
+    )
     for order, (on, by) in orders.items():
         result = rec[f"cpu_{order}"] = {}
         _bench_cpu(ctx, rec, result, on_cpu, host[on], host[by], gpu_maps[order], cpu_clock)
@@ -223,20 +251,23 @@ def _copy_bandwidth(xp, clock: Clock, nbytes: int, runs: int) -> dict:
     if xp is np:
         timing = clock.measure(lambda: np.copyto(dst, src), runs=runs)
     else:
-        timing = clock.measure(lambda: dst.data.copy_from_device_async(src.data, src.nbytes),
-                               runs=runs)
+        timing = clock.measure(
+            lambda: dst.data.copy_from_device_async(src.data, src.nbytes), runs=runs
+        )
     return {**timing, "bytes": 2 * src.nbytes, "bytes_per_s": 2 * src.nbytes / (timing["ms"] / 1e3)}
 
 
-def _bench_cpu(ctx, rec: Recorder, result: dict, on_cpu, left_on, left_by, gpu_map,
-               clock: Clock) -> None:
+def _bench_cpu(
+    ctx, rec: Recorder, result: dict, on_cpu, left_on, left_by, gpu_map, clock: Clock
+) -> None:
     """CPU join() on a slice first; on the full left too when the slice says it fits in the
     stage's remaining time, else the full time is the slice's scaled by rows (and says so).
     Fills ``result``, which rec holds, flushing after each step."""
     n, cut = len(left_on), min(len(left_on), ctx.sizes.cpu_slice)
     result["slice_rows"] = cut
-    result["join_slice"], cmap = _timed_once(clock, lambda: on_cpu.join(left_on[:cut],
-                                                                        left_by[:cut]))
+    result["join_slice"], cmap = _timed_once(
+        clock, lambda: on_cpu.join(left_on[:cut], left_by[:cut])
+    )
     rec.flush()
     estimate_s = result["join_slice"]["ms"] / 1e3 * n / cut
     result["full_run"] = cut == n or 2 * estimate_s + 30 < ctx.time_left()
@@ -246,7 +277,7 @@ def _bench_cpu(ctx, rec: Recorder, result: dict, on_cpu, left_on, left_by, gpu_m
         result["join_ms_full"] = result.get("join_full", result["join_slice"])["ms"]
     else:  # scaled by rows; the report says so
         result["join_ms_full"] = result["join_slice"]["ms"] * n / cut
-    result["map_equals_gpu"] = bool(np.array_equal(cmap, gpu_map[:len(cmap)]))
+    result["map_equals_gpu"] = bool(np.array_equal(cmap, gpu_map[: len(cmap)]))
     rec.flush()
     try:
         rows = n if result["full_run"] else cut

@@ -37,19 +37,34 @@ def stage_compare(ctx: StageContext, rec: Recorder) -> None:
     right_by = nullable(rng.integers(0, n_groups, n_right, dtype=np.int32))
     # Some left groups the right side lacks: those rows never match.
     left_by = nullable(rng.integers(0, n_groups + max(1, n_groups // 10), n_left, dtype=np.int32))
-    inputs = {"int64": (nullable(right_on), nullable(left_on)),
-              "float64": (nullable(floats(right_on)), nullable(floats(left_on)))}
-    rec["data"] = {"left_rows": n_left, "right_rows": n_right, "groups": n_groups,
-                   "null_share": 0.01, "key_span": span}
+    inputs = {
+        "int64": (nullable(right_on), nullable(left_on)),
+        "float64": (nullable(floats(right_on)), nullable(floats(left_on))),
+    }
+    rec["data"] = {
+        "left_rows": n_left,
+        "right_rows": n_right,
+        "groups": n_groups,
+        "null_share": 0.01,
+        "key_span": span,
+    }
     tol = 3 * span // n_right
-    cases = [("int64", "unequal", dict(strategy=st, allow_exact_matches=ex, tolerance=t))
-             for st in ("backward", "forward", "nearest") for ex in (True, False)
-             for t in (None, tol)]
-    cases += [("float64", "unequal", dict(strategy=st, tolerance=t))
-              for st in ("backward", "forward", "nearest") for t in (None, tol / 4.0)]
-    cases += [("int64", "unequal", dict(strategy="nearest", nearest_tie="backward")),
-              ("int64", "equal", dict(strategy="backward")),
-              ("int64", "equal", dict(strategy="nearest", tolerance=tol))]
+    cases = [
+        ("int64", "unequal", dict(strategy=st, allow_exact_matches=ex, tolerance=t))
+        for st in ("backward", "forward", "nearest")
+        for ex in (True, False)
+        for t in (None, tol)
+    ]
+    cases += [
+        ("float64", "unequal", dict(strategy=st, tolerance=t))
+        for st in ("backward", "forward", "nearest")
+        for t in (None, tol / 4.0)
+    ]
+    cases += [
+        ("int64", "unequal", dict(strategy="nearest", nearest_tie="backward")),
+        ("int64", "equal", dict(strategy="backward")),
+        ("int64", "equal", dict(strategy="nearest", tolerance=tol)),
+    ]
     prepared = {}
     failed = False
     for i, (key, null_equality, options) in enumerate(cases):
@@ -57,7 +72,8 @@ def stage_compare(ctx: StageContext, rec: Recorder) -> None:
             r_on = inputs[key][0]
             prepared[key, null_equality] = tuple(
                 ag.AsofJoin(r_on, right_by, null_equality=null_equality, device=device)
-                for device in ("cuda", "cpu"))
+                for device in ("cuda", "cpu")
+            )
         on_gpu, on_cpu = prepared[key, null_equality]
         l_on = inputs[key][1]
         t0 = time.perf_counter()
@@ -69,10 +85,17 @@ def stage_compare(ctx: StageContext, rec: Recorder) -> None:
             row = len(gmap) // 2
             gmap[row] = 1 if gmap[row] == 0 else 0
         differ = np.flatnonzero(gmap != cmap)
-        case = {"key": key, "null_equality": null_equality, "options": options,
-                "gpu_dtype": str(gmap.dtype), "cpu_dtype": str(cmap.dtype),
-                "matched": int((cmap != ag.NO_MATCH).sum()), "mismatches": len(differ),
-                "gpu_s": t1 - t0, "cpu_s": t2 - t1}
+        case = {
+            "key": key,
+            "null_equality": null_equality,
+            "options": options,
+            "gpu_dtype": str(gmap.dtype),
+            "cpu_dtype": str(cmap.dtype),
+            "matched": int((cmap != ag.NO_MATCH).sum()),
+            "mismatches": len(differ),
+            "gpu_s": t1 - t0,
+            "cpu_s": t2 - t1,
+        }
         if len(differ):
             row = int(differ[0])
             case["first_mismatch"] = {"row": row, "gpu": int(gmap[row]), "cpu": int(cmap[row])}

@@ -40,9 +40,15 @@ class Run:
     def __init__(self, args):
         self.simulate = args.simulate
         self.plant_mismatch = args.plant_mismatch
-        self.results = Path(args.results) if args.results else (
-            Path(tempfile.gettempdir()) / "asofgpu-gpu-check-simulated" if args.simulate
-            else DEFAULT_RESULTS)
+        self.results = (
+            Path(args.results)
+            if args.results
+            else (
+                Path(tempfile.gettempdir()) / "asofgpu-gpu-check-simulated"
+                if args.simulate
+                else DEFAULT_RESULTS
+            )
+        )
         self.results.mkdir(parents=True, exist_ok=True)
         self.out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
         self.started = time.time()
@@ -51,13 +57,22 @@ class Run:
         self.log_path.write_text("")
         self.junit = self.results / "gpu_check_pytest.xml"
         self.junit.unlink(missing_ok=True)
-        self.report = {"meta": {"started": _utc(self.started), "budget_s": args.budget,
-                                "simulated": self.simulate, "root": str(ROOT),
-                                "host": platform.node(), "argv": sys.argv[1:]},
-                       "stages": {}}
-        self.env = dict(os.environ, PYTHONUNBUFFERED="1",
-                        PYTHONPATH=os.pathsep.join(
-                            [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+        self.report = {
+            "meta": {
+                "started": _utc(self.started),
+                "budget_s": args.budget,
+                "simulated": self.simulate,
+                "root": str(ROOT),
+                "host": platform.node(),
+                "argv": sys.argv[1:],
+            },
+            "stages": {},
+        }
+        self.env = dict(
+            os.environ,
+            PYTHONUNBUFFERED="1",
+            PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        )
         if self.simulate:
             self.env["NUMBA_ENABLE_CUDASIM"] = "1"
         else:  # a stray setting would quietly turn the real check into a simulated one
@@ -71,9 +86,16 @@ class Run:
     def execute(self, cmd: list[str], limit: float) -> tuple[int | None, bool]:
         """Run a command with its output shown and logged; at the limit, SIGINT (pytest and
         the stages then write what they have), SIGKILL after a grace. (rc, timed out)."""
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=self.env, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, errors="replace",
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
 
         def pump():
             with self.log_path.open("a") as f:
@@ -112,7 +134,7 @@ class Run:
     def run_all(self, stages: list[str]) -> int:
         for i, name in enumerate(stages):
             left = self.deadline - time.time()
-            later = sum(LEAST[n] for n in stages[i + 1:])
+            later = sum(LEAST[n] for n in stages[i + 1 :])
             box = min(left if BOX[name] is None else BOX[name], left - later)
             entry = {"status": "skipped", "box_s": round(box, 1)}
             self.report["stages"][name] = entry
@@ -143,8 +165,16 @@ class Run:
     def python_stage(self, name: str, entry: dict, box: float) -> None:
         result = self.results / f".gpu_check_{name}.json"
         result.unlink(missing_ok=True)
-        cmd = [sys.executable, str(SCRIPT), "--run-stage", name,
-               "--result", str(result), "--deadline", str(time.time() + box)]
+        cmd = [
+            sys.executable,
+            str(SCRIPT),
+            "--run-stage",
+            name,
+            "--result",
+            str(result),
+            "--deadline",
+            str(time.time() + box),
+        ]
         if self.simulate:
             cmd.append("--simulate")
         if self.plant_mismatch:
@@ -171,7 +201,8 @@ class Run:
     def write(self) -> None:
         """The reports, rewritten in full after every stage, here and in $OUT."""
         (self.results / "gpu_check.json").write_text(
-            json.dumps(self.report, indent=1, default=plain))
+            json.dumps(self.report, indent=1, default=plain)
+        )
         (self.results / "gpu_check.md").write_text(render_markdown(self.report))
         if self.out:
             self.out.mkdir(parents=True, exist_ok=True)

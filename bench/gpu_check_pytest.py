@@ -45,8 +45,11 @@ def _importorskip_of(node: ast.stmt) -> str | None:
             continue
         name = getattr(call.func, "attr", None) or getattr(call.func, "id", None)
         first = call.args[0]
-        if (name == "importorskip" and isinstance(first, ast.Constant)
-                and isinstance(first.value, str)):
+        if (
+            name == "importorskip"
+            and isinstance(first, ast.Constant)
+            and isinstance(first.value, str)
+        ):
             return first.value.split(".")[0]
     return None
 
@@ -66,8 +69,9 @@ GPU_SELECTION = "(gpu or cuda) and not slow"
 MOST_WORKERS = 4  # xdist workers on one GPU: each holds a CUDA context and compiles alone
 
 
-def pytest_command(simulate: bool, junit: Path,
-                   compute_mode: str | None = None) -> tuple[list[str], dict]:
+def pytest_command(
+    simulate: bool, junit: Path, compute_mode: str | None = None
+) -> tuple[list[str], dict]:
     """The pytest stage's command and the test modules it leaves out (their missing imports).
     ``compute_mode``: nvidia-smi's (found here when None); under an exclusive mode one
     process at a time may hold the GPU, so the tests run in one."""
@@ -82,9 +86,18 @@ def pytest_command(simulate: bool, junit: Path,
     left_out = missing_imports(targets)
     # The check's own test reruns this script in the simulator: nothing about the GPU.
     ignores = [ROOT / "tests" / "test_gpu_check.py", *(ROOT / p for p in left_out)]
-    cmd = [sys.executable, "-m", "pytest", *selection,
-           "-p", "no:cacheprovider", "-q", "--durations=15", f"--junitxml={junit}",
-           *(f"--ignore={p}" for p in ignores)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *selection,
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--durations=15",
+        f"--junitxml={junit}",
+        *(f"--ignore={p}" for p in ignores),
+    ]
     if not simulate:
         workers = gpu_workers(_compute_mode() if compute_mode is None else compute_mode)
         if workers > 1 and importlib.util.find_spec("xdist"):
@@ -114,8 +127,12 @@ def _compute_mode() -> str:
     """nvidia-smi's compute mode of the first GPU ("" when it cannot say). Asked of
     nvidia-smi, not of CUDA: a context here would hold an exclusive GPU against the tests."""
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=compute_mode", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20)
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=compute_mode", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ""
     lines = done.stdout.strip().splitlines()
@@ -128,8 +145,9 @@ def junit_summary(path: Path) -> dict | None:
         return None
     root = ET.parse(path).getroot()
     suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-    counts = {k: sum(int(s.get(k, 0)) for s in suites)
-              for k in ("tests", "failures", "errors", "skipped")}
+    counts = {
+        k: sum(int(s.get(k, 0)) for s in suites) for k in ("tests", "failures", "errors", "skipped")
+    }
     counts["time_s"] = sum(float(s.get("time", 0)) for s in suites)
     counts["passed"] = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
     failed = []
@@ -138,7 +156,12 @@ def junit_summary(path: Path) -> dict | None:
             node = case.find(outcome)
             if node is not None:
                 message = (node.get("message") or "").strip().splitlines()
-                failed.append({"test": f"{case.get('classname')}::{case.get('name')}",
-                               "outcome": outcome, "message": message[0][:300] if message else ""})
+                failed.append(
+                    {
+                        "test": f"{case.get('classname')}::{case.get('name')}",
+                        "outcome": outcome,
+                        "message": message[0][:300] if message else "",
+                    }
+                )
     counts["failed_tests"] = failed
     return counts

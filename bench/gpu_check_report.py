@@ -31,11 +31,18 @@ def render_markdown(report: dict) -> str:
     gpu_name = _get(env, "gpu", "name") or ("CUDA simulator" if meta["simulated"] else "?")
     lines = [f"# asofgpu GPU check: {meta['started']}, {gpu_name}", ""]
     if meta["simulated"]:
-        lines += ["**Simulated** (numba's CUDA simulator, tiny sizes): the code paths ran; the "
-                  "times mean nothing.", ""]
-    lines += [f"Result: **{meta.get('result', 'running')}**; {meta.get('seconds', '…')} s of a "
-              f"{meta['budget_s']} s budget. Raw numbers: gpu_check.json; output: gpu_check.log.",
-              "", "| stage | status | seconds | note |", "|---|---|---|---|"]
+        lines += [
+            "**Simulated** (numba's CUDA simulator, tiny sizes): the code paths ran; the "
+            "times mean nothing.",
+            "",
+        ]
+    lines += [
+        f"Result: **{meta.get('result', 'running')}**; {meta.get('seconds', '…')} s of a "
+        f"{meta['budget_s']} s budget. Raw numbers: gpu_check.json; output: gpu_check.log.",
+        "",
+        "| stage | status | seconds | note |",
+        "|---|---|---|---|",
+    ]
     for name, entry in stages.items():
         note = entry.get("note", "")
         if entry.get("error"):
@@ -53,10 +60,12 @@ def _md_env(env: dict) -> list[str]:
     lines = ["", "## Machine", ""]
     gpu = env.get("gpu")
     if gpu:
-        lines.append(f"- GPU: {gpu['name']} (compute capability {gpu['compute_capability']}), "
-                     f"{gpu['multiprocessors']} SMs, L2 {gpu['l2_cache_mb']:.0f} MB, "
-                     f"{gpu['memory_gib']:.0f} GiB; CUDA driver API {gpu['driver_api']}, "
-                     f"runtime {gpu['runtime_api']}")
+        lines.append(
+            f"- GPU: {gpu['name']} (compute capability {gpu['compute_capability']}), "
+            f"{gpu['multiprocessors']} SMs, L2 {gpu['l2_cache_mb']:.0f} MB, "
+            f"{gpu['memory_gib']:.0f} GiB; CUDA driver API {gpu['driver_api']}, "
+            f"runtime {gpu['runtime_api']}"
+        )
     if isinstance(env.get("nvidia_smi"), dict):
         smi = env["nvidia_smi"]
         lines.append("- nvidia-smi: " + ", ".join(f"{k} {v}" for k, v in smi.items()))
@@ -69,16 +78,23 @@ def _md_env(env: dict) -> list[str]:
     packages = env.get("packages") or {}
     if packages:
         absent = ", ".join(k for k, v in packages.items() if not v) or "none"
-        lines.append("- packages: " + ", ".join(f"{k} {v}" for k, v in packages.items() if v)
-                     + f"; absent: {absent}")
+        lines.append(
+            "- packages: "
+            + ", ".join(f"{k} {v}" for k, v in packages.items() if v)
+            + f"; absent: {absent}"
+        )
     return lines
 
 
 def _md_install(entry: dict | None) -> list[str]:
     if not entry or entry["status"] == "skipped":
         return []
-    lines = ["", "## Install", "", f"- {entry.get('action', '—')}; asofgpu imports from "
-             f"{entry.get('installed_at')}"]
+    lines = [
+        "",
+        "## Install",
+        "",
+        f"- {entry.get('action', '—')}; asofgpu imports from {entry.get('installed_at')}",
+    ]
     for key in ("wheelhouse_pip", "pip"):
         if key in entry:
             lines.append(f"- `{entry[key]['command']}`: exit {entry[key]['rc']}")
@@ -91,15 +107,22 @@ def _md_pytest(entry: dict | None) -> list[str]:
     lines = ["", "## Test suite", "", f"`{entry['command']}`", ""]
     junit = entry.get("junit")
     if junit:
-        lines.append(f"{junit['passed']} passed, {junit['failures']} failed, {junit['errors']} "
-                     f"errors, {junit['skipped']} skipped in {junit['time_s']:.0f} s "
-                     f"(exit {entry['rc']}; JUnit: gpu_check_pytest.xml)")
+        lines.append(
+            f"{junit['passed']} passed, {junit['failures']} failed, {junit['errors']} "
+            f"errors, {junit['skipped']} skipped in {junit['time_s']:.0f} s "
+            f"(exit {entry['rc']}; JUnit: gpu_check_pytest.xml)"
+        )
     else:
-        lines.append(f"No JUnit report (exit {entry.get('rc')}, {entry['status']}): see "
-                     f"gpu_check.log for how far it got.")
+        lines.append(
+            f"No JUnit report (exit {entry.get('rc')}, {entry['status']}): see "
+            f"gpu_check.log for how far it got."
+        )
     if entry.get("left_out"):
-        lines += ["", "Not run: these modules import, at their top, a package missing here "
-                  "(they should skip with pytest.importorskip instead):"]
+        lines += [
+            "",
+            "Not run: these modules import, at their top, a package missing here "
+            "(they should skip with pytest.importorskip instead):",
+        ]
         lines += [f"- {path}: {', '.join(names)}" for path, names in entry["left_out"].items()]
     failed = (junit or {}).get("failed_tests") or []
     if failed:
@@ -114,20 +137,26 @@ def _md_compare(entry: dict | None) -> list[str]:
     if not entry or not entry.get("cases"):
         return []
     data = entry.get("data", {})
-    lines = ["", f"## GPU and CPU gather maps ({data.get('left_rows', 0):,} left x "
-             f"{data.get('right_rows', 0):,} right rows, {data.get('groups', 0):,} groups, 1% "
-             f"nulls in every column)", "",
-             "| key | null groups | options | matched | mismatches | GPU join | CPU join |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        f"## GPU and CPU gather maps ({data.get('left_rows', 0):,} left x "
+        f"{data.get('right_rows', 0):,} right rows, {data.get('groups', 0):,} groups, 1% "
+        f"nulls in every column)",
+        "",
+        "| key | null groups | options | matched | mismatches | GPU join | CPU join |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for case in entry["cases"]:
         options = ", ".join(f"{k}={v}" for k, v in case["options"].items())
         mismatch = str(case["mismatches"])
         if case.get("first_mismatch"):
             m = case["first_mismatch"]
             mismatch += f" (row {m['row']}: GPU {m['gpu']}, CPU {m['cpu']})"
-        lines.append(f"| {case['key']} | {case['null_equality']} | {options} | "
-                     f"{case['matched']:,} | {mismatch} | {case['gpu_s']:.2f} s | "
-                     f"{case['cpu_s']:.2f} s |")
+        lines.append(
+            f"| {case['key']} | {case['null_equality']} | {options} | "
+            f"{case['matched']:,} | {mismatch} | {case['gpu_s']:.2f} s | "
+            f"{case['cpu_s']:.2f} s |"
+        )
     return lines
 
 
@@ -135,21 +164,29 @@ def _md_bench(entry: dict | None) -> list[str]:
     if not entry or "sizes" not in entry:
         return []
     s = entry["sizes"]
-    lines = ["", f"## Benchmark: {s['bench_left']:,} trades x {s['bench_right']:,} quotes x "
-             f"{s['bench_groups']:,} groups", "",
-             "Generated on the device: int64 times, int32 group codes (Zipf activity), four "
-             "float64 quote columns; the right side time-sorted. GPU times by CUDA events, "
-             "median of several runs after a warm-up; CPU times by the wall clock, one run."]
+    lines = [
+        "",
+        f"## Benchmark: {s['bench_left']:,} trades x {s['bench_right']:,} quotes x "
+        f"{s['bench_groups']:,} groups",
+        "",
+        "Generated on the device: int64 times, int32 group codes (Zipf activity), four "
+        "float64 quote columns; the right side time-sorted. GPU times by CUDA events, "
+        "median of several runs after a warm-up; CPU times by the wall clock, one run.",
+    ]
     copy, floor = entry.get("copy"), entry.get("floor")
     if copy:
-        lines.append(f"\nDevice copy bandwidth: **{copy['bytes_per_s'] / 1e9:,.0f} GB/s** (a "
-                     f"{copy['bytes'] / 2e9:.2f} GB device-to-device copy, bytes read + written; "
-                     f"datasheet peak {PEAK_HBM_BYTES_S / 1e12:.1f} TB/s).")
+        lines.append(
+            f"\nDevice copy bandwidth: **{copy['bytes_per_s'] / 1e9:,.0f} GB/s** (a "
+            f"{copy['bytes'] / 2e9:.2f} GB device-to-device copy, bytes read + written; "
+            f"datasheet peak {PEAK_HBM_BYTES_S / 1e12:.1f} TB/s)."
+        )
     if floor:
-        lines.append(f"Byte floor: gather map {floor['map_bytes'] / 1e9:.2f} "
-                     f"GB = {_ms(floor['map_ms'])} at the measured bandwidth "
-                     f"({_ms(floor['map_ms_at_peak'])} at peak); with four payload columns "
-                     f"{floor['payload_bytes'] / 1e9:.2f} GB = {_ms(floor['payload_ms'])}.")
+        lines.append(
+            f"Byte floor: gather map {floor['map_bytes'] / 1e9:.2f} "
+            f"GB = {_ms(floor['map_ms'])} at the measured bandwidth "
+            f"({_ms(floor['map_ms_at_peak'])} at peak); with four payload columns "
+            f"{floor['payload_bytes'] / 1e9:.2f} GB = {_ms(floor['payload_ms'])}."
+        )
     orders = ("time-sorted", "shuffled")
     g = {o: entry.get(f"gpu_{o}") or {} for o in orders}
     c = {o: entry.get(f"cpu_{o}") or {} for o in orders}
@@ -163,34 +200,51 @@ def _md_bench(entry: dict | None) -> list[str]:
     def each(side, fmt, *keys):
         return [None if v is None else fmt(v) for v in values(side, *keys)]
 
-    lines += ["", "| | time-sorted left | shuffled left |", "|---|---|---|",
-              row("GPU prepare (AsofJoin of the quotes)",
-                  [_ms(_get(entry, "gpu_prepare", "ms")), "(same)"]),
-              row("GPU join(): gather map, end to end (incl. host group lookup)",
-                  each(g, _ms, "join", "ms")),
-              row("GPU probe kernel alone: gather map", each(g, _ms, "probe", "ms")),
-              row("&nbsp; ratio to its byte floor", each(g, _x, "probe_floor_ratio")),
-              row("GPU gather of 4 float64 columns (cupy take)", each(g, _ms, "gather4", "ms")),
-              row("GPU map + 4 columns (probe + gather)", each(g, _ms, "map_and_payload_ms")),
-              row("&nbsp; ratio to its byte floor", each(g, _x, "map_and_payload_floor_ratio")),
-              row("asofgpu.gather of 4 columns (host, Arrow)",
-                  [_ms(_get(entry, "host_gather4", "ms")), "—"]),
-              row("CPU prepare", [_ms(_get(entry, "cpu_prepare", "ms")), "(same)"]),
-              row("CPU join(): gather map", [_cpu_join(c[o]) for o in orders]),
-              row("CPU probe alone", each(c, _ms, "probe_ms_full")),
-              row("**speed-up, join()** (CPU / GPU)", each(c, _x, "speedup_join")),
-              row("**speed-up, probe** (CPU / GPU)", each(c, _x, "speedup_probe")),
-              row("GPU map equals CPU map", each(c, str, "map_equals_gpu"))]
-    lines += ["", "Goals (issue #5), time-sorted / shuffled left: the gather map within 3x of "
-              "its byte floor: " + _goal(values(g, "probe_floor_ratio"), lambda r: r <= 3)
-              + "; at least 50x faster than the CPU backend: join() "
-              + _goal(values(c, "speedup_join"), lambda r: r >= 50) + ", probe "
-              + _goal(values(c, "speedup_probe"), lambda r: r >= 50) + "."]
+    lines += [
+        "",
+        "| | time-sorted left | shuffled left |",
+        "|---|---|---|",
+        row(
+            "GPU prepare (AsofJoin of the quotes)",
+            [_ms(_get(entry, "gpu_prepare", "ms")), "(same)"],
+        ),
+        row(
+            "GPU join(): gather map, end to end (incl. host group lookup)",
+            each(g, _ms, "join", "ms"),
+        ),
+        row("GPU probe kernel alone: gather map", each(g, _ms, "probe", "ms")),
+        row("&nbsp; ratio to its byte floor", each(g, _x, "probe_floor_ratio")),
+        row("GPU gather of 4 float64 columns (cupy take)", each(g, _ms, "gather4", "ms")),
+        row("GPU map + 4 columns (probe + gather)", each(g, _ms, "map_and_payload_ms")),
+        row("&nbsp; ratio to its byte floor", each(g, _x, "map_and_payload_floor_ratio")),
+        row(
+            "asofgpu.gather of 4 columns (host, Arrow)",
+            [_ms(_get(entry, "host_gather4", "ms")), "—"],
+        ),
+        row("CPU prepare", [_ms(_get(entry, "cpu_prepare", "ms")), "(same)"]),
+        row("CPU join(): gather map", [_cpu_join(c[o]) for o in orders]),
+        row("CPU probe alone", each(c, _ms, "probe_ms_full")),
+        row("**speed-up, join()** (CPU / GPU)", each(c, _x, "speedup_join")),
+        row("**speed-up, probe** (CPU / GPU)", each(c, _x, "speedup_probe")),
+        row("GPU map equals CPU map", each(c, str, "map_equals_gpu")),
+    ]
+    lines += [
+        "",
+        "Goals (issue #5), time-sorted / shuffled left: the gather map within 3x of "
+        "its byte floor: "
+        + _goal(values(g, "probe_floor_ratio"), lambda r: r <= 3)
+        + "; at least 50x faster than the CPU backend: join() "
+        + _goal(values(c, "speedup_join"), lambda r: r >= 50)
+        + ", probe "
+        + _goal(values(c, "speedup_probe"), lambda r: r >= 50)
+        + ".",
+    ]
     for o in orders:
         error = g[o].get("probe_error") or c[o].get("probe_error")
         if error:
-            lines.append(f"\n{o}: the probe alone could not be timed: "
-                         + error.strip().splitlines()[-1])
+            lines.append(
+                f"\n{o}: the probe alone could not be timed: " + error.strip().splitlines()[-1]
+            )
     return lines
 
 

@@ -17,9 +17,23 @@ from common import ROOT
 from gpu_check_stage import Recorder, StageContext
 
 WHEELHOUSE = ROOT / "bench" / "wheelhouse"
-PACKAGES = ("numpy", "numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "pyarrow", "pandas",
-            "polars", "duckdb", "pytest", "hypothesis", "pytest-xdist", "pytest-timeout",
-            "setuptools", "pip")
+PACKAGES = (
+    "numpy",
+    "numba",
+    "numba-cuda",
+    "cupy-cuda13x",
+    "cupy-cuda12x",
+    "pyarrow",
+    "pandas",
+    "polars",
+    "duckdb",
+    "pytest",
+    "hypothesis",
+    "pytest-xdist",
+    "pytest-timeout",
+    "setuptools",
+    "pip",
+)
 
 
 def stage_env(ctx: StageContext, rec: Recorder) -> None:
@@ -57,18 +71,26 @@ def stage_env(ctx: StageContext, rec: Recorder) -> None:
     rec["cuda_usable"] = cuda_usable()
     if not rec["cuda_usable"]:
         rec["status"] = "failed"
-        rec["note"] = ("asofgpu finds no usable GPU (cuda_usable() is False): every GPU result "
-                       "below is missing or wrong")
+        rec["note"] = (
+            "asofgpu finds no usable GPU (cuda_usable() is False): every GPU result "
+            "below is missing or wrong"
+        )
 
 
 def _nvidia_smi() -> dict | str:
-    fields = ("name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem,clocks.max.sm,"
-              "clocks.max.mem,temperature.gpu,power.draw")
+    fields = (
+        "name,driver_version,memory.total,memory.used,clocks.sm,clocks.mem,clocks.max.sm,"
+        "clocks.max.mem,temperature.gpu,power.draw"
+    )
     if shutil.which("nvidia-smi") is None:
         return "nvidia-smi not found"
     try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
+        out = subprocess.run(
+            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
     except subprocess.TimeoutExpired:
         return "nvidia-smi did not answer within 20 s"
     if out.returncode:
@@ -90,8 +112,7 @@ def stage_install(ctx: StageContext, rec: Recorder) -> None:
         if wheels:  # peers the machine lacks: make gpu-wheelhouse fetches them
             rec["wheelhouse"] = [w.name for w in wheels]
             _pip(rec, "wheelhouse_pip", ["--no-index", "--no-deps", *map(str, wheels)], ctx)
-        _pip(rec, "pip", ["--no-deps", "--no-build-isolation", "--no-index", "-e", str(ROOT)],
-             ctx)
+        _pip(rec, "pip", ["--no-deps", "--no-build-isolation", "--no-index", "-e", str(ROOT)], ctx)
         rec["action"] = "pip install --dry-run (simulated)" if ctx.simulate else "pip install -e"
     after = _installed_at()
     rec["installed_at"] = after
@@ -100,8 +121,13 @@ def stage_install(ctx: StageContext, rec: Recorder) -> None:
         rec["note"] = f"after the install, asofgpu imports from {after!r}, not from {ROOT}"
         return
     # The command line works from anywhere (asofgpu demo in the Docker image, for one).
-    cli = subprocess.run([sys.executable, "-m", "asofgpu", "--help"], capture_output=True,
-                         text=True, cwd=tempfile.gettempdir(), env=_env_without_pythonpath())
+    cli = subprocess.run(
+        [sys.executable, "-m", "asofgpu", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+        env=_env_without_pythonpath(),
+    )
     rec["cli_help_rc"] = cli.returncode
     if cli.returncode and not ctx.simulate:
         rec["status"] = "failed"
@@ -112,11 +138,15 @@ def _pip(rec: Recorder, key: str, args: list[str], ctx: StageContext) -> None:
     cmd = [sys.executable, "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
     if ctx.simulate:
         cmd.append("--dry-run")  # here the check must not change the environment it runs in
-    out = subprocess.run(cmd + args, capture_output=True, text=True,
-                         timeout=max(5, ctx.time_left() - 5))
+    out = subprocess.run(
+        cmd + args, capture_output=True, text=True, timeout=max(5, ctx.time_left() - 5)
+    )
     print(out.stdout + out.stderr)
-    rec[key] = {"command": " ".join(cmd + args), "rc": out.returncode,
-                "output_tail": (out.stdout + out.stderr)[-2000:]}
+    rec[key] = {
+        "command": " ".join(cmd + args),
+        "rc": out.returncode,
+        "output_tail": (out.stdout + out.stderr)[-2000:],
+    }
     if out.returncode:
         rec["status"] = "failed"
 
@@ -127,9 +157,13 @@ def _env_without_pythonpath() -> dict:
 
 def _installed_at() -> str | None:
     """Where ``import asofgpu`` leads from outside the checkout (None: not installed)."""
-    out = subprocess.run([sys.executable, "-c", "import asofgpu; print(asofgpu.__file__)"],
-                         capture_output=True, text=True, cwd=tempfile.gettempdir(),
-                         env=_env_without_pythonpath())
+    out = subprocess.run(
+        [sys.executable, "-c", "import asofgpu; print(asofgpu.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=tempfile.gettempdir(),
+        env=_env_without_pythonpath(),
+    )
     if out.returncode:
         return None
     return out.stdout.strip() or None

@@ -30,8 +30,7 @@ class Sizes:
     cpu_slice: int  # left rows of the CPU run that estimates the CPU time of the full size
 
 
-FULL = Sizes(10_000_000, 1_000_000, 1_000, 100_000_000, 10_000_000, 5_000, 2 * 2**30, 5,
-             10_000_000)
+FULL = Sizes(10_000_000, 1_000_000, 1_000, 100_000_000, 10_000_000, 5_000, 2 * 2**30, 5, 10_000_000)
 # The simulator runs every CUDA thread in Python (about 0.3 ms each): a few hundred rows.
 SIMULATED = Sizes(300, 100, 8, 256, 64, 8, 2**20, 1, 128)
 

@@ -34,8 +34,11 @@ def _seconds_list(text: str) -> list[float]:
         values = [float(v) for v in text.split(",")]
     except ValueError:
         values = []
-    if (not values or any(not (math.isfinite(v) and v >= 0) for v in values)
-            or len(set(values)) < len(values)):
+    if (
+        not values
+        or any(not (math.isfinite(v) and v >= 0) for v in values)
+        or len(set(values)) < len(values)
+    ):
         msg = f"expected comma-separated seconds >= 0, each once (e.g. 0,0.1,2), got {text!r}"
         raise argparse.ArgumentTypeError(msg)
     return values
@@ -65,12 +68,19 @@ def options(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quotes", type=_count, default=10_000_000, help="default 1e7")
     parser.add_argument("--trades", type=_count, default=1_000_000, help="default 1e6")
     parser.add_argument("--symbols", type=_count, default=1000)
-    parser.add_argument("--sleeps", type=_seconds_list, default=[0.0, 0.1, 0.5, 2.0],
-                        help="idle seconds before each timed join (default 0,0.1,0.5,2)")
+    parser.add_argument(
+        "--sleeps",
+        type=_seconds_list,
+        default=[0.0, 0.1, 0.5, 2.0],
+        help="idle seconds before each timed join (default 0,0.1,0.5,2)",
+    )
     parser.add_argument("--rounds", type=_count, default=5, help="timed joins per sleep")
-    parser.add_argument("--pool-mib", type=_mib, default=ag.host_pool.get_limit() >> 20,
-                        help="asofgpu.host_pool's limit in MiB; 0 turns it off "
-                             "(default %(default)s)")
+    parser.add_argument(
+        "--pool-mib",
+        type=_mib,
+        default=ag.host_pool.get_limit() >> 20,
+        help="asofgpu.host_pool's limit in MiB; 0 turns it off (default %(default)s)",
+    )
     return parser.parse_args(argv)
 
 
@@ -88,8 +98,10 @@ def main(argv: list[str] | None = None) -> None:
         join()
     pool = pa.default_memory_pool().backend_name
     purge = os.environ.get("MIMALLOC_PURGE_DELAY", "unset")
-    print(f"{args.quotes:,} quotes, {args.trades:,} trades; host pool {args.pool_mib} MiB, "
-          f"Arrow pool {pool}, MIMALLOC_PURGE_DELAY {purge}")
+    print(
+        f"{args.quotes:,} quotes, {args.trades:,} trades; host pool {args.pool_mib} MiB, "
+        f"Arrow pool {pool}, MIMALLOC_PURGE_DELAY {purge}"
+    )
     times: dict[float, list[float]] = {s: [] for s in args.sleeps}
     faults: dict[float, list[int]] = {s: [] for s in args.sleeps}
     for _ in range(args.rounds):  # each sleep in every round: drift hits them alike
@@ -105,8 +117,10 @@ def main(argv: list[str] | None = None) -> None:
     print("|---:|---:|---:|---:|---:|")
     for s in args.sleeps:
         ms = np.array(times[s]) * 1e3
-        print(f"| {s:g} s | {np.median(ms):.1f} ms | {ms.min():.1f} ms | {ms.max():.1f} ms "
-              f"| {int(np.median(faults[s])):,} |")
+        print(
+            f"| {s:g} s | {np.median(ms):.1f} ms | {ms.min():.1f} ms | {ms.max():.1f} ms "
+            f"| {int(np.median(faults[s])):,} |"
+        )
 
 
 if __name__ == "__main__":

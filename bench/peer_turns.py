@@ -24,12 +24,13 @@ RUN = Path(__file__).resolve().with_name("run.py")  # the worker is ``run.py --w
 def _read_events(stream, events: queue.Queue) -> None:
     for line in stream:
         if line.startswith(EVENT):
-            events.put(json.loads(line[len(EVENT):]))
+            events.put(json.loads(line[len(EVENT) :]))
     events.put(None)  # end of output: the worker has exited (or closed stdout)
 
 
 def _rss(proc) -> int:
     import psutil
+
     try:
         return proc.memory_info().rss
     except psutil.Error:
@@ -42,10 +43,17 @@ class WorkerProcess:
 
     def __init__(self, job: Job, args, check: Path, on_event):
         import psutil
-        spec = {"system": job.system, "prepared": job.prepared,
-                "quotes": str(job.dataset.quotes), "trades": str(job.trades),
-                "order": job.dataset.order, "runs": args.runs, "check": str(check),
-                "corrupt": args.corrupt_for_test == job.system}
+
+        spec = {
+            "system": job.system,
+            "prepared": job.prepared,
+            "quotes": str(job.dataset.quotes),
+            "trades": str(job.trades),
+            "order": job.dataset.order,
+            "runs": args.runs,
+            "check": str(check),
+            "corrupt": args.corrupt_for_test == job.system,
+        }
         self.job, self.on_event = job, on_event
         self.limit_bytes = args.mem_limit * 2**30
         self.timeout = args.timeout
@@ -53,11 +61,16 @@ class WorkerProcess:
         self.stderr = tempfile.TemporaryFile(mode="w+")
         self.proc = subprocess.Popen(
             [sys.executable, str(RUN), "--worker", json.dumps(spec)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True,
-            cwd=ROOT)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            text=True,
+            cwd=ROOT,
+        )
         self.events: queue.Queue = queue.Queue()
-        threading.Thread(target=_read_events, args=(self.proc.stdout, self.events),
-                         daemon=True).start()
+        threading.Thread(
+            target=_read_events, args=(self.proc.stdout, self.events), daemon=True
+        ).start()
         self.watched = psutil.Process(self.proc.pid)
 
     @property
@@ -81,8 +94,7 @@ class WorkerProcess:
                 code = self.proc.wait()
                 self.stderr.seek(0)
                 tail = self.stderr.read()[-3000:]
-                raise BenchError(f"{self.job.name}: the worker failed (exit code {code}):"
-                                 f"\n{tail}")
+                raise BenchError(f"{self.job.name}: the worker failed (exit code {code}):\n{tail}")
             # A step that ended past its limit is over time all the same: the clock is read
             # above only after 0.25 s without events, which a fast worker never leaves.
             if time.monotonic() > deadline:
@@ -121,8 +133,9 @@ class WorkerProcess:
         if self.ok and self.until("done"):
             code = self.proc.wait()
             if code != 0:
-                raise BenchError(f"{self.job.name}: the worker exited with code {code} "
-                                 f"after its runs")
+                raise BenchError(
+                    f"{self.job.name}: the worker exited with code {code} after its runs"
+                )
             self.record["median_s"] = statistics.median(self.record["times_s"])
         self.close()
         return self.record

@@ -50,11 +50,16 @@ def worker(spec: dict) -> None:
     each line on stdin (the parent's turns); events on stdout."""
     import numpy as np
     import psutil
+
     start = time.perf_counter()
-    runner = RUNNERS[spec["system"]](spec["quotes"], spec["trades"], spec["order"],
-                                     spec["prepared"])
-    _emit(event="loaded", seconds=time.perf_counter() - start,
-          rss_mib=psutil.Process().memory_info().rss / 2**20)
+    runner = RUNNERS[spec["system"]](
+        spec["quotes"], spec["trades"], spec["order"], spec["prepared"]
+    )
+    _emit(
+        event="loaded",
+        seconds=time.perf_counter() - start,
+        rss_mib=psutil.Process().memory_info().rss / 2**20,
+    )
     peak_is_runs = _reset_peak_rss()
     if spec["prepared"]:
         runner.prepare()  # warm-up: JIT cache load, allocator
@@ -85,4 +90,3 @@ def worker(spec: dict) -> None:
         del result
         _emit(event="run", i=i, seconds=seconds, at=time.time() - seconds, faults=faults)
     _emit(event="done", peak_rss_mib=_peak_rss_mib(), peak_is_runs=peak_is_runs)
-

@@ -8,8 +8,14 @@ from __future__ import annotations
 from common import PAYLOAD
 
 SYSTEMS = ("asofgpu", "polars", "pandas", "duckdb", "chdb", "pyarrow")
-TITLES = {"asofgpu": "asofgpu", "polars": "polars", "pandas": "pandas", "duckdb": "DuckDB",
-          "chdb": "ClickHouse (chdb)", "pyarrow": "pyarrow"}
+TITLES = {
+    "asofgpu": "asofgpu",
+    "polars": "polars",
+    "pandas": "pandas",
+    "duckdb": "DuckDB",
+    "chdb": "ClickHouse (chdb)",
+    "pyarrow": "pyarrow",
+}
 # Systems run only on sizes up to this many rows a side: pyarrow's Table.join_asof (Acero)
 # grows faster than its input, so at 10M rows every run would end at the time limit after
 # minutes and tell nothing.
@@ -23,6 +29,7 @@ class AsofgpuRunner:
         import pyarrow.parquet as pq
 
         import asofgpu as ag
+
         self.pa, self.ag = pa, ag
         # As the reader gives them, in chunks: what users hold (issue 19); each peer likewise
         # gets its own reader's frames.
@@ -37,12 +44,14 @@ class AsofgpuRunner:
     def join(self):
         ag = self.ag
         if self.prepared is None:
-            return ag.join_asof(self.trades, self.quotes, on="time", by="symbol",
-                                strategy="backward", device="cpu")
+            return ag.join_asof(
+                self.trades, self.quotes, on="time", by="symbol", strategy="backward", device="cpu"
+            )
         gmap = self.prepared.join(self.trades["time"], self.trades["symbol"])
         taken = ag.gather(self.quotes.select(PAYLOAD), gmap)
-        return self.pa.Table.from_arrays(self.trades.columns + taken.columns,
-                                         names=self.trades.column_names + taken.column_names)
+        return self.pa.Table.from_arrays(
+            self.trades.columns + taken.columns, names=self.trades.column_names + taken.column_names
+        )
 
     def answer(self, result):
         return result["trade_id"], result[CHECKED]
@@ -53,6 +62,7 @@ class AsofgpuRunner:
 class PolarsRunner:
     def __init__(self, quotes: str, trades: str, order: str, prepared: bool):
         import polars as pl
+
         self.quotes, self.trades = pl.read_parquet(quotes), pl.read_parquet(trades)
         self.sort = order == "shuffled"
 
@@ -62,8 +72,9 @@ class PolarsRunner:
             trades, quotes = trades.sort("time"), quotes.sort("time")
         # The inputs are sorted (by the data or just above); polars cannot verify that with
         # `by` and would only warn.
-        return trades.join_asof(quotes, on="time", by="symbol", strategy="backward",
-                                check_sortedness=False)
+        return trades.join_asof(
+            quotes, on="time", by="symbol", strategy="backward", check_sortedness=False
+        )
 
     def answer(self, result):
         table = result.select(["trade_id", CHECKED]).to_arrow()
@@ -75,6 +86,7 @@ class PolarsRunner:
 class PandasRunner:
     def __init__(self, quotes: str, trades: str, order: str, prepared: bool):
         import pandas as pd
+
         self.pd = pd
         self.quotes, self.trades = pd.read_parquet(quotes), pd.read_parquet(trades)
         self.sort = order == "shuffled"
@@ -87,8 +99,11 @@ class PandasRunner:
 
     def answer(self, result):
         import numpy as np
-        return (result["trade_id"].to_numpy(),
-                result[CHECKED].to_numpy(dtype=np.float64, na_value=np.nan))
+
+        return (
+            result["trade_id"].to_numpy(),
+            result[CHECKED].to_numpy(dtype=np.float64, na_value=np.nan),
+        )
 
     def free(self, result) -> None: ...
 
@@ -96,12 +111,16 @@ class PandasRunner:
 class DuckdbRunner:
     # DuckDB's native table out is a table in its database: the join is materialised into
     # one (in memory), which each run drops afterwards, outside the timed region.
-    JOIN = ("CREATE TEMP TABLE joined AS SELECT t.*, " + ", ".join(f"q.{c}" for c in PAYLOAD)
-            + " FROM trades t ASOF LEFT JOIN quotes q"
-            " ON t.symbol = q.symbol AND t.time >= q.time")
+    JOIN = (
+        "CREATE TEMP TABLE joined AS SELECT t.*, "
+        + ", ".join(f"q.{c}" for c in PAYLOAD)
+        + " FROM trades t ASOF LEFT JOIN quotes q"
+        " ON t.symbol = q.symbol AND t.time >= q.time"
+    )
 
     def __init__(self, quotes: str, trades: str, order: str, prepared: bool):
         import duckdb
+
         self.con = duckdb.connect()
         for name, path in (("quotes", quotes), ("trades", trades)):
             literal = "'" + str(path).replace("'", "''") + "'"
@@ -128,19 +147,24 @@ class ChdbRunner:
     # ClickHouse in this process (chdb): the files loaded into Memory tables, the join
     # materialised into one, dropped after each run outside the timed region, as DuckDB's.
     # join_use_nulls: an unmatched trade gets nulls, not ClickHouse's default of zeros.
-    JOIN = ("CREATE TABLE joined ENGINE = Memory AS SELECT t.*, "
-            + ", ".join(f"q.{c}" for c in PAYLOAD)
-            + " FROM trades t ASOF LEFT JOIN quotes q"
-            " ON t.symbol = q.symbol AND t.time >= q.time SETTINGS join_use_nulls = 1")
+    JOIN = (
+        "CREATE TABLE joined ENGINE = Memory AS SELECT t.*, "
+        + ", ".join(f"q.{c}" for c in PAYLOAD)
+        + " FROM trades t ASOF LEFT JOIN quotes q"
+        " ON t.symbol = q.symbol AND t.time >= q.time SETTINGS join_use_nulls = 1"
+    )
 
     def __init__(self, quotes: str, trades: str, order: str, prepared: bool):
         import chdb
         from chdb import session
+
         self.chdb = chdb
         self.session = session.Session()
         for name, path in (("quotes", quotes), ("trades", trades)):
-            self.session.query(f"CREATE TABLE {name} ENGINE = Memory AS "
-                               f"SELECT * FROM file({_clickhouse_string(path)}, Parquet)")
+            self.session.query(
+                f"CREATE TABLE {name} ENGINE = Memory AS "
+                f"SELECT * FROM file({_clickhouse_string(path)}, Parquet)"
+            )
 
     def join(self):
         self.session.query(self.JOIN)
@@ -148,7 +172,8 @@ class ChdbRunner:
 
     def answer(self, result):
         table = self.chdb.to_arrowTable(
-            self.session.query(f"SELECT trade_id, {CHECKED} FROM {result}", "Arrow"))
+            self.session.query(f"SELECT trade_id, {CHECKED} FROM {result}", "Arrow")
+        )
         return table["trade_id"], table[CHECKED]
 
     def free(self, result) -> None:
@@ -158,6 +183,7 @@ class ChdbRunner:
 class PyarrowRunner:
     def __init__(self, quotes: str, trades: str, order: str, prepared: bool):
         import pyarrow.parquet as pq
+
         self.quotes, self.trades = pq.read_table(quotes), pq.read_table(trades)
         self.sort = order == "shuffled"
 
@@ -174,5 +200,11 @@ class PyarrowRunner:
     def free(self, result) -> None: ...
 
 
-RUNNERS = {"asofgpu": AsofgpuRunner, "polars": PolarsRunner, "pandas": PandasRunner,
-           "duckdb": DuckdbRunner, "chdb": ChdbRunner, "pyarrow": PyarrowRunner}
+RUNNERS = {
+    "asofgpu": AsofgpuRunner,
+    "polars": PolarsRunner,
+    "pandas": PandasRunner,
+    "duckdb": DuckdbRunner,
+    "chdb": ChdbRunner,
+    "pyarrow": PyarrowRunner,
+}

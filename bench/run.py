@@ -65,21 +65,32 @@ def run_jobs(jobs: list[Job], args, console, say) -> tuple[dict, dict]:
     """Every job, a pair of files at a time, with a progress bar; each answer checked against
     the first on its files. Returns each job's record and, per pair of files, the reference
     answer and whose it is."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeElapsedColumn)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     results: dict[Job, dict] = {}
     references: dict[tuple[Path, Path], tuple[Path, str]] = {}
     groups: dict[tuple[Path, Path], list[Job]] = {}
     for job in jobs:  # the jobs on one pair of files take turns
         groups.setdefault(job.pair, []).append(job)
-    with tempfile.TemporaryDirectory(prefix="asofgpu-bench-") as checks, Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=console) as progress:
+    with (
+        tempfile.TemporaryDirectory(prefix="asofgpu-bench-") as checks,
+        Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress,
+    ):
         task = progress.add_task("bench", total=len(jobs))
 
         def on_event(job, kind, event):
-            step = {"prepare": "prepared", "warmup": "warm-up done", "checked": "checked",
-                    "run": f"run {event.get('i', 0) + 1}/{args.runs}"}
+            step = {
+                "prepare": "prepared",
+                "warmup": "warm-up done",
+                "checked": "checked",
+                "run": f"run {event.get('i', 0) + 1}/{args.runs}",
+            }
             progress.update(task, description=f"{job.name}: {step.get(kind, kind)}")
 
         def on_checked(job, check):
@@ -91,13 +102,14 @@ def run_jobs(jobs: list[Job], args, console, say) -> tuple[dict, dict]:
 
         for group in groups.values():
             progress.update(task, description=f"{group[0].name}: loading")
-            for job, record in run_group(group, args, Path(checks), on_checked,
-                                         on_event).items():
+            for job, record in run_group(group, args, Path(checks), on_checked, on_event).items():
                 results[job] = record
                 if record["status"] == "ok":
                     record["checked_against"] = references[job.pair][1]
-                    say(f"{job.name}: median {seconds_text(record['median_s'])}, peak "
-                        f"{bench_report.memory_text(record['peak_rss_mib'])}")
+                    say(
+                        f"{job.name}: median {seconds_text(record['median_s'])}, peak "
+                        f"{bench_report.memory_text(record['peak_rss_mib'])}"
+                    )
                 else:
                     say(f"[yellow]{job.name}: {record['status']}, recorded as such")
                 progress.advance(task)
@@ -112,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args = options(argv, __doc__.splitlines()[0])
     from rich.console import Console
+
     console = Console(stderr=True, log_path=False)
 
     def say(text: str) -> None:
@@ -125,21 +138,29 @@ def main(argv: list[str] | None = None) -> int:
         if missing:  # a peer whose package does not install here (chdb on some platforms)
             say(f"[yellow]not installed, left out: {', '.join(missing)}")
             args.systems = [x for x in args.systems if x not in missing]
-        datasets = [dataset(args, q, t, order, say)
-                    for q, t in args.sizes for order in args.orders]
+        datasets = [dataset(args, q, t, order, say) for q, t in args.sizes for order in args.orders]
         jobs, cells = plan(datasets, args.systems)
         results, references = run_jobs(jobs, args, console, say)
-        report = bench_report.build(args, argv, date=date, load_start=load_start, began=began,
-                                    not_installed=missing, references=references,
-                                    results=bench_report.entries(cells, results))
+        report = bench_report.build(
+            args,
+            argv,
+            date=date,
+            load_start=load_start,
+            began=began,
+            not_installed=missing,
+            references=references,
+            results=bench_report.entries(cells, results),
+        )
         text = bench_report.write(report, args.out)
     except BenchError as error:
         console.print(f"[bold red]bench: error:[/] {error}", highlight=False)
         console.print("No results were written.")
         return 1
     print(text)
-    say(f"wrote bench.md, bench.json and bench.png to {args.out} "
-        f"in {time.perf_counter() - began:.0f} s")
+    say(
+        f"wrote bench.md, bench.json and bench.png to {args.out} "
+        f"in {time.perf_counter() - began:.0f} s"
+    )
     return 0
 
 

@@ -80,37 +80,60 @@ def _chunked_gather(n: int):
 
 # threshold -> (what is timed, sizes, {side: overrides}); sizes are the argument of the call.
 CASES = {
-    "parallel_min_rows": ("a prepared probe of n time-sorted rows, 1,000 groups",
-                          _probe(1_000, False), [1_024, 4_096, 16_384, 65_536],
-                          {"parallel": {"parallel_min_rows": 0},
-                           "one thread": {"parallel_min_rows": HUGE}}),
-    "radix_min_rows": ("a stable argsort of n random int64", _argsort,
-                       [4_096, 16_384, 32_768, 131_072],
-                       {"radix": {"radix_min_rows": 0}, "numpy": {"radix_min_rows": HUGE}}),
-    "search_max_rows": ("a prepared probe of n shuffled rows, 1,000 groups",
-                        _probe(1_000, True), [4_096, 16_384, 32_768, 131_072],
-                        {"search each": {"search_max_rows": HUGE},
-                         "sort and walk": {"search_max_rows": 0}}),
-    "stream_span": ("a prepared probe of 100K time-sorted rows, 1,000 groups, n right rows "
-                    "a left row", None, [1, 16, 256, 1_024],
-                    {"stream": {"stream_span": HUGE, "stream_group_span": 0},
-                     "cursors": {"stream_span": 0}}),
-    "stream_group_span": ("a prepared probe of 100K time-sorted rows, 4 right rows a left row, "
-                          "n groups", None, [1, 5, 50, 500],
-                          {"stream": {"stream_span": HUGE, "stream_group_span": 0},
-                           "cursors": {"stream_span": 0}}),
-    "pieces_per_thread": ("a prepared probe of 1M shuffled rows, 1,000 groups, n pieces a "
-                          "thread", None, [1, 2, 4, 16], {}),
-    "parallel_gather_rows": ("a gather of n entries, 4 float64 columns of 1M rows", _gather,
-                             [4_096, 16_384, 65_536, 262_144],
-                             {"all cores": {"parallel_gather_rows": 0},
-                              "Arrow's take": {"parallel_gather_rows": HUGE}}),
-    "parallel_encode_rows": ("the encoding of n strings of 1,000 symbols", _encode_text,
-                             [4_096, 16_384, 65_536, 262_144],
-                             {"all cores": {"parallel_encode_rows": 0},
-                              "Arrow's hash": {"parallel_encode_rows": HUGE}}),
-    "chunk_blocks": ("a gather of 1M entries from 77 chunks, n table entries at most",
-                     None, [64, 1_024, 65_536, 1 << 20], {}),
+    "parallel_min_rows": (
+        "a prepared probe of n time-sorted rows, 1,000 groups",
+        _probe(1_000, False),
+        [1_024, 4_096, 16_384, 65_536],
+        {"parallel": {"parallel_min_rows": 0}, "one thread": {"parallel_min_rows": HUGE}},
+    ),
+    "radix_min_rows": (
+        "a stable argsort of n random int64",
+        _argsort,
+        [4_096, 16_384, 32_768, 131_072],
+        {"radix": {"radix_min_rows": 0}, "numpy": {"radix_min_rows": HUGE}},
+    ),
+    "search_max_rows": (
+        "a prepared probe of n shuffled rows, 1,000 groups",
+        _probe(1_000, True),
+        [4_096, 16_384, 32_768, 131_072],
+        {"search each": {"search_max_rows": HUGE}, "sort and walk": {"search_max_rows": 0}},
+    ),
+    "stream_span": (
+        "a prepared probe of 100K time-sorted rows, 1,000 groups, n right rows a left row",
+        None,
+        [1, 16, 256, 1_024],
+        {"stream": {"stream_span": HUGE, "stream_group_span": 0}, "cursors": {"stream_span": 0}},
+    ),
+    "stream_group_span": (
+        "a prepared probe of 100K time-sorted rows, 4 right rows a left row, n groups",
+        None,
+        [1, 5, 50, 500],
+        {"stream": {"stream_span": HUGE, "stream_group_span": 0}, "cursors": {"stream_span": 0}},
+    ),
+    "pieces_per_thread": (
+        "a prepared probe of 1M shuffled rows, 1,000 groups, n pieces a thread",
+        None,
+        [1, 2, 4, 16],
+        {},
+    ),
+    "parallel_gather_rows": (
+        "a gather of n entries, 4 float64 columns of 1M rows",
+        _gather,
+        [4_096, 16_384, 65_536, 262_144],
+        {"all cores": {"parallel_gather_rows": 0}, "Arrow's take": {"parallel_gather_rows": HUGE}},
+    ),
+    "parallel_encode_rows": (
+        "the encoding of n strings of 1,000 symbols",
+        _encode_text,
+        [4_096, 16_384, 65_536, 262_144],
+        {"all cores": {"parallel_encode_rows": 0}, "Arrow's hash": {"parallel_encode_rows": HUGE}},
+    ),
+    "chunk_blocks": (
+        "a gather of 1M entries from 77 chunks, n table entries at most",
+        None,
+        [64, 1_024, 65_536, 1 << 20],
+        {},
+    ),
     "most_cursors": ("(no bench: it bounds memory, pieces x groups cursors)", None, [], {}),
 }
 

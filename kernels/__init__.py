@@ -23,5 +23,6 @@ import types
 
 def bind(fn, **names):
     """A copy of ``fn`` whose global names in ``names`` resolve to the given objects."""
-    return types.FunctionType(fn.__code__, {**fn.__globals__, **names}, fn.__name__,
-                              fn.__defaults__, fn.__closure__)
+    return types.FunctionType(
+        fn.__code__, {**fn.__globals__, **names}, fn.__name__, fn.__defaults__, fn.__closure__
+    )

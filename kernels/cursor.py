@@ -72,8 +72,25 @@ def gallop_upper(keys, start, hi, x):
     return upper_bound(keys, low, min(start + step, hi), x)
 
 
-def probe_piece(p0, p1, order, keys, groups, offsets, right_keys, rows_last, rows_first,
-                strategy, exact, has_tol, tol, nearest_tie, no_match, cursor, out):
+def probe_piece(
+    p0,
+    p1,
+    order,
+    keys,
+    groups,
+    offsets,
+    right_keys,
+    rows_last,
+    rows_first,
+    strategy,
+    exact,
+    has_tol,
+    tol,
+    nearest_tie,
+    no_match,
+    cursor,
+    out,
+):
     last = right_keys.size - 1
     for p in range(p0, p1):
         if p + AHEAD < p1 and last >= 0:
@@ -109,12 +126,42 @@ def probe_piece(p0, p1, order, keys, groups, offsets, right_keys, rows_last, row
             f = hi
         elif strategy == FORWARD:
             b = lo - 1
-        pick(i, x, b, f, lo, hi, right_keys, rows_last, rows_first, strategy, has_tol, tol,
-             nearest_tie, no_match, out)
+        pick(
+            i,
+            x,
+            b,
+            f,
+            lo,
+            hi,
+            right_keys,
+            rows_last,
+            rows_first,
+            strategy,
+            has_tol,
+            tol,
+            nearest_tie,
+            no_match,
+            out,
+        )
 
 
-def probe_sorted(order, keys, groups, offsets, right_keys, rows_last, rows_first, strategy,
-                 exact, has_tol, tol, nearest_tie, no_match, n_pieces, out):
+def probe_sorted(
+    order,
+    keys,
+    groups,
+    offsets,
+    right_keys,
+    rows_last,
+    rows_first,
+    strategy,
+    exact,
+    has_tol,
+    tol,
+    nearest_tie,
+    no_match,
+    n_pieces,
+    out,
+):
     """Probe the left rows ``order`` names, in that (ascending key) order: ``keys[p]`` and
     ``groups[p]`` are row ``order[p]``'s. The rest of ``out`` (rows without a key or group)
     gets ``no_match``."""
@@ -124,9 +171,25 @@ def probe_sorted(order, keys, groups, offsets, right_keys, rows_last, rows_first
     n_groups = offsets.size - 1
     cursor = np.zeros((n_pieces, n_groups), np.int64)  # 0: below every group's range
     for t in prange(n_pieces):
-        probe_piece(t * n // n_pieces, (t + 1) * n // n_pieces, order, keys, groups, offsets,
-                    right_keys, rows_last, rows_first, strategy, exact, has_tol, tol,
-                    nearest_tie, no_match, cursor[t], out)
+        probe_piece(
+            t * n // n_pieces,
+            (t + 1) * n // n_pieces,
+            order,
+            keys,
+            groups,
+            offsets,
+            right_keys,
+            rows_last,
+            rows_first,
+            strategy,
+            exact,
+            has_tol,
+            tol,
+            nearest_tie,
+            no_match,
+            cursor[t],
+            out,
+        )
 
 
 def build(jit, parallel_jit, is_float, unsigned, parallel_range, prefetch):
@@ -136,9 +199,14 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range, prefetch):
     from . import probe
 
     lower, upper, gap_fn = search.build(jit, is_float, unsigned)
-    names = {"less": jit(search.less_float if is_float else search.less_int),
-             "lower_bound": lower, "upper_bound": upper, "gap": gap_fn,
-             "prange": parallel_range, "prefetch": prefetch}
+    names = {
+        "less": jit(search.less_float if is_float else search.less_int),
+        "lower_bound": lower,
+        "upper_bound": upper,
+        "gap": gap_fn,
+        "prange": parallel_range,
+        "prefetch": prefetch,
+    }
     names["end_of_run"] = jit(bind(probe.end_of_run, **names))
     names["decide"] = jit(bind(probe.decide, **names))
     names["pick"] = jit(bind(probe.pick, **names))

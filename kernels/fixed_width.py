@@ -34,5 +34,4 @@ def same_across(values, data, i, table_values, table_data, c):
 
 def build(inline_jit, jit, parallel_jit, parallel_range):
     """``hashing.build`` for fixed-width values: its ``hashing.Kernels``."""
-    return hashing.build(inline_jit, jit, parallel_jit, parallel_range,
-                         (hash_row, same_across))
+    return hashing.build(inline_jit, jit, parallel_jit, parallel_range, (hash_row, same_across))

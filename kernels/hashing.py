@@ -148,8 +148,7 @@ def merge_pieces(keys, data, bitmap, bit0, bounds, counts, local_firsts):
     return to_global, firsts[:n]
 
 
-def dictionary_encode(keys, data, bitmap, bit0, nulls_distinct, n_pieces, codes,
-                      local_firsts):
+def dictionary_encode(keys, data, bitmap, bit0, nulls_distinct, n_pieces, codes, local_firsts):
     """Fill ``codes`` (int32 per row; NULL for a null under ``nulls_distinct``, else nulls
     are one more value) and return ``firsts``: the first row of each code's value.
     ``local_firsts`` (int64, one per row) is scratch."""
@@ -160,8 +159,9 @@ def dictionary_encode(keys, data, bitmap, bit0, nulls_distinct, n_pieces, codes,
         bounds[t] = t * n_rows // n_pieces
     counts = np.zeros(n_pieces, np.int64)
     for t in prange(n_pieces):
-        counts[t] = encode_piece(keys, data, bitmap, bit0, nulls_distinct, bounds[t],
-                                 bounds[t + 1], codes, local_firsts)
+        counts[t] = encode_piece(
+            keys, data, bitmap, bit0, nulls_distinct, bounds[t], bounds[t + 1], codes, local_firsts
+        )
     to_global, firsts = merge_pieces(keys, data, bitmap, bit0, bounds, counts, local_firsts)
     for t in prange(n_pieces):
         if t > 0:  # the first piece's codes are global already
@@ -194,8 +194,7 @@ def lookup_table(keys, data, bitmap, bit0, n):
     return slots, hashes
 
 
-def lookup(table_keys, table_data, slots, hashes, keys, data, bitmap, bit0, null_code,
-           codes):
+def lookup(table_keys, table_data, slots, hashes, keys, data, bitmap, bit0, null_code, codes):
     """``codes[i]``: the position in the table's dictionary of row i's value, NULL where it
     has none, ``null_code`` where the row is null."""
     mask = np.uint64(slots.size - 1)
@@ -244,9 +243,14 @@ def build(inline_jit, jit, parallel_jit, parallel_range, helpers, **names) -> Ke
     for fn in (is_valid, mix, *helpers, same_value, insert, grown):
         hot[fn.__name__] = inline_jit(bind(fn, **hot))
         cold[fn.__name__] = jit(bind(fn, **cold))
-    pieces = {"prange": parallel_range,
-              "encode_piece": inline_jit(bind(encode_piece, **hot)),
-              "merge_pieces": jit(bind(merge_pieces, **cold))}
-    return Kernels(parallel_jit(bind(dictionary_encode, **pieces)),
-                   jit(bind(lookup_table, **cold)), parallel_jit(bind(lookup, **hot)),
-                   jit(bind(lookup, **dict(hot, prange=range))))
+    pieces = {
+        "prange": parallel_range,
+        "encode_piece": inline_jit(bind(encode_piece, **hot)),
+        "merge_pieces": jit(bind(merge_pieces, **cold)),
+    }
+    return Kernels(
+        parallel_jit(bind(dictionary_encode, **pieces)),
+        jit(bind(lookup_table, **cold)),
+        parallel_jit(bind(lookup, **hot)),
+        jit(bind(lookup, **dict(hot, prange=range))),
+    )

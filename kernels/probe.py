@@ -14,8 +14,22 @@ TIE_TO_BACKWARD, TIE_TO_FORWARD = 0, 1  # pandas' and polars' nearest rules
 less = lower_bound = upper_bound = gap = decide = pick = end_of_run = None  # by build()
 
 
-def probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
-              strategy, exact, has_tol, tol, nearest_tie, no_match, out):
+def probe_row(
+    i,
+    left_keys,
+    left_groups,
+    offsets,
+    right_keys,
+    rows_last,
+    rows_first,
+    strategy,
+    exact,
+    has_tol,
+    tol,
+    nearest_tie,
+    no_match,
+    out,
+):
     g = left_groups[i]
     if g < 0:  # null key, null group under "unequal", or a group the right lacks
         out[i] = no_match
@@ -39,8 +53,23 @@ def probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last, rows_fi
             f = lower_bound(right_keys, start, hi, x)
         else:
             f = upper_bound(right_keys, start, hi, x)
-    pick(i, x, b, f, lo, hi, right_keys, rows_last, rows_first, strategy, has_tol, tol,
-         nearest_tie, no_match, out)
+    pick(
+        i,
+        x,
+        b,
+        f,
+        lo,
+        hi,
+        right_keys,
+        rows_last,
+        rows_first,
+        strategy,
+        has_tol,
+        tol,
+        nearest_tie,
+        no_match,
+        out,
+    )
 
 
 NO_PICK, PICK_BACK, PICK_FORWARD, PICK_FORWARD_LAST = 0, 1, 2, 3
@@ -75,8 +104,23 @@ def decide(x, has_b, b_key, has_f, f_key, strategy, has_tol, tol, nearest_tie):
     return NO_PICK
 
 
-def pick(i, x, b, f, lo, hi, right_keys, rows_last, rows_first, strategy, has_tol, tol,
-         nearest_tie, no_match, out):
+def pick(
+    i,
+    x,
+    b,
+    f,
+    lo,
+    hi,
+    right_keys,
+    rows_last,
+    rows_first,
+    strategy,
+    has_tol,
+    tol,
+    nearest_tie,
+    no_match,
+    out,
+):
     """Write left row i's answer from its candidates in the group range [lo, hi): b, the last
     position at or before x (before, when strict; b < lo: none), and f, the first at or after
     it (after, when strict; f == hi: none). When b holds x itself, f may be x's run too or the
@@ -86,8 +130,17 @@ def pick(i, x, b, f, lo, hi, right_keys, rows_last, rows_first, strategy, has_to
     # decide reads the candidates' keys only to compare distances: otherwise, and for a
     # missing candidate, x stands in (a read the hot loops need not wait for)
     gaps = strategy == NEAREST or has_tol
-    choice = decide(x, has_b, right_keys[b] if has_b and gaps else x, has_f,
-                    right_keys[f] if has_f and gaps else x, strategy, has_tol, tol, nearest_tie)
+    choice = decide(
+        x,
+        has_b,
+        right_keys[b] if has_b and gaps else x,
+        has_f,
+        right_keys[f] if has_f and gaps else x,
+        strategy,
+        has_tol,
+        tol,
+        nearest_tie,
+    )
     if choice == PICK_BACK:
         out[i] = rows_last[b]
     elif choice == PICK_FORWARD:
@@ -116,8 +169,12 @@ def build(jit, is_float, unsigned):
     """Return ``probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last,
     rows_first, strategy, exact, has_tol, tol, nearest_tie, no_match, out)``."""
     lower, upper, gap_fn = search.build(jit, is_float, unsigned)
-    names = {"lower_bound": lower, "upper_bound": upper, "gap": gap_fn,
-             "less": jit(search.less_float if is_float else search.less_int)}
+    names = {
+        "lower_bound": lower,
+        "upper_bound": upper,
+        "gap": gap_fn,
+        "less": jit(search.less_float if is_float else search.less_int),
+    }
     names["end_of_run"] = jit(bind(end_of_run, **names))
     names["decide"] = jit(bind(decide, **names))
     names["pick"] = jit(bind(pick, **names))

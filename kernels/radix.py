@@ -250,5 +250,4 @@ def build(jit, parallel_jit, parallel_range) -> Kernels:
     names["insertion_sort"] = jit(bind(insertion_sort))
     names["sort_run"] = jit(bind(sort_run, **names))
     names["settle_runs"] = parallel_jit(bind(settle_runs, **names))
-    return Kernels(*(parallel_jit(bind(globals()[name], **names))
-                     for name in Kernels._fields))
+    return Kernels(*(parallel_jit(bind(globals()[name], **names)) for name in Kernels._fields))

@@ -26,8 +26,15 @@ import collections
 import numpy as np
 
 from . import bind, probe, search
-from .probe import (BACKWARD, FORWARD, NEAREST, PICK_BACK, PICK_FORWARD, PICK_FORWARD_LAST,
-                    TIE_TO_FORWARD)
+from .probe import (
+    BACKWARD,
+    FORWARD,
+    NEAREST,
+    PICK_BACK,
+    PICK_FORWARD,
+    PICK_FORWARD_LAST,
+    TIE_TO_FORWARD,
+)
 
 ZERO, ONE = np.uint64(0), np.uint64(1)
 
@@ -55,8 +62,23 @@ def take_forward(rkeys, rgroups, rorder, j, first, first_key, run_last, runs):
     first_key[g] = k
 
 
-def backward_piece(lkeys, lgroups, lorder, p0, p1, rkeys, rgroups, rorder, j, last, last_key,
-                   how, back, back_key, out):
+def backward_piece(
+    lkeys,
+    lgroups,
+    lorder,
+    p0,
+    p1,
+    rkeys,
+    rgroups,
+    rorder,
+    j,
+    last,
+    last_key,
+    how,
+    back,
+    back_key,
+    out,
+):
     j = np.uint64(j)  # right positions index as uint64 (see the package's note on indices)
     n_right = np.uint64(rkeys.size)
     for p in range(p0, p1):
@@ -77,8 +99,24 @@ def backward_piece(lkeys, lgroups, lorder, p0, p1, rkeys, rgroups, rorder, j, la
             back_key[p] = last_key[g]
 
 
-def forward_piece(lkeys, lgroups, lorder, p0, p1, rkeys, rgroups, rorder, j, first, first_key,
-                  run_last, how, back, back_key, out):
+def forward_piece(
+    lkeys,
+    lgroups,
+    lorder,
+    p0,
+    p1,
+    rkeys,
+    rgroups,
+    rorder,
+    j,
+    first,
+    first_key,
+    run_last,
+    how,
+    back,
+    back_key,
+    out,
+):
     """``j``: one past the last position not yet walked (the walk goes down)."""
     runs = how.strategy == NEAREST and how.nearest_tie == TIE_TO_FORWARD
     j = np.uint64(j)
@@ -94,8 +132,9 @@ def forward_piece(lkeys, lgroups, lorder, p0, p1, rkeys, rgroups, rorder, j, fir
             take_forward(rkeys, rgroups, rorder, j, first, first_key, run_last, runs)
         g = np.uint64(lgroups[p])
         if how.strategy == NEAREST:
-            out[np.uint64(lorder[p])] = choose(x, back[p], back_key[p], first[g], first_key[g],
-                                               run_last[g], how)
+            out[np.uint64(lorder[p])] = choose(
+                x, back[p], back_key[p], first[g], first_key[g], run_last[g], how
+            )
         else:
             out[np.uint64(lorder[p])] = choose(x, -1, x, first[g], first_key[g], -1, how)
 
@@ -107,8 +146,9 @@ def piece_bounds(n_left, n_chunks):
     return bounds
 
 
-def backward_pass(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks, how,
-                  back, back_key, out):
+def backward_pass(
+    lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks, how, back, back_key, out
+):
     p = piece_bounds(lkeys.size, n_chunks)
     # Right positions below j0[t] have keys below piece t's first left key: walked before it
     # under either exactness.
@@ -126,12 +166,28 @@ def backward_pass(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_ch
                 last[t, g] = last[t - 1, g]
                 last_key[t, g] = last_key[t - 1, g]
     for t in prange(n_chunks):
-        backward_piece(lkeys, lgroups, lorder, p[t], p[t + 1], rkeys, rgroups, rorder, j0[t],
-                       last[t], last_key[t], how, back, back_key, out)
+        backward_piece(
+            lkeys,
+            lgroups,
+            lorder,
+            p[t],
+            p[t + 1],
+            rkeys,
+            rgroups,
+            rorder,
+            j0[t],
+            last[t],
+            last_key[t],
+            how,
+            back,
+            back_key,
+            out,
+        )
 
 
-def forward_pass(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks, how,
-                 back, back_key, out):
+def forward_pass(
+    lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks, how, back, back_key, out
+):
     p = piece_bounds(lkeys.size, n_chunks)
     runs = how.strategy == NEAREST and how.nearest_tie == TIE_TO_FORWARD
     # Right positions from j1[t] on have keys above piece t's last left key.
@@ -155,15 +211,32 @@ def forward_pass(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chu
             elif not less(first_key[t, g], first_key[t + 1, g]):
                 run_last[t, g] = run_last[t + 1, g]  # the run of equal keys goes on
     for t in prange(n_chunks):
-        forward_piece(lkeys, lgroups, lorder, p[t], p[t + 1], rkeys, rgroups, rorder, j1[t],
-                      first[t], first_key[t], run_last[t], how, back, back_key, out)
+        forward_piece(
+            lkeys,
+            lgroups,
+            lorder,
+            p[t],
+            p[t + 1],
+            rkeys,
+            rgroups,
+            rorder,
+            j1[t],
+            first[t],
+            first_key[t],
+            run_last[t],
+            how,
+            back,
+            back_key,
+            out,
+        )
 
 
 def choose(x, b, b_key, f, f_key, f_last, how):
     """One left row's pick from its backward (row b, key b_key) and forward (f, f_key; f_last:
     the last row of f's key) candidates, -1 for none, by ``probe.decide``'s rules."""
-    choice = decide(x, b >= 0, b_key, f >= 0, f_key, how.strategy, how.has_tol, how.tol,
-                    how.nearest_tie)
+    choice = decide(
+        x, b >= 0, b_key, f >= 0, f_key, how.strategy, how.has_tol, how.tol, how.nearest_tie
+    )
     if choice == PICK_BACK:
         return b
     if choice == PICK_FORWARD:
@@ -183,11 +256,35 @@ def scan_join(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks
     back = np.full(n_back, -1, np.int64)
     back_key = np.empty(n_back, rkeys.dtype)
     if how.strategy != FORWARD:
-        backward_pass(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks, how,
-                      back, back_key, out)
+        backward_pass(
+            lkeys,
+            lgroups,
+            lorder,
+            rkeys,
+            rgroups,
+            rorder,
+            n_groups,
+            n_chunks,
+            how,
+            back,
+            back_key,
+            out,
+        )
     if how.strategy != BACKWARD:
-        forward_pass(lkeys, lgroups, lorder, rkeys, rgroups, rorder, n_groups, n_chunks, how,
-                     back, back_key, out)
+        forward_pass(
+            lkeys,
+            lgroups,
+            lorder,
+            rkeys,
+            rgroups,
+            rorder,
+            n_groups,
+            n_chunks,
+            how,
+            back,
+            back_key,
+            out,
+        )
 
 
 def is_sorted_at(keys, rows):
@@ -204,8 +301,13 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range):
     over pieces and rows with ``parallel_jit`` (``parallel_range``: ``numba.prange`` there,
     or ``range``)."""
     lower, upper, gap_fn = search.build(jit, is_float, unsigned)
-    names = {"less": jit(search.less_float if is_float else search.less_int), "gap": gap_fn,
-             "lower_bound": lower, "upper_bound": upper, "prange": parallel_range}
+    names = {
+        "less": jit(search.less_float if is_float else search.less_int),
+        "gap": gap_fn,
+        "lower_bound": lower,
+        "upper_bound": upper,
+        "prange": parallel_range,
+    }
     names["decide"] = jit(bind(probe.decide, **names))
     for fn in (take_backward, take_forward, piece_bounds, choose):
         names[fn.__name__] = jit(bind(fn, **names))

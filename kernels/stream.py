@@ -26,21 +26,43 @@ ZERO, ONE = np.uint64(0), np.uint64(1)
 less = gap = lower_bound = upper_bound = prange = None  # filled in by build()
 
 
-def backward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offsets,
-                   sorted_keys, rows_last, exact, has_tol, tol, no_match, latest, out):
+def backward_piece(
+    p0,
+    p1,
+    order,
+    keys,
+    groups,
+    right_keys,
+    right_groups,
+    offsets,
+    sorted_keys,
+    rows_last,
+    exact,
+    has_tol,
+    tol,
+    no_match,
+    latest,
+    out,
+):
     """Backward answers of the left rows order[p0:p1] (keys[p0:p1]); ``latest``: per group,
     the last right row walked (-1: none yet)."""
     x = keys[p0]
     for g in range(offsets.size - 1):
         lo = offsets[g]
-        b = (upper_bound(sorted_keys, lo, offsets[g + 1], x) if exact
-             else lower_bound(sorted_keys, lo, offsets[g + 1], x)) - 1
+        b = (
+            upper_bound(sorted_keys, lo, offsets[g + 1], x)
+            if exact
+            else lower_bound(sorted_keys, lo, offsets[g + 1], x)
+        ) - 1
         latest[g] = rows_last[b] if b >= lo else -1
     n_right = np.uint64(right_keys.size)
     # The first right row past the state: rows before it are all at most x (below x). Rows
     # and group codes index as uint64 (see the package's note on indices): 9 -> 6 ms here.
-    j = np.uint64(upper_bound(right_keys, 0, right_keys.size, x) if exact
-                  else lower_bound(right_keys, 0, right_keys.size, x))
+    j = np.uint64(
+        upper_bound(right_keys, 0, right_keys.size, x)
+        if exact
+        else lower_bound(right_keys, 0, right_keys.size, x)
+    )
     for p in range(p0, p1):
         x = keys[p]
         if exact:
@@ -59,20 +81,42 @@ def backward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offset
             out[i] = r
 
 
-def forward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offsets,
-                  sorted_keys, rows_first, exact, has_tol, tol, no_match, earliest, out):
+def forward_piece(
+    p0,
+    p1,
+    order,
+    keys,
+    groups,
+    right_keys,
+    right_groups,
+    offsets,
+    sorted_keys,
+    rows_first,
+    exact,
+    has_tol,
+    tol,
+    no_match,
+    earliest,
+    out,
+):
     """Forward answers of the left rows order[p0:p1] (keys[p0:p1]), walked from the last;
     ``earliest``: per group, the first right row walked (-1: none yet)."""
     x = keys[p1 - 1]
     for g in range(offsets.size - 1):
         hi = offsets[g + 1]
-        f = (lower_bound(sorted_keys, offsets[g], hi, x) if exact
-             else upper_bound(sorted_keys, offsets[g], hi, x))
+        f = (
+            lower_bound(sorted_keys, offsets[g], hi, x)
+            if exact
+            else upper_bound(sorted_keys, offsets[g], hi, x)
+        )
         earliest[g] = rows_first[f] if f < hi else -1
     # The right rows before ``j`` are not walked yet; those from it on are all at least x
     # (above x).
-    j = np.uint64(lower_bound(right_keys, 0, right_keys.size, x) if exact
-                  else upper_bound(right_keys, 0, right_keys.size, x))
+    j = np.uint64(
+        lower_bound(right_keys, 0, right_keys.size, x)
+        if exact
+        else upper_bound(right_keys, 0, right_keys.size, x)
+    )
     for p in range(p1 - 1, p0 - 1, -1):
         x = keys[p]
         if exact:
@@ -91,9 +135,24 @@ def forward_piece(p0, p1, order, keys, groups, right_keys, right_groups, offsets
             out[i] = r
 
 
-def stream_probe(order, keys, groups, right_keys, right_groups, offsets,
-                 sorted_keys, rows_last, rows_first, strategy, exact, has_tol, tol,
-                 no_match, n_pieces, out):
+def stream_probe(
+    order,
+    keys,
+    groups,
+    right_keys,
+    right_groups,
+    offsets,
+    sorted_keys,
+    rows_last,
+    rows_first,
+    strategy,
+    exact,
+    has_tol,
+    tol,
+    no_match,
+    n_pieces,
+    out,
+):
     """Probe the left rows ``order`` names, in that (ascending key) order (``keys[p]`` and
     ``groups[p]`` are row ``order[p]``'s), against the time-sorted ``right_keys``, whose
     rows are all in groups ``right_groups``; the prepared ``offsets``, ``sorted_keys`` and
@@ -108,22 +167,56 @@ def stream_probe(order, keys, groups, right_keys, right_groups, offsets,
         p1 = (t + 1) * n // n_pieces
         if p0 < p1:
             if strategy == BACKWARD:
-                backward_piece(p0, p1, order, keys, groups, right_keys,
-                               right_groups, offsets, sorted_keys, rows_last, exact, has_tol,
-                               tol, no_match, state[t], out)
+                backward_piece(
+                    p0,
+                    p1,
+                    order,
+                    keys,
+                    groups,
+                    right_keys,
+                    right_groups,
+                    offsets,
+                    sorted_keys,
+                    rows_last,
+                    exact,
+                    has_tol,
+                    tol,
+                    no_match,
+                    state[t],
+                    out,
+                )
             else:
-                forward_piece(p0, p1, order, keys, groups, right_keys,
-                              right_groups, offsets, sorted_keys, rows_first, exact, has_tol,
-                              tol, no_match, state[t], out)
+                forward_piece(
+                    p0,
+                    p1,
+                    order,
+                    keys,
+                    groups,
+                    right_keys,
+                    right_groups,
+                    offsets,
+                    sorted_keys,
+                    rows_first,
+                    exact,
+                    has_tol,
+                    tol,
+                    no_match,
+                    state[t],
+                    out,
+                )
 
 
 def build(jit, parallel_jit, is_float, unsigned, parallel_range):
     """Return ``stream_probe``: helpers compiled with ``jit``, the loop over pieces with
     ``parallel_jit`` (``parallel_range``: ``numba.prange`` there, or ``range``)."""
     lower, upper, gap_fn = search.build(jit, is_float, unsigned)
-    names = {"less": jit(search.less_float if is_float else search.less_int),
-             "lower_bound": lower, "upper_bound": upper, "gap": gap_fn,
-             "prange": parallel_range}
+    names = {
+        "less": jit(search.less_float if is_float else search.less_int),
+        "lower_bound": lower,
+        "upper_bound": upper,
+        "gap": gap_fn,
+        "prange": parallel_range,
+    }
     for fn in (backward_piece, forward_piece):
         names[fn.__name__] = jit(bind(fn, **names))
     return parallel_jit(bind(stream_probe, **names))

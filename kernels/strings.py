@@ -70,5 +70,11 @@ def same_across(offsets, data, i, table_offsets, table_data, c):
 def build(inline_jit, jit, parallel_jit, parallel_range, load_word):
     """``hashing.build`` for text: its ``hashing.Kernels``. ``load_word(data, p)``: 8 bytes
     from p as a little-endian uint64 (asofgpu/_intrinsics.py)."""
-    return hashing.build(inline_jit, jit, parallel_jit, parallel_range,
-                         (word_at, hash_row, same_across), load_word=load_word)
+    return hashing.build(
+        inline_jit,
+        jit,
+        parallel_jit,
+        parallel_range,
+        (word_at, hash_row, same_across),
+        load_word=load_word,
+    )

@@ -141,5 +141,4 @@ def build(parallel_jit, parallel_range, load) -> Kernels:
     from . import bind
 
     names = {"prange": parallel_range, "load_at": load}
-    return Kernels(*(parallel_jit(bind(globals()[name], **names))
-                     for name in Kernels._fields))
+    return Kernels(*(parallel_jit(bind(globals()[name], **names)) for name in Kernels._fields))

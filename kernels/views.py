@@ -47,5 +47,11 @@ def same_across(keys, data, i, table_keys, table_data, c):
 
 def build(inline_jit, jit, parallel_jit, parallel_range):
     """``hashing.build`` for inline views: its ``hashing.Kernels``."""
-    return hashing.build(inline_jit, jit, parallel_jit, parallel_range,
-                         (masked_words, hash_row, same_across), INLINE=INLINE)
+    return hashing.build(
+        inline_jit,
+        jit,
+        parallel_jit,
+        parallel_range,
+        (masked_words, hash_row, same_across),
+        INLINE=INLINE,
+    )

@@ -18,8 +18,11 @@ BACKENDS = ["python", "cpu", "cuda"]
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "cuda: runs on the cuda backend (the device fixture's "
-                            "cuda case; marked at collection): make gpu-check selects them")
+    config.addinivalue_line(
+        "markers",
+        "cuda: runs on the cuda backend (the device fixture's "
+        "cuda case; marked at collection): make gpu-check selects them",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -35,7 +38,9 @@ def pytest_collection_modifyitems(config, items):
 def device(request):
     name = request.param
     if name == "cuda" and not (cudasim_enabled() or cuda_usable()):
-        pytest.skip("no GPU and NUMBA_ENABLE_CUDASIM is not set (make test runs the simulator pass)")
+        pytest.skip(
+            "no GPU and NUMBA_ENABLE_CUDASIM is not set (make test runs the simulator pass)"
+        )
     if name != "cuda" and cudasim_enabled():
         pytest.skip("the simulator pass runs only the cuda backend")
     return name
@@ -59,8 +64,10 @@ def key_column(kind, values: list, form: str):
     as numpy (masked pyarrow when it has nulls), pyarrow, or a two-chunk ChunkedArray."""
     if form == "chunked":
         half = len(values) // 2
-        return pa.chunked_array([pa.array(values[:half], type=kind.arrow),
-                                 pa.array(values[half:], type=kind.arrow)], type=kind.arrow)
+        return pa.chunked_array(
+            [pa.array(values[:half], type=kind.arrow), pa.array(values[half:], type=kind.arrow)],
+            type=kind.arrow,
+        )
     if form == "arrow":
         return pa.array(values, type=kind.arrow)
     nulls = [v is None for v in values]

@@ -13,11 +13,15 @@ from asofgpu import cli
 # keyword arguments).
 STREAM_OPTIONS = [
     ([], {}),
-    (["--no-exact-matches", "--tolerance", "20s"],
-     {"allow_exact_matches": False, "tolerance": np.timedelta64(20, "s")}),
+    (
+        ["--no-exact-matches", "--tolerance", "20s"],
+        {"allow_exact_matches": False, "tolerance": np.timedelta64(20, "s")},
+    ),
     (["--strategy", "forward"], {"strategy": "forward"}),
-    (["--strategy", "nearest", "--tolerance", "20s"],
-     {"strategy": "nearest", "tolerance": np.timedelta64(20, "s")}),
+    (
+        ["--strategy", "nearest", "--tolerance", "20s"],
+        {"strategy": "nearest", "tolerance": np.timedelta64(20, "s")},
+    ),
 ]
 
 
@@ -25,10 +29,10 @@ def coarse_times(quotes: pa.Table, tick: int = 10**10) -> pa.Table:
     """``quotes`` with times rounded down to ``tick`` nanoseconds: runs of equal keys, which
     windows, ranges and chunks then meet."""
     time = quotes["time"]
-    rounded = pa.compute.multiply(pa.compute.cast(pa.compute.divide(time.cast(pa.int64()), tick),
-                                                  pa.int64()), tick)
-    return quotes.set_column(quotes.schema.get_field_index("time"), "time",
-                             rounded.cast(time.type))
+    rounded = pa.compute.multiply(
+        pa.compute.cast(pa.compute.divide(time.cast(pa.int64()), tick), pa.int64()), tick
+    )
+    return quotes.set_column(quotes.schema.get_field_index("time"), "time", rounded.cast(time.type))
 
 
 def run(*argv, capsys) -> tuple[int, str, str]:

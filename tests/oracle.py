@@ -44,9 +44,19 @@ def _group(values, null_equal: bool):
     return tuple(out)
 
 
-def oracle(left_keys, right_keys, left_groups=None, right_groups=None, *, strategy="backward",
-           allow_exact_matches=True, tolerance=None, nearest_tie="forward", null_equal=False,
-           tie_break=None):
+def oracle(
+    left_keys,
+    right_keys,
+    left_groups=None,
+    right_groups=None,
+    *,
+    strategy="backward",
+    allow_exact_matches=True,
+    tolerance=None,
+    nearest_tie="forward",
+    null_equal=False,
+    tie_break=None,
+):
     """The gather map as a list: for each left row a right row number or NO_MATCH."""
     n_right = len(right_keys)
     if left_groups is None:
@@ -66,14 +76,21 @@ def oracle(left_keys, right_keys, left_groups=None, right_groups=None, *, strate
             out.append(NO_MATCH)
             continue
         candidates = [
-            j for j in range(n_right)
+            j
+            for j in range(n_right)
             if right_keys[j] is not None and _group(right_groups[j], null_equal) == group
         ]
         lo = _order(lkey)
-        before = [j for j in candidates if _order(right_keys[j]) < lo
-                  or (allow_exact_matches and _order(right_keys[j]) == lo)]
-        after = [j for j in candidates if _order(right_keys[j]) > lo
-                 or (allow_exact_matches and _order(right_keys[j]) == lo)]
+        before = [
+            j
+            for j in candidates
+            if _order(right_keys[j]) < lo or (allow_exact_matches and _order(right_keys[j]) == lo)
+        ]
+        after = [
+            j
+            for j in candidates
+            if _order(right_keys[j]) > lo or (allow_exact_matches and _order(right_keys[j]) == lo)
+        ]
 
         def rows_at(rows, best):
             return [j for j in rows if _order(right_keys[j]) == best]

@@ -9,9 +9,25 @@ import pytest
 
 from asofgpu import _arrow_numpy as arrow_numpy
 
-TYPES = [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint32(), pa.uint64(),
-         pa.float32(), pa.float64(), pa.bool_(), pa.timestamp("ns"), pa.timestamp("s", "UTC"),
-         pa.date32(), pa.date64(), pa.duration("us"), pa.time32("ms"), pa.time64("ns")]
+TYPES = [
+    pa.int8(),
+    pa.int16(),
+    pa.int32(),
+    pa.int64(),
+    pa.uint8(),
+    pa.uint32(),
+    pa.uint64(),
+    pa.float32(),
+    pa.float64(),
+    pa.bool_(),
+    pa.timestamp("ns"),
+    pa.timestamp("s", "UTC"),
+    pa.date32(),
+    pa.date64(),
+    pa.duration("us"),
+    pa.time32("ms"),
+    pa.time64("ns"),
+]
 
 
 def _column(t: pa.DataType, n: int, seed: int, nulls: bool) -> pa.Array:
@@ -43,16 +59,20 @@ def _physical(column: pa.Array | pa.ChunkedArray) -> list:
 def test_values_and_validity_match_pyarrow_on_chunks_and_slices(t, nulls):
     chunks = [_column(t, n, seed, nulls) for seed, n in enumerate([13, 0, 70, 5])]
     sliced = _column(t, 40, 9, nulls).slice(3, 29)  # an offset that is not a whole byte
-    for column in [chunks[2], sliced, pa.chunked_array(chunks, t),
-                   pa.chunked_array([sliced, chunks[0]], t), pa.chunked_array([sliced], t)]:
+    for column in [
+        chunks[2],
+        sliced,
+        pa.chunked_array(chunks, t),
+        pa.chunked_array([sliced, chunks[0]], t),
+        pa.chunked_array([sliced], t),
+    ]:
         expected = _physical(column)
         valid = arrow_numpy.valid(column)
         assert valid.dtype == np.bool_
         assert valid.tolist() == [v is not None for v in expected]
         got = arrow_numpy.values(column)
         assert [g if ok else None for g, ok in zip(got.tolist(), valid)] == expected
-        assert arrow_numpy.filled(column, 0).tolist() == [0 if v is None else v
-                                                          for v in expected]
+        assert arrow_numpy.filled(column, 0).tolist() == [0 if v is None else v for v in expected]
 
 
 def test_a_column_of_no_chunks_or_no_rows_is_empty_of_its_type():
@@ -91,8 +111,9 @@ def test_chunks_end_to_end_in_one_buffer_are_one_run_and_read_as_a_view():
 def test_a_view_of_runs_keeps_its_column_alive():
     import gc
 
-    column = pa.chunked_array([pa.array(np.arange(1_000)).slice(k, 100)
-                               for k in range(0, 1_000, 100)])
+    column = pa.chunked_array(
+        [pa.array(np.arange(1_000)).slice(k, 100) for k in range(0, 1_000, 100)]
+    )
     view = arrow_numpy.values(column)
     del column
     gc.collect()

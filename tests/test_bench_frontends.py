@@ -23,9 +23,21 @@ import frontends  # noqa: E402
 @pytest.mark.slow
 def test_every_case_is_measured_checked_and_reported(tmp_path):
     done = subprocess.run(
-        [sys.executable, str(BENCH / "frontends.py"), "--quick", "--size", "20Kx20K",
-         "--data", str(tmp_path / "data"), "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            str(BENCH / "frontends.py"),
+            "--quick",
+            "--size",
+            "20Kx20K",
+            "--data",
+            str(tmp_path / "data"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads((tmp_path / "out" / "frontends.json").read_text())
     assert list(report["cases"]) == list(frontends.CASES)
@@ -38,8 +50,11 @@ def test_every_case_is_measured_checked_and_reported(tmp_path):
 
 
 def test_a_wrong_answer_stops_the_bench(monkeypatch):
-    monkeypatch.setattr(frontends, "_calls",
-                        lambda case, trades, quotes: (lambda: 1, lambda: 2, lambda a, b: a == b))
+    monkeypatch.setattr(
+        frontends,
+        "_calls",
+        lambda case, trades, quotes: (lambda: 1, lambda: 2, lambda a, b: a == b),
+    )
     with pytest.raises(common.BenchError, match="pandas: asofgpu's result differs"):
         frontends.worker("pandas", "t.parquet", "q.parquet", 1)
 

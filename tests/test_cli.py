@@ -50,10 +50,11 @@ def write(table: pa.Table, path: Path, row_group_size: int = 50) -> Path:
 @pytest.fixture
 def day(tmp_path):
     """A small shuffled market-data day: trades (left) and quotes (right) as parquet."""
-    quotes, trades = marketdata.day(n_quotes=600, n_trades=400, n_symbols=12, seed=3,
-                                    shuffled=True)
-    return (write(trades, tmp_path / "trades.parquet"),
-            write(quotes, tmp_path / "quotes.parquet", row_group_size=128))
+    quotes, trades = marketdata.day(n_quotes=600, n_trades=400, n_symbols=12, seed=3, shuffled=True)
+    return (
+        write(trades, tmp_path / "trades.parquet"),
+        write(quotes, tmp_path / "quotes.parquet", row_group_size=128),
+    )
 
 
 def expected(left: Path, right: Path, **options) -> pa.Table:
@@ -63,21 +64,44 @@ def expected(left: Path, right: Path, **options) -> pa.Table:
 # ----------------------------------------------------------------------------- the result
 
 
-@pytest.mark.parametrize(("flags", "options"), [
-    ([], {}),
-    (["--strategy", "forward"], {"strategy": "forward"}),
-    (["--strategy", "nearest", "--tolerance", "2s"],
-     {"strategy": "nearest", "tolerance": np.timedelta64(2, "s")}),
-    (["--tolerance", "1m30s", "--no-exact-matches"],
-     {"tolerance": np.timedelta64(90, "s"), "allow_exact_matches": False}),
-    (["--tolerance", "250000000"], {"tolerance": 250_000_000}),
-])
-def test_enrich_equals_join_asof_on_unsorted_files(day, tmp_path, capsys, flags, options,
-                                                   left_columns):
+@pytest.mark.parametrize(
+    ("flags", "options"),
+    [
+        ([], {}),
+        (["--strategy", "forward"], {"strategy": "forward"}),
+        (
+            ["--strategy", "nearest", "--tolerance", "2s"],
+            {"strategy": "nearest", "tolerance": np.timedelta64(2, "s")},
+        ),
+        (
+            ["--tolerance", "1m30s", "--no-exact-matches"],
+            {"tolerance": np.timedelta64(90, "s"), "allow_exact_matches": False},
+        ),
+        (["--tolerance", "250000000"], {"tolerance": 250_000_000}),
+    ],
+)
+def test_enrich_equals_join_asof_on_unsorted_files(
+    day, tmp_path, capsys, flags, options, left_columns
+):
     trades, quotes = day
     out = tmp_path / "out.parquet"
-    code, stdout, _ = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol",
-                          "--device", "cpu", "--chunk-rows", 64, *flags, capsys=capsys)
+    code, stdout, _ = run(
+        "enrich",
+        trades,
+        quotes,
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        64,
+        *flags,
+        capsys=capsys,
+    )
     assert code == 0
     want = expected(trades, quotes, on="time", by="symbol", **options)
     got = pq.read_table(out)
@@ -94,8 +118,9 @@ def test_chunked_equals_unchunked(day, tmp_path, capsys, chunk_rows, left_column
     whole, chunked = tmp_path / "whole.parquet", tmp_path / f"chunked{chunk_rows}.parquet"
     common = ["--on", "time", "--by", "symbol", "--device", "cpu", "-q"]
     assert run("enrich", trades, quotes, "-o", whole, "--chunk-rows", 10**7, *common)[0] == 0
-    assert run("enrich", trades, quotes, "-o", chunked, "--chunk-rows", chunk_rows, *common,
-               capsys=capsys) == (0, "", "")
+    assert run(
+        "enrich", trades, quotes, "-o", chunked, "--chunk-rows", chunk_rows, *common, capsys=capsys
+    ) == (0, "", "")
     assert pq.read_table(chunked).equals(pq.read_table(whole))
     n_groups = pq.ParquetFile(chunked).metadata.num_row_groups
     if left_columns == "copied" and chunk_rows >= 50:  # LEFT's row groups of 50 fit a chunk
@@ -112,28 +137,67 @@ def test_keys_of_other_names_two_by_columns_and_nulls(tmp_path, capsys):
     def maybe_null(values, share=0.1):
         return pa.array(values, mask=rng.random(len(values)) < share)
 
-    left = write(pa.table({
-        "ts": maybe_null(rng.integers(0, 500, n).astype(np.int32)),
-        "sym": maybe_null(rng.choice(["a", "b", "c"], n)),
-        "venue": pa.array(rng.choice([1, 2], n)).dictionary_encode(),
-        "qty": rng.integers(1, 9, n),
-    }), tmp_path / "left.parquet")
-    right = write(pa.table({
-        "quote_ts": maybe_null(rng.integers(0, 500, m)),
-        "ticker": maybe_null(rng.choice(["a", "b", "c", "d"], m)),
-        "exchange": rng.choice([1, 2, 3], m),
-        "bid": maybe_null(rng.random(m)),
-        "note": pa.array(rng.choice(["x", "yy", None], m)),
-    }), tmp_path / "right.parquet")
+    left = write(
+        pa.table(
+            {
+                "ts": maybe_null(rng.integers(0, 500, n).astype(np.int32)),
+                "sym": maybe_null(rng.choice(["a", "b", "c"], n)),
+                "venue": pa.array(rng.choice([1, 2], n)).dictionary_encode(),
+                "qty": rng.integers(1, 9, n),
+            }
+        ),
+        tmp_path / "left.parquet",
+    )
+    right = write(
+        pa.table(
+            {
+                "quote_ts": maybe_null(rng.integers(0, 500, m)),
+                "ticker": maybe_null(rng.choice(["a", "b", "c", "d"], m)),
+                "exchange": rng.choice([1, 2, 3], m),
+                "bid": maybe_null(rng.random(m)),
+                "note": pa.array(rng.choice(["x", "yy", None], m)),
+            }
+        ),
+        tmp_path / "right.parquet",
+    )
     out = tmp_path / "out.parquet"
     code, stdout, _ = run(
-        "enrich", left, right, "-o", out, "--left-on", "ts", "--right-on", "quote_ts",
-        "--left-by", "sym,venue", "--right-by", "ticker", "--right-by", "exchange",
-        "--strategy", "nearest", "--tolerance", "20", "--device", "cpu", "--chunk-rows", 33,
-        capsys=capsys)
+        "enrich",
+        left,
+        right,
+        "-o",
+        out,
+        "--left-on",
+        "ts",
+        "--right-on",
+        "quote_ts",
+        "--left-by",
+        "sym,venue",
+        "--right-by",
+        "ticker",
+        "--right-by",
+        "exchange",
+        "--strategy",
+        "nearest",
+        "--tolerance",
+        "20",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        33,
+        capsys=capsys,
+    )
     assert code == 0
-    want = expected(left, right, left_on="ts", right_on="quote_ts", by_left=["sym", "venue"],
-                    by_right=["ticker", "exchange"], strategy="nearest", tolerance=20)
+    want = expected(
+        left,
+        right,
+        left_on="ts",
+        right_on="quote_ts",
+        by_left=["sym", "venue"],
+        by_right=["ticker", "exchange"],
+        strategy="nearest",
+        tolerance=20,
+    )
     got = pq.read_table(out)
     assert got.column_names == ["ts", "sym", "venue", "qty", "quote_ts", "bid", "note"]
     assert got.to_pydict() == want.to_pydict()
@@ -144,9 +208,26 @@ def test_keys_of_other_names_two_by_columns_and_nulls(tmp_path, capsys):
 def test_columns_pick_order_and_suffix(day, tmp_path, capsys):
     trades, quotes = day
     out = tmp_path / "out.parquet"
-    code, stdout, _ = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol",
-                          "--columns", "ask,bid", "--columns", "time", "--suffix", "_q",
-                          "--device", "cpu", capsys=capsys)
+    code, stdout, _ = run(
+        "enrich",
+        trades,
+        quotes,
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--columns",
+        "ask,bid",
+        "--columns",
+        "time",
+        "--suffix",
+        "_q",
+        "--device",
+        "cpu",
+        capsys=capsys,
+    )
     assert code == 0
     got = pq.read_table(out)
     assert got.column_names == ["time", "symbol", "price", "size", "ask", "bid", "time_q"]
@@ -155,17 +236,32 @@ def test_columns_pick_order_and_suffix(day, tmp_path, capsys):
     assert "attached   ask, bid, time_q from 600 right rows" in stdout
     matched = got.filter(got["time_q"].is_valid())
     assert matched.num_rows > 300  # a backward match is never later than its trade
-    assert (matched["time"].cast(pa.int64()).to_numpy()
-            >= matched["time_q"].cast(pa.int64()).to_numpy()).all()
+    assert (
+        matched["time"].cast(pa.int64()).to_numpy() >= matched["time_q"].cast(pa.int64()).to_numpy()
+    ).all()
 
 
 @pytest.mark.usefixtures("left_columns")
 def test_summary_reports_match_share_and_exact_staleness(tmp_path, capsys):
     left = write(pa.table({"t": np.arange(0, 1000, 3, dtype=np.int64)}), tmp_path / "l.parquet")
-    right = write(pa.table({"t": np.arange(100, 1000, 7, dtype=np.int64),
-                            "v": np.arange(129)}), tmp_path / "r.parquet")
-    code, stdout, _ = run("enrich", left, right, "-o", tmp_path / "o.parquet", "--on", "t",
-                          "--device", "cpu", "--chunk-rows", 50, capsys=capsys)
+    right = write(
+        pa.table({"t": np.arange(100, 1000, 7, dtype=np.int64), "v": np.arange(129)}),
+        tmp_path / "r.parquet",
+    )
+    code, stdout, _ = run(
+        "enrich",
+        left,
+        right,
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        50,
+        capsys=capsys,
+    )
     assert code == 0
     got = pq.read_table(tmp_path / "o.parquet")
     right_t = pq.read_table(right)["t"].to_numpy()
@@ -173,21 +269,44 @@ def test_summary_reports_match_share_and_exact_staleness(tmp_path, capsys):
     stale = got["t"].to_numpy()[matched] - right_t[got["v"].drop_null().to_numpy()]
     p50, p99 = (int(np.percentile(stale, q, method="lower")) for q in (50, 99))
     n = got.num_rows
-    assert f"matched    {matched.mean():.1%} ({matched.sum():,} rows; {n - matched.sum():,} " \
-           f"without a match)" in stdout
+    assert (
+        f"matched    {matched.mean():.1%} ({matched.sum():,} rows; {n - matched.sum():,} "
+        f"without a match)" in stdout
+    )
     assert f"staleness  p50 {p50}, p99 {p99} (LEFT t minus RIGHT t)" in stdout
     assert "backend    cpu" in stdout
 
 
 def test_temporal_staleness_reads_in_units_and_units_may_differ(tmp_path, capsys):
     base = np.datetime64("2026-11-27T14:30:00", "ms")
-    left = write(pa.table({"t": pa.array(base + np.arange(0, 100_000, 1000), pa.timestamp("ms"))}),
-                 tmp_path / "l.parquet")
-    right = write(pa.table({"t": pa.array((base + np.arange(0, 100_000, 4000) - 3)
-                                          .astype("datetime64[ns]"), pa.timestamp("ns")),
-                            "v": np.arange(25.0)}), tmp_path / "r.parquet")
-    code, stdout, _ = run("enrich", left, right, "-o", tmp_path / "o.parquet", "--on", "t",
-                          "--device", "cpu", capsys=capsys)
+    left = write(
+        pa.table({"t": pa.array(base + np.arange(0, 100_000, 1000), pa.timestamp("ms"))}),
+        tmp_path / "l.parquet",
+    )
+    right = write(
+        pa.table(
+            {
+                "t": pa.array(
+                    (base + np.arange(0, 100_000, 4000) - 3).astype("datetime64[ns]"),
+                    pa.timestamp("ns"),
+                ),
+                "v": np.arange(25.0),
+            }
+        ),
+        tmp_path / "r.parquet",
+    )
+    code, stdout, _ = run(
+        "enrich",
+        left,
+        right,
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        "--device",
+        "cpu",
+        capsys=capsys,
+    )
     assert code == 0
     assert pq.read_table(tmp_path / "o.parquet").equals(expected(left, right, on="t"))
     assert "staleness  p50 1.00 s, p99 3.00 s" in stdout  # 3 ms, 1.003 s, 2.003 s, 3.003 s
@@ -199,11 +318,13 @@ def test_empty_left_and_empty_right(tmp_path, capsys):
     quotes = pa.table({"t": [1, 2], "bid": [1.0, 2.0]})
     left, right = write(trades, tmp_path / "l.parquet"), write(quotes, tmp_path / "r.parquet")
     out = tmp_path / "o.parquet"
-    assert run("enrich", left, right, "-o", out, "--on", "t", "--device", "cpu",
-               capsys=capsys)[0] == 0
+    assert (
+        run("enrich", left, right, "-o", out, "--on", "t", "--device", "cpu", capsys=capsys)[0] == 0
+    )
     assert pq.read_table(out).equals(expected(left, right, on="t"))
-    code, stdout, _ = run("enrich", right, left, "-o", out, "--on", "t", "--device", "cpu",
-                          capsys=capsys)
+    code, stdout, _ = run(
+        "enrich", right, left, "-o", out, "--on", "t", "--device", "cpu", capsys=capsys
+    )
     assert code == 0
     got = pq.read_table(out)
     assert got.equals(expected(right, left, on="t")) and got["x"].null_count == 2
@@ -213,16 +334,33 @@ def test_empty_left_and_empty_right(tmp_path, capsys):
 
 def test_progress_lines_on_stderr_off_a_terminal(day, tmp_path, capsys):
     trades, quotes = day
-    code, stdout, stderr = run("enrich", trades, quotes, "-o", tmp_path / "o.parquet", "--on",
-                               "time", "--by", "symbol", "--device", "cpu", "--chunk-rows", 100,
-                               capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich",
+        trades,
+        quotes,
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        100,
+        capsys=capsys,
+    )
     assert code == 0 and stdout.startswith("asofgpu enrich: wrote ")
     lines = stderr.splitlines()
     assert lines[0].startswith("asofgpu enrich: reading RIGHT ")
-    assert ("right side read and prepared (600 right rows) in " in lines[1]
-            and lines[1].endswith(" on cpu"))
-    assert re.fullmatch(r"asofgpu enrich: 400 / 400 rows \(100%\), [\d.]+( [kMG])? rows/s, "
-                        r"ETA 0:00:00", lines[-1])
+    assert "right side read and prepared (600 right rows) in " in lines[1] and lines[1].endswith(
+        " on cpu"
+    )
+    assert re.fullmatch(
+        r"asofgpu enrich: 400 / 400 rows \(100%\), [\d.]+( [kMG])? rows/s, "
+        r"ETA 0:00:00",
+        lines[-1],
+    )
     assert len(lines) == 7  # three phases, one line per quarter of the file
 
 
@@ -230,9 +368,22 @@ def test_progress_bar_on_a_terminal(day, tmp_path, capsys, monkeypatch):
     pytest.importorskip("rich")
     trades, quotes = day
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
-    code, stdout, stderr = run("enrich", trades, quotes, "-o", tmp_path / "o.parquet", "--on",
-                               "time", "--by", "symbol", "--device", "cpu", "--chunk-rows", 100,
-                               capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich",
+        trades,
+        quotes,
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        100,
+        capsys=capsys,
+    )
     assert code == 0 and "wrote" in stdout
     assert "400 / 400 rows" in stderr and "rows/s" in stderr and "ETA" in stderr
 
@@ -241,25 +392,66 @@ def test_output_replaces_an_existing_file_with_the_usual_mode(day, tmp_path, cap
     trades, quotes = day
     out = tmp_path / "o.parquet"
     out.write_text("old")
-    assert run("enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol", "-q",
-               "--device", "cpu")[0] == 0
+    assert (
+        run(
+            "enrich",
+            trades,
+            quotes,
+            "-o",
+            out,
+            "--on",
+            "time",
+            "--by",
+            "symbol",
+            "-q",
+            "--device",
+            "cpu",
+        )[0]
+        == 0
+    )
     assert pq.read_table(out).num_rows == 400
     umask = os.umask(0)
     os.umask(umask)
     assert out.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
-@pytest.mark.parametrize(("flag", "codec"), [([], "SNAPPY"), (["--compression", "zstd:7"], "ZSTD"),
-                                           (["--compression", "GZIP"], "GZIP"),
-                                           (["--compression", "none"], "UNCOMPRESSED")])
+@pytest.mark.parametrize(
+    ("flag", "codec"),
+    [
+        ([], "SNAPPY"),
+        (["--compression", "zstd:7"], "ZSTD"),
+        (["--compression", "GZIP"], "GZIP"),
+        (["--compression", "none"], "UNCOMPRESSED"),
+    ],
+)
 def test_compression_codec_and_level(day, tmp_path, capsys, flag, codec):
     trades, quotes = day
     out = tmp_path / "out.parquet"
-    assert run("enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol", "-q",
-               "--device", "cpu", "--chunk-rows", 150, *flag, capsys=capsys)[0] == 0
+    assert (
+        run(
+            "enrich",
+            trades,
+            quotes,
+            "-o",
+            out,
+            "--on",
+            "time",
+            "--by",
+            "symbol",
+            "-q",
+            "--device",
+            "cpu",
+            "--chunk-rows",
+            150,
+            *flag,
+            capsys=capsys,
+        )[0]
+        == 0
+    )
     meta = pq.ParquetFile(out).metadata
-    assert meta.num_row_groups == 3 and {meta.row_group(g).column(c).compression
-                                         for g in range(3) for c in range(8)} == {codec}
+    assert meta.num_row_groups == 3 and {
+        meta.row_group(g).column(c).compression for g in range(3) for c in range(8)
+    } == {codec}
     assert pq.read_table(out).equals(expected(trades, quotes, on="time", by="symbol"))
 
 
@@ -277,86 +469,176 @@ def _junk(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["{missing}", "{quotes}", "--on", "time"], "LEFT file {missing} does not exist"),
-    (["{trades}", "{missing}", "--on", "time"], "RIGHT file {missing} does not exist"),
-    (["{empty}", "{quotes}", "--on", "time"],
-     "LEFT folder {empty} holds no parquet files (*.parquet)"),
-    (["{trades}", "{tmp}/nothing-*.parquet", "--on", "time"],
-     "RIGHT glob '{tmp}/nothing-*.parquet' matches no file"),
-    (["{trades}", "{junk}", "--on", "time"], "cannot read RIGHT file {junk} as parquet: "),
-    (["{trades}", "{quotes}", "--on", "tme"],
-     "LEFT file {trades} has no column 'tme'; did you mean 'time'? (its columns: time, "
-     "symbol, price, size)"),
-    (["{trades}", "{quotes}", "--on", "time", "--by", "sym"],
-     "LEFT file {trades} has no column 'sym'; did you mean 'symbol'?"),
-    (["{trades}", "{quotes}", "--left-on", "time", "--right-on", "ts"],
-     "RIGHT file {quotes} has no column 'ts' (its columns: time, symbol, bid, ask, bid_size, "
-     "ask_size)"),
-    (["{trades}", "{quotes}", "--on", "time", "--columns", "bid,spread"],
-     "RIGHT file {quotes} has no column 'spread' (named in --columns) (its columns: time, "
-     "symbol, bid, ask, bid_size, ask_size)"),
-    (["{trades}", "{quotes}", "--left-on", "size", "--right-on", "time"],
-     "LEFT column 'size' (int64) and RIGHT column 'time' (timestamp[ns, tz=UTC]) cannot be "
-     "compared: the as-of key must have the same type family on both sides."),
-    (["{trades}", "{quotes}", "--on", "time", "--left-by", "size", "--right-by", "symbol"],
-     "LEFT column 'size' (int64) and RIGHT column 'symbol' (string) cannot be compared"),
-    (["{trades}", "{quotes}", "--left-on", "size", "--right-on", "bid_size"],
-     "LEFT column 'size' (int64) and RIGHT column 'bid_size' (double) cannot be compared"),
-    (["{trades}", "{quotes}", "--on", "time", "--tolerance", "5 parsecs"],
-     "--tolerance: '5 parsecs': unknown unit 'parsecs'; use one of ns, us, ms, s, m, h, d, w"),
-    (["{trades}", "{quotes}", "--on", "time", "--tolerance", "1mo"],
-     "--tolerance: '1mo': months (mo) have no fixed length"),
-    (["{trades}", "{quotes}", "--on", "time", "--tolerance=-5s"],
-     "--tolerance: a duration must not be negative, got '-5s'"),
-    (["{trades}", "{trades}", "--on", "size", "--tolerance", "5s"],
-     "--tolerance: a duration needs a temporal key (date, time, timestamp or duration), the "
-     "key is int64. Hint: pass a number in the key's unit."),
-    (["{trades}", "{quotes}", "--on", "time", "--strategy", "closest"],
-     "argument --strategy: invalid choice: 'closest'"),
-    (["{trades}", "{quotes}", "--on", "time", "--chunk-rows", "0"],
-     "argument --chunk-rows: expected a positive number, got 0"),
-    (["{trades}", "{quotes}", "--on", "time", "--chunk-rows", "many"],
-     "argument --chunk-rows: expected a whole number, got 'many'"),
-    (["{trades}", "{quotes}"], "the as-of key is missing: pass --on COL, or --left-on and "
-                               "--right-on"),
-    (["{trades}", "{quotes}", "--on", "time", "--left-on", "time"],
-     "pass either --on, or --left-on and --right-on, not both"),
-    (["{trades}", "{quotes}", "--left-on", "time"],
-     "--left-on and --right-on must be given together"),
-    (["{trades}", "{quotes}", "--on", "time", "--left-by", "symbol"],
-     "--left-by and --right-by must be given together"),
-    (["{trades}", "{quotes}", "--on", "time", "--by", "symbol", "--left-by", "symbol"],
-     "pass either --by, or --left-by and --right-by, not both"),
-    (["{trades}", "{quotes}", "--on", "time", "--left-by", "symbol", "--right-by", "symbol,bid"],
-     "--left-by and --right-by must name as many columns, got 1 and 2"),
-    (["{trades}", "{quotes}", "--on", "time", "--by", "symbol,"],
-     "argument --by: expected column names separated by commas, got 'symbol,'"),
-    (["{trades}", "{quotes}", "--on", "time", "--columns", "bid,bid"],
-     "--columns names 'bid' more than once"),
-    (["{trades}", "{trades}", "--on", "time", "--by", "symbol", "--suffix", "", "--columns",
-      "price"], "column 'price' would appear twice in OUT: the RIGHT column 'price' clashes "
-                "with a LEFT column even with --suffix ''"),
-    (["{trades}", "{quotes}", "--on", "time", "--device", "tpu"],
-     "argument --device: invalid choice: 'tpu'"),
-    (["{trades}", "{quotes}", "--on", "time", "--compression", "lzo"],
-     "argument --compression: expected one of none, snappy, gzip, brotli, lz4, zstd, "
-     "optionally with :LEVEL, got 'lzo'"),
-    (["{trades}", "{quotes}", "--on", "time", "--compression", "zstd:high"],
-     "argument --compression: expected a whole-number level after zstd:, got 'zstd:high'"),
-    (["{trades}", "{quotes}", "--on", "time", "--compression", "snappy:3"],
-     "--compression snappy takes no level, got snappy:3"),
-    (["{trades}", "{quotes}", "--on", "time", "--compression", "zstd:99"],
-     "--compression zstd: the level must be a whole number from -131072 to 22, got 99"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["{missing}", "{quotes}", "--on", "time"], "LEFT file {missing} does not exist"),
+        (["{trades}", "{missing}", "--on", "time"], "RIGHT file {missing} does not exist"),
+        (
+            ["{empty}", "{quotes}", "--on", "time"],
+            "LEFT folder {empty} holds no parquet files (*.parquet)",
+        ),
+        (
+            ["{trades}", "{tmp}/nothing-*.parquet", "--on", "time"],
+            "RIGHT glob '{tmp}/nothing-*.parquet' matches no file",
+        ),
+        (["{trades}", "{junk}", "--on", "time"], "cannot read RIGHT file {junk} as parquet: "),
+        (
+            ["{trades}", "{quotes}", "--on", "tme"],
+            "LEFT file {trades} has no column 'tme'; did you mean 'time'? (its columns: time, "
+            "symbol, price, size)",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--by", "sym"],
+            "LEFT file {trades} has no column 'sym'; did you mean 'symbol'?",
+        ),
+        (
+            ["{trades}", "{quotes}", "--left-on", "time", "--right-on", "ts"],
+            "RIGHT file {quotes} has no column 'ts' (its columns: time, symbol, bid, ask, bid_size, "
+            "ask_size)",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--columns", "bid,spread"],
+            "RIGHT file {quotes} has no column 'spread' (named in --columns) (its columns: time, "
+            "symbol, bid, ask, bid_size, ask_size)",
+        ),
+        (
+            ["{trades}", "{quotes}", "--left-on", "size", "--right-on", "time"],
+            "LEFT column 'size' (int64) and RIGHT column 'time' (timestamp[ns, tz=UTC]) cannot be "
+            "compared: the as-of key must have the same type family on both sides.",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--left-by", "size", "--right-by", "symbol"],
+            "LEFT column 'size' (int64) and RIGHT column 'symbol' (string) cannot be compared",
+        ),
+        (
+            ["{trades}", "{quotes}", "--left-on", "size", "--right-on", "bid_size"],
+            "LEFT column 'size' (int64) and RIGHT column 'bid_size' (double) cannot be compared",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--tolerance", "5 parsecs"],
+            "--tolerance: '5 parsecs': unknown unit 'parsecs'; use one of ns, us, ms, s, m, h, d, w",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--tolerance", "1mo"],
+            "--tolerance: '1mo': months (mo) have no fixed length",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--tolerance=-5s"],
+            "--tolerance: a duration must not be negative, got '-5s'",
+        ),
+        (
+            ["{trades}", "{trades}", "--on", "size", "--tolerance", "5s"],
+            "--tolerance: a duration needs a temporal key (date, time, timestamp or duration), the "
+            "key is int64. Hint: pass a number in the key's unit.",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--strategy", "closest"],
+            "argument --strategy: invalid choice: 'closest'",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--chunk-rows", "0"],
+            "argument --chunk-rows: expected a positive number, got 0",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--chunk-rows", "many"],
+            "argument --chunk-rows: expected a whole number, got 'many'",
+        ),
+        (
+            ["{trades}", "{quotes}"],
+            "the as-of key is missing: pass --on COL, or --left-on and --right-on",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--left-on", "time"],
+            "pass either --on, or --left-on and --right-on, not both",
+        ),
+        (
+            ["{trades}", "{quotes}", "--left-on", "time"],
+            "--left-on and --right-on must be given together",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--left-by", "symbol"],
+            "--left-by and --right-by must be given together",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--by", "symbol", "--left-by", "symbol"],
+            "pass either --by, or --left-by and --right-by, not both",
+        ),
+        (
+            [
+                "{trades}",
+                "{quotes}",
+                "--on",
+                "time",
+                "--left-by",
+                "symbol",
+                "--right-by",
+                "symbol,bid",
+            ],
+            "--left-by and --right-by must name as many columns, got 1 and 2",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--by", "symbol,"],
+            "argument --by: expected column names separated by commas, got 'symbol,'",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--columns", "bid,bid"],
+            "--columns names 'bid' more than once",
+        ),
+        (
+            [
+                "{trades}",
+                "{trades}",
+                "--on",
+                "time",
+                "--by",
+                "symbol",
+                "--suffix",
+                "",
+                "--columns",
+                "price",
+            ],
+            "column 'price' would appear twice in OUT: the RIGHT column 'price' clashes "
+            "with a LEFT column even with --suffix ''",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--device", "tpu"],
+            "argument --device: invalid choice: 'tpu'",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--compression", "lzo"],
+            "argument --compression: expected one of none, snappy, gzip, brotli, lz4, zstd, "
+            "optionally with :LEVEL, got 'lzo'",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--compression", "zstd:high"],
+            "argument --compression: expected a whole-number level after zstd:, got 'zstd:high'",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--compression", "snappy:3"],
+            "--compression snappy takes no level, got snappy:3",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--compression", "zstd:99"],
+            "--compression zstd: the level must be a whole number from -131072 to 22, got 99",
+        ),
+    ],
+)
 def test_bad_input_exits_2_with_one_line_and_no_output(day, tmp_path, capsys, argv, message):
     trades, quotes = day
-    names = {"trades": trades, "quotes": quotes, "missing": tmp_path / "missing.parquet",
-             "empty": _empty(tmp_path), "tmp": tmp_path, "junk": _junk(tmp_path)}
+    names = {
+        "trades": trades,
+        "quotes": quotes,
+        "missing": tmp_path / "missing.parquet",
+        "empty": _empty(tmp_path),
+        "tmp": tmp_path,
+        "junk": _junk(tmp_path),
+    }
     out = tmp_path / "out.parquet"
     device = [] if "--device" in argv else ["--device", "cpu"]
-    code, stdout, stderr = run("enrich", *(a.format(**names) for a in argv), "-o", out, *device,
-                               capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich", *(a.format(**names) for a in argv), "-o", out, *device, capsys=capsys
+    )
     assert code == 2
     assert stdout == ""
     assert stderr.count("\n") == 1 and stderr.startswith("asofgpu enrich: error: ")
@@ -365,20 +647,29 @@ def test_bad_input_exits_2_with_one_line_and_no_output(day, tmp_path, capsys, ar
     assert not out.exists() and leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize(("out", "message"), [
-    ("{tmp}", "OUT {tmp} is a directory; pass a file path, e.g. -o {tmp}/enriched.parquet"),
-    ("{tmp}/no/such/dir/o.parquet", "the directory of OUT {tmp}/no/such/dir/o.parquet does not "
-                                    "exist"),
-    ("{trades}", "OUT {trades} is the LEFT file; write to another path"),
-    ("/dev/null", "OUT /dev/null is not a regular file; enrich writes a parquet file and "
-                  "renames it into place"),
-])
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        ("{tmp}", "OUT {tmp} is a directory; pass a file path, e.g. -o {tmp}/enriched.parquet"),
+        (
+            "{tmp}/no/such/dir/o.parquet",
+            "the directory of OUT {tmp}/no/such/dir/o.parquet does not exist",
+        ),
+        ("{trades}", "OUT {trades} is the LEFT file; write to another path"),
+        (
+            "/dev/null",
+            "OUT /dev/null is not a regular file; enrich writes a parquet file and "
+            "renames it into place",
+        ),
+    ],
+)
 def test_bad_output_paths(day, tmp_path, capsys, out, message):
     trades, quotes = day
     before = trades.read_bytes()
     out = out.format(tmp=tmp_path, trades=trades)
-    code, _, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--device", "cpu",
-                          capsys=capsys)
+    code, _, stderr = run(
+        "enrich", trades, quotes, "-o", out, "--on", "time", "--device", "cpu", capsys=capsys
+    )
     assert code == 2
     assert stderr == f"asofgpu enrich: error: {message.format(tmp=tmp_path, trades=trades)}\n"
     assert trades.read_bytes() == before and leftovers(tmp_path) == []
@@ -391,15 +682,32 @@ def test_bad_data_in_a_later_chunk_exits_2_and_leaves_nothing(tmp_path, capsys):
     seconds = np.arange(0, 100, dtype=np.int64)
     seconds[70] = 40_000 * 365 * 86_400  # year ~41970
     left = write(pa.table({"t": pa.array(seconds, pa.timestamp("s"))}), tmp_path / "l.parquet")
-    right = write(pa.table({"t": pa.array([0, 5 * 10**9], pa.timestamp("ns")), "v": [1, 2]}),
-                  tmp_path / "r.parquet")
+    right = write(
+        pa.table({"t": pa.array([0, 5 * 10**9], pa.timestamp("ns")), "v": [1, 2]}),
+        tmp_path / "r.parquet",
+    )
     out = tmp_path / "o.parquet"
-    code, _, stderr = run("enrich", left, right, "-o", out, "--on", "t", "--device", "cpu",
-                          "--chunk-rows", 25, "-q", capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        left,
+        right,
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        25,
+        "-q",
+        capsys=capsys,
+    )
     assert code == 2
-    assert stderr == ("asofgpu enrich: error: LEFT column 't' (timestamp[ms]) holds values that "
-                      "overflow int64 when converted to the other side's finer unit. Hint: cast "
-                      "both keys to the coarser unit.\n")
+    assert stderr == (
+        "asofgpu enrich: error: LEFT column 't' (timestamp[ms]) holds values that "
+        "overflow int64 when converted to the other side's finer unit. Hint: cast "
+        "both keys to the coarser unit.\n"
+    )
     assert not out.exists() and leftovers(tmp_path) == []
 
 
@@ -415,9 +723,26 @@ def test_enrich_on_the_cuda_backend(tmp_path, capsys, mode):
     quotes, trades = marketdata.day(n_quotes=60, n_trades=40, n_symbols=4, seed=8)
     left, right = write(trades, tmp_path / "t.parquet"), write(quotes, tmp_path / "q.parquet")
     out = tmp_path / "o.parquet"
-    code, stdout, _ = run("enrich", left, right, "-o", out, "--on", "time", "--by", "symbol",
-                          "--strategy", "nearest", "--device", "cuda", "--chunk-rows", 16,
-                          "--right-mode", mode, capsys=capsys)
+    code, stdout, _ = run(
+        "enrich",
+        left,
+        right,
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--strategy",
+        "nearest",
+        "--device",
+        "cuda",
+        "--chunk-rows",
+        16,
+        "--right-mode",
+        mode,
+        capsys=capsys,
+    )
     assert code == 0 and "backend    cuda" in stdout
     want = expected(left, right, on="time", by="symbol", strategy="nearest")
     assert pq.read_table(out).equals(want)
@@ -429,8 +754,18 @@ def test_cuda_without_a_gpu_is_bad_input(day, tmp_path, capsys):
     if cuda_usable() or cudasim_enabled():
         pytest.skip("a CUDA backend is usable here")
     trades, quotes = day
-    code, _, stderr = run("enrich", trades, quotes, "-o", tmp_path / "o.parquet", "--on", "time",
-                          "--device", "cuda", capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        trades,
+        quotes,
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "time",
+        "--device",
+        "cuda",
+        capsys=capsys,
+    )
     assert code == 2
     assert stderr.startswith("asofgpu enrich: error: --device cuda needs an NVIDIA GPU")
     assert "or use --device cpu" in stderr
@@ -465,8 +800,21 @@ def test_a_run_that_fails_midway_leaves_nothing(day, tmp_path, capsys, monkeypat
     trades, quotes = day
     out = tmp_path / "out.parquet"
     calls = _fail_after_first_chunk(monkeypatch, tmp_path, error)
-    argv = ["enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol",
-            "--device", "cpu", "--chunk-rows", 100]
+    argv = [
+        "enrich",
+        trades,
+        quotes,
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        100,
+    ]
     if isinstance(error, RuntimeError):  # a bug: its traceback is shown, the file still goes
         with pytest.raises(RuntimeError, match="bug"):
             run(*argv)
@@ -494,12 +842,34 @@ def test_a_write_error_exits_1_and_keeps_the_old_output(day, tmp_path):
         resource.setrlimit(resource.RLIMIT_FSIZE, (4_000, 4_000))
 
     done = subprocess.run(
-        [sys.executable, "-m", "asofgpu", "enrich", trades, quotes, "-o", out, "--on", "time",
-         "--device", "cpu", "--chunk-rows", "100", "-q"],
-        capture_output=True, text=True, cwd=ROOT, preexec_fn=limit_file_size, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "asofgpu",
+            "enrich",
+            trades,
+            quotes,
+            "-o",
+            out,
+            "--on",
+            "time",
+            "--device",
+            "cpu",
+            "--chunk-rows",
+            "100",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=limit_file_size,
+        timeout=300,
+    )
     assert done.returncode == 1, done.stderr
-    assert done.stderr.splitlines()[-1] == (f"asofgpu enrich: error: cannot write OUT {out}: "
-                                            f"[Errno 27] File too large; nothing was written")
+    assert done.stderr.splitlines()[-1] == (
+        f"asofgpu enrich: error: cannot write OUT {out}: "
+        f"[Errno 27] File too large; nothing was written"
+    )
     assert out.read_text() == "the previous result" and leftovers(tmp_path) == []
 
 
@@ -521,14 +891,35 @@ def test_a_write_error_in_a_folder_exits_1_and_leaves_nothing(day, tmp_path, lim
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
     done = subprocess.run(
-        [sys.executable, "-m", "asofgpu", "enrich", tmp_path / "left", quotes, "-o", out,
-         "--on", "time", "--device", "cpu", "--chunk-rows", "50", "-q"],
-        capture_output=True, text=True, cwd=ROOT, preexec_fn=limit_file_size, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "asofgpu",
+            "enrich",
+            tmp_path / "left",
+            quotes,
+            "-o",
+            out,
+            "--on",
+            "time",
+            "--device",
+            "cpu",
+            "--chunk-rows",
+            "50",
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=limit_file_size,
+        timeout=300,
+    )
     assert done.returncode == 1, done.stderr
-    assert done.stderr.splitlines()[-1] == (f"asofgpu enrich: error: cannot write OUT {out}: "
-                                            f"[Errno 27] File too large; nothing was written")
-    assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] \
-        == []
+    assert done.stderr.splitlines()[-1] == (
+        f"asofgpu enrich: error: cannot write OUT {out}: "
+        f"[Errno 27] File too large; nothing was written"
+    )
+    assert not out.exists() and [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
 # ----------------------------------------------------------------------------- the command
@@ -546,13 +937,24 @@ def test_the_process_entry_returns_mains_code_and_freezes_the_heap(monkeypatch):
 @pytest.mark.slow  # python -m asofgpu three times
 def test_python_dash_m_help_documents_every_option():
     env = {**os.environ, "COLUMNS": "100"}
-    top = subprocess.run([sys.executable, "-m", "asofgpu", "--help"], capture_output=True,
-                         text=True, cwd=ROOT, env=env, check=True).stdout
+    top = subprocess.run(
+        [sys.executable, "-m", "asofgpu", "--help"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=True,
+    ).stdout
     assert top.startswith("usage: asofgpu ") and "enrich" in top and "demo" in top
     for command in ("enrich", "demo"):
-        text = subprocess.run([sys.executable, "-m", "asofgpu", command, "--help"],
-                              capture_output=True, text=True, cwd=ROOT, env=env,
-                              check=True).stdout
+        text = subprocess.run(
+            [sys.executable, "-m", "asofgpu", command, "--help"],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            check=True,
+        ).stdout
         assert text.startswith(f"usage: asofgpu {command} ")
         options = re.findall(r"^  (-\w(?: \w+)?, )?(--[\w-]+)", text, flags=re.MULTILINE)
         assert len(options) >= (16 if command == "enrich" else 9)
@@ -564,13 +966,32 @@ def test_python_dash_m_help_documents_every_option():
 
 
 def test_demo_small(tmp_path, capsys):
-    code, stdout, stderr = run("demo", "--quotes", 3000, "--trades", 700, "--symbols", 25,
-                               "--seed", 4, "--shuffled", "--device", "cpu", "--chunk-rows",
-                               200, "--out-dir", tmp_path / "day", capsys=capsys)
+    code, stdout, stderr = run(
+        "demo",
+        "--quotes",
+        3000,
+        "--trades",
+        700,
+        "--symbols",
+        25,
+        "--seed",
+        4,
+        "--shuffled",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        200,
+        "--out-dir",
+        tmp_path / "day",
+        capsys=capsys,
+    )
     assert code == 0
     day = tmp_path / "day"
-    assert sorted(p.name for p in day.iterdir()) == ["enriched.parquet", "quotes.parquet",
-                                                     "trades.parquet"]
+    assert sorted(p.name for p in day.iterdir()) == [
+        "enriched.parquet",
+        "quotes.parquet",
+        "trades.parquet",
+    ]
     want = expected(day / "trades.parquet", day / "quotes.parquet", on="time", by="symbol")
     assert pq.read_table(day / "enriched.parquet").equals(want)
     assert "generated 3,000 quotes and 700 trades over 25 symbols (shuffled, seed 4)" in stdout
@@ -581,8 +1002,19 @@ def test_demo_small(tmp_path, capsys):
 
 
 def test_demo_in_a_temporary_directory_removes_it(capsys):
-    code, stdout, _ = run("demo", "--quotes", 500, "--trades", 100, "--symbols", 5, "-q",
-                          "--device", "cpu", capsys=capsys)
+    code, stdout, _ = run(
+        "demo",
+        "--quotes",
+        500,
+        "--trades",
+        100,
+        "--symbols",
+        5,
+        "-q",
+        "--device",
+        "cpu",
+        capsys=capsys,
+    )
     assert code == 0
     folder = re.search(r"to (\S+) in ", stdout).group(1)
     assert not os.path.exists(folder)
@@ -591,11 +1023,22 @@ def test_demo_in_a_temporary_directory_removes_it(capsys):
 # ----------------------------------------------------------------------------- durations
 
 
-@pytest.mark.parametrize(("text", "ns"), [
-    ("5s", 5 * 10**9), ("250ms", 250 * 10**6), ("1m", 60 * 10**9), ("1m30s", 90 * 10**9),
-    ("2h15m", 8100 * 10**9), ("1d", 86_400 * 10**9), ("1w", 7 * 86_400 * 10**9),
-    ("1.5us", 1500), ("17ns", 17), ("1h 30m", 5400 * 10**9), ("1s1s", 2 * 10**9),
-])
+@pytest.mark.parametrize(
+    ("text", "ns"),
+    [
+        ("5s", 5 * 10**9),
+        ("250ms", 250 * 10**6),
+        ("1m", 60 * 10**9),
+        ("1m30s", 90 * 10**9),
+        ("2h15m", 8100 * 10**9),
+        ("1d", 86_400 * 10**9),
+        ("1w", 7 * 86_400 * 10**9),
+        ("1.5us", 1500),
+        ("17ns", 17),
+        ("1h 30m", 5400 * 10**9),
+        ("1s1s", 2 * 10**9),
+    ],
+)
 def test_parse_duration(text, ns):
     assert parse_duration(text) == ns
     assert parse_tolerance(text) == np.timedelta64(ns, "ns")
@@ -607,9 +1050,10 @@ def test_parse_tolerance_numbers_and_format_duration():
     for bad in ("", "5x", "s", "nan", "-1", "0.5ns", "1y", "300000d"):
         with pytest.raises(ValueError):
             parse_tolerance(bad)
-    assert [format_duration(v) for v in (0, 412, 3_210, 4_213_000, 1.52e9, 90e9, 7_380e9,
-                                         86_400e9, -5e6)] == [
-        "0 s", "412 ns", "3.21 us", "4.21 ms", "1.52 s", "1m 30s", "2h 03m", "1d", "-5.00 ms"]
+    assert [
+        format_duration(v)
+        for v in (0, 412, 3_210, 4_213_000, 1.52e9, 90e9, 7_380e9, 86_400e9, -5e6)
+    ] == ["0 s", "412 ns", "3.21 us", "4.21 ms", "1.52 s", "1m 30s", "2h 03m", "1d", "-5.00 ms"]
 
 
 # pyarrow imports pandas the first time a value crosses between Python and Arrow (to_numpy,
@@ -640,13 +1084,16 @@ def test_enrich_runs_in_every_mode_without_importing_pandas(tmp_path):
     quotes, trades = marketdata.day(n_quotes=100_000, n_trades=70_000, n_symbols=20, seed=5)
     sorted_left = write(trades, tmp_path / "trades.parquet", row_group_size=70_000)
     sorted_right = write(quotes, tmp_path / "quotes.parquet", row_group_size=25_000)
-    small_quotes, small_trades = marketdata.day(n_quotes=600, n_trades=400, n_symbols=12,
-                                                seed=3, shuffled=True)
+    small_quotes, small_trades = marketdata.day(
+        n_quotes=600, n_trades=400, n_symbols=12, seed=3, shuffled=True
+    )
     by_symbol = [("symbol", "ascending"), ("time", "ascending")]
-    grouped_left = write(trades.sort_by(by_symbol), tmp_path / "grouped_trades.parquet",
-                         row_group_size=10_000)
-    grouped_right = write(quotes.sort_by(by_symbol), tmp_path / "grouped_quotes.parquet",
-                          row_group_size=10_000)
+    grouped_left = write(
+        trades.sort_by(by_symbol), tmp_path / "grouped_trades.parquet", row_group_size=10_000
+    )
+    grouped_right = write(
+        quotes.sort_by(by_symbol), tmp_path / "grouped_quotes.parquet", row_group_size=10_000
+    )
     shuffled_left = write(small_trades, tmp_path / "shuffled_trades.parquet")
     shuffled_right = write(small_quotes, tmp_path / "shuffled_quotes.parquet")
     folder = tmp_path / "days"
@@ -656,17 +1103,19 @@ def test_enrich_runs_in_every_mode_without_importing_pandas(tmp_path):
     keys = ["--on", "time", "--by", "symbol", "--device", "cpu", "-q"]
     runs = [
         [sorted_left, sorted_right, "-o", tmp_path / "streamed.parquet"],  # LEFT copied
-        [sorted_left, sorted_right, "-o", tmp_path / "memory.parquet", "--right-mode",
-         "memory"],
+        [sorted_left, sorted_right, "-o", tmp_path / "memory.parquet", "--right-mode", "memory"],
         [sorted_left, sorted_right, "-o", tmp_path / "spilled.parquet", "--right-mode", "spill"],
-        [grouped_left, grouped_right, "-o", tmp_path / "grouped.parquet", "--strategy",
-         "nearest"],
+        [grouped_left, grouped_right, "-o", tmp_path / "grouped.parquet", "--strategy", "nearest"],
         [shuffled_left, shuffled_right, "-o", tmp_path / "shuffled.parquet"],
         [folder, shuffled_right, "-o", tmp_path / "out_days"],
     ]
     argv = [["enrich", *map(str, run), *keys] for run in runs]
-    done = subprocess.run([sys.executable, "-c", WITHOUT_PANDAS, json.dumps(argv)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_PANDAS, json.dumps(argv)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "False", f"an enrich run imported pandas:\n{done.stderr}"
     for name in ("streamed", "memory", "spilled"):

@@ -21,8 +21,11 @@ def test_cuda_launch_keeps_the_low_occupancy_warning_to_itself(monkeypatch):
 
     class Kernel:
         def __getitem__(self, config):
-            warnings.warn(f"Grid size {config[0]} will likely result in GPU "
-                          f"under-utilization due to low occupancy.", stacklevel=2)
+            warnings.warn(
+                f"Grid size {config[0]} will likely result in GPU "
+                f"under-utilization due to low occupancy.",
+                stacklevel=2,
+            )
             return lambda *args: launched.append((config, len(args)))
 
     monkeypatch.setattr(_backend.cuda, "probe_kernel", lambda is_float, simulated: Kernel())

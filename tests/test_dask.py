@@ -25,17 +25,23 @@ GROUPS = ["A", "B", "C", "D"]
 
 @pytest.fixture(scope="module")
 def threads():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
         yield client
 
 
 @pytest.fixture(scope="module")
 def processes():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
         yield client
 
 
@@ -45,19 +51,29 @@ def processes():
 def market(seed: int, n_left: int = 50, n_right: int = 60, span: int = 30):
     """Time-sorted quotes (right) and trades (left) with many equal times."""
     rng = np.random.default_rng(seed)
-    right = pd.DataFrame({"t": np.sort(rng.integers(0, span, n_right)),
-                          "g": rng.choice(GROUPS, n_right), "rid": np.arange(n_right),
-                          "bid": rng.integers(0, 1000, n_right) / 8,
-                          "firm": rng.random(n_right) < 0.5})
-    left = pd.DataFrame({"t": np.sort(rng.integers(0, span, n_left)),
-                         "g": rng.choice(GROUPS, n_left), "lid": np.arange(n_left)})
+    right = pd.DataFrame(
+        {
+            "t": np.sort(rng.integers(0, span, n_right)),
+            "g": rng.choice(GROUPS, n_right),
+            "rid": np.arange(n_right),
+            "bid": rng.integers(0, 1000, n_right) / 8,
+            "firm": rng.random(n_right) < 0.5,
+        }
+    )
+    left = pd.DataFrame(
+        {
+            "t": np.sort(rng.integers(0, span, n_left)),
+            "g": rng.choice(GROUPS, n_left),
+            "lid": np.arange(n_left),
+        }
+    )
     return left, right
 
 
 def cut(frame: pd.DataFrame, bounds) -> dd.DataFrame:
     """Partitions frame.iloc[a:b] for consecutive bounds (a repeated bound: an empty one)."""
     pieces = list(zip(bounds[:-1], bounds[1:], strict=True))
-    return dd.from_map(lambda ab: frame.iloc[ab[0]:ab[1]], pieces, meta=frame.iloc[:0])
+    return dd.from_map(lambda ab: frame.iloc[ab[0] : ab[1]], pieces, meta=frame.iloc[:0])
 
 
 def even(frame: pd.DataFrame, n: int) -> dd.DataFrame:
@@ -94,14 +110,18 @@ def assert_matches(got: pd.DataFrame, expected: pd.DataFrame, index: bool = Fals
     assert list(got.columns) == list(expected.columns)
     for name in got.columns:
         g, e = got[name].dtype, expected[name].dtype
-        assert g == e or (e.kind in "iu" and g == np.float64) or (
-            e.kind in "bO" and g == pd.BooleanDtype())
+        assert (
+            g == e
+            or (e.kind in "iu" and g == np.float64)
+            or (e.kind in "bO" and g == pd.BooleanDtype())
+        )
     pd.testing.assert_frame_equal(got, expected.astype(got.dtypes.to_dict()), check_exact=True)
 
 
 def check_jobs(client, jobs, device="cpu") -> list:
     """Each job (left, right, keywords) joined on the cluster, all in one compute, against
     pandas on the same data; each output partition holds its left partition's rows."""
+
     def build():
         return [merge_asof(lf, rf, device=device, **kw).to_delayed() for lf, rf, kw in jobs]
 
@@ -128,13 +148,32 @@ def rare_groups(seed: int = 5):
     one; group F is the mirror (one quote at the end, trades at the start); group S is in
     one partition of each side only; equal times cross partition boundaries."""
     left, right = market(seed, n_left=40, n_right=60, span=100)
-    right = pd.concat([right, pd.DataFrame({"t": [0, 99, 50], "g": ["R", "F", "S"],
-                                            "rid": [900, 901, 902],
-                                            "bid": [1.5, 2.5, 3.5],
-                                            "firm": [True, False, True]})])
-    left = pd.concat([left, pd.DataFrame({"t": [97, 98, 1, 2, 49, 51],
-                                          "g": ["R", "R", "F", "F", "S", "S"],
-                                          "lid": range(900, 906)})])
+    right = pd.concat(
+        [
+            right,
+            pd.DataFrame(
+                {
+                    "t": [0, 99, 50],
+                    "g": ["R", "F", "S"],
+                    "rid": [900, 901, 902],
+                    "bid": [1.5, 2.5, 3.5],
+                    "firm": [True, False, True],
+                }
+            ),
+        ]
+    )
+    left = pd.concat(
+        [
+            left,
+            pd.DataFrame(
+                {
+                    "t": [97, 98, 1, 2, 49, 51],
+                    "g": ["R", "R", "F", "F", "S", "S"],
+                    "lid": range(900, 906),
+                }
+            ),
+        ]
+    )
     right = right.sort_values("t", kind="stable").reset_index(drop=True)
     left = left.sort_values("t", kind="stable").reset_index(drop=True)
     return cut(left, [0, 9, 9, 25, 46]), cut(right, [0, 11, 25, 25, 45, 63])
@@ -148,11 +187,17 @@ def test_every_direction_tolerance_and_exactness(threads):
     rare groups and an empty partition on each side."""
     left, right = rare_groups()
     options = [(None, True), (0, True), (3, False)]
-    jobs = [(left, right, dict(on="t", by="g", method="time", direction=d, tolerance=t,
-                               allow_exact_matches=x))
-            for d, (t, x) in itertools.product(DIRECTIONS, options)]
-    jobs.append((left, right, dict(on="t", by="g", method="time", direction="nearest",
-                                   tolerance=40)))  # spans several partitions
+    jobs = [
+        (
+            left,
+            right,
+            dict(on="t", by="g", method="time", direction=d, tolerance=t, allow_exact_matches=x),
+        )
+        for d, (t, x) in itertools.product(DIRECTIONS, options)
+    ]
+    jobs.append(
+        (left, right, dict(on="t", by="g", method="time", direction="nearest", tolerance=40))
+    )  # spans several partitions
     got = check_jobs(threads, jobs)
     backward, forward = got[0], got[len(options)]
     assert backward.loc[backward.g == "R", "rid"].tolist() == [900.0, 900.0]
@@ -172,23 +217,32 @@ LAYOUTS = {
 def test_partition_layouts(threads):
     """Few distinct times (every cut falls inside a run of equal keys) over many layouts."""
     left, right = market(3, span=6)
-    cases = [dict(direction="nearest", allow_exact_matches=False, tolerance=1),
-             dict(direction="backward"), dict(direction="forward")]
-    jobs = [(cut(left, lcuts), cut(right, rcuts),
-             dict(on="t", by="g", method="time", **cases[i % 3]))
-            for i, (lcuts, rcuts) in enumerate(LAYOUTS.values())]
+    cases = [
+        dict(direction="nearest", allow_exact_matches=False, tolerance=1),
+        dict(direction="backward"),
+        dict(direction="forward"),
+    ]
+    jobs = [
+        (cut(left, lcuts), cut(right, rcuts), dict(on="t", by="g", method="time", **cases[i % 3]))
+        for i, (lcuts, rcuts) in enumerate(LAYOUTS.values())
+    ]
     lcuts, rcuts = LAYOUTS["empty partitions"]
-    jobs += [(cut(left, lcuts), cut(right, rcuts), dict(on="t", by="g", method="time",
-                                                        **case)) for case in cases[1:]]
+    jobs += [
+        (cut(left, lcuts), cut(right, rcuts), dict(on="t", by="g", method="time", **case))
+        for case in cases[1:]
+    ]
     check_jobs(threads, jobs)
 
 
 def test_without_by(threads):
     left, right = market(2)
-    jobs = [(even(left, 3), even(right, 4), dict(on="t", method="time", direction=d))
-            for d in DIRECTIONS]
-    jobs.append((even(left, 3), even(right, 4), dict(on="t", method="broadcast",
-                                                     direction="nearest")))
+    jobs = [
+        (even(left, 3), even(right, 4), dict(on="t", method="time", direction=d))
+        for d in DIRECTIONS
+    ]
+    jobs.append(
+        (even(left, 3), even(right, 4), dict(on="t", method="broadcast", direction="nearest"))
+    )
     check_jobs(threads, jobs)
 
 
@@ -198,18 +252,36 @@ def test_known_and_unknown_divisions_of_an_index_key(threads):
     known_r = dd.from_pandas(right.set_index("t"), npartitions=4, sort=True)
     assert known_l.known_divisions and known_r.known_divisions
     unknown_l, unknown_r = known_l.clear_divisions(), known_r.clear_divisions()
-    cases = [(known_l, known_r, "nearest", "time"), (unknown_l, unknown_r, "backward", "time"),
-             (known_l, unknown_r, "forward", "time"), (unknown_l, known_r, "nearest",
-                                                       "broadcast")]
-    got = compute(threads, lambda: [
-        merge_asof(lf, rf, left_index=True, right_index=True, by="g", direction=d,
-                   method=s, device="cpu") for lf, rf, d, s in cases])
+    cases = [
+        (known_l, known_r, "nearest", "time"),
+        (unknown_l, unknown_r, "backward", "time"),
+        (known_l, unknown_r, "forward", "time"),
+        (unknown_l, known_r, "nearest", "broadcast"),
+    ]
+    got = compute(
+        threads,
+        lambda: [
+            merge_asof(
+                lf,
+                rf,
+                left_index=True,
+                right_index=True,
+                by="g",
+                direction=d,
+                method=s,
+                device="cpu",
+            )
+            for lf, rf, d, s in cases
+        ],
+    )
     for (lf, rf, d, _), result in zip(cases, got, strict=True):
         lp, rp = dask.compute(lf, rf, scheduler="synchronous")
-        assert_matches(result, pd.merge_asof(lp, rp, left_index=True, right_index=True,
-                                             by="g", direction=d), index=True)
-    out = merge_asof(known_l, known_r, left_index=True, right_index=True, by="g",
-                     method="time")
+        assert_matches(
+            result,
+            pd.merge_asof(lp, rp, left_index=True, right_index=True, by="g", direction=d),
+            index=True,
+        )
+    out = merge_asof(known_l, known_r, left_index=True, right_index=True, by="g", method="time")
     assert out.divisions == known_l.divisions
 
 
@@ -227,12 +299,18 @@ def shuffled(seed: int):
 
 def test_unsorted_inputs_keep_left_order(threads):
     left, right = shuffled(7)
-    jobs = [(left, right, dict(on="t", by="g", method="hash", direction="nearest",
-                               tolerance=3)),
-            (left, right, dict(on="t", by="g", method="broadcast", direction="forward",
-                               allow_exact_matches=False)),
-            (left, right, dict(on="t", by="g", method="broadcast", direction="backward")),
-            (left, right, dict(on="t", by="g", method="auto"))]  # auto: hash
+    jobs = [
+        (left, right, dict(on="t", by="g", method="hash", direction="nearest", tolerance=3)),
+        (
+            left,
+            right,
+            dict(
+                on="t", by="g", method="broadcast", direction="forward", allow_exact_matches=False
+            ),
+        ),
+        (left, right, dict(on="t", by="g", method="broadcast", direction="backward")),
+        (left, right, dict(on="t", by="g", method="auto")),
+    ]  # auto: hash
     got = check_jobs(threads, jobs)
     lids = dask.compute(left, scheduler="synchronous")[0]["lid"].tolist()
     assert all(g["lid"].tolist() == lids for g in got)
@@ -243,8 +321,9 @@ def test_null_by_values_group_together(threads):
     left, right = market(9)
     left["g"] = left["g"].astype(object).where(left["lid"] % 3 != 0, None)
     right["g"] = right["g"].astype(object).where(right["rid"] % 4 != 0, np.nan)
-    jobs = [(even(left, 2), even(right, 2), dict(on="t", by="g", method=s))
-            for s in ("time", "hash")]
+    jobs = [
+        (even(left, 2), even(right, 2), dict(on="t", by="g", method=s)) for s in ("time", "hash")
+    ]
     check_jobs(threads, jobs)
 
 
@@ -256,9 +335,10 @@ def test_each_strategy_on_worker_processes(processes):
     """Everything crosses process boundaries. device="python" runs the same kernel source
     without each fresh worker loading numba's compiled kernels (seconds on two cores)."""
     left, right = rare_groups()
-    jobs = [(left, right, dict(on="t", by="g", method="time", direction="nearest",
-                               tolerance=3)),
-            (left, right, dict(on="t", by="g", method="hash", direction="backward"))]
+    jobs = [
+        (left, right, dict(on="t", by="g", method="time", direction="nearest", tolerance=3)),
+        (left, right, dict(on="t", by="g", method="hash", direction="backward")),
+    ]
     check_jobs(processes, jobs, device="python")
 
 
@@ -266,9 +346,14 @@ def test_datetime_keys_and_a_timedelta_tolerance(threads):
     left, right = market(10)
     for frame in (left, right):
         frame["t"] = pd.Timestamp("2026-01-02 09:30") + pd.to_timedelta(frame["t"], unit="ms")
-    jobs = [(even(left, 3), even(right, 2), dict(on="t", by="g", method="time",
-                                                 direction=d, tolerance=pd.Timedelta("2ms")))
-            for d in ("backward", "forward")]
+    jobs = [
+        (
+            even(left, 3),
+            even(right, 2),
+            dict(on="t", by="g", method="time", direction=d, tolerance=pd.Timedelta("2ms")),
+        )
+        for d in ("backward", "forward")
+    ]
     check_jobs(threads, jobs)
 
 
@@ -290,8 +375,10 @@ def test_auto_picks_broadcast_time_or_hash():
 def test_time_and_broadcast_never_shuffle():
     left, right = market(12)
     with dask.config.set(scheduler="synchronous"):
-        outs = [merge_asof(even(left, 3), even(right, 3), on="t", by="g", method=s)
-                for s in ("time", "broadcast", "hash")]
+        outs = [
+            merge_asof(even(left, 3), even(right, 3), on="t", by="g", method=s)
+            for s in ("time", "broadcast", "hash")
+        ]
     shuffles = [any("shuffle" in name for name in graph_names(o)) for o in outs]
     assert shuffles == [False, False, True]
 
@@ -309,8 +396,12 @@ def test_broadcast_prepares_the_right_side_once_per_process(threads, monkeypatch
     monkeypatch.setattr(AsofMerge, "prepare", counting)
     left, right = market(13)
     left = even(left, 6)
-    compute(threads, lambda: [merge_asof(left, even(right, 2), on="t", by="g",
-                                         method="broadcast", device="cpu")])
+    compute(
+        threads,
+        lambda: [
+            merge_asof(left, even(right, 2), on="t", by="g", method="broadcast", device="cpu")
+        ],
+    )
     # The empty meta once on the client, then the 60 rows once for six left partitions
     # on the two workers of this one process.
     assert calls == [0, 60]
@@ -325,8 +416,9 @@ def small():
 
 
 def test_unknown_strategy():
-    with pytest.raises(ValueError, match="method must be one of 'auto', 'time', 'hash', "
-                                         "'broadcast', got 'fast'"):
+    with pytest.raises(
+        ValueError, match="method must be one of 'auto', 'time', 'hash', 'broadcast', got 'fast'"
+    ):
         merge_asof(*small(), on="t", method="fast")
 
 
@@ -337,9 +429,12 @@ def test_unknown_device():
 
 def test_inputs_must_be_dask_frames():
     left, right = market(15)
-    with pytest.raises(TypeError, match="left must be a dask DataFrame or a named dask Series "
-                                        r"\(dask.dataframe.from_pandas converts a pandas one\), "
-                                        "got DataFrame"):
+    with pytest.raises(
+        TypeError,
+        match="left must be a dask DataFrame or a named dask Series "
+        r"\(dask.dataframe.from_pandas converts a pandas one\), "
+        "got DataFrame",
+    ):
         merge_asof(left, even(right, 2), on="t")
 
 
@@ -351,15 +446,19 @@ def test_unnamed_series_as_pandas_says():
 
 def test_keys_must_be_labels():
     left, right = small()
-    with pytest.raises(ValueError, match="left_on must be column labels in asofgpu.dask, "
-                                         "got a ndarray"):
+    with pytest.raises(
+        ValueError, match="left_on must be column labels in asofgpu.dask, got a ndarray"
+    ):
         merge_asof(left, right, left_on=np.arange(10), right_on="t")
 
 
 def test_index_level_keys_are_refused():
     left, right = small()
-    with pytest.raises(ValueError, match="right_on must name a column of right in "
-                                         "asofgpu.dask .index levels are not supported"):
+    with pytest.raises(
+        ValueError,
+        match="right_on must name a column of right in "
+        "asofgpu.dask .index levels are not supported",
+    ):
         merge_asof(left, right.set_index("t", sorted=True), left_on="t", right_on="t")
 
 
@@ -374,24 +473,35 @@ def test_pandas_errors_come_before_anything_runs():
 
 
 def test_hash_needs_by():
-    with pytest.raises(ValueError, match="method='hash' partitions both sides on the by "
-                                         "keys: pass by"):
+    with pytest.raises(
+        ValueError, match="method='hash' partitions both sides on the by keys: pass by"
+    ):
         merge_asof(*small(), on="t", method="hash")
 
 
 def test_hash_joins_on_columns_only():
     left, right = small()
-    with pytest.raises(ValueError, match="method='hash' joins on columns: with left_index "
-                                         "and right_index use method='time' or "
-                                         "'broadcast'"):
-        merge_asof(left.set_index("t", sorted=True), right.set_index("t", sorted=True),
-                   left_index=True, right_index=True, by="g", method="hash")
+    with pytest.raises(
+        ValueError,
+        match="method='hash' joins on columns: with left_index "
+        "and right_index use method='time' or "
+        "'broadcast'",
+    ):
+        merge_asof(
+            left.set_index("t", sorted=True),
+            right.set_index("t", sorted=True),
+            left_index=True,
+            right_index=True,
+            by="g",
+            method="hash",
+        )
 
 
 def test_an_index_key_on_one_side_only_is_refused():
     left, right = small()
-    with pytest.raises(ValueError, match="left_index and right_index must be given together "
-                                         "in asofgpu.dask"):
+    with pytest.raises(
+        ValueError, match="left_index and right_index must be given together in asofgpu.dask"
+    ):
         merge_asof(left.set_index("t", sorted=True), right, left_index=True, right_on="t")
 
 
@@ -399,10 +509,13 @@ def test_time_needs_sorted_inputs():
     left, right = shuffled(16)
     sorted_l, sorted_r = small()
     with dask.config.set(scheduler="synchronous"):
-        with pytest.raises(ValueError, match=r"^left keys must be sorted \(across partitions "
-                                             r"too\): with inputs out of order, asofgpu.dask "
-                                             r"needs by= \(method='hash'\) or "
-                                             r"method='broadcast'$"):
+        with pytest.raises(
+            ValueError,
+            match=r"^left keys must be sorted \(across partitions "
+            r"too\): with inputs out of order, asofgpu.dask "
+            r"needs by= \(method='hash'\) or "
+            r"method='broadcast'$",
+        ):
             merge_asof(left, sorted_r, on="t", by="g", method="time")
         with pytest.raises(ValueError, match="^right keys must be sorted"):
             merge_asof(sorted_l, right, on="t", by="g", method="time")
@@ -413,8 +526,10 @@ def test_time_needs_sorted_inputs():
 def test_partitions_in_the_wrong_order():
     left, right = market(17)
     backwards = cut(left, [0, 25, 50]).partitions[[1, 0]]
-    with dask.config.set(scheduler="synchronous"), \
-            pytest.raises(ValueError, match="^left keys must be sorted"):
+    with (
+        dask.config.set(scheduler="synchronous"),
+        pytest.raises(ValueError, match="^left keys must be sorted"),
+    ):
         merge_asof(backwards, even(right, 2), on="t", by="g", method="time")
 
 

@@ -22,8 +22,7 @@ def _column(draw, kind: str, n: int) -> np.ndarray:
     if kind == "int":
         return np.array(draw(st.lists(st.integers(-3, 3), min_size=n, max_size=n)), np.int64)
     if kind == "float":
-        return np.array(draw(st.lists(st.sampled_from(FLOATS), min_size=n, max_size=n)),
-                        np.float64)
+        return np.array(draw(st.lists(st.sampled_from(FLOATS), min_size=n, max_size=n)), np.float64)
     if kind == "bool":
         return np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), np.bool_)
     days = draw(st.lists(st.integers(0, 4), min_size=n, max_size=n))
@@ -32,11 +31,11 @@ def _column(draw, kind: str, n: int) -> np.ndarray:
 
 @st.composite
 def sides(draw):
-    kinds = draw(st.lists(st.sampled_from(["int", "float", "bool", "time"]), min_size=1,
-                          max_size=3))
+    kinds = draw(
+        st.lists(st.sampled_from(["int", "float", "bool", "time"]), min_size=1, max_size=3)
+    )
     n_right, n_left = draw(st.integers(1, 30)), draw(st.integers(0, 30))
-    return ([_column(draw, k, n_right) for k in kinds],
-            [_column(draw, k, n_left) for k in kinds])
+    return ([_column(draw, k, n_right) for k in kinds], [_column(draw, k, n_left) for k in kinds])
 
 
 def _host(columns):
@@ -74,12 +73,18 @@ def test_columns_of_two_kinds_and_widths():
 
 def test_types_that_do_not_compare_are_refused_as_on_the_host():
     groups = SortedGroups([np.array([1, 2], np.int64)], ["right_by[0]"], np)
-    with pytest.raises(TypeError, match=r"left_by\[0\] \(int32\) and right_by\[0\] \(int64\) "
-                                        r"cannot be compared: by-columns must have the same "
-                                        r"type on both sides. Hint: cast one of them."):
+    with pytest.raises(
+        TypeError,
+        match=r"left_by\[0\] \(int32\) and right_by\[0\] \(int64\) "
+        r"cannot be compared: by-columns must have the same "
+        r"type on both sides. Hint: cast one of them.",
+    ):
         groups.lookup([np.array([1], np.int32)], ["left_by[0]"])
-    with pytest.raises(ValueError, match=r"left_by must have 1 column\(s\) to match right_by, "
-                                         r"got 2"):
+    with pytest.raises(
+        ValueError,
+        match=r"left_by must have 1 column\(s\) to match right_by, "
+        r"got 2",
+    ):
         groups.lookup([np.array([1]), np.array([2])], ["left_by[0]", "left_by[1]"])
 
 
@@ -96,9 +101,12 @@ def test_host_columns_reach_a_device_encoding_only_when_they_can():
     assert dtype == np.int16 and array.tolist() == [1, 2]
     array, dtype = on_device(pa.array([1.5, 2.0]), "left_by[0]", np)
     assert dtype == np.float64
-    with pytest.raises(TypeError, match=r"left_by\[0\] must be a device array or a column of "
-                                        r"numbers, bools or naive timestamps without nulls, as "
-                                        r"right_by was encoded on the device; got string"):
+    with pytest.raises(
+        TypeError,
+        match=r"left_by\[0\] must be a device array or a column of "
+        r"numbers, bools or naive timestamps without nulls, as "
+        r"right_by was encoded on the device; got string",
+    ):
         on_device(pa.array(["a"]), "left_by[0]", np)
     with pytest.raises(TypeError, match=r"; got int64 with nulls"):
         on_device(pa.array([1, None]), "left_by[0]", np)

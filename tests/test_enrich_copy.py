@@ -33,37 +33,58 @@ def small_groups(monkeypatch):
 def _left(n: int = 600) -> pa.Table:
     """LEFT with the columns a copy must carry: nulls, text, nested, zoned time, decimal."""
     rng = np.random.default_rng(5)
-    return pa.table({
-        "t": np.arange(n, dtype=np.int64) * 3,
-        "g": pa.array(rng.choice(["AAPL", "MSFT", "X"], n)),
-        "price": pa.array(rng.normal(100, 1, n), mask=rng.random(n) < 0.1),
-        "tags": [[i, i + 1] if i % 4 else None for i in range(n)],
-        "where": [{"venue": "XNAS" if i % 2 else "ARCX", "lane": i % 5} for i in range(n)],
-        "at": pa.array(np.arange(n) * 10**9, pa.timestamp("ns", tz="America/New_York")),
-        "cost": pa.array([decimal.Decimal(i) / 100 for i in range(n)], pa.decimal128(9, 2)),
-        "odd": np.arange(n) % 2 == 1,
-    })
+    return pa.table(
+        {
+            "t": np.arange(n, dtype=np.int64) * 3,
+            "g": pa.array(rng.choice(["AAPL", "MSFT", "X"], n)),
+            "price": pa.array(rng.normal(100, 1, n), mask=rng.random(n) < 0.1),
+            "tags": [[i, i + 1] if i % 4 else None for i in range(n)],
+            "where": [{"venue": "XNAS" if i % 2 else "ARCX", "lane": i % 5} for i in range(n)],
+            "at": pa.array(np.arange(n) * 10**9, pa.timestamp("ns", tz="America/New_York")),
+            "cost": pa.array([decimal.Decimal(i) / 100 for i in range(n)], pa.decimal128(9, 2)),
+            "odd": np.arange(n) % 2 == 1,
+        }
+    )
 
 
 def _right(n: int = 400) -> pa.Table:
     rng = np.random.default_rng(6)
-    return pa.table({"t": np.sort(rng.integers(0, 1800, n)),
-                     "g": pa.array(rng.choice(["AAPL", "MSFT", "Y"], n)),
-                     "bid": rng.normal(99, 1, n), "size": rng.integers(1, 9, n)})
+    return pa.table(
+        {
+            "t": np.sort(rng.integers(0, 1800, n)),
+            "g": pa.array(rng.choice(["AAPL", "MSFT", "Y"], n)),
+            "bid": rng.normal(99, 1, n),
+            "size": rng.integers(1, 9, n),
+        }
+    )
 
 
 def _enrich(tmp_path, capsys, left_path, right_path, *flags, name="o.parquet"):
     out = tmp_path / name
-    code, stdout, stderr = run("enrich", left_path, right_path, "-o", out, "--on", "t", "--by",
-                               "g", "--device", "cpu", *flags, capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich",
+        left_path,
+        right_path,
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--by",
+        "g",
+        "--device",
+        "cpu",
+        *flags,
+        capsys=capsys,
+    )
     assert code == 0, stderr
     assert hidden(tmp_path) == []
     return out, stdout, stderr
 
 
 def _expected(left_path, right_path) -> pa.Table:
-    return ag.join_asof(pq.read_table(left_path), pq.read_table(right_path), on="t", by="g",
-                        device="cpu")
+    return ag.join_asof(
+        pq.read_table(left_path), pq.read_table(right_path), on="t", by="g", device="cpu"
+    )
 
 
 def _readers_agree(out, expected: pa.Table, tmp_path) -> None:
@@ -80,12 +101,14 @@ def _readers_agree(out, expected: pa.Table, tmp_path) -> None:
     import duckdb
 
     query = "SELECT * FROM read_parquet('{}')"
-    assert (duckdb.sql(query.format(out)).fetchall()
-            == duckdb.sql(query.format(reference)).fetchall())
+    assert (
+        duckdb.sql(query.format(out)).fetchall() == duckdb.sql(query.format(reference)).fetchall()
+    )
 
 
 def _write_polars(table, path):
     import polars as pl
+
     pl.from_arrow(table).write_parquet(path, row_group_size=150)
 
 
@@ -100,13 +123,26 @@ WRITERS = {
     # page indexes and bloom filters (where pyarrow writes them) are dropped, page checksums
     # and sorting columns kept
     "pyarrow-extras": lambda t, p: pq.write_table(
-        t, p, row_group_size=150, write_page_index=True, write_page_checksum=True,
+        t,
+        p,
+        row_group_size=150,
+        write_page_index=True,
+        write_page_checksum=True,
         sorting_columns=[pq.SortingColumn(0)],
-        **({"bloom_filter_options": {"g": True}} if "bloom_filter_options" in
-           inspect.signature(pq.ParquetWriter.__init__).parameters else {})),
+        **(
+            {"bloom_filter_options": {"g": True}}
+            if "bloom_filter_options" in inspect.signature(pq.ParquetWriter.__init__).parameters
+            else {}
+        ),
+    ),
     "pyarrow-int96-zstd-v1": lambda t, p: pq.write_table(
-        t, p, row_group_size=150, use_deprecated_int96_timestamps=True, compression="zstd",
-        data_page_version="1.0"),
+        t,
+        p,
+        row_group_size=150,
+        use_deprecated_int96_timestamps=True,
+        compression="zstd",
+        data_page_version="1.0",
+    ),
     "polars": _write_polars,
     "duckdb": _write_duckdb,
 }
@@ -135,7 +171,11 @@ def test_copied_columns_read_as_lefts_do_in_every_reader(tmp_path, capsys, write
         for j in range(source.num_columns):
             a, b = source.row_group(g).column(j), copied.row_group(g).column(j)
             assert (b.compression, b.encodings, b.total_compressed_size, b.num_values) == (
-                a.compression, a.encodings, a.total_compressed_size, a.num_values)
+                a.compression,
+                a.encodings,
+                a.total_compressed_size,
+                a.num_values,
+            )
             assert b.statistics == a.statistics
             assert not b.has_offset_index and not b.has_column_index
             assert getattr(b, "bloom_filter_offset", None) is None  # pyarrow 18 has no field
@@ -172,15 +212,18 @@ def test_a_file_without_column_orders_loses_only_its_min_and_max(tmp_path, capsy
 
 
 @pytest.mark.usefixtures("small_groups")
-@pytest.mark.parametrize(("written", "flags", "copied", "codec"), [
-    ("snappy", [], True, "SNAPPY"),
-    ("zstd", [], True, "SNAPPY"),  # LEFT keeps its zstd; the attached columns: snappy
-    ("snappy", ["--compression", "snappy"], True, "SNAPPY"),
-    ("zstd", ["--compression", "zstd"], True, "ZSTD"),
-    ("snappy", ["--compression", "zstd"], False, "ZSTD"),
-    ("zstd", ["--compression", "zstd:5"], False, "ZSTD"),  # a level: LEFT's is unknown
-    ("lz4", ["--compression", "lz4"], True, "LZ4"),
-])
+@pytest.mark.parametrize(
+    ("written", "flags", "copied", "codec"),
+    [
+        ("snappy", [], True, "SNAPPY"),
+        ("zstd", [], True, "SNAPPY"),  # LEFT keeps its zstd; the attached columns: snappy
+        ("snappy", ["--compression", "snappy"], True, "SNAPPY"),
+        ("zstd", ["--compression", "zstd"], True, "ZSTD"),
+        ("snappy", ["--compression", "zstd"], False, "ZSTD"),
+        ("zstd", ["--compression", "zstd:5"], False, "ZSTD"),  # a level: LEFT's is unknown
+        ("lz4", ["--compression", "lz4"], True, "LZ4"),
+    ],
+)
 def test_compression_decides_what_is_copied(tmp_path, capsys, written, flags, copied, codec):
     left_path, right_path = tmp_path / "l.parquet", tmp_path / "r.parquet"
     pq.write_table(_left(), left_path, row_group_size=200, compression=written)
@@ -189,11 +232,16 @@ def test_compression_decides_what_is_copied(tmp_path, capsys, written, flags, co
     assert (COPIED if copied else ENCODED) in stdout
     if not copied:
         assert "its columns written again: " in stderr
-        assert ("--compression asks for level 5" in stderr if ":" in flags[-1]
-                else "columns not compressed with zstd, as --compression asks" in stderr)
+        assert (
+            "--compression asks for level 5" in stderr
+            if ":" in flags[-1]
+            else "columns not compressed with zstd, as --compression asks" in stderr
+        )
     meta = pq.ParquetFile(out).metadata
-    codecs = {meta.schema.column(j).name: meta.row_group(0).column(j).compression
-              for j in range(meta.num_columns)}
+    codecs = {
+        meta.schema.column(j).name: meta.row_group(0).column(j).compression
+        for j in range(meta.num_columns)
+    }
     assert codecs["bid"] == codecs["size"] == codec
     assert codecs["t"] == (written.upper() if copied else codec)
     assert pq.read_table(out).equals(_expected(left_path, right_path))
@@ -209,8 +257,9 @@ def test_row_groups_too_small_or_too_large_are_encoded_again(tmp_path, capsys):
     assert ENCODED in stdout
     assert "row groups of 100 rows on average, too small to keep" in stderr
     assert pq.read_table(out).equals(_expected(small, right_path))
-    out, stdout, stderr = _enrich(tmp_path, capsys, large, right_path, "--chunk-rows", 500,
-                                  name="o2.parquet")
+    out, stdout, stderr = _enrich(
+        tmp_path, capsys, large, right_path, "--chunk-rows", 500, name="o2.parquet"
+    )
     assert ENCODED in stdout
     assert "row groups of up to 600 rows, more than a chunk (500: --chunk-rows" in stderr
     assert pq.read_table(out).equals(_expected(large, right_path))
@@ -218,10 +267,16 @@ def test_row_groups_too_small_or_too_large_are_encoded_again(tmp_path, capsys):
 
 def test_row_groups_as_writers_make_them_are_copied_by_default(tmp_path, capsys):
     n = 2 * _copy.MIN_GROUP_ROWS + 10
-    left = pa.table({"t": np.arange(n, dtype=np.int64), "g": np.arange(n) % 7,
-                     "x": np.arange(n) * 0.5})
-    right = pa.table({"t": np.arange(0, n, 3, dtype=np.int64), "g": np.arange(0, n, 3) % 7,
-                      "v": np.arange(0, n, 3) * 2.0})
+    left = pa.table(
+        {"t": np.arange(n, dtype=np.int64), "g": np.arange(n) % 7, "x": np.arange(n) * 0.5}
+    )
+    right = pa.table(
+        {
+            "t": np.arange(0, n, 3, dtype=np.int64),
+            "g": np.arange(0, n, 3) % 7,
+            "v": np.arange(0, n, 3) * 2.0,
+        }
+    )
     left_path, right_path = tmp_path / "l.parquet", tmp_path / "r.parquet"
     pq.write_table(left, left_path, row_group_size=n // 2)  # 2 x 65,541 rows
     pq.write_table(right, right_path)
@@ -275,23 +330,28 @@ def test_what_cannot_be_copied_says_why(tmp_path):
     schema = pq.read_schema(path)
     assert isinstance(_copy.LeftChunks.open(str(path), schema, 1000, None), _copy.LeftChunks)
     assert _copy.LeftChunks.open(str(path), pa.schema(list(schema)[1:]), 1000, None) == (
-        "columns other than OUT's first ones")
+        "columns other than OUT's first ones"
+    )
     required = pa.schema([pa.field("t", pa.int64(), nullable=False)])
     pq.write_table(pa.table({"t": [1, 2]}, schema=required), tmp_path / "r.parquet")
     assert _copy.LeftChunks.open(str(tmp_path / "r.parquet"), schema, 1000, None) == (
-        "required (non-null) columns, which OUT declares nullable")
+        "required (non-null) columns, which OUT declares nullable"
+    )
     raw = path.read_bytes()
     (tmp_path / "e.parquet").write_bytes(raw[:-4] + b"PARE")
     assert _copy.LeftChunks.open(str(tmp_path / "e.parquet"), schema, 1000, None) == (
-        "a footer this copy cannot read (not a plain parquet footer)")
+        "a footer this copy cannot read (not a plain parquet footer)"
+    )
     meta, at = _copy.read_footer(str(path))
     chunk = meta[_copy.FILE_ROW_GROUPS][1][1][0][_copy.GROUP_COLUMNS][1][1][0]
     chunk[_copy.CHUNK_PATH] = (thrift.BINARY, b"elsewhere.parquet")
     footer = thrift.encode_struct(meta)
-    (tmp_path / "x.parquet").write_bytes(raw[:at] + footer + len(footer).to_bytes(4, "little")
-                                         + b"PAR1")
+    (tmp_path / "x.parquet").write_bytes(
+        raw[:at] + footer + len(footer).to_bytes(4, "little") + b"PAR1"
+    )
     assert _copy.LeftChunks.open(str(tmp_path / "x.parquet"), schema, 1000, None) == (
-        "pages in another file")
+        "pages in another file"
+    )
 
 
 @pytest.mark.usefixtures("small_groups")
@@ -309,4 +369,5 @@ def test_the_stitcher_takes_one_left_group_a_table_of_its_rows(tmp_path):
         writer.write(pa.table({"v": np.arange(5.0) + 5 * g}), group)
     writer.close()
     assert pq.read_table(tmp_path / "o.parquet").equals(
-        pa.table({"t": np.arange(10), "v": np.arange(10.0)}))
+        pa.table({"t": np.arange(10), "v": np.arange(10.0)})
+    )

@@ -50,14 +50,31 @@ def e2e():
 
 def run_script(tmp_path: Path, *args: str, env: dict | None = None):
     return subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--size", "20Kx20K", "--runs", "1",
-         "--data", str(tmp_path / "data"), "--out", str(tmp_path / "out"), *args],
-        capture_output=True, text=True, timeout=300, env=env)
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--quick",
+            "--size",
+            "20Kx20K",
+            "--runs",
+            "1",
+            "--data",
+            str(tmp_path / "data"),
+            "--out",
+            str(tmp_path / "out"),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 def standin(tmp_path: Path, fail: bool = False) -> tuple[list[str], dict]:
     """(--enrich-cmd and its value, the environment) for the stand-in, logging to tmp_path."""
     import os
+
     script = tmp_path / "standin.py"
     script.write_text(STANDIN)
     env = dict(os.environ, E2E_STANDIN_LOG=str(tmp_path / "standin.log"))
@@ -69,8 +86,7 @@ def standin(tmp_path: Path, fail: bool = False) -> tuple[list[str], dict]:
 @pytest.mark.slow  # the script's whole run: every system a process of its own
 def test_every_system_runs_is_checked_and_reported_with_the_scale_run(tmp_path):
     cmd, env = standin(tmp_path)
-    done = run_script(tmp_path, "--scale", "30Kx5K", "--scale-memory-limit", "64MiB", *cmd,
-                      env=env)
+    done = run_script(tmp_path, "--scale", "30Kx5K", "--scale-memory-limit", "64MiB", *cmd, env=env)
     assert done.returncode == 0, done.stderr
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == ["enrich.json", "enrich.md"]
@@ -86,8 +102,9 @@ def test_every_system_runs_is_checked_and_reported_with_the_scale_run(tmp_path):
     assert report["headline"]["ratio"] > 0 and report["headline"]["goal"] == 0.7
     assert report["settings"]["size"] == [20_000, 20_000]
     table = (out / "enrich.md").read_text()
-    assert "| system | median wall s | runs (s) | peak RSS | output size | asofgpu / this |" \
-        in table
+    assert (
+        "| system | median wall s | runs (s) | peak RSS | output size | asofgpu / this |" in table
+    )
     assert "asofgpu / fastest peer" in table and "goal at most 0.7x (issue 18" in table
     # The scale run: asofgpu alone, given the limit, whose peak (Python, numba, pyarrow) is
     # well over 64 MiB, so reported as over it.
@@ -102,7 +119,9 @@ def test_every_system_runs_is_checked_and_reported_with_the_scale_run(tmp_path):
     assert quotes.num_rows == 30_000
     # Nothing left behind in the cache but the two days.
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == [
-        "20Kx20K-1000sym-seed0", "scale-30Kx5K-1000sym-seed0"]
+        "20Kx20K-1000sym-seed0",
+        "scale-30Kx5K-1000sym-seed0",
+    ]
 
 
 @pytest.mark.slow  # the script's whole run
@@ -119,11 +138,17 @@ def test_a_scale_run_that_fails_is_reported_and_fails_the_script(tmp_path):
 
 @pytest.mark.slow  # the script's whole run
 def test_the_scale_run_with_enrichs_own_memory_limit(tmp_path):
-    help_text = subprocess.run([sys.executable, "-m", "asofgpu", "enrich", "--help"],
-                               capture_output=True, text=True, timeout=60).stdout
+    help_text = subprocess.run(
+        [sys.executable, "-m", "asofgpu", "enrich", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     if "--memory-limit" not in help_text:
-        pytest.skip("asofgpu enrich has no --memory-limit yet: the scale path is tested with "
-                    "a stand-in command above")
+        pytest.skip(
+            "asofgpu enrich has no --memory-limit yet: the scale path is tested with "
+            "a stand-in command above"
+        )
     done = run_script(tmp_path, "--scale", "30Kx5K", "--scale-memory-limit", "2GiB")
     assert done.returncode == 0, done.stderr
     scale = json.loads((tmp_path / "out" / "enrich.json").read_text())["scale"]
@@ -134,6 +159,7 @@ def test_the_scale_day_is_written_in_time_order_slice_by_slice(e2e, tmp_path):
     import numpy as np
 
     from asofgpu import marketdata
+
     rng = np.random.default_rng(0)
     base = np.exp(rng.normal(4.0, 1.0, e2e.SYMBOLS))
     for kind, reference in zip(("quotes", "trades"), marketdata.day(10, 10, e2e.SYMBOLS)):
@@ -149,8 +175,13 @@ def test_the_scale_day_is_written_in_time_order_slice_by_slice(e2e, tmp_path):
 
 
 def _trades(bids, order=None):
-    rows = {"time": [1, 2, 2, 3], "symbol": ["A", "B", "B", "A"], "price": [1.0, 2.0, 2.0, 3.0],
-            "size": [100, 200, 200, 300], "bid": bids}
+    rows = {
+        "time": [1, 2, 2, 3],
+        "symbol": ["A", "B", "B", "A"],
+        "price": [1.0, 2.0, 2.0, 3.0],
+        "size": [100, 200, 200, 300],
+        "bid": bids,
+    }
     table = pa.table(rows)
     return table if order is None else table.take(order)
 
@@ -167,12 +198,15 @@ def test_outputs_with_the_same_rows_in_any_order_and_types_match(e2e):
     assert e2e.mismatch(ours, theirs, "asofgpu", "duckdb") is None
 
 
-@pytest.mark.parametrize(("bids", "rows", "message"), [
-    ([0.5, None, 1.5, 2.75], None, "duckdb's output differs from asofgpu's in 1 of 4 rows"),
-    ([0.5, None, 1.5, None], None, "in 1 of 4 rows"),  # a match lost
-    ([0.5, 1.0, 1.5, 2.5], None, "differs from asofgpu's in"),  # a match made up
-    ([0.5, None, 1.5, 2.5], [0, 1, 2], "duckdb's output has 3 rows, asofgpu's 4"),
-])
+@pytest.mark.parametrize(
+    ("bids", "rows", "message"),
+    [
+        ([0.5, None, 1.5, 2.75], None, "duckdb's output differs from asofgpu's in 1 of 4 rows"),
+        ([0.5, None, 1.5, None], None, "in 1 of 4 rows"),  # a match lost
+        ([0.5, 1.0, 1.5, 2.5], None, "differs from asofgpu's in"),  # a match made up
+        ([0.5, None, 1.5, 2.5], [0, 1, 2], "duckdb's output has 3 rows, asofgpu's 4"),
+    ],
+)
 def test_a_wrong_answer_is_caught(e2e, bids, rows, message):
     ours = _trades([0.5, None, 1.5, 2.5])
     theirs = _trades(bids, order=rows)
@@ -188,8 +222,10 @@ def test_an_output_without_a_compared_column_is_an_error(e2e):
 
 @pytest.mark.slow  # three processes measured, one of 200 MiB, one stopped at its timeout
 def test_measure_times_the_process_and_reads_its_peak(e2e):
-    hog = "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); import time; " \
-          "time.sleep(0.2)"
+    hog = (
+        "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); import time; "
+        "time.sleep(0.2)"
+    )
     run = e2e.measure([sys.executable, "-c", hog], timeout=60)
     assert run["status"] == "ok" and run["wall_s"] >= 0.2
     assert 200 * 2**20 <= run["peak_rss_bytes"] < 1 * 2**30
@@ -201,24 +237,39 @@ def test_measure_times_the_process_and_reads_its_peak(e2e):
     assert stopped["status"] == "timeout" and time.perf_counter() - start < 10
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--size", "10M"], "argument --size: '10M' is not QUOTESxTRADES"),
-    (["--scale", "100Mxlots"], "argument --scale: 'lots' is not a row count"),
-    (["--runs", "0"], "argument --runs: '0' must be at least 1"),
-    (["--scale-memory-limit", "lots"], "'lots' is not an amount of memory such as 2GiB"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--size", "10M"], "argument --size: '10M' is not QUOTESxTRADES"),
+        (["--scale", "100Mxlots"], "argument --scale: 'lots' is not a row count"),
+        (["--runs", "0"], "argument --runs: '0' must be at least 1"),
+        (["--scale-memory-limit", "lots"], "'lots' is not an amount of memory such as 2GiB"),
+    ],
+)
 def test_a_bad_option_names_itself(tmp_path, args, message):
-    done = subprocess.run([sys.executable, str(SCRIPT), *args, "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), *args, "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert message in done.stderr
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("2GiB", 2 * 2**30), ("512MiB", 512 * 2**20), ("4GB", 4 * 10**9), ("1.5GiB", 3 * 2**29),
-    ("4096", 4096), ("64 mib", 64 * 2**20), ("1_000_000", 10**6),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2GiB", 2 * 2**30),
+        ("512MiB", 512 * 2**20),
+        ("4GB", 4 * 10**9),
+        ("1.5GiB", 3 * 2**29),
+        ("4096", 4096),
+        ("64 mib", 64 * 2**20),
+        ("1_000_000", 10**6),
+    ],
+)
 def test_memory_amounts_read_as_enrich_reads_them(e2e, text, expected):
     assert e2e.parse_bytes(text) == expected
 

@@ -33,9 +33,12 @@ TEXT = ["", "B", "a", "ab", "é"]  # byte-wise: "" < "B" < "a" < "ab" < "é"
 INTS = [-3, 0, 1, 2, 7]
 KEY_TYPES = {"int64": pa.int64(), "ns": pa.timestamp("ns")}
 
-SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                           HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 @dataclass
@@ -57,14 +60,19 @@ class Side:
                 table = table.set_column(i, name, table.column(i).dictionary_encode())
         if not self.cuts:
             path = path.with_suffix(".parquet")
-            pq.write_table(table, path, row_group_size=self.group_rows,
-                           use_dictionary=self.dictionary)
+            pq.write_table(
+                table, path, row_group_size=self.group_rows, use_dictionary=self.dictionary
+            )
             return path
         path.mkdir()
         ends = [0, *self.cuts, table.num_rows]
         for i, (start, stop) in enumerate(zip(ends, ends[1:])):
-            pq.write_table(table.slice(start, stop - start), path / f"part-{i}.parquet",
-                           row_group_size=self.group_rows, use_dictionary=self.dictionary)
+            pq.write_table(
+                table.slice(start, stop - start),
+                path / f"part-{i}.parquet",
+                row_group_size=self.group_rows,
+                use_dictionary=self.dictionary,
+            )
         return path
 
 
@@ -95,30 +103,50 @@ def cases(draw, right_rows: int = 0, right_group_rows: int = 1) -> Case:
     ``right_group_rows``."""
     kinds = draw(st.lists(st.sampled_from(["text", "int"]), min_size=1, max_size=2))
     # A few values of each by column, so that groups repeat and some are on one side only.
-    pools = [draw(st.lists(st.sampled_from(TEXT if k == "text" else INTS), min_size=1,
-                           max_size=3, unique=True)) for k in kinds]
+    pools = [
+        draw(
+            st.lists(
+                st.sampled_from(TEXT if k == "text" else INTS), min_size=1, max_size=3, unique=True
+            )
+        )
+        for k in kinds
+    ]
     key = draw(st.sampled_from(sorted(KEY_TYPES)))
     keys = st.integers(-1, 6).map(lambda k: None if k < 0 else k)  # many equal, some null
     renamed = draw(st.booleans())
 
     def side(names: list[str], payload: str, least: int, most: int, group_rows: int) -> Side:
-        rows = draw(st.lists(st.tuples(*[st.sampled_from(p) for p in pools], keys),
-                             min_size=least, max_size=most))
-        columns = {name: pa.array([r[i] for r in rows],
-                                  pa.string() if kind == "text" else pa.int32())
-                   for i, (name, kind) in enumerate(zip(names, kinds))}
+        rows = draw(
+            st.lists(
+                st.tuples(*[st.sampled_from(p) for p in pools], keys), min_size=least, max_size=most
+            )
+        )
+        columns = {
+            name: pa.array([r[i] for r in rows], pa.string() if kind == "text" else pa.int32())
+            for i, (name, kind) in enumerate(zip(names, kinds))
+        }
         columns["t"] = pa.array([r[-1] for r in rows], pa.int64()).cast(KEY_TYPES[key])
-        columns[payload] = pa.array(range(len(rows)),
-                                    pa.float64() if payload == "x" else pa.int64())
+        columns[payload] = pa.array(
+            range(len(rows)), pa.float64() if payload == "x" else pa.int64()
+        )
         cuts = draw(st.lists(st.integers(0, len(rows)), max_size=2))
-        return Side(_sorted(pa.table(columns), names), names,
-                    draw(st.integers(group_rows, 5)), draw(st.booleans()),
-                    draw(st.booleans()), sorted(cuts))
+        return Side(
+            _sorted(pa.table(columns), names),
+            names,
+            draw(st.integers(group_rows, 5)),
+            draw(st.booleans()),
+            draw(st.booleans()),
+            sorted(cuts),
+        )
 
     by = [f"g{i}" for i in range(len(kinds))]
-    return Case(side([f"l{i}" for i in range(len(kinds))] if renamed else by, "id", 0, 20, 1),
-                side(by, "x", right_rows, 24, right_group_rows), key,
-                draw(st.integers(1, 10)), draw(st.booleans()))
+    return Case(
+        side([f"l{i}" for i in range(len(kinds))] if renamed else by, "id", 0, 20, 1),
+        side(by, "x", right_rows, 24, right_group_rows),
+        key,
+        draw(st.integers(1, 10)),
+        draw(st.booleans()),
+    )
 
 
 @st.composite
@@ -146,24 +174,52 @@ def _files(case: Case):
         yield folder, case.left.write(folder / "l"), case.right.write(folder / "r")
 
 
-def _enrich(case: Case, left: Path, right: Path, out: Path, mode: str, flags: list[str],
-            capsys) -> tuple[int, str, str]:
-    return run("enrich", left, right, "-o", out, "--on", "t", "--left-by",
-               ",".join(case.left.by), "--right-by", ",".join(case.right.by), "--device",
-               "cpu", "--right-mode", mode, "--chunk-rows", case.chunk_rows, "-q", *flags,
-               capsys=capsys)
+def _enrich(
+    case: Case, left: Path, right: Path, out: Path, mode: str, flags: list[str], capsys
+) -> tuple[int, str, str]:
+    return run(
+        "enrich",
+        left,
+        right,
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--left-by",
+        ",".join(case.left.by),
+        "--right-by",
+        ",".join(case.right.by),
+        "--device",
+        "cpu",
+        "--right-mode",
+        mode,
+        "--chunk-rows",
+        case.chunk_rows,
+        "-q",
+        *flags,
+        capsys=capsys,
+    )
 
 
 def _decoded(table: pa.Table) -> pa.Table:
-    return pa.table([c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
-                     for c in table.columns], names=table.column_names)
+    return pa.table(
+        [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in table.columns],
+        names=table.column_names,
+    )
 
 
 def _same_as_join_asof(case: Case, left: Path, right: Path, out: Path, join: dict) -> None:
     """OUT is join_asof's answer; dictionary columns compared by their values (a file's
     dictionaries are its writer's choice)."""
-    expected = ag.join_asof(_read(left), _read(right), on="t", by_left=case.left.by,
-                            by_right=case.right.by, device="cpu", **join)
+    expected = ag.join_asof(
+        _read(left),
+        _read(right),
+        on="t",
+        by_left=case.left.by,
+        by_right=case.right.by,
+        device="cpu",
+        **join,
+    )
     got = _read(out)
     assert got.schema == expected.schema
     assert _decoded(got).equals(_decoded(expected))
@@ -180,25 +236,38 @@ def _check(case: Case, flags: list[str], join: dict, mode: str, capsys) -> None:
 def _side(by: list[str], group_rows: int, payload: str, **columns) -> Side:
     """A side of an explicit example: by columns of text, keys int64, its payload added
     (RIGHT's "x", LEFT's "id")."""
-    table = pa.table({**{name: pa.array(columns[name], pa.string()) for name in by},
-                      "t": pa.array(columns["t"], pa.int64())})
-    table = table.append_column(payload, pa.array(range(table.num_rows), pa.float64()
-                                                  if payload == "x" else pa.int64()))
+    table = pa.table(
+        {
+            **{name: pa.array(columns[name], pa.string()) for name in by},
+            "t": pa.array(columns["t"], pa.int64()),
+        }
+    )
+    table = table.append_column(
+        payload, pa.array(range(table.num_rows), pa.float64() if payload == "x" else pa.int64())
+    )
     return Side(table, by, group_rows, dictionary=True, categorical=False, cuts=[])
 
 
-BACKWARD = (["--strategy", "backward"],
-            {"strategy": "backward", "allow_exact_matches": True, "tolerance": None})
+BACKWARD = (
+    ["--strategy", "backward"],
+    {"strategy": "backward", "allow_exact_matches": True, "tolerance": None},
+)
 
 
 @SETTINGS
 @given(case=cases(), chosen=options())
 # Found at cdf7d78: row groups ("", 0) ("", 0) | ("", 1) ("B", 0) pass for a tape (the key's
 # ranges 0..0, 0..1), which stopped the stream at row 3 instead of streaming it as grouped.
-@example(case=Case(_side(["l0"], 1, "id", l0=[], t=[]),
-                   _side(["g0"], 2, "x", g0=["", "", "", "B"], t=[0, 0, 1, 0]),
-                   "int64", chunk_rows=1, copied=False),
-         chosen=BACKWARD)
+@example(
+    case=Case(
+        _side(["l0"], 1, "id", l0=[], t=[]),
+        _side(["g0"], 2, "x", g0=["", "", "", "B"], t=[0, 0, 1, 0]),
+        "int64",
+        chunk_rows=1,
+        copied=False,
+    ),
+    chosen=BACKWARD,
+)
 def test_grouped_stream_equals_join_asof(case, chosen, capsys):
     _check(case, *chosen, "stream", capsys)
 
@@ -213,10 +282,12 @@ def test_grouped_auto_equals_join_asof(case, chosen, capsys):
 # (its by values and its key less one, or its second by value less). The first by column's
 # statistics and the first row group stay in order, so only the stream can tell.
 
+
 def _stream_key(row: dict, by: list[str], on: bool = True) -> tuple:
     """A row's place in (by..., t) order: text byte-wise, as Arrow orders it."""
     return tuple(v.encode() if isinstance(v, str) else v for v in (row[c] for c in by)) + (
-        (row["t"],) if on else ())
+        (row["t"],) if on else ()
+    )
 
 
 def _first_descent(rows: list[dict], by: list[str]) -> int | None:
@@ -233,20 +304,31 @@ def _first_descent(rows: list[dict], by: list[str]) -> int | None:
 
 
 @settings(SETTINGS, max_examples=40)
-@given(case=cases(right_rows=7, right_group_rows=2), chosen=options(),
-       spot=st.tuples(st.integers(0, 9), st.integers(0, 4), st.booleans(), st.integers(0, 6)))
+@given(
+    case=cases(right_rows=7, right_group_rows=2),
+    chosen=options(),
+    spot=st.tuples(st.integers(0, 9), st.integers(0, 4), st.booleans(), st.integers(0, 6)),
+)
 # Found at cdf7d78: past LEFT's last row, a backward stream did not read RIGHT, nor check it.
-@example(case=Case(_side(["l0"], 1, "id", l0=[], t=[]),
-                   _side(["g0"], 5, "x", g0=[""] * 11, t=[0] * 7 + [1, 2, None, None]),
-                   "int64", chunk_rows=1, copied=False),
-         chosen=BACKWARD, spot=(0, 4, True, 0))
+@example(
+    case=Case(
+        _side(["l0"], 1, "id", l0=[], t=[]),
+        _side(["g0"], 5, "x", g0=[""] * 11, t=[0] * 7 + [1, 2, None, None]),
+        "int64",
+        chunk_rows=1,
+        copied=False,
+    ),
+    chosen=BACKWARD,
+    spot=(0, 4, True, 0),
+)
 def test_a_grouped_right_out_of_order_in_a_later_row_group_exits_2(case, chosen, spot, capsys):
     """``spot``: which row group after the first (which is_grouped reads), which row of it,
     whether it goes below by the key or by the second by column, and then at which key."""
     right = case.right
     ends = [0, *right.cuts, right.table.num_rows]
-    starts = [start for begin, end in zip(ends, ends[1:])
-              for start in range(begin, end, right.group_rows)][1:]
+    starts = [
+        start for begin, end in zip(ends, ends[1:]) for start in range(begin, end, right.group_rows)
+    ][1:]
     assume(starts)
     start = starts[spot[0] % len(starts)]
     stop = min([start + right.group_rows, *(e for e in ends if e > start)])
@@ -270,22 +352,27 @@ def test_a_grouped_right_out_of_order_in_a_later_row_group_exits_2(case, chosen,
         row["t"] = spot[3]
     rows[moved] = row
     table = pa.Table.from_pylist(rows, schema=as_ints.schema)
-    case = replace(case, right=replace(right, table=table.set_column(
-        t, "t", table.column(t).cast(KEY_TYPES[case.key]))))
+    case = replace(
+        case,
+        right=replace(
+            right, table=table.set_column(t, "t", table.column(t).cast(KEY_TYPES[case.key]))
+        ),
+    )
     with _files(case) as (folder, left, right_path):
         out = folder / ("o.parquet" if left.is_file() else "o")
-        code, stdout, stderr = _enrich(case, left, right_path, out, "stream", chosen[0],
-                                       capsys)
+        code, stdout, stderr = _enrich(case, left, right_path, out, "stream", chosen[0], capsys)
         if code == 0 and _first_descent(rows, []) is None:  # a tape: sorted by t alone
             _same_as_join_asof(case, left, right_path, out, chosen[1])
             return
         assert (code, stdout) == (2, ""), stderr
         # A side whose statistics pass for a tape too is streamed as one first, then as
         # grouped, which fails last.
-        assert stderr == (f"asofgpu enrich: error: RIGHT {right_path} is not sorted by "
-                          f"{(*right.by, 't')!r} at row {_first_descent(rows, right.by):,}, "
-                          f"though its row-group statistics say so; write it sorted, or pass "
-                          f"--right-mode spill\n")
+        assert stderr == (
+            f"asofgpu enrich: error: RIGHT {right_path} is not sorted by "
+            f"{(*right.by, 't')!r} at row {_first_descent(rows, right.by):,}, "
+            f"though its row-group statistics say so; write it sorted, or pass "
+            f"--right-mode spill\n"
+        )
         assert not out.exists()
         # auto starts again without streaming.
         code, _, stderr = _enrich(case, left, right_path, out, "auto", chosen[0], capsys)

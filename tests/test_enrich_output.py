@@ -19,22 +19,24 @@ from asofgpu.enrich._output import ParquetStitcher
 def _footer(path) -> bytes:
     data = open(path, "rb").read()
     length = int.from_bytes(data[-8:-4], "little")
-    return data[-8 - length:-8]
+    return data[-8 - length : -8]
 
 
 def table(n: int, seed: int = 0) -> pa.Table:
     """Every kind of column a market-data enrich writes, with nulls."""
     rng = np.random.default_rng(seed)
     nulls = rng.random(n) < 0.1
-    return pa.table({
-        "time": pa.array(np.sort(rng.integers(0, 10**12, n)), pa.timestamp("ns", tz="UTC")),
-        "symbol": pa.array([f"S{i}" for i in rng.integers(0, 50, n)]),
-        "size": pa.array(rng.integers(0, 100, n), mask=nulls),
-        "bid": pa.array(np.round(rng.random(n) * 100, 2), mask=nulls),
-        "flag": pa.array(rng.random(n) < 0.5),
-        "day": pa.array([datetime.date(2026, 11, 27)] * n, pa.date32()),
-        "venue": pa.array(rng.choice(["X", "Y", None], n)).dictionary_encode(),
-    })
+    return pa.table(
+        {
+            "time": pa.array(np.sort(rng.integers(0, 10**12, n)), pa.timestamp("ns", tz="UTC")),
+            "symbol": pa.array([f"S{i}" for i in rng.integers(0, 50, n)]),
+            "size": pa.array(rng.integers(0, 100, n), mask=nulls),
+            "bid": pa.array(np.round(rng.random(n) * 100, 2), mask=nulls),
+            "flag": pa.array(rng.random(n) < 0.5),
+            "day": pa.array([datetime.date(2026, 11, 27)] * n, pa.date32()),
+            "venue": pa.array(rng.choice(["X", "Y", None], n)).dictionary_encode(),
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- thrift
@@ -50,9 +52,9 @@ def test_a_pyarrow_footer_decodes_and_encodes_to_the_same_bytes(tmp_path):
 
 
 _scalars = st.one_of(
-    st.tuples(st.just(thrift.I32), st.integers(-2**31, 2**31 - 1)),
-    st.tuples(st.just(thrift.I64), st.integers(-2**63, 2**63 - 1)),
-    st.tuples(st.just(thrift.I16), st.integers(-2**15, 2**15 - 1)),
+    st.tuples(st.just(thrift.I32), st.integers(-(2**31), 2**31 - 1)),
+    st.tuples(st.just(thrift.I64), st.integers(-(2**63), 2**63 - 1)),
+    st.tuples(st.just(thrift.I16), st.integers(-(2**15), 2**15 - 1)),
     st.tuples(st.just(thrift.BINARY), st.binary(max_size=40)),
     st.tuples(st.just(thrift.TRUE), st.booleans()),
     st.tuples(st.just(thrift.DOUBLE), st.binary(min_size=8, max_size=8)),
@@ -63,14 +65,21 @@ def _structs(children):
     return st.dictionaries(st.integers(1, 40), children, max_size=6)
 
 
-_values = st.recursive(_scalars, lambda inner: st.one_of(
-    st.tuples(st.just(thrift.STRUCT), _structs(inner)),
-    st.tuples(st.just(thrift.LIST), st.tuples(st.just(thrift.I64),
-                                              st.lists(st.integers(-2**63, 2**63 - 1),
-                                                       max_size=20))),
-    st.tuples(st.just(thrift.LIST), st.tuples(st.just(thrift.STRUCT),
-                                              st.lists(_structs(inner), max_size=17))),
-), max_leaves=30)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.tuples(st.just(thrift.STRUCT), _structs(inner)),
+        st.tuples(
+            st.just(thrift.LIST),
+            st.tuples(st.just(thrift.I64), st.lists(st.integers(-(2**63), 2**63 - 1), max_size=20)),
+        ),
+        st.tuples(
+            st.just(thrift.LIST),
+            st.tuples(st.just(thrift.STRUCT), st.lists(_structs(inner), max_size=17)),
+        ),
+    ),
+    max_leaves=30,
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -100,14 +109,20 @@ def test_stitched_file_reads_back_equal_in_every_reader(tmp_path, threads, compr
     writer.close()
     meta = pq.ParquetFile(path).metadata
     assert meta.num_rows == 3_000
-    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [1_000, 1, 999,
-                                                                                1_000]
-    assert meta.row_group(0).column(0).compression == compression.upper().replace("NONE",
-                                                                                  "UNCOMPRESSED")
+    assert [meta.row_group(i).num_rows for i in range(meta.num_row_groups)] == [
+        1_000,
+        1,
+        999,
+        1_000,
+    ]
+    assert meta.row_group(0).column(0).compression == compression.upper().replace(
+        "NONE", "UNCOMPRESSED"
+    )
     assert pq.read_table(path).equals(whole)
     # one row group at a time, and by another reader: the offsets of every page are right
-    assert pa.concat_tables(pq.ParquetFile(path).read_row_group(i)
-                            for i in range(meta.num_row_groups)).equals(whole)
+    assert pa.concat_tables(
+        pq.ParquetFile(path).read_row_group(i) for i in range(meta.num_row_groups)
+    ).equals(whole)
     polars = pytest.importorskip("polars")
     assert polars.read_parquet(path).equals(polars.from_arrow(whole))
 

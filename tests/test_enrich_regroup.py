@@ -13,16 +13,30 @@ import pytest
 
 import asofgpu as ag
 from asofgpu import marketdata
-from asofgpu.enrich._regroup import (distinct, partitions_of, ranks, restore, stream_order,
-                                     value_counts)
+from asofgpu.enrich._regroup import (
+    distinct,
+    partitions_of,
+    ranks,
+    restore,
+    stream_order,
+    value_counts,
+)
 from enrich_cli import STREAM_OPTIONS, coarse_times, hidden, run
+
 
 def _grouped(table: pa.Table, by: list[str]) -> pa.Table:
     return table.sort_by([(c, "ascending") for c in (*by, "time")])
 
 
-@pytest.fixture(params=[("grouped", "tape"), ("grouped", "shuffled"), ("tape", "grouped"),
-                        ("tape", "shuffled")], ids="-".join)
+@pytest.fixture(
+    params=[
+        ("grouped", "tape"),
+        ("grouped", "shuffled"),
+        ("tape", "grouped"),
+        ("tape", "shuffled"),
+    ],
+    ids="-".join,
+)
 def day(request, tmp_path):
     """Quotes sorted by (symbol, time) or by time, with runs of equal times and symbols whose
     rows span row groups; trades sorted the other way, or in no order."""
@@ -48,22 +62,46 @@ def test_regrouped_equals_join_asof(day, tmp_path, capsys, chunk_rows, ranges, f
     trades, quotes, order = day
     out = tmp_path / "out.parquet"
     spill = ["--spill-partitions", ranges] if ranges > 1 else []
-    code, _, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol",
-                          "--device", "cpu", "--right-mode", "stream", "--chunk-rows",
-                          chunk_rows, *spill, *flags, capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        trades,
+        quotes,
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        "--chunk-rows",
+        chunk_rows,
+        *spill,
+        *flags,
+        capsys=capsys,
+    )
     assert code == 0, stderr
-    assert (f"3,000 rows, sorted by {order}) in windows of up to {chunk_rows:,} rows, LEFT's "
-            f"keys put in that order") in stderr
+    assert (
+        f"3,000 rows, sorted by {order}) in windows of up to {chunk_rows:,} rows, LEFT's "
+        f"keys put in that order"
+    ) in stderr
     ranged = "'symbol'" if "symbol" in order else "'time'"
     assert (f"LEFT's keys spilled in {ranges} ranges of {ranged}" in stderr) == (ranges > 1)
-    expected = ag.join_asof(pq.read_table(trades), pq.read_table(quotes), on="time",
-                            by="symbol", device="cpu", **options)
+    expected = ag.join_asof(
+        pq.read_table(trades),
+        pq.read_table(quotes),
+        on="time",
+        by="symbol",
+        device="cpu",
+        **options,
+    )
     assert pq.read_table(out).equals(expected)
     assert hidden(tmp_path) == []
 
 
-def every_way_regrouped(left: pa.Table, right: pa.Table, tmp_path, capsys, flags,
-                        **by) -> None:
+def every_way_regrouped(left: pa.Table, right: pa.Table, tmp_path, capsys, flags, **by) -> None:
     """l.parquet and r.parquet (``left`` and ``right`` written) joined on ``t`` with RIGHT
     streamed and LEFT regrouped, in memory and in ranges, with every strategy and a few
     chunk sizes, each checked against join_asof with ``by``."""
@@ -71,14 +109,29 @@ def every_way_regrouped(left: pa.Table, right: pa.Table, tmp_path, capsys, flags
         for strategy in ("backward", "forward", "nearest"):
             out = tmp_path / f"o{chunk_rows}{ranges}{strategy}.parquet"
             spill = ["--spill-partitions", ranges] if ranges > 1 else []
-            code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet",
-                                  "-o", out, "--on", "t", *flags, "--device", "cpu",
-                                  "--right-mode", "stream", "--chunk-rows", chunk_rows,
-                                  "--strategy", strategy, *spill, capsys=capsys)
+            code, _, stderr = run(
+                "enrich",
+                tmp_path / "l.parquet",
+                tmp_path / "r.parquet",
+                "-o",
+                out,
+                "--on",
+                "t",
+                *flags,
+                "--device",
+                "cpu",
+                "--right-mode",
+                "stream",
+                "--chunk-rows",
+                chunk_rows,
+                "--strategy",
+                strategy,
+                *spill,
+                capsys=capsys,
+            )
             assert code == 0, stderr
             assert "LEFT's keys put in that order" in stderr
-            expected = ag.join_asof(left, right, on="t", strategy=strategy, device="cpu",
-                                    **by)
+            expected = ag.join_asof(left, right, on="t", strategy=strategy, device="cpu", **by)
             assert pq.read_table(out).equals(expected), (chunk_rows, ranges, strategy)
 
 
@@ -86,29 +139,40 @@ def test_two_by_columns_with_null_keys_and_groups_on_both_sides(tmp_path, capsys
     """Two by columns (text and integers) named differently on each side, null times in
     groups (RIGHT: where the writer sorted them, last), null by values in LEFT, groups only
     one side has, and LEFT rows of equal keys far apart."""
-    right = pa.table({
-        "v": pa.array(["a", "a", "a", "a", "b", "b", "b", "c", "c", "e", "e"]),
-        "n": pa.array([1, 1, 2, 2, 1, 1, 1, 5, 5, 0, 0], pa.int32()),
-        "t": pa.array([1, 4, 2, None, 0, 3, 3, 1, 9, 2, 2]),
-        "x": np.arange(11, dtype=np.float64),
-    })
-    left = pa.table({
-        "venue": pa.array(["e", "a", None, "b", "a", "b", "c", "d", "e", "a"]),
-        "num": pa.array([0, 1, 1, 1, 2, 1, 5, 1, 0, None], pa.int32()),
-        "t": pa.array([7, 4, 3, None, 9, 3, 8, 5, 2, 1]),
-    })
+    right = pa.table(
+        {
+            "v": pa.array(["a", "a", "a", "a", "b", "b", "b", "c", "c", "e", "e"]),
+            "n": pa.array([1, 1, 2, 2, 1, 1, 1, 5, 5, 0, 0], pa.int32()),
+            "t": pa.array([1, 4, 2, None, 0, 3, 3, 1, 9, 2, 2]),
+            "x": np.arange(11, dtype=np.float64),
+        }
+    )
+    left = pa.table(
+        {
+            "venue": pa.array(["e", "a", None, "b", "a", "b", "c", "d", "e", "a"]),
+            "num": pa.array([0, 1, 1, 1, 2, 1, 5, 1, 0, None], pa.int32()),
+            "t": pa.array([7, 4, 3, None, 9, 3, 8, 5, 2, 1]),
+        }
+    )
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)
     pq.write_table(left, tmp_path / "l.parquet", row_group_size=2)
-    every_way_regrouped(left, right, tmp_path, capsys,
-                        ["--left-by", "venue,num", "--right-by", "v,n"],
-                        by_left=["venue", "num"], by_right=["v", "n"])
+    every_way_regrouped(
+        left,
+        right,
+        tmp_path,
+        capsys,
+        ["--left-by", "venue,num", "--right-by", "v,n"],
+        by_left=["venue", "num"],
+        by_right=["v", "n"],
+    )
 
 
 def test_text_by_values_in_byte_order_and_a_left_folder(tmp_path, capsys):
     """RIGHT in byte order ("B" < "a" < "é"), as parquet's statistics and Arrow order text;
     LEFT a folder whose files' dictionaries differ."""
-    right = pa.table({"g": ["B", "B", "a", "a", "é"], "t": [1, 5, 2, 6, 3],
-                      "x": [1.0, 2.0, 3.0, 4.0, 5.0]})
+    right = pa.table(
+        {"g": ["B", "B", "a", "a", "é"], "t": [1, 5, 2, 6, 3], "x": [1.0, 2.0, 3.0, 4.0, 5.0]}
+    )
     left = pa.table({"g": ["é", "a", "B", "a", "B", "é"], "t": [4, 7, 6, 1, 2, 3]})
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=2)
     (tmp_path / "l").mkdir()
@@ -116,12 +180,26 @@ def test_text_by_values_in_byte_order_and_a_left_folder(tmp_path, capsys):
     pq.write_table(left.slice(3), tmp_path / "l" / "b.parquet")
     for ranges in ([], ["--spill-partitions", "3"]):
         out = tmp_path / "out"
-        code, _, stderr = run("enrich", tmp_path / "l", tmp_path / "r.parquet", "-o", out,
-                              "--on", "t", "--by", "g", "--device", "cpu", "--right-mode",
-                              "stream", *ranges, "-q", capsys=capsys)
+        code, _, stderr = run(
+            "enrich",
+            tmp_path / "l",
+            tmp_path / "r.parquet",
+            "-o",
+            out,
+            "--on",
+            "t",
+            "--by",
+            "g",
+            "--device",
+            "cpu",
+            "--right-mode",
+            "stream",
+            *ranges,
+            "-q",
+            capsys=capsys,
+        )
         assert code == 0, stderr
-        got = pa.concat_tables([pq.read_table(out / "a.parquet"),
-                                pq.read_table(out / "b.parquet")])
+        got = pa.concat_tables([pq.read_table(out / "a.parquet"), pq.read_table(out / "b.parquet")])
         assert got.equals(ag.join_asof(left, right, on="t", by="g", device="cpu"))
         assert got["x"].to_pylist() == [5.0, 4.0, 2.0, None, 1.0, 5.0]
 
@@ -139,12 +217,26 @@ def test_auto_regroups_a_sorted_right_too_large_for_memory(tmp_path, capsys, rig
     pq.write_table(quotes, tmp_path / "q.parquet")
     pq.write_table(trades, tmp_path / "t.parquet")
     expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
-    for limit, logged in ((None, "reading RIGHT"),
-                          ("450MiB", f"RIGHT is sorted by {order}, and needs about")):
+    for limit, logged in (
+        (None, "reading RIGHT"),
+        ("450MiB", f"RIGHT is sorted by {order}, and needs about"),
+    ):
         out = tmp_path / "o.parquet"
-        code, _, stderr = run("enrich", tmp_path / "t.parquet", tmp_path / "q.parquet",
-                              "-o", out, "--on", "time", "--by", "symbol", "--device", "cpu",
-                              *(["--memory-limit", limit] if limit else []), capsys=capsys)
+        code, _, stderr = run(
+            "enrich",
+            tmp_path / "t.parquet",
+            tmp_path / "q.parquet",
+            "-o",
+            out,
+            "--on",
+            "time",
+            "--by",
+            "symbol",
+            "--device",
+            "cpu",
+            *(["--memory-limit", limit] if limit else []),
+            capsys=capsys,
+        )
         assert code == 0, stderr
         assert logged in stderr
         assert pq.read_table(out).equals(expected)
@@ -153,15 +245,19 @@ def test_auto_regroups_a_sorted_right_too_large_for_memory(tmp_path, capsys, rig
 
 def test_null_keys_and_groups_beside_a_tape(tmp_path, capsys):
     """RIGHT a tape with null times and null groups; LEFT in no order, with both too."""
-    right = pa.table({
-        "t": pa.array([1, 1, 2, None, 3, 4, 4, 5, 6, 7, 8, None, 9]),
-        "g": pa.array(["early", "a", None, "a", "a", "b", "a", "b", "a", "b", "a", "b", "b"]),
-        "v": np.arange(13, dtype=np.float64),
-    })
-    left = pa.table({
-        "t": pa.array([9, 1, None, 4, 4, 6, 8, 2, 9, 10]),
-        "g": pa.array(["a", "early", "a", "b", None, "a", "early", "a", "b", "early"]),
-    })
+    right = pa.table(
+        {
+            "t": pa.array([1, 1, 2, None, 3, 4, 4, 5, 6, 7, 8, None, 9]),
+            "g": pa.array(["early", "a", None, "a", "a", "b", "a", "b", "a", "b", "a", "b", "b"]),
+            "v": np.arange(13, dtype=np.float64),
+        }
+    )
+    left = pa.table(
+        {
+            "t": pa.array([9, 1, None, 4, 4, 6, 8, 2, 9, 10]),
+            "g": pa.array(["a", "early", "a", "b", None, "a", "early", "a", "b", "early"]),
+        }
+    )
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=4)
     pq.write_table(left, tmp_path / "l.parquet", row_group_size=3)
     every_way_regrouped(left, right, tmp_path, capsys, ["--by", "g"], by="g")
@@ -175,13 +271,27 @@ def test_a_left_that_breaks_its_tape_promise_is_regrouped(tmp_path, capsys):
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=2)
     pq.write_table(left, tmp_path / "l.parquet", row_group_size=2)
     out = tmp_path / "o.parquet"
-    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out,
-                          "--on", "t", "--device", "cpu", "--right-mode", "stream",
-                          "--chunk-rows", 2, capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        "--chunk-rows",
+        2,
+        capsys=capsys,
+    )
     assert code == 0, stderr
-    assert (f"LEFT {tmp_path / 'l.parquet'} is not sorted by 't' at row 3, though its row-group "
-            f"statistics say so; write it sorted, or pass --right-mode spill: starting again"
-            ) in stderr
+    assert (
+        f"LEFT {tmp_path / 'l.parquet'} is not sorted by 't' at row 3, though its row-group "
+        f"statistics say so; write it sorted, or pass --right-mode spill: starting again"
+    ) in stderr
     assert "LEFT's keys put in that order" in stderr
     assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", device="cpu"))
 
@@ -189,19 +299,37 @@ def test_a_left_that_breaks_its_tape_promise_is_regrouped(tmp_path, capsys):
 def test_a_grouped_right_out_of_order_is_found_while_regrouping(tmp_path, capsys):
     """RIGHT's statistics pass for grouped but a row group is not: --right-mode stream stops
     (nothing written); auto, which holds so small a RIGHT in memory, gets it right."""
-    right = pa.table({"g": ["a", "a", "a", "b", "b", "b"], "t": [1, 3, 5, 0, 9, 7],
-                      "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    right = pa.table(
+        {
+            "g": ["a", "a", "a", "b", "b", "b"],
+            "t": [1, 3, 5, 0, 9, 7],
+            "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        }
+    )
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)  # the first is in order
     left = pa.table({"g": ["b", "a"], "t": [8, 2]})  # neither a tape nor grouped
     pq.write_table(left, tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
-    argv = ["enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--on", "t",
-            "--by", "g", "--device", "cpu"]
+    argv = [
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--by",
+        "g",
+        "--device",
+        "cpu",
+    ]
     code, stdout, stderr = run(*argv, "--right-mode", "stream", "-q", capsys=capsys)
     assert code == 2 and stdout == ""
-    assert stderr == (f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
-                      f"('g', 't') at row 5, though its row-group statistics say so; write it "
-                      f"sorted, or pass --right-mode spill\n")
+    assert stderr == (
+        f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
+        f"('g', 't') at row 5, though its row-group statistics say so; write it "
+        f"sorted, or pass --right-mode spill\n"
+    )
     assert not out.exists() and hidden(tmp_path) == []
     code, _, stderr = run(*argv, capsys=capsys)
     assert code == 0, stderr
@@ -210,23 +338,44 @@ def test_a_grouped_right_out_of_order_is_found_while_regrouping(tmp_path, capsys
 
 
 def test_spill_partitions_with_a_stream_that_spills_nothing_exits_2(tmp_path, capsys):
-    pq.write_table(pa.table({"g": ["a", "b"], "t": [1, 2], "x": [1.0, 2.0]}),
-                   tmp_path / "r.parquet")
+    pq.write_table(
+        pa.table({"g": ["a", "b"], "t": [1, 2], "x": [1.0, 2.0]}), tmp_path / "r.parquet"
+    )
     pq.write_table(pa.table({"g": ["a"], "t": [3]}), tmp_path / "l.parquet")
-    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
-                          tmp_path / "o.parquet", "--on", "t", "--by", "g", "--device", "cpu",
-                          "--right-mode", "stream", "--spill-partitions", "2", capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        "--by",
+        "g",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        "--spill-partitions",
+        "2",
+        capsys=capsys,
+    )
     assert code == 2
-    assert stderr == ("asofgpu enrich: error: --spill-partitions: nothing spills when both "
-                      "sides stream (it sets LEFT's ranges when only RIGHT is sorted)\n")
+    assert stderr == (
+        "asofgpu enrich: error: --spill-partitions: nothing spills when both "
+        "sides stream (it sets LEFT's ranges when only RIGHT is sorted)\n"
+    )
 
 
 # The pieces, against plain Python.
 
+
 def test_value_counts_over_chunks_with_their_own_dictionaries_and_nulls():
-    batches = [pa.record_batch({"s": pa.array(["b", None, "a", "b"]).dictionary_encode()}),
-               pa.record_batch({"s": pa.array(["c", "b", None]).dictionary_encode()}),
-               pa.record_batch({"s": pa.array([], pa.string()).dictionary_encode()})]
+    batches = [
+        pa.record_batch({"s": pa.array(["b", None, "a", "b"]).dictionary_encode()}),
+        pa.record_batch({"s": pa.array(["c", "b", None]).dictionary_encode()}),
+        pa.record_batch({"s": pa.array([], pa.string()).dictionary_encode()}),
+    ]
     values, counts = value_counts(batches, "s")
     assert values.type == pa.large_string()
     assert values.to_pylist() == ["a", "b", "c"] and counts.tolist() == [1, 3, 1]
@@ -249,23 +398,32 @@ def test_ranks_of_plain_dictionary_and_chunked_columns():
     values = pa.array(["B", "a", "é"], pa.large_string())
     plain = pa.array(["a", None, "é", "zz", "B"])
     assert ranks(plain, values).tolist() == [1, -1, 2, -1, 0]
-    chunked = pa.chunked_array([plain.dictionary_encode(),
-                                pa.array(["é", "B"]).dictionary_encode()])
+    chunked = pa.chunked_array(
+        [plain.dictionary_encode(), pa.array(["é", "B"]).dictionary_encode()]
+    )
     assert ranks(chunked, values).tolist() == [1, -1, 2, -1, 0, 2, 0]
     assert distinct(chunked).to_pylist() == ["B", "a", "zz", "é"]
 
 
 def test_stream_order_is_by_values_then_key_then_row():
-    table = pa.table({
-        "s": pa.chunked_array([pa.array(["b", "a", None]).dictionary_encode(),
-                               pa.array(["a", "b", "a", "a"]).dictionary_encode()]),
-        "n": pa.array([1, 2, 1, 1, 1, 1, 2]),
-        "t": pa.array([5, 3, 1, 3, None, 2, 0]),
-    })
+    table = pa.table(
+        {
+            "s": pa.chunked_array(
+                [
+                    pa.array(["b", "a", None]).dictionary_encode(),
+                    pa.array(["a", "b", "a", "a"]).dictionary_encode(),
+                ]
+            ),
+            "n": pa.array([1, 2, 1, 1, 1, 1, 2]),
+            "t": pa.array([5, 3, 1, 3, None, 2, 0]),
+        }
+    )
     keyed, others = stream_order(table, "t", ["s", "n"])
     rows = table.to_pylist()
-    expected = sorted((i for i, r in enumerate(rows) if None not in r.values()),
-                      key=lambda i: (rows[i]["s"], rows[i]["n"], rows[i]["t"], i))
+    expected = sorted(
+        (i for i, r in enumerate(rows) if None not in r.values()),
+        key=lambda i: (rows[i]["s"], rows[i]["n"], rows[i]["t"], i),
+    )
     assert keyed.tolist() == expected == [5, 3, 6, 1, 0]
     assert others.tolist() == [2, 4]
 

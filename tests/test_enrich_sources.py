@@ -21,7 +21,6 @@ from enrich_cli import hidden, run
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 
 
-
 def write(table: pa.Table, path: Path, row_group_size: int = 40) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path, row_group_size=row_group_size)
@@ -30,8 +29,10 @@ def write(table: pa.Table, path: Path, row_group_size: int = 40) -> Path:
 
 def days(seed: int = 1):
     """Two shuffled market-data days (quotes, trades) of the same symbols."""
-    return [marketdata.day(n_quotes=300, n_trades=200, n_symbols=6, seed=seed + d, shuffled=True)
-            for d in range(2)]
+    return [
+        marketdata.day(n_quotes=300, n_trades=200, n_symbols=6, seed=seed + d, shuffled=True)
+        for d in range(2)
+    ]
 
 
 def with_column(table: pa.Table, name: str, value) -> pa.Table:
@@ -49,17 +50,39 @@ def test_left_and_right_folders_give_a_mirrored_out_folder(tmp_path, capsys):
     (left / "_ignored.parquet").write_text("not read: names starting with _ are skipped")
     (right / "notes.txt").write_text("not read: not *.parquet")
     out = tmp_path / "out"
-    code, stdout, _ = run("enrich", left, right, "-o", out, "--on", "time", "--by", "symbol",
-                          "--device", "cpu", "--chunk-rows", 50, capsys=capsys)
+    code, stdout, _ = run(
+        "enrich",
+        left,
+        right,
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        50,
+        capsys=capsys,
+    )
     assert code == 0
     assert "rows       400 in 3 files, " in stdout and "from 600 right rows" in stdout
     quotes = pa.concat_tables([q0, q1])
-    for name, part in (("a.parquet", t0.slice(0, 120)), ("sub/b.parquet", t0.slice(120)),
-                       ("sub/c.parquet", t1)):
+    for name, part in (
+        ("a.parquet", t0.slice(0, 120)),
+        ("sub/b.parquet", t0.slice(120)),
+        ("sub/c.parquet", t1),
+    ):
         expected = ag.join_asof(part, quotes, on="time", by="symbol", device="cpu")
         assert pq.read_table(out / name).equals(expected), name
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
-        "_ASOFGPU_ENRICH", "a.parquet", "sub", "sub/b.parquet", "sub/c.parquet"]
+        "_ASOFGPU_ENRICH",
+        "a.parquet",
+        "sub",
+        "sub/b.parquet",
+        "sub/c.parquet",
+    ]
     assert hidden(tmp_path) == []
 
 
@@ -71,19 +94,23 @@ def test_hive_partitions_are_columns_and_keep_matches_within_a_day(tmp_path, cap
         write(quotes, right / f"date={day}" / "part-0.parquet")
     out = tmp_path / "out"
     common = ["--on", "time", "--device", "cpu", "-q"]
-    assert run("enrich", left, right, "-o", out, "--by", "date,symbol", *common,
-               capsys=capsys)[0] == 0
+    assert (
+        run("enrich", left, right, "-o", out, "--by", "date,symbol", *common, capsys=capsys)[0] == 0
+    )
     # The days' clocks overlap (marketdata uses one session), so without the date a trade of
     # the first day would take quotes of the second.
-    quotes = pa.concat_tables([with_column(q0, "date", "2026-11-27"),
-                               with_column(q1, "date", "2026-11-30")])
+    quotes = pa.concat_tables(
+        [with_column(q0, "date", "2026-11-27"), with_column(q1, "date", "2026-11-30")]
+    )
     for day, trades in (("2026-11-27", t0), ("2026-11-30", t1)):
-        expected = ag.join_asof(with_column(trades, "date", day), quotes, on="time",
-                                by=["date", "symbol"], device="cpu").drop_columns(["date"])
+        expected = ag.join_asof(
+            with_column(trades, "date", day), quotes, on="time", by=["date", "symbol"], device="cpu"
+        ).drop_columns(["date"])
         got = pq.ParquetFile(out / f"date={day}" / "part-0.parquet").read()  # the file alone
         assert got.equals(expected)
-        across = ag.join_asof(trades, pa.concat_tables([q0, q1]), on="time", by="symbol",
-                              device="cpu")
+        across = ag.join_asof(
+            trades, pa.concat_tables([q0, q1]), on="time", by="symbol", device="cpu"
+        )
         assert not got.equals(across)
     # read back as a hive dataset, OUT has the date column again
     assert pq.read_table(out).column_names[-1] == "date"
@@ -92,17 +119,33 @@ def test_hive_partitions_are_columns_and_keep_matches_within_a_day(tmp_path, cap
 def test_whole_number_partitions_are_int64_and_nulls_match_nothing(tmp_path, capsys):
     right = tmp_path / "r"
     write(pa.table({"t": [1, 1], "v": [10.0, 20.0]}).slice(0, 1), right / "venue=7" / "x.parquet")
-    write(pa.table({"t": [1], "v": [30.0]}), right / "venue=__HIVE_DEFAULT_PARTITION__" /
-          "x.parquet")
+    write(
+        pa.table({"t": [1], "v": [30.0]}), right / "venue=__HIVE_DEFAULT_PARTITION__" / "x.parquet"
+    )
     left = tmp_path / "l"
     write(pa.table({"t": [5]}), left / "venue=7" / "y.parquet")
     write(pa.table({"t": [5]}), left / "venue=__HIVE_DEFAULT_PARTITION__" / "y.parquet")
     write(pa.table({"t": [5]}), left / "venue=8" / "y.parquet")
     out = tmp_path / "out"
-    assert run("enrich", left, right, "-o", out, "--on", "t", "--by", "venue", "--device", "cpu",
-               "-q", capsys=capsys)[0] == 0
-    got = {p.parent.name: pq.ParquetFile(p).read()["v"].to_pylist()
-           for p in out.rglob("*.parquet")}
+    assert (
+        run(
+            "enrich",
+            left,
+            right,
+            "-o",
+            out,
+            "--on",
+            "t",
+            "--by",
+            "venue",
+            "--device",
+            "cpu",
+            "-q",
+            capsys=capsys,
+        )[0]
+        == 0
+    )
+    got = {p.parent.name: pq.ParquetFile(p).read()["v"].to_pylist() for p in out.rglob("*.parquet")}
     assert got == {"venue=7": [10.0], "venue=8": [None], "venue=__HIVE_DEFAULT_PARTITION__": [None]}
     from asofgpu.enrich._sources import Source
 
@@ -117,8 +160,24 @@ def test_a_glob_names_files_and_a_single_left_file_gives_a_file(tmp_path, capsys
     trades = write(t0, tmp_path / "trades.parquet")
     out = tmp_path / "o.parquet"
     pattern = os.path.join(tmp_path, "day", "*", "quotes-*.parquet")
-    assert run("enrich", trades, pattern, "-o", out, "--on", "time", "--by", "symbol",
-               "--device", "cpu", "-q", capsys=capsys)[0] == 0
+    assert (
+        run(
+            "enrich",
+            trades,
+            pattern,
+            "-o",
+            out,
+            "--on",
+            "time",
+            "--by",
+            "symbol",
+            "--device",
+            "cpu",
+            "-q",
+            capsys=capsys,
+        )[0]
+        == 0
+    )
     expected = ag.join_asof(t0, pa.concat_tables([q0, q1]), on="time", by="symbol", device="cpu")
     assert pq.read_table(out).equals(expected)
 
@@ -145,30 +204,44 @@ def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, 
     bad = np.arange(50)
     bad[30] = 40_000 * 365 * 86_400
     write(pa.table({"t": pa.array(bad, pa.timestamp("s"))}), left / "2.parquet")
-    right = write(pa.table({"t": pa.array([0], pa.timestamp("ns")), "v": [1]}),
-                  tmp_path / "r.parquet")
+    right = write(
+        pa.table({"t": pa.array([0], pa.timestamp("ns")), "v": [1]}), tmp_path / "r.parquet"
+    )
     out = tmp_path / "out"
     out.mkdir()
     (out / "_ASOFGPU_ENRICH").write_text("an earlier run")
     (out / "old.parquet").write_text("the previous result")
-    code, _, stderr = run("enrich", left, right, "-o", out, "--on", "t", "--device", "cpu",
-                          "-q", capsys=capsys)
+    code, _, stderr = run(
+        "enrich", left, right, "-o", out, "--on", "t", "--device", "cpu", "-q", capsys=capsys
+    )
     assert code == 2 and "overflow" in stderr
     assert (out / "old.parquet").read_text() == "the previous result"
     assert hidden(tmp_path) == []
 
 
-@pytest.mark.parametrize(("case", "message"), [
-    ("schemas", "LEFT files disagree on their columns: {l}/a.parquet has t: int64, "
-                "{l}/b.parquet has t: double"),
-    ("clash", "LEFT partition folder t= names a column the files already hold ('t')"),
-    ("mixed", "LEFT files sit in different partition folders: a.parquet has no partition "
-              "folders, d=1/b.parquet has d="),
-    ("out-is-a-file", "OUT {out} is not a folder; LEFT is a folder or glob"),
-    ("out-is-foreign", "OUT {out} is a folder that asofgpu enrich did not write (no "
-                       "_ASOFGPU_ENRICH in it); pass a new path, or remove it first"),
-    ("out-inside-left", "OUT {l}/out is inside the LEFT folder {l}"),
-])
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        (
+            "schemas",
+            "LEFT files disagree on their columns: {l}/a.parquet has t: int64, "
+            "{l}/b.parquet has t: double",
+        ),
+        ("clash", "LEFT partition folder t= names a column the files already hold ('t')"),
+        (
+            "mixed",
+            "LEFT files sit in different partition folders: a.parquet has no partition "
+            "folders, d=1/b.parquet has d=",
+        ),
+        ("out-is-a-file", "OUT {out} is not a folder; LEFT is a folder or glob"),
+        (
+            "out-is-foreign",
+            "OUT {out} is a folder that asofgpu enrich did not write (no "
+            "_ASOFGPU_ENRICH in it); pass a new path, or remove it first",
+        ),
+        ("out-inside-left", "OUT {l}/out is inside the LEFT folder {l}"),
+    ],
+)
 def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, case, message):
     left, out = tmp_path / "l", tmp_path / "out"
     write(pa.table({"t": [1, 2]}), left / "a.parquet")
@@ -187,8 +260,9 @@ def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, case, message):
         (out / "thesis.tex").write_text("keep me")
     elif case == "out-inside-left":
         out = left / "out"
-    code, stdout, stderr = run("enrich", left, right, "-o", out, "--on", "t", "--device", "cpu",
-                               capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich", left, right, "-o", out, "--on", "t", "--device", "cpu", capsys=capsys
+    )
     assert code == 2 and stdout == ""
     assert stderr.count("\n") == 1
     assert message.format(l=left, out=out) in stderr

@@ -29,34 +29,60 @@ pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 ROOT = Path(__file__).resolve().parents[1]
 
 
-
-
 @pytest.fixture
 def day(tmp_path):
-    quotes, trades = marketdata.day(n_quotes=900, n_trades=500, n_symbols=15, seed=4,
-                                    shuffled=True)
+    quotes, trades = marketdata.day(n_quotes=900, n_trades=500, n_symbols=15, seed=4, shuffled=True)
     pq.write_table(trades, tmp_path / "trades.parquet", row_group_size=64)
     pq.write_table(quotes, tmp_path / "quotes.parquet", row_group_size=100)
     return tmp_path / "trades.parquet", tmp_path / "quotes.parquet"
 
 
 @pytest.mark.parametrize("k", [1, 2, 7])
-@pytest.mark.parametrize(("flags", "options"), [
-    ([], {}),
-    (["--strategy", "forward", "--no-exact-matches"],
-     {"strategy": "forward", "allow_exact_matches": False}),
-    (["--strategy", "nearest", "--tolerance", "30s"],
-     {"strategy": "nearest", "tolerance": np.timedelta64(30, "s")}),
-])
+@pytest.mark.parametrize(
+    ("flags", "options"),
+    [
+        ([], {}),
+        (
+            ["--strategy", "forward", "--no-exact-matches"],
+            {"strategy": "forward", "allow_exact_matches": False},
+        ),
+        (
+            ["--strategy", "nearest", "--tolerance", "30s"],
+            {"strategy": "nearest", "tolerance": np.timedelta64(30, "s")},
+        ),
+    ],
+)
 def test_spilled_equals_join_asof(day, tmp_path, capsys, k, flags, options):
     trades, quotes = day
     out = tmp_path / "out.parquet"
-    code, stdout, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by",
-                               "symbol", "--device", "cpu", "--chunk-rows", 97,
-                               "--spill-partitions", k, *flags, capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich",
+        trades,
+        quotes,
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        97,
+        "--spill-partitions",
+        k,
+        *flags,
+        capsys=capsys,
+    )
     assert code == 0, stderr
-    expected = ag.join_asof(pq.read_table(trades), pq.read_table(quotes), on="time",
-                            by="symbol", device="cpu", **options)
+    expected = ag.join_asof(
+        pq.read_table(trades),
+        pq.read_table(quotes),
+        on="time",
+        by="symbol",
+        device="cpu",
+        **options,
+    )
     assert pq.read_table(out).equals(expected)
     assert f"spilling both sides to {k} hash partitions in {tmp_path}" in stderr
     assert "spilled to disk" in stdout
@@ -68,56 +94,116 @@ def test_two_by_columns_with_nulls_and_a_partition_column(tmp_path, capsys):
 
     def frame(n, seed):
         r = np.random.default_rng(seed)
-        return pa.table({"t": r.integers(0, 100, n),
-                         "a": pa.array(r.choice(["x", "y", "z", None], n)),
-                         "b": pa.array(r.integers(0, 3, n).astype(float), mask=r.random(n) < .1),
-                         "v": r.random(n)})
+        return pa.table(
+            {
+                "t": r.integers(0, 100, n),
+                "a": pa.array(r.choice(["x", "y", "z", None], n)),
+                "b": pa.array(r.integers(0, 3, n).astype(float), mask=r.random(n) < 0.1),
+                "v": r.random(n),
+            }
+        )
+
     for day in (1, 2):
         (left / f"day={day}").mkdir(parents=True)
         (right / f"day={day}").mkdir(parents=True)
-        pq.write_table(frame(300, day).drop_columns(["v"]), left / f"day={day}" / "p.parquet",
-                       row_group_size=50)
-        pq.write_table(frame(400, 10 + day), right / f"day={day}" / "p.parquet",
-                       row_group_size=50)
+        pq.write_table(
+            frame(300, day).drop_columns(["v"]),
+            left / f"day={day}" / "p.parquet",
+            row_group_size=50,
+        )
+        pq.write_table(frame(400, 10 + day), right / f"day={day}" / "p.parquet", row_group_size=50)
     out = tmp_path / "out"
-    assert run("enrich", left, right, "-o", out, "--on", "t", "--by", "day,a,b",
-               "--device", "cpu", "--spill-partitions", 5, "-q", capsys=capsys)[0] == 0
+    assert (
+        run(
+            "enrich",
+            left,
+            right,
+            "-o",
+            out,
+            "--on",
+            "t",
+            "--by",
+            "day,a,b",
+            "--device",
+            "cpu",
+            "--spill-partitions",
+            5,
+            "-q",
+            capsys=capsys,
+        )[0]
+        == 0
+    )
     # ParquetFile: the file alone (pyarrow's read_table adds the folder's "day" on some versions)
-    quotes = pa.concat_tables(pq.ParquetFile(right / f"day={d}" / "p.parquet").read()
-                              .append_column("day", pa.array([d] * 400)) for d in (1, 2))
+    quotes = pa.concat_tables(
+        pq.ParquetFile(right / f"day={d}" / "p.parquet")
+        .read()
+        .append_column("day", pa.array([d] * 400))
+        for d in (1, 2)
+    )
     for d in (1, 2):
         trades = pq.ParquetFile(left / f"day={d}" / "p.parquet").read()
-        expected = ag.join_asof(trades.append_column("day", pa.array([d] * 300)), quotes,
-                                on="t", by=["day", "a", "b"], device="cpu")
-        assert pq.ParquetFile(out / f"day={d}" / "p.parquet").read().equals(
-            expected.drop_columns(["day"]))
+        expected = ag.join_asof(
+            trades.append_column("day", pa.array([d] * 300)),
+            quotes,
+            on="t",
+            by=["day", "a", "b"],
+            device="cpu",
+        )
+        assert (
+            pq.ParquetFile(out / f"day={d}" / "p.parquet")
+            .read()
+            .equals(expected.drop_columns(["day"]))
+        )
 
 
 def test_a_small_memory_limit_spills_by_itself(tmp_path, capsys):
     """Shuffled files are no tape: RIGHT that does not fit is spilled, not streamed."""
-    quotes, trades = marketdata.day(n_quotes=300_000, n_trades=20_000, n_symbols=50, seed=2,
-                                    shuffled=True)
+    quotes, trades = marketdata.day(
+        n_quotes=300_000, n_trades=20_000, n_symbols=50, seed=2, shuffled=True
+    )
     pq.write_table(quotes, tmp_path / "q.parquet")
     pq.write_table(trades, tmp_path / "t.parquet")
     out = tmp_path / "o.parquet"
-    code, stdout, stderr = run("enrich", tmp_path / "t.parquet", tmp_path / "q.parquet", "-o",
-                               out, "--on", "time", "--by", "symbol", "--device", "cpu",
-                               "--memory-limit", "450MiB", capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich",
+        tmp_path / "t.parquet",
+        tmp_path / "q.parquet",
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--memory-limit",
+        "450MiB",
+        capsys=capsys,
+    )
     assert code == 0, stderr
     assert "more than half of what --memory-limit 450MiB leaves: spilling both sides" in stderr
-    assert pq.read_table(out).equals(ag.join_asof(trades, quotes, on="time", by="symbol",
-                                                  device="cpu"))
+    assert pq.read_table(out).equals(
+        ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
+    )
 
 
 def test_equal_values_of_other_types_share_a_partition():
-    left = pa.table({"s": pa.array(["a", "b", None, "é"]),
-                     "i": pa.array([1, 2, None, -5], pa.int32()),
-                     "f": pa.array([0.0, -0.0, float("nan"), 2.5]),
-                     "t": pa.array([1, 2, 3, None], pa.timestamp("ms"))})
-    right = pa.table({"s": pa.array(["a", "b", None, "é"], pa.large_string()).dictionary_encode(),
-                      "i": pa.array([1, 2, None, -5], pa.int64()),
-                      "f": pa.array([-0.0, 0.0, float("nan"), 2.5], pa.float32()),
-                      "t": pa.array([1000, 2000, 3000, None], pa.timestamp("us"))})
+    left = pa.table(
+        {
+            "s": pa.array(["a", "b", None, "é"]),
+            "i": pa.array([1, 2, None, -5], pa.int32()),
+            "f": pa.array([0.0, -0.0, float("nan"), 2.5]),
+            "t": pa.array([1, 2, 3, None], pa.timestamp("ms")),
+        }
+    )
+    right = pa.table(
+        {
+            "s": pa.array(["a", "b", None, "é"], pa.large_string()).dictionary_encode(),
+            "i": pa.array([1, 2, None, -5], pa.int64()),
+            "f": pa.array([-0.0, 0.0, float("nan"), 2.5], pa.float32()),
+            "t": pa.array([1000, 2000, 3000, None], pa.timestamp("us")),
+        }
+    )
     for by in (["s"], ["i"], ["f"], ["t"], ["s", "i", "f", "t"]):
         assert partition_of(left, by, 13).tolist() == partition_of(right, by, 13).tolist(), by
     spread = partition_of(pa.table({"i": np.arange(10_000)}), ["i"], 8)
@@ -135,78 +221,154 @@ def test_a_full_temporary_disk_exits_1_and_leaves_tmp_dir_as_found(day, tmp_path
     scratch.mkdir()
     (scratch / "keep.txt").write_text("mine")
     done = subprocess.run(
-        [sys.executable, "-m", "asofgpu", "enrich", trades, quotes, "-o", tmp_path / "o.parquet",
-         "--on", "time", "--by", "symbol", "--device", "cpu", "--spill-partitions", "2",
-         "--tmp-dir", scratch, "-q"],
-        capture_output=True, text=True, cwd=ROOT, preexec_fn=_limit_file_size, timeout=300)
+        [
+            sys.executable,
+            "-m",
+            "asofgpu",
+            "enrich",
+            trades,
+            quotes,
+            "-o",
+            tmp_path / "o.parquet",
+            "--on",
+            "time",
+            "--by",
+            "symbol",
+            "--device",
+            "cpu",
+            "--spill-partitions",
+            "2",
+            "--tmp-dir",
+            scratch,
+            "-q",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=_limit_file_size,
+        timeout=300,
+    )
     assert done.returncode == 1, done.stderr
-    assert done.stderr.startswith(f"asofgpu enrich: error: cannot write spill files in "
-                                  f"--tmp-dir {scratch}: ")
+    assert done.stderr.startswith(
+        f"asofgpu enrich: error: cannot write spill files in --tmp-dir {scratch}: "
+    )
     assert done.stderr.rstrip().endswith("File too large; nothing was written")
     assert sorted(os.listdir(scratch)) == ["keep.txt"]
     assert not (tmp_path / "o.parquet").exists() and hidden(tmp_path) == []
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--memory-limit", "lots"], "--memory-limit: expected a size such as 1GiB, 512MiB, 2GB or "
-                                 "a number of bytes, got 'lots'"),
-    (["--memory-limit", "100MiB"], "--memory-limit 100MiB is too small: the process itself "
-                                   "takes about 400 MiB; give at least 500 MiB"),
-    (["--memory-limit", "420MiB"], "--memory-limit 420MiB cannot hold a row group of LEFT"),
-    (["--tmp-dir", "{tmp}/nowhere"], "--tmp-dir {tmp}/nowhere is not a folder"),
-    (["--spill-partitions", "0"], "argument --spill-partitions: expected a positive number, "
-                                  "got 0"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["--memory-limit", "lots"],
+            "--memory-limit: expected a size such as 1GiB, 512MiB, 2GB or "
+            "a number of bytes, got 'lots'",
+        ),
+        (
+            ["--memory-limit", "100MiB"],
+            "--memory-limit 100MiB is too small: the process itself "
+            "takes about 400 MiB; give at least 500 MiB",
+        ),
+        (["--memory-limit", "420MiB"], "--memory-limit 420MiB cannot hold a row group of LEFT"),
+        (["--tmp-dir", "{tmp}/nowhere"], "--tmp-dir {tmp}/nowhere is not a folder"),
+        (
+            ["--spill-partitions", "0"],
+            "argument --spill-partitions: expected a positive number, got 0",
+        ),
+    ],
+)
 def test_bad_memory_options_exit_2(tmp_path, capsys, argv, message):
-    pq.write_table(pa.table({"t": np.arange(3_000_000)}), tmp_path / "l.parquet",
-                   row_group_size=3_000_000)  # 24 MB uncompressed
+    pq.write_table(
+        pa.table({"t": np.arange(3_000_000)}), tmp_path / "l.parquet", row_group_size=3_000_000
+    )  # 24 MB uncompressed
     pq.write_table(pa.table({"t": [1], "v": [1.0]}), tmp_path / "r.parquet")
     argv = [a.format(tmp=tmp_path) for a in argv]
-    code, stdout, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
-                               tmp_path / "o.parquet", "--on", "t", *argv, capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        *argv,
+        capsys=capsys,
+    )
     assert code == 2 and stdout == "" and stderr.count("\n") == 1
     assert message.format(tmp=tmp_path) in stderr
     assert hidden(tmp_path) == []
 
 
-@pytest.mark.parametrize(("flags", "options"), [
-    ([], {}),
-    (["--strategy", "forward"], {"strategy": "forward"}),
-    (["--strategy", "nearest", "--no-exact-matches"],
-     {"strategy": "nearest", "allow_exact_matches": False}),
-    (["--strategy", "nearest", "--tolerance", "2s"],
-     {"strategy": "nearest", "tolerance": np.timedelta64(2, "s")}),
-])
+@pytest.mark.parametrize(
+    ("flags", "options"),
+    [
+        ([], {}),
+        (["--strategy", "forward"], {"strategy": "forward"}),
+        (
+            ["--strategy", "nearest", "--no-exact-matches"],
+            {"strategy": "nearest", "allow_exact_matches": False},
+        ),
+        (
+            ["--strategy", "nearest", "--tolerance", "2s"],
+            {"strategy": "nearest", "tolerance": np.timedelta64(2, "s")},
+        ),
+    ],
+)
 def test_a_busy_group_is_joined_in_key_ranges(tmp_path, capsys, flags, options):
     """Zipf activity puts a seventh of the quotes in one symbol, so its partition would not
     fit: it is cut into key ranges joined with the carries of the ranges around them. Times
     are coarse, so runs of equal keys meet the range cuts."""
-    quotes, trades = marketdata.day(n_quotes=300_000, n_trades=30_000, n_symbols=40, seed=5,
-                                    shuffled=True)
+    quotes, trades = marketdata.day(
+        n_quotes=300_000, n_trades=30_000, n_symbols=40, seed=5, shuffled=True
+    )
     quotes = coarse_times(quotes, 10**8)
     pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=50_000)
     pq.write_table(trades, tmp_path / "t.parquet", row_group_size=50_000)
     out = tmp_path / "o.parquet"
-    code, _, stderr = run("enrich", tmp_path / "t.parquet", tmp_path / "q.parquet", "-o", out,
-                          "--on", "time", "--by", "symbol", "--device", "cpu",
-                          "--memory-limit", "420MiB", *flags, capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "t.parquet",
+        tmp_path / "q.parquet",
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--memory-limit",
+        "420MiB",
+        *flags,
+        capsys=capsys,
+    )
     assert code == 0, stderr
-    assert re.search(r"partition \d+ holds [\d,]+ RIGHT rows, too many to prepare at once: "
-                     r"joined in \d+ key ranges", stderr)
+    assert re.search(
+        r"partition \d+ holds [\d,]+ RIGHT rows, too many to prepare at once: "
+        r"joined in \d+ key ranges",
+        stderr,
+    )
     expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu", **options)
     assert pq.read_table(out).equals(expected)
     assert hidden(tmp_path) == []
 
 
-@pytest.mark.parametrize(("flags", "options"), [
-    ([], {}),
-    (["--strategy", "forward"], {"strategy": "forward"}),
-    (["--strategy", "nearest"], {"strategy": "nearest"}),
-    (["--strategy", "nearest", "--no-exact-matches"],
-     {"strategy": "nearest", "allow_exact_matches": False}),
-])
-def test_a_key_too_busy_for_any_range_keeps_its_first_and_last_rows(tmp_path, capsys, flags,
-                                                                     options):
+@pytest.mark.parametrize(
+    ("flags", "options"),
+    [
+        ([], {}),
+        (["--strategy", "forward"], {"strategy": "forward"}),
+        (["--strategy", "nearest"], {"strategy": "nearest"}),
+        (
+            ["--strategy", "nearest", "--no-exact-matches"],
+            {"strategy": "nearest", "allow_exact_matches": False},
+        ),
+    ],
+)
+def test_a_key_too_busy_for_any_range_keeps_its_first_and_last_rows(
+    tmp_path, capsys, flags, options
+):
     """A daily state table: one day holds most of RIGHT's rows, every one at the same key
     (and the same few groups), so no cut between keys can make its range fit. The range is
     read as what a join can pick of it, each (group, key)'s first and last row: the rows
@@ -217,17 +379,37 @@ def test_a_key_too_busy_for_any_range_keeps_its_first_and_last_rows(tmp_path, ca
     groups = rng.choice(["a", "b", "c"], n_busy + n_rest)
     right = pa.table({"day": days, "g": groups, "v": np.arange(n_busy + n_rest, dtype=float)})
     right = right.take(rng.permutation(right.num_rows))
-    left = pa.table({"day": rng.integers(-1, 12, 3_000), "g": rng.choice(["a", "b", "c", "d"],
-                                                                          3_000)})
+    left = pa.table(
+        {"day": rng.integers(-1, 12, 3_000), "g": rng.choice(["a", "b", "c", "d"], 3_000)}
+    )
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=20_000)
     pq.write_table(left, tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
-    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out,
-                          "--on", "day", "--by", "g", "--device", "cpu", "--memory-limit",
-                          "420MiB", "--spill-partitions", "1", *flags, capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "day",
+        "--by",
+        "g",
+        "--device",
+        "cpu",
+        "--memory-limit",
+        "420MiB",
+        "--spill-partitions",
+        "1",
+        *flags,
+        capsys=capsys,
+    )
     assert code == 0, stderr
-    assert re.search(r"a key range holds [\d,]+ RIGHT rows of few keys, too many to prepare "
-                     r"at once: read as each key's first and last row per group", stderr)
+    assert re.search(
+        r"a key range holds [\d,]+ RIGHT rows of few keys, too many to prepare "
+        r"at once: read as each key's first and last row per group",
+        stderr,
+    )
     expected = ag.join_asof(left, right, on="day", by="g", device="cpu", **options)
     assert pq.read_table(out).equals(expected)
     assert hidden(tmp_path) == []

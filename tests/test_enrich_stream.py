@@ -17,8 +17,6 @@ from enrich_cli import STREAM_OPTIONS, coarse_times, hidden, run
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 
 
-
-
 @pytest.fixture
 def tape(tmp_path):
     """A time-sorted day with runs of equal times, so windows split runs of equal keys."""
@@ -30,18 +28,28 @@ def tape(tmp_path):
 
 
 @pytest.mark.parametrize("chunk_rows", [7, 170, 5_000])
-@pytest.mark.parametrize(("flags", "options"), [
-    ([], {}),
-    (["--no-exact-matches"], {"allow_exact_matches": False}),
-    (["--tolerance", "20s"], {"tolerance": np.timedelta64(20, "s")}),
-    (["--strategy", "forward"], {"strategy": "forward"}),
-    (["--strategy", "forward", "--no-exact-matches"],
-     {"strategy": "forward", "allow_exact_matches": False}),
-    (["--strategy", "nearest"], {"strategy": "nearest"}),
-    (["--strategy", "nearest", "--tolerance", "20s", "--no-exact-matches"],
-     {"strategy": "nearest", "tolerance": np.timedelta64(20, "s"),
-      "allow_exact_matches": False}),
-])
+@pytest.mark.parametrize(
+    ("flags", "options"),
+    [
+        ([], {}),
+        (["--no-exact-matches"], {"allow_exact_matches": False}),
+        (["--tolerance", "20s"], {"tolerance": np.timedelta64(20, "s")}),
+        (["--strategy", "forward"], {"strategy": "forward"}),
+        (
+            ["--strategy", "forward", "--no-exact-matches"],
+            {"strategy": "forward", "allow_exact_matches": False},
+        ),
+        (["--strategy", "nearest"], {"strategy": "nearest"}),
+        (
+            ["--strategy", "nearest", "--tolerance", "20s", "--no-exact-matches"],
+            {
+                "strategy": "nearest",
+                "tolerance": np.timedelta64(20, "s"),
+                "allow_exact_matches": False,
+            },
+        ),
+    ],
+)
 def test_streamed_equals_join_asof(tape, tmp_path, capsys, chunk_rows, flags, options):
     stderr = streamed_equals_join_asof(tape, tmp_path, capsys, chunk_rows, flags, options)
     assert "rows, sorted by 'time') in windows" in stderr
@@ -52,13 +60,35 @@ def streamed_equals_join_asof(files, tmp_path, capsys, chunk_rows, flags, option
     the log."""
     trades, quotes = files
     out = tmp_path / "out.parquet"
-    code, _, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by", "symbol",
-                          "--device", "cpu", "--right-mode", "stream", "--chunk-rows",
-                          chunk_rows, *flags, capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        trades,
+        quotes,
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        "--chunk-rows",
+        chunk_rows,
+        *flags,
+        capsys=capsys,
+    )
     assert code == 0, stderr
     assert "--right-mode stream: streaming RIGHT" in stderr
-    expected = ag.join_asof(pq.read_table(trades), pq.read_table(quotes), on="time",
-                            by="symbol", device="cpu", **options)
+    expected = ag.join_asof(
+        pq.read_table(trades),
+        pq.read_table(quotes),
+        on="time",
+        by="symbol",
+        device="cpu",
+        **options,
+    )
     assert pq.read_table(out).equals(expected)
     assert hidden(tmp_path) == []
     return stderr
@@ -67,25 +97,29 @@ def streamed_equals_join_asof(files, tmp_path, capsys, chunk_rows, flags, option
 def test_null_keys_null_groups_and_groups_seen_only_early(tmp_path, capsys):
     """Null times on both sides (never a candidate, never matched), null by values, and a
     group quoted only in the first window but traded in the last."""
-    right = pa.table({
-        "t": pa.array([1, 1, 2, None, 3, 4, 4, 5, 6, 7, 8, None, 9]),
-        "g": pa.array(["early", "a", None, "a", "a", "b", "a", "b", "a", "b", "a", "b", "b"]),
-        "v": np.arange(13, dtype=np.float64),
-    })
-    left = pa.table({
-        "t": pa.array([None, 1, 2, 4, 4, 6, 8, 9, 9, 10]),
-        "g": pa.array(["a", "early", "a", "b", None, "a", "early", "b", "a", "early"]),
-    })
+    right = pa.table(
+        {
+            "t": pa.array([1, 1, 2, None, 3, 4, 4, 5, 6, 7, 8, None, 9]),
+            "g": pa.array(["early", "a", None, "a", "a", "b", "a", "b", "a", "b", "a", "b", "b"]),
+            "v": np.arange(13, dtype=np.float64),
+        }
+    )
+    left = pa.table(
+        {
+            "t": pa.array([None, 1, 2, 4, 4, 6, 8, 9, 9, 10]),
+            "g": pa.array(["a", "early", "a", "b", None, "a", "early", "b", "a", "early"]),
+        }
+    )
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=4)
     pq.write_table(left, tmp_path / "l.parquet", row_group_size=3)
-    outs = every_way_streamed(left, right, tmp_path, capsys, (1, 2, 3, 100), ["--by", "g"],
-                              by="g")
+    outs = every_way_streamed(left, right, tmp_path, capsys, (1, 2, 3, 100), ["--by", "g"], by="g")
     for nearest in outs[2::3]:
         assert nearest["v"].to_pylist()[-1] == 0.0  # "early", from window one
 
 
-def every_way_streamed(left: pa.Table, right: pa.Table, tmp_path, capsys, chunk_sizes, flags,
-                       **by) -> list[pa.Table]:
+def every_way_streamed(
+    left: pa.Table, right: pa.Table, tmp_path, capsys, chunk_sizes, flags, **by
+) -> list[pa.Table]:
     """l.parquet and r.parquet in ``tmp_path`` (``left`` and ``right`` written) streamed on
     ``t`` with ``flags`` for every chunk size and strategy, each output checked against
     join_asof with ``by``. Returns the outputs."""
@@ -93,13 +127,28 @@ def every_way_streamed(left: pa.Table, right: pa.Table, tmp_path, capsys, chunk_
     for chunk_rows in chunk_sizes:
         for strategy in ("backward", "forward", "nearest"):
             out = tmp_path / f"o{chunk_rows}{strategy}.parquet"
-            code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet",
-                                  "-o", out, "--on", "t", *flags, "--device", "cpu",
-                                  "--right-mode", "stream", "--chunk-rows", chunk_rows,
-                                  "--strategy", strategy, "-q", capsys=capsys)
+            code, _, stderr = run(
+                "enrich",
+                tmp_path / "l.parquet",
+                tmp_path / "r.parquet",
+                "-o",
+                out,
+                "--on",
+                "t",
+                *flags,
+                "--device",
+                "cpu",
+                "--right-mode",
+                "stream",
+                "--chunk-rows",
+                chunk_rows,
+                "--strategy",
+                strategy,
+                "-q",
+                capsys=capsys,
+            )
             assert code == 0, stderr
-            expected = ag.join_asof(left, right, on="t", strategy=strategy, device="cpu",
-                                    **by)
+            expected = ag.join_asof(left, right, on="t", strategy=strategy, device="cpu", **by)
             outs.append(pq.read_table(out))
             assert outs[-1].equals(expected), (chunk_rows, strategy)
     return outs
@@ -109,17 +158,38 @@ def test_two_by_columns_and_left_folder(tmp_path, capsys):
     quotes, trades = marketdata.day(n_quotes=2_000, n_trades=1_500, n_symbols=10, seed=8)
     venue = pa.array(np.random.default_rng(1).choice(["X", "Y"], 2_000))
     quotes = quotes.append_column("venue", venue)
-    trades = trades.append_column("venue", pa.array(
-        np.random.default_rng(2).choice(["X", "Y"], 1_500)))
+    trades = trades.append_column(
+        "venue", pa.array(np.random.default_rng(2).choice(["X", "Y"], 1_500))
+    )
     (tmp_path / "l").mkdir()
     for i, start in enumerate(range(0, 1_500, 500)):  # later files hold later trades
-        pq.write_table(trades.slice(start, 500), tmp_path / "l" / f"part-{i}.parquet",
-                       row_group_size=128)
+        pq.write_table(
+            trades.slice(start, 500), tmp_path / "l" / f"part-{i}.parquet", row_group_size=128
+        )
     pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=128)
     out = tmp_path / "out"
-    assert run("enrich", tmp_path / "l", tmp_path / "q.parquet", "-o", out, "--on", "time",
-               "--by", "symbol,venue", "--device", "cpu", "--right-mode", "stream",
-               "--chunk-rows", 77, "-q", capsys=capsys)[0] == 0
+    assert (
+        run(
+            "enrich",
+            tmp_path / "l",
+            tmp_path / "q.parquet",
+            "-o",
+            out,
+            "--on",
+            "time",
+            "--by",
+            "symbol,venue",
+            "--device",
+            "cpu",
+            "--right-mode",
+            "stream",
+            "--chunk-rows",
+            77,
+            "-q",
+            capsys=capsys,
+        )[0]
+        == 0
+    )
     expected = ag.join_asof(trades, quotes, on="time", by=["symbol", "venue"], device="cpu")
     got = pa.concat_tables(pq.read_table(out / f"part-{i}.parquet") for i in range(3))
     assert got.equals(expected)
@@ -129,13 +199,28 @@ def test_a_tape_streams_by_itself(tape, tmp_path, capsys):
     """auto streams a tape even when it would fit in memory: less memory, less time."""
     trades, quotes = tape
     out = tmp_path / "o.parquet"
-    code, stdout, stderr = run("enrich", trades, quotes, "-o", out, "--on", "time", "--by",
-                               "symbol", "--device", "cpu", capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich",
+        trades,
+        quotes,
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        capsys=capsys,
+    )
     assert code == 0, stderr
     assert "both sides are sorted by their key: streaming RIGHT" in stderr
     assert "spilled" not in stdout
-    assert pq.read_table(out).equals(ag.join_asof(pq.read_table(trades), pq.read_table(quotes),
-                                                  on="time", by="symbol", device="cpu"))
+    assert pq.read_table(out).equals(
+        ag.join_asof(
+            pq.read_table(trades), pq.read_table(quotes), on="time", by="symbol", device="cpu"
+        )
+    )
 
 
 def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
@@ -145,25 +230,51 @@ def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)  # [1, 3, 5], [6, 9, 7]
     pq.write_table(pa.table({"t": [2, 6]}), tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
-    code, stdout, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
-                               out, "--on", "t", "--device", "cpu", "--right-mode", "stream",
-                               "-q", capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        "-q",
+        capsys=capsys,
+    )
     assert code == 2 and stdout == ""
-    assert stderr == (f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
-                      f"'t' at row 5, though its row-group statistics say so; write it sorted, "
-                      f"or pass --right-mode spill\n")
+    assert stderr == (
+        f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
+        f"'t' at row 5, though its row-group statistics say so; write it sorted, "
+        f"or pass --right-mode spill\n"
+    )
     assert not out.exists() and hidden(tmp_path) == []
 
 
-@pytest.mark.parametrize(("case", "message"), [
-    ("unsorted", "--right-mode stream: RIGHT {r} is not sorted by 't', as far as its row-group "
-                 "statistics and first row group show"),
-    ("one-group", "--right-mode stream: RIGHT {r} is not sorted by 't', as far as its row-group "
-                  "statistics and first row group show"),
-    ("types", "--right-mode stream: the keys must be of one integer or temporal type on both "
-              "sides, got int32 and int64"),
-    ("spill", "--spill-partitions: nothing spills when both sides stream"),
-])
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        (
+            "unsorted",
+            "--right-mode stream: RIGHT {r} is not sorted by 't', as far as its row-group "
+            "statistics and first row group show",
+        ),
+        (
+            "one-group",
+            "--right-mode stream: RIGHT {r} is not sorted by 't', as far as its row-group "
+            "statistics and first row group show",
+        ),
+        (
+            "types",
+            "--right-mode stream: the keys must be of one integer or temporal type on both "
+            "sides, got int32 and int64",
+        ),
+        ("spill", "--spill-partitions: nothing spills when both sides stream"),
+    ],
+)
 def test_streaming_that_cannot_be_done_exits_2(tmp_path, capsys, case, message):
     right = pa.table({"t": [1, 3, 5, 7], "v": [1.0, 2.0, 3.0, 4.0]})
     left = pa.table({"t": [2, 6]})
@@ -178,9 +289,19 @@ def test_streaming_that_cannot_be_done_exits_2(tmp_path, capsys, case, message):
         flags += ["--spill-partitions", "2"]
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=10 if case == "one-group" else 2)
     pq.write_table(left, tmp_path / "l.parquet")
-    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
-                          tmp_path / "o.parquet", "--on", "t", "--device", "cpu", *flags,
-                          capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        "--device",
+        "cpu",
+        *flags,
+        capsys=capsys,
+    )
     assert code == 2 and stderr.count("\n") == 1
     assert message.format(r=tmp_path / "r.parquet") in stderr
 
@@ -191,12 +312,14 @@ def test_what_a_window_hands_on_of_each_group():
     and null groups hand on nothing; NaN is the largest key; unsorted input is sorted first."""
     from asofgpu.enrich._stream import ends_of_groups
 
-    table = pa.table({
-        "t": pa.array([5.0, 1.0, 1.0, float("nan"), 3.0, None, 1.0, 2.0, 2.0]),
-        "g": pa.array(["a", "a", "a", "b", "b", "b", None, "c", "c"]).dictionary_encode(),
-        "h": pa.array([1, 1, 1, 1, 1, 1, 1, 1, 2]),
-        "row": pa.array(range(9)),
-    })
+    table = pa.table(
+        {
+            "t": pa.array([5.0, 1.0, 1.0, float("nan"), 3.0, None, 1.0, 2.0, 2.0]),
+            "g": pa.array(["a", "a", "a", "b", "b", "b", None, "c", "c"]).dictionary_encode(),
+            "h": pa.array([1, 1, 1, 1, 1, 1, 1, 1, 2]),
+            "row": pa.array(range(9)),
+        }
+    )
     rows = lambda t: t["row"].to_pylist()  # noqa: E731
     assert rows(ends_of_groups(table, "t", ["g"], last=True)) == [0, 3, 8]
     assert rows(ends_of_groups(table, "t", ["g"], last=False)) == [1, 2, 4, 7, 8]
@@ -206,10 +329,16 @@ def test_what_a_window_hands_on_of_each_group():
     assert rows(ends_of_groups(table, "t", [], last=False)) == [1, 2, 6]
     sorted_table = table.take([1, 2, 6, 7, 8, 4, 0, 3])
     assert rows(ends_of_groups(sorted_table, "t", ["g"], last=False, in_key_order=True)) == [
-        1, 2, 7, 8, 4]
+        1,
+        2,
+        7,
+        8,
+        4,
+    ]
 
 
 # Grouped: both sides sorted by their by columns, then their key (day files per symbol).
+
 
 def _grouped(table: pa.Table, by: list[str]) -> pa.Table:
     return table.sort_by([(c, "ascending") for c in (*by, "time")])
@@ -222,15 +351,13 @@ def grouped(tmp_path):
     quotes, trades = marketdata.day(n_quotes=3_000, n_trades=2_000, n_symbols=25, seed=9)
     quotes = coarse_times(quotes)
     pq.write_table(_grouped(trades, ["symbol"]), tmp_path / "trades.parquet", row_group_size=300)
-    pq.write_table(_grouped(quotes, ["symbol"]), tmp_path / "quotes.parquet",
-                   row_group_size=256)
+    pq.write_table(_grouped(quotes, ["symbol"]), tmp_path / "quotes.parquet", row_group_size=256)
     return tmp_path / "trades.parquet", tmp_path / "quotes.parquet"
 
 
 @pytest.mark.parametrize("chunk_rows", [7, 170, 5_000])
 @pytest.mark.parametrize(("flags", "options"), STREAM_OPTIONS)
-def test_grouped_streamed_equals_join_asof(grouped, tmp_path, capsys, chunk_rows, flags,
-                                           options):
+def test_grouped_streamed_equals_join_asof(grouped, tmp_path, capsys, chunk_rows, flags, options):
     stderr = streamed_equals_join_asof(grouped, tmp_path, capsys, chunk_rows, flags, options)
     assert "rows, sorted by ('symbol', 'time')) in windows" in stderr
 
@@ -238,22 +365,33 @@ def test_grouped_streamed_equals_join_asof(grouped, tmp_path, capsys, chunk_rows
 def test_grouped_by_two_columns_with_null_keys_and_groups_on_one_side(tmp_path, capsys):
     """Two by columns (text and integers), null times inside groups (where the
     writer sorted them: last), groups only LEFT or only RIGHT has, names that differ."""
-    right = pa.table({
-        "v": pa.array(["a", "a", "a", "a", "b", "b", "b", "c", "c", "e", "e"]),
-        "n": pa.array([1, 1, 2, 2, 1, 1, 1, 5, 5, 0, 0], pa.int32()),
-        "t": pa.array([1, 4, 2, None, 0, 3, 3, 1, 9, 2, 2]),
-        "x": np.arange(11, dtype=np.float64),
-    })
-    left = pa.table({
-        "venue": pa.array(["a", "a", "a", "b", "b", "c", "d", "e", "e"]),
-        "num": pa.array([1, 1, 2, 1, 1, 5, 1, 0, 0], pa.int32()),
-        "t": pa.array([0, 4, 9, 3, None, 8, 5, 2, 7]),
-    })
+    right = pa.table(
+        {
+            "v": pa.array(["a", "a", "a", "a", "b", "b", "b", "c", "c", "e", "e"]),
+            "n": pa.array([1, 1, 2, 2, 1, 1, 1, 5, 5, 0, 0], pa.int32()),
+            "t": pa.array([1, 4, 2, None, 0, 3, 3, 1, 9, 2, 2]),
+            "x": np.arange(11, dtype=np.float64),
+        }
+    )
+    left = pa.table(
+        {
+            "venue": pa.array(["a", "a", "a", "b", "b", "c", "d", "e", "e"]),
+            "num": pa.array([1, 1, 2, 1, 1, 5, 1, 0, 0], pa.int32()),
+            "t": pa.array([0, 4, 9, 3, None, 8, 5, 2, 7]),
+        }
+    )
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)
     pq.write_table(left, tmp_path / "l.parquet", row_group_size=2)
-    every_way_streamed(left, right, tmp_path, capsys, (1, 2, 4, 100),
-                       ["--left-by", "venue,num", "--right-by", "v,n"],
-                       by_left=["venue", "num"], by_right=["v", "n"])
+    every_way_streamed(
+        left,
+        right,
+        tmp_path,
+        capsys,
+        (1, 2, 4, 100),
+        ["--left-by", "venue,num", "--right-by", "v,n"],
+        by_left=["venue", "num"],
+        by_right=["v", "n"],
+    )
 
 
 def test_grouped_files_stream_by_themselves(tmp_path, capsys):
@@ -267,45 +405,103 @@ def test_grouped_files_stream_by_themselves(tmp_path, capsys):
     logged = "both sides are sorted by their by columns ('symbol'), then their key: streaming"
     for limit in (None, "450MiB"):
         out = tmp_path / "o.parquet"
-        code, stdout, stderr = run("enrich", tmp_path / "t.parquet", tmp_path / "q.parquet",
-                                   "-o", out, "--on", "time", "--by", "symbol", "--device",
-                                   "cpu", *(["--memory-limit", limit] if limit else []),
-                                   capsys=capsys)
+        code, stdout, stderr = run(
+            "enrich",
+            tmp_path / "t.parquet",
+            tmp_path / "q.parquet",
+            "-o",
+            out,
+            "--on",
+            "time",
+            "--by",
+            "symbol",
+            "--device",
+            "cpu",
+            *(["--memory-limit", limit] if limit else []),
+            capsys=capsys,
+        )
         assert code == 0, stderr
         assert logged in stderr
         assert pq.read_table(out).equals(expected)
 
 
 def test_a_grouped_file_out_of_order_inside_a_row_group_exits_2(tmp_path, capsys):
-    right = pa.table({"g": ["a", "a", "a", "b", "b", "b"], "t": [1, 3, 5, 0, 9, 7],
-                      "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
+    right = pa.table(
+        {
+            "g": ["a", "a", "a", "b", "b", "b"],
+            "t": [1, 3, 5, 0, 9, 7],
+            "v": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        }
+    )
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=3)  # the first is in order
     pq.write_table(pa.table({"g": ["a", "b"], "t": [6, 2]}), tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
-    code, stdout, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
-                               out, "--on", "t", "--by", "g", "--device", "cpu",
-                               "--right-mode", "stream", "-q", capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--by",
+        "g",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        "-q",
+        capsys=capsys,
+    )
     assert code == 2 and stdout == ""
-    assert stderr == (f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
-                      f"('g', 't') at row 5, though its row-group statistics say so; write it "
-                      f"sorted, or pass --right-mode spill\n")
+    assert stderr == (
+        f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
+        f"('g', 't') at row 5, though its row-group statistics say so; write it "
+        f"sorted, or pass --right-mode spill\n"
+    )
     assert not out.exists() and hidden(tmp_path) == []
 
 
-@pytest.mark.parametrize(("right", "left", "message"), [
-    ({"g": ["b", "a"], "t": [2, 1]}, {"g": ["a"], "t": [1]},
-     "RIGHT {r} is not sorted by 't' nor by ('g', 't')"),
-    ({"g": ["a", None], "t": [2, 1]}, {"g": ["a"], "t": [1]},  # where nulls sort: unknown
-     "RIGHT {r} is not sorted by 't' nor by ('g', 't')"),
-    ({"g": [1.0, float("nan")], "t": [2, 1]}, {"g": [1.0], "t": [1]},  # and NaN: likewise
-     "RIGHT {r} is not sorted by 't' nor by ('g', 't')"),
-])
+@pytest.mark.parametrize(
+    ("right", "left", "message"),
+    [
+        (
+            {"g": ["b", "a"], "t": [2, 1]},
+            {"g": ["a"], "t": [1]},
+            "RIGHT {r} is not sorted by 't' nor by ('g', 't')",
+        ),
+        (
+            {"g": ["a", None], "t": [2, 1]},
+            {"g": ["a"], "t": [1]},  # where nulls sort: unknown
+            "RIGHT {r} is not sorted by 't' nor by ('g', 't')",
+        ),
+        (
+            {"g": [1.0, float("nan")], "t": [2, 1]},
+            {"g": [1.0], "t": [1]},  # and NaN: likewise
+            "RIGHT {r} is not sorted by 't' nor by ('g', 't')",
+        ),
+    ],
+)
 def test_sides_that_cannot_be_streamed_grouped_exit_2(tmp_path, capsys, right, left, message):
     pq.write_table(pa.table(right), tmp_path / "r.parquet")
     pq.write_table(pa.table(left), tmp_path / "l.parquet")
-    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
-                          tmp_path / "o.parquet", "--on", "t", "--by", "g", "--device", "cpu",
-                          "--right-mode", "stream", "-q", capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        "--by",
+        "g",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        "-q",
+        capsys=capsys,
+    )
     assert code == 2
     assert message.format(r=tmp_path / "r.parquet") in stderr
 
@@ -314,28 +510,42 @@ def test_grouped_order_compares_text_of_any_form_byte_wise():
     from asofgpu.enrich._stream import Keys, Order, split_by_key
 
     order = Order("LEFT", "l.parquet", "t", ["g"])
-    batch = pa.table({"g": pa.array(["B", "a", "a", "é"]).dictionary_encode(),
-                      "t": pa.array([9, 1, 2, 0])})
+    batch = pa.table(
+        {"g": pa.array(["B", "a", "a", "é"]).dictionary_encode(), "t": pa.array([9, 1, 2, 0])}
+    )
     keys = order.keys(batch)
     order.check(keys)  # "B" < "a" < "é" as bytes
-    start = Order("RIGHT", "r", "t", ["g"]).keys(
-        pa.table({"g": pa.array(["a"], pa.large_string()), "t": [2]})).at(0)
+    start = (
+        Order("RIGHT", "r", "t", ["g"])
+        .keys(pa.table({"g": pa.array(["a"], pa.large_string()), "t": [2]}))
+        .at(0)
+    )
     assert split_by_key(keys, start) == 2
     assert split_by_key(Keys.concat(keys, keys).slice(4), start) == 2
     with pytest.raises(Exception, match=r"not sorted by \('g', 't'\) at row 5"):
         order.check(order.keys(pa.table({"g": ["é", "a"], "t": [0, 1]})))
 
 
-@pytest.mark.parametrize(("right", "group_rows", "key", "by", "bad_row", "order"), [
-    # tape: row groups [1, 2, 3] [10, 11, 4] pass; 4 is read after LEFT's only row (5) was
-    # joined (the windows read one ahead)
-    ({"g": ["a"] * 6, "t": [1, 2, 3, 10, 11, 4]}, 3, 5, [], 5, "'t'"),
-    # grouped: (a, -5) after (b, 0), in a row group whose statistics pass
-    ({"g": ["a", "a", "a", "b", "a"], "t": [1, 2, 3, 0, -5]}, 3, 0, ["--by", "g"], 4,
-     "('g', 't')"),
-])
-def test_right_rows_past_lefts_last_are_checked_too(tmp_path, capsys, right, group_rows, key,
-                                                     by, bad_row, order):
+@pytest.mark.parametrize(
+    ("right", "group_rows", "key", "by", "bad_row", "order"),
+    [
+        # tape: row groups [1, 2, 3] [10, 11, 4] pass; 4 is read after LEFT's only row (5) was
+        # joined (the windows read one ahead)
+        ({"g": ["a"] * 6, "t": [1, 2, 3, 10, 11, 4]}, 3, 5, [], 5, "'t'"),
+        # grouped: (a, -5) after (b, 0), in a row group whose statistics pass
+        (
+            {"g": ["a", "a", "a", "b", "a"], "t": [1, 2, 3, 0, -5]},
+            3,
+            0,
+            ["--by", "g"],
+            4,
+            "('g', 't')",
+        ),
+    ],
+)
+def test_right_rows_past_lefts_last_are_checked_too(
+    tmp_path, capsys, right, group_rows, key, by, bad_row, order
+):
     """A backward stream reads RIGHT to its end, though no LEFT row needs the rest: a row out
     of order there may be the match of a row already joined (here it is)."""
     right = pa.table({**right, "x": [float(x) for x in range(len(right["t"]))]})
@@ -343,8 +553,21 @@ def test_right_rows_past_lefts_last_are_checked_too(tmp_path, capsys, right, gro
     left = pa.table({"g": ["a"], "t": [key]})
     pq.write_table(left, tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
-    argv = ["enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--on", "t",
-            *by, "--device", "cpu", "--chunk-rows", 1, "-q"]
+    argv = [
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        *by,
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        1,
+        "-q",
+    ]
     code, _, stderr = run(*argv, "--right-mode", "stream", capsys=capsys)
     assert code == 2
     assert f"is not sorted by {order} at row {bad_row}, though its row-group" in stderr
@@ -365,12 +588,27 @@ def test_grouped_files_whose_statistics_pass_for_a_tape_stream_as_grouped(tmp_pa
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=2)
     pq.write_table(left, tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
-    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out,
-                          "--on", "t", "--by", "g", "--device", "cpu", "--right-mode", "stream",
-                          capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--by",
+        "g",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        capsys=capsys,
+    )
     assert code == 0, stderr
-    assert "is not sorted by 't' at row 3, though its row-group statistics say so; write it " \
-           "sorted, or pass --right-mode spill: starting again" in stderr
+    assert (
+        "is not sorted by 't' at row 3, though its row-group statistics say so; write it "
+        "sorted, or pass --right-mode spill: starting again" in stderr
+    )
     assert "sorted by ('g', 't')) in windows" in stderr
     assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", by="g", device="cpu"))
 
@@ -394,9 +632,23 @@ def test_right_past_lefts_last_row_is_read_for_its_keys_only(tmp_path, capsys, b
     left = pa.table({"g": ["a", "a"], "t": [3, 12]})
     pq.write_table(left, tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
-    code, _, stderr = run("enrich", tmp_path / "l.parquet", path, "-o", out, "--on", "t", *by,
-                          "--device", "cpu", "--right-mode", "stream", "--chunk-rows", 10,
-                          capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        path,
+        "-o",
+        out,
+        "--on",
+        "t",
+        *by,
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        "--chunk-rows",
+        10,
+        capsys=capsys,
+    )
     assert code == 0, stderr
     assert pq.read_table(out).column("x").to_pylist() == [4.5, 18.0]
 
@@ -409,8 +661,12 @@ def test_a_run_of_one_key_longer_than_two_batches_keeps_its_groups_ends():
     n = 10_000
     groups = np.array(["a", "b", "c"])[np.arange(n) % 3]
     batches = [pa.record_batch({"t": [1, 2], "g": ["a", "b"], "i": [-2, -1]})]
-    batches += [pa.record_batch({"t": np.full(500, 3), "g": groups[i:i + 500],
-                                 "i": np.arange(i, i + 500)}) for i in range(0, n, 500)]
+    batches += [
+        pa.record_batch(
+            {"t": np.full(500, 3), "g": groups[i : i + 500], "i": np.arange(i, i + 500)}
+        )
+        for i in range(0, n, 500)
+    ]
     batches += [pa.record_batch({"t": [4], "g": ["a"], "i": [n]})]
     rows = pa.concat_tables(whole_key_windows(batches, Order("RIGHT", "r", "t"), ["g"]))
     assert rows.num_rows < 3 + 2 * 500 + 6  # the ends, and at most the last batches whole
@@ -426,17 +682,39 @@ def test_a_tape_with_one_key_of_many_rows_streams(tmp_path, capsys, strategy):
     rng = np.random.default_rng(3)
     n = 30_000
     days = np.sort(np.concatenate([np.full(n, 5), rng.integers(0, 10, 3_000)]))
-    right = pa.table({"day": days, "g": rng.choice(["a", "b", "c"], len(days)),
-                      "v": np.arange(len(days), dtype=float)})
-    left = pa.table({"day": np.sort(rng.integers(-1, 12, 500)),
-                     "g": rng.choice(["a", "b", "c", "d"], 500)})
+    right = pa.table(
+        {
+            "day": days,
+            "g": rng.choice(["a", "b", "c"], len(days)),
+            "v": np.arange(len(days), dtype=float),
+        }
+    )
+    left = pa.table(
+        {"day": np.sort(rng.integers(-1, 12, 500)), "g": rng.choice(["a", "b", "c", "d"], 500)}
+    )
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=1_000)
     pq.write_table(left, tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
-    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out,
-                          "--on", "day", "--by", "g", "--device", "cpu", "--right-mode",
-                          "stream", "--chunk-rows", 1_000, "--strategy", strategy,
-                          capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "day",
+        "--by",
+        "g",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        "--chunk-rows",
+        1_000,
+        "--strategy",
+        strategy,
+        capsys=capsys,
+    )
     assert code == 0, stderr
     expected = ag.join_asof(left, right, on="day", by="g", strategy=strategy, device="cpu")
     assert pq.read_table(out).equals(expected)

@@ -24,12 +24,28 @@ def _enrich(tmp_path, capsys, left, right, *flags, mode="auto", **options):
     pq.write_table(left, tmp_path / "l.parquet", row_group_size=3)  # a chunk: copied
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=5)
     out = tmp_path / f"o-{mode}.parquet"
-    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out,
-                          "--device", "cpu", "--chunk-rows", 3, "--right-mode", mode, *flags,
-                          capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        3,
+        "--right-mode",
+        mode,
+        *flags,
+        capsys=capsys,
+    )
     assert code == 0, stderr
-    expected = ag.join_asof(pq.read_table(tmp_path / "l.parquet"),
-                            pq.read_table(tmp_path / "r.parquet"), device="cpu", **options)
+    expected = ag.join_asof(
+        pq.read_table(tmp_path / "l.parquet"),
+        pq.read_table(tmp_path / "r.parquet"),
+        device="cpu",
+        **options,
+    )
     assert pq.read_table(out).equals(expected), mode
     assert hidden(tmp_path) == []
     return stderr
@@ -37,10 +53,20 @@ def _enrich(tmp_path, capsys, left, right, *flags, mode="auto", **options):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_nested_columns_pass_through_and_attach(tmp_path, capsys, mode):
-    left = pa.table({"t": np.arange(0, 20, 2), "g": list("abababaabb"),
-                     "tags": [[i, i + 1] if i % 3 else None for i in range(10)]})
-    right = pa.table({"t": np.arange(1, 21, 2), "g": list("aabbabbaab"),
-                      "quote": [{"bid": float(i), "ask": i + 0.5} for i in range(10)]})
+    left = pa.table(
+        {
+            "t": np.arange(0, 20, 2),
+            "g": list("abababaabb"),
+            "tags": [[i, i + 1] if i % 3 else None for i in range(10)],
+        }
+    )
+    right = pa.table(
+        {
+            "t": np.arange(1, 21, 2),
+            "g": list("aabbabbaab"),
+            "quote": [{"bid": float(i), "ask": i + 0.5} for i in range(10)],
+        }
+    )
     _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "g", mode=mode, on="t", by="g")
 
 
@@ -50,42 +76,72 @@ def test_32_bit_dates_and_times_as_keys_and_groups(tmp_path, capsys, mode, kind)
     def values(start, n):
         if pa.types.is_time(kind):
             return pa.array(range(start, start + 2 * n, 2), pa.int32()).cast(kind)
-        days = [datetime.date(2026, 1, 1) + datetime.timedelta(days=d)
-                for d in range(start, start + 2 * n, 2)]
+        days = [
+            datetime.date(2026, 1, 1) + datetime.timedelta(days=d)
+            for d in range(start, start + 2 * n, 2)
+        ]
         return pa.array(days, kind)
+
     left = pa.table({"t": values(0, 10), "g": values(0, 10).take([0, 1, 0, 1, 0, 1, 0, 1, 0, 1])})
-    right = pa.table({"t": values(1, 10), "g": values(0, 10).take([1, 0, 0, 1, 1, 0, 1, 0, 0, 1]),
-                      "v": np.arange(10.0)})
+    right = pa.table(
+        {
+            "t": values(1, 10),
+            "g": values(0, 10).take([1, 0, 0, 1, 1, 0, 1, 0, 0, 1]),
+            "v": np.arange(10.0),
+        }
+    )
     _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "g", mode=mode, on="t", by="g")
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_required_fields(tmp_path, capsys, mode):
-    schema = pa.schema([pa.field("t", pa.int64(), nullable=False),
-                        pa.field("g", pa.string(), nullable=False)])
+    schema = pa.schema(
+        [pa.field("t", pa.int64(), nullable=False), pa.field("g", pa.string(), nullable=False)]
+    )
     left = pa.table({"t": [0, 2, 4, 6, 8], "g": list("ABABA")}, schema=schema)
-    right = pa.table({"t": pa.array([1, 3, 5, 7]), "g": list("ABAB"),
-                      "v": pa.array([1, 2, 3, 4])},
-                     schema=schema.append(pa.field("v", pa.int64(), nullable=False)))
+    right = pa.table(
+        {"t": pa.array([1, 3, 5, 7]), "g": list("ABAB"), "v": pa.array([1, 2, 3, 4])},
+        schema=schema.append(pa.field("v", pa.int64(), nullable=False)),
+    )
     _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "g", mode=mode, on="t", by="g")
 
 
 def test_unsorted_inside_non_overlapping_row_groups_starts_again_without_streaming(
-        tmp_path, capsys):
+    tmp_path, capsys
+):
     """Row groups [0..9] and [10..19] do not overlap and the first is sorted, so auto
     streams; the second is shuffled, which streaming finds: the run starts again."""
-    right = pa.table({"t": np.concatenate([np.arange(10), np.random.default_rng(1).permutation(
-        np.arange(10, 20))]), "v": np.arange(20.0)})
+    right = pa.table(
+        {
+            "t": np.concatenate(
+                [np.arange(10), np.random.default_rng(1).permutation(np.arange(10, 20))]
+            ),
+            "v": np.arange(20.0),
+        }
+    )
     left = pa.table({"t": np.arange(0, 20, 3)})
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=10)
     pq.write_table(left, tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
-    code, _, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out,
-                          "--on", "t", "--device", "cpu", "--chunk-rows", 4, capsys=capsys)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        4,
+        capsys=capsys,
+    )
     assert code == 0, stderr
     assert "both sides are sorted by their key: streaming RIGHT" in stderr
     assert "is not sorted by 't' at row 1" in stderr and "starting again without streaming" in (
-        stderr)
+        stderr
+    )
     assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", device="cpu"))
     assert hidden(tmp_path) == []
 
@@ -94,8 +150,12 @@ def test_a_struct_before_the_key_does_not_fool_the_tape_check(tmp_path, capsys):
     """Row groups' column statistics are numbered by parquet leaf: a struct's two leaves
     come before the key's. The struct's second field rises; the key does not."""
     n = 12
-    left = pa.table({"s": [{"a": 0, "b": i} for i in range(n)],
-                     "t": np.concatenate([np.arange(6), np.arange(6)[::-1]])})
+    left = pa.table(
+        {
+            "s": [{"a": 0, "b": i} for i in range(n)],
+            "t": np.concatenate([np.arange(6), np.arange(6)[::-1]]),
+        }
+    )
     right = pa.table({"t": np.arange(n), "v": np.arange(float(n))})
     stderr = _enrich(tmp_path, capsys, left, right, "--on", "t", on="t")
     assert "streaming RIGHT" not in stderr
@@ -109,10 +169,22 @@ def test_a_damaged_file_is_one_line(tmp_path, capsys, mode):
     raw = bytearray((tmp_path / "r.parquet").read_bytes())
     raw[8:600] = bytes(592)
     (tmp_path / "r.parquet").write_bytes(bytes(raw))
-    code, stdout, stderr = run("enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o",
-                               tmp_path / "o.parquet", "--on", "t", "--device", "cpu",
-                               "--right-mode", mode, capsys=capsys)
+    code, stdout, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        "--device",
+        "cpu",
+        "--right-mode",
+        mode,
+        capsys=capsys,
+    )
     assert code == 2 and stdout == "" and stderr.count("\n") == 1
-    assert stderr.startswith(f"asofgpu enrich: error: cannot read RIGHT file "
-                             f"{tmp_path / 'r.parquet'}: ")
+    assert stderr.startswith(
+        f"asofgpu enrich: error: cannot read RIGHT file {tmp_path / 'r.parquet'}: "
+    )
     assert hidden(tmp_path) == []

@@ -33,6 +33,7 @@ def cpu_join(left_on=L1, right_on=R1, left_by=None, right_by=None, **kwargs):
 
 # ----------------------------------------------------------------------------- options
 
+
 @pytest.mark.parametrize("value", ["closest", "BACKWARD", "", None, 1, "asof"])
 def test_bad_strategy(value):
     msg = f"strategy must be one of 'backward', 'forward', 'nearest', got {value!r}"
@@ -104,11 +105,14 @@ def test_bad_device(value):
         AsofJoin(R1, device=value)
 
 
-@pytest.mark.skipif(cudasim_enabled() or cuda_usable(),
-                    reason="a GPU or the CUDA simulator is available here")
+@pytest.mark.skipif(
+    cudasim_enabled() or cuda_usable(), reason="a GPU or the CUDA simulator is available here"
+)
 def test_cuda_without_gpu():
-    msg = ("device='cuda' needs an NVIDIA GPU with cupy and numba-cuda installed, and none is "
-           "usable here. Hint: pip install 'asofgpu[cuda12]' (or cuda13), or use device='cpu'.")
+    msg = (
+        "device='cuda' needs an NVIDIA GPU with cupy and numba-cuda installed, and none is "
+        "usable here. Hint: pip install 'asofgpu[cuda12]' (or cuda13), or use device='cpu'."
+    )
     with pytest.raises(RuntimeError, match=re.escape(msg)):
         asof_join(L1, R1, device="cuda")
     with pytest.raises(RuntimeError, match=re.escape(msg)):
@@ -122,14 +126,22 @@ def test_unknown_keyword():
 
 # ----------------------------------------------------------------------------- tolerance
 
+
 @pytest.mark.parametrize("value", [-1, -0.5, -math.inf, np.int8(-3), np.float32(-1e-6)])
 def test_negative_tolerance(value):
     with pytest.raises(ValueError, match=re.escape(f"tolerance must be non-negative, got {value}")):
         cpu_join(tolerance=value)
 
 
-@pytest.mark.parametrize("value", [dt.timedelta(microseconds=-1), dt.timedelta(days=-1),
-                                   np.timedelta64(-1, "ns"), np.timedelta64(-2, "D")])
+@pytest.mark.parametrize(
+    "value",
+    [
+        dt.timedelta(microseconds=-1),
+        dt.timedelta(days=-1),
+        np.timedelta64(-1, "ns"),
+        np.timedelta64(-2, "D"),
+    ],
+)
 @pytest.mark.parametrize("unit", ["s", "ns"])
 def test_negative_timedelta_tolerance(value, unit):
     key = pa.array([1, 2], pa.timestamp(unit))
@@ -140,39 +152,54 @@ def test_negative_timedelta_tolerance(value, unit):
 
 @pytest.mark.parametrize("value", [math.nan, np.float64("nan"), np.float32("nan")])
 def test_nan_tolerance(value):
-    with pytest.raises(ValueError, match=re.escape("tolerance must be a non-negative number, "
-                                                   "got NaN")):
+    with pytest.raises(
+        ValueError, match=re.escape("tolerance must be a non-negative number, got NaN")
+    ):
         cpu_join(tolerance=value)
     with pytest.raises(ValueError, match="got NaN"):
         cpu_join(L1.astype(float), R1.astype(float), tolerance=value)
 
 
-@pytest.mark.parametrize("value", ["1s", "1", [1], np.array(1), 1j, decimal.Decimal(1),
-                                   pd.NaT, np.datetime64(1, "s"), object()])
+@pytest.mark.parametrize(
+    "value",
+    ["1s", "1", [1], np.array(1), 1j, decimal.Decimal(1), pd.NaT, np.datetime64(1, "s"), object()],
+)
 def test_wrong_type_tolerance(value):
-    msg = (f"tolerance must be a non-negative number, datetime.timedelta or numpy.timedelta64, "
-           f"got {type(value).__name__}")
+    msg = (
+        f"tolerance must be a non-negative number, datetime.timedelta or numpy.timedelta64, "
+        f"got {type(value).__name__}"
+    )
     with pytest.raises(TypeError, match=re.escape(msg)):
         cpu_join(tolerance=value)
 
 
 @pytest.mark.parametrize("value", [True, False, np.bool_(True)])
 def test_bool_tolerance(value):
-    msg = (f"tolerance must be a non-negative number, datetime.timedelta or numpy.timedelta64, "
-           f"got {type(value).__name__}")
+    msg = (
+        f"tolerance must be a non-negative number, datetime.timedelta or numpy.timedelta64, "
+        f"got {type(value).__name__}"
+    )
     with pytest.raises(TypeError, match=re.escape(msg)):
         cpu_join(tolerance=value)
 
 
-@pytest.mark.parametrize(("keys", "name"), [
-    (np.array([1, 2]), "int64"), (np.array([1.0, 2.0]), "double"),
-    (np.array([1, 2], np.uint8), "uint8"), (np.array([1, 2], np.float32), "float"),
-])
-@pytest.mark.parametrize("value", [dt.timedelta(seconds=1), np.timedelta64(1, "s"),
-                                   pd.Timedelta(1, "s")])
+@pytest.mark.parametrize(
+    ("keys", "name"),
+    [
+        (np.array([1, 2]), "int64"),
+        (np.array([1.0, 2.0]), "double"),
+        (np.array([1, 2], np.uint8), "uint8"),
+        (np.array([1, 2], np.float32), "float"),
+    ],
+)
+@pytest.mark.parametrize(
+    "value", [dt.timedelta(seconds=1), np.timedelta64(1, "s"), pd.Timedelta(1, "s")]
+)
 def test_timedelta_tolerance_on_non_temporal_key(keys, name, value):
-    msg = (f"tolerance: a timedelta needs a temporal key (date, time, timestamp or duration), "
-           f"the key is {name}. Hint: pass a number in the key's unit.")
+    msg = (
+        f"tolerance: a timedelta needs a temporal key (date, time, timestamp or duration), "
+        f"the key is {name}. Hint: pass a number in the key's unit."
+    )
     with pytest.raises(TypeError, match=re.escape(msg)):
         cpu_join(keys, keys, tolerance=value)
 
@@ -189,8 +216,9 @@ def test_nat_tolerance():
 def test_unsupported_timedelta64_unit(unit):
     key = pa.array([1, 2], pa.timestamp("s"))
     value = np.timedelta64(1) if unit == "generic" else np.timedelta64(1, unit)
-    with pytest.raises(ValueError, match=re.escape(f"tolerance: numpy.timedelta64 unit "
-                                                   f"{unit!r} is not supported")):
+    with pytest.raises(
+        ValueError, match=re.escape(f"tolerance: numpy.timedelta64 unit {unit!r} is not supported")
+    ):
         cpu_join(key, key, tolerance=value)
 
 
@@ -206,27 +234,62 @@ def test_huge_timedelta64_tolerance_is_not_called_negative():
 
 # ----------------------------------------------------------------------------- on keys
 
-@pytest.mark.parametrize(("left", "right", "lname", "rname", "hint"), [
-    (np.array([1.0]), np.array([1]), "double", "int64", ""),
-    (np.array([1]), np.array([1.0], np.float32), "int64", "float", ""),
-    (np.array([1], np.uint8), np.array([1]), "uint8", "int64",
-     " Hint: cast both to the same signedness."),
-    (np.array([1]), np.array([1], np.uint64), "int64", "uint64",
-     " Hint: cast both to the same signedness."),
-    (pa.array([1], pa.timestamp("s", "UTC")), pa.array([1], pa.timestamp("s", "Europe/Paris")),
-     "timestamp[s, tz=UTC]", "timestamp[s, tz=Europe/Paris]",
-     " Hint: convert both to the same timezone."),
-    (pa.array([1], pa.timestamp("ns")), pa.array([1], pa.timestamp("ms", "UTC")),
-     "timestamp[ns]", "timestamp[ms, tz=UTC]", " Hint: convert both to the same timezone."),
-    (pa.array([1], pa.date32()), pa.array([1], pa.timestamp("s")), "date32[day]",
-     "timestamp[s]", ""),
-    (pa.array([1], pa.duration("s")), pa.array([1], pa.time32("s")), "duration[s]",
-     "time32[s]", ""),
-    (pa.array([1], pa.timestamp("s")), np.array([1]), "timestamp[s]", "int64", ""),
-])
+
+@pytest.mark.parametrize(
+    ("left", "right", "lname", "rname", "hint"),
+    [
+        (np.array([1.0]), np.array([1]), "double", "int64", ""),
+        (np.array([1]), np.array([1.0], np.float32), "int64", "float", ""),
+        (
+            np.array([1], np.uint8),
+            np.array([1]),
+            "uint8",
+            "int64",
+            " Hint: cast both to the same signedness.",
+        ),
+        (
+            np.array([1]),
+            np.array([1], np.uint64),
+            "int64",
+            "uint64",
+            " Hint: cast both to the same signedness.",
+        ),
+        (
+            pa.array([1], pa.timestamp("s", "UTC")),
+            pa.array([1], pa.timestamp("s", "Europe/Paris")),
+            "timestamp[s, tz=UTC]",
+            "timestamp[s, tz=Europe/Paris]",
+            " Hint: convert both to the same timezone.",
+        ),
+        (
+            pa.array([1], pa.timestamp("ns")),
+            pa.array([1], pa.timestamp("ms", "UTC")),
+            "timestamp[ns]",
+            "timestamp[ms, tz=UTC]",
+            " Hint: convert both to the same timezone.",
+        ),
+        (
+            pa.array([1], pa.date32()),
+            pa.array([1], pa.timestamp("s")),
+            "date32[day]",
+            "timestamp[s]",
+            "",
+        ),
+        (
+            pa.array([1], pa.duration("s")),
+            pa.array([1], pa.time32("s")),
+            "duration[s]",
+            "time32[s]",
+            "",
+        ),
+        (pa.array([1], pa.timestamp("s")), np.array([1]), "timestamp[s]", "int64", ""),
+    ],
+)
 def test_on_key_type_mismatch(left, right, lname, rname, hint):
-    msg = (f"left_on ({lname}) and right_on ({rname}) cannot be compared: the as-of key must "
-           f"have the same type family on both sides.{hint}")
+    msg = (
+        f"left_on ({lname}) and right_on ({rname}) cannot be compared: the as-of key must "
+        f"have the same type family on both sides.{hint}"
+    )
     with pytest.raises(TypeError, match=re.escape(msg) + "$"):
         cpu_join(left, right)
     with pytest.raises(TypeError, match=re.escape(msg) + "$"):
@@ -241,8 +304,10 @@ UNSUPPORTED_ON = {  # a column of n rows, and its type as the message shows it (
     "null": (lambda n: pa.nulls(n), "null"),
     "struct": (lambda n: pa.array([{"a": 1}] * n), "struct<a: int64>"),
     "list": (lambda n: pa.array([[1]] * n), "list<item: int64>"),
-    "dictionary": (lambda n: pa.array([1] * n).dictionary_encode(),
-                   "dictionary<values=int64, indices=int32, ordered=0>"),
+    "dictionary": (
+        lambda n: pa.array([1] * n).dictionary_encode(),
+        "dictionary<values=int64, indices=int32, ordered=0>",
+    ),
     "pandas category": (lambda n: pd.Series(["a"] * n).astype("category"), None),
 }
 
@@ -271,8 +336,10 @@ def test_on_not_a_column(param, value):
         kwargs["tie_break"] = value
     else:
         args[param] = value
-    msg = (f"{param} must be a column (numpy, cupy or pyarrow array, pandas, polars or cuDF "
-           f"Series), got {type(value).__name__}")
+    msg = (
+        f"{param} must be a column (numpy, cupy or pyarrow array, pandas, polars or cuDF "
+        f"Series), got {type(value).__name__}"
+    )
     with pytest.raises(TypeError, match=re.escape(msg)):
         asof_join(args["left_on"], args["right_on"], device="cpu", **kwargs)
 
@@ -281,8 +348,12 @@ def test_on_not_a_column(param, value):
 @pytest.mark.parametrize("shape", [(3, 2), (1, 3), ()])
 def test_not_one_dimensional(param, shape):
     bad = np.zeros(shape, dtype=np.int64) if shape else np.array(3)
-    kwargs = {"left_on": L1, "right_on": R1, "left_by": np.array(["a"] * 3),
-              "right_by": np.array(["a"] * 3)}
+    kwargs = {
+        "left_on": L1,
+        "right_on": R1,
+        "left_by": np.array(["a"] * 3),
+        "right_by": np.array(["a"] * 3),
+    }
     if param == "tie_break":
         kwargs["tie_break"] = bad
     else:
@@ -293,15 +364,18 @@ def test_not_one_dimensional(param, shape):
         asof_join(device="cpu", **kwargs)
 
 
-@pytest.mark.parametrize("dtype", ["datetime64[m]", "datetime64[h]", "timedelta64[m]",
-                                   "timedelta64[D]"])
+@pytest.mark.parametrize(
+    "dtype", ["datetime64[m]", "datetime64[h]", "timedelta64[m]", "timedelta64[D]"]
+)
 def test_numpy_coarse_time_units_are_read_exactly(dtype):
     """Minutes, hours and days have a fixed length: they are read as whole seconds."""
     seconds = "datetime64[s]" if dtype[0] == "d" else "timedelta64[s]"
     right = np.array([0, 59 * 60, 3 * 86_400], seconds)
     left = np.array([0, 1, 2], dtype)
-    expected = [int(np.searchsorted(right.astype(np.int64), v, "right")) - 1
-                for v in left.astype(seconds).astype(np.int64)]
+    expected = [
+        int(np.searchsorted(right.astype(np.int64), v, "right")) - 1
+        for v in left.astype(seconds).astype(np.int64)
+    ]
     assert AsofJoin(right, device="cpu").join(left).tolist() == expected
 
 
@@ -319,18 +393,25 @@ def test_mixed_object_column_names_the_parameter(param):
     kwargs[param] = mixed
     name = "left_by[0]" if param == "left_by" else param
     with pytest.raises(TypeError, match=re.escape(name)):
-        asof_join(kwargs["left_on"], R1, kwargs["left_by"], pd.Series(["a", "b", "c"]),
-                  device="cpu")
+        asof_join(
+            kwargs["left_on"], R1, kwargs["left_by"], pd.Series(["a", "b", "c"]), device="cpu"
+        )
 
 
-@pytest.mark.parametrize(("coarse", "fine", "coarse_param"), [
-    ("left", "right", "left_on"), ("right", "left", "right_on")])
+@pytest.mark.parametrize(
+    ("coarse", "fine", "coarse_param"),
+    [("left", "right", "left_on"), ("right", "left", "right_on")],
+)
 @pytest.mark.parametrize("value", [10**11, -(10**11), 2**62])
 def test_overflow_when_rescaling_units(coarse, fine, coarse_param, value):
-    sides = {coarse: pa.array([0, value], pa.timestamp("s")),
-             fine: pa.array([0, 1], pa.timestamp("ns"))}
-    msg = (f"{coarse_param} (timestamp[s]) holds values that overflow int64 when converted to "
-           f"the other side's finer unit. Hint: cast both keys to the coarser unit.")
+    sides = {
+        coarse: pa.array([0, value], pa.timestamp("s")),
+        fine: pa.array([0, 1], pa.timestamp("ns")),
+    }
+    msg = (
+        f"{coarse_param} (timestamp[s]) holds values that overflow int64 when converted to "
+        f"the other side's finer unit. Hint: cast both keys to the coarser unit."
+    )
     with pytest.raises(OverflowError, match=re.escape(msg)):
         cpu_join(sides["left"], sides["right"])
 
@@ -338,38 +419,62 @@ def test_overflow_when_rescaling_units(coarse, fine, coarse_param, value):
 def test_overflow_when_rescaling_a_prepared_right_side():
     joiner = AsofJoin(pa.array([0, 10**11], pa.timestamp("s")), device="cpu")
     assert joiner.join(pa.array([5], pa.timestamp("s"))).tolist() == [0]
-    with pytest.raises(OverflowError, match=re.escape("right_on (timestamp[s]) holds values "
-                                                      "that overflow int64")):
+    with pytest.raises(
+        OverflowError, match=re.escape("right_on (timestamp[s]) holds values that overflow int64")
+    ):
         joiner.join(pa.array([5], pa.timestamp("ns")))
     # also for durations, and not for a value that just fits
     with pytest.raises(OverflowError, match=re.escape("left_on (duration[ms])")):
-        cpu_join(pa.array([2**63 // 10**6 + 1], pa.duration("ms")),
-                 pa.array([0], pa.duration("ns")))
+        cpu_join(
+            pa.array([2**63 // 10**6 + 1], pa.duration("ms")), pa.array([0], pa.duration("ns"))
+        )
     ok = cpu_join(pa.array([2**63 // 10**6], pa.duration("ms")), pa.array([0], pa.duration("ns")))
     assert ok.tolist() == [0]
 
 
 # ----------------------------------------------------------------------------- by columns
 
-@pytest.mark.parametrize(("left", "right", "lname", "rname"), [
-    (pa.array(["a"]), pa.array([1]), "string", "int64"),
-    (pa.array([1], pa.int32()), pa.array([1], pa.int64()), "int32", "int64"),
-    (pa.array([1]), pa.array([1], pa.uint64()), "int64", "uint64"),
-    (pa.array([1]), pa.array([1.0]), "int64", "double"),
-    (pa.array([b"a"]), pa.array(["a"]), "binary", "string"),
-    (pa.array([1], pa.timestamp("s", "UTC")), pa.array([1], pa.timestamp("s")),
-     "timestamp[s, tz=UTC]", "timestamp[s]"),
-    (pa.array([1], pa.timestamp("ms")), pa.array([1], pa.timestamp("s")), "timestamp[ms]",
-     "timestamp[s]"),
-    (pa.array([True]), pa.array([1], pa.int8()), "bool", "int8"),
-    (pa.array([1]).dictionary_encode(), pa.array(["a"]),
-     "dictionary<values=int64, indices=int32, ordered=0>", "string"),
-    (pa.array(["a"]), pa.array([1]).dictionary_encode(), "string",
-     "dictionary<values=int64, indices=int32, ordered=0>"),
-])
+
+@pytest.mark.parametrize(
+    ("left", "right", "lname", "rname"),
+    [
+        (pa.array(["a"]), pa.array([1]), "string", "int64"),
+        (pa.array([1], pa.int32()), pa.array([1], pa.int64()), "int32", "int64"),
+        (pa.array([1]), pa.array([1], pa.uint64()), "int64", "uint64"),
+        (pa.array([1]), pa.array([1.0]), "int64", "double"),
+        (pa.array([b"a"]), pa.array(["a"]), "binary", "string"),
+        (
+            pa.array([1], pa.timestamp("s", "UTC")),
+            pa.array([1], pa.timestamp("s")),
+            "timestamp[s, tz=UTC]",
+            "timestamp[s]",
+        ),
+        (
+            pa.array([1], pa.timestamp("ms")),
+            pa.array([1], pa.timestamp("s")),
+            "timestamp[ms]",
+            "timestamp[s]",
+        ),
+        (pa.array([True]), pa.array([1], pa.int8()), "bool", "int8"),
+        (
+            pa.array([1]).dictionary_encode(),
+            pa.array(["a"]),
+            "dictionary<values=int64, indices=int32, ordered=0>",
+            "string",
+        ),
+        (
+            pa.array(["a"]),
+            pa.array([1]).dictionary_encode(),
+            "string",
+            "dictionary<values=int64, indices=int32, ordered=0>",
+        ),
+    ],
+)
 def test_by_type_mismatch(left, right, lname, rname):
-    msg = (f"left_by[0] ({lname}) and right_by[0] ({rname}) cannot be compared: by-columns must "
-           f"have the same type on both sides. Hint: cast one of them.")
+    msg = (
+        f"left_by[0] ({lname}) and right_by[0] ({rname}) cannot be compared: by-columns must "
+        f"have the same type on both sides. Hint: cast one of them."
+    )
     with pytest.raises(TypeError, match=re.escape(msg)):
         asof_join(np.array([1]), np.array([1]), left, right, device="cpu")
 
@@ -377,16 +482,24 @@ def test_by_type_mismatch(left, right, lname, rname):
 def test_by_type_mismatch_in_a_later_column():
     msg = "left_by[1] (string) and right_by[1] (int64) cannot be compared"
     with pytest.raises(TypeError, match=re.escape(msg)):
-        asof_join(np.array([1]), np.array([1]), [pa.array(["a"]), pa.array(["x"])],
-                  [pa.array(["a"]), pa.array([1])], device="cpu")
+        asof_join(
+            np.array([1]),
+            np.array([1]),
+            [pa.array(["a"]), pa.array(["x"])],
+            [pa.array(["a"]), pa.array([1])],
+            device="cpu",
+        )
 
 
-@pytest.mark.parametrize(("column", "name"), [
-    (pa.array([[1]]), "list<item: int64>"),
-    (pa.array([{"a": 1}]), "struct<a: int64>"),
-    (pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64())), "map<string, int64>"),
-    (pa.array([[1]], pa.large_list(pa.int8())), "large_list<item: int8>"),
-])
+@pytest.mark.parametrize(
+    ("column", "name"),
+    [
+        (pa.array([[1]]), "list<item: int64>"),
+        (pa.array([{"a": 1}]), "struct<a: int64>"),
+        (pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64())), "map<string, int64>"),
+        (pa.array([[1]], pa.large_list(pa.int8())), "large_list<item: int8>"),
+    ],
+)
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_nested_by_types(column, name, side):
     ok = pa.array([1])
@@ -428,11 +541,13 @@ def test_right_by_without_left_by():
 @pytest.mark.parametrize("empty", [[], ()])
 def test_empty_by_sequence(empty):
     kind = type(empty).__name__
-    with pytest.raises(ValueError, match=re.escape(
-            f"right_by must hold at least one column, got an empty {kind}")):
+    with pytest.raises(
+        ValueError, match=re.escape(f"right_by must hold at least one column, got an empty {kind}")
+    ):
         asof_join(L1, R1, None, empty, device="cpu")
-    with pytest.raises(ValueError, match=re.escape(
-            f"left_by must hold at least one column, got an empty {kind}")):
+    with pytest.raises(
+        ValueError, match=re.escape(f"left_by must hold at least one column, got an empty {kind}")
+    ):
         asof_join(L1, R1, empty, [np.array(["a"] * 3)], device="cpu")
 
 
@@ -440,38 +555,60 @@ def test_empty_by_sequence(empty):
 def test_by_not_a_column(value):
     # a list is a list of columns: its first element is reported
     got = value[0] if isinstance(value, list) else value
-    msg = (f"right_by[0] must be a column (numpy, cupy or pyarrow array, pandas, polars or cuDF "
-           f"Series), got {type(got).__name__}")
+    msg = (
+        f"right_by[0] must be a column (numpy, cupy or pyarrow array, pandas, polars or cuDF "
+        f"Series), got {type(got).__name__}"
+    )
     with pytest.raises(TypeError, match=re.escape(msg)):
         asof_join(L1, R1, value, value, device="cpu")
 
 
 # ----------------------------------------------------------------------------- lengths
 
+
 def test_length_mismatches():
-    with pytest.raises(ValueError, match=re.escape(
-            "right_by[0] has 2 rows, but right_on has 3; they must have the same length")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "right_by[0] has 2 rows, but right_on has 3; they must have the same length"
+        ),
+    ):
         asof_join(L1, R1, np.array(["a"] * 3), np.array(["a"] * 2), device="cpu")
-    with pytest.raises(ValueError, match=re.escape(
-            "right_by[1] has 4 rows, but right_on has 3; they must have the same length")):
-        asof_join(L1, R1, [np.array(["a"] * 3)] * 2, [np.array(["a"] * 3), np.array([1] * 4)],
-                  device="cpu")
-    with pytest.raises(ValueError, match=re.escape(
-            "left_by[0] has 5 rows, but left_on has 3; they must have the same length")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape(
+            "right_by[1] has 4 rows, but right_on has 3; they must have the same length"
+        ),
+    ):
+        asof_join(
+            L1,
+            R1,
+            [np.array(["a"] * 3)] * 2,
+            [np.array(["a"] * 3), np.array([1] * 4)],
+            device="cpu",
+        )
+    with pytest.raises(
+        ValueError,
+        match=re.escape("left_by[0] has 5 rows, but left_on has 3; they must have the same length"),
+    ):
         asof_join(L1, R1, np.array(["a"] * 5), np.array(["a"] * 3), device="cpu")
-    with pytest.raises(ValueError, match=re.escape(
-            "tie_break has 2 rows, but right_on has 3; they must have the same length")):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("tie_break has 2 rows, but right_on has 3; they must have the same length"),
+    ):
         asof_join(L1, R1, tie_break=np.array([1, 2]), device="cpu")
-    with pytest.raises(ValueError, match=re.escape(
-            "left_by[0] has 0 rows, but left_on has 3")):
+    with pytest.raises(ValueError, match=re.escape("left_by[0] has 0 rows, but left_on has 3")):
         asof_join(L1, R1, pa.chunked_array([], pa.string()), np.array(["a"] * 3), device="cpu")
 
 
 # ----------------------------------------------------------------------------- presorted
 
+
 def test_presorted_on_unsorted_data_without_by():
-    msg = ("presorted=True but the right side is not sorted by right_on (row 2 is out of "
-           "order). Hint: pass presorted=False to let AsofJoin sort it.")
+    msg = (
+        "presorted=True but the right side is not sorted by right_on (row 2 is out of "
+        "order). Hint: pass presorted=False to let AsofJoin sort it."
+    )
     with pytest.raises(ValueError, match=re.escape(msg)):
         asof_join(L1, np.array([1, 3, 2]), presorted=True, device="cpu")
     with pytest.raises(ValueError, match=re.escape(msg)):
@@ -485,25 +622,42 @@ def test_presorted_on_unsorted_data_without_by():
 
 
 def test_presorted_on_unsorted_data_with_by():
-    msg = ("presorted=True but the right side is not grouped by right_by and sorted by right_on "
-           "(row 2 is out of order). Hint: pass presorted=False to let AsofJoin sort it.")
+    msg = (
+        "presorted=True but the right side is not grouped by right_by and sorted by right_on "
+        "(row 2 is out of order). Hint: pass presorted=False to let AsofJoin sort it."
+    )
     # groups interleaved
     with pytest.raises(ValueError, match=re.escape(msg)):
-        asof_join(L1, np.array([1, 2, 3]), np.array(["a"] * 3), np.array(["a", "b", "a"]),
-                  presorted=True, device="cpu")
+        asof_join(
+            L1,
+            np.array([1, 2, 3]),
+            np.array(["a"] * 3),
+            np.array(["a", "b", "a"]),
+            presorted=True,
+            device="cpu",
+        )
     # keys descending inside a group
     with pytest.raises(ValueError, match=re.escape(msg)):
-        asof_join(L1, np.array([5, 9, 1, 0]), np.array(["a"] * 3),
-                  np.array(["a", "b", "b", "c"]), presorted=True, device="cpu")
+        asof_join(
+            L1,
+            np.array([5, 9, 1, 0]),
+            np.array(["a"] * 3),
+            np.array(["a", "b", "b", "c"]),
+            presorted=True,
+            device="cpu",
+        )
 
 
 # ----------------------------------------------------------------------------- ambiguity
 
+
 def test_ambiguous_match_error():
     assert issubclass(AmbiguousMatchError, ValueError)
-    msg = ("ambiguous='raise': left row 1 (and 1 more) matched a key that has several right rows "
-           "in its group. Hint: pass tie_break= to pick one, or ambiguous='pick' to take the "
-           "last (backward) or first (forward) row.")
+    msg = (
+        "ambiguous='raise': left row 1 (and 1 more) matched a key that has several right rows "
+        "in its group. Hint: pass tie_break= to pick one, or ambiguous='pick' to take the "
+        "last (backward) or first (forward) row."
+    )
     with pytest.raises(AmbiguousMatchError, match=re.escape(msg)):
         asof_join(np.array([0, 2, 3]), np.array([1, 1, 2, 2]), ambiguous="raise", device="cpu")
     with pytest.raises(ValueError, match=re.escape("ambiguous='raise': left row 0 (and 0 more)")):
@@ -512,26 +666,40 @@ def test_ambiguous_match_error():
 
 # ----------------------------------------------------------------------------- gather
 
+
 def test_gather_errors():
     table = pa.table({"x": [1, 2]})
-    with pytest.raises(IndexError, match=re.escape(
-            "gmap[2] = 2 is not a row of right_table (2 rows) nor NO_MATCH")):
+    with pytest.raises(
+        IndexError, match=re.escape("gmap[2] = 2 is not a row of right_table (2 rows) nor NO_MATCH")
+    ):
         ag.gather(table, np.array([0, 1, 2], np.int32))
-    with pytest.raises(IndexError, match=re.escape(
-            "gmap[0] = -5 is not a row of right_table (2 rows) nor NO_MATCH")):
+    with pytest.raises(
+        IndexError,
+        match=re.escape("gmap[0] = -5 is not a row of right_table (2 rows) nor NO_MATCH"),
+    ):
         ag.gather(table, np.array([-5], np.int64))
-    with pytest.raises(TypeError, match=re.escape(
-            "gmap must be a one-dimensional integer array, got float64 of shape (2,)")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape("gmap must be a one-dimensional integer array, got float64 of shape (2,)"),
+    ):
         ag.gather(table, np.array([0.0, 1.0]))
-    with pytest.raises(TypeError, match=re.escape(
-            "gmap must be a one-dimensional integer array, got int32 of shape (1, 2)")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape("gmap must be a one-dimensional integer array, got int32 of shape (1, 2)"),
+    ):
         ag.gather(table, np.array([[0, 1]], np.int32))
-    with pytest.raises(TypeError, match=re.escape(
-            "gmap must be a one-dimensional integer array, got bool of shape (2,)")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape("gmap must be a one-dimensional integer array, got bool of shape (2,)"),
+    ):
         ag.gather(table, np.array([True, False]))
     for bad, name in ((5, "int"), (pa.array([1]), "Int64Array"), ("table", "str")):
-        with pytest.raises(TypeError, match=re.escape(
-                f"right_table must be a table (pyarrow, pandas, polars, cuDF), got {name}")):
+        with pytest.raises(
+            TypeError,
+            match=re.escape(
+                f"right_table must be a table (pyarrow, pandas, polars, cuDF), got {name}"
+            ),
+        ):
             ag.gather(bad, np.array([0], np.int32))
 
 
@@ -547,21 +715,28 @@ def test_gather_map_with_nulls():
 
 # ----------------------------------------------------------------------------- front ends
 
+
 def test_join_asof_table_errors():
     """The table front end's own messages (tests/test_table.py covers the key arguments)."""
     left = pa.table({"t": [1], "g": ["a"]})
-    with pytest.raises(TypeError, match=re.escape(
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
             "right must be a table (pyarrow Table, polars or pandas DataFrame, or anything with "
-            "__arrow_c_stream__), got list")):
+            "__arrow_c_stream__), got list"
+        ),
+    ):
         ag.join_asof(left, [1], on="t", device="cpu")
-    with pytest.raises(KeyError, match=re.escape(
-            "right table has no column 't'; its columns are ['s']")):
+    with pytest.raises(
+        KeyError, match=re.escape("right table has no column 't'; its columns are ['s']")
+    ):
         ag.join_asof(left, pa.table({"s": [1]}), on="t", device="cpu")
-    with pytest.raises(TypeError, match=re.escape(
-            "right_on must be one column name, got ['t']")):
+    with pytest.raises(TypeError, match=re.escape("right_on must be one column name, got ['t']")):
         ag.join_asof(left, left, left_on="t", right_on=["t"], device="cpu")
-    with pytest.raises(TypeError, match=re.escape(
-            "by_left must be a column name or a non-empty sequence of names, got [1]")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape("by_left must be a column name or a non-empty sequence of names, got [1]"),
+    ):
         ag.join_asof(left, left, on="t", by_left=[1], by_right=["g"], device="cpu")
     # the primitive's errors come through unchanged
     with pytest.raises(ValueError, match="strategy must be one of"):
@@ -570,8 +745,10 @@ def test_join_asof_table_errors():
 
 def test_join_asof_by_not_a_name():
     left = pa.table({"t": [1], "g": ["a"]})
-    with pytest.raises(TypeError, match=re.escape(
-            "by must be a column name or a non-empty sequence of names, got 5")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape("by must be a column name or a non-empty sequence of names, got 5"),
+    ):
         ag.join_asof(left, left, on="t", by=5, device="cpu")
 
 
@@ -584,11 +761,14 @@ def test_marketdata_errors():
             marketdata.day(*args)
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["demo", "--quotes", "x"], "argument --quotes: expected a whole number, got 'x'"),
-    (["demo", "--trades", "0"], "argument --trades: expected a positive number, got 0"),
-    (["demo", "--symbols", "-3"], "argument --symbols: expected a positive number, got -3"),
-])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["demo", "--quotes", "x"], "argument --quotes: expected a whole number, got 'x'"),
+        (["demo", "--trades", "0"], "argument --trades: expected a positive number, got 0"),
+        (["demo", "--symbols", "-3"], "argument --symbols: expected a positive number, got -3"),
+    ],
+)
 def test_cli_argument_errors(argv, message, capsys):
     from asofgpu import cli
 
@@ -600,17 +780,28 @@ def test_cli_argument_errors(argv, message, capsys):
 
 # ----------------------------------------------------------------------------- device arrays
 
+
 @pytest.mark.gpu
 def test_device_key_errors():
     cupy = pytest.importorskip("cupy")
     right = cupy.asarray(np.array([0, 2, 4]))
-    with pytest.raises(ValueError, match=re.escape(
-            "left_on must be one-dimensional, got an array of shape (3, 2)")):
+    with pytest.raises(
+        ValueError, match=re.escape("left_on must be one-dimensional, got an array of shape (3, 2)")
+    ):
         asof_join(cupy.zeros((3, 2), dtype=cupy.int64), right, device="cuda")
-    with pytest.raises(TypeError, match=re.escape(
-            "right_on must be an integer, float, datetime64 or timedelta64 array, got bool")):
-        asof_join(cupy.asarray(np.array([1, 2])), cupy.asarray(np.array([True, False])),
-                  device="cuda")
-    with pytest.raises(TypeError, match=re.escape(
-            "left_on must be an integer, float, datetime64 or timedelta64 array, got complex128")):
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "right_on must be an integer, float, datetime64 or timedelta64 array, got bool"
+        ),
+    ):
+        asof_join(
+            cupy.asarray(np.array([1, 2])), cupy.asarray(np.array([True, False])), device="cuda"
+        )
+    with pytest.raises(
+        TypeError,
+        match=re.escape(
+            "left_on must be an integer, float, datetime64 or timedelta64 array, got complex128"
+        ),
+    ):
         asof_join(cupy.asarray(np.array([1j])), right, device="cuda")

@@ -24,8 +24,11 @@ from asofgpu._backend import walks
 def _int_values(bits: int, signed: bool):
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
     edges = sorted({lo, hi, 0, 1, hi - 1} | ({-1, lo + 1} if signed else set()))
-    return st.one_of(st.sampled_from(edges), st.integers(lo, hi), st.integers(-3, 3).filter(
-        lambda v: lo <= v <= hi))
+    return st.one_of(
+        st.sampled_from(edges),
+        st.integers(lo, hi),
+        st.integers(-3, 3).filter(lambda v: lo <= v <= hi),
+    )
 
 
 # (type, values as the type's own Python values or the integers under it, a view type)
@@ -39,10 +42,16 @@ FIXED = {
     "int64": (pa.int64(), _int_values(64, True), None),
     "uint64": (pa.uint64(), _int_values(64, False), None),
     # float32 reaches the lookup as float64 (canonical_by), as in a join
-    "float32": (pa.float32(), st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf, 1.5,
-                                                -2.25, 3.0]), None),
-    "float64": (pa.float64(), st.one_of(st.sampled_from([0.0, -0.0, math.nan, math.inf, 1.5]),
-                                        st.floats(allow_nan=True)), None),
+    "float32": (
+        pa.float32(),
+        st.sampled_from([0.0, -0.0, math.nan, math.inf, -math.inf, 1.5, -2.25, 3.0]),
+        None,
+    ),
+    "float64": (
+        pa.float64(),
+        st.one_of(st.sampled_from([0.0, -0.0, math.nan, math.inf, 1.5]), st.floats(allow_nan=True)),
+        None,
+    ),
     "timestamp": (pa.int64(), _int_values(64, True), pa.timestamp("ns")),
     "date32": (pa.int32(), _int_values(32, True), pa.date32()),
     "time32": (pa.int32(), st.integers(0, 86_399), pa.time32("s")),
@@ -76,8 +85,15 @@ def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
     values, bitmap, bit0 = _encode._fixed_width_buffers(arr)
     codes = np.empty(len(arr), np.int32)
     firsts = _backend.jit.cpu_fixed_width().dictionary_encode(
-        values, _encode.NO_BYTES, bitmap, np.int64(bit0), nulls_distinct, n_pieces, codes,
-        np.empty(len(arr), np.int64))
+        values,
+        _encode.NO_BYTES,
+        bitmap,
+        np.int64(bit0),
+        nulls_distinct,
+        n_pieces,
+        codes,
+        np.empty(len(arr), np.int64),
+    )
     return codes, arr.take(pa.array(firsts))
 
 
@@ -94,14 +110,16 @@ def _assert_same_values(a: pa.Array, b: pa.Array):
     assert a.type == b.type and len(a) == len(b), (a, b)
     valid = a.is_valid().to_numpy(zero_copy_only=False)
     np.testing.assert_array_equal(valid, b.is_valid().to_numpy(zero_copy_only=False))
-    np.testing.assert_array_equal(_encode._fixed_width_buffers(a)[0][valid],
-                                  _encode._fixed_width_buffers(b)[0][valid])
+    np.testing.assert_array_equal(
+        _encode._fixed_width_buffers(a)[0][valid], _encode._fixed_width_buffers(b)[0][valid]
+    )
 
 
 @pytest.mark.parametrize("name", list(FIXED))
 @settings(max_examples=80, deadline=None)
-@given(data=st.data(), nulls_distinct=st.booleans(), n_pieces=st.integers(1, 5),
-       cut=st.integers(0, 5))
+@given(
+    data=st.data(), nulls_distinct=st.booleans(), n_pieces=st.integers(1, 5), cut=st.integers(0, 5)
+)
 def test_codes_and_dictionary_equal_arrows(name, data, nulls_distinct, n_pieces, cut):
     """Pieces encoded apart and merged in order give Arrow's codes and dictionary: values in
     order of first appearance, a null as one more value (or -1 under ``nulls_distinct``);
@@ -177,9 +195,13 @@ def test_many_distinct_values_and_few_matches():
     and rows of which half are missing, looked up on all cores."""
     rng = np.random.default_rng(4)
     dictionary = pa.array(rng.choice(1 << 40, 100_000, replace=False) - (1 << 39))
-    rows = pa.array(np.where(rng.random(300_000) < 0.5,
-                             rng.choice(dictionary.to_numpy(), 300_000),
-                             rng.integers(-(1 << 39), 1 << 39, 300_000)))
+    rows = pa.array(
+        np.where(
+            rng.random(300_000) < 0.5,
+            rng.choice(dictionary.to_numpy(), 300_000),
+            rng.integers(-(1 << 39), 1 << 39, 300_000),
+        )
+    )
     found = _lookup(dictionary, rows, -1)
     np.testing.assert_array_equal(found, _index_in(dictionary, rows, -1))
     assert 0.4 < (found >= 0).mean() < 0.6
@@ -202,8 +224,9 @@ def test_all_null_and_empty_columns_and_dictionaries():
     values = pa.array([3, None, 7, 3], pa.int32())
     for dictionary in (empty, pa.array([None], pa.int32()), pa.array([7, 3], pa.int32())):
         for column in (empty, nulls, values):
-            np.testing.assert_array_equal(_lookup(dictionary, column, 9),
-                                          _index_in(dictionary, column, 9))
+            np.testing.assert_array_equal(
+                _lookup(dictionary, column, 9), _index_in(dictionary, column, 9)
+            )
 
 
 @pytest.mark.parametrize("null_equal", [False, True])
@@ -214,16 +237,23 @@ def test_groups_codes_equal_arrows(thresholds, monkeypatch, name, null_equal):
     must be those of Arrow's ``dictionary_encode`` and ``index_in``, for chunked, sliced and
     (for floats) non-canonical rows."""
     rng = np.random.default_rng(7)
-    pool = {"int8": [-128, 127, 0, -1, None], "uint64": [0, (1 << 64) - 1, 1 << 63, 5, None],
-            "float64": [0.0, math.nan, 1.5, -math.inf, None],
-            "timestamp": [-(1 << 63) + 1, 0, 10**18, None]}[name]
+    pool = {
+        "int8": [-128, 127, 0, -1, None],
+        "uint64": [0, (1 << 64) - 1, 1 << 63, 5, None],
+        "float64": [0.0, math.nan, 1.5, -math.inf, None],
+        "timestamp": [-(1 << 63) + 1, 0, 10**18, None],
+    }[name]
     right = _column(list(rng.choice(np.array(pool, object), 310)), name)
     right = pa.chunked_array([right.slice(3, 150), right.slice(153)])  # chunked and sliced
     extra = {"int8": 9, "uint64": 6, "float64": 2.5, "timestamp": 3}[name]
     left_rows = list(rng.choice(np.array(pool + [extra], object), 500))
     if name == "float64":  # -0.0 and another NaN must find 0.0 and the right's NaN
-        left_rows[3:7] = [-0.0, float(np.float64(np.uint64(0x7FF8000000000001).view(
-            np.float64))), 0.0, math.nan]
+        left_rows[3:7] = [
+            -0.0,
+            float(np.float64(np.uint64(0x7FF8000000000001).view(np.float64))),
+            0.0,
+            math.nan,
+        ]
     left = _column(left_rows, name)
     # from row 3, looked up chunk by chunk: a sliced chunk, an empty one, the rest
     left = pa.chunked_array([left.slice(3, 200), left.slice(0, 0), left.slice(203)])
@@ -234,8 +264,9 @@ def test_groups_codes_equal_arrows(thresholds, monkeypatch, name, null_equal):
 
     encoded = []
     original = _backend.dictionary_encode_fixed
-    monkeypatch.setattr(_backend, "dictionary_encode_fixed",
-                        lambda *args: encoded.append(1) or original(*args))
+    monkeypatch.setattr(
+        _backend, "dictionary_encode_fixed", lambda *args: encoded.append(1) or original(*args)
+    )
     thresholds(parallel_encode_rows=0)
     found, groups = codes()
     assert len(encoded) == 2 and groups.columns[0]._table is not None  # the sample's
@@ -260,12 +291,21 @@ def test_two_by_columns_find_the_right_sides_pairs(null_equal):
     b_values = np.array([10, 20, None], object)
     right_a, right_b = rng.choice(a_values, 400), rng.choice(b_values, 400)
     left_a, left_b = rng.choice(np.append(a_values, 4), 300), rng.choice(b_values, 300)
-    groups = _encode.Groups([pa.chunked_array([pa.array(list(right_a), pa.int64())]),
-                             pa.chunked_array([pa.array(list(right_b), pa.int16())])],
-                            ["right_by[0]", "right_by[1]"], null_equal=null_equal)
-    found = groups.lookup([pa.chunked_array([pa.array(list(left_a), pa.int64())]),
-                           pa.chunked_array([pa.array(list(left_b), pa.int16())])],
-                          ["left_by[0]", "left_by[1]"])
+    groups = _encode.Groups(
+        [
+            pa.chunked_array([pa.array(list(right_a), pa.int64())]),
+            pa.chunked_array([pa.array(list(right_b), pa.int16())]),
+        ],
+        ["right_by[0]", "right_by[1]"],
+        null_equal=null_equal,
+    )
+    found = groups.lookup(
+        [
+            pa.chunked_array([pa.array(list(left_a), pa.int64())]),
+            pa.chunked_array([pa.array(list(left_b), pa.int16())]),
+        ],
+        ["left_by[0]", "left_by[1]"],
+    )
     group_of = {}
     for pair, code in zip(zip(right_a, right_b), groups.right_codes):
         if code >= 0:
@@ -296,10 +336,14 @@ def test_large_by_column_pairs_are_encoded_as_arrow_would(monkeypatch, null_equa
     n = 3 * walks.THRESHOLDS.parallel_encode_rows // 2
     symbols = np.array([f"S{i}" for i in range(50)] + [None], object)
     venues = np.array([1, 2, 3, 4, None], object)
-    right = [pa.chunked_array([pa.array(list(rng.choice(symbols, n)))]),
-             pa.chunked_array([pa.array(list(rng.choice(venues, n)), pa.int16())])]
-    left = [pa.chunked_array([pa.array(list(rng.choice(np.append(symbols, "NEW"), n)))]),
-            pa.chunked_array([pa.array(list(rng.choice(np.append(venues, 9), n)), pa.int16())])]
+    right = [
+        pa.chunked_array([pa.array(list(rng.choice(symbols, n)))]),
+        pa.chunked_array([pa.array(list(rng.choice(venues, n)), pa.int16())]),
+    ]
+    left = [
+        pa.chunked_array([pa.array(list(rng.choice(np.append(symbols, "NEW"), n)))]),
+        pa.chunked_array([pa.array(list(rng.choice(np.append(venues, 9), n)), pa.int16())]),
+    ]
 
     def groups():
         g = _encode.Groups(right, ["right_by[0]", "right_by[1]"], null_equal=null_equal)
@@ -307,8 +351,11 @@ def test_large_by_column_pairs_are_encoded_as_arrow_would(monkeypatch, null_equa
 
     encoded = []
     original = _backend.dictionary_encode_fixed
-    monkeypatch.setattr(_backend, "dictionary_encode_fixed",
-                        lambda *args: encoded.append(len(args[0])) or original(*args))
+    monkeypatch.setattr(
+        _backend,
+        "dictionary_encode_fixed",
+        lambda *args: encoded.append(len(args[0])) or original(*args),
+    )
     kernels, found = groups()
     assert encoded.count(n) == 2  # the venues, and the pairs
     monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)  # Arrow's encoding
@@ -326,14 +373,16 @@ def test_the_table_is_built_once(monkeypatch):
     table, since Arrow's ``index_in`` rehashes its value set at every call."""
     built = []
     original = _backend.fixed_lookup_table
-    monkeypatch.setattr(_backend, "fixed_lookup_table",
-                        lambda *args: built.append(1) or original(*args))
-    right = [pa.chunked_array([pa.array([1, 2, 2, 3])]),
-             pa.chunked_array([pa.array([5, 5, 6, 6])])]
+    monkeypatch.setattr(
+        _backend, "fixed_lookup_table", lambda *args: built.append(1) or original(*args)
+    )
+    right = [pa.chunked_array([pa.array([1, 2, 2, 3])]), pa.chunked_array([pa.array([5, 5, 6, 6])])]
     groups = _encode.Groups(right, ["a", "b"], null_equal=False)
     for _ in range(3):
-        codes = groups.lookup([pa.chunked_array([pa.array([2, 3, 9])]),
-                               pa.chunked_array([pa.array([5, 6, 6])])], ["a", "b"])
+        codes = groups.lookup(
+            [pa.chunked_array([pa.array([2, 3, 9])]), pa.chunked_array([pa.array([5, 6, 6])])],
+            ["a", "b"],
+        )
         np.testing.assert_array_equal(codes, [groups.right_codes[1], groups.right_codes[3], -1])
     assert len(built) == 3  # each column's dictionary, and the pairs' step
 
@@ -351,11 +400,16 @@ def test_a_large_join_on_integer_keys_equals_arrows_path(monkeypatch, null_equal
     options = dict(null_equality=null_equality, strategy="nearest", device="cpu")
     encoded, looked_up = [], []
     encode, lookup = _backend.dictionary_encode_fixed, _backend.lookup_fixed
-    monkeypatch.setattr(_backend, "dictionary_encode_fixed",
-                        lambda *args: encoded.append(1) or encode(*args))
-    monkeypatch.setattr(_backend, "lookup_fixed",
-                        lambda table, values, *args, **kwargs: looked_up.append(len(values))
-                        or lookup(table, values, *args, **kwargs))
+    monkeypatch.setattr(
+        _backend, "dictionary_encode_fixed", lambda *args: encoded.append(1) or encode(*args)
+    )
+    monkeypatch.setattr(
+        _backend,
+        "lookup_fixed",
+        lambda table, values, *args, **kwargs: (
+            looked_up.append(len(values)) or lookup(table, values, *args, **kwargs)
+        ),
+    )
     found = ag.asof_join(left_on, right_on, left_by, right_by, **options)
     assert len(encoded) == 2  # the sample's encoding and the right column's
     # the left's, on all cores

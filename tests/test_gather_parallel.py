@@ -14,25 +14,33 @@ N = 100_000  # above gather's parallel threshold
 
 
 def _table(rng):
-    ints = rng.integers(-2**40, 2**40, N)
-    return pa.table({
-        "f64": rng.normal(size=N),
-        "f32": pa.array(rng.normal(size=N).astype(np.float32)),
-        "i32": pa.array(ints.astype(np.int32)),
-        "i8": pa.array(ints.astype(np.int8)),
-        "u16": pa.array(ints.astype(np.uint16)),
-        "i16": pa.array(ints.astype(np.int16)),
-        "u64": pa.array(ints.astype(np.uint64)),
-        "ts": pa.array(ints, pa.timestamp("ns", tz="UTC")),
-        "dur": pa.array(ints, pa.duration("us")),
-        "chunked": pa.chunked_array([ints[: N // 3], ints[N // 3:]]),
-        "with_nulls": pa.array(ints, mask=rng.random(N) < 0.1),
-        "chunked_nulls": pa.chunked_array([  # sliced, all null, without nulls
-            pa.array(rng.normal(size=N // 2 + 3), mask=rng.random(N // 2 + 3) < 0.2).slice(3),
-            pa.nulls(N // 4, pa.float64()), pa.array(rng.normal(size=N - N // 2 - N // 4))]),
-        "text": pa.array(ints.astype(str)),  # Arrow's take
-        "date": pa.array(ints % 10_000, pa.int32()).cast(pa.date32()),  # Arrow's take
-    })
+    ints = rng.integers(-(2**40), 2**40, N)
+    return pa.table(
+        {
+            "f64": rng.normal(size=N),
+            "f32": pa.array(rng.normal(size=N).astype(np.float32)),
+            "i32": pa.array(ints.astype(np.int32)),
+            "i8": pa.array(ints.astype(np.int8)),
+            "u16": pa.array(ints.astype(np.uint16)),
+            "i16": pa.array(ints.astype(np.int16)),
+            "u64": pa.array(ints.astype(np.uint64)),
+            "ts": pa.array(ints, pa.timestamp("ns", tz="UTC")),
+            "dur": pa.array(ints, pa.duration("us")),
+            "chunked": pa.chunked_array([ints[: N // 3], ints[N // 3 :]]),
+            "with_nulls": pa.array(ints, mask=rng.random(N) < 0.1),
+            "chunked_nulls": pa.chunked_array(
+                [  # sliced, all null, without nulls
+                    pa.array(rng.normal(size=N // 2 + 3), mask=rng.random(N // 2 + 3) < 0.2).slice(
+                        3
+                    ),
+                    pa.nulls(N // 4, pa.float64()),
+                    pa.array(rng.normal(size=N - N // 2 - N // 4)),
+                ]
+            ),
+            "text": pa.array(ints.astype(str)),  # Arrow's take
+            "date": pa.array(ints % 10_000, pa.int32()).cast(pa.date32()),  # Arrow's take
+        }
+    )
 
 
 @pytest.mark.parametrize("map_dtype", [np.int32, np.int64])
@@ -47,7 +55,9 @@ def test_large_gather_equals_arrow_take(map_dtype, misses):
     expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
     assert got.schema == table.schema
     for name in table.column_names:
-        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), name
+        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
+            name
+        )
     assert got.column("f64").null_count == int(missing.sum())
 
 
@@ -67,8 +77,11 @@ def test_large_gather_names_the_first_bad_entry():
     table = pa.table({"x": np.arange(N, dtype=np.float64)})
     gmap = np.zeros(N, dtype=np.int32)
     gmap[[70_000, 80_000]] = [N, -5]
-    with pytest.raises(IndexError, match=r"gmap\[70000\] = 100000 is not a row of right_table "
-                                         r"\(100000 rows\) nor NO_MATCH"):
+    with pytest.raises(
+        IndexError,
+        match=r"gmap\[70000\] = 100000 is not a row of right_table "
+        r"\(100000 rows\) nor NO_MATCH",
+    ):
         ag.gather(table, gmap)
 
 
@@ -85,24 +98,31 @@ def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
     width, chunk layouts that differ between columns, empty and sliced chunks, chunks that
     lie end to end."""
     rng = np.random.default_rng(11)
-    ints = rng.integers(-2**40, 2**40, N)
+    ints = rng.integers(-(2**40), 2**40, N)
     sliced = pa.array(np.concatenate([[7, 7], ints, [7]])).slice(2, N)  # offset 2
     row_group_a = pa.array(rng.normal(size=60_000))
     row_group_b = _chunked(rng.normal(size=N - 60_000), []).chunk(0)
-    table = pa.table({
-        "a": _chunked(rng.normal(size=N), [10, 10, 50_000]),  # an empty chunk
-        "b": _chunked(rng.normal(size=N), [10, 10, 50_000]),
-        "c": _chunked(rng.normal(size=N), [10, 10, 50_000]),
-        "d": _chunked(rng.normal(size=N), [10, 10, 50_000]),
-        "e": _chunked(rng.normal(size=N), [10, 10, 50_000]),  # a fifth of that layout
-        "i32": _chunked(ints.astype(np.int32), [1, 99_998]),  # one-row chunks at both ends
-        "ts": _chunked(ints, [33_333, 66_666], pa.timestamp("ns")),
-        "sliced": pa.chunked_array([sliced.slice(0, 40_000), sliced.slice(40_000)]),
-        # a reader's row groups: slices end to end within each of two buffers, read as runs
-        "runs": pa.chunked_array([*(row_group_a.slice(k, 10_000) for k in range(0, 60_000, 10_000)),
-                                  row_group_b.slice(0, 1), row_group_b.slice(1)]),
-        "many": _chunked(ints.astype(np.uint16), list(range(1_000, N, 1_000))),
-    })
+    table = pa.table(
+        {
+            "a": _chunked(rng.normal(size=N), [10, 10, 50_000]),  # an empty chunk
+            "b": _chunked(rng.normal(size=N), [10, 10, 50_000]),
+            "c": _chunked(rng.normal(size=N), [10, 10, 50_000]),
+            "d": _chunked(rng.normal(size=N), [10, 10, 50_000]),
+            "e": _chunked(rng.normal(size=N), [10, 10, 50_000]),  # a fifth of that layout
+            "i32": _chunked(ints.astype(np.int32), [1, 99_998]),  # one-row chunks at both ends
+            "ts": _chunked(ints, [33_333, 66_666], pa.timestamp("ns")),
+            "sliced": pa.chunked_array([sliced.slice(0, 40_000), sliced.slice(40_000)]),
+            # a reader's row groups: slices end to end within each of two buffers, read as runs
+            "runs": pa.chunked_array(
+                [
+                    *(row_group_a.slice(k, 10_000) for k in range(0, 60_000, 10_000)),
+                    row_group_b.slice(0, 1),
+                    row_group_b.slice(1),
+                ]
+            ),
+            "many": _chunked(ints.astype(np.uint16), list(range(1_000, N, 1_000))),
+        }
+    )
     gmap = rng.integers(0, N, N).astype(map_dtype)
     gmap[[0, 1, 2]] = [0, N - 1, 10]  # the first and last rows, the first after empty
     missing = rng.random(N) < 0.2
@@ -110,8 +130,9 @@ def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
     got = ag.gather(table, gmap)
     expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
     for name in table.column_names:
-        assert got.column(name).combine_chunks().equals(
-            expected.column(name).combine_chunks()), name
+        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
+            name
+        )
 
 
 @pytest.mark.parametrize("blocks", [4, 1 << 16])

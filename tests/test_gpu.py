@@ -20,14 +20,15 @@ def test_cuda_map_equals_cpu_map_on_random_groups(strategy, exact):
 
     rng = np.random.default_rng(7)
     n_right, n_left = 200_000, 300_000
-    right_on = rng.integers(-10**6, 10**6, n_right)
-    left_on = rng.integers(-10**6, 10**6, n_left)
+    right_on = rng.integers(-(10**6), 10**6, n_right)
+    left_on = rng.integers(-(10**6), 10**6, n_left)
     right_by = rng.integers(0, 500, n_right)
     left_by = rng.integers(0, 520, n_left)
     options = dict(strategy=strategy, allow_exact_matches=exact, tolerance=5_000)
     cpu = ag.asof_join(left_on, right_on, left_by, right_by, device="cpu", **options)
-    gpu = ag.asof_join(cupy.asarray(left_on), cupy.asarray(right_on), left_by, right_by,
-                       device="cuda", **options)
+    gpu = ag.asof_join(
+        cupy.asarray(left_on), cupy.asarray(right_on), left_by, right_by, device="cuda", **options
+    )
     assert isinstance(gpu, cupy.ndarray)
     np.testing.assert_array_equal(cupy.asnumpy(gpu), cpu)
 

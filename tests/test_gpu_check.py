@@ -29,9 +29,20 @@ def simulated_run(tmp_path_factory):
     # The simulator must be chosen before numba is imported: in the environment.
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", OUT=str(tmp / "out"))
     proc = subprocess.run(
-        [sys.executable, str(SCRIPT), "--simulate", "--plant-mismatch",
-         "--results", str(tmp / "results")],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--simulate",
+            "--plant-mismatch",
+            "--results",
+            str(tmp / "results"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     report = json.loads((tmp / "results" / "gpu_check.json").read_text())
     markdown = (tmp / "results" / "gpu_check.md").read_text()
     return proc, tmp, report, markdown
@@ -45,8 +56,13 @@ def test_every_stage_runs_and_writes_its_reports(simulated_run):
             assert (folder / name).stat().st_size > 0, proc.stdout[-3000:]
     statuses = {name: stage["status"] for name, stage in report["stages"].items()}
     # compare fails: the planted mismatch; every other stage passes.
-    assert statuses == {"env": "passed", "install": "passed", "pytest": "passed",
-                        "compare": "failed", "bench": "passed"}, proc.stdout[-3000:]
+    assert statuses == {
+        "env": "passed",
+        "install": "passed",
+        "pytest": "passed",
+        "compare": "failed",
+        "bench": "passed",
+    }, proc.stdout[-3000:]
     assert report["meta"]["simulated"] and report["meta"]["result"] == "failed: compare"
     junit = report["stages"]["pytest"]["junit"]
     assert junit["tests"] > 0 and junit["failures"] == junit["errors"] == 0
@@ -54,8 +70,14 @@ def test_every_stage_runs_and_writes_its_reports(simulated_run):
     for order in ("time-sorted", "shuffled"):
         gpu, cpu = bench[f"gpu_{order}"], bench[f"cpu_{order}"]
         assert gpu["probe_equals_join"] and cpu["map_equals_gpu"]
-        for measured in (gpu["join"]["ms"], gpu["probe"]["ms"], gpu["gather4"]["ms"],
-                         cpu["join_ms_full"], cpu["speedup_join"], cpu["speedup_probe"]):
+        for measured in (
+            gpu["join"]["ms"],
+            gpu["probe"]["ms"],
+            gpu["gather4"]["ms"],
+            cpu["join_ms_full"],
+            cpu["speedup_join"],
+            cpu["speedup_probe"],
+        ):
             assert measured > 0
     assert bench["floor"]["map_bytes"] == 256 * (8 + 4 + 4) + 64 * 8 + 9 * 8
     assert bench["copy"]["bytes_per_s"] > 0
@@ -90,20 +112,25 @@ def test_modules_that_import_a_missing_package_are_named(tmp_path):
         "except ImportError:\n"
         "    guarded_missing_peer = None\n"
         "def test_later():\n"
-        "    import deferred_missing_peer\n")
+        "    import deferred_missing_peer\n"
+    )
     skipping = tmp_path / "test_skips_cleanly.py"
     skipping.write_text(
         "import pytest\n"
         "peer = pytest.importorskip('surely_not_installed_peer.sub', reason='needs the peer')\n"
-        "import surely_not_installed_peer\n")
+        "import surely_not_installed_peer\n"
+    )
     assert gpu_check_pytest.missing_imports([module, skipping]) == {
-        str(module): ["surely_not_installed_peer"]}
+        str(module): ["surely_not_installed_peer"]
+    }
 
 
-@pytest.mark.parametrize(("mode", "workers"), [("Exclusive_Process", 1), ("Prohibited", 1),
-                                               ("", 1), ("Default", None)])
+@pytest.mark.parametrize(
+    ("mode", "workers"), [("Exclusive_Process", 1), ("Prohibited", 1), ("", 1), ("Default", None)]
+)
 def test_the_gpu_pytest_stage_runs_what_the_gpu_adds_in_processes_its_mode_allows(
-        tmp_path, mode, workers):
+    tmp_path, mode, workers
+):
     cmd, _ = gpu_check_pytest.pytest_command(False, tmp_path / "j.xml", compute_mode=mode)
     assert cmd[cmd.index("-m", 3) + 1] == "(gpu or cuda) and not slow"  # after "-m pytest"
     if workers == 1:
@@ -115,10 +142,25 @@ def test_the_gpu_pytest_stage_runs_what_the_gpu_adds_in_processes_its_mode_allow
 def test_cuda_cases_are_marked_cuda_at_collection():
     """The gpu-check's selection rests on it: every case of the device fixture's cuda param
     is marked ``cuda``, and no other."""
+
     def collected(*marker):
-        done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q",
-                               "-p", "no:cacheprovider", *marker, "tests/test_sentinel.py"],
-                              cwd=ROOT, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "--collect-only",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                *marker,
+                "tests/test_sentinel.py",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         return [line for line in done.stdout.splitlines() if "::" in line]
 
     every, cuda = collected(), collected("-m", "cuda")

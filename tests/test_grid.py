@@ -77,14 +77,17 @@ KINDS = {
 
 def tolerances(kind: Kind) -> dict:
     if kind.is_float:
-        return {"none": None, "zero": 0.0, "small": 1.5, "int_small": 2, "big": 1e308,
-                "inf": INF}
+        return {"none": None, "zero": 0.0, "small": 1.5, "int_small": 2, "big": 1e308, "inf": INF}
     # 2**63: the boundary of the int64 range's half distance; 2**64: above every distance
-    return {"none": None, "zero": 0, "small": 2, "float_small": 2.5, "half": 2**63,
-            "huge": 2**64, "inf": INF}
-
-
-
+    return {
+        "none": None,
+        "zero": 0,
+        "small": 2,
+        "float_small": 2.5,
+        "half": 2**63,
+        "huge": 2**64,
+        "inf": INF,
+    }
 
 
 # --------------------------------------------------------------------------- edge shapes
@@ -116,8 +119,11 @@ def by_arrays(cols):
             # a dictionary not in the rows' order (pandas categories, polars categoricals)
             dictionary = sorted({x for x in values if x is not None}, reverse=True)
             indices = [None if x is None else dictionary.index(x) for x in values]
-            out.append(pa.DictionaryArray.from_arrays(
-                pa.array(indices, type=typ.index_type), pa.array(dictionary, typ.value_type)))
+            out.append(
+                pa.DictionaryArray.from_arrays(
+                    pa.array(indices, type=typ.index_type), pa.array(dictionary, typ.value_type)
+                )
+            )
         else:
             out.append(pa.array(values, type=typ))
     return out[0] if len(out) == 1 else out
@@ -155,48 +161,75 @@ def shapes(k: Kind) -> dict:
         "all_null_right": Case(v([1, 2, None]), [None, None]),
         "all_null_left": Case([None, None], v([1, 2])),
         "groups_one_side": Case(
-            v([1, 2, 3, 4, 5, 6]), v([0, 2, 4, 3, 5, 1]),
-            [_s(["a", "b", "c", "a", "d", "b"])], [_s(["a", "b", "e", "b", "a", "e"])]),
+            v([1, 2, 3, 4, 5, 6]),
+            v([0, 2, 4, 3, 5, 1]),
+            [_s(["a", "b", "c", "a", "d", "b"])],
+            [_s(["a", "b", "e", "b", "a", "e"])],
+        ),
         "null_by": Case(
-            v([2, 2, 2, 4, 4, 6]), v([1, 1, 3, 3, 5, 5, 1]),
+            v([2, 2, 2, 4, 4, 6]),
+            v([1, 1, 3, 3, 5, 5, 1]),
             [_s(["a", None, "b", None, "a", None])],
-            [_s(["a", None, None, "b", "a", None, "b"])]),
+            [_s(["a", None, None, "b", "a", None, "b"])],
+        ),
         "null_by_left_only": Case(
-            v([2, 2, 4]), v([1, 3, 1]), [_s([None, "a", None])], [_s(["a", "a", "b"])]),
+            v([2, 2, 4]), v([1, 3, 1]), [_s([None, "a", None])], [_s(["a", "a", "b"])]
+        ),
         "null_by_right_only": Case(
-            v([2, 2, 4]), v([1, 3, 1]), [_s(["a", "b", "a"])], [_s([None, "a", None])]),
+            v([2, 2, 4]), v([1, 3, 1]), [_s(["a", "b", "a"])], [_s([None, "a", None])]
+        ),
         "multi_by": Case(
-            v([3, 3, 3, 3, 3, 3, 6]), v([1, 2, 2, 4, 5, 0, 1, 2, 7]),
-            [(pa.large_string(), ["x", "x", "y", None, "x", None, "y"]),
-             (pa.int64(), [1, 2, 1, 1, None, None, 1])],
-            [_s(["x", "x", "y", None, "x", None, "x", "y", None]),
-             (pa.int64(), [1, 2, 1, 1, None, None, 1, 1, None])]),
+            v([3, 3, 3, 3, 3, 3, 6]),
+            v([1, 2, 2, 4, 5, 0, 1, 2, 7]),
+            [
+                (pa.large_string(), ["x", "x", "y", None, "x", None, "y"]),
+                (pa.int64(), [1, 2, 1, 1, None, None, 1]),
+            ],
+            [
+                _s(["x", "x", "y", None, "x", None, "x", "y", None]),
+                (pa.int64(), [1, 2, 1, 1, None, None, 1, 1, None]),
+            ],
+        ),
         "by_float": Case(
-            v([2, 2, 2, 2, 2]), v([1, 1, 1, 1, 3, 0]),
+            v([2, 2, 2, 2, 2]),
+            v([1, 1, 1, 1, 3, 0]),
             [(pa.float64(), [NAN, -0.0, 0.0, None, 1.5])],
-            [(pa.float64(), [0.0, NAN, -0.0, None, NAN, 1.5])]),
+            [(pa.float64(), [0.0, NAN, -0.0, None, NAN, 1.5])],
+        ),
         # the right by-column is dictionary-encoded with the dictionary ["b", "a"] (by_arrays)
         "by_dictionary": Case(
-            v([2, 2, 2, 5]), v([1, 1, 3, 4, 4]), [_s(["b", "a", None, "c"])],
-            [(pa.dictionary(pa.int32(), pa.string()), ["a", "b", None, "a", "b"])]),
+            v([2, 2, 2, 5]),
+            v([1, 1, 3, 4, 4]),
+            [_s(["b", "a", None, "c"])],
+            [(pa.dictionary(pa.int32(), pa.string()), ["a", "b", None, "a", "b"])],
+        ),
         "tie_break": Case(
-            v([0, 1, 2, 3, 4, 5, 6]), v([3, 1, 3, 3, 5, 1, 3, 5]),
-            tie=(pa.int64(), [2, None, None, 2, 1, None, -1, 7])),
+            v([0, 1, 2, 3, 4, 5, 6]),
+            v([3, 1, 3, 3, 5, 1, 3, 5]),
+            tie=(pa.int64(), [2, None, None, 2, 1, None, -1, 7]),
+        ),
         "tie_break_negative": Case(
-            v([1, 2, 3]), v([1, 1, 2, 2, 2]), tie=(pa.int64(), [-5, None, -3, None, -3])),
+            v([1, 2, 3]), v([1, 1, 2, 2, 2]), tie=(pa.int64(), [-5, None, -3, None, -3])
+        ),
         "tie_break_grouped_float": Case(
-            v([1, 2, 3, 2, 4]), v([2, 2, 2, 2, 2, 2, 3, 3]),
-            [_s(["a", "a", "a", "b", "b"])], [_s(["a", "a", "a", "b", "b", "b", "a", "b"])],
-            tie=(pa.float64(), [0.0, NAN, -0.0, 1.0, -0.0, 0.0, None, INF])),
+            v([1, 2, 3, 2, 4]),
+            v([2, 2, 2, 2, 2, 2, 3, 3]),
+            [_s(["a", "a", "a", "b", "b"])],
+            [_s(["a", "a", "a", "b", "b", "b", "a", "b"])],
+            tie=(pa.float64(), [0.0, NAN, -0.0, 1.0, -0.0, 0.0, None, INF]),
+        ),
     }
     if k.is_float:
         s["nan_inf"] = Case(
             v([NAN, INF, -INF, 0.0, -0.0, 1.0, 0.5, k.hi, k.lo, -NAN, 2.0]),
-            v([NAN, -INF, INF, 1.0, NAN, -0.0, 0.0, INF, -NAN]))
+            v([NAN, -INF, INF, 1.0, NAN, -0.0, 0.0, INF, -NAN]),
+        )
         s["nan_only_right"] = Case(v([1.0, INF, NAN, -INF]), v([NAN, NAN]))
         s["inf_only_right"] = Case(v([-INF, 0.0, INF, NAN, k.hi]), v([-INF, INF, INF]))
-        s["tiny_gaps"] = Case(v([0.0, 5e-324, 1e-300, -5e-324, 1.0 + 2**-23]),
-                              v([-5e-324, 5e-324, 0.0, 1.0, 1.0 + 2**-22]))
+        s["tiny_gaps"] = Case(
+            v([0.0, 5e-324, 1e-300, -5e-324, 1.0 + 2**-23]),
+            v([-5e-324, 5e-324, 0.0, 1.0, 1.0 + 2**-22]),
+        )
     for i in range(4):
         s[f"random_{i}"] = random_case(k, random.Random(f"{k.name}/{i}"))
     return s
@@ -222,11 +255,13 @@ def random_case(k: Kind, rng: random.Random) -> Case:
     case = Case(column(n_left), column(n_right))
     n_by = rng.choice([0, 1, 2])
     if n_by:
+
         def by(n):
             cols = [_s([rng.choice(["a", "b", "c", None]) for _ in range(n)])]
             if n_by == 2:
                 cols.append((pa.int32(), [rng.choice([0, 1, None]) for _ in range(n)]))
             return cols
+
         case.left_by, case.right_by = by(n_left), by(n_right)
     if rng.random() < 0.5:
         case.tie = (pa.int64(), [rng.choice([None, 0, 1, 2]) for _ in range(n_right)])
@@ -252,9 +287,14 @@ def expected(case_id, case: Case, null_equality, **opts):
     key = (case_id, null_equality, tuple(sorted(opts.items())))
     if key not in _ORACLE_CACHE:
         _ORACLE_CACHE[key] = oracle(
-            case.left, case.right, case.groups("left"), case.groups("right"),
+            case.left,
+            case.right,
+            case.groups("left"),
+            case.groups("right"),
             null_equal=null_equality == "equal",
-            tie_break=None if case.tie is None else case.tie[1], **opts)
+            tie_break=None if case.tie is None else case.tie[1],
+            **opts,
+        )
     return _ORACLE_CACHE[key]
 
 
@@ -284,8 +324,10 @@ def sample(combos: list, seed: str) -> list:
 
 
 def describe(case: Case) -> str:
-    return (f"left={case.left} right={case.right} left_by={case.left_by} "
-            f"right_by={case.right_by} tie={case.tie}")
+    return (
+        f"left={case.left} right={case.right} left_by={case.left_by} "
+        f"right_by={case.right_by} tie={case.tie}"
+    )
 
 
 @pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
@@ -295,8 +337,13 @@ def test_grid(case_id, strategy, device):
     left, right, left_by, right_by, tie = inputs(case_id, case)
     equalities = ["unequal", "equal"] if case.grouped else ["unequal"]
     ties = ["forward", "backward"] if strategy == "nearest" else ["forward"]
-    combos = [(eq, exact, tol_name, nt) for eq in equalities for exact in (True, False)
-              for tol_name in tolerances(kind) for nt in ties]
+    combos = [
+        (eq, exact, tol_name, nt)
+        for eq in equalities
+        for exact in (True, False)
+        for tol_name in tolerances(kind)
+        for nt in ties
+    ]
     combos = sample(combos, f"{case_id}/{strategy}")
     prepared = {}
     failures = []
@@ -304,15 +351,28 @@ def test_grid(case_id, strategy, device):
         tol = tolerances(kind)[tol_name]
         if strategy != "nearest":  # nearest_tie must not matter: vary it anyway
             nt = "backward" if n % 2 else "forward"
-        opts = {"strategy": strategy, "allow_exact_matches": exact, "tolerance": tol,
-                "nearest_tie": nt}
+        opts = {
+            "strategy": strategy,
+            "allow_exact_matches": exact,
+            "tolerance": tol,
+            "nearest_tie": nt,
+        }
         if n == 0:  # the one-shot form once per item, the prepared form for the rest
-            gmap = ag.asof_join(left, right, left_by, right_by, null_equality=eq,
-                                tie_break=tie, device=device, **opts)
+            gmap = ag.asof_join(
+                left,
+                right,
+                left_by,
+                right_by,
+                null_equality=eq,
+                tie_break=tie,
+                device=device,
+                **opts,
+            )
         else:
             if eq not in prepared:
-                prepared[eq] = ag.AsofJoin(right, right_by, null_equality=eq, tie_break=tie,
-                                           device=device)
+                prepared[eq] = ag.AsofJoin(
+                    right, right_by, null_equality=eq, tie_break=tie, device=device
+                )
             gmap = prepared[eq].join(left, left_by, **opts)
         want = expected(case_id, case, eq, **opts)
         got = check_map(gmap, len(case.left))
@@ -324,8 +384,14 @@ def test_grid(case_id, strategy, device):
 # --------------------------------------------------------------------------- presorted
 
 
-def sorted_right(case: Case, null_equal: bool, *, blocks_reversed=False, tie_nulls_last=False,
-                 null_keys_first=False) -> list:
+def sorted_right(
+    case: Case,
+    null_equal: bool,
+    *,
+    blocks_reversed=False,
+    tie_nulls_last=False,
+    null_keys_first=False,
+) -> list:
     """The right rows' order for presorted=True. By default: grouped (groups in order of
     first appearance, rows of no group last), by key within a group (null keys last), then by
     tie-break ascending with nulls first, the order in which AsofJoin's own sort leaves equal
@@ -358,8 +424,13 @@ def permuted(case: Case, order: list) -> Case:
     def take(cols):
         return None if cols is None else [(t, [vals[j] for j in order]) for t, vals in cols]
 
-    return Case(case.left, [case.right[j] for j in order], case.left_by, take(case.right_by),
-                None if case.tie is None else (case.tie[0], [case.tie[1][j] for j in order]))
+    return Case(
+        case.left,
+        [case.right[j] for j in order],
+        case.left_by,
+        take(case.right_by),
+        None if case.tie is None else (case.tie[0], [case.tie[1][j] for j in order]),
+    )
 
 
 # name -> (sort_right options, must presorted=True accept it?)
@@ -390,26 +461,48 @@ def test_presorted(case_id, device):
             case = permuted(original, sorted_right(original, eq == "equal", **how))
             left, right, left_by, right_by, tie = inputs(case_id, case)
             try:
-                prepared[eq, name] = case, ag.AsofJoin(
-                    right, right_by, null_equality=eq, tie_break=tie, presorted=True,
-                    device=device)
+                prepared[eq, name] = (
+                    case,
+                    ag.AsofJoin(
+                        right,
+                        right_by,
+                        null_equality=eq,
+                        tie_break=tie,
+                        presorted=True,
+                        device=device,
+                    ),
+                )
             except ValueError as exc:
                 if must_accept:
-                    failures.append(f"null_equality={eq} {name}: rejected a sorted right side "
-                                    f"{case.right} by={case.right_by} tie={case.tie}: {exc}")
-    combos = [(eq, name, s, exact) for eq, name in prepared
-              for s in ("backward", "forward", "nearest") for exact in (True, False)]
+                    failures.append(
+                        f"null_equality={eq} {name}: rejected a sorted right side "
+                        f"{case.right} by={case.right_by} tie={case.tie}: {exc}"
+                    )
+    combos = [
+        (eq, name, s, exact)
+        for eq, name in prepared
+        for s in ("backward", "forward", "nearest")
+        for exact in (True, False)
+    ]
     for eq, name, s, exact in sample(combos, f"presorted/{case_id}"):
         case, j = prepared[eq, name]
         left, _, left_by, _, _ = inputs(case_id, case)
         opts = {"strategy": s, "allow_exact_matches": exact}
-        want = oracle(case.left, case.right, case.groups("left"), case.groups("right"),
-                      null_equal=eq == "equal",
-                      tie_break=None if case.tie is None else case.tie[1], **opts)
+        want = oracle(
+            case.left,
+            case.right,
+            case.groups("left"),
+            case.groups("right"),
+            null_equal=eq == "equal",
+            tie_break=None if case.tie is None else case.tie[1],
+            **opts,
+        )
         got = check_map(j.join(left, left_by, **opts), len(case.left))
         if got != want:
-            failures.append(f"null_equality={eq} {name} {opts}: got {got}, expected {want} "
-                            f"(right as given: {describe(case)})")
+            failures.append(
+                f"null_equality={eq} {name} {opts}: got {got}, expected {want} "
+                f"(right as given: {describe(case)})"
+            )
     assert not failures, "\n".join(failures)
 
 
@@ -424,15 +517,19 @@ def ambiguous_rows(case: Case, null_equal: bool, gmap: list) -> list:
 
     def ident(j):
         t = ties[j]
-        return (_group(groups[j], null_equal), _order(case.right[j]),
-                (0,) if t is None else (1, _order(t)))
+        return (
+            _group(groups[j], null_equal),
+            _order(case.right[j]),
+            (0,) if t is None else (1, _order(t)),
+        )
 
     out = []
     for i, j in enumerate(gmap):
         if j == NO_MATCH:
             continue
-        same = [k for k in range(len(case.right))
-                if case.right[k] is not None and ident(k) == ident(j)]
+        same = [
+            k for k in range(len(case.right)) if case.right[k] is not None and ident(k) == ident(j)
+        ]
         if len(same) > 1:
             out.append(i)
     return out
@@ -445,29 +542,42 @@ def test_ambiguous_raise(case_id, device):
     _, case = CASES[case_id]
     left, right, left_by, right_by, tie = inputs(case_id, case)
     equalities = ["unequal", "equal"] if case.grouped else ["unequal"]
-    combos = [(eq, s, nt) for eq in equalities
-              for s, nt in (("backward", "forward"), ("forward", "forward"),
-                            ("nearest", "forward"), ("nearest", "backward"))]
+    combos = [
+        (eq, s, nt)
+        for eq in equalities
+        for s, nt in (
+            ("backward", "forward"),
+            ("forward", "forward"),
+            ("nearest", "forward"),
+            ("nearest", "backward"),
+        )
+    ]
     failures = []
     for eq, s, nt in sample(combos, f"ambiguous/{case_id}"):
         opts = {"strategy": s, "nearest_tie": nt}
-        want = expected(case_id, case, eq, strategy=s, allow_exact_matches=True, tolerance=None,
-                        nearest_tie=nt)
+        want = expected(
+            case_id, case, eq, strategy=s, allow_exact_matches=True, tolerance=None, nearest_tie=nt
+        )
         bad = ambiguous_rows(case, eq == "equal", want)
         j = ag.AsofJoin(right, right_by, null_equality=eq, tie_break=tie, device=device)
         try:
             got = check_map(j.join(left, left_by, ambiguous="raise", **opts), len(case.left))
         except ag.AmbiguousMatchError as exc:
             if not bad:
-                failures.append(f"null_equality={eq} {opts}: raised {exc} but no match is "
-                                f"ambiguous (map {want})")
+                failures.append(
+                    f"null_equality={eq} {opts}: raised {exc} but no match is "
+                    f"ambiguous (map {want})"
+                )
             elif f"left row {bad[0]} " not in str(exc):
-                failures.append(f"null_equality={eq} {opts}: message should name left row "
-                                f"{bad[0]}: {exc}")
+                failures.append(
+                    f"null_equality={eq} {opts}: message should name left row {bad[0]}: {exc}"
+                )
             continue
         if bad:
-            failures.append(f"null_equality={eq} {opts}: no error, but left rows {bad} "
-                            f"matched a key with several rows (map {got})")
+            failures.append(
+                f"null_equality={eq} {opts}: no error, but left rows {bad} "
+                f"matched a key with several rows (map {got})"
+            )
         elif got != want:
             failures.append(f"null_equality={eq} {opts}: got {got}, expected {want}")
     assert not failures, f"{describe(case)}\n" + "\n".join(failures)

@@ -40,8 +40,9 @@ def test_a_block_is_lent_again_only_once_its_array_is_dropped():
     assert _address(c) == first and pool.total_bytes() == 2 * MIB and pool.free_bytes() == 0
 
 
-@pytest.mark.parametrize("holder", ["view", "arrow array", "numpy over arrow", "table column",
-                                    "numba view"])
+@pytest.mark.parametrize(
+    "holder", ["view", "arrow array", "numpy over arrow", "table column", "numba view"]
+)
 def test_whatever_refers_to_the_memory_keeps_the_block_lent(holder):
     pool = HostPool(limit=64 * MIB)
     a = pool.empty(MIB // 8, np.int64)
@@ -53,8 +54,7 @@ def test_whatever_refers_to_the_memory_keeps_the_block_lent(holder):
     elif holder == "numpy over arrow":
         kept = pa.Array.from_buffers(pa.int64(), len(a), [None, pa.py_buffer(a)]).to_numpy()
     elif holder == "table column":
-        kept = pa.table({"x": pa.Array.from_buffers(pa.int64(), len(a), [None,
-                                                                         pa.py_buffer(a)])})
+        kept = pa.table({"x": pa.Array.from_buffers(pa.int64(), len(a), [None, pa.py_buffer(a)])})
     else:
         import numba
 
@@ -131,12 +131,22 @@ def test_set_limit_and_free_all_blocks():
     del lent
 
 
-@pytest.mark.parametrize(("size", "error"), [
-    (-1, ValueError), (1.5, TypeError), ("1e6", TypeError), (None, TypeError), (True, TypeError),
-])
+@pytest.mark.parametrize(
+    ("size", "error"),
+    [
+        (-1, ValueError),
+        (1.5, TypeError),
+        ("1e6", TypeError),
+        (None, TypeError),
+        (True, TypeError),
+    ],
+)
 def test_set_limit_rejects_what_is_not_a_byte_count(size, error):
-    with pytest.raises(error, match=r"set_limit: size must be a whole number of bytes >= 0, "
-                                    rf"got {size!r}"):
+    with pytest.raises(
+        error,
+        match=r"set_limit: size must be a whole number of bytes >= 0, "
+        rf"got {size!r}",
+    ):
         HostPool().set_limit(size)
     with pytest.raises(error, match=r"HostPool: limit must be a whole number of bytes >= 0"):
         HostPool(limit=size)
@@ -144,9 +154,17 @@ def test_set_limit_rejects_what_is_not_a_byte_count(size, error):
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["lend", "lend", "drop", "view", "limit", "release"]),
-                          st.integers(1, 6), st.integers(0, 10)), max_size=40),
-       st.integers(0, 12))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["lend", "lend", "drop", "view", "limit", "release"]),
+            st.integers(1, 6),
+            st.integers(0, 10),
+        ),
+        max_size=40,
+    ),
+    st.integers(0, 12),
+)
 def test_live_arrays_never_share_memory_and_the_limit_holds(steps, limit_mib):
     pool = HostPool(limit=limit_mib * MIB)
     live: list[tuple[np.ndarray, int]] = []  # (array or a view of it, the stamp written)
@@ -163,7 +181,7 @@ def test_live_arrays_never_share_memory_and_the_limit_holds(steps, limit_mib):
         elif live:
             a, s = live.pop(pick % len(live))
             if action == "view":  # keep a view only: the block must stay lent
-                live.append((a[len(a) // 2:], s))
+                live.append((a[len(a) // 2 :], s))
             del a
         assert pool.total_bytes() <= pool.get_limit()
         assert pool.total_bytes() == pool.free_bytes() + pool.used_bytes()
@@ -216,15 +234,18 @@ def test_joins_through_the_pool_keep_earlier_results_and_reuse_freed_blocks():
     right_codes = rng.integers(0, 50, n_right)
     payload = pa.table({"v": rng.random(n_right)})
     prepared = ag.AsofJoin(right_time, pa.array(right_codes.astype(str)), device="cpu")
-    batches = [(np.sort(rng.integers(0, 10**9, n_left)), rng.integers(0, 60, n_left))
-               for _ in range(3)]
+    batches = [
+        (np.sort(rng.integers(0, 10**9, n_left)), rng.integers(0, 60, n_left)) for _ in range(3)
+    ]
     maps = [_backward_by_group(right_time, right_codes, t, c) for t, c in batches]
-    expected = [pa.array(payload["v"].to_numpy()[np.maximum(m, 0)], mask=m < 0).to_pylist()
-                for m in maps]
+    expected = [
+        pa.array(payload["v"].to_numpy()[np.maximum(m, 0)], mask=m < 0).to_pylist() for m in maps
+    ]
 
     def joins():
-        return [ag.gather(payload, prepared.join(t, pa.array(c.astype(str))))["v"]
-                for t, c in batches]
+        return [
+            ag.gather(payload, prepared.join(t, pa.array(c.astype(str))))["v"] for t, c in batches
+        ]
 
     results = joins()  # all three held while the later ones ran
     assert [r.to_pylist() for r in results] == expected
@@ -236,8 +257,9 @@ def test_joins_through_the_pool_keep_earlier_results_and_reuse_freed_blocks():
     assert ag.host_pool is _backend.base.HOST_POOL
 
 
-@pytest.mark.parametrize("dtype", ["M8[ns]", "m8[us]", "?", "u1", "i2", ">i8", "f4", "c16",
-                                   "U4", "S3"])
+@pytest.mark.parametrize(
+    "dtype", ["M8[ns]", "m8[us]", "?", "u1", "i2", ">i8", "f4", "c16", "U4", "S3"]
+)
 def test_each_plain_dtype_comes_back_as_asked(dtype):
     pool = HostPool(limit=64 * MIB)
     a = pool.empty(MIB, dtype)
@@ -252,8 +274,9 @@ def test_structured_dtypes_keep_their_fields_and_objects_are_refused():
     assert a.dtype == pair and pool.total_bytes() == MIB
     a["price"] = 2.5
     assert a["price"][-1] == 2.5
-    with pytest.raises(TypeError, match="HostPool.empty: dtype must hold no Python objects, "
-                                        "got object"):
+    with pytest.raises(
+        TypeError, match="HostPool.empty: dtype must hold no Python objects, got object"
+    ):
         pool.empty(MIB, object)
 
 
@@ -278,8 +301,9 @@ def test_a_call_from_inside_the_pool_does_without_it_and_never_waits(monkeypatch
 
     monkeypatch.setattr(_host_pool.pa, "allocate_buffer", allocate_and_reenter)
     done = []
-    worker = threading.Thread(target=lambda: done.append(pool.empty(2 * MIB, np.uint8)),
-                              daemon=True)
+    worker = threading.Thread(
+        target=lambda: done.append(pool.empty(2 * MIB, np.uint8)), daemon=True
+    )
     worker.start()
     worker.join(timeout=30)
     assert not worker.is_alive(), "the pool waited on itself"
@@ -294,8 +318,9 @@ def test_the_limit_is_read_under_the_lock(monkeypatch):
     pool = HostPool(limit=64 * MIB)
     pool._lock.acquire()
     lent = []
-    worker = threading.Thread(target=lambda: lent.append(pool.empty(2 * MIB, np.uint8)),
-                              daemon=True)
+    worker = threading.Thread(
+        target=lambda: lent.append(pool.empty(2 * MIB, np.uint8)), daemon=True
+    )
     worker.start()
     time.sleep(0.2)  # the worker waits on the lock by now
     pool._limit = MIB  # what set_limit does once it holds the lock
@@ -314,8 +339,11 @@ def test_a_child_forked_while_another_thread_holds_the_lock_can_use_the_pool():
             code = 1
             try:
                 signal.alarm(20)
-                code = 0 if (len(pool.empty(MIB, np.uint8)) == MIB
-                             and pool.total_bytes() == MIB) else 1
+                code = (
+                    0
+                    if (len(pool.empty(MIB, np.uint8)) == MIB and pool.total_bytes() == MIB)
+                    else 1
+                )
             finally:
                 os._exit(code)
     finally:

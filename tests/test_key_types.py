@@ -78,19 +78,43 @@ def oracle_options(opts: dict) -> dict:
     return out
 
 
-def check_join(device, left_on, right_on, lkeys, rkeys, *, left_by=None, right_by=None,
-               lgroups=None, rgroups=None, options=ALL_OPTIONS, null_equality="unequal",
-               tie_break=None, ties=None, tolerance=None, oracle_tolerance=None, context=""):
+def check_join(
+    device,
+    left_on,
+    right_on,
+    lkeys,
+    rkeys,
+    *,
+    left_by=None,
+    right_by=None,
+    lgroups=None,
+    rgroups=None,
+    options=ALL_OPTIONS,
+    null_equality="unequal",
+    tie_break=None,
+    ties=None,
+    tolerance=None,
+    oracle_tolerance=None,
+    context="",
+):
     """Prepare the right side once, probe it with every option set, compare with the oracle."""
-    joiner = AsofJoin(right_on, right_by, null_equality=null_equality, tie_break=tie_break,
-                      device=device)
+    joiner = AsofJoin(
+        right_on, right_by, null_equality=null_equality, tie_break=tie_break, device=device
+    )
     if oracle_tolerance is None:
         oracle_tolerance = tolerance
     for opts in options:
         got = to_host(joiner.join(left_on, left_by, tolerance=tolerance, **opts))
-        want = oracle(lkeys, rkeys, lgroups, rgroups, tolerance=oracle_tolerance,
-                      null_equal=null_equality == "equal", tie_break=ties,
-                      **oracle_options(opts))
+        want = oracle(
+            lkeys,
+            rkeys,
+            lgroups,
+            rgroups,
+            tolerance=oracle_tolerance,
+            null_equal=null_equality == "equal",
+            tie_break=ties,
+            **oracle_options(opts),
+        )
         assert got.dtype == np.int32
         assert got.tolist() == want, (
             f"{context} {opts} tolerance={tolerance!r}\nleft={lkeys}\nright={rkeys}\n"
@@ -110,10 +134,14 @@ KEY_TYPES = {
     "uint16": (pa.uint16(), [0, 1, 2, 3, 32768, 65534, 65535]),
     "uint32": (pa.uint32(), [0, 1, 2, 3, 2**31, 2**32 - 2, 2**32 - 1]),
     "uint64": (pa.uint64(), [0, 1, 2, 3, 2**63 - 1, 2**63, 2**63 + 1, 2**64 - 2, 2**64 - 1]),
-    "float32": (pa.float32(), [-math.inf, F32[3], -0.0, 0.0, F32[0], F32[1], 2.0, F32[2],
-                               math.inf, math.nan]),
-    "float64": (pa.float64(), [-math.inf, -1.7e308, -0.0, 0.0, 5e-324, 0.1, 1.5, 2.0,
-                               1.7e308, math.inf, math.nan]),
+    "float32": (
+        pa.float32(),
+        [-math.inf, F32[3], -0.0, 0.0, F32[0], F32[1], 2.0, F32[2], math.inf, math.nan],
+    ),
+    "float64": (
+        pa.float64(),
+        [-math.inf, -1.7e308, -0.0, 0.0, 5e-324, 0.1, 1.5, 2.0, 1.7e308, math.inf, math.nan],
+    ),
     "date32": (pa.date32(), [-719162, -1, 0, 1, 2, 3, 2932896]),
     "date64": (pa.date64(), [d * 86_400_000 for d in (-719162, -1, 0, 1, 2, 3, 2932896)]),
     "time32[s]": (pa.time32("s"), [0, 1, 2, 3, 43200, 86398, 86399]),
@@ -128,13 +156,26 @@ for _unit, _scale in (("s", 1), ("ms", 10**3), ("us", 10**6)):
 _NS = [-(2**63) + 1, -1, 0, 1, 2, 3, 2**63 - 1]  # not the int64 minimum: numpy's NaT
 KEY_TYPES["timestamp[ns]"] = (pa.timestamp("ns"), _NS)
 KEY_TYPES["duration[ns]"] = (pa.duration("ns"), _NS)
-for _unit, _tz in (("s", "UTC"), ("ms", "Asia/Tokyo"), ("us", "America/New_York"),
-                   ("ns", "Europe/Paris")):
-    KEY_TYPES[f"timestamp[{_unit},{_tz}]"] = (pa.timestamp(_unit, _tz),
-                                             KEY_TYPES[f"timestamp[{_unit}]"][1])
+for _unit, _tz in (
+    ("s", "UTC"),
+    ("ms", "Asia/Tokyo"),
+    ("us", "America/New_York"),
+    ("ns", "Europe/Paris"),
+):
+    KEY_TYPES[f"timestamp[{_unit},{_tz}]"] = (
+        pa.timestamp(_unit, _tz),
+        KEY_TYPES[f"timestamp[{_unit}]"][1],
+    )
 
-SIMULATOR_FORM_TYPES = {"int64", "uint64", "float64", "date32", "time32[s]",
-                        "timestamp[ns,Europe/Paris]", "duration[us]"}
+SIMULATOR_FORM_TYPES = {
+    "int64",
+    "uint64",
+    "float64",
+    "date32",
+    "time32[s]",
+    "timestamp[ns,Europe/Paris]",
+    "duration[us]",
+}
 FORMS = ["arrow", "chunked", "numpy", "pandas", "pandas_arrow", "polars"]
 # numpy and numpy-backed pandas hold no nulls; datetime.time objects stop at microseconds.
 _NO_NULL_FORMS = {"numpy", "pandas"}
@@ -165,8 +206,9 @@ def as_form(arr: pa.Array, form: str):
         return arr
     if form == "chunked":
         k = len(arr)
-        return pa.chunked_array([arr[: k // 3], arr[k // 3: 2 * k // 3], arr[2 * k // 3:]],
-                                type=arr.type)
+        return pa.chunked_array(
+            [arr[: k // 3], arr[k // 3 : 2 * k // 3], arr[2 * k // 3 :]], type=arr.type
+        )
     if form == "numpy":
         out = arr.to_numpy(zero_copy_only=False)
         assert isinstance(out, np.ndarray)
@@ -192,8 +234,15 @@ def test_on_key_type_all_options(device, type_name):
     right = random_column(rng, pa_type, pool, 19)
     assert left.type == pa_type and right.type == pa_type
     salt = list(KEY_TYPES).index(type_name)
-    check_join(device, left, right, physical(left), physical(right),
-               options=trimmed(device, ALL_OPTIONS, 2, salt), context=type_name)
+    check_join(
+        device,
+        left,
+        right,
+        physical(left),
+        physical(right),
+        options=trimmed(device, ALL_OPTIONS, 2, salt),
+        context=type_name,
+    )
 
 
 # The column forms are host code, the same arrays reaching any backend: not on the python
@@ -209,8 +258,10 @@ NO_PYTHON = pytest.mark.parametrize("device", ["cpu", "cuda"], indirect=True)
 def test_on_key_type_column_forms(device, type_name, form):
     """Each key type in each column form (the same form on both sides)."""
     if on_simulator(device) and type_name not in SIMULATOR_FORM_TYPES:
-        pytest.skip("the simulator pass checks the column forms on a few key types only: "
-                    "the conversion is host code shared by every backend")
+        pytest.skip(
+            "the simulator pass checks the column forms on a few key types only: "
+            "the conversion is host code shared by every backend"
+        )
     pa_type, pool = KEY_TYPES[type_name]
     rng = np.random.default_rng(sum(map(ord, type_name + form)))
     null_p = 0.0 if form in _NO_NULL_FORMS else 0.15
@@ -219,9 +270,15 @@ def test_on_key_type_column_forms(device, type_name, form):
     lkeys, rkeys = physical(left), physical(right)
     if form == "pandas":  # pandas' convention: NaN in a numpy-backed float Series is missing
         lkeys, rkeys = ([None if v != v else v for v in keys] for keys in (lkeys, rkeys))
-    check_join(device, as_form(left, form), as_form(right, form), lkeys, rkeys,
-               options=trimmed(device, FEW_OPTIONS[::2], 1, FORMS.index(form)),
-               context=f"{type_name} as {form}")
+    check_join(
+        device,
+        as_form(left, form),
+        as_form(right, form),
+        lkeys,
+        rkeys,
+        options=trimmed(device, FEW_OPTIONS[::2], 1, FORMS.index(form)),
+        context=f"{type_name} as {form}",
+    )
 
 
 def test_on_mixed_column_forms(device):
@@ -231,19 +288,38 @@ def test_on_mixed_column_forms(device):
     left = random_column(rng, pa_type, pool, 15, 0.0)
     right = random_column(rng, pa_type, pool, 15, 0.2)
     for lform, rform in (("pandas", "chunked"), ("numpy", "polars"), ("polars", "arrow")):
-        check_join(device, as_form(left, lform), as_form(right, rform), physical(left),
-                   physical(right), options=FEW_OPTIONS[:1], context=f"{lform} vs {rform}")
+        check_join(
+            device,
+            as_form(left, lform),
+            as_form(right, rform),
+            physical(left),
+            physical(right),
+            options=FEW_OPTIONS[:1],
+            context=f"{lform} vs {rform}",
+        )
 
 
 def test_on_integer_widths_mix(device):
     """Widths may differ between the sides (int8 vs int64, uint8 vs uint64, float32 vs 64)."""
     rng = np.random.default_rng(11)
-    for lt, rt in (("int8", "int64"), ("int64", "int16"), ("uint8", "uint64"),
-                   ("uint64", "uint32"), ("float32", "float64")):
+    for lt, rt in (
+        ("int8", "int64"),
+        ("int64", "int16"),
+        ("uint8", "uint64"),
+        ("uint64", "uint32"),
+        ("float32", "float64"),
+    ):
         left = random_column(rng, KEY_TYPES[lt][0], KEY_TYPES[lt][1], 12)
         right = random_column(rng, KEY_TYPES[rt][0], KEY_TYPES[rt][1], 14)
-        check_join(device, left, right, physical(left), physical(right),
-                   options=FEW_OPTIONS[:2], context=f"{lt} vs {rt}")
+        check_join(
+            device,
+            left,
+            right,
+            physical(left),
+            physical(right),
+            options=FEW_OPTIONS[:2],
+            context=f"{lt} vs {rt}",
+        )
 
 
 def test_uint64_above_int64_keeps_order(device):
@@ -251,17 +327,24 @@ def test_uint64_above_int64_keeps_order(device):
     right = np.array([big - 1, big, big + 10, 2**64 - 1, 5], dtype=np.uint64)
     left = np.array([big + 4, big + 7, 2**64 - 2, big - 1, 2**64 - 1, 6], dtype=np.uint64)
     assert asof_join(left, right, device=device).tolist() == [1, 1, 2, 0, 3, 4]
-    assert asof_join(left, right, strategy="forward", device=device).tolist() == [
-        2, 2, 3, 0, 3, 0]
+    assert asof_join(left, right, strategy="forward", device=device).tolist() == [2, 2, 3, 0, 3, 0]
     # nearest: big+4 is 4 from big, 6 from big+10; big+7 is 3 from big+10
     got = asof_join(left, right, strategy="nearest", device=device).tolist()
     assert got == [1, 2, 3, 0, 3, 4]
     # distances of 2**63 and more never overflow
-    tol = asof_join(np.array([2**64 - 1], np.uint64), np.array([0], np.uint64),
-                    tolerance=2**64 - 2, device=device)
+    tol = asof_join(
+        np.array([2**64 - 1], np.uint64),
+        np.array([0], np.uint64),
+        tolerance=2**64 - 2,
+        device=device,
+    )
     assert tol.tolist() == [NO_MATCH]
-    tol = asof_join(np.array([2**64 - 1], np.uint64), np.array([0], np.uint64),
-                    tolerance=2**64 - 1, device=device)
+    tol = asof_join(
+        np.array([2**64 - 1], np.uint64),
+        np.array([0], np.uint64),
+        tolerance=2**64 - 1,
+        device=device,
+    )
     assert tol.tolist() == [0]
 
 
@@ -291,9 +374,17 @@ def test_float_total_order(device):
     assert asof_join(left, right, device=device).tolist() == [0, 3, 4, 4, 1, 4, 5]
     # forward: ±0 -> the first zero row
     assert asof_join(left, right, strategy="forward", device=device).tolist() == [
-        0, 3, 2, 2, 1, 5, 3]
-    strict = asof_join(left, right, strategy="forward", allow_exact_matches=False,
-                       device=device).tolist()
+        0,
+        3,
+        2,
+        2,
+        1,
+        5,
+        3,
+    ]
+    strict = asof_join(
+        left, right, strategy="forward", allow_exact_matches=False, device=device
+    ).tolist()
     assert strict == [NO_MATCH, 0, 5, 5, 2, 5, 3]
     strict = asof_join(left, right, allow_exact_matches=False, device=device).tolist()
     assert strict == [3, 5, 1, 1, NO_MATCH, 4, 5]
@@ -332,8 +423,10 @@ def mixed_unit_data(rng, coarse_type, fine_type, n, anchors):
     """Values near a few anchors, in each type's own ticks: equal instants, one tick off."""
     factor = tick_ns(coarse_type) // tick_ns(fine_type)
     coarse = [a for a in rng.choice(anchors, size=n)]
-    fine = [int(a) * factor + int(d) for a, d in zip(rng.choice(anchors, size=n),
-                                                     rng.integers(-1, 2, size=n))]
+    fine = [
+        int(a) * factor + int(d)
+        for a, d in zip(rng.choice(anchors, size=n), rng.integers(-1, 2, size=n))
+    ]
     coarse = [None if rng.random() < 0.1 else int(v) for v in coarse]
     return pa.array(coarse, coarse_type), pa.array(fine, fine_type), factor
 
@@ -351,8 +444,7 @@ def test_mixed_units(device, left_type, right_type):
     rng = np.random.default_rng(len(str(left_type)) * 31 + len(str(right_type)))
     left_fine = tick_ns(left_type) < tick_ns(right_type)
     coarse_type, fine_type = (right_type, left_type) if left_fine else (left_type, right_type)
-    coarse, fine, factor = mixed_unit_data(rng, coarse_type, fine_type, 15,
-                                           _anchors(coarse_type))
+    coarse, fine, factor = mixed_unit_data(rng, coarse_type, fine_type, 15, _anchors(coarse_type))
     coarse_keys = [None if v is None else v * factor for v in physical(coarse)]
     fine_keys = physical(fine)
     if left_fine:
@@ -360,17 +452,39 @@ def test_mixed_units(device, left_type, right_type):
     else:
         left, right, lkeys, rkeys = coarse, fine, coarse_keys, fine_keys
     salt = MIXED_UNITS.index((left_type, right_type))
-    check_join(device, left, right, lkeys, rkeys, options=trimmed(device, FEW_OPTIONS, 1, salt),
-               context="units")
+    check_join(
+        device,
+        left,
+        right,
+        lkeys,
+        rkeys,
+        options=trimmed(device, FEW_OPTIONS, 1, salt),
+        context="units",
+    )
     fine_tick = tick_ns(fine_type)
-    check_join(device, left, right, lkeys, rkeys,
-               options=trimmed(device, THREE_STRATEGIES[:3], 1, salt), tolerance=1,
-               oracle_tolerance=tick_ns(right_type) // fine_tick,
-               context="units, tolerance 1 tick of the right key")
+    check_join(
+        device,
+        left,
+        right,
+        lkeys,
+        rkeys,
+        options=trimmed(device, THREE_STRATEGIES[:3], 1, salt),
+        tolerance=1,
+        oracle_tolerance=tick_ns(right_type) // fine_tick,
+        context="units, tolerance 1 tick of the right key",
+    )
     td = dt.timedelta(microseconds=max(1, fine_tick // 1000))
-    check_join(device, left, right, lkeys, rkeys, options=THREE_STRATEGIES[:1], tolerance=td,
-               oracle_tolerance=(td // dt.timedelta(microseconds=1)) * 1000 / fine_tick,
-               context="units, timedelta")
+    check_join(
+        device,
+        left,
+        right,
+        lkeys,
+        rkeys,
+        options=THREE_STRATEGIES[:1],
+        tolerance=td,
+        oracle_tolerance=(td // dt.timedelta(microseconds=1)) * 1000 / fine_tick,
+        context="units, timedelta",
+    )
 
 
 def test_prepared_join_probed_with_other_units(device):
@@ -395,11 +509,19 @@ def test_prepared_join_probed_with_other_units(device):
     joiner = AsofJoin(pa.array([10**9 - 1, 2 * 10**9 + 1], pa.timestamp("ns")), device=device)
     got = to_host(joiner.join(pa.array([1, 2, 3], pa.timestamp("s"))))
     assert got.tolist() == [0, 0, 1]
-    got = to_host(joiner.join(pa.array([1, 2, 3], pa.timestamp("s")), strategy="forward",
-                              tolerance=dt.timedelta(0)))
+    got = to_host(
+        joiner.join(
+            pa.array([1, 2, 3], pa.timestamp("s")), strategy="forward", tolerance=dt.timedelta(0)
+        )
+    )
     assert got.tolist() == [NO_MATCH, NO_MATCH, NO_MATCH]
-    got = to_host(joiner.join(pa.array([1, 2, 3], pa.timestamp("s")), strategy="nearest",
-                              tolerance=np.timedelta64(1, "ns")))
+    got = to_host(
+        joiner.join(
+            pa.array([1, 2, 3], pa.timestamp("s")),
+            strategy="nearest",
+            tolerance=np.timedelta64(1, "ns"),
+        )
+    )
     assert got.tolist() == [0, 1, NO_MATCH]
 
 
@@ -413,22 +535,32 @@ def tolerance_cases(t: pa.DataType):
     tick = tick_ns(t)
     cases = [("int", 2, 2), ("numpy int", np.int16(3), 3), ("float", 2.5, 2.5)]
     if tick == 86_400 * 10**9:  # date32: days
-        cases += [("timedelta", dt.timedelta(days=1, hours=12), 1.5),
-                  ("timedelta64[h]", np.timedelta64(36, "h"), 1.5),
-                  ("timedelta64[W]", np.timedelta64(1, "W"), 7),
-                  ("timedelta64[D]", np.timedelta64(2, "D"), 2)]
+        cases += [
+            ("timedelta", dt.timedelta(days=1, hours=12), 1.5),
+            ("timedelta64[h]", np.timedelta64(36, "h"), 1.5),
+            ("timedelta64[W]", np.timedelta64(1, "W"), 7),
+            ("timedelta64[D]", np.timedelta64(2, "D"), 2),
+        ]
     elif tick == 10**9:  # seconds
-        cases += [("timedelta", dt.timedelta(seconds=1.5), 1.5),
-                  ("timedelta64[m]", np.timedelta64(2, "m"), 120)]
+        cases += [
+            ("timedelta", dt.timedelta(seconds=1.5), 1.5),
+            ("timedelta64[m]", np.timedelta64(2, "m"), 120),
+        ]
     elif tick == 10**6:  # milliseconds (and date64)
-        cases += [("timedelta", dt.timedelta(microseconds=3500), 3.5),
-                  ("timedelta64[ns]", np.timedelta64(2_500_000, "ns"), 2.5)]
+        cases += [
+            ("timedelta", dt.timedelta(microseconds=3500), 3.5),
+            ("timedelta64[ns]", np.timedelta64(2_500_000, "ns"), 2.5),
+        ]
     elif tick == 10**3:  # microseconds
-        cases += [("timedelta", dt.timedelta(microseconds=3), 3),
-                  ("timedelta64[ns]", np.timedelta64(2500, "ns"), 2.5)]
+        cases += [
+            ("timedelta", dt.timedelta(microseconds=3), 3),
+            ("timedelta64[ns]", np.timedelta64(2500, "ns"), 2.5),
+        ]
     else:  # nanoseconds
-        cases += [("timedelta", dt.timedelta(microseconds=2), 2000),
-                  ("timedelta64[ns]", np.timedelta64(5, "ns"), 5)]
+        cases += [
+            ("timedelta", dt.timedelta(microseconds=2), 2000),
+            ("timedelta64[ns]", np.timedelta64(5, "ns"), 5),
+        ]
     return cases
 
 
@@ -443,50 +575,87 @@ def test_tolerance_on_temporal_keys(device, type_name):
         step = max(1, math.floor(ticks))
         base = 2 if pa.types.is_time(pa_type) else -3 * step
         rvals = [base + step * int(k) for k in rng.integers(0, 6, size=12)]
-        lvals = [base + step * int(k) + int(d) for k, d in zip(rng.integers(0, 6, size=14),
-                                                               rng.integers(-2, 3, size=14))]
+        lvals = [
+            base + step * int(k) + int(d)
+            for k, d in zip(rng.integers(0, 6, size=14), rng.integers(-2, 3, size=14))
+        ]
         if pa.types.is_time(pa_type):
             lvals = [max(v, 0) for v in lvals]
         rvals[0] = None
         left, right = pa.array(lvals, pa_type), pa.array(rvals, pa_type)
-        check_join(device, left, right, physical(left), physical(right),
-                   options=trimmed(device, THREE_STRATEGIES[:3], 1, salt + len(label)),
-                   tolerance=tol, oracle_tolerance=ticks,
-                   context=f"{type_name} {label}")
+        check_join(
+            device,
+            left,
+            right,
+            physical(left),
+            physical(right),
+            options=trimmed(device, THREE_STRATEGIES[:3], 1, salt + len(label)),
+            tolerance=tol,
+            oracle_tolerance=ticks,
+            context=f"{type_name} {label}",
+        )
 
 
 def test_tolerance_is_inclusive_in_key_units(device):
     ts = pa.timestamp("ms")
     right = pa.array([1000, 5000], ts)
     left = pa.array([2500, 2501, 6500, 4999], ts)
-    for tol in (1500, 1500.9, dt.timedelta(milliseconds=1500),
-                dt.timedelta(milliseconds=1500, microseconds=999), np.timedelta64(1500, "ms"),
-                np.timedelta64(1_500_999_999, "ns")):
+    for tol in (
+        1500,
+        1500.9,
+        dt.timedelta(milliseconds=1500),
+        dt.timedelta(milliseconds=1500, microseconds=999),
+        np.timedelta64(1500, "ms"),
+        np.timedelta64(1_500_999_999, "ns"),
+    ):
         got = asof_join(left, right, tolerance=tol, device=device).tolist()
         assert got == [0, NO_MATCH, 1, NO_MATCH], tol
-    got = asof_join(left, right, strategy="forward", tolerance=dt.timedelta(seconds=2.5),
-                    device=device)
+    got = asof_join(
+        left, right, strategy="forward", tolerance=dt.timedelta(seconds=2.5), device=device
+    )
     assert got.tolist() == [1, 1, NO_MATCH, 1]
     # a tolerance of zero keeps exact matches only
-    got = asof_join(pa.array([1000, 1001], ts), right, strategy="nearest",
-                    tolerance=dt.timedelta(0), device=device)
+    got = asof_join(
+        pa.array([1000, 1001], ts),
+        right,
+        strategy="nearest",
+        tolerance=dt.timedelta(0),
+        device=device,
+    )
     assert got.tolist() == [0, NO_MATCH]
     # date32: timedelta of 36 h is one whole day
-    days = asof_join(pa.array([3, 4], pa.date32()), pa.array([2], pa.date32()),
-                     tolerance=dt.timedelta(hours=36), device=device)
+    days = asof_join(
+        pa.array([3, 4], pa.date32()),
+        pa.array([2], pa.date32()),
+        tolerance=dt.timedelta(hours=36),
+        device=device,
+    )
     assert days.tolist() == [0, NO_MATCH]
     # time32[s] with timedelta64 in hours
-    t = asof_join(pa.array([3600, 3601], pa.time32("s")), pa.array([0], pa.time32("s")),
-                  tolerance=np.timedelta64(1, "h"), device=device)
+    t = asof_join(
+        pa.array([3600, 3601], pa.time32("s")),
+        pa.array([0], pa.time32("s")),
+        tolerance=np.timedelta64(1, "h"),
+        device=device,
+    )
     assert t.tolist() == [0, NO_MATCH]
 
 
 def test_tolerance_on_numeric_keys(device):
     rng = np.random.default_rng(3)
     cases = [
-        ("int64", 2), ("int64", 2.7), ("int64", np.uint64(1)), ("int64", math.inf),
-        ("int64", 2**64 - 1), ("int64", 2**70), ("uint64", 2**63), ("int8", 200),
-        ("float64", 0.5), ("float64", 2), ("float64", math.inf), ("float32", 1.0),
+        ("int64", 2),
+        ("int64", 2.7),
+        ("int64", np.uint64(1)),
+        ("int64", math.inf),
+        ("int64", 2**64 - 1),
+        ("int64", 2**70),
+        ("uint64", 2**63),
+        ("int8", 200),
+        ("float64", 0.5),
+        ("float64", 2),
+        ("float64", math.inf),
+        ("float32", 1.0),
     ]
     for i, (type_name, tol) in enumerate(trimmed(device, cases, 6)):
         pa_type, pool = KEY_TYPES[type_name]
@@ -495,10 +664,17 @@ def test_tolerance_on_numeric_keys(device):
             pool = pool + [0.5, 1.25, 2.75]
         left = random_column(rng, pa_type, pool, 14)
         right = random_column(rng, pa_type, pool, 14)
-        check_join(device, left, right, physical(left), physical(right),
-                   options=trimmed(device, THREE_STRATEGIES[:3], 1, i), tolerance=tol,
-                   oracle_tolerance=float(tol) if isinstance(tol, float) else int(tol),
-                   context=f"{type_name} tolerance {tol!r}")
+        check_join(
+            device,
+            left,
+            right,
+            physical(left),
+            physical(right),
+            options=trimmed(device, THREE_STRATEGIES[:3], 1, i),
+            tolerance=tol,
+            oracle_tolerance=float(tol) if isinstance(tol, float) else int(tol),
+            context=f"{type_name} tolerance {tol!r}",
+        )
 
 
 def test_huge_timedelta64_tolerance_does_not_wrap(device):
@@ -511,6 +687,7 @@ def test_huge_timedelta64_tolerance_does_not_wrap(device):
 
 
 # ----------------------------------------------------------------------------- by columns
+
 
 def _dict(values, dictionary, index_type=pa.int32()):
     pos = {v: i for i, v in enumerate(dictionary)}
@@ -534,8 +711,10 @@ BY_TYPES = {
     "timestamp[ns,UTC]": (pa.timestamp("ns", "UTC"), [0, 1, 2**62, None]),
     "duration[s]": (pa.duration("s"), [0, 1, None]),
     "time64[us]": (pa.time64("us"), [0, 1, None]),
-    "decimal128": (pa.decimal128(7, 2), [None] + [decimal.Decimal(x)
-                                                  for x in ("1.00", "-2.50", "0.01")]),
+    "decimal128": (
+        pa.decimal128(7, 2),
+        [None] + [decimal.Decimal(x) for x in ("1.00", "-2.50", "0.01")],
+    ),
 }
 
 
@@ -558,10 +737,20 @@ def test_by_type(device, type_name, null_equality):
     rng = np.random.default_rng(sum(map(ord, type_name)))
     lkeys, rkeys = int_keys(rng, 16), int_keys(rng, 18)
     lby, rby = random_by(rng, pa_type, pool, 16), random_by(rng, pa_type, pool, 18)
-    check_join(device, pa.array(lkeys, pa.int64()), pa.array(rkeys, pa.int64()), lkeys, rkeys,
-               left_by=lby, right_by=rby, lgroups=groups_of(lby), rgroups=groups_of(rby),
-               options=trimmed(device, THREE_STRATEGIES[:3], 1, len(type_name)),
-               null_equality=null_equality, context=type_name)
+    check_join(
+        device,
+        pa.array(lkeys, pa.int64()),
+        pa.array(rkeys, pa.int64()),
+        lkeys,
+        rkeys,
+        left_by=lby,
+        right_by=rby,
+        lgroups=groups_of(lby),
+        rgroups=groups_of(rby),
+        options=trimmed(device, THREE_STRATEGIES[:3], 1, len(type_name)),
+        null_equality=null_equality,
+        context=type_name,
+    )
 
 
 @pytest.mark.parametrize("null_equality", ["unequal", "equal"])
@@ -579,19 +768,31 @@ def test_by_dictionary_compared_by_value(device, null_equality):
         "dict b": _dict(rvals, ["y", "q", "x", "z"], pa.int64()),
         "dict with null value": pa.DictionaryArray.from_arrays(
             pa.array([{"x": 0, "y": 1, "z": 2, None: 3}[v] for v in rvals], pa.int16()),
-            pa.array(["x", "y", "z", None])),
+            pa.array(["x", "y", "z", None]),
+        ),
         "dict duplicate values": pa.DictionaryArray.from_arrays(
-            pa.array([{"x": 0, "y": 2, "z": 3, None: None}[v] if v != "x" or rng.random() < .5
-                      else 1 for v in rvals], pa.int32()),
-            pa.array(["x", "x", "y", "z"])),
+            pa.array(
+                [
+                    {"x": 0, "y": 2, "z": 3, None: None}[v] if v != "x" or rng.random() < 0.5 else 1
+                    for v in rvals
+                ],
+                pa.int32(),
+            ),
+            pa.array(["x", "x", "y", "z"]),
+        ),
         "dict large_string": pa.DictionaryArray.from_arrays(
             pa.array([None if v is None else ["z", "y", "x"].index(v) for v in lvals], pa.int32()),
-            pa.array(["z", "y", "x"], pa.large_string())),
+            pa.array(["z", "y", "x"], pa.large_string()),
+        ),
         "plain left": pa.array(lvals),
         "plain right": pa.array(rvals, pa.large_string()),
-        "chunked dict": pa.chunked_array([
-            _dict(lvals[:5], ["x", "y", "z"]), _dict(lvals[5:11], ["z", "y", "x", "w"]),
-            _dict(lvals[11:], ["y", "x", "z"])]),
+        "chunked dict": pa.chunked_array(
+            [
+                _dict(lvals[:5], ["x", "y", "z"]),
+                _dict(lvals[5:11], ["z", "y", "x", "w"]),
+                _dict(lvals[11:], ["y", "x", "z"]),
+            ]
+        ),
     }
     left_variants = ["dict a", "dict large_string", "plain left", "chunked dict"]
     right_variants = ["dict b", "dict with null value", "dict duplicate values", "plain right"]
@@ -601,25 +802,38 @@ def test_by_dictionary_compared_by_value(device, null_equality):
     for lname, rname in pairs:
         lby, rby = variants[lname], variants[rname]
         assert physical(lby) == lvals and physical(rby) == rvals
-        check_join(device, pa.array(lkeys, pa.int64()), pa.array(rkeys, pa.int64()), lkeys,
-                   rkeys, left_by=lby, right_by=rby, lgroups=lgroups, rgroups=rgroups,
-                   options=THREE_STRATEGIES[:1], null_equality=null_equality,
-                   context=f"{lname} vs {rname}")
+        check_join(
+            device,
+            pa.array(lkeys, pa.int64()),
+            pa.array(rkeys, pa.int64()),
+            lkeys,
+            rkeys,
+            left_by=lby,
+            right_by=rby,
+            lgroups=lgroups,
+            rgroups=rgroups,
+            options=THREE_STRATEGIES[:1],
+            null_equality=null_equality,
+            context=f"{lname} vs {rname}",
+        )
 
 
 @pytest.mark.parametrize("index_type", [pa.uint8(), pa.uint32()], ids=str)
 def test_by_dictionary_unsigned_indices(device, index_type):
     """Arrow allows unsigned dictionary indices; polars' Categorical exports uint32 ones."""
-    right_by = pa.DictionaryArray.from_arrays(pa.array([1, 0, None, 1], index_type),
-                                              pa.array(["a", "b"]))
+    right_by = pa.DictionaryArray.from_arrays(
+        pa.array([1, 0, None, 1], index_type), pa.array(["a", "b"])
+    )
     right_on = np.array([1, 2, 3, 4])
-    for left_by in (pa.array(["a", "b", None]),
-                    pa.DictionaryArray.from_arrays(pa.array([0, 1, None], index_type),
-                                                   pa.array(["a", "b"]))):
+    for left_by in (
+        pa.array(["a", "b", None]),
+        pa.DictionaryArray.from_arrays(pa.array([0, 1, None], index_type), pa.array(["a", "b"])),
+    ):
         got = asof_join(np.full(3, 9), right_on, left_by, right_by, device=device)
         assert to_host(got).tolist() == [1, 3, NO_MATCH]
-        got = asof_join(np.full(3, 9), right_on, left_by, right_by, null_equality="equal",
-                        device=device)
+        got = asof_join(
+            np.full(3, 9), right_on, left_by, right_by, null_equality="equal", device=device
+        )
         assert to_host(got).tolist() == [1, 3, 2]
 
 
@@ -634,8 +848,14 @@ def test_by_float_nan_and_signed_zero(device):
     got = asof_join(np.array([10]), right_on, other_nan, right_by, device=device).tolist()
     assert got == [0]
     # NaN is not null: with null_equality="equal" a null matches only a null
-    got = asof_join(np.array([10, 10]), pa.array([1, 2]), pa.array([None, math.nan]),
-                    pa.array([math.nan, None]), null_equality="equal", device=device)
+    got = asof_join(
+        np.array([10, 10]),
+        pa.array([1, 2]),
+        pa.array([None, math.nan]),
+        pa.array([math.nan, None]),
+        null_equality="equal",
+        device=device,
+    )
     assert to_host(got).tolist() == [1, 0]
 
 
@@ -643,20 +863,44 @@ def test_by_float_nan_and_signed_zero(device):
 def test_several_by_columns(device, null_equality):
     rng = np.random.default_rng(5)
     n_left, n_right = 20, 22
-    specs = [(pa.string(), ["a", "b", None]), (pa.int32(), [1, 2, None]),
-             (pa.bool_(), [True, False]), (pa.float64(), [math.nan, 0.0, -0.0])]
+    specs = [
+        (pa.string(), ["a", "b", None]),
+        (pa.int32(), [1, 2, None]),
+        (pa.bool_(), [True, False]),
+        (pa.float64(), [math.nan, 0.0, -0.0]),
+    ]
     lcols = [random_by(rng, t, p, n_left) for t, p in specs]
     rcols = [random_by(rng, t, p, n_right) for t, p in specs]
     lkeys, rkeys = int_keys(rng, n_left), int_keys(rng, n_right)
-    check_join(device, pa.array(lkeys, pa.int64()), pa.array(rkeys, pa.int64()), lkeys, rkeys,
-               left_by=lcols, right_by=rcols, lgroups=groups_of(*lcols),
-               rgroups=groups_of(*rcols), options=trimmed(device, FEW_OPTIONS, 2),
-               null_equality=null_equality)
+    check_join(
+        device,
+        pa.array(lkeys, pa.int64()),
+        pa.array(rkeys, pa.int64()),
+        lkeys,
+        rkeys,
+        left_by=lcols,
+        right_by=rcols,
+        lgroups=groups_of(*lcols),
+        rgroups=groups_of(*rcols),
+        options=trimmed(device, FEW_OPTIONS, 2),
+        null_equality=null_equality,
+    )
 
 
-BY_FORMS = ["single arrow", "list", "tuple", "pa.Table", "RecordBatch", "numpy", "pandas",
-            "pandas DataFrame", "polars", "polars DataFrame", "pandas category",
-            "polars categorical"]
+BY_FORMS = [
+    "single arrow",
+    "list",
+    "tuple",
+    "pa.Table",
+    "RecordBatch",
+    "numpy",
+    "pandas",
+    "pandas DataFrame",
+    "polars",
+    "polars DataFrame",
+    "pandas category",
+    "polars categorical",
+]
 
 
 def by_form(cols: list[pa.Array], form: str):
@@ -701,40 +945,69 @@ def test_by_column_forms(device, form):
     lcols = [random_by(rng, pa.string(), p, n_left) for p in pools]
     rcols = [random_by(rng, pa.string(), p, n_right) for p in pools]
     lkeys, rkeys = int_keys(rng, n_left, 0.0), int_keys(rng, n_right, 0.0)
-    check_join(device, np.array(lkeys), np.array(rkeys), lkeys, rkeys,
-               left_by=by_form(lcols, form), right_by=by_form(rcols, form),
-               lgroups=groups_of(*lcols), rgroups=groups_of(*rcols), options=FEW_OPTIONS[:2],
-               context=form)
+    check_join(
+        device,
+        np.array(lkeys),
+        np.array(rkeys),
+        lkeys,
+        rkeys,
+        left_by=by_form(lcols, form),
+        right_by=by_form(rcols, form),
+        lgroups=groups_of(*lcols),
+        rgroups=groups_of(*rcols),
+        options=FEW_OPTIONS[:2],
+        context=form,
+    )
 
 
 def test_by_numeric_and_temporal_forms(device):
     """Integer, bool and timestamp by-columns given as numpy / pandas / polars."""
     rng = np.random.default_rng(9)
-    specs = [(pa.int64(), [1, 2, 3]), (pa.bool_(), [True, False]),
-             (pa.timestamp("ns"), [0, 10**18])]
+    specs = [
+        (pa.int64(), [1, 2, 3]),
+        (pa.bool_(), [True, False]),
+        (pa.timestamp("ns"), [0, 10**18]),
+    ]
     lcols = [random_by(rng, t, pool, 14) for t, pool in specs]
     rcols = [random_by(rng, t, pool, 16) for t, pool in specs]
     lkeys, rkeys = int_keys(rng, 14, 0.0), int_keys(rng, 16, 0.0)
     for form in ("numpy", "pandas", "pandas DataFrame", "polars", "polars DataFrame"):
-        check_join(device, np.array(lkeys), np.array(rkeys), lkeys, rkeys,
-                   left_by=by_form(lcols, form), right_by=by_form(rcols, form),
-                   lgroups=groups_of(*lcols), rgroups=groups_of(*rcols),
-                   options=FEW_OPTIONS[:1], context=form)
+        check_join(
+            device,
+            np.array(lkeys),
+            np.array(rkeys),
+            lkeys,
+            rkeys,
+            left_by=by_form(lcols, form),
+            right_by=by_form(rcols, form),
+            lgroups=groups_of(*lcols),
+            rgroups=groups_of(*rcols),
+            options=FEW_OPTIONS[:1],
+            context=form,
+        )
 
 
 def test_by_groups_on_one_side_only(device):
-    got = asof_join(np.array([5, 5, 5]), np.array([1, 2]), np.array(["a", "zz", "b"]),
-                    np.array(["b", "c"]), device=device)
+    got = asof_join(
+        np.array([5, 5, 5]),
+        np.array([1, 2]),
+        np.array(["a", "zz", "b"]),
+        np.array(["b", "c"]),
+        device=device,
+    )
     assert to_host(got).tolist() == [NO_MATCH, NO_MATCH, 0]
-    got = asof_join(np.array([5]), np.array([], np.int64), np.array(["a"]), np.array([], str),
-                    device=device)
+    got = asof_join(
+        np.array([5]), np.array([], np.int64), np.array(["a"]), np.array([], str), device=device
+    )
     assert to_host(got).tolist() == [NO_MATCH]
-    got = asof_join(np.array([], np.int64), np.array([1]), np.array([], str), np.array(["a"]),
-                    device=device)
+    got = asof_join(
+        np.array([], np.int64), np.array([1]), np.array([], str), np.array(["a"]), device=device
+    )
     assert to_host(got).tolist() == []
 
 
 # ----------------------------------------------------------------------------- order
+
 
 def test_unsorted_inputs_left_order_and_caller_row_numbers(device):
     """Any order in, the map in left order with the caller's right row numbers."""
@@ -743,21 +1016,46 @@ def test_unsorted_inputs_left_order_and_caller_row_numbers(device):
     lkeys = [int(v) for v in rng.integers(-2, 62, size=25)]
     rgroups = [int(g) for g in rng.integers(0, 3, size=20)]
     lgroups = [int(g) for g in rng.integers(0, 4, size=25)]
-    check_join(device, np.array(lkeys), np.array(rkeys), lkeys, rkeys,
-               left_by=np.array(lgroups), right_by=np.array(rgroups),
-               lgroups=[(g,) for g in lgroups], rgroups=[(g,) for g in rgroups],
-               options=FEW_OPTIONS)
-    base = to_host(asof_join(np.array(lkeys), np.array(rkeys), np.array(lgroups),
-                             np.array(rgroups), device=device))
+    check_join(
+        device,
+        np.array(lkeys),
+        np.array(rkeys),
+        lkeys,
+        rkeys,
+        left_by=np.array(lgroups),
+        right_by=np.array(rgroups),
+        lgroups=[(g,) for g in lgroups],
+        rgroups=[(g,) for g in rgroups],
+        options=FEW_OPTIONS,
+    )
+    base = to_host(
+        asof_join(
+            np.array(lkeys), np.array(rkeys), np.array(lgroups), np.array(rgroups), device=device
+        )
+    )
     # permuting the right side renumbers the map, permuting the left permutes it
     perm = rng.permutation(20)
     inverse = np.argsort(perm)
-    moved = to_host(asof_join(np.array(lkeys), np.array(rkeys)[perm], np.array(lgroups),
-                              np.array(rgroups)[perm], device=device))
+    moved = to_host(
+        asof_join(
+            np.array(lkeys),
+            np.array(rkeys)[perm],
+            np.array(lgroups),
+            np.array(rgroups)[perm],
+            device=device,
+        )
+    )
     assert moved.tolist() == [NO_MATCH if r == NO_MATCH else int(inverse[r]) for r in base]
     lperm = rng.permutation(25)
-    moved = to_host(asof_join(np.array(lkeys)[lperm], np.array(rkeys), np.array(lgroups)[lperm],
-                              np.array(rgroups), device=device))
+    moved = to_host(
+        asof_join(
+            np.array(lkeys)[lperm],
+            np.array(rkeys),
+            np.array(lgroups)[lperm],
+            np.array(rgroups),
+            device=device,
+        )
+    )
     assert moved.tolist() == base[lperm].tolist()
     assert (base != NO_MATCH).sum() > 5
 
@@ -770,8 +1068,10 @@ def _sorted_right(rng, n, key_pool, n_groups, null_p=0.1):
     groups = sorted(groups, key=lambda g: int(np.where(group_order == g)[0][0]))
     keys = []
     for g in dict.fromkeys(groups):
-        k = sorted((key_pool[i] for i in rng.integers(len(key_pool), size=groups.count(g))),
-                   key=lambda v: (1, 0.0) if v != v else (0, v))
+        k = sorted(
+            (key_pool[i] for i in rng.integers(len(key_pool), size=groups.count(g))),
+            key=lambda v: (1, 0.0) if v != v else (0, v),
+        )
         keys.extend(k)
     keys = [None if rng.random() < null_p else v for v in keys]
     return keys, groups
@@ -795,9 +1095,13 @@ def test_presorted_same_map(device, with_by, kind):
         a = to_host(sorted_join.join(left_on, left_by, **opts)).tolist()
         b = to_host(plain_join.join(left_on, left_by, **opts)).tolist()
         assert a == b, opts
-        want = oracle(physical(left_on), physical(right_on),
-                      [(g,) for g in lgroups] if with_by else None,
-                      [(g,) for g in rgroups] if with_by else None, **oracle_options(opts))
+        want = oracle(
+            physical(left_on),
+            physical(right_on),
+            [(g,) for g in lgroups] if with_by else None,
+            [(g,) for g in rgroups] if with_by else None,
+            **oracle_options(opts),
+        )
         assert a == want, opts
 
 
@@ -809,12 +1113,18 @@ def test_presorted_float_total_order_and_null_groups(device):
     left_on = pa.array([0.0, -0.0, math.nan, 5.0, 2.0, 0.0])
     left_by = pa.array(["a", "a", "a", "a", "b", None])
     for opts in trimmed(device, FEW_OPTIONS, 2):
-        a = to_host(asof_join(left_on, right_on, left_by, right_by, presorted=True,
-                              device=device, **opts))
+        a = to_host(
+            asof_join(left_on, right_on, left_by, right_by, presorted=True, device=device, **opts)
+        )
         b = to_host(asof_join(left_on, right_on, left_by, right_by, device=device, **opts))
         assert a.tolist() == b.tolist(), opts
-        want = oracle(physical(left_on), physical(right_on), groups_of(left_by),
-                      groups_of(right_by), **oracle_options(opts))
+        want = oracle(
+            physical(left_on),
+            physical(right_on),
+            groups_of(left_by),
+            groups_of(right_by),
+            **oracle_options(opts),
+        )
         assert a.tolist() == want, opts
 
 
@@ -833,12 +1143,16 @@ def test_presorted_tie_break_nulls_never_silently_wrong(device):
     give the map presorted=False gives, never another one."""
     for ties in ([-1, None], [None, -1], [None, 5], [5, None]):
         tie = pa.array(ties, pa.int64())
-        b = to_host(asof_join(np.array([1, 5]), np.array([1, 1]), tie_break=tie,
-                              device=device)).tolist()
+        b = to_host(
+            asof_join(np.array([1, 5]), np.array([1, 1]), tie_break=tie, device=device)
+        ).tolist()
         assert b == oracle([1, 5], [1, 1], tie_break=ties)
         try:
-            a = to_host(asof_join(np.array([1, 5]), np.array([1, 1]), tie_break=tie,
-                                  presorted=True, device=device)).tolist()
+            a = to_host(
+                asof_join(
+                    np.array([1, 5]), np.array([1, 1]), tie_break=tie, presorted=True, device=device
+                )
+            ).tolist()
         except ValueError:
             continue
         assert a == b, ties
@@ -866,11 +1180,21 @@ def test_tie_break_picks_largest(device, tie_type):
     rg = [int(g) for g in rng.integers(0, 2, size=n_right)]
     lg = [int(g) for g in rng.integers(0, 2, size=18)]
     tie = random_by(rng, pa_type, pool, n_right)
-    check_join(device, np.array(lkeys), np.array(rkeys), lkeys, rkeys, left_by=np.array(lg),
-               right_by=np.array(rg), lgroups=[(g,) for g in lg], rgroups=[(g,) for g in rg],
-               tie_break=tie, ties=physical(tie),
-               options=trimmed(device, ALL_OPTIONS, 2, list(TIE_POOLS).index(tie_type)),
-               context=tie_type)
+    check_join(
+        device,
+        np.array(lkeys),
+        np.array(rkeys),
+        lkeys,
+        rkeys,
+        left_by=np.array(lg),
+        right_by=np.array(rg),
+        lgroups=[(g,) for g in lg],
+        rgroups=[(g,) for g in rg],
+        tie_break=tie,
+        ties=physical(tie),
+        options=trimmed(device, ALL_OPTIONS, 2, list(TIE_POOLS).index(tie_type)),
+        context=tie_type,
+    )
 
 
 def test_tie_break_explicit(device):
@@ -878,21 +1202,37 @@ def test_tie_break_explicit(device):
     tie = np.array([2, 9, 9, 4, 0])
     left = np.array([1, 2, 0])
     assert asof_join(left, right_on, tie_break=tie, device=device).tolist() == [2, 2, NO_MATCH]
-    assert asof_join(left, right_on, tie_break=tie, strategy="forward",
-                     device=device).tolist() == [1, 4, 1]
+    assert asof_join(left, right_on, tie_break=tie, strategy="forward", device=device).tolist() == [
+        1,
+        4,
+        1,
+    ]
     # without tie_break: last backward, first forward
     assert asof_join(left, right_on, device=device).tolist() == [3, 3, NO_MATCH]
     assert asof_join(left, right_on, strategy="forward", device=device).tolist() == [0, 4, 0]
     # nearest, pandas rule: the forward side's pick is its "first" row (best tie, first)
-    got = asof_join(np.array([0]), right_on, tie_break=tie, strategy="nearest",
-                    nearest_tie="backward", device=device)
+    got = asof_join(
+        np.array([0]),
+        right_on,
+        tie_break=tie,
+        strategy="nearest",
+        nearest_tie="backward",
+        device=device,
+    )
     assert got.tolist() == [1]
-    got = asof_join(np.array([0]), right_on, tie_break=tie, strategy="nearest",
-                    nearest_tie="forward", device=device)
+    got = asof_join(
+        np.array([0]),
+        right_on,
+        tie_break=tie,
+        strategy="nearest",
+        nearest_tie="forward",
+        device=device,
+    )
     assert got.tolist() == [2]
 
 
 # ----------------------------------------------------------------------------- ambiguity
+
 
 @pytest.mark.parametrize("use_tie", [False, True])
 def test_ambiguous_raise_iff_chosen_key_shared(device, use_tie):
@@ -903,25 +1243,37 @@ def test_ambiguous_raise_iff_chosen_key_shared(device, use_tie):
     raised = not_raised = 0
     for trial in range(6 if on_simulator(device) else 12):
         n_right = int(rng.integers(1, 9))
-        rkeys = [None if rng.random() < 0.1 else int(v)
-                 for v in rng.integers(0, 6, size=n_right)]
+        rkeys = [None if rng.random() < 0.1 else int(v) for v in rng.integers(0, 6, size=n_right)]
         rgroups = [int(g) for g in rng.integers(0, 2, size=n_right)]
         lkeys = [int(v) for v in rng.integers(-1, 7, size=4)]
         lgroups = [int(g) for g in rng.integers(0, 2, size=4)]
         ties = [int(t) for t in rng.integers(0, 3, size=n_right)] if use_tie else None
         opts = FEW_OPTIONS[trial % len(FEW_OPTIONS)]
-        joiner = AsofJoin(pa.array(rkeys, pa.int64()), np.array(rgroups),
-                          tie_break=None if ties is None else np.array(ties), device=device)
-        want = oracle(lkeys, rkeys, [(g,) for g in lgroups], [(g,) for g in rgroups],
-                      tie_break=ties, **oracle_options(opts))
+        joiner = AsofJoin(
+            pa.array(rkeys, pa.int64()),
+            np.array(rgroups),
+            tie_break=None if ties is None else np.array(ties),
+            device=device,
+        )
+        want = oracle(
+            lkeys,
+            rkeys,
+            [(g,) for g in lgroups],
+            [(g,) for g in rgroups],
+            tie_break=ties,
+            **oracle_options(opts),
+        )
+
         def match_key(j):
             return rgroups[j], rkeys[j], None if ties is None else ties[j]
 
         live = [j for j in range(n_right) if rkeys[j] is not None]
-        shared = [j for j in want if j != NO_MATCH
-                  and sum(match_key(k) == match_key(j) for k in live) > 1]
-        picked = to_host(joiner.join(np.array(lkeys), np.array(lgroups), ambiguous="pick",
-                                     **opts)).tolist()
+        shared = [
+            j for j in want if j != NO_MATCH and sum(match_key(k) == match_key(j) for k in live) > 1
+        ]
+        picked = to_host(
+            joiner.join(np.array(lkeys), np.array(lgroups), ambiguous="pick", **opts)
+        ).tolist()
         assert picked == want
         if shared:
             raised += 1
@@ -929,8 +1281,9 @@ def test_ambiguous_raise_iff_chosen_key_shared(device, use_tie):
                 joiner.join(np.array(lkeys), np.array(lgroups), ambiguous="raise", **opts)
         else:
             not_raised += 1
-            got = to_host(joiner.join(np.array(lkeys), np.array(lgroups), ambiguous="raise",
-                                      **opts))
+            got = to_host(
+                joiner.join(np.array(lkeys), np.array(lgroups), ambiguous="raise", **opts)
+            )
             assert got.tolist() == want
     assert raised and not_raised
 
@@ -939,28 +1292,63 @@ def test_ambiguous_explicit_cases(device):
     right_on = np.array([1, 1, 5, 3])
     right_by = np.array(["a", "a", "a", "b"])
     # key 1 has two rows in group a; key 5 has one
-    ok = asof_join(np.array([6, 3]), right_on, np.array(["a", "b"]), right_by,
-                   ambiguous="raise", device=device)
+    ok = asof_join(
+        np.array([6, 3]), right_on, np.array(["a", "b"]), right_by, ambiguous="raise", device=device
+    )
     assert to_host(ok).tolist() == [2, 3]
     with pytest.raises(AmbiguousMatchError, match=r"left row 1 \(and 0 more\)"):
-        asof_join(np.array([6, 2]), right_on, np.array(["a", "a"]), right_by,
-                  ambiguous="raise", device=device)
+        asof_join(
+            np.array([6, 2]),
+            right_on,
+            np.array(["a", "a"]),
+            right_by,
+            ambiguous="raise",
+            device=device,
+        )
     with pytest.raises(AmbiguousMatchError, match=r"left row 0 \(and 1 more\)"):
-        asof_join(np.array([1, 0]), right_on, np.array(["a", "a"]), right_by,
-                  strategy="forward", ambiguous="raise", device=device)
+        asof_join(
+            np.array([1, 0]),
+            right_on,
+            np.array(["a", "a"]),
+            right_by,
+            strategy="forward",
+            ambiguous="raise",
+            device=device,
+        )
     # the same key in another group is not a duplicate
-    ok = asof_join(np.array([3]), np.array([3, 3]), np.array(["b"]), np.array(["b", "c"]),
-                   ambiguous="raise", device=device)
+    ok = asof_join(
+        np.array([3]),
+        np.array([3, 3]),
+        np.array(["b"]),
+        np.array(["b", "c"]),
+        ambiguous="raise",
+        device=device,
+    )
     assert to_host(ok).tolist() == [0]
     # no match never raises; the duplicated key not chosen never raises
-    ok = asof_join(np.array([-5, 4]), right_on, np.array(["a", "a"]), right_by,
-                   strategy="nearest", allow_exact_matches=False, tolerance=1,
-                   ambiguous="raise", device=device)
+    ok = asof_join(
+        np.array([-5, 4]),
+        right_on,
+        np.array(["a", "a"]),
+        right_by,
+        strategy="nearest",
+        allow_exact_matches=False,
+        tolerance=1,
+        ambiguous="raise",
+        device=device,
+    )
     assert to_host(ok).tolist() == [NO_MATCH, 2]
     # nearest picks the duplicated key -> raises
     with pytest.raises(AmbiguousMatchError):
-        asof_join(np.array([2]), right_on, np.array(["a"]), right_by, strategy="nearest",
-                  ambiguous="raise", device=device)
+        asof_join(
+            np.array([2]),
+            right_on,
+            np.array(["a"]),
+            right_by,
+            strategy="nearest",
+            ambiguous="raise",
+            device=device,
+        )
     # -0.0 and 0.0 are the same key, NaN and NaN too
     for keys in ([-0.0, 0.0], [math.nan, math.nan]):
         with pytest.raises(AmbiguousMatchError):
@@ -968,24 +1356,36 @@ def test_ambiguous_explicit_cases(device):
     # a null key and a null group (unequal) are no candidates, hence no duplicates
     ok = asof_join(np.array([7]), pa.array([None, 7]), ambiguous="raise", device=device)
     assert to_host(ok).tolist() == [1]
-    ok = asof_join(np.array([7]), np.array([7, 7]), pa.array(["a"]), pa.array(["a", None]),
-                   ambiguous="raise", device=device)
+    ok = asof_join(
+        np.array([7]),
+        np.array([7, 7]),
+        pa.array(["a"]),
+        pa.array(["a", None]),
+        ambiguous="raise",
+        device=device,
+    )
     assert to_host(ok).tolist() == [0]
     with pytest.raises(AmbiguousMatchError):  # ... unless nulls are equal
-        asof_join(np.array([7]), np.array([7, 7]), pa.array([None], pa.string()),
-                  pa.array([None, None], pa.string()), null_equality="equal",
-                  ambiguous="raise", device=device)
+        asof_join(
+            np.array([7]),
+            np.array([7, 7]),
+            pa.array([None], pa.string()),
+            pa.array([None, None], pa.string()),
+            null_equality="equal",
+            ambiguous="raise",
+            device=device,
+        )
 
 
 def test_ambiguous_with_tie_break(device):
     right_on = np.array([1, 1, 1, 2, 2])
     # key 1: ties 4, 8, 6 -> resolved (row 1); key 2: ties 3, 3 -> not resolved
     tie = np.array([4, 8, 6, 3, 3])
-    ok = asof_join(np.array([1, 1]), right_on, tie_break=tie, ambiguous="raise",
-                   device=device)
+    ok = asof_join(np.array([1, 1]), right_on, tie_break=tie, ambiguous="raise", device=device)
     assert to_host(ok).tolist() == [1, 1]
-    ok = asof_join(np.array([1]), right_on, tie_break=tie, strategy="forward",
-                   ambiguous="raise", device=device)
+    ok = asof_join(
+        np.array([1]), right_on, tie_break=tie, strategy="forward", ambiguous="raise", device=device
+    )
     assert to_host(ok).tolist() == [1]
     with pytest.raises(AmbiguousMatchError):
         asof_join(np.array([2]), right_on, tie_break=tie, ambiguous="raise", device=device)
@@ -1008,6 +1408,7 @@ def test_ambiguous_with_tie_break(device):
 
 # ----------------------------------------------------------------------------- gather
 
+
 def payload_columns():
     D = decimal.Decimal
     return {
@@ -1028,8 +1429,9 @@ def payload_columns():
         "list": pa.array([[1, 2], [], None, [None]], pa.list_(pa.int64())),
         "large_list": pa.array([["x"], None, [], ["y", "z"]], pa.large_list(pa.string())),
         "struct": pa.array([{"a": 1, "b": "x"}, None, {"a": None, "b": "y"}, {"a": 3, "b": None}]),
-        "dict": pa.DictionaryArray.from_arrays(pa.array([1, 0, None, 1], pa.int8()),
-                                               pa.array(["lo", "hi"])),
+        "dict": pa.DictionaryArray.from_arrays(
+            pa.array([1, 0, None, 1], pa.int8()), pa.array(["lo", "hi"])
+        ),
         "fixed": pa.array([b"ab", b"cd", None, b"ef"], pa.binary(2)),
         "null": pa.nulls(4),
     }
@@ -1055,12 +1457,14 @@ def test_gather_every_payload_type():
 def test_gather_map_forms_and_table_forms():
     table = pa.table({"x": [10, 20, 30], "s": ["a", "b", "c"]})
     want = {"x": [30, None, 10], "s": ["c", None, "a"]}
-    maps = [np.array([2, NO_MATCH, 0], np.int32),
-            np.array([2, ag._types.NO_MATCH_INT64, 0], np.int64),
-            np.array([2, NO_MATCH, 0], np.int64),
-            pa.array([2, NO_MATCH, 0], pa.int32()),
-            pa.chunked_array([[2], [NO_MATCH, 0]], pa.int32()),
-            [2, NO_MATCH, 0]]
+    maps = [
+        np.array([2, NO_MATCH, 0], np.int32),
+        np.array([2, ag._types.NO_MATCH_INT64, 0], np.int64),
+        np.array([2, NO_MATCH, 0], np.int64),
+        pa.array([2, NO_MATCH, 0], pa.int32()),
+        pa.chunked_array([[2], [NO_MATCH, 0]], pa.int32()),
+        [2, NO_MATCH, 0],
+    ]
     for gmap in maps:
         assert ag.gather(table, gmap).to_pydict() == want, gmap
     for tab in (table.to_batches()[0], table.to_pandas()):
@@ -1081,11 +1485,14 @@ def test_gather_map_forms_and_table_forms():
 
 def test_gather_string_view_payload():
     """string_view is a string type (and what polars hands over for its String columns)."""
-    view = pa.table({"s": pa.array(["a", "long enough to be out of line", None],
-                                   pa.string_view())})
+    view = pa.table({"s": pa.array(["a", "long enough to be out of line", None], pa.string_view())})
     gmap = np.array([1, NO_MATCH, 0, 2], np.int32)
     assert ag.gather(view, gmap).column("s").to_pylist() == [
-        "long enough to be out of line", None, "a", None]
+        "long enough to be out of line",
+        None,
+        "a",
+        None,
+    ]
     pl = pytest.importorskip("polars")
     frame = pl.DataFrame({"sym": ["IBM", "MSFT"], "px": [1.0, 2.0]})
     out = ag.gather(frame, np.array([1, NO_MATCH], np.int32))
@@ -1108,10 +1515,22 @@ def test_gather_bad_maps_raise():
 
 
 def test_gather_after_join(device):
-    quotes = pa.table({"t": pa.array([1, 5, 9], pa.timestamp("ms")), "bid": [1.0, 2.0, None],
-                       "sym": pa.array(["a", "b", "a"]).dictionary_encode()})
-    gmap = to_host(asof_join(pa.array([0, 5, 10, 6], pa.timestamp("ms")), quotes["t"],
-                             pa.array(["a", "b", "a", "a"]), quotes["sym"], device=device))
+    quotes = pa.table(
+        {
+            "t": pa.array([1, 5, 9], pa.timestamp("ms")),
+            "bid": [1.0, 2.0, None],
+            "sym": pa.array(["a", "b", "a"]).dictionary_encode(),
+        }
+    )
+    gmap = to_host(
+        asof_join(
+            pa.array([0, 5, 10, 6], pa.timestamp("ms")),
+            quotes["t"],
+            pa.array(["a", "b", "a", "a"]),
+            quotes["sym"],
+            device=device,
+        )
+    )
     assert gmap.tolist() == [NO_MATCH, 1, 2, 0]
     out = ag.gather(quotes, gmap)
     assert out.column("bid").to_pylist() == [None, 2.0, None, 1.0]
@@ -1126,13 +1545,21 @@ def test_device_datetimes_reach_cupy_as_int64_ticks():
     from asofgpu._columns import _AsTicks
 
     class Column:
-        __cuda_array_interface__ = {"shape": (3,), "typestr": "<M8[ns]", "data": (1234, False),
-                                    "strides": None, "version": 3,
-                                    "descr": [("", "<M8[ns]")]}
+        __cuda_array_interface__ = {
+            "shape": (3,),
+            "typestr": "<M8[ns]",
+            "data": (1234, False),
+            "strides": None,
+            "version": 3,
+            "descr": [("", "<M8[ns]")],
+        }
 
     column = Column()
     ticks = _AsTicks(column, column.__cuda_array_interface__)
-    assert ticks.__cuda_array_interface__ == {**Column.__cuda_array_interface__,
-                                             "typestr": "<i8", "descr": [("", "<i8")]}
+    assert ticks.__cuda_array_interface__ == {
+        **Column.__cuda_array_interface__,
+        "typestr": "<i8",
+        "descr": [("", "<i8")],
+    }
     assert ticks._owner is column
     assert column.__cuda_array_interface__["typestr"] == "<M8[ns]"  # the column's, unchanged

@@ -19,8 +19,9 @@ def _python(code: str, cwd: Path, pythonpath: str | None = None) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, check=True, capture_output=True, text=True
+    )
     return out.stdout.split()
 
 
@@ -38,8 +39,21 @@ def test_editable_install_imports_kernels_from_the_tree(tmp_path):
 @pytest.mark.slow  # builds a wheel with pip
 def test_wheel_ships_kernels_as_asofgpu_kernels(tmp_path):
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-         "-w", str(tmp_path / "dist"), str(ROOT)], capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path / "dist"),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if build.returncode:
         pytest.fail(f"pip wheel failed:\n{build.stderr}")
     (wheel,) = (tmp_path / "dist").glob("asofgpu-*.whl")
@@ -57,16 +71,26 @@ def test_wheel_ships_kernels_as_asofgpu_kernels(tmp_path):
 
 
 def test_import_pulls_in_no_front_end_library():
-    code = ("import sys, asofgpu; print(' '.join(sorted(m for m in "
-            "('pandas', 'polars', 'cudf', 'pylibcudf', 'dask', 'cupy', 'numba.cuda') "
-            "if m in sys.modules)) or 'none')")
+    code = (
+        "import sys, asofgpu; print(' '.join(sorted(m for m in "
+        "('pandas', 'polars', 'cudf', 'pylibcudf', 'dask', 'cupy', 'numba.cuda') "
+        "if m in sys.modules)) or 'none')"
+    )
     assert _python(code, cwd=ROOT) == ["none"]
 
 
-@pytest.mark.parametrize(("module", "function"), [
-    ("join", "asof_join"), ("table", "join_asof"), ("gather", "gather"),
-    ("pandas", "merge_asof"), ("cudf", "merge_asof"), ("dask", "merge_asof"),
-    ("polars", "join_asof")])
+@pytest.mark.parametrize(
+    ("module", "function"),
+    [
+        ("join", "asof_join"),
+        ("table", "join_asof"),
+        ("gather", "gather"),
+        ("pandas", "merge_asof"),
+        ("cudf", "merge_asof"),
+        ("dask", "merge_asof"),
+        ("polars", "join_asof"),
+    ],
+)
 def test_the_public_functions_are_annotated(module, function):
     """Every parameter and the result of the public entry points carry annotations (read
     from the source: the cuDF front end does not import here)."""

@@ -20,8 +20,10 @@ def _series() -> dict[str, pd.Series]:
     instants = np.datetime64("2024-03-31T12:00", "ns") + ints * np.timedelta64(1, "h")
     with_nat = instants.copy()
     with_nat[3] = np.datetime64("NaT")
-    series = {f"{t}": pd.Series(ints.astype(t)) for t in
-              ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")}
+    series = {
+        f"{t}": pd.Series(ints.astype(t))
+        for t in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+    }
     series |= {
         "float32": pd.Series(floats.astype(np.float32)),
         "float64": pd.Series(floats),
@@ -32,7 +34,8 @@ def _series() -> dict[str, pd.Series]:
         "bool": pd.Series(ints > 0),
         "timedelta": pd.Series(ints * np.timedelta64(1, "s")),
         "timedelta NaT": pd.Series(np.append(ints[:-1], 0) * np.timedelta64(1, "ms")).where(
-            np.arange(N) != 5),
+            np.arange(N) != 5
+        ),
         "object": pd.Series([str(i) for i in ints], dtype=object),
         "str": pd.Series([str(i) for i in ints], dtype="str"),
         "Int64": pd.Series(ints, dtype="Int64").where(ints > 0),
@@ -69,9 +72,21 @@ def test_a_column_converts_as_pyarrow_converts_it(name):
     assert got.null_count == expected.null_count
 
 
-@pytest.mark.parametrize("name", ["int64", "uint8", "float32", "float64", "float64 inf",
-                                  "timedelta", "datetime[ns]", "datetime[s]", "zoned UTC",
-                                  "zoned Europe/Amsterdam"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "int64",
+        "uint8",
+        "float32",
+        "float64",
+        "float64 inf",
+        "timedelta",
+        "datetime[ns]",
+        "datetime[s]",
+        "zoned UTC",
+        "zoned Europe/Amsterdam",
+    ],
+)
 def test_a_column_without_missing_values_is_not_copied(name):
     series = SERIES[name]
     values = series.dt.tz_convert(None) if name.startswith("zoned") else series
@@ -79,16 +94,31 @@ def test_a_column_without_missing_values_is_not_copied(name):
     assert pandas_arrow.column(series).buffers()[1].address == address
 
 
-@pytest.mark.parametrize("name", ["float64 NaN", "datetime[us] NaT", "zoned UTC NaT",
-                                  "timedelta NaT", "bool", "float16", "big-endian", "Int64",
-                                  "str", "object", "category", "arrow double"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "float64 NaN",
+        "datetime[us] NaT",
+        "zoned UTC NaT",
+        "timedelta NaT",
+        "bool",
+        "float16",
+        "big-endian",
+        "Int64",
+        "str",
+        "object",
+        "category",
+        "arrow double",
+    ],
+)
 def test_missing_values_and_other_types_are_left_to_pyarrow(name):
     assert pandas_arrow._as_it_lies(SERIES[name]) is None
 
 
 def test_a_frame_converts_as_from_pandas_converts_it():
-    frame = pd.DataFrame({name: series for name, series in SERIES.items()
-                          if len(series) and name != "big-endian"})
+    frame = pd.DataFrame(
+        {name: series for name, series in SERIES.items() if len(series) and name != "big-endian"}
+    )
     frame.index = np.arange(100, 100 + N)  # the index is not a column
     expected = pa.Table.from_pandas(frame, preserve_index=False)
     got = pandas_arrow.table(frame)
@@ -105,11 +135,18 @@ def test_columns_of_one_pandas_block_are_read_in_place():
     assert got.column("b").to_pylist() == block[:, 1].tolist()
 
 
-@pytest.mark.parametrize("columns", [[0, 1], ["a", "a"], [("x", "y"), ("x", "z")]],
-                         ids=["numbers", "duplicates", "tuples"])
+@pytest.mark.parametrize(
+    "columns",
+    [[0, 1], ["a", "a"], [("x", "y"), ("x", "z")]],
+    ids=["numbers", "duplicates", "tuples"],
+)
 def test_names_pyarrow_has_rules_for_are_left_to_it(columns):
-    frame = pd.DataFrame(np.ones((3, 2)), columns=pd.Index(columns, tupleize_cols=False)
-                         if columns[0] != ("x", "y") else pd.MultiIndex.from_tuples(columns))
+    frame = pd.DataFrame(
+        np.ones((3, 2)),
+        columns=pd.Index(columns, tupleize_cols=False)
+        if columns[0] != ("x", "y")
+        else pd.MultiIndex.from_tuples(columns),
+    )
     try:
         expected = pa.Table.from_pandas(frame, preserve_index=False)
     except ValueError as exc:  # duplicate names

@@ -27,8 +27,9 @@ DIRECTIONS = ["backward", "forward", "nearest"]
 def same_as_pandas(*args, **kwargs) -> pd.DataFrame:
     expected = pd.merge_asof(*args, **kwargs)
     got = merge_asof(*args, device="cpu", **kwargs)
-    assert_frame_equal(got, expected, check_exact=True, check_index_type=True,
-                       check_column_type=True)
+    assert_frame_equal(
+        got, expected, check_exact=True, check_index_type=True, check_column_type=True
+    )
     return got
 
 
@@ -63,25 +64,29 @@ def _keys(rng, n: int, kind: str):
 def _frames(seed: int, kind: str, n_left=40, n_right=30):
     rng = np.random.default_rng(seed)
     symbols = np.array(["A", "B", "C", None, np.nan], dtype=object)  # nulls group together
-    right = pd.DataFrame({
-        "t": _keys(rng, n_right, kind),
-        "g": rng.choice(symbols, n_right),
-        "h": rng.integers(0, 3, n_right),
-        "c": pd.Categorical(rng.choice(["u", "v", None], n_right), categories=["u", "v"]),
-        "qty": rng.integers(0, 100, n_right),
-        "flag": rng.random(n_right) > 0.5,
-        "bid": rng.normal(size=n_right),
-        "name": pd.array(rng.choice(["p", "q", None], n_right), dtype="str"),
-        "n": pd.array(rng.integers(0, 5, n_right), dtype="Int64"),
-    })
-    left = pd.DataFrame({
-        "t": _keys(rng, n_left, kind),
-        "g": rng.choice(symbols, n_left),
-        "h": rng.integers(0, 4, n_left),
-        # the same categories in another order: pandas compares categoricals by value
-        "c": pd.Categorical(rng.choice(["u", "v", None], n_left), categories=["v", "u"]),
-        "bid": rng.normal(size=n_left),
-    })
+    right = pd.DataFrame(
+        {
+            "t": _keys(rng, n_right, kind),
+            "g": rng.choice(symbols, n_right),
+            "h": rng.integers(0, 3, n_right),
+            "c": pd.Categorical(rng.choice(["u", "v", None], n_right), categories=["u", "v"]),
+            "qty": rng.integers(0, 100, n_right),
+            "flag": rng.random(n_right) > 0.5,
+            "bid": rng.normal(size=n_right),
+            "name": pd.array(rng.choice(["p", "q", None], n_right), dtype="str"),
+            "n": pd.array(rng.integers(0, 5, n_right), dtype="Int64"),
+        }
+    )
+    left = pd.DataFrame(
+        {
+            "t": _keys(rng, n_left, kind),
+            "g": rng.choice(symbols, n_left),
+            "h": rng.integers(0, 4, n_left),
+            # the same categories in another order: pandas compares categoricals by value
+            "c": pd.Categorical(rng.choice(["u", "v", None], n_left), categories=["v", "u"]),
+            "bid": rng.normal(size=n_left),
+        }
+    )
     return left, right
 
 
@@ -103,8 +108,15 @@ def test_random_frames_match_pandas(kind, direction, exact):
     for seed, tolerance in enumerate([None, *TOLERANCES[kind]]):
         left, right = _frames(seed, kind)
         for by in (BYS[seed % 3], BYS[3 + seed % 3]):
-            same_as_pandas(left, right, on="t", by=by, direction=direction,
-                           allow_exact_matches=exact, tolerance=tolerance)
+            same_as_pandas(
+                left,
+                right,
+                on="t",
+                by=by,
+                direction=direction,
+                allow_exact_matches=exact,
+                tolerance=tolerance,
+            )
 
 
 def test_random_frames_do_match_and_miss():
@@ -121,10 +133,31 @@ def test_random_frames_do_match_and_miss():
 def test_left_on_right_on_keep_the_differently_named_right_keys(direction):
     left, right = _frames(7, "int")
     right = right.rename(columns={"t": "rt", "g": "rg", "h": "rh"})
-    got = same_as_pandas(left, right, left_on="t", right_on="rt", left_by=["g", "h"],
-                         right_by=["rg", "rh"], direction=direction)
-    assert list(got.columns) == ["t", "g", "h", "c_x", "bid_x", "rt", "rg", "rh", "c_y",
-                                 "qty", "flag", "bid_y", "name", "n"]
+    got = same_as_pandas(
+        left,
+        right,
+        left_on="t",
+        right_on="rt",
+        left_by=["g", "h"],
+        right_by=["rg", "rh"],
+        direction=direction,
+    )
+    assert list(got.columns) == [
+        "t",
+        "g",
+        "h",
+        "c_x",
+        "bid_x",
+        "rt",
+        "rg",
+        "rh",
+        "c_y",
+        "qty",
+        "flag",
+        "bid_y",
+        "name",
+        "n",
+    ]
 
 
 @pytest.mark.parametrize("by", [None, "g"])
@@ -133,12 +166,14 @@ def test_index_joins(direction, by):
     left, right = _frames(8, "datetime_ns")
     left = left.set_index("t")
     right_indexed = right.set_index("t")
-    both = same_as_pandas(left, right_indexed, left_index=True, right_index=True, by=by,
-                          direction=direction)
+    both = same_as_pandas(
+        left, right_indexed, left_index=True, right_index=True, by=by, direction=direction
+    )
     assert both.index.equals(left.index)  # the left index, not a fresh RangeIndex
     same_as_pandas(left, right, left_index=True, right_on="t", by=by, direction=direction)
-    got = same_as_pandas(left.reset_index(), right_indexed, left_on="t", right_index=True,
-                         by=by, direction=direction)
+    got = same_as_pandas(
+        left.reset_index(), right_indexed, left_on="t", right_index=True, by=by, direction=direction
+    )
     assert isinstance(got.index, pd.RangeIndex)
 
 
@@ -168,8 +203,9 @@ def test_keys_given_as_index_levels_and_named_series():
 @pytest.mark.parametrize("tolerance", [pd.Timedelta("1500ms"), datetime.timedelta(seconds=2)])
 def test_datetime_units_and_timedelta_tolerances(unit, tolerance):
     left = pd.DataFrame({"t": pd.to_datetime([0, 1500, 3000, 7000], unit="ms").as_unit(unit)})
-    right = pd.DataFrame({"t": pd.to_datetime([0, 1000, 5000], unit="ms").as_unit(unit),
-                          "v": [1, 2, 3]})
+    right = pd.DataFrame(
+        {"t": pd.to_datetime([0, 1000, 5000], unit="ms").as_unit(unit), "v": [1, 2, 3]}
+    )
     for direction in DIRECTIONS:
         same_as_pandas(left, right, on="t", tolerance=tolerance, direction=direction)
 
@@ -178,12 +214,17 @@ def test_other_key_dtypes():
     base = pd.DataFrame({"t": [1, 3, 3, 8]})
     right = pd.DataFrame({"t": [2, 3, 5], "v": [10, 20, 30]})
     for dtype in ["int8", "int32", "uint16", "Int64", "float32", "Float64"]:
-        same_as_pandas(base.astype({"t": dtype}), right.astype({"t": dtype}), on="t",
-                       direction="nearest")
+        same_as_pandas(
+            base.astype({"t": dtype}), right.astype({"t": dtype}), on="t", direction="nearest"
+        )
     same_as_pandas(base.astype({"t": bool}), right.astype({"t": bool}), on="t")
     seconds = {"t": lambda frame: pd.to_timedelta(frame["t"], unit="s")}
-    same_as_pandas(base.assign(**seconds), right.assign(**seconds), on="t",
-                   tolerance=datetime.timedelta(seconds=1))
+    same_as_pandas(
+        base.assign(**seconds),
+        right.assign(**seconds),
+        on="t",
+        tolerance=datetime.timedelta(seconds=1),
+    )
     days = pd.period_range("2020", periods=9, freq="D")
     periods = {"t": lambda frame: days[frame["t"].to_numpy()]}
     same_as_pandas(base.assign(**periods), right.assign(**periods), on="t", direction="forward")
@@ -210,36 +251,87 @@ def test_float_keys_follow_pandas_arithmetic():
 # --------------------------------------------------------------------------- by keys
 
 
-@pytest.mark.parametrize("values", [
-    pytest.param((["a", None, "b", np.nan], [np.nan, "a", None, "b"]), id="object-None-NaN"),
-    pytest.param(([1.0, np.nan, -0.0, 2.0], [np.nan, 1.0, 0.0, 2.0]), id="float-NaN-zero"),
-    pytest.param((pd.array(["a", None, "b", None], dtype="str"),
-                  pd.array([None, "a", "b", None], dtype="str")), id="str"),
-    pytest.param((pd.array([1, None, 2, None], dtype="Int64"),
-                  pd.array([None, 1, 2, 2], dtype="Int64")), id="Int64"),
-    pytest.param((pd.Categorical(["a", None, "b", "a"]),
-                  pd.Categorical([None, "a", "b", "a"], categories=["b", "a"])), id="category"),
-    pytest.param((pd.to_datetime([0, None, 5, None], unit="s"),
-                  pd.to_datetime([None, 0, 5, 5], unit="s")), id="datetime-NaT"),
-    pytest.param((np.array([1, "a", (1, 2), True], dtype=object),
-                  np.array(["a", 1.0, (1, 2), 1], dtype=object)), id="object-mixed"),
-    pytest.param((pd.period_range("2020", periods=4, freq="D"),
-                  pd.period_range("2020", periods=4, freq="D")[::-1]), id="period"),
-    pytest.param((pd.array(["a", None, "b", None], dtype="string[pyarrow]"),
-                  pd.array([None, "a", "b", None], dtype="string[pyarrow]")),
-                 id="string-pyarrow"),
-    pytest.param((pd.array(["a", None, "b", "a"], dtype=pd.ArrowDtype(pa.large_string())),
-                  pd.array([None, "a", "b", "b"], dtype=pd.ArrowDtype(pa.large_string()))),
-                 id="large-string-pyarrow"),
-    pytest.param((pd.array([1, None, 2, None], dtype="int64[pyarrow]"),
-                  pd.array([None, 1, 2, 2], dtype="int64[pyarrow]")), id="int64-pyarrow"),
-    pytest.param((pd.array([1.0, None, np.nan, 2.0], dtype="double[pyarrow]"),
-                  pd.array([np.nan, 1.0, None, 2.0], dtype="double[pyarrow]")),
-                 id="double-pyarrow-NaN-and-null"),
-    pytest.param((pd.array([0, None, 5, None], dtype=pd.ArrowDtype(pa.timestamp("s"))),
-                  pd.array([None, 0, 5, 5], dtype=pd.ArrowDtype(pa.timestamp("s")))),
-                 id="timestamp-pyarrow"),
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        pytest.param((["a", None, "b", np.nan], [np.nan, "a", None, "b"]), id="object-None-NaN"),
+        pytest.param(([1.0, np.nan, -0.0, 2.0], [np.nan, 1.0, 0.0, 2.0]), id="float-NaN-zero"),
+        pytest.param(
+            (
+                pd.array(["a", None, "b", None], dtype="str"),
+                pd.array([None, "a", "b", None], dtype="str"),
+            ),
+            id="str",
+        ),
+        pytest.param(
+            (pd.array([1, None, 2, None], dtype="Int64"), pd.array([None, 1, 2, 2], dtype="Int64")),
+            id="Int64",
+        ),
+        pytest.param(
+            (
+                pd.Categorical(["a", None, "b", "a"]),
+                pd.Categorical([None, "a", "b", "a"], categories=["b", "a"]),
+            ),
+            id="category",
+        ),
+        pytest.param(
+            (
+                pd.to_datetime([0, None, 5, None], unit="s"),
+                pd.to_datetime([None, 0, 5, 5], unit="s"),
+            ),
+            id="datetime-NaT",
+        ),
+        pytest.param(
+            (
+                np.array([1, "a", (1, 2), True], dtype=object),
+                np.array(["a", 1.0, (1, 2), 1], dtype=object),
+            ),
+            id="object-mixed",
+        ),
+        pytest.param(
+            (
+                pd.period_range("2020", periods=4, freq="D"),
+                pd.period_range("2020", periods=4, freq="D")[::-1],
+            ),
+            id="period",
+        ),
+        pytest.param(
+            (
+                pd.array(["a", None, "b", None], dtype="string[pyarrow]"),
+                pd.array([None, "a", "b", None], dtype="string[pyarrow]"),
+            ),
+            id="string-pyarrow",
+        ),
+        pytest.param(
+            (
+                pd.array(["a", None, "b", "a"], dtype=pd.ArrowDtype(pa.large_string())),
+                pd.array([None, "a", "b", "b"], dtype=pd.ArrowDtype(pa.large_string())),
+            ),
+            id="large-string-pyarrow",
+        ),
+        pytest.param(
+            (
+                pd.array([1, None, 2, None], dtype="int64[pyarrow]"),
+                pd.array([None, 1, 2, 2], dtype="int64[pyarrow]"),
+            ),
+            id="int64-pyarrow",
+        ),
+        pytest.param(
+            (
+                pd.array([1.0, None, np.nan, 2.0], dtype="double[pyarrow]"),
+                pd.array([np.nan, 1.0, None, 2.0], dtype="double[pyarrow]"),
+            ),
+            id="double-pyarrow-NaN-and-null",
+        ),
+        pytest.param(
+            (
+                pd.array([0, None, 5, None], dtype=pd.ArrowDtype(pa.timestamp("s"))),
+                pd.array([None, 0, 5, 5], dtype=pd.ArrowDtype(pa.timestamp("s"))),
+            ),
+            id="timestamp-pyarrow",
+        ),
+    ],
+)
 def test_by_nulls_match_nulls_and_values_match_as_pandas_hashes_them(values):
     lg, rg = values
     left = pd.DataFrame({"t": [1, 2, 3, 4], "g": lg})
@@ -268,13 +360,19 @@ def test_suffixes_go_on_both_sides_of_overlapping_columns(suffixes):
 
 
 def test_unmatched_rows_upcast_int_and_bool_only_when_some_row_is_unmatched():
-    right = pd.DataFrame({"t": [1, 2, 3], "i": np.array([1, 2, 3], dtype=np.int32),
-                          "u": np.array([1, 2, 3], dtype=np.uint8), "b": [True, False, True],
-                          "f": np.array([1, 2, 3], dtype=np.float32),
-                          "I": pd.array([1, 2, 3], dtype="Int64"),
-                          "c": pd.Categorical(["x", "y", "x"]),
-                          "s": pd.array(["p", "q", "r"], dtype="str"),
-                          "z": pd.date_range("2020", periods=3, tz="Europe/Paris")})
+    right = pd.DataFrame(
+        {
+            "t": [1, 2, 3],
+            "i": np.array([1, 2, 3], dtype=np.int32),
+            "u": np.array([1, 2, 3], dtype=np.uint8),
+            "b": [True, False, True],
+            "f": np.array([1, 2, 3], dtype=np.float32),
+            "I": pd.array([1, 2, 3], dtype="Int64"),
+            "c": pd.Categorical(["x", "y", "x"]),
+            "s": pd.array(["p", "q", "r"], dtype="str"),
+            "z": pd.date_range("2020", periods=3, tz="Europe/Paris"),
+        }
+    )
     matched = same_as_pandas(pd.DataFrame({"t": [1, 3]}), right, on="t")
     assert matched.dtypes.drop("t").to_dict() == right.dtypes.drop("t").to_dict()
     missed = same_as_pandas(pd.DataFrame({"t": [0, 3]}), right, on="t")
@@ -290,17 +388,23 @@ def test_arrow_backed_columns_come_back_as_pandas_gives_them(rows):
     others by pandas: both as pandas' reindex makes them, nulls where no row matched."""
     rng = np.random.default_rng(4)
     t = np.sort(rng.integers(0, 3 * rows, rows))
-    right = pd.DataFrame({
-        "t": t, "f": pd.array(rng.random(rows), dtype="double[pyarrow]"),
-        "i": pd.array(rng.integers(0, 9, rows), dtype="int32[pyarrow]"),
-        "n": pd.array(np.where(rng.random(rows) < 0.2, None, 1.5), dtype="float64[pyarrow]"),
-        "s": pd.array(rng.choice(["a", "bb", None], rows), dtype="string[pyarrow]"),
-        "z": pd.array(pd.date_range("2020", periods=rows, freq="s", tz="UTC"),
-                      dtype=pd.ArrowDtype(pa.timestamp("ns", tz="UTC"))),
-        "l": pd.array([[k] for k in range(rows)], dtype=pd.ArrowDtype(pa.list_(pa.int64()))),
-        "b": pd.array(rng.random(rows) < 0.5, dtype="bool[pyarrow]"),
-        "x": rng.random(rows), "c": pd.Categorical(rng.choice(["p", "q"], rows)),
-    })
+    right = pd.DataFrame(
+        {
+            "t": t,
+            "f": pd.array(rng.random(rows), dtype="double[pyarrow]"),
+            "i": pd.array(rng.integers(0, 9, rows), dtype="int32[pyarrow]"),
+            "n": pd.array(np.where(rng.random(rows) < 0.2, None, 1.5), dtype="float64[pyarrow]"),
+            "s": pd.array(rng.choice(["a", "bb", None], rows), dtype="string[pyarrow]"),
+            "z": pd.array(
+                pd.date_range("2020", periods=rows, freq="s", tz="UTC"),
+                dtype=pd.ArrowDtype(pa.timestamp("ns", tz="UTC")),
+            ),
+            "l": pd.array([[k] for k in range(rows)], dtype=pd.ArrowDtype(pa.list_(pa.int64()))),
+            "b": pd.array(rng.random(rows) < 0.5, dtype="bool[pyarrow]"),
+            "x": rng.random(rows),
+            "c": pd.Categorical(rng.choice(["p", "q"], rows)),
+        }
+    )
     left = pd.DataFrame({"t": np.sort(rng.integers(-5, 3 * rows + 5, rows))})
     for direction in DIRECTIONS:
         got = same_as_pandas(left, right, on="t", direction=direction, tolerance=2)
@@ -324,23 +428,41 @@ def test_attrs_propagate_as_in_pandas():
 
 
 def _docstring_frames():
-    quotes = pd.DataFrame({
-        "time": pd.to_datetime(["2016-05-25 13:30:00.023", "2016-05-25 13:30:00.023",
-                                "2016-05-25 13:30:00.030", "2016-05-25 13:30:00.041",
-                                "2016-05-25 13:30:00.048", "2016-05-25 13:30:00.049",
-                                "2016-05-25 13:30:00.072", "2016-05-25 13:30:00.075"]),
-        "ticker": ["GOOG", "MSFT", "MSFT", "MSFT", "GOOG", "AAPL", "GOOG", "MSFT"],
-        "bid": [720.50, 51.95, 51.97, 51.99, 720.50, 97.99, 720.50, 52.01],
-        "ask": [720.93, 51.96, 51.98, 52.00, 720.93, 98.01, 720.88, 52.03],
-    })
-    trades = pd.DataFrame({
-        "time": pd.to_datetime(["2016-05-25 13:30:00.023", "2016-05-25 13:30:00.038",
-                                "2016-05-25 13:30:00.048", "2016-05-25 13:30:00.048",
-                                "2016-05-25 13:30:00.048"]),
-        "ticker": ["MSFT", "MSFT", "GOOG", "GOOG", "AAPL"],
-        "price": [51.95, 51.95, 720.77, 720.92, 98.0],
-        "quantity": [75, 155, 100, 100, 100],
-    })
+    quotes = pd.DataFrame(
+        {
+            "time": pd.to_datetime(
+                [
+                    "2016-05-25 13:30:00.023",
+                    "2016-05-25 13:30:00.023",
+                    "2016-05-25 13:30:00.030",
+                    "2016-05-25 13:30:00.041",
+                    "2016-05-25 13:30:00.048",
+                    "2016-05-25 13:30:00.049",
+                    "2016-05-25 13:30:00.072",
+                    "2016-05-25 13:30:00.075",
+                ]
+            ),
+            "ticker": ["GOOG", "MSFT", "MSFT", "MSFT", "GOOG", "AAPL", "GOOG", "MSFT"],
+            "bid": [720.50, 51.95, 51.97, 51.99, 720.50, 97.99, 720.50, 52.01],
+            "ask": [720.93, 51.96, 51.98, 52.00, 720.93, 98.01, 720.88, 52.03],
+        }
+    )
+    trades = pd.DataFrame(
+        {
+            "time": pd.to_datetime(
+                [
+                    "2016-05-25 13:30:00.023",
+                    "2016-05-25 13:30:00.038",
+                    "2016-05-25 13:30:00.048",
+                    "2016-05-25 13:30:00.048",
+                    "2016-05-25 13:30:00.048",
+                ]
+            ),
+            "ticker": ["MSFT", "MSFT", "GOOG", "GOOG", "AAPL"],
+            "price": [51.95, 51.95, 720.77, 720.92, 98.0],
+            "quantity": [75, 155, 100, 100, 100],
+        }
+    )
     return trades, quotes
 
 
@@ -351,7 +473,10 @@ def test_pandas_docstring_examples():
     same_as_pandas(left, right, on="a", allow_exact_matches=False)
     same_as_pandas(left, right, on="a", direction="forward")
     assert same_as_pandas(left, right, on="a", direction="nearest")["right_val"].tolist() == [
-        1, 6, 7]
+        1,
+        6,
+        7,
+    ]
     same_as_pandas(left.set_index("a"), right.set_index("a"), left_index=True, right_index=True)
 
     trades, quotes = _docstring_frames()
@@ -359,8 +484,14 @@ def test_pandas_docstring_examples():
     assert got["bid"].tolist()[:4] == [51.95, 51.97, 720.50, 720.50]
     got = same_as_pandas(trades, quotes, on="time", by="ticker", tolerance=pd.Timedelta("2ms"))
     assert got["bid"].isna().tolist() == [False, True, False, False, True]
-    got = same_as_pandas(trades, quotes, on="time", by="ticker",
-                         tolerance=pd.Timedelta("10ms"), allow_exact_matches=False)
+    got = same_as_pandas(
+        trades,
+        quotes,
+        on="time",
+        by="ticker",
+        tolerance=pd.Timedelta("10ms"),
+        allow_exact_matches=False,
+    )
     assert got["bid"].notna().tolist() == [False, True, False, False, False]
 
 
@@ -369,25 +500,34 @@ def test_pandas_docstring_examples():
 
 I64 = np.iinfo(np.int64)
 EXTREMES = [
-    pytest.param([2**62, I64.max], [-(2**62) - 10, I64.max - 1], "nearest", None,
-                 id="int64-nearest"),
+    pytest.param(
+        [2**62, I64.max], [-(2**62) - 10, I64.max - 1], "nearest", None, id="int64-nearest"
+    ),
     pytest.param([I64.max], [I64.min], "backward", 5, id="int64-tolerance"),
     pytest.param([I64.min], [I64.max], "forward", 5, id="int64-forward-tolerance"),
-    pytest.param(np.array([100, 120], np.int8), np.array([-100, -120, 127], np.int8),
-                 "backward", 5, id="int8-tolerance"),
+    pytest.param(
+        np.array([100, 120], np.int8),
+        np.array([-100, -120, 127], np.int8),
+        "backward",
+        5,
+        id="int8-tolerance",
+    ),
 ]
 
 
 @pytest.mark.parametrize("left_keys, right_keys, direction, tolerance", EXTREMES)
-def test_integer_extremes_are_exact_where_pandas_wraps(left_keys, right_keys, direction,
-                                                       tolerance):
+def test_integer_extremes_are_exact_where_pandas_wraps(left_keys, right_keys, direction, tolerance):
     left = pd.DataFrame({"t": np.sort(np.asarray(left_keys))})
     right = pd.DataFrame({"t": np.sort(np.asarray(right_keys))})
     right["v"] = np.arange(len(right))
-    got = merge_asof(left, right, on="t", direction=direction, tolerance=tolerance,
-                     device="cpu")
-    gmap = oracle([int(k) for k in left["t"]], [int(k) for k in right["t"]],
-                  strategy=direction, tolerance=tolerance, nearest_tie="backward")
+    got = merge_asof(left, right, on="t", direction=direction, tolerance=tolerance, device="cpu")
+    gmap = oracle(
+        [int(k) for k in left["t"]],
+        [int(k) for k in right["t"]],
+        strategy=direction,
+        tolerance=tolerance,
+        nearest_tie="backward",
+    )
     expected = [np.nan if m == NO_MATCH else float(m) for m in gmap]
     np.testing.assert_array_equal(got["v"].astype(float), expected)  # exact; NaN at NaN
     # The case is one where pandas' arithmetic wraps: its answer differs.
@@ -418,151 +558,369 @@ def test_datetime_extremes_are_exact_where_pandas_wraps():
 
 
 _ARROW_SECONDS = pd.ArrowDtype(pa.timestamp("s"))
-L = pd.DataFrame({"t": [1, 5, 10], "lv": [1, 2, 3], "g": ["a", "b", "a"]},
-                 index=pd.Index([10, 20, 30], name="li"))
-R = pd.DataFrame({"t": [2, 3, 7], "rv": [4, 5, 6], "g": ["a", "a", "b"]},
-                 index=pd.Index([7, 8, 9], name="ri"))
+L = pd.DataFrame(
+    {"t": [1, 5, 10], "lv": [1, 2, 3], "g": ["a", "b", "a"]},
+    index=pd.Index([10, 20, 30], name="li"),
+)
+R = pd.DataFrame(
+    {"t": [2, 3, 7], "rv": [4, 5, 6], "g": ["a", "a", "b"]}, index=pd.Index([7, 8, 9], name="ri")
+)
 
 DECIMAL = pd.ArrowDtype(pa.decimal128(25, 1))
 ERRORS = {
     "direction": ((L, R), dict(on="t", direction="x"), MergeError, "direction invalid: x"),
-    "exact": ((L, R), dict(on="t", allow_exact_matches="x"), MergeError,
-              "allow_exact_matches must be boolean, passed x"),
-    "tolerance-negative": ((L, R), dict(on="t", tolerance=-1), MergeError,
-                           "tolerance must be non-negative"),
+    "exact": (
+        (L, R),
+        dict(on="t", allow_exact_matches="x"),
+        MergeError,
+        "allow_exact_matches must be boolean, passed x",
+    ),
+    "tolerance-negative": (
+        (L, R),
+        dict(on="t", tolerance=-1),
+        MergeError,
+        "tolerance must be non-negative",
+    ),
     "tolerance-negative-timedelta": (
         (L.assign(t=pd.to_datetime(L.t, unit="s")), R.assign(t=pd.to_datetime(R.t, unit="s"))),
-        dict(on="t", tolerance=pd.Timedelta("-1s")), MergeError,
-        "tolerance must be non-negative"),
-    "tolerance-float-on-int": ((L, R), dict(on="t", tolerance=1.0), MergeError,
-                               "incompatible tolerance 1.0, must be compat with type"),
-    "tolerance-bool-on-int": ((L, R), dict(on="t", tolerance=True), MergeError,
-                              "incompatible tolerance True"),
-    "tolerance-timedelta-on-int": ((L, R), dict(on="t", tolerance=pd.Timedelta(1)),
-                                   MergeError, "incompatible tolerance"),
+        dict(on="t", tolerance=pd.Timedelta("-1s")),
+        MergeError,
+        "tolerance must be non-negative",
+    ),
+    "tolerance-float-on-int": (
+        (L, R),
+        dict(on="t", tolerance=1.0),
+        MergeError,
+        "incompatible tolerance 1.0, must be compat with type",
+    ),
+    "tolerance-bool-on-int": (
+        (L, R),
+        dict(on="t", tolerance=True),
+        MergeError,
+        "incompatible tolerance True",
+    ),
+    "tolerance-timedelta-on-int": (
+        (L, R),
+        dict(on="t", tolerance=pd.Timedelta(1)),
+        MergeError,
+        "incompatible tolerance",
+    ),
     "tolerance-numpy-timedelta": (
         (L.assign(t=pd.to_datetime(L.t, unit="s")), R.assign(t=pd.to_datetime(R.t, unit="s"))),
-        dict(on="t", tolerance=np.timedelta64(1, "s")), MergeError, "incompatible tolerance"),
+        dict(on="t", tolerance=np.timedelta64(1, "s")),
+        MergeError,
+        "incompatible tolerance",
+    ),
     "tolerance-int-on-datetime": (
         (L.assign(t=pd.to_datetime(L.t, unit="s")), R.assign(t=pd.to_datetime(R.t, unit="s"))),
-        dict(on="t", tolerance=1), MergeError, "incompatible tolerance 1"),
-    "tolerance-bool-key": ((L.astype({"t": bool}), R.astype({"t": bool})),
-                           dict(on="t", tolerance=1), MergeError,
-                           "key must be integer, timestamp or float"),
-    "tolerance-overflow-int8": ((L.astype({"t": "int8"}), R.astype({"t": "int8"})),
-                                dict(on="t", tolerance=1000), OverflowError,
-                                "value too large to convert to npy_int8"),
-    "tolerance-overflow-int64": ((L, R), dict(on="t", tolerance=2**64), OverflowError,
-                                 "Python int too large to convert to C long"),
+        dict(on="t", tolerance=1),
+        MergeError,
+        "incompatible tolerance 1",
+    ),
+    "tolerance-bool-key": (
+        (L.astype({"t": bool}), R.astype({"t": bool})),
+        dict(on="t", tolerance=1),
+        MergeError,
+        "key must be integer, timestamp or float",
+    ),
+    "tolerance-overflow-int8": (
+        (L.astype({"t": "int8"}), R.astype({"t": "int8"})),
+        dict(on="t", tolerance=1000),
+        OverflowError,
+        "value too large to convert to npy_int8",
+    ),
+    "tolerance-overflow-int64": (
+        (L, R),
+        dict(on="t", tolerance=2**64),
+        OverflowError,
+        "Python int too large to convert to C long",
+    ),
     "tolerance-overflow-timedelta": (
-        (L.assign(t=pd.to_datetime(L.t, unit="s").dt.as_unit("ns")),
-         R.assign(t=pd.to_datetime(R.t, unit="s").dt.as_unit("ns"))),
-        dict(on="t", tolerance=datetime.timedelta(days=999_999)), pd.errors.OutOfBoundsTimedelta,
-        "without overflow"),
-    "keys-int-vs-float": ((L, R.astype({"t": float})), dict(on="t"), MergeError,
-                          "incompatible merge keys [0] dtype('int64') and dtype('float64'), "
-                          "must be the same type"),
-    "keys-int-vs-int32": ((L, R.astype({"t": "int32"})), dict(on="t"), MergeError,
-                          "must be the same type"),
-    "keys-units": ((L.assign(t=pd.to_datetime(L.t, unit="s").astype("M8[ns]")),
-                    R.assign(t=pd.to_datetime(R.t, unit="s").astype("M8[us]"))),
-                   dict(on="t"), MergeError, "must be the same type"),
-    "keys-timezones": ((L.assign(t=pd.to_datetime(L.t, unit="s", utc=True)),
-                        R.assign(t=pd.to_datetime(R.t, unit="s").dt.tz_localize("Asia/Tokyo"))),
-                       dict(on="t"), MergeError, "must be the same type"),
-    "by-types": ((L, R.assign(g=[1, 2, 3])), dict(on="t", by="g"), MergeError,
-                 "incompatible merge keys [0]"),
-    "by-categories": ((L.astype({"g": "category"}), R.assign(g=pd.Categorical(["a", "c", "c"]))),
-                      dict(on="t", by="g"), MergeError, "both sides category, but not equal ones"),
-    "key-object": ((L.astype({"t": object}), R.astype({"t": object})), dict(on="t"), MergeError,
-                   "Incompatible merge dtype, dtype('O') and dtype('O'), both sides must have "
-                   "numeric dtype"),
-    "key-str": ((L.astype({"t": str}), R.astype({"t": str})), dict(on="t"), MergeError,
-                "both sides must have numeric dtype"),
-    "key-string-category": ((L.astype({"t": str}).astype({"t": "category"}),
-                             R.astype({"t": str}).astype({"t": "category"})),
-                            dict(on="t"), MergeError, "incompatible merge keys [0]"),
-    "key-float16": ((L.astype({"t": "float16"}), R.astype({"t": "float16"})), dict(on="t"),
-                    NotImplementedError, "float16 indexes are not supported"),
-    "key-decimal": ((L.astype({"t": DECIMAL}), R.astype({"t": DECIMAL})), dict(on="t"), TypeError,
-                    "No matching signature found"),
+        (
+            L.assign(t=pd.to_datetime(L.t, unit="s").dt.as_unit("ns")),
+            R.assign(t=pd.to_datetime(R.t, unit="s").dt.as_unit("ns")),
+        ),
+        dict(on="t", tolerance=datetime.timedelta(days=999_999)),
+        pd.errors.OutOfBoundsTimedelta,
+        "without overflow",
+    ),
+    "keys-int-vs-float": (
+        (L, R.astype({"t": float})),
+        dict(on="t"),
+        MergeError,
+        "incompatible merge keys [0] dtype('int64') and dtype('float64'), must be the same type",
+    ),
+    "keys-int-vs-int32": (
+        (L, R.astype({"t": "int32"})),
+        dict(on="t"),
+        MergeError,
+        "must be the same type",
+    ),
+    "keys-units": (
+        (
+            L.assign(t=pd.to_datetime(L.t, unit="s").astype("M8[ns]")),
+            R.assign(t=pd.to_datetime(R.t, unit="s").astype("M8[us]")),
+        ),
+        dict(on="t"),
+        MergeError,
+        "must be the same type",
+    ),
+    "keys-timezones": (
+        (
+            L.assign(t=pd.to_datetime(L.t, unit="s", utc=True)),
+            R.assign(t=pd.to_datetime(R.t, unit="s").dt.tz_localize("Asia/Tokyo")),
+        ),
+        dict(on="t"),
+        MergeError,
+        "must be the same type",
+    ),
+    "by-types": (
+        (L, R.assign(g=[1, 2, 3])),
+        dict(on="t", by="g"),
+        MergeError,
+        "incompatible merge keys [0]",
+    ),
+    "by-categories": (
+        (L.astype({"g": "category"}), R.assign(g=pd.Categorical(["a", "c", "c"]))),
+        dict(on="t", by="g"),
+        MergeError,
+        "both sides category, but not equal ones",
+    ),
+    "key-object": (
+        (L.astype({"t": object}), R.astype({"t": object})),
+        dict(on="t"),
+        MergeError,
+        "Incompatible merge dtype, dtype('O') and dtype('O'), both sides must have numeric dtype",
+    ),
+    "key-str": (
+        (L.astype({"t": str}), R.astype({"t": str})),
+        dict(on="t"),
+        MergeError,
+        "both sides must have numeric dtype",
+    ),
+    "key-string-category": (
+        (
+            L.astype({"t": str}).astype({"t": "category"}),
+            R.astype({"t": str}).astype({"t": "category"}),
+        ),
+        dict(on="t"),
+        MergeError,
+        "incompatible merge keys [0]",
+    ),
+    "key-float16": (
+        (L.astype({"t": "float16"}), R.astype({"t": "float16"})),
+        dict(on="t"),
+        NotImplementedError,
+        "float16 indexes are not supported",
+    ),
+    "key-decimal": (
+        (L.astype({"t": DECIMAL}), R.astype({"t": DECIMAL})),
+        dict(on="t"),
+        TypeError,
+        "No matching signature found",
+    ),
     "several-keys": ((L, R), dict(on=["t", "g"]), MergeError, "can only asof on a key for left"),
     "several-common-columns": ((L, R), {}, MergeError, "can only asof on a key for left"),
-    "no-common-columns": ((L[["lv"]], R[["rv"]]), {}, MergeError,
-                          "No common columns to perform merge on."),
-    "on-and-left_on": ((L, R), dict(on="t", left_on="t"), MergeError,
-                       'Can only pass argument "on" OR "left_on" and "right_on"'),
-    "on-and-left_index": ((L, R), dict(on="t", left_index=True), MergeError,
-                          'Can only pass argument "on" OR "left_index" and "right_index"'),
-    "left_index-only": ((L, R), dict(left_index=True), MergeError,
-                        "Must pass right_on or right_index=True"),
-    "right_index-only": ((L, R), dict(right_index=True), MergeError,
-                         "Must pass left_on or left_index=True"),
+    "no-common-columns": (
+        (L[["lv"]], R[["rv"]]),
+        {},
+        MergeError,
+        "No common columns to perform merge on.",
+    ),
+    "on-and-left_on": (
+        (L, R),
+        dict(on="t", left_on="t"),
+        MergeError,
+        'Can only pass argument "on" OR "left_on" and "right_on"',
+    ),
+    "on-and-left_index": (
+        (L, R),
+        dict(on="t", left_index=True),
+        MergeError,
+        'Can only pass argument "on" OR "left_index" and "right_index"',
+    ),
+    "left_index-only": (
+        (L, R),
+        dict(left_index=True),
+        MergeError,
+        "Must pass right_on or right_index=True",
+    ),
+    "right_index-only": (
+        (L, R),
+        dict(right_index=True),
+        MergeError,
+        "Must pass left_on or left_index=True",
+    ),
     "left_on-only": ((L, R), dict(left_on="t"), MergeError, 'Must pass "right_on" OR'),
     "right_on-only": ((L, R), dict(right_on="t"), MergeError, 'Must pass "left_on" OR'),
-    "left_on-and-left_index": ((L, R), dict(left_on="t", right_on="t", left_index=True),
-                               MergeError, 'Can only pass argument "left_on" OR "left_index"'),
-    "right_on-and-right_index": ((L, R), dict(left_on="t", right_on="t", right_index=True),
-                                 MergeError, 'Can only pass argument "right_on" OR'),
-    "left_index-not-bool": ((L, R), dict(left_index=1, right_on="t"), ValueError,
-                            "left_index parameter must be of type bool"),
-    "multiindex-left": ((L.set_index("g", append=True), R.set_index("t")),
-                        dict(left_index=True, right_index=True), MergeError,
-                        "left can only have one index"),
-    "left_index-levels": ((L.set_index("g", append=True), R), dict(left_index=True, right_on="t"),
-                          ValueError, 'len(right_on) must equal the number of levels in the index'),
+    "left_on-and-left_index": (
+        (L, R),
+        dict(left_on="t", right_on="t", left_index=True),
+        MergeError,
+        'Can only pass argument "left_on" OR "left_index"',
+    ),
+    "right_on-and-right_index": (
+        (L, R),
+        dict(left_on="t", right_on="t", right_index=True),
+        MergeError,
+        'Can only pass argument "right_on" OR',
+    ),
+    "left_index-not-bool": (
+        (L, R),
+        dict(left_index=1, right_on="t"),
+        ValueError,
+        "left_index parameter must be of type bool",
+    ),
+    "multiindex-left": (
+        (L.set_index("g", append=True), R.set_index("t")),
+        dict(left_index=True, right_index=True),
+        MergeError,
+        "left can only have one index",
+    ),
+    "left_index-levels": (
+        (L.set_index("g", append=True), R),
+        dict(left_index=True, right_on="t"),
+        ValueError,
+        "len(right_on) must equal the number of levels in the index",
+    ),
     "missing-column": ((L, R), dict(on="zz"), KeyError, "Requested level (zz)"),
     "missing-by": ((L, R), dict(on="t", by="zz"), KeyError, "zz"),
-    "by-and-left_by": ((L, R), dict(on="t", by="g", left_by="g"), MergeError,
-                       "Can only pass by OR left_by and right_by"),
+    "by-and-left_by": (
+        (L, R),
+        dict(on="t", by="g", left_by="g"),
+        MergeError,
+        "Can only pass by OR left_by and right_by",
+    ),
     "missing-right_by": ((L, R), dict(on="t", left_by="g"), MergeError, "missing right_by"),
     "missing-left_by": ((L, R), dict(on="t", right_by="g"), MergeError, "missing left_by"),
-    "by-lengths": ((L, R), dict(on="t", left_by=["g", "lv"], right_by=["g"]), MergeError,
-                   "left_by and right_by must be the same length"),
-    "ambiguous-label": ((L.set_index("t", drop=False), R), dict(on="t"), ValueError,
-                        "'t' is both an index level and a column label, which is ambiguous."),
-    "duplicate-label": ((pd.DataFrame([[1, 2]], columns=["t", "t"]), R), dict(on="t"),
-                        ValueError, "The column label 't' is not unique."),
-    "column-levels": ((L, pd.concat({"a": R}, axis=1)), dict(on="t"), MergeError,
-                      "Not allowed to merge between different levels."),
+    "by-lengths": (
+        (L, R),
+        dict(on="t", left_by=["g", "lv"], right_by=["g"]),
+        MergeError,
+        "left_by and right_by must be the same length",
+    ),
+    "ambiguous-label": (
+        (L.set_index("t", drop=False), R),
+        dict(on="t"),
+        ValueError,
+        "'t' is both an index level and a column label, which is ambiguous.",
+    ),
+    "duplicate-label": (
+        (pd.DataFrame([[1, 2]], columns=["t", "t"]), R),
+        dict(on="t"),
+        ValueError,
+        "The column label 't' is not unique.",
+    ),
+    "column-levels": (
+        (L, pd.concat({"a": R}, axis=1)),
+        dict(on="t"),
+        MergeError,
+        "Not allowed to merge between different levels.",
+    ),
     "unsorted-left": ((L.iloc[::-1], R), dict(on="t"), ValueError, "left keys must be sorted"),
     "unsorted-right": ((L, R.iloc[::-1]), dict(on="t"), ValueError, "right keys must be sorted"),
-    "unsorted-right-by": ((L, R.iloc[::-1]), dict(on="t", by="g"), ValueError,
-                          "right keys must be sorted"),
-    "null-left": ((L.astype({"t": float}).assign(t=[1.0, np.nan, 3.0]), R.astype({"t": float})),
-                  dict(on="t"), ValueError, "Merge keys contain null values on left side"),
-    "null-right": ((L.astype({"t": float}), R.astype({"t": float}).assign(t=[np.nan, 1.0, 2.0])),
-                   dict(on="t"), ValueError, "Merge keys contain null values on right side"),
-    "null-left-NaT": ((L.assign(t=pd.to_datetime([None, 1, 2], unit="s")),
-                       R.assign(t=pd.to_datetime(R.t, unit="s"))), dict(on="t"), ValueError,
-                      "Merge keys contain null values on left side"),
-    "unsorted-left-pyarrow-time": ((L.assign(t=pd.array([3, 1, 2], dtype=_ARROW_SECONDS)),
-                                    R.assign(t=pd.array([0, 1, 2], dtype=_ARROW_SECONDS))),
-                                   dict(on="t"), ValueError, "left keys must be sorted"),
-    "null-right-pyarrow-time": ((L.assign(t=pd.array([1, 2, 3], dtype=_ARROW_SECONDS)),
-                                 R.assign(t=pd.array([0, None, 2], dtype=_ARROW_SECONDS))),
-                                dict(on="t"), ValueError,
-                                "Merge keys contain null values on right side"),
-    "null-left-NA": ((L.astype({"t": "Int64"}).assign(t=pd.array([1, None, 3], dtype="Int64")),
-                      R.astype({"t": "Int64"})), dict(on="t"), ValueError,
-                     "Merge keys contain null values on left side"),
-    "suffixes-empty": ((L, R), dict(on="t", suffixes=("", "")), ValueError,
-                       "columns overlap but no suffix specified"),
-    "suffixes-duplicate": ((L.assign(g_y=1), R), dict(on="t", suffixes=("_x", "_y")), MergeError,
-                           "Passing 'suffixes' which cause duplicate columns {'g_y'} is not "
-                           "allowed."),
-    "suffixes-dict": ((L, R), dict(on="t", suffixes={"a": 1}), TypeError,
-                      "Passing 'suffixes' as a <class 'dict'>, is not supported."),
-    "suffixes-str": ((L, R), dict(on="t", suffixes="_x"), TypeError,
-                     "Passing 'suffixes' as a <class 'str'>, is not supported."),
-    "series-without-name": ((L["t"].rename(None), R), dict(on="t"), ValueError,
-                            "Cannot merge a Series without a name"),
-    "not-a-frame": (([1, 2], R), dict(on="t"), TypeError,
-                    "Can only merge Series or DataFrame objects, a <class 'list'> was passed"),
-    "by-float16": ((L.assign(g=np.float16(1)), R.assign(g=np.float16(1))), dict(on="t", by="g"),
-                   KeyError, "float16"),
-    "by-unhashable": ((L.assign(g=[[1]] * 3), R.assign(g=[[1]] * 3)), dict(on="t", by="g"),
-                      TypeError, "unhashable type: 'list'"),
+    "unsorted-right-by": (
+        (L, R.iloc[::-1]),
+        dict(on="t", by="g"),
+        ValueError,
+        "right keys must be sorted",
+    ),
+    "null-left": (
+        (L.astype({"t": float}).assign(t=[1.0, np.nan, 3.0]), R.astype({"t": float})),
+        dict(on="t"),
+        ValueError,
+        "Merge keys contain null values on left side",
+    ),
+    "null-right": (
+        (L.astype({"t": float}), R.astype({"t": float}).assign(t=[np.nan, 1.0, 2.0])),
+        dict(on="t"),
+        ValueError,
+        "Merge keys contain null values on right side",
+    ),
+    "null-left-NaT": (
+        (
+            L.assign(t=pd.to_datetime([None, 1, 2], unit="s")),
+            R.assign(t=pd.to_datetime(R.t, unit="s")),
+        ),
+        dict(on="t"),
+        ValueError,
+        "Merge keys contain null values on left side",
+    ),
+    "unsorted-left-pyarrow-time": (
+        (
+            L.assign(t=pd.array([3, 1, 2], dtype=_ARROW_SECONDS)),
+            R.assign(t=pd.array([0, 1, 2], dtype=_ARROW_SECONDS)),
+        ),
+        dict(on="t"),
+        ValueError,
+        "left keys must be sorted",
+    ),
+    "null-right-pyarrow-time": (
+        (
+            L.assign(t=pd.array([1, 2, 3], dtype=_ARROW_SECONDS)),
+            R.assign(t=pd.array([0, None, 2], dtype=_ARROW_SECONDS)),
+        ),
+        dict(on="t"),
+        ValueError,
+        "Merge keys contain null values on right side",
+    ),
+    "null-left-NA": (
+        (
+            L.astype({"t": "Int64"}).assign(t=pd.array([1, None, 3], dtype="Int64")),
+            R.astype({"t": "Int64"}),
+        ),
+        dict(on="t"),
+        ValueError,
+        "Merge keys contain null values on left side",
+    ),
+    "suffixes-empty": (
+        (L, R),
+        dict(on="t", suffixes=("", "")),
+        ValueError,
+        "columns overlap but no suffix specified",
+    ),
+    "suffixes-duplicate": (
+        (L.assign(g_y=1), R),
+        dict(on="t", suffixes=("_x", "_y")),
+        MergeError,
+        "Passing 'suffixes' which cause duplicate columns {'g_y'} is not allowed.",
+    ),
+    "suffixes-dict": (
+        (L, R),
+        dict(on="t", suffixes={"a": 1}),
+        TypeError,
+        "Passing 'suffixes' as a <class 'dict'>, is not supported.",
+    ),
+    "suffixes-str": (
+        (L, R),
+        dict(on="t", suffixes="_x"),
+        TypeError,
+        "Passing 'suffixes' as a <class 'str'>, is not supported.",
+    ),
+    "series-without-name": (
+        (L["t"].rename(None), R),
+        dict(on="t"),
+        ValueError,
+        "Cannot merge a Series without a name",
+    ),
+    "not-a-frame": (
+        ([1, 2], R),
+        dict(on="t"),
+        TypeError,
+        "Can only merge Series or DataFrame objects, a <class 'list'> was passed",
+    ),
+    "by-float16": (
+        (L.assign(g=np.float16(1)), R.assign(g=np.float16(1))),
+        dict(on="t", by="g"),
+        KeyError,
+        "float16",
+    ),
+    "by-unhashable": (
+        (L.assign(g=[[1]] * 3), R.assign(g=[[1]] * 3)),
+        dict(on="t", by="g"),
+        TypeError,
+        "unhashable type: 'list'",
+    ),
     "empty-by": ((L, R), dict(on="t", by=[]), IndexError, "list index out of range"),
 }
 

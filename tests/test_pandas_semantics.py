@@ -16,16 +16,31 @@ import pandas as pd
 import pytest
 from pandas.errors import MergeError
 
-from asofgpu._pandas_semantics import (AsofMerge, check_join_options, float_arithmetic_matters,
-                                       kernel_tolerance, pandas_float_pick)
+from asofgpu._pandas_semantics import (
+    AsofMerge,
+    check_join_options,
+    float_arithmetic_matters,
+    kernel_tolerance,
+    pandas_float_pick,
+)
 
 PACKAGE = Path(__file__).resolve().parents[1] / "asofgpu"
 FRONT_ENDS = ("pandas", "cudf", "dask")
 
 
 def _merge(left, right, **kwargs) -> AsofMerge:
-    args = dict(on=None, left_on=None, right_on=None, left_index=False, right_index=False,
-                by=None, left_by=None, right_by=None, suffixes=("_x", "_y"), tolerance=None)
+    args = dict(
+        on=None,
+        left_on=None,
+        right_on=None,
+        left_index=False,
+        right_index=False,
+        by=None,
+        left_by=None,
+        right_by=None,
+        suffixes=("_x", "_y"),
+        tolerance=None,
+    )
     args.update(kwargs)
     return AsofMerge(left, right, *args.values())
 
@@ -51,22 +66,37 @@ def _reaches_into(own: str, tree: ast.Module) -> list[str]:
         if isinstance(node, ast.ImportFrom):
             other = _front_end_of(node.module, node.level)
             if other is not None and other != own:
-                found += [f"from {other} import {a.name}" for a in node.names
-                          if a.name.startswith("_")]
+                found += [
+                    f"from {other} import {a.name}" for a in node.names if a.name.startswith("_")
+                ]
             if (node.level, node.module) in ((1, None), (0, "asofgpu")):
-                aliases.update((a.asname or a.name, a.name) for a in node.names
-                               if a.name in FRONT_ENDS and a.name != own)
+                aliases.update(
+                    (a.asname or a.name, a.name)
+                    for a in node.names
+                    if a.name in FRONT_ENDS and a.name != own
+                )
         elif isinstance(node, ast.Import):
-            aliases.update((a.asname, a.name.split(".")[1]) for a in node.names
-                           if a.asname and _front_end_of(a.name, 0) not in (None, own))
+            aliases.update(
+                (a.asname, a.name.split(".")[1])
+                for a in node.names
+                if a.asname and _front_end_of(a.name, 0) not in (None, own)
+            )
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id in aliases and node.attr.startswith("_")):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+        ):
             found.append(f"{aliases[node.value.id]}.{node.attr}")
         if isinstance(node, ast.ClassDef):
-            found += [f"class {node.name}({aliases[b.value.id]}.{b.attr})" for b in node.bases
-                      if isinstance(b, ast.Attribute) and isinstance(b.value, ast.Name)
-                      and b.value.id in aliases]
+            found += [
+                f"class {node.name}({aliases[b.value.id]}.{b.attr})"
+                for b in node.bases
+                if isinstance(b, ast.Attribute)
+                and isinstance(b.value, ast.Name)
+                and b.value.id in aliases
+            ]
     return found
 
 
@@ -77,12 +107,17 @@ def test_no_front_end_reaches_into_another(front_end):
 
 
 def test_the_check_itself_sees_private_imports_and_subclasses():
-    source = ("from .pandas import _AsofMerge, merge_asof\n"
-              "from . import pandas as _pandas\n"
-              "class Shared(_pandas.AsofMerge):\n"
-              "    x = _pandas._values\n")
+    source = (
+        "from .pandas import _AsofMerge, merge_asof\n"
+        "from . import pandas as _pandas\n"
+        "class Shared(_pandas.AsofMerge):\n"
+        "    x = _pandas._values\n"
+    )
     assert sorted(_reaches_into("dask", ast.parse(source))) == [
-        "class Shared(pandas.AsofMerge)", "from pandas import _AsofMerge", "pandas._values"]
+        "class Shared(pandas.AsofMerge)",
+        "from pandas import _AsofMerge",
+        "pandas._values",
+    ]
 
 
 # --------------------------------------------------------------------------- first checks
@@ -105,18 +140,27 @@ def test_options_come_back_as_the_join_takes_them():
 
 
 def _frames():
-    left = pd.DataFrame({"t": pd.to_datetime([1, 2, 3], unit="ms").as_unit("ms"),
-                         "sym": ["a", "b", "a"], "qty": [1, 2, 3]})
-    right = pd.DataFrame({"t": pd.to_datetime([1, 2], unit="ms").as_unit("ms"),
-                          "sym": ["a", "b"], "bid": [1.0, 2.0]})
+    left = pd.DataFrame(
+        {
+            "t": pd.to_datetime([1, 2, 3], unit="ms").as_unit("ms"),
+            "sym": ["a", "b", "a"],
+            "qty": [1, 2, 3],
+        }
+    )
+    right = pd.DataFrame(
+        {"t": pd.to_datetime([1, 2], unit="ms").as_unit("ms"), "sym": ["a", "b"], "bid": [1.0, 2.0]}
+    )
     return left, right
 
 
-@pytest.mark.parametrize("kwargs", [
-    dict(on="t", by="sym", tolerance=pd.Timedelta("3ms")),
-    dict(on="t", suffixes=("_l", "_r")),
-    dict(left_on="t", right_on="t", left_by="sym", right_by="sym"),
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(on="t", by="sym", tolerance=pd.Timedelta("3ms")),
+        dict(on="t", suffixes=("_l", "_r")),
+        dict(left_on="t", right_on="t", left_by="sym", right_by="sym"),
+    ],
+)
 def test_zero_row_copies_give_the_rules_the_frames_give(kwargs):
     """asofgpu.cudf builds its AsofMerge on ``frame.head(0)``: every rule it reads must come
     out as on the frames themselves."""
@@ -143,12 +187,15 @@ def test_by_labels_are_all_keys_when_both_are_the_index():
     assert _merge(left, right, left_index=True, right_index=True).by_labels() == ((), ())
 
 
-@pytest.mark.parametrize(("kwargs", "n_left", "side"), [
-    (dict(on="t"), 3, None),
-    (dict(left_index=True, right_on="t"), 3, "left"),
-    (dict(left_on="t", right_index=True), 3, "left"),
-    (dict(left_on="t", right_index=True), 0, "right"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "n_left", "side"),
+    [
+        (dict(on="t"), 3, None),
+        (dict(left_index=True, right_on="t"), 3, "left"),
+        (dict(left_on="t", right_index=True), 3, "left"),
+        (dict(left_on="t", right_index=True), 0, "right"),
+    ],
+)
 def test_index_from_follows_pandas(kwargs, n_left, side):
     left, right = _frames()
     if kwargs.get("left_index"):
@@ -178,13 +225,16 @@ def test_kernel_tolerance_overflows_as_pandas():
     assert kernel_tolerance(2**63, np.dtype(np.uint64)) == 2**63
 
 
-@pytest.mark.parametrize(("dtype", "direction", "tolerance", "matters"), [
-    (np.float64, "backward", 1.0, False),
-    (np.float64, "nearest", None, False),
-    (np.float32, "backward", None, False),
-    (np.float32, "backward", 1.0, True),
-    (np.float32, "nearest", None, True),
-])
+@pytest.mark.parametrize(
+    ("dtype", "direction", "tolerance", "matters"),
+    [
+        (np.float64, "backward", 1.0, False),
+        (np.float64, "nearest", None, False),
+        (np.float32, "backward", None, False),
+        (np.float32, "backward", 1.0, True),
+        (np.float32, "nearest", None, True),
+    ],
+)
 def test_float_arithmetic_matters(dtype, direction, tolerance, matters):
     keys = np.array([1.0, 2.0], dtype=dtype)
     assert float_arithmetic_matters(keys, direction, tolerance) is matters
@@ -198,6 +248,7 @@ def test_float_pick_without_right_rows_matches_nothing():
     def probe(strategy, tol):
         raise AssertionError("no right rows: nothing to probe")
 
-    got = pandas_float_pick(np.array([1.0, 2.0]), np.array([]), probe, "nearest", None,
-                            no_match=-7, dtype=np.int32)
+    got = pandas_float_pick(
+        np.array([1.0, 2.0]), np.array([]), probe, "nearest", None, no_match=-7, dtype=np.int32
+    )
     assert got.tolist() == [-7, -7] and got.dtype == np.int32

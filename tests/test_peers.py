@@ -49,8 +49,9 @@ def _keys(rng, kind: str, n: int, peer: str, special=(math.nan, math.inf, -math.
         keys = [float(v) / 4 for v in small]
         if peer == "polars":
             special = [*special, -0.0, 0.0]
-            keys = [special[int(rng.integers(len(special)))] if rng.random() < 0.15 else k
-                    for k in keys]
+            keys = [
+                special[int(rng.integers(len(special)))] if rng.random() < 0.15 else k for k in keys
+            ]
     else:
         keys = [_BASE + np.timedelta64(int(v) * 500, "ms") for v in small]
     if peer == "polars":
@@ -78,13 +79,13 @@ def _frames(rng, kind: str, peer: str, n_by: int, special=()):
 
 
 def _ours(left_on, right_on, left_by, right_by, **options):
-    gmap = asof_join(left_on, right_on, left_by or None, right_by or None, device="cpu",
-                     **options)
+    gmap = asof_join(left_on, right_on, left_by or None, right_by or None, device="cpu", **options)
     assert gmap.dtype == np.int32
     return gmap.tolist()
 
 
 # ----------------------------------------------------------------------------- pandas
+
 
 def _pandas_frame(data: dict, kind: str) -> pd.DataFrame:
     frame = pd.DataFrame(data)
@@ -115,13 +116,28 @@ def test_pandas_merge_asof(kind, strategy, exact, with_tolerance, seed):
     by = [f"g{j}" for j in range(n_by)]
     tolerance = _tolerance(kind, with_tolerance)
     peer_tolerance = pd.Timedelta(tolerance) if isinstance(tolerance, dt.timedelta) else tolerance
-    merged = pd.merge_asof(left, right, on="t", by=by or None, direction=strategy,
-                           allow_exact_matches=exact, tolerance=peer_tolerance)
+    merged = pd.merge_asof(
+        left,
+        right,
+        on="t",
+        by=by or None,
+        direction=strategy,
+        allow_exact_matches=exact,
+        tolerance=peer_tolerance,
+    )
     assert merged["lidx"].tolist() == left["lidx"].tolist()
     want = [NO_MATCH if pd.isna(v) else int(v) for v in merged["ridx"]]
-    got = _ours(left["t"], right["t"], [left[c] for c in by], [right[c] for c in by],
-                strategy=strategy, allow_exact_matches=exact, tolerance=tolerance,
-                nearest_tie="backward", null_equality="equal")
+    got = _ours(
+        left["t"],
+        right["t"],
+        [left[c] for c in by],
+        [right[c] for c in by],
+        strategy=strategy,
+        allow_exact_matches=exact,
+        tolerance=tolerance,
+        nearest_tie="backward",
+        null_equality="equal",
+    )
     assert got == want, (left.to_dict("list"), right.to_dict("list"))
 
 
@@ -138,6 +154,7 @@ def test_pandas_nearest_duplicates_and_ties():
 
 
 # ----------------------------------------------------------------------------- polars
+
 
 def _polars_specials(strategy: str, with_tolerance: bool) -> tuple:
     """The special floats on which polars 2.1 follows asofgpu's rules. polars takes distances
@@ -171,22 +188,37 @@ def _polars_frame(data: dict, kind: str) -> pl.DataFrame:
 def test_polars_join_asof(kind, strategy, exact, with_tolerance, seed):
     rng = np.random.default_rng([seed, KINDS.index(kind), STRATEGIES.index(strategy), exact, 7])
     n_by = int(rng.integers(0, 3))
-    left_data, right_data = _frames(rng, kind, "polars", n_by,
-                                    _polars_specials(strategy, with_tolerance))
+    left_data, right_data = _frames(
+        rng, kind, "polars", n_by, _polars_specials(strategy, with_tolerance)
+    )
     left = _polars_frame(left_data, kind)
     right = _polars_frame(right_data, kind).with_row_index("ridx")
     by = [f"g{j}" for j in range(n_by)]
     tolerance = _tolerance(kind, with_tolerance)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "Sortedness of columns cannot be checked ..."
-        joined = left.join_asof(right, on="t", by=by or None, strategy=strategy,
-                                allow_exact_matches=exact, tolerance=tolerance,
-                                check_sortedness=not by)
+        joined = left.join_asof(
+            right,
+            on="t",
+            by=by or None,
+            strategy=strategy,
+            allow_exact_matches=exact,
+            tolerance=tolerance,
+            check_sortedness=not by,
+        )
     assert joined["lidx"].to_list() == left["lidx"].to_list()
     want = [NO_MATCH if v is None else int(v) for v in joined["ridx"].to_list()]
-    got = _ours(left["t"], right["t"], [left[c] for c in by], [right[c] for c in by],
-                strategy=strategy, allow_exact_matches=exact, tolerance=tolerance,
-                nearest_tie="forward", null_equality="unequal")
+    got = _ours(
+        left["t"],
+        right["t"],
+        [left[c] for c in by],
+        [right[c] for c in by],
+        strategy=strategy,
+        allow_exact_matches=exact,
+        tolerance=tolerance,
+        nearest_tie="forward",
+        null_equality="unequal",
+    )
     assert got == want, (left.to_dict(as_series=False), right.to_dict(as_series=False))
 
 
@@ -231,10 +263,18 @@ def test_polars_uint64_keys_at_the_extremes():
     for strategy in STRATEGIES:
         for exact in (True, False):
             for tolerance in (None, 1, 2**63):
-                joined = left.join_asof(right, on="t", strategy=strategy,
-                                        allow_exact_matches=exact, tolerance=tolerance)
+                joined = left.join_asof(
+                    right, on="t", strategy=strategy, allow_exact_matches=exact, tolerance=tolerance
+                )
                 want = [NO_MATCH if v is None else int(v) for v in joined["ridx"].to_list()]
-                got = _ours(left["t"], right["t"], [], [], strategy=strategy,
-                            allow_exact_matches=exact, tolerance=tolerance,
-                            nearest_tie="forward")
+                got = _ours(
+                    left["t"],
+                    right["t"],
+                    [],
+                    [],
+                    strategy=strategy,
+                    allow_exact_matches=exact,
+                    tolerance=tolerance,
+                    nearest_tie="forward",
+                )
                 assert got == want, (strategy, exact, tolerance)

@@ -33,15 +33,19 @@ def test_a_prepared_join_comes_back_equal(device, small, presorted):
         order = np.lexsort((right_t, np.array([str(g) for g in right_g])))
         right_t, right_g = right_t[order], right_g[order]
     prepared = AsofJoin(right_t, pa.array(right_g), presorted=presorted, device=device)
-    before = {s: to_host(prepared.join(left_t, pa.array(left_g), strategy=s))
-              for s in STRATEGIES}
+    before = {s: to_host(prepared.join(left_t, pa.array(left_g), strategy=s)) for s in STRATEGIES}
     again = pickle.loads(pickle.dumps(prepared))
     assert again.backend.name == prepared.backend.name == device
     for strategy in STRATEGIES:
         got = to_host(again.join(left_t, pa.array(left_g), strategy=strategy))
         np.testing.assert_array_equal(got, before[strategy])
-        want = oracle(left_t.tolist(), right_t.tolist(), [(g,) for g in left_g],
-                      [(g,) for g in right_g], strategy=strategy)
+        want = oracle(
+            left_t.tolist(),
+            right_t.tolist(),
+            [(g,) for g in left_g],
+            [(g,) for g in right_g],
+            strategy=strategy,
+        )
         np.testing.assert_array_equal(got, want)
     # and once more, with what the probes cached (duplicates, keys at a finer tick)
     assert pickle.loads(pickle.dumps(again)).n_groups == prepared.n_groups
@@ -52,6 +56,9 @@ def test_a_device_join_unpickled_without_a_gpu_says_so():
         pytest.skip("a GPU (or the simulator) is usable here")
     state = AsofJoin(np.array([1, 2]), device="cpu").__getstate__()
     state["backend"] = "cuda"  # as a GPU session pickles it
-    with pytest.raises(RuntimeError, match=r"^this AsofJoin was prepared on device='cuda', "
-                       r"which is not usable here: device='cuda' needs an NVIDIA GPU"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"^this AsofJoin was prepared on device='cuda', "
+        r"which is not usable here: device='cuda' needs an NVIDIA GPU",
+    ):
         pickle.loads(pickle.dumps(state)) and AsofJoin.__new__(AsofJoin).__setstate__(state)

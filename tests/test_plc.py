@@ -18,8 +18,9 @@ import pytest
 import asofgpu as ag
 from asofgpu.join import GroupCodes
 
-needs_plc = pytest.mark.skipif(find_spec("pylibcudf") is None,
-                               reason="pylibcudf is not installed (it lives in .venv-cudf)")
+needs_plc = pytest.mark.skipif(
+    find_spec("pylibcudf") is None, reason="pylibcudf is not installed (it lives in .venv-cudf)"
+)
 
 
 # --------------------------------------------------------------------------- GroupCodes hook
@@ -30,20 +31,22 @@ def test_group_codes_give_the_map_of_the_by_columns():
     right_on, left_on = rng.integers(0, 50, 300), rng.integers(-5, 55, 200)
     right_sym, left_sym = rng.integers(0, 7, 300), rng.integers(0, 9, 200)  # 7, 8: absent
     expected = ag.AsofJoin(right_on, right_sym, device="cpu").join(
-        left_on, left_sym, strategy="nearest")
+        left_on, left_sym, strategy="nearest"
+    )
     codes = GroupCodes(right_sym.astype(np.int32), 7)
     left_codes = GroupCodes(np.where(left_sym < 7, left_sym, -1).astype(np.int32), 7)
     for presorted in (False, True):
         order = np.lexsort((right_on, right_sym)) if presorted else np.arange(300)
-        got = ag.AsofJoin(right_on[order], GroupCodes(codes.codes[order], 7),
-                          presorted=presorted, device="cpu").join(
-            left_on, left_codes, strategy="nearest")
+        got = ag.AsofJoin(
+            right_on[order], GroupCodes(codes.codes[order], 7), presorted=presorted, device="cpu"
+        ).join(left_on, left_codes, strategy="nearest")
         np.testing.assert_array_equal(np.where(got >= 0, order[np.maximum(got, 0)], got), expected)
 
 
 def test_group_codes_minus_one_never_match():
-    j = ag.AsofJoin(np.array([1, 2, 3]), GroupCodes(np.array([0, -1, 0], np.int32), 1),
-                    device="cpu")
+    j = ag.AsofJoin(
+        np.array([1, 2, 3]), GroupCodes(np.array([0, -1, 0], np.int32), 1), device="cpu"
+    )
     gmap = j.join(np.array([2, 3]), GroupCodes(np.array([0, -1], np.int32), 1))
     assert gmap.tolist() == [0, ag.NO_MATCH]
 
@@ -105,40 +108,69 @@ def prepared(plc, front):
 def test_join_no_match_is_libcudfs_sentinel():
     from asofgpu import plc as front
 
-    assert front.JOIN_NO_MATCH == -2**31 == ag.NO_MATCH
+    assert front.JOIN_NO_MATCH == -(2**31) == ag.NO_MATCH
 
 
-@pytest.mark.parametrize(("args", "error", "message"), [
-    (lambda plc: (None, col(plc, plc.TypeId.INT64)), TypeError,
-     "right_by must be a pylibcudf.Table .*got NoneType"),
-    (lambda plc: (plc.Table([]), np.arange(3)), TypeError,
-     "right_on must be a pylibcudf.Column, got ndarray"),
-    (lambda plc: (plc.Table([col(plc, plc.TypeId.INT64, 2)]), col(plc, plc.TypeId.INT64, 3)),
-     ValueError, "right_by has 2 rows, but right_on has 3; they must have the same length"),
-    (lambda plc: (plc.Table([]), col(plc, plc.TypeId.STRING)), TypeError,
-     "right_on must be an integer, float, timestamp or duration column, got STRING"),
-    (lambda plc: (plc.Table([]), col(plc, plc.TypeId.BOOL8)), TypeError,
-     "right_on must be an integer, float, timestamp or duration column, got BOOL8"),
-    (lambda plc: (plc.Table([]), col(plc, plc.TypeId.DECIMAL64, scale=-2)), TypeError,
-     r"right_on must be .*, got DECIMAL64\(scale=-2\)"),
-    (lambda plc: (plc.Table([col(plc, plc.TypeId.STRUCT)]), col(plc, plc.TypeId.INT64)),
-     TypeError, "right_by column 0 must be a flat column .*got STRUCT"),
-])
+@pytest.mark.parametrize(
+    ("args", "error", "message"),
+    [
+        (
+            lambda plc: (None, col(plc, plc.TypeId.INT64)),
+            TypeError,
+            "right_by must be a pylibcudf.Table .*got NoneType",
+        ),
+        (
+            lambda plc: (plc.Table([]), np.arange(3)),
+            TypeError,
+            "right_on must be a pylibcudf.Column, got ndarray",
+        ),
+        (
+            lambda plc: (plc.Table([col(plc, plc.TypeId.INT64, 2)]), col(plc, plc.TypeId.INT64, 3)),
+            ValueError,
+            "right_by has 2 rows, but right_on has 3; they must have the same length",
+        ),
+        (
+            lambda plc: (plc.Table([]), col(plc, plc.TypeId.STRING)),
+            TypeError,
+            "right_on must be an integer, float, timestamp or duration column, got STRING",
+        ),
+        (
+            lambda plc: (plc.Table([]), col(plc, plc.TypeId.BOOL8)),
+            TypeError,
+            "right_on must be an integer, float, timestamp or duration column, got BOOL8",
+        ),
+        (
+            lambda plc: (plc.Table([]), col(plc, plc.TypeId.DECIMAL64, scale=-2)),
+            TypeError,
+            r"right_on must be .*, got DECIMAL64\(scale=-2\)",
+        ),
+        (
+            lambda plc: (plc.Table([col(plc, plc.TypeId.STRUCT)]), col(plc, plc.TypeId.INT64)),
+            TypeError,
+            "right_by column 0 must be a flat column .*got STRUCT",
+        ),
+    ],
+)
 def test_prepare_argument_errors(plc, front, args, error, message):
     with pytest.raises(error, match=message):
         front.AsofJoin(*args(plc))
 
 
 def test_nulls_equal_must_be_the_enum(plc, front):
-    with pytest.raises(TypeError, match="nulls_equal must be a pylibcudf.types.NullEquality, got str"):
+    with pytest.raises(
+        TypeError, match="nulls_equal must be a pylibcudf.types.NullEquality, got str"
+    ):
         front.AsofJoin(plc.Table([]), col(plc, plc.TypeId.INT64), "equal")
 
 
 def test_stream_must_be_a_stream(plc):
     import asofgpu.plc as front
 
-    with pytest.raises(TypeError, match="stream must be an rmm Stream or have __cuda_stream__ "
-                                        r"\(cupy, numba, cuda.core streams\), got object"):
+    with pytest.raises(
+        TypeError,
+        match="stream must be an rmm Stream or have __cuda_stream__ "
+        r"\(cupy, numba, cuda.core streams\), got object",
+    ):
         front.AsofJoin(plc.Table([]), col(plc, plc.TypeId.INT64), stream=object())
     assert front._stream(None) is plc.utils.CUDF_DEFAULT_STREAM
 
@@ -170,50 +202,95 @@ def test_valid_right_sides_reach_the_device(plc, monkeypatch):
 
     monkeypatch.setattr(front.AsofJoin, "_prepare", reached)
     T = plc.TypeId
-    for on in (T.INT8, T.UINT64, T.FLOAT32, T.TIMESTAMP_DAYS, T.TIMESTAMP_NANOSECONDS,
-               T.DURATION_SECONDS):
+    for on in (
+        T.INT8,
+        T.UINT64,
+        T.FLOAT32,
+        T.TIMESTAMP_DAYS,
+        T.TIMESTAMP_NANOSECONDS,
+        T.DURATION_SECONDS,
+    ):
         by = plc.Table([col(plc, T.STRING), col(plc, T.BOOL8), col(plc, T.DECIMAL128, scale=-3)])
         with pytest.raises(Reached):
             front.AsofJoin(by, col(plc, on), plc.types.NullEquality.EQUAL)
 
 
-@pytest.mark.parametrize(("kwargs", "error", "message"), [
-    (dict(strategy="closest"), ValueError,
-     "strategy must be one of 'backward', 'forward', 'nearest', got 'closest'"),
-    (dict(allow_exact_matches="yes"), TypeError, "allow_exact_matches must be True or False"),
-    (dict(nearest_tie="middle"), ValueError, "nearest_tie must be one of"),
-    (dict(tolerance=-1), ValueError, "tolerance must be non-negative, got -1"),
-    (dict(tolerance="5s"), TypeError, "tolerance must be a non-negative number"),
-    (dict(tolerance=datetime.timedelta(seconds=1)), TypeError,
-     "tolerance: a timedelta needs a temporal key"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (
+            dict(strategy="closest"),
+            ValueError,
+            "strategy must be one of 'backward', 'forward', 'nearest', got 'closest'",
+        ),
+        (dict(allow_exact_matches="yes"), TypeError, "allow_exact_matches must be True or False"),
+        (dict(nearest_tie="middle"), ValueError, "nearest_tie must be one of"),
+        (dict(tolerance=-1), ValueError, "tolerance must be non-negative, got -1"),
+        (dict(tolerance="5s"), TypeError, "tolerance must be a non-negative number"),
+        (
+            dict(tolerance=datetime.timedelta(seconds=1)),
+            TypeError,
+            "tolerance: a timedelta needs a temporal key",
+        ),
+    ],
+)
 def test_join_option_errors(plc, prepared, kwargs, error, message):
     T = plc.TypeId
     with pytest.raises(error, match=message):
         prepared.join(plc.Table([col(plc, T.INT64, 2)]), col(plc, T.INT64, 2), **kwargs)
 
 
-@pytest.mark.parametrize(("args", "error", "message"), [
-    (lambda plc, T: ([col(plc, T.INT64)], col(plc, T.INT64)), TypeError,
-     "left_by must be a pylibcudf.Table .*got list"),
-    (lambda plc, T: (plc.Table([col(plc, T.INT64)]), pa.array([1])), TypeError,
-     "left_on must be a pylibcudf.Column, got Int64Array"),
-    (lambda plc, T: (plc.Table([]), col(plc, T.INT64)), ValueError,
-     "left_by has 0 column.s., but right_by has 1; they must have the same number"),
-    (lambda plc, T: (plc.Table([col(plc, T.INT64, 4)]), col(plc, T.INT64, 2)), ValueError,
-     "left_by has 4 rows, but left_on has 2"),
-    (lambda plc, T: (plc.Table([col(plc, T.STRING)]), col(plc, T.INT64)), TypeError,
-     r"left_by column 0 \(STRING\) and right_by column 0 \(INT64\) cannot be compared: "
-     r"by-columns must have the same type on both sides. Hint: cast one of them."),
-    (lambda plc, T: (plc.Table([col(plc, T.INT32)]), col(plc, T.INT64)), TypeError,
-     r"left_by column 0 \(INT32\) and right_by column 0 \(INT64\) cannot be compared"),
-    (lambda plc, T: (plc.Table([col(plc, T.INT64)]), col(plc, T.UINT64)), TypeError,
-     r"left_on \(uint64\) and right_on \(int64\) cannot be compared: .*same signedness"),
-    (lambda plc, T: (plc.Table([col(plc, T.INT64)]), col(plc, T.TIMESTAMP_SECONDS)), TypeError,
-     r"left_on \(timestamp\[s\]\) and right_on \(int64\) cannot be compared"),
-    (lambda plc, T: (plc.Table([col(plc, T.INT64)]), col(plc, T.STRING)), TypeError,
-     "left_on must be an integer, float, timestamp or duration column, got STRING"),
-])
+@pytest.mark.parametrize(
+    ("args", "error", "message"),
+    [
+        (
+            lambda plc, T: ([col(plc, T.INT64)], col(plc, T.INT64)),
+            TypeError,
+            "left_by must be a pylibcudf.Table .*got list",
+        ),
+        (
+            lambda plc, T: (plc.Table([col(plc, T.INT64)]), pa.array([1])),
+            TypeError,
+            "left_on must be a pylibcudf.Column, got Int64Array",
+        ),
+        (
+            lambda plc, T: (plc.Table([]), col(plc, T.INT64)),
+            ValueError,
+            "left_by has 0 column.s., but right_by has 1; they must have the same number",
+        ),
+        (
+            lambda plc, T: (plc.Table([col(plc, T.INT64, 4)]), col(plc, T.INT64, 2)),
+            ValueError,
+            "left_by has 4 rows, but left_on has 2",
+        ),
+        (
+            lambda plc, T: (plc.Table([col(plc, T.STRING)]), col(plc, T.INT64)),
+            TypeError,
+            r"left_by column 0 \(STRING\) and right_by column 0 \(INT64\) cannot be compared: "
+            r"by-columns must have the same type on both sides. Hint: cast one of them.",
+        ),
+        (
+            lambda plc, T: (plc.Table([col(plc, T.INT32)]), col(plc, T.INT64)),
+            TypeError,
+            r"left_by column 0 \(INT32\) and right_by column 0 \(INT64\) cannot be compared",
+        ),
+        (
+            lambda plc, T: (plc.Table([col(plc, T.INT64)]), col(plc, T.UINT64)),
+            TypeError,
+            r"left_on \(uint64\) and right_on \(int64\) cannot be compared: .*same signedness",
+        ),
+        (
+            lambda plc, T: (plc.Table([col(plc, T.INT64)]), col(plc, T.TIMESTAMP_SECONDS)),
+            TypeError,
+            r"left_on \(timestamp\[s\]\) and right_on \(int64\) cannot be compared",
+        ),
+        (
+            lambda plc, T: (plc.Table([col(plc, T.INT64)]), col(plc, T.STRING)),
+            TypeError,
+            "left_on must be an integer, float, timestamp or duration column, got STRING",
+        ),
+    ],
+)
 def test_join_argument_errors(plc, prepared, args, error, message):
     with pytest.raises(error, match=message):
         prepared.join(*args(plc, plc.TypeId))
@@ -221,13 +298,21 @@ def test_join_argument_errors(plc, prepared, args, error, message):
 
 def test_valid_joins_reach_the_device(plc, front):
     T = plc.TypeId
-    j = front.AsofJoin(plc.Table([col(plc, T.FLOAT64, 2), col(plc, T.STRING, 2)]),
-                       col(plc, T.TIMESTAMP_MILLISECONDS, 2))
+    j = front.AsofJoin(
+        plc.Table([col(plc, T.FLOAT64, 2), col(plc, T.STRING, 2)]),
+        col(plc, T.TIMESTAMP_MILLISECONDS, 2),
+    )
     left_by = plc.Table([col(plc, T.FLOAT32, 5), col(plc, T.STRING, 5)])  # float widths may differ
     for on in (T.TIMESTAMP_NANOSECONDS, T.TIMESTAMP_SECONDS):
         with pytest.raises(Reached):
-            j.join(left_by, col(plc, on, 5), "nearest", False,
-                   tolerance=np.timedelta64(5, "ms"), nearest_tie="backward")
+            j.join(
+                left_by,
+                col(plc, on, 5),
+                "nearest",
+                False,
+                tolerance=np.timedelta64(5, "ms"),
+                nearest_tie="backward",
+            )
 
 
 def test_gather_argument_errors(plc):
@@ -258,6 +343,7 @@ def _map(column) -> np.ndarray:
 def _random_sides(rng, n_right, n_left, null_share=0.1):
     """Right and left sides as Arrow arrays: string and float by-keys with nulls, NaN and
     -0.0, int64 keys with nulls, in random order."""
+
     def strings(n):
         values = rng.choice(["AAPL", "MSFT", "", "GOOG", "Zé"], n).astype(object)
         values[rng.random(n) < null_share] = None
@@ -270,8 +356,10 @@ def _random_sides(rng, n_right, n_left, null_share=0.1):
     def keys(n):
         return pa.array(rng.integers(-50, 50, n), mask=rng.random(n) < null_share)
 
-    return ((strings(n_right), floats(n_right), keys(n_right)),
-            (strings(n_left), floats(n_left), keys(n_left)))
+    return (
+        (strings(n_right), floats(n_right), keys(n_right)),
+        (strings(n_left), floats(n_left), keys(n_left)),
+    )
 
 
 @pytest.mark.gpu
@@ -288,11 +376,11 @@ def test_device_map_equals_cpu_map(strategy, exact, nulls_equal):
     (rs, rf, ro), (ls, lf, lo) = _random_sides(rng, 5_000, 7_000)
     options = dict(strategy=strategy, allow_exact_matches=exact, tolerance=7)
     expected = ag.AsofJoin(ro, [rs, rf], null_equality=nulls_equal, device="cpu").join(
-        lo, [ls, lf], **options)
+        lo, [ls, lf], **options
+    )
     equality = getattr(plc.types.NullEquality, nulls_equal.upper())
     j = AsofJoin(plc.Table([_device(rs), _device(rf)]), _device(ro), equality)
-    gmap = j.join(plc.Table([_device(ls), _device(lf)]), _device(lo), strategy, exact,
-                  tolerance=7)
+    gmap = j.join(plc.Table([_device(ls), _device(lf)]), _device(lo), strategy, exact, tolerance=7)
     assert gmap.type().id() == plc.TypeId.INT32
     np.testing.assert_array_equal(_map(gmap), expected)
 
@@ -311,7 +399,8 @@ def test_device_keys_of_other_types_and_widths():
     left_g = pa.array(rng.random(3_000) < 0.5).cast(pa.float64())
     tol = datetime.timedelta(milliseconds=300)
     expected = ag.AsofJoin(right_t, right_g, device="cpu").join(
-        left_t, left_g, strategy="nearest", tolerance=tol)
+        left_t, left_g, strategy="nearest", tolerance=tol
+    )
     j = AsofJoin(plc.Table([_device(right_g)]), _device(right_t))
     got = j.join(plc.Table([_device(left_g)]), _device(left_t), "nearest", tolerance=tol)
     np.testing.assert_array_equal(_map(got), expected)
@@ -324,8 +413,9 @@ def test_sliced_columns_read_from_their_offset():
 
     from asofgpu.plc import AsofJoin
 
-    right = plc.Table.from_arrow(pa.table({"g": ["x", "y", "x", "y", "x", "y"],
-                                           "t": pa.array([9, 1, 2, None, 5, 7])}))
+    right = plc.Table.from_arrow(
+        pa.table({"g": ["x", "y", "x", "y", "x", "y"], "t": pa.array([9, 1, 2, None, 5, 7])})
+    )
     right = plc.copying.slice(right, [1, 6])[0]  # rows 1..5: offset 1
     g, t = right.columns()
     j = AsofJoin(plc.Table([g]), t)
@@ -341,8 +431,9 @@ def test_empty_sides_and_no_by():
 
     from asofgpu.plc import AsofJoin
 
-    empty = AsofJoin(plc.Table([_device(pa.array([], pa.string()))]),
-                     _device(pa.array([], pa.int64())))
+    empty = AsofJoin(
+        plc.Table([_device(pa.array([], pa.string()))]), _device(pa.array([], pa.int64()))
+    )
     got = empty.join(plc.Table([_device(pa.array(["a"]))]), _device(pa.array([1])))
     assert _map(got).tolist() == [ag.NO_MATCH]
     j = AsofJoin(plc.Table([]), _device(pa.array([1.0, np.nan, -0.0])))

@@ -20,8 +20,14 @@ import numpy as np
 import pytest
 
 pl = pytest.importorskip("polars")
-from polars.exceptions import (ColumnNotFoundError, ComputeError, DuplicateError,
-                               InvalidOperationError, PanicException, SchemaError)
+from polars.exceptions import (
+    ColumnNotFoundError,
+    ComputeError,
+    DuplicateError,
+    InvalidOperationError,
+    PanicException,
+    SchemaError,
+)
 from polars.testing import assert_frame_equal
 
 import asofgpu.polars as agp
@@ -30,8 +36,10 @@ from asofgpu.polars import join_asof
 CPU = {"device": "cpu"}
 POLARS_1 = int(pl.__version__.split(".")[0]) < 2
 SORT_WARNING = "Sortedness of columns cannot be checked when 'by' groups provided"
-COALESCE_WARNING = ("coalescing join requested but not all join keys are column references, "
-                    "turning off key coalescing")
+COALESCE_WARNING = (
+    "coalescing join requested but not all join keys are column references, "
+    "turning off key coalescing"
+)
 
 
 def _both(left, right, **options):
@@ -76,9 +84,18 @@ def _words(error: Exception) -> str:
 
 # --------------------------------------------------------------------------- random sorted inputs
 
-KEY_DTYPES = [pl.Int64, pl.Int32, pl.UInt64, pl.Float64, pl.Date, pl.Datetime("ns"),
-              pl.Datetime("us"), pl.Datetime("ns", "UTC"), pl.Datetime("us", "America/New_York"),
-              pl.Duration("us")]
+KEY_DTYPES = [
+    pl.Int64,
+    pl.Int32,
+    pl.UInt64,
+    pl.Float64,
+    pl.Date,
+    pl.Datetime("ns"),
+    pl.Datetime("us"),
+    pl.Datetime("ns", "UTC"),
+    pl.Datetime("us", "America/New_York"),
+    pl.Duration("us"),
+]
 _PER_SECOND = {"ns": 10**9, "us": 10**6, "ms": 10**3}
 
 
@@ -106,24 +123,34 @@ def _tolerances(dtype) -> list:
     if dtype == pl.Date:
         return [None, 2, "2d", "36h", timedelta(days=-3)]
     if isinstance(dtype, (pl.Datetime, pl.Duration)):
-        return [None, "1s500ms", "2500ms", "-2s", timedelta(seconds=3),
-                2 * _PER_SECOND[dtype.time_unit]]
+        return [
+            None,
+            "1s500ms",
+            "2500ms",
+            "-2s",
+            timedelta(seconds=3),
+            2 * _PER_SECOND[dtype.time_unit],
+        ]
     return [None, 3, -2, 2.5]
 
 
 def _frames(dtype, seed: int, n_left=40, n_right=30):
     rng = np.random.default_rng(seed)
-    right = pl.DataFrame({
-        "t": _keys(np.sort(rng.integers(0, 50, n_right)), dtype, nulls=int(rng.integers(0, 3))),
-        "g": rng.choice(["a", "b", "c"], n_right).tolist(),
-        "v": np.arange(n_right),
-        "s": [f"r{i}" for i in range(n_right)],
-    })
-    left = pl.DataFrame({
-        "t": _keys(np.sort(rng.integers(-5, 55, n_left)), dtype, nulls=int(rng.integers(0, 3))),
-        "g": pl.Series(rng.choice(["a", "b", "c", "z"], n_left).tolist()).scatter([1], None),
-        "v": np.arange(n_left) * 10,
-    })
+    right = pl.DataFrame(
+        {
+            "t": _keys(np.sort(rng.integers(0, 50, n_right)), dtype, nulls=int(rng.integers(0, 3))),
+            "g": rng.choice(["a", "b", "c"], n_right).tolist(),
+            "v": np.arange(n_right),
+            "s": [f"r{i}" for i in range(n_right)],
+        }
+    )
+    left = pl.DataFrame(
+        {
+            "t": _keys(np.sort(rng.integers(-5, 55, n_left)), dtype, nulls=int(rng.integers(0, 3))),
+            "g": pl.Series(rng.choice(["a", "b", "c", "z"], n_left).tolist()).scatter([1], None),
+            "v": np.arange(n_left) * 10,
+        }
+    )
     return left, right
 
 
@@ -136,8 +163,16 @@ def test_same_frame_as_polars_on_sorted_inputs(dtype, strategy, exact, by, coale
     seed = zlib.crc32(f"{dtype}{strategy}{exact}{by}{coalesce}".encode())
     left, right = _frames(dtype, seed=seed)
     for tolerance in _tolerances(dtype):
-        got = _same(left, right, on="t", by=by, strategy=strategy, allow_exact_matches=exact,
-                    tolerance=tolerance, coalesce=coalesce)
+        got = _same(
+            left,
+            right,
+            on="t",
+            by=by,
+            strategy=strategy,
+            allow_exact_matches=exact,
+            tolerance=tolerance,
+            coalesce=coalesce,
+        )
         if got is not None:  # None: polars 1.x refused the tolerance, and so did asofgpu
             assert got["v_right"].null_count() < got.height  # something matched
 
@@ -153,10 +188,21 @@ def test_float_keys_with_nan_and_infinities():
             else:  # as polars while no NaN is involved
                 no_nan = pl.col("t").is_nan().not_()
                 # rechunk: polars 1.44 calls a filtered, sorted Float64 column unsorted
-                _same(left.filter(no_nan).rechunk(), right.filter(no_nan).rechunk(), on="t",
-                      strategy=strategy, allow_exact_matches=exact)
-            _same(left.filter(finite).rechunk(), right.filter(finite).rechunk(), on="t",
-                  strategy=strategy, allow_exact_matches=exact, tolerance=1)
+                _same(
+                    left.filter(no_nan).rechunk(),
+                    right.filter(no_nan).rechunk(),
+                    on="t",
+                    strategy=strategy,
+                    allow_exact_matches=exact,
+                )
+            _same(
+                left.filter(finite).rechunk(),
+                right.filter(finite).rechunk(),
+                on="t",
+                strategy=strategy,
+                allow_exact_matches=exact,
+                tolerance=1,
+            )
     # polars measures inf - inf and NaN distances as NaN; asofgpu's total order does not:
     # equal keys are at distance 0, and a finite key is nearer than NaN
     got = join_asof(left, right, on="t", strategy="nearest", tolerance=1e300, **CPU)
@@ -168,10 +214,19 @@ def test_float_keys_with_nan_and_infinities():
     assert_frame_equal(got, expected, check_exact=True)
 
 
-@pytest.mark.parametrize(("left_dtype", "right_dtype"), [
-    (pl.Int32, pl.Int64), (pl.Int64, pl.Int8), (pl.Int64, pl.UInt64), (pl.UInt64, pl.Int64),
-    (pl.UInt8, pl.Int16), (pl.Int32, pl.UInt32), (pl.UInt32, pl.UInt64), (pl.Float32, pl.Float64),
-])
+@pytest.mark.parametrize(
+    ("left_dtype", "right_dtype"),
+    [
+        (pl.Int32, pl.Int64),
+        (pl.Int64, pl.Int8),
+        (pl.Int64, pl.UInt64),
+        (pl.UInt64, pl.Int64),
+        (pl.UInt8, pl.Int16),
+        (pl.Int32, pl.UInt32),
+        (pl.UInt32, pl.UInt64),
+        (pl.Float32, pl.Float64),
+    ],
+)
 @pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
 def test_integer_and_float_widths_are_supercast_like_polars(left_dtype, right_dtype, strategy):
     left = pl.DataFrame({"t": pl.Series([0, 3, 7, 8, 20], dtype=left_dtype)})
@@ -196,9 +251,19 @@ def test_int64_and_uint64_extremes():
         _same(negative, extremes, on="t", strategy=strategy, tolerance=2**64 - 1)
 
 
-@pytest.mark.parametrize("dtype", [pl.String, pl.Binary, pl.Boolean, pl.Categorical,
-                                   pl.Enum(["x", "m", "c", "a"]), pl.Decimal(12, 3),
-                                   pl.Time], ids=str)
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        pl.String,
+        pl.Binary,
+        pl.Boolean,
+        pl.Categorical,
+        pl.Enum(["x", "m", "c", "a"]),
+        pl.Decimal(12, 3),
+        pl.Time,
+    ],
+    ids=str,
+)
 def test_other_key_dtypes_match_polars(dtype):
     if dtype == pl.Boolean:
         lk, rk = [False, True, True], [False, False, True]
@@ -217,8 +282,9 @@ def test_other_key_dtypes_match_polars(dtype):
     nearest_ok = dtype not in (pl.String, pl.Binary, pl.Boolean)
     for strategy in ("backward", "forward", "nearest") if nearest_ok else ("backward", "forward"):
         for exact in (True, False):
-            got = _same(left, right, on="t", strategy=strategy, allow_exact_matches=exact,
-                        coalesce=False)
+            got = _same(
+                left, right, on="t", strategy=strategy, allow_exact_matches=exact, coalesce=False
+            )
             assert got["v"].null_count() < got.height
     if dtype in (pl.Decimal, pl.Time):
         _same(left, right, on="t", tolerance=10 if dtype == pl.Decimal else "2s")
@@ -230,32 +296,37 @@ def test_categorical_keys_follow_their_lexical_order():
     left = pl.DataFrame({"t": codes_not_lexical.slice(3)})  # b, d
     right = pl.DataFrame({"t": codes_not_lexical.slice(0, 3).reverse(), "v": [1, 2, 3]})
     for strategy in ("backward", "forward"):
-        as_strings = left.cast(pl.String).join_asof(right.cast({"t": pl.String}), on="t",
-                                                    strategy=strategy)
+        as_strings = left.cast(pl.String).join_asof(
+            right.cast({"t": pl.String}), on="t", strategy=strategy
+        )
         got = join_asof(left, right, on="t", strategy=strategy, **CPU)
         assert got["v"].to_list() == as_strings["v"].to_list()
     assert not left.join_asof(right, on="t").equals(join_asof(left, right, on="t", **CPU))
 
 
 def test_payload_dtypes_come_through_like_polars():
-    right = pl.DataFrame({
-        "t": [1, 5, 9],
-        "cat": pl.Series(["u", "v", "u"], dtype=pl.Categorical),
-        "enum": pl.Series(["lo", "hi", "lo"], dtype=pl.Enum(["lo", "hi"])),
-        "dec": pl.Series([Decimal("1.25"), Decimal("-3.50"), None], dtype=pl.Decimal(10, 2)),
-        "tz": pl.Series([datetime(2024, 3, 31, 1, 30)] * 3).dt.replace_time_zone("Europe/Paris"),
-        "d": [date(2024, 1, 1), None, date(2024, 1, 3)],
-        "dur": [timedelta(seconds=1), timedelta(days=2), None],
-        "tm": [time(1), time(2), time(3)],
-        "s": ["a", None, "c"],
-        "bin": [b"x", b"y", b"z"],
-        "b": [True, False, None],
-        "i8": pl.Series([1, 2, 3], dtype=pl.Int8),
-        "lst": [[1, 2], [], None],
-        "st": [{"a": 1, "b": "x"}, {"a": 2, "b": None}, None],
-        "arr": pl.Series([[1, 2], [3, 4], [5, 6]], dtype=pl.Array(pl.Int16, 2)),
-        "nul": pl.Series([None, None, None], dtype=pl.Null),
-    })
+    right = pl.DataFrame(
+        {
+            "t": [1, 5, 9],
+            "cat": pl.Series(["u", "v", "u"], dtype=pl.Categorical),
+            "enum": pl.Series(["lo", "hi", "lo"], dtype=pl.Enum(["lo", "hi"])),
+            "dec": pl.Series([Decimal("1.25"), Decimal("-3.50"), None], dtype=pl.Decimal(10, 2)),
+            "tz": pl.Series([datetime(2024, 3, 31, 1, 30)] * 3).dt.replace_time_zone(
+                "Europe/Paris"
+            ),
+            "d": [date(2024, 1, 1), None, date(2024, 1, 3)],
+            "dur": [timedelta(seconds=1), timedelta(days=2), None],
+            "tm": [time(1), time(2), time(3)],
+            "s": ["a", None, "c"],
+            "bin": [b"x", b"y", b"z"],
+            "b": [True, False, None],
+            "i8": pl.Series([1, 2, 3], dtype=pl.Int8),
+            "lst": [[1, 2], [], None],
+            "st": [{"a": 1, "b": "x"}, {"a": 2, "b": None}, None],
+            "arr": pl.Series([[1, 2], [3, 4], [5, 6]], dtype=pl.Array(pl.Int16, 2)),
+            "nul": pl.Series([None, None, None], dtype=pl.Null),
+        }
+    )
     left = pl.DataFrame({"t": [0, 1, 6, 9, 12], "s": ["l0", "l1", "l2", "l3", "l4"]})
     for strategy in ("backward", "forward", "nearest"):
         got = _same(left, right, on="t", strategy=strategy)
@@ -268,32 +339,42 @@ def test_payload_dtypes_come_through_like_polars():
 def test_by_several_columns_and_by_dtypes():
     rng = np.random.default_rng(7)
     n = 60
-    frame = pl.DataFrame({
-        "t": np.sort(rng.integers(0, 40, n)),
-        "g": rng.choice(["a", "b"], n).tolist(),
-        "k": pl.Series(rng.integers(0, 3, n)),
-        "f": pl.Series(rng.choice([0.0, -0.0, np.nan, 1.5], n)),
-        "c": pl.Series(rng.choice(["u", "v"], n).tolist(), dtype=pl.Categorical),
-        "e": pl.Series(rng.choice(["u", "v"], n).tolist(), dtype=pl.Enum(["v", "u"])),
-        "d": pl.Series(rng.integers(0, 2, n)).cast(pl.Date),
-        "dec": pl.Series(rng.integers(0, 2, n)).cast(pl.Decimal(8, 2)),
-        "bo": pl.Series(rng.integers(0, 2, n) == 1),
-        "v": np.arange(n),
-    })
+    frame = pl.DataFrame(
+        {
+            "t": np.sort(rng.integers(0, 40, n)),
+            "g": rng.choice(["a", "b"], n).tolist(),
+            "k": pl.Series(rng.integers(0, 3, n)),
+            "f": pl.Series(rng.choice([0.0, -0.0, np.nan, 1.5], n)),
+            "c": pl.Series(rng.choice(["u", "v"], n).tolist(), dtype=pl.Categorical),
+            "e": pl.Series(rng.choice(["u", "v"], n).tolist(), dtype=pl.Enum(["v", "u"])),
+            "d": pl.Series(rng.integers(0, 2, n)).cast(pl.Date),
+            "dec": pl.Series(rng.integers(0, 2, n)).cast(pl.Decimal(8, 2)),
+            "bo": pl.Series(rng.integers(0, 2, n) == 1),
+            "v": np.arange(n),
+        }
+    )
     left, right = frame.slice(0, 30).with_row_index("i"), frame.slice(30)
     for by in (["g", "k"], ["f"], ["c", "e"], ["d", "dec", "bo"], ["g", "k", "f", "c"]):
         got = _same(left, right, on="t", by=by, strategy="nearest")
         assert got["v_right"].null_count() < got.height
     renamed = right.rename({"g": "rg", "k": "rk", "t": "rt"})
     for coalesce in (True, False):
-        _same(left, renamed, left_on="t", right_on="rt", by_left=["g", "k"],
-              by_right=["rg", "rk"], coalesce=coalesce)
+        _same(
+            left,
+            renamed,
+            left_on="t",
+            right_on="rt",
+            by_left=["g", "k"],
+            by_right=["rg", "rk"],
+            coalesce=coalesce,
+        )
 
 
 def test_by_compares_physical_values_like_polars():
     left = pl.DataFrame({"t": [1, 5, 9], "g": pl.Series([1, 2, 3]).cast(pl.Date)})
-    right = pl.DataFrame({"t": [0, 4, 8], "g": pl.Series([1, 2, 3], dtype=pl.Int32),
-                          "v": [1, 2, 3]})
+    right = pl.DataFrame(
+        {"t": [0, 4, 8], "g": pl.Series([1, 2, 3], dtype=pl.Int32), "v": [1, 2, 3]}
+    )
     got = _same(left, right, on="t", by="g")  # Date vs Int32: polars compares days
     assert got["v"].to_list() == [1, 2, 3]
     left_us = left.with_columns(g=pl.Series([1, 2, 3]).cast(pl.Datetime("us")))
@@ -302,13 +383,16 @@ def test_by_compares_physical_values_like_polars():
 
 
 def test_by_of_two_different_enums_matches_values_where_polars_matches_codes():
-    left = pl.DataFrame({"t": [1, 5, 9], "g": pl.Series(["a", "b", "a"],
-                                                      dtype=pl.Enum(["a", "b"]))})
-    right = pl.DataFrame({"t": [0, 4, 8], "g": pl.Series(["a", "a", "b"],
-                                                       dtype=pl.Enum(["b", "a"])), "v": [1, 2, 3]})
+    left = pl.DataFrame(
+        {"t": [1, 5, 9], "g": pl.Series(["a", "b", "a"], dtype=pl.Enum(["a", "b"]))}
+    )
+    right = pl.DataFrame(
+        {"t": [0, 4, 8], "g": pl.Series(["a", "a", "b"], dtype=pl.Enum(["b", "a"])), "v": [1, 2, 3]}
+    )
     got = join_asof(left, right, on="t", by="g", check_sortedness=False, **CPU)
-    by_value = left.cast({"g": pl.String}).join_asof(right.cast({"g": pl.String}), on="t",
-                                                     by="g", check_sortedness=False)
+    by_value = left.cast({"g": pl.String}).join_asof(
+        right.cast({"g": pl.String}), on="t", by="g", check_sortedness=False
+    )
     assert got["v"].to_list() == by_value["v"].to_list() == [1, None, 2]
     by_code = left.join_asof(right, on="t", by="g", check_sortedness=False)
     assert by_code["v"].to_list() != got["v"].to_list()
@@ -336,19 +420,24 @@ def test_empty_sides():
 
 def test_column_layout_coalesce_suffix_and_different_names():
     left = pl.DataFrame({"t": [1, 5, 9], "g": ["a", "b", "a"], "x": [1, 2, 3], "rt": [7, 7, 7]})
-    right = pl.DataFrame({"t": [0, 4, 8], "g": ["a", "a", "b"], "y": [1.0, 2.0, 3.0],
-                          "x": [9, 9, 9]})
+    right = pl.DataFrame(
+        {"t": [0, 4, 8], "g": ["a", "a", "b"], "y": [1.0, 2.0, 3.0], "x": [9, 9, 9]}
+    )
     renamed = right.rename({"t": "rt", "g": "rg"})
     cases = [
-        dict(on="t", by="g"), dict(on="t", by="g", coalesce=False),
-        dict(on="t", suffix="_r", coalesce=False), dict(on="t", by="t"),
-        dict(left_on="x", right_on="t"), dict(on="t", by_left="g", by_right="g", by="x"),
+        dict(on="t", by="g"),
+        dict(on="t", by="g", coalesce=False),
+        dict(on="t", suffix="_r", coalesce=False),
+        dict(on="t", by="t"),
+        dict(left_on="x", right_on="t"),
+        dict(on="t", by_left="g", by_right="g", by="x"),
     ]
     for options in cases:
         _same(left, right, **options)
     for coalesce in (True, False):
-        got = _same(left, renamed, left_on="t", right_on="rt", by_left="g", by_right="rg",
-                    coalesce=coalesce)
+        got = _same(
+            left, renamed, left_on="t", right_on="rt", by_left="g", by_right="rg", coalesce=coalesce
+        )
         assert got.columns == ["t", "g", "x", "rt", "rt_right", "y", "x_right"]
 
 
@@ -360,10 +449,14 @@ def test_expression_keys():
     for key in (pl.col("t"), pl.first(), cs.by_name("t")):  # plain columns: coalesced
         got = _same(left, right, on=key)  # None: polars 1.x allows no selector in a join key
         assert (POLARS_1 and got is None) or got.columns == ["t", "x", "y"]
-    for options in (dict(on=pl.col("t") * 2), dict(left_on=pl.col("t") + 4, right_on="t"),
-                    dict(left_on="t", right_on=pl.col("t").cast(pl.Int32) + 1),
-                    dict(on=pl.lit(5)), dict(on=pl.col("t").cast(pl.Float64), coalesce=False),
-                    dict(left_on="x", right_on=pl.col("t"))):
+    for options in (
+        dict(on=pl.col("t") * 2),
+        dict(left_on=pl.col("t") + 4, right_on="t"),
+        dict(left_on="t", right_on=pl.col("t").cast(pl.Int32) + 1),
+        dict(on=pl.lit(5)),
+        dict(on=pl.col("t").cast(pl.Float64), coalesce=False),
+        dict(left_on="x", right_on=pl.col("t")),
+    ):
         got = _same(left, right, **options)
         assert "t_right" in got.columns
     got = _same(left, right, left_on=pl.col("t") + 4, right_on="t")
@@ -380,8 +473,11 @@ def test_lazyframes_stay_lazy_and_collect_to_polars_frame():
     assert_frame_equal(got.collect(), expected.collect(), check_exact=True)
     assert_frame_equal(got.collect(engine="streaming"), expected.collect(), check_exact=True)
     query = got.filter(pl.col("v_right").is_not_null()).select("t", "s")
-    assert_frame_equal(query.collect(), expected.collect().filter(
-        pl.col("v_right").is_not_null()).select("t", "s"), check_exact=True)
+    assert_frame_equal(
+        query.collect(),
+        expected.collect().filter(pl.col("v_right").is_not_null()).select("t", "s"),
+        check_exact=True,
+    )
 
     calls = []
 
@@ -399,8 +495,9 @@ def test_namespace_on_dataframe_and_lazyframe():
     left = pl.DataFrame({"t": [1, 5, 9]})
     right = pl.DataFrame({"t": [0, 4, 8], "v": [1, 2, 3]})
     expected = left.join_asof(right, on="t", strategy="forward")
-    assert_frame_equal(left.asofgpu.join_asof(right, on="t", strategy="forward", **CPU), expected,
-                       check_exact=True)
+    assert_frame_equal(
+        left.asofgpu.join_asof(right, on="t", strategy="forward", **CPU), expected, check_exact=True
+    )
     lazy = left.lazy().asofgpu.join_asof(right.lazy(), on="t", strategy="forward", **CPU)
     assert isinstance(lazy, pl.LazyFrame)
     assert_frame_equal(lazy.collect(), expected, check_exact=True)
@@ -423,8 +520,9 @@ def test_unsorted_within_groups_gives_the_sorted_answer(strategy):
     got = join_asof(left, right, check_sortedness=False, **options, **CPU)
     assert got["i"].to_list() == left["i"].to_list()  # left order kept
     # polars' answer on the same rows sorted (stable: equal keys keep their order)
-    expected = left.sort("t").join_asof(right.sort("t", maintain_order=True),
-                                        check_sortedness=False, **options)
+    expected = left.sort("t").join_asof(
+        right.sort("t", maintain_order=True), check_sortedness=False, **options
+    )
     assert_frame_equal(got.sort("i"), expected.sort("i"), check_exact=True)
     wrong = left.join_asof(right, check_sortedness=False, **options)  # polars on unsorted rows
     assert not wrong.sort("i").equals(expected.sort("i"))
@@ -464,6 +562,7 @@ def _by_polars(message_2: str, message_1: str) -> str:
     """The message of the running polars line: 2.x's, or 1.x's where it words it otherwise."""
     return message_1 if POLARS_1 else message_2
 
+
 EAGER_ERRORS = [  # DataFrame.join_asof's own checks; LazyFrame.join_asof raises ValueError
     (dict(on=["t"]), "expected `on` to be str or Expr, got 'list'"),
     (dict(), "expected `left_on` to be str or Expr, got 'NoneType'"),
@@ -487,99 +586,291 @@ def test_dataframe_argument_errors(options, message):
 
 ERRORS = [  # (left change, right change, options, exception, message)
     (None, None, dict(on="nope"), ColumnNotFoundError, 'unable to find column "nope"'),
-    (None, None, dict(on="t", by="nope"), ColumnNotFoundError,
-     "'asof_join' on column: 'nope' is invalid"),
-    (None, None, dict(on="t", by_left="g"), InvalidOperationError,
-     "expected both 'by_left' and 'by_right' to be set in 'asof_join'"),
-    (None, None, dict(on="t", by_left=["g", "x"], by_right=["g"]), InvalidOperationError,
-     _by_polars("expected equal number of columns in `by_left` (2) and `by_right` (1) in "
-                "`asof_join`",
-                "expected equal number of columns in 'by_left' and 'by_right' in 'asof_join'")),
-    (None, None, dict(on="t", by=pl.col("g")), TypeError,
-     "'Expr' object is not an instance of 'Sequence'"),
-    (None, None, dict(on="t", strategy="closest"), ValueError,
-     "asof `strategy` must be one of {'backward', 'forward', 'nearest'}, got closest"),
+    (
+        None,
+        None,
+        dict(on="t", by="nope"),
+        ColumnNotFoundError,
+        "'asof_join' on column: 'nope' is invalid",
+    ),
+    (
+        None,
+        None,
+        dict(on="t", by_left="g"),
+        InvalidOperationError,
+        "expected both 'by_left' and 'by_right' to be set in 'asof_join'",
+    ),
+    (
+        None,
+        None,
+        dict(on="t", by_left=["g", "x"], by_right=["g"]),
+        InvalidOperationError,
+        _by_polars(
+            "expected equal number of columns in `by_left` (2) and `by_right` (1) in `asof_join`",
+            "expected equal number of columns in 'by_left' and 'by_right' in 'asof_join'",
+        ),
+    ),
+    (
+        None,
+        None,
+        dict(on="t", by=pl.col("g")),
+        TypeError,
+        "'Expr' object is not an instance of 'Sequence'",
+    ),
+    (
+        None,
+        None,
+        dict(on="t", strategy="closest"),
+        ValueError,
+        "asof `strategy` must be one of {'backward', 'forward', 'nearest'}, got closest",
+    ),
     (None, None, dict(on="t", suffix=None), TypeError, "'None' is not an instance of 'str'"),
-    (None, None, dict(on="t", allow_exact_matches="yes"), TypeError,
-     "'str' object is not an instance of 'bool'"),
+    (
+        None,
+        None,
+        dict(on="t", allow_exact_matches="yes"),
+        TypeError,
+        "'str' object is not an instance of 'bool'",
+    ),
     (None, None, dict(on="t", coalesce=None), TypeError, "'None' is not an instance of 'bool'"),
-    (None, None, dict(on="t", check_sortedness=1), TypeError,
-     "'int' object is not an instance of 'bool'"),
-    (None, None, dict(on="t", force_parallel="x"), TypeError,
-     "'str' object is not an instance of 'bool'"),
-    (None, _cast(pl.Float64), dict(on="t"), SchemaError,
-     "datatypes of join keys don't match - `t`: i64 on left does not match `t`: f64 on right"),
-    (_cast(pl.Datetime("ns")), _DT, dict(on="t"), SchemaError,
-     "`t`: datetime[ns] on left does not match `t`: datetime[μs] on right"),
-    (_cast(pl.Datetime("us", "UTC")), _DT, dict(on="t"), SchemaError,
-     "`t`: datetime[μs, UTC] on left does not match `t`: datetime[μs] on right"),
-    (_cast(pl.Date), _DT, dict(on="t"), SchemaError,
-     "`t`: date on left does not match `t`: datetime[μs] on right"),
-    (_cast(pl.Int32, "x"), _col("x", [1, 2, 3]), dict(on="t", by="x"), ComputeError,
-     "mismatching dtypes in 'by' parameter of asof-join: `i32` and `i64`"),
-    (_cast(pl.Categorical, "g"), None, dict(on="t", by="g"), ComputeError,
-     "mismatching dtypes in 'by' parameter of asof-join: `u32` and `str`"),
-    (lambda f: f.with_columns(g=pl.concat_list("x")), lambda f: f.with_columns(
-        g=pl.concat_list("t")), dict(on="t", by="g"), ComputeError,
-     "not yet implemented: Dispatch join for list[i64] and list[i64]"),
-    (_DT, _DT, dict(on="t", tolerance="1mo"), ComputeError,
-     "cannot use month offset in timedelta of an asof join; consider using 4 weeks"),
+    (
+        None,
+        None,
+        dict(on="t", check_sortedness=1),
+        TypeError,
+        "'int' object is not an instance of 'bool'",
+    ),
+    (
+        None,
+        None,
+        dict(on="t", force_parallel="x"),
+        TypeError,
+        "'str' object is not an instance of 'bool'",
+    ),
+    (
+        None,
+        _cast(pl.Float64),
+        dict(on="t"),
+        SchemaError,
+        "datatypes of join keys don't match - `t`: i64 on left does not match `t`: f64 on right",
+    ),
+    (
+        _cast(pl.Datetime("ns")),
+        _DT,
+        dict(on="t"),
+        SchemaError,
+        "`t`: datetime[ns] on left does not match `t`: datetime[μs] on right",
+    ),
+    (
+        _cast(pl.Datetime("us", "UTC")),
+        _DT,
+        dict(on="t"),
+        SchemaError,
+        "`t`: datetime[μs, UTC] on left does not match `t`: datetime[μs] on right",
+    ),
+    (
+        _cast(pl.Date),
+        _DT,
+        dict(on="t"),
+        SchemaError,
+        "`t`: date on left does not match `t`: datetime[μs] on right",
+    ),
+    (
+        _cast(pl.Int32, "x"),
+        _col("x", [1, 2, 3]),
+        dict(on="t", by="x"),
+        ComputeError,
+        "mismatching dtypes in 'by' parameter of asof-join: `i32` and `i64`",
+    ),
+    (
+        _cast(pl.Categorical, "g"),
+        None,
+        dict(on="t", by="g"),
+        ComputeError,
+        "mismatching dtypes in 'by' parameter of asof-join: `u32` and `str`",
+    ),
+    (
+        lambda f: f.with_columns(g=pl.concat_list("x")),
+        lambda f: f.with_columns(g=pl.concat_list("t")),
+        dict(on="t", by="g"),
+        ComputeError,
+        "not yet implemented: Dispatch join for list[i64] and list[i64]",
+    ),
+    (
+        _DT,
+        _DT,
+        dict(on="t", tolerance="1mo"),
+        ComputeError,
+        "cannot use month offset in timedelta of an asof join; consider using 4 weeks",
+    ),
     (_DT, _DT, dict(on="t", tolerance="2q"), ComputeError, "cannot use month offset"),
     (_DT, _DT, dict(on="t", tolerance="1y3d"), ComputeError, "cannot use month offset"),
-    (_DT, _DT, dict(on="t", tolerance="abc"), InvalidOperationError,
-     "expected leading integer in the duration string, found 'a'"),
-    (_DT, _DT, dict(on="t", tolerance="2H"), InvalidOperationError,
-     "unit: 'H' not supported; available units are: 'y', 'mo', 'q', 'w', 'd', 'h', 'm', 's', "
-     "'ms', 'us', 'ns'"),
-    (_DT, _DT, dict(on="t", tolerance="1.5h"), InvalidOperationError,
-     "expected a valid unit to follow integer in the duration string '1.5h'"),
-    (_DT, _DT, dict(on="t", tolerance=float("inf")), ComputeError,
-     "could not extract number from any-value of dtype: 'Float64'"),
-    (None, None, dict(on="t", tolerance=float("nan")), ComputeError,
-     "could not extract number from any-value of dtype: 'Float64'"),
-    (None, None, dict(on="t", tolerance=[1]), ComputeError,
-     "could not extract number from any-value of dtype: 'List(Int64)'"),
-    (None, None, dict(on="t", tolerance=np.timedelta64(1, "s")), ComputeError,
-     "could not extract number from any-value of dtype: 'Object'"),
-    (None, None, dict(on="g", tolerance=1, check_sortedness=False), InvalidOperationError,
-     _by_polars("asof join with tolerance is only supported on numeric/temporal keys, got "
-                "left: `str`, right: `str`",
-                "asof join with tolerance is only supported on numeric/temporal keys")),
-    (None, None, dict(on="g", strategy="nearest", check_sortedness=False), InvalidOperationError,
-     'AsOf strategy "nearest" is not supported for binary data type'),
-    (_col("b", [False, True, True]), _col("b", [False, True, True]),
-     dict(on="b", strategy="nearest"), InvalidOperationError,
-     'AsOf strategy "nearest" is not supported for bool data type'),
-    (lambda f: f.with_columns(t=pl.concat_list("t")), lambda f: f.with_columns(
-        t=pl.concat_list("t")), dict(on="t"), InvalidOperationError,
-     _by_polars("asof join is only supported on primitive key types, got left: `list[i64]`, "
-                "right: `list[i64]`", "asof join is only supported on primitive key types")),
-    (_col("t", [None] * 3), _col("t", [None] * 3), dict(on="t"), InvalidOperationError,
-     _by_polars("asof join is only supported on primitive key types, got left: `null`, "
-                "right: `null`", "asof join is only supported on primitive key types")),
-    (lambda f: f.with_columns(y=0, y_right=0), None, dict(on="t"), DuplicateError,
-     "column with name 'y_right' already exists"),
-    (None, lambda f: f.with_columns(x=9, x_right=0), dict(on="t", by="g"), DuplicateError,
-     "column 'x_right' is duplicate"),
-    (None, None, dict(on="t", suffix=""), DuplicateError,
-     _by_polars("column 'g' is duplicate", "column with name 'g' already exists")),
-    (None, None, dict(on=pl.all()), InvalidOperationError,
-     _by_polars("'asof_join' expects exactly one join key after expression expansion, got 3",
-                "'Expr: cs.all()' not allowed in this context/location")),
-    (None, None, dict(on=pl.col("t").alias("k")), InvalidOperationError,
-     "'alias' is not allowed in a join key, use 'with_columns' first"),
-    (None, None, dict(on=pl.col("t").sort(descending=True)), InvalidOperationError,
-     "all join key expressions must be elementwise."),
-    (_col("t", [5, 1, 9]), None, dict(on="t"), InvalidOperationError,
-     "argument in operation 'asof_join' is not sorted, please sort the 'expr/series/column' "
-     "first"),
+    (
+        _DT,
+        _DT,
+        dict(on="t", tolerance="abc"),
+        InvalidOperationError,
+        "expected leading integer in the duration string, found 'a'",
+    ),
+    (
+        _DT,
+        _DT,
+        dict(on="t", tolerance="2H"),
+        InvalidOperationError,
+        "unit: 'H' not supported; available units are: 'y', 'mo', 'q', 'w', 'd', 'h', 'm', 's', "
+        "'ms', 'us', 'ns'",
+    ),
+    (
+        _DT,
+        _DT,
+        dict(on="t", tolerance="1.5h"),
+        InvalidOperationError,
+        "expected a valid unit to follow integer in the duration string '1.5h'",
+    ),
+    (
+        _DT,
+        _DT,
+        dict(on="t", tolerance=float("inf")),
+        ComputeError,
+        "could not extract number from any-value of dtype: 'Float64'",
+    ),
+    (
+        None,
+        None,
+        dict(on="t", tolerance=float("nan")),
+        ComputeError,
+        "could not extract number from any-value of dtype: 'Float64'",
+    ),
+    (
+        None,
+        None,
+        dict(on="t", tolerance=[1]),
+        ComputeError,
+        "could not extract number from any-value of dtype: 'List(Int64)'",
+    ),
+    (
+        None,
+        None,
+        dict(on="t", tolerance=np.timedelta64(1, "s")),
+        ComputeError,
+        "could not extract number from any-value of dtype: 'Object'",
+    ),
+    (
+        None,
+        None,
+        dict(on="g", tolerance=1, check_sortedness=False),
+        InvalidOperationError,
+        _by_polars(
+            "asof join with tolerance is only supported on numeric/temporal keys, got "
+            "left: `str`, right: `str`",
+            "asof join with tolerance is only supported on numeric/temporal keys",
+        ),
+    ),
+    (
+        None,
+        None,
+        dict(on="g", strategy="nearest", check_sortedness=False),
+        InvalidOperationError,
+        'AsOf strategy "nearest" is not supported for binary data type',
+    ),
+    (
+        _col("b", [False, True, True]),
+        _col("b", [False, True, True]),
+        dict(on="b", strategy="nearest"),
+        InvalidOperationError,
+        'AsOf strategy "nearest" is not supported for bool data type',
+    ),
+    (
+        lambda f: f.with_columns(t=pl.concat_list("t")),
+        lambda f: f.with_columns(t=pl.concat_list("t")),
+        dict(on="t"),
+        InvalidOperationError,
+        _by_polars(
+            "asof join is only supported on primitive key types, got left: `list[i64]`, "
+            "right: `list[i64]`",
+            "asof join is only supported on primitive key types",
+        ),
+    ),
+    (
+        _col("t", [None] * 3),
+        _col("t", [None] * 3),
+        dict(on="t"),
+        InvalidOperationError,
+        _by_polars(
+            "asof join is only supported on primitive key types, got left: `null`, right: `null`",
+            "asof join is only supported on primitive key types",
+        ),
+    ),
+    (
+        lambda f: f.with_columns(y=0, y_right=0),
+        None,
+        dict(on="t"),
+        DuplicateError,
+        "column with name 'y_right' already exists",
+    ),
+    (
+        None,
+        lambda f: f.with_columns(x=9, x_right=0),
+        dict(on="t", by="g"),
+        DuplicateError,
+        "column 'x_right' is duplicate",
+    ),
+    (
+        None,
+        None,
+        dict(on="t", suffix=""),
+        DuplicateError,
+        _by_polars("column 'g' is duplicate", "column with name 'g' already exists"),
+    ),
+    (
+        None,
+        None,
+        dict(on=pl.all()),
+        InvalidOperationError,
+        _by_polars(
+            "'asof_join' expects exactly one join key after expression expansion, got 3",
+            "'Expr: cs.all()' not allowed in this context/location",
+        ),
+    ),
+    (
+        None,
+        None,
+        dict(on=pl.col("t").alias("k")),
+        InvalidOperationError,
+        "'alias' is not allowed in a join key, use 'with_columns' first",
+    ),
+    (
+        None,
+        None,
+        dict(on=pl.col("t").sort(descending=True)),
+        InvalidOperationError,
+        "all join key expressions must be elementwise.",
+    ),
+    (
+        _col("t", [5, 1, 9]),
+        None,
+        dict(on="t"),
+        InvalidOperationError,
+        "argument in operation 'asof_join' is not sorted, please sort the 'expr/series/column' "
+        "first",
+    ),
     (None, _col("t", [4, 0, 8]), dict(on="t"), InvalidOperationError, "is not sorted"),
     (_col("t", [1, None, 9]), None, dict(on="t"), InvalidOperationError, "is not sorted"),
     (None, _col("t", [0, 4, None]), dict(on="t"), InvalidOperationError, "is not sorted"),
-    (_col("t", [1.0, np.nan, 9.0]), _cast(pl.Float64), dict(on="t"), InvalidOperationError,
-     "is not sorted"),
-    (lambda f: f.with_columns(pl.col("t").reverse().set_sorted(descending=True)), None,
-     dict(on="t"), InvalidOperationError, "is not sorted"),
+    (
+        _col("t", [1.0, np.nan, 9.0]),
+        _cast(pl.Float64),
+        dict(on="t"),
+        InvalidOperationError,
+        "is not sorted",
+    ),
+    (
+        lambda f: f.with_columns(pl.col("t").reverse().set_sorted(descending=True)),
+        None,
+        dict(on="t"),
+        InvalidOperationError,
+        "is not sorted",
+    ),
     (None, None, dict(on="g"), InvalidOperationError, "is not sorted"),
 ]
 
@@ -652,8 +943,12 @@ WARNING_CASES = {  # left, right, options, the warnings polars gives
     "expression-key": (L, R, dict(on=pl.col("t") + 1), {COALESCE_WARNING}),
     "both": (L, R, dict(on=pl.col("t") + 1, by="g"), BOTH_WARNINGS),
     "by-then-error": (L, R_CODES, dict(on="t", by="g"), {SORT_WARNING}),
-    "expression-key-then-planning-error": (L, R_FLOATS, dict(on=pl.col("t") + 1),
-                                           {COALESCE_WARNING}),
+    "expression-key-then-planning-error": (
+        L,
+        R_FLOATS,
+        dict(on=pl.col("t") + 1),
+        {COALESCE_WARNING},
+    ),
     "both-then-error": (L, R_CODES, dict(on=pl.col("t") + 1, by="g"), BOTH_WARNINGS),
     "expression-key-unsorted": (L.reverse(), R, dict(on=pl.col("t") + 1), {COALESCE_WARNING}),
     "by-unchecked": (L, R, dict(on="t", by="g", check_sortedness=False), set()),
@@ -712,8 +1007,7 @@ def test_warnings_under_every_filter_like_polars(case, action, kind, capfd):
     if kind == "lazy":
         left, right = left.lazy(), right.lazy()
     want = _under_filter(POLARS_JOINS[kind], left, right, options, action, capfd)
-    got = _under_filter(functools.partial(join_asof, **CPU), left, right, options, action,
-                        capfd)
+    got = _under_filter(functools.partial(join_asof, **CPU), left, right, options, action, capfd)
     assert got == want
     shown = {message for _, _, seen, _ in want for _, message, _, _ in seen}
     printed = {line for *_, err in want for line in err.splitlines()}
@@ -736,13 +1030,17 @@ def test_python_W_error_prints_polars_warnings_and_carries_on():
         "for join in (pl.DataFrame.join_asof, ours):\n"
         "    print(join(df, df, on='t', by='g').height)\n"
         "for join in (pl.LazyFrame.join_asof, ours):\n"
-        "    print(join(df.lazy(), df.lazy(), on=pl.col('t') + 1).collect().height)\n")
-    run = subprocess.run([sys.executable, "-W", "error", "-c", script], capture_output=True,
-                         text=True)
+        "    print(join(df.lazy(), df.lazy(), on=pl.col('t') + 1).collect().height)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-W", "error", "-c", script], capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["2"] * 4
-    assert run.stderr.splitlines() == [f"UserWarning: {SORT_WARNING}"] * 2 + [
-        f"UserWarning: {COALESCE_WARNING}"] * 2
+    assert (
+        run.stderr.splitlines()
+        == [f"UserWarning: {SORT_WARNING}"] * 2 + [f"UserWarning: {COALESCE_WARNING}"] * 2
+    )
 
 
 # --------------------------------------------------------------------------- tolerance forms
@@ -752,36 +1050,92 @@ def test_duration_strings_and_numbers_in_the_physical_unit():
     base = datetime(2024, 1, 1)
     left = pl.DataFrame({"t": [base + timedelta(hours=h) for h in (1, 26, 50)]})
     right = pl.DataFrame({"t": [base + timedelta(hours=h) for h in (0, 24, 48)], "v": [1, 2, 3]})
-    matched = [("1h", 1), ("59m", 0), ("3600s", 1), ("1h1ns", 1), ("1d", 3), ("1w", 3),
-               ("1d1h", 3), ("2h", 3), ("", 0), ("1i", 0), ("3599999999us", 0), ("10us", 0),
-               ("5ns", 0), ("-1h", 1), (timedelta(hours=-2), 3), (timedelta(minutes=59), 0),
-               (3_600_000_000, 1), (-3_600_000_000, 1), (3.6e9, 1), (2**70, 3), (True, 0)]
+    matched = [
+        ("1h", 1),
+        ("59m", 0),
+        ("3600s", 1),
+        ("1h1ns", 1),
+        ("1d", 3),
+        ("1w", 3),
+        ("1d1h", 3),
+        ("2h", 3),
+        ("", 0),
+        ("1i", 0),
+        ("3599999999us", 0),
+        ("10us", 0),
+        ("5ns", 0),
+        ("-1h", 1),
+        (timedelta(hours=-2), 3),
+        (timedelta(minutes=59), 0),
+        (3_600_000_000, 1),
+        (-3_600_000_000, 1),
+        (3.6e9, 1),
+        (2**70, 3),
+        (True, 0),
+    ]
     for tolerance, n in matched:
         got = _same(left, right, on="t", tolerance=tolerance)
         assert got is None or got["v"].count() == n, tolerance  # None: refused by polars 1.x
     for unit in ("ns", "ms"):
-        _same(left.cast({"t": pl.Datetime(unit)}), right.cast({"t": pl.Datetime(unit)}),
-              on="t", tolerance="1h")
+        _same(
+            left.cast({"t": pl.Datetime(unit)}),
+            right.cast({"t": pl.Datetime(unit)}),
+            on="t",
+            tolerance="1h",
+        )
     fall_back = [datetime(2024, 10, 26, 12), datetime(2024, 10, 27, 12)]  # 25 h apart there
     amsterdam = pl.DataFrame({"t": fall_back, "v": [1, 2]}).with_columns(
-        pl.col("t").dt.replace_time_zone("Europe/Amsterdam"))
-    for tolerance, n in [("1d", 0), ("25h", 1), ("1d59m", 0), ("1d1h", 1), ("1500m", 1),
-                         ("3m", 0), ("90000s", 1)]:  # "1d" is 24 h, not a calendar day
-        got = _same(amsterdam.slice(1).drop("v"), amsterdam.slice(0, 1), on="t",
-                    tolerance=tolerance)
+        pl.col("t").dt.replace_time_zone("Europe/Amsterdam")
+    )
+    for tolerance, n in [
+        ("1d", 0),
+        ("25h", 1),
+        ("1d59m", 0),
+        ("1d1h", 1),
+        ("1500m", 1),
+        ("3m", 0),
+        ("90000s", 1),
+    ]:  # "1d" is 24 h, not a calendar day
+        got = _same(
+            amsterdam.slice(1).drop("v"), amsterdam.slice(0, 1), on="t", tolerance=tolerance
+        )
         assert got["v"].count() == n, tolerance
     days = pl.DataFrame({"t": [date(2024, 1, 3), date(2024, 1, 10)]})
     days_right = pl.DataFrame({"t": [date(2024, 1, 1), date(2024, 1, 8)], "v": [1, 2]})
-    for tolerance, n in [(1, 0), (2, 2), ("1d", 0), ("2d", 2), ("47h", 0), ("48h", 2), (2.5, 2),
-                         (1.5, 0), (timedelta(hours=47), 0), ("1w", 2)]:
+    for tolerance, n in [
+        (1, 0),
+        (2, 2),
+        ("1d", 0),
+        ("2d", 2),
+        ("47h", 0),
+        ("48h", 2),
+        (2.5, 2),
+        (1.5, 0),
+        (timedelta(hours=47), 0),
+        ("1w", 2),
+    ]:
         got = _same(days, days_right, on="t", tolerance=tolerance)
         assert got is None or got["v"].count() == n, tolerance
     ints = pl.DataFrame({"t": pl.Series([10, 20], dtype=pl.Int8)})
     ints_right = pl.DataFrame({"t": pl.Series([7, 19], dtype=pl.Int8), "v": [1, 2]})
-    for tolerance, n in [(3, 2), (2, 1), (300, 2), (-3, 2), (2.9, 1), (-2.9, 1), (True, 1),
-                         (False, 0), (np.int64(3), 2), (np.float32(2.5), 1), (Decimal("3.5"), 2),
-                         (Decimal("2.9999999999999999"), 2 if POLARS_1 else 1), (Fraction(7, 2), 2),
-                         (Fraction(-5, 2), 1), (date(1970, 1, 4), 2), (time(0, 0, 0, 2), 2)]:
+    for tolerance, n in [
+        (3, 2),
+        (2, 1),
+        (300, 2),
+        (-3, 2),
+        (2.9, 1),
+        (-2.9, 1),
+        (True, 1),
+        (False, 0),
+        (np.int64(3), 2),
+        (np.float32(2.5), 1),
+        (Decimal("3.5"), 2),
+        (Decimal("2.9999999999999999"), 2 if POLARS_1 else 1),
+        (Fraction(7, 2), 2),
+        (Fraction(-5, 2), 1),
+        (date(1970, 1, 4), 2),
+        (time(0, 0, 0, 2), 2),
+    ]:
         got = _same(ints, ints_right, on="t", tolerance=tolerance)
         assert got is None or got["v"].count() == n, tolerance
     floats = pl.DataFrame({"t": [10.0, 20.0]})
@@ -795,14 +1149,18 @@ def test_duration_strings_and_numbers_in_the_physical_unit():
 
 
 def test_the_examples_of_polars_join_asof_docstring():
-    gdp = pl.DataFrame({
-        "date": pl.date_range(date(2016, 1, 1), date(2020, 1, 1), "1y", eager=True),
-        "gdp": [4164, 4411, 4566, 4696, 4827],
-    })
-    population = pl.DataFrame({
-        "date": [date(2016, 3, 1), date(2018, 8, 1), date(2019, 1, 1)],
-        "population": [82.19, 82.66, 83.12],
-    }).sort("date")
+    gdp = pl.DataFrame(
+        {
+            "date": pl.date_range(date(2016, 1, 1), date(2020, 1, 1), "1y", eager=True),
+            "gdp": [4164, 4411, 4566, 4696, 4827],
+        }
+    )
+    population = pl.DataFrame(
+        {
+            "date": [date(2016, 3, 1), date(2018, 8, 1), date(2019, 1, 1)],
+            "population": [82.19, 82.66, 83.12],
+        }
+    ).sort("date")
     rows = {
         ("backward", True): [4164, 4566, 4696],
         ("forward", True): [4411, 4696, 4696],
@@ -815,16 +1173,20 @@ def test_the_examples_of_polars_join_asof_docstring():
     assert got["date_right"].to_list() == [date(2016, 1, 1), date(2018, 1, 1), date(2019, 1, 1)]
 
     gdp_dates = pl.date_range(date(2016, 1, 1), date(2020, 1, 1), "1y", eager=True)
-    gdp2 = pl.DataFrame({
-        "country": ["Germany"] * 5 + ["Netherlands"] * 5,
-        "date": pl.concat([gdp_dates, gdp_dates]),
-        "gdp": [4164, 4411, 4566, 4696, 4827, 784, 833, 914, 910, 909],
-    }).sort("country", "date")
-    pop2 = pl.DataFrame({
-        "country": ["Germany"] * 3 + ["Netherlands"] * 3,
-        "date": [date(2016, 3, 1), date(2018, 8, 1), date(2019, 1, 1)] * 2,
-        "population": [82.19, 82.66, 83.12, 17.11, 17.32, 17.40],
-    }).sort("country", "date")
+    gdp2 = pl.DataFrame(
+        {
+            "country": ["Germany"] * 5 + ["Netherlands"] * 5,
+            "date": pl.concat([gdp_dates, gdp_dates]),
+            "gdp": [4164, 4411, 4566, 4696, 4827, 784, 833, 914, 910, 909],
+        }
+    ).sort("country", "date")
+    pop2 = pl.DataFrame(
+        {
+            "country": ["Germany"] * 3 + ["Netherlands"] * 3,
+            "date": [date(2016, 3, 1), date(2018, 8, 1), date(2019, 1, 1)] * 2,
+            "population": [82.19, 82.66, 83.12, 17.11, 17.32, 17.40],
+        }
+    ).sort("country", "date")
     got = _same(pop2, gdp2, by="country", on="date", strategy="nearest")
     assert got["gdp"].to_list() == [4164, 4696, 4696, 784, 910, 910]
     lazy = _same(pop2.lazy(), gdp2.lazy(), by="country", on="date", strategy="nearest")
@@ -835,10 +1197,11 @@ def test_import_asofgpu_does_not_import_polars_but_the_front_end_does():
     import subprocess
     import sys
 
-    code = ("import sys, asofgpu; a = 'polars' in sys.modules; import asofgpu.polars; "
-            "print(a, 'polars' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    code = (
+        "import sys, asofgpu; a = 'polars' in sys.modules; import asofgpu.polars; "
+        "print(a, 'polars' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "True"]
 
 
@@ -848,9 +1211,11 @@ def test_the_by_warning_reaches_a_script_read_from_stdin():
     import subprocess
     import sys
 
-    script = ("import polars as pl, asofgpu.polars\n"
-              "df = pl.DataFrame({'t': [1], 'g': ['a']})\n"
-              "print(asofgpu.polars.join_asof(df, df, on='t', by='g', device='cpu').height)\n")
+    script = (
+        "import polars as pl, asofgpu.polars\n"
+        "df = pl.DataFrame({'t': [1], 'g': ['a']})\n"
+        "print(asofgpu.polars.join_asof(df, df, on='t', by='g', device='cpu').height)\n"
+    )
     run = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "1"

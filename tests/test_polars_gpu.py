@@ -16,7 +16,8 @@ import warnings
 import pytest
 
 cudf_polars = pytest.importorskip(
-    "cudf_polars", reason="cudf-polars is not installed (pip install 'asofgpu[cudf-polars]')")
+    "cudf_polars", reason="cudf-polars is not installed (pip install 'asofgpu[cudf-polars]')"
+)
 
 import polars as pl  # noqa: E402
 from polars.testing import assert_frame_equal  # noqa: E402
@@ -58,8 +59,18 @@ def _refused(query) -> list:
 
 # --------------------------------------------------------------------------- data
 
-KEY_DTYPES = [pl.Int64, pl.Int32, pl.UInt64, pl.UInt8, pl.Float64, pl.Float32, pl.Date,
-              pl.Datetime("ns"), pl.Datetime("us", "UTC"), pl.Duration("ms")]
+KEY_DTYPES = [
+    pl.Int64,
+    pl.Int32,
+    pl.UInt64,
+    pl.UInt8,
+    pl.Float64,
+    pl.Float32,
+    pl.Date,
+    pl.Datetime("ns"),
+    pl.Datetime("us", "UTC"),
+    pl.Duration("ms"),
+]
 _UNIT = {"ns": 10**9, "us": 10**6, "ms": 10**3}
 
 
@@ -73,11 +84,22 @@ def _keys(values, dtype) -> pl.Series:
 
 
 def _frames(dtype):
-    left = pl.LazyFrame({"t": _keys([1, 3, 4, 7, 9, 12], dtype),
-                         "g": ["a", "b", "a", None, "b", "a"], "x": [1, 2, 3, 4, 5, 6]})
-    right = pl.LazyFrame({"t": _keys([0, 3, 3, 6, 8, 10], dtype),
-                          "g": ["a", "a", "b", "b", "a", "b"], "x": [9, 8, 7, 6, 5, 4],
-                          "y": [0.5, 1.5, None, 3.5, 4.5, 5.5], "s": list("uvwxyz")})
+    left = pl.LazyFrame(
+        {
+            "t": _keys([1, 3, 4, 7, 9, 12], dtype),
+            "g": ["a", "b", "a", None, "b", "a"],
+            "x": [1, 2, 3, 4, 5, 6],
+        }
+    )
+    right = pl.LazyFrame(
+        {
+            "t": _keys([0, 3, 3, 6, 8, 10], dtype),
+            "g": ["a", "a", "b", "b", "a", "b"],
+            "x": [9, 8, 7, 6, 5, 4],
+            "y": [0.5, 1.5, None, 3.5, 4.5, 5.5],
+            "s": list("uvwxyz"),
+        }
+    )
     return left, right
 
 
@@ -97,8 +119,14 @@ def _matrix():
             for tolerance in _tolerances(dtype):
                 for by in (None, "g"):
                     for coalesce in (True, False):
-                        yield pytest.param(dtype, strategy, tolerance, by, coalesce,
-                                           id=f"{dtype}-{strategy}-{tolerance}-{by}-{coalesce}")
+                        yield pytest.param(
+                            dtype,
+                            strategy,
+                            tolerance,
+                            by,
+                            coalesce,
+                            id=f"{dtype}-{strategy}-{tolerance}-{by}-{coalesce}",
+                        )
 
 
 MATRIX = list(_matrix())
@@ -106,9 +134,18 @@ MATRIX = list(_matrix())
 
 def _query(dtype, strategy, tolerance, by, coalesce, **options):
     left, right = _frames(dtype)
-    return _quiet(lambda: left.join_asof(right, on="t", by=by, strategy=strategy,
-                                         tolerance=tolerance, coalesce=coalesce,
-                                         check_sortedness=by is None, **options))
+    return _quiet(
+        lambda: left.join_asof(
+            right,
+            on="t",
+            by=by,
+            strategy=strategy,
+            tolerance=tolerance,
+            coalesce=coalesce,
+            check_sortedness=by is None,
+            **options,
+        )
+    )
 
 
 # --------------------------------------------------------------------------- canaries
@@ -125,7 +162,8 @@ def test_the_private_cudf_polars_names_the_hook_relies_on():
     assert {"n", "schema"} <= set(inspect.signature(tr.translate_named_expr).parameters)
     assert "context" in inspect.signature(ir.IR.evaluate).parameters
     assert {"order", "null_order", "stream"} <= set(
-        inspect.signature(cudf_polars.containers.Column.check_sorted).parameters)
+        inspect.signature(cudf_polars.containers.Column.check_sorted).parameters
+    )
     from cudf_polars.streaming import dispatch, repartition  # the streaming lowering's names
 
     assert hasattr(dispatch, "lower_ir_node") and hasattr(repartition, "Repartition")
@@ -145,8 +183,18 @@ def test_polars_asof_option_tuple_has_the_tested_layout():
     tr._translate_ir.register(plrs._ir_nodes.Join, spy)
     try:
         left, right = _frames(pl.Datetime("ns"))
-        _quiet(lambda: translate(left.join_asof(right, on="t", by="g", strategy="forward",
-                                                tolerance="2s", allow_exact_matches=False)))
+        _quiet(
+            lambda: translate(
+                left.join_asof(
+                    right,
+                    on="t",
+                    by="g",
+                    strategy="forward",
+                    tolerance="2s",
+                    allow_exact_matches=False,
+                )
+            )
+        )
     finally:
         tr._translate_ir.register(plrs._ir_nodes.Join, original)
     (options,) = seen
@@ -183,16 +231,25 @@ def test_translation_matrix(installed, dtype, strategy, tolerance, by, coalesce)
         assert opts.tolerance == abs(tolerance)
     right_names = ["t", "g", "x", "y", "s"]
     kept = [n for n in right_names if n != by and not (coalesce and n == "t")]
-    assert opts.right_columns == tuple((n, f"{n}_right" if n in ("t", "g", "x") else n)
-                                       for n in kept)
+    assert opts.right_columns == tuple(
+        (n, f"{n}_right" if n in ("t", "g", "x") else n) for n in kept
+    )
     assert pickle.loads(pickle.dumps(node)) == node
     assert hash(node) == hash(pickle.loads(pickle.dumps(node)))
 
 
 def test_other_translated_shapes(installed):
     left, right = _frames(pl.Int64)
-    node = _ours(left.join_asof(right.rename({"t": "u", "g": "h"}), left_on="t", right_on="u",
-                                by_left="g", by_right="h", suffix="_r"))
+    node = _ours(
+        left.join_asof(
+            right.rename({"t": "u", "g": "h"}),
+            left_on="t",
+            right_on="u",
+            by_left="g",
+            by_right="h",
+            suffix="_r",
+        )
+    )
     assert node.options.right_columns == (("u", "u"), ("x", "x_r"), ("y", "y"), ("s", "s"))
     assert (node.options.left_by, node.options.right_by) == (("g",), ("h",))
     node = _ours(left.join_asof(right, left_on=pl.col("t") * 2, right_on="t"))  # not coalesced
@@ -203,8 +260,12 @@ def test_other_translated_shapes(installed):
     assert "t" not in dict(node.options.right_columns)  # polars' supercast: still coalesced
     node = _ours(left.join_asof(right, on="t", check_sortedness=False))
     assert node.options.check_sortedness is False
-    plan = left.join_asof(right, on="t", by="g").filter(pl.col("y") > 1).group_by("g").agg(
-        pl.col("y").sum())
+    plan = (
+        left.join_asof(right, on="t", by="g")
+        .filter(pl.col("y") > 1)
+        .group_by("g")
+        .agg(pl.col("y").sum())
+    )
     root, errors = _quiet(lambda: translate(plan))  # inside an otherwise normal plan
     assert errors == [] and len(nodes_of(root, AsofJoin)) == 1
 
@@ -222,27 +283,73 @@ def _r(**columns):
 
 REFUSED = [  # (query, what the error names)
     (lambda: _l().join_asof(_r(), on="g", check_sortedness=False), "dtype String"),
-    (lambda: _l().with_columns(pl.col("t").cast(pl.Boolean)).join_asof(
-        _r().with_columns(pl.col("t").cast(pl.Boolean)), on="t"), "dtype Boolean"),
-    (lambda: _l().with_columns(pl.col("t").cast(pl.Decimal(10, 2))).join_asof(
-        _r().with_columns(pl.col("t").cast(pl.Decimal(10, 2))), on="t"), "Decimal"),
-    (lambda: _l().with_columns(pl.col("t").cast(pl.UInt64)).join_asof(_r(), on="t"),
-     "Int128"),  # polars supercasts UInt64 vs Int64 to Int128: cudf-polars refuses that
-    (lambda: _l().with_columns(pl.col("t").cast(pl.Time)).join_asof(
-        _r().with_columns(pl.col("t").cast(pl.Time)), on="t"), "Time"),  # by cudf-polars
-    (lambda: _l(f=[1.0, 2.0, 3.0]).join_asof(_r(f=[1.0, 2.0, 3.0]), on="t", by="f"),
-     "by-keys of dtype Float64"),
-    (lambda: _l().with_columns(pl.col("g").cast(pl.Categorical)).join_asof(
-        _r().with_columns(pl.col("g").cast(pl.Categorical)), on="t", by="g"),
-     "Categorical"),  # refused by cudf-polars itself
+    (
+        lambda: (
+            _l()
+            .with_columns(pl.col("t").cast(pl.Boolean))
+            .join_asof(_r().with_columns(pl.col("t").cast(pl.Boolean)), on="t")
+        ),
+        "dtype Boolean",
+    ),
+    (
+        lambda: (
+            _l()
+            .with_columns(pl.col("t").cast(pl.Decimal(10, 2)))
+            .join_asof(_r().with_columns(pl.col("t").cast(pl.Decimal(10, 2))), on="t")
+        ),
+        "Decimal",
+    ),
+    (
+        lambda: _l().with_columns(pl.col("t").cast(pl.UInt64)).join_asof(_r(), on="t"),
+        "Int128",
+    ),  # polars supercasts UInt64 vs Int64 to Int128: cudf-polars refuses that
+    (
+        lambda: (
+            _l()
+            .with_columns(pl.col("t").cast(pl.Time))
+            .join_asof(_r().with_columns(pl.col("t").cast(pl.Time)), on="t")
+        ),
+        "Time",
+    ),  # by cudf-polars
+    (
+        lambda: _l(f=[1.0, 2.0, 3.0]).join_asof(_r(f=[1.0, 2.0, 3.0]), on="t", by="f"),
+        "by-keys of dtype Float64",
+    ),
+    (
+        lambda: (
+            _l()
+            .with_columns(pl.col("g").cast(pl.Categorical))
+            .join_asof(_r().with_columns(pl.col("g").cast(pl.Categorical)), on="t", by="g")
+        ),
+        "Categorical",
+    ),  # refused by cudf-polars itself
     (lambda: _l().join_asof(_r(), on="t", tolerance=2.5), "float tolerance"),
-    (lambda: _l().with_columns(pl.col("t").cast(pl.UInt64)).join_asof(
-        _r().with_columns(pl.col("t").cast(pl.UInt64)), on="t", tolerance=-1), "tolerance of -1"),
-    (lambda: _l().with_columns(pl.col("t").cast(pl.Int32)).join_asof(
-        _r().with_columns(pl.col("t").cast(pl.Int32)), on="t", tolerance=2**40), "tolerance"),
-    (lambda: _l().with_columns(pl.col("t").cast(pl.Float64)).join_asof(
-        _r().with_columns(pl.col("t").cast(pl.Float64)), on="t", tolerance=float("nan")),
-     "tolerance of nan"),
+    (
+        lambda: (
+            _l()
+            .with_columns(pl.col("t").cast(pl.UInt64))
+            .join_asof(_r().with_columns(pl.col("t").cast(pl.UInt64)), on="t", tolerance=-1)
+        ),
+        "tolerance of -1",
+    ),
+    (
+        lambda: (
+            _l()
+            .with_columns(pl.col("t").cast(pl.Int32))
+            .join_asof(_r().with_columns(pl.col("t").cast(pl.Int32)), on="t", tolerance=2**40)
+        ),
+        "tolerance",
+    ),
+    (
+        lambda: (
+            _l()
+            .with_columns(pl.col("t").cast(pl.Float64))
+            .join_asof(
+                _r().with_columns(pl.col("t").cast(pl.Float64)), on="t", tolerance=float("nan")
+            )
+        ),
+        "tolerance of nan",
+    ),
 ]
 
 
@@ -265,31 +372,72 @@ def test_refusal_matrix(installed, make, names):
 
 def test_schema_mismatch_is_refused_not_guessed():
     with pytest.raises(NotImplementedError, match="polars plans"):
-        _options.parse(("AsOf", "backward", None, None, None, None, True, True), False, None,
-                       "_right", True, left_schema={"t": pl.Int64}, right_schema={
-                           "t": pl.Int64, "y": pl.Float64}, left_key="t", right_key="t",
-                       left_key_dtype=pl.Int64, right_key_dtype=pl.Int64,
-                       schema_names=["t", "y_other"])
+        _options.parse(
+            ("AsOf", "backward", None, None, None, None, True, True),
+            False,
+            None,
+            "_right",
+            True,
+            left_schema={"t": pl.Int64},
+            right_schema={"t": pl.Int64, "y": pl.Float64},
+            left_key="t",
+            right_key="t",
+            left_key_dtype=pl.Int64,
+            right_key_dtype=pl.Int64,
+            schema_names=["t", "y_other"],
+        )
     with pytest.raises(NotImplementedError, match="tested layout"):
-        _options.parse(("AsOf", "backward", None), False, None, "_right", True, left_schema={},
-                       right_schema={}, left_key="t", right_key="t", left_key_dtype=pl.Int64,
-                       right_key_dtype=pl.Int64, schema_names=[])
+        _options.parse(
+            ("AsOf", "backward", None),
+            False,
+            None,
+            "_right",
+            True,
+            left_schema={},
+            right_schema={},
+            left_key="t",
+            right_key="t",
+            left_key_dtype=pl.Int64,
+            right_key_dtype=pl.Int64,
+            schema_names=[],
+        )
 
 
-@pytest.mark.parametrize(("tolerance", "dtype", "expected"), [
-    (5, pl.Int8, 5), (-5, pl.Int16, 5), (2**31 - 1, pl.UInt8, 2**31 - 1), (2**63 - 1, pl.Int64,
-                                                                         2**63 - 1),
-    (2**64 - 1, pl.UInt64, 2**64 - 1), (0, pl.UInt32, 0), (-3, pl.Datetime("ns"), 3),
-    (7, pl.Date, 7), (-1.5, pl.Float32, 1.5), (3, pl.Float64, 3.0)])
+@pytest.mark.parametrize(
+    ("tolerance", "dtype", "expected"),
+    [
+        (5, pl.Int8, 5),
+        (-5, pl.Int16, 5),
+        (2**31 - 1, pl.UInt8, 2**31 - 1),
+        (2**63 - 1, pl.Int64, 2**63 - 1),
+        (2**64 - 1, pl.UInt64, 2**64 - 1),
+        (0, pl.UInt32, 0),
+        (-3, pl.Datetime("ns"), 3),
+        (7, pl.Date, 7),
+        (-1.5, pl.Float32, 1.5),
+        (3, pl.Float64, 3.0),
+    ],
+)
 def test_tolerances_polars_reads(tolerance, dtype, expected):
     got = _options.tolerance_value(tolerance, dtype)
     assert got == expected and type(got) is type(expected)
 
 
-@pytest.mark.parametrize(("tolerance", "dtype"), [
-    (2**31, pl.Int32), (2**31, pl.Date), (-1, pl.UInt64), (-1, pl.UInt32), (2**32, pl.UInt32),
-    (2**63, pl.Int64), (2**64, pl.UInt64), (1.5, pl.Int64), (True, pl.Int64),
-    (float("inf"), pl.Float64)])
+@pytest.mark.parametrize(
+    ("tolerance", "dtype"),
+    [
+        (2**31, pl.Int32),
+        (2**31, pl.Date),
+        (-1, pl.UInt64),
+        (-1, pl.UInt32),
+        (2**32, pl.UInt32),
+        (2**63, pl.Int64),
+        (2**64, pl.UInt64),
+        (1.5, pl.Int64),
+        (True, pl.Int64),
+        (float("inf"), pl.Float64),
+    ],
+)
 def test_tolerances_polars_1_cannot_read_are_refused(tolerance, dtype):
     with pytest.raises(NotImplementedError, match="tolerance"):
         _options.tolerance_value(tolerance, dtype)
@@ -312,7 +460,11 @@ def test_install_uninstall_idempotent_and_plain_joins_untouched():
     after, errors = translate(plain)
     assert errors == [] and isinstance(after, Join)  # cudf-polars' own node, as before
     assert (after.schema, after.left_on, after.right_on, after.options) == (
-        before.schema, before.left_on, before.right_on, before.options)
+        before.schema,
+        before.left_on,
+        before.right_on,
+        before.options,
+    )
     hook.uninstall()
     hook.uninstall()
     assert not hook.is_installed()
@@ -336,10 +488,12 @@ def test_import_does_nothing():
     import subprocess
     import sys
 
-    code = ("import asofgpu.polars_gpu, sys; from cudf_polars.dsl import translate as tr;"
-            "from polars import polars as plrs;"
-            "h = tr._translate_ir.dispatch(plrs._ir_nodes.Join);"
-            "print(h.__module__, asofgpu.polars_gpu.is_installed())")
+    code = (
+        "import asofgpu.polars_gpu, sys; from cudf_polars.dsl import translate as tr;"
+        "from polars import polars as plrs;"
+        "h = tr._translate_ir.dispatch(plrs._ir_nodes.Join);"
+        "print(h.__module__, asofgpu.polars_gpu.is_installed())"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["cudf_polars.dsl.translate", "False"]
 
@@ -393,8 +547,13 @@ def test_defers_to_cudf_polars_where_it_translates_asof_joins_itself():
         if node.options[0][1] != "backward":
             raise NotImplementedError("only backward")
         ours = _translate.translate_asof(node, translator, schema)  # its own node kind:
-        return Join(schema, [ours.left_on], [ours.right_on],  # stands in for a native one
-                    ("Left", False, None, "_right", False, "none"), *ours.children)
+        return Join(
+            schema,
+            [ours.left_on],
+            [ours.right_on],  # stands in for a native one
+            ("Left", False, None, "_right", False, "none"),
+            *ours.children,
+        )
 
     handler = _translate.make_handler(native, frozenset({"backward"}))
     tr._translate_ir.register(plrs._ir_nodes.Join, handler)
@@ -414,9 +573,15 @@ def test_streaming_lowering_broadcasts_the_right_side(installed):
 
     left, right = _frames(pl.Int64)
     query = left.join_asof(right, on="t", by="g", check_sortedness=False)
-    engine = pl.GPUEngine(executor="streaming", executor_options={
-        "min_device_size": 2**34, "max_rows_per_partition": 2, "dynamic_planning": None,
-        "fallback_mode": "raise"})  # collapsing both sides would raise
+    engine = pl.GPUEngine(
+        executor="streaming",
+        executor_options={
+            "min_device_size": 2**34,
+            "max_rows_per_partition": 2,
+            "dynamic_planning": None,
+            "fallback_mode": "raise",
+        },
+    )  # collapsing both sides would raise
     plan = explain_query(query, engine, physical=True)
     assert "ASOFJOIN" in plan and "REPARTITION" in plan
 
@@ -425,16 +590,18 @@ def test_streaming_lowering_broadcasts_the_right_side(installed):
 
 ENGINES = {
     "in-memory": lambda: pl.GPUEngine(executor="in-memory", raise_on_fail=True),
-    "streaming": lambda: pl.GPUEngine(executor="streaming", raise_on_fail=True,
-                                      executor_options={"max_rows_per_partition": 2}),
+    "streaming": lambda: pl.GPUEngine(
+        executor="streaming", raise_on_fail=True, executor_options={"max_rows_per_partition": 2}
+    ),
 }
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("executor", list(ENGINES))
 @pytest.mark.parametrize(("dtype", "strategy", "tolerance", "by", "coalesce"), MATRIX)
-def test_gpu_results_equal_polars_cpu(installed, executor, dtype, strategy, tolerance, by,
-                                      coalesce):
+def test_gpu_results_equal_polars_cpu(
+    installed, executor, dtype, strategy, tolerance, by, coalesce
+):
     for exact in (True, False):
         query = _query(dtype, strategy, tolerance, by, coalesce, allow_exact_matches=exact)
         expected = _quiet(query.collect)
@@ -447,21 +614,28 @@ def test_gpu_results_equal_polars_cpu(installed, executor, dtype, strategy, tole
 def test_gpu_other_shapes_and_polars_errors(installed, executor):
     engine = ENGINES[executor]()
     left, right = _frames(pl.Int64)
-    for query in (left.join_asof(right, on="t").head(3),
-                  left.join_asof(right.rename({"t": "u"}), left_on="t", right_on="u",
-                                 strategy="nearest"),
-                  left.join_asof(right, left_on=pl.col("t") * 2, right_on="t"),
-                  left.join_asof(right, on="t", by="g").filter(pl.col("y") > 1)
-                  .group_by("g", maintain_order=True).agg(pl.col("y").sum()),
-                  left.join_asof(right.select("t", "g"), on="t", by="g")):
+    for query in (
+        left.join_asof(right, on="t").head(3),
+        left.join_asof(right.rename({"t": "u"}), left_on="t", right_on="u", strategy="nearest"),
+        left.join_asof(right, left_on=pl.col("t") * 2, right_on="t"),
+        left.join_asof(right, on="t", by="g")
+        .filter(pl.col("y") > 1)
+        .group_by("g", maintain_order=True)
+        .agg(pl.col("y").sum()),
+        left.join_asof(right.select("t", "g"), on="t", by="g"),
+    ):
         # exact, the sum too: y's values are halves, which add to the same float in any order
-        assert_frame_equal(_quiet(lambda q=query: q.collect(engine=engine)),
-                           _quiet(query.collect), check_exact=True)
+        assert_frame_equal(
+            _quiet(lambda q=query: q.collect(engine=engine)),
+            _quiet(query.collect),
+            check_exact=True,
+        )
     unsorted = left.reverse().join_asof(right, on="t")
     with pytest.raises(pl.exceptions.InvalidOperationError, match="is not sorted"):
         unsorted.collect()
     with pytest.raises(pl.exceptions.InvalidOperationError, match="is not sorted"):
         unsorted.collect(engine=engine)
-    got = left.reverse().join_asof(right, on="t", check_sortedness=False).collect(
-        engine=engine)  # asofgpu needs no sorted input: the right rows, in left's order
+    got = (
+        left.reverse().join_asof(right, on="t", check_sortedness=False).collect(engine=engine)
+    )  # asofgpu needs no sorted input: the right rows, in left's order
     assert_frame_equal(got, left.join_asof(right, on="t").collect().reverse(), check_exact=True)

@@ -73,10 +73,15 @@ KINDS = {
     "uint64": Kind("uint64", pa.uint64(), np.uint64, _ints(*U64)),
     "int32": Kind("int32", pa.int32(), np.int32, _ints(*I32)),
     # floats(): NaN (any sign and payload), +-inf, -0.0, subnormals, the largest finite values
-    "float64": Kind("float64", pa.float64(), np.float64,
-                    st.one_of(st.integers(-3, 6).map(float), st.floats())),
-    "float32": Kind("float32", pa.float32(), np.float32,
-                    st.one_of(st.integers(-3, 6).map(float), st.floats(width=32))),
+    "float64": Kind(
+        "float64", pa.float64(), np.float64, st.one_of(st.integers(-3, 6).map(float), st.floats())
+    ),
+    "float32": Kind(
+        "float32",
+        pa.float32(),
+        np.float32,
+        st.one_of(st.integers(-3, 6).map(float), st.floats(width=32)),
+    ),
 }
 
 
@@ -97,9 +102,11 @@ class Inputs:
         return None if cols is None else [tuple(row) for row in zip(*cols, strict=True)]
 
 
-BY_TYPES = [(pa.string(), st.sampled_from(["a", "b", "c", None])),
-            (pa.int64(), st.sampled_from([0, 1, None])),
-            (pa.float64(), st.sampled_from([0.0, -0.0, math.nan, 1.5, None]))]
+BY_TYPES = [
+    (pa.string(), st.sampled_from(["a", "b", "c", None])),
+    (pa.int64(), st.sampled_from([0, 1, None])),
+    (pa.float64(), st.sampled_from([0.0, -0.0, math.nan, 1.5, None])),
+]
 
 
 @st.composite
@@ -113,8 +120,11 @@ def join_inputs(draw, kinds=tuple(KINDS), max_rows=25, by=True, tie=True, nulls=
     left_by = right_by = None
     n_by = draw(st.integers(0, 2)) if by else 0
     if n_by:
-        chosen = draw(st.lists(st.sampled_from(range(len(BY_TYPES))), min_size=n_by,
-                               max_size=n_by, unique=True))
+        chosen = draw(
+            st.lists(
+                st.sampled_from(range(len(BY_TYPES))), min_size=n_by, max_size=n_by, unique=True
+            )
+        )
         by_types = tuple(BY_TYPES[c][0] for c in chosen)
 
         def columns(n):
@@ -123,11 +133,23 @@ def join_inputs(draw, kinds=tuple(KINDS), max_rows=25, by=True, tie=True, nulls=
         left_by, right_by = columns(len(left)), columns(len(right))
     ties = None
     if tie and draw(st.booleans()):
-        ties = draw(st.lists(st.sampled_from([None, -2, -1, 0, 1, 2]), min_size=len(right),
-                             max_size=len(right)))
+        ties = draw(
+            st.lists(
+                st.sampled_from([None, -2, -1, 0, 1, 2]), min_size=len(right), max_size=len(right)
+            )
+        )
     forms = st.sampled_from(["numpy", "arrow", "chunked"])
-    return Inputs(kind, [_py(kind, v) for v in left], [_py(kind, v) for v in right], left_by,
-                  right_by, by_types, ties, draw(forms), draw(forms))
+    return Inputs(
+        kind,
+        [_py(kind, v) for v in left],
+        [_py(kind, v) for v in right],
+        left_by,
+        right_by,
+        by_types,
+        ties,
+        draw(forms),
+        draw(forms),
+    )
 
 
 def _py(kind: Kind, v):
@@ -137,11 +159,9 @@ def _py(kind: Kind, v):
     return float(kind.dtype(v)) if kind.is_float else int(v)
 
 
-
-
-
 def columns_of(inp: Inputs):
     """(left_on, right_on, left_by, right_by, tie_break) as the library takes them."""
+
     def by(cols):
         if cols is None:
             return None
@@ -149,31 +169,54 @@ def columns_of(inp: Inputs):
         return out[0] if len(out) == 1 else out
 
     tie = None if inp.tie is None else pa.array(inp.tie, type=pa.int64())
-    return (key_column(inp.kind, inp.left, inp.left_form),
-            key_column(inp.kind, inp.right, inp.right_form), by(inp.left_by),
-            by(inp.right_by), tie)
+    return (
+        key_column(inp.kind, inp.left, inp.left_form),
+        key_column(inp.kind, inp.right, inp.right_form),
+        by(inp.left_by),
+        by(inp.right_by),
+        tie,
+    )
 
 
 def tolerances(kind: Kind):
     if kind.is_float:  # a float tolerance, exact in float64 (as the kernel compares it)
-        return st.one_of(st.none(), st.just(0.0), st.floats(0, 8),
-                         st.floats(0, math.inf, allow_nan=False), st.integers(0, 2**53))
-    return st.one_of(st.none(), st.just(0), st.integers(0, 8), st.integers(0, 2**65),
-                     st.sampled_from([2**63 - 1, 2**63, 2**64 - 1, 2**64, math.inf]),
-                     st.floats(0, 1e20, allow_nan=False))
+        return st.one_of(
+            st.none(),
+            st.just(0.0),
+            st.floats(0, 8),
+            st.floats(0, math.inf, allow_nan=False),
+            st.integers(0, 2**53),
+        )
+    return st.one_of(
+        st.none(),
+        st.just(0),
+        st.integers(0, 8),
+        st.integers(0, 2**65),
+        st.sampled_from([2**63 - 1, 2**63, 2**64 - 1, 2**64, math.inf]),
+        st.floats(0, 1e20, allow_nan=False),
+    )
 
 
 @st.composite
 def join_options(draw, kind: Kind, strategies=("backward", "forward", "nearest")):
-    return {"strategy": draw(st.sampled_from(strategies)),
-            "allow_exact_matches": draw(st.booleans()),
-            "tolerance": draw(tolerances(kind)),
-            "nearest_tie": draw(st.sampled_from(["forward", "backward"]))}
+    return {
+        "strategy": draw(st.sampled_from(strategies)),
+        "allow_exact_matches": draw(st.booleans()),
+        "tolerance": draw(tolerances(kind)),
+        "nearest_tie": draw(st.sampled_from(["forward", "backward"])),
+    }
 
 
 def expected(inp: Inputs, null_equality: str, **opts) -> list:
-    return oracle(inp.left, inp.right, inp.groups("left"), inp.groups("right"),
-                  null_equal=null_equality == "equal", tie_break=inp.tie, **opts)
+    return oracle(
+        inp.left,
+        inp.right,
+        inp.groups("left"),
+        inp.groups("right"),
+        null_equal=null_equality == "equal",
+        tie_break=inp.tie,
+        **opts,
+    )
 
 
 def host_map(gmap, n_left: int) -> list:
@@ -208,14 +251,19 @@ def identity(inp: Inputs, j: int, null_equal: bool):
     """What a match means, without the row number: (group, key, tie-break)."""
     groups = inp.groups("right")
     tie = None if inp.tie is None else inp.tie[j]
-    return (group_of(None if groups is None else groups[j], null_equal),
-            order_key(inp.right[j]), tie)
+    return (
+        group_of(None if groups is None else groups[j], null_equal),
+        order_key(inp.right[j]),
+        tie,
+    )
 
 
 def ambiguous(inp: Inputs, null_equal: bool, gmap: list) -> bool:
     """Whether some matched right row shares (group, key, tie-break) with another row."""
-    ids = [identity(inp, j, null_equal) if inp.right[j] is not None else None
-           for j in range(len(inp.right))]
+    ids = [
+        identity(inp, j, null_equal) if inp.right[j] is not None else None
+        for j in range(len(inp.right))
+    ]
     return any(j != NO_MATCH and ids.count(ids[j]) > 1 for j in gmap)
 
 
@@ -233,18 +281,25 @@ def canonical_order(inp: Inputs, null_equal: bool) -> list:
     def sort_key(j):
         cg = group_of(groups[j], null_equal)
         k, t = inp.right[j], ties[j]
-        return (len(blocks) if cg is None else blocks[cg], k is None,
-                (0, 0) if k is None else order_key(k), (0,) if t is None else (1, t))
+        return (
+            len(blocks) if cg is None else blocks[cg],
+            k is None,
+            (0, 0) if k is None else order_key(k),
+            (0,) if t is None else (1, t),
+        )
 
     return sorted(range(len(inp.right)), key=sort_key)
 
 
 def take_right(inp: Inputs, rows: list, **changes) -> Inputs:
     """The same inputs with the right side's rows taken in the given order."""
-    return replace(inp, right=[inp.right[j] for j in rows],
-                   right_by=None if inp.right_by is None else
-                   [[c[j] for j in rows] for c in inp.right_by],
-                   tie=None if inp.tie is None else [inp.tie[j] for j in rows], **changes)
+    return replace(
+        inp,
+        right=[inp.right[j] for j in rows],
+        right_by=None if inp.right_by is None else [[c[j] for j in rows] for c in inp.right_by],
+        tie=None if inp.tie is None else [inp.tie[j] for j in rows],
+        **changes,
+    )
 
 
 # --------------------------------------------------------------------------- (a) the oracle
@@ -267,8 +322,9 @@ def test_matches_oracle(device):
             with pytest.raises(ag.AmbiguousMatchError):
                 ag.asof_join(left, right, left_by, right_by, ambiguous="raise", **call)
             return
-        got = ag.asof_join(left, right, left_by, right_by,
-                           ambiguous="raise" if raise_ambiguous else "pick", **call)
+        got = ag.asof_join(
+            left, right, left_by, right_by, ambiguous="raise" if raise_ambiguous else "pick", **call
+        )
         assert host_map(got, len(inp.left)) == want
 
     run(device, 300, oracle_case(), check)
@@ -277,12 +333,22 @@ def test_matches_oracle(device):
 def test_presorted_matches_oracle(device):
     """presorted=True on the right side put in a grouped, sorted order: the oracle's map for
     those rows."""
+
     def check(case):
         inp, opts, null_equality, _ = case
         inp = take_right(inp, canonical_order(inp, null_equality == "equal"))
         left, right, left_by, right_by, tie = columns_of(inp)
-        got = ag.asof_join(left, right, left_by, right_by, null_equality=null_equality,
-                           tie_break=tie, presorted=True, device=device, **opts)
+        got = ag.asof_join(
+            left,
+            right,
+            left_by,
+            right_by,
+            null_equality=null_equality,
+            tie_break=tie,
+            presorted=True,
+            device=device,
+            **opts,
+        )
         assert host_map(got, len(inp.left)) == expected(inp, null_equality, **opts)
 
     run(device, 100, oracle_case(), check)
@@ -302,8 +368,19 @@ def test_grouped_equals_per_group(device):
         inp, opts, null_equality = case
         eq = null_equality == "equal"
         left, right, left_by, right_by, tie = columns_of(inp)
-        got = host_map(ag.asof_join(left, right, left_by, right_by, null_equality=null_equality,
-                                    tie_break=tie, device=device, **opts), len(inp.left))
+        got = host_map(
+            ag.asof_join(
+                left,
+                right,
+                left_by,
+                right_by,
+                null_equality=null_equality,
+                tie_break=tie,
+                device=device,
+                **opts,
+            ),
+            len(inp.left),
+        )
         left_groups = [group_of(g, eq) for g in inp.groups("left")]
         right_groups = [group_of(g, eq) for g in inp.groups("right")]
         want = [NO_MATCH] * len(inp.left)
@@ -314,9 +391,13 @@ def test_grouped_equals_per_group(device):
                 continue  # a group only on the left matches nothing
             kind = inp.kind
             sub_tie = None if inp.tie is None else pa.array([inp.tie[j] for j in sub], pa.int64())
-            gmap = ag.asof_join(key_column(kind, [inp.left[i] for i in rows], inp.left_form),
-                                key_column(kind, [inp.right[j] for j in sub], inp.right_form),
-                                tie_break=sub_tie, device=device, **opts)
+            gmap = ag.asof_join(
+                key_column(kind, [inp.left[i] for i in rows], inp.left_form),
+                key_column(kind, [inp.right[j] for j in sub], inp.right_form),
+                tie_break=sub_tie,
+                device=device,
+                **opts,
+            )
             for i, j in zip(rows, host_map(gmap, len(rows)), strict=True):
                 want[i] = NO_MATCH if j == NO_MATCH else sub[j]
         assert got == want
@@ -337,11 +418,22 @@ def batches_case(draw):
             batch = replace(batch, left_by=None)
         else:  # a left side with the right's by-columns
             n = len(batch.left)
-            batch = replace(batch, left_by=[
-                draw(st.lists(next(s for t, s in BY_TYPES if t == typ), min_size=n, max_size=n))
-                for typ in inp.by_types])
-        batches.append((batch.left, batch.left_by, batch.left_form,
-                        draw(join_options(inp.kind)), draw(st.booleans())))
+            batch = replace(
+                batch,
+                left_by=[
+                    draw(st.lists(next(s for t, s in BY_TYPES if t == typ), min_size=n, max_size=n))
+                    for typ in inp.by_types
+                ],
+            )
+        batches.append(
+            (
+                batch.left,
+                batch.left_by,
+                batch.left_form,
+                draw(join_options(inp.kind)),
+                draw(st.booleans()),
+            )
+        )
     return inp, draw(st.sampled_from(["unequal", "equal"])), batches
 
 
@@ -349,16 +441,27 @@ def test_prepared_reuse_equals_one_shot(device):
     def check(case):
         inp, null_equality, batches = case
         _, right, _, right_by, tie = columns_of(inp)
-        prepared = ag.AsofJoin(right, right_by, null_equality=null_equality, tie_break=tie,
-                               device=device)
+        prepared = ag.AsofJoin(
+            right, right_by, null_equality=null_equality, tie_break=tie, device=device
+        )
         first = None
         for left_keys, left_by_values, form, opts, raise_ambiguous in batches:
             batch = replace(inp, left=left_keys, left_by=left_by_values, left_form=form)
             left, _, left_by, _, _ = columns_of(batch)
             want = expected(batch, null_equality, **opts)
-            one_shot = host_map(ag.asof_join(left, right, left_by, right_by,
-                                             null_equality=null_equality, tie_break=tie,
-                                             device=device, **opts), len(left_keys))
+            one_shot = host_map(
+                ag.asof_join(
+                    left,
+                    right,
+                    left_by,
+                    right_by,
+                    null_equality=null_equality,
+                    tie_break=tie,
+                    device=device,
+                    **opts,
+                ),
+                len(left_keys),
+            )
             if raise_ambiguous:  # also leaves state behind for the next batches
                 try:
                     prepared.join(left, left_by, ambiguous="raise", **opts)
@@ -382,11 +485,15 @@ def temporal_case(draw):
     values = st.integers(-(10**9), 10**9)
     right_unit = draw(st.sampled_from(units))
     right = draw(st.lists(st.one_of(st.none(), values), max_size=20))
-    batches = [(draw(st.sampled_from(units)), draw(st.lists(st.one_of(st.none(), values),
-                                                            max_size=12)),
-                draw(st.sampled_from(["backward", "forward", "nearest"])),
-                draw(st.one_of(st.none(), st.integers(0, 10**10))))
-               for _ in range(draw(st.integers(2, 4)))]
+    batches = [
+        (
+            draw(st.sampled_from(units)),
+            draw(st.lists(st.one_of(st.none(), values), max_size=12)),
+            draw(st.sampled_from(["backward", "forward", "nearest"])),
+            draw(st.one_of(st.none(), st.integers(0, 10**10))),
+        )
+        for _ in range(draw(st.integers(2, 4)))
+    ]
     return right_unit, right, batches
 
 
@@ -407,11 +514,16 @@ def test_prepared_reuse_across_units(device):
         prepared = ag.AsofJoin(right, device=device)
         for unit, left_values, strategy, tol_ns in batches:
             left = _timestamps(left_values, unit)
-            opts = {"strategy": strategy,
-                    "tolerance": None if tol_ns is None else np.timedelta64(tol_ns, "ns")}
-            want = oracle([None if v is None else v * ns[unit] for v in left_values],
-                          [None if v is None else v * ns[right_unit] for v in right_values],
-                          strategy=strategy, tolerance=tol_ns)
+            opts = {
+                "strategy": strategy,
+                "tolerance": None if tol_ns is None else np.timedelta64(tol_ns, "ns"),
+            }
+            want = oracle(
+                [None if v is None else v * ns[unit] for v in left_values],
+                [None if v is None else v * ns[right_unit] for v in right_values],
+                strategy=strategy,
+                tolerance=tol_ns,
+            )
             one_shot = host_map(ag.asof_join(left, right, device=device, **opts), len(want))
             assert host_map(prepared.join(left, **opts), len(want)) == one_shot == want
 
@@ -435,8 +547,10 @@ def reflect(kind: Kind, v):
 def reflection_case(draw):
     inp = draw(join_inputs())
     if inp.kind.is_float:  # NaN sorts above +inf on both sides of a reflection: leave it out
+
         def finite(values):
             return [None if v is not None and math.isnan(v) else v for v in values]
+
         inp = replace(inp, left=finite(inp.left), right=finite(inp.right))
     return inp, draw(join_options(inp.kind)), draw(st.sampled_from(["unequal", "equal"]))
 
@@ -452,25 +566,43 @@ def test_forward_is_backward_reflected(device):
         inp, opts, null_equality = case
         n = len(inp.right)
         mirrored = take_right(inp, list(range(n))[::-1])
-        mirrored = replace(mirrored, left=[reflect(inp.kind, v) for v in inp.left],
-                           right=[reflect(inp.kind, v) for v in mirrored.right])
+        mirrored = replace(
+            mirrored,
+            left=[reflect(inp.kind, v) for v in inp.left],
+            right=[reflect(inp.kind, v) for v in mirrored.right],
+        )
 
         def join(x, **o):
             left, right, left_by, right_by, tie = columns_of(x)
-            return host_map(ag.asof_join(left, right, left_by, right_by, tie_break=tie,
-                                         null_equality=null_equality, device=device, **o),
-                            len(x.left))
+            return host_map(
+                ag.asof_join(
+                    left,
+                    right,
+                    left_by,
+                    right_by,
+                    tie_break=tie,
+                    null_equality=null_equality,
+                    device=device,
+                    **o,
+                ),
+                len(x.left),
+            )
 
         here = join(inp, **opts)
-        there = join(mirrored, **dict(opts, strategy=flip[opts["strategy"]],
-                                      nearest_tie=tie_flip[opts["nearest_tie"]]))
+        there = join(
+            mirrored,
+            **dict(
+                opts, strategy=flip[opts["strategy"]], nearest_tie=tie_flip[opts["nearest_tie"]]
+            ),
+        )
         there = [NO_MATCH if j == NO_MATCH else n - 1 - j for j in there]  # reversed rows
         if opts["strategy"] != "nearest":
             assert here == there
         else:
             eq = null_equality == "equal"
-            assert [None if j == NO_MATCH else identity(inp, j, eq)[:2] for j in here] == \
-                   [None if j == NO_MATCH else identity(inp, j, eq)[:2] for j in there]
+            assert [None if j == NO_MATCH else identity(inp, j, eq)[:2] for j in here] == [
+                None if j == NO_MATCH else identity(inp, j, eq)[:2] for j in there
+            ]
 
     run(device, 200, reflection_case(), check)
 
@@ -481,9 +613,13 @@ def test_forward_is_backward_reflected(device):
 @st.composite
 def shuffle_case(draw):
     inp = draw(join_inputs())
-    return (inp, draw(join_options(inp.kind)), draw(st.sampled_from(["unequal", "equal"])),
-            draw(st.permutations(range(len(inp.right)))),
-            draw(st.permutations(range(len(inp.left)))))
+    return (
+        inp,
+        draw(join_options(inp.kind)),
+        draw(st.sampled_from(["unequal", "equal"])),
+        draw(st.permutations(range(len(inp.right)))),
+        draw(st.permutations(range(len(inp.left)))),
+    )
 
 
 def test_input_order(device):
@@ -493,9 +629,19 @@ def test_input_order(device):
 
         def join(x):
             left, right, left_by, right_by, tie = columns_of(x)
-            return host_map(ag.asof_join(left, right, left_by, right_by, tie_break=tie,
-                                         null_equality=null_equality, device=device, **opts),
-                            len(x.left))
+            return host_map(
+                ag.asof_join(
+                    left,
+                    right,
+                    left_by,
+                    right_by,
+                    tie_break=tie,
+                    null_equality=null_equality,
+                    device=device,
+                    **opts,
+                ),
+                len(x.left),
+            )
 
         base = join(inp)
         shuffled = [NO_MATCH if j == NO_MATCH else perm[j] for j in join(take_right(inp, perm))]
@@ -503,15 +649,22 @@ def test_input_order(device):
         for j, k in zip(base, shuffled, strict=True):
             if j != NO_MATCH:
                 assert identity(inp, j, eq) == identity(inp, k, eq)
-                dups = [r for r in range(len(inp.right)) if inp.right[r] is not None
-                        and identity(inp, r, eq) == identity(inp, j, eq)]
+                dups = [
+                    r
+                    for r in range(len(inp.right))
+                    if inp.right[r] is not None and identity(inp, r, eq) == identity(inp, j, eq)
+                ]
                 if len(dups) == 1:  # a unique (group, key, tie-break): the very same row
                     assert j == k
 
         # shuffling the left side permutes the map
-        moved = replace(inp, left=[inp.left[i] for i in left_perm],
-                        left_by=None if inp.left_by is None else
-                        [[c[i] for i in left_perm] for c in inp.left_by])
+        moved = replace(
+            inp,
+            left=[inp.left[i] for i in left_perm],
+            left_by=None
+            if inp.left_by is None
+            else [[c[i] for i in left_perm] for c in inp.left_by],
+        )
         assert join(moved) == [base[i] for i in left_perm]
 
     run(device, 150, shuffle_case(), check)

@@ -34,8 +34,21 @@ TARGETS = ((8, 0), (9, 0))
 def _signature(key: str, width: str) -> tuple[str, ...]:
     """The kernel's argument types, in ``Backend.probe``'s order."""
     tol = "float64" if KEYS[key] else "uint64"
-    return (f"{key}[::1]", "int32[::1]", "int64[::1]", f"{key}[::1]", f"{width}[::1]",
-            f"{width}[::1]", "int64", "bool", "bool", tol, "int64", "int64", f"{width}[::1]")
+    return (
+        f"{key}[::1]",
+        "int32[::1]",
+        "int64[::1]",
+        f"{key}[::1]",
+        f"{width}[::1]",
+        f"{width}[::1]",
+        "int64",
+        "bool",
+        "bool",
+        tol,
+        "int64",
+        "int64",
+        f"{width}[::1]",
+    )
 
 
 @functools.cache
@@ -56,12 +69,16 @@ def target(monkeypatch, request):
     there is none, so the one under test stands in for it."""
     missing = _compiler_missing()
     if missing:
-        pytest.skip(f"numba-cuda's NVVM is not installed ({missing[:200]}); "
-                    f"pip install 'numba-cuda[cu13]'")
+        pytest.skip(
+            f"numba-cuda's NVVM is not installed ({missing[:200]}); pip install 'numba-cuda[cu13]'"
+        )
     import numba.cuda.dispatcher as dispatcher
 
-    monkeypatch.setattr(dispatcher, "get_current_device",
-                        lambda: types.SimpleNamespace(compute_capability=request.param))
+    monkeypatch.setattr(
+        dispatcher,
+        "get_current_device",
+        lambda: types.SimpleNamespace(compute_capability=request.param),
+    )
     return request.param
 
 
@@ -87,25 +104,41 @@ def test_launches_pass_only_the_types_compiled_above(monkeypatch):
     launch = _backend.PythonBackend._launch
 
     def spy(self, is_float, *args, time_ordered=None):
-        launched.add(tuple(f"{a.dtype}[::1]" if isinstance(a, np.ndarray)
-                           else str(numba.typeof(a)) for a in args))
+        launched.add(
+            tuple(
+                f"{a.dtype}[::1]" if isinstance(a, np.ndarray) else str(numba.typeof(a))
+                for a in args
+            )
+        )
         return launch(self, is_float, *args, time_ordered=time_ordered)
 
     monkeypatch.setattr(_backend.PythonBackend, "_launch", spy)
     left, right = np.array([1, 5, 9]), np.array([0, 4, 8])
-    keys = [(left, right), (left.astype(np.uint32), right.astype(np.uint32)),
-            (left.astype(np.float32), right.astype(np.float64)),
-            (left.astype("datetime64[s]"), right.astype("datetime64[ms]")),
-            (pa.array(left.astype(np.int32), pa.date32()),
-             pa.array(right.astype(np.int32), pa.date32()))]
+    keys = [
+        (left, right),
+        (left.astype(np.uint32), right.astype(np.uint32)),
+        (left.astype(np.float32), right.astype(np.float64)),
+        (left.astype("datetime64[s]"), right.astype("datetime64[ms]")),
+        (
+            pa.array(left.astype(np.int32), pa.date32()),
+            pa.array(right.astype(np.int32), pa.date32()),
+        ),
+    ]
     for left_on, right_on in keys:
         temporal = not isinstance(left_on, np.ndarray) or left_on.dtype.kind == "M"
         tolerance = np.timedelta64(3, "s") if temporal else 3
         for strategy in ("backward", "forward", "nearest"):
             asof_join(left_on, right_on, strategy=strategy, device="python")
-            asof_join(left_on, right_on, np.array(["a", "b", "a"]), np.array(["a", "a", "b"]),
-                      strategy=strategy, tolerance=tolerance, allow_exact_matches=False,
-                      device="python")
+            asof_join(
+                left_on,
+                right_on,
+                np.array(["a", "b", "a"]),
+                np.array(["a", "a", "b"]),
+                strategy=strategy,
+                tolerance=tolerance,
+                allow_exact_matches=False,
+                device="python",
+            )
     compiled = {_signature(key, "int32") for key in KEYS}
     assert launched <= compiled, launched - compiled
     assert {sig[0] for sig in launched} == {f"{key}[::1]" for key in KEYS}

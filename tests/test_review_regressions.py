@@ -17,14 +17,17 @@ from asofgpu._columns import is_device
 def test_all_null_categorical_by_columns(device, null_equality):
     """An empty dictionary (an all-null categorical) once raised IndexError on either side."""
     empty = pa.array([None], pa.string()).dictionary_encode()
-    j = AsofJoin(np.array([1, 2]), pa.array(["a", None]), null_equality=null_equality,
-                 device=device)
+    j = AsofJoin(
+        np.array([1, 2]), pa.array(["a", None]), null_equality=null_equality, device=device
+    )
     expected = [1] if null_equality == "equal" else [NO_MATCH]
     assert to_host(j.join(np.array([5]), empty)).tolist() == expected
     right_empty = pa.array([None, None], pa.string()).dictionary_encode()
     j = AsofJoin(np.array([1, 2]), right_empty, null_equality=null_equality, device=device)
     assert to_host(j.join(np.array([5, 5]), pa.array([None, "a"]))).tolist() == [
-        1 if null_equality == "equal" else NO_MATCH, NO_MATCH]
+        1 if null_equality == "equal" else NO_MATCH,
+        NO_MATCH,
+    ]
 
 
 def test_parallel_and_serial_probes_have_their_own_cache_files():
@@ -37,8 +40,9 @@ def test_parallel_and_serial_probes_have_their_own_cache_files():
 
 
 def test_gather_drops_the_pandas_index():
-    out = ag.gather(pd.DataFrame({"bid": [1.0, 2.0]}, index=[10, 20]),
-                    np.array([1, NO_MATCH], np.int32))
+    out = ag.gather(
+        pd.DataFrame({"bid": [1.0, 2.0]}, index=[10, 20]), np.array([1, NO_MATCH], np.int32)
+    )
     assert out.column_names == ["bid"]
     assert out.column("bid").to_pylist() == [2.0, None]
 
@@ -74,8 +78,9 @@ class _CudfStringLike:
 def test_objects_whose_cuda_interface_raises_are_read_through_to_arrow():
     column = _CudfStringLike()
     assert not is_device(column)
-    got = ag.asof_join(np.array([5, 5]), np.array([1, 2]), column, pa.array(["b", "a"]),
-                       device="cpu")
+    got = ag.asof_join(
+        np.array([5, 5]), np.array([1, 2]), column, pa.array(["b", "a"]), device="cpu"
+    )
     assert got.tolist() == [1, 0]
 
 
@@ -107,6 +112,5 @@ def test_one_shot_reads_each_left_by_stream_once(as_text):
     n = 70_000  # above the parallel text encoding's threshold
     codes = np.arange(n) % 3
     codes = codes.astype(str) if as_text else codes
-    got = ag.asof_join(np.arange(n), np.arange(n), _ReadOnce(pa.array(codes)), codes,
-                       device="cpu")
+    got = ag.asof_join(np.arange(n), np.arange(n), _ReadOnce(pa.array(codes)), codes, device="cpu")
     np.testing.assert_array_equal(got, np.arange(n))

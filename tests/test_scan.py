@@ -15,11 +15,13 @@ from asofgpu import _backend
 from asofgpu._backend import walks
 
 
-OPTIONS = [dict(strategy=s, allow_exact_matches=e, nearest_tie=t, tolerance=tol)
-           for s, e, t, tol in itertools.product(("backward", "forward", "nearest"),
-                                                 (True, False), ("forward", "backward"),
-                                                 (None, 3))
-           if t == "forward" or s == "nearest"]
+OPTIONS = [
+    dict(strategy=s, allow_exact_matches=e, nearest_tie=t, tolerance=tol)
+    for s, e, t, tol in itertools.product(
+        ("backward", "forward", "nearest"), (True, False), ("forward", "backward"), (None, 3)
+    )
+    if t == "forward" or s == "nearest"
+]
 
 
 def _keys(rng, n, kind, span):
@@ -65,13 +67,22 @@ def test_one_shot_scan_with_nulls_and_many_groups():
     right = pa.array(rng.integers(0, 3_000, n), mask=rng.random(n) < 0.05)
     left_by = pa.array(rng.integers(0, 4_000, n), mask=rng.random(n) < 0.05)
     right_by = pa.array(rng.integers(0, 4_000, n), mask=rng.random(n) < 0.05)
-    for strategy, null_equality in itertools.product(("backward", "forward", "nearest"),
-                                                     ("unequal", "equal")):
-        got = ag.asof_join(left, right, left_by, right_by, strategy=strategy, tolerance=40,
-                           null_equality=null_equality, device="cpu")
-        expected = ag.AsofJoin(right, right_by, null_equality=null_equality,
-                               device="cpu").join(left, left_by, strategy=strategy,
-                                                  tolerance=40)
+    for strategy, null_equality in itertools.product(
+        ("backward", "forward", "nearest"), ("unequal", "equal")
+    ):
+        got = ag.asof_join(
+            left,
+            right,
+            left_by,
+            right_by,
+            strategy=strategy,
+            tolerance=40,
+            null_equality=null_equality,
+            device="cpu",
+        )
+        expected = ag.AsofJoin(right, right_by, null_equality=null_equality, device="cpu").join(
+            left, left_by, strategy=strategy, tolerance=40
+        )
         np.testing.assert_array_equal(got, expected)
         assert (got != ag.NO_MATCH).any()
 
@@ -85,7 +96,7 @@ def test_walk_order_is_a_stable_sort_of_the_walked_rows(kind):
     rng = np.random.default_rng(11)
     n = 100_000
     if kind == "wide int":
-        keys = rng.integers(-2**62, 2**62, n) // rng.choice([1, 2**40], n)
+        keys = rng.integers(-(2**62), 2**62, n) // rng.choice([1, 2**40], n)
     elif kind == "positive float":
         keys = rng.integers(1, 1_000, n) / 4
     else:
@@ -96,8 +107,9 @@ def test_walk_order_is_a_stable_sort_of_the_walked_rows(kind):
     walked = rng.random(n) < 0.9
     is_float = keys.dtype == np.float64
     _, is_sorted = _backend.jit.cpu_scan(is_float, True)
-    sorted_keys, sorted_groups, order = _backend.order.walk_order(walked, keys, groups, 50,
-                                                             is_float, is_sorted, 2)
+    sorted_keys, sorted_groups, order = _backend.order.walk_order(
+        walked, keys, groups, 50, is_float, is_sorted, 2
+    )
     rows = np.flatnonzero(walked)
     if kind in ("wide int", "float"):
         expected = rows[np.argsort(keys[rows], kind="stable")]
@@ -127,9 +139,14 @@ def test_prepared_probe_paths_agree(kind):
         in_order = prepared.join(on, left_by, **options)
         shuffled = prepared.join(on.take(shuffle), left_by[shuffle], **options)
         np.testing.assert_array_equal(shuffled, in_order[shuffle], err_msg=str(options))
-        small = np.concatenate([
-            prepared.join(on.take(shuffle[k:k + 1_000]), left_by[shuffle[k:k + 1_000]],
-                          **options) for k in range(0, n_left, 1_000)])
+        small = np.concatenate(
+            [
+                prepared.join(
+                    on.take(shuffle[k : k + 1_000]), left_by[shuffle[k : k + 1_000]], **options
+                )
+                for k in range(0, n_left, 1_000)
+            ]
+        )
         np.testing.assert_array_equal(small, in_order[shuffle], err_msg=str(options))
         scan = ag.asof_join(on, right, left_by, right_by, device="cpu", **options)
         np.testing.assert_array_equal(scan, in_order, err_msg=str(options))
@@ -149,11 +166,17 @@ def test_cursor_probe_steps_of_every_length(kind, monkeypatch):
     steps[rng.random(n_right) < 0.002] = 5_000  # gaps many windows wide
     right = np.cumsum(steps)
     for start in rng.integers(0, n_right - 60, 40):  # runs of 40 equal keys
-        right[start:start + 40] = right[start]
+        right[start : start + 40] = right[start]
     right = np.sort(right)
     right_by = rng.integers(0, 3, n_right).astype(str)
-    left = np.sort(np.concatenate([rng.choice(right, 4_000),  # exact hits
-                                   rng.integers(-10, right[-1] + 10, 4_000)]))
+    left = np.sort(
+        np.concatenate(
+            [
+                rng.choice(right, 4_000),  # exact hits
+                rng.integers(-10, right[-1] + 10, 4_000),
+            ]
+        )
+    )
     left_by = rng.integers(0, 3, left.size).astype(str)
     if kind == "float":
         right, left = right.astype(np.float64), left.astype(np.float64)
@@ -164,9 +187,14 @@ def test_cursor_probe_steps_of_every_length(kind, monkeypatch):
     shuffle = rng.permutation(left.size)  # small unordered batches: a binary search a row
     for options in OPTIONS:
         in_order = prepared.join(left, left_by, **options)
-        one_by_one = np.concatenate([
-            prepared.join(left[shuffle[k:k + 1_000]], left_by[shuffle[k:k + 1_000]], **options)
-            for k in range(0, left.size, 1_000)])
+        one_by_one = np.concatenate(
+            [
+                prepared.join(
+                    left[shuffle[k : k + 1_000]], left_by[shuffle[k : k + 1_000]], **options
+                )
+                for k in range(0, left.size, 1_000)
+            ]
+        )
         np.testing.assert_array_equal(one_by_one, in_order[shuffle], err_msg=str(options))
     assert streams == []
 
@@ -183,9 +211,19 @@ def at_most_8_threads():
     numba.set_num_threads(before)
 
 
-@pytest.mark.parametrize(("n_groups", "right_rows", "streams"), [
-    (1, 1, True), (1, 256, True), (1, 257, False),  # one group: the span alone decides
-    (2, 99, False), (2, 100, True), (200, 1, True), (199, 1, False), (3, 66, False)])
+@pytest.mark.parametrize(
+    ("n_groups", "right_rows", "streams"),
+    [
+        (1, 1, True),
+        (1, 256, True),
+        (1, 257, False),  # one group: the span alone decides
+        (2, 99, False),
+        (2, 100, True),
+        (200, 1, True),
+        (199, 1, False),
+        (3, 66, False),
+    ],
+)
 def test_streams_where_groups_times_span_reach_the_threshold(n_groups, right_rows, streams):
     """``walks.streams`` on 1,000 left rows spanning ``right_rows`` right rows each: up to
     ``stream_span`` a row, and for several groups from ``stream_group_span`` (200) over the
@@ -235,9 +273,14 @@ def test_streamed_probe_equals_one_search_a_row(kind, monkeypatch, at_most_8_thr
         shuffled = prepared.join(left_on.take(shuffle), left_by[shuffle], **options)
         assert len(streams) == before + 2, options
         np.testing.assert_array_equal(shuffled, streamed[shuffle], err_msg=str(options))
-        one_by_one = np.concatenate([
-            prepared.join(left_on.take(shuffle[k:k + 1_000]), left_by[shuffle[k:k + 1_000]],
-                          **options) for k in range(0, n_left, 1_000)])
+        one_by_one = np.concatenate(
+            [
+                prepared.join(
+                    left_on.take(shuffle[k : k + 1_000]), left_by[shuffle[k : k + 1_000]], **options
+                )
+                for k in range(0, n_left, 1_000)
+            ]
+        )
         np.testing.assert_array_equal(one_by_one, streamed[shuffle], err_msg=str(options))
 
 
@@ -250,22 +293,32 @@ def test_streamed_probe_without_by(monkeypatch):
     prepared = ag.AsofJoin(right, device="cpu")
     left = np.arange(-3, 50_003)
     shuffle = np.random.default_rng(3).permutation(left.size)
-    for options in ({}, dict(allow_exact_matches=False), dict(strategy="forward"),
-                    dict(strategy="forward", allow_exact_matches=False, tolerance=1)):
+    for options in (
+        {},
+        dict(allow_exact_matches=False),
+        dict(strategy="forward"),
+        dict(strategy="forward", allow_exact_matches=False, tolerance=1),
+    ):
         before = len(streams)
         streamed = prepared.join(left, **options)
         small = prepared.join(left[:2_000], **options)  # one thread
         assert len(streams) == before + 2
         np.testing.assert_array_equal(small, streamed[:2_000], err_msg=str(options))
-        one_by_one = np.concatenate([prepared.join(left[shuffle[k:k + 1_000]], **options)
-                                     for k in range(0, left.size, 1_000)])
+        one_by_one = np.concatenate(
+            [
+                prepared.join(left[shuffle[k : k + 1_000]], **options)
+                for k in range(0, left.size, 1_000)
+            ]
+        )
         np.testing.assert_array_equal(one_by_one, streamed[shuffle], err_msg=str(options))
     assert prepared.join(np.arange(3, 20_000)).tolist()[:2] == [3, 5]  # keys 2 and 4
     assert prepared.join(np.arange(3, 20_000), strategy="forward").tolist()[:2] == [4, 4]
 
 
 @pytest.mark.parametrize("by", [False, True])
-def test_streamed_probe_ignores_later_changes_to_the_callers_keys(by, monkeypatch, at_most_8_threads):
+def test_streamed_probe_ignores_later_changes_to_the_callers_keys(
+    by, monkeypatch, at_most_8_threads
+):
     """The streamed probe reads the right keys in row order: a copy, not the caller's array,
     which may change after preparing (the sorted copy does not)."""
     streams = _count_streams(monkeypatch)
@@ -298,12 +351,23 @@ def test_a_batch_spanning_many_right_rows_a_row_streams(direction, monkeypatch):
     assert len(streams) == 1
     shuffle = rng.permutation(len(left))  # an unordered batch: a binary search a row
     np.testing.assert_array_equal(
-        prepared.join(left[shuffle], left_by[shuffle], strategy=direction), got[shuffle])
+        prepared.join(left[shuffle], left_by[shuffle], strategy=direction), got[shuffle]
+    )
     assert len(streams) == 1 and (got != ag.NO_MATCH).mean() > 0.8
 
 
-@pytest.mark.parametrize("case", ["unsorted right", "null right group", "nearest",
-                                  "finer left unit", "wide span", "few groups", "control"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unsorted right",
+        "null right group",
+        "nearest",
+        "finer left unit",
+        "wide span",
+        "few groups",
+        "control",
+    ],
+)
 def test_probe_streams_only_where_it_may(case, monkeypatch, at_most_8_threads):
     """Streaming needs a time-sorted right side with every row in a group, a backward or
     forward strategy, the right's own unit, few right rows per left row, and, with several
@@ -337,9 +401,12 @@ def test_probe_streams_only_where_it_may(case, monkeypatch, at_most_8_threads):
     got = prepared.join(left, left_by, **options)
     assert streams == ([False] if case == "control" else [])  # False: integer keys
     shuffle = rng.permutation(len(left))
-    one_by_one = np.concatenate([
-        prepared.join(left[shuffle[k:k + 1_000]], left_by[shuffle[k:k + 1_000]], **options)
-        for k in range(0, len(left), 1_000)])
+    one_by_one = np.concatenate(
+        [
+            prepared.join(left[shuffle[k : k + 1_000]], left_by[shuffle[k : k + 1_000]], **options)
+            for k in range(0, len(left), 1_000)
+        ]
+    )
     np.testing.assert_array_equal(one_by_one, got[shuffle])
 
 
@@ -402,7 +469,7 @@ def test_load_word_reads_eight_bytes_little_endian_at_any_offset():
         return out
 
     data = np.random.default_rng(5).integers(0, 256, 40).astype(np.uint8)
-    expected = [int.from_bytes(data[p:p + 8].tobytes(), "little") for p in range(33)]
+    expected = [int.from_bytes(data[p : p + 8].tobytes(), "little") for p in range(33)]
     assert words(data).tolist() == expected
 
     @numba.njit
@@ -413,8 +480,9 @@ def test_load_word_reads_eight_bytes_little_endian_at_any_offset():
         word(np.zeros(8, np.int64))
 
 
-@pytest.mark.parametrize("layout", ["uniform", "clustered", "short runs", "long runs",
-                                    "long runs of equal keys"])
+@pytest.mark.parametrize(
+    "layout", ["uniform", "clustered", "short runs", "long runs", "long runs of equal keys"]
+)
 @pytest.mark.parametrize("pieces", [1, 2, 7])
 @pytest.mark.parametrize("n", [3_000, 70_000])
 def test_radix_argsort_settles_runs_of_equal_top_bits(layout, pieces, n):
@@ -426,8 +494,9 @@ def test_radix_argsort_settles_runs_of_equal_top_bits(layout, pieces, n):
     low = rng.integers(0, 2**17, n)
     keys = {
         "uniform": rng.integers(0, 2**40, n),
-        "clustered": np.where(rng.random(n) < 0.5, rng.integers(0, 2**14, n),
-                              rng.integers(0, 2**40, n)),
+        "clustered": np.where(
+            rng.random(n) < 0.5, rng.integers(0, 2**14, n), rng.integers(0, 2**40, n)
+        ),
         "short runs": rng.integers(0, 2_000, n) << 30 | low,  # n / 2,000 rows a run
         "long runs": rng.integers(0, 20, n) << 30 | low,  # n / 20: past LONG_RUN
         "long runs of equal keys": rng.integers(0, 20, n) << 30 | low % 4,

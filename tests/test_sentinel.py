@@ -23,6 +23,9 @@ def test_each_width_has_its_sentinel():
 
 
 def test_other_arrays_are_refused():
-    with pytest.raises(TypeError, match=r"^gmap must be an int32 or int64 gather map, got "
-                                        r"float64$"):
+    with pytest.raises(
+        TypeError,
+        match=r"^gmap must be an int32 or int64 gather map, got "
+        r"float64$",
+    ):
         ag.is_no_match(np.array([1.0]))

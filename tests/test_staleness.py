@@ -30,8 +30,7 @@ def test_a_sample_of_unequal_chunks_and_parts_is_unbiased():
     for start, end in zip(cuts, cuts[1:]):
         rows = order[start:end]
         part = staleness.with_right(pa.array(right, pa.timestamp("ns")))
-        part.add(pa.array(left[rows], pa.timestamp("ns")), gmap[rows],
-                 np.arange(len(rows)))
+        part.add(pa.array(left[rows], pa.timestamp("ns")), gmap[rows], np.arange(len(rows)))
         staleness = part
     exact = np.sort(left - right[gmap])
     for q in (0.5, 0.99):

@@ -23,7 +23,7 @@ def _buffers(arr: pa.Array):
     validity, offsets, data = arr.buffers()
     large = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
     offsets = np.frombuffer(offsets, np.int64 if large else np.int32)
-    offsets = offsets[arr.offset:arr.offset + len(arr) + 1]
+    offsets = offsets[arr.offset : arr.offset + len(arr) + 1]
     data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
     bitmap = np.frombuffer(validity, np.uint8) if arr.null_count else np.empty(0, np.uint8)
     return offsets, data, bitmap
@@ -33,8 +33,15 @@ def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
     offsets, data, bitmap = _buffers(arr)
     codes = np.empty(len(arr), np.int32)
     firsts = _backend.jit.cpu_strings().dictionary_encode(
-        offsets, data, bitmap, np.int64(arr.offset), nulls_distinct, n_pieces, codes,
-        np.empty(len(arr), np.int64))
+        offsets,
+        data,
+        bitmap,
+        np.int64(arr.offset),
+        nulls_distinct,
+        n_pieces,
+        codes,
+        np.empty(len(arr), np.int64),
+    )
     return codes, arr.take(pa.array(firsts))
 
 
@@ -56,8 +63,13 @@ values = st.one_of(st.none(), st.text(alphabet="ab\x00é", max_size=12))
 
 
 @settings(max_examples=150, deadline=None)
-@given(rows=st.lists(values, max_size=60), type_at=st.integers(0, 3),
-       nulls_distinct=st.booleans(), n_pieces=st.integers(1, 5), cut=st.integers(0, 5))
+@given(
+    rows=st.lists(values, max_size=60),
+    type_at=st.integers(0, 3),
+    nulls_distinct=st.booleans(),
+    n_pieces=st.integers(1, 5),
+    cut=st.integers(0, 5),
+)
 def test_codes_and_dictionary_equal_arrows(rows, type_at, nulls_distinct, n_pieces, cut):
     t = TEXT_TYPES[type_at]
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
@@ -81,8 +93,20 @@ def test_many_distinct_values_of_every_length(nulls_distinct):
 
 
 def test_values_that_differ_only_in_length_or_a_nul_byte():
-    rows = ["", "\x00", "\x00\x00", "a", "a\x00", "abcdefg", "abcdefg\x00", "abcdefgh",
-            "abcdefgh\x00", "", "a\x00", "abcdefgh"] * 3
+    rows = [
+        "",
+        "\x00",
+        "\x00\x00",
+        "a",
+        "a\x00",
+        "abcdefg",
+        "abcdefg\x00",
+        "abcdefgh",
+        "abcdefgh\x00",
+        "",
+        "a\x00",
+        "abcdefgh",
+    ] * 3
     _assert_like_arrow(pa.array(rows), nulls_distinct=True, n_pieces=3)
 
 
@@ -94,13 +118,16 @@ def test_all_null_and_empty_columns():
 
 @pytest.mark.parametrize("parallel", [False, True])
 @settings(max_examples=150, deadline=None)
-@given(dictionary=st.lists(values, max_size=40, unique=True),
-       rows=st.lists(st.one_of(values, st.text(alphabet="abc", min_size=8, max_size=20)),
-                     max_size=60),
-       types=st.tuples(st.integers(0, 3), st.integers(0, 3)), null_code=st.integers(-1, 5),
-       cut=st.integers(0, 5))
-def test_lookup_in_a_dictionary_equals_arrows_index_in(parallel, dictionary, rows, types,
-                                                       null_code, cut):
+@given(
+    dictionary=st.lists(values, max_size=40, unique=True),
+    rows=st.lists(st.one_of(values, st.text(alphabet="abc", min_size=8, max_size=20)), max_size=60),
+    types=st.tuples(st.integers(0, 3), st.integers(0, 3)),
+    null_code=st.integers(-1, 5),
+    cut=st.integers(0, 5),
+)
+def test_lookup_in_a_dictionary_equals_arrows_index_in(
+    parallel, dictionary, rows, types, null_code, cut
+):
     """Each row's position in a dictionary of distinct values, -1 where it has none and the
     given code for nulls; dictionary and column of either offset width, column sliced; on
     one thread and on all cores."""
@@ -113,8 +140,7 @@ def test_lookup_in_a_dictionary_equals_arrows_index_in(parallel, dictionary, row
     column = pa.array(rows, column_type)
     column = column.slice(min(cut, len(column)))
     offsets, data, bitmap = _buffers(dictionary)
-    table = (offsets, data, _backend.text_lookup_table(offsets, data, bitmap,
-                                                        dictionary.offset))
+    table = (offsets, data, _backend.text_lookup_table(offsets, data, bitmap, dictionary.offset))
     with walks.overridden(parallel_min_rows=0 if parallel else 1 << 62):
         found = _backend.lookup_text(table, *_buffers(column), column.offset, null_code)
     want = pc.index_in(column, value_set=dictionary.cast(column_type), skip_nulls=True)
@@ -146,8 +172,9 @@ def test_groups_agree_with_the_arrow_path(thresholds, monkeypatch, null_equal, l
     rng = np.random.default_rng(9)
     symbols = np.array(["AAPL", "MSFT", "", "a\x00", "BRK.B-LONG-NAME", None], dtype=object)
     if layout == "chunked":
-        right = pa.chunked_array([pa.array(rng.choice(symbols, 300)),
-                                  pa.array(rng.choice(symbols, 200))])
+        right = pa.chunked_array(
+            [pa.array(rng.choice(symbols, 300)), pa.array(rng.choice(symbols, 200))]
+        )
         left = pa.array(rng.choice(np.append(symbols, "ZZZ"), 400), pa.string_view())
     else:
         right = pa.chunked_array([pa.array(rng.choice(symbols, 513)).slice(13)])
@@ -161,8 +188,14 @@ def test_groups_agree_with_the_arrow_path(thresholds, monkeypatch, null_equal, l
             monkeypatch.setattr(_encode, "_is_text", lambda t: False)
         groups = _encode.Groups([right], ["right_by"], null_equal=null_equal)
         column = groups.columns[0]
-        results.append((groups.right_codes, column.dictionary, column.null_code,
-                        groups.lookup([pa.chunked_array(left)], ["left_by"])))
+        results.append(
+            (
+                groups.right_codes,
+                column.dictionary,
+                column.null_code,
+                groups.lookup([pa.chunked_array(left)], ["left_by"]),
+            )
+        )
     (codes, dictionary, null_code, found), (codes0, dictionary0, null_code0, found0) = results
     np.testing.assert_array_equal(codes, codes0)
     assert dictionary.equals(dictionary0)
@@ -193,8 +226,9 @@ def test_a_large_join_on_text_keys_matches_the_dictionary_keys(null_equality):
     right_on, left_on = rng.integers(0, 10**6, n), rng.integers(0, 10**6, n)
     options = dict(null_equality=null_equality, strategy="nearest", device="cpu")
     text = ag.asof_join(left_on, right_on, left_by, right_by, **options)
-    categorical = ag.asof_join(left_on, right_on, left_by.dictionary_encode(),
-                               right_by.dictionary_encode(), **options)
+    categorical = ag.asof_join(
+        left_on, right_on, left_by.dictionary_encode(), right_by.dictionary_encode(), **options
+    )
     np.testing.assert_array_equal(text, categorical)
     assert (text != ag.NO_MATCH).mean() > 0.9
 

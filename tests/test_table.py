@@ -19,17 +19,21 @@ needs_polars = pytest.mark.skipif(pl is None, reason="polars is not installed")
 
 def _frames(seed: int, n_left=60, n_right=50, groups=4):
     rng = np.random.default_rng(seed)
-    right = pl.DataFrame({
-        "t": np.sort(rng.integers(0, 100, n_right)),
-        "g": rng.choice([f"s{i}" for i in range(groups)], n_right),
-        "bid": rng.normal(size=n_right),
-        "x": rng.integers(0, 9, n_right),
-    })
-    left = pl.DataFrame({
-        "t": np.sort(rng.integers(-5, 110, n_left)),
-        "g": rng.choice([f"s{i}" for i in range(groups + 1)], n_left),
-        "x": rng.integers(0, 9, n_left),
-    })
+    right = pl.DataFrame(
+        {
+            "t": np.sort(rng.integers(0, 100, n_right)),
+            "g": rng.choice([f"s{i}" for i in range(groups)], n_right),
+            "bid": rng.normal(size=n_right),
+            "x": rng.integers(0, 9, n_right),
+        }
+    )
+    left = pl.DataFrame(
+        {
+            "t": np.sort(rng.integers(-5, 110, n_left)),
+            "g": rng.choice([f"s{i}" for i in range(groups + 1)], n_left),
+            "x": rng.integers(0, 9, n_left),
+        }
+    )
     return left, right
 
 
@@ -41,8 +45,14 @@ def _frames(seed: int, n_left=60, n_right=50, groups=4):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_same_frame_as_polars(strategy, exact, tolerance, coalesce, seed):
     left, right = _frames(seed)
-    options = dict(on="t", by="g", strategy=strategy, allow_exact_matches=exact,
-                   tolerance=tolerance, coalesce=coalesce)
+    options = dict(
+        on="t",
+        by="g",
+        strategy=strategy,
+        allow_exact_matches=exact,
+        tolerance=tolerance,
+        coalesce=coalesce,
+    )
     expected = left.join_asof(right, check_sortedness=False, **options)
     got = pl.from_arrow(ag.join_asof(left, right, device="cpu", **options))
     assert_frame_equal(got, expected, check_exact=True)
@@ -54,8 +64,11 @@ def test_different_key_names_keep_the_right_on_and_drop_the_right_by():
     right = right.rename({"t": "rt", "g": "rg"})
     options = dict(left_on="t", right_on="rt", by_left="g", by_right="rg")
     expected = left.join_asof(right, check_sortedness=False, **options)
-    got = pl.from_arrow(ag.join_asof(left, right, left_on="t", right_on="rt", by_left="g",
-                                     by_right="rg", device="cpu"))
+    got = pl.from_arrow(
+        ag.join_asof(
+            left, right, left_on="t", right_on="rt", by_left="g", by_right="rg", device="cpu"
+        )
+    )
     assert_frame_equal(got, expected, check_exact=True)
 
 
@@ -67,22 +80,23 @@ def test_unsorted_inputs_give_the_sorted_answer_in_left_order():
     expected = left.join_asof(right, on="t", by="g", check_sortedness=False)
     shuffled_left = left.sample(fraction=1.0, shuffle=True, seed=1)
     shuffled_right = right.sample(fraction=1.0, shuffle=True, seed=2)
-    got = pl.from_arrow(ag.join_asof(shuffled_left, shuffled_right, on="t", by="g",
-                                     device="cpu"))
+    got = pl.from_arrow(ag.join_asof(shuffled_left, shuffled_right, on="t", by="g", device="cpu"))
     assert got["i"].to_list() == shuffled_left["i"].to_list()  # left order kept
     assert_frame_equal(got.sort("i"), expected, check_exact=True)
 
 
 def test_payload_types_come_through_with_nulls():
-    right = pa.table({
-        "t": [1, 5],
-        "s": ["a", "b"],
-        "d": pa.array([1, 2], pa.decimal128(10, 2)),
-        "l": [[1, 2], [3]],
-        "c": pa.array(["u", "v"]).dictionary_encode(),
-        "b": [True, False],
-        "ts": pa.array([10, 20], pa.timestamp("ms")),
-    })
+    right = pa.table(
+        {
+            "t": [1, 5],
+            "s": ["a", "b"],
+            "d": pa.array([1, 2], pa.decimal128(10, 2)),
+            "l": [[1, 2], [3]],
+            "c": pa.array(["u", "v"]).dictionary_encode(),
+            "b": [True, False],
+            "ts": pa.array([10, 20], pa.timestamp("ms")),
+        }
+    )
     left = pa.table({"t": [0, 1, 7]})
     out = ag.join_asof(left, right, on="t", device="cpu")
     assert out.column_names == ["t", "s", "d", "l", "c", "b", "ts"]
@@ -101,18 +115,25 @@ def test_pandas_frames_are_accepted():
     assert out.to_pydict() == {"t": [1, 6], "v": [1.5, 2.5]}
 
 
-@pytest.mark.parametrize(("kwargs", "error", "match"), [
-    (dict(), ValueError, "the as-of key is missing: pass on, or both left_on and right_on"),
-    (dict(on="t", left_on="t", right_on="t"), ValueError, "pass either on, or both"),
-    (dict(left_on="t"), ValueError, "the as-of key is missing"),
-    (dict(on=["t"]), TypeError, "on must be one column name, got \\['t'\\]"),
-    (dict(on="t", by="g", by_left="g", by_right="g"), ValueError, "pass either by, or both"),
-    (dict(on="t", by_left="g"), ValueError, "by_left and by_right must be given together"),
-    (dict(on="t", by_left=["g", "t"], by_right=["g"]), ValueError, "as many columns, got 2 and 1"),
-    (dict(on="t", by=[]), TypeError, "by must be a column name or a non-empty sequence"),
-    (dict(on="nope"), KeyError, "left table has no column 'nope'"),
-    (dict(on="t", suffix=None), TypeError, "suffix must be a string, got None"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (dict(), ValueError, "the as-of key is missing: pass on, or both left_on and right_on"),
+        (dict(on="t", left_on="t", right_on="t"), ValueError, "pass either on, or both"),
+        (dict(left_on="t"), ValueError, "the as-of key is missing"),
+        (dict(on=["t"]), TypeError, "on must be one column name, got \\['t'\\]"),
+        (dict(on="t", by="g", by_left="g", by_right="g"), ValueError, "pass either by, or both"),
+        (dict(on="t", by_left="g"), ValueError, "by_left and by_right must be given together"),
+        (
+            dict(on="t", by_left=["g", "t"], by_right=["g"]),
+            ValueError,
+            "as many columns, got 2 and 1",
+        ),
+        (dict(on="t", by=[]), TypeError, "by must be a column name or a non-empty sequence"),
+        (dict(on="nope"), KeyError, "left table has no column 'nope'"),
+        (dict(on="t", suffix=None), TypeError, "suffix must be a string, got None"),
+    ],
+)
 def test_argument_errors(kwargs, error, match):
     left = pa.table({"t": [1], "g": ["a"]})
     right = pa.table({"t": [1], "g": ["a"]})
@@ -141,8 +162,9 @@ def test_the_old_names_of_by_left_and_by_right_still_work_with_a_deprecation_war
     assert got.equals(expected)
     assert [str(w.message) for w in caught] == [
         f"join_asof's {old} is now {new}, as polars names it; the old name will be removed in "
-        f"asofgpu 0.3" for old, new in (("left_by", "by_left"), ("right_by", "by_right"))]
+        f"asofgpu 0.3"
+        for old, new in (("left_by", "by_left"), ("right_by", "by_right"))
+    ]
     assert {w.filename for w in caught} == {__file__}  # the caller's line
     with pytest.raises(TypeError, match="pass by_right only: right_by is its old name"):
-        ag.join_asof(left, right, on="t", by_left="g", by_right="h", right_by="h",
-                     device="cpu")
+        ag.join_asof(left, right, on="t", by_left="g", by_right="h", right_by="h", device="cpu")

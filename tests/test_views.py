@@ -21,60 +21,79 @@ from asofgpu.kernels import views
 VIEW_TYPES = [pa.string_view(), pa.binary_view()]
 # Short values of a small alphabet (with NUL and a two-byte character): many repeats, values
 # that differ only in length, up to the 12 bytes a view holds.
-values = st.one_of(st.none(), st.text(alphabet="ab\x00é", max_size=12).filter(
-    lambda v: len(v.encode()) <= views.INLINE))
+values = st.one_of(
+    st.none(),
+    st.text(alphabet="ab\x00é", max_size=12).filter(lambda v: len(v.encode()) <= views.INLINE),
+)
 
 
 def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
     keys, bitmap, bit0 = _encode._view_words(arr)
     codes = np.empty(len(arr), np.int32)
     firsts = _backend.jit.cpu_views().dictionary_encode(
-        keys, np.empty(0, np.uint8), bitmap, np.int64(bit0), nulls_distinct, n_pieces, codes,
-        np.empty(len(arr), np.int64))
+        keys,
+        np.empty(0, np.uint8),
+        bitmap,
+        np.int64(bit0),
+        nulls_distinct,
+        n_pieces,
+        codes,
+        np.empty(len(arr), np.int64),
+    )
     return codes, firsts
 
 
 def _as_large(arr):
-    return arr.cast(pa.large_binary() if pa.types.is_binary_view(arr.type)
-                    else pa.large_string())
+    return arr.cast(pa.large_binary() if pa.types.is_binary_view(arr.type) else pa.large_string())
 
 
 def _assert_like_arrow(arr, nulls_distinct, n_pieces):
     codes, firsts = _encode_kernel(arr, nulls_distinct, n_pieces)
-    enc = pc.dictionary_encode(_as_large(arr),
-                               null_encoding="mask" if nulls_distinct else "encode")
+    enc = pc.dictionary_encode(_as_large(arr), null_encoding="mask" if nulls_distinct else "encode")
     np.testing.assert_array_equal(codes, enc.indices.fill_null(-1).to_numpy())
     assert _as_large(arr).take(pa.array(firsts, pa.int64())).equals(enc.dictionary)
 
 
 @settings(max_examples=150, deadline=None)
-@given(rows=st.lists(values, max_size=60), binary=st.booleans(), nulls_distinct=st.booleans(),
-       n_pieces=st.integers(1, 5), cut=st.integers(0, 5))
+@given(
+    rows=st.lists(values, max_size=60),
+    binary=st.booleans(),
+    nulls_distinct=st.booleans(),
+    n_pieces=st.integers(1, 5),
+    cut=st.integers(0, 5),
+)
 def test_codes_and_dictionary_equal_arrows(rows, binary, nulls_distinct, n_pieces, cut):
-    arr = pa.array([None if v is None else (v.encode() if binary else v) for v in rows],
-                   VIEW_TYPES[binary])
+    arr = pa.array(
+        [None if v is None else (v.encode() if binary else v) for v in rows], VIEW_TYPES[binary]
+    )
     _assert_like_arrow(arr.slice(min(cut, len(arr))), nulls_distinct, n_pieces)
 
 
 def test_bytes_past_a_values_length_are_not_read():
     """Writers should zero them; the kernel does not count on it."""
-    arr = pa.array(["", "a", "abcd", "abcde", "abcdefghijkl", "a", "abcd", None, ""],
-                   pa.string_view())
+    arr = pa.array(
+        ["", "a", "abcd", "abcde", "abcdefghijkl", "a", "abcd", None, ""], pa.string_view()
+    )
     words = np.frombuffer(arr.buffers()[1], "<u8").copy().reshape(-1, 2)
     rng = np.random.default_rng(1)
     raw = words.view(np.uint8).reshape(-1, 16)
     for row, length in enumerate([0, 1, 4, 5, 12, 1, 4, 0, 0]):
-        raw[row, 4 + length:] = rng.integers(1, 256, 12 - length)  # garbage after the value
-    dirty = pa.Array.from_buffers(pa.string_view(), len(arr),
-                                  [arr.buffers()[0], pa.py_buffer(words)])
+        raw[row, 4 + length :] = rng.integers(1, 256, 12 - length)  # garbage after the value
+    dirty = pa.Array.from_buffers(
+        pa.string_view(), len(arr), [arr.buffers()[0], pa.py_buffer(words)]
+    )
     for nulls_distinct in (False, True):
         codes, _ = _encode_kernel(dirty, nulls_distinct, 2)
         np.testing.assert_array_equal(codes, _encode_kernel(arr, nulls_distinct, 2)[0])
 
 
 def _chunked(rows: list, chunks: int, type_=pa.string_view()) -> pa.ChunkedArray:
-    return pa.chunked_array([pa.array(list(part), type_)
-                             for part in np.array_split(np.array(rows, dtype=object), chunks)])
+    return pa.chunked_array(
+        [
+            pa.array(list(part), type_)
+            for part in np.array_split(np.array(rows, dtype=object), chunks)
+        ]
+    )
 
 
 @pytest.mark.parametrize("null_equal", [False, True])
@@ -95,13 +114,13 @@ def test_groups_of_views_agree_with_large_strings(thresholds, null_equal):
     assert views_groups.columns[0].dictionary.equals(large_groups.columns[0].dictionary)
     want = large_groups.lookup([left.cast(pa.large_string())], ["l"])
     np.testing.assert_array_equal(views_groups.lookup([left], ["l"]), want)
-    np.testing.assert_array_equal(
-        views_groups.lookup([left.cast(pa.large_string())], ["l"]), want)
+    np.testing.assert_array_equal(views_groups.lookup([left.cast(pa.large_string())], ["l"]), want)
     long = _chunked(list(left.to_pylist()[:-1]) + ["a value too long for a view"], 2)
     assert not _encode._inline_views(long)
     np.testing.assert_array_equal(
         views_groups.lookup([long], ["l"]),
-        large_groups.lookup([long.cast(pa.large_string())], ["l"]))
+        large_groups.lookup([long.cast(pa.large_string())], ["l"]),
+    )
 
 
 def test_a_join_on_polars_strings_equals_the_join_on_arrow_strings():
@@ -109,17 +128,31 @@ def test_a_join_on_polars_strings_equals_the_join_on_arrow_strings():
     rng = np.random.default_rng(3)
     n = 3 * walks.THRESHOLDS.parallel_encode_rows
     symbols = np.array(["S%04d" % k for k in range(300)])
-    quotes = pl.DataFrame({"t": np.sort(rng.integers(0, 10 * n, n)),
-                           "sym": rng.choice(symbols, n), "bid": rng.random(n)})
-    trades = pl.DataFrame({"t": np.sort(rng.integers(0, 10 * n, n)),
-                           "sym": rng.choice(symbols, n)})
-    quotes, trades = (pl.concat([f.slice(0, n // 2), f.slice(n // 2)], rechunk=False)
-                      for f in (quotes, trades))  # chunked, as read from files
+    quotes = pl.DataFrame(
+        {
+            "t": np.sort(rng.integers(0, 10 * n, n)),
+            "sym": rng.choice(symbols, n),
+            "bid": rng.random(n),
+        }
+    )
+    trades = pl.DataFrame({"t": np.sort(rng.integers(0, 10 * n, n)), "sym": rng.choice(symbols, n)})
+    quotes, trades = (
+        pl.concat([f.slice(0, n // 2), f.slice(n // 2)], rechunk=False) for f in (quotes, trades)
+    )  # chunked, as read from files
     views_key = trades.to_arrow(compat_level=pl.CompatLevel.newest())["sym"]
     assert pa.types.is_string_view(views_key.type) and _encode._inline_views(views_key)
-    got = ag.asof_join(trades["t"].to_numpy(), quotes["t"].to_numpy(), views_key,
-                       quotes.to_arrow(compat_level=pl.CompatLevel.newest())["sym"],
-                       device="cpu")
-    want = ag.asof_join(trades["t"].to_numpy(), quotes["t"].to_numpy(),
-                        trades.to_arrow()["sym"], quotes.to_arrow()["sym"], device="cpu")
+    got = ag.asof_join(
+        trades["t"].to_numpy(),
+        quotes["t"].to_numpy(),
+        views_key,
+        quotes.to_arrow(compat_level=pl.CompatLevel.newest())["sym"],
+        device="cpu",
+    )
+    want = ag.asof_join(
+        trades["t"].to_numpy(),
+        quotes["t"].to_numpy(),
+        trades.to_arrow()["sym"],
+        quotes.to_arrow()["sym"],
+        device="cpu",
+    )
     np.testing.assert_array_equal(got, want)

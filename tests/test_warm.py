@@ -20,12 +20,18 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.slow  # asofgpu warm as a process tree: a minute or two when kernels changed
 def test_warm_runs_every_shape_and_says_where_the_cache_is():
-    done = subprocess.run([sys.executable, "-m", "asofgpu", "warm", "--processes", "2"],
-                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-m", "asofgpu", "warm", "--processes", "2"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert sorted(line.split(":")[0] for line in lines[:-1]) == [
-        f"compiled {shape}" for shape in sorted(_warm.SHAPES)]
+        f"compiled {shape}" for shape in sorted(_warm.SHAPES)
+    ]
     assert lines[-1].startswith("the usual joins' kernels are in numba's cache (")
     cache = lines[-1].split("(", 1)[1].rsplit(")", 1)[0]
     assert any(name.endswith(".nbi") for name in os.listdir(cache))
@@ -67,15 +73,24 @@ def _uncachable(tmp_path: Path) -> tuple[Path, dict]:
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
-    env.update(XDG_CACHE_HOME=str(blocked / "cache"), HOME=str(blocked / "home"),
-               PYTHONDONTWRITEBYTECODE="1")
+    env.update(
+        XDG_CACHE_HOME=str(blocked / "cache"),
+        HOME=str(blocked / "home"),
+        PYTHONDONTWRITEBYTECODE="1",
+    )
     return kernels, env
 
 
 def _run(kernels: Path, env: dict, fallback: str | None) -> list[str]:
     script = _SCRIPT.format(kernels=str(kernels), fallback=fallback)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env=env, timeout=300, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
@@ -97,6 +112,7 @@ def test_without_any_writable_cache_the_kernels_compile_and_a_warning_says_so(tm
     kind, _, warned = _run(kernels, env, str(blocked / "asofgpu-numba-cache"))
     assert kind.split()[0] == "NullCache"
     assert warned.count("numba cannot write its cache") == 1
-    assert "numba cannot write its cache beside the kernels, in the user's cache directory" \
-        in warned
+    assert (
+        "numba cannot write its cache beside the kernels, in the user's cache directory" in warned
+    )
     assert "set NUMBA_CACHE_DIR to a writable directory" in warned

@@ -25,18 +25,44 @@ import functools
 from .base import Backend, PythonBackend, host_empty
 from .cpu import CpuBackend
 from .cuda import CUDA_THREADS, CudaBackend, cuda_probe_source, cuda_usable, cudasim_enabled
-from .hashing import (dictionary_encode_fixed, dictionary_encode_text, dictionary_encode_views,
-                      fixed_lookup_table, lookup_fixed, lookup_text, lookup_views,
-                      text_lookup_table, views_lookup_table)
+from .hashing import (
+    dictionary_encode_fixed,
+    dictionary_encode_text,
+    dictionary_encode_views,
+    fixed_lookup_table,
+    lookup_fixed,
+    lookup_text,
+    lookup_views,
+    text_lookup_table,
+    views_lookup_table,
+)
 from .jit import cache_dir
 from .take import check_map, take_chunked, take_fixed
 
 __all__ = [
-    "CUDA_THREADS", "Backend", "CpuBackend", "CudaBackend", "PythonBackend", "cache_dir",
-    "check_map", "cuda_probe_source", "cuda_usable", "cudasim_enabled",
-    "dictionary_encode_fixed", "dictionary_encode_text", "dictionary_encode_views",
-    "fixed_lookup_table", "get_backend", "host_empty", "lookup_fixed", "lookup_text",
-    "lookup_views", "take_chunked", "take_fixed", "text_lookup_table", "views_lookup_table",
+    "CUDA_THREADS",
+    "Backend",
+    "CpuBackend",
+    "CudaBackend",
+    "PythonBackend",
+    "cache_dir",
+    "check_map",
+    "cuda_probe_source",
+    "cuda_usable",
+    "cudasim_enabled",
+    "dictionary_encode_fixed",
+    "dictionary_encode_text",
+    "dictionary_encode_views",
+    "fixed_lookup_table",
+    "get_backend",
+    "host_empty",
+    "lookup_fixed",
+    "lookup_text",
+    "lookup_views",
+    "take_chunked",
+    "take_fixed",
+    "text_lookup_table",
+    "views_lookup_table",
 ]
 
 _BACKENDS = {"python": PythonBackend, "cpu": CpuBackend, "cuda": CudaBackend}

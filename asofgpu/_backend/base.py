@@ -64,24 +64,54 @@ class Backend:
         the n_groups + 1 buckets."""
         bucket_of = bucket[order]
         by_group = self.stable_argsort(bucket_of)
-        counts = (self.xp.bincount(bucket_of, minlength=n_groups + 1) if len(bucket_of)
-                  else self.xp.zeros(n_groups + 1, dtype=np.int64))  # cupy's refuses empty input
+        counts = (
+            self.xp.bincount(bucket_of, minlength=n_groups + 1)
+            if len(bucket_of)
+            else self.xp.zeros(n_groups + 1, dtype=np.int64)
+        )  # cupy's refuses empty input
         offsets = self.xp.zeros(n_groups + 2, dtype=np.int64)
         self.xp.cumsum(counts, out=offsets[1:])
         rows = order[by_group]
         return rows, keys[rows], offsets
 
     # ---- the kernel
-    def probe(self, is_float: bool, left_keys, left_groups, offsets, right_keys, rows_last,
-              rows_first, strategy: int, exact: bool, tol, nearest_tie: int, out,
-              time_ordered=None) -> None:
+    def probe(
+        self,
+        is_float: bool,
+        left_keys,
+        left_groups,
+        offsets,
+        right_keys,
+        rows_last,
+        rows_first,
+        strategy: int,
+        exact: bool,
+        tol,
+        nearest_tie: int,
+        out,
+        time_ordered=None,
+    ) -> None:
         """``time_ordered``: None, or the right side's (keys, group codes) in its own row
         order when its keys ascend and every row is in a group; the cpu may stream it."""
         has_tol, tol = kernel_tolerance(is_float, tol)
         no_match = np.iinfo(out.dtype).min
-        self._launch(is_float, left_keys, left_groups, offsets, right_keys, rows_last,
-                     rows_first, strategy, exact, has_tol, tol, nearest_tie, no_match, out,
-                     time_ordered=time_ordered)
+        self._launch(
+            is_float,
+            left_keys,
+            left_groups,
+            offsets,
+            right_keys,
+            rows_last,
+            rows_first,
+            strategy,
+            exact,
+            has_tol,
+            tol,
+            nearest_tie,
+            no_match,
+            out,
+            time_ordered=time_ordered,
+        )
 
     def _launch(self, is_float, *args, time_ordered=None):
         raise NotImplementedError

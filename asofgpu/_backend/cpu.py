@@ -15,8 +15,16 @@ from ..kernels import scan
 from ..kernels.probe import NEAREST
 from . import walks
 from .base import Backend, host_empty, kernel_tolerance
-from .jit import (PARALLEL_LAUNCH, cpu_counting_sort, cpu_cursor_probe, cpu_probe_all,
-                  cpu_scan, cpu_stream_probe, launching, threads)
+from .jit import (
+    PARALLEL_LAUNCH,
+    cpu_counting_sort,
+    cpu_cursor_probe,
+    cpu_probe_all,
+    cpu_scan,
+    cpu_stream_probe,
+    launching,
+    threads,
+)
 from .order import in_key_order, radix_order, row_numbers, walk_order, walked_rows
 
 
@@ -37,8 +45,11 @@ class CpuBackend(Backend):
     def stable_argsort(self, values):
         """numpy's stable argsort of 64-bit keys is a timsort: large key arrays take the
         parallel radix sort (kernels/radix.py) instead."""
-        if not walks.radix_sorts(len(values)) or values.dtype not in (np.int64, np.uint64,
-                                                                       np.float64):
+        if not walks.radix_sorts(len(values)) or values.dtype not in (
+            np.int64,
+            np.uint64,
+            np.float64,
+        ):
             return super().stable_argsort(values)
         with PARALLEL_LAUNCH:
             rows = row_numbers(len(values))
@@ -46,8 +57,21 @@ class CpuBackend(Backend):
         return order.astype(np.int64, copy=False)
 
     def _launch(self, is_float, *args, time_ordered=None):
-        (left_keys, left_groups, offsets, sorted_keys, rows_last, rows_first, strategy, exact,
-         has_tol, tol, nearest_tie, no_match, out) = args
+        (
+            left_keys,
+            left_groups,
+            offsets,
+            sorted_keys,
+            rows_last,
+            rows_first,
+            strategy,
+            exact,
+            has_tol,
+            tol,
+            nearest_tie,
+            no_match,
+            out,
+        ) = args
         parallel = walks.parallel(len(out))
         with launching(parallel):
             n_threads = threads(parallel)
@@ -59,24 +83,67 @@ class CpuBackend(Backend):
                 cpu_probe_all(is_float, parallel)(*args)
                 return
             # The walks read keys and groups in walk order, and write each answer in its row.
-            keys, groups, rows = in_key_order(rows, in_order, left_keys, left_groups, n_groups,
-                                              is_float, n_threads)
-            if time_ordered is not None and strategy != NEAREST and walks.streams(
-                    time_ordered[0], keys, n_groups, n_threads):
+            keys, groups, rows = in_key_order(
+                rows, in_order, left_keys, left_groups, n_groups, is_float, n_threads
+            )
+            if (
+                time_ordered is not None
+                and strategy != NEAREST
+                and walks.streams(time_ordered[0], keys, n_groups, n_threads)
+            ):
                 right_keys, right_groups = time_ordered
                 cpu_stream_probe(is_float, parallel)(
-                    rows, keys, groups, right_keys, right_groups, offsets, sorted_keys,
-                    rows_last, rows_first, strategy, exact, has_tol, tol, no_match, n_threads,
-                    out)
+                    rows,
+                    keys,
+                    groups,
+                    right_keys,
+                    right_groups,
+                    offsets,
+                    sorted_keys,
+                    rows_last,
+                    rows_first,
+                    strategy,
+                    exact,
+                    has_tol,
+                    tol,
+                    no_match,
+                    n_threads,
+                    out,
+                )
                 return
             # In key order each group's answers only move forward: gallop from cursors.
             cpu_cursor_probe(is_float, parallel)(
-                rows, keys, groups, offsets, sorted_keys, rows_last, rows_first, strategy, exact,
-                has_tol, tol, nearest_tie, no_match,
-                walks.pieces(parallel, n_threads, n_groups), out)
+                rows,
+                keys,
+                groups,
+                offsets,
+                sorted_keys,
+                rows_last,
+                rows_first,
+                strategy,
+                exact,
+                has_tol,
+                tol,
+                nearest_tie,
+                no_match,
+                walks.pieces(parallel, n_threads, n_groups),
+                out,
+            )
 
-    def scan(self, is_float: bool, left_keys, left_groups, right_keys, right_groups,
-             n_groups: int, strategy: int, exact: bool, tol, nearest_tie: int, out) -> None:
+    def scan(
+        self,
+        is_float: bool,
+        left_keys,
+        left_groups,
+        right_keys,
+        right_groups,
+        n_groups: int,
+        strategy: int,
+        exact: bool,
+        tol,
+        nearest_tie: int,
+        out,
+    ) -> None:
         """The one-shot merge scan (kernels/scan.py). ``left_groups`` holds -1 for rows that
         match nothing; ``right_groups`` (None: one group) holds n_groups for rows to skip."""
         if right_groups is None:
@@ -87,11 +154,20 @@ class CpuBackend(Backend):
         n_chunks = walks.pieces(parallel, n_threads, n_groups)
         has_tol, tol = kernel_tolerance(is_float, tol)
         no_match = np.iinfo(out.dtype).min
-        how = scan.Options(np.int64(strategy), bool(exact), has_tol, tol,
-                           np.int64(nearest_tie), np.int64(no_match))
+        how = scan.Options(
+            np.int64(strategy), bool(exact), has_tol, tol, np.int64(nearest_tie), np.int64(no_match)
+        )
         with launching(parallel):
-            left = walk_order(left_groups >= 0, left_keys, left_groups, n_groups, is_float,
-                              is_sorted, n_threads)
-            right = walk_order(right_groups < n_groups, right_keys, right_groups, n_groups,
-                               is_float, is_sorted, n_threads)
+            left = walk_order(
+                left_groups >= 0, left_keys, left_groups, n_groups, is_float, is_sorted, n_threads
+            )
+            right = walk_order(
+                right_groups < n_groups,
+                right_keys,
+                right_groups,
+                n_groups,
+                is_float,
+                is_sorted,
+                n_threads,
+            )
             join(*left, *right, max(n_groups, 1), n_chunks, how, out)

@@ -52,15 +52,19 @@ class CudaBackend(Backend):
         blocks = (n + CUDA_THREADS - 1) // CUDA_THREADS
         if self.simulated:
             # The simulator writes every array argument back: give it writable copies.
-            args = [a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a
-                    for a in args]
+            args = [
+                a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a for a in args
+            ]
         with warnings.catch_warnings():
             # A small join is a small grid: a warning the caller cannot act on at every such
             # launch, and an exception under an "error" filter (-W error, pytest's
             # filterwarnings), which would fail the join.
             warnings.filterwarnings("ignore", message=_LOW_OCCUPANCY)
-            launch = (kernel[blocks, CUDA_THREADS] if self.simulated
-                      else kernel[blocks, CUDA_THREADS, _callers_stream()])
+            launch = (
+                kernel[blocks, CUDA_THREADS]
+                if self.simulated
+                else kernel[blocks, CUDA_THREADS, _callers_stream()]
+            )
         launch(*args)
 
 
@@ -74,14 +78,40 @@ def _callers_stream():
     return cuda.external_stream(cupy.cuda.get_current_stream().ptr)
 
 
-def _probe_kernel(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
-                  strategy, exact, has_tol, tol, nearest_tie, no_match, out):
+def _probe_kernel(
+    left_keys,
+    left_groups,
+    offsets,
+    right_keys,
+    rows_last,
+    rows_first,
+    strategy,
+    exact,
+    has_tol,
+    tol,
+    nearest_tie,
+    no_match,
+    out,
+):
     """The cuda kernel: one thread per left row (cuda, probe_row: bound)."""
     i = cuda.grid(1)  # noqa: F821 - bound by cuda_probe_source
     if i < out.size:
-        probe_row(i, left_keys, left_groups, offsets, right_keys,  # noqa: F821
-                  rows_last, rows_first, strategy, exact, has_tol, tol, nearest_tie,
-                  no_match, out)
+        probe_row(  # noqa: F821
+            i,
+            left_keys,
+            left_groups,
+            offsets,
+            right_keys,
+            rows_last,
+            rows_first,
+            strategy,
+            exact,
+            has_tol,
+            tol,
+            nearest_tie,
+            no_match,
+            out,
+        )
 
 
 @functools.cache
@@ -117,4 +147,3 @@ def cuda_usable() -> bool:
         return bool(cuda.is_available()) and cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # noqa: BLE001 - any import or driver failure means "no GPU here"
         return False
-

@@ -58,24 +58,37 @@ def cpu_strings():
 
     # The variant keeps text's kernels apart from fixed width's in numba's cache: both are
     # kernels/hashing.py's functions, under the same names.
-    return strings.build(cached_njit("text", inline="always"), cached_njit("text"),
-                         cached_njit("text", parallel=True), numba.prange, load_word)
+    return strings.build(
+        cached_njit("text", inline="always"),
+        cached_njit("text"),
+        cached_njit("text", parallel=True),
+        numba.prange,
+        load_word,
+    )
 
 
 @functools.cache
 def cpu_fixed_width():
     import numba
 
-    return fixed_width.build(cached_njit("fixed", inline="always"), cached_njit("fixed"),
-                             cached_njit("fixed", parallel=True), numba.prange)
+    return fixed_width.build(
+        cached_njit("fixed", inline="always"),
+        cached_njit("fixed"),
+        cached_njit("fixed", parallel=True),
+        numba.prange,
+    )
 
 
 @functools.cache
 def cpu_views():
     import numba
 
-    return views.build(cached_njit("views", inline="always"), cached_njit("views"),
-                       cached_njit("views", parallel=True), numba.prange)
+    return views.build(
+        cached_njit("views", inline="always"),
+        cached_njit("views"),
+        cached_njit("views", parallel=True),
+        numba.prange,
+    )
 
 
 @functools.cache
@@ -91,8 +104,9 @@ def cpu_take():
 def cpu_radix(parallel: bool):
     import numba
 
-    return radix.build(cached_njit(), cached_njit(parallel=parallel),
-                       numba.prange if parallel else range)
+    return radix.build(
+        cached_njit(), cached_njit(parallel=parallel), numba.prange if parallel else range
+    )
 
 
 def _build_walk(kernels, is_float: bool, parallel: bool, *extra, **helper_options):
@@ -101,9 +115,14 @@ def _build_walk(kernels, is_float: bool, parallel: bool, *extra, **helper_option
     import numba
 
     kind = "_float" if is_float else "_int"
-    return kernels.build(cached_njit(kind, **helper_options),
-                         cached_njit(kind, parallel=parallel), is_float, numba.uint64,
-                         numba.prange if parallel else range, *extra)
+    return kernels.build(
+        cached_njit(kind, **helper_options),
+        cached_njit(kind, parallel=parallel),
+        is_float,
+        numba.uint64,
+        numba.prange if parallel else range,
+        *extra,
+    )
 
 
 @functools.cache
@@ -111,13 +130,39 @@ def cpu_scan(is_float: bool, parallel: bool):
     return _build_walk(scan, is_float, parallel)
 
 
-def _probe_all(left_keys, left_groups, offsets, right_keys, rows_last, rows_first,
-               strategy, exact, has_tol, tol, nearest_tie, no_match, out):
+def _probe_all(
+    left_keys,
+    left_groups,
+    offsets,
+    right_keys,
+    rows_last,
+    rows_first,
+    strategy,
+    exact,
+    has_tol,
+    tol,
+    nearest_tie,
+    no_match,
+    out,
+):
     """The cpu kernel: probe_row over left rows, in parallel (prange, probe_row: bound)."""
     for i in prange(out.size):  # noqa: F821 - bound by cpu_probe_all
-        probe_row(i, left_keys, left_groups, offsets, right_keys,  # noqa: F821
-                  rows_last, rows_first, strategy, exact, has_tol, tol, nearest_tie,
-                  no_match, out)
+        probe_row(  # noqa: F821
+            i,
+            left_keys,
+            left_groups,
+            offsets,
+            right_keys,
+            rows_last,
+            rows_first,
+            strategy,
+            exact,
+            has_tol,
+            tol,
+            nearest_tie,
+            no_match,
+            out,
+        )
 
 
 @functools.cache
@@ -127,7 +172,9 @@ def _source_digest() -> str:
     digest = hashlib.sha256()
     here = Path(__file__)
     for path in sorted(Path(probe.__file__).parent.glob("*.py")) + [
-            here, here.parent.parent / "_intrinsics.py"]:
+        here,
+        here.parent.parent / "_intrinsics.py",
+    ]:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:12]
 
@@ -138,8 +185,9 @@ def cached_njit(variant: str = "", **options):
     The digest in the qualified name (which names the cache file) retires it."""
     # numba's cache key ignores the options too (parallel or not): they go in the name.
     # So does the variant (which globals a build binds, e.g. float or integer comparisons).
-    tag = variant + "".join(f"_{k}{v if isinstance(v, str) else int(v)}"
-                            for k, v in sorted(options.items()))
+    tag = variant + "".join(
+        f"_{k}{v if isinstance(v, str) else int(v)}" for k, v in sorted(options.items())
+    )
 
     def jit(fn):
         fn = bind(fn)  # a copy: the module's function keeps its name
@@ -174,17 +222,22 @@ def njit_cached(fn, **options):
             pass
     if not _WARNED_UNCACHED:
         _WARNED_UNCACHED = True
-        warnings.warn(f"asofgpu: numba cannot write its cache beside the kernels, in the "
-                      f"user's cache directory or in {FALLBACK_CACHE}: each process compiles "
-                      f"the kernels again (set NUMBA_CACHE_DIR to a writable directory)",
-                      RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"asofgpu: numba cannot write its cache beside the kernels, in the "
+            f"user's cache directory or in {FALLBACK_CACHE}: each process compiles "
+            f"the kernels again (set NUMBA_CACHE_DIR to a writable directory)",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return numba.njit(**options)(fn)
 
 
 _WARNED_UNCACHED = False
 # The cache's last resort, one per user (a shared one could hold another user's files).
-FALLBACK_CACHE = os.path.join(tempfile.gettempdir(), f"asofgpu-numba-cache-{os.getuid()}"
-                               if hasattr(os, "getuid") else "asofgpu-numba-cache")
+FALLBACK_CACHE = os.path.join(
+    tempfile.gettempdir(),
+    f"asofgpu-numba-cache-{os.getuid()}" if hasattr(os, "getuid") else "asofgpu-numba-cache",
+)
 
 
 def cache_dir() -> str | None:
@@ -201,7 +254,8 @@ def cpu_probe_all(is_float: bool, parallel: bool):
 
     probe_row = probe.build(cached_njit(), is_float, numba.uint64)
     return cached_njit(parallel=parallel)(
-        bind(_probe_all, prange=numba.prange if parallel else range, probe_row=probe_row))
+        bind(_probe_all, prange=numba.prange if parallel else range, probe_row=probe_row)
+    )
 
 
 @functools.cache

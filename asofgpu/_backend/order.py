@@ -14,19 +14,16 @@ from .base import host_empty
 from .jit import cpu_radix, cpu_take
 
 
-def walk_order(walked, keys, groups, n_groups: int, is_float: bool, is_sorted,
-               threads: int):
+def walk_order(walked, keys, groups, n_groups: int, is_float: bool, is_sorted, threads: int):
     """(keys, groups, row numbers) of the ``walked`` rows in ascending key order, equal keys
     of a group in row order: what the merge scan reads (time-sorted data with every row
     walked: the caller's own arrays). ``groups`` holds codes below ``n_groups`` for walked
     rows. The caller holds the parallel-launch lock."""
     rows = walked_rows(walked)
-    return in_key_order(rows, is_sorted(keys, rows), keys, groups, n_groups, is_float,
-                        threads)
+    return in_key_order(rows, is_sorted(keys, rows), keys, groups, n_groups, is_float, threads)
 
 
-def in_key_order(rows, in_order: bool, keys, groups, n_groups: int, is_float: bool,
-                 threads: int):
+def in_key_order(rows, in_order: bool, keys, groups, n_groups: int, is_float: bool, threads: int):
     """``walk_order`` of the walked ``rows``, ``in_order`` when their keys ascend."""
     if in_order:
         if len(rows) == len(keys):
@@ -39,12 +36,12 @@ def in_key_order(rows, in_order: bool, keys, groups, n_groups: int, is_float: bo
     # with the keys where both fit in 64 bits), not by numpy's (slow, random) take.
     kernels = cpu_radix(threads > 1)
     group_bits = max(n_groups - 1, 0).bit_length()
-    order, bits, low, group_bits = radix_order(rows, keys, is_float, threads, groups,
-                                               group_bits)
+    order, bits, low, group_bits = radix_order(rows, keys, is_float, threads, groups, group_bits)
     sorted_keys = host_empty(len(rows), keys.dtype)
     sorted_groups = host_empty(len(rows), np.int32)
-    kernels.keys_from_bits(bits, np.uint64(low), is_float, group_bits,
-                           sorted_keys.view(np.uint64), sorted_groups)
+    kernels.keys_from_bits(
+        bits, np.uint64(low), is_float, group_bits, sorted_keys.view(np.uint64), sorted_groups
+    )
     if not group_bits:
         kernels.take_int32(groups, order, sorted_groups)
     return sorted_keys, sorted_groups, order
@@ -87,9 +84,11 @@ def radix_order(rows, keys, is_float: bool, threads: int, groups=None, group_bit
     if groups is None:
         groups, group_bits = _NO_GROUPS, 0
     low, group_bits = (kernels.order_bits_float if is_float else kernels.order_bits_int)(
-        keys, rows, groups, group_bits, bits)
-    order = kernels.argsort_bits(bits, rows, threads, host_empty(len(rows), np.uint64),
-                                 host_empty(len(rows), width))
+        keys, rows, groups, group_bits, bits
+    )
+    order = kernels.argsort_bits(
+        bits, rows, threads, host_empty(len(rows), np.uint64), host_empty(len(rows), width)
+    )
     return order, bits, low, group_bits
 
 

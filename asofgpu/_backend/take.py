@@ -42,20 +42,32 @@ def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -
         for ks in by_width.values():
             while len(ks) >= 4:
                 a, b, c, d = ks[:4]
-                kernels.take_fixed_quad(bits[a], bits[b], bits[c], bits[d], gmap, valid,
-                                        outs[a], outs[b], outs[c], outs[d])
+                kernels.take_fixed_quad(
+                    bits[a],
+                    bits[b],
+                    bits[c],
+                    bits[d],
+                    gmap,
+                    valid,
+                    outs[a],
+                    outs[b],
+                    outs[c],
+                    outs[d],
+                )
                 ks = ks[4:]
             if len(ks) >= 2:
-                kernels.take_fixed_pair(bits[ks[0]], bits[ks[1]], gmap, valid, outs[ks[0]],
-                                        outs[ks[1]])
+                kernels.take_fixed_pair(
+                    bits[ks[0]], bits[ks[1]], gmap, valid, outs[ks[0]], outs[ks[1]]
+                )
                 ks = ks[2:]
             if ks:
                 kernels.take_fixed(bits[ks[0]], gmap, valid, outs[ks[0]])
     return [pa.py_buffer(out) for out in outs]
 
 
-def take_chunked(columns: list[tuple[int, list[int], list[int]]], gmap: np.ndarray,
-                 valid: np.ndarray) -> list:
+def take_chunked(
+    columns: list[tuple[int, list[int], list[int]]], gmap: np.ndarray, valid: np.ndarray
+) -> list:
     """``take_fixed`` of columns given as their chunks, read where they lie (kernels/take.py
     ``take_chunked``): a table read from parquet comes in a chunk per row group, and copying
     them into one would touch as much fresh memory as the columns hold. Each column is
@@ -80,12 +92,19 @@ def take_chunked(columns: list[tuple[int, list[int], list[int]]], gmap: np.ndarr
             for width, same in by_width.items():
                 like = np.empty(0, np.dtype(f"u{width}"))
                 for at in range(0, len(same), 4):
-                    four = same[at:at + 4]
+                    four = same[at : at + 4]
                     addresses = np.array([columns[k][1] for k in four], dtype=np.uint64)
                     targets = [outs[k] for k in four]
                     targets += [like] * (4 - len(four))  # untouched
-                    kernels.take_chunked(addresses.reshape(len(four), len(lengths)), starts,
-                                         like, gmap, valid, chunk_of, *targets)
+                    kernels.take_chunked(
+                        addresses.reshape(len(four), len(lengths)),
+                        starts,
+                        like,
+                        gmap,
+                        valid,
+                        chunk_of,
+                        *targets,
+                    )
     return [pa.py_buffer(out) for out in outs]
 
 

@@ -115,10 +115,13 @@ def streams(right_keys, keys, n_groups: int, pieces: int) -> bool:
     t = THRESHOLDS
     if len(keys) < max(n_groups, 1) * pieces:
         return False
-    span = int(np.searchsorted(right_keys, keys[-1], side="right")
-               - np.searchsorted(right_keys, keys[0], side="left"))
+    span = int(
+        np.searchsorted(right_keys, keys[-1], side="right")
+        - np.searchsorted(right_keys, keys[0], side="left")
+    )
     return span <= t.stream_span * len(keys) and (
-        n_groups <= 1 or n_groups * span >= t.stream_group_span * len(keys))
+        n_groups <= 1 or n_groups * span >= t.stream_group_span * len(keys)
+    )
 
 
 def pieces(parallel: bool, threads: int, n_groups: int) -> int:

@@ -28,5 +28,13 @@ from ._checks import CODECS, DEFAULT_CHUNK_ROWS, RIGHT_MODES, Options
 from ._errors import EnrichError, OutputError
 from ._job import Summary, enrich
 
-__all__ = ["CODECS", "DEFAULT_CHUNK_ROWS", "RIGHT_MODES", "EnrichError", "OutputError", "Options",
-           "Summary", "enrich"]
+__all__ = [
+    "CODECS",
+    "DEFAULT_CHUNK_ROWS",
+    "RIGHT_MODES",
+    "EnrichError",
+    "OutputError",
+    "Options",
+    "Summary",
+    "enrich",
+]

@@ -29,11 +29,29 @@ from ._checks import Options, Plan, translate
 from ._errors import EnrichError
 from ._sources import Source, is_text
 from ._regroup import by_ranges, on_ranges, restore, stream_order
-from ._spill import (POSITION, Narrowing, Results, SpillFolder, in_left_order, key_ranges,
-                     partition_of, range_of, read_all, read_batches, stream_schema)
+from ._spill import (
+    POSITION,
+    Narrowing,
+    Results,
+    SpillFolder,
+    in_left_order,
+    key_ranges,
+    partition_of,
+    range_of,
+    read_all,
+    read_batches,
+    stream_schema,
+)
 from ._spill import source_batches as spill_batches
-from ._stream import (Order, Windows, carries_out, ends_of_groups, first_and_last,
-                      split_by_key, whole_key_windows)
+from ._stream import (
+    Order,
+    Windows,
+    carries_out,
+    ends_of_groups,
+    first_and_last,
+    split_by_key,
+    whole_key_windows,
+)
 
 RESULT_BATCH_ROWS = 1 << 16  # the output is rebuilt from a batch of each partition at once
 
@@ -64,12 +82,14 @@ class _Attach:
 class InMemory(_Attach):
     """RIGHT read whole and prepared once; each LEFT chunk probes it."""
 
-    def __init__(self, options: Options, the_plan: Plan, table: pa.Table, tolerance,
-                 every: int):
+    def __init__(self, options: Options, the_plan: Plan, table: pa.Table, tolerance, every: int):
         self.prepared = prepare(table, options)
-        super().__init__(options, tolerance,
-                         Staleness(table.column(options.right_on), every=every),
-                         self.prepared.n_right)
+        super().__init__(
+            options,
+            tolerance,
+            Staleness(table.column(options.right_on), every=every),
+            self.prepared.n_right,
+        )
         self.payload = table.select(the_plan.payload)  # in chunks: gather reads them in place
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
@@ -80,24 +100,48 @@ class Spilled(_Attach):
     """Both sides hash-partitioned into ``spill`` and joined a partition at a time (``_spill``);
     each LEFT chunk then takes its rows of the results, in order."""
 
-    def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
-                 as_codes: list[str], tolerance, spill: SpillFolder, k: int, rows: int,
-                 every: int, need: int, budget: int, progress):
-        super().__init__(options, tolerance,
-                         Staleness(pa.chunked_array(
-                             [], right.schema.field(options.right_on).type), every=every),
-                         right.rows)
+    def __init__(
+        self,
+        options: Options,
+        the_plan: Plan,
+        left: Source,
+        right: Source,
+        as_codes: list[str],
+        tolerance,
+        spill: SpillFolder,
+        k: int,
+        rows: int,
+        every: int,
+        need: int,
+        budget: int,
+        progress,
+    ):
+        super().__init__(
+            options,
+            tolerance,
+            Staleness(pa.chunked_array([], right.schema.field(options.right_on).type), every=every),
+            right.rows,
+        )
         left_keys = [options.left_on, *options.left_by]
-        left_codes = [c for c in options.left_by if is_text(left.schema.field(c).type)
-                      or c not in left.data_schema.names]
+        left_codes = [
+            c
+            for c in options.left_by
+            if is_text(left.schema.field(c).type) or c not in left.data_schema.names
+        ]
         right_paths, right_rows = spill.partition(
-            "right", spill_batches(right, the_plan.read, as_codes, rows),
-            schema_of(right, the_plan.read, as_codes), k,
-            lambda batch: partition_of(batch, options.right_by, k))
+            "right",
+            spill_batches(right, the_plan.read, as_codes, rows),
+            schema_of(right, the_plan.read, as_codes),
+            k,
+            lambda batch: partition_of(batch, options.right_by, k),
+        )
         left_paths, _ = spill.partition(
-            "left", spill_batches(left, left_keys, left_codes, rows, positions=True),
-            schema_of(left, left_keys, left_codes, positions=True), k,
-            lambda batch: partition_of(batch, options.left_by, k))
+            "left",
+            spill_batches(left, left_keys, left_codes, rows, positions=True),
+            schema_of(left, left_keys, left_codes, positions=True),
+            k,
+            lambda batch: partition_of(batch, options.left_by, k),
+        )
         self.spilled = spill.bytes
         progress.log(f"spilled {memory.readable(spill.bytes)} in {k} partitions of each side")
         self._results = []
@@ -106,26 +150,48 @@ class Spilled(_Attach):
         for i in range(k):
             ranges = math.ceil(right_rows[i] * per_row / (budget / 4))
             if ranges > 1 and ranged:
-                progress.log(f"partition {i} holds {right_rows[i]:,} RIGHT rows, too many to "
-                             f"prepare at once: joined in {ranges} key ranges")
-                result = self._join_in_ranges(right_paths[i], left_paths[i], ranges, options,
-                                              the_plan, tolerance, spill,
-                                              int(budget / 4 / max(per_row, 1.0)), progress)
+                progress.log(
+                    f"partition {i} holds {right_rows[i]:,} RIGHT rows, too many to "
+                    f"prepare at once: joined in {ranges} key ranges"
+                )
+                result = self._join_in_ranges(
+                    right_paths[i],
+                    left_paths[i],
+                    ranges,
+                    options,
+                    the_plan,
+                    tolerance,
+                    spill,
+                    int(budget / 4 / max(per_row, 1.0)),
+                    progress,
+                )
             else:
                 if ranges > 1:
-                    progress.log(f"partition {i} holds {right_rows[i]:,} RIGHT rows, too many "
-                                 f"to prepare at once, but keys of two types cannot be cut "
-                                 f"into ranges: joined whole, over --memory-limit")
-                result = self._join(read_all(right_paths[i]), read_all(left_paths[i]), options,
-                                    the_plan, tolerance)
+                    progress.log(
+                        f"partition {i} holds {right_rows[i]:,} RIGHT rows, too many "
+                        f"to prepare at once, but keys of two types cannot be cut "
+                        f"into ranges: joined whole, over --memory-limit"
+                    )
+                result = self._join(
+                    read_all(right_paths[i]), read_all(left_paths[i]), options, the_plan, tolerance
+                )
             os.remove(right_paths[i])
             os.remove(left_paths[i])
             self._results.append(_write_results(spill, f"result-{i}", result))
         self._at = 0
 
-    def _join_in_ranges(self, right_path: str, left_path: str, ranges: int, options: Options,
-                        the_plan: Plan, tolerance, spill: SpillFolder, most_rows: int,
-                        progress) -> pa.Table:
+    def _join_in_ranges(
+        self,
+        right_path: str,
+        left_path: str,
+        ranges: int,
+        options: Options,
+        the_plan: Plan,
+        tolerance,
+        spill: SpillFolder,
+        most_rows: int,
+        progress,
+    ) -> pa.Table:
         """A partition too large to prepare whole (one group may hold most of RIGHT): both
         sides cut into key ranges, each range of LEFT joined against its range of RIGHT
         between the last row of each group before it (carry in, for backward and nearest)
@@ -138,10 +204,19 @@ class Spilled(_Attach):
         n = len(cuts) + 1
         schema, left_schema = stream_schema(right_path), stream_schema(left_path)
         right_parts, right_rows = spill.partition(
-            f"{os.path.basename(right_path)}-range", read_batches(right_path), schema, n,
-            range_of(on, cuts, n))  # null keys: never candidates
-        left_parts, _ = spill.partition(f"{os.path.basename(left_path)}-range", read_batches(
-            left_path), left_schema, n, range_of(options.left_on, cuts, 0))
+            f"{os.path.basename(right_path)}-range",
+            read_batches(right_path),
+            schema,
+            n,
+            range_of(on, cuts, n),
+        )  # null keys: never candidates
+        left_parts, _ = spill.partition(
+            f"{os.path.basename(left_path)}-range",
+            read_batches(left_path),
+            left_schema,
+            n,
+            range_of(options.left_on, cuts, 0),
+        )
 
         reduced = set()
 
@@ -150,39 +225,53 @@ class Spilled(_Attach):
                 return read_all(right_parts[r])
             if r not in reduced:
                 reduced.add(r)
-                progress.log(f"a key range holds {right_rows[r]:,} RIGHT rows of few keys, too "
-                             f"many to prepare at once: read as each key's first and last row "
-                             f"per group")
+                progress.log(
+                    f"a key range holds {right_rows[r]:,} RIGHT rows of few keys, too "
+                    f"many to prepare at once: read as each key's first and last row "
+                    f"per group"
+                )
             kept = arrow_numpy.empty_table(schema)
             for batch in read_batches(right_parts[r]):
-                kept = first_and_last(pa.concat_tables([kept, pa.Table.from_batches([batch])]),
-                                      on, by)
+                kept = first_and_last(
+                    pa.concat_tables([kept, pa.Table.from_batches([batch])]), on, by
+                )
             return kept
 
         backward = options.strategy != "forward"
         forward = options.strategy != "backward"
-        firsts = [ends_of_groups(range_table(r), on, by, last=False) for r in range(n)] \
-            if forward else []
+        firsts = (
+            [ends_of_groups(range_table(r), on, by, last=False) for r in range(n)]
+            if forward
+            else []
+        )
         carry_out = [arrow_numpy.empty_table(schema)] * n
         for r in range(n - 2, -1, -1) if forward else ():
-            carry_out[r] = ends_of_groups(pa.concat_tables([firsts[r + 1], carry_out[r + 1]]),
-                                          on, by, last=False)
+            carry_out[r] = ends_of_groups(
+                pa.concat_tables([firsts[r + 1], carry_out[r + 1]]), on, by, last=False
+            )
         carry_in = arrow_numpy.empty_table(schema)
         results = []
         for r in range(n):
             window = range_table(r)
-            results.append(self._join(pa.concat_tables([carry_in, window, carry_out[r]]),
-                                      read_all(left_parts[r]), options, the_plan, tolerance))
+            results.append(
+                self._join(
+                    pa.concat_tables([carry_in, window, carry_out[r]]),
+                    read_all(left_parts[r]),
+                    options,
+                    the_plan,
+                    tolerance,
+                )
+            )
             if backward:
-                carry_in = ends_of_groups(pa.concat_tables([carry_in, window]), on, by,
-                                          last=True)
+                carry_in = ends_of_groups(pa.concat_tables([carry_in, window]), on, by, last=True)
             os.remove(right_parts[r])
             os.remove(left_parts[r])
         result = pa.concat_tables(results)
         return result.take(pc.sort_indices(result, [(POSITION, "ascending")]))
 
-    def _join(self, right: pa.Table, left: pa.Table, options: Options, the_plan: Plan,
-              tolerance) -> pa.Table:
+    def _join(
+        self, right: pa.Table, left: pa.Table, options: Options, the_plan: Plan, tolerance
+    ) -> pa.Table:
         """One partition joined: (LEFT position, attached columns) in LEFT order."""
         prepared = prepare(right, options)
         self.staleness = self.staleness.with_right(right.column(options.right_on))
@@ -220,17 +309,30 @@ class Streamed(_Attach):
     where the next window starts, and each piece joined against its window and carries.
     Forward and nearest joins first read RIGHT once more for the carries out."""
 
-    def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
-                 right_batches, as_codes: list[str], tolerance, rows: int, every: int,
-                 grouped: bool = False, narrowing: Narrowing | None = None):
+    def __init__(
+        self,
+        options: Options,
+        the_plan: Plan,
+        left: Source,
+        right: Source,
+        right_batches,
+        as_codes: list[str],
+        tolerance,
+        rows: int,
+        every: int,
+        grouped: bool = False,
+        narrowing: Narrowing | None = None,
+    ):
         """``narrowing``: set by ``finish``, so that ``right_batches`` reads the rest of
         RIGHT's keys only."""
         schema = schema_of(right, the_plan.read, as_codes)
         self._narrowing = narrowing
-        super().__init__(options, tolerance,
-                         Staleness(pa.chunked_array([], schema.field(options.right_on).type),
-                                   every=every),
-                         right.rows)
+        super().__init__(
+            options,
+            tolerance,
+            Staleness(pa.chunked_array([], schema.field(options.right_on).type), every=every),
+            right.rows,
+        )
         self.plan, self.grouped = the_plan, grouped
         on, by = options.right_on, list(options.right_by)
 
@@ -239,16 +341,28 @@ class Streamed(_Attach):
 
         carry_out = None
         if options.strategy != "backward":
-            carry_out = carries_out(whole_key_windows(
-                spill_batches(right, the_plan.read, as_codes, rows), right_order(), by), on,
-                by, schema)
-        self.windows = Windows(whole_key_windows(right_batches, right_order(), by),
-                               right_order(), by, schema, carry_out)
-        self.left_order = Order("LEFT", left.given, options.left_on,
-                                options.left_by if grouped else ())
+            carry_out = carries_out(
+                whole_key_windows(
+                    spill_batches(right, the_plan.read, as_codes, rows), right_order(), by
+                ),
+                on,
+                by,
+                schema,
+            )
+        self.windows = Windows(
+            whole_key_windows(right_batches, right_order(), by),
+            right_order(),
+            by,
+            schema,
+            carry_out,
+        )
+        self.left_order = Order(
+            "LEFT", left.given, options.left_on, options.left_by if grouped else ()
+        )
         self._prepared = None  # the current window's, built on its first piece
-        self._empty = arrow_numpy.empty_table(pa.schema([schema.field(c)
-                                                         for c in the_plan.payload]))
+        self._empty = arrow_numpy.empty_table(
+            pa.schema([schema.field(c) for c in the_plan.payload])
+        )
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
         keys = self.left_order.keys(batch)
@@ -290,8 +404,11 @@ class Streamed(_Attach):
             # A grouped window after its carry in is in (group, key) order: the carry holds
             # each group's last row, in the groups' order; a carry out would come after.
             presorted = self.grouped and not self.windows.carries_out
-            self._prepared = (prepare(window, self.options, presorted),
-                              window.select(self.plan.payload), window)
+            self._prepared = (
+                prepare(window, self.options, presorted),
+                window.select(self.plan.payload),
+                window,
+            )
         return self._attach(*self._prepared[:2], piece)
 
 
@@ -301,52 +418,87 @@ class Regrouped(_Attach):
     not fit, each range sorted) and joined against RIGHT streamed (``Streamed``); each LEFT
     chunk then takes its rows of the results, in order."""
 
-    def __init__(self, options: Options, the_plan: Plan, left: Source, right: Source,
-                 right_batches, as_codes: list[str], tolerance, spill: SpillFolder | None,
-                 k: int, rows: int, every: int, progress, grouped: bool,
-                 narrowing: Narrowing | None = None):
+    def __init__(
+        self,
+        options: Options,
+        the_plan: Plan,
+        left: Source,
+        right: Source,
+        right_batches,
+        as_codes: list[str],
+        tolerance,
+        spill: SpillFolder | None,
+        k: int,
+        rows: int,
+        every: int,
+        progress,
+        grouped: bool,
+        narrowing: Narrowing | None = None,
+    ):
         """``spill``: where LEFT's ``k`` ranges go (None when ``k`` is 1: held in memory)."""
-        stream = Streamed(options, the_plan, left, right, right_batches, as_codes, tolerance,
-                          rows, every, grouped, narrowing)
+        stream = Streamed(
+            options,
+            the_plan,
+            left,
+            right,
+            right_batches,
+            as_codes,
+            tolerance,
+            rows,
+            every,
+            grouped,
+            narrowing,
+        )
         super().__init__(options, tolerance, stream.staleness, right.rows)
         self._payload = stream.payload_schema
         on, by = options.left_on, list(options.left_by)
-        codes = [c for c in by if is_text(left.schema.field(c).type)
-                 or c not in left.data_schema.names]
+        codes = [
+            c for c in by if is_text(left.schema.field(c).type) or c not in left.data_schema.names
+        ]
         batches = spill_batches(left, [on, *by], codes, rows, positions=True)
         schema = schema_of(left, [on, *by], codes, positions=True)
         order = by if grouped else []
         if k > 1:
             ranged = order[0] if grouped else on
             first_pass = spill_batches(left, [ranged], [c for c in codes if c == ranged], rows)
-            part_of = (by_ranges(first_pass, ranged, k) if grouped
-                       else on_ranges(first_pass, ranged, k, left.rows))
+            part_of = (
+                by_ranges(first_pass, ranged, k)
+                if grouped
+                else on_ranges(first_pass, ranged, k, left.rows)
+            )
             paths, _ = spill.partition("left", batches, schema, k, part_of)
             named = (*order, on) if grouped else on
-            progress.log(f"LEFT's keys spilled in {k} ranges of {ranged!r} "
-                         f"({memory.readable(spill.bytes)}), each sorted by {named!r} in turn")
+            progress.log(
+                f"LEFT's keys spilled in {k} ranges of {ranged!r} "
+                f"({memory.readable(spill.bytes)}), each sorted by {named!r} in turn"
+            )
             tables = (_read_and_remove(path) for path in paths)
         else:
             tables = [pa.Table.from_batches(list(batches), schema)]
         self._results = []
         for i, table in enumerate(tables):
             result = self._join(stream, table, on, order, rows)
-            self._results.append(_write_results(spill, f"result-{i}", result) if k > 1
-                                 else Results.of_table(result))
+            self._results.append(
+                _write_results(spill, f"result-{i}", result) if k > 1 else Results.of_table(result)
+            )
         stream.finish()  # RIGHT past the last LEFT row is checked too
         self.matched, self.staleness = stream.matched, stream.staleness
         self.spilled = spill.bytes if spill is not None else 0
         self._at = 0
 
-    def _join(self, stream: Streamed, table: pa.Table, on: str, order: list[str],
-              rows: int) -> pa.Table:
+    def _join(
+        self, stream: Streamed, table: pa.Table, on: str, order: list[str], rows: int
+    ) -> pa.Table:
         """A partition of LEFT's keys joined in RIGHT's order (by ``order``'s columns, then
         ``on``): (LEFT position, attached columns) in the partition's row order."""
         keyed, others = stream_order(table, on, order)
         in_order = gather(table, keyed)
         pieces = [stream(in_order.slice(at, rows)) for at in range(0, len(keyed), rows)]
-        pieces.append(pa.table({f.name: pa.nulls(len(others), f.type) for f in self._payload},
-                               schema=self._payload))
+        pieces.append(
+            pa.table(
+                {f.name: pa.nulls(len(others), f.type) for f in self._payload}, schema=self._payload
+            )
+        )
         taken = restore(pa.concat_tables(pieces), np.concatenate([keyed, others]))
         return taken.add_column(0, POSITION, table.column(POSITION))
 
@@ -360,8 +512,9 @@ def _read_and_remove(path: str) -> pa.Table:
     return table
 
 
-def schema_of(source: Source, columns: list[str], as_codes: list[str],
-               positions: bool = False) -> pa.Schema:
+def schema_of(
+    source: Source, columns: list[str], as_codes: list[str], positions: bool = False
+) -> pa.Schema:
     """The schema of ``spill_batches``: text and partition columns in ``as_codes`` come as
     dictionaries of int32 indices."""
     fields = []
@@ -380,17 +533,23 @@ def _rangeable(left: Source, right: Source, options: Options) -> bool:
     both sides (one type, not uint64, whose values may not fit int64)."""
     left_type = left.schema.field(options.left_on).type
     right_type = right.schema.field(options.right_on).type
-    return left_type == right_type and not pa.types.is_uint64(left_type) and not (
-        pa.types.is_decimal(left_type))
+    return (
+        left_type == right_type
+        and not pa.types.is_uint64(left_type)
+        and not (pa.types.is_decimal(left_type))
+    )
 
 
 def prepare(table: pa.Table, options: Options, presorted: bool = False) -> AsofJoin:
     """RIGHT's rows of ``table`` prepared, errors in the command's words; ``presorted``: the
     rows are in (group, key) order already, which is checked instead of sorted."""
     try:
-        return AsofJoin(table.column(options.right_on),
-                        [table.column(c) for c in options.right_by] or None,
-                        presorted=presorted, device=options.device)
+        return AsofJoin(
+            table.column(options.right_on),
+            [table.column(c) for c in options.right_by] or None,
+            presorted=presorted,
+            device=options.device,
+        )
     except (TypeError, ValueError, OverflowError) as exc:
         raise EnrichError(translate(exc, options)) from None
 
@@ -398,11 +557,13 @@ def prepare(table: pa.Table, options: Options, presorted: bool = False) -> AsofJ
 def _probe(prepared: AsofJoin, left, options: Options, tolerance):
     """The gather map of a LEFT batch or table, on the host."""
     try:
-        gmap = prepared.join(left.column(options.left_on),
-                             [left.column(c) for c in options.left_by] or None,
-                             strategy=options.strategy,
-                             allow_exact_matches=options.allow_exact_matches,
-                             tolerance=tolerance)
+        gmap = prepared.join(
+            left.column(options.left_on),
+            [left.column(c) for c in options.left_by] or None,
+            strategy=options.strategy,
+            allow_exact_matches=options.allow_exact_matches,
+            tolerance=tolerance,
+        )
     except (TypeError, ValueError, OverflowError) as exc:
         raise EnrichError(translate(exc, options)) from None
     return prepared.backend.to_host(gmap)

@@ -77,8 +77,9 @@ def check_options(options: Options) -> None:
         raise EnrichError(f"--chunk-rows must be a positive whole number, got {rows!r}")
     _check_compression(options.compression, options.compression_level)
     if options.right_mode not in RIGHT_MODES:
-        raise EnrichError(f"--right-mode must be one of {', '.join(RIGHT_MODES)}, got "
-                          f"{options.right_mode!r}")
+        raise EnrichError(
+            f"--right-mode must be one of {', '.join(RIGHT_MODES)}, got {options.right_mode!r}"
+        )
     k = options.spill_partitions
     if k is not None and options.right_mode == "memory":
         raise EnrichError("--spill-partitions spills; it cannot go with --right-mode memory")
@@ -89,8 +90,10 @@ def check_options(options: Options) -> None:
     if not isinstance(options.suffix, str):
         raise EnrichError(f"--suffix must be a string, got {options.suffix!r}")
     if len(options.left_by) != len(options.right_by):
-        raise EnrichError(f"--left-by and --right-by must name as many columns, got "
-                          f"{len(options.left_by)} and {len(options.right_by)}")
+        raise EnrichError(
+            f"--left-by and --right-by must name as many columns, got "
+            f"{len(options.left_by)} and {len(options.right_by)}"
+        )
 
 
 def memory_limit_of(options: Options) -> tuple[int, str]:
@@ -124,8 +127,10 @@ def _check_compression(codec, level) -> None:
         raise EnrichError(f"--compression {codec} takes no level, got {codec}:{level}")
     low, high = pa.Codec.minimum_compression_level(codec), pa.Codec.maximum_compression_level(codec)
     if isinstance(level, bool) or not isinstance(level, int) or not low <= level <= high:
-        raise EnrichError(f"--compression {codec}: the level must be a whole number from {low} "
-                          f"to {high}, got {level!r}")
+        raise EnrichError(
+            f"--compression {codec}: the level must be a whole number from {low} "
+            f"to {high}, got {level!r}"
+        )
 
 
 def check_output(options: Options, left: Source, right: Source) -> str:
@@ -141,17 +146,23 @@ def check_output(options: Options, left: Source, right: Source) -> str:
             if os.path.exists(out) and os.path.samefile(out, part.path):
                 raise EnrichError(f"OUT {given} is the {source.side} file; write to another path")
         if not source.single and _inside(out, source.given):
-            raise EnrichError(f"OUT {given} is inside the {source.side} folder {source.given}; "
-                              f"write it elsewhere, or a later run would read it as input")
+            raise EnrichError(
+                f"OUT {given} is inside the {source.side} folder {source.given}; "
+                f"write it elsewhere, or a later run would read it as input"
+            )
     if not left.single:
         AtomicFolder.check_replaceable(out)
         return out
     if os.path.isdir(out):
-        raise EnrichError(f"OUT {given} is a directory; pass a file path, "
-                          f"e.g. -o {os.path.join(given, 'enriched.parquet')}")
+        raise EnrichError(
+            f"OUT {given} is a directory; pass a file path, "
+            f"e.g. -o {os.path.join(given, 'enriched.parquet')}"
+        )
     if os.path.exists(out) and not os.path.isfile(out):
-        raise EnrichError(f"OUT {given} is not a regular file; enrich writes "
-                          f"a parquet file and renames it into place")
+        raise EnrichError(
+            f"OUT {given} is not a regular file; enrich writes "
+            f"a parquet file and renames it into place"
+        )
     return out
 
 
@@ -170,8 +181,10 @@ def _need(source: Source, name: str, named_in: str = "") -> None:
     if name not in source.schema.names:
         where = f" (named in {named_in})" if named_in else ""
         kind = "file" if source.single else "files"
-        raise EnrichError(f"{source.side} {kind} {source.given} has no column {name!r}{where}"
-                          f"{_column_hint(name, source.schema)}")
+        raise EnrichError(
+            f"{source.side} {kind} {source.given} has no column {name!r}{where}"
+            f"{_column_hint(name, source.schema)}"
+        )
 
 
 def plan(options: Options, left: Source, right: Source) -> Plan:
@@ -201,7 +214,8 @@ def plan(options: Options, left: Source, right: Source) -> Plan:
             raise EnrichError(
                 f"column {out!r} would appear twice in OUT: the RIGHT column {name!r} clashes "
                 f"with a LEFT column even with --suffix {options.suffix!r}; pass another "
-                f"--suffix, or leave {name!r} out of --columns")
+                f"--suffix, or leave {name!r} out of --columns"
+            )
         names.append(out)
     read = list(dict.fromkeys([options.right_on, *options.right_by, *payload]))
     fields = [pa.field(f.name, f.type) for f in left.data_schema]  # nullable, as join_asof's
@@ -214,12 +228,14 @@ _PARAM = re.compile(r"\b(left|right)_(on|by)(?:\[(\d+)\])?")
 
 def translate(exc: BaseException, options: Options) -> str:
     """A core message in the command's words: left_by[0] -> LEFT column 'sym'."""
+
     def name(match):
         side, kind, index = match.groups()
         column = getattr(options, f"{side}_{kind}")
         if kind == "by":
             column = column[int(index or 0)]
         return f"{side.upper()} column {column!r}"
+
     text = _PARAM.sub(name, one_line(exc))
     text = re.sub(r"device='(\w+)'", r"--device \1", text)
     text = text.replace("tolerance: a timedelta", "tolerance: a duration")
@@ -230,11 +246,18 @@ def dry_run(options: Options, left: pa.Schema, right: pa.Schema, tolerance) -> s
     """Every type, option and device check on zero rows, before any data is read."""
     l, r = arrow_numpy.empty_table(left), arrow_numpy.empty_table(right)
     try:
-        empty = AsofJoin(r.column(options.right_on), [r.column(c) for c in options.right_by]
-                         or None, device=options.device)
-        empty.join(l.column(options.left_on), [l.column(c) for c in options.left_by] or None,
-                   strategy=options.strategy, allow_exact_matches=options.allow_exact_matches,
-                   tolerance=tolerance)
+        empty = AsofJoin(
+            r.column(options.right_on),
+            [r.column(c) for c in options.right_by] or None,
+            device=options.device,
+        )
+        empty.join(
+            l.column(options.left_on),
+            [l.column(c) for c in options.left_by] or None,
+            strategy=options.strategy,
+            allow_exact_matches=options.allow_exact_matches,
+            tolerance=tolerance,
+        )
     except (TypeError, ValueError, OverflowError, RuntimeError) as exc:
         raise EnrichError(translate(exc, options)) from None
     name = empty.backend.name

@@ -58,8 +58,7 @@ META_STATISTICS, META_BLOOM = 12, (14, 15)
 STATS_ORDERED = (1, 2, 5, 6)  # max, min (deprecated), max_value, min_value
 
 # pyarrow's codec names -> parquet's CompressionCodec values (lz4: the raw and the framed)
-CODEC_IDS = {"none": {0}, "snappy": {1}, "gzip": {2}, "brotli": {4}, "lz4": {5, 7},
-             "zstd": {6}}
+CODEC_IDS = {"none": {0}, "snappy": {1}, "gzip": {2}, "brotli": {4}, "lz4": {5, 7}, "zstd": {6}}
 
 
 def read_footer(path: str) -> tuple[dict, int]:
@@ -144,10 +143,11 @@ class LeftChunks:
             return "an encrypted file"
         elements = meta[FILE_SCHEMA][1][1]
         names = top_level_names(elements)
-        if names != schema.names[:len(names)]:
+        if names != schema.names[: len(names)]:
             return "columns other than OUT's first ones"
-        if any(e.get(ELEMENT_REPETITION, (0, OPTIONAL))[1] != OPTIONAL
-               for e in top_level(elements)):
+        if any(
+            e.get(ELEMENT_REPETITION, (0, OPTIONAL))[1] != OPTIONAL for e in top_level(elements)
+        ):
             # their pages hold no null flags; OUT's columns are nullable, as join_asof's are
             return "required (non-null) columns, which OUT declares nullable"
         orders = meta.get(FILE_COLUMN_ORDERS, (None, (None, None)))[1][1]
@@ -156,8 +156,10 @@ class LeftChunks:
             rows = group[GROUP_ROWS][1]
             if rows > max_rows:
                 largest = max(g[GROUP_ROWS][1] for g in meta[FILE_ROW_GROUPS][1][1])
-                return (f"row groups of up to {largest:,} rows, more than a chunk "
-                        f"({max_rows:,}: --chunk-rows, or what memory allows)")
+                return (
+                    f"row groups of up to {largest:,} rows, more than a chunk "
+                    f"({max_rows:,}: --chunk-rows, or what memory allows)"
+                )
             ranges, chunks = [], []
             for chunk in group[GROUP_COLUMNS][1][1] if rows else ():  # empty: never written
                 why = _uncopyable(chunk, footer_at, codec)
@@ -166,8 +168,9 @@ class LeftChunks:
                 column = chunk[CHUNK_META][1]
                 ranges.append((_pages_start(column), column[META_COMPRESSED][1]))
                 chunks.append(_portable(chunk, orders is not None))
-            groups.append(CopiedGroup(rows, group[GROUP_BYTES][1], ranges, chunks,
-                                      group.get(GROUP_SORTING)))
+            groups.append(
+                CopiedGroup(rows, group[GROUP_BYTES][1], ranges, chunks, group.get(GROUP_SORTING))
+            )
         rows = sum(g.num_rows for g in groups)
         holding = sum(1 for g in groups if g.num_rows)  # empty ones: no row group in OUT
         if holding and rows < MIN_GROUP_ROWS * holding:
@@ -217,8 +220,10 @@ def _portable(chunk: dict, ordered: bool) -> dict:
     column = {f: v for f, v in column.items() if f not in META_BLOOM}
     if not ordered and META_STATISTICS in column:
         stats_kind, stats = column[META_STATISTICS]
-        column[META_STATISTICS] = (stats_kind, {f: v for f, v in stats.items()
-                                                if f not in STATS_ORDERED})
+        column[META_STATISTICS] = (
+            stats_kind,
+            {f: v for f, v in stats.items() if f not in STATS_ORDERED},
+        )
     chunk[CHUNK_META] = (kind, column)
     return chunk
 
@@ -233,8 +238,10 @@ def _moved(chunk: dict, shift: int) -> dict:
             column[field] = (column[field][0], column[field][1] + shift)
     chunk[CHUNK_META] = (kind, column)
     if chunk.get(CHUNK_FILE_OFFSET, (0, 0))[1] > 0:  # deprecated; 0: not set
-        chunk[CHUNK_FILE_OFFSET] = (chunk[CHUNK_FILE_OFFSET][0],
-                                    chunk[CHUNK_FILE_OFFSET][1] + shift)
+        chunk[CHUNK_FILE_OFFSET] = (
+            chunk[CHUNK_FILE_OFFSET][0],
+            chunk[CHUNK_FILE_OFFSET][1] + shift,
+        )
     return chunk
 
 

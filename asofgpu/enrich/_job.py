@@ -20,8 +20,16 @@ from .._progress import Quiet, readable_count
 from .._staleness import SAMPLE
 from . import _memory as memory
 from ._attach import InMemory, Regrouped, Spilled, Streamed
-from ._checks import (Options, Plan, check_options, check_output, dry_run, memory_limit_of, plan,
-                      tolerance_of)
+from ._checks import (
+    Options,
+    Plan,
+    check_options,
+    check_output,
+    dry_run,
+    memory_limit_of,
+    plan,
+    tolerance_of,
+)
 from ._copy import LeftChunks
 from ._errors import EnrichError, OutputError, one_line
 from ._output import AtomicFile, AtomicFolder, ParquetStitcher
@@ -60,10 +68,12 @@ class Summary:
 
     def lines(self) -> list[str]:
         share = _share(self.matched, self.rows)
-        stale = (f"p50 {self.p50}, p99 {self.p99} ({self.key})" if self.p50 is not None
-                 else "no matched rows")
-        rate = (f" ({readable_count(self.rows / self.stream_s)} rows/s)" if self.stream_s > 0
-                else "")
+        stale = (
+            f"p50 {self.p50}, p99 {self.p99} ({self.key})"
+            if self.p50 is not None
+            else "no matched rows"
+        )
+        rate = f" ({readable_count(self.rows / self.stream_s)} rows/s)" if self.stream_s > 0 else ""
         files = f"{self.files:,} files, " if self.files != 1 else ""
         return [
             f"wrote {self.out}",
@@ -90,10 +100,12 @@ class Summary:
         return f"copied as they are in {self.copied:,} of {self.files:,} files"
 
 
-_FIRST_PHASE = {"memory": "right side read and prepared",
-                "stream": "checks and the first window read",
-                "regroup": "LEFT's keys joined in RIGHT's order, RIGHT streamed",
-                "spill": "both sides spilled and joined a partition at a time"}
+_FIRST_PHASE = {
+    "memory": "right side read and prepared",
+    "stream": "checks and the first window read",
+    "regroup": "LEFT's keys joined in RIGHT's order, RIGHT streamed",
+    "spill": "both sides spilled and joined a partition at a time",
+}
 
 
 @dataclass
@@ -122,16 +134,24 @@ def enrich(options: Options, progress=None) -> Summary:
             if exc.side == "LEFT" and left_sorted:
                 left_sorted = False
             else:
-                layouts = tuple(layout for layout in layouts if layout != exc.layout
-                                and (layout == "tape" or options.right_by))  # needs by
+                layouts = tuple(
+                    layout
+                    for layout in layouts
+                    if layout != exc.layout and (layout == "tape" or options.right_by)
+                )  # needs by
             if exc is failed or (not layouts and options.right_mode != "auto"):
                 raise  # (failed: raised again by --right-mode stream, nothing else streams)
             progress.log(f"{exc}: starting again" + ("" if layouts else " without streaming"))
             failed = exc
 
 
-def _run(options: Options, progress, layouts: tuple[str, ...],
-         failed: NotSorted | None = None, left_sorted: bool = True) -> Summary:
+def _run(
+    options: Options,
+    progress,
+    layouts: tuple[str, ...],
+    failed: NotSorted | None = None,
+    left_sorted: bool = True,
+) -> Summary:
     start = time.perf_counter()
     tolerance = tolerance_of(options.tolerance)
     check_options(options)
@@ -154,26 +174,35 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
                 raise EnrichError(
                     f"--memory-limit {limit_name} cannot hold a row group of {source.side} "
                     f"({largest >> 20} MiB uncompressed) twice over; raise it, or write the "
-                    f"files with smaller row groups")
+                    f"files with smaller row groups"
+                )
         left_row = memory.row_bytes(left, left.data_schema.names)
         payload_row = memory.row_bytes(right, the_plan.payload)
-        rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row,
-                                 writers=1 if left.single else 2)
+        rows = memory.chunk_rows(
+            limit, options.chunk_rows, left_row, payload_row, writers=1 if left.single else 2
+        )
         need = memory.right_bytes(right, the_plan.read, as_codes)
-        mode, why, grouped = _mode(options, left, right, need, budget, limit_name, layouts,
-                                   failed, left_sorted)
+        mode, why, grouped = _mode(
+            options, left, right, need, budget, limit_name, layouts, failed, left_sorted
+        )
         every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
-        right_table = (reading.submit(right.read, the_plan.read, as_codes)
-                       if mode == "memory" else None)
+        right_table = (
+            reading.submit(right.read, the_plan.read, as_codes) if mode == "memory" else None
+        )
         # Past LEFT's last row, RIGHT is read for its order check alone: its keys only.
         narrowing = Narrowing([options.right_on, *options.right_by])
-        windows = (stack.enter_context(_Prefetch(spill_batches(right, the_plan.read, as_codes,
-                                                               rows, narrowing=narrowing)))
-                   if mode in ("stream", "regroup") else None)
+        windows = (
+            stack.enter_context(
+                _Prefetch(spill_batches(right, the_plan.read, as_codes, rows, narrowing=narrowing))
+            )
+            if mode in ("stream", "regroup")
+            else None
+        )
         copies = [_copy_of(left.parts[0], the_plan, options, rows)]
-        first = stack.enter_context(_Prefetch(_batches(
-            left, left.parts[0], options, rows, _copied(copies[0]))))
+        first = stack.enter_context(
+            _Prefetch(_batches(left, left.parts[0], options, rows, _copied(copies[0])))
+        )
         backend = checked.result()
         stack.enter_context(_kernel_threads())
         target = stack.enter_context((AtomicFile if left.single else AtomicFolder)(out))
@@ -186,36 +215,85 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
             attach = InMemory(options, the_plan, right_table.result(), tolerance, every)
         elif mode == "stream":
             order = (*options.right_by, options.right_on) if grouped else options.right_on
-            progress.log(f"{why}: streaming RIGHT {options.right} ({_files(right)}"
-                         f"{right.rows:,} rows, sorted by {order!r}) in windows of "
-                         f"up to {rows:,} rows")
-            attach = Streamed(options, the_plan, left, right, windows, as_codes, tolerance,
-                              rows, every, grouped, narrowing)
+            progress.log(
+                f"{why}: streaming RIGHT {options.right} ({_files(right)}"
+                f"{right.rows:,} rows, sorted by {order!r}) in windows of "
+                f"up to {rows:,} rows"
+            )
+            attach = Streamed(
+                options,
+                the_plan,
+                left,
+                right,
+                windows,
+                as_codes,
+                tolerance,
+                rows,
+                every,
+                grouped,
+                narrowing,
+            )
         elif mode == "regroup":
-            keys_row = memory.row_bytes(left, [options.left_on, *options.left_by],
-                                        options.left_by) + 8  # + the row's position
-            k = options.spill_partitions or _left_ranges(left.rows * (keys_row + payload_row),
-                                                         budget)
+            keys_row = (
+                memory.row_bytes(left, [options.left_on, *options.left_by], options.left_by) + 8
+            )  # + the row's position
+            k = options.spill_partitions or _left_ranges(
+                left.rows * (keys_row + payload_row), budget
+            )
             spill = stack.enter_context(_spill_folder(options, out)) if k > 1 else None
             order = (*options.right_by, options.right_on) if grouped else options.right_on
-            progress.log(f"{why}: streaming RIGHT {options.right} ({_files(right)}"
-                         f"{right.rows:,} rows, sorted by {order!r}) in windows of up to "
-                         f"{rows:,} rows, LEFT's keys put in that order"
-                         + (f" in {k} ranges in {spill.path}" if k > 1 else " in memory"))
-            attach = Regrouped(options, the_plan, left, right, windows, as_codes, tolerance,
-                               spill, k, rows, every, progress, grouped, narrowing)
+            progress.log(
+                f"{why}: streaming RIGHT {options.right} ({_files(right)}"
+                f"{right.rows:,} rows, sorted by {order!r}) in windows of up to "
+                f"{rows:,} rows, LEFT's keys put in that order"
+                + (f" in {k} ranges in {spill.path}" if k > 1 else " in memory")
+            )
+            attach = Regrouped(
+                options,
+                the_plan,
+                left,
+                right,
+                windows,
+                as_codes,
+                tolerance,
+                spill,
+                k,
+                rows,
+                every,
+                progress,
+                grouped,
+                narrowing,
+            )
         else:
-            k = options.spill_partitions or _partitions(need, budget,
-                                                        left.rows * (left_row + payload_row))
+            k = options.spill_partitions or _partitions(
+                need, budget, left.rows * (left_row + payload_row)
+            )
             spill = stack.enter_context(_spill_folder(options, out))
             progress.log(f"{why}: spilling both sides to {k} hash partitions in {spill.path}")
-            attach = Spilled(options, the_plan, left, right, as_codes, tolerance, spill, k,
-                              rows, every, need, budget, progress)
+            attach = Spilled(
+                options,
+                the_plan,
+                left,
+                right,
+                as_codes,
+                tolerance,
+                spill,
+                k,
+                rows,
+                every,
+                need,
+                budget,
+                progress,
+            )
         prepared_at = time.perf_counter()
-        progress.log(f"{_FIRST_PHASE[mode]} ({attach.n_right:,} right rows) in "
-                     f"{prepared_at - start:.2f} s on {backend}")
-        progress.log(f"streaming LEFT {options.left} ({_files(left)}{left.rows:,} rows)"
-                     + (f": {_how_read(copies[0], rows)}" if left.single else ""))
+        progress.log(
+            f"{_FIRST_PHASE[mode]} ({attach.n_right:,} right rows) in "
+            f"{prepared_at - start:.2f} s on {backend}"
+        )
+        progress.log(
+            f"streaming LEFT {options.left} ({_files(left)}{left.rows:,} rows)"
+            + (f": {_how_read(copies[0], rows)}" if left.single else "")
+        )
         counts = _Counts()
         progress.start(left.rows)
         try:
@@ -224,15 +302,27 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
                     copies.append(_copy_of(part, the_plan, options, rows))
                 copied = _copied(copies[i])
                 if not left.single:
-                    progress.log(f"LEFT {part.relative}: {part.rows:,} rows "
-                                 f"({memory.readable(part.bytes)}), "
-                                 f"{_how_read(copies[i], rows)}")
-                batches = first if i == 0 else _Prefetch(_batches(left, part, options, rows,
-                                                                  copied))
+                    progress.log(
+                        f"LEFT {part.relative}: {part.rows:,} rows "
+                        f"({memory.readable(part.bytes)}), "
+                        f"{_how_read(copies[i], rows)}"
+                    )
+                batches = (
+                    first if i == 0 else _Prefetch(_batches(left, part, options, rows, copied))
+                )
                 with batches:
-                    writer = _enrich_part(left, batches, target.path_for(part.relative),
-                                          attach, the_plan, options, counts, progress, out,
-                                          copied)
+                    writer = _enrich_part(
+                        left,
+                        batches,
+                        target.path_for(part.relative),
+                        attach,
+                        the_plan,
+                        options,
+                        counts,
+                        progress,
+                        out,
+                        copied,
+                    )
                 if closed is not None:
                     closed.result()  # raises what closing the file before raised
                 closed = closing.submit(_close, writer, out)
@@ -245,13 +335,26 @@ def _run(options: Options, progress, layouts: tuple[str, ...],
     done = time.perf_counter()
     staleness = attach.staleness
     return Summary(
-        out=str(options.out), files=len(left.parts), rows=counts.rows, matched=attach.matched,
-        chunks=counts.chunks, chunk_rows=counts.largest, attached=the_plan.names,
-        right_rows=attach.n_right, key=f"LEFT {options.left_on} minus RIGHT {options.right_on}",
-        p50=staleness.readable(0.5), p99=staleness.readable(0.99),
-        prepare_s=prepared_at - start, stream_s=done - prepared_at, elapsed_s=done - start,
-        backend=backend, peak_rss=peak_rss(), spilled=attach.spilled, mode=mode,
-        copied=sum(_copied(c) is not None for c in copies))
+        out=str(options.out),
+        files=len(left.parts),
+        rows=counts.rows,
+        matched=attach.matched,
+        chunks=counts.chunks,
+        chunk_rows=counts.largest,
+        attached=the_plan.names,
+        right_rows=attach.n_right,
+        key=f"LEFT {options.left_on} minus RIGHT {options.right_on}",
+        p50=staleness.readable(0.5),
+        p99=staleness.readable(0.99),
+        prepare_s=prepared_at - start,
+        stream_s=done - prepared_at,
+        elapsed_s=done - start,
+        backend=backend,
+        peak_rss=peak_rss(),
+        spilled=attach.spilled,
+        mode=mode,
+        copied=sum(_copied(c) is not None for c in copies),
+    )
 
 
 @contextlib.contextmanager
@@ -279,13 +382,25 @@ def _as_codes(options: Options, the_plan: Plan, right: Source) -> list[str]:
     pages, so the reader hands over each row group's codes instead of building millions of
     strings (10M quotes: 0.2 s instead of 1.0 s), and the join encodes the small
     dictionaries. Partition by-columns come as one-value dictionaries for the same reason."""
-    return [c for c in options.right_by if c not in the_plan.payload
-            and (is_text(right.schema.field(c).type) or c not in right.data_schema.names)]
+    return [
+        c
+        for c in options.right_by
+        if c not in the_plan.payload
+        and (is_text(right.schema.field(c).type) or c not in right.data_schema.names)
+    ]
 
 
-def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
-          limit_name: str, layouts: tuple[str, ...], failed: NotSorted | None,
-          left_sorted: bool = True) -> tuple[str, str, bool]:
+def _mode(
+    options: Options,
+    left: Source,
+    right: Source,
+    need: int,
+    budget: int,
+    limit_name: str,
+    layouts: tuple[str, ...],
+    failed: NotSorted | None,
+    left_sorted: bool = True,
+) -> tuple[str, str, bool]:
     """How RIGHT is held (memory, stream, regroup or spill), why, for the log, and whether a
     stream is grouped (sorted by the by columns, then the key) rather than a tape;
     ``layouts``: RIGHT's still to try, after ``failed`` found one wrong; ``left_sorted``:
@@ -301,8 +416,10 @@ def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
         if not_streamed:
             raise failed or EnrichError(f"--right-mode stream: {not_streamed}")
         if options.spill_partitions is not None and alike:
-            raise EnrichError("--spill-partitions: nothing spills when both sides stream "
-                              "(it sets LEFT's ranges when only RIGHT is sorted)")
+            raise EnrichError(
+                "--spill-partitions: nothing spills when both sides stream "
+                "(it sets LEFT's ranges when only RIGHT is sorted)"
+            )
         return ("stream" if alike else "regroup"), "--right-mode stream", grouped
     by = ", ".join(repr(c) for c in options.right_by)
     # Both sides sorted alike stream whether RIGHT fits or not: less memory, less time
@@ -313,27 +430,38 @@ def _mode(options: Options, left: Source, right: Source, need: int, budget: int,
         return "stream", f"both sides are sorted by their by columns ({by}), then their key", True
     if need <= budget // 2:
         return "memory", "", False
-    too_large = (f"needs about {memory.readable(need)} prepared, more than half of what "
-                 f"--memory-limit {limit_name} leaves")
+    too_large = (
+        f"needs about {memory.readable(need)} prepared, more than half of what "
+        f"--memory-limit {limit_name} leaves"
+    )
     if layout:  # RIGHT streams, LEFT's keys are put in its order: RIGHT is never written
         order = f"its by columns ({by}), then its key" if grouped else "its key"
         return "regroup", f"RIGHT is sorted by {order}, and {too_large}", grouped
     return "spill", f"RIGHT {too_large}", False
 
 
-def _layout(options: Options, left: Source, right: Source,
-            layouts: tuple[str, ...] = LAYOUTS,
-            left_sorted: bool = True) -> tuple[str, bool, str]:
+def _layout(
+    options: Options,
+    left: Source,
+    right: Source,
+    layouts: tuple[str, ...] = LAYOUTS,
+    left_sorted: bool = True,
+) -> tuple[str, bool, str]:
     """The first of ``layouts`` ("tape", "grouped") that RIGHT's statistics allow, both
     sides' if they can, and whether LEFT's allow it too; or "", False and why RIGHT cannot be
     streamed."""
     left_type = left.schema.field(options.left_on).type
     right_type = right.schema.field(options.right_on).type
     if not streamable_key(left_type, right_type):
-        return "", False, (f"the keys must be of one integer or temporal type on both sides, "
-                           f"got {left_type} and {right_type}")
-    sides = ((right, options.right_on, options.right_by), (left, options.left_on,
-                                                            options.left_by))
+        return (
+            "",
+            False,
+            (
+                f"the keys must be of one integer or temporal type on both sides, "
+                f"got {left_type} and {right_type}"
+            ),
+        )
+    sides = ((right, options.right_on, options.right_by), (left, options.left_on, options.left_by))
     # Each check reads a side's first row group: each side is checked once.
     tape = [is_tape(source, on) for source, on, _ in sides]
     tape[1] = tape[1] and left_sorted
@@ -350,8 +478,14 @@ def _layout(options: Options, left: Source, right: Source,
         return "", False, "RIGHT was not sorted after all"
     on, by = options.right_on, options.right_by
     orders = repr(on) + (f" nor by {(*by, on)!r}" if by else "")
-    return "", False, (f"RIGHT {right.given} is not sorted by {orders}, as far as its "
-                       f"row-group statistics and first row group show")
+    return (
+        "",
+        False,
+        (
+            f"RIGHT {right.given} is not sorted by {orders}, as far as its "
+            f"row-group statistics and first row group show"
+        ),
+    )
 
 
 def _spill_folder(options: Options, out: str) -> SpillFolder:
@@ -372,9 +506,18 @@ def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
     return min(k, MAX_PARTITIONS)
 
 
-def _enrich_part(left: Source, batches, path: str, attach, the_plan: Plan, options: Options,
-                 counts: _Counts, progress, out: str,
-                 copied: LeftChunks | None) -> ParquetStitcher:
+def _enrich_part(
+    left: Source,
+    batches,
+    path: str,
+    attach,
+    the_plan: Plan,
+    options: Options,
+    counts: _Counts,
+    progress,
+    out: str,
+    copied: LeftChunks | None,
+) -> ParquetStitcher:
     """One LEFT file's ``batches``, RIGHT attached, written into ``path``; its writer, for
     ``_close``."""
     writer = _writer(path, the_plan.schema, options, out, copied)
@@ -383,10 +526,9 @@ def _enrich_part(left: Source, batches, path: str, attach, the_plan: Plan, optio
             taken = attach(batch)
             columns = taken.columns
             if group is None:
-                columns = batch.columns[:len(left.data_schema)] + columns
+                columns = batch.columns[: len(left.data_schema)] + columns
             with _writing(out):
-                writer.write(pa.Table.from_arrays(columns, schema=writer.written_schema),
-                             group)
+                writer.write(pa.Table.from_arrays(columns, schema=writer.written_schema), group)
             counts.rows += batch.num_rows
             counts.chunks += 1
             counts.largest = max(counts.largest, batch.num_rows)
@@ -416,8 +558,9 @@ class _Prefetch:
     def __init__(self, iterator):
         self._queue: queue.Queue = queue.Queue(self.DEPTH)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(iterator,), daemon=True,
-                                        name="asofgpu-prefetch")
+        self._thread = threading.Thread(
+            target=self._run, args=(iterator,), daemon=True, name="asofgpu-prefetch"
+        )
         self._thread.start()
 
     def _run(self, iterator) -> None:
@@ -458,8 +601,7 @@ class _Prefetch:
         return False
 
 
-def _batches(left: Source, part: Part, options: Options, rows: int,
-             copied: LeftChunks | None):
+def _batches(left: Source, part: Part, options: Options, rows: int, copied: LeftChunks | None):
     """``part``'s rows in chunks, each with the LEFT row group it copies (None: not copied):
     its columns (only the join's, when copied), then the partition columns the join needs."""
     needed = list(dict.fromkeys([options.left_on, *options.left_by]))
@@ -508,11 +650,17 @@ def peak_rss() -> int:
 # --------------------------------------------------------------------------- the output
 
 
-def _writer(path: str, schema: pa.Schema, options: Options, out: str,
-            copied: LeftChunks | None) -> ParquetStitcher:
+def _writer(
+    path: str, schema: pa.Schema, options: Options, out: str, copied: LeftChunks | None
+) -> ParquetStitcher:
     try:
-        return ParquetStitcher(path, schema, compression=options.compression or "snappy",
-                               compression_level=options.compression_level, left=copied)
+        return ParquetStitcher(
+            path,
+            schema,
+            compression=options.compression or "snappy",
+            compression_level=options.compression_level,
+            left=copied,
+        )
     except OSError as exc:
         raise OutputError(f"cannot write OUT {out}: {one_line(exc)}") from None
 

@@ -30,8 +30,18 @@ READ_AND_JOINED_CHUNKS = 3
 RIGHT_COPIES = 2.5
 RIGHT_ROW_OVERHEAD = 24
 
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
 _SIZE = re.compile(r"\s*(\d[\d_]*(?:\.\d+)?)\s*([a-zA-Z]*)\s*")
 
 
@@ -40,8 +50,7 @@ def parse_size(text: str) -> int:
     match = _SIZE.fullmatch(str(text))
     unit = match and match.group(2).lower()
     if not match or unit not in _UNITS:
-        msg = (f"expected a size such as 1GiB, 512MiB, 2GB or a number of bytes, "
-               f"got {text!r}")
+        msg = f"expected a size such as 1GiB, 512MiB, 2GB or a number of bytes, got {text!r}"
         raise ValueError(msg)
     return int(float(match.group(1).replace("_", "")) * _UNITS[unit])
 
@@ -88,8 +97,11 @@ def _stored_bytes(source: Source, name: str) -> float:
     groups, plus a 4-byte offset."""
     meta = source.parts[0].meta
     leaves = leaf_columns(meta, name)
-    size = sum(meta.row_group(g).column(j).total_uncompressed_size
-               for g in range(meta.num_row_groups) for j in leaves)
+    size = sum(
+        meta.row_group(g).column(j).total_uncompressed_size
+        for g in range(meta.num_row_groups)
+        for j in leaves
+    )
     return size / max(1, meta.num_rows) + 4
 
 
@@ -111,8 +123,9 @@ def in_flight(writers: int, threads: int | None = None) -> int:
     return READ_AND_JOINED_CHUNKS + writers * (threads + 1)
 
 
-def chunk_rows(limit: int, requested: int, left_row: float, payload_row: float,
-               writers: int = 1) -> int:
+def chunk_rows(
+    limit: int, requested: int, left_row: float, payload_row: float, writers: int = 1
+) -> int:
     """LEFT rows a chunk: as requested, or fewer so that the chunks in flight (``in_flight``
     of ``writers`` files written at once) take at most a quarter of what the limit leaves
     after the process itself."""
@@ -123,13 +136,21 @@ def chunk_rows(limit: int, requested: int, left_row: float, payload_row: float,
 def check_limit(limit: int, given: str) -> int:
     """The data budget of ``limit``: what is left after the process itself."""
     if limit <= BASE_BYTES + (16 << 20):
-        raise EnrichError(f"--memory-limit {given} is too small: the process itself takes "
-                          f"about {BASE_BYTES >> 20} MiB; give at least "
-                          f"{(BASE_BYTES >> 20) + 100} MiB")
+        raise EnrichError(
+            f"--memory-limit {given} is too small: the process itself takes "
+            f"about {BASE_BYTES >> 20} MiB; give at least "
+            f"{(BASE_BYTES >> 20) + 100} MiB"
+        )
     return limit - BASE_BYTES
 
 
 def largest_row_group(source: Source) -> int:
     """The largest uncompressed row group of a source, in bytes."""
-    return max((part.meta.row_group(g).total_byte_size for part in source.parts
-                for g in range(part.meta.num_row_groups)), default=0)
+    return max(
+        (
+            part.meta.row_group(g).total_byte_size
+            for part in source.parts
+            for g in range(part.meta.num_row_groups)
+        ),
+        default=0,
+    )

@@ -32,16 +32,35 @@ import pyarrow.parquet as pq
 
 from . import _thrift as thrift
 from .. import _arrow_numpy as arrow_numpy
-from ._copy import (CHUNK_FILE_OFFSET, CHUNK_INDEXES, CHUNK_META, ELEMENT_NUM_CHILDREN,
-                    FILE_COLUMN_ORDERS, FILE_NUM_ROWS, FILE_ROW_GROUPS, FILE_SCHEMA, GROUP_BYTES,
-                    GROUP_COLUMNS, GROUP_COMPRESSED, GROUP_FILE_OFFSET, GROUP_ORDINAL, GROUP_ROWS,
-                    GROUP_SORTING, MAGIC, META_BLOOM, META_DATA_PAGE, META_DICTIONARY_PAGE,
-                    META_INDEX_PAGE, CopiedGroup, LeftChunks, subtree_end)
+from ._copy import (
+    CHUNK_FILE_OFFSET,
+    CHUNK_INDEXES,
+    CHUNK_META,
+    ELEMENT_NUM_CHILDREN,
+    FILE_COLUMN_ORDERS,
+    FILE_NUM_ROWS,
+    FILE_ROW_GROUPS,
+    FILE_SCHEMA,
+    GROUP_BYTES,
+    GROUP_COLUMNS,
+    GROUP_COMPRESSED,
+    GROUP_FILE_OFFSET,
+    GROUP_ORDINAL,
+    GROUP_ROWS,
+    GROUP_SORTING,
+    MAGIC,
+    META_BLOOM,
+    META_DATA_PAGE,
+    META_DICTIONARY_PAGE,
+    META_INDEX_PAGE,
+    CopiedGroup,
+    LeftChunks,
+    subtree_end,
+)
 from ._errors import EnrichError, OutputError
 
 PARTIAL = ".asofgpu-partial"  # the suffix of what is still being written
 MARKER = "_ASOFGPU_ENRICH"  # in an OUT folder: enrich wrote it (readers skip "_" files)
-
 
 
 def _umask() -> int:
@@ -68,8 +87,9 @@ class AtomicFile:
         try:
             fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=PARTIAL, dir=folder)
         except OSError as exc:
-            raise EnrichError(f"cannot write in the directory of OUT {folder}: "
-                              f"{exc.strerror or exc}") from None
+            raise EnrichError(
+                f"cannot write in the directory of OUT {folder}: {exc.strerror or exc}"
+            ) from None
         os.close(fd)
         self.committed = False
 
@@ -111,8 +131,9 @@ class AtomicFolder:
         try:
             self.tmp = tempfile.mkdtemp(prefix=f".{name}.", suffix=PARTIAL, dir=folder)
         except OSError as exc:
-            raise EnrichError(f"cannot write in the directory of OUT {folder}: "
-                              f"{exc.strerror or exc}") from None
+            raise EnrichError(
+                f"cannot write in the directory of OUT {folder}: {exc.strerror or exc}"
+            ) from None
         self.files: list[str] = []
         self.committed = False
 
@@ -134,11 +155,15 @@ class AtomicFolder:
         if not os.path.exists(out):
             return
         if not os.path.isdir(out):
-            raise EnrichError(f"OUT {out} is not a folder; LEFT is a folder or glob, so OUT "
-                              f"is a folder of one output file per LEFT file")
+            raise EnrichError(
+                f"OUT {out} is not a folder; LEFT is a folder or glob, so OUT "
+                f"is a folder of one output file per LEFT file"
+            )
         if os.listdir(out) and not os.path.exists(os.path.join(out, MARKER)):
-            raise EnrichError(f"OUT {out} is a folder that asofgpu enrich did not write (no "
-                              f"{MARKER} in it); pass a new path, or remove it first")
+            raise EnrichError(
+                f"OUT {out} is a folder that asofgpu enrich did not write (no "
+                f"{MARKER} in it); pass a new path, or remove it first"
+            )
 
     def commit(self) -> None:
         aside = None
@@ -151,8 +176,11 @@ class AtomicFolder:
             for here, _, _ in os.walk(self.tmp):
                 os.chmod(here, mode)  # mkdtemp's 0700 -> as a plain mkdir would have made it
             if os.path.exists(self.out):
-                aside = tempfile.mkdtemp(prefix=f".{os.path.basename(self.out)}.",
-                                         suffix=".asofgpu-old", dir=os.path.dirname(self.out))
+                aside = tempfile.mkdtemp(
+                    prefix=f".{os.path.basename(self.out)}.",
+                    suffix=".asofgpu-old",
+                    dir=os.path.dirname(self.out),
+                )
                 os.replace(self.out, os.path.join(aside, "old"))
             try:
                 os.replace(self.tmp, self.out)
@@ -187,14 +215,15 @@ def _row_groups(part: pa.Buffer, shift: int, first_ordinal: int) -> tuple[dict, 
         raise thrift.ThriftError("not a parquet file")
     length = int.from_bytes(data[-8:-4], "little")
     footer_at = len(data) - 8 - length
-    meta, _ = thrift.decode_struct(data[footer_at:len(data) - 8], 0)
+    meta, _ = thrift.decode_struct(data[footer_at : len(data) - 8], 0)
     groups = meta[FILE_ROW_GROUPS][1][1] if FILE_ROW_GROUPS in meta else []
     for ordinal, group in enumerate(groups, first_ordinal):
         _shift(group, GROUP_FILE_OFFSET, shift)
         group[GROUP_ORDINAL] = (thrift.I16, ordinal)
         for chunk in group[GROUP_COLUMNS][1][1]:
             if any(f in chunk for f in CHUNK_INDEXES) or any(
-                    f in chunk.get(CHUNK_META, (0, {}))[1] for f in META_BLOOM):
+                f in chunk.get(CHUNK_META, (0, {}))[1] for f in META_BLOOM
+            ):
                 raise thrift.ThriftError("page indexes and bloom filters are not re-addressed")
             if chunk.get(CHUNK_FILE_OFFSET, (0, 0))[1] > 0:  # 0: not set (deprecated field)
                 _shift(chunk, CHUNK_FILE_OFFSET, shift)
@@ -218,14 +247,24 @@ class ParquetStitcher:
     chunks come first in the same row group of the file.
     """
 
-    def __init__(self, path: str, schema: pa.Schema, *, compression: str = "snappy",
-                 compression_level: int | None = None, threads: int | None = None,
-                 left: LeftChunks | None = None):
+    def __init__(
+        self,
+        path: str,
+        schema: pa.Schema,
+        *,
+        compression: str = "snappy",
+        compression_level: int | None = None,
+        threads: int | None = None,
+        left: LeftChunks | None = None,
+    ):
         self.schema = schema
         self.left = left
         self.written_schema = schema_of_written(schema, left)
-        self._options = {"compression": compression, "compression_level": compression_level,
-                         "write_page_index": False}
+        self._options = {
+            "compression": compression,
+            "compression_level": compression_level,
+            "write_page_index": False,
+        }
         self._threads = max(1, threads or os.cpu_count() or 1)
         self._file = open(path, "wb")  # noqa: SIM115 - closed by close() or abort()
         self._file.write(MAGIC)
@@ -258,11 +297,13 @@ class ParquetStitcher:
         while len(self._pending) > self._threads:
             self._pending.popleft().result()  # raises what writing it raised
         encoded = self._pool.submit(self._encode, table) if table.num_columns else None
-        self._pending.append(self._appender.submit(
-            lambda: self._append(encoded and encoded.result(), left_group, rows)))
+        self._pending.append(
+            self._appender.submit(
+                lambda: self._append(encoded and encoded.result(), left_group, rows)
+            )
+        )
 
-    def _append(self, part: pa.Buffer | None, left_group: CopiedGroup | None,
-                rows: int) -> None:
+    def _append(self, part: pa.Buffer | None, left_group: CopiedGroup | None, rows: int) -> None:
         at = self._file.tell()
         chunks, byte_size = [], 0
         if left_group is not None:
@@ -272,7 +313,7 @@ class ParquetStitcher:
             here = self._file.tell()
             _, groups, end = _row_groups(part, here - len(MAGIC), 0)
             (group,) = groups
-            self._file.write(memoryview(part)[len(MAGIC):end])
+            self._file.write(memoryview(part)[len(MAGIC) : end])
             chunks += group[GROUP_COLUMNS][1][1]
             byte_size += group[GROUP_BYTES][1]
         group = {
@@ -314,12 +355,14 @@ class ParquetStitcher:
             at = subtree_end(elements, at)
         root = dict(elements[0])
         root[ELEMENT_NUM_CHILDREN] = (thrift.I32, len(self.schema))
-        meta[FILE_SCHEMA] = (thrift.LIST, (thrift.STRUCT, [
-            root, *self.left.elements[1:], *elements[at:]]))
+        meta[FILE_SCHEMA] = (
+            thrift.LIST,
+            (thrift.STRUCT, [root, *self.left.elements[1:], *elements[at:]]),
+        )
         if FILE_COLUMN_ORDERS in meta:
             orders = meta[FILE_COLUMN_ORDERS][1][1]
             written = sum(1 for e in elements[at:] if ELEMENT_NUM_CHILDREN not in e)
-            ours = orders[len(orders) - written:]
+            ours = orders[len(orders) - written :]
             # Without LEFT's orders its chunks carry no min/max (_copy._portable): the type's
             # order claims nothing about them.
             theirs = self.left.column_orders or [orders[0]] * self.left.leaves
@@ -343,4 +386,4 @@ def schema_of_written(schema: pa.Schema, left: LeftChunks | None) -> pa.Schema:
     """What ``ParquetStitcher.write`` takes: ``schema``, less LEFT's copied columns."""
     if left is None:
         return schema
-    return pa.schema(list(schema)[len(left.names):])
+    return pa.schema(list(schema)[len(left.names) :])

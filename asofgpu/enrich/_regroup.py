@@ -58,13 +58,19 @@ def value_counts(batches, name: str) -> tuple[pa.Array, np.ndarray]:
             counts.append(arrow_numpy.values(found.field(1)))
     if not values:
         return pa.array([], pa.null()), np.zeros(0, np.int64)
-    table = pa.table({"value": pa.concat_arrays(values),
-                      "rows": pa.array(np.concatenate(counts).astype(np.int64))})
+    table = pa.table(
+        {
+            "value": pa.concat_arrays(values),
+            "rows": pa.array(np.concatenate(counts).astype(np.int64)),
+        }
+    )
     table = table.filter(pc.is_valid(table.column("value")))
     table = table.group_by("value").aggregate([("rows", "sum")])
     order = pc.sort_indices(table.column("value"))
-    return (arrow_numpy.combined(table.column("value").take(order)),
-            arrow_numpy.values(arrow_numpy.combined(table.column("rows_sum").take(order))))
+    return (
+        arrow_numpy.combined(table.column("value").take(order)),
+        arrow_numpy.values(arrow_numpy.combined(table.column("rows_sum").take(order))),
+    )
 
 
 def by_ranges(batches, name: str, parts: int):
@@ -77,6 +83,7 @@ def by_ranges(batches, name: str, parts: int):
     def part_of(batch) -> np.ndarray:
         rank = ranks(batch.column(name), values)
         return np.where(rank >= 0, part[rank] if len(part) else 0, 0).astype(np.uint16)
+
     return part_of
 
 
@@ -89,7 +96,7 @@ def on_ranges(batches, on: str, parts: int, rows: int, sample: int = 1 << 20):
     for batch in batches:
         keys, valid = key_numbers(batch.column(on))
         keys = keys if valid is None else keys[valid]
-        picked.append(keys[::max(1, rows // sample)])
+        picked.append(keys[:: max(1, rows // sample)])
     keys = np.sort(np.concatenate([np.zeros(0, np.int64), *picked]))
     cuts = np.unique(keys[(np.arange(1, parts) * len(keys)) // parts]) if len(keys) else keys
 
@@ -99,6 +106,7 @@ def on_ranges(batches, on: str, parts: int, rows: int, sample: int = 1 << 20):
         if valid is not None:
             part[~valid] = 0
         return part
+
     return part_of
 
 
@@ -123,13 +131,17 @@ def ranks(column, values: pa.Array) -> np.ndarray:
     [1, -1, 0, -1]
     """
     if isinstance(column, pa.ChunkedArray):  # chunk by chunk: each its own dictionary
-        return np.concatenate([np.zeros(0, np.int64),
-                               *(ranks(chunk, values) for chunk in column.chunks)])
+        return np.concatenate(
+            [np.zeros(0, np.int64), *(ranks(chunk, values) for chunk in column.chunks)]
+        )
     if pa.types.is_dictionary(column.type):
         per_code = _index_in(column.dictionary, values)
         indices = column.indices
-        found = per_code[arrow_numpy.filled(indices, 0)] if len(per_code) else np.full(
-            len(column), -1, np.int64)
+        found = (
+            per_code[arrow_numpy.filled(indices, 0)]
+            if len(per_code)
+            else np.full(len(column), -1, np.int64)
+        )
         if indices.null_count:
             found[~arrow_numpy.valid(indices)] = -1
         return found
@@ -144,8 +156,11 @@ def distinct(column) -> pa.Array:
         chunks = [chunk.dictionary for chunk in chunks]
     found = [as_comparable(chunk).unique() for chunk in chunks]
     if not found:
-        return as_comparable(pa.array([], column.type.value_type
-                                    if pa.types.is_dictionary(column.type) else column.type))
+        return as_comparable(
+            pa.array(
+                [], column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+            )
+        )
     found = pc.unique(pa.concat_arrays(found)).drop_null()
     return found.take(pc.sort_indices(found))
 

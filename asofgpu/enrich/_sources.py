@@ -55,8 +55,14 @@ class Part:
     def rows(self) -> int:
         return self.meta.num_rows
 
-    def batches(self, side: str, rows: int, columns: list[str] | None = None,
-                read_dictionary: list[str] | None = None, row_groups: list[int] | None = None):
+    def batches(
+        self,
+        side: str,
+        rows: int,
+        columns: list[str] | None = None,
+        read_dictionary: list[str] | None = None,
+        row_groups: list[int] | None = None,
+    ):
         """The file's rows (of ``row_groups``: all when None) in record batches of up to
         ``rows``; a file that cannot be read (now or half-way) raises EnrichError naming
         it."""
@@ -113,8 +119,11 @@ class Source:
                 raise EnrichError(f"{side} folder {given} holds no parquet files (*{SUFFIX})")
         elif _GLOB_CHARS.search(given):
             root = glob_root(given)
-            paths = sorted(p for p in glob.glob(given, recursive=True)
-                           if os.path.isfile(p) and not _hidden(os.path.basename(p)))
+            paths = sorted(
+                p
+                for p in glob.glob(given, recursive=True)
+                if os.path.isfile(p) and not _hidden(os.path.basename(p))
+            )
             if not paths:
                 raise EnrichError(f"{side} glob {given!r} matches no file")
         elif os.path.exists(given):
@@ -130,8 +139,10 @@ class Source:
             if schema is None:
                 schema, first = file_schema, path
             elif not file_schema.equals(schema):
-                raise EnrichError(f"{side} files disagree on their columns: {first} has "
-                                  f"{_describe(schema)}, {path} has {_describe(file_schema)}")
+                raise EnrichError(
+                    f"{side} files disagree on their columns: {first} has "
+                    f"{_describe(schema)}, {path} has {_describe(file_schema)}"
+                )
             values = {} if single else _partition_values(relative)
             parts.append(Part(path, relative, values, meta, os.path.getsize(path)))
         source = cls(side, given, single, parts, schema)
@@ -145,13 +156,16 @@ class Source:
                 raise EnrichError(
                     f"{self.side} files sit in different partition folders: "
                     f"{self.parts[0].relative} has {_keys(keys)}, {part.relative} has "
-                    f"{_keys(list(part.values))}")
+                    f"{_keys(list(part.values))}"
+                )
         fields = []
         for key in keys:
             if key in self.data_schema.names:
-                raise EnrichError(f"{self.side} partition folder {key}= names a column the "
-                                  f"files already hold ({key!r}); rename the folder or the "
-                                  f"column")
+                raise EnrichError(
+                    f"{self.side} partition folder {key}= names a column the "
+                    f"files already hold ({key!r}); rename the folder or the "
+                    f"column"
+                )
             values = [p.values[key] for p in self.parts if p.values[key] is not None]
             whole = bool(values) and all(_WHOLE.fullmatch(v) for v in values)
             fields.append(pa.field(key, pa.int64() if whole else pa.string()))
@@ -163,15 +177,20 @@ class Source:
         kind = self.schema.field(name).type
         raw = part.values[name]
         if raw is None:  # (a null index, not a null in the dictionary: Arrow unifies those)
-            return (pa.DictionaryArray.from_arrays(pa.nulls(rows, pa.int32()), pa.nulls(0, kind))
-                    if as_codes else pa.nulls(rows, kind))
+            return (
+                pa.DictionaryArray.from_arrays(pa.nulls(rows, pa.int32()), pa.nulls(0, kind))
+                if as_codes
+                else pa.nulls(rows, kind)
+            )
         if as_codes:
-            return pa.DictionaryArray.from_arrays(arrow_numpy.array(np.zeros(rows, np.int32)),
-                                                  _repeated(raw, kind, 1))
+            return pa.DictionaryArray.from_arrays(
+                arrow_numpy.array(np.zeros(rows, np.int32)), _repeated(raw, kind, 1)
+            )
         return _repeated(raw, kind, rows)
 
-    def with_partitions(self, part: Part, batch: pa.RecordBatch | pa.Table, names: list[str],
-                        as_codes: list[str]):
+    def with_partitions(
+        self, part: Part, batch: pa.RecordBatch | pa.Table, names: list[str], as_codes: list[str]
+    ):
         """``batch`` of ``part`` with the partition columns among ``names`` appended."""
         for name in names:
             if name in self.data_schema.names or name in batch.column_names:
@@ -188,11 +207,13 @@ class Source:
         for part in self.parts:
             try:
                 # (ParquetFile, not read_table: pyarrow's datasets import pandas)
-                table = pq.ParquetFile(part.path, pre_buffer=False, read_dictionary=[
-                    c for c in as_codes if c in data]).read(columns=data)
+                table = pq.ParquetFile(
+                    part.path, pre_buffer=False, read_dictionary=[c for c in as_codes if c in data]
+                ).read(columns=data)
             except (OSError, pa.ArrowException) as exc:
-                raise EnrichError(f"cannot read {self.side} file {part.path}: "
-                                  f"{one_line(exc)}") from None
+                raise EnrichError(
+                    f"cannot read {self.side} file {part.path}: {one_line(exc)}"
+                ) from None
             tables.append(self.with_partitions(part, table, columns, as_codes).select(columns))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
 
@@ -210,14 +231,17 @@ def leaf_columns(meta: pq.FileMetaData, name: str) -> list[int]:
     """The parquet (leaf) column numbers of a top-level column: one for a plain column,
     several for a nested one. Row groups' column chunks are numbered by leaf, not by the
     Arrow field's position."""
-    return [j for j in range(meta.num_columns)
-            if meta.schema.column(j).path.split(".")[0] == name]
+    return [j for j in range(meta.num_columns) if meta.schema.column(j).path.split(".")[0] == name]
 
 
 def is_text(t: pa.DataType) -> bool:
     """String and binary columns: parquet stores them as dictionary pages when it can."""
-    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-            or pa.types.is_large_binary(t))
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
 
 
 def _hidden(name: str) -> bool:
@@ -228,8 +252,9 @@ def _parquet_files(folder: str) -> list[str]:
     found = []
     for here, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if not _hidden(d))
-        found += [os.path.join(here, f) for f in sorted(files)
-                  if f.endswith(SUFFIX) and not _hidden(f)]
+        found += [
+            os.path.join(here, f) for f in sorted(files) if f.endswith(SUFFIX) and not _hidden(f)
+        ]
     return sorted(found)  # the order of their paths: RIGHT's row order where keys tie
 
 
@@ -249,8 +274,7 @@ def _metadata(path: str, side: str) -> pq.FileMetaData:
     except PermissionError:
         raise EnrichError(f"cannot read {side} file {path}: permission denied") from None
     except (OSError, pa.ArrowException) as exc:
-        raise EnrichError(f"cannot read {side} file {path} as parquet: "
-                          f"{one_line(exc)}") from None
+        raise EnrichError(f"cannot read {side} file {path} as parquet: {one_line(exc)}") from None
 
 
 def _partition_values(relative: str) -> dict[str, str | None]:

@@ -63,8 +63,11 @@ def _canonical(arr: pa.Array) -> np.ndarray:
 
 def _text_hashes(values: pa.Array) -> np.ndarray:
     """A uint64 per distinct text value: its bytes' CRC-32 (Python's own hash is salted)."""
-    return np.fromiter((zlib.crc32(v.as_buffer().to_pybytes()) if v.is_valid else 0
-                        for v in values), np.uint64, len(values))
+    return np.fromiter(
+        (zlib.crc32(v.as_buffer().to_pybytes()) if v.is_valid else 0 for v in values),
+        np.uint64,
+        len(values),
+    )
 
 
 def _hashes(arr: pa.Array) -> np.ndarray:
@@ -73,8 +76,11 @@ def _hashes(arr: pa.Array) -> np.ndarray:
     if pa.types.is_dictionary(t) or is_text(t):
         if not pa.types.is_dictionary(t):
             arr = pc.dictionary_encode(arr)
-        by_value = (_text_hashes(arr.dictionary) if is_text(arr.type.value_type)
-                    else _mix(_canonical(arr.dictionary)))
+        by_value = (
+            _text_hashes(arr.dictionary)
+            if is_text(arr.type.value_type)
+            else _mix(_canonical(arr.dictionary))
+        )
         indices = arrow_numpy.filled(arr.indices, 0)
         hashes = by_value[indices] if len(by_value) else np.zeros(len(arr), np.uint64)
     else:
@@ -106,8 +112,9 @@ class SpillFolder:
         try:
             self.path = tempfile.mkdtemp(prefix=".asofgpu-spill-", dir=tmp_dir)
         except OSError as exc:
-            raise OutputError(f"cannot write spill files in --tmp-dir {tmp_dir}: "
-                              f"{exc.strerror or exc}") from None
+            raise OutputError(
+                f"cannot write spill files in --tmp-dir {tmp_dir}: {exc.strerror or exc}"
+            ) from None
         self.bytes = 0
 
     def __enter__(self):
@@ -118,11 +125,11 @@ class SpillFolder:
         return False
 
     def failed(self, exc: OSError) -> OutputError:
-        return OutputError(f"cannot write spill files in --tmp-dir {self.tmp_dir}: "
-                           f"{one_line(exc)}")
+        return OutputError(f"cannot write spill files in --tmp-dir {self.tmp_dir}: {one_line(exc)}")
 
-    def partition(self, name: str, batches, schema: pa.Schema, parts: int,
-                  part_of) -> tuple[list[str], np.ndarray]:
+    def partition(
+        self, name: str, batches, schema: pa.Schema, parts: int, part_of
+    ) -> tuple[list[str], np.ndarray]:
         """``batches`` split into ``parts`` IPC streams by ``part_of(batch)`` (each row's
         part, uint16; a row of part ``parts`` or more is dropped), each in the order the rows
         came; their paths and row counts."""
@@ -194,12 +201,14 @@ def key_ranges(path: str, on: str, ranges: int, sample: int = 1 << 20) -> np.nda
 def range_of(on: str, cuts: np.ndarray, null_range: int):
     """``part_of`` for ``SpillFolder.partition``: each row's key range (``searchsorted``
     right: equal keys share a range), ``null_range`` for a null key."""
+
     def part_of(batch) -> np.ndarray:
         values, valid = key_numbers(batch.column(on))
         ids = np.searchsorted(cuts, values, side="right").astype(np.uint16)
         if valid is not None:
             ids[~valid] = null_range
         return ids
+
     return part_of
 
 
@@ -255,24 +264,33 @@ def in_left_order(pieces: list[pa.Table], start: int, rows: int) -> pa.Table:
     return gather(table, order)
 
 
-def source_batches(source: Source, columns: list[str], as_codes: list[str], rows: int,
-                   positions: bool = False, narrowing: Narrowing | None = None):
+def source_batches(
+    source: Source,
+    columns: list[str],
+    as_codes: list[str],
+    rows: int,
+    positions: bool = False,
+    narrowing: Narrowing | None = None,
+):
     """Every file's ``columns`` in batches of up to ``rows``, partition columns appended
     (as one-value dictionaries when in ``as_codes``), then the LEFT position when asked;
     with ``narrowing``, only its columns from the row group after it was set."""
     at = 0
     # A row group at a time, so that the columns may narrow on the way (and two passes over
     # a side cut it at the same places, narrowed or not).
-    for part, group in ((part, g) for part in source.parts
-                        for g in range(part.meta.num_row_groups)):
+    for part, group in (
+        (part, g) for part in source.parts for g in range(part.meta.num_row_groups)
+    ):
         wanted = columns if narrowing is None or not narrowing.is_set() else narrowing.columns
         data = [c for c in wanted if c in source.data_schema.names]
-        for batch in part.batches(source.side, rows, data, [c for c in as_codes if c in data],
-                                  row_groups=[group]):
+        for batch in part.batches(
+            source.side, rows, data, [c for c in as_codes if c in data], row_groups=[group]
+        ):
             batch = source.with_partitions(part, batch, wanted, as_codes).select(wanted)
             if positions:
                 batch = batch.append_column(
-                    POSITION, arrow_numpy.array(np.arange(at, at + batch.num_rows, dtype=np.int64)))
+                    POSITION, arrow_numpy.array(np.arange(at, at + batch.num_rows, dtype=np.int64))
+                )
             at += batch.num_rows
             yield batch
 

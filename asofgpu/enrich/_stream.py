@@ -42,9 +42,17 @@ from ._sources import Source, leaf_columns
 
 def streamable_key(left: pa.DataType, right: pa.DataType) -> bool:
     """Keys whose order is their int64 value's, the same type on both sides."""
-    return left == right and not pa.types.is_uint64(left) and (
-        pa.types.is_integer(left) or pa.types.is_timestamp(left) or pa.types.is_date(left)
-        or pa.types.is_duration(left) or pa.types.is_time(left))
+    return (
+        left == right
+        and not pa.types.is_uint64(left)
+        and (
+            pa.types.is_integer(left)
+            or pa.types.is_timestamp(left)
+            or pa.types.is_date(left)
+            or pa.types.is_duration(left)
+            or pa.types.is_time(left)
+        )
+    )
 
 
 def is_tape(source: Source, on: str) -> bool:
@@ -66,8 +74,9 @@ def is_tape(source: Source, on: str) -> bool:
         for g in range(meta.num_row_groups):
             column = meta.row_group(g).column(index)
             stats = column.statistics
-            if column.num_values == 0 or (stats is not None and stats.has_null_count
-                                          and stats.null_count == column.num_values):
+            if column.num_values == 0 or (
+                stats is not None and stats.has_null_count and stats.null_count == column.num_values
+            ):
                 continue  # no keys to order
             if stats is None or not stats.has_min_max:
                 return False
@@ -94,8 +103,11 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
     is the writer's choice) or is of floats (NaN sorts where the writer puts it, and has no
     statistics), and the first row group, read whole, is in order."""
     names = source.data_schema.names
-    if not by or any(c not in names for c in (*by, on)) or any(
-            pa.types.is_floating(source.schema.field(c).type) for c in by):
+    if (
+        not by
+        or any(c not in names for c in (*by, on))
+        or any(pa.types.is_floating(source.schema.field(c).type) for c in by)
+    ):
         return False
     last = None
     first = None  # (path, row group) of the first with rows
@@ -191,27 +203,44 @@ class Keys:
         if self.runs is None:
             return Keys(self.n - at, self.on[first:], rows)
         if first == len(self.on):
-            return Keys(self.n - at, self.on[first:], rows, self.runs[:0],
-                        tuple(h.slice(0, 0) for h in self.heads))
+            return Keys(
+                self.n - at,
+                self.on[first:],
+                rows,
+                self.runs[:0],
+                tuple(h.slice(0, 0) for h in self.heads),
+            )
         r = self.run_of(first)
-        runs = np.concatenate([[0], self.runs[r + 1:] - first])
-        return Keys(self.n - at, self.on[first:], rows, runs,
-                    tuple(h.slice(r) for h in self.heads))
+        runs = np.concatenate([[0], self.runs[r + 1 :] - first])
+        return Keys(self.n - at, self.on[first:], rows, runs, tuple(h.slice(r) for h in self.heads))
 
     @staticmethod
     def concat(a: Keys, b: Keys) -> Keys:
-        rows = (None if a.rows is None and b.rows is None else np.concatenate([
-            np.arange(a.n) if a.rows is None else a.rows,
-            (np.arange(b.n) if b.rows is None else b.rows) + a.n]))
+        rows = (
+            None
+            if a.rows is None and b.rows is None
+            else np.concatenate(
+                [
+                    np.arange(a.n) if a.rows is None else a.rows,
+                    (np.arange(b.n) if b.rows is None else b.rows) + a.n,
+                ]
+            )
+        )
         on = np.concatenate([a.on, b.on])
         if a.runs is None:
             return Keys(a.n + b.n, on, rows)
         runs, heads = b.runs + len(a.on), b.heads
-        if len(a.runs) and len(b.runs) and _compare(
-                a.at(len(a) - 1).by, 0, b.at(0).by, 0)[1]:  # one run across the two
+        if (
+            len(a.runs) and len(b.runs) and _compare(a.at(len(a) - 1).by, 0, b.at(0).by, 0)[1]
+        ):  # one run across the two
             runs, heads = runs[1:], tuple(h.slice(1) for h in heads)
-        return Keys(a.n + b.n, on, rows, np.concatenate([a.runs, runs]),
-                    tuple(pa.concat_arrays([x, y]) for x, y in zip(a.heads, heads)))
+        return Keys(
+            a.n + b.n,
+            on,
+            rows,
+            np.concatenate([a.runs, runs]),
+            tuple(pa.concat_arrays([x, y]) for x, y in zip(a.heads, heads)),
+        )
 
 
 class Order:
@@ -249,8 +278,12 @@ class Order:
         runs = np.flatnonzero(np.concatenate([[len(values) > 0], change]))
         heads = tuple(as_comparable(c.take(arrow_numpy.array(runs))) for c in columns)
         if len(runs) > 1:  # equal values under different codes: one run
-            same = _compare(tuple(h.slice(1) for h in heads), 0,
-                            tuple(h.slice(0, len(runs) - 1) for h in heads), 0)[1]
+            same = _compare(
+                tuple(h.slice(1) for h in heads),
+                0,
+                tuple(h.slice(0, len(runs) - 1) for h in heads),
+                0,
+            )[1]
             if same.any():
                 keep = np.concatenate([[True], ~same])
                 runs = runs[keep]
@@ -271,7 +304,10 @@ class Order:
                 raise NotSorted(
                     f"{self.side} {self.given} is not sorted by {self.named} at row {at:,}, "
                     f"though its row-group statistics say so; write it sorted, or pass "
-                    f"--right-mode spill", "grouped" if self.by else "tape", self.side)
+                    f"--right-mode spill",
+                    "grouped" if self.by else "tape",
+                    self.side,
+                )
             self.last = keys.at(len(keys) - 1)
         self.rows += keys.n
 
@@ -316,8 +352,7 @@ def _compare(by_a, on_a, by_b, on_b):
 
 
 def _bools(result) -> np.ndarray:
-    return arrow_numpy.values(result) if isinstance(result, pa.Array) else np.bool_(
-        result.as_py())
+    return arrow_numpy.values(result) if isinstance(result, pa.Array) else np.bool_(result.as_py())
 
 
 def below(a: Start, b: Start) -> bool:
@@ -334,8 +369,9 @@ def _descents(keys: Keys) -> np.ndarray:
         return steps
     steps[keys.runs[1:] - 1] = False  # a new run may start at any key
     heads, n = keys.heads, len(keys.runs)
-    back = _compare(tuple(h.slice(1) for h in heads), 0,
-                    tuple(h.slice(0, n - 1) for h in heads), 0)[0]
+    back = _compare(
+        tuple(h.slice(1) for h in heads), 0, tuple(h.slice(0, n - 1) for h in heads), 0
+    )[0]
     steps[keys.runs[1:][back] - 1] = True
     return steps
 
@@ -387,8 +423,14 @@ class Windows:
     ``order`` (None: this is the last): LEFT rows below it belong to this one.
     """
 
-    def __init__(self, windows, order: Order, by: list[str], schema: pa.Schema,
-                 carry_out: list[pa.Table] | None = None):
+    def __init__(
+        self,
+        windows,
+        order: Order,
+        by: list[str],
+        schema: pa.Schema,
+        carry_out: list[pa.Table] | None = None,
+    ):
         self._windows = iter(windows)
         self._order = order
         self._on, self._by = order.on, by
@@ -429,8 +471,9 @@ class Windows:
         without a carry out), else it is found here."""
         if carry is None:
             parts = [t for t in (self.carry, self.current) if t is not None]
-            carry = ends_of_groups(pa.concat_tables(parts), self._on, self._by, last=True,
-                                   in_key_order=True)
+            carry = ends_of_groups(
+                pa.concat_tables(parts), self._on, self._by, last=True, in_key_order=True
+            )
         self.carry = carry
         self.current, self._ahead = self._ahead, next(self._windows, None)
         self._ahead_start = None
@@ -444,8 +487,9 @@ def carries_out(windows, on: str, by: list[str], schema: pa.Schema) -> list[pa.T
     firsts = [ends_of_groups(w, on, by, last=False, in_key_order=True) for w in windows]
     out = [arrow_numpy.empty_table(schema)] * max(1, len(firsts))
     for w in range(len(firsts) - 2, -1, -1):
-        out[w] = ends_of_groups(pa.concat_tables([firsts[w + 1], out[w + 1]]), on, by,
-                                last=False, in_key_order=True)
+        out[w] = ends_of_groups(
+            pa.concat_tables([firsts[w + 1], out[w + 1]]), on, by, last=False, in_key_order=True
+        )
     return out
 
 
@@ -457,19 +501,28 @@ def group_ids(table: pa.Table, by: list[str]) -> np.ndarray:
     null = np.zeros(table.num_rows, bool)
     for k, name in enumerate(by):
         column = table.column(name)
-        column = (column.unify_dictionaries() if pa.types.is_dictionary(column.type)
-                  else pc.dictionary_encode(column))
+        column = (
+            column.unify_dictionaries()
+            if pa.types.is_dictionary(column.type)
+            else pc.dictionary_encode(column)
+        )
         indices = pa.chunked_array([c.indices for c in column.chunks], pa.int32())
         null |= ~arrow_numpy.valid(indices)
         codes = arrow_numpy.filled(indices, 0).astype(np.int64)
-        ids = codes if k == 0 else np.unique(np.stack([ids, codes], axis=1), axis=0,
-                                             return_inverse=True)[1].reshape(-1)
+        ids = (
+            codes
+            if k == 0
+            else np.unique(np.stack([ids, codes], axis=1), axis=0, return_inverse=True)[1].reshape(
+                -1
+            )
+        )
     ids[null] = -1
     return ids
 
 
-def ends_of_groups(table: pa.Table, on: str, by: list[str], last: bool,
-                   in_key_order: bool = False) -> pa.Table:
+def ends_of_groups(
+    table: pa.Table, on: str, by: list[str], last: bool, in_key_order: bool = False
+) -> pa.Table:
     """What a window or key range hands on of each group, among rows whose key and by values
     are all valid (a null key is never a candidate, a null by value matches nothing): its
     last row by key, then row order (``last``, the carry in: the backward candidate of any
@@ -495,9 +548,14 @@ def ends_of_groups(table: pa.Table, on: str, by: list[str], last: bool,
     else:
         starts = np.full(int(groups.max()) + 1, len(order))
         np.minimum.at(starts, groups, at)
-        new_key = np.concatenate([[True], (keys[1:] != keys[:-1])
-                                  & ~(np.isnan(keys[1:]) & np.isnan(keys[:-1]))
-                                  if keys.dtype.kind == "f" else keys[1:] != keys[:-1]])
+        new_key = np.concatenate(
+            [
+                [True],
+                (keys[1:] != keys[:-1]) & ~(np.isnan(keys[1:]) & np.isnan(keys[:-1]))
+                if keys.dtype.kind == "f"
+                else keys[1:] != keys[:-1],
+            ]
+        )
         run = np.cumsum(new_key)  # the number of each row's key among the sorted keys
         rows = order[run == run[starts[groups]]]
     return table.take(arrow_numpy.array(np.sort(rows)))

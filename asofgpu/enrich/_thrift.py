@@ -45,15 +45,15 @@ def _value(buf, pos: int, kind: int):
     if kind in (TRUE, FALSE):  # only in lists: one byte each
         return buf[pos] == TRUE, pos + 1
     if kind == BYTE:
-        return int.from_bytes(buf[pos:pos + 1], "little", signed=True), pos + 1
+        return int.from_bytes(buf[pos : pos + 1], "little", signed=True), pos + 1
     if kind in (I16, I32, I64):
         raw, pos = _varint(buf, pos)
         return _zigzag(raw), pos
     if kind == DOUBLE:
-        return bytes(buf[pos:pos + 8]), pos + 8
+        return bytes(buf[pos : pos + 8]), pos + 8
     if kind == BINARY:
         size, pos = _varint(buf, pos)
-        return bytes(buf[pos:pos + size]), pos + size
+        return bytes(buf[pos : pos + size]), pos + size
     if kind in (LIST, SET):
         header = buf[pos]
         size, element, pos = header >> 4, header & 0x0F, pos + 1

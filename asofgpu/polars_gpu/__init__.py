@@ -48,8 +48,9 @@ class AsofgpuHookWarning(UserWarning):
 def _warn_once(message: str) -> None:
     if message not in _warned:
         _warned.add(message)
-        warnings.warn(f"asofgpu.polars_gpu not installed: {message}", AsofgpuHookWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"asofgpu.polars_gpu not installed: {message}", AsofgpuHookWarning, stacklevel=3
+        )
 
 
 def _version(text: str) -> tuple[int, ...]:
@@ -71,15 +72,17 @@ def _gate(*, check_versions: bool = True) -> str | None:
         import cudf_polars
         import polars as pl
     except ImportError as exc:
-        return (f"cudf-polars is not importable ({exc}). Hint: pip install "
-                f"'asofgpu[cudf-polars]'")
+        return f"cudf-polars is not importable ({exc}). Hint: pip install 'asofgpu[cudf-polars]'"
     if check_versions:
         if _outside(_version(pl.__version__), POLARS_VERSIONS):
-            return (f"polars {pl.__version__} is outside the tested versions "
-                    f"{_window(POLARS_VERSIONS)}")
+            return (
+                f"polars {pl.__version__} is outside the tested versions {_window(POLARS_VERSIONS)}"
+            )
         if _outside(_version(cudf_polars.__version__), CUDF_POLARS_VERSIONS):
-            return (f"cudf-polars {cudf_polars.__version__} is outside the tested versions "
-                    f"{_window(CUDF_POLARS_VERSIONS)}")
+            return (
+                f"cudf-polars {cudf_polars.__version__} is outside the tested versions "
+                f"{_window(CUDF_POLARS_VERSIONS)}"
+            )
     visitor = pl.LazyFrame()._ldf.visit().version()
     if visitor[0] != VISITOR_MAJOR or visitor < (VISITOR_MAJOR, 5):
         return f"polars' plan visitor version {visitor} is not {VISITOR_MAJOR}.5 or later"
@@ -105,11 +108,18 @@ def canary() -> str | None:
     join = getattr(getattr(plrs, "_ir_nodes", None), "Join", None)
     if join is None or dispatch(join) is dispatch(object):
         return "cudf-polars has no translator registered for polars' Join node"
-    missing = [name for module, name in ((translate, "set_node"),
-                                         (translate, "translate_named_expr"),
-                                         (translate, "Translator"), (expr, "Col"),
-                                         (ir, "IR"), (ir, "IRExecutionContext"))
-               if not hasattr(module, name)]
+    missing = [
+        name
+        for module, name in (
+            (translate, "set_node"),
+            (translate, "translate_named_expr"),
+            (translate, "Translator"),
+            (expr, "Col"),
+            (ir, "IR"),
+            (ir, "IRExecutionContext"),
+        )
+        if not hasattr(module, name)
+    ]
     if not hasattr(getattr(ir, "IRExecutionContext", None), "stream_ordered_after"):
         missing.append("IRExecutionContext.stream_ordered_after")
     if "context" not in inspect.signature(getattr(ir.IR, "evaluate", lambda: None)).parameters:
@@ -196,9 +206,12 @@ def uninstall() -> None:
         if _current_join_handler() is _handler:
             _register(_handler.asofgpu_original)
         else:  # someone registered over us: leave theirs, which may wrap ours
-            warnings.warn("asofgpu.polars_gpu.uninstall(): cudf-polars' Join translator was "
-                          "replaced after install(); leaving it in place", AsofgpuHookWarning,
-                          stacklevel=2)
+            warnings.warn(
+                "asofgpu.polars_gpu.uninstall(): cudf-polars' Join translator was "
+                "replaced after install(); leaving it in place",
+                AsofgpuHookWarning,
+                stacklevel=2,
+            )
         _handler = None
 
 

@@ -18,8 +18,9 @@ from polars.exceptions import InvalidOperationError
 from ._options import AsofOptions
 
 # polars' message, word for word, for unsorted keys (no by, check_sortedness=True).
-NOT_SORTED = ("argument in operation 'asof_join' is not sorted, please sort the "
-              "'expr/series/column' first")
+NOT_SORTED = (
+    "argument in operation 'asof_join' is not sorted, please sort the 'expr/series/column' first"
+)
 
 
 @contextmanager
@@ -50,15 +51,18 @@ class AsofJoin(IR):
         self._non_child_args = (left_on, right_on, options)
 
     @classmethod
-    def do_evaluate(cls, left_on, right_on, options: AsofOptions, left: DataFrame,
-                    right: DataFrame, *, context) -> DataFrame:
+    def do_evaluate(
+        cls, left_on, right_on, options: AsofOptions, left: DataFrame, right: DataFrame, *, context
+    ) -> DataFrame:
         """Left columns, then the right columns polars keeps, gathered by asofgpu's map."""
         from .. import plc as asof_plc  # noqa: PLC0415  (imports cupy: only when run)
 
-        (left_key,) = broadcast(left_on.evaluate(left), target_length=left.num_rows,
-                                stream=left.stream)
-        (right_key,) = broadcast(right_on.evaluate(right), target_length=right.num_rows,
-                                 stream=right.stream)
+        (left_key,) = broadcast(
+            left_on.evaluate(left), target_length=left.num_rows, stream=left.stream
+        )
+        (right_key,) = broadcast(
+            right_on.evaluate(right), target_length=right.num_rows, stream=right.stream
+        )
         with context.stream_ordered_after(left, right) as stream:
             if options.check_sortedness:
                 _check_sorted(left_key, right_key, stream)
@@ -66,17 +70,25 @@ class AsofJoin(IR):
             right_by = plc.Table([right.column_map[name].obj for name in options.right_by])
             with _cupy_from_rmm():
                 join = asof_plc.AsofJoin(right_by, right_key.obj, stream=stream)
-                gmap = join.join(left_by, left_key.obj, options.strategy,
-                                 options.allow_exact_matches, tolerance=options.tolerance,
-                                 nearest_tie="forward", stream=stream)  # polars' tie rule
+                gmap = join.join(
+                    left_by,
+                    left_key.obj,
+                    options.strategy,
+                    options.allow_exact_matches,
+                    tolerance=options.tolerance,
+                    nearest_tie="forward",
+                    stream=stream,
+                )  # polars' tie rule
             sources = [right.column_map[name] for name, _ in options.right_columns]
             taken = []
             if sources:
-                taken = asof_plc.gather(plc.Table([c.obj for c in sources]), gmap,
-                                        stream=stream).columns()
-            right_columns = [Column(col, dtype=src.dtype, name=out)
-                             for col, src, (_, out) in zip(taken, sources,
-                                                           options.right_columns, strict=True)]
+                taken = asof_plc.gather(
+                    plc.Table([c.obj for c in sources]), gmap, stream=stream
+                ).columns()
+            right_columns = [
+                Column(col, dtype=src.dtype, name=out)
+                for col, src, (_, out) in zip(taken, sources, options.right_columns, strict=True)
+            ]
             result = DataFrame([*left.columns, *right_columns], stream=stream)
             return result.slice(options.zlice)
 
@@ -85,6 +97,7 @@ def _check_sorted(left_key: Column, right_key: Column, stream) -> None:
     """polars' rule without ``by``: both keys ascending, nulls first, or its error. A
     column polars flagged sorted is trusted without a look, as polars trusts it."""
     for key in (left_key, right_key):
-        if not key.check_sorted(order=plc.types.Order.ASCENDING,
-                                null_order=plc.types.NullOrder.BEFORE, stream=stream):
+        if not key.check_sorted(
+            order=plc.types.Order.ASCENDING, null_order=plc.types.NullOrder.BEFORE, stream=stream
+        ):
             raise InvalidOperationError(NOT_SORTED)

@@ -21,8 +21,15 @@ STRATEGIES = ("backward", "forward", "nearest")
 # so do we, by refusing: the CPU engine then raises polars' own error.
 _I32 = 2**31 - 1
 _I64 = 2**63 - 1
-_SIGNED_LIMIT = {pl.Int8: _I32, pl.Int16: _I32, pl.Int32: _I32, pl.UInt8: _I32,
-                 pl.UInt16: _I32, pl.Date: _I32, pl.Int64: _I64}
+_SIGNED_LIMIT = {
+    pl.Int8: _I32,
+    pl.Int16: _I32,
+    pl.Int32: _I32,
+    pl.UInt8: _I32,
+    pl.UInt16: _I32,
+    pl.Date: _I32,
+    pl.Int64: _I64,
+}
 _UNSIGNED_LIMIT = {pl.UInt32: 2**32 - 1, pl.UInt64: 2**64 - 1}  # negative: polars raises
 _SIGNED = (pl.Int8, pl.Int16, pl.Int32, pl.Int64)
 _UNSIGNED = (pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
@@ -121,14 +128,17 @@ def tolerance_value(tolerance, key_dtype):
         limit = _SIGNED_LIMIT.get(base, _I64)  # Datetime, Duration: i64
         low, high = -limit, limit
     if not low <= tolerance <= high:
-        msg = (f"asofgpu: a tolerance of {tolerance} on {key_dtype} keys runs on the CPU "
-               f"(polars decides whether it can read it)")
+        msg = (
+            f"asofgpu: a tolerance of {tolerance} on {key_dtype} keys runs on the CPU "
+            f"(polars decides whether it can read it)"
+        )
         raise NotImplementedError(msg)
     return abs(tolerance)
 
 
-def right_columns(left_names, right_names, right_by, *, left_key, right_key, coalesce,
-                  suffix) -> tuple[tuple[str, str], ...]:
+def right_columns(
+    left_names, right_names, right_by, *, left_key, right_key, coalesce, suffix
+) -> tuple[tuple[str, str], ...]:
     """polars' as-of output rule for the right side: every right column but the by-keys,
     and but the key when coalescing two plain key columns of one name; a name that clashes
     with a left column takes ``suffix``. ``left_key``/``right_key``: the key's column name,
@@ -137,16 +147,32 @@ def right_columns(left_names, right_names, right_by, *, left_key, right_key, coa
     if coalesce and right_key is not None and right_key == left_key:
         dropped.add(right_key)
     left = set(left_names)
-    return tuple((name, f"{name}{suffix}" if name in left else name)
-                 for name in right_names if name not in dropped)
+    return tuple(
+        (name, f"{name}{suffix}" if name in left else name)
+        for name in right_names
+        if name not in dropped
+    )
 
 
 def output_names(left_names, pairs) -> list[str]:
     return [*left_names, *(out for _, out in pairs)]
 
 
-def parse(how, nulls_equal, zlice, suffix, coalesce, *, left_schema, right_schema, left_key,
-          right_key, left_key_dtype, right_key_dtype, schema_names) -> AsofOptions:
+def parse(
+    how,
+    nulls_equal,
+    zlice,
+    suffix,
+    coalesce,
+    *,
+    left_schema,
+    right_schema,
+    left_key,
+    right_key,
+    left_key_dtype,
+    right_key_dtype,
+    schema_names,
+) -> AsofOptions:
     """polars' Join options for an as-of join -> AsofOptions, or NotImplementedError.
 
     ``how`` is polars' ('AsOf', strategy, tolerance, tolerance_str, left_by, right_by,
@@ -169,14 +195,29 @@ def parse(how, nulls_equal, zlice, suffix, coalesce, *, left_schema, right_schem
     check_key_dtypes(left_key_dtype, right_key_dtype)
     check_by_dtypes(left_by, right_by, left_schema, right_schema)
     tolerance = tolerance_value(tolerance, right_key_dtype)
-    pairs = right_columns(list(left_schema), list(right_schema), right_by, left_key=left_key,
-                          right_key=right_key, coalesce=coalesce, suffix=suffix)
+    pairs = right_columns(
+        list(left_schema),
+        list(right_schema),
+        right_by,
+        left_key=left_key,
+        right_key=right_key,
+        coalesce=coalesce,
+        suffix=suffix,
+    )
     names = output_names(list(left_schema), pairs)
     if names != list(schema_names):  # a layout we did not foresee: let polars build it
-        msg = (f"asofgpu: expected the as-of join to give columns {names}, polars plans "
-               f"{list(schema_names)}; running it on the CPU")
+        msg = (
+            f"asofgpu: expected the as-of join to give columns {names}, polars plans "
+            f"{list(schema_names)}; running it on the CPU"
+        )
         raise NotImplementedError(msg)
-    return AsofOptions(strategy=strategy, tolerance=tolerance, allow_exact_matches=bool(exact),
-                       check_sortedness=bool(check_sortedness) and not left_by,
-                       left_by=left_by, right_by=right_by, right_columns=pairs,
-                       zlice=None if zlice is None else tuple(zlice))
+    return AsofOptions(
+        strategy=strategy,
+        tolerance=tolerance,
+        allow_exact_matches=bool(exact),
+        check_sortedness=bool(check_sortedness) and not left_by,
+        left_by=left_by,
+        right_by=right_by,
+        right_columns=pairs,
+        zlice=None if zlice is None else tuple(zlice),
+    )

@@ -15,16 +15,39 @@ _RIGHT = pl.LazyFrame({"t": [0, 4, 8], "g": ["a", "a", "b"], "x": [7, 8, 9], "y"
 
 # (query, what our node must hold): one per strategy, with and without by, tolerance, coalesce.
 PROBES = [
-    (lambda: _LEFT.join_asof(_RIGHT, on="t", by="g", check_sortedness=False),
-     dict(strategy="backward", tolerance=None, left_by=("g",),
-          right_columns=(("x", "x_right"), ("y", "y")))),
-    (lambda: _LEFT.join_asof(_RIGHT, on="t", strategy="forward", tolerance=2, coalesce=False),
-     dict(strategy="forward", tolerance=2, left_by=(), check_sortedness=True,
-          right_columns=(("t", "t_right"), ("g", "g_right"), ("x", "x_right"), ("y", "y")))),
-    (lambda: _LEFT.join_asof(_RIGHT.rename({"t": "u"}), left_on="t", right_on="u",
-                             strategy="nearest", allow_exact_matches=False),
-     dict(strategy="nearest", allow_exact_matches=False,
-          right_columns=(("u", "u"), ("g", "g_right"), ("x", "x_right"), ("y", "y")))),
+    (
+        lambda: _LEFT.join_asof(_RIGHT, on="t", by="g", check_sortedness=False),
+        dict(
+            strategy="backward",
+            tolerance=None,
+            left_by=("g",),
+            right_columns=(("x", "x_right"), ("y", "y")),
+        ),
+    ),
+    (
+        lambda: _LEFT.join_asof(_RIGHT, on="t", strategy="forward", tolerance=2, coalesce=False),
+        dict(
+            strategy="forward",
+            tolerance=2,
+            left_by=(),
+            check_sortedness=True,
+            right_columns=(("t", "t_right"), ("g", "g_right"), ("x", "x_right"), ("y", "y")),
+        ),
+    ),
+    (
+        lambda: _LEFT.join_asof(
+            _RIGHT.rename({"t": "u"}),
+            left_on="t",
+            right_on="u",
+            strategy="nearest",
+            allow_exact_matches=False,
+        ),
+        dict(
+            strategy="nearest",
+            allow_exact_matches=False,
+            right_columns=(("u", "u"), ("g", "g_right"), ("x", "x_right"), ("y", "y")),
+        ),
+    ),
 ]
 
 
@@ -50,8 +73,9 @@ def _probe_plans():
 
 def native_strategies() -> frozenset[str]:
     """Strategies cudf-polars' own (currently registered) handler translates without error."""
-    return frozenset(expected["strategy"] for query, expected in _probe_plans()
-                     if not translate(query)[1])
+    return frozenset(
+        expected["strategy"] for query, expected in _probe_plans() if not translate(query)[1]
+    )
 
 
 def self_check() -> str | None:
@@ -79,6 +103,5 @@ def self_check() -> str | None:
             return f"probe schema {list(node.schema)} is not polars' {query.collect_schema()}"
         for field, value in expected.items():
             if getattr(node.options, field) != value:
-                return (f"probe option {field}={getattr(node.options, field)!r}, "
-                        f"expected {value!r}")
+                return f"probe option {field}={getattr(node.options, field)!r}, expected {value!r}"
     return None

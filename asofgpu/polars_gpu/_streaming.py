@@ -22,8 +22,9 @@ from ._node import AsofJoin
 
 def lower_asof_join(ir: AsofJoin, rec):
     if ir.options.zlice is not None:
-        return _lower_ir_fallback(ir, rec, msg="asofgpu: a sliced as-of join runs as one "
-                                               "partition.")
+        return _lower_ir_fallback(
+            ir, rec, msg="asofgpu: a sliced as-of join runs as one partition."
+        )
     left, right = ir.children
     left, left_info = rec(left)
     right, right_info = rec(right)

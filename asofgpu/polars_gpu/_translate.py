@@ -40,20 +40,28 @@ def translate_asof(node, translator, schema) -> AsofJoin:
     # translated with its input node current.
     with set_node(translator.visitor, node.input_left):
         left = translator.translate_ir(n=None)
-        (left_on,) = [translate_named_expr(translator, n=e, schema=left.schema)
-                      for e in node.left_on]
+        (left_on,) = [
+            translate_named_expr(translator, n=e, schema=left.schema) for e in node.left_on
+        ]
     with set_node(translator.visitor, node.input_right):
         right = translator.translate_ir(n=None)
-        (right_on,) = [translate_named_expr(translator, n=e, schema=right.schema)
-                       for e in node.right_on]
+        (right_on,) = [
+            translate_named_expr(translator, n=e, schema=right.schema) for e in node.right_on
+        ]
     options = _options.parse(
-        how, nulls_equal, zlice, suffix, coalesce,
+        how,
+        nulls_equal,
+        zlice,
+        suffix,
+        coalesce,
         left_schema={k: v.polars_type for k, v in left.schema.items()},
         right_schema={k: v.polars_type for k, v in right.schema.items()},
-        left_key=_column_name(left_on), right_key=_column_name(right_on),
+        left_key=_column_name(left_on),
+        right_key=_column_name(right_on),
         left_key_dtype=left_on.value.dtype.polars_type,
         right_key_dtype=right_on.value.dtype.polars_type,
-        schema_names=list(schema))
+        schema_names=list(schema),
+    )
     return AsofJoin(schema, left_on, right_on, options, left, right)
 
 
