@@ -48,7 +48,8 @@ demo: venv
 test: test-cpu test-sim test-cudf
 
 test-cpu: venv
-	$(BIN)/ruff check asofgpu kernels tests bench
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -m "not gpu and not slow" --durations=25 --doctest-modules asofgpu tests
 	$(BIN)/python -m pytest -m "slow and not gpu" --durations=25 tests
 
