@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _validate
-from ._backend import get_backend
+from ._backend import Right, get_backend, options
 from ._columns import (
     Key,
     common_tick,
@@ -438,34 +438,21 @@ class AsofJoin:
             if tick and bucket is not None:  # rows without a group are never read: unchecked
                 key = Key(key.values, bucket < self.n_groups, key.type)
             right = rescale(key, tick, "right_on", xp) if tick else key
+            is_float = key.type.physical == "float"
+            how = options(is_float, STRATEGY_CODE[strategy], exact, tol, tie_rule, out.dtype)
             be.scan(
-                key.type.physical == "float",
-                left_key.values,
-                groups,
-                right.values,
-                bucket,
-                self.n_groups,
-                STRATEGY_CODE[strategy],
-                exact,
-                tol,
-                tie_rule,
-                out,
+                is_float, left_key.values, groups, right.values, bucket, self.n_groups, how, out
             )
             return out
         self._sort_deferred()
         right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
+        is_float = self._key_type.physical == "float"
         be.probe(
-            self._key_type.physical == "float",
+            is_float,
             left_key.values,
             groups,
-            self._offsets,
-            right_keys,
-            self._rows_last,
-            self._rows_first,
-            STRATEGY_CODE[strategy],
-            exact,
-            tol,
-            tie_rule,
+            Right(self._offsets, right_keys, self._rows_last, self._rows_first),
+            options(is_float, STRATEGY_CODE[strategy], exact, tol, tie_rule, out.dtype),
             out,
             time_ordered=self._time_ordered if tick == self._key_type.tick_ns else None,
         )

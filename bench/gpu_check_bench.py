@@ -103,6 +103,7 @@ def kernel_only(join, left_on, left_by):
     host-side work (the Arrow lookup of the left group codes, the key checks). It uses
     AsofJoin's private fields as join() does; should they change, this measurement fails and
     says so, and join() is still timed. Returns the callable and the map it fills."""
+    from asofgpu._backend import Right, options
     from asofgpu._columns import ordered_key
     from asofgpu._types import NEAREST_TIE_CODE, STRATEGY_CODE, Strategy
 
@@ -112,21 +113,18 @@ def kernel_only(join, left_on, left_by):
     out = join.backend.xp.empty(len(key.values), dtype=join.map_dtype)
     is_float = join._key_type.physical == "float"
 
+    right = Right(join._offsets, right_keys, join._rows_last, join._rows_first)
+    how = options(
+        is_float,
+        STRATEGY_CODE[Strategy.BACKWARD],
+        True,
+        None,
+        NEAREST_TIE_CODE["forward"],
+        out.dtype,
+    )
+
     def run():
-        join.backend.probe(
-            is_float,
-            key.values,
-            groups,
-            join._offsets,
-            right_keys,
-            join._rows_last,
-            join._rows_first,
-            STRATEGY_CODE[Strategy.BACKWARD],
-            True,
-            None,
-            NEAREST_TIE_CODE["forward"],
-            out,
-        )
+        join.backend.probe(is_float, key.values, groups, right, how, out)
 
     return run, out
 

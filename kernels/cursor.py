@@ -72,40 +72,25 @@ def gallop_upper(keys, start, hi, x):
     return upper_bound(keys, low, min(start + step, hi), x)
 
 
-def probe_piece(
-    p0,
-    p1,
-    order,
-    keys,
-    groups,
-    offsets,
-    right_keys,
-    rows_last,
-    rows_first,
-    strategy,
-    exact,
-    has_tol,
-    tol,
-    nearest_tie,
-    no_match,
-    cursor,
-    out,
-):
+def probe_piece(p0, p1, left, right, how, cursor, out):
+    """The answers of the left walk's positions [p0, p1), galloping from ``cursor``."""
+    offsets, right_keys = right.offsets, right.keys
+    strategy, exact = how.strategy, how.exact
     last = right_keys.size - 1
     for p in range(p0, p1):
         if p + AHEAD < p1 and last >= 0:
-            ahead = np.uint64(groups[p + AHEAD])
+            ahead = np.uint64(left.groups[p + AHEAD])
             at = max(cursor[ahead], offsets[ahead])
             # The window's keys (8 bytes each) and the answer's likely line of rows
             prefetch(right_keys, min(at + 8, last))
             prefetch(right_keys, min(at + 16, last))
-            prefetch(rows_last, min(at + 8, last))
+            prefetch(right.rows_last, min(at + 8, last))
         # Rows and group codes index as uint64 (see the package's note on indices).
-        i = np.uint64(order[p])
-        g = np.uint64(groups[p])
+        i = np.uint64(left.rows[p])
+        g = np.uint64(left.groups[p])
         lo = offsets[g]
         hi = offsets[g + U1]
-        x = keys[p]
+        x = left.keys[p]
         # Left keys ascend, so the keys before a cursor left by a lower search are below x,
         # and those before one left by an upper search at most x: each search starts there.
         # A call makes one kind of cursor (the strategy decides which searches run).
@@ -126,70 +111,20 @@ def probe_piece(
             f = hi
         elif strategy == FORWARD:
             b = lo - 1
-        pick(
-            i,
-            x,
-            b,
-            f,
-            lo,
-            hi,
-            right_keys,
-            rows_last,
-            rows_first,
-            strategy,
-            has_tol,
-            tol,
-            nearest_tie,
-            no_match,
-            out,
-        )
+        pick(i, x, b, f, lo, hi, right, how, out)
 
 
-def probe_sorted(
-    order,
-    keys,
-    groups,
-    offsets,
-    right_keys,
-    rows_last,
-    rows_first,
-    strategy,
-    exact,
-    has_tol,
-    tol,
-    nearest_tie,
-    no_match,
-    n_pieces,
-    out,
-):
-    """Probe the left rows ``order`` names, in that (ascending key) order: ``keys[p]`` and
-    ``groups[p]`` are row ``order[p]``'s. The rest of ``out`` (rows without a key or group)
-    gets ``no_match``."""
-    n = order.size
+def probe_sorted(left, right, how, n_pieces, out):
+    """Probe the left rows of the walk ``left`` (a ``probe.Walk``: keys ascending) against
+    ``right`` (a ``probe.Right``) under ``how`` (a ``probe.Options``). The rest of ``out``
+    (rows without a key or group) gets ``no_match``."""
+    n = left.rows.size
     if n < out.size:
-        out[:] = no_match
-    n_groups = offsets.size - 1
+        out[:] = how.no_match
+    n_groups = right.offsets.size - 1
     cursor = np.zeros((n_pieces, n_groups), np.int64)  # 0: below every group's range
     for t in prange(n_pieces):
-        probe_piece(
-            t * n // n_pieces,
-            (t + 1) * n // n_pieces,
-            order,
-            keys,
-            groups,
-            offsets,
-            right_keys,
-            rows_last,
-            rows_first,
-            strategy,
-            exact,
-            has_tol,
-            tol,
-            nearest_tie,
-            no_match,
-            cursor[t],
-            out,
-        )
+        probe_piece(t * n // n_pieces, (t + 1) * n // n_pieces, left, right, how, cursor[t], out)
 
 
 def build(jit, parallel_jit, is_float, unsigned, parallel_range, prefetch):

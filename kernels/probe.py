@@ -1,100 +1,85 @@
 """``probe_row``: one left row's as-of match, written into the gather map.
 
-The right side arrives prepared: keys sorted by (group, key) with group ``g`` occupying
-``[offsets[g], offsets[g + 1])``, and two arrays translating a sorted position back to the
-caller's right row number: ``rows_last`` (the row a backward pick takes among equal keys, the
-last) and ``rows_first`` (the row a forward pick takes, the first; the same array unless a
-tie-break column reorders equal keys). Applying them here saves a pass over the map.
+The right side arrives prepared, as a ``Right``: keys sorted by (group, key) with group ``g``
+occupying ``[offsets[g], offsets[g + 1])``, and two arrays translating a sorted position back
+to the caller's right row number: ``rows_last`` (the row a backward pick takes among equal
+keys, the last) and ``rows_first`` (the row a forward pick takes, the first; the same array
+unless a tie-break column reorders equal keys). Applying them here saves a pass over the map.
+The join's options arrive as one ``Options``. Every kernel takes these two bundles (and the
+walks a ``Walk`` per side), so that each argument list says what it is in a few names.
 """
 
+import collections
+
 from . import bind, search
+
+#: The prepared right side (see above).
+Right = collections.namedtuple("Right", "offsets keys rows_last rows_first")
+#: The join's options: ``strategy`` (BACKWARD, FORWARD or NEAREST), ``exact`` (exact matches
+#: allowed), ``has_tol`` and ``tol`` (the tolerance, float64 for float keys, else uint64),
+#: ``nearest_tie`` (TIE_TO_BACKWARD or TIE_TO_FORWARD) and ``no_match`` (the map's sentinel).
+#: ``asofgpu._backend.options`` makes them, typed alike for every call.
+Options = collections.namedtuple("Options", "strategy exact has_tol tol nearest_tie no_match")
+#: Rows in walk (key) order: their ``keys`` and group codes (``groups``), and the caller's row
+#: number of each (``rows``).
+Walk = collections.namedtuple("Walk", "keys groups rows")
 
 BACKWARD, FORWARD, NEAREST = 0, 1, 2
 TIE_TO_BACKWARD, TIE_TO_FORWARD = 0, 1  # pandas' and polars' nearest rules
 less = lower_bound = upper_bound = gap = decide = pick = end_of_run = None  # by build()
 
 
-def probe_row(
-    i,
-    left_keys,
-    left_groups,
-    offsets,
-    right_keys,
-    rows_last,
-    rows_first,
-    strategy,
-    exact,
-    has_tol,
-    tol,
-    nearest_tie,
-    no_match,
-    out,
-):
+def probe_row(i, left_keys, left_groups, right, how, out):
     g = left_groups[i]
     if g < 0:  # null key, null group under "unequal", or a group the right lacks
-        out[i] = no_match
+        out[i] = how.no_match
         return
-    lo = offsets[g]
-    hi = offsets[g + 1]
+    lo = right.offsets[g]
+    hi = right.offsets[g + 1]
     x = left_keys[i]
     # b: last position with key <= x (< x when not exact); f: first with key >= x (> x).
     b = lo - 1
     f = hi
-    if strategy != FORWARD:
-        if exact:
-            b = upper_bound(right_keys, lo, hi, x) - 1
+    if how.strategy != FORWARD:
+        if how.exact:
+            b = upper_bound(right.keys, lo, hi, x) - 1
         else:
-            b = lower_bound(right_keys, lo, hi, x) - 1
-    if strategy != BACKWARD:
+            b = lower_bound(right.keys, lo, hi, x) - 1
+    if how.strategy != BACKWARD:
         # Searching past b is safe: if b holds x itself (exact), f lands after x's run, and
         # both nearest rules then take b's row, the last of x's run, as they would anyway.
         start = lo if b < lo else b + 1
-        if exact:
-            f = lower_bound(right_keys, start, hi, x)
+        if how.exact:
+            f = lower_bound(right.keys, start, hi, x)
         else:
-            f = upper_bound(right_keys, start, hi, x)
-    pick(
-        i,
-        x,
-        b,
-        f,
-        lo,
-        hi,
-        right_keys,
-        rows_last,
-        rows_first,
-        strategy,
-        has_tol,
-        tol,
-        nearest_tie,
-        no_match,
-        out,
-    )
+            f = upper_bound(right.keys, start, hi, x)
+    pick(i, x, b, f, lo, hi, right, how, out)
 
 
 NO_PICK, PICK_BACK, PICK_FORWARD, PICK_FORWARD_LAST = 0, 1, 2, 3
 
 
-def decide(x, has_b, b_key, has_f, f_key, strategy, has_tol, tol, nearest_tie):
+def decide(x, has_b, b_key, has_f, f_key, how):
     """Which candidate a left row with key x takes: its backward one (key b_key; PICK_BACK:
     the last row of that key), its forward one (f_key; PICK_FORWARD: the first row of that
     key, PICK_FORWARD_LAST: the last, polars' nearest rule), or none (NO_PICK). A missing
     candidate's key is never read. The one place these rules exist: ``pick`` (every probe)
     and ``scan.choose`` (the one-shot merge scan) both ask here."""
+    strategy, has_tol, tol = how.strategy, how.has_tol, how.tol
     take_f = has_f
     if strategy == BACKWARD:
         take_f = False
     elif strategy == NEAREST and has_b and has_f:
         back_gap = gap(b_key, x)
         fwd_gap = gap(x, f_key)
-        if nearest_tie == TIE_TO_FORWARD:
+        if how.nearest_tie == TIE_TO_FORWARD:
             take_f = fwd_gap <= back_gap
         else:
             take_f = fwd_gap < back_gap
     if take_f:
         if has_tol and gap(x, f_key) > tol:
             return NO_PICK
-        if strategy == NEAREST and nearest_tie == TIE_TO_FORWARD:
+        if strategy == NEAREST and how.nearest_tie == TIE_TO_FORWARD:
             return PICK_FORWARD_LAST  # polars: whichever key wins, its last row
         return PICK_FORWARD
     if has_b and strategy != FORWARD:
@@ -104,23 +89,7 @@ def decide(x, has_b, b_key, has_f, f_key, strategy, has_tol, tol, nearest_tie):
     return NO_PICK
 
 
-def pick(
-    i,
-    x,
-    b,
-    f,
-    lo,
-    hi,
-    right_keys,
-    rows_last,
-    rows_first,
-    strategy,
-    has_tol,
-    tol,
-    nearest_tie,
-    no_match,
-    out,
-):
+def pick(i, x, b, f, lo, hi, right, how, out):
     """Write left row i's answer from its candidates in the group range [lo, hi): b, the last
     position at or before x (before, when strict; b < lo: none), and f, the first at or after
     it (after, when strict; f == hi: none). When b holds x itself, f may be x's run too or the
@@ -129,26 +98,18 @@ def pick(
     has_f = f < hi
     # decide reads the candidates' keys only to compare distances: otherwise, and for a
     # missing candidate, x stands in (a read the hot loops need not wait for)
-    gaps = strategy == NEAREST or has_tol
-    choice = decide(
-        x,
-        has_b,
-        right_keys[b] if has_b and gaps else x,
-        has_f,
-        right_keys[f] if has_f and gaps else x,
-        strategy,
-        has_tol,
-        tol,
-        nearest_tie,
-    )
+    gaps = how.strategy == NEAREST or how.has_tol
+    b_key = right.keys[b] if has_b and gaps else x
+    f_key = right.keys[f] if has_f and gaps else x
+    choice = decide(x, has_b, b_key, has_f, f_key, how)
     if choice == PICK_BACK:
-        out[i] = rows_last[b]
+        out[i] = right.rows_last[b]
     elif choice == PICK_FORWARD:
-        out[i] = rows_first[f]
+        out[i] = right.rows_first[f]
     elif choice == PICK_FORWARD_LAST:
-        out[i] = rows_last[end_of_run(right_keys, f, hi) - 1]
+        out[i] = right.rows_last[end_of_run(right.keys, f, hi) - 1]
     else:
-        out[i] = no_match
+        out[i] = how.no_match
 
 
 def end_of_run(keys, f, hi):
@@ -166,8 +127,8 @@ def end_of_run(keys, f, hi):
 
 
 def build(jit, is_float, unsigned):
-    """Return ``probe_row(i, left_keys, left_groups, offsets, right_keys, rows_last,
-    rows_first, strategy, exact, has_tol, tol, nearest_tie, no_match, out)``."""
+    """Return ``probe_row(i, left_keys, left_groups, right, how, out)``: left row i's match
+    in ``right`` (a ``Right``) under ``how`` (an ``Options``), written to ``out[i]``."""
     lower, upper, gap_fn = search.build(jit, is_float, unsigned)
     names = {
         "lower_bound": lower,

@@ -16,45 +16,34 @@ by binary search in the prepared (group, key) order. The answers are those of
 ``probe.probe_row`` for the backward and forward strategies (nearest is not streamed).
 """
 
+import collections
+
 import numpy as np
 
 from . import bind, search
 from .probe import BACKWARD
+
+#: The right side in its own row order, which is key order: its ``keys`` (ascending) and the
+#: group code of each row (``groups``; every row in a group).
+Tape = collections.namedtuple("Tape", "keys groups")
 
 ZERO, ONE = np.uint64(0), np.uint64(1)
 
 less = gap = lower_bound = upper_bound = prange = None  # filled in by build()
 
 
-def backward_piece(
-    p0,
-    p1,
-    order,
-    keys,
-    groups,
-    right_keys,
-    right_groups,
-    offsets,
-    sorted_keys,
-    rows_last,
-    exact,
-    has_tol,
-    tol,
-    no_match,
-    latest,
-    out,
-):
-    """Backward answers of the left rows order[p0:p1] (keys[p0:p1]); ``latest``: per group,
-    the last right row walked (-1: none yet)."""
-    x = keys[p0]
+def backward_piece(p0, p1, left, tape, right, how, latest, out):
+    """Backward answers of the left walk's positions [p0, p1); ``latest``: per group, the
+    last right row walked (-1: none yet)."""
+    offsets, right_keys, exact = right.offsets, tape.keys, how.exact
+    x = left.keys[p0]
     for g in range(offsets.size - 1):
         lo = offsets[g]
+        hi = offsets[g + 1]
         b = (
-            upper_bound(sorted_keys, lo, offsets[g + 1], x)
-            if exact
-            else lower_bound(sorted_keys, lo, offsets[g + 1], x)
+            upper_bound(right.keys, lo, hi, x) if exact else lower_bound(right.keys, lo, hi, x)
         ) - 1
-        latest[g] = rows_last[b] if b >= lo else -1
+        latest[g] = right.rows_last[b] if b >= lo else -1
     n_right = np.uint64(right_keys.size)
     # The first right row past the state: rows before it are all at most x (below x). Rows
     # and group codes index as uint64 (see the package's note on indices): 9 -> 6 ms here.
@@ -64,52 +53,33 @@ def backward_piece(
         else lower_bound(right_keys, 0, right_keys.size, x)
     )
     for p in range(p0, p1):
-        x = keys[p]
+        x = left.keys[p]
         if exact:
             while j < n_right and not less(x, right_keys[j]):
-                latest[np.uint64(right_groups[j])] = j
+                latest[np.uint64(tape.groups[j])] = j
                 j += ONE
         else:
             while j < n_right and less(right_keys[j], x):
-                latest[np.uint64(right_groups[j])] = j
+                latest[np.uint64(tape.groups[j])] = j
                 j += ONE
-        i = np.uint64(order[p])
-        r = latest[np.uint64(groups[p])]
-        if r < 0 or (has_tol and gap(right_keys[r], x) > tol):
-            out[i] = no_match
+        i = np.uint64(left.rows[p])
+        r = latest[np.uint64(left.groups[p])]
+        if r < 0 or (how.has_tol and gap(right_keys[r], x) > how.tol):
+            out[i] = how.no_match
         else:
             out[i] = r
 
 
-def forward_piece(
-    p0,
-    p1,
-    order,
-    keys,
-    groups,
-    right_keys,
-    right_groups,
-    offsets,
-    sorted_keys,
-    rows_first,
-    exact,
-    has_tol,
-    tol,
-    no_match,
-    earliest,
-    out,
-):
-    """Forward answers of the left rows order[p0:p1] (keys[p0:p1]), walked from the last;
+def forward_piece(p0, p1, left, tape, right, how, earliest, out):
+    """Forward answers of the left walk's positions [p0, p1), walked from the last;
     ``earliest``: per group, the first right row walked (-1: none yet)."""
-    x = keys[p1 - 1]
+    offsets, right_keys, exact = right.offsets, tape.keys, how.exact
+    x = left.keys[p1 - 1]
     for g in range(offsets.size - 1):
+        lo = offsets[g]
         hi = offsets[g + 1]
-        f = (
-            lower_bound(sorted_keys, offsets[g], hi, x)
-            if exact
-            else upper_bound(sorted_keys, offsets[g], hi, x)
-        )
-        earliest[g] = rows_first[f] if f < hi else -1
+        f = lower_bound(right.keys, lo, hi, x) if exact else upper_bound(right.keys, lo, hi, x)
+        earliest[g] = right.rows_first[f] if f < hi else -1
     # The right rows before ``j`` are not walked yet; those from it on are all at least x
     # (above x).
     j = np.uint64(
@@ -118,92 +88,40 @@ def forward_piece(
         else upper_bound(right_keys, 0, right_keys.size, x)
     )
     for p in range(p1 - 1, p0 - 1, -1):
-        x = keys[p]
+        x = left.keys[p]
         if exact:
             while j > ZERO and not less(right_keys[j - ONE], x):
                 j -= ONE
-                earliest[np.uint64(right_groups[j])] = j
+                earliest[np.uint64(tape.groups[j])] = j
         else:
             while j > ZERO and less(x, right_keys[j - ONE]):
                 j -= ONE
-                earliest[np.uint64(right_groups[j])] = j
-        i = np.uint64(order[p])
-        r = earliest[np.uint64(groups[p])]
-        if r < 0 or (has_tol and gap(x, right_keys[r]) > tol):
-            out[i] = no_match
+                earliest[np.uint64(tape.groups[j])] = j
+        i = np.uint64(left.rows[p])
+        r = earliest[np.uint64(left.groups[p])]
+        if r < 0 or (how.has_tol and gap(x, right_keys[r]) > how.tol):
+            out[i] = how.no_match
         else:
             out[i] = r
 
 
-def stream_probe(
-    order,
-    keys,
-    groups,
-    right_keys,
-    right_groups,
-    offsets,
-    sorted_keys,
-    rows_last,
-    rows_first,
-    strategy,
-    exact,
-    has_tol,
-    tol,
-    no_match,
-    n_pieces,
-    out,
-):
-    """Probe the left rows ``order`` names, in that (ascending key) order (``keys[p]`` and
-    ``groups[p]`` are row ``order[p]``'s), against the time-sorted ``right_keys``, whose
-    rows are all in groups ``right_groups``; the prepared ``offsets``, ``sorted_keys`` and
-    rows start each piece. The rest of ``out`` (rows without a key or group) gets
-    ``no_match``. ``strategy``: backward or forward."""
-    n = order.size
+def stream_probe(left, tape, right, how, n_pieces, out):
+    """Probe the left rows of the walk ``left`` (a ``probe.Walk``: keys ascending) against
+    the ``tape`` (a ``Tape``); the prepared ``right`` (a ``probe.Right``) starts each piece. The rest of
+    ``out`` (rows without a key or group) gets ``no_match``. ``how.strategy``: backward or
+    forward."""
+    n = left.rows.size
     if n < out.size:
-        out[:] = no_match
-    state = np.empty((n_pieces, offsets.size - 1), out.dtype)
+        out[:] = how.no_match
+    state = np.empty((n_pieces, right.offsets.size - 1), out.dtype)
     for t in prange(n_pieces):
         p0 = t * n // n_pieces
         p1 = (t + 1) * n // n_pieces
         if p0 < p1:
-            if strategy == BACKWARD:
-                backward_piece(
-                    p0,
-                    p1,
-                    order,
-                    keys,
-                    groups,
-                    right_keys,
-                    right_groups,
-                    offsets,
-                    sorted_keys,
-                    rows_last,
-                    exact,
-                    has_tol,
-                    tol,
-                    no_match,
-                    state[t],
-                    out,
-                )
+            if how.strategy == BACKWARD:
+                backward_piece(p0, p1, left, tape, right, how, state[t], out)
             else:
-                forward_piece(
-                    p0,
-                    p1,
-                    order,
-                    keys,
-                    groups,
-                    right_keys,
-                    right_groups,
-                    offsets,
-                    sorted_keys,
-                    rows_first,
-                    exact,
-                    has_tol,
-                    tol,
-                    no_match,
-                    state[t],
-                    out,
-                )
+                forward_piece(p0, p1, left, tape, right, how, state[t], out)
 
 
 def build(jit, parallel_jit, is_float, unsigned, parallel_range):

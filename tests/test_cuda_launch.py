@@ -1,4 +1,4 @@
-"""The CUDA launch (``_backend.CudaBackend._launch``) keeps numba-cuda's low-occupancy warning
+"""The CUDA launch (``_backend.CudaBackend.probe``) keeps numba-cuda's low-occupancy warning
 to itself: it comes at every launch of under 128 blocks, that is every small join, and under
 an "error" filter it would fail the join. The simulator does not warn, so the kernel here is
 a stand-in that warns as numba-cuda's launch configuration does; the real one is tested on a
@@ -32,7 +32,11 @@ def test_cuda_launch_keeps_the_low_occupancy_warning_to_itself(monkeypatch):
     backend = _backend.get_backend("cuda")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        backend._launch(False, np.zeros(3), np.empty(3))
+        keys, groups = np.zeros(3), np.zeros(3, np.int32)
+        right = _backend.Right(np.array([0, 3]), keys, np.arange(3), np.arange(3))
+        how = _backend.options(False, 0, True, None, 0, np.int32)
+        backend.probe(False, keys, groups, right, how, np.empty(3, np.int32))
         with pytest.warns(UserWarning, match="another warning"):  # others pass through
             warnings.warn("another warning", stacklevel=1)
-    assert launched == [((1, _backend.CUDA_THREADS), 2)]
+    # the kernel's arguments: the left side's 2, the Right's 4, the Options' 6 and the map
+    assert launched == [((1, _backend.CUDA_THREADS), 13)]

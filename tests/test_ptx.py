@@ -32,7 +32,8 @@ TARGETS = ((8, 0), (9, 0))
 
 
 def _signature(key: str, width: str) -> tuple[str, ...]:
-    """The kernel's argument types, in ``Backend.probe``'s order."""
+    """The kernel's argument types: the left keys and groups, the ``Right``'s fields, the
+    ``Options``' and the map, as ``CudaBackend.probe`` passes them."""
     tol = "float64" if KEYS[key] else "uint64"
     return (
         f"{key}[::1]",
@@ -101,18 +102,19 @@ def test_launches_pass_only_the_types_compiled_above(monkeypatch):
     strategy, is one of the signatures compiled above (int32 maps; int64 ones need 2**31
     right rows)."""
     launched = set()
-    launch = _backend.PythonBackend._launch
+    probe = _backend.PythonBackend.probe
 
-    def spy(self, is_float, *args, time_ordered=None):
+    def spy(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
+        args = (left_keys, left_groups, *right, *how, out)  # as the CUDA launch passes them
         launched.add(
             tuple(
                 f"{a.dtype}[::1]" if isinstance(a, np.ndarray) else str(numba.typeof(a))
                 for a in args
             )
         )
-        return launch(self, is_float, *args, time_ordered=time_ordered)
+        return probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered)
 
-    monkeypatch.setattr(_backend.PythonBackend, "_launch", spy)
+    monkeypatch.setattr(_backend.PythonBackend, "probe", spy)
     left, right = np.array([1, 5, 9]), np.array([0, 4, 8])
     keys = [
         (left, right),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 
-from .base import Backend, PythonBackend, host_empty
+from .base import Backend, PythonBackend, host_empty, options
 from .cpu import CpuBackend
 from .cuda import CUDA_THREADS, CudaBackend, cuda_probe_source, cuda_usable, cudasim_enabled
 from .hashing import (
@@ -36,6 +36,7 @@ from .hashing import (
     text_lookup_table,
     views_lookup_table,
 )
+from ..kernels.probe import Right
 from .jit import cache_dir
 from .take import check_map, take_chunked, take_fixed
 
@@ -45,6 +46,7 @@ __all__ = [
     "CpuBackend",
     "CudaBackend",
     "PythonBackend",
+    "Right",
     "cache_dir",
     "check_map",
     "cuda_probe_source",
@@ -59,6 +61,7 @@ __all__ = [
     "lookup_fixed",
     "lookup_text",
     "lookup_views",
+    "options",
     "take_chunked",
     "take_fixed",
     "text_lookup_table",

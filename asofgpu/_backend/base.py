@@ -24,12 +24,26 @@ def host_empty(n: int, dtype) -> np.ndarray:
     return HOST_POOL.empty(n, dtype)
 
 
-def kernel_tolerance(is_float: bool, tol) -> tuple[bool, object]:
-    """(whether there is one, the tolerance as the kernels take it: float64 for float keys,
-    else uint64; 0 when there is none)."""
-    if tol is None:
-        return False, np.float64(0) if is_float else np.uint64(0)
-    return True, np.float64(tol) if is_float else np.uint64(tol)
+def options(
+    is_float: bool, strategy: int, exact: bool, tol, nearest_tie: int, map_dtype
+) -> probe.Options:
+    """The join's options as every kernel takes them, each field of one type whatever the
+    caller passed (numba compiles a kernel once per argument type): the tolerance float64 for
+    float keys, else uint64, 0 when there is none; ``no_match``, the map dtype's minimum.
+
+    >>> how = options(False, 0, True, None, 0, np.int32)
+    >>> how.has_tol, int(how.tol), int(how.no_match)
+    (False, 0, -2147483648)
+    """
+    kind = np.float64 if is_float else np.uint64
+    return probe.Options(
+        np.int64(strategy),
+        bool(exact),
+        tol is not None,
+        kind(0 if tol is None else tol),
+        np.int64(nearest_tie),
+        np.int64(np.iinfo(map_dtype).min),
+    )
 
 
 class Backend:
@@ -80,50 +94,25 @@ class Backend:
         is_float: bool,
         left_keys,
         left_groups,
-        offsets,
-        right_keys,
-        rows_last,
-        rows_first,
-        strategy: int,
-        exact: bool,
-        tol,
-        nearest_tie: int,
+        right: probe.Right,
+        how: probe.Options,
         out,
         time_ordered=None,
     ) -> None:
-        """``time_ordered``: None, or the right side's (keys, group codes) in its own row
-        order when its keys ascend and every row is in a group; the cpu may stream it."""
-        has_tol, tol = kernel_tolerance(is_float, tol)
-        no_match = np.iinfo(out.dtype).min
-        self._launch(
-            is_float,
-            left_keys,
-            left_groups,
-            offsets,
-            right_keys,
-            rows_last,
-            rows_first,
-            strategy,
-            exact,
-            has_tol,
-            tol,
-            nearest_tie,
-            no_match,
-            out,
-            time_ordered=time_ordered,
-        )
-
-    def _launch(self, is_float, *args, time_ordered=None):
+        """Each left row's match in the prepared ``right`` under ``how`` (``options``),
+        written to ``out``. ``time_ordered``: None, or the right side's (keys, group codes)
+        in its own row order when its keys ascend and every row is in a group; the cpu may
+        stream it."""
         raise NotImplementedError
 
 
 class PythonBackend(Backend):
     name = "python"
 
-    def _launch(self, is_float, *args, time_ordered=None):  # one search a row, always
-        if is_float not in self._probes:
+    def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
+        if is_float not in self._probes:  # one search a row, always
             self._probes[is_float] = probe.build(identity_jit, is_float, py_unsigned)
         probe_row = self._probes[is_float]
         with np.errstate(over="ignore"):  # float gaps past the largest double are inf
-            for i in range(len(args[-1])):
-                probe_row(i, *args)
+            for i in range(len(out)):
+                probe_row(i, left_keys, left_groups, right, how, out)

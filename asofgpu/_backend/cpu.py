@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import scan
-from ..kernels.probe import NEAREST
+from ..kernels.probe import NEAREST, Options
+from ..kernels.stream import Tape
 from . import walks
-from .base import Backend, host_empty, kernel_tolerance
+from .base import Backend, host_empty
 from .jit import (
     PARALLEL_LAUNCH,
     cpu_counting_sort,
@@ -56,79 +56,32 @@ class CpuBackend(Backend):
             order = radix_order(rows, values, values.dtype == np.float64, threads(True))[0]
         return order.astype(np.int64, copy=False)
 
-    def _launch(self, is_float, *args, time_ordered=None):
-        (
-            left_keys,
-            left_groups,
-            offsets,
-            sorted_keys,
-            rows_last,
-            rows_first,
-            strategy,
-            exact,
-            has_tol,
-            tol,
-            nearest_tie,
-            no_match,
-            out,
-        ) = args
+    def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
         parallel = walks.parallel(len(out))
         with launching(parallel):
             n_threads = threads(parallel)
             _, is_sorted = cpu_scan(is_float, parallel)
-            n_groups = len(offsets) - 1
+            n_groups = len(right.offsets) - 1
             rows = walked_rows(left_groups >= 0)
             in_order = is_sorted(left_keys, rows)
             if walks.searches_each_row(len(rows), in_order):
-                cpu_probe_all(is_float, parallel)(*args)
+                cpu_probe_all(is_float, parallel)(left_keys, left_groups, right, how, out)
                 return
             # The walks read keys and groups in walk order, and write each answer in its row.
-            keys, groups, rows = in_key_order(
+            left = in_key_order(
                 rows, in_order, left_keys, left_groups, n_groups, is_float, n_threads
             )
             if (
                 time_ordered is not None
-                and strategy != NEAREST
-                and walks.streams(time_ordered[0], keys, n_groups, n_threads)
+                and how.strategy != NEAREST
+                and walks.streams(time_ordered[0], left.keys, n_groups, n_threads)
             ):
-                right_keys, right_groups = time_ordered
-                cpu_stream_probe(is_float, parallel)(
-                    rows,
-                    keys,
-                    groups,
-                    right_keys,
-                    right_groups,
-                    offsets,
-                    sorted_keys,
-                    rows_last,
-                    rows_first,
-                    strategy,
-                    exact,
-                    has_tol,
-                    tol,
-                    no_match,
-                    n_threads,
-                    out,
-                )
+                tape = Tape(*time_ordered)
+                cpu_stream_probe(is_float, parallel)(left, tape, right, how, n_threads, out)
                 return
             # In key order each group's answers only move forward: gallop from cursors.
-            cpu_cursor_probe(is_float, parallel)(
-                rows,
-                keys,
-                groups,
-                offsets,
-                sorted_keys,
-                rows_last,
-                rows_first,
-                strategy,
-                exact,
-                has_tol,
-                tol,
-                nearest_tie,
-                no_match,
-                walks.pieces(parallel, n_threads, n_groups),
-                out,
-            )
+            n_pieces = walks.pieces(parallel, n_threads, n_groups)
+            cpu_cursor_probe(is_float, parallel)(left, right, how, n_pieces, out)
 
     def scan(
         self,
@@ -138,25 +91,18 @@ class CpuBackend(Backend):
         right_keys,
         right_groups,
         n_groups: int,
-        strategy: int,
-        exact: bool,
-        tol,
-        nearest_tie: int,
+        how: Options,
         out,
     ) -> None:
-        """The one-shot merge scan (kernels/scan.py). ``left_groups`` holds -1 for rows that
-        match nothing; ``right_groups`` (None: one group) holds n_groups for rows to skip."""
+        """The one-shot merge scan (kernels/scan.py) under ``how`` (``base.options``).
+        ``left_groups`` holds -1 for rows that match nothing; ``right_groups`` (None: one
+        group) holds n_groups for rows to skip."""
         if right_groups is None:
             right_groups = np.zeros(len(right_keys), dtype=np.int32)
         parallel = walks.parallel(len(out) + len(right_keys))
         join, is_sorted = cpu_scan(is_float, parallel)
         n_threads = threads(parallel)
         n_chunks = walks.pieces(parallel, n_threads, n_groups)
-        has_tol, tol = kernel_tolerance(is_float, tol)
-        no_match = np.iinfo(out.dtype).min
-        how = scan.Options(
-            np.int64(strategy), bool(exact), has_tol, tol, np.int64(nearest_tie), np.int64(no_match)
-        )
         with launching(parallel):
             left = walk_order(
                 left_groups >= 0, left_keys, left_groups, n_groups, is_float, is_sorted, n_threads
@@ -170,4 +116,4 @@ class CpuBackend(Backend):
                 is_sorted,
                 n_threads,
             )
-            join(*left, *right, max(n_groups, 1), n_chunks, how, out)
+            join(left, right, max(n_groups, 1), n_chunks, how, out)

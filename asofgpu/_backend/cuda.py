@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ..kernels import bind, probe
+from ..kernels.probe import Options, Right
 from .base import Backend
 from .jit import py_unsigned
 
@@ -44,12 +45,16 @@ class CudaBackend(Backend):
             return np.argsort(values, kind="stable")
         return self.xp.argsort(values)  # cupy's sort is always stable (a radix sort)
 
-    def _launch(self, is_float, *args, time_ordered=None):  # one thread a row, always
-        kernel = probe_kernel(is_float, self.simulated)
-        n = len(args[-1])
+    def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
+        kernel = probe_kernel(is_float, self.simulated)  # one thread a row, always
+        n = len(out)
         if n == 0:
             return
         blocks = (n + CUDA_THREADS - 1) // CUDA_THREADS
+        # The kernel takes the bundles' fields one by one and packs them again on the device:
+        # a launch then passes only arrays and scalars, whose typing and transfer every
+        # numba-cuda release handles alike (tuples of cupy arrays are typed by recent ones).
+        args = (left_keys, left_groups, *right, *how, out)
         if self.simulated:
             # The simulator writes every array argument back: give it writable copies.
             args = [
@@ -93,25 +98,13 @@ def _probe_kernel(
     no_match,
     out,
 ):
-    """The cuda kernel: one thread per left row (cuda, probe_row: bound)."""
+    """The cuda kernel: one thread per left row (cuda, probe_row: bound). Its arguments are
+    the fields of the left side, a ``probe.Right`` and a ``probe.Options``, in that order."""
     i = cuda.grid(1)  # noqa: F821 - bound by cuda_probe_source
     if i < out.size:
-        probe_row(  # noqa: F821
-            i,
-            left_keys,
-            left_groups,
-            offsets,
-            right_keys,
-            rows_last,
-            rows_first,
-            strategy,
-            exact,
-            has_tol,
-            tol,
-            nearest_tie,
-            no_match,
-            out,
-        )
+        right = Right(offsets, right_keys, rows_last, rows_first)
+        how = Options(strategy, exact, has_tol, tol, nearest_tie, no_match)
+        probe_row(i, left_keys, left_groups, right, how, out)  # noqa: F821
 
 
 @functools.cache

@@ -127,42 +127,14 @@ def _build_walk(kernels, is_float: bool, parallel: bool, *extra, **helper_option
 
 @functools.cache
 def cpu_scan(is_float: bool, parallel: bool):
-    return _build_walk(scan, is_float, parallel)
+    kind = "_float" if is_float else "_int"
+    return _build_walk(scan, is_float, parallel, cached_njit(kind, inline="always"))
 
 
-def _probe_all(
-    left_keys,
-    left_groups,
-    offsets,
-    right_keys,
-    rows_last,
-    rows_first,
-    strategy,
-    exact,
-    has_tol,
-    tol,
-    nearest_tie,
-    no_match,
-    out,
-):
+def _probe_all(left_keys, left_groups, right, how, out):
     """The cpu kernel: probe_row over left rows, in parallel (prange, probe_row: bound)."""
     for i in prange(out.size):  # noqa: F821 - bound by cpu_probe_all
-        probe_row(  # noqa: F821
-            i,
-            left_keys,
-            left_groups,
-            offsets,
-            right_keys,
-            rows_last,
-            rows_first,
-            strategy,
-            exact,
-            has_tol,
-            tol,
-            nearest_tie,
-            no_match,
-            out,
-        )
+        probe_row(i, left_keys, left_groups, right, how, out)  # noqa: F821
 
 
 @functools.cache
@@ -252,7 +224,9 @@ def cache_dir() -> str | None:
 def cpu_probe_all(is_float: bool, parallel: bool):
     import numba
 
-    probe_row = probe.build(cached_njit(), is_float, numba.uint64)
+    # Inlined: a call per row that passes the Right's arrays counts references to each (2,000
+    # shuffled rows: 0.26 ms called, 0.21 inlined).
+    probe_row = probe.build(cached_njit(inline="always"), is_float, numba.uint64)
     return cached_njit(parallel=parallel)(
         bind(_probe_all, prange=numba.prange if parallel else range, probe_row=probe_row)
     )

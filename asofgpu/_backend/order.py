@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels.probe import Walk
 from . import walks
 from .base import host_empty
 from .jit import cpu_radix, cpu_take
 
 
-def walk_order(walked, keys, groups, n_groups: int, is_float: bool, is_sorted, threads: int):
-    """(keys, groups, row numbers) of the ``walked`` rows in ascending key order, equal keys
+def walk_order(
+    walked, keys, groups, n_groups: int, is_float: bool, is_sorted, threads: int
+) -> Walk:
+    """The ``Walk`` (keys, groups, row numbers) of the ``walked`` rows in ascending key order, equal keys
     of a group in row order: what the merge scan reads (time-sorted data with every row
     walked: the caller's own arrays). ``groups`` holds codes below ``n_groups`` for walked
     rows. The caller holds the parallel-launch lock."""
@@ -23,15 +26,17 @@ def walk_order(walked, keys, groups, n_groups: int, is_float: bool, is_sorted, t
     return in_key_order(rows, is_sorted(keys, rows), keys, groups, n_groups, is_float, threads)
 
 
-def in_key_order(rows, in_order: bool, keys, groups, n_groups: int, is_float: bool, threads: int):
+def in_key_order(
+    rows, in_order: bool, keys, groups, n_groups: int, is_float: bool, threads: int
+) -> Walk:
     """``walk_order`` of the walked ``rows``, ``in_order`` when their keys ascend."""
     if in_order:
         if len(rows) == len(keys):
-            return keys, groups, rows
-        return keys[rows], groups[rows], rows
+            return Walk(keys, groups, rows)
+        return Walk(keys[rows], groups[rows], rows)
     if not walks.radix_sorts(len(rows)):
         order = rows[np.argsort(keys[rows], kind="stable")]
-        return keys[order], groups[order], order
+        return Walk(keys[order], groups[order], order)
     # The sorted keys and groups come back from the sorted order bits (the groups are sorted
     # with the keys where both fit in 64 bits), not by numpy's (slow, random) take.
     kernels = cpu_radix(threads > 1)
@@ -44,7 +49,7 @@ def in_key_order(rows, in_order: bool, keys, groups, n_groups: int, is_float: bo
     )
     if not group_bits:
         kernels.take_int32(groups, order, sorted_groups)
-    return sorted_keys, sorted_groups, order
+    return Walk(sorted_keys, sorted_groups, order)
 
 
 def row_width(n: int):

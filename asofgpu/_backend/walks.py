@@ -1,7 +1,7 @@
 """Which CPU walk runs, and every threshold that decides it (the host gathers' too): the one
 place to read or tune them.
 
-A prepared probe on the cpu backend (``CpuBackend._launch``) decides, in this order:
+A prepared probe on the cpu backend (``CpuBackend.probe``) decides, in this order:
 
 1. ``parallel(rows)``: on numba's thread pool, or on one thread;
 2. ``searches_each_row(rows, in_order)``: a few rows out of key order binary-search each one
