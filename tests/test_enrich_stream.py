@@ -718,3 +718,67 @@ def test_a_tape_with_one_key_of_many_rows_streams(tmp_path, capsys, strategy):
     assert code == 0, stderr
     expected = ag.join_asof(left, right, on="day", by="g", strategy=strategy, device="cpu")
     assert pq.read_table(out).equals(expected)
+
+
+@pytest.mark.parametrize("left_sorted", [True, False], ids=["streamed", "regrouped"])
+@pytest.mark.parametrize("strategy", ["backward", "forward"])
+def test_too_many_groups_to_stream_spill_under_auto_and_exit_2_under_stream(
+    tmp_path, capsys, strategy, left_sorted
+):
+    """A tape of 300K entities of two rows each: a window hands on a row of each group seen
+    so far (backward) or of each group after it (forward), more than a quarter of the 20 MiB
+    that --memory-limit 420MiB leaves, whether LEFT streams along or is regrouped. auto
+    starts again without streaming (RIGHT spills); stream exits 2 and writes nothing."""
+    rng = np.random.default_rng(7)
+    entities = 300_000
+    right = pa.table(
+        {
+            "t": np.arange(2 * entities, dtype=np.int64),
+            "id": rng.permutation(np.tile(np.arange(entities, dtype=np.int64), 2)),
+            "v": rng.random(2 * entities),
+        }
+    )
+    left = pa.table(
+        {"t": np.sort(rng.integers(0, 2 * entities, 2_000)), "id": rng.integers(0, entities, 2_000)}
+    )
+    if not left_sorted:
+        left = left.take(rng.permutation(left.num_rows))
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=100_000)
+    pq.write_table(left, tmp_path / "l.parquet")
+    argv = [
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "--on",
+        "t",
+        "--by",
+        "id",
+        "--strategy",
+        strategy,
+        "--device",
+        "cpu",
+        "--memory-limit",
+        "420MiB",
+    ]
+    out = tmp_path / "auto.parquet"
+    code, _, stderr = run(*argv, "-o", out, capsys=capsys)
+    assert code == 0, stderr
+    assert ("LEFT's keys put in that order" in stderr) == (not left_sorted)
+    assert "more than the 5.0 MiB they may take" in stderr
+    assert "starting again without streaming" in stderr
+    assert "spilling both sides" in stderr
+    expected = ag.join_asof(left, right, on="t", by="id", strategy=strategy, device="cpu")
+    assert pq.read_table(out).equals(expected)
+
+    out = tmp_path / "stream.parquet"
+    code, stdout, stderr = run(*argv, "-o", out, "--right-mode", "stream", "-q", capsys=capsys)
+    assert code == 2 and stdout == "" and stderr.count("\n") == 1, stderr
+    assert stderr.startswith(
+        "asofgpu enrich: error: --right-mode stream: streaming RIGHT hands on a row or more "
+        "of each of its groups from window to window: "
+    )
+    assert stderr.endswith(
+        "more than the 5.0 MiB they may take (a quarter of what --memory-limit leaves); raise "
+        "--memory-limit, or pass --right-mode auto to hold RIGHT in memory or spill it\n"
+    )
+    assert not out.exists() and hidden(tmp_path) == []

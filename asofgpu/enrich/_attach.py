@@ -322,9 +322,10 @@ class Streamed(_Attach):
         every: int,
         grouped: bool = False,
         narrowing: Narrowing | None = None,
+        max_carry_bytes: int | None = None,
     ):
         """``narrowing``: set by ``finish``, so that ``right_batches`` reads the rest of
-        RIGHT's keys only."""
+        RIGHT's keys only; ``max_carry_bytes``: what the carries may hold (``Windows``)."""
         schema = schema_of(right, the_plan.read, as_codes)
         self._narrowing = narrowing
         super().__init__(
@@ -348,6 +349,7 @@ class Streamed(_Attach):
                 on,
                 by,
                 schema,
+                max_carry_bytes,
             )
         self.windows = Windows(
             whole_key_windows(right_batches, right_order(), by),
@@ -355,6 +357,7 @@ class Streamed(_Attach):
             by,
             schema,
             carry_out,
+            max_carry_bytes,
         )
         self.left_order = Order(
             "LEFT", left.given, options.left_on, options.left_by if grouped else ()
@@ -434,8 +437,10 @@ class Regrouped(_Attach):
         progress,
         grouped: bool,
         narrowing: Narrowing | None = None,
+        max_carry_bytes: int | None = None,
     ):
-        """``spill``: where LEFT's ``k`` ranges go (None when ``k`` is 1: held in memory)."""
+        """``spill``: where LEFT's ``k`` ranges go (None when ``k`` is 1: held in memory);
+        ``max_carry_bytes``: what RIGHT's carries may hold (``Windows``)."""
         stream = Streamed(
             options,
             the_plan,
@@ -448,6 +453,7 @@ class Regrouped(_Attach):
             every,
             grouped,
             narrowing,
+            max_carry_bytes,
         )
         super().__init__(options, tolerance, stream.staleness, right.rows)
         self._payload = stream.payload_schema

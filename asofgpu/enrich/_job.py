@@ -36,7 +36,7 @@ from ._output import AtomicFile, AtomicFolder, ParquetStitcher
 from ._sources import Part, Source, is_text
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
-from ._stream import NotSorted, is_grouped, is_tape, streamable_key
+from ._stream import CarryTooLarge, NotSorted, is_grouped, is_tape, streamable_key
 
 MAX_PARTITIONS = 512  # each side's partitions are open files at once
 LAYOUTS = ("tape", "grouped")  # the orders a stream takes, tried in this order
@@ -124,12 +124,21 @@ def enrich(options: Options, progress=None) -> Summary:
     When LEFT broke its order, RIGHT still streams and LEFT's keys are put in its order
     (``Regrouped``); when RIGHT did, with the other layout its statistics allowed (a few row
     groups of a file sorted by (symbol, time) may pass for a tape), then, under
-    ``--right-mode auto``, without streaming."""
+    ``--right-mode auto``, without streaming. So too when RIGHT has too many groups to
+    stream in the budget (``CarryTooLarge``)."""
     progress = progress or Quiet()
     layouts, failed, left_sorted = LAYOUTS, None, True
     while True:
         try:
             return _run(options, progress, layouts, failed, left_sorted)
+        except CarryTooLarge as exc:
+            if options.right_mode == "stream":
+                raise EnrichError(
+                    f"--right-mode stream: {exc}; raise --memory-limit, or pass "
+                    f"--right-mode auto to hold RIGHT in memory or spill it"
+                ) from None
+            progress.log(f"{exc}: starting again without streaming")
+            layouts = ()
         except NotSorted as exc:
             if exc.side == "LEFT" and left_sorted:
                 left_sorted = False
@@ -232,6 +241,7 @@ def _run(
                 every,
                 grouped,
                 narrowing,
+                budget // 4,
             )
         elif mode == "regroup":
             keys_row = (
@@ -263,6 +273,7 @@ def _run(
                 progress,
                 grouped,
                 narrowing,
+                budget // 4,
             )
         else:
             k = options.spill_partitions or _partitions(

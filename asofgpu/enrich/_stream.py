@@ -37,6 +37,7 @@ from .. import _arrow_numpy as arrow_numpy
 from .._columns import ordered_key
 from .._encode import family
 from ._errors import EnrichError, one_line
+from ._memory import readable
 from ._sources import Source, leaf_columns
 
 
@@ -408,6 +409,24 @@ def whole_key_windows(batches, order: Order, by: list[str] | tuple = ()):
         yield pending[0]
 
 
+class CarryTooLarge(EnrichError):
+    """What a stream hands on between windows (a row or a few of each group of RIGHT, the
+    ``carries``) outgrew its share of the memory budget: RIGHT has too many groups to
+    stream within ``--memory-limit``."""
+
+    def __init__(self, held: int, allowed: int):
+        super().__init__(
+            f"streaming RIGHT hands on a row or more of each of its groups from window to "
+            f"window: {readable(held)} of them, more than the {readable(allowed)} they may "
+            f"take (a quarter of what --memory-limit leaves)"
+        )
+
+
+def _check_carries(held: int, allowed: int | None) -> None:
+    if allowed is not None and held > allowed:
+        raise CarryTooLarge(held, allowed)
+
+
 def _all_valid(values: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
     return np.ones(len(values), bool) if valid is None else valid
 
@@ -420,7 +439,8 @@ class Windows:
     window: the backward candidates it lacks), the window, and the carry out (the first row
     of each group after it: the forward candidates it lacks; only when ``carry_out`` is
     given, one table a window). ``next_start`` is the first key of the next window in
-    ``order`` (None: this is the last): LEFT rows below it belong to this one.
+    ``order`` (None: this is the last): LEFT rows below it belong to this one. A carry in
+    of more than ``max_carry_bytes`` raises ``CarryTooLarge``.
     """
 
     def __init__(
@@ -430,8 +450,10 @@ class Windows:
         by: list[str],
         schema: pa.Schema,
         carry_out: list[pa.Table] | None = None,
+        max_carry_bytes: int | None = None,
     ):
         self._windows = iter(windows)
+        self._max_carry_bytes = max_carry_bytes
         self._order = order
         self._on, self._by = order.on, by
         self._carry_out = carry_out
@@ -474,22 +496,32 @@ class Windows:
             carry = ends_of_groups(
                 pa.concat_tables(parts), self._on, self._by, last=True, in_key_order=True
             )
+        _check_carries(carry.nbytes, self._max_carry_bytes)
         self.carry = carry
         self.current, self._ahead = self._ahead, next(self._windows, None)
         self._ahead_start = None
         self._at += 1
 
 
-def carries_out(windows, on: str, by: list[str], schema: pa.Schema) -> list[pa.Table]:
+def carries_out(
+    windows, on: str, by: list[str], schema: pa.Schema, max_bytes: int | None = None
+) -> list[pa.Table]:
     """For each window, the first row of each group in the windows after it (a first pass
     over RIGHT, for forward and nearest joins): the windows' own first rows, folded from the
-    last window back."""
-    firsts = [ends_of_groups(w, on, by, last=False, in_key_order=True) for w in windows]
+    last window back. Held all at once: more than ``max_bytes`` raises ``CarryTooLarge``."""
+    firsts, held = [], 0
+    for window in windows:
+        firsts.append(ends_of_groups(window, on, by, last=False, in_key_order=True))
+        held += firsts[-1].nbytes
+        _check_carries(held, max_bytes)
     out = [arrow_numpy.empty_table(schema)] * max(1, len(firsts))
     for w in range(len(firsts) - 2, -1, -1):
         out[w] = ends_of_groups(
             pa.concat_tables([firsts[w + 1], out[w + 1]]), on, by, last=False, in_key_order=True
         )
+        held += out[w].nbytes - firsts[w + 1].nbytes
+        firsts[w + 1] = None  # folded into out[w]
+        _check_carries(held, max_bytes)
     return out
 
 
