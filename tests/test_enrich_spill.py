@@ -21,7 +21,7 @@ import pytest
 
 import asofgpu as ag
 from asofgpu import marketdata
-from asofgpu.enrich._spill import partition_of
+from asofgpu.enrich._spill import POSITION, Results, merged, partition_of
 from enrich_cli import coarse_times, hidden, run
 
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
@@ -315,10 +315,12 @@ def test_bad_memory_options_exit_2(tmp_path, capsys, argv, message):
         ),
     ],
 )
-def test_a_busy_group_is_joined_in_key_ranges(tmp_path, capsys, flags, options):
+@pytest.mark.parametrize("chunk_rows", [None, 1_500])
+def test_a_busy_group_is_joined_in_key_ranges(tmp_path, capsys, flags, options, chunk_rows):
     """Zipf activity puts a seventh of the quotes in one symbol, so its partition would not
     fit: it is cut into key ranges joined with the carries of the ranges around them. Times
-    are coarse, so runs of equal keys meet the range cuts."""
+    are coarse, so runs of equal keys meet the range cuts. With small chunks each range's
+    LEFT rows are joined a table at a time, and the ranges' results merged batch by batch."""
     quotes, trades = marketdata.day(
         n_quotes=300_000, n_trades=30_000, n_symbols=40, seed=5, shuffled=True
     )
@@ -340,6 +342,7 @@ def test_a_busy_group_is_joined_in_key_ranges(tmp_path, capsys, flags, options):
         "cpu",
         "--memory-limit",
         "420MiB",
+        *(["--chunk-rows", chunk_rows] if chunk_rows else []),
         *flags,
         capsys=capsys,
     )
@@ -413,3 +416,22 @@ def test_a_key_too_busy_for_any_range_keeps_its_first_and_last_rows(
     expected = ag.join_asof(left, right, on="day", by="g", device="cpu", **options)
     assert pq.read_table(out).equals(expected)
     assert hidden(tmp_path) == []
+
+
+def test_merged_results_come_in_position_order_a_batch_of_each_part_at_a_time():
+    """Each part's results are in position order; merged, all of them are, and no table
+    holds more than a batch of each part. An empty part adds nothing."""
+    rng = np.random.default_rng(11)
+    owner = rng.integers(0, 4, 5_000)
+    sizes = [int(n) for n in rng.integers(50, 400, 4)]
+    parts = []
+    for p, size in enumerate(sizes):
+        positions = np.flatnonzero(owner == p)
+        table = pa.table({POSITION: positions, "v": positions * 2.0})
+        parts.append(Results.of_table(pa.Table.from_batches(table.to_batches(size))))
+    parts.append(Results.of_table(pa.table({POSITION: pa.array([], pa.int64()), "v": []})))
+    tables = list(merged(parts))
+    assert all(t.num_rows <= sum(sizes) for t in tables) and len(tables) > 4
+    whole = pa.concat_tables(tables)
+    assert whole[POSITION].to_pylist() == list(range(5_000))
+    assert whole["v"].to_pylist() == [2.0 * i for i in range(5_000)]

@@ -18,7 +18,6 @@ import os
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from .. import _arrow_numpy as arrow_numpy
 from .._staleness import Staleness
@@ -36,6 +35,7 @@ from ._spill import (
     SpillFolder,
     in_left_order,
     key_ranges,
+    merged,
     partition_of,
     range_of,
     read_all,
@@ -164,6 +164,7 @@ class Spilled(_Attach):
                     spill,
                     int(budget / 4 / max(per_row, 1.0)),
                     progress,
+                    rows,
                 )
             else:
                 if ranges > 1:
@@ -172,12 +173,20 @@ class Spilled(_Attach):
                         f"to prepare at once, but keys of two types cannot be cut "
                         f"into ranges: joined whole, over --memory-limit"
                     )
-                result = self._join(
-                    read_all(right_paths[i]), read_all(left_paths[i]), options, the_plan, tolerance
+                result = _write_results(
+                    spill,
+                    f"result-{i}",
+                    self._joined(
+                        read_all(right_paths[i]),
+                        _tables_of(read_batches(left_paths[i]), rows),
+                        options,
+                        the_plan,
+                        tolerance,
+                    ),
                 )
             os.remove(right_paths[i])
             os.remove(left_paths[i])
-            self._results.append(_write_results(spill, f"result-{i}", result))
+            self._results.append(result)
         self._at = 0
 
     def _join_in_ranges(
@@ -191,14 +200,16 @@ class Spilled(_Attach):
         spill: SpillFolder,
         most_rows: int,
         progress,
-    ) -> pa.Table:
+        rows: int,
+    ) -> Results:
         """A partition too large to prepare whole (one group may hold most of RIGHT): both
         sides cut into key ranges, each range of LEFT joined against its range of RIGHT
         between the last row of each group before it (carry in, for backward and nearest)
         and the first after it (carry out, for forward and nearest), as in the Dask time
-        strategy; the results put back in LEFT's order. A range of more than ``most_rows``
-        RIGHT rows (equal keys share a range: one key may hold them all) is read as the rows
-        a join can pick of it (``first_and_last``)."""
+        strategy, in tables of ``rows`` LEFT rows; each range's results written in turn,
+        then merged in LEFT's order. A range of more than ``most_rows`` RIGHT rows (equal
+        keys share a range: one key may hold them all) is read as the rows a join can pick
+        of it (``first_and_last``)."""
         on, by = options.right_on, list(options.right_by)
         cuts = key_ranges(right_path, on, ranges)
         n = len(cuts) + 1
@@ -250,33 +261,44 @@ class Spilled(_Attach):
                 pa.concat_tables([firsts[r + 1], carry_out[r + 1]]), on, by, last=False
             )
         carry_in = arrow_numpy.empty_table(schema)
+        name = os.path.basename(left_path)
         results = []
         for r in range(n):
             window = range_table(r)
+            # Merging reads a batch of each range at once: together, about a LEFT chunk.
             results.append(
-                self._join(
-                    pa.concat_tables([carry_in, window, carry_out[r]]),
-                    read_all(left_parts[r]),
-                    options,
-                    the_plan,
-                    tolerance,
+                _write_results(
+                    spill,
+                    f"{name}-result-{r}",
+                    self._joined(
+                        pa.concat_tables([carry_in, window, carry_out[r]]),
+                        _tables_of(read_batches(left_parts[r]), rows),
+                        options,
+                        the_plan,
+                        tolerance,
+                    ),
+                    max(1024, rows // n),
                 )
             )
             if backward:
                 carry_in = ends_of_groups(pa.concat_tables([carry_in, window]), on, by, last=True)
             os.remove(right_parts[r])
             os.remove(left_parts[r])
-        result = pa.concat_tables(results)
-        return result.take(pc.sort_indices(result, [(POSITION, "ascending")]))
+        result = _write_results(spill, f"{name}-result", merged(results))
+        for part in results:
+            if part.path is not None:
+                os.remove(part.path)
+        return result
 
-    def _join(
-        self, right: pa.Table, left: pa.Table, options: Options, the_plan: Plan, tolerance
-    ) -> pa.Table:
-        """One partition joined: (LEFT position, attached columns) in LEFT order."""
+    def _joined(self, right: pa.Table, left_tables, options: Options, the_plan: Plan, tolerance):
+        """One partition (or key range) joined, a LEFT table at a time: (LEFT position,
+        attached columns) of each, in LEFT order."""
         prepared = prepare(right, options)
         self.staleness = self.staleness.with_right(right.column(options.right_on))
-        taken = self._attach(prepared, right.select(the_plan.payload), left)
-        return taken.add_column(0, POSITION, left.column(POSITION))
+        payload = right.select(the_plan.payload)
+        for left in left_tables:
+            taken = self._attach(prepared, payload, left)
+            yield taken.add_column(0, POSITION, left.column(POSITION))
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
         return _results_for(self, batch)
@@ -293,15 +315,37 @@ def _results_for(attach, batch: pa.RecordBatch) -> pa.Table:
     return taken
 
 
-def _write_results(spill: SpillFolder, name: str, result: pa.Table) -> Results:
-    """A partition's results into ``spill``, to be read back in position order."""
-    path, writer = spill.writer(name, result.schema)
+def _write_results(
+    spill: SpillFolder, name: str, results, batch_rows: int = RESULT_BATCH_ROWS
+) -> Results:
+    """A partition's results (tables, in position order) into ``spill``, in batches of up to
+    ``batch_rows``, to be read back in position order."""
+    path, writer = None, None
     try:
-        writer.write_table(result, max_chunksize=RESULT_BATCH_ROWS)
+        for result in results:
+            if writer is None:
+                path, writer = spill.writer(name, result.schema)
+            writer.write_table(result, max_chunksize=batch_rows)
+        if writer is None:  # no LEFT row fell in this partition
+            return Results.of_table(pa.table({POSITION: pa.array([], pa.int64())}))
         writer.close()
     except OSError as exc:
         raise spill.failed(exc) from None
     return Results.of_file(path)
+
+
+def _tables_of(batches, rows: int):
+    """``batches`` (a partition's: each a chunk's share of it) put together into tables of
+    about ``rows`` rows, so that each join is of a chunk's size."""
+    held, n = [], 0
+    for batch in batches:
+        held.append(batch)
+        n += batch.num_rows
+        if n >= rows:
+            yield pa.Table.from_batches(held)
+            held, n = [], 0
+    if held:
+        yield pa.Table.from_batches(held)
 
 
 class Streamed(_Attach):
@@ -485,7 +529,9 @@ class Regrouped(_Attach):
         for i, table in enumerate(tables):
             result = self._join(stream, table, on, order, rows)
             self._results.append(
-                _write_results(spill, f"result-{i}", result) if k > 1 else Results.of_table(result)
+                _write_results(spill, f"result-{i}", [result])
+                if k > 1
+                else Results.of_table(result)
             )
         stream.finish()  # RIGHT past the last LEFT row is checked too
         self.matched, self.staleness = stream.matched, stream.staleness

@@ -215,30 +215,43 @@ def range_of(on: str, cuts: np.ndarray, null_range: int):
 class Results:
     """A partition's results (position, payload) in increasing position, read in order."""
 
-    def __init__(self, reader):
+    def __init__(self, reader, path: str | None = None):
         self._reader = reader  # read_next_batch(): the next batch, StopIteration at the end
+        self.path = path  # the file read, if any
         self._rest: pa.Table | None = None
         self._positions = np.zeros(0, np.int64)
 
     @classmethod
     def of_file(cls, path: str) -> Results:
-        return cls(pa.ipc.open_stream(pa.OSFile(path)))  # the file closes with the reader
+        return cls(pa.ipc.open_stream(pa.OSFile(path)), path)  # closes with the reader
 
     @classmethod
     def of_table(cls, table: pa.Table) -> Results:
         """Results held in memory (a partition that is all of LEFT)."""
         return cls(pa.RecordBatchReader.from_batches(table.schema, table.to_batches()))
 
+    def _load(self) -> bool:
+        """Read the next non-empty batch into ``_rest``; False at the end."""
+        while self._rest is None:
+            try:
+                batch = self._reader.read_next_batch()
+            except StopIteration:
+                return False
+            if batch.num_rows:
+                self._rest = pa.Table.from_batches([batch])
+                self._positions = arrow_numpy.values(self._rest.column(POSITION))
+        return True
+
+    def next_end(self) -> int | None:
+        """One past the last position of the batch at hand (None: no rows are left)."""
+        return int(self._positions[-1]) + 1 if self._load() else None
+
     def until(self, end: int) -> list[pa.Table]:
         """The next rows whose position is below ``end``."""
         pieces = []
         while True:
-            if self._rest is None:
-                try:
-                    self._rest = pa.Table.from_batches([self._reader.read_next_batch()])
-                except StopIteration:
-                    return pieces
-                self._positions = arrow_numpy.values(self._rest.column(POSITION))
+            if not self._load():
+                return pieces
             cut = int(np.searchsorted(self._positions, end))
             pieces.append(self._rest.slice(0, cut))
             if cut < self._rest.num_rows:
@@ -246,6 +259,23 @@ class Results:
                 self._positions = self._positions[cut:]
                 return pieces
             self._rest = None
+
+
+def merged(parts: list[Results]):
+    """The rows of ``parts`` (each in increasing position) in increasing position, a table at
+    a time of at most a batch of each part: memory holds a batch of each.
+
+    >>> def part(positions):
+    ...     return Results.of_table(pa.table({POSITION: pa.array(positions, pa.int64())}))
+    >>> [t[POSITION].to_pylist() for t in merged([part([0, 3, 4]), part([1, 2, 7]), part([])])]
+    [[0, 1, 2, 3, 4], [7]]
+    """
+    while True:
+        ends = [end for end in (part.next_end() for part in parts) if end is not None]
+        if not ends:
+            return
+        table = pa.concat_tables([piece for part in parts for piece in part.until(min(ends))])
+        yield table.take(pc.sort_indices(table, [(POSITION, "ascending")]))
 
 
 def in_left_order(pieces: list[pa.Table], start: int, rows: int) -> pa.Table:
