@@ -782,3 +782,140 @@ def test_too_many_groups_to_stream_spill_under_auto_and_exit_2_under_stream(
         "--memory-limit, or pass --right-mode auto to hold RIGHT in memory or spill it\n"
     )
     assert not out.exists() and hidden(tmp_path) == []
+
+
+def test_carries_keep_what_the_left_rows_to_come_can_match():
+    """Carry in (for LEFT rows at or after ``start``): nothing for a forward join, a
+    tolerance's reach back from ``start``, in a grouped stream ``start``'s group. Carry out
+    (for LEFT rows below ``start``, whole numbers): a tolerance's reach from the last of
+    them, ``start - 1``; in a grouped stream ``start``'s group."""
+    from asofgpu.enrich._stream import Order, Reach, Start, carry_in_for, carry_out_for
+
+    tape, grouped = Order("RIGHT", "r", "t"), Order("RIGHT", "r", "t", ["g"])
+    before = pa.table({"t": [0, 5, 9, 10], "g": ["a", "b", "b", "c"]})
+    after = pa.table({"t": [15, 19, 20, 21], "g": ["c", "c", "d", "d"]})
+    start = Start((), 15)
+    assert carry_in_for(before, tape, start, Reach(True, 5))["t"].to_pylist() == [10]
+    assert carry_in_for(before, tape, start, Reach(True, None)).equals(before)
+    assert carry_in_for(before, tape, start, Reach(False, None)).num_rows == 0
+    assert carry_out_for(after, tape, start, Reach(True, 5))["t"].to_pylist() == [15, 19]
+    assert carry_out_for(after, tape, start, Reach(True, None)).equals(after)
+    start = Start((pa.scalar("c", pa.large_string()),), 12)
+    assert carry_in_for(before, grouped, start, Reach(True, None))["t"].to_pylist() == [10]
+    assert carry_out_for(after, grouped, start, Reach(True, None))["t"].to_pylist() == [15, 19]
+
+
+@pytest.mark.parametrize("layout", ["tape", "grouped"])
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+@pytest.mark.parametrize("exact", [True, False])
+def test_the_carries_are_trimmed_to_the_exact_reach(tmp_path, capsys, strategy, exact, layout):
+    """Small whole-number keys with many repeats, a tolerance of 3 and windows of a few
+    dozen rows: matches at exactly the tolerance across a window's edge are common, and so
+    (grouped) are LEFT keys equal to a window's first, whose match without exact matches is
+    the carry in of its group; a carry trimmed one step too far changes answers."""
+    rng = np.random.default_rng(17)
+    right = pa.table(
+        {
+            "t": np.sort(rng.integers(0, 2_000, 5_000)),
+            "g": rng.integers(0, 30, 5_000),
+            "v": np.arange(5_000, dtype=float),
+        }
+    )
+    left = pa.table({"t": np.sort(rng.integers(-5, 2_005, 2_000)), "g": rng.integers(0, 31, 2_000)})
+    if layout == "grouped":
+        right, left = (t.sort_by([("g", "ascending"), ("t", "ascending")]) for t in (right, left))
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=500)
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=500)
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--by",
+        "g",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        "--chunk-rows",
+        40,
+        "--tolerance",
+        "3",
+        "--strategy",
+        strategy,
+        *([] if exact else ["--no-exact-matches"]),
+        capsys=capsys,
+    )
+    assert code == 0, stderr
+    assert "in windows of up to 40 rows" in stderr and ("'g', 't'" in stderr) == (
+        layout == "grouped"
+    )
+    expected = ag.join_asof(
+        left,
+        right,
+        on="t",
+        by="g",
+        strategy=strategy,
+        tolerance=3,
+        allow_exact_matches=exact,
+        device="cpu",
+    )
+    assert pq.read_table(out).equals(expected)
+
+
+@pytest.mark.parametrize("layout", ["grouped", "tape-with-tolerance"])
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+def test_many_groups_stream_when_the_carries_need_only_a_few(tmp_path, capsys, strategy, layout):
+    """The day of the test above (300K entities, 420MiB) streams when the carries need only
+    the rows LEFT can still reach: sorted by (id, t), the current entity's; on a tape with a
+    tolerance of 1,000 keys, the entities seen within it."""
+    rng = np.random.default_rng(7)
+    entities = 300_000
+    right = pa.table(
+        {
+            "t": np.arange(2 * entities, dtype=np.int64),
+            "id": rng.permutation(np.tile(np.arange(entities, dtype=np.int64), 2)),
+            "v": rng.random(2 * entities),
+        }
+    )
+    left = pa.table(
+        {"t": np.sort(rng.integers(0, 2 * entities, 2_000)), "id": rng.integers(0, entities, 2_000)}
+    )
+    flags, options = [], {}
+    if layout == "grouped":
+        right, left = (t.sort_by([("id", "ascending"), ("t", "ascending")]) for t in (right, left))
+    else:
+        flags, options = ["--tolerance", "1000"], {"tolerance": 1_000}
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=100_000)
+    pq.write_table(left, tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--by",
+        "id",
+        "--strategy",
+        strategy,
+        "--device",
+        "cpu",
+        "--memory-limit",
+        "420MiB",
+        "--right-mode",
+        "stream",
+        *flags,
+        capsys=capsys,
+    )
+    assert code == 0, stderr
+    expected = ag.join_asof(
+        left, right, on="t", by="id", strategy=strategy, device="cpu", **options
+    )
+    assert pq.read_table(out).equals(expected)

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _arrow_numpy as arrow_numpy
+from .._columns import ordered_key, tolerance_in_ticks
 from .._staleness import Staleness
 from ..gather import gather
 from ..join import AsofJoin
@@ -45,6 +46,7 @@ from ._spill import (
 from ._spill import source_batches as spill_batches
 from ._stream import (
     Order,
+    Reach,
     Windows,
     carries_out,
     ends_of_groups,
@@ -384,15 +386,17 @@ class Streamed(_Attach):
         def right_order():
             return Order("RIGHT", right.given, on, by if grouped else ())
 
+        reach = Reach(options.strategy != "forward", _reach(tolerance, schema.field(on).type))
         carry_out = None
         if options.strategy != "backward":
             carry_out = carries_out(
                 whole_key_windows(
                     spill_batches(right, the_plan.read, as_codes, rows), right_order(), by
                 ),
-                on,
+                right_order(),
                 by,
                 schema,
+                reach,
                 max_carry_bytes,
             )
         self.windows = Windows(
@@ -401,6 +405,7 @@ class Streamed(_Attach):
             by,
             schema,
             carry_out,
+            reach,
             max_carry_bytes,
         )
         self.left_order = Order(
@@ -604,6 +609,14 @@ def prepare(table: pa.Table, options: Options, presorted: bool = False) -> AsofJ
         )
     except (TypeError, ValueError, OverflowError) as exc:
         raise EnrichError(translate(exc, options)) from None
+
+
+def _reach(tolerance, key: pa.DataType) -> int | None:
+    """A tolerance in the units of a stream's keys (one integer or temporal type on both
+    sides: ``key_numbers``' int64 values); None for none."""
+    key_type = ordered_key(pa.array([], key), "on", host=True).type
+    ticks = tolerance_in_ticks(tolerance, key_type, key_type.tick_ns)
+    return None if ticks is None else int(ticks)
 
 
 def _probe(prepared: AsofJoin, left, options: Options, tolerance):

@@ -431,6 +431,58 @@ def _all_valid(values: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
     return np.ones(len(values), bool) if valid is None else valid
 
 
+@dataclass(frozen=True)
+class Reach:
+    """Which RIGHT rows a LEFT row can still match, by which the carries are trimmed:
+    ``back``, whether the join looks back at all (not a forward join); ``tolerance``, how
+    far it looks, in key units (None: any distance)."""
+
+    back: bool = True
+    tolerance: int | None = None
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def _by_values(table: pa.Table, by: tuple) -> tuple:
+    return tuple(as_comparable(table.column(name)) for name in by)
+
+
+def _kept(table: pa.Table, keep: np.ndarray | None) -> pa.Table:
+    return table if keep is None or keep.all() else table.filter(arrow_numpy.array(keep))
+
+
+def carry_in_for(carry: pa.Table, order: Order, start: Start | None, reach: Reach) -> pa.Table:
+    """The rows of a carry in that a LEFT row at or after ``start`` can match: none when
+    the join never looks back; in a grouped stream those of ``start``'s group alone (LEFT is
+    past the groups before it); on a tape with a tolerance, those within it of ``start``."""
+    if not reach.back:
+        return carry.slice(0, 0)
+    if start is None or not carry.num_rows:
+        return carry
+    if order.by:
+        return _kept(carry, ~_compare(_by_values(carry, order.by), 0, start.by, 0)[0])
+    if reach.tolerance is None:
+        return carry
+    values, _ = key_numbers(carry.column(order.on))
+    return _kept(carry, values >= max(start.on - reach.tolerance, int(_INT64.min)))
+
+
+def carry_out_for(carry: pa.Table, order: Order, start: Start | None, reach: Reach) -> pa.Table:
+    """The rows of a carry out (rows at or after ``start``) that a LEFT row before
+    ``start`` can match: in a grouped stream those of ``start``'s group alone (the groups
+    after it hold no such LEFT row); on a tape with a tolerance, those within it of
+    ``start``."""
+    if start is None or not carry.num_rows:
+        return carry
+    if order.by:
+        return _kept(carry, ~_compare(start.by, 0, _by_values(carry, order.by), 0)[0])
+    if reach.tolerance is None:
+        return carry
+    values, _ = key_numbers(carry.column(order.on))  # whole numbers: LEFT's are below start.on
+    return _kept(carry, values <= min(start.on - 1 + reach.tolerance, int(_INT64.max)))
+
+
 class Windows:
     """RIGHT read in windows (``whole_key_windows``), each joined with the carries of the rows
     around it.
@@ -439,8 +491,9 @@ class Windows:
     window: the backward candidates it lacks), the window, and the carry out (the first row
     of each group after it: the forward candidates it lacks; only when ``carry_out`` is
     given, one table a window). ``next_start`` is the first key of the next window in
-    ``order`` (None: this is the last): LEFT rows below it belong to this one. A carry in
-    of more than ``max_carry_bytes`` raises ``CarryTooLarge``.
+    ``order`` (None: this is the last): LEFT rows below it belong to this one. The carry in
+    keeps only what the LEFT rows to come can match (``reach``: ``carry_in_for``); more
+    than ``max_carry_bytes`` of it raises ``CarryTooLarge``.
     """
 
     def __init__(
@@ -450,9 +503,11 @@ class Windows:
         by: list[str],
         schema: pa.Schema,
         carry_out: list[pa.Table] | None = None,
+        reach: Reach = Reach(),
         max_carry_bytes: int | None = None,
     ):
         self._windows = iter(windows)
+        self._reach = reach
         self._max_carry_bytes = max_carry_bytes
         self._order = order
         self._on, self._by = order.on, by
@@ -491,11 +546,14 @@ class Windows:
         """Fold the current window into the carry in and move to the next one; ``carry``: the
         new carry in, when the caller knows it (the last row of each group of the window
         without a carry out), else it is found here."""
-        if carry is None:
+        if carry is None and self._reach.back:
             parts = [t for t in (self.carry, self.current) if t is not None]
             carry = ends_of_groups(
                 pa.concat_tables(parts), self._on, self._by, last=True, in_key_order=True
             )
+        elif carry is None:
+            carry = self.current.slice(0, 0)
+        carry = carry_in_for(carry, self._order, self.next_start, self._reach)
         _check_carries(carry.nbytes, self._max_carry_bytes)
         self.carry = carry
         self.current, self._ahead = self._ahead, next(self._windows, None)
@@ -504,20 +562,35 @@ class Windows:
 
 
 def carries_out(
-    windows, on: str, by: list[str], schema: pa.Schema, max_bytes: int | None = None
+    windows,
+    order: Order,
+    by: list[str],
+    schema: pa.Schema,
+    reach: Reach = Reach(),
+    max_bytes: int | None = None,
 ) -> list[pa.Table]:
     """For each window, the first row of each group in the windows after it (a first pass
     over RIGHT, for forward and nearest joins): the windows' own first rows, folded from the
-    last window back. Held all at once: more than ``max_bytes`` raises ``CarryTooLarge``."""
-    firsts, held = [], 0
+    last window back, each kept to what the window's LEFT rows can match (``reach``:
+    ``carry_out_for``). Held all at once: more than ``max_bytes`` raises
+    ``CarryTooLarge``."""
+    on = order.on
+    firsts, starts, held = [], [], 0
     for window in windows:
-        firsts.append(ends_of_groups(window, on, by, last=False, in_key_order=True))
+        starts.append(_first_key_if_any(window, order))  # None: a first window of no key
+        first = ends_of_groups(window, on, by, last=False, in_key_order=True)
+        firsts.append(carry_out_for(first, order, starts[-1], reach))
         held += firsts[-1].nbytes
         _check_carries(held, max_bytes)
     out = [arrow_numpy.empty_table(schema)] * max(1, len(firsts))
     for w in range(len(firsts) - 2, -1, -1):
-        out[w] = ends_of_groups(
-            pa.concat_tables([firsts[w + 1], out[w + 1]]), on, by, last=False, in_key_order=True
+        out[w] = carry_out_for(
+            ends_of_groups(
+                pa.concat_tables([firsts[w + 1], out[w + 1]]), on, by, last=False, in_key_order=True
+            ),
+            order,
+            starts[w + 1],
+            reach,
         )
         held += out[w].nbytes - firsts[w + 1].nbytes
         firsts[w + 1] = None  # folded into out[w]
@@ -616,13 +689,20 @@ def first_and_last(table: pa.Table, on: str, by: list[str]) -> pa.Table:
 
 
 def _first_key(table: pa.Table, order: Order) -> Start:
-    """A window's first key (it has one: windows without keys are dropped), read from its
-    first rows when they hold one."""
+    """A window's first key (those after the first have one: windows without keys are
+    dropped), read from its first rows when they hold one."""
+    start = _first_key_if_any(table, order)
+    if start is None:
+        raise AssertionError("a window without a key")
+    return start
+
+
+def _first_key_if_any(table: pa.Table, order: Order) -> Start | None:
     for head in (table.slice(0, 1024), table):
         keys = order.keys(head)
         if len(keys):
             return keys.at(0)
-    raise AssertionError("a window without a key")
+    return None
 
 
 def split_by_key(keys: Keys, start: Start | None) -> int:
