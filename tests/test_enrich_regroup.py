@@ -6,6 +6,8 @@ its order (``_regroup``), in memory or spilled in ranges. Every output must equa
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,6 +16,7 @@ import pytest
 import asofgpu as ag
 from asofgpu import marketdata
 from asofgpu.enrich._regroup import (
+    ByRanges,
     distinct,
     partitions_of,
     ranks,
@@ -431,3 +434,76 @@ def test_stream_order_is_by_values_then_key_then_row():
 def test_restore_puts_rows_back():
     taken = pa.table({"x": [30, 10, 20]})
     assert restore(taken, np.array([2, 0, 1])).column("x").to_pylist() == [10, 20, 30]
+
+
+def test_a_value_too_busy_for_one_range_is_cut_by_key():
+    """Of one by column, a value with more rows than a range holds spans several ranges, cut
+    at keys of a sample; ranges stay in (value, key) order, and equal keys share one."""
+    rng = np.random.default_rng(5)
+    n = 20_000
+    symbol = np.where(rng.random(n) < 0.6, "m", rng.choice(["a", "b", "z"], n))
+    time = rng.integers(0, 500, n)  # many equal keys
+    batches = pa.table({"s": symbol, "t": time}).to_batches(max_chunksize=3_000)
+    part_of = ByRanges(iter(batches), "s", 6, "t", rows=n, sample=4_000)
+    assert part_of.cut == 1
+    part = np.concatenate([part_of(b) for b in batches]).astype(np.int64)
+    order = np.lexsort((time, symbol))
+    assert (np.diff(part[order]) >= 0).all()
+    busy = part[symbol == "m"]
+    assert len(np.unique(busy)) >= 3
+    assert np.bincount(busy).max() < 1.5 * n / 6
+    for key in np.unique(time[symbol == "m"]):
+        assert len(np.unique(part[(symbol == "m") & (time == key)])) == 1
+    # Without the key, or of a column without a busy value, nothing is cut.
+    assert ByRanges(iter(batches), "s", 6).cut == 0
+    assert ByRanges(iter(batches), "s", 1, "t", rows=n).cut == 0
+
+
+@pytest.mark.parametrize(("flags", "options"), STREAM_OPTIONS)
+def test_a_busy_symbol_of_a_shuffled_left_is_cut_into_ranges(tmp_path, capsys, flags, options):
+    """Half of the trades in one symbol, in no order, beside quotes sorted by (symbol, time):
+    that symbol's LEFT keys fill several ranges, cut by time, and the answers stay
+    join_asof's."""
+    quotes, trades = marketdata.day(n_quotes=4_000, n_trades=3_000, n_symbols=12, seed=3)
+    rng = np.random.default_rng(9)
+    busy = rng.random(trades.num_rows) < 0.5
+    symbol = pa.chunked_array([pa.array(np.where(busy, "S0003", trades["symbol"].to_numpy()))])
+    trades = trades.set_column(trades.schema.get_field_index("symbol"), "symbol", symbol)
+    trades = trades.take(rng.permutation(trades.num_rows))
+    quotes = _grouped(coarse_times(quotes), ["symbol"])
+    pq.write_table(trades, tmp_path / "t.parquet", row_group_size=500)
+    pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=500)
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "t.parquet",
+        tmp_path / "q.parquet",
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        "--spill-partitions",
+        8,
+        "--chunk-rows",
+        200,
+        *flags,
+        capsys=capsys,
+    )
+    assert code == 0, stderr
+    assert re.search(r"; \d values? too busy for one range cut by 'time'", stderr)
+    expected = ag.join_asof(
+        pq.read_table(tmp_path / "t.parquet"),
+        pq.read_table(tmp_path / "q.parquet"),
+        on="time",
+        by="symbol",
+        device="cpu",
+        **options,
+    )
+    assert pq.read_table(out).equals(expected)
+    assert hidden(tmp_path) == []

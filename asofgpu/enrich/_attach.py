@@ -28,7 +28,7 @@ from . import _memory as memory
 from ._checks import Options, Plan, translate
 from ._errors import EnrichError
 from ._sources import Source, is_text
-from ._regroup import by_ranges, on_ranges, restore, stream_order
+from ._regroup import ByRanges, on_ranges, restore, stream_order
 from ._spill import (
     POSITION,
     Narrowing,
@@ -515,17 +515,26 @@ class Regrouped(_Attach):
         order = by if grouped else []
         if k > 1:
             ranged = order[0] if grouped else on
-            first_pass = spill_batches(left, [ranged], [c for c in codes if c == ranged], rows)
+            # Of one by column, the first pass reads the keys too: a value too busy for one
+            # range is cut further by key.
+            read = [ranged, on] if len(order) == 1 else [ranged]
+            first_pass = spill_batches(left, read, [c for c in codes if c == ranged], rows)
             part_of = (
-                by_ranges(first_pass, ranged, k)
+                ByRanges(first_pass, ranged, k, on if len(order) == 1 else None, left.rows)
                 if grouped
                 else on_ranges(first_pass, ranged, k, left.rows)
             )
             paths, _ = spill.partition("left", batches, schema, k, part_of)
             named = (*order, on) if grouped else on
+            busy = part_of.cut if grouped else 0
             progress.log(
                 f"LEFT's keys spilled in {k} ranges of {ranged!r} "
                 f"({memory.readable(spill.bytes)}), each sorted by {named!r} in turn"
+                + (
+                    f"; {busy} value{'s' if busy > 1 else ''} too busy for one range cut by {on!r}"
+                    if busy
+                    else ""
+                )
             )
             tables = (_read_and_remove(path) for path in paths)
         else:

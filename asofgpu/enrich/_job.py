@@ -506,8 +506,10 @@ def _spill_folder(options: Options, out: str) -> SpillFolder:
 
 def _left_ranges(left_bytes: float, budget: int) -> int:
     """How many ranges LEFT's keys are regrouped in: one, held in memory, while its keys and
-    attached columns take at most a quarter of the budget; else enough that each does."""
-    return min(max(1, math.ceil(4 * left_bytes / budget)), MAX_PARTITIONS)
+    attached columns, held ``REGROUP_COPIES`` times over, take at most a quarter of the
+    budget; else enough that each does."""
+    need = memory.REGROUP_COPIES * left_bytes
+    return min(max(1, math.ceil(4 * need / budget)), MAX_PARTITIONS)
 
 
 def _partitions(right_need: int, budget: int, left_bytes: float) -> int:

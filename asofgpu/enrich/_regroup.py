@@ -5,8 +5,9 @@ ranges when they do not fit, and RIGHT, the large side, is streamed once and nev
 
 - **Ranges.** For a grouped RIGHT, a first pass over LEFT's first by column counts its rows
   per value (``value_counts``), and the values, in Arrow's order, are cut into ranges of about
-  equal LEFT rows (``by_ranges``); for a tape, LEFT's keys are cut at evenly spaced keys of a
-  sample (``on_ranges``). Each range is a spill partition of LEFT's keys and positions.
+  equal LEFT rows (``ByRanges``; of one by column, a value with more rows than a range is cut
+  further by key); for a tape, LEFT's keys are cut at evenly spaced keys of a sample
+  (``on_ranges``). Each range is a spill partition of LEFT's keys and positions.
 - **A partition in stream order.** Each partition, read back whole, is sorted in the stream's
   order (``stream_order``: a stable sort by the key, then for a grouped stream by each by
   column's rank among the partition's values, last column first). Partition after partition,
@@ -73,18 +74,73 @@ def value_counts(batches, name: str) -> tuple[pa.Array, np.ndarray]:
     )
 
 
-def by_ranges(batches, name: str, parts: int):
+class ByRanges:
     """``part_of`` for ``SpillFolder.partition``: each row's range of by column ``name``'s
     values (ranges of about equal rows, ascending, from a first pass over ``batches``); a
-    null, which never matches, goes to the first."""
-    values, counts = value_counts(batches, name)
-    part = partitions_of(counts, parts)
+    null, which never matches, goes to the first.
 
-    def part_of(batch) -> np.ndarray:
-        rank = ranks(batch.column(name), values)
-        return np.where(rank >= 0, part[rank] if len(part) else 0, 0).astype(np.uint16)
+    With ``on`` (the stream is ordered by ``name``, then ``on``: a grouped RIGHT of one by
+    column), a value with more rows than a range should hold (Zipf's busiest symbol) spans
+    as many ranges as its rows fill, cut at keys of an evenly spaced sample of about
+    ``sample`` of the ``rows`` rows; ``cut`` counts such values. Equal keys share a range.
+    """
 
-    return part_of
+    def __init__(
+        self,
+        batches,
+        name: str,
+        parts: int,
+        on: str | None = None,
+        rows: int = 0,
+        sample: int = 1 << 20,
+    ):
+        self.name, self.on = name, on
+        picked = []  # (by values, keys) of every ``step``-th row
+        step, at = max(1, rows // sample), 0
+
+        def sampling(batches):
+            nonlocal at
+            for batch in batches:
+                if on is not None:
+                    taken = arrow_numpy.array(np.arange((-at) % step, batch.num_rows, step))
+                    picked.append((batch.column(name).take(taken), batch.column(on).take(taken)))
+                    at += batch.num_rows
+                yield batch
+
+        self.values, counts = value_counts(sampling(batches), name)
+        self.first = partitions_of(counts, parts)
+        self.cuts: dict[int, np.ndarray] = {}  # a value's rank: its keys' cuts
+        if on is None or not len(counts):
+            return
+        total = int(counts.sum())
+        spans = -(-counts * parts // total)  # the ranges a value's rows fill
+        last = np.minimum(self.first + np.where(counts * parts > total, spans, 1) - 1, parts - 1)
+        busy = np.flatnonzero(last > self.first)
+        if not len(busy):
+            return
+        rank = np.concatenate([ranks(v, self.values) for v, _ in picked])
+        keys, valid = key_numbers(pa.chunked_array([k for _, k in picked]))
+        if valid is not None:
+            rank = np.where(valid, rank, -1)
+        for v in busy:
+            mine = np.sort(keys[rank == v])
+            n = int(last[v] - self.first[v]) + 1
+            if len(mine):
+                self.cuts[int(v)] = mine[(np.arange(1, n) * len(mine)) // n]
+
+    @property
+    def cut(self) -> int:
+        return len(self.cuts)
+
+    def __call__(self, batch) -> np.ndarray:
+        rank = ranks(batch.column(self.name), self.values)
+        part = np.where(rank >= 0, self.first[rank] if len(self.first) else 0, 0).astype(np.int64)
+        if self.cuts:
+            keys, _ = key_numbers(batch.column(self.on))  # a null key's slot: any range
+            for v, cuts in self.cuts.items():
+                mine = rank == v
+                part[mine] += np.searchsorted(cuts, keys[mine], side="right")
+        return part.astype(np.uint16)
 
 
 def on_ranges(batches, on: str, parts: int, rows: int, sample: int = 1 << 20):
