@@ -363,6 +363,8 @@ class _Column:
         col = canonical_by(col)
         # A prepared join probes again and again: the dictionary is hashed once, not at each
         # call as Arrow's index_in does (most of a small probe's time with many groups).
+        if not walks.looks_up_by_hash(len(col)):
+            return self._index_in(col)
         if _is_text(col.type) and _is_text(self.dictionary.type):
             return self._lookup_text(col)
         if _is_fixed_width(col.type) and col.type == self.dictionary.type:

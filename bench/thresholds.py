@@ -70,6 +70,14 @@ def _encode_text(n: int):
     return lambda: _encode.Groups([column], ["right_by"], null_equal=False)
 
 
+def _lookup_text(n: int):
+    symbols = np.array([f"S{i}" for i in range(1_000)])
+    rng = np.random.default_rng(6)
+    groups = _encode.Groups([pa.chunked_array([pa.array(symbols)])], ["right_by"], False)
+    column = pa.chunked_array([pa.array(rng.choice(symbols, n))])
+    return lambda: groups.lookup([column], ["left_by"])
+
+
 def _chunked_gather(n: int):
     rng = np.random.default_rng(5)
     column = pa.chunked_array(np.array_split(rng.normal(size=RIGHT_ROWS), 77))
@@ -135,6 +143,21 @@ CASES = {
         {},
     ),
     "most_cursors": ("(no bench: it bounds memory, pieces x groups cursors)", None, [], {}),
+    "hashed_lookup_min_rows": (
+        "a prepared probe's lookup of n strings among 1,000 symbols",
+        _lookup_text,
+        [16, 256, 4_096, 65_536],
+        {
+            "hashed once": {"hashed_lookup_min_rows": 0},
+            "Arrow's index_in": {"hashed_lookup_min_rows": HUGE},
+        },
+    ),
+    "copy_min_group_rows": (
+        "(no bench: it sets the row groups OUT keeps from a copied LEFT file)",
+        None,
+        [],
+        {},
+    ),
 }
 
 

@@ -12,7 +12,8 @@ import pyarrow as pa
 import pytest
 
 from asofgpu._backend import cuda_usable, cudasim_enabled
-from asofgpu.enrich import _copy, _job
+
+HUGE = 1 << 62  # a threshold no input reaches: ``thresholds(name=HUGE)`` forces the other path
 
 BACKENDS = ["python", "cpu", "cuda"]
 
@@ -76,13 +77,10 @@ def key_column(kind, values: list, form: str):
 
 
 @pytest.fixture(params=["copied", "encoded"])
-def left_columns(request, monkeypatch):
+def left_columns(request, thresholds):
     """Both ways LEFT's columns reach OUT: copied as they are (``_copy``; here whatever the
     size of its row groups, which tests keep small), or read and encoded again."""
-    if request.param == "copied":
-        monkeypatch.setattr(_copy, "MIN_GROUP_ROWS", 1)
-    else:
-        monkeypatch.setattr(_job, "_copy_of", lambda *args: "not copied in this test")
+    thresholds(copy_min_group_rows=1 if request.param == "copied" else HUGE)
     return request.param
 
 

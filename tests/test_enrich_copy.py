@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import asofgpu as ag
+from asofgpu._backend import walks
 from asofgpu.enrich import _copy
 from asofgpu.enrich import _thrift as thrift
 from asofgpu.enrich._output import ParquetStitcher
@@ -25,9 +26,9 @@ ENCODED = "LEFT's     columns read and written again"
 
 
 @pytest.fixture
-def small_groups(monkeypatch):
+def small_groups(thresholds):
     """Copy row groups of any size: the tests' files are small."""
-    monkeypatch.setattr(_copy, "MIN_GROUP_ROWS", 1)
+    thresholds(copy_min_group_rows=1)
 
 
 def _left(n: int = 600) -> pa.Table:
@@ -266,7 +267,7 @@ def test_row_groups_too_small_or_too_large_are_encoded_again(tmp_path, capsys):
 
 
 def test_row_groups_as_writers_make_them_are_copied_by_default(tmp_path, capsys):
-    n = 2 * _copy.MIN_GROUP_ROWS + 10
+    n = 2 * walks.THRESHOLDS.copy_min_group_rows + 10
     left = pa.table(
         {"t": np.arange(n, dtype=np.int64), "g": np.arange(n) % 7, "x": np.arange(n) * 0.5}
     )
@@ -306,8 +307,8 @@ def test_an_empty_left_file(tmp_path, capsys):
     assert got.num_rows == 0 and got.schema == _expected(left_path, right_path).schema
 
 
-def test_a_folder_is_copied_file_by_file(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(_copy, "MIN_GROUP_ROWS", 150)
+def test_a_folder_is_copied_file_by_file(tmp_path, capsys, thresholds):
+    thresholds(copy_min_group_rows=150)
     folder, right_path = tmp_path / "left", tmp_path / "r.parquet"
     folder.mkdir()
     left = _left()

@@ -21,12 +21,11 @@ from tempfile import TemporaryDirectory
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import asofgpu as ag
-from asofgpu.enrich import _copy, _job
+from asofgpu._backend import walks
 from enrich_cli import run
 
 TEXT = ["", "B", "a", "ab", "é"]  # byte-wise: "" < "B" < "a" < "ab" < "é"
@@ -165,11 +164,11 @@ def options(draw) -> tuple[list[str], dict]:
 def _files(case: Case):
     """(folder, LEFT, RIGHT): the case written, and LEFT's columns reaching OUT the way the
     case says (what the ``left_columns`` fixture does, which hypothesis cannot use)."""
-    with TemporaryDirectory(prefix="grouped-") as name, pytest.MonkeyPatch.context() as patch:
-        if case.copied:
-            patch.setattr(_copy, "MIN_GROUP_ROWS", 1)
-        else:
-            patch.setattr(_job, "_copy_of", lambda *args: "not copied in this test")
+    copy_min_group_rows = 1 if case.copied else 1 << 62
+    with (
+        TemporaryDirectory(prefix="grouped-") as name,
+        walks.overridden(copy_min_group_rows=copy_min_group_rows),
+    ):
         folder = Path(name)
         yield folder, case.left.write(folder / "l"), case.right.write(folder / "r")
 

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 import asofgpu as ag
 from asofgpu import _backend, _encode
 from asofgpu._backend import walks
+from conftest import HUGE
 
 
 def _int_values(bits: int, signed: bool):
@@ -271,7 +272,7 @@ def test_groups_codes_equal_arrows(thresholds, monkeypatch, name, null_equal):
     found, groups = codes()
     assert len(encoded) == 2 and groups.columns[0]._table is not None  # the sample's
     # encoding, the column's, and the left's lookup: the kernels ran
-    monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)  # Arrow's kernels
+    thresholds(parallel_encode_rows=HUGE, hashed_lookup_min_rows=HUGE)  # Arrow's kernels
     want, arrows = codes()
     np.testing.assert_array_equal(found, want)
     np.testing.assert_array_equal(groups.right_codes, arrows.right_codes)
@@ -329,7 +330,7 @@ def test_mostly_distinct_values_take_arrows_encoding(thresholds):
 
 
 @pytest.mark.parametrize("null_equal", [False, True])
-def test_large_by_column_pairs_are_encoded_as_arrow_would(monkeypatch, null_equal):
+def test_large_by_column_pairs_are_encoded_as_arrow_would(thresholds, monkeypatch, null_equal):
     """Above ``parallel_encode_rows`` the pairs of two by-columns are encoded on all cores:
     right codes, each step's dictionary and the left's codes must be those of Arrow's path."""
     rng = np.random.default_rng(12)
@@ -358,8 +359,7 @@ def test_large_by_column_pairs_are_encoded_as_arrow_would(monkeypatch, null_equa
     )
     kernels, found = groups()
     assert encoded.count(n) == 2  # the venues, and the pairs
-    monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)  # Arrow's encoding
-    monkeypatch.setattr(_encode, "_is_text", lambda t: False)
+    thresholds(parallel_encode_rows=HUGE, hashed_lookup_min_rows=HUGE)  # Arrow's encoding
     arrows, want = groups()
     np.testing.assert_array_equal(kernels.right_codes, arrows.right_codes)
     assert kernels.n_groups == arrows.n_groups
@@ -388,7 +388,7 @@ def test_the_table_is_built_once(monkeypatch):
 
 
 @pytest.mark.parametrize("null_equality", ["unequal", "equal"])
-def test_a_large_join_on_integer_keys_equals_arrows_path(monkeypatch, null_equality):
+def test_a_large_join_on_integer_keys_equals_arrows_path(thresholds, monkeypatch, null_equality):
     """Above ``parallel_encode_rows`` the right side is encoded on all cores, and the lookup
     runs there too: the map must be the one Arrow's path gives."""
     rng = np.random.default_rng(3)
@@ -414,7 +414,7 @@ def test_a_large_join_on_integer_keys_equals_arrows_path(monkeypatch, null_equal
     assert len(encoded) == 2  # the sample's encoding and the right column's
     # the left's, on all cores
     assert looked_up == [n] and n >= walks.THRESHOLDS.parallel_min_rows
-    monkeypatch.setattr(_encode, "_is_fixed_width", lambda t: False)
+    thresholds(parallel_encode_rows=HUGE, hashed_lookup_min_rows=HUGE)
     want = ag.asof_join(left_on, right_on, left_by, right_by, **options)
     np.testing.assert_array_equal(found, want)
     assert (found != ag.NO_MATCH).mean() > 0.9

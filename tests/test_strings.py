@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 import asofgpu as ag
 from asofgpu import _backend, _encode
 from asofgpu._backend import walks
+from conftest import HUGE
 
 
 def _buffers(arr: pa.Array):
@@ -183,9 +184,10 @@ def test_groups_agree_with_the_arrow_path(thresholds, monkeypatch, null_equal, l
         left = pa.chunked_array([left.slice(7, 150), left.slice(0, 0), left.slice(157)])
     results = []
     for arrow in (False, True):
-        thresholds(parallel_encode_rows=1 << 62 if arrow else 0)
-        if arrow:  # neither encoded nor looked up by the kernels
-            monkeypatch.setattr(_encode, "_is_text", lambda t: False)
+        # Arrow's: neither encoded nor looked up by the kernels.
+        thresholds(
+            parallel_encode_rows=HUGE if arrow else 0, hashed_lookup_min_rows=HUGE if arrow else 0
+        )
         groups = _encode.Groups([right], ["right_by"], null_equal=null_equal)
         column = groups.columns[0]
         results.append(

@@ -1,5 +1,5 @@
-"""Which CPU walk runs, and every threshold that decides it (the host gathers' too): the one
-place to read or tune them.
+"""Which CPU walk runs, and every threshold that decides it (the host gathers', the key
+lookups' and ``asofgpu enrich``'s copy of LEFT too): the one place to read or tune them.
 
 A prepared probe on the cpu backend (``CpuBackend.probe``) decides, in this order:
 
@@ -61,6 +61,14 @@ class Thresholds:
     #: The most entries of the table in which a chunked gather finds each row's chunk
     #: (``take.chunk_blocks``): 512 KiB, which stays in cache.
     chunk_blocks: int = 1 << 16
+    #: Below this many rows left group keys are looked up by Arrow's ``index_in`` rather than
+    #: in the right's dictionary hashed once (``_encode``): 0, since ``index_in`` hashes the
+    #: dictionary again at every call, most of a small probe's time with many groups.
+    hashed_lookup_min_rows: int = 0
+    #: LEFT files whose row groups average fewer rows are encoded again by ``asofgpu
+    #: enrich``, not copied page by page into OUT (``enrich._copy``): OUT keeps a copied
+    #: file's row groups, and readers pay for each one.
+    copy_min_group_rows: int = 1 << 16
 
 
 THRESHOLDS = Thresholds()
@@ -88,6 +96,18 @@ def gathers_in_parallel(entries: int) -> bool:
     """Whether a gather map of ``entries`` is checked and its fixed-width columns taken on all
     cores (``take.py``), rather than by Arrow's take."""
     return entries >= THRESHOLDS.parallel_gather_rows
+
+
+def looks_up_by_hash(rows: int) -> bool:
+    """Whether ``rows`` left group keys are looked up in the right's hashed dictionary
+    (``kernels/hashing.py``), rather than by Arrow's ``index_in``."""
+    return rows >= THRESHOLDS.hashed_lookup_min_rows
+
+
+def copies_row_groups(rows: int, groups: int) -> bool:
+    """Whether a LEFT file of ``rows`` rows in ``groups`` non-empty row groups is copied into
+    ``asofgpu enrich``'s OUT as it is."""
+    return rows >= THRESHOLDS.copy_min_group_rows * groups
 
 
 def encodes_in_parallel(rows: int) -> bool:

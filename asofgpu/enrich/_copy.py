@@ -36,10 +36,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from .._backend import walks
 from . import _thrift as thrift
 
 MAGIC = b"PAR1"
-MIN_GROUP_ROWS = 1 << 16  # smaller row groups on average: encoded again, in larger ones
 
 # Field ids of parquet.thrift: FileMetaData, SchemaElement, RowGroup, ColumnChunk,
 # ColumnMetaData, Statistics.
@@ -173,7 +173,7 @@ class LeftChunks:
             )
         rows = sum(g.num_rows for g in groups)
         holding = sum(1 for g in groups if g.num_rows)  # empty ones: no row group in OUT
-        if holding and rows < MIN_GROUP_ROWS * holding:
+        if holding and not walks.copies_row_groups(rows, holding):
             return f"row groups of {rows // holding:,} rows on average, too small to keep"
         return cls(path, meta, groups)
 
