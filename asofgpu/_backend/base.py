@@ -11,7 +11,7 @@ import numpy as np
 
 from .._host_pool import HOST_POOL
 from ..kernels import probe
-from .jit import identity_jit, py_unsigned
+from .jit import identity_jit, py_options, py_unsigned
 
 
 def host_empty(n: int, dtype) -> np.ndarray:
@@ -113,6 +113,7 @@ class PythonBackend(Backend):
         if is_float not in self._probes:  # one search a row, always
             self._probes[is_float] = probe.build(identity_jit, is_float, py_unsigned)
         probe_row = self._probes[is_float]
+        how = py_options(how, is_float)
         with np.errstate(over="ignore"):  # float gaps past the largest double are inf
             for i in range(len(out)):
                 probe_row(i, left_keys, left_groups, right, how, out)

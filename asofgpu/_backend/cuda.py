@@ -14,7 +14,7 @@ import numpy as np
 from ..kernels import bind, probe
 from ..kernels.probe import Options, Right
 from .base import Backend
-from .jit import py_unsigned
+from .jit import py_options, py_unsigned
 
 CUDA_THREADS = 256
 # numba-cuda's warning at every launch of under 128 blocks (its class moved between numba and
@@ -54,6 +54,8 @@ class CudaBackend(Backend):
         # The kernel takes the bundles' fields one by one and packs them again on the device:
         # a launch then passes only arrays and scalars, whose typing and transfer every
         # numba-cuda release handles alike (tuples of cupy arrays are typed by recent ones).
+        if self.simulated:
+            how = py_options(how, is_float)
         args = (left_keys, left_groups, *right, *how, out)
         if self.simulated:
             # The simulator writes every array argument back: give it writable copies.

@@ -50,6 +50,14 @@ def py_unsigned(x):
     return int(x)
 
 
+def py_options(how, is_float: bool):
+    """``how`` (``kernels.probe.Options``) for the python backend and the simulator: an
+    integer tolerance as a Python int, like the gaps ``py_unsigned`` gives, since numpy 1.x
+    compares a Python int past 2**63 with a uint64 as two float64s (a gap of 2**63 - 1 then
+    passes a tolerance of 2**63 - 2)."""
+    return how if is_float else how._replace(tol=int(how.tol))
+
+
 @functools.cache
 def cpu_strings():
     import numba
