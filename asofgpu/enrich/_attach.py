@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _arrow_numpy as arrow_numpy
-from .._columns import ordered_key, tolerance_in_ticks
+from .._columns import key_type_of_arrow, tolerance_in_ticks
 from .._staleness import Staleness
 from ..gather import gather
 from ..join import AsofJoin
@@ -329,7 +329,7 @@ def _write_results(
                 path, writer = spill.writer(name, result.schema)
             writer.write_table(result, max_chunksize=batch_rows)
         if writer is None:  # no LEFT row fell in this partition
-            return Results.of_table(pa.table({POSITION: pa.array([], pa.int64())}))
+            return Results.of_table(arrow_numpy.empty_table(pa.schema([(POSITION, pa.int64())])))
         writer.close()
     except OSError as exc:
         raise spill.failed(exc) from None
@@ -623,7 +623,7 @@ def prepare(table: pa.Table, options: Options, presorted: bool = False) -> AsofJ
 def _reach(tolerance, key: pa.DataType) -> int | None:
     """A tolerance in the units of a stream's keys (one integer or temporal type on both
     sides: ``key_numbers``' int64 values); None for none."""
-    key_type = ordered_key(pa.array([], key), "on", host=True).type
+    key_type = key_type_of_arrow(key, "on")
     ticks = tolerance_in_ticks(tolerance, key_type, key_type.tick_ns)
     return None if ticks is None else int(ticks)
 
