@@ -45,6 +45,35 @@ def run(*argv, capsys) -> tuple[int, str, str]:
     return code, out, err
 
 
+def enrich_in(
+    folder: Path,
+    *flags,
+    capsys,
+    on: str = "t",
+    by: str = "g",
+    left: str = "l.parquet",
+    right: str = "r.parquet",
+    out: str = "o.parquet",
+) -> tuple[int, str, str]:
+    """``asofgpu enrich`` of ``folder``'s files ``left`` and ``right`` into ``out`` there,
+    on ``on`` by ``by`` on the cpu, with ``flags``: (exit code, stdout, stderr)."""
+    return run(
+        "enrich",
+        folder / left,
+        folder / right,
+        "-o",
+        folder / out,
+        "--on",
+        on,
+        "--by",
+        by,
+        "--device",
+        "cpu",
+        *flags,
+        capsys=capsys,
+    )
+
+
 def hidden(folder: Path) -> list[str]:
     """What a run may leave only while it runs: partial outputs, spill folders, old OUTs."""
     return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))

@@ -24,7 +24,7 @@ from asofgpu.enrich._regroup import (
     stream_order,
     value_counts,
 )
-from enrich_cli import STREAM_OPTIONS, coarse_times, hidden, run
+from enrich_cli import STREAM_OPTIONS, coarse_times, enrich_in, hidden, run
 
 
 def _grouped(table: pa.Table, by: list[str]) -> pa.Table:
@@ -473,28 +473,9 @@ def test_a_busy_symbol_of_a_shuffled_left_is_cut_into_ranges(tmp_path, capsys, f
     quotes = _grouped(coarse_times(quotes), ["symbol"])
     pq.write_table(trades, tmp_path / "t.parquet", row_group_size=500)
     pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=500)
-    out = tmp_path / "o.parquet"
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "t.parquet",
-        tmp_path / "q.parquet",
-        "-o",
-        out,
-        "--on",
-        "time",
-        "--by",
-        "symbol",
-        "--device",
-        "cpu",
-        "--right-mode",
-        "stream",
-        "--spill-partitions",
-        8,
-        "--chunk-rows",
-        200,
-        *flags,
-        capsys=capsys,
-    )
+    flags = [*flags, "--right-mode", "stream", "--spill-partitions", 8, "--chunk-rows", 200]
+    files = {"on": "time", "by": "symbol", "left": "t.parquet", "right": "q.parquet"}
+    code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys, **files)
     assert code == 0, stderr
     assert re.search(r"; \d values? too busy for one range cut by 'time'", stderr)
     expected = ag.join_asof(
@@ -505,5 +486,5 @@ def test_a_busy_symbol_of_a_shuffled_left_is_cut_into_ranges(tmp_path, capsys, f
         device="cpu",
         **options,
     )
-    assert pq.read_table(out).equals(expected)
+    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
     assert hidden(tmp_path) == []

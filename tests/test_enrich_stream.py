@@ -12,7 +12,7 @@ import pytest
 
 import asofgpu as ag
 from asofgpu import marketdata
-from enrich_cli import STREAM_OPTIONS, coarse_times, hidden, run
+from enrich_cli import STREAM_OPTIONS, coarse_times, enrich_in, hidden, run
 
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 
@@ -720,58 +720,56 @@ def test_a_tape_with_one_key_of_many_rows_streams(tmp_path, capsys, strategy):
     assert pq.read_table(out).equals(expected)
 
 
+ENTITIES = 300_000
+
+
+def _entities_day(folder, grouped: bool = False, left_sorted: bool = True):
+    """A tape of 300K entities of two rows each (RIGHT, "r.parquet") and 2K LEFT rows
+    ("l.parquet"), both sorted by time, by (id, time) when ``grouped``, LEFT shuffled
+    unless ``left_sorted``: (LEFT, RIGHT)."""
+    rng = np.random.default_rng(7)
+    n = 2 * ENTITIES
+    right = pa.table(
+        {
+            "t": np.arange(n, dtype=np.int64),
+            "g": rng.permutation(np.tile(np.arange(ENTITIES, dtype=np.int64), 2)),
+            "v": rng.random(n),
+        }
+    )
+    left = pa.table(
+        {"t": np.sort(rng.integers(0, n, 2_000)), "g": rng.integers(0, ENTITIES, 2_000)}
+    )
+    if grouped:
+        right, left = (t.sort_by([("g", "ascending"), ("t", "ascending")]) for t in (right, left))
+    if not left_sorted:
+        left = left.take(rng.permutation(left.num_rows))
+    pq.write_table(right, folder / "r.parquet", row_group_size=100_000)
+    pq.write_table(left, folder / "l.parquet")
+    return left, right
+
+
 @pytest.mark.parametrize("left_sorted", [True, False], ids=["streamed", "regrouped"])
 @pytest.mark.parametrize("strategy", ["backward", "forward"])
 def test_too_many_groups_to_stream_spill_under_auto_and_exit_2_under_stream(
     tmp_path, capsys, strategy, left_sorted
 ):
-    """A tape of 300K entities of two rows each: a window hands on a row of each group seen
-    so far (backward) or of each group after it (forward), more than a quarter of the 20 MiB
-    that --memory-limit 420MiB leaves, whether LEFT streams along or is regrouped. auto
-    starts again without streaming (RIGHT spills); stream exits 2 and writes nothing."""
-    rng = np.random.default_rng(7)
-    entities = 300_000
-    right = pa.table(
-        {
-            "t": np.arange(2 * entities, dtype=np.int64),
-            "id": rng.permutation(np.tile(np.arange(entities, dtype=np.int64), 2)),
-            "v": rng.random(2 * entities),
-        }
-    )
-    left = pa.table(
-        {"t": np.sort(rng.integers(0, 2 * entities, 2_000)), "id": rng.integers(0, entities, 2_000)}
-    )
-    if not left_sorted:
-        left = left.take(rng.permutation(left.num_rows))
-    pq.write_table(right, tmp_path / "r.parquet", row_group_size=100_000)
-    pq.write_table(left, tmp_path / "l.parquet")
-    argv = [
-        "enrich",
-        tmp_path / "l.parquet",
-        tmp_path / "r.parquet",
-        "--on",
-        "t",
-        "--by",
-        "id",
-        "--strategy",
-        strategy,
-        "--device",
-        "cpu",
-        "--memory-limit",
-        "420MiB",
-    ]
-    out = tmp_path / "auto.parquet"
-    code, _, stderr = run(*argv, "-o", out, capsys=capsys)
+    """A tape of 300K entities: a window hands on a row of each group seen so far (backward)
+    or of each group after it (forward), more than a quarter of the 20 MiB that
+    --memory-limit 420MiB leaves, whether LEFT streams along or is regrouped. auto starts
+    again without streaming (RIGHT spills); stream exits 2 and writes nothing."""
+    left, right = _entities_day(tmp_path, left_sorted=left_sorted)
+    flags = ["--strategy", strategy, "--memory-limit", "420MiB"]
+    code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys)
     assert code == 0, stderr
     assert ("LEFT's keys put in that order" in stderr) == (not left_sorted)
     assert "more than the 5.0 MiB they may take" in stderr
     assert "starting again without streaming" in stderr
     assert "spilling both sides" in stderr
-    expected = ag.join_asof(left, right, on="t", by="id", strategy=strategy, device="cpu")
-    assert pq.read_table(out).equals(expected)
+    expected = ag.join_asof(left, right, on="t", by="g", strategy=strategy, device="cpu")
+    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
 
-    out = tmp_path / "stream.parquet"
-    code, stdout, stderr = run(*argv, "-o", out, "--right-mode", "stream", "-q", capsys=capsys)
+    flags += ["--right-mode", "stream", "-q"]
+    code, stdout, stderr = enrich_in(tmp_path, *flags, capsys=capsys, out="stream.parquet")
     assert code == 2 and stdout == "" and stderr.count("\n") == 1, stderr
     assert stderr.startswith(
         "asofgpu enrich: error: --right-mode stream: streaming RIGHT hands on a row or more "
@@ -781,7 +779,7 @@ def test_too_many_groups_to_stream_spill_under_auto_and_exit_2_under_stream(
         "more than the 5.0 MiB they may take (a quarter of what --memory-limit leaves); raise "
         "--memory-limit, or pass --right-mode auto to hold RIGHT in memory or spill it\n"
     )
-    assert not out.exists() and hidden(tmp_path) == []
+    assert not (tmp_path / "stream.parquet").exists() and hidden(tmp_path) == []
 
 
 def test_carries_keep_what_the_left_rows_to_come_can_match():
@@ -826,30 +824,9 @@ def test_the_carries_are_trimmed_to_the_exact_reach(tmp_path, capsys, strategy, 
         right, left = (t.sort_by([("g", "ascending"), ("t", "ascending")]) for t in (right, left))
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=500)
     pq.write_table(left, tmp_path / "l.parquet", row_group_size=500)
-    out = tmp_path / "o.parquet"
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l.parquet",
-        tmp_path / "r.parquet",
-        "-o",
-        out,
-        "--on",
-        "t",
-        "--by",
-        "g",
-        "--device",
-        "cpu",
-        "--right-mode",
-        "stream",
-        "--chunk-rows",
-        40,
-        "--tolerance",
-        "3",
-        "--strategy",
-        strategy,
-        *([] if exact else ["--no-exact-matches"]),
-        capsys=capsys,
-    )
+    flags = ["--right-mode", "stream", "--chunk-rows", 40, "--tolerance", "3"]
+    flags += ["--strategy", strategy, *([] if exact else ["--no-exact-matches"])]
+    code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys)
     assert code == 0, stderr
     assert "in windows of up to 40 rows" in stderr and ("'g', 't'" in stderr) == (
         layout == "grouped"
@@ -864,7 +841,7 @@ def test_the_carries_are_trimmed_to_the_exact_reach(tmp_path, capsys, strategy, 
         allow_exact_matches=exact,
         device="cpu",
     )
-    assert pq.read_table(out).equals(expected)
+    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
 
 
 @pytest.mark.parametrize("layout", ["grouped", "tape-with-tolerance"])
@@ -873,49 +850,12 @@ def test_many_groups_stream_when_the_carries_need_only_a_few(tmp_path, capsys, s
     """The day of the test above (300K entities, 420MiB) streams when the carries need only
     the rows LEFT can still reach: sorted by (id, t), the current entity's; on a tape with a
     tolerance of 1,000 keys, the entities seen within it."""
-    rng = np.random.default_rng(7)
-    entities = 300_000
-    right = pa.table(
-        {
-            "t": np.arange(2 * entities, dtype=np.int64),
-            "id": rng.permutation(np.tile(np.arange(entities, dtype=np.int64), 2)),
-            "v": rng.random(2 * entities),
-        }
-    )
-    left = pa.table(
-        {"t": np.sort(rng.integers(0, 2 * entities, 2_000)), "id": rng.integers(0, entities, 2_000)}
-    )
-    flags, options = [], {}
-    if layout == "grouped":
-        right, left = (t.sort_by([("id", "ascending"), ("t", "ascending")]) for t in (right, left))
-    else:
-        flags, options = ["--tolerance", "1000"], {"tolerance": 1_000}
-    pq.write_table(right, tmp_path / "r.parquet", row_group_size=100_000)
-    pq.write_table(left, tmp_path / "l.parquet")
-    out = tmp_path / "o.parquet"
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l.parquet",
-        tmp_path / "r.parquet",
-        "-o",
-        out,
-        "--on",
-        "t",
-        "--by",
-        "id",
-        "--strategy",
-        strategy,
-        "--device",
-        "cpu",
-        "--memory-limit",
-        "420MiB",
-        "--right-mode",
-        "stream",
-        *flags,
-        capsys=capsys,
-    )
+    left, right = _entities_day(tmp_path, grouped=layout == "grouped")
+    flags = ["--strategy", strategy, "--memory-limit", "420MiB", "--right-mode", "stream"]
+    options = {}
+    if layout != "grouped":
+        flags, options = [*flags, "--tolerance", "1000"], {"tolerance": 1_000}
+    code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys)
     assert code == 0, stderr
-    expected = ag.join_asof(
-        left, right, on="t", by="id", strategy=strategy, device="cpu", **options
-    )
-    assert pq.read_table(out).equals(expected)
+    expected = ag.join_asof(left, right, on="t", by="g", strategy=strategy, device="cpu", **options)
+    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
