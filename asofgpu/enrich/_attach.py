@@ -252,16 +252,17 @@ class Spilled(_Attach):
 
         backward = options.strategy != "forward"
         forward = options.strategy != "backward"
-        firsts = (
-            [ends_of_groups(range_table(r), on, by, last=False) for r in range(n)]
-            if forward
-            else []
-        )
-        carry_out = [arrow_numpy.empty_table(schema)] * n
-        for r in range(n - 2, -1, -1) if forward else ():
-            carry_out[r] = ends_of_groups(
-                pa.concat_tables([firsts[r + 1], carry_out[r + 1]]), on, by, last=False
+        carry_out = (
+            carries_out(
+                (range_table(r) for r in range(n)),
+                Order("RIGHT", right_path, on),
+                by,
+                schema,
+                in_key_order=False,
             )
+            if forward
+            else [arrow_numpy.empty_table(schema)] * n
+        )
         carry_in = arrow_numpy.empty_table(schema)
         name = os.path.basename(left_path)
         results = []

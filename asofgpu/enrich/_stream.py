@@ -546,13 +546,13 @@ class Windows:
         """Fold the current window into the carry in and move to the next one; ``carry``: the
         new carry in, when the caller knows it (the last row of each group of the window
         without a carry out), else it is found here."""
-        if carry is None and self._reach.back:
+        if carry is None and not self._reach.back:
+            carry = self.current.slice(0, 0)  # a forward join never looks back
+        elif carry is None:
             parts = [t for t in (self.carry, self.current) if t is not None]
             carry = ends_of_groups(
                 pa.concat_tables(parts), self._on, self._by, last=True, in_key_order=True
             )
-        elif carry is None:
-            carry = self.current.slice(0, 0)
         carry = carry_in_for(carry, self._order, self.next_start, self._reach)
         _check_carries(carry.nbytes, self._max_carry_bytes)
         self.carry = carry
@@ -568,17 +568,19 @@ def carries_out(
     schema: pa.Schema,
     reach: Reach = Reach(),
     max_bytes: int | None = None,
+    in_key_order: bool = True,
 ) -> list[pa.Table]:
     """For each window, the first row of each group in the windows after it (a first pass
     over RIGHT, for forward and nearest joins): the windows' own first rows, folded from the
     last window back, each kept to what the window's LEFT rows can match (``reach``:
     ``carry_out_for``). Held all at once: more than ``max_bytes`` raises
-    ``CarryTooLarge``."""
+    ``CarryTooLarge``. ``in_key_order``: False for windows not sorted by key (a spilled
+    partition's key ranges)."""
     on = order.on
     firsts, starts, held = [], [], 0
     for window in windows:
         starts.append(_first_key_if_any(window, order))  # None: a first window of no key
-        first = ends_of_groups(window, on, by, last=False, in_key_order=True)
+        first = ends_of_groups(window, on, by, last=False, in_key_order=in_key_order)
         firsts.append(carry_out_for(first, order, starts[-1], reach))
         held += firsts[-1].nbytes
         _check_carries(held, max_bytes)
@@ -586,7 +588,11 @@ def carries_out(
     for w in range(len(firsts) - 2, -1, -1):
         out[w] = carry_out_for(
             ends_of_groups(
-                pa.concat_tables([firsts[w + 1], out[w + 1]]), on, by, last=False, in_key_order=True
+                pa.concat_tables([firsts[w + 1], out[w + 1]]),
+                on,
+                by,
+                last=False,
+                in_key_order=in_key_order,
             ),
             order,
             starts[w + 1],
