@@ -464,6 +464,10 @@ class Groups:
         codes = self.columns[0].lookup(columns[0])
         for k, (col, column) in enumerate(zip(columns[1:], self.columns[1:])):
             combined = _pair(codes, column.lookup(col), len(column.dictionary))
+            if not walks.looks_up_by_hash(len(combined)):
+                found = pc.index_in(arrow_numpy.array(combined), value_set=self._steps[k])
+                codes = _nulls_as(pa.chunked_array([found]), NO_GROUP)
+                continue
             if self._step_tables[k] is None:
                 self._step_tables[k] = fixed_lookup_table(*_fixed_width_buffers(self._steps[k]))
             # NO_GROUP's bits are no step value's (those are all >= 0): it stays NO_GROUP.

@@ -433,7 +433,12 @@ class AsofJoin:
         if left_key.valid is not None:
             groups = xp.where(left_key.valid, groups, -1).astype(np.int32, copy=False)
         out = be.empty(n, self.map_dtype)
-        if self._unsorted is not None and ambiguous == "pick":
+        # A small join run as plain Python probes after a sort, as the python backend does.
+        if (
+            self._unsorted is not None
+            and ambiguous == "pick"
+            and not be.interprets(n + self.n_right)
+        ):
             key, bucket = self._unsorted
             if tick and bucket is not None:  # rows without a group are never read: unchecked
                 key = Key(key.values, bucket < self.n_groups, key.type)

@@ -86,6 +86,13 @@ def _chunked_gather(n: int):
     return lambda: ag.gather(table, gmap)
 
 
+def _small_join(n: int):
+    from asofgpu import marketdata
+
+    quotes, trades = marketdata.day(4 * n, n, 1_000, seed=7)
+    return lambda: ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
+
+
 # threshold -> (what is timed, sizes, {side: overrides}); sizes are the argument of the call.
 CASES = {
     "parallel_min_rows": (
@@ -158,6 +165,22 @@ CASES = {
         [],
         {},
     ),
+    "interpret_max_rows": (
+        "a one-shot join of n trades x 4n quotes, 1,000 symbols (compiled: cached, so "
+        "without the seconds of compiling that bench/first_call.py times)",
+        _small_join,
+        [1_024, 4_096, 16_384, 65_536],
+        {
+            "plain Python": {"interpret_max_rows": HUGE, "interpret_seconds": float(HUGE)},
+            "compiled": {"interpret_max_rows": 0},
+        },
+    ),
+    "interpret_seconds": (
+        "(no bench: it weighs plain Python against compiling, which bench/first_call.py times)",
+        None,
+        [],
+        {},
+    ),
 }
 
 
@@ -191,7 +214,7 @@ def timed(call, runs: int) -> float:
 def sweep(name: str, runs: int) -> list[str]:
     """The markdown table of ``name``'s sweep."""
     what, _, sizes, sides = CASES[name]
-    default = getattr(walks.THRESHOLDS, name)
+    default = getattr(walks.Thresholds(), name)
     lines = [f"{name} (now {default:,}): {what}", ""]
     if not sizes:
         return lines
@@ -224,8 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.runs < 1:
         p.error("--runs must be at least 1")
-    for name in args.threshold:
-        print("\n".join(sweep(name, args.runs)), end="\n\n", flush=True)
+    # Every other decision is timed between compiled kernels, as a process runs them once it
+    # has spent its seconds of plain Python on small joins.
+    with walks.overridden(interpret_max_rows=0):
+        for name in args.threshold:
+            print("\n".join(sweep(name, args.runs)), end="\n\n", flush=True)
     return 0
 
 

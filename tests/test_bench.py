@@ -243,20 +243,33 @@ def test_idle_rejects_bad_options(flag, value, message):
 def test_first_call_reports_both_caches_and_the_goal(capsys):
     """bench/first_call.py's table and its option check (its processes take minutes of
     compiling, so they are not run here)."""
-    step = {"import_s": 0.2, "join_asof_s": 0.7, "prepared_s": 0.02, "process_s": 1.5}
+    step = {"import_s": 0.2, "join_asof_s": 0.02, "prepared_s": 0.01, "process_s": 0.5}
+    large = {"import_s": 0.2, "join_asof_s": 7.5, "prepared_s": 3.2, "process_s": 11.5}
     report = {
         "when": "now",
         "machine": {"cpu": "cpu", "cores": 2},
         "commit": "abc",
         "runs": 3,
         "warm_s": 75.0,
-        "cold": dict(step, process_s=12.9),
-        "warm": step,
+        "cold": step,
+        "warm": dict(step, process_s=0.6),
+        "large_cold": large,
+        "large_warm": dict(large, join_asof_s=0.7, process_s=1.4),
     }
     table = first_call.markdown(report)
-    assert "| a new environment (empty cache) | 0.20 s | 0.70 s | 0.02 s | 12.90 s |" in table
-    assert "| after `asofgpu warm` | 0.20 s | 0.70 s | 0.02 s | 1.50 s |" in table
-    assert "under 2 s: met after `asofgpu warm`" in table
+    assert (
+        "| three rows | a new environment (empty cache) | 0.20 s | 0.02 s | 0.01 s | 0.50 s |"
+        in table
+    )
+    assert "| three rows | after `asofgpu warm` | 0.20 s | 0.02 s | 0.01 s | 0.60 s |" in table
+    assert (
+        "| 100,000 trades | a new environment (empty cache) | 0.20 s | 7.50 s | 3.20 s "
+        "| 11.50 s |" in table
+    )
+    assert "| 100,000 trades | after `asofgpu warm` | 0.20 s | 0.70 s | 3.20 s | 1.40 s |" in table
+    assert "first small join under 2 s: met." in table
+    report["cold"] = dict(step, process_s=2.5)
+    assert "first small join under 2 s: not met." in first_call.markdown(report)
     with pytest.raises(SystemExit):
         first_call.main(["--runs", "0"])
     assert "--runs must be at least 1, got 0" in capsys.readouterr().err
@@ -272,8 +285,9 @@ def test_every_threshold_has_a_sweep_and_one_runs():
     from asofgpu._backend import walks
 
     assert set(thresholds.CASES) == {f.name for f in dataclasses.fields(walks.Thresholds)}
+    before = walks.THRESHOLDS
     lines = thresholds.sweep("radix_min_rows", runs=1)
     rows = [line for line in lines if line.startswith("| ") and line[2].isdigit()]
     assert len(rows) == len(thresholds.CASES["radix_min_rows"][2])
     assert all(row.endswith(("| radix |", "| numpy |")) for row in rows)
-    assert walks.THRESHOLDS == walks.Thresholds()  # every override undone
+    assert walks.THRESHOLDS == before  # every override undone

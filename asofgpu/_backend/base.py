@@ -7,6 +7,8 @@ and ``cuda.py``.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._host_pool import HOST_POOL
@@ -57,7 +59,6 @@ class Backend:
 
     def __init__(self):
         self.xp = np
-        self._probes = {}
 
     # ---- arrays
     def empty(self, n: int, dtype):
@@ -88,6 +89,10 @@ class Backend:
         rows = order[by_group]
         return rows, keys[rows], offsets
 
+    def interprets(self, rows: int) -> bool:
+        """Whether a launch over ``rows`` rows runs the kernels as plain Python."""
+        return False
+
     # ---- the kernel
     def probe(
         self,
@@ -109,11 +114,23 @@ class Backend:
 class PythonBackend(Backend):
     name = "python"
 
+    def interprets(self, rows: int) -> bool:
+        return True
+
     def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
-        if is_float not in self._probes:  # one search a row, always
-            self._probes[is_float] = probe.build(identity_jit, is_float, py_unsigned)
-        probe_row = self._probes[is_float]
-        how = py_options(how, is_float)
-        with np.errstate(over="ignore"):  # float gaps past the largest double are inf
-            for i in range(len(out)):
-                probe_row(i, left_keys, left_groups, right, how, out)
+        interpreted_probe(is_float, left_keys, left_groups, right, how, out)
+
+
+@functools.cache
+def _probe_row(is_float: bool):
+    return probe.build(identity_jit, is_float, py_unsigned)
+
+
+def interpreted_probe(is_float, left_keys, left_groups, right, how, out) -> None:
+    """The probe kernel run as plain Python, one binary search a row: the python backend's,
+    and the cpu backend's for a small launch before it compiles (``walks.compiles``)."""
+    probe_row = _probe_row(is_float)
+    how = py_options(how, is_float)
+    with np.errstate(over="ignore"):  # float gaps past the largest double are inf
+        for i in range(len(out)):
+            probe_row(i, left_keys, left_groups, right, how, out)

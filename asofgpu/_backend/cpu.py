@@ -5,6 +5,8 @@ and gallops from per-group cursors (``kernels/cursor.py``) or streams a time-sor
 (``kernels/stream.py``); a few rows out of order binary-search each one (``kernels/probe.py``).
 A one-shot join walks both sides in key order (``kernels/scan.py``). ``walks`` decides which.
 The right side is sorted by group with a counting sort, large key arrays with the radix sort.
+A small launch before the process has spent ``walks.THRESHOLDS.interpret_seconds`` so runs the
+python backend's plain-Python probe and numpy's sorts, compiling nothing (``walks.compiles``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import numpy as np
 from ..kernels.probe import NEAREST, Options
 from ..kernels.stream import Tape
 from . import walks
-from .base import Backend, host_empty
+from .base import Backend, host_empty, interpreted_probe
 from .jit import (
     PARALLEL_LAUNCH,
     cpu_counting_sort,
@@ -36,7 +38,12 @@ class CpuBackend(Backend):
     def empty(self, n: int, dtype):
         return host_empty(n, dtype)
 
+    def interprets(self, rows: int) -> bool:
+        return not walks.compiles(rows)
+
     def group_sort(self, order, bucket, n_groups, keys):
+        if self.interprets(order.size):
+            return super().group_sort(order, bucket, n_groups, keys)
         rows = host_empty(order.size, order.dtype)
         sorted_keys = host_empty(order.size, keys.dtype)
         offsets = cpu_counting_sort()(order, bucket, n_groups + 1, keys, rows, sorted_keys)
@@ -57,6 +64,10 @@ class CpuBackend(Backend):
         return order.astype(np.int64, copy=False)
 
     def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
+        if self.interprets(len(out)):
+            with walks.interpreting():
+                interpreted_probe(is_float, left_keys, left_groups, right, how, out)
+            return
         parallel = walks.parallel(len(out))
         with launching(parallel):
             n_threads = threads(parallel)

@@ -3,6 +3,8 @@ lookups' and ``asofgpu enrich``'s copy of LEFT too): the one place to read or tu
 
 A prepared probe on the cpu backend (``CpuBackend.probe``) decides, in this order:
 
+0. ``compiles(rows)``: with numba's kernels, or, for a small launch in a process that has not
+   yet spent ``interpret_seconds`` on it, with the python backend's plain-Python ones;
 1. ``parallel(rows)``: on numba's thread pool, or on one thread;
 2. ``searches_each_row(rows, in_order)``: a few rows out of key order binary-search each one
    (``kernels/probe.py``); the rest are walked in key order, sorted first when they are not;
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 
 import numpy as np
 
@@ -69,9 +72,19 @@ class Thresholds:
     #: enrich``, not copied page by page into OUT (``enrich._copy``): OUT keeps a copied
     #: file's row groups, and readers pay for each one.
     copy_min_group_rows: int = 1 << 16
+    #: Below this many rows a launch runs the kernels as plain Python (the python backend's,
+    #: and Arrow's lookups), while the process has spent less than ``interpret_seconds`` so:
+    #: numba takes seconds to compile each kernel, and a new environment's first small join
+    #: compiled for 10 s, where plain Python takes milliseconds (16K rows: about 60 ms).
+    interpret_max_rows: int = 1 << 14
+    #: ... and then compiles: a process that keeps making small joins has spent on plain
+    #: Python about what compiling (seconds) or loading numba's cache (0.1 to 0.6 s) costs.
+    interpret_seconds: float = 1.0
 
 
 THRESHOLDS = Thresholds()
+# The seconds this process has spent in plain-Python launches (``interpreting``).
+_interpreted_seconds = 0.0
 
 
 @contextlib.contextmanager
@@ -85,6 +98,37 @@ def overridden(**changes):
         yield THRESHOLDS
     finally:
         THRESHOLDS = before
+
+
+def compiles(rows: int) -> bool:
+    """Whether a launch over ``rows`` rows runs numba's compiled kernels, rather than the
+    plain-Python ones: always above ``interpret_max_rows``, and once the process has spent
+    ``interpret_seconds`` in plain Python (``interpreting``).
+
+    >>> compiles(1 << 20)
+    True
+    >>> with overridden(interpret_max_rows=1 << 20, interpret_seconds=1e9):
+    ...     compiles(100)
+    False
+    """
+    t = THRESHOLDS
+    return rows >= t.interpret_max_rows or _interpreted_seconds >= t.interpret_seconds
+
+
+def interpreted_seconds() -> float:
+    """The seconds this process has spent in plain-Python launches so far."""
+    return _interpreted_seconds
+
+
+@contextlib.contextmanager
+def interpreting():
+    """Count the block's time as spent in plain-Python launches (``compiles``)."""
+    global _interpreted_seconds
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        _interpreted_seconds += time.perf_counter() - start
 
 
 def parallel(rows: int) -> bool:
@@ -101,7 +145,7 @@ def gathers_in_parallel(entries: int) -> bool:
 def looks_up_by_hash(rows: int) -> bool:
     """Whether ``rows`` left group keys are looked up in the right's hashed dictionary
     (``kernels/hashing.py``), rather than by Arrow's ``index_in``."""
-    return rows >= THRESHOLDS.hashed_lookup_min_rows
+    return rows >= THRESHOLDS.hashed_lookup_min_rows and compiles(rows)
 
 
 def copies_row_groups(rows: int, groups: int) -> bool:
