@@ -11,7 +11,10 @@ EXTRAS ?= test,bench,ptx
 VENV_CUDF := .venv-cudf
 CUDF_STAMP := $(VENV_CUDF)/.asofgpu-installed
 
-.PHONY: demo test test-cpu test-sim test-cudf venv venv-cudf bench gpu-check \
+VENV_PANDAS2 := .venv-pandas2
+PANDAS2_STAMP := $(VENV_PANDAS2)/.asofgpu-installed
+
+.PHONY: demo test test-cpu test-sim test-cudf test-pandas2 venv venv-cudf venv-pandas2 bench gpu-check \
 	gpu-wheelhouse clean
 
 venv:
@@ -37,15 +40,28 @@ venv-cudf:
 	  && touch $(CUDF_STAMP); \
 	fi
 
+# pandas' floor (the pandas extra's pandas>=2.2): asofgpu.pandas and asofgpu.dask follow the
+# pandas they run beside, so their tests run under pandas 2.2 too, in a small environment.
+venv-pandas2:
+	@if [ ! -x $(VENV_PANDAS2)/bin/python ] || ! $(VENV_PANDAS2)/bin/python -c "import asofgpu, pytest" 2>/dev/null \
+	    || [ pyproject.toml -nt $(PANDAS2_STAMP) ]; then \
+	  echo "setting up $(VENV_PANDAS2) (asofgpu[dask] with pandas 2.2, editable)"; \
+	  rm -rf $(VENV_PANDAS2) && $(PYTHON) -m venv $(VENV_PANDAS2) \
+	  && $(VENV_PANDAS2)/bin/python -m pip install -q --upgrade pip "setuptools>=64" \
+	  && $(VENV_PANDAS2)/bin/python -m pip install -q -e ".[dask]" "pandas>=2.2,<2.3" \
+	      "numpy<2.4" "pytest>=8" "hypothesis>=6.100" "polars>=1.0" \
+	  && touch $(PANDAS2_STAMP); \
+	fi
+
 # The main job: a synthetic market-data day written as parquet and enriched (asofgpu enrich).
 demo: venv
 	$(BIN)/asofgpu demo
 
 # The suite: python and cpu backends (plus doctests), then the CUDA backend in the simulator,
-# then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line. test-cpu runs the
+# then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line, then pandas 2.2. test-cpu runs the
 # unit tests, then in a step of their own the `slow` ones, which run tools (a wheel build,
 # asofgpu warm, the CLI and the bench scripts as processes); --durations names the slowest.
-test: test-cpu test-sim test-cudf
+test: test-cpu test-sim test-cudf test-pandas2
 
 test-cpu: venv
 	$(BIN)/ruff check .
@@ -55,6 +71,10 @@ test-cpu: venv
 
 test-sim: venv
 	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -m "not gpu" -k cuda tests
+
+test-pandas2: venv-pandas2
+	$(VENV_PANDAS2)/bin/python -m pytest -m "not gpu and not slow" tests/test_pandas_frontend.py \
+	    tests/test_pandas_semantics.py tests/test_pandas_arrow.py tests/test_dask.py
 
 test-cudf: venv-cudf
 	$(VENV_CUDF)/bin/python -m pytest -m "not gpu" tests/test_plc.py tests/test_cudf.py \
@@ -98,5 +118,5 @@ gpu-wheelhouse: venv
 	    --platform manylinux2014_x86_64 -d bench/wheelhouse polars
 
 clean:
-	rm -rf $(VENV) $(VENV_CUDF) build dist *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VENV_CUDF) $(VENV_PANDAS2) build dist *.egg-info .pytest_cache .hypothesis
 	find asofgpu kernels -name "*.nb[ic]" -delete

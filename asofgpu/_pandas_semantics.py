@@ -53,6 +53,11 @@ from pandas.api.types import (
 from pandas.errors import MergeError
 
 from ._types import NO_MATCH, NO_MATCH_INT64
+
+# pandas 3 changed two checks of merge_asof; asofgpu follows the pandas it runs beside.
+PANDAS_3 = int(pd.__version__.split(".")[0]) >= 3
+# pandas 2 says "positive" of a tolerance that may be 0.
+NEGATIVE_TOLERANCE = "tolerance must be " + ("non-negative" if PANDAS_3 else "positive")
 from .gather import gather
 from .join import AsofJoin
 
@@ -354,17 +359,17 @@ class AsofMerge:
             if not isinstance(tol, datetime.timedelta):
                 raise MergeError(msg)
             if tol < pd.Timedelta(0):
-                raise MergeError("tolerance must be non-negative")
+                raise MergeError(NEGATIVE_TOLERANCE)
         elif is_integer_dtype(lt.dtype):
             if not is_integer(tol):
                 raise MergeError(msg)
             if tol < 0:
-                raise MergeError("tolerance must be non-negative")
+                raise MergeError(NEGATIVE_TOLERANCE)
         elif is_float_dtype(lt.dtype):
             if not is_number(tol):
                 raise MergeError(msg)
             if tol < 0:
-                raise MergeError("tolerance must be non-negative")
+                raise MergeError(NEGATIVE_TOLERANCE)
         else:
             raise MergeError("key must be integer, timestamp or float")
 
@@ -932,8 +937,9 @@ def _items_overlap_with_suffix(left: pd.Index, right: pd.Index, suffixes):
         dups.extend(llabels[llabels.duplicated() & ~left.duplicated()].tolist())
     if not rlabels.is_unique:
         dups.extend(rlabels[rlabels.duplicated() & ~right.duplicated()].tolist())
-    dups.extend(llabels.intersection(right.difference(to_rename)).tolist())
-    dups.extend(rlabels.intersection(left.difference(to_rename)).tolist())
+    if PANDAS_3:  # pandas 2 let a suffixed name clash with a name of the other side
+        dups.extend(llabels.intersection(right.difference(to_rename)).tolist())
+        dups.extend(rlabels.intersection(left.difference(to_rename)).tolist())
     if dups:
         raise MergeError(
             f"Passing 'suffixes' which cause duplicate columns {set(dups)} is not allowed."

@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from asofgpu import _pandas_arrow as pandas_arrow
+from asofgpu._pandas_semantics import PANDAS_3
 
 N = 50
 
@@ -88,6 +89,8 @@ def test_a_column_converts_as_pyarrow_converts_it(name):
     ],
 )
 def test_a_column_without_missing_values_is_not_copied(name):
+    if name.startswith("zoned") and not PANDAS_3:
+        pytest.skip("pandas 2's tz_convert copies the values (pandas 3's copies on write)")
     series = SERIES[name]
     values = series.dt.tz_convert(None) if name.startswith("zoned") else series
     address = values.to_numpy(copy=False).ctypes.data
