@@ -75,7 +75,7 @@ class Thresholds:
     #: Below this many rows a launch runs the kernels as plain Python (the python backend's,
     #: and Arrow's lookups), while the process has spent less than ``interpret_seconds`` so:
     #: numba takes seconds to compile each kernel, and a new environment's first small join
-    #: compiled for 10 s, where plain Python takes milliseconds (16K rows: about 60 ms).
+    #: compiled for 10 s, where plain Python takes milliseconds (16K trades: about 60 ms).
     interpret_max_rows: int = 1 << 14
     #: ... and then compiles: a process that keeps making small joins has spent on plain
     #: Python about what compiling (seconds) or loading numba's cache (0.1 to 0.6 s) costs.
