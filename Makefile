@@ -58,9 +58,10 @@ demo: venv
 	$(BIN)/asofgpu demo
 
 # The suite: python and cpu backends (plus doctests), then the CUDA backend in the simulator,
-# then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line, then pandas 2.2. test-cpu runs the
-# unit tests, then in a step of their own the `slow` ones, which run tools (a wheel build,
-# asofgpu warm, the CLI and the bench scripts as processes); --durations names the slowest.
+# then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line, then the pandas
+# front ends under pandas 2.2. test-cpu runs the unit tests, then in a step of their own the
+# `slow` ones, which run tools (a wheel build, asofgpu warm, the CLI and the bench scripts as
+# processes); --durations names the slowest.
 test: test-cpu test-sim test-cudf test-pandas2
 
 test-cpu: venv

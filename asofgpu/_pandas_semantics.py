@@ -53,13 +53,13 @@ from pandas.api.types import (
 from pandas.errors import MergeError
 
 from ._types import NO_MATCH, NO_MATCH_INT64
+from .gather import gather
+from .join import AsofJoin
 
 # pandas 3 changed two checks of merge_asof; asofgpu follows the pandas it runs beside.
 PANDAS_3 = int(pd.__version__.split(".")[0]) >= 3
 # pandas 2 says "positive" of a tolerance that may be 0.
 NEGATIVE_TOLERANCE = "tolerance must be " + ("non-negative" if PANDAS_3 else "positive")
-from .gather import gather
-from .join import AsofJoin
 
 _KNOWN = (np.ndarray, ExtensionArray, pd.Index, pd.Series)
 _MASKED = (pd.arrays.IntegerArray, pd.arrays.FloatingArray, pd.arrays.BooleanArray)
