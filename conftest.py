@@ -4,7 +4,8 @@ polars_gpu modules that subclass or call cudf-polars need it; the main environme
 
 The cpu backend's tests test its compiled kernels: a small join would otherwise run the python
 backend's plain-Python ones (``walks.compiles``), which the python backend's tests cover, until
-the test process had spent a second on them. Tests of that choice override it (``thresholds``).
+the test process had spent a second on them. tests/test_interpreted.py turns them back on
+(``walks.overridden``).
 """
 
 import contextlib
