@@ -84,6 +84,60 @@ def segments(column: pa.ChunkedArray) -> list[tuple[int, int]]:
     return [(address, length) for address, length in runs]
 
 
+def runs(column: pa.ChunkedArray) -> list[pa.Array]:
+    """``column``'s non-empty chunks, each run of chunks that are consecutive slices of one
+    array (the same buffers, each starting where the last ended) joined into one slice of it:
+    a parquet reader gives a row group's array in slices (77 chunks, 10 runs, for a 10M-row
+    column), and a kernel launched a run rather than a chunk reads the same memory, uncopied.
+
+    >>> whole = pa.array(["a", "b", None, "d"])
+    >>> [r.to_pylist() for r in runs(pa.chunked_array([whole[:1], whole[1:3], whole[3:]]))]
+    [['a', 'b', None, 'd']]
+    >>> len(runs(pa.chunked_array([whole[:2], pa.array(["e"]), whole[2:]])))
+    3
+    """
+    out: list[pa.Array] = []
+    first = last = None
+    length = 0
+
+    def close():
+        if first is not None:
+            out.append(
+                first
+                if first is last
+                else pa.Array.from_buffers(
+                    first.type, length, first.buffers(), offset=first.offset
+                )
+            )
+
+    for chunk in column.chunks:
+        if not len(chunk):
+            continue
+        if (
+            last is not None
+            and chunk.offset == last.offset + len(last)
+            and _same_buffers(chunk, last)
+            and chunk.type.num_fields == 0  # nested arrays' children carry offsets of their own
+        ):
+            last, length = chunk, length + len(chunk)
+            continue
+        close()
+        first = last = chunk
+        length = len(chunk)
+    close()
+    return out
+
+
+def _same_buffers(a: pa.Array, b: pa.Array) -> bool:
+    """Whether two arrays are slices of one: the same buffers, whole (a slice's buffer may
+    also be cut to its own rows, and then cannot hold the run's)."""
+
+    def spans(arr):
+        return [None if x is None else (x.address, x.size) for x in arr.buffers()]
+
+    return spans(a) == spans(b)
+
+
 def _view(span: tuple[int, int], dtype: np.dtype, owner) -> np.ndarray:
     """A read-only numpy view of ``segments``' ``span``, keeping ``owner`` (the column whose
     buffers hold it) alive."""

@@ -194,3 +194,50 @@ def test_take_of_a_table_takes_every_column():
 def test_take_outside_the_column_is_an_index_error(row):
     with pytest.raises(IndexError, match=r"take: a row outside 0\.\.599"):
         arrow_numpy.take(_chunked("float"), np.array([3, row]))
+
+
+RUN_TYPES = [pa.int64(), pa.string(), pa.large_binary(), pa.string_view(), pa.bool_()]
+
+
+@pytest.mark.parametrize("t", RUN_TYPES, ids=str)
+def test_slices_of_one_array_make_one_run_and_the_rows_are_kept(t):
+    rng = np.random.default_rng(7)
+    whole = pa.array([None if rng.random() < 0.2 else _value(t, i) for i in range(1_000)], type=t)
+    other = pa.array([_value(t, i) for i in range(40)], type=t)
+    cases = {
+        # a reader's row groups: each in slices, one after the other
+        "slices": ([whole[:300], whole[300:300], whole[300:700], whole[700:]], 1),
+        "another array between": ([whole[:500], other, whole[500:]], 3),
+        "a gap": ([whole[:100], whole[200:]], 2),
+        "out of order": ([whole[500:], whole[:500]], 2),
+        "the same rows twice": ([whole[:100], whole[:100]], 2),
+    }
+    for name, (chunks, n_runs) in cases.items():
+        column = pa.chunked_array(chunks, type=t)
+        got = arrow_numpy.runs(column)
+        assert len(got) == n_runs, name
+        assert pa.chunked_array(got, type=t).equals(column), name
+
+
+def test_slices_whose_buffers_were_cut_stay_apart():
+    """A chunk may hold its buffers cut to its own rows (at the same addresses as the rest of
+    the array's): joined, the run would read past them."""
+    whole = pa.array([f"s{i}" for i in range(20)])
+    _, offsets, data = whole.buffers()
+    cut = pa.Array.from_buffers(pa.string(), 10, [None, offsets.slice(0, 11 * 4), data])
+    rest = pa.Array.from_buffers(pa.string(), 10, [None, offsets, data], offset=10)
+    column = pa.chunked_array([cut, rest])
+    got = arrow_numpy.runs(column)
+    assert len(got) == 2
+    for run in got:
+        run.validate(full=True)
+    assert pa.chunked_array(got).equals(column)
+
+
+def _value(t: pa.DataType, i: int):
+    if pa.types.is_integer(t):
+        return i
+    if pa.types.is_boolean(t):
+        return i % 3 == 0
+    text = f"v{i % 37}" * (1 + i % 4)  # some longer than a view's 12 inline bytes
+    return text.encode() if pa.types.is_binary(t) or pa.types.is_large_binary(t) else text
