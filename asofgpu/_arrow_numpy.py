@@ -105,9 +105,7 @@ def runs(column: pa.ChunkedArray) -> list[pa.Array]:
             out.append(
                 first
                 if first is last
-                else pa.Array.from_buffers(
-                    first.type, length, first.buffers(), offset=first.offset
-                )
+                else pa.Array.from_buffers(first.type, length, first.buffers(), offset=first.offset)
             )
 
     for chunk in column.chunks:
