@@ -115,7 +115,7 @@ def runs(column: pa.ChunkedArray) -> list[pa.Array]:
             last is not None
             and chunk.offset == last.offset + len(last)
             and _same_buffers(chunk, last)
-            and chunk.type.num_fields == 0  # nested arrays' children carry offsets of their own
+            and _flat(chunk.type)
         ):
             last, length = chunk, length + len(chunk)
             continue
@@ -124,6 +124,14 @@ def runs(column: pa.ChunkedArray) -> list[pa.Array]:
         length = len(chunk)
     close()
     return out
+
+
+def _flat(t: pa.DataType) -> bool:
+    """Whether an array of type ``t`` is its buffers alone: not nested (children carry offsets
+    of their own), a dictionary (its values) or an extension type."""
+    return t.num_fields == 0 and not (
+        pa.types.is_dictionary(t) or isinstance(t, pa.BaseExtensionType)
+    )
 
 
 def _same_buffers(a: pa.Array, b: pa.Array) -> bool:

@@ -241,3 +241,13 @@ def _value(t: pa.DataType, i: int):
         return i % 3 == 0
     text = f"v{i % 37}" * (1 + i % 4)  # some longer than a view's 12 inline bytes
     return text.encode() if pa.types.is_binary(t) or pa.types.is_large_binary(t) else text
+
+
+def test_slices_of_nested_or_dictionary_arrays_stay_chunks():
+    for whole in (
+        pa.array([[1], [2, 3], None, [4]]),
+        pa.array(["a", "b", "a", None]).dictionary_encode(),
+    ):
+        column = pa.chunked_array([whole[:2], whole[2:]])
+        got = arrow_numpy.runs(column)
+        assert len(got) == 2 and pa.chunked_array(got).equals(column)
