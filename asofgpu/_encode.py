@@ -366,7 +366,8 @@ class _Column:
         # A prepared join probes again and again: the dictionary is hashed once, not at each
         # call as Arrow's index_in does (most of a small probe's time with many groups).
         if not walks.looks_up_by_hash(len(col)):
-            return self._index_in(col)
+            with walks.interpreting():  # in place of compiled kernels: it counts (a GPU's too)
+                return self._index_in(col)
         if _is_text(col.type) and _is_text(self.dictionary.type):
             return self._lookup_text(col)
         if _is_fixed_width(col.type) and col.type == self.dictionary.type:
@@ -467,7 +468,8 @@ class Groups:
         for k, (col, column) in enumerate(zip(columns[1:], self.columns[1:])):
             combined = _pair(codes, column.lookup(col), len(column.dictionary))
             if not walks.looks_up_by_hash(len(combined)):
-                found = pc.index_in(arrow_numpy.array(combined), value_set=self._steps[k])
+                with walks.interpreting():
+                    found = pc.index_in(arrow_numpy.array(combined), value_set=self._steps[k])
                 codes = _nulls_as(pa.chunked_array([found]), NO_GROUP)
                 continue
             if self._step_tables[k] is None:

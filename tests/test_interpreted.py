@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from test_properties import columns_of, expected, host_map, join_inputs, join_options
 
 import asofgpu as ag
-from asofgpu import marketdata
+from asofgpu import _encode, marketdata
 from asofgpu._backend import walks
 
 # Every small launch in plain Python, whatever this process has spent so far.
@@ -92,6 +92,20 @@ def test_a_join_past_the_size_compiles():
         prepared = ag.AsofJoin(quotes["time"], quotes["symbol"], device="cpu")
         prepared.join(trades["time"], trades["symbol"])
         assert walks.interpreted_seconds() == spent
+
+
+def test_arrows_lookups_in_place_of_the_hashed_ones_count_too():
+    """Group keys looked up by Arrow while small launches are plain Python count toward the
+    seconds, so that a process that only looks up (a GPU's probes) compiles them in time."""
+    symbols = pa.chunked_array([pa.array(["a", "b", "c"] * 10)])
+    pairs = [symbols, pa.chunked_array([pa.array(list(range(30)))])]
+    with walks.overridden(**PLAIN):
+        for columns in ([symbols], pairs):
+            groups = _encode.Groups(columns, ["right_by"] * len(columns), null_equal=False)
+            spent = walks.interpreted_seconds()
+            codes = groups.lookup(columns, ["left_by"] * len(columns))
+            assert walks.interpreted_seconds() > spent
+            assert codes.tolist() == groups.right_codes.tolist()
 
 
 def test_interpreting_counts_the_block_even_when_it_raises():

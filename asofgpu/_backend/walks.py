@@ -73,7 +73,8 @@ class Thresholds:
     #: file's row groups, and readers pay for each one.
     copy_min_group_rows: int = 1 << 16
     #: Below this many rows a launch runs the kernels as plain Python (the python backend's,
-    #: and Arrow's lookups), while the process has spent less than ``interpret_seconds`` so:
+    #: and Arrow's lookups of group keys, for every backend), while the process has spent less
+    #: than ``interpret_seconds`` so:
     #: numba takes seconds to compile each kernel, and a new environment's first small join
     #: compiled for 10 s, where plain Python takes milliseconds (16K trades: about 60 ms).
     interpret_max_rows: int = 1 << 14
