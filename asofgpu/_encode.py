@@ -259,7 +259,7 @@ def _chunk_by_chunk(col: pa.ChunkedArray, lookup) -> np.ndarray:
     from ._backend import host_empty
 
     pieces = arrow_numpy.runs(col)
-    if len(pieces) == 1 and len(pieces[0]) == len(col):
+    if len(pieces) == 1:
         return lookup(pieces[0], None)
     codes = host_empty(len(col), np.int32)
     at = 0
