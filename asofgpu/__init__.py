@@ -9,7 +9,8 @@ from ._host_pool import HOST_POOL as host_pool
 from ._types import NO_MATCH, NO_MATCH_INT64, AmbiguousMatchError, Strategy, is_no_match
 from .gather import gather
 from .join import AsofJoin, asof_join
-from .table import join_asof
+from .splice import splice_maps
+from .table import join_asof, splice_join
 
 __all__ = [
     "NO_MATCH",
@@ -22,5 +23,7 @@ __all__ = [
     "host_pool",
     "is_no_match",
     "join_asof",
+    "splice_join",
+    "splice_maps",
 ]
 __version__ = "0.1.0"

@@ -326,6 +326,16 @@ def rescale(key: Key, tick_ns: int, param: str, xp) -> Key:
 # --------------------------------------------------------------------------- tolerance
 
 
+@dataclass(frozen=True)
+class Ticks:
+    """A tolerance already on the kernel's scale (what ``tolerance_in_ticks`` returned) at
+    ``tick_ns``: a join that probes both ways (splice) converts the user's tolerance once,
+    against the right key's unit, and hands it to the reverse probe as is."""
+
+    value: object  # np.uint64 or float
+    tick_ns: int
+
+
 def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int):
     """The tolerance on the kernel's scale: uint64 for integer keys, float64 for float keys.
 
@@ -334,6 +344,9 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int):
     """
     if tolerance is None:
         return None
+    if isinstance(tolerance, Ticks):
+        assert tolerance.tick_ns == tick_ns, "Ticks handed to a probe of another scale"
+        return tolerance.value
     if isinstance(tolerance, (datetime.timedelta, np.timedelta64)):
         if not ktype.temporal:
             msg = (

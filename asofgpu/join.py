@@ -229,7 +229,7 @@ class AsofJoin:
         if self._key_ascends is None:
             values, xp = key.values, self.backend.xp
             self._key_ascends = not bool(
-                _less(values[1:], values[:-1], xp, key.type.physical == "float").any()
+                less_in_total_order(values[1:], values[:-1], xp, key.type.physical == "float").any()
             )
         return self._key_ascends
 
@@ -283,7 +283,7 @@ class AsofJoin:
         k = key.values[rows]
         groups = bucket[rows] if bucket is not None else xp.zeros(len(rows), dtype=np.int32)
         change = groups[1:] != groups[:-1]
-        bad = ~change & _less(k[1:], k[:-1], xp, key.type.physical == "float")
+        bad = ~change & less_in_total_order(k[1:], k[:-1], xp, key.type.physical == "float")
         run_starts = xp.ones(len(groups), dtype=bool)
         run_starts[1:] = change
         run_starts = xp.flatnonzero(run_starts)
@@ -539,7 +539,7 @@ def _map_arrays(value, f):
     return f(value)
 
 
-def _less(a, b, xp, is_float: bool):
+def less_in_total_order(a, b, xp, is_float: bool):
     """Elementwise a < b in asofgpu's total order (NaN above +inf)."""
     if not is_float:
         return a < b

@@ -1,4 +1,5 @@
-"""``join_asof`` on whole tables: Arrow-compatible tables in, a ``pyarrow.Table`` out.
+"""``join_asof`` and ``splice_join`` on whole tables: Arrow-compatible tables in, a
+``pyarrow.Table`` out.
 
 The output follows polars' rules: the left columns first, then the right columns other than
 the keys; right ``by`` columns are always dropped; a right ``on`` column of the same name as the
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from typing import Literal
 
 import pyarrow as pa
 
@@ -23,6 +25,7 @@ from ._columns import to_table
 from .gather import gather
 from ._types import DeviceName, StrategyName, TableLike, Tolerance
 from .join import asof_join
+from .splice import splice_maps
 
 
 def _names(value, param: str) -> list[str]:
@@ -130,9 +133,7 @@ def join_asof(
     left_on, right_on, left_by, right_by = _resolve_keys(
         on, left_on, right_on, by, by_left, by_right
     )
-    if not isinstance(suffix, str):
-        msg = f"suffix must be a string, got {suffix!r}"
-        raise TypeError(msg)
+    _check_suffix(suffix)
     gmap = asof_join(
         _column(left_t, left_on, "left"),
         _column(right_t, right_on, "right"),
@@ -152,10 +153,22 @@ def join_asof(
     kept = [n for n in right_t.column_names if n not in dropped]
     taken = gather(right_t.select(kept), gmap)
     names = list(left_t.column_names)
+    out_names = _right_names(names, kept, suffix)
+    return pa.Table.from_arrays(list(left_t.columns) + list(taken.columns), names=names + out_names)
+
+
+def _check_suffix(suffix) -> None:
+    if not isinstance(suffix, str):
+        msg = f"suffix must be a string, got {suffix!r}"
+        raise TypeError(msg)
+
+
+def _right_names(left_names: list[str], right_names: list[str], suffix: str) -> list[str]:
+    """The output names of the right columns: ``suffix`` on those that clash with a left name."""
     out_names = []
-    for name in kept:
-        out = name + suffix if name in names else name
-        if out in names or out in out_names:
+    for name in right_names:
+        out = name + suffix if name in left_names else name
+        if out in left_names or out in out_names:
             msg = (
                 f"column {out!r} appears twice in the result: the right column {name!r} "
                 f"clashes with a left column even with suffix {suffix!r}. Hint: rename it "
@@ -163,4 +176,63 @@ def join_asof(
             )
             raise ValueError(msg)
         out_names.append(out)
-    return pa.Table.from_arrays(list(left_t.columns) + list(taken.columns), names=names + out_names)
+    return out_names
+
+
+def splice_join(
+    left: TableLike,
+    right: TableLike,
+    *,
+    on: str | None = None,
+    left_on: str | None = None,
+    right_on: str | None = None,
+    by: str | Sequence[str] | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    allow_exact_matches: bool = True,
+    tolerance: Tolerance | None = None,
+    suffix: str = "_right",
+    null_equality: Literal["unequal", "equal"] = "unequal",
+    device: DeviceName = "auto",
+) -> pa.Table:
+    """The full as-of join (QuestDB's SPLICE JOIN): every left row and every right row once,
+    in key order, each beside the other side's row that prevailed at its key in its group.
+
+    Rows are ordered by their own ``on`` key; at equal keys left rows come first, each side in
+    its input order; rows with a null key come last and match nothing. A left row carries the
+    right row a backward ``join_asof`` gives it; a right row carries the left row the same
+    rule gives it (``allow_exact_matches`` and ``tolerance`` apply both ways; a number
+    ``tolerance`` is in ``right_on``'s unit). The columns are all the left columns, then all
+    the right columns (both ``on`` and ``by`` columns kept), ``suffix`` on right names that
+    clash with a left one. ``by`` nulls match nothing unless ``null_equality="equal"``.
+
+    >>> import pyarrow as pa
+    >>> buys = pa.table({"ts": [1, 4], "buy": ["b1", "b2"]})
+    >>> sells = pa.table({"ts": [3, 3], "sell": ["s1", "s2"]})
+    >>> out = splice_join(buys, sells, on="ts", device="cpu")
+    >>> list(zip(out["buy"].to_pylist(), out["sell"].to_pylist()))
+    [('b1', None), ('b1', 's1'), ('b1', 's2'), ('b2', 's2')]
+    >>> out.column_names
+    ['ts', 'buy', 'ts_right', 'sell']
+    """
+    left_t, right_t = to_table(left, "left"), to_table(right, "right")
+    left_on, right_on, left_by, right_by = _resolve_keys(
+        on, left_on, right_on, by, by_left, by_right
+    )
+    _check_suffix(suffix)
+    left_map, right_map = splice_maps(
+        _column(left_t, left_on, "left"),
+        _column(right_t, right_on, "right"),
+        [_column(left_t, n, "left") for n in left_by] or None,
+        [_column(right_t, n, "right") for n in right_by] or None,
+        null_equality=null_equality,
+        allow_exact_matches=allow_exact_matches,
+        tolerance=tolerance,
+        device=device,
+    )
+    names = list(left_t.column_names)
+    out_names = _right_names(names, right_t.column_names, suffix)
+    left_rows, right_rows = gather(left_t, left_map), gather(right_t, right_map)
+    return pa.Table.from_arrays(
+        list(left_rows.columns) + list(right_rows.columns), names=names + out_names
+    )

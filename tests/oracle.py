@@ -127,3 +127,55 @@ def oracle(
                 pick = None
         out.append(NO_MATCH if pick is None else pick)
     return out
+
+
+def splice_oracle(
+    left_keys,
+    right_keys,
+    left_groups=None,
+    right_groups=None,
+    *,
+    allow_exact_matches=True,
+    tolerance=None,
+    null_equal=False,
+):
+    """The splice join as two lists (left row, right row per output row; NO_MATCH for none),
+    following its rules one by one: every row of both sides once; ordered by the driving row's
+    key, left rows first at equal keys, each side in input order, null keys last (left, then
+    right); each row beside the other side's prevailing row of its group: the last in (key,
+    input order) with key <= its key (< without exact matches), within ``tolerance``."""
+    sides = {
+        "left": (left_keys, left_groups or [None] * len(left_keys)),
+        "right": (right_keys, right_groups or [None] * len(right_keys)),
+    }
+
+    def prevailing(side: str, row: int):
+        keys, groups = sides[side]
+        other_keys, other_groups = sides["right" if side == "left" else "left"]
+        key, group = keys[row], _group(groups[row], null_equal)
+        if key is None or group is None:
+            return NO_MATCH
+        best = None
+        for j, (k, g) in enumerate(zip(other_keys, other_groups)):
+            if k is None or _group(g, null_equal) != group:
+                continue
+            before = _order(k) < _order(key) or (allow_exact_matches and _order(k) == _order(key))
+            if before and (best is None or _order(k) >= _order(other_keys[best])):
+                best = j
+        if best is not None and tolerance is not None:
+            if _distance(other_keys[best], key) > tolerance:
+                best = None
+        return NO_MATCH if best is None else best
+
+    rows = []
+    for side_rank, side in enumerate(("left", "right")):
+        for i, key in enumerate(sides[side][0]):
+            place = (1,) if key is None else (0, _order(key))
+            rows.append((place, side_rank, i, side))
+    rows.sort(key=lambda r: r[:3])
+    left_map, right_map = [], []
+    for _, _, i, side in rows:
+        other = prevailing(side, i)
+        left_map.append(i if side == "left" else other)
+        right_map.append(i if side == "right" else other)
+    return left_map, right_map

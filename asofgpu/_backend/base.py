@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from .._host_pool import HOST_POOL
-from ..kernels import probe
+from ..kernels import probe, splice
 from .jit import identity_jit, py_options, py_unsigned
 
 
@@ -110,6 +110,40 @@ class Backend:
         stream it."""
         raise NotImplementedError
 
+    # ---- the splice join's merge
+    def splice_merge(
+        self,
+        is_float: bool,
+        left_keys,
+        left_rows,
+        right_of_left,
+        right_keys,
+        right_rows,
+        left_of_right,
+        left_map,
+        right_map,
+    ) -> None:
+        """Both sides' keyed rows on one timeline (``asofgpu.splice``): the keys ascend, the
+        rows are the caller's numbers (None: the keys are the side's in row order, as
+        time-sorted input gives them), ``right_of_left`` and ``left_of_right`` each row's
+        match. Fills the maps' first ``len(left_keys) + len(right_keys)`` entries in merge
+        order, left rows first at equal keys. Here each row's place is its rank in its side
+        plus the other side's rows before it: two ``searchsorted`` of sorted keys, on the
+        backend's device."""
+        xp = self.xp
+        if left_rows is None:
+            left_rows = xp.arange(len(left_keys), dtype=np.int64)
+        if right_rows is None:
+            right_rows = xp.arange(len(right_keys), dtype=np.int64)
+        at_left = xp.arange(len(left_keys), dtype=np.int64)
+        at_left += xp.searchsorted(right_keys, left_keys, side="left")
+        at_right = xp.arange(len(right_keys), dtype=np.int64)
+        at_right += xp.searchsorted(left_keys, right_keys, side="right")
+        left_map[at_left] = left_rows
+        right_map[at_left] = right_of_left[left_rows]
+        left_map[at_right] = left_of_right[right_rows]
+        right_map[at_right] = right_rows
+
 
 class PythonBackend(Backend):
     name = "python"
@@ -119,6 +153,42 @@ class PythonBackend(Backend):
 
     def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
         interpreted_probe(is_float, left_keys, left_groups, right, how, out)
+
+    def splice_merge(
+        self,
+        is_float,
+        left_keys,
+        left_rows,
+        right_of_left,
+        right_keys,
+        right_rows,
+        left_of_right,
+        left_map,
+        right_map,
+    ) -> None:
+        """The cpu's merge kernel as plain Python, cut into three pieces so that every test
+        on this backend also checks where the pieces start (``kernels.splice.left_count``)."""
+        _splice_merge(is_float)(
+            left_keys,
+            kernel_rows(left_rows),
+            right_of_left,
+            right_keys,
+            kernel_rows(right_rows),
+            left_of_right,
+            left_map,
+            right_map,
+            3,
+        )
+
+
+def kernel_rows(rows) -> np.ndarray:
+    """Rows as the merge kernel takes them: none for "the side in row order"."""
+    return np.empty(0, dtype=np.int64) if rows is None else rows
+
+
+@functools.cache
+def _splice_merge(is_float: bool):
+    return splice.build(identity_jit, identity_jit, is_float, py_unsigned, range)
 
 
 @functools.cache

@@ -16,13 +16,14 @@ import numpy as np
 from ..kernels.probe import NEAREST, Options
 from ..kernels.stream import Tape
 from . import walks
-from .base import Backend, host_empty, interpreted_probe
+from .base import Backend, host_empty, interpreted_probe, kernel_rows
 from .jit import (
     PARALLEL_LAUNCH,
     cpu_counting_sort,
     cpu_cursor_probe,
     cpu_probe_all,
     cpu_scan,
+    cpu_splice,
     cpu_stream_probe,
     launching,
     threads,
@@ -40,6 +41,48 @@ class CpuBackend(Backend):
 
     def interprets(self, rows: int) -> bool:
         return not walks.compiles(rows)
+
+    def splice_merge(
+        self,
+        is_float,
+        left_keys,
+        left_rows,
+        right_of_left,
+        right_keys,
+        right_rows,
+        left_of_right,
+        left_map,
+        right_map,
+    ) -> None:
+        """The merge kernel (kernels/splice.py): one pass over both sides, a piece a thread;
+        a small launch takes the base's numpy ranks instead of compiling."""
+        n = len(left_keys) + len(right_keys)
+        if self.interprets(n):
+            super().splice_merge(
+                is_float,
+                left_keys,
+                left_rows,
+                right_of_left,
+                right_keys,
+                right_rows,
+                left_of_right,
+                left_map,
+                right_map,
+            )
+            return
+        parallel = walks.parallel(n)
+        with launching(parallel):
+            cpu_splice(is_float, parallel)(
+                left_keys,
+                kernel_rows(left_rows),
+                right_of_left,
+                right_keys,
+                kernel_rows(right_rows),
+                left_of_right,
+                left_map,
+                right_map,
+                threads(parallel),
+            )
 
     def group_sort(self, order, bucket, n_groups, keys):
         if self.interprets(order.size):

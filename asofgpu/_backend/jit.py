@@ -19,7 +19,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ..kernels import bind, cursor, fixed_width, probe, radix, scan, stream, strings, take, views
+from ..kernels import (
+    bind,
+    cursor,
+    fixed_width,
+    probe,
+    radix,
+    scan,
+    splice,
+    stream,
+    strings,
+    take,
+    views,
+)
 
 # numba's workqueue threading layer (the one without TBB or OpenMP) aborts the process on
 # concurrent parallel launches: launches from several threads take turns on this lock.
@@ -137,6 +149,11 @@ def _build_walk(kernels, is_float: bool, parallel: bool, *extra, **helper_option
 def cpu_scan(is_float: bool, parallel: bool):
     kind = "_float" if is_float else "_int"
     return _build_walk(scan, is_float, parallel, cached_njit(kind, inline="always"))
+
+
+@functools.cache
+def cpu_splice(is_float: bool, parallel: bool):
+    return _build_walk(splice, is_float, parallel)
 
 
 def _probe_all(left_keys, left_groups, right, how, out):
