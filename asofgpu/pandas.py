@@ -30,13 +30,15 @@ from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING
 
 from . import _validate
-from ._pandas_semantics import AsofMerge, check_join_options
-from ._types import DeviceName, PandasDirection, Tolerance
+from ._pandas_semantics import PANDAS_3, AsofMerge, check_join_options, rows_of
+from ._types import NO_MATCH, NO_MATCH_INT64, DeviceName, PandasDirection, Tolerance
+from .splice import splice_maps
+from .table import check_suffix, resolve_keys, right_names
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["merge_asof"]
+__all__ = ["merge_asof", "splice_join"]
 
 
 def merge_asof(
@@ -156,3 +158,84 @@ def merge_asof(
         tolerance,
     )
     return op.result(op.right_indexer(direction, exact, device))
+
+
+def splice_join(
+    left: pd.DataFrame,
+    right: pd.DataFrame,
+    *,
+    on: str | None = None,
+    left_on: str | None = None,
+    right_on: str | None = None,
+    by: str | Sequence[str] | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    allow_exact_matches: bool = True,
+    tolerance: Tolerance | None = None,
+    suffix: str = "_right",
+    null_equality: str = "unequal",
+    device: DeviceName = "auto",
+) -> pd.DataFrame:
+    """The full as-of join (``asofgpu.splice_join``) on pandas frames: every left row and
+    every right row once, in key order, each beside the other side's row that prevailed at its
+    key in its ``by`` group. pandas has no such join.
+
+    The parameters are ``asofgpu.splice_join``'s: keys are column names; ``tolerance`` a number
+    in the right key's unit or a ``pandas.Timedelta``. The result has a fresh RangeIndex, all of
+    ``left``'s columns, then all of ``right``'s (``suffix`` on names that clash), each taken as
+    ``reindex`` takes rows: where a side has no row, int and bool columns become float64 and
+    object, as in ``merge_asof``, and nullable and Arrow dtypes keep their dtype.
+
+    >>> import pandas as pd
+    >>> buys = pd.DataFrame({"ts": [1, 4], "buy": ["b1", "b2"]})
+    >>> sells = pd.DataFrame({"ts": [3, 3], "sell": ["s1", "s2"]})
+    >>> splice_join(buys, sells, on="ts", device="cpu")
+       ts buy  ts_right sell
+    0   1  b1       NaN  NaN
+    1   1  b1       3.0   s1
+    2   1  b1       3.0   s2
+    3   4  b2       3.0   s2
+    """
+    import pandas as pd
+
+    for frame, side in ((left, "left"), (right, "right")):
+        if not isinstance(frame, pd.DataFrame):
+            msg = f"{side} must be a pandas DataFrame, got {type(frame).__name__}"
+            raise TypeError(msg)
+    left_on, right_on, left_by, right_by = resolve_keys(
+        on, left_on, right_on, by, by_left, by_right
+    )
+    check_suffix(suffix)
+    for frame, names, side in (
+        (left, [left_on, *left_by], "left"),
+        (right, [right_on, *right_by], "right"),
+    ):
+        for name in names:
+            if name not in frame.columns:
+                msg = f"{side} frame has no column {name!r}; its columns are {list(frame.columns)}"
+                raise KeyError(msg)
+    left_map, right_map = splice_maps(
+        left[left_on],
+        right[right_on],
+        [left[c] for c in left_by] or None,
+        [right[c] for c in right_by] or None,
+        null_equality=null_equality,
+        allow_exact_matches=allow_exact_matches,
+        tolerance=tolerance,
+        device=device,
+    )
+    names = right_names(list(left.columns), list(right.columns), suffix)
+    taken = [
+        rows_of(frame, _reindexer(gmap)) for frame, gmap in ((left, left_map), (right, right_map))
+    ]
+    taken[1].columns = names
+    # pandas 2 copies every column unless told not to; pandas 3 refuses the keyword.
+    return pd.concat(taken, axis=1) if PANDAS_3 else pd.concat(taken, axis=1, copy=False)
+
+
+def _reindexer(gmap):
+    """A splice map as ``reindex`` positions: on the host, -1 where it holds no row."""
+    import numpy as np
+
+    gmap = gmap.get() if hasattr(gmap, "get") else np.asarray(gmap)
+    return np.where((gmap == NO_MATCH) | (gmap == NO_MATCH_INT64), -1, gmap).astype(np.int64)

@@ -76,8 +76,10 @@ from ._duration import UNIT_NS
 from ._types import NO_MATCH, NO_MATCH_INT64, DeviceName, StrategyName
 from .gather import gather
 from .join import asof_join
+from .splice import splice_maps
+from .table import check_suffix, resolve_keys, right_names
 
-__all__ = ["AsofgpuNamespace", "join_asof"]
+__all__ = ["AsofgpuNamespace", "join_asof", "splice_join"]
 
 _NOT_SORTED = (
     "argument in operation 'asof_join' is not sorted, please sort the 'expr/series/column' first"
@@ -606,6 +608,106 @@ def _gathered(right: pl.DataFrame, kept: list[str], gmap) -> list[pl.Series]:
     return [taken[c] for c in kept]
 
 
+# --------------------------------------------------------------------------- the splice join
+
+
+def splice_join(
+    left: pl.DataFrame | pl.LazyFrame,
+    right: pl.DataFrame | pl.LazyFrame,
+    *,
+    on: str | None = None,
+    left_on: str | None = None,
+    right_on: str | None = None,
+    by: str | Sequence[str] | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    allow_exact_matches: bool = True,
+    tolerance: str | int | float | datetime.timedelta | None = None,
+    suffix: str = "_right",
+    null_equality: str = "unequal",
+    device: DeviceName = "auto",
+) -> pl.DataFrame | pl.LazyFrame:
+    """The full as-of join (``asofgpu.splice_join``) on polars frames: every left row and every
+    right row once, in key order, each beside the other side's row that prevailed at its key
+    in its ``by`` group. polars has no such join.
+
+    Keys are column names, as in ``join_asof``; ``tolerance`` as ``join_asof`` takes it (a
+    number in the right key's physical unit, a duration string such as ``"2s"``, or a
+    timedelta). The columns: all of ``left``'s, then all of ``right``'s (``on`` and ``by``
+    included), ``suffix`` on right names that clash; each keeps its dtype. A LazyFrame in gives
+    a LazyFrame out, whose join runs at ``collect``.
+
+    >>> import polars as pl
+    >>> buys = pl.DataFrame({"ts": [1, 4], "buy": ["b1", "b2"]})
+    >>> sells = pl.DataFrame({"ts": [3, 3], "sell": ["s1", "s2"]})
+    >>> splice_join(buys, sells, on="ts", device="cpu").rows()
+    [(1, 'b1', None, None), (1, 'b1', 3, 's1'), (1, 'b1', 3, 's2'), (4, 'b2', 3, 's2')]
+    """
+    _validate.device(device)
+    keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
+    check_suffix(suffix)
+    options = dict(
+        allow_exact_matches=allow_exact_matches,
+        tolerance=tolerance,
+        null_equality=null_equality,
+        device=device,
+    )
+    if isinstance(left, pl.LazyFrame):
+        if not isinstance(right, pl.LazyFrame):
+            msg = f"right must be a LazyFrame, as left is, got {type(right).__name__!r}"
+            raise TypeError(msg)
+        left_schema, right_schema = left.collect_schema(), right.collect_schema()
+        _splice_columns(left_schema, right_schema, keys)
+        names = right_names(list(left_schema), list(right_schema), suffix)
+        schema = {**left_schema, **dict(zip(names, right_schema.values()))}
+
+        def run(_: pl.DataFrame) -> pl.DataFrame:
+            return _splice_eager(*pl.collect_all([left, right]), keys, suffix, options)
+
+        return pl.LazyFrame(schema=schema).map_batches(run, schema=schema)
+    if isinstance(left, pl.DataFrame):
+        if not isinstance(right, pl.DataFrame):
+            msg = f"right must be a DataFrame, as left is, got {type(right).__name__!r}"
+            raise TypeError(msg)
+        return _splice_eager(left, right, keys, suffix, options)
+    msg = f"left must be a polars DataFrame or LazyFrame, got {type(left).__name__!r}"
+    raise TypeError(msg)
+
+
+def _splice_columns(left_schema, right_schema, keys) -> None:
+    left_on, right_on, left_by, right_by = keys
+    for schema, names, side in (
+        (left_schema, [left_on, *left_by], "left"),
+        (right_schema, [right_on, *right_by], "right"),
+    ):
+        for name in names:
+            if name not in schema:
+                msg = f"{side} frame has no column {name!r}; its columns are {list(schema)}"
+                raise pl.exceptions.ColumnNotFoundError(msg)
+
+
+def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, options: dict):
+    left_on, right_on, left_by, right_by = keys
+    _splice_columns(left.schema, right.schema, keys)
+    tolerance = options["tolerance"]
+    left_key, right_key = left.get_column(left_on), right.get_column(right_on)
+    left_col, right_col = _orderable(left_key, right_key, tolerance is not None)
+    left_cols, right_cols = _by_columns(left, right, left_by, right_by)
+    left_map, right_map = splice_maps(
+        _arrow(left_col),
+        _arrow(right_col),
+        left_cols or None,
+        right_cols or None,
+        null_equality=options["null_equality"],
+        allow_exact_matches=options["allow_exact_matches"],
+        tolerance=_tolerance(tolerance, right_key.dtype),
+        device=options["device"],
+    )
+    names = right_names(left.columns, right.columns, suffix)
+    columns = _gathered(left, left.columns, left_map) + _gathered(right, right.columns, right_map)
+    return pl.DataFrame([c.alias(n) for c, n in zip(columns, left.columns + names)])
+
+
 # --------------------------------------------------------------------------- the namespace
 
 
@@ -626,6 +728,10 @@ class AsofgpuNamespace:
     def join_asof(self, other, **options):
         """:func:`asofgpu.polars.join_asof` with this frame as ``left``."""
         return join_asof(self._frame, other, **options)
+
+    def splice_join(self, other, **options):
+        """:func:`asofgpu.polars.splice_join` with this frame as ``left``."""
+        return splice_join(self._frame, other, **options)
 
 
 pl.api.register_dataframe_namespace("asofgpu")(AsofgpuNamespace)

@@ -42,7 +42,7 @@ def _names(value, param: str) -> list[str]:
     return names
 
 
-def _resolve_keys(on, left_on, right_on, by, by_left, by_right):
+def resolve_keys(on, left_on, right_on, by, by_left, by_right):
     if on is not None and (left_on is not None or right_on is not None):
         msg = "pass either on, or both left_on and right_on, not both"
         raise ValueError(msg)
@@ -130,10 +130,10 @@ def join_asof(
     by_left = _renamed(by_left, left_by, "by_left", "left_by")
     by_right = _renamed(by_right, right_by, "by_right", "right_by")
     left_t, right_t = to_table(left, "left"), to_table(right, "right")
-    left_on, right_on, left_by, right_by = _resolve_keys(
+    left_on, right_on, left_by, right_by = resolve_keys(
         on, left_on, right_on, by, by_left, by_right
     )
-    _check_suffix(suffix)
+    check_suffix(suffix)
     gmap = asof_join(
         _column(left_t, left_on, "left"),
         _column(right_t, right_on, "right"),
@@ -153,21 +153,22 @@ def join_asof(
     kept = [n for n in right_t.column_names if n not in dropped]
     taken = gather(right_t.select(kept), gmap)
     names = list(left_t.column_names)
-    out_names = _right_names(names, kept, suffix)
+    out_names = right_names(names, kept, suffix)
     return pa.Table.from_arrays(list(left_t.columns) + list(taken.columns), names=names + out_names)
 
 
-def _check_suffix(suffix) -> None:
+def check_suffix(suffix) -> None:
     if not isinstance(suffix, str):
         msg = f"suffix must be a string, got {suffix!r}"
         raise TypeError(msg)
 
 
-def _right_names(left_names: list[str], right_names: list[str], suffix: str) -> list[str]:
-    """The output names of the right columns: ``suffix`` on those that clash with a left name."""
+def right_names(left_names: list[str], names: list[str], suffix: str) -> list[str]:
+    """The output names of the right columns ``names``: ``suffix`` on those that clash with a
+    left name; a name that still clashes is refused."""
     out_names = []
-    for name in right_names:
-        out = name + suffix if name in left_names else name
+    for name in names:
+        out = f"{name}{suffix}" if name in left_names else name
         if out in left_names or out in out_names:
             msg = (
                 f"column {out!r} appears twice in the result: the right column {name!r} "
@@ -216,10 +217,10 @@ def splice_join(
     ['ts', 'buy', 'ts_right', 'sell']
     """
     left_t, right_t = to_table(left, "left"), to_table(right, "right")
-    left_on, right_on, left_by, right_by = _resolve_keys(
+    left_on, right_on, left_by, right_by = resolve_keys(
         on, left_on, right_on, by, by_left, by_right
     )
-    _check_suffix(suffix)
+    check_suffix(suffix)
     left_map, right_map = splice_maps(
         _column(left_t, left_on, "left"),
         _column(right_t, right_on, "right"),
@@ -231,7 +232,7 @@ def splice_join(
         device=device,
     )
     names = list(left_t.column_names)
-    out_names = _right_names(names, right_t.column_names, suffix)
+    out_names = right_names(names, right_t.column_names, suffix)
     left_rows, right_rows = gather(left_t, left_map), gather(right_t, right_map)
     return pa.Table.from_arrays(
         list(left_rows.columns) + list(right_rows.columns), names=names + out_names

@@ -1002,3 +1002,20 @@ def test_never_calls_pandas_merge_asof(monkeypatch):
     monkeypatch.setattr(pd, "merge_asof", refuse)
     got = merge_asof(L, R, on="t", by="g", device="cpu")
     assert got["rv"].isna().tolist() == [True, True, False] and got["rv"].iloc[2] == 5.0
+
+
+def test_object_columns_stay_object():
+    """pandas 3 reads an object array of strings as its str dtype unless told otherwise: the
+    gathered right column must keep the object dtype pandas' own result has."""
+    left = pd.DataFrame({"t": [1, 5]})
+    right = pd.DataFrame({"t": [2], "s": pd.Series(["a"], dtype=object)})
+    assert same_as_pandas(left, right, on="t")["s"].dtype == object
+
+
+def test_arrow_columns_gathered_by_an_int32_map_keep_their_nulls():
+    """rows_of with an int32 map: the no-match entries must not wrap to row 0."""
+    from asofgpu._pandas_semantics import rows_of
+
+    frame = pd.DataFrame({"q": pd.array([1, 2], dtype=pd.ArrowDtype(pa.int64()))})
+    taken = rows_of(frame, np.array([1, -1, 0], dtype=np.int32))
+    assert taken["q"].tolist() == [2, pd.NA, 1]

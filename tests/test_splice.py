@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import asofgpu as ag
 from asofgpu._backend import cudasim_enabled
-from tests.conftest import to_host
-from tests.oracle import NO_MATCH, splice_oracle
+from conftest import to_host
+from oracle import NO_MATCH, splice_oracle
 
 
 def _maps(*args, **kwargs):

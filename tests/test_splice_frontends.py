@@ -1,0 +1,261 @@
+"""asofgpu.polars.splice_join and asofgpu.pandas.splice_join: the splice join's rows (its naive
+oracle's maps) taken from the frames by the libraries' own gathers, dtypes as they keep them."""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from oracle import NO_MATCH, splice_oracle
+
+pl = pytest.importorskip("polars")
+pd = pytest.importorskip("pandas")
+from polars.testing import assert_frame_equal as assert_polars_equal  # noqa: E402
+
+import asofgpu.pandas as agpd  # noqa: E402
+import asofgpu.polars as agpl  # noqa: E402
+
+T0 = datetime.datetime(2024, 3, 1, 9, 30)
+
+
+def _sides(seed: int, n_left: int = 30, n_right: int = 25):
+    """Two sides with null keys, ties and by groups, as Python values."""
+    rng = np.random.default_rng(seed)
+
+    def side(n, names):
+        keys = [None if rng.random() < 0.1 else int(k) for k in rng.integers(0, 20, n)]
+        by = [None if rng.random() < 0.1 else str(rng.choice(names)) for _ in range(n)]
+        return keys, by
+
+    return side(n_left, ["a", "b", "c"]), side(n_right, ["a", "b"])
+
+
+def _expected_maps(left_keys, right_keys, left_by, right_by, **options):
+    return splice_oracle(
+        left_keys, right_keys, [(g,) for g in left_by], [(g,) for g in right_by], **options
+    )
+
+
+# --------------------------------------------------------------------------- polars
+
+
+def _polars_frames(seed: int):
+    (lk, lb), (rk, rb) = _sides(seed)
+    times = [None if k is None else T0 + datetime.timedelta(seconds=k) for k in lk]
+    left = pl.DataFrame(
+        {
+            "t": pl.Series(times, dtype=pl.Datetime("us", "Europe/Amsterdam")),
+            "sym": pl.Series(lb, dtype=pl.Categorical),
+            "qty": list(range(len(lk))),
+            "flag": [i % 3 == 0 for i in range(len(lk))],
+        }
+    )
+    rtimes = [None if k is None else T0 + datetime.timedelta(seconds=k) for k in rk]
+    right = pl.DataFrame(
+        {
+            "t": pl.Series(rtimes, dtype=pl.Datetime("ns", "Europe/Amsterdam")),
+            "sym": pl.Series(rb, dtype=pl.Categorical),
+            "bid": [float(i) / 4 for i in range(len(rk))],
+            "venue": pl.Series(
+                [f"v{i % 4}" for i in range(len(rk))], dtype=pl.Enum(["v0", "v1", "v2", "v3"])
+            ),
+            "tags": [[i, i + 1] for i in range(len(rk))],
+        }
+    )
+    return left, right, (lk, rk, lb, rb)
+
+
+def _taken(frame, gmap):
+    index = pl.Series([None if m == NO_MATCH else m for m in gmap], dtype=pl.Int64)
+    return frame.select(pl.all().gather(index))
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("tolerance", [None, "3s"])
+def test_polars_rows_are_the_oracles(seed, tolerance):
+    left, right, (lk, rk, lb, rb) = _polars_frames(seed)
+    got = agpl.splice_join(left, right, on="t", by="sym", tolerance=tolerance, device="cpu")
+    lmap, rmap = _expected_maps(lk, rk, lb, rb, tolerance=None if tolerance is None else 3)
+    want = pl.concat(
+        [
+            _taken(left, lmap),
+            _taken(right, rmap).rename(lambda c: c + "_right" if c in left.columns else c),
+        ],
+        how="horizontal",
+    )
+    assert got.columns == [
+        "t",
+        "sym",
+        "qty",
+        "flag",
+        "t_right",
+        "sym_right",
+        "bid",
+        "venue",
+        "tags",
+    ]
+    assert_polars_equal(got, want, check_exact=True)
+
+
+def test_polars_lazy_gives_the_eager_frame_and_its_schema_before_collect():
+    left, right, _ = _polars_frames(5)
+    lazy = agpl.splice_join(left.lazy(), right.lazy(), on="t", by="sym", suffix="_q", device="cpu")
+    assert isinstance(lazy, pl.LazyFrame)
+    eager = agpl.splice_join(left, right, on="t", by="sym", suffix="_q", device="cpu")
+    assert lazy.collect_schema() == eager.schema
+    assert_polars_equal(lazy.collect(), eager, check_exact=True)
+    namespaced = left.lazy().asofgpu.splice_join(
+        right.lazy(), on="t", by="sym", suffix="_q", device="cpu"
+    )
+    assert_polars_equal(namespaced.collect(), eager, check_exact=True)
+
+
+def test_polars_string_keys_and_different_names():
+    left = pl.DataFrame({"lk": ["b", "d", None], "x": [1, 2, 3]})
+    right = pl.DataFrame({"rk": ["a", "c", "d"], "y": [10, 20, 30]})
+    got = agpl.splice_join(left, right, left_on="lk", right_on="rk", device="cpu")
+    assert got.rows() == [
+        (None, None, "a", 10),
+        ("b", 1, "a", 10),
+        ("b", 1, "c", 20),
+        ("d", 2, "d", 30),
+        ("d", 2, "d", 30),
+        (None, 3, None, None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda l, r: agpl.splice_join(l, r, on="nope"),
+            pl.exceptions.ColumnNotFoundError,
+            r"left frame has no column 'nope'",
+        ),
+        (
+            lambda l, r: agpl.splice_join(l, r.lazy(), on="t"),
+            TypeError,
+            r"right must be a DataFrame, as left is",
+        ),
+        (
+            lambda l, r: agpl.splice_join(l.lazy(), r, on="t"),
+            TypeError,
+            r"right must be a LazyFrame, as left is",
+        ),
+        (
+            lambda l, r: agpl.splice_join(l.to_pandas(), r, on="t"),
+            TypeError,
+            r"left must be a polars DataFrame or LazyFrame",
+        ),
+        (
+            lambda l, r: agpl.splice_join(l, r, on="t", by_left="g"),
+            ValueError,
+            r"by_left and by_right must be given together",
+        ),
+        (
+            lambda l, r: agpl.splice_join(l, r, on="t", device="tpu"),
+            ValueError,
+            r"device must be one of",
+        ),
+        (
+            lambda l, r: agpl.splice_join(l, r, on="t", suffix=None),
+            TypeError,
+            r"suffix must be a string",
+        ),
+    ],
+)
+def test_polars_errors_name_the_parameter(call, error, message):
+    left = pl.DataFrame({"t": [1, 2], "g": ["a", "b"]})
+    right = pl.DataFrame({"t": [1], "g": ["a"]})
+    with pytest.raises(error, match=message):
+        call(left, right)
+
+
+# --------------------------------------------------------------------------- pandas
+
+
+def _pandas_frames(seed: int, arrow_dtypes: bool):
+    (lk, lb), (rk, rb) = _sides(seed)
+    base = pd.Timestamp("2024-03-01 09:30")
+    left = pd.DataFrame(
+        {
+            "t": pd.to_datetime(
+                [None if k is None else base + pd.Timedelta(seconds=k) for k in lk]
+            ),
+            "sym": pd.Categorical(lb),
+            "qty": np.arange(len(lk), dtype=np.int64),
+            "flag": np.arange(len(lk)) % 3 == 0,
+        }
+    )
+    right = pd.DataFrame(
+        {
+            "t": pd.to_datetime(
+                [None if k is None else base + pd.Timedelta(seconds=k) for k in rk]
+            ),
+            "sym": pd.Series(rb, dtype=object),
+            "bid": np.arange(len(rk)) / 4,
+            "size": pd.array(range(len(rk)), dtype="Int64"),
+        }
+    )
+    if arrow_dtypes:
+        left = left.astype({"qty": pd.ArrowDtype(pa.int64()), "flag": pd.ArrowDtype(pa.bool_())})
+        right = right.astype(
+            {"bid": pd.ArrowDtype(pa.float64()), "sym": pd.ArrowDtype(pa.string())}
+        )
+    return left, right, (lk, rk, lb, rb)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("arrow_dtypes", [False, True])
+def test_pandas_rows_are_the_oracles_as_reindex_takes_them(seed, arrow_dtypes):
+    left, right, (lk, rk, lb, rb) = _pandas_frames(seed, arrow_dtypes)
+    got = agpd.splice_join(
+        left, right, on="t", by="sym", tolerance=pd.Timedelta("3s"), device="cpu"
+    )
+    lmap, rmap = _expected_maps(lk, rk, lb, rb, tolerance=3)  # keys in seconds
+    positions = [[-1 if m == NO_MATCH else m for m in gmap] for gmap in (lmap, rmap)]
+    want = pd.concat(
+        [
+            left.reindex(positions[0]).reset_index(drop=True),
+            right.reindex(positions[1])
+            .reset_index(drop=True)
+            .add_suffix("_right")[["t_right", "sym_right", "bid_right", "size_right"]]
+            .rename(columns={"bid_right": "bid", "size_right": "size"}),
+        ],
+        axis=1,
+    )
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+def test_pandas_without_by_and_unsorted_input():
+    left = pd.DataFrame({"k": [5, 1, 3], "a": ["x", "y", "z"]})
+    right = pd.DataFrame({"k": [2, 4], "b": [True, False]})
+    got = agpd.splice_join(left, right, on="k", allow_exact_matches=False, device="cpu")
+    lmap, rmap = splice_oracle([5, 1, 3], [2, 4], allow_exact_matches=False)
+    assert lmap == [1, 1, 2, 2, 0]
+    assert got["a"].tolist() == ["y", "y", "z", "z", "x"]
+    assert got["b"].tolist() == [np.nan, True, True, False, False]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({"on": "nope"}, KeyError, r"left frame has no column 'nope'"),
+        ({"on": "t", "by": "h"}, KeyError, r"left frame has no column 'h'"),
+        ({"on": "t", "tolerance": -1}, ValueError, r"tolerance must be non-negative"),
+        ({"on": "t", "null_equality": "maybe"}, ValueError, r"null_equality must be one of"),
+    ],
+)
+def test_pandas_errors_name_the_parameter(kwargs, error, message):
+    left = pd.DataFrame({"t": [1, 2], "g": ["a", "b"]})
+    right = pd.DataFrame({"t": [1], "g": ["a"]})
+    with pytest.raises(error, match=message):
+        agpd.splice_join(left, right, device="cpu", **kwargs)
+
+
+def test_pandas_operands_must_be_frames():
+    with pytest.raises(TypeError, match=r"right must be a pandas DataFrame, got Series"):
+        agpd.splice_join(pd.DataFrame({"t": [1]}), pd.Series([1], name="t"), on="t")
