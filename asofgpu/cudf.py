@@ -20,22 +20,29 @@ Differences from pandas:
   object, as pandas' result has them, and ``to_pandas(nullable=True)`` keeps Int64 / boolean;
 - distances never wrap at the extremes of integer and datetime keys (as in
   ``asofgpu.pandas``).
+
+``splice_join`` is the full as-of join (QuestDB's SPLICE JOIN) on cuDF frames, with the rules
+and layout of the table-level ``asofgpu.splice_join`` (not pandas'): every row of both frames
+once in key order, all left columns then all right columns, a fresh RangeIndex. Its maps come
+from ``asofgpu.plc.splice_join``; both frames are gathered on the device.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from . import _validate
 from . import plc as _plc_front
 from ._types import NO_MATCH, PandasDirection, Tolerance
+from .table import check_suffix, resolve_keys, right_names
 
 if TYPE_CHECKING:
     import cudf
 
-__all__ = ["merge_asof"]
+__all__ = ["merge_asof", "splice_join"]
 
 
 def merge_asof(
@@ -140,6 +147,95 @@ def merge_asof(
     return _result(op, left, right, gmap)
 
 
+def splice_join(
+    left: cudf.DataFrame,
+    right: cudf.DataFrame,
+    *,
+    on: str | None = None,
+    left_on: str | None = None,
+    right_on: str | None = None,
+    by: str | Sequence[str] | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    allow_exact_matches: bool = True,
+    tolerance: Tolerance | None = None,
+    suffix: str = "_right",
+    null_equality: Literal["unequal", "equal"] = "unequal",
+) -> cudf.DataFrame:
+    """The full as-of join (QuestDB's SPLICE JOIN) of two cuDF frames, on the GPU: every left
+    row and every right row once, in key order, each beside the other frame's row that
+    prevailed at its key in its group.
+
+    The rules are ``asofgpu.splice_join``'s: rows ordered by their own ``on`` key, left rows
+    first at equal keys, each frame in its row order, null keys last; a left row carries the
+    right row a backward as-of join gives it, a right row the left row the same rule gives it
+    (``allow_exact_matches`` and ``tolerance`` apply both ways; a number ``tolerance`` is in
+    ``right_on``'s unit). ``by`` nulls match nothing unless ``null_equality="equal"``. The
+    result holds all left columns, then all right columns, ``suffix`` on right names that
+    clash with a left one, and a fresh RangeIndex; nulls where a row has no partner.
+
+    Examples
+    --------
+    >>> import cudf  # doctest: +SKIP
+    >>> from asofgpu.cudf import splice_join  # doctest: +SKIP
+    >>> buys = cudf.DataFrame({"ts": [1, 4], "buy": ["b1", "b2"]})  # doctest: +SKIP
+    >>> sells = cudf.DataFrame({"ts": [3, 3], "sell": ["s1", "s2"]})  # doctest: +SKIP
+    >>> out = splice_join(buys, sells, on="ts")  # doctest: +SKIP
+    >>> list(out.columns)  # doctest: +SKIP
+    ['ts', 'buy', 'ts_right', 'sell']
+    >>> out["buy"].to_arrow().to_pylist(), out["sell"].to_arrow().to_pylist()  # doctest: +SKIP
+    (['b1', 'b1', 'b1', 'b2'], [None, 's1', 's2', 's2'])
+    """
+    cudf = _cudf()
+    import pylibcudf as plc
+    from cudf.core.column import ColumnBase
+
+    from ._pandas_semantics import plc_column
+
+    for frame, side in ((left, "left"), (right, "right")):
+        if not isinstance(frame, cudf.DataFrame):
+            kind = f"{type(frame).__module__}.{type(frame).__qualname__}"
+            msg = f"{side} must be a cudf.DataFrame, got {kind}"
+            raise TypeError(msg)
+    left_on, right_on, left_by, right_by = resolve_keys(
+        on, left_on, right_on, by, by_left, by_right
+    )
+    check_suffix(suffix)
+    exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
+    _validate.one_of(null_equality, "null_equality", ("unequal", "equal"))
+    for frame, names, side in (
+        (left, [left_on, *left_by], "left"),
+        (right, [right_on, *right_by], "right"),
+    ):
+        for name in names:
+            if name not in frame.columns:
+                msg = f"{side} frame has no column {name!r}; its columns are {list(frame.columns)}"
+                raise KeyError(msg)
+    labels = list(left.columns) + right_names(list(left.columns), list(right.columns), suffix)
+    equality = (
+        plc.types.NullEquality.EQUAL if null_equality == "equal" else plc.types.NullEquality.UNEQUAL
+    )
+    left_map, right_map = _plc_front.splice_join(
+        plc.Table([_by_column(left[n]) for n in left_by]),
+        plc_column(left[left_on]),
+        plc.Table([_by_column(right[n]) for n in right_by]),
+        plc_column(right[right_on]),
+        exact,
+        tolerance=tolerance,
+        nulls_equal=equality,
+    )
+    columns = []
+    for frame, gmap in ((left, left_map), (right, right_map)):
+        gathered = _plc_front.gather(plc.Table([plc_column(frame[c]) for c in frame.columns]), gmap)
+        columns += [
+            ColumnBase.create(col, frame[c].dtype)
+            for col, c in zip(gathered.columns(), frame.columns)
+        ]
+    return cudf.DataFrame._from_data(
+        dict(zip(labels, columns)), index=cudf.RangeIndex(left_map.size())
+    )
+
+
 # --------------------------------------------------------------------------- arguments
 
 
@@ -175,6 +271,16 @@ def _check_labels(value, param: str) -> None:
                 f"the frame as a column and pass its name."
             )
             raise TypeError(msg)
+
+
+def _by_column(values):
+    """A ``by`` column as pylibcudf compares it: categoricals by their values (libcudf does
+    not sort dictionary columns)."""
+    from ._pandas_semantics import plc_column
+
+    if isinstance(values.dtype, _cudf().CategoricalDtype):
+        values = values.astype(values.dtype.categories.dtype)
+    return plc_column(values)
 
 
 def _empty_pandas(frame):

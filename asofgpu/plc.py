@@ -18,6 +18,10 @@ synchronized before that work starts and the device after it ends: a returned ma
 and may be used on any stream. Device memory for the codes and the map comes from cupy's
 allocator (route it through rmm with ``rmm.allocators.cupy.rmm_cupy_allocator``).
 
+``splice_join`` is the full as-of join (QuestDB's SPLICE JOIN, ``asofgpu.splice_maps``) in the
+same style: two INT32 maps, one for the left rows and one for the right rows of each output row,
+each gathered with ``gather``.
+
 Examples
 --------
 >>> import pyarrow as pa, pylibcudf as plc  # doctest: +SKIP
@@ -49,13 +53,16 @@ from ._device_encode import (
 from ._types import NEAREST_TIE_CODE, NO_MATCH, Strategy
 from .join import AsofJoin as _PrimitiveJoin
 from .join import GroupCodes
+from .splice import splice_maps
 
-__all__ = ["JOIN_NO_MATCH", "AsofJoin", "Strategy", "gather"]
+__all__ = ["JOIN_NO_MATCH", "AsofJoin", "Strategy", "gather", "splice_join"]
 
 #: libcudf's ``cudf::JoinNoMatch`` (``std::numeric_limits<size_type>::min()``, -2**31): the map
 #: entry of a left row without a match. pylibcudf does not export it. NULLIFY gathers a null
 #: for it, as for any index outside ``[-num_rows, num_rows)``.
 JOIN_NO_MATCH = NO_MATCH
+#: The most rows a libcudf column holds (``size_type`` is int32).
+_MAX_ROWS = 2**31 - 1
 
 
 def _plc():
@@ -92,6 +99,19 @@ def _check_rows(table, column, table_param: str, column_param: str) -> None:
             f"{column.size()}; they must have the same length"
         )
         raise ValueError(msg)
+
+
+def _null_equal(nulls_equal) -> bool:
+    """Whether null by-keys match each other (None: UNEQUAL, libcudf's default)."""
+    plc = _plc()
+    if nulls_equal is None:
+        return False
+    if not isinstance(nulls_equal, plc.types.NullEquality):
+        msg = (
+            f"nulls_equal must be a pylibcudf.types.NullEquality, got {type(nulls_equal).__name__}"
+        )
+        raise TypeError(msg)
+    return nulls_equal == plc.types.NullEquality.EQUAL
 
 
 def _stream(stream):
@@ -167,23 +187,15 @@ class AsofJoin:
     """
 
     def __init__(self, right_by, right_on, nulls_equal=None, stream=None):
-        plc = _plc()
         _check_table(right_by, "right_by")
         _check_column(right_on, "right_on")
-        if nulls_equal is None:
-            nulls_equal = plc.types.NullEquality.UNEQUAL
-        if not isinstance(nulls_equal, plc.types.NullEquality):
-            msg = (
-                f"nulls_equal must be a pylibcudf.types.NullEquality, "
-                f"got {type(nulls_equal).__name__}"
-            )
-            raise TypeError(msg)
+        null_equal = _null_equal(nulls_equal)
         _check_rows(right_by, right_on, "right_by", "right_on")
         self._key_type = on_key_type(right_on.type(), "right_on")
         self._by_types = [c.type() for c in right_by.columns()]
         for i, dtype in enumerate(self._by_types):
             check_by_type(dtype, f"right_by column {i}")
-        self._prepare(right_by, right_on, nulls_equal == plc.types.NullEquality.EQUAL, stream)
+        self._prepare(right_by, right_on, null_equal, stream)
 
     def _prepare(self, right_by, right_on, null_equal: bool, stream) -> None:
         """The device work: group codes, then the primitive's sort into group offsets."""
@@ -291,6 +303,121 @@ class AsofJoin:
         return _plc().Column.from_cuda_array_interface(gmap, stream=stream)
 
 
+def splice_join(
+    left_by,
+    left_on,
+    right_by,
+    right_on,
+    allow_exact_matches=True,
+    *,
+    tolerance=None,
+    nulls_equal=None,
+    stream=None,
+):
+    """The splice join (QuestDB's SPLICE JOIN, a full as-of join) as two gather maps.
+
+    Every left row and every right row appears once, in key order: at equal keys left rows
+    first, each side in its row order, null keys last (left, then right). A left row comes
+    with the right row a backward ``AsofJoin.join`` gives it; a right row with the left row
+    the same rule gives it (``allow_exact_matches`` and ``tolerance`` apply both ways).
+
+    Parameters
+    ----------
+    left_by, right_by : pylibcudf.Table
+        Equality keys, as many columns on both sides, of one type each (float widths may
+        differ); tables with no columns for none.
+    left_on, right_on : pylibcudf.Column
+        The ordered keys (integers, floats, timestamps or durations, of one kind). Null
+        rows come last and match nothing.
+    allow_exact_matches : bool
+        False: equal keys do not match (strictly before).
+    tolerance : int, float, datetime.timedelta or numpy.timedelta64, optional
+        The largest distance a match may have (inclusive); a number is in ``right_on``'s unit.
+    nulls_equal : pylibcudf.types.NullEquality
+        ``UNEQUAL`` (the default): a row with a null by-key matches nothing; ``EQUAL``: null
+        by-keys match each other.
+    stream : rmm Stream or object with ``__cuda_stream__``, optional
+
+    Returns
+    -------
+    (pylibcudf.Column, pylibcudf.Column)
+        INT32 maps of ``left_on.size() + right_on.size()`` entries each: the left row and
+        the right row of each output row, ``JOIN_NO_MATCH`` where there is none. ``gather``
+        takes the payload of each side with its map.
+
+    Examples
+    --------
+    >>> import pyarrow as pa, pylibcudf as plc  # doctest: +SKIP
+    >>> from asofgpu.plc import gather, splice_join  # doctest: +SKIP
+    >>> buys = plc.Table.from_arrow(pa.table({"ts": [1, 4], "buy": ["b1", "b2"]}))  # doctest: +SKIP
+    >>> sells = plc.Table.from_arrow(pa.table({"ts": [3, 3], "sell": ["s1", "s2"]}))  # doctest: +SKIP
+    >>> left_map, right_map = splice_join(  # doctest: +SKIP
+    ...     plc.Table([]), buys.columns()[0], plc.Table([]), sells.columns()[0])
+    >>> left_map.to_arrow().to_pylist(), right_map.to_arrow().to_pylist()  # doctest: +SKIP
+    ([0, 0, 0, 1], [-2147483648, 0, 1, 1])
+    >>> gather(sells, right_map).columns()[1].to_arrow().to_pylist()  # doctest: +SKIP
+    [None, 's1', 's2', 's2']
+    """
+    # Every check is on the host, before device memory is touched.
+    exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
+    _check_table(left_by, "left_by")
+    _check_column(left_on, "left_on")
+    _check_table(right_by, "right_by")
+    _check_column(right_on, "right_on")
+    null_equal = _null_equal(nulls_equal)
+    if left_by.num_columns() != right_by.num_columns():
+        msg = (
+            f"left_by has {left_by.num_columns()} column(s), but right_by has "
+            f"{right_by.num_columns()}; they must have the same number"
+        )
+        raise ValueError(msg)
+    _check_rows(left_by, left_on, "left_by", "left_on")
+    _check_rows(right_by, right_on, "right_by", "right_on")
+    for i, (left, right) in enumerate(zip(left_by.columns(), right_by.columns())):
+        check_by_type(left.type(), f"left_by column {i}")
+        check_by_type(right.type(), f"right_by column {i}")
+        check_by_types_match(
+            left.type(), right.type(), f"left_by column {i}", f"right_by column {i}"
+        )
+    left_type = on_key_type(left_on.type(), "left_on")
+    right_type = on_key_type(right_on.type(), "right_on")
+    tick = common_tick(left_type, right_type, "left_on", "right_on")
+    tolerance_in_ticks(tolerance, right_type, tick)  # its errors, before device work
+    rows = left_on.size() + right_on.size()
+    if rows > _MAX_ROWS:  # the maps would not fit a pylibcudf column
+        msg = (
+            f"the splice join of {left_on.size()} and {right_on.size()} rows has {rows} rows, "
+            f"more than a pylibcudf column holds ({_MAX_ROWS})"
+        )
+        raise ValueError(msg)
+    stream = _stream(stream)
+    with _on_stream(stream):
+        left_key = ordered_key(left_on, "left_on", stream)
+        right_key = ordered_key(right_on, "right_on", stream)
+        left_codes = right_codes = None
+        if right_by.num_columns():
+            # Both sides numbered by the right's groups: what splice_maps takes as GroupCodes.
+            groups = DeviceGroups(right_by, null_equal, stream)
+            right_codes = GroupCodes(groups.codes, groups.n_groups)
+            left_codes = GroupCodes(groups.lookup(left_by, stream), groups.n_groups)
+    stream.synchronize()
+    left_map, right_map = splice_maps(
+        left_key,
+        right_key,
+        left_codes,
+        right_codes,
+        allow_exact_matches=exact,
+        tolerance=tolerance,
+        device="cuda",
+    )
+    _settle()
+    column = _plc().Column
+    return (
+        column.from_cuda_array_interface(left_map, stream=stream),
+        column.from_cuda_array_interface(right_map, stream=stream),
+    )
+
+
 def gather(table, gather_map, stream=None, mr=None):
     """Rows of ``table`` taken by an as-of gather map, all-null where it holds JOIN_NO_MATCH.
 
@@ -303,7 +430,7 @@ def gather(table, gather_map, stream=None, mr=None):
     table : pylibcudf.Table
         The right side's payload columns, in the row order the map was computed for.
     gather_map : pylibcudf.Column
-        An INT32 map from ``AsofJoin.join``.
+        An INT32 map from ``AsofJoin.join`` (or one of ``splice_join``'s).
     stream : rmm Stream or object with ``__cuda_stream__``, optional
     mr : rmm DeviceMemoryResource, optional
         Where the gathered columns are allocated (pylibcudf's default: the current one).

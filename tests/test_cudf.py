@@ -1,9 +1,11 @@
-"""asofgpu.cudf.merge_asof: pandas' signature and results on cuDF frames.
+"""asofgpu.cudf.merge_asof: pandas' signature and results on cuDF frames; asofgpu.cudf.splice_join:
+the table-level splice join's results on cuDF frames.
 
 ``import cudf`` works without a GPU (cudf 26.10), and so do empty frames
 (``cudf.DataFrame()``): the argument checks and pandas' validation run in CI on them, each
 compared with pandas' own error. Frames with columns need a GPU: those tests carry ``gpu`` and
-compare the result with pandas and with asofgpu.pandas.
+compare the result with pandas and with asofgpu.pandas (merge_asof), or with the table-level
+``asofgpu.splice_join`` on the cpu (splice_join).
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from importlib.util import find_spec
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
+
+import asofgpu as ag
 
 pytestmark = pytest.mark.skipif(
     find_spec("cudf") is None, reason="cudf is not installed (it lives in .venv-cudf)"
@@ -85,6 +90,57 @@ def test_keys_must_be_labels(param):
     for value in (np.arange(3), ["t", np.arange(3)]):
         with pytest.raises(TypeError, match=message):
             merge_asof(cudf.DataFrame(), cudf.DataFrame(), **{param: value})
+
+
+def test_splice_operands_must_be_cudf_frames():
+    import cudf
+
+    from asofgpu.cudf import splice_join
+
+    with pytest.raises(
+        TypeError, match=r"left must be a cudf.DataFrame, got pandas(\.core\.frame)?\.DataFrame"
+    ):
+        splice_join(pd.DataFrame({"t": [1]}), cudf.DataFrame(), on="t")
+    with pytest.raises(TypeError, match="right must be a cudf.DataFrame, got builtins.list"):
+        splice_join(cudf.DataFrame(), [1, 2], on="t")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({}, ValueError, "the as-of key is missing: pass on, or both left_on and right_on"),
+        (dict(on="t", left_on="t"), ValueError, "pass either on, or both left_on and right_on"),
+        (dict(on=3), TypeError, "on must be one column name, got 3"),
+        (dict(on="t", by="g", by_left="g"), ValueError, "pass either by, or both by_left"),
+        (dict(on="t", by_left="g"), ValueError, "by_left and by_right must be given together"),
+        (
+            dict(on="t", by_left=["a", "b"], by_right="a"),
+            ValueError,
+            "by_left and by_right must name as many columns, got 2 and 1",
+        ),
+        (dict(on="t", by=[]), TypeError, "by must be a column name or a non-empty sequence"),
+        (dict(on="t", suffix=3), TypeError, "suffix must be a string, got 3"),
+        (
+            dict(on="t", allow_exact_matches="yes"),
+            TypeError,
+            "allow_exact_matches must be True or False, got 'yes'",
+        ),
+        (
+            dict(on="t", null_equality="x"),
+            ValueError,
+            "null_equality must be one of 'unequal', 'equal', got 'x'",
+        ),
+        (dict(on="t"), KeyError, r"left frame has no column 't'; its columns are \[\]"),
+        (dict(left_on="a", right_on="b", by="g"), KeyError, "left frame has no column 'a'"),
+    ],
+)
+def test_splice_argument_errors(kwargs, error, message):
+    import cudf
+
+    from asofgpu.cudf import splice_join
+
+    with pytest.raises(error, match=message):
+        splice_join(cudf.DataFrame(), cudf.DataFrame(), **kwargs)
 
 
 # --------------------------------------------------------------------------- on a GPU
@@ -180,6 +236,120 @@ def test_data_errors_are_pandas():
             lambda: merge_asof(cudf.from_pandas(left), cudf.from_pandas(right), on="t"),
             lambda: pd.merge_asof(left, right, on="t"),
         )
+
+
+def _splice_tables(rng, n_left, n_right, key):
+    """Arrow tables in random order: an int or timestamp key with nulls and many ties, a
+    string by-key with nulls, an int by-key, a payload; the same names on both sides."""
+
+    def table(n, payload):
+        t = pa.array(rng.integers(0, 300, n), mask=rng.random(n) < 0.05)
+        sym = rng.choice(["A", "B", "C"], n).astype(object)
+        sym[rng.random(n) < 0.05] = None
+        return pa.table(
+            {
+                "t": t.cast(pa.timestamp("ms")) if key == "datetime" else t,
+                "sym": pa.array(sym, pa.string()),
+                "venue": rng.integers(0, 3, n),
+                payload: rng.normal(size=n),
+            }
+        )
+
+    return table(n_left, "qty"), table(n_right, "bid")
+
+
+def _compare_splice(left, right, **kwargs):
+    """asofgpu.cudf.splice_join of Arrow tables made cuDF frames, against the table-level
+    splice join on the cpu of the frames' own columns: names, dtypes, index and values."""
+    import cudf
+
+    from asofgpu.cudf import splice_join
+
+    left_f, right_f = cudf.DataFrame.from_arrow(left), cudf.DataFrame.from_arrow(right)
+
+    def arrow(frame):
+        return pa.table({c: frame[c].to_arrow() for c in frame.columns})
+
+    expected = ag.splice_join(arrow(left_f), arrow(right_f), device="cpu", **kwargs)
+    got = splice_join(left_f, right_f, **kwargs)
+    assert isinstance(got, cudf.DataFrame)
+    assert list(got.columns) == expected.column_names
+    assert list(got.dtypes) == list(left_f.dtypes) + list(right_f.dtypes)
+    assert isinstance(got.index, cudf.RangeIndex)
+    assert (got.index.start, len(got)) == (0, len(left) + len(right))
+    for name, column in zip(expected.column_names, expected.columns):
+        assert got[name].to_arrow().to_pylist() == column.to_pylist(), name
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("exact", [True, False])
+@pytest.mark.parametrize("key", ["int64", "datetime"])
+def test_splice_join_equals_the_table_level_one(exact, key):
+    left, right = _splice_tables(np.random.default_rng(8), 3_000, 2_000, key)
+    tolerance = pd.Timedelta("25ms") if key == "datetime" else 25
+    for kwargs in (
+        dict(on="t"),
+        dict(on="t", by="sym"),
+        dict(on="t", by=["sym", "venue"], tolerance=tolerance),
+        dict(on="t", by="sym", null_equality="equal", suffix="_q"),
+    ):
+        _compare_splice(left, right, allow_exact_matches=exact, **kwargs)
+    renamed = right.rename_columns(["t2", "sym2", "venue", "bid"])
+    _compare_splice(
+        left,
+        renamed,
+        left_on="t",
+        right_on="t2",
+        by_left="sym",
+        by_right="sym2",
+        allow_exact_matches=exact,
+        tolerance=tolerance,
+    )
+
+
+@pytest.mark.gpu
+def test_splice_join_questdb_example():
+    import cudf
+
+    from asofgpu.cudf import splice_join
+
+    buys = cudf.DataFrame({"ts": [0.039906, 0.343909], "buy": ["b1", "b2"]})
+    sells = cudf.DataFrame({"ts": [0.222534, 0.222534], "sell": ["s1", "s2"]})
+    out = splice_join(buys, sells, on="ts")
+    assert list(out.columns) == ["ts", "buy", "ts_right", "sell"]
+    pairs = zip(out["buy"].to_arrow().to_pylist(), out["sell"].to_arrow().to_pylist())
+    assert list(pairs) == [("b1", None), ("b1", "s1"), ("b1", "s2"), ("b2", "s2")]
+    assert out["ts"].to_arrow().to_pylist() == [0.039906, 0.039906, 0.039906, 0.343909]
+    assert out["ts_right"].to_arrow().to_pylist() == [None, 0.222534, 0.222534, 0.222534]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        (dict(on="t", by="g"), KeyError, r"right frame has no column 'g'; its columns are"),
+        (
+            dict(on="t", suffix="_q"),
+            ValueError,
+            "column 'v_q' appears twice in the result: the right column 'v' clashes",
+        ),
+        (dict(on="t", tolerance="5s"), TypeError, "tolerance must be a non-negative number"),
+        (
+            dict(left_on="t", right_on="s"),
+            TypeError,
+            "right_on must be an integer, float, timestamp or duration column, got STRING",
+        ),
+    ],
+)
+def test_splice_errors_on_frames(kwargs, error, message):
+    import cudf
+
+    from asofgpu.cudf import splice_join
+
+    left = cudf.DataFrame({"t": [1, 2], "g": ["a", "b"], "v": [1.0, 2.0], "v_q": [0, 0]})
+    right = cudf.DataFrame({"t": [1], "s": ["x"], "v": [3.0]})
+    with pytest.raises(error, match=message):
+        splice_join(left, right, **kwargs)
 
 
 @pytest.mark.gpu

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 import asofgpu as ag
+from asofgpu._backend import cudasim_enabled
 from asofgpu.join import GroupCodes
 
 needs_plc = pytest.mark.skipif(
@@ -59,6 +60,39 @@ def test_group_codes_errors():
         j.join(np.array([1]), np.array([0]))
     with pytest.raises(ValueError, match="left_by has 2 rows, but left_on has 1"):
         j.join(np.array([1]), GroupCodes(np.zeros(2, np.int32), 1))
+
+
+def test_group_codes_and_keys_give_the_splice_maps_of_the_by_columns(device, small):
+    """What asofgpu.plc.splice_join hands splice_maps: Keys as they are, and both sides' codes
+    numbered by the right side (-1: a group the right side lacks), on every backend."""
+    from asofgpu._columns import ordered_key
+    from conftest import to_host
+
+    def maps(*args, **kwargs):
+        return [to_host(m).tolist() for m in ag.splice_maps(*args, **kwargs)]
+
+    rng = np.random.default_rng(4)
+    n_left, n_right = small // 2, small
+    left_on = pa.array(rng.integers(0, 40, n_left), mask=rng.random(n_left) < 0.1)
+    right_on = pa.array(rng.integers(0, 40, n_right), mask=rng.random(n_right) < 0.1)
+    left_sym, right_sym = rng.integers(0, 9, n_left), rng.integers(0, 7, n_right)  # 7, 8: left only
+    left_codes = GroupCodes(np.where(left_sym < 7, left_sym, -1).astype(np.int32), 7)
+    right_codes = GroupCodes(right_sym.astype(np.int32), 7)
+    host = device != "cuda" or cudasim_enabled()  # the simulator's arrays are numpy
+    keys = ordered_key(left_on, "left_on", host), ordered_key(right_on, "right_on", host)
+    for options in (dict(), dict(allow_exact_matches=False, tolerance=3)):
+        expected = maps(left_on, right_on, left_sym, right_sym, device="cpu", **options)
+        assert maps(*keys, left_codes, right_codes, device=device, **options) == expected
+    # A right side without rows: no groups, every left code -1.
+    empty = pa.array([], pa.int64())
+    got = maps(
+        keys[0],
+        ordered_key(empty, "right_on", host),
+        GroupCodes(np.full(n_left, -1, np.int32), 0),
+        GroupCodes(np.zeros(0, np.int32), 0),
+        device=device,
+    )
+    assert got == maps(left_on, empty, left_sym, np.zeros(0, np.int64), device="cpu")
 
 
 # --------------------------------------------------------------------------- arguments, no GPU
@@ -327,6 +361,154 @@ def test_gather_argument_errors(plc):
         gather(plc.Table([]), col(plc, T.INT64))
 
 
+def _splice_args(plc, **changes):
+    """Valid splice_join arguments (one INT64 by-column, INT64 keys; 2 left and 3 right
+    rows), some replaced."""
+    T = plc.TypeId
+    args = dict(
+        left_by=plc.Table([col(plc, T.INT64, 2)]),
+        left_on=col(plc, T.INT64, 2),
+        right_by=plc.Table([col(plc, T.INT64, 3)]),
+        right_on=col(plc, T.INT64, 3),
+    )
+    return {**args, **changes}
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        (
+            lambda plc, T: dict(left_by=[col(plc, T.INT64, 2)]),
+            TypeError,
+            "left_by must be a pylibcudf.Table .*got list",
+        ),
+        (
+            lambda plc, T: dict(left_on=pa.array([1, 2])),
+            TypeError,
+            "left_on must be a pylibcudf.Column, got Int64Array",
+        ),
+        (
+            lambda plc, T: dict(right_by=None),
+            TypeError,
+            "right_by must be a pylibcudf.Table .*got NoneType",
+        ),
+        (
+            lambda plc, T: dict(right_on=np.arange(3)),
+            TypeError,
+            "right_on must be a pylibcudf.Column, got ndarray",
+        ),
+        (
+            lambda plc, T: dict(left_by=plc.Table([])),
+            ValueError,
+            "left_by has 0 column.s., but right_by has 1; they must have the same number",
+        ),
+        (
+            lambda plc, T: dict(left_by=plc.Table([col(plc, T.INT64, 4)])),
+            ValueError,
+            "left_by has 4 rows, but left_on has 2; they must have the same length",
+        ),
+        (
+            lambda plc, T: dict(right_by=plc.Table([col(plc, T.INT64, 2)])),
+            ValueError,
+            "right_by has 2 rows, but right_on has 3; they must have the same length",
+        ),
+        (
+            lambda plc, T: dict(left_by=plc.Table([col(plc, T.STRUCT, 2)])),
+            TypeError,
+            "left_by column 0 must be a flat column .*got STRUCT",
+        ),
+        (
+            lambda plc, T: dict(right_by=plc.Table([col(plc, T.LIST, 3)])),
+            TypeError,
+            "right_by column 0 must be a flat column .*got LIST",
+        ),
+        (
+            lambda plc, T: dict(left_by=plc.Table([col(plc, T.STRING, 2)])),
+            TypeError,
+            r"left_by column 0 \(STRING\) and right_by column 0 \(INT64\) cannot be compared: "
+            r"by-columns must have the same type on both sides",
+        ),
+        (
+            lambda plc, T: dict(left_on=col(plc, T.STRING, 2)),
+            TypeError,
+            "left_on must be an integer, float, timestamp or duration column, got STRING",
+        ),
+        (
+            lambda plc, T: dict(right_on=col(plc, T.BOOL8, 3)),
+            TypeError,
+            "right_on must be an integer, float, timestamp or duration column, got BOOL8",
+        ),
+        (
+            lambda plc, T: dict(left_on=col(plc, T.UINT64, 2)),
+            TypeError,
+            r"left_on \(uint64\) and right_on \(int64\) cannot be compared: .*same signedness",
+        ),
+        (
+            lambda plc, T: dict(right_on=col(plc, T.TIMESTAMP_SECONDS, 3)),
+            TypeError,
+            r"left_on \(int64\) and right_on \(timestamp\[s\]\) cannot be compared",
+        ),
+        (
+            lambda plc, T: dict(allow_exact_matches="yes"),
+            TypeError,
+            "allow_exact_matches must be True or False, got 'yes'",
+        ),
+        (lambda plc, T: dict(tolerance=-1), ValueError, "tolerance must be non-negative, got -1"),
+        (lambda plc, T: dict(tolerance="5s"), TypeError, "tolerance must be a non-negative number"),
+        (
+            lambda plc, T: dict(tolerance=datetime.timedelta(seconds=1)),
+            TypeError,
+            "tolerance: a timedelta needs a temporal key",
+        ),
+        (
+            lambda plc, T: dict(nulls_equal="equal"),
+            TypeError,
+            "nulls_equal must be a pylibcudf.types.NullEquality, got str",
+        ),
+        (
+            lambda plc, T: dict(
+                left_by=plc.Table([]),
+                left_on=col(plc, T.INT64, 2**30),
+                right_by=plc.Table([]),
+                right_on=col(plc, T.INT64, 2**30),
+            ),
+            ValueError,
+            r"the splice join of 1073741824 and 1073741824 rows has 2147483648 rows, more than "
+            r"a pylibcudf column holds \(2147483647\)",
+        ),
+    ],
+)
+def test_splice_join_argument_errors(plc, front, changes, error, message):
+    with pytest.raises(error, match=message):
+        front.splice_join(**_splice_args(plc, **changes(plc, plc.TypeId)))
+
+
+def test_splice_join_stream_must_be_a_stream(plc):
+    import asofgpu.plc as front
+
+    with pytest.raises(TypeError, match="stream must be an rmm Stream or have __cuda_stream__"):
+        front.splice_join(**_splice_args(plc), stream=object())
+
+
+def test_valid_splice_joins_reach_the_device(plc, front):
+    T = plc.TypeId
+    for changes in (
+        dict(),
+        dict(left_by=plc.Table([]), right_by=plc.Table([])),  # no by-keys
+        dict(
+            left_by=plc.Table([col(plc, T.FLOAT32, 2), col(plc, T.STRING, 2)]),  # float widths
+            right_by=plc.Table([col(plc, T.FLOAT64, 3), col(plc, T.STRING, 3)]),  # may differ
+            left_on=col(plc, T.TIMESTAMP_NANOSECONDS, 2),
+            right_on=col(plc, T.TIMESTAMP_MILLISECONDS, 3),
+            allow_exact_matches=False,
+            tolerance=np.timedelta64(5, "ms"),
+            nulls_equal=plc.types.NullEquality.EQUAL,
+        ),
+    ):
+        with pytest.raises(Reached):
+            front.splice_join(**_splice_args(plc, **changes))
+
+
 # --------------------------------------------------------------------------- on a GPU
 
 
@@ -478,6 +660,132 @@ def test_gather_nullifies_no_match_and_streams_are_honoured():
     out = gather(payload, gmap, stream=stream).to_arrow()
     assert out.column(0).to_pylist() == [2.0, None, 3.0]
     assert out.column(1).to_pylist() == ["b", None, None]
+
+
+def _splice_expected(left_by, left_on, right_by, right_on, **options):
+    """The cpu primitive's splice maps of the same Arrow data, as numpy."""
+    return [
+        np.asarray(m)
+        for m in ag.splice_maps(left_on, right_on, left_by, right_by, device="cpu", **options)
+    ]
+
+
+def _splice_got(left_by, left_on, right_by, right_on, *args, **kwargs):
+    """asofgpu.plc.splice_join's maps of Arrow data (by-keys: lists of arrays), as numpy."""
+    import pylibcudf as plc
+
+    from asofgpu.plc import splice_join
+
+    maps = splice_join(
+        plc.Table([_device(c) for c in left_by]),
+        _device(left_on),
+        plc.Table([_device(c) for c in right_by]),
+        _device(right_on),
+        *args,
+        **kwargs,
+    )
+    assert [m.type().id() for m in maps] == [plc.TypeId.INT32] * 2
+    assert [m.size() for m in maps] == [len(left_on) + len(right_on)] * 2
+    return [_map(m) for m in maps]
+
+
+@pytest.mark.gpu
+@needs_plc
+@pytest.mark.parametrize("exact", [True, False])
+@pytest.mark.parametrize("nulls_equal", ["equal", "unequal"])
+@pytest.mark.parametrize("tolerance", [None, 7])
+def test_device_splice_maps_equal_cpu_maps(exact, nulls_equal, tolerance):
+    """Random sides in random order: string and float by-keys with nulls, NaN and -0.0, int64
+    keys with nulls and many ties."""
+    import pylibcudf as plc
+
+    rng = np.random.default_rng(13)
+    (rs, rf, ro), (ls, lf, lo) = _random_sides(rng, 5_000, 7_000)
+    expected = _splice_expected(
+        [ls, lf],
+        lo,
+        [rs, rf],
+        ro,
+        null_equality=nulls_equal,
+        allow_exact_matches=exact,
+        tolerance=tolerance,
+    )
+    equality = getattr(plc.types.NullEquality, nulls_equal.upper())
+    got = _splice_got([ls, lf], lo, [rs, rf], ro, exact, tolerance=tolerance, nulls_equal=equality)
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.gpu
+@needs_plc
+def test_device_splice_of_other_key_types():
+    """Timestamps of two units with a timedelta tolerance and float by-keys of two widths;
+    float keys with NaN, -0.0 and nulls without by-keys."""
+    rng = np.random.default_rng(6)
+    right_t = pa.array(rng.integers(0, 10**6, 2_000), pa.timestamp("ms"))
+    left_t = pa.array(rng.integers(0, 10**9, 3_000), pa.timestamp("us"))
+    right_g = pa.array(rng.random(2_000) < 0.5).cast(pa.float32())
+    left_g = pa.array(rng.random(3_000) < 0.5).cast(pa.float64())
+    tol = datetime.timedelta(milliseconds=300)
+    expected = _splice_expected([left_g], left_t, [right_g], right_t, tolerance=tol)
+    got = _splice_got([left_g], left_t, [right_g], right_t, tolerance=tol)
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+    values = [1.5, -0.0, 0.0, np.nan, np.inf, -1.0]
+    left_f = pa.array(rng.choice(values, 500), mask=rng.random(500) < 0.1)
+    right_f = pa.array(rng.choice(values, 400), mask=rng.random(400) < 0.1).cast(pa.float32())
+    expected = _splice_expected(None, left_f, None, right_f, allow_exact_matches=False)
+    got = _splice_got([], left_f, [], right_f, False)
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.gpu
+@needs_plc
+def test_device_splice_of_empty_sides():
+    """A side without rows: no groups on the right, every left row alone, and back."""
+    full_by, full_on = pa.array(["a", "b", None]), pa.array([2, 1, 3])
+    empty_by, empty_on = pa.array([], pa.string()), pa.array([], pa.int64())
+    for left, right in (
+        ((full_by, full_on), (empty_by, empty_on)),
+        ((empty_by, empty_on), (full_by, full_on)),
+        ((empty_by, empty_on), (empty_by, empty_on)),
+    ):
+        expected = _splice_expected([left[0]], left[1], [right[0]], right[1])
+        got = _splice_got([left[0]], left[1], [right[0]], right[1])
+        for g, e in zip(got, expected):
+            np.testing.assert_array_equal(g, e)
+    got = _splice_got([full_by], full_on, [empty_by], empty_on)
+    assert [m.tolist() for m in got] == [[1, 0, 2], [ag.NO_MATCH] * 3]
+
+
+@pytest.mark.gpu
+@needs_plc
+def test_device_splice_questdb_example_gathered_on_a_stream():
+    """QuestDB's example: buys at 0.039906 and 0.343909, both sells at 0.222534; every row of
+    both sides once, each side gathered by its map (NULLIFY) on the caller's stream."""
+    import pylibcudf as plc
+    from rmm.pylibrmm.stream import Stream
+
+    from asofgpu.plc import gather, splice_join
+
+    stream = Stream()
+    buys = plc.Table.from_arrow(pa.table({"ts": [0.039906, 0.343909], "buy": ["b1", "b2"]}))
+    sells = plc.Table.from_arrow(pa.table({"ts": [0.222534, 0.222534], "sell": ["s1", "s2"]}))
+    left_map, right_map = splice_join(
+        plc.Table([]), buys.columns()[0], plc.Table([]), sells.columns()[0], stream=stream
+    )
+    assert _map(left_map).tolist() == [0, 0, 0, 1]
+    assert _map(right_map).tolist() == [ag.NO_MATCH, 0, 1, 1]
+    bought = gather(buys, left_map, stream=stream).to_arrow()
+    sold = gather(sells, right_map, stream=stream).to_arrow()
+    assert list(zip(bought.column(1).to_pylist(), sold.column(1).to_pylist())) == [
+        ("b1", None),
+        ("b1", "s1"),
+        ("b1", "s2"),
+        ("b2", "s2"),
+    ]
+    assert sold.column(0).to_pylist() == [None, 0.222534, 0.222534, 0.222534]
 
 
 @pytest.mark.gpu
