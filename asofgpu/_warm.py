@@ -44,12 +44,13 @@ def _day(n: int, shuffled: bool = False, symbols: int = 1000):
 
 
 def _one_shot() -> None:
-    from . import join_asof
+    from . import join_asof, splice_join
 
     for n in SIZES:
         for shuffled in (False, True):
             quotes, trades = _day(n, shuffled)
             join_asof(trades, quotes, on="time", by="symbol", device="cpu")
+            splice_join(trades, quotes, on="time", by="symbol", device="cpu")
             join_asof(
                 trades,
                 quotes,

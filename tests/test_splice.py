@@ -79,8 +79,8 @@ def test_without_by_and_unsorted(device, small):
 
 
 def test_questdb_example(device):
-    """QuestDB's documented example: two buys, two sells at one timestamp. QuestDB gives three
-    rows, merging the sells' equal timestamp; every row of both sides appears here."""
+    """QuestDB's documented example (its JOIN reference, SPLICE JOIN): two buys, two sells at
+    one timestamp; the four rows its documentation shows."""
     buys = pa.table({"ts": [0.039906, 0.343909], "buy": ["b1", "b2"]})
     sells = pa.table({"ts": [0.222534, 0.222534], "sell": ["s1", "s2"]})
     out = ag.splice_join(buys, sells, on="ts", device=device)
@@ -95,8 +95,8 @@ def test_questdb_example(device):
 
 
 def test_a_pending_row_of_another_group_changes_nothing(device):
-    """QuestDB's ON-key defect: a row of another group between a row and its prevailing row
-    must not take the match away or pair the row with an older one."""
+    """Per group (QuestDB's ON keys): a row of another group between a row and its prevailing
+    row takes nothing away and pairs it with no older row."""
     left = pa.table({"t": [1, 2, 3, 4], "g": ["a", "b", "a", "b"], "x": [10, 20, 30, 40]})
     right = pa.table({"t": [1, 2, 3, 4], "g": ["b", "a", "b", "a"], "y": [1, 2, 3, 4]})
     out = ag.splice_join(left, right, on="t", by="g", device=device)

@@ -79,12 +79,8 @@ def test_polars_rows_are_the_oracles(seed, tolerance):
     left, right, (lk, rk, lb, rb) = _polars_frames(seed)
     got = agpl.splice_join(left, right, on="t", by="sym", tolerance=tolerance, device="cpu")
     lmap, rmap = _expected_maps(lk, rk, lb, rb, tolerance=None if tolerance is None else 3)
-    want = pl.concat(
-        [
-            _taken(left, lmap),
-            _taken(right, rmap).rename(lambda c: c + "_right" if c in left.columns else c),
-        ],
-        how="horizontal",
+    want = _taken(left, lmap).hstack(
+        _taken(right, rmap).rename(lambda c: c + "_right" if c in left.columns else c)
     )
     assert got.columns == [
         "t",
