@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _arrow_numpy as arrow_numpy
-from ._backend import check_map, take_chunked, take_fixed, walks
+from ._backend import check_map, take_chunked, take_fixed, take_text, walks
 from ._columns import device_to_numpy, is_device, to_table
 from ._types import NO_MATCH, NO_MATCH_INT64, GatherMap, TableLike
 
@@ -74,7 +74,11 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
         else {}
     )
     for k, column in enumerate(table.columns):
-        if k not in taken:
+        if k in taken:
+            continue
+        if parallel and _is_text(column.type):
+            taken[k] = _take_text(column, gmap, valid, n_missing)
+        else:
             taken[k] = _take(column, gmap, None if n_missing == 0 else valid)
     return pa.Table.from_arrays([taken[k] for k in range(table.num_columns)], schema=table.schema)
 
@@ -131,6 +135,36 @@ def _take_fixed(
             )
         )
     return taken
+
+
+def _is_text(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
+
+
+def _take_text(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray, n_missing: int):
+    """A text or binary column taken on all cores (``_backend.take_text``), from its chunks
+    combined into one array (a copy of its bytes, a small part of the take's time); Arrow's
+    take where the result's bytes would overflow 32-bit offsets."""
+    array = arrow_numpy.combined(column)
+    wide = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
+    _, offsets, data = array.buffers()
+    offsets = np.frombuffer(offsets, np.int64 if wide else np.int32)
+    offsets = offsets[array.offset : array.offset + len(array) + 1]
+    data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    kept = valid
+    if array.null_count:  # a row is valid where the map and the taken value are
+        kept = valid & arrow_numpy.valid(array)[np.where(valid, gmap, 0)]
+    buffers = take_text(offsets, data, gmap, kept)
+    if buffers is None:
+        return _take(column, gmap, None if n_missing == 0 else valid)
+    nulls = len(gmap) - int(np.count_nonzero(kept))
+    bitmap = pa.py_buffer(np.packbits(kept, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(column.type, len(gmap), [bitmap, *buffers], null_count=nulls)
 
 
 def _take(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None) -> pa.ChunkedArray:

@@ -1,8 +1,9 @@
-"""The CPU gather of fixed-width payload columns by a gather map (NULLIFY), in parallel.
+"""The CPU gather of payload columns by a gather map (NULLIFY), in parallel.
 
-Arrow's ``take`` runs on one core; payload columns of numbers and times without nulls of their
-own are taken here instead, every row in parallel, and rows whose map entry is not a row
-(``NO_MATCH``) become nulls. Map entries index as ``uint64`` once checked (see the package's
+Arrow's ``take`` runs on one core; payload columns of numbers and times, and of text and
+binary, are taken here instead, every row in parallel, and rows whose map entry is not a row
+(``NO_MATCH``) become nulls. Text takes two passes: each row's length (then a prefix sum into
+the output's offsets, by the caller), then each row's bytes copied to its place. Map entries index as ``uint64`` once checked (see the package's
 note on indices): the bench's gather of four columns took 9.4 ms with signed entries, 5.5
 with unsigned ones.
 """
@@ -119,6 +120,29 @@ def take_chunked(addresses, starts, like, gmap, valid, chunk_of, a_out, b_out, c
                 d_out[i] = 0
 
 
+def text_lengths(offsets, gmap, valid, lengths):
+    """Each entry's length in bytes (0 where it is not ``valid``) of text whose row ``g``
+    spans ``offsets[g]`` to ``offsets[g + 1]`` (int32 or int64, the array's own offset
+    already applied)."""
+    for i in prange(gmap.size):
+        if valid[i]:
+            g = np.uint64(gmap[i])
+            lengths[i + 1] = offsets[g + 1] - offsets[g]
+        else:
+            lengths[i + 1] = 0
+
+
+def take_text(offsets, data, gmap, valid, out_offsets, out_data):
+    """Copy each valid entry's bytes from ``data`` to ``out_data`` at ``out_offsets[i]``."""
+    for i in prange(gmap.size):
+        if valid[i]:
+            g = np.uint64(gmap[i])
+            start = offsets[g]
+            at = out_offsets[i]
+            for k in range(offsets[g + 1] - start):
+                out_data[at + k] = data[start + k]
+
+
 def row_numbers(out):
     """0, 1, 2, ...: the walk order of a side whose every row is walked in place."""
     for i in prange(out.size):
@@ -133,6 +157,8 @@ class Kernels(NamedTuple):
     take_fixed_quad: object
     chunk_rows: object
     take_chunked: object
+    text_lengths: object
+    take_text: object
 
 
 def build(parallel_jit, parallel_range, load) -> Kernels:

@@ -1,6 +1,6 @@
 """gather() of large maps: fixed-width columns are taken on all cores (kernels/take.py; four
-columns of one width at a time, then two, then one alone; their validity beside them),
-everything else by Arrow's take; both must give Arrow's answer."""
+columns of one width at a time, then two, then one alone; their validity beside them), and so
+are text and binary columns; everything else by Arrow's take; all must give Arrow's answer."""
 
 from __future__ import annotations
 
@@ -37,7 +37,19 @@ def _table(rng):
                     pa.array(rng.normal(size=N - N // 2 - N // 4)),
                 ]
             ),
-            "text": pa.array(ints.astype(str)),  # Arrow's take
+            "text": pa.array(ints.astype(str)),
+            "large_text": pa.array(ints.astype(str), pa.large_string()),
+            "bytes": pa.array([b"\x00" * (i % 5) + b"x" for i in range(N)], pa.binary()),
+            "large_bytes": pa.array([b"y" * (i % 3) for i in range(N)], pa.large_binary()),
+            "text_nulls": pa.chunked_array(
+                [  # sliced, with nulls, all null, empty strings
+                    pa.array(
+                        [f"r{i}" for i in range(N // 2 + 3)], mask=rng.random(N // 2 + 3) < 0.2
+                    ).slice(3),
+                    pa.nulls(N // 4, pa.string()),
+                    pa.array([""] * (N - N // 2 - N // 4)),
+                ]
+            ),
             "date": pa.array(ints % 10_000, pa.int32()).cast(pa.date32()),  # Arrow's take
         }
     )
@@ -148,3 +160,17 @@ def test_chunked_gather_steps_past_every_chunk_a_block_holds(thresholds, blocks)
     gmap[:4] = [0, 1, 39, N - 1]
     got = ag.gather(table, gmap)
     assert got.equals(table.take(pa.array(gmap)))
+
+
+def test_text_whose_bytes_overflow_its_offsets_is_left_to_arrow():
+    """take_text declines (None) when the taken rows' bytes pass the offsets' type: two rows
+    of 2**30 bytes each, taken twice, overflow int32 offsets (gather then takes the column
+    with Arrow's take); the bytes are never read."""
+    from asofgpu._backend import take_text
+
+    offsets = np.array([0, 2**30, 2**31 - 1], dtype=np.int32)
+    gmap = np.array([0, 1, 0, 1], dtype=np.int32)
+    valid = np.ones(4, dtype=bool)
+    assert take_text(offsets, np.zeros(0, np.uint8), gmap, valid) is None
+    wide = take_text(offsets.astype(np.int64), np.zeros(0, np.uint8), gmap, ~valid)
+    assert np.frombuffer(wide[0], np.int64).tolist() == [0, 0, 0, 0, 0]

@@ -38,7 +38,7 @@ from .hashing import (
 )
 from ..kernels.probe import Right
 from .jit import cache_dir
-from .take import check_map, take_chunked, take_fixed
+from .take import check_map, take_chunked, take_fixed, take_text
 
 __all__ = [
     "CUDA_THREADS",
@@ -64,6 +64,7 @@ __all__ = [
     "options",
     "take_chunked",
     "take_fixed",
+    "take_text",
     "text_lookup_table",
     "views_lookup_table",
 ]

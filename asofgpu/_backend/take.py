@@ -1,6 +1,6 @@
 """Gathers on the host, on all cores (``kernels/take.py``): the gather map checked, then
-fixed-width columns taken by it, read where they lie (one buffer, or runs of chunks).
-``asofgpu.gather`` calls them for large maps.
+fixed-width columns taken by it, read where they lie (one buffer, or runs of chunks), and
+text and binary columns. ``asofgpu.gather`` calls them for large maps.
 """
 
 from __future__ import annotations
@@ -106,6 +106,26 @@ def take_chunked(
                         *targets,
                     )
     return [pa.py_buffer(out) for out in outs]
+
+
+def take_text(offsets: np.ndarray, data: np.ndarray, gmap: np.ndarray, valid: np.ndarray):
+    """(offsets, data) buffers of the text (or binary) rows ``gmap`` picks, empty where
+    ``valid`` is False, on all cores; the offsets of ``offsets``' type (int32 or int64). None
+    when the rows' bytes would overflow that type (the caller then takes them otherwise).
+    ``offsets`` has one entry a row and one more; ``data`` is the bytes they point into."""
+    kernels = cpu_take()
+    out_offsets = host_empty(len(gmap) + 1, offsets.dtype)
+    out_offsets[0] = 0
+    with PARALLEL_LAUNCH:
+        kernels.text_lengths(offsets, gmap, valid, out_offsets)
+    total = int(out_offsets.sum(dtype=np.int64))
+    if total > np.iinfo(offsets.dtype).max:
+        return None
+    np.cumsum(out_offsets, out=out_offsets)
+    out_data = host_empty(total, np.uint8)
+    with PARALLEL_LAUNCH:
+        kernels.take_text(offsets, data, gmap, valid, out_offsets, out_data)
+    return pa.py_buffer(out_offsets), pa.py_buffer(out_data)
 
 
 def chunk_blocks(starts: np.ndarray, n_rows: int):
