@@ -195,3 +195,32 @@ def test_a_plain_python_one_shot_join_keeps_the_right_side_unsorted():
     assert got.tolist() == [1, 2, 0]
     assert keys.tolist() == [5, 1, 3]
     assert pa.array(got).type == pa.int32()
+
+
+def test_plain_python_splice_agrees_with_the_oracle():
+    """A small splice join on the cpu: its probes in plain Python and its merge by numpy's
+    ranks (``Backend.splice_merge``), nothing compiled."""
+    from oracle import splice_oracle
+
+    rng = np.random.default_rng(8)
+    left = [None if rng.random() < 0.1 else int(k) for k in rng.integers(0, 15, 40)]
+    right = [None if rng.random() < 0.1 else int(k) for k in rng.integers(0, 15, 30)]
+    left_by = [str(g) for g in rng.choice(["a", "b"], 40)]
+    right_by = [str(g) for g in rng.choice(["a", "b", "c"], 30)]
+    with walks.overridden(**PLAIN):
+        maps = ag.splice_maps(
+            pa.array(left, pa.int64()),
+            pa.array(right, pa.int64()),
+            pa.array(left_by),
+            pa.array(right_by),
+            allow_exact_matches=False,
+            device="cpu",
+        )
+    want = splice_oracle(
+        left,
+        right,
+        [(g,) for g in left_by],
+        [(g,) for g in right_by],
+        allow_exact_matches=False,
+    )
+    assert tuple(m.tolist() for m in maps) == want
