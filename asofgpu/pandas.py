@@ -27,7 +27,7 @@ live in ``asofgpu._pandas_semantics``, which the cuDF and Dask front ends share.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from . import _validate
 from ._pandas_semantics import PANDAS_3, AsofMerge, check_join_options, rows_of
@@ -173,7 +173,7 @@ def splice_join(
     allow_exact_matches: bool = True,
     tolerance: Tolerance | None = None,
     suffix: str = "_right",
-    null_equality: str = "unequal",
+    null_equality: Literal["unequal", "equal"] = "unequal",
     device: DeviceName = "auto",
 ) -> pd.DataFrame:
     """The full as-of join (``asofgpu.splice_join``) on pandas frames: every left row and

@@ -65,6 +65,7 @@ import re
 import sys
 import types
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import polars as pl
@@ -624,7 +625,7 @@ def splice_join(
     allow_exact_matches: bool = True,
     tolerance: str | int | float | datetime.timedelta | None = None,
     suffix: str = "_right",
-    null_equality: str = "unequal",
+    null_equality: Literal["unequal", "equal"] = "unequal",
     device: DeviceName = "auto",
 ) -> pl.DataFrame | pl.LazyFrame:
     """The full as-of join (``asofgpu.splice_join``) on polars frames: every left row and every
