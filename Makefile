@@ -61,13 +61,15 @@ demo: venv
 # then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line, then the pandas
 # front ends under pandas 2.2. test-cpu runs the unit tests, then in a step of their own the
 # `slow` ones, which run tools (a wheel build, asofgpu warm, the CLI and the bench scripts as
-# processes); --durations names the slowest.
+# processes); --durations names the slowest. The unit tests run on every core (pytest-xdist):
+# most of their time is numba compiling kernels, which a process does on one core.
 test: test-cpu test-sim test-cudf test-pandas2
 
 test-cpu: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -m "not gpu and not slow" --durations=25 --doctest-modules asofgpu tests
+	$(BIN)/python -m pytest -n auto -m "not gpu and not slow" --durations=25 --doctest-modules \
+	    asofgpu tests
 	$(BIN)/python -m pytest -m "slow and not gpu" --durations=25 tests
 
 test-sim: venv
