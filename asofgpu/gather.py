@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _arrow_numpy as arrow_numpy
-from ._backend import check_map, take_chunked, take_fixed, take_text, walks
+from ._backend import check_map, take_chunked, take_fixed, take_text, take_views, walks
 from ._columns import device_to_numpy, is_device, to_table
 from ._types import NO_MATCH, NO_MATCH_INT64, GatherMap, TableLike
 
@@ -78,6 +78,8 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
             continue
         if parallel and _is_text(column.type):
             taken[k] = _take_text(column, gmap, valid, n_missing)
+        elif parallel and _is_view(column.type):
+            taken[k] = _take_views(column, gmap, valid)
         else:
             taken[k] = _take(column, gmap, None if n_missing == 0 else valid)
     return pa.Table.from_arrays([taken[k] for k in range(table.num_columns)], schema=table.schema)
@@ -167,9 +169,26 @@ def _take_text(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray, n_m
     return pa.Array.from_buffers(column.type, len(gmap), [bitmap, *buffers], null_count=nulls)
 
 
+def _take_views(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """A view-text or view-binary column (polars exports its text as them) taken on all
+    cores: its 16-byte views, which keep pointing into the column's data buffers (the result
+    shares them; nothing of the text is copied). Chunks are combined first, which rewrites
+    the views, not the text."""
+    array = arrow_numpy.combined(column)
+    validity, views, *data = array.buffers()
+    views = np.frombuffer(views, np.uint64).reshape(-1, 2)[array.offset : array.offset + len(array)]
+    kept = valid
+    if array.null_count:  # a row is valid where the map and the taken value are
+        kept = valid & arrow_numpy.valid(array)[np.where(valid, gmap, 0)]
+    nulls = len(gmap) - int(np.count_nonzero(kept))
+    bitmap = pa.py_buffer(np.packbits(kept, bitorder="little")) if nulls else None
+    out = take_views(views, gmap, kept)
+    return pa.Array.from_buffers(column.type, len(gmap), [bitmap, out, *data], null_count=nulls)
+
+
 def _take(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None) -> pa.ChunkedArray:
-    # Arrow's take has no kernel for view strings and binaries (polars exports them):
-    # take their large form and cast back.
+    # Arrow's take has no kernel for view strings and binaries (polars exports them): a
+    # small map takes their large form and casts back.
     view = column.type if _is_view(column.type) else None
     if view is not None:
         column = column.cast(

@@ -143,6 +143,20 @@ def take_text(offsets, data, gmap, valid, out_offsets, out_data):
                 out_data[at + k] = data[start + k]
 
 
+def take_views(views, gmap, valid, out):
+    """Each valid entry's 16-byte view (two words: length and prefix, buffer and offset) of
+    a view-text column; an empty inline view (zeros) elsewhere. The views point into the
+    column's own data buffers, which the result shares."""
+    for i in prange(gmap.size):
+        if valid[i]:
+            g = np.uint64(gmap[i])
+            out[i, 0] = views[g, 0]
+            out[i, 1] = views[g, 1]
+        else:
+            out[i, 0] = 0
+            out[i, 1] = 0
+
+
 def row_numbers(out):
     """0, 1, 2, ...: the walk order of a side whose every row is walked in place."""
     for i in prange(out.size):
@@ -159,6 +173,7 @@ class Kernels(NamedTuple):
     take_chunked: object
     text_lengths: object
     take_text: object
+    take_views: object
 
 
 def build(parallel_jit, parallel_range, load) -> Kernels:

@@ -38,7 +38,7 @@ from .hashing import (
 )
 from ..kernels.probe import Right
 from .jit import cache_dir
-from .take import check_map, take_chunked, take_fixed, take_text
+from .take import check_map, take_chunked, take_fixed, take_text, take_views
 
 __all__ = [
     "CUDA_THREADS",
@@ -65,6 +65,7 @@ __all__ = [
     "take_chunked",
     "take_fixed",
     "take_text",
+    "take_views",
     "text_lookup_table",
     "views_lookup_table",
 ]

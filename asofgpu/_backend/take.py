@@ -128,6 +128,15 @@ def take_text(offsets: np.ndarray, data: np.ndarray, gmap: np.ndarray, valid: np
     return pa.py_buffer(out_offsets), pa.py_buffer(out_data)
 
 
+def take_views(views: np.ndarray, gmap: np.ndarray, valid: np.ndarray) -> pa.Buffer:
+    """The views buffer of the view-text rows ``gmap`` picks (``views``: one row of two
+    uint64 words each), an empty string's view where ``valid`` is False, on all cores."""
+    out = host_empty(2 * len(gmap), np.uint64).reshape(-1, 2)
+    with PARALLEL_LAUNCH:
+        cpu_take().take_views(views, gmap, valid, out)
+    return pa.py_buffer(out)
+
+
 def chunk_blocks(starts: np.ndarray, n_rows: int):
     """(blocks, shift) for kernels/take.py ``take_chunked``: the chunk holding the first row
     of each block of ``1 << shift`` rows. Blocks are as long as the shortest chunk allows (a
