@@ -23,8 +23,8 @@ or polars' exception. On a LazyFrame, the dry run is polars' own join of two emp
 inside the plan, so its schema, errors and warnings come where polars gives them (the
 coalescing warning at ``collect_schema`` and ``collect``, the ``by`` one at ``collect``).
 The rows come from ``asofgpu.asof_join``'s gather map: asofgpu's gather takes the
-right's numbers, times and booleans by it, and polars' own gather every other dtype, so each
-(Enum, Decimal, Object, nested) comes through unchanged.
+right's numbers, times, booleans and text (as the views polars holds) by it, and polars' own
+gather every other dtype, so each (Enum, Decimal, Object, nested) comes through unchanged.
 
 Where it differs from polars:
 
