@@ -155,8 +155,10 @@ def _take_text(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray, n_m
     array = arrow_numpy.combined(column)
     wide = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
     _, offsets, data = array.buffers()
-    offsets = np.frombuffer(offsets, np.int64 if wide else np.int32)
-    offsets = offsets[array.offset : array.offset + len(array) + 1]
+    # count=: a buffer may be longer than its array (padding, or a slice's parent).
+    count = array.offset + len(array) + 1
+    offsets = np.frombuffer(offsets, np.int64 if wide else np.int32, count=count)
+    offsets = offsets[array.offset :]
     data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
     kept = valid
     if array.null_count:  # a row is valid where the map and the taken value are
@@ -176,7 +178,8 @@ def _take_views(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray) ->
     the views, not the text."""
     array = arrow_numpy.combined(column)
     validity, views, *data = array.buffers()
-    views = np.frombuffer(views, np.uint64).reshape(-1, 2)[array.offset : array.offset + len(array)]
+    views = np.frombuffer(views, np.uint64, count=2 * (array.offset + len(array)))
+    views = views.reshape(-1, 2)[array.offset :]
     kept = valid
     if array.null_count:  # a row is valid where the map and the taken value are
         kept = valid & arrow_numpy.valid(array)[np.where(valid, gmap, 0)]

@@ -193,3 +193,14 @@ def test_text_whose_bytes_overflow_its_offsets_is_left_to_arrow():
     assert take_text(offsets, np.zeros(0, np.uint8), gmap, valid) is None
     wide = take_text(offsets.astype(np.int64), np.zeros(0, np.uint8), gmap, ~valid)
     assert np.frombuffer(wide[0], np.int64).tolist() == [0, 0, 0, 0, 0]
+
+
+def test_text_of_an_empty_table_by_a_map_of_misses():
+    """A large map of NO_MATCH over a table without rows (the splice join of an empty side):
+    text columns of every kind come back all null."""
+    gmap = np.full(N, ag.NO_MATCH, dtype=np.int32)
+    for kind in (pa.string(), pa.large_binary(), pa.string_view()):
+        for column in (pa.chunked_array([], kind), pa.chunked_array([pa.nulls(0, kind)])):
+            got = ag.gather(pa.table({"s": column}), gmap)
+            assert got.num_rows == N and got.column("s").null_count == N
+            assert got.schema.field("s").type == kind
