@@ -37,7 +37,7 @@ import numpy as np
 from . import _validate
 from . import plc as _plc_front
 from ._types import NO_MATCH, PandasDirection, Tolerance
-from .table import check_suffix, resolve_keys, right_names
+from .table import check_suffix, missing_key, resolve_keys, right_names
 
 if TYPE_CHECKING:
     import cudf
@@ -203,14 +203,9 @@ def splice_join(
     check_suffix(suffix)
     exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
     _validate.one_of(null_equality, "null_equality", ("unequal", "equal"))
-    for frame, names, side in (
-        (left, [left_on, *left_by], "left"),
-        (right, [right_on, *right_by], "right"),
-    ):
-        for name in names:
-            if name not in frame.columns:
-                msg = f"{side} frame has no column {name!r}; its columns are {list(frame.columns)}"
-                raise KeyError(msg)
+    missing = missing_key(left.columns, right.columns, (left_on, right_on, left_by, right_by))
+    if missing:
+        raise KeyError(missing)
     labels = list(left.columns) + right_names(list(left.columns), list(right.columns), suffix)
     equality = (
         plc.types.NullEquality.EQUAL if null_equality == "equal" else plc.types.NullEquality.UNEQUAL

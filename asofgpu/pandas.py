@@ -33,7 +33,7 @@ from . import _validate
 from ._pandas_semantics import PANDAS_3, AsofMerge, check_join_options, rows_of
 from ._types import NO_MATCH, NO_MATCH_INT64, DeviceName, PandasDirection, Tolerance
 from .splice import splice_maps
-from .table import check_suffix, resolve_keys, right_names
+from .table import check_suffix, missing_key, resolve_keys, right_names
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -206,14 +206,9 @@ def splice_join(
         on, left_on, right_on, by, by_left, by_right
     )
     check_suffix(suffix)
-    for frame, names, side in (
-        (left, [left_on, *left_by], "left"),
-        (right, [right_on, *right_by], "right"),
-    ):
-        for name in names:
-            if name not in frame.columns:
-                msg = f"{side} frame has no column {name!r}; its columns are {list(frame.columns)}"
-                raise KeyError(msg)
+    missing = missing_key(left.columns, right.columns, (left_on, right_on, left_by, right_by))
+    if missing:
+        raise KeyError(missing)
     left_map, right_map = splice_maps(
         left[left_on],
         right[right_on],

@@ -78,7 +78,7 @@ from ._types import NO_MATCH, NO_MATCH_INT64, DeviceName, StrategyName
 from .gather import gather
 from .join import asof_join
 from .splice import splice_maps
-from .table import check_suffix, resolve_keys, right_names
+from .table import check_suffix, missing_key, resolve_keys, right_names
 
 __all__ = ["AsofgpuNamespace", "join_asof", "splice_join"]
 
@@ -680,15 +680,9 @@ def splice_join(
 
 
 def _splice_columns(left_schema, right_schema, keys) -> None:
-    left_on, right_on, left_by, right_by = keys
-    for schema, names, side in (
-        (left_schema, [left_on, *left_by], "left"),
-        (right_schema, [right_on, *right_by], "right"),
-    ):
-        for name in names:
-            if name not in schema:
-                msg = f"{side} frame has no column {name!r}; its columns are {list(schema)}"
-                raise pl.exceptions.ColumnNotFoundError(msg)
+    missing = missing_key(left_schema, right_schema, keys)
+    if missing:
+        raise pl.exceptions.ColumnNotFoundError(missing)
 
 
 def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, options: dict):

@@ -169,13 +169,14 @@ def _backward(probe_key: Key, prepared_key: Key, probe_by, prepared_by, options:
 
 
 def _key_order(key: Key, backend):
-    """The rows with a key in stable key order (None: every row, in row order), their keys,
-    and the rows without a key."""
+    """The rows with a key in stable key order (none at all: every row, in row order), their
+    keys, and the rows without a key."""
     xp = backend.xp
     values = key.values
     is_float = key.type.physical == "float"
+    none = xp.zeros(0, dtype=np.int64)
     if key.valid is None:
-        keyed, unkeyed = None, xp.zeros(0, dtype=np.int64)
+        keyed, unkeyed = none, none
     else:
         keyed = xp.flatnonzero(key.valid)
         unkeyed = xp.flatnonzero(~key.valid)
@@ -183,8 +184,8 @@ def _key_order(key: Key, backend):
     if len(values) > 1 and bool(less_in_total_order(values[1:], values[:-1], xp, is_float).any()):
         order = backend.stable_argsort(values)
         values = values[order]
-        keyed = order if keyed is None else keyed[order]
-    return keyed, values, unkeyed  # keyed None: time-sorted already, as readers give it
+        keyed = order if key.valid is None else keyed[order]
+    return keyed, values, unkeyed  # keyed empty: time-sorted already, as readers give it
 
 
 def _sentinel(dtype) -> int:

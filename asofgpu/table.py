@@ -157,6 +157,21 @@ def join_asof(
     return pa.Table.from_arrays(list(left_t.columns) + list(taken.columns), names=names + out_names)
 
 
+def missing_key(left_columns, right_columns, keys) -> str | None:
+    """The message for the first key of ``keys`` (``resolve_keys``' four) that its frame's
+    columns lack, or None: the front ends raise it as their library would (KeyError, polars'
+    ColumnNotFoundError)."""
+    left_on, right_on, left_by, right_by = keys
+    for columns, wanted, side in (
+        (list(left_columns), [left_on, *left_by], "left"),
+        (list(right_columns), [right_on, *right_by], "right"),
+    ):
+        for name in wanted:
+            if name not in columns:
+                return f"{side} frame has no column {name!r}; its columns are {columns}"
+    return None
+
+
 def check_suffix(suffix) -> None:
     if not isinstance(suffix, str):
         msg = f"suffix must be a string, got {suffix!r}"

@@ -124,16 +124,16 @@ class Backend:
         right_map,
     ) -> None:
         """Both sides' keyed rows on one timeline (``asofgpu.splice``): the keys ascend, the
-        rows are the caller's numbers (None: the keys are the side's in row order, as
+        rows are the caller's numbers (none at all: the keys are the side's in row order, as
         time-sorted input gives them), ``right_of_left`` and ``left_of_right`` each row's
         match. Fills the maps' first ``len(left_keys) + len(right_keys)`` entries in merge
         order, left rows first at equal keys. Here each row's place is its rank in its side
         plus the other side's rows before it: two ``searchsorted`` of sorted keys, on the
         backend's device."""
         xp = self.xp
-        if left_rows is None:
+        if not len(left_rows):
             left_rows = xp.arange(len(left_keys), dtype=np.int64)
-        if right_rows is None:
+        if not len(right_rows):
             right_rows = xp.arange(len(right_keys), dtype=np.int64)
         at_left = xp.arange(len(left_keys), dtype=np.int64)
         at_left += xp.searchsorted(right_keys, left_keys, side="left")
@@ -154,36 +154,10 @@ class PythonBackend(Backend):
     def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
         interpreted_probe(is_float, left_keys, left_groups, right, how, out)
 
-    def splice_merge(
-        self,
-        is_float,
-        left_keys,
-        left_rows,
-        right_of_left,
-        right_keys,
-        right_rows,
-        left_of_right,
-        left_map,
-        right_map,
-    ) -> None:
+    def splice_merge(self, is_float, *sides) -> None:
         """The cpu's merge kernel as plain Python, cut into three pieces so that every test
         on this backend also checks where the pieces start (``kernels.splice.left_count``)."""
-        _splice_merge(is_float)(
-            left_keys,
-            kernel_rows(left_rows),
-            right_of_left,
-            right_keys,
-            kernel_rows(right_rows),
-            left_of_right,
-            left_map,
-            right_map,
-            3,
-        )
-
-
-def kernel_rows(rows) -> np.ndarray:
-    """Rows as the merge kernel takes them: none for "the side in row order"."""
-    return np.empty(0, dtype=np.int64) if rows is None else rows
+        _splice_merge(is_float)(*sides, 3)
 
 
 @functools.cache

@@ -16,7 +16,7 @@ import numpy as np
 from ..kernels.probe import NEAREST, Options
 from ..kernels.stream import Tape
 from . import walks
-from .base import Backend, host_empty, interpreted_probe, kernel_rows
+from .base import Backend, host_empty, interpreted_probe
 from .jit import (
     PARALLEL_LAUNCH,
     cpu_counting_sort,
@@ -42,47 +42,16 @@ class CpuBackend(Backend):
     def interprets(self, rows: int) -> bool:
         return not walks.compiles(rows)
 
-    def splice_merge(
-        self,
-        is_float,
-        left_keys,
-        left_rows,
-        right_of_left,
-        right_keys,
-        right_rows,
-        left_of_right,
-        left_map,
-        right_map,
-    ) -> None:
+    def splice_merge(self, is_float, left_keys, *rest) -> None:
         """The merge kernel (kernels/splice.py): one pass over both sides, a piece a thread;
         a small launch takes the base's numpy ranks instead of compiling."""
-        n = len(left_keys) + len(right_keys)
+        n = len(left_keys) + len(rest[2])  # rest: left rows and matches, right keys, ...
         if self.interprets(n):
-            super().splice_merge(
-                is_float,
-                left_keys,
-                left_rows,
-                right_of_left,
-                right_keys,
-                right_rows,
-                left_of_right,
-                left_map,
-                right_map,
-            )
+            super().splice_merge(is_float, left_keys, *rest)
             return
         parallel = walks.parallel(n)
         with launching(parallel):
-            cpu_splice(is_float, parallel)(
-                left_keys,
-                kernel_rows(left_rows),
-                right_of_left,
-                right_keys,
-                kernel_rows(right_rows),
-                left_of_right,
-                left_map,
-                right_map,
-                threads(parallel),
-            )
+            cpu_splice(is_float, parallel)(left_keys, *rest, threads(parallel))
 
     def group_sort(self, order, bucket, n_groups, keys):
         if self.interprets(order.size):
