@@ -20,8 +20,9 @@ front ends too):
   ``result_labels``, ``index_from``, ``join_keys``);
 - ``kernel_tolerance``, ``float_arithmetic_matters`` and ``pandas_float_pick``: the tolerance
   and the float distances as pandas' kernel computes them (numpy or cupy arrays);
-- ``rows_of``: a frame's rows taken by a map as ``reindex`` takes them (-1: a row of missing
-  values), which ``asofgpu.pandas.splice_join`` uses for both sides;
+- ``reindex_positions`` and ``rows_of``: a gather map as ``reindex`` positions, and a frame's
+  rows taken by them as ``reindex`` takes them (-1: a row of missing values), which
+  ``asofgpu.pandas.splice_join`` uses for both sides;
 - ``plc_column``, ``device_by_table``, ``prepare_on_device`` and ``probe_on_device``: cuDF
   columns joined on the device with pandas' by-key rules (nulls and NaN equal, categoricals
   by value) and its choice among equal right keys (``asofgpu.cudf``, and the cuDF partitions
@@ -54,7 +55,7 @@ from pandas.api.types import (
 )
 from pandas.errors import MergeError
 
-from ._types import NO_MATCH, NO_MATCH_INT64
+from ._types import NO_MATCH_INT64, is_no_match
 from .gather import gather
 from .join import AsofJoin
 
@@ -426,8 +427,7 @@ class AsofMerge:
                 tolerance=tol,
                 nearest_tie="backward",
             )
-            gmap = np.asarray(gmap.get() if hasattr(gmap, "get") else gmap)
-            return np.where((gmap == NO_MATCH) | (gmap == NO_MATCH_INT64), -1, gmap).astype(np.intp)
+            return reindex_positions(gmap)
 
         if lkey.dtype.kind == "f" and float_arithmetic_matters(lkey, direction, tolerance):
             return pandas_float_pick(lkey, rkey, probe, direction, tolerance)
@@ -774,6 +774,17 @@ def _arrow_timestamp_or_duration(values) -> bool:
         return False
     t = values.dtype.pyarrow_dtype
     return pa.types.is_timestamp(t) or pa.types.is_duration(t)
+
+
+def reindex_positions(gmap) -> np.ndarray:
+    """A gather map (numpy or cupy) as ``reindex`` positions on the host: -1 where it holds
+    no row.
+
+    >>> reindex_positions(np.array([2, -(2**31)], dtype=np.int32)).tolist()
+    [2, -1]
+    """
+    gmap = np.asarray(gmap.get() if hasattr(gmap, "get") else gmap)
+    return np.where(is_no_match(gmap), -1, gmap).astype(np.intp)
 
 
 def _is_identity(rmap: np.ndarray, n: int) -> bool:

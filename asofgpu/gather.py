@@ -127,16 +127,25 @@ def _take_fixed(
     taken = []
     for k, column in enumerate(columns):
         nulls, column_bitmap = n_missing, bitmap
-        if column.null_count:  # a row is valid where the map and the taken value are
-            kept = valid & arrow_numpy.valid(column)[np.where(valid, gmap, 0)]
-            nulls = len(gmap) - int(np.count_nonzero(kept))
-            column_bitmap = pa.py_buffer(np.packbits(kept, bitorder="little"))
+        if column.null_count:
+            _, column_bitmap, nulls = _kept(column, gmap, valid)
         taken.append(
             pa.Array.from_buffers(
                 column.type, len(gmap), [column_bitmap, buffers[k]], null_count=nulls
             )
         )
     return taken
+
+
+def _kept(column, gmap: np.ndarray, valid: np.ndarray):
+    """(kept, bitmap, nulls) of a column taken by a checked map: a row is valid where the map
+    and the taken value are; the bitmap is None when no row is null."""
+    kept = valid
+    if column.null_count:
+        kept = valid & arrow_numpy.valid(column)[np.where(valid, gmap, 0)]
+    nulls = len(gmap) - int(np.count_nonzero(kept))
+    bitmap = pa.py_buffer(np.packbits(kept, bitorder="little")) if nulls else None
+    return kept, bitmap, nulls
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -160,14 +169,10 @@ def _take_text(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray, n_m
     offsets = np.frombuffer(offsets, np.int64 if wide else np.int32, count=count)
     offsets = offsets[array.offset :]
     data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-    kept = valid
-    if array.null_count:  # a row is valid where the map and the taken value are
-        kept = valid & arrow_numpy.valid(array)[np.where(valid, gmap, 0)]
+    kept, bitmap, nulls = _kept(array, gmap, valid)
     buffers = take_text(offsets, data, gmap, kept)
     if buffers is None:
         return _take(column, gmap, None if n_missing == 0 else valid)
-    nulls = len(gmap) - int(np.count_nonzero(kept))
-    bitmap = pa.py_buffer(np.packbits(kept, bitorder="little")) if nulls else None
     return pa.Array.from_buffers(column.type, len(gmap), [bitmap, *buffers], null_count=nulls)
 
 
@@ -177,14 +182,10 @@ def _take_views(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray) ->
     shares them; nothing of the text is copied). Chunks are combined first, which rewrites
     the views, not the text."""
     array = arrow_numpy.combined(column)
-    validity, views, *data = array.buffers()
+    _, views, *data = array.buffers()
     views = np.frombuffer(views, np.uint64, count=2 * (array.offset + len(array)))
     views = views.reshape(-1, 2)[array.offset :]
-    kept = valid
-    if array.null_count:  # a row is valid where the map and the taken value are
-        kept = valid & arrow_numpy.valid(array)[np.where(valid, gmap, 0)]
-    nulls = len(gmap) - int(np.count_nonzero(kept))
-    bitmap = pa.py_buffer(np.packbits(kept, bitorder="little")) if nulls else None
+    kept, bitmap, nulls = _kept(array, gmap, valid)
     out = take_views(views, gmap, kept)
     return pa.Array.from_buffers(column.type, len(gmap), [bitmap, out, *data], null_count=nulls)
 

@@ -30,8 +30,14 @@ from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 from . import _validate
-from ._pandas_semantics import PANDAS_3, AsofMerge, check_join_options, rows_of
-from ._types import NO_MATCH, NO_MATCH_INT64, DeviceName, PandasDirection, Tolerance
+from ._pandas_semantics import (
+    PANDAS_3,
+    AsofMerge,
+    check_join_options,
+    reindex_positions,
+    rows_of,
+)
+from ._types import DeviceName, PandasDirection, Tolerance
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
 
@@ -221,16 +227,9 @@ def splice_join(
     )
     names = right_names(list(left.columns), list(right.columns), suffix)
     taken = [
-        rows_of(frame, _reindexer(gmap)) for frame, gmap in ((left, left_map), (right, right_map))
+        rows_of(frame, reindex_positions(gmap))
+        for frame, gmap in ((left, left_map), (right, right_map))
     ]
     taken[1].columns = names
     # pandas 2 copies every column unless told not to; pandas 3 refuses the keyword.
     return pd.concat(taken, axis=1) if PANDAS_3 else pd.concat(taken, axis=1, copy=False)
-
-
-def _reindexer(gmap):
-    """A splice map as ``reindex`` positions: on the host, -1 where it holds no row."""
-    import numpy as np
-
-    gmap = gmap.get() if hasattr(gmap, "get") else np.asarray(gmap)
-    return np.where((gmap == NO_MATCH) | (gmap == NO_MATCH_INT64), -1, gmap).astype(np.int64)

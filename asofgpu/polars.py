@@ -74,7 +74,7 @@ from polars.exceptions import ComputeError, InvalidOperationError
 
 from . import _validate
 from ._duration import UNIT_NS
-from ._types import NO_MATCH, NO_MATCH_INT64, DeviceName, StrategyName
+from ._types import NO_MATCH, DeviceName, StrategyName, is_no_match
 from .gather import gather
 from .join import asof_join
 from .splice import splice_maps
@@ -533,7 +533,7 @@ def _tolerance(tolerance, dtype):
 
 def _gather_index(gmap) -> pl.Series:
     gmap = gmap.get() if hasattr(gmap, "get") else np.asarray(gmap)
-    missing = (gmap == NO_MATCH) | (gmap == NO_MATCH_INT64)
+    missing = is_no_match(gmap)
     return pl.Series(pa.array(gmap.astype(np.int64), mask=missing if missing.any() else None))
 
 

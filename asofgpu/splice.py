@@ -40,7 +40,7 @@ from ._columns import (
     tolerance_in_ticks,
 )
 from ._encode import Groups
-from ._types import NO_MATCH, NO_MATCH_INT64, ByColumns, Column, DeviceName, GatherMap, Tolerance
+from ._types import ByColumns, Column, DeviceName, GatherMap, Tolerance
 from .join import AsofJoin, GroupCodes, by_columns, less_in_total_order
 
 
@@ -116,8 +116,8 @@ def splice_maps(
     start = len(left_sorted) + len(right_sorted)
     middle = start + len(left_unkeyed)
     left_map[start:middle] = left_unkeyed
-    right_map[start:middle] = _sentinel(right_map.dtype)
-    left_map[middle:] = _sentinel(left_map.dtype)
+    right_map[start:middle] = np.iinfo(right_map.dtype).min  # NO_MATCH of the map's width
+    left_map[middle:] = np.iinfo(left_map.dtype).min
     right_map[middle:] = right_unkeyed
     return left_map, right_map
 
@@ -186,7 +186,3 @@ def _key_order(key: Key, backend):
         values = values[order]
         keyed = order if key.valid is None else keyed[order]
     return keyed, values, unkeyed  # keyed empty: time-sorted already, as readers give it
-
-
-def _sentinel(dtype) -> int:
-    return NO_MATCH if np.dtype(dtype) == np.int32 else NO_MATCH_INT64
