@@ -10,7 +10,8 @@ from ._types import NO_MATCH, NO_MATCH_INT64, AmbiguousMatchError, Strategy, is_
 from .gather import gather
 from .join import AsofJoin, asof_join
 from .splice import splice_maps
-from .table import join_asof, splice_join
+from .table import join_asof, range_join, splice_join, window_join
+from .window import Windows
 
 __all__ = [
     "NO_MATCH",
@@ -18,12 +19,15 @@ __all__ = [
     "AmbiguousMatchError",
     "AsofJoin",
     "Strategy",
+    "Windows",
     "asof_join",
     "gather",
     "host_pool",
     "is_no_match",
     "join_asof",
+    "range_join",
     "splice_join",
     "splice_maps",
+    "window_join",
 ]
 __version__ = "0.1.0"

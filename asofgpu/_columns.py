@@ -336,11 +336,12 @@ class Ticks:
     tick_ns: int
 
 
-def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int):
+def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int, param: str = "tolerance"):
     """The tolerance on the kernel's scale: uint64 for integer keys, float64 for float keys.
 
     Numbers are in the key's physical unit (of the column as given); ``timedelta`` and
     ``numpy.timedelta64`` are converted for temporal keys. Returns None for no tolerance.
+    ``param`` names the distance in messages (the window join's ``before`` and ``after``).
     """
     if tolerance is None:
         return None
@@ -350,7 +351,7 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int):
     if isinstance(tolerance, (datetime.timedelta, np.timedelta64)):
         if not ktype.temporal:
             msg = (
-                f"tolerance: a timedelta needs a temporal key (date, time, timestamp or "
+                f"{param}: a timedelta needs a temporal key (date, time, timestamp or "
                 f"duration), the key is {ktype.name}. Hint: pass a number in the key's unit."
             )
             raise TypeError(msg)
@@ -359,32 +360,32 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int):
             ns += tolerance.microseconds * 1000
         else:
             if np.isnat(tolerance):
-                msg = "tolerance must be a duration, got NaT"
+                msg = f"{param} must be a duration, got NaT"
                 raise ValueError(msg)
             unit, count = np.datetime_data(tolerance.dtype)
             if unit not in _NUMPY_UNIT_NS:
                 msg = (
-                    f"tolerance: numpy.timedelta64 unit {unit!r} is not supported; "
+                    f"{param}: numpy.timedelta64 unit {unit!r} is not supported; "
                     f"use W, D, h, m, s, ms, us or ns"
                 )
                 raise ValueError(msg)
             # Python ints: exact for any count, where numpy's cast to ns would wrap.
             ns = int(tolerance.astype(np.int64)) * count * _NUMPY_UNIT_NS[unit]
         ticks = ns // tick_ns  # distances are whole ticks: d <= t  <=>  d <= floor(t)
-        return _nonnegative_ticks(ticks, tolerance)
+        return _nonnegative_ticks(ticks, tolerance, param)
     if isinstance(tolerance, (bool, np.bool_)) or not isinstance(
         tolerance, (int, float, np.integer, np.floating)
     ):
         msg = (
-            f"tolerance must be a non-negative number, datetime.timedelta or "
+            f"{param} must be a non-negative number, datetime.timedelta or "
             f"numpy.timedelta64, got {type(tolerance).__name__}"
         )
         raise TypeError(msg)
     if tolerance != tolerance:
-        msg = "tolerance must be a non-negative number, got NaN"
+        msg = f"{param} must be a non-negative number, got NaN"
         raise ValueError(msg)
     if tolerance < 0:
-        msg = f"tolerance must be non-negative, got {tolerance}"
+        msg = f"{param} must be non-negative, got {tolerance}"
         raise ValueError(msg)
     if ktype.physical == "float":
         try:
@@ -397,11 +398,11 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int):
     ticks = int(tolerance) if isinstance(tolerance, (int, np.integer)) else int(np.floor(tolerance))
     if ktype.temporal and ktype.tick_ns != tick_ns:
         ticks *= ktype.tick_ns // tick_ns
-    return _nonnegative_ticks(ticks, tolerance)
+    return _nonnegative_ticks(ticks, tolerance, param)
 
 
-def _nonnegative_ticks(ticks: int, tolerance) -> np.uint64:
+def _nonnegative_ticks(ticks: int, tolerance, param: str) -> np.uint64:
     if ticks < 0:
-        msg = f"tolerance must be non-negative, got {tolerance}"
+        msg = f"{param} must be non-negative, got {tolerance}"
         raise ValueError(msg)
     return np.uint64(min(ticks, int(np.iinfo(np.uint64).max)))

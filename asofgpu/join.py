@@ -31,6 +31,8 @@ from ._columns import (
 )
 from ._device_groups import SortedGroups, device_columns, on_device
 from ._encode import Groups
+from .kernels.window import Bounds
+from .window import Windows
 from ._types import (
     NEAREST_TIE_CODE,
     NO_MATCH,
@@ -464,6 +466,62 @@ class AsofJoin:
         if ambiguous == "raise":
             self._raise_if_ambiguous(out)
         return out
+
+    def windows(
+        self,
+        left_on: Column,
+        left_by: ByColumns | None = None,
+        *,
+        before: Tolerance,
+        after: Tolerance = 0,
+        prevailing: bool = False,
+    ) -> Windows:
+        """Each left row's window (the window join, kdb+'s ``wj``): the right rows of its
+        group whose key lies in ``[x - before, x + after]`` for its key x, both ends
+        inclusive, as a range of positions in the prepared order (see ``asofgpu.window``).
+
+        ``before`` and ``after`` are non-negative, of the kinds ``tolerance`` takes (numbers
+        in ``right_on``'s unit, timedeltas). ``prevailing=True`` (kdb+'s ``wj`` rather than
+        ``wj1``) also takes the last right row below ``x - before`` when the group has one.
+        Left rows with a null key or group, or of a group the right side lacks, get empty
+        windows; right rows with a null key are in none.
+
+        >>> j = AsofJoin(np.array([1, 2, 4, 7]), device="cpu")
+        >>> w = j.windows(np.array([4]), before=2, prevailing=True)
+        >>> w.rows[w.starts[0]:w.ends[0]].tolist()
+        [0, 1, 2]
+        """
+        if before is None:
+            msg = "before is required: how far below each left key the window reaches"
+            raise TypeError(msg)
+        prevailing = _validate.flag(prevailing, "prevailing")
+        be, xp = self.backend, self.backend.xp
+        left_key = ordered_key(left_on, "left_on", self._host)
+        n = len(left_key.values)
+        tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
+        left_key = rescale(left_key, tick, "left_on", xp)
+        is_float = self._key_type.physical == "float"
+        reach = Bounds(
+            tolerance_in_ticks(before, self._key_type, tick, "before"),
+            tolerance_in_ticks(after, self._key_type, tick, "after"),
+            prevailing,
+        )
+        groups = self._left_groups(left_by, n)
+        if left_key.valid is not None:
+            groups = xp.where(left_key.valid, groups, -1).astype(np.int32, copy=False)
+        self._sort_deferred()
+        right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
+        starts, ends = be.empty(n, np.int64), be.empty(n, np.int64)
+        be.window_bounds(
+            is_float,
+            left_key.values,
+            groups,
+            Right(self._offsets, right_keys, self._rows_last, self._rows_first),
+            reach,
+            starts,
+            ends,
+        )
+        return Windows(be, starts, ends, self._rows_last, self.no_match)
 
     def _left_groups(self, left_by, n: int):
         xp = self.backend.xp

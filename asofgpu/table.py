@@ -1,4 +1,4 @@
-"""``join_asof`` and ``splice_join`` on whole tables: Arrow-compatible tables in, a
+"""``join_asof``, ``splice_join``, ``window_join`` and ``range_join`` on whole tables: Arrow-compatible tables in, a
 ``pyarrow.Table`` out.
 
 The output follows polars' rules: the left columns first, then the right columns other than
@@ -24,8 +24,9 @@ import pyarrow as pa
 from ._columns import to_table
 from .gather import gather
 from ._types import DeviceName, StrategyName, TableLike, Tolerance
-from .join import asof_join
+from .join import AsofJoin, asof_join
 from .splice import splice_maps
+from .window import aggregate, aggregations
 
 
 def _names(value, param: str) -> list[str]:
@@ -249,6 +250,120 @@ def splice_join(
     names = list(left_t.column_names)
     out_names = right_names(names, right_t.column_names, suffix)
     left_rows, right_rows = gather(left_t, left_map), gather(right_t, right_map)
+    return pa.Table.from_arrays(
+        list(left_rows.columns) + list(right_rows.columns), names=names + out_names
+    )
+
+
+def _windows(left_t, right_t, keys, before, after, prevailing, device):
+    left_on, right_on, left_by, right_by = keys
+    prepared = AsofJoin(
+        _column(right_t, right_on, "right"),
+        [_column(right_t, n, "right") for n in right_by] or None,
+        device=device,
+    )
+    return prepared.windows(
+        _column(left_t, left_on, "left"),
+        [_column(left_t, n, "left") for n in left_by] or None,
+        before=before,
+        after=after,
+        prevailing=prevailing,
+    )
+
+
+def window_join(
+    left: TableLike,
+    right: TableLike,
+    *,
+    on: str | None = None,
+    left_on: str | None = None,
+    right_on: str | None = None,
+    by: str | Sequence[str] | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    before: Tolerance,
+    after: Tolerance = 0,
+    aggs: dict[str, str | Sequence[str]],
+    prevailing: bool = False,
+    device: DeviceName = "auto",
+) -> pa.Table:
+    """The window join (kdb+'s ``wj``): each left row with aggregates of the right rows of its
+    ``by`` group whose ``on`` key lies within ``[x - before, x + after]`` of its key x.
+
+    ``aggs`` maps right columns to aggregations: ``count`` (non-null values), ``sum``,
+    ``mean``, ``min``, ``max``, ``first``, ``last`` (in key order, then input order), all
+    ignoring nulls; a window without a value gives null (count: 0). The result is the left
+    table plus a column ``<column>_<agg>`` per aggregation, in left order. ``before`` and
+    ``after`` are non-negative numbers in ``right_on``'s unit or timedeltas, both ends
+    inclusive; ``prevailing=True`` also puts in each window the last right row below it (the
+    state on entering it), as kdb+'s ``wj`` does (``wj1`` does not). Null keys and null
+    ``by`` values get empty windows.
+
+    >>> import pyarrow as pa
+    >>> trades = pa.table({"t": [5, 9], "sym": ["A", "A"]})
+    >>> quotes = pa.table({"t": [1, 3, 4, 8], "sym": ["A"] * 4, "bid": [1.0, 2.0, 3.0, 4.0]})
+    >>> out = window_join(trades, quotes, on="t", by="sym", before=2,
+    ...                   aggs={"bid": ["max", "count"]}, device="cpu")
+    >>> out.to_pydict()
+    {'t': [5, 9], 'sym': ['A', 'A'], 'bid_max': [3.0, 4.0], 'bid_count': [2, 1]}
+    """
+    left_t, right_t = to_table(left, "left"), to_table(right, "right")
+    keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
+    wanted = aggregations(aggs, right_t.column_names, lambda c: right_t.schema.field(c).type)
+    names = list(left_t.column_names)
+    for agg in wanted:
+        if agg.name in names:
+            msg = (
+                f"the aggregate column {agg.name!r} clashes with a left column of that name. "
+                f"Hint: rename the left column or the right column {agg.column!r}."
+            )
+            raise ValueError(msg)
+    windows = _windows(left_t, right_t, keys, before, after, prevailing, device)
+    columns = aggregate(windows, right_t, wanted)
+    return pa.Table.from_arrays(
+        list(left_t.columns) + columns, names=names + [agg.name for agg in wanted]
+    )
+
+
+def range_join(
+    left: TableLike,
+    right: TableLike,
+    *,
+    on: str | None = None,
+    left_on: str | None = None,
+    right_on: str | None = None,
+    by: str | Sequence[str] | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    before: Tolerance,
+    after: Tolerance = 0,
+    prevailing: bool = False,
+    suffix: str = "_right",
+    device: DeviceName = "auto",
+) -> pa.Table:
+    """The one-to-many as-of join behind the window join: one row per (left row, right row in
+    its window), in left order then key order (then input order), and each left row whose
+    window is empty once, with nulls on the right.
+
+    Windows are those of ``window_join``. The columns are the left columns, then the right
+    columns but the ``by`` ones (equal to the left's); the right ``on`` column is kept, as
+    ``<name><suffix>`` when the left has that name.
+
+    >>> import pyarrow as pa
+    >>> trades = pa.table({"t": [5, 9]})
+    >>> quotes = pa.table({"t": [1, 3, 4], "bid": [1.0, 2.0, 3.0]})
+    >>> range_join(trades, quotes, on="t", before=2, device="cpu").to_pydict()
+    {'t': [5, 5, 9], 't_right': [3, 4, None], 'bid': [2.0, 3.0, None]}
+    """
+    left_t, right_t = to_table(left, "left"), to_table(right, "right")
+    keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
+    check_suffix(suffix)
+    kept = [n for n in right_t.column_names if n not in set(keys[3])]
+    names = list(left_t.column_names)
+    out_names = right_names(names, kept, suffix)
+    windows = _windows(left_t, right_t, keys, before, after, prevailing, device)
+    left_map, right_map = (windows.backend.to_host(m) for m in windows.pairs())
+    left_rows, right_rows = gather(left_t, left_map), gather(right_t.select(kept), right_map)
     return pa.Table.from_arrays(
         list(left_rows.columns) + list(right_rows.columns), names=names + out_names
     )

@@ -179,3 +179,72 @@ def splice_oracle(
         left_map.append(i if side == "left" else other)
         right_map.append(i if side == "right" else other)
     return left_map, right_map
+
+
+def window_oracle(left_keys, left_groups, right_keys, right_groups, before, after, prevailing):
+    """The window join's windows: for each left row, the right rows of its group whose key k
+    lies within [x - before, x + after] of its key x (distances as ``_distance`` takes them,
+    both ends inclusive), in key order then row order; with ``prevailing``, first the last of
+    those (in that order) whose key is below the window, when there is one. Null keys and
+    null groups (``by`` nulls never match) give empty windows; null right keys are in none.
+
+    Returns a list of lists of right row numbers."""
+    out = []
+    for i, x in enumerate(left_keys):
+        g = _group(None if left_groups is None else left_groups[i], False)
+        if x is None or g is None:
+            out.append([])
+            continue
+        mine = [
+            j
+            for j, k in enumerate(right_keys)
+            if k is not None
+            and _group(None if right_groups is None else right_groups[j], False) == g
+        ]
+        mine.sort(key=lambda j: (_order(right_keys[j]), j))
+        below = [
+            j
+            for j in mine
+            if _order(right_keys[j]) < _order(x) and _distance(right_keys[j], x) > before
+        ]
+        inside = [
+            j
+            for j in mine
+            if j not in below
+            and not (_order(x) < _order(right_keys[j]) and _distance(x, right_keys[j]) > after)
+        ]
+        out.append(([below[-1]] if prevailing and below else []) + inside)
+    return out
+
+
+def reduce_oracle(window, values, agg):
+    """One window's aggregate of ``values`` (Python numbers, None for null) over its right
+    rows ``window``, in order: count, sum, mean (a float64 loop), min and max (the first of
+    the smallest or largest in the total order, NaN above +inf), first, last; None when the
+    window holds no value (count: 0). min, max, first and last return the right row."""
+    rows = [j for j in window if values[j] is not None]
+    if agg == "count":
+        return len(rows)
+    if not rows:
+        return None
+    if agg == "sum":
+        total = 0.0 if isinstance(values[rows[0]], float) else 0
+        for j in rows:
+            total += values[j]
+        return total
+    if agg == "mean":
+        total = 0.0
+        for j in rows:
+            total += float(values[j])
+        return total / len(rows)
+    if agg == "first":
+        return rows[0]
+    if agg == "last":
+        return rows[-1]
+    best = rows[0]
+    for j in rows[1:]:
+        if (agg == "min" and _order(values[j]) < _order(values[best])) or (
+            agg == "max" and _order(values[best]) < _order(values[j])
+        ):
+            best = j
+    return best

@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from .._host_pool import HOST_POOL
-from ..kernels import probe, splice
+from ..kernels import probe, splice, window
 from .jit import identity_jit, py_options, py_unsigned
 
 
@@ -144,6 +144,24 @@ class Backend:
         left_map[at_right] = left_of_right[right_rows]
         right_map[at_right] = right_rows
 
+    # ---- the window join
+    def window_bounds(
+        self, is_float: bool, left_keys, left_groups, right: probe.Right, bounds, starts, ends
+    ) -> None:
+        """Each left row's window ``[starts[i], ends[i])`` of positions in the prepared
+        ``right`` (kernels/window.py) under ``bounds`` (a ``window.Bounds``)."""
+        interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts, ends)
+
+    def window_picks(self, is_float: bool, starts, ends, rows, values, valid, op: int, out):
+        """Per window, the position of its first, last, smallest or largest valid value
+        (``op``: ``window.PICKS``), -1 when none; ``is_float``: the values' comparisons."""
+        interpreted_picks(is_float, starts, ends, rows, values, valid, op, out)
+
+    def window_sums(self, starts, ends, rows, values, valid, sums, counts) -> None:
+        """Per window, its valid values summed into ``sums`` (zeros of the accumulator's
+        type, the values' type) and counted into ``counts``."""
+        interpreted_sums(starts, ends, rows, values, valid, sums, counts)
+
 
 class PythonBackend(Backend):
     name = "python"
@@ -178,3 +196,31 @@ def interpreted_probe(is_float, left_keys, left_groups, right, how, out) -> None
     with np.errstate(over="ignore"):  # float gaps past the largest double are inf
         for i in range(len(out)):
             probe_row(i, left_keys, left_groups, right, how, out)
+
+
+@functools.cache
+def _window_rows(is_float: bool):
+    return window.build(identity_jit, identity_jit, is_float, py_unsigned, range)
+
+
+def interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts, ends) -> None:
+    """The window kernel as plain Python (the python backend, and a small cpu launch)."""
+    if not is_float:  # Python ints, as py_options makes the tolerance: every gap exact
+        bounds = bounds._replace(before=int(bounds.before), after=int(bounds.after))
+    window_row = _window_rows(is_float).window_row
+    with np.errstate(over="ignore"):
+        for i in range(len(starts)):
+            window_row(i, left_keys, left_groups, right, bounds, starts, ends)
+
+
+def interpreted_picks(is_float, starts, ends, rows, values, valid, op, out) -> None:
+    pick_row = _window_rows(is_float).pick_row
+    for i in range(len(out)):
+        pick_row(i, starts, ends, rows, values, valid, op, out)
+
+
+def interpreted_sums(starts, ends, rows, values, valid, sums, counts) -> None:
+    sum_row = _window_rows(False).sum_row
+    with np.errstate(over="ignore"):  # integer sums wrap, as compiled ones do
+        for i in range(len(sums)):
+            sum_row(i, starts, ends, rows, values, valid, sums, counts)

@@ -25,6 +25,7 @@ from .jit import (
     cpu_scan,
     cpu_splice,
     cpu_stream_probe,
+    cpu_window,
     launching,
     threads,
 )
@@ -52,6 +53,37 @@ class CpuBackend(Backend):
         parallel = walks.parallel(n)
         with launching(parallel):
             cpu_splice(is_float, parallel)(left_keys, *rest, threads(parallel))
+
+    def window_bounds(self, is_float, left_keys, left_groups, right, bounds, starts, ends):
+        """Two binary searches a left row (kernels/window.py), the rows in parallel."""
+        n = len(starts)
+        if self.interprets(n):
+            with walks.interpreting():
+                super().window_bounds(is_float, left_keys, left_groups, right, bounds, starts, ends)
+            return
+        parallel = walks.parallel(n)
+        with launching(parallel):
+            cpu_window(is_float, parallel).windows(
+                left_keys, left_groups, right, bounds, starts, ends
+            )
+
+    def window_picks(self, is_float, starts, ends, rows, values, valid, op, out):
+        if self.interprets(len(out)):
+            with walks.interpreting():
+                super().window_picks(is_float, starts, ends, rows, values, valid, op, out)
+            return
+        parallel = walks.parallel(len(out))
+        with launching(parallel):
+            cpu_window(is_float, parallel).picks(starts, ends, rows, values, valid, op, out)
+
+    def window_sums(self, starts, ends, rows, values, valid, sums, counts):
+        if self.interprets(len(sums)):
+            with walks.interpreting():
+                super().window_sums(starts, ends, rows, values, valid, sums, counts)
+            return
+        parallel = walks.parallel(len(sums))
+        with launching(parallel):
+            cpu_window(False, parallel).sums(starts, ends, rows, values, valid, sums, counts)
 
     def group_sort(self, order, bucket, n_groups, keys):
         if self.interprets(order.size):

@@ -5,14 +5,16 @@ sorted with cupy's stable radix sort.
 
 from __future__ import annotations
 
+import collections
 import functools
 import os
 import warnings
 
 import numpy as np
 
-from ..kernels import bind, probe
+from ..kernels import bind, probe, window
 from ..kernels.probe import Options, Right
+from ..kernels.window import Bounds
 from .base import Backend
 from .jit import py_options, py_unsigned
 
@@ -46,17 +48,36 @@ class CudaBackend(Backend):
         return self.xp.argsort(values)  # cupy's sort is always stable (a radix sort)
 
     def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
-        kernel = probe_kernel(is_float, self.simulated)  # one thread a row, always
-        n = len(out)
-        if n == 0:
-            return
-        blocks = (n + CUDA_THREADS - 1) // CUDA_THREADS
+        if self.simulated:
+            how = py_options(how, is_float)
         # The kernel takes the bundles' fields one by one and packs them again on the device:
         # a launch then passes only arrays and scalars, whose typing and transfer every
         # numba-cuda release handles alike (tuples of cupy arrays are typed by recent ones).
-        if self.simulated:
-            how = py_options(how, is_float)
-        args = (left_keys, left_groups, *right, *how, out)
+        self._launch(
+            probe_kernel(is_float, self.simulated),  # one thread a row, always
+            len(out),
+            (left_keys, left_groups, *right, *how, out),
+        )
+
+    def window_bounds(self, is_float, left_keys, left_groups, right, bounds, starts, ends):
+        if self.simulated and not is_float:
+            bounds = bounds._replace(before=int(bounds.before), after=int(bounds.after))
+        kernel = window_kernels(is_float, self.simulated).bounds
+        self._launch(kernel, len(starts), (left_keys, left_groups, *right, *bounds, starts, ends))
+
+    def window_picks(self, is_float, starts, ends, rows, values, valid, op, out):
+        kernel = window_kernels(is_float, self.simulated).picks
+        self._launch(kernel, len(out), (starts, ends, rows, values, valid, op, out))
+
+    def window_sums(self, starts, ends, rows, values, valid, sums, counts):
+        kernel = window_kernels(False, self.simulated).sums
+        self._launch(kernel, len(sums), (starts, ends, rows, values, valid, sums, counts))
+
+    def _launch(self, kernel, n: int, args) -> None:
+        """``kernel`` on n threads (one a row) on the caller's stream."""
+        if n == 0:
+            return
+        blocks = (n + CUDA_THREADS - 1) // CUDA_THREADS
         if self.simulated:
             # The simulator writes every array argument back: give it writable copies.
             args = [
@@ -128,6 +149,65 @@ def cuda_probe_source(is_float: bool, simulated: bool = False):
     unsigned = py_unsigned if simulated else numba.uint64
     probe_row = probe.build(cuda.jit(device=True), is_float, unsigned)
     return bind(_probe_kernel, cuda=cuda, probe_row=probe_row)
+
+
+def _window_kernel(
+    left_keys,
+    left_groups,
+    offsets,
+    right_keys,
+    rows_last,
+    rows_first,
+    before,
+    after,
+    prevailing,
+    starts,
+    ends,
+):
+    """One thread per left row: its window (window_row: bound). The arguments are the left
+    side, a ``probe.Right``'s and a ``window.Bounds``' fields, then the outputs."""
+    i = cuda.grid(1)  # noqa: F821 - bound by window_kernels
+    if i < starts.size:
+        right = Right(offsets, right_keys, rows_last, rows_first)
+        reach = Bounds(before, after, prevailing)
+        window_row(i, left_keys, left_groups, right, reach, starts, ends)  # noqa: F821
+
+
+def _pick_kernel(starts, ends, rows, values, valid, op, out):
+    i = cuda.grid(1)  # noqa: F821 - bound by window_kernels
+    if i < out.size:
+        pick_row(i, starts, ends, rows, values, valid, op, out)  # noqa: F821
+
+
+def _sum_kernel(starts, ends, rows, values, valid, sums, counts):
+    i = cuda.grid(1)  # noqa: F821 - bound by window_kernels
+    if i < sums.size:
+        sum_row(i, starts, ends, rows, values, valid, sums, counts)  # noqa: F821
+
+
+WindowKernels = collections.namedtuple("WindowKernels", "bounds picks sums")
+
+
+@functools.cache
+def window_kernels(is_float: bool, simulated: bool) -> WindowKernels:
+    """The window join's kernels (kernels/window.py), one thread a left row; ``is_float``:
+    the comparisons of the keys (bounds) or of the values (picks)."""
+    import numba
+    from numba import cuda
+
+    unsigned = py_unsigned if simulated else numba.uint64
+    rows = window.build(cuda.jit(device=True), cuda.jit(device=True), is_float, unsigned, range)
+    names = {
+        "cuda": cuda,
+        "window_row": rows.window_row,
+        "pick_row": rows.pick_row,
+        "sum_row": rows.sum_row,
+    }
+    return WindowKernels(
+        cuda.jit(bind(_window_kernel, **names)),
+        cuda.jit(bind(_pick_kernel, **names)),
+        cuda.jit(bind(_sum_kernel, **names)),
+    )
 
 
 @functools.cache

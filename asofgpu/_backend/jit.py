@@ -31,6 +31,7 @@ from ..kernels import (
     strings,
     take,
     views,
+    window,
 )
 
 # numba's workqueue threading layer (the one without TBB or OpenMP) aborts the process on
@@ -154,6 +155,13 @@ def cpu_scan(is_float: bool, parallel: bool):
 @functools.cache
 def cpu_splice(is_float: bool, parallel: bool):
     return _build_walk(splice, is_float, parallel)
+
+
+@functools.cache
+def cpu_window(is_float: bool, parallel: bool):
+    """kernels/window.py for the cpu: ``is_float`` chooses the key comparisons (windows) or
+    the value comparisons (picks); sums take either."""
+    return _build_walk(window, is_float, parallel, inline="always")
 
 
 def _probe_all(left_keys, left_groups, right, how, out):
