@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from typing import TYPE_CHECKING, Literal
 
+import pyarrow as pa
+
 from . import _validate
 from ._pandas_semantics import (
     PANDAS_3,
@@ -38,13 +40,16 @@ from ._pandas_semantics import (
     rows_of,
 )
 from ._types import DeviceName, PandasDirection, Tolerance
+from ._columns import to_arrow
+from .join import AsofJoin
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
+from .window import aggregations, picked, picks, reduced
 
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["merge_asof", "splice_join"]
+__all__ = ["merge_asof", "range_join", "splice_join", "window_join"]
 
 
 def merge_asof(
@@ -233,3 +238,158 @@ def splice_join(
     taken[1].columns = names
     # pandas 2 copies every column unless told not to; pandas 3 refuses the keyword.
     return pd.concat(taken, axis=1) if PANDAS_3 else pd.concat(taken, axis=1, copy=False)
+
+
+def window_join(
+    left: pd.DataFrame,
+    right: pd.DataFrame,
+    *,
+    on: str | None = None,
+    left_on: str | None = None,
+    right_on: str | None = None,
+    by: str | Sequence[str] | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    before: Tolerance,
+    after: Tolerance = 0,
+    aggs: dict[str, str | Sequence[str]],
+    prevailing: bool = False,
+    device: DeviceName = "auto",
+) -> pd.DataFrame:
+    """The window join (``asofgpu.window_join``, kdb+'s ``wj``) on pandas frames: ``left``
+    with aggregates of the right rows of each row's ``by`` group whose ``on`` key lies within
+    ``[x - before, x + after]`` of its key x. pandas has no such join.
+
+    The parameters are ``asofgpu.window_join``'s; ``before`` and ``after`` are numbers in the
+    right key's unit or ``pandas.Timedelta``s. The result keeps ``left``'s index and columns
+    and adds ``<column>_<agg>`` per aggregation: count int64; sum and mean as numbers (NaN
+    where a window holds no value; Arrow and nullable dtypes in, the same family out); min,
+    max, first and last taken as ``reindex`` takes rows (int and bool become float64 and
+    object where a window is empty, as in ``merge_asof``).
+
+    >>> import pandas as pd
+    >>> trades = pd.DataFrame({"t": [5, 9], "sym": ["A", "A"]})
+    >>> quotes = pd.DataFrame({"t": [1, 3, 4, 8], "sym": ["A"] * 4, "bid": [1.0, 2.0, 3.0, 4.0]})
+    >>> window_join(trades, quotes, on="t", by="sym", before=2, aggs={"bid": ["max", "count"]}, device="cpu")
+       t sym  bid_max  bid_count
+    0  5   A      3.0          2
+    1  9   A      4.0          1
+    """
+    import pandas as pd
+
+    keys = _frame_keys(left, right, on, left_on, right_on, by, by_left, by_right)
+    wanted = aggregations(
+        aggs, list(right.columns), lambda c: to_arrow(right[c], f"aggs[{c!r}]").type
+    )
+    for agg in wanted:
+        if agg.name in left.columns:
+            msg = (
+                f"the aggregate column {agg.name!r} clashes with a left column of that name. "
+                f"Hint: rename the left column or the right column {agg.column!r}."
+            )
+            raise ValueError(msg)
+    windows = _windows(left, right, keys, before, after, prevailing, device)
+    out = left.copy(deep=False)
+    for agg in wanted:
+        column = to_arrow(right[agg.column], f"aggs[{agg.column!r}]")
+        if picks(agg):
+            taken = rows_of(right[[agg.column]], reindex_positions(picked(windows, column, agg)))
+            out[agg.name] = taken.iloc[:, 0].set_axis(left.index)
+        else:
+            out[agg.name] = pd.Series(
+                _pandas_numbers(reduced(windows, column, agg), right[agg.column].dtype),
+                index=left.index,
+            )
+    return out
+
+
+def range_join(
+    left: pd.DataFrame,
+    right: pd.DataFrame,
+    *,
+    on: str | None = None,
+    left_on: str | None = None,
+    right_on: str | None = None,
+    by: str | Sequence[str] | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    before: Tolerance,
+    after: Tolerance = 0,
+    prevailing: bool = False,
+    suffix: str = "_right",
+    device: DeviceName = "auto",
+) -> pd.DataFrame:
+    """The one-to-many as-of join (``asofgpu.range_join``) on pandas frames: one row per (left
+    row, right row of its window), in left order then key order, and each left row with an
+    empty window once, with missing values. A fresh RangeIndex; the left columns, then the
+    right ones but the ``by`` columns (``suffix`` on names that clash), taken as ``reindex``
+    takes rows.
+
+    >>> import pandas as pd
+    >>> trades = pd.DataFrame({"t": [5, 9]})
+    >>> quotes = pd.DataFrame({"t": [1, 3, 4], "bid": [1.0, 2.0, 3.0]})
+    >>> range_join(trades, quotes, on="t", before=2, device="cpu")
+       t  t_right  bid
+    0  5      3.0  2.0
+    1  5      4.0  3.0
+    2  9      NaN  NaN
+    """
+    import pandas as pd
+
+    keys = _frame_keys(left, right, on, left_on, right_on, by, by_left, by_right)
+    check_suffix(suffix)
+    kept = [c for c in right.columns if c not in set(keys[3])]
+    names = right_names(list(left.columns), kept, suffix)
+    windows = _windows(left, right, keys, before, after, prevailing, device)
+    left_map, right_map = windows.pairs()
+    taken = [
+        rows_of(left, reindex_positions(left_map)),
+        rows_of(right[kept], reindex_positions(right_map)),
+    ]
+    taken[1].columns = names
+    return pd.concat(taken, axis=1) if PANDAS_3 else pd.concat(taken, axis=1, copy=False)
+
+
+def _frame_keys(left, right, on, left_on, right_on, by, by_left, by_right):
+    import pandas as pd
+
+    for frame, side in ((left, "left"), (right, "right")):
+        if not isinstance(frame, pd.DataFrame):
+            msg = f"{side} must be a pandas DataFrame, got {type(frame).__name__}"
+            raise TypeError(msg)
+    keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
+    missing = missing_key(left.columns, right.columns, keys)
+    if missing:
+        raise KeyError(missing)
+    return keys
+
+
+def _windows(left, right, keys, before, after, prevailing, device):
+    left_on, right_on, left_by, right_by = keys
+    prepared = AsofJoin(right[right_on], [right[c] for c in right_by] or None, device=device)
+    return prepared.windows(
+        left[left_on],
+        [left[c] for c in left_by] or None,
+        before=before,
+        after=after,
+        prevailing=prevailing,
+    )
+
+
+def _pandas_numbers(array, source_dtype):
+    """A count, sum or mean as pandas holds numbers like the column's: Arrow-backed for an
+    Arrow column, nullable for a nullable one, else numpy (NaN where null)."""
+    import pandas as pd
+
+    if isinstance(source_dtype, pd.ArrowDtype):
+        return pd.arrays.ArrowExtensionArray(array)
+    if isinstance(source_dtype, pd.api.extensions.ExtensionDtype) and hasattr(
+        source_dtype, "numpy_dtype"
+    ):  # the masked dtypes: Int64, UInt8, Float64, boolean, ...
+        nullable = {pa.int64(): pd.Int64Dtype(), pa.uint64(): pd.UInt64Dtype()}
+        return (
+            array.to_pandas(types_mapper=nullable.get).array
+            if array.type in nullable
+            else pd.array(array.to_pandas(), dtype=pd.Float64Dtype())
+        )
+    return array.to_numpy(zero_copy_only=False)

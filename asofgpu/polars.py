@@ -76,11 +76,12 @@ from . import _validate
 from ._duration import UNIT_NS
 from ._types import NO_MATCH, DeviceName, StrategyName, is_no_match
 from .gather import gather
-from .join import asof_join
+from .join import AsofJoin, asof_join
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
+from .window import aggregations, picked, picks, reduced
 
-__all__ = ["AsofgpuNamespace", "join_asof", "splice_join"]
+__all__ = ["AsofgpuNamespace", "join_asof", "range_join", "splice_join", "window_join"]
 
 _NOT_SORTED = (
     "argument in operation 'asof_join' is not sorted, please sort the 'expr/series/column' first"
@@ -657,37 +658,21 @@ def splice_join(
         null_equality=null_equality,
         device=device,
     )
-    if isinstance(left, pl.LazyFrame):
-        if not isinstance(right, pl.LazyFrame):
-            msg = f"right must be a LazyFrame, as left is, got {type(right).__name__!r}"
-            raise TypeError(msg)
-        left_schema, right_schema = left.collect_schema(), right.collect_schema()
-        _splice_columns(left_schema, right_schema, keys)
+
+    def plan(left_schema, right_schema) -> dict:
+        _check_keys(left_schema, right_schema, keys)
         names = right_names(list(left_schema), list(right_schema), suffix)
-        schema = {**left_schema, **dict(zip(names, right_schema.values()))}
+        return dict(zip(names, right_schema.values()))
 
-        def run(_: pl.DataFrame) -> pl.DataFrame:
-            return _splice_eager(*pl.collect_all([left, right]), keys, suffix, options)
-
-        return pl.LazyFrame(schema=schema).map_batches(run, schema=schema)
-    if isinstance(left, pl.DataFrame):
-        if not isinstance(right, pl.DataFrame):
-            msg = f"right must be a DataFrame, as left is, got {type(right).__name__!r}"
-            raise TypeError(msg)
+    def run(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
         return _splice_eager(left, right, keys, suffix, options)
-    msg = f"left must be a polars DataFrame or LazyFrame, got {type(left).__name__!r}"
-    raise TypeError(msg)
 
-
-def _splice_columns(left_schema, right_schema, keys) -> None:
-    missing = missing_key(left_schema, right_schema, keys)
-    if missing:
-        raise pl.exceptions.ColumnNotFoundError(missing)
+    return _eager_or_lazy(left, right, plan, run)
 
 
 def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, options: dict):
     left_on, right_on, left_by, right_by = keys
-    _splice_columns(left.schema, right.schema, keys)
+    _check_keys(left.schema, right.schema, keys)
     tolerance = options["tolerance"]
     left_key, right_key = left.get_column(left_on), right.get_column(right_on)
     left_col, right_col = _orderable(left_key, right_key, tolerance is not None)
@@ -705,6 +690,211 @@ def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, op
     names = right_names(left.columns, right.columns, suffix)
     columns = _gathered(left, left.columns, left_map) + _gathered(right, right.columns, right_map)
     return pl.DataFrame([c.alias(n) for c, n in zip(columns, left.columns + names)])
+
+
+# --------------------------------------------------------------------------- window joins
+
+
+def window_join(
+    left: pl.DataFrame | pl.LazyFrame,
+    right: pl.DataFrame | pl.LazyFrame,
+    *,
+    on: str | None = None,
+    left_on: str | None = None,
+    right_on: str | None = None,
+    by: str | Sequence[str] | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    before: str | int | float | datetime.timedelta,
+    after: str | int | float | datetime.timedelta = 0,
+    aggs: dict[str, str | Sequence[str]],
+    prevailing: bool = False,
+    device: DeviceName = "auto",
+) -> pl.DataFrame | pl.LazyFrame:
+    """The window join (``asofgpu.window_join``, kdb+'s ``wj``) on polars frames: each left
+    row with aggregates of the right rows of its ``by`` group whose ``on`` key lies within
+    ``[x - before, x + after]`` of its key x. polars has no such join.
+
+    ``before`` and ``after``: non-negative numbers in the right key's physical unit, duration
+    strings such as ``"5s"``, or timedeltas. ``aggs`` maps right columns to ``count``,
+    ``sum``, ``mean``, ``min``, ``max``, ``first``, ``last``; each becomes a column
+    ``<column>_<agg>`` (count Int64; sum Int64, UInt64 or Float64; mean Float64; the others
+    the column's dtype), null for a window without a value. A LazyFrame in gives a LazyFrame
+    out, whose join runs at ``collect``.
+
+    >>> import polars as pl
+    >>> trades = pl.DataFrame({"t": [5, 9], "sym": ["A", "A"]})
+    >>> quotes = pl.DataFrame({"t": [1, 3, 4, 8], "sym": ["A"] * 4, "bid": [1.0, 2.0, 3.0, 4.0]})
+    >>> window_join(trades, quotes, on="t", by="sym", before=2, aggs={"bid": "max"}, device="cpu").rows()
+    [(5, 'A', 3.0), (9, 'A', 4.0)]
+    """
+    _validate.device(device)
+    keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
+    reach = dict(before=before, after=after, prevailing=prevailing, device=device)
+
+    def plan(left_schema, right_schema) -> dict:
+        _check_keys(left_schema, right_schema, keys)
+        wanted = _aggregations(aggs, right_schema)
+        for agg in wanted:
+            if agg.name in left_schema:
+                msg = (
+                    f"the aggregate column {agg.name!r} clashes with a left column of that "
+                    f"name. Hint: rename the left column or the right column {agg.column!r}."
+                )
+                raise pl.exceptions.DuplicateError(msg)
+        return {agg.name: _aggregate_dtype(agg, right_schema[agg.column]) for agg in wanted}
+
+    def run(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
+        plan(left.schema, right.schema)
+        windows = _windows(left, right, keys, **reach)
+        columns = []
+        for agg in _aggregations(aggs, right.schema):
+            if picks(agg):
+                gmap = picked(windows, _arrow_column(right, agg.column), agg)
+                column = _gathered(right, [agg.column], gmap)[0]
+            else:
+                column = pl.from_arrow(reduced(windows, _arrow_column(right, agg.column), agg))
+            columns.append(column.alias(agg.name))
+        return left.hstack(columns)
+
+    return _eager_or_lazy(left, right, plan, run)
+
+
+def range_join(
+    left: pl.DataFrame | pl.LazyFrame,
+    right: pl.DataFrame | pl.LazyFrame,
+    *,
+    on: str | None = None,
+    left_on: str | None = None,
+    right_on: str | None = None,
+    by: str | Sequence[str] | None = None,
+    by_left: str | Sequence[str] | None = None,
+    by_right: str | Sequence[str] | None = None,
+    before: str | int | float | datetime.timedelta,
+    after: str | int | float | datetime.timedelta = 0,
+    prevailing: bool = False,
+    suffix: str = "_right",
+    device: DeviceName = "auto",
+) -> pl.DataFrame | pl.LazyFrame:
+    """The one-to-many as-of join (``asofgpu.range_join``) on polars frames: one row per
+    (left row, right row of its window), in left order then key order, and each left row with
+    an empty window once, with nulls. Windows as in ``window_join``; the columns are the left
+    ones, then the right ones but the ``by`` columns (``suffix`` on names that clash), each of
+    its dtype.
+
+    >>> import polars as pl
+    >>> trades = pl.DataFrame({"t": [5, 9]})
+    >>> quotes = pl.DataFrame({"t": [1, 3, 4], "bid": [1.0, 2.0, 3.0]})
+    >>> range_join(trades, quotes, on="t", before=2, device="cpu").rows()
+    [(5, 3, 2.0), (5, 4, 3.0), (9, None, None)]
+    """
+    _validate.device(device)
+    keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
+    check_suffix(suffix)
+    reach = dict(before=before, after=after, prevailing=prevailing, device=device)
+
+    def plan(left_schema, right_schema) -> dict:
+        _check_keys(left_schema, right_schema, keys)
+        kept = [c for c in right_schema if c not in set(keys[3])]
+        names = right_names(list(left_schema), kept, suffix)
+        return dict(zip(names, (right_schema[c] for c in kept)))
+
+    def run(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
+        names = list(plan(left.schema, right.schema))
+        left_map, right_map = _windows(left, right, keys, **reach).pairs()
+        kept = [c for c in right.columns if c not in set(keys[3])]
+        columns = _gathered(left, left.columns, left_map) + _gathered(right, kept, right_map)
+        return pl.DataFrame([c.alias(n) for c, n in zip(columns, left.columns + names)])
+
+    return _eager_or_lazy(left, right, plan, run)
+
+
+def _eager_or_lazy(left, right, plan, run):
+    """``run(left, right)`` on DataFrames, or a LazyFrame that runs it at ``collect`` with
+    the schema ``plan(left_schema, right_schema)`` adds to the left's."""
+    if isinstance(left, pl.LazyFrame):
+        if not isinstance(right, pl.LazyFrame):
+            msg = f"right must be a LazyFrame, as left is, got {type(right).__name__!r}"
+            raise TypeError(msg)
+        left_schema = left.collect_schema()
+        schema = {**left_schema, **plan(left_schema, right.collect_schema())}
+
+        def collected(_: pl.DataFrame) -> pl.DataFrame:
+            return run(*pl.collect_all([left, right]))
+
+        return pl.LazyFrame(schema=schema).map_batches(collected, schema=schema)
+    if isinstance(left, pl.DataFrame):
+        if not isinstance(right, pl.DataFrame):
+            msg = f"right must be a DataFrame, as left is, got {type(right).__name__!r}"
+            raise TypeError(msg)
+        return run(left, right)
+    msg = f"left must be a polars DataFrame or LazyFrame, got {type(left).__name__!r}"
+    raise TypeError(msg)
+
+
+def _check_keys(left_schema, right_schema, keys) -> None:
+    missing = missing_key(left_schema, right_schema, keys)
+    if missing:
+        raise pl.exceptions.ColumnNotFoundError(missing)
+
+
+def _windows(left, right, keys, before, after, prevailing, device):
+    left_on, right_on, left_by, right_by = keys
+    left_key, right_key = left.get_column(left_on), right.get_column(right_on)
+    left_col, right_col = _orderable(left_key, right_key, True)
+    left_cols, right_cols = _by_columns(left, right, left_by, right_by)
+    prepared = AsofJoin(_arrow(right_col), right_cols or None, device=device)
+    return prepared.windows(
+        _arrow(left_col),
+        left_cols or None,
+        before=_reach(before, right_key.dtype, "before"),
+        after=_reach(after, right_key.dtype, "after"),
+        prevailing=prevailing,
+    )
+
+
+def _reach(value, dtype, param: str):
+    """A window's ``before`` or ``after`` in the key's physical unit: ``_tolerance``'s
+    reading, but a negative one refused (a tolerance's sign is dropped)."""
+    if value is None:
+        msg = f"{param} is required: how far from each left key the window reaches"
+        raise TypeError(msg)
+    negative = (
+        value.startswith("-")
+        if isinstance(value, str)
+        else value < datetime.timedelta(0)
+        if isinstance(value, datetime.timedelta)
+        else isinstance(value, numbers.Real) and value < 0
+    )
+    if negative:
+        msg = f"{param} must be non-negative, got {value!r}"
+        raise ValueError(msg)
+    return _tolerance(value, dtype)
+
+
+def _aggregations(aggs, schema):
+    arrow = pl.DataFrame(schema=schema).to_arrow().schema
+    return aggregations(aggs, list(schema), lambda c: arrow.field(c).type)
+
+
+def _arrow_column(frame: pl.DataFrame, name: str) -> pa.ChunkedArray:
+    return frame.select(name).to_arrow(compat_level=pl.CompatLevel.newest()).column(0)
+
+
+def _aggregate_dtype(agg, dtype):
+    if agg.agg == "count":
+        return pl.Int64
+    if agg.agg == "mean":
+        return pl.Float64
+    if agg.agg == "sum":
+        return (
+            pl.Float64
+            if dtype.is_float()
+            else pl.UInt64
+            if dtype.is_unsigned_integer()
+            else pl.Int64
+        )
+    return dtype
 
 
 # --------------------------------------------------------------------------- the namespace
@@ -731,6 +921,14 @@ class AsofgpuNamespace:
     def splice_join(self, other, **options):
         """:func:`asofgpu.polars.splice_join` with this frame as ``left``."""
         return splice_join(self._frame, other, **options)
+
+    def window_join(self, other, **options):
+        """:func:`asofgpu.polars.window_join` with this frame as ``left``."""
+        return window_join(self._frame, other, **options)
+
+    def range_join(self, other, **options):
+        """:func:`asofgpu.polars.range_join` with this frame as ``left``."""
+        return range_join(self._frame, other, **options)
 
 
 pl.api.register_dataframe_namespace("asofgpu")(AsofgpuNamespace)
