@@ -44,7 +44,7 @@ from ._columns import to_arrow
 from .join import AsofJoin
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
-from .window import aggregations, picked, picks, reduced
+from .window import PICKS, aggregations, by_column, reduce_column
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -290,16 +290,18 @@ def window_join(
             raise ValueError(msg)
     windows = _windows(left, right, keys, before, after, prevailing, device)
     out = left.copy(deep=False)
+    found = {}
+    for name, hows in by_column(wanted).items():
+        column = to_arrow(right[name], f"aggs[{name!r}]")
+        for how, result in reduce_column(windows, column, hows).items():
+            if how in PICKS:
+                taken = rows_of(right[[name]], reindex_positions(result)).iloc[:, 0]
+                found[name, how] = taken.set_axis(left.index)
+            else:
+                numbers = _pandas_numbers(result, right[name].dtype)
+                found[name, how] = pd.Series(numbers, index=left.index)
     for agg in wanted:
-        column = to_arrow(right[agg.column], f"aggs[{agg.column!r}]")
-        if picks(agg):
-            taken = rows_of(right[[agg.column]], reindex_positions(picked(windows, column, agg)))
-            out[agg.name] = taken.iloc[:, 0].set_axis(left.index)
-        else:
-            out[agg.name] = pd.Series(
-                _pandas_numbers(reduced(windows, column, agg), right[agg.column].dtype),
-                index=left.index,
-            )
+        out[agg.name] = found[agg.column, agg.agg]
     return out
 
 

@@ -79,7 +79,7 @@ from .gather import gather
 from .join import AsofJoin, asof_join
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
-from .window import aggregations, picked, picks, reduced
+from .window import PICKS, aggregations, by_column, reduce_column
 
 __all__ = ["AsofgpuNamespace", "join_asof", "range_join", "splice_join", "window_join"]
 
@@ -747,14 +747,13 @@ def window_join(
     def run(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
         plan(left.schema, right.schema)
         windows = _windows(left, right, keys, **reach)
-        columns = []
-        for agg in _aggregations(aggs, right.schema):
-            if picks(agg):
-                gmap = picked(windows, _arrow_column(right, agg.column), agg)
-                column = _gathered(right, [agg.column], gmap)[0]
-            else:
-                column = pl.from_arrow(reduced(windows, _arrow_column(right, agg.column), agg))
-            columns.append(column.alias(agg.name))
+        wanted = _aggregations(aggs, right.schema)
+        found = {}
+        for name, hows in by_column(wanted).items():
+            for how, result in reduce_column(windows, _arrow_column(right, name), hows).items():
+                taken = _gathered(right, [name], result)[0] if how in PICKS else None
+                found[name, how] = pl.from_arrow(result) if taken is None else taken
+        columns = [found[agg.column, agg.agg].alias(agg.name) for agg in wanted]
         return left.hstack(columns)
 
     return _eager_or_lazy(left, right, plan, run)

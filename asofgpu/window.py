@@ -31,7 +31,9 @@ import pyarrow as pa
 from . import _arrow_numpy as arrow_numpy
 from ._backend import Backend
 from .gather import gather
-from .kernels.window import PICKS
+from .kernels.window import Reduced
+
+PICKS = ("first", "last", "min", "max")  # the reductions that choose a right row
 
 #: The aggregations, in the order their columns appear when several are asked of a column.
 AGGREGATIONS = ("count", "sum", "mean", "min", "max", "first", "last")
@@ -76,25 +78,14 @@ class Windows:
         """Per window, ``(sums, counts)``: its valid values summed in window order (0 where
         there is none) and counted. Integers sum as int64 (unsigned ones as uint64), wrapping
         as numpy's do; floats as float64; booleans count their True values."""
-        values = self._payload(values, "values")
-        kind = values.dtype.kind
-        if kind not in "biuf":
-            msg = f"values must be integers, floats or booleans, got {values.dtype}"
-            raise TypeError(msg)
-        accumulator = {"b": np.int64, "i": np.int64, "u": np.uint64, "f": np.float64}[kind]
-        return self._sums(values.astype(accumulator, copy=False), valid)
+        found = self.reduce(("sum", "count"), values, valid)
+        return found["sum"], found["count"]
 
     def mean(self, values, valid=None):
         """Per window, ``(means, counts)``: the mean of its valid values (float64, summed in
         window order; NaN where there is none) and their count."""
-        values = self._payload(values, "values")
-        if values.dtype.kind not in "biuf":
-            msg = f"values must be integers, floats or booleans, got {values.dtype}"
-            raise TypeError(msg)
-        sums, counts = self._sums(values.astype(np.float64, copy=False), valid)
-        xp = self.backend.xp
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return sums / xp.where(counts > 0, counts, 0), counts
+        found = self.reduce(("mean", "count"), values, valid)
+        return found["mean"], found["count"]
 
     def pick(self, how: str, values=None, valid=None):
         """Per window, the right row of its first or last valid value (``how="first"`` /
@@ -103,27 +94,57 @@ class Windows:
         with the join's ``NO_MATCH`` where the window holds no valid value. ``values`` is
         needed by min and max only."""
         if how not in PICKS:
-            msg = f"how must be one of {sorted(PICKS)}, got {how!r}"
+            msg = f"how must be one of {list(PICKS)}, got {how!r}"
             raise ValueError(msg)
-        op = PICKS[how]
-        xp = self.backend.xp
+        return self.reduce((how,), values, valid)[how]
+
+    def reduce(self, wanted, values=None, valid=None) -> dict:
+        """Several reductions of one payload column, in one pass over the windows: a dict
+        from each of ``wanted`` (of ``AGGREGATIONS``) to what ``count``, ``sum`` (its sums),
+        ``mean`` (its means) and ``pick`` give. ``values`` may be omitted for count, first
+        and last."""
+        wanted = tuple(wanted)
+        for how in wanted:
+            if how not in AGGREGATIONS:
+                msg = f"reductions must be among {list(AGGREGATIONS)}, got {how!r}"
+                raise ValueError(msg)
+        xp, n = self.backend.xp, len(self)
         if values is None:
-            if how in ("min", "max"):
-                msg = f"pick({how!r}) needs values"
+            if set(wanted) & _NEED_VALUES:
+                msg = f"{sorted(set(wanted) & _NEED_VALUES)} need values"
                 raise TypeError(msg)
+            if set(wanted) == {"count"}:
+                return {"count": self.count(valid)}
             values = xp.zeros(0, dtype=np.int64)
         else:
-            values = _comparable(self._payload(values, "values"))
-        valid = self._valid(valid)
-        out = self.backend.empty(len(self), np.int64)
-        is_float = values.dtype.kind == "f"
-        self.backend.window_picks(
-            is_float, self.starts, self.ends, self.rows, values, valid, op, out
+            values = _comparable(self._payload(values, "values"), set(wanted) & _SUMS)
+        found = {}
+        if "mean" in wanted and values.dtype != np.float64:
+            # A mean sums as float64 (an integer sum could wrap): a pass of its own.
+            found["mean"] = self.reduce(("mean",), values.astype(np.float64), valid)["mean"]
+            wanted = tuple(w for w in wanted if w != "mean")
+        rows, values, valid = self._read_order(values, self._valid(valid))
+        positions = {how: self.backend.empty(n if how in wanted else 0, np.int64) for how in PICKS}
+        out = Reduced(
+            *positions.values(), xp.zeros(n, dtype=values.dtype), self.backend.empty(n, np.int64)
         )
-        found = out >= 0
-        return xp.where(found, self.rows[xp.where(found, out, 0)], self.no_match).astype(
-            self.rows.dtype, copy=False
+        self.backend.window_reduce(
+            values.dtype.kind == "f", self.starts, self.ends, rows, values, valid, out
         )
+        for how in wanted:
+            if how in PICKS:
+                at = positions[how]
+                found[how] = xp.where(
+                    at >= 0, self.rows[xp.where(at >= 0, at, 0)], self.no_match
+                ).astype(self.rows.dtype, copy=False)
+        if "count" in wanted:
+            found["count"] = out.counts
+        if "sum" in wanted:
+            found["sum"] = out.sums
+        if "mean" in wanted:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                found["mean"] = out.sums / out.counts
+        return found
 
     def pairs(self):
         """The range join's two gather maps: one entry per (left row, right row of its
@@ -160,14 +181,20 @@ class Windows:
             return self.backend.xp.zeros(0, dtype=np.bool_)  # empty: no nulls
         return self._payload(valid, "valid", np.bool_)
 
-    def _sums(self, values, valid):
+    def _read_order(self, values, valid):
+        """(rows, values, valid) as the reduction kernel reads them. When the windows hold
+        as many positions as a quarter of the prepared rows or more, the values are put in
+        the prepared order first (one gather of the column), so that each window reads its
+        values end to end, and ``rows`` goes empty; otherwise each value is read through
+        ``rows``."""
         xp = self.backend.xp
-        sums = xp.zeros(len(self), dtype=values.dtype)
-        counts = self.backend.empty(len(self), np.int64)
-        self.backend.window_sums(
-            self.starts, self.ends, self.rows, values, self._valid(valid), sums, counts
+        if not len(self.rows) or 4 * int(self.lengths().sum()) < len(self.rows):
+            return self.rows, values, valid
+        return (
+            xp.zeros(0, dtype=self.rows.dtype),
+            values[self.rows] if len(values) else values,
+            valid[self.rows] if len(valid) else valid,
         )
-        return sums, counts
 
 
 def _right_rows(rows, starts, ends) -> int:
@@ -175,16 +202,22 @@ def _right_rows(rows, starts, ends) -> int:
     return int(rows.max()) + 1 if len(rows) and len(starts) and bool((ends > starts).any()) else 0
 
 
-def _comparable(values):
-    """Values in a type the pick kernel is compiled for: float64, int64 or uint64 (booleans as
-    uint64, temporal types as their int64 ticks)."""
+#: The reductions that read values, and those that sum them.
+_NEED_VALUES = {"sum", "mean", "min", "max"}
+_SUMS = {"sum", "mean"}
+
+
+def _comparable(values, sums: set):
+    """Values in a type the reduction kernel is compiled for: float64, int64 or uint64
+    (booleans as int64, temporal types as their int64 ticks, which do not sum)."""
     kind = values.dtype.kind
-    if kind in "mM":
+    if kind in "mM" and not sums:
         return values.view(np.int64)
     if kind not in "biuf":
-        msg = f"values must be numbers, booleans or temporal, got {values.dtype}"
+        what = "numbers or booleans" if sums else "numbers, booleans or temporal"
+        msg = f"values must be {what}, got {values.dtype}"
         raise TypeError(msg)
-    target = {"b": np.uint64, "i": np.int64, "u": np.uint64, "f": np.float64}[kind]
+    target = {"b": np.int64, "i": np.int64, "u": np.uint64, "f": np.float64}[kind]
     return values.astype(target, copy=False)
 
 
@@ -268,44 +301,50 @@ def _refusal(agg: str, t: pa.DataType) -> str | None:
     return None
 
 
-def picks(agg: Aggregation) -> bool:
-    """Whether ``agg`` chooses a right row (min, max, first, last), whose value is then
-    gathered, rather than computing a new value."""
-    return agg.agg in PICKS
+def by_column(wanted: list[Aggregation]) -> dict[str, list[str]]:
+    """The aggregations of each column, columns in order of first mention."""
+    out: dict[str, list[str]] = {}
+    for agg in wanted:
+        out.setdefault(agg.column, []).append(agg.agg)
+    return out
 
 
-def picked(windows: Windows, column: pa.ChunkedArray, agg: Aggregation):
-    """The gather map of a choosing aggregation (``picks``): per window, the right row whose
-    value of ``column`` it takes, ``NO_MATCH`` where there is no valid value."""
-    valid = arrow_numpy.valid(column) if column.null_count else None
-    values = _values(column) if agg.agg in ("min", "max") else None
-    return windows.backend.to_host(windows.pick(agg.agg, values, valid))
-
-
-def reduced(windows: Windows, column: pa.ChunkedArray, agg: Aggregation) -> pa.Array:
-    """count (int64), sum (int64; uint64 for unsigned columns, float64 for floats) or mean
-    (float64) of ``column`` over each window, null where the window holds no value."""
+def reduce_column(windows: Windows, column: pa.ChunkedArray, wanted: list[str]) -> dict:
+    """The aggregations ``wanted`` of one right column over every window, in one pass: for
+    count, sum (int64; uint64 for unsigned columns, float64 for floats) and mean (float64),
+    an Arrow array (null where the window holds no value; count 0); for min, max, first and
+    last, the gather map of the right rows whose values they take (``NO_MATCH`` where none)."""
     be = windows.backend
     valid = arrow_numpy.valid(column) if column.null_count else None
-    if agg.agg == "count":
-        return pa.array(be.to_host(windows.count(valid)), pa.int64())
-    result, counts = (windows.sum if agg.agg == "sum" else windows.mean)(_values(column), valid)
-    return arrow_numpy.array(be.to_host(result), None, be.to_host(counts) > 0)
+    values = _values(column) if set(wanted) & _NEED_VALUES else None
+    found = windows.reduce(wanted, values, valid)
+    counts = be.to_host(found["count"]) if "count" in found else None
+    out = {}
+    for how in wanted:
+        result = be.to_host(found[how])
+        if how in PICKS:
+            out[how] = result
+        elif how == "count":
+            out[how] = pa.array(result, pa.int64())
+        else:
+            if counts is None:
+                counts = be.to_host(windows.reduce(("count",), None, valid)["count"])
+            out[how] = arrow_numpy.array(result, None, counts > 0)
+    return out
 
 
 def aggregate(windows: Windows, right: pa.Table, wanted: list[Aggregation]) -> list[pa.Array]:
     """The window join's columns: each ``Aggregation`` of ``right``'s columns over
-    ``windows``, as Arrow arrays of one entry per left row; min, max, first and last keep the
-    column's type. Nulls are skipped; a window without a value gives null (count: 0)."""
-    out = []
-    for agg in wanted:
-        column = right.column(agg.column)
-        if picks(agg):
-            gmap = picked(windows, column, agg)
-            out.append(arrow_numpy.combined(gather(pa.table({"c": column}), gmap).column(0)))
-        else:
-            out.append(reduced(windows, column, agg))
-    return out
+    ``windows`` (``reduce_column``, one pass a column), as Arrow arrays of one entry per left
+    row; min, max, first and last keep the column's type."""
+    found = {}
+    for name, hows in by_column(wanted).items():
+        column = right.column(name)
+        for how, result in reduce_column(windows, column, hows).items():
+            if how in PICKS:
+                result = arrow_numpy.combined(gather(pa.table({"c": column}), result).column(0))
+            found[Aggregation(name, how)] = result
+    return [found[agg] for agg in wanted]
 
 
 def _values(column: pa.ChunkedArray) -> np.ndarray:

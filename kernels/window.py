@@ -11,12 +11,14 @@ searches find the window. With ``prevailing`` the window also takes the position
 ``start`` (the last right row below the window: the state on entering it), when the group has
 one.
 
-The reductions read a payload column through the prepared order: ``values[rows[p]]`` for
-each position p of a window (``rows``: the caller's right row at each position), skipping rows
-whose ``valid`` entry is False (an empty ``valid``: no nulls). ``pick_row`` returns the
-position of the first or last valid value, or of the first smallest or largest one in
-asofgpu's total order (NaN above +inf); ``sum_row`` sums the valid values in window order and
-counts them. A row of ``no_group`` (negative) has an empty window.
+The reductions read a payload column at each position p of a window: ``values[rows[p]]``
+(``rows``: the caller's right row at each position), or ``values[p]`` when ``rows`` is empty
+(the values put in the prepared order beforehand, which reads each window's values end to
+end), skipping those whose ``valid`` entry is False (an empty ``valid``: no nulls).
+``reduce_row`` makes one pass for all of a column's reductions: the positions of the first
+and last valid values and of the first smallest and largest (in asofgpu's total order, NaN
+above +inf), the sum in window order, and the count. A left row of no group (a negative
+code) has an empty window.
 """
 
 import collections
@@ -27,10 +29,10 @@ from . import bind, search
 #: and whether it takes the prevailing row.
 Bounds = collections.namedtuple("Bounds", "before after prevailing")
 
-FIRST, LAST, MIN, MAX = 0, 1, 2, 3
-PICKS = {"first": FIRST, "last": LAST, "min": MIN, "max": MAX}
+#: A window's reductions, one array each (an empty position array: not wanted).
+Reduced = collections.namedtuple("Reduced", "first last low high sums counts")
 
-less = gap = window_row = pick_row = sum_row = prange = None  # filled in by build()
+less = gap = window_row = reduce_row = prange = None  # filled in by build()
 
 
 def window_row(i, left_keys, left_groups, right, bounds, starts, ends):
@@ -66,45 +68,46 @@ def window_row(i, left_keys, left_groups, right, bounds, starts, ends):
     ends[i] = a
 
 
-def pick_row(i, starts, ends, rows, values, valid, op, out):
-    """The position in window i of its first or last valid value (op FIRST, LAST), or of its
-    first smallest or largest (MIN, MAX); -1 when it has no valid value."""
-    best = -1
-    if op == LAST:
-        p = ends[i] - 1
-        while p >= starts[i]:
-            if valid.size == 0 or valid[rows[p]]:
-                best = p
-                break
-            p -= 1
-    else:
-        for p in range(starts[i], ends[i]):
-            r = rows[p]
-            if valid.size == 0 or valid[r]:
-                if best < 0:
-                    best = p
-                    if op == FIRST:
-                        break
-                elif op == MIN:
-                    if less(values[r], values[rows[best]]):
-                        best = p
-                elif less(values[rows[best]], values[r]):
-                    best = p
-    out[i] = best
-
-
-def sum_row(i, starts, ends, rows, values, valid, sums, counts):
-    """Window i's valid values summed in window order (into ``sums[i]``, which starts at 0 of
-    the accumulator's type) and counted."""
-    total = sums[i]
+def reduce_row(i, starts, ends, rows, values, valid, out):
+    """Window i's reductions of ``values`` in one pass, into the arrays of ``out`` (a
+    ``Reduced``; an empty position array is not computed): the positions of its first and
+    last valid value and of its first smallest and largest (-1 when none), the sum of its
+    valid values in window order (``sums[i]`` starts at 0 of the values' type; no values:
+    none) and their count."""
+    first = -1
+    last = -1
+    low = -1
+    high = -1
     count = 0
+    total = out.sums[i]
+    extremes = out.low.size > 0 or out.high.size > 0
     for p in range(starts[i], ends[i]):
-        r = rows[p]
+        r = rows[p] if rows.size else p
         if valid.size == 0 or valid[r]:
-            total += values[r]
+            if first < 0:
+                first = p
+                low = p
+                high = p
+            elif extremes:
+                v = values[r]
+                if less(v, values[rows[low] if rows.size else low]):
+                    low = p
+                elif less(values[rows[high] if rows.size else high], v):
+                    high = p
+            last = p
             count += 1
-    sums[i] = total
-    counts[i] = count
+            if values.size:
+                total += values[r]
+    if out.first.size:
+        out.first[i] = first
+    if out.last.size:
+        out.last[i] = last
+    if out.low.size:
+        out.low[i] = low
+    if out.high.size:
+        out.high[i] = high
+    out.sums[i] = total
+    out.counts[i] = count
 
 
 def windows(left_keys, left_groups, right, bounds, starts, ends):
@@ -112,37 +115,29 @@ def windows(left_keys, left_groups, right, bounds, starts, ends):
         window_row(i, left_keys, left_groups, right, bounds, starts, ends)
 
 
-def picks(starts, ends, rows, values, valid, op, out):
-    for i in prange(out.size):
-        pick_row(i, starts, ends, rows, values, valid, op, out)
+def reduces(starts, ends, rows, values, valid, out):
+    for i in prange(starts.size):
+        reduce_row(i, starts, ends, rows, values, valid, out)
 
 
-def sums(starts, ends, rows, values, valid, out, counts):
-    for i in prange(out.size):
-        sum_row(i, starts, ends, rows, values, valid, out, counts)
-
-
-Kernels = collections.namedtuple("Kernels", "window_row pick_row sum_row windows picks sums")
+Kernels = collections.namedtuple("Kernels", "window_row reduce_row windows reduces")
 
 
 def build(jit, parallel_jit, is_float, unsigned, parallel_range):
     """The row functions compiled with ``jit`` and their loops over left rows with
     ``parallel_jit`` over ``parallel_range`` (``numba.prange``, or ``range``). ``is_float``
-    chooses the key comparisons and distances, and the comparison of ``pick_row``'s values
-    (float or integer payload)."""
+    chooses the key comparisons and distances (windows) or the comparison of the values
+    (reductions: a float or integer payload)."""
     names = {
         "less": jit(search.less_float if is_float else search.less_int),
         "gap": search.build(jit, is_float, unsigned)[2],
         "prange": parallel_range,
     }
     names["window_row"] = jit(bind(window_row, **names))
-    names["pick_row"] = jit(bind(pick_row, **names))
-    names["sum_row"] = jit(bind(sum_row, **names))
+    names["reduce_row"] = jit(bind(reduce_row, **names))
     return Kernels(
         names["window_row"],
-        names["pick_row"],
-        names["sum_row"],
+        names["reduce_row"],
         parallel_jit(bind(windows, **names)),
-        parallel_jit(bind(picks, **names)),
-        parallel_jit(bind(sums, **names)),
+        parallel_jit(bind(reduces, **names)),
     )

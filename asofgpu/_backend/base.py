@@ -152,15 +152,11 @@ class Backend:
         ``right`` (kernels/window.py) under ``bounds`` (a ``window.Bounds``)."""
         interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts, ends)
 
-    def window_picks(self, is_float: bool, starts, ends, rows, values, valid, op: int, out):
-        """Per window, the position of its first, last, smallest or largest valid value
-        (``op``: ``window.PICKS``), -1 when none; ``is_float``: the values' comparisons."""
-        interpreted_picks(is_float, starts, ends, rows, values, valid, op, out)
-
-    def window_sums(self, starts, ends, rows, values, valid, sums, counts) -> None:
-        """Per window, its valid values summed into ``sums`` (zeros of the accumulator's
-        type, the values' type) and counted into ``counts``."""
-        interpreted_sums(starts, ends, rows, values, valid, sums, counts)
+    def window_reduce(self, is_float: bool, starts, ends, rows, values, valid, out) -> None:
+        """Every window's reductions of ``values`` in one pass (kernels/window.py's
+        ``reduce_row``) into ``out``, a ``window.Reduced``; ``is_float``: the values'
+        comparisons."""
+        interpreted_reduce(is_float, starts, ends, rows, values, valid, out)
 
 
 class PythonBackend(Backend):
@@ -213,14 +209,8 @@ def interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts,
             window_row(i, left_keys, left_groups, right, bounds, starts, ends)
 
 
-def interpreted_picks(is_float, starts, ends, rows, values, valid, op, out) -> None:
-    pick_row = _window_rows(is_float).pick_row
-    for i in range(len(out)):
-        pick_row(i, starts, ends, rows, values, valid, op, out)
-
-
-def interpreted_sums(starts, ends, rows, values, valid, sums, counts) -> None:
-    sum_row = _window_rows(False).sum_row
+def interpreted_reduce(is_float, starts, ends, rows, values, valid, out) -> None:
+    reduce_row = _window_rows(is_float).reduce_row
     with np.errstate(over="ignore"):  # integer sums wrap, as compiled ones do
-        for i in range(len(sums)):
-            sum_row(i, starts, ends, rows, values, valid, sums, counts)
+        for i in range(len(starts)):
+            reduce_row(i, starts, ends, rows, values, valid, out)

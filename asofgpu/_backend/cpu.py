@@ -67,23 +67,14 @@ class CpuBackend(Backend):
                 left_keys, left_groups, right, bounds, starts, ends
             )
 
-    def window_picks(self, is_float, starts, ends, rows, values, valid, op, out):
-        if self.interprets(len(out)):
+    def window_reduce(self, is_float, starts, ends, rows, values, valid, out):
+        if self.interprets(len(starts)):
             with walks.interpreting():
-                super().window_picks(is_float, starts, ends, rows, values, valid, op, out)
+                super().window_reduce(is_float, starts, ends, rows, values, valid, out)
             return
-        parallel = walks.parallel(len(out))
+        parallel = walks.parallel(len(starts))
         with launching(parallel):
-            cpu_window(is_float, parallel).picks(starts, ends, rows, values, valid, op, out)
-
-    def window_sums(self, starts, ends, rows, values, valid, sums, counts):
-        if self.interprets(len(sums)):
-            with walks.interpreting():
-                super().window_sums(starts, ends, rows, values, valid, sums, counts)
-            return
-        parallel = walks.parallel(len(sums))
-        with launching(parallel):
-            cpu_window(False, parallel).sums(starts, ends, rows, values, valid, sums, counts)
+            cpu_window(is_float, parallel).reduces(starts, ends, rows, values, valid, out)
 
     def group_sort(self, order, bucket, n_groups, keys):
         if self.interprets(order.size):

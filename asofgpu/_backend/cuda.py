@@ -14,7 +14,7 @@ import numpy as np
 
 from ..kernels import bind, probe, window
 from ..kernels.probe import Options, Right
-from ..kernels.window import Bounds
+from ..kernels.window import Bounds, Reduced
 from .base import Backend
 from .jit import py_options, py_unsigned
 
@@ -65,13 +65,9 @@ class CudaBackend(Backend):
         kernel = window_kernels(is_float, self.simulated).bounds
         self._launch(kernel, len(starts), (left_keys, left_groups, *right, *bounds, starts, ends))
 
-    def window_picks(self, is_float, starts, ends, rows, values, valid, op, out):
-        kernel = window_kernels(is_float, self.simulated).picks
-        self._launch(kernel, len(out), (starts, ends, rows, values, valid, op, out))
-
-    def window_sums(self, starts, ends, rows, values, valid, sums, counts):
-        kernel = window_kernels(False, self.simulated).sums
-        self._launch(kernel, len(sums), (starts, ends, rows, values, valid, sums, counts))
+    def window_reduce(self, is_float, starts, ends, rows, values, valid, out):
+        kernel = window_kernels(is_float, self.simulated).reduces
+        self._launch(kernel, len(starts), (starts, ends, rows, values, valid, *out))
 
     def _launch(self, kernel, n: int, args) -> None:
         """``kernel`` on n threads (one a row) on the caller's stream."""
@@ -173,25 +169,22 @@ def _window_kernel(
         window_row(i, left_keys, left_groups, right, reach, starts, ends)  # noqa: F821
 
 
-def _pick_kernel(starts, ends, rows, values, valid, op, out):
+def _reduce_kernel(starts, ends, rows, values, valid, first, last, low, high, sums, counts):
+    """One thread per left row: its window's reductions (reduce_row: bound). The outputs are
+    a ``window.Reduced``'s fields."""
     i = cuda.grid(1)  # noqa: F821 - bound by window_kernels
-    if i < out.size:
-        pick_row(i, starts, ends, rows, values, valid, op, out)  # noqa: F821
+    if i < starts.size:
+        out = Reduced(first, last, low, high, sums, counts)
+        reduce_row(i, starts, ends, rows, values, valid, out)  # noqa: F821
 
 
-def _sum_kernel(starts, ends, rows, values, valid, sums, counts):
-    i = cuda.grid(1)  # noqa: F821 - bound by window_kernels
-    if i < sums.size:
-        sum_row(i, starts, ends, rows, values, valid, sums, counts)  # noqa: F821
-
-
-WindowKernels = collections.namedtuple("WindowKernels", "bounds picks sums")
+WindowKernels = collections.namedtuple("WindowKernels", "bounds reduces")
 
 
 @functools.cache
 def window_kernels(is_float: bool, simulated: bool) -> WindowKernels:
     """The window join's kernels (kernels/window.py), one thread a left row; ``is_float``:
-    the comparisons of the keys (bounds) or of the values (picks)."""
+    the comparisons of the keys (bounds) or of the values (reductions)."""
     import numba
     from numba import cuda
 
@@ -200,13 +193,11 @@ def window_kernels(is_float: bool, simulated: bool) -> WindowKernels:
     names = {
         "cuda": cuda,
         "window_row": rows.window_row,
-        "pick_row": rows.pick_row,
-        "sum_row": rows.sum_row,
+        "reduce_row": rows.reduce_row,
     }
     return WindowKernels(
         cuda.jit(bind(_window_kernel, **names)),
-        cuda.jit(bind(_pick_kernel, **names)),
-        cuda.jit(bind(_sum_kernel, **names)),
+        cuda.jit(bind(_reduce_kernel, **names)),
     )
 
 

@@ -160,8 +160,10 @@ def cpu_splice(is_float: bool, parallel: bool):
 @functools.cache
 def cpu_window(is_float: bool, parallel: bool):
     """kernels/window.py for the cpu: ``is_float`` chooses the key comparisons (windows) or
-    the value comparisons (picks); sums take either."""
-    return _build_walk(window, is_float, parallel, inline="always")
+    the value comparisons (reductions). Not inlined: inlined into the ``prange`` loop,
+    ``reduce_row``'s counters were taken for the loop's reductions (numba 0.68 wrote counts
+    of 0)."""
+    return _build_walk(window, is_float, parallel)
 
 
 def _probe_all(left_keys, left_groups, right, how, out):
