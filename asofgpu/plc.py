@@ -20,7 +20,9 @@ allocator (route it through rmm with ``rmm.allocators.cupy.rmm_cupy_allocator``)
 
 ``splice_join`` is the full as-of join (QuestDB's SPLICE JOIN, ``asofgpu.splice_maps``) in the
 same style: two INT32 maps, one for the left rows and one for the right rows of each output row,
-each gathered with ``gather``.
+each gathered with ``gather``. ``range_join`` (and ``AsofJoin.range_join`` on a prepared right
+side) is the window join's one-to-many join (``asofgpu.Windows.pairs``): two INT32 maps with
+an entry for each right row in each left row's window.
 
 Examples
 --------
@@ -55,7 +57,7 @@ from .join import AsofJoin as _PrimitiveJoin
 from .join import GroupCodes
 from .splice import splice_maps
 
-__all__ = ["JOIN_NO_MATCH", "AsofJoin", "Strategy", "gather", "splice_join"]
+__all__ = ["JOIN_NO_MATCH", "AsofJoin", "Strategy", "gather", "range_join", "splice_join"]
 
 #: libcudf's ``cudf::JoinNoMatch`` (``std::numeric_limits<size_type>::min()``, -2**31): the map
 #: entry of a left row without a match. pylibcudf does not export it. NULLIFY gathers a null
@@ -114,6 +116,50 @@ def _null_equal(nulls_equal) -> bool:
     return nulls_equal == plc.types.NullEquality.EQUAL
 
 
+def _check_right(right_by, right_on, nulls_equal):
+    """The host checks of a right side: ``(null_equal, key_type, by_types)``."""
+    _check_table(right_by, "right_by")
+    _check_column(right_on, "right_on")
+    null_equal = _null_equal(nulls_equal)
+    _check_rows(right_by, right_on, "right_by", "right_on")
+    key_type = on_key_type(right_on.type(), "right_on")
+    by_types = [c.type() for c in right_by.columns()]
+    for i, dtype in enumerate(by_types):
+        check_by_type(dtype, f"right_by column {i}")
+    return null_equal, key_type, by_types
+
+
+def _check_left(left_by, left_on, by_types, key_type) -> int:
+    """The host checks of a left side against a right side's ``by_types`` and ``key_type``:
+    the tick both keys are compared in."""
+    _check_table(left_by, "left_by")
+    _check_column(left_on, "left_on")
+    if left_by.num_columns() != len(by_types):
+        msg = (
+            f"left_by has {left_by.num_columns()} column(s), but right_by has "
+            f"{len(by_types)}; they must have the same number"
+        )
+        raise ValueError(msg)
+    _check_rows(left_by, left_on, "left_by", "left_on")
+    for i, (col, right) in enumerate(zip(left_by.columns(), by_types)):
+        check_by_type(col.type(), f"left_by column {i}")
+        check_by_types_match(col.type(), right, f"left_by column {i}", f"right_by column {i}")
+    left_type = on_key_type(left_on.type(), "left_on")
+    return common_tick(left_type, key_type, "left_on", "right_on")
+
+
+def _check_reach(before, after, prevailing, key_type, tick) -> bool:
+    """The host checks of a window's reach (the primitive's, before any device work)."""
+    for reach, param in ((before, "before"), (after, "after")):
+        if reach is None:
+            msg = f"{param} is required: how far from each left key the window reaches"
+            raise TypeError(msg)
+    prevailing = _validate.flag(prevailing, "prevailing")
+    tolerance_in_ticks(before, key_type, tick, "before")
+    tolerance_in_ticks(after, key_type, tick, "after")
+    return prevailing
+
+
 def _stream(stream):
     """None -> pylibcudf's default stream; otherwise an rmm Stream (no device work)."""
     from rmm.pylibrmm.stream import Stream
@@ -152,6 +198,27 @@ def _settle() -> None:
     cupy.cuda.Device().synchronize()
 
 
+def _pairs(windows, stream):
+    """The range join's two maps of ``windows`` (the primitive's, on the device) as INT32
+    pylibcudf columns; ValueError when they would not fit one."""
+    lengths = windows.lengths()
+    rows = int(windows.backend.xp.maximum(lengths, 1).sum()) if len(windows) else 0
+    if rows > _MAX_ROWS:  # known only once the windows are found
+        msg = (
+            f"the range join of {len(windows)} left rows has {rows} rows, more than a "
+            f"pylibcudf column holds ({_MAX_ROWS}). Hint: a smaller before / after, or the "
+            f"left side in slices"
+        )
+        raise ValueError(msg)
+    left_map, right_map = windows.pairs()
+    _settle()
+    column = _plc().Column
+    return (
+        column.from_cuda_array_interface(left_map.astype("int32", copy=False), stream=stream),
+        column.from_cuda_array_interface(right_map.astype("int32", copy=False), stream=stream),
+    )
+
+
 class AsofJoin:
     """The right side of an as-of join, prepared once on the device; pylibcudf's shape.
 
@@ -187,14 +254,7 @@ class AsofJoin:
     """
 
     def __init__(self, right_by, right_on, nulls_equal=None, stream=None):
-        _check_table(right_by, "right_by")
-        _check_column(right_on, "right_on")
-        null_equal = _null_equal(nulls_equal)
-        _check_rows(right_by, right_on, "right_by", "right_on")
-        self._key_type = on_key_type(right_on.type(), "right_on")
-        self._by_types = [c.type() for c in right_by.columns()]
-        for i, dtype in enumerate(self._by_types):
-            check_by_type(dtype, f"right_by column {i}")
+        null_equal, self._key_type, self._by_types = _check_right(right_by, right_on, nulls_equal)
         self._prepare(right_by, right_on, null_equal, stream)
 
     def _prepare(self, right_by, right_on, null_equal: bool, stream) -> None:
@@ -269,28 +329,10 @@ class AsofJoin:
         strategy = _validate.strategy(strategy)
         exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
         _validate.one_of(nearest_tie, "nearest_tie", tuple(NEAREST_TIE_CODE))
-        _check_table(left_by, "left_by")
-        _check_column(left_on, "left_on")
-        if left_by.num_columns() != len(self._by_types):
-            msg = (
-                f"left_by has {left_by.num_columns()} column(s), but right_by has "
-                f"{len(self._by_types)}; they must have the same number"
-            )
-            raise ValueError(msg)
-        _check_rows(left_by, left_on, "left_by", "left_on")
-        for i, (col, right) in enumerate(zip(left_by.columns(), self._by_types)):
-            check_by_type(col.type(), f"left_by column {i}")
-            check_by_types_match(col.type(), right, f"left_by column {i}", f"right_by column {i}")
-        left_type = on_key_type(left_on.type(), "left_on")
-        tick = common_tick(left_type, self._key_type, "left_on", "right_on")
+        tick = _check_left(left_by, left_on, self._by_types, self._key_type)
         tolerance_in_ticks(tolerance, self._key_type, tick)  # its errors, before device work
         stream = _stream(stream)
-        with _on_stream(stream):
-            key = ordered_key(left_on, "left_on", stream)
-            codes = None
-            if self._groups is not None:
-                codes = GroupCodes(self._groups.lookup(left_by, stream), self._groups.n_groups)
-        stream.synchronize()
+        key, codes = self._left(left_by, left_on, stream)
         gmap = self._join.join(
             key,
             codes,
@@ -301,6 +343,71 @@ class AsofJoin:
         )
         _settle()
         return _plc().Column.from_cuda_array_interface(gmap, stream=stream)
+
+    def range_join(self, left_by, left_on, before, after=0, prevailing=False, *, stream=None):
+        """The range join's two gather maps (the window join's pairs): for each left row (in
+        left order) one entry per right row of the prepared side in its window, in key order
+        (then the caller's row order), or one entry beside ``JOIN_NO_MATCH`` when its window
+        is empty.
+
+        A left row's window is the right rows of its group whose key lies in
+        ``[x - before, x + after]`` for its key x, both ends inclusive (``asofgpu.window``).
+
+        Parameters
+        ----------
+        left_by, left_on : pylibcudf.Table, pylibcudf.Column
+            As in ``join``. Left rows with a null key, with a null by-key (under ``UNEQUAL``)
+            or of a group the right side lacks have empty windows.
+        before, after : int, float, datetime.timedelta or numpy.timedelta64
+            How far below and above the left key the window reaches (non-negative; a
+            number is in ``right_on``'s unit, as ``join``'s tolerance). ``after`` defaults to
+            0: the window ends at the left key.
+        prevailing : bool
+            True (kdb+'s ``wj`` rather than ``wj1``): the window also takes the last right row
+            of the group below ``x - before``, the state on entering it, when there is one.
+        stream : rmm Stream or object with ``__cuda_stream__``, optional
+
+        Returns
+        -------
+        (pylibcudf.Column, pylibcudf.Column)
+            INT32 maps of one entry per output row: its left row and its right row (the
+            caller's row numbers; ``JOIN_NO_MATCH`` beside a left row with an empty window).
+            ``gather`` takes each side's payload with its map.
+
+        Raises
+        ------
+        ValueError
+            When the output holds more rows than a pylibcudf column (2**31 - 1): known only
+            once the windows are found, so this one error comes after device work.
+
+        Examples
+        --------
+        >>> import pyarrow as pa, pylibcudf as plc  # doctest: +SKIP
+        >>> from asofgpu.plc import AsofJoin  # doctest: +SKIP
+        >>> quotes = AsofJoin(plc.Table([]), plc.Column.from_arrow(pa.array([1, 2, 4, 7])))  # doctest: +SKIP
+        >>> maps = quotes.range_join(  # doctest: +SKIP
+        ...     plc.Table([]), plc.Column.from_arrow(pa.array([4, 0])), 2)
+        >>> [m.to_arrow().to_pylist() for m in maps]  # doctest: +SKIP
+        [[0, 0, 1], [1, 2, -2147483648]]
+        """
+        # Every check is on the host, before device memory is touched.
+        tick = _check_left(left_by, left_on, self._by_types, self._key_type)
+        prevailing = _check_reach(before, after, prevailing, self._key_type, tick)
+        stream = _stream(stream)
+        key, codes = self._left(left_by, left_on, stream)
+        windows = self._join.windows(key, codes, before=before, after=after, prevailing=prevailing)
+        return _pairs(windows, stream)
+
+    def _left(self, left_by, left_on, stream):
+        """The device work on a left side: its key, and its group codes in the right side's
+        numbering (None without by-keys), complete on ``stream``."""
+        with _on_stream(stream):
+            key = ordered_key(left_on, "left_on", stream)
+            codes = None
+            if self._groups is not None:
+                codes = GroupCodes(self._groups.lookup(left_by, stream), self._groups.n_groups)
+        stream.synchronize()
+        return key, codes
 
 
 def splice_join(
@@ -360,28 +467,8 @@ def splice_join(
     """
     # Every check is on the host, before device memory is touched.
     exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
-    _check_table(left_by, "left_by")
-    _check_column(left_on, "left_on")
-    _check_table(right_by, "right_by")
-    _check_column(right_on, "right_on")
-    null_equal = _null_equal(nulls_equal)
-    if left_by.num_columns() != right_by.num_columns():
-        msg = (
-            f"left_by has {left_by.num_columns()} column(s), but right_by has "
-            f"{right_by.num_columns()}; they must have the same number"
-        )
-        raise ValueError(msg)
-    _check_rows(left_by, left_on, "left_by", "left_on")
-    _check_rows(right_by, right_on, "right_by", "right_on")
-    for i, (left, right) in enumerate(zip(left_by.columns(), right_by.columns())):
-        check_by_type(left.type(), f"left_by column {i}")
-        check_by_type(right.type(), f"right_by column {i}")
-        check_by_types_match(
-            left.type(), right.type(), f"left_by column {i}", f"right_by column {i}"
-        )
-    left_type = on_key_type(left_on.type(), "left_on")
-    right_type = on_key_type(right_on.type(), "right_on")
-    tick = common_tick(left_type, right_type, "left_on", "right_on")
+    null_equal, right_type, by_types = _check_right(right_by, right_on, nulls_equal)
+    tick = _check_left(left_by, left_on, by_types, right_type)
     tolerance_in_ticks(tolerance, right_type, tick)  # its errors, before device work
     rows = left_on.size() + right_on.size()
     if rows > _MAX_ROWS:  # the maps would not fit a pylibcudf column
@@ -418,6 +505,90 @@ def splice_join(
     )
 
 
+def range_join(
+    left_by,
+    left_on,
+    right_by,
+    right_on,
+    before,
+    after=0,
+    prevailing=False,
+    *,
+    nulls_equal=None,
+    stream=None,
+):
+    """The range join (the window join's one-to-many join, ``asofgpu.Windows.pairs``) as two
+    gather maps.
+
+    Each left row, in left order, comes once for every right row of its window: the right
+    rows of its group whose key lies in ``[x - before, x + after]`` for its key x, both ends
+    inclusive, in key order (then the caller's row order); a left row whose window is empty
+    comes once, beside ``JOIN_NO_MATCH``. ``AsofJoin(right_by, right_on).range_join(...)``
+    gives the same maps from a right side prepared once.
+
+    Parameters
+    ----------
+    left_by, right_by : pylibcudf.Table
+        Equality keys, as many columns on both sides, of one type each (float widths may
+        differ); tables with no columns for none.
+    left_on, right_on : pylibcudf.Column
+        The ordered keys (integers, floats, timestamps or durations, of one kind; widths and
+        time units may differ). Null rows are in no window (a left one: its window is empty).
+    before, after : int, float, datetime.timedelta or numpy.timedelta64
+        How far below and above the left key the window reaches (non-negative; a number is
+        in ``right_on``'s unit). ``after`` defaults to 0: the window ends at the left key.
+    prevailing : bool
+        True (kdb+'s ``wj`` rather than ``wj1``): the window also takes the last right row of
+        the group below ``x - before``, the state on entering it, when there is one.
+    nulls_equal : pylibcudf.types.NullEquality
+        ``UNEQUAL`` (the default): a row with a null by-key matches nothing; ``EQUAL``: null
+        by-keys match each other.
+    stream : rmm Stream or object with ``__cuda_stream__``, optional
+
+    Returns
+    -------
+    (pylibcudf.Column, pylibcudf.Column)
+        INT32 maps of one entry per output row: its left row and its right row (the caller's
+        row numbers; ``JOIN_NO_MATCH`` beside a left row with an empty window). ``gather``
+        takes each side's payload with its map.
+
+    Raises
+    ------
+    ValueError
+        When the output holds more rows than a pylibcudf column (2**31 - 1): known only once
+        the windows are found, so this one error comes after device work.
+
+    Examples
+    --------
+    >>> import pyarrow as pa, pylibcudf as plc  # doctest: +SKIP
+    >>> from asofgpu.plc import gather, range_join  # doctest: +SKIP
+    >>> quotes = plc.Table.from_arrow(pa.table({  # doctest: +SKIP
+    ...     "sym": ["A", "A", "A", "B", "B"], "time": [1, 3, 4, 2, 8],
+    ...     "bid": [1.0, 2.0, 3.0, 4.0, 5.0]}))
+    >>> trades = plc.Table.from_arrow(pa.table({"sym": ["A", "B", "C"], "time": [5, 5, 1]}))  # doctest: +SKIP
+    >>> q_sym, q_time, bid = quotes.columns()  # doctest: +SKIP
+    >>> t_sym, t_time = trades.columns()  # doctest: +SKIP
+    >>> left_map, right_map = range_join(  # doctest: +SKIP
+    ...     plc.Table([t_sym]), t_time, plc.Table([q_sym]), q_time, 2)
+    >>> left_map.to_arrow().to_pylist(), right_map.to_arrow().to_pylist()  # doctest: +SKIP
+    ([0, 0, 1, 2], [1, 2, -2147483648, -2147483648])
+    >>> gather(plc.Table([bid]), right_map).columns()[0].to_arrow().to_pylist()  # doctest: +SKIP
+    [2.0, 3.0, None, None]
+    >>> maps = range_join(  # doctest: +SKIP
+    ...     plc.Table([t_sym]), t_time, plc.Table([q_sym]), q_time, 2, prevailing=True)
+    >>> [m.to_arrow().to_pylist() for m in maps]  # doctest: +SKIP
+    [[0, 0, 0, 1, 2], [0, 1, 2, 3, -2147483648]]
+    """
+    # Every check is on the host, before device memory is touched (the prepared join and its
+    # range_join check again: cheap, and the same messages).
+    _, right_type, by_types = _check_right(right_by, right_on, nulls_equal)
+    tick = _check_left(left_by, left_on, by_types, right_type)
+    _check_reach(before, after, prevailing, right_type, tick)
+    stream = _stream(stream)
+    join = AsofJoin(right_by, right_on, nulls_equal, stream)
+    return join.range_join(left_by, left_on, before, after, prevailing, stream=stream)
+
+
 def gather(table, gather_map, stream=None, mr=None):
     """Rows of ``table`` taken by an as-of gather map, all-null where it holds JOIN_NO_MATCH.
 
@@ -430,7 +601,8 @@ def gather(table, gather_map, stream=None, mr=None):
     table : pylibcudf.Table
         The right side's payload columns, in the row order the map was computed for.
     gather_map : pylibcudf.Column
-        An INT32 map from ``AsofJoin.join`` (or one of ``splice_join``'s).
+        An INT32 map from ``AsofJoin.join`` (or one of ``splice_join``'s or
+        ``range_join``'s).
     stream : rmm Stream or object with ``__cuda_stream__``, optional
     mr : rmm DeviceMemoryResource, optional
         Where the gathered columns are allocated (pylibcudf's default: the current one).

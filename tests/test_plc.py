@@ -509,6 +509,260 @@ def test_valid_splice_joins_reach_the_device(plc, front):
             front.splice_join(**_splice_args(plc, **changes))
 
 
+def _range_args(plc, **changes):
+    """Valid range_join arguments (one INT64 by-column, INT64 keys; 2 left and 3 right rows,
+    a window of 5 below each left key), some replaced."""
+    return {**_splice_args(plc), "before": 5, **changes}
+
+
+# Errors of the left side and of the window's reach: the module's range_join and a prepared
+# AsofJoin's (whose right side is _range_args' one) raise them alike.
+_RANGE_LEFT_AND_REACH_ERRORS = [
+    (
+        lambda plc, T: dict(left_by=[col(plc, T.INT64, 2)]),
+        TypeError,
+        "left_by must be a pylibcudf.Table .*got list",
+    ),
+    (
+        lambda plc, T: dict(left_on=pa.array([1, 2])),
+        TypeError,
+        "left_on must be a pylibcudf.Column, got Int64Array",
+    ),
+    (
+        lambda plc, T: dict(left_by=plc.Table([])),
+        ValueError,
+        "left_by has 0 column.s., but right_by has 1; they must have the same number",
+    ),
+    (
+        lambda plc, T: dict(left_by=plc.Table([col(plc, T.INT64, 4)])),
+        ValueError,
+        "left_by has 4 rows, but left_on has 2; they must have the same length",
+    ),
+    (
+        lambda plc, T: dict(left_by=plc.Table([col(plc, T.STRUCT, 2)])),
+        TypeError,
+        "left_by column 0 must be a flat column .*got STRUCT",
+    ),
+    (
+        lambda plc, T: dict(left_by=plc.Table([col(plc, T.STRING, 2)])),
+        TypeError,
+        r"left_by column 0 \(STRING\) and right_by column 0 \(INT64\) cannot be compared: "
+        r"by-columns must have the same type on both sides",
+    ),
+    (
+        lambda plc, T: dict(left_on=col(plc, T.STRING, 2)),
+        TypeError,
+        "left_on must be an integer, float, timestamp or duration column, got STRING",
+    ),
+    (
+        lambda plc, T: dict(left_on=col(plc, T.UINT64, 2)),
+        TypeError,
+        r"left_on \(uint64\) and right_on \(int64\) cannot be compared: .*same signedness",
+    ),
+    (
+        lambda plc, T: dict(left_on=col(plc, T.TIMESTAMP_SECONDS, 2)),
+        TypeError,
+        r"left_on \(timestamp\[s\]\) and right_on \(int64\) cannot be compared",
+    ),
+    (
+        lambda plc, T: dict(before=None),
+        TypeError,
+        "before is required: how far from each left key the window reaches",
+    ),
+    (
+        lambda plc, T: dict(after=None),
+        TypeError,
+        "after is required: how far from each left key the window reaches",
+    ),
+    (lambda plc, T: dict(before=-1), ValueError, "before must be non-negative, got -1"),
+    (lambda plc, T: dict(after=-0.5), ValueError, "after must be non-negative, got -0.5"),
+    (lambda plc, T: dict(before=float("nan")), ValueError, "before must be a non-negative .*NaN"),
+    (lambda plc, T: dict(before="5s"), TypeError, "before must be a non-negative number"),
+    (lambda plc, T: dict(after=True), TypeError, "after must be a non-negative number"),
+    (
+        lambda plc, T: dict(after=datetime.timedelta(seconds=1)),
+        TypeError,
+        "after: a timedelta needs a temporal key",
+    ),
+    (
+        lambda plc, T: dict(prevailing="yes"),
+        TypeError,
+        "prevailing must be True or False, got 'yes'",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        *_RANGE_LEFT_AND_REACH_ERRORS,
+        (
+            lambda plc, T: dict(right_by=None),
+            TypeError,
+            "right_by must be a pylibcudf.Table .*got NoneType",
+        ),
+        (
+            lambda plc, T: dict(right_on=np.arange(3)),
+            TypeError,
+            "right_on must be a pylibcudf.Column, got ndarray",
+        ),
+        (
+            lambda plc, T: dict(right_by=plc.Table([col(plc, T.INT64, 2)])),
+            ValueError,
+            "right_by has 2 rows, but right_on has 3; they must have the same length",
+        ),
+        (
+            lambda plc, T: dict(right_by=plc.Table([col(plc, T.LIST, 3)])),
+            TypeError,
+            "right_by column 0 must be a flat column .*got LIST",
+        ),
+        (
+            lambda plc, T: dict(right_on=col(plc, T.BOOL8, 3)),
+            TypeError,
+            "right_on must be an integer, float, timestamp or duration column, got BOOL8",
+        ),
+        (
+            lambda plc, T: dict(right_on=col(plc, T.TIMESTAMP_SECONDS, 3)),
+            TypeError,
+            r"left_on \(int64\) and right_on \(timestamp\[s\]\) cannot be compared",
+        ),
+        (
+            lambda plc, T: dict(nulls_equal="equal"),
+            TypeError,
+            "nulls_equal must be a pylibcudf.types.NullEquality, got str",
+        ),
+    ],
+)
+def test_range_join_argument_errors(plc, front, changes, error, message):
+    with pytest.raises(error, match=message):
+        front.range_join(**_range_args(plc, **changes(plc, plc.TypeId)))
+
+
+@pytest.mark.parametrize(("changes", "error", "message"), _RANGE_LEFT_AND_REACH_ERRORS)
+def test_prepared_range_join_argument_errors(plc, prepared, changes, error, message):
+    args = _range_args(plc, **changes(plc, plc.TypeId))
+    del args["right_by"], args["right_on"]
+    with pytest.raises(error, match=message):
+        prepared.range_join(**args)
+
+
+def test_range_join_stream_must_be_a_stream(plc):
+    import asofgpu.plc as front
+
+    with pytest.raises(TypeError, match="stream must be an rmm Stream or have __cuda_stream__"):
+        front.range_join(**_range_args(plc), stream=object())
+
+
+def test_range_join_needs_before_and_takes_its_options_positionally(plc, front):
+    T = plc.TypeId
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'before'"):
+        front.range_join(plc.Table([]), col(plc, T.INT64), plc.Table([]), col(plc, T.INT64))
+    with pytest.raises(Reached):  # before, after, prevailing: the positions of the signature
+        front.range_join(
+            plc.Table([]), col(plc, T.INT64), plc.Table([]), col(plc, T.INT64), 5, 2, True
+        )
+    with pytest.raises(TypeError, match="takes from 4 to 6 positional arguments"):
+        front.AsofJoin(plc.Table([]), col(plc, T.INT64)).range_join(
+            plc.Table([]), col(plc, T.INT64), 5, 2, True, object()
+        )
+
+
+def test_valid_range_joins_reach_the_device(plc, front):
+    T = plc.TypeId
+    for changes in (
+        dict(),
+        dict(left_by=plc.Table([]), right_by=plc.Table([])),  # no by-keys
+        dict(before=0, after=float("inf"), prevailing=True),
+        dict(before=2.5, after=np.int8(3)),
+        dict(
+            left_by=plc.Table([col(plc, T.FLOAT32, 2), col(plc, T.STRING, 2)]),  # float widths
+            right_by=plc.Table([col(plc, T.FLOAT64, 3), col(plc, T.STRING, 3)]),  # may differ
+            left_on=col(plc, T.TIMESTAMP_NANOSECONDS, 2),
+            right_on=col(plc, T.TIMESTAMP_MILLISECONDS, 3),
+            before=np.timedelta64(5, "ms"),
+            after=datetime.timedelta(microseconds=1),
+            prevailing=np.True_,
+            nulls_equal=plc.types.NullEquality.EQUAL,
+        ),
+        dict(left_on=col(plc, T.FLOAT32, 2), right_on=col(plc, T.FLOAT64, 3), before=0.25),
+    ):
+        with pytest.raises(Reached):
+            front.range_join(**_range_args(plc, **changes))
+        args = _range_args(plc, **changes)
+        prepared = front.AsofJoin(args.pop("right_by"), args.pop("right_on"))
+        args.pop("nulls_equal", None)
+        with pytest.raises(Reached):
+            prepared.range_join(**args)
+
+
+def test_range_join_maps_are_the_windows_pairs_as_int32(monkeypatch):
+    """What plc's range join makes of the primitive's windows, on the cpu backend (pylibcudf's
+    Column and the device's synchronization stubbed): ``Windows.pairs`` as INT32, and every
+    left row once beside JOIN_NO_MATCH when the right side has no rows."""
+    import types
+
+    import asofgpu.plc as front
+
+    made = []
+
+    def from_cuda_array_interface(array, stream):
+        made.append(stream)
+        return array
+
+    column = types.SimpleNamespace(from_cuda_array_interface=from_cuda_array_interface)
+    monkeypatch.setattr(front, "_plc", lambda: types.SimpleNamespace(Column=column))
+    monkeypatch.setattr(front, "_settle", lambda: None)
+    rng = np.random.default_rng(16)
+    right_on, left_on = rng.integers(0, 50, 300), rng.integers(-5, 55, 200)
+    right_sym, left_sym = rng.integers(0, 7, 300), rng.integers(0, 9, 200)
+    windows = ag.AsofJoin(right_on, right_sym, device="cpu").windows(
+        left_on, left_sym, before=3, after=1, prevailing=True
+    )
+    got = front._pairs(windows, "the stream")
+    assert made == ["the stream"] * 2
+    assert [m.dtype for m in got] == [np.int32] * 2
+    for g, e in zip(got, windows.pairs()):
+        np.testing.assert_array_equal(g, e)
+    for n_left in (3, 0):
+        windows = ag.AsofJoin(np.zeros(0, np.int64), device="cpu").windows(
+            np.arange(n_left), before=5
+        )
+        got = front._pairs(windows, None)
+        assert [m.dtype for m in got] == [np.int32] * 2
+        assert [m.tolist() for m in got] == [list(range(n_left)), [ag.NO_MATCH] * n_left]
+
+
+def test_range_join_maps_that_would_not_fit_a_column_are_refused(monkeypatch):
+    """The output's size is known only once the windows are found: checked before the maps
+    are made (a left row with an empty window counts one row)."""
+    from asofgpu._backend import get_backend
+    from asofgpu.plc import _MAX_ROWS, _pairs
+    from asofgpu.window import Windows
+
+    cpu = get_backend("cpu")
+    rows = np.zeros(1, np.int32)
+
+    def windows(ends):
+        ends = np.asarray(ends, np.int64)
+        return Windows(cpu, np.zeros(len(ends), np.int64), ends, rows, ag.NO_MATCH)
+
+    with pytest.raises(
+        ValueError,
+        match=r"the range join of 2 left rows has 2147483648 rows, more than a pylibcudf "
+        r"column holds \(2147483647\)",
+    ):
+        _pairs(windows([_MAX_ROWS, 0]), None)
+
+    def reached(self):
+        raise Reached
+
+    monkeypatch.setattr(Windows, "pairs", reached)
+    with pytest.raises(Reached):  # exactly as many rows as a column holds
+        _pairs(windows([_MAX_ROWS - 1, 0]), None)
+    with pytest.raises(Reached):
+        _pairs(windows([]), None)
+
+
 # --------------------------------------------------------------------------- on a GPU
 
 
@@ -786,6 +1040,171 @@ def test_device_splice_questdb_example_gathered_on_a_stream():
         ("b2", "s2"),
     ]
     assert sold.column(0).to_pylist() == [None, 0.222534, 0.222534, 0.222534]
+
+
+def _range_expected(left_by, left_on, right_by, right_on, null_equality="unequal", **reach):
+    """The cpu primitive's range-join maps (``Windows.pairs``) of the same Arrow data."""
+    prepared = ag.AsofJoin(right_on, right_by or None, null_equality=null_equality, device="cpu")
+    return [np.asarray(m) for m in prepared.windows(left_on, left_by or None, **reach).pairs()]
+
+
+def _range_got(left_by, left_on, right_by, right_on, *args, **kwargs):
+    """asofgpu.plc.range_join's maps of Arrow data (by-keys: lists of arrays), as numpy; and
+    the same maps from a prepared AsofJoin's range_join, checked equal."""
+    import pylibcudf as plc
+
+    from asofgpu.plc import AsofJoin, range_join
+
+    left = plc.Table([_device(c) for c in left_by]), _device(left_on)
+    right = plc.Table([_device(c) for c in right_by]), _device(right_on)
+    maps = range_join(*left, *right, *args, **kwargs)
+    assert [m.type().id() for m in maps] == [plc.TypeId.INT32] * 2
+    assert maps[0].size() == maps[1].size()
+    got = [_map(m) for m in maps]
+    stream = kwargs.pop("stream", None)
+    prepared = AsofJoin(*right, kwargs.pop("nulls_equal", None), stream=stream)
+    again = prepared.range_join(*left, *args, **kwargs, stream=stream)
+    for g, a in zip(got, again):
+        np.testing.assert_array_equal(_map(a), g)
+    return got
+
+
+@pytest.mark.gpu
+@needs_plc
+@pytest.mark.parametrize("prevailing", [False, True])
+@pytest.mark.parametrize("nulls_equal", ["equal", "unequal"])
+@pytest.mark.parametrize(("before", "after"), [(0, 0), (7, 0), (3, 5), (2.5, float("inf"))])
+def test_device_range_maps_equal_cpu_maps(prevailing, nulls_equal, before, after):
+    """Random sides in random order: string and float by-keys with nulls, NaN and -0.0, int64
+    keys with nulls and many ties (windows of many rows, and empty ones)."""
+    import pylibcudf as plc
+
+    rng = np.random.default_rng(14)
+    (rs, rf, ro), (ls, lf, lo) = _random_sides(rng, 5_000, 7_000)
+    reach = dict(before=before, after=after, prevailing=prevailing)
+    expected = _range_expected([ls, lf], lo, [rs, rf], ro, null_equality=nulls_equal, **reach)
+    equality = getattr(plc.types.NullEquality, nulls_equal.upper())
+    got = _range_got([ls, lf], lo, [rs, rf], ro, nulls_equal=equality, **reach)
+    assert len(expected[0]) > 7_000  # some windows hold several rows
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.gpu
+@needs_plc
+def test_device_range_join_of_other_key_types():
+    """Timestamps of two units with timedelta reaches and float by-keys of two widths; float
+    keys with NaN, -0.0 and nulls without by-keys, positional options."""
+    rng = np.random.default_rng(7)
+    right_t = pa.array(rng.integers(0, 10**6, 2_000), pa.timestamp("ms"))
+    left_t = pa.array(rng.integers(0, 10**9, 3_000), pa.timestamp("us"))
+    right_g = pa.array(rng.random(2_000) < 0.5).cast(pa.float32())
+    left_g = pa.array(rng.random(3_000) < 0.5).cast(pa.float64())
+    reach = dict(before=datetime.timedelta(milliseconds=300), after=np.timedelta64(40_000, "us"))
+    expected = _range_expected([left_g], left_t, [right_g], right_t, prevailing=True, **reach)
+    got = _range_got([left_g], left_t, [right_g], right_t, prevailing=True, **reach)
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+    values = [1.5, -0.0, 0.0, np.nan, np.inf, -1.0]
+    left_f = pa.array(rng.choice(values, 500), mask=rng.random(500) < 0.1)
+    right_f = pa.array(rng.choice(values, 400), mask=rng.random(400) < 0.1).cast(pa.float32())
+    expected = _range_expected(None, left_f, None, right_f, before=1.5, after=0, prevailing=True)
+    got = _range_got([], left_f, [], right_f, 1.5, 0, True)
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
+
+
+@pytest.mark.gpu
+@needs_plc
+def test_device_range_join_of_empty_sides():
+    """A right side without rows: every left row once, beside JOIN_NO_MATCH; a left side
+    without rows: empty maps."""
+    full_by, full_on = pa.array(["a", "b", None]), pa.array([2, 1, 3])
+    empty_by, empty_on = pa.array([], pa.string()), pa.array([], pa.int64())
+    got = _range_got([full_by], full_on, [empty_by], empty_on, 5)
+    assert [m.tolist() for m in got] == [[0, 1, 2], [ag.NO_MATCH] * 3]
+    got = _range_got([], full_on, [], empty_on, 5, 5, True)  # without by-keys too
+    assert [m.tolist() for m in got] == [[0, 1, 2], [ag.NO_MATCH] * 3]
+    for right_by, right_on in ((full_by, full_on), (empty_by, empty_on)):
+        expected = _range_expected([empty_by], empty_on, [right_by], right_on, before=5)
+        got = _range_got([empty_by], empty_on, [right_by], right_on, 5)
+        assert [m.tolist() for m in got] == [m.tolist() for m in expected] == [[], []]
+
+
+@pytest.mark.gpu
+@needs_plc
+def test_device_range_join_gathered_on_a_stream_from_sliced_columns():
+    """Quotes of two symbols, sliced (offset 1), and three trades: each trade once per quote
+    of its symbol within [t - 2, t + 1], a trade of an absent symbol or a null key once with
+    nulls; both sides gathered by their maps (NULLIFY) on the caller's stream."""
+    import pylibcudf as plc
+    from rmm.pylibrmm.stream import Stream
+
+    from asofgpu.plc import gather, range_join
+
+    stream = Stream()
+    quotes = plc.Table.from_arrow(
+        pa.table(
+            {
+                "sym": ["x", "A", "A", "B", "A", "B", "A"],
+                "t": pa.array([0, 1, 3, 4, 5, None, 6]),
+                "bid": [0.0, 1.0, 3.0, 4.0, 5.0, 9.0, 6.0],
+            }
+        )
+    )
+    quotes = plc.copying.slice(quotes, [1, 7])[0]  # rows 1..6: offset 1
+    q_sym, q_t, _ = quotes.columns()
+    trades = plc.Table.from_arrow(
+        pa.table({"sym": ["A", "C", "B", "A"], "t": pa.array([5, 5, 4, None]), "id": [1, 2, 3, 4]})
+    )
+    t_sym, t_t, _ = trades.columns()
+    left_map, right_map = range_join(
+        plc.Table([t_sym]), t_t, plc.Table([q_sym]), q_t, 2, 1, stream=stream
+    )
+    assert _map(left_map).tolist() == [0, 0, 0, 1, 2, 3]
+    assert _map(right_map).tolist() == [1, 3, 5, ag.NO_MATCH, 2, ag.NO_MATCH]
+    traded = gather(trades, left_map, stream=stream).to_arrow()
+    quoted = gather(quotes, right_map, stream=stream).to_arrow()
+    assert list(zip(traded.column(2).to_pylist(), quoted.column(2).to_pylist())) == [
+        (1, 3.0),
+        (1, 5.0),
+        (1, 6.0),
+        (2, None),
+        (3, 4.0),
+        (4, None),
+    ]
+    # prevailing: trade A at 5 also takes quote A at 1 (below 5 - 2), the state entering it.
+    maps = range_join(plc.Table([t_sym]), t_t, plc.Table([q_sym]), q_t, 2, 1, True, stream=stream)
+    assert [_map(m).tolist() for m in maps] == [
+        [0, 0, 0, 0, 1, 2, 3],
+        [0, 1, 3, 5, ag.NO_MATCH, 2, ag.NO_MATCH],
+    ]
+
+
+@pytest.mark.gpu
+@needs_plc
+def test_a_range_join_on_another_stream_than_its_prepare():
+    """A prepared right side probed on another non-blocking stream, large sides: the maps
+    equal the cpu's (the left by-keys are looked up on the range join's stream)."""
+    import cupy
+    import pylibcudf as plc
+    from rmm.pylibrmm.stream import Stream
+
+    from asofgpu.plc import AsofJoin
+
+    rng = np.random.default_rng(15)
+    (rs, rf, _), (ls, lf, _) = _random_sides(rng, 400_000, 600_000)
+    # Keys over a wide range: windows of a few rows (about 1.6 million pairs in all).
+    ro = pa.array(rng.integers(0, 10**7, 400_000), mask=rng.random(400_000) < 0.1)
+    lo = pa.array(rng.integers(0, 10**7, 600_000), mask=rng.random(600_000) < 0.1)
+    expected = _range_expected([ls, lf], lo, [rs, rf], ro, before=2_000)
+    assert 10**6 < len(expected[0]) < 5 * 10**6
+    prepare_on = Stream(cupy.cuda.Stream(non_blocking=True))
+    join_on = Stream(cupy.cuda.Stream(non_blocking=True))
+    j = AsofJoin(plc.Table([_device(rs), _device(rf)]), _device(ro), stream=prepare_on)
+    maps = j.range_join(plc.Table([_device(ls), _device(lf)]), _device(lo), 2_000, stream=join_on)
+    for g, e in zip(maps, expected):
+        np.testing.assert_array_equal(_map(g), e)
 
 
 @pytest.mark.gpu
