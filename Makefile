@@ -78,11 +78,12 @@ test-sim: venv
 test-pandas2: venv-pandas2
 	$(VENV_PANDAS2)/bin/python -m pytest -m "not gpu and not slow" tests/test_pandas_frontend.py \
 	    tests/test_pandas_semantics.py tests/test_pandas_arrow.py tests/test_dask.py \
-	    tests/test_splice_frontends.py
+	    tests/test_splice_frontends.py tests/test_window_frontends.py
 
 test-cudf: venv-cudf
 	$(VENV_CUDF)/bin/python -m pytest -m "not gpu" tests/test_plc.py tests/test_cudf.py \
-	    tests/test_polars_gpu.py tests/test_polars_frontend.py tests/test_splice_frontends.py
+	    tests/test_polars_gpu.py tests/test_polars_frontend.py tests/test_splice_frontends.py \
+	    tests/test_window_frontends.py
 
 # asofgpu against polars, pandas, DuckDB, ClickHouse (chdb, installed here on first use: 180 MB,
 # kept out of the test extras) and pyarrow, each in its own process (bench/run.py); writes
@@ -97,6 +98,8 @@ test-cudf: venv-cudf
 # before and after asofgpu warm (bench/first_call.py): bench/results/first_call.{md,json}.
 # And the splice join against the polars and DuckDB scripts that give the same rows
 # (bench/splice.py): bench/results/splice.{md,json}; SPLICE_ARGS, e.g. SPLICE_ARGS=--quick.
+# And the window join against the polars and DuckDB scripts that compute the same aggregates
+# (bench/window.py): bench/results/window.{md,json}; WINDOW_ARGS, e.g. WINDOW_ARGS=--quick.
 bench: venv
 	@$(BIN)/python -c "import chdb" 2>/dev/null || $(BIN)/python -m pip install -q "chdb>=4" \
 	    || echo "chdb does not install here: ClickHouse is left out of the bench"
@@ -105,6 +108,7 @@ bench: venv
 	$(BIN)/python bench/frontends.py $(FRONTENDS_ARGS)
 	$(BIN)/python bench/first_call.py
 	$(BIN)/python bench/splice.py $(SPLICE_ARGS)
+	$(BIN)/python bench/window.py $(WINDOW_ARGS)
 
 # The GPU check, for a machine with an NVIDIA GPU and no network (bench/gpu_check.py): the
 # suite on the real CUDA backend, GPU vs CPU maps on 10M rows, the 100M x 10M benchmark, in

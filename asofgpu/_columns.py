@@ -16,7 +16,9 @@ one scale.
 from __future__ import annotations
 
 import datetime
+import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
@@ -394,10 +396,14 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int, param: str = "to
             return float("inf")
     if tolerance == float("inf"):
         return np.uint64(np.iinfo(np.uint64).max)
-    # A number is in the column's own unit; the key may have been brought to a finer tick.
-    ticks = int(tolerance) if isinstance(tolerance, (int, np.integer)) else int(np.floor(tolerance))
-    if ktype.temporal and ktype.tick_ns != tick_ns:
-        ticks *= ktype.tick_ns // tick_ns
+    # A number is in the column's own unit; the key may have been brought to a finer tick,
+    # where a fraction of the column's unit is whole ticks (1.5 s is 1.5e9 ns): scaled
+    # exactly (a Fraction), then rounded down, as distances are whole ticks.
+    factor = ktype.tick_ns // tick_ns if ktype.temporal and ktype.tick_ns != tick_ns else 1
+    exact = (
+        int(tolerance) if isinstance(tolerance, (int, np.integer)) else Fraction(float(tolerance))
+    )
+    ticks = math.floor(exact * factor)
     return _nonnegative_ticks(ticks, tolerance, param)
 
 

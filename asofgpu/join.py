@@ -478,22 +478,25 @@ class AsofJoin:
     ) -> Windows:
         """Each left row's window (the window join, kdb+'s ``wj``): the right rows of its
         group whose key lies in ``[x - before, x + after]`` for its key x, both ends
-        inclusive, as a range of positions in the prepared order (see ``asofgpu.window``).
+        inclusive, as a range of positions in the prepared order (see ``asofgpu.window``):
+        by key, then in input order (by ``tie_break`` where the join was prepared with one).
 
         ``before`` and ``after`` are non-negative, of the kinds ``tolerance`` takes (numbers
         in ``right_on``'s unit, timedeltas). ``prevailing=True`` (kdb+'s ``wj`` rather than
         ``wj1``) also takes the last right row below ``x - before`` when the group has one.
-        Left rows with a null key or group, or of a group the right side lacks, get empty
-        windows; right rows with a null key are in none.
+        Left rows with a null key, a null group (unless prepared with
+        ``null_equality="equal"``) or a group the right side lacks get empty windows; right
+        rows with a null key are in none.
 
         >>> j = AsofJoin(np.array([1, 2, 4, 7]), device="cpu")
         >>> w = j.windows(np.array([4]), before=2, prevailing=True)
         >>> w.rows[w.starts[0]:w.ends[0]].tolist()
         [0, 1, 2]
         """
-        if before is None:
-            msg = "before is required: how far below each left key the window reaches"
-            raise TypeError(msg)
+        for reach, param in ((before, "before"), (after, "after")):
+            if reach is None:
+                msg = f"{param} is required: how far from each left key the window reaches"
+                raise TypeError(msg)
         prevailing = _validate.flag(prevailing, "prevailing")
         be, xp = self.backend, self.backend.xp
         left_key = ordered_key(left_on, "left_on", self._host)

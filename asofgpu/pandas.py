@@ -262,8 +262,8 @@ def window_join(
 
     The parameters are ``asofgpu.window_join``'s; ``before`` and ``after`` are numbers in the
     right key's unit or ``pandas.Timedelta``s. The result keeps ``left``'s index and columns
-    and adds ``<column>_<agg>`` per aggregation: count int64; sum and mean as numbers (NaN
-    where a window holds no value; Arrow and nullable dtypes in, the same family out); min,
+    and adds ``<column>_<agg>`` per aggregation: count numpy int64; sum and mean as numbers
+    (NaN where a window holds no value; Arrow and nullable dtypes in, the same family out); min,
     max, first and last taken as ``reindex`` takes rows (int and bool become float64 and
     object where a window is empty, as in ``merge_asof``).
 
@@ -298,7 +298,11 @@ def window_join(
                 taken = rows_of(right[[name]], reindex_positions(result)).iloc[:, 0]
                 found[name, how] = taken.set_axis(left.index)
             else:
-                numbers = _pandas_numbers(result, right[name].dtype)
+                numbers = (
+                    result.to_numpy()  # counts: never null
+                    if how == "count"
+                    else _pandas_numbers(result, right[name].dtype)
+                )
                 found[name, how] = pd.Series(numbers, index=left.index)
     for agg in wanted:
         out[agg.name] = found[agg.column, agg.agg]

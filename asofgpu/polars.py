@@ -73,7 +73,8 @@ import pyarrow as pa
 from polars.exceptions import ComputeError, InvalidOperationError
 
 from . import _validate
-from ._duration import UNIT_NS
+from ._columns import key_type_of_arrow, tolerance_in_ticks
+from ._duration import UNIT_NS, parse_duration
 from ._types import NO_MATCH, DeviceName, StrategyName, is_no_match
 from .gather import gather
 from .join import AsofJoin, asof_join
@@ -734,6 +735,7 @@ def window_join(
 
     def plan(left_schema, right_schema) -> dict:
         _check_keys(left_schema, right_schema, keys)
+        _check_reach(before, after, right_schema[keys[1]])
         wanted = _aggregations(aggs, right_schema)
         for agg in wanted:
             if agg.name in left_schema:
@@ -794,6 +796,7 @@ def range_join(
 
     def plan(left_schema, right_schema) -> dict:
         _check_keys(left_schema, right_schema, keys)
+        _check_reach(before, after, right_schema[keys[1]])
         kept = [c for c in right_schema if c not in set(keys[3])]
         names = right_names(list(left_schema), kept, suffix)
         return dict(zip(names, (right_schema[c] for c in kept)))
@@ -838,37 +841,45 @@ def _check_keys(left_schema, right_schema, keys) -> None:
 
 
 def _windows(left, right, keys, before, after, prevailing, device):
+    """The windows of ``left``'s rows in ``right``. The keys go to asofgpu as they are (it
+    refuses text, boolean and categorical keys, whose distances mean nothing), not ranked
+    as ``join_asof``'s are."""
     left_on, right_on, left_by, right_by = keys
-    left_key, right_key = left.get_column(left_on), right.get_column(right_on)
-    left_col, right_col = _orderable(left_key, right_key, True)
     left_cols, right_cols = _by_columns(left, right, left_by, right_by)
-    prepared = AsofJoin(_arrow(right_col), right_cols or None, device=device)
+    prepared = AsofJoin(_arrow(right.get_column(right_on)), right_cols or None, device=device)
     return prepared.windows(
-        _arrow(left_col),
+        _arrow(left.get_column(left_on)),
         left_cols or None,
-        before=_reach(before, right_key.dtype, "before"),
-        after=_reach(after, right_key.dtype, "after"),
+        before=_reach(before, "before"),
+        after=_reach(after, "after"),
         prevailing=prevailing,
     )
 
 
-def _reach(value, dtype, param: str):
-    """A window's ``before`` or ``after`` in the key's physical unit: ``_tolerance``'s
-    reading, but a negative one refused (a tolerance's sign is dropped)."""
-    if value is None:
-        msg = f"{param} is required: how far from each left key the window reaches"
-        raise TypeError(msg)
-    negative = (
-        value.startswith("-")
-        if isinstance(value, str)
-        else value < datetime.timedelta(0)
-        if isinstance(value, datetime.timedelta)
-        else isinstance(value, numbers.Real) and value < 0
-    )
-    if negative:
+def _reach(value, param: str):
+    """A window's ``before`` or ``after`` as asofgpu takes it: a duration string (polars'
+    units, "5s", "1m30s") as a numpy.timedelta64, anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    if value.strip().startswith("-"):
         msg = f"{param} must be non-negative, got {value!r}"
         raise ValueError(msg)
-    return _tolerance(value, dtype)
+    try:
+        return np.timedelta64(parse_duration(value), "ns")
+    except ValueError as exc:
+        raise ValueError(f"{param}: {exc}") from None
+
+
+def _check_reach(before, after, right_key_dtype) -> None:
+    """``before`` and ``after`` checked against the right key's type before any work (a
+    LazyFrame's call, not its ``collect``), with asofgpu's own messages."""
+    arrow_type = pl.Series(dtype=right_key_dtype).to_arrow().type
+    key_type = key_type_of_arrow(arrow_type, "right_on")
+    for value, param in ((before, "before"), (after, "after")):
+        if value is None:
+            msg = f"{param} is required: how far from each left key the window reaches"
+            raise TypeError(msg)
+        tolerance_in_ticks(_reach(value, param), key_type, key_type.tick_ns, param)
 
 
 def _aggregations(aggs, schema):

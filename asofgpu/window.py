@@ -133,10 +133,7 @@ class Windows:
         )
         for how in wanted:
             if how in PICKS:
-                at = positions[how]
-                found[how] = xp.where(
-                    at >= 0, self.rows[xp.where(at >= 0, at, 0)], self.no_match
-                ).astype(self.rows.dtype, copy=False)
+                found[how] = self._rows_at(positions[how])
         if "count" in wanted:
             found["count"] = out.counts
         if "sum" in wanted:
@@ -161,12 +158,19 @@ class Windows:
             xp.cumsum(sizes[:-1], out=firsts[1:])
         left = _repeat(xp, xp.arange(n, dtype=left_dtype), sizes, firsts, total)
         step = xp.arange(total, dtype=np.int64) - firsts[left]
-        positions = self.starts[left] + step
-        empty = lengths[left] == 0
-        right = xp.where(empty, self.no_match, self.rows[xp.where(empty, 0, positions)])
-        return left, right.astype(self.rows.dtype, copy=False)
+        positions = xp.where(lengths[left] == 0, -1, self.starts[left] + step)
+        return left, self._rows_at(positions)
 
     # ---- helpers
+    def _rows_at(self, positions):
+        """The right row at each position (-1: ``NO_MATCH``), as a gather map."""
+        xp = self.backend.xp
+        found = positions >= 0
+        if not len(self.rows):  # no right rows: every position is -1
+            return xp.full(len(positions), self.no_match, dtype=self.rows.dtype)
+        rows = self.rows[xp.where(found, positions, 0)]
+        return xp.where(found, rows, self.no_match).astype(self.rows.dtype, copy=False)
+
     def _payload(self, values, param: str, dtype=None):
         values = self.backend.asarray(values)
         if dtype is not None:

@@ -1,7 +1,8 @@
 """The GPU check's bench stage: trades and quotes generated on the device; prepare, the gather
 map (``join()`` end to end, and the probe kernel alone), a device gather of four payload
 columns, for time-sorted and shuffled trades, timed with CUDA events; the device copy
-bandwidth, the byte floor and the ratio to it; then the CPU backend on the same data."""
+bandwidth, the byte floor and the ratio to it; the window join (windows of about 100
+quotes, four reductions of a column); then the CPU backend on the same data, compared."""
 
 from __future__ import annotations
 
@@ -206,6 +207,8 @@ def stage_bench(ctx: StageContext, rec: Recorder) -> None:
         rec.flush()
     gmap = left_on = left_by = None  # only the prepared right side stays on the device
     _free_device_memory(xp)
+    gpu_windows = _bench_gpu_windows(ctx, rec, prepared, data, gpu_clock)
+    _free_device_memory(xp)
 
     # asofgpu.gather, the library's (host-side, Arrow) gather, once on the time-sorted map.
     if ctx.time_left() > 90 or ctx.simulate:
@@ -222,6 +225,7 @@ def stage_bench(ctx: StageContext, rec: Recorder) -> None:
         name: be.to_host(data[name])
         for name in ("right_on", "right_by", "left_on", "left_by", "shuffled_on", "shuffled_by")
     }
+    host["window_values"] = be.to_host(data["payload"][0])
     data.clear()
     _free_device_memory(xp)
     warm = ag.AsofJoin(host["right_on"][:1000], host["right_by"][:1000], device="cpu")
@@ -239,6 +243,81 @@ def stage_bench(ctx: StageContext, rec: Recorder) -> None:
         rec[f"cpu_{order}"] = result
         if not result["map_equals_gpu"]:
             rec["status"] = "failed"
+    if gpu_windows is not None:
+        _bench_cpu_windows(ctx, rec, on_cpu, host, gpu_windows, cpu_clock)
+
+
+WINDOW_QUOTES = 100  # the window join's reach: the time of 100 quotes (of all groups) a trade
+WINDOW_AGGS = ("max", "min", "mean", "count")
+
+
+def window_ns(n_right: int) -> int:
+    """The window's reach for ``n_right`` quotes in a session: the time in which
+    ``WINDOW_QUOTES`` of them arrive (23 ms at 100M quotes; a simulated run's few quotes
+    still fill its windows)."""
+    from asofgpu import marketdata
+
+    return marketdata.SESSION_NS * WINDOW_QUOTES // n_right
+
+
+def _bench_gpu_windows(ctx, rec: Recorder, prepared, data: dict, clock: Clock):
+    """The window join on the GPU: each time-sorted trade's window (``AsofJoin.windows``),
+    then max, min, mean and count of one quote column over them (``Windows.reduce``). Returns
+    the windows and reductions on the host, for the CPU's comparison (None if it failed)."""
+    reach = window_ns(prepared.n_right)
+    result = rec["gpu_window"] = {"before_ns": reach}
+    try:
+        left_on, left_by = data["left_on"], data["left_by"]
+
+        def windows():
+            return prepared.windows(left_on, left_by, before=reach)
+
+        result["windows"] = clock.measure(windows, runs=ctx.sizes.runs)
+        found = windows()
+        values = data["payload"][0]
+        result["positions"] = int(found.lengths().sum())
+        result["reduce"] = clock.measure(
+            lambda: found.reduce(WINDOW_AGGS, values), runs=ctx.sizes.runs
+        )
+        reduced = found.reduce(WINDOW_AGGS, values)
+        host = prepared.backend.to_host
+        rec.flush()
+        return host(found.starts), host(found.ends), {k: host(v) for k, v in reduced.items()}
+    except Exception:  # noqa: BLE001 - report, keep measuring the rest
+        result["error"] = traceback.format_exc()
+        rec["status"] = "failed"
+        rec.flush()
+        return None
+
+
+def _bench_cpu_windows(ctx, rec: Recorder, on_cpu, host: dict, gpu, clock: Clock) -> None:
+    """The same window join on the CPU, on the first ``cpu_slice`` trades: its time, and
+    whether its windows and reductions equal the GPU's (means within 1e-12)."""
+    result = rec["cpu_window"] = {}
+    cut = min(len(host["left_on"]), ctx.sizes.cpu_slice)
+    result["slice_rows"] = cut
+    reach = rec["gpu_window"]["before_ns"]
+    timing, found = _timed_once(
+        clock, lambda: on_cpu.windows(host["left_on"][:cut], host["left_by"][:cut], before=reach)
+    )
+    result["windows"] = timing
+    result["reduce"], reduced = _timed_once(
+        clock, lambda: found.reduce(WINDOW_AGGS, host["window_values"])
+    )
+    starts, ends, gpu_reduced = gpu
+    same = bool(
+        np.array_equal(found.starts, starts[:cut]) and np.array_equal(found.ends, ends[:cut])
+    )
+    for how, values in reduced.items():
+        theirs = gpu_reduced[how][:cut]
+        if how == "mean":
+            same = same and bool(np.allclose(values, theirs, rtol=1e-12, equal_nan=True))
+        else:
+            same = same and bool(np.array_equal(values, theirs))
+    result["equals_gpu"] = same
+    if not same:
+        rec["status"] = "failed"
+    rec.flush()
 
 
 def _copy_bandwidth(xp, clock: Clock, nbytes: int, runs: int) -> dict:

@@ -245,7 +245,26 @@ def _md_bench(entry: dict | None) -> list[str]:
             lines.append(
                 f"\n{o}: the probe alone could not be timed: " + error.strip().splitlines()[-1]
             )
-    return lines
+    return lines + _md_window(entry)
+
+
+def _md_window(entry: dict) -> list[str]:
+    """The window join's lines: GPU and CPU times, and whether they agree."""
+    g, c = entry.get("gpu_window"), entry.get("cpu_window") or {}
+    if not g:
+        return []
+    if "error" in g:
+        return ["", "Window join on the GPU failed: " + g["error"].strip().splitlines()[-1]]
+    cut = c.get("slice_rows")
+    return [
+        "",
+        f"Window join (the {g['before_ns'] / 1e6:.3g} ms before each time-sorted trade; "
+        f"{g.get('positions', 0):,} window positions; max, min, mean, count of one column): "
+        f"GPU windows {_ms(_get(g, 'windows', 'ms'))}, reductions {_ms(_get(g, 'reduce', 'ms'))}; "
+        f"CPU on the first {cut or 0:,} trades: windows {_ms(_get(c, 'windows', 'ms'))}, "
+        f"reductions {_ms(_get(c, 'reduce', 'ms'))}; equal to the GPU's: "
+        f"{c.get('equals_gpu', 'not measured')}.",
+    ]
 
 
 def _goal(ratios: list, met) -> str:

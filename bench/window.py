@@ -142,6 +142,7 @@ BENCH = ScriptBench(
     method=f"each trade with the max, min and mean of the bid and ask over its symbol's "
     f"quotes in the {WINDOW_S} s up to it.",
     approx=("bid_mean", "ask_mean"),
+    slow=("duckdb",),  # 130 s a call here
 )
 
 if __name__ == "__main__":

@@ -79,9 +79,17 @@ def test_every_stage_runs_and_writes_its_reports(simulated_run):
             cpu["speedup_probe"],
         ):
             assert measured > 0
+    assert bench["cpu_window"]["equals_gpu"] and bench["gpu_window"]["positions"] > 0
+    assert bench["gpu_window"]["reduce"]["ms"] > 0
     assert bench["floor"]["map_bytes"] == 256 * (8 + 4 + 4) + 64 * 8 + 9 * 8
     assert bench["copy"]["bytes_per_s"] > 0
-    for heading in ("## Test suite", "## GPU and CPU gather maps", "## Benchmark", "Byte floor"):
+    for heading in (
+        "## Test suite",
+        "## GPU and CPU gather maps",
+        "## Benchmark",
+        "Byte floor",
+        "Window join",
+    ):
         assert heading in markdown
     assert "**Simulated**" in markdown
 

@@ -114,3 +114,12 @@ def test_one_shot_reads_each_left_by_stream_once(as_text):
     codes = codes.astype(str) if as_text else codes
     got = ag.asof_join(np.arange(n), np.arange(n), _ReadOnce(pa.array(codes)), codes, device="cpu")
     np.testing.assert_array_equal(got, np.arange(n))
+
+
+def test_a_fractional_tolerance_keeps_its_fraction_on_a_finer_left_unit(device):
+    """tolerance=1.5 on a right key in seconds is 1.5 s even when the keys meet in the left's
+    nanoseconds: it was rounded down to 1 s before scaling, dropping a quote 1.2 s back."""
+    right = pa.array([0, 10], pa.timestamp("s"))
+    left = pa.array([1_200_000_000, 11_600_000_000], pa.timestamp("ns"))
+    got = ag.asof_join(left, right, tolerance=1.5, device=device)
+    assert to_host(got).tolist() == [0, NO_MATCH]
