@@ -524,7 +524,7 @@ class AsofJoin:
             starts,
             ends,
         )
-        return Windows(be, starts, ends, self._rows_last, self.no_match)
+        return Windows(be, starts, ends, self._rows_last, self.no_match, (groups, self.n_groups))
 
     def _left_groups(self, left_by, n: int):
         xp = self.backend.xp

@@ -16,12 +16,18 @@ The reductions read a payload column at each position p of a window: ``values[ro
 (the values put in the prepared order beforehand, which reads each window's values end to
 end), skipping those whose ``valid`` entry is False (an empty ``valid``: no nulls).
 ``reduce_row`` makes one pass for all of a column's reductions: the positions of the first
-and last valid values and of the first smallest and largest (in asofgpu's total order, NaN
-above +inf), the sum in window order, and the count. A left row of no group (a negative
-code) has an empty window.
+and last valid values and of the first smallest and largest, the sum of the ``values`` in
+window order, and the count. ``slide_piece`` makes the same for windows that move forward
+(the cpu's, for values in the prepared order without nulls), each position entering and
+leaving once. Smallest and largest compare ``keys`` with a plain ``<``: the
+caller gives keys in the values' order (floats without NaN as they are; other floats as an
+integer image of asofgpu's total order, NaN above +inf), since a comparison aware of NaN
+made the loop 4x slower. A left row of no group (a negative code) has an empty window.
 """
 
 import collections
+
+import numpy as np
 
 from . import bind, search
 
@@ -32,7 +38,8 @@ Bounds = collections.namedtuple("Bounds", "before after prevailing")
 #: A window's reductions, one array each (an empty position array: not wanted).
 Reduced = collections.namedtuple("Reduced", "first last low high sums counts")
 
-less = gap = window_row = reduce_row = prange = None  # filled in by build()
+less = gap = window_row = dense = sparse = reduce_row = prange = None  # filled in by build()
+window_piece = reduce_piece = slide_piece = None
 
 
 def window_row(i, left_keys, left_groups, right, bounds, starts, ends):
@@ -68,36 +75,17 @@ def window_row(i, left_keys, left_groups, right, bounds, starts, ends):
     ends[i] = a
 
 
-def reduce_row(i, starts, ends, rows, values, valid, out):
-    """Window i's reductions of ``values`` in one pass, into the arrays of ``out`` (a
-    ``Reduced``; an empty position array is not computed): the positions of its first and
-    last valid value and of its first smallest and largest (-1 when none), the sum of its
-    valid values in window order (``sums[i]`` starts at 0 of the values' type; no values:
-    none) and their count."""
-    first = -1
-    last = -1
-    low = -1
-    high = -1
-    count = 0
-    total = out.sums[i]
-    extremes = out.low.size > 0 or out.high.size > 0
-    for p in range(starts[i], ends[i]):
-        r = rows[p] if rows.size else p
-        if valid.size == 0 or valid[r]:
-            if first < 0:
-                first = p
-                low = p
-                high = p
-            elif extremes:
-                v = values[r]
-                if less(v, values[rows[low] if rows.size else low]):
-                    low = p
-                elif less(values[rows[high] if rows.size else high], v):
-                    high = p
-            last = p
-            count += 1
-            if values.size:
-                total += values[r]
+def reduce_row(i, starts, ends, rows, values, keys, valid, out):
+    """Window i's reductions in one pass, into the arrays of ``out`` (a ``Reduced``; an
+    empty position array is not computed): the positions of its first and last valid value,
+    of its first smallest and largest ``keys`` (-1 when none; no keys: not looked for), the
+    sum of its valid ``values`` in window order (``sums[i]`` starts at 0 of their type; no
+    values: none) and their count."""
+    if rows.size == 0 and valid.size == 0:
+        found = dense(starts[i], ends[i], values, keys, out.sums[i])
+    else:
+        found = sparse(starts[i], ends[i], rows, values, keys, valid, out.sums[i])
+    first, last, low, high, total, count = found
     if out.first.size:
         out.first[i] = first
     if out.last.size:
@@ -110,34 +98,239 @@ def reduce_row(i, starts, ends, rows, values, valid, out):
     out.counts[i] = count
 
 
-def windows(left_keys, left_groups, right, bounds, starts, ends):
-    for i in prange(starts.size):
+def dense(start, end, values, keys, total):
+    """``reduce_row`` of values and keys in the prepared order without nulls, the common
+    case: the first and last positions are the window's ends, and each loop reads its array
+    end to end. Returns (first, last, low, high, total, count)."""
+    if start >= end:
+        return -1, -1, -1, -1, total, 0
+    low = start
+    high = start
+    if keys.size:
+        low_key = keys[start]
+        high_key = low_key
+        for p in range(start + 1, end):
+            k = keys[p]
+            if k < low_key:
+                low_key = k
+                low = p
+            if high_key < k:
+                high_key = k
+                high = p
+    if values.size:
+        for p in range(start, end):
+            total += values[p]
+    return start, end - 1, low, high, total, end - start
+
+
+def sparse(start, end, rows, values, keys, valid, total):
+    """``reduce_row`` through ``rows`` (an empty one: values and keys in the prepared order),
+    skipping rows that ``valid`` marks null. Returns (first, last, low, high, total,
+    count)."""
+    first = -1
+    last = -1
+    low = -1
+    high = -1
+    count = 0
+    low_key = 0  # (int64 or float64 keys) set at the first valid value
+    high_key = 0
+    for p in range(start, end):
+        r = rows[p] if rows.size else p
+        if valid.size == 0 or valid[r]:
+            if values.size:
+                total += values[r]
+            if keys.size:
+                k = keys[r]
+                if first < 0 or k < low_key:
+                    low_key = k
+                    low = p
+                if first < 0 or high_key < k:
+                    high_key = k
+                    high = p
+            if first < 0:
+                first = p
+            last = p
+            count += 1
+    return first, last, low, high, total, count
+
+
+def slide_piece(lo, hi, order, starts, ends, values, keys, out):
+    """``reduce_row`` of the windows of left rows ``order[lo:hi]``, whose windows mostly move
+    forward (the left rows of each group in key order: both ends of their windows ascend),
+    over values and keys in the prepared order without nulls: each position enters and
+    leaves the windows' state once, where ``dense`` reads every window whole.
+
+    The state is a queue of two stacks (a "two-stacks" sliding window): the front, positions
+    ``[front, split)`` with the aggregate of each suffix up to ``split`` (computed in one
+    backward pass when the front runs out), and the back, ``[split, reached)``, with one
+    running aggregate. A window ``[s, e)`` with ``front <= s`` is the front's suffix at s
+    combined with the back, the back first extended to e; sums add the window's values only,
+    so their error stays within the window's. A window that moves backward is read whole.
+    """
+    if lo >= hi:
+        return
+    longest = 0
+    for j in range(lo, hi):
+        i = order[j]
+        longest = max(longest, ends[i] - starts[i])
+    sums = np.empty(longest, out.sums.dtype)  # suffix aggregates, at position - front
+    lows = np.empty(longest if keys.size else 0, np.int64)
+    highs = np.empty(longest if keys.size else 0, np.int64)
+    low_keys = np.empty(longest if keys.size else 0, keys.dtype)  # keys[lows], read in order
+    high_keys = np.empty(longest if keys.size else 0, keys.dtype)
+    front = 0
+    split = 0
+    reached = 0
+    zero = out.sums[order[lo]]  # of the sums' type (out.sums starts at 0)
+    back_sum = zero
+    back_low = -1
+    back_high = -1
+    back_low_key = 0
+    back_high_key = 0
+    for j in range(lo, hi):
+        i = order[j]
+        s = starts[i]
+        e = ends[i]
+        if s >= e or s < front or e < reached:  # empty, or moving backward: whole
+            found = dense(s, e, values, keys, out.sums[i])
+        else:
+            if s >= reached:  # past all the state holds: start afresh
+                front = s
+                split = s
+                reached = s
+                back_sum = zero
+                back_low = -1
+                back_high = -1
+            while reached < e:  # the back takes in the window's new positions
+                if values.size:
+                    back_sum += values[reached]
+                if keys.size:
+                    k = keys[reached]
+                    if back_low < 0 or k < back_low_key:
+                        back_low_key = k
+                        back_low = reached
+                    if back_high < 0 or back_high_key < k:
+                        back_high_key = k
+                        back_high = reached
+                reached += 1
+            if s >= split:  # the front is used up: [s, reached) becomes the front
+                front = s
+                split = reached
+                last = split - 1 - front
+                if values.size:
+                    sums[last] = values[split - 1]
+                    for q in range(last - 1, -1, -1):
+                        sums[q] = values[front + q] + sums[q + 1]
+                if keys.size:
+                    lows[last] = split - 1
+                    highs[last] = split - 1
+                    low_keys[last] = keys[split - 1]
+                    high_keys[last] = keys[split - 1]
+                    for q in range(last - 1, -1, -1):
+                        k = keys[front + q]
+                        if low_keys[q + 1] < k:
+                            lows[q] = lows[q + 1]
+                            low_keys[q] = low_keys[q + 1]
+                        else:
+                            lows[q] = front + q
+                            low_keys[q] = k
+                        if k < high_keys[q + 1]:
+                            highs[q] = highs[q + 1]
+                            high_keys[q] = high_keys[q + 1]
+                        else:
+                            highs[q] = front + q
+                            high_keys[q] = k
+                back_sum = zero
+                back_low = -1
+                back_high = -1
+            q = s - front
+            total = out.sums[i]
+            low = -1
+            high = -1
+            if values.size:
+                total = sums[q] + back_sum
+            if keys.size:
+                low = lows[q]
+                high = highs[q]
+                if back_low >= 0 and back_low_key < low_keys[q]:
+                    low = back_low
+                if back_high >= 0 and high_keys[q] < back_high_key:
+                    high = back_high
+            found = (s, e - 1, low, high, total, e - s)
+        first, last_at, low, high, total, count = found
+        if out.first.size:
+            out.first[i] = first
+        if out.last.size:
+            out.last[i] = last_at
+        if out.low.size:
+            out.low[i] = low
+        if out.high.size:
+            out.high[i] = high
+        out.sums[i] = total
+        out.counts[i] = count
+
+
+def slides(order, starts, ends, values, keys, out, piece_starts):
+    for piece in prange(piece_starts.size - 1):
+        lo = piece_starts[piece]
+        slide_piece(lo, piece_starts[piece + 1], order, starts, ends, values, keys, out)
+
+
+def window_piece(lo, hi, left_keys, left_groups, right, bounds, starts, ends):
+    for i in range(lo, hi):
         window_row(i, left_keys, left_groups, right, bounds, starts, ends)
 
 
-def reduces(starts, ends, rows, values, valid, out):
-    for i in prange(starts.size):
-        reduce_row(i, starts, ends, rows, values, valid, out)
+def reduce_piece(lo, hi, starts, ends, rows, values, keys, valid, out):
+    for i in range(lo, hi):
+        reduce_row(i, starts, ends, rows, values, keys, valid, out)
 
 
-Kernels = collections.namedtuple("Kernels", "window_row reduce_row windows reduces")
+def windows(left_keys, left_groups, right, bounds, starts, ends, n_pieces):
+    n = starts.size
+    step = (n + n_pieces - 1) // n_pieces
+    for piece in prange(n_pieces):
+        lo = min(n, piece * step)
+        window_piece(lo, min(n, lo + step), left_keys, left_groups, right, bounds, starts, ends)
 
 
-def build(jit, parallel_jit, is_float, unsigned, parallel_range):
-    """The row functions compiled with ``jit`` and their loops over left rows with
-    ``parallel_jit`` over ``parallel_range`` (``numba.prange``, or ``range``). ``is_float``
-    chooses the key comparisons and distances (windows) or the comparison of the values
-    (reductions: a float or integer payload)."""
+def reduces(starts, ends, rows, values, keys, valid, out, n_pieces):
+    n = starts.size
+    step = (n + n_pieces - 1) // n_pieces
+    for piece in prange(n_pieces):
+        lo = min(n, piece * step)
+        reduce_piece(lo, min(n, lo + step), starts, ends, rows, values, keys, valid, out)
+
+
+Kernels = collections.namedtuple("Kernels", "window_row reduce_row windows reduces slides")
+
+
+def build(jit, parallel_jit, is_float, unsigned, parallel_range, piece_jit):
+    """The row functions compiled with ``jit``, their loops over a piece of the left rows
+    with ``piece_jit``, and the loops over the pieces with ``parallel_jit`` over
+    ``parallel_range`` (``numba.prange``, or ``range``). ``is_float`` chooses the key
+    comparisons and distances of the windows (the reductions compare int64 ``keys``).
+
+    On the cpu the row functions are inlined into the pieces' loops, and a thread calls a
+    piece at a time: a call per row, passing a dozen arrays, counted references to each
+    (0.2 s of the bench's reductions); inlined into the ``prange`` loop itself, numba took
+    ``reduce_row``'s counters for the loop's reductions and wrote counts of 0."""
     names = {
         "less": jit(search.less_float if is_float else search.less_int),
         "gap": search.build(jit, is_float, unsigned)[2],
         "prange": parallel_range,
     }
     names["window_row"] = jit(bind(window_row, **names))
+    names["dense"] = jit(dense)
+    names["sparse"] = jit(sparse)
     names["reduce_row"] = jit(bind(reduce_row, **names))
+    names["window_piece"] = piece_jit(bind(window_piece, **names))
+    names["reduce_piece"] = piece_jit(bind(reduce_piece, **names))
+    names["slide_piece"] = piece_jit(bind(slide_piece, **names))
     return Kernels(
         names["window_row"],
         names["reduce_row"],
         parallel_jit(bind(windows, **names)),
         parallel_jit(bind(reduces, **names)),
+        parallel_jit(bind(slides, **names)),
     )

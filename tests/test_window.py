@@ -1164,3 +1164,39 @@ def test_pairs_agree_with_windows(data, before, after, prevailing):
         )
         for narrow, wide in zip(windows, wider):
             assert set(narrow) <= set(wide)
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+@pytest.mark.parametrize("prevailing", [False, True])
+def test_sliding_reductions_equal_window_by_window_ones(thresholds, shuffled, prevailing):
+    """On the cpu, values in the prepared order without nulls are slid through group by
+    group (kernels/window.py's ``slide_piece``: a front of suffix aggregates, a running back,
+    flips when the front runs out, pieces that end where groups do); on the python backend
+    every window is read whole. Time-sorted left rows slide throughout; shuffled ones move
+    backward often and are read whole there too. Keys with ties, values with ties (which
+    the first smallest and largest must break alike), several groups, wide windows."""
+    thresholds(parallel_min_rows=0)  # the cpu's pieces on numba's threads
+    rng = np.random.default_rng(3)
+    n_right, n_left = 6_000, 1_500
+    right_keys = np.sort(rng.integers(0, 3_000, n_right))
+    right_groups = rng.choice(["a", "b", "c", "d"], n_right, p=[0.55, 0.25, 0.15, 0.05])
+    left_keys = np.sort(rng.integers(0, 3_000, n_left))
+    left_groups = rng.choice(["a", "b", "c", "e"], n_left)
+    if shuffled:
+        perm = rng.permutation(n_left)
+        left_keys, left_groups = left_keys[perm], left_groups[perm]
+    values = rng.integers(0, 40, n_right).astype(np.float64) / 4  # many equal values
+    values[rng.random(n_right) < 0.01] = np.nan
+    wanted = ("count", "sum", "mean", "min", "max", "first", "last")
+    got, want = {}, {}
+    for device, out in (("cpu", got), ("python", want)):
+        prepared = ag.AsofJoin(right_keys, right_groups, device=device)
+        windows = prepared.windows(
+            left_keys, left_groups, before=60, after=5, prevailing=prevailing
+        )
+        assert 4 * int(windows.lengths().sum()) >= n_right  # values arranged: no rows read
+        out.update({k: to_host(v) for k, v in windows.reduce(wanted, values).items()})
+    for how in ("count", "min", "max", "first", "last"):
+        np.testing.assert_array_equal(got[how], want[how], err_msg=how)
+    for how in ("sum", "mean"):  # summed in another order: within the window's rounding
+        np.testing.assert_allclose(got[how], want[how], rtol=1e-12, equal_nan=True, err_msg=how)

@@ -152,11 +152,11 @@ class Backend:
         ``right`` (kernels/window.py) under ``bounds`` (a ``window.Bounds``)."""
         interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts, ends)
 
-    def window_reduce(self, is_float: bool, starts, ends, rows, values, valid, out) -> None:
-        """Every window's reductions of ``values`` in one pass (kernels/window.py's
-        ``reduce_row``) into ``out``, a ``window.Reduced``; ``is_float``: the values'
-        comparisons."""
-        interpreted_reduce(is_float, starts, ends, rows, values, valid, out)
+    def window_reduce(self, starts, ends, rows, values, keys, valid, out, groups=None) -> None:
+        """Every window's reductions in one pass (kernels/window.py's ``reduce_row``): sums
+        of ``values``, extremes of ``keys``, into ``out``, a ``window.Reduced``. ``groups``
+        (the left rows' group codes and their count) lets the cpu slide through them."""
+        interpreted_reduce(starts, ends, rows, values, keys, valid, out)
 
 
 class PythonBackend(Backend):
@@ -196,7 +196,7 @@ def interpreted_probe(is_float, left_keys, left_groups, right, how, out) -> None
 
 @functools.cache
 def _window_rows(is_float: bool):
-    return window.build(identity_jit, identity_jit, is_float, py_unsigned, range)
+    return window.build(identity_jit, identity_jit, is_float, py_unsigned, range, identity_jit)
 
 
 def interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts, ends) -> None:
@@ -209,8 +209,8 @@ def interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts,
             window_row(i, left_keys, left_groups, right, bounds, starts, ends)
 
 
-def interpreted_reduce(is_float, starts, ends, rows, values, valid, out) -> None:
-    reduce_row = _window_rows(is_float).reduce_row
+def interpreted_reduce(starts, ends, rows, values, keys, valid, out) -> None:
+    reduce_row = _window_rows(False).reduce_row
     with np.errstate(over="ignore"):  # integer sums wrap, as compiled ones do
         for i in range(len(starts)):
-            reduce_row(i, starts, ends, rows, values, valid, out)
+            reduce_row(i, starts, ends, rows, values, keys, valid, out)

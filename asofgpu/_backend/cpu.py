@@ -64,17 +64,35 @@ class CpuBackend(Backend):
         parallel = walks.parallel(n)
         with launching(parallel):
             cpu_window(is_float, parallel).windows(
-                left_keys, left_groups, right, bounds, starts, ends
+                left_keys, left_groups, right, bounds, starts, ends, walks.window_pieces(n)
             )
 
-    def window_reduce(self, is_float, starts, ends, rows, values, valid, out):
-        if self.interprets(len(starts)):
+    def window_reduce(self, starts, ends, rows, values, keys, valid, out, groups=None):
+        """The windows one by one, or, for values in the prepared order without nulls and
+        the left rows' ``groups`` (a pair: codes, their count), slid through group by group
+        (``kernels/window.py``'s ``slide_piece``): each position then enters and leaves once
+        instead of once a window it is in."""
+        n = len(starts)
+        if self.interprets(n):
             with walks.interpreting():
-                super().window_reduce(is_float, starts, ends, rows, values, valid, out)
+                super().window_reduce(starts, ends, rows, values, keys, valid, out)
             return
-        parallel = walks.parallel(len(starts))
+        parallel = walks.parallel(n)
+        pieces = walks.window_pieces(n)
+        if rows.size or valid.size or groups is None:
+            with launching(parallel):
+                cpu_window(False, parallel).reduces(
+                    starts, ends, rows, values, keys, valid, out, pieces
+                )
+            return
+        codes, n_groups = groups
+        bucket = np.where(codes >= 0, codes, n_groups).astype(np.int32, copy=False)
+        order, _, offsets = self.group_sort(np.arange(n, dtype=np.int64), bucket, n_groups, starts)
+        # Pieces end where groups do: a group's windows share the sliding state.
+        targets = np.linspace(0, n, pieces + 1).astype(np.int64)
+        piece_starts = np.unique(offsets[np.searchsorted(offsets, targets)])
         with launching(parallel):
-            cpu_window(is_float, parallel).reduces(starts, ends, rows, values, valid, out)
+            cpu_window(False, parallel).slides(order, starts, ends, values, keys, out, piece_starts)
 
     def group_sort(self, order, bucket, n_groups, keys):
         if self.interprets(order.size):

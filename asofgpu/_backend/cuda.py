@@ -65,9 +65,9 @@ class CudaBackend(Backend):
         kernel = window_kernels(is_float, self.simulated).bounds
         self._launch(kernel, len(starts), (left_keys, left_groups, *right, *bounds, starts, ends))
 
-    def window_reduce(self, is_float, starts, ends, rows, values, valid, out):
-        kernel = window_kernels(is_float, self.simulated).reduces
-        self._launch(kernel, len(starts), (starts, ends, rows, values, valid, *out))
+    def window_reduce(self, starts, ends, rows, values, keys, valid, out, groups=None):
+        kernel = window_kernels(False, self.simulated).reduces
+        self._launch(kernel, len(starts), (starts, ends, rows, values, keys, valid, *out))
 
     def _launch(self, kernel, n: int, args) -> None:
         """``kernel`` on n threads (one a row) on the caller's stream."""
@@ -169,13 +169,13 @@ def _window_kernel(
         window_row(i, left_keys, left_groups, right, reach, starts, ends)  # noqa: F821
 
 
-def _reduce_kernel(starts, ends, rows, values, valid, first, last, low, high, sums, counts):
+def _reduce_kernel(starts, ends, rows, values, keys, valid, first, last, low, high, sums, counts):
     """One thread per left row: its window's reductions (reduce_row: bound). The outputs are
     a ``window.Reduced``'s fields."""
     i = cuda.grid(1)  # noqa: F821 - bound by window_kernels
     if i < starts.size:
         out = Reduced(first, last, low, high, sums, counts)
-        reduce_row(i, starts, ends, rows, values, valid, out)  # noqa: F821
+        reduce_row(i, starts, ends, rows, values, keys, valid, out)  # noqa: F821
 
 
 WindowKernels = collections.namedtuple("WindowKernels", "bounds reduces")
@@ -184,12 +184,13 @@ WindowKernels = collections.namedtuple("WindowKernels", "bounds reduces")
 @functools.cache
 def window_kernels(is_float: bool, simulated: bool) -> WindowKernels:
     """The window join's kernels (kernels/window.py), one thread a left row; ``is_float``:
-    the comparisons of the keys (bounds) or of the values (reductions)."""
+    the comparisons of the keys (bounds)."""
     import numba
     from numba import cuda
 
     unsigned = py_unsigned if simulated else numba.uint64
-    rows = window.build(cuda.jit(device=True), cuda.jit(device=True), is_float, unsigned, range)
+    device = cuda.jit(device=True)
+    rows = window.build(device, device, is_float, unsigned, range, device)
     names = {
         "cuda": cuda,
         "window_row": rows.window_row,

@@ -159,11 +159,11 @@ def cpu_splice(is_float: bool, parallel: bool):
 
 @functools.cache
 def cpu_window(is_float: bool, parallel: bool):
-    """kernels/window.py for the cpu: ``is_float`` chooses the key comparisons (windows) or
-    the value comparisons (reductions). Not inlined: inlined into the ``prange`` loop,
-    ``reduce_row``'s counters were taken for the loop's reductions (numba 0.68 wrote counts
-    of 0)."""
-    return _build_walk(window, is_float, parallel)
+    """kernels/window.py for the cpu: ``is_float`` chooses the key comparisons of the
+    windows (the reductions take either). The row functions are inlined into the pieces'
+    loops (see the module's ``build``)."""
+    kind = "_float" if is_float else "_int"
+    return _build_walk(window, is_float, parallel, cached_njit(kind), inline="always")
 
 
 def _probe_all(left_keys, left_groups, right, how, out):

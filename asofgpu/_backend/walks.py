@@ -59,6 +59,10 @@ class Thresholds:
     stream_group_span: int = 200
     #: Parallel walks split into this many pieces a thread, so that uneven pieces even out.
     pieces_per_thread: int = 4
+    #: The window join's loops split into this many pieces a thread: its windows differ in
+    #: size (a busy group's hold hundreds of rows, a quiet one's none), and a piece costs a
+    #: call, nothing more.
+    window_pieces_per_thread: int = 32
     #: Each piece keeps a cursor a group: pieces x groups stays under this many cursors.
     most_cursors: int = 1 << 23
     #: The most entries of the table in which a chunked gather finds each row's chunk
@@ -196,3 +200,13 @@ def pieces(parallel: bool, threads: int, n_groups: int) -> int:
         return 1
     t = THRESHOLDS
     return max(1, min(t.pieces_per_thread * threads, t.most_cursors // max(n_groups, 1)))
+
+
+def window_pieces(rows: int) -> int:
+    """How many pieces the window join's loops over ``rows`` left rows split into (one when
+    they run on one thread)."""
+    if not parallel(rows):
+        return 1
+    import numba
+
+    return max(1, min(rows, THRESHOLDS.window_pieces_per_thread * numba.get_num_threads()))
