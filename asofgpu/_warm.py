@@ -12,7 +12,7 @@ have kernels of their own), each shape in a process of its own so that the compi
 every core:
 
 >>> sorted(SHAPES)
-['enrich', 'float keys', 'integer groups', 'one-shot', 'prepared']
+['enrich', 'float keys', 'integer groups', 'one-shot', 'prepared', 'window']
 
 The cache is the machine's: numba keys it by the CPU it compiled for, so a cache built on
 another machine (a container image built elsewhere) is compiled again at the first use.
@@ -106,6 +106,32 @@ def _float_keys() -> None:
         join_asof(seconds["trades"], seconds["quotes"], on="time", by="symbol", device="cpu")
 
 
+def _window() -> None:
+    """The window join: its windows, its reductions read whole and slid through (time-sorted
+    trades, then shuffled ones), with and without nulls, and the range join's pairs."""
+    from . import range_join, window_join
+
+    aggs = {"bid": ["count", "sum", "mean", "min", "max", "first", "last"], "bid_size": "max"}
+    for n in SIZES:
+        for shuffled in (False, True):
+            quotes, trades = _day(n, shuffled)
+            every_seventh = pa.array(np.arange(len(quotes)) % 7 == 0)
+            gappy = quotes.set_column(2, "bid", pc.if_else(every_seventh, None, quotes["bid"]))
+            for right in (quotes, gappy):
+                window_join(
+                    trades,
+                    right,
+                    on="time",
+                    by="symbol",
+                    before=np.timedelta64(2, "s"),
+                    aggs=aggs,
+                    device="cpu",
+                )
+            range_join(
+                trades, quotes, on="time", by="symbol", before=np.timedelta64(1, "s"), device="cpu"
+            )
+
+
 def _enrich() -> None:
     """``asofgpu enrich`` on time-sorted files in each way it holds RIGHT: the main job's
     own kernels (the streamed windows, the spill's partitions)."""
@@ -143,6 +169,7 @@ SHAPES = {
     "integer groups": _integer_groups,
     "float keys": _float_keys,
     "enrich": _enrich,
+    "window": _window,
 }
 
 
