@@ -128,6 +128,12 @@ def _agree(fp: dict, reference: dict) -> bool:
     return all(abs(near[0][k] - v) <= 1e-9 * max(abs(v), 1.0) for k, v in near[1].items())
 
 
+def _approx_note(bench: ScriptBench) -> str:
+    if not bench.approx:
+        return ""
+    return "; " + ", ".join(bench.approx) + " within a relative 1e-9, summed another way"
+
+
 def markdown(bench: ScriptBench, report: dict) -> str:
     lines = [
         f"# {bench.title}",
@@ -139,7 +145,8 @@ def markdown(bench: ScriptBench, report: dict) -> str:
         f"day), by symbol: {bench.method} {report['rows']:,} output rows held in memory; data "
         f"read beforehand, untimed; medians of {report['runs']} calls in one process a system, "
         f"after an untimed call. Outputs checked equal (rows, nulls, order-sensitive "
-        f"checksums). `python {Path(bench.script).relative_to(common.ROOT)}`.",
+        f"checksums{_approx_note(bench)}). "
+        f"`python {Path(bench.script).relative_to(common.ROOT)}`.",
         "",
         "| system | what runs | median s | asofgpu's ratio to it |",
         "|---|---|---:|---:|",
