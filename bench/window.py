@@ -7,14 +7,14 @@ of its own on data read beforehand, the outputs checked equal (``bench/script_be
 harness; the means within a relative 1e-9, as the peers sum them another way):
 
 - asofgpu: ``asofgpu.window_join(trades, quotes, on="time", by="symbol", before="5s", ...)``;
-- polars: neither ``join_asof`` nor ``join_where`` gives windows by symbol without a product
-  of rows, so the quotes and trades go on one timeline (quotes first at equal times), sorted
-  by (symbol, time), and ``rolling_{max,min,mean}_by("time", "5s", closed="both")`` over each
-  symbol (``over``) gives every trade its window;
+- polars: the quotes and trades on one timeline (quotes first at equal times), sorted by
+  (symbol, time), and ``rolling_{max,min,mean}_by("time", "5s", closed="both")`` over each
+  symbol (``over``) gives every trade its window. (``join_where`` with the symbol equality and
+  the two time bounds ran out of this machine's 23.5 GiB at 1M quotes x 100K trades.)
 - DuckDB: the same timeline under window functions, ``PARTITION BY symbol ORDER BY time RANGE
   BETWEEN INTERVAL 5 SECOND PRECEDING AND CURRENT ROW``. (Its range join, ``LEFT JOIN ... ON
-  symbol = symbol AND time BETWEEN ...`` then ``GROUP BY``, compares every trade with every
-  quote of its symbol: hours at this size.)
+  symbol = symbol AND time BETWEEN ...`` then ``GROUP BY``, took 5.9 s at 1M quotes x 100K
+  trades, a hundredth of the pairs: about ten minutes at this size.)
 
     python bench/window.py              # 10M quotes x 1M trades, 3 runs each
     python bench/window.py --quick      # 200K x 20K, 1 run: checks the harness
