@@ -36,7 +36,7 @@ from .kernels.window import Reduced
 
 PICKS = ("first", "last", "min", "max")  # the reductions that choose a right row
 
-#: The aggregations, in the order their columns appear when several are asked of a column.
+#: The aggregations a window join computes (``Windows.reduce`` makes each).
 AGGREGATIONS = ("count", "sum", "mean", "min", "max", "first", "last")
 
 
@@ -57,6 +57,7 @@ class Windows:
         self.rows = rows
         self.no_match = no_match
         self._groups = groups  # the left rows' (group codes, count of groups), if known
+        self._fewest = None  # the fewest values a payload holds (_right_rows), once known
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -185,7 +186,9 @@ class Windows:
         values = self.backend.asarray(values)
         if dtype is not None:
             values = values.astype(dtype, copy=False)
-        if values.ndim != 1 or len(values) < _right_rows(self.rows, self.starts, self.ends):
+        if self._fewest is None:
+            self._fewest = _right_rows(self.rows, self.starts, self.ends)
+        if values.ndim != 1 or len(values) < self._fewest:
             msg = f"{param} must be one value per right row, got shape {values.shape}"
             raise ValueError(msg)
         return values
