@@ -38,7 +38,7 @@ Bounds = collections.namedtuple("Bounds", "before after prevailing")
 #: A window's reductions, one array each (an empty position array: not wanted).
 Reduced = collections.namedtuple("Reduced", "first last low high sums counts")
 
-less = gap = window_row = dense = sparse = reduce_row = prange = None  # filled in by build()
+less = gap = window_row = store = dense = sparse = reduce_row = prange = None  # by build()
 window_piece = reduce_piece = slide_piece = None
 
 
@@ -85,6 +85,12 @@ def reduce_row(i, starts, ends, rows, values, keys, valid, out):
         found = dense(starts[i], ends[i], values, keys, out.sums[i])
     else:
         found = sparse(starts[i], ends[i], rows, values, keys, valid, out.sums[i])
+    store(i, found, out)
+
+
+def store(i, found, out):
+    """Write window i's reductions (``found``: first, last, low, high, total, count) into
+    the wanted arrays of ``out``."""
     first, last, low, high, total, count = found
     if out.first.size:
         out.first[i] = first
@@ -257,17 +263,7 @@ def slide_piece(lo, hi, order, starts, ends, values, keys, out):
                 if back_high >= 0 and high_keys[q] < back_high_key:
                     high = back_high
             found = (s, e - 1, low, high, total, e - s)
-        first, last_at, low, high, total, count = found
-        if out.first.size:
-            out.first[i] = first
-        if out.last.size:
-            out.last[i] = last_at
-        if out.low.size:
-            out.low[i] = low
-        if out.high.size:
-            out.high[i] = high
-        out.sums[i] = total
-        out.counts[i] = count
+        store(i, found, out)
 
 
 def slides(order, starts, ends, values, keys, out, piece_starts):
@@ -321,6 +317,7 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range, piece_jit):
         "prange": parallel_range,
     }
     names["window_row"] = jit(bind(window_row, **names))
+    names["store"] = jit(store)
     names["dense"] = jit(dense)
     names["sparse"] = jit(sparse)
     names["reduce_row"] = jit(bind(reduce_row, **names))
