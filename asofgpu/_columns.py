@@ -407,6 +407,97 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int, param: str = "to
     return _nonnegative_ticks(ticks, tolerance, param)
 
 
+def is_row_tolerances(tolerance) -> bool:
+    """Whether ``tolerance`` is a column of distances, one per left row (anything with a
+    length or an Arrow or CUDA array interface, text aside), rather than one distance.
+
+    >>> is_row_tolerances(np.array([1, 2])), is_row_tolerances(5), is_row_tolerances("5s")
+    (True, False, False)
+    """
+    if isinstance(tolerance, (str, bytes)) or (
+        isinstance(tolerance, np.ndarray) and tolerance.ndim == 0
+    ):
+        return False
+    return any(
+        hasattr(tolerance, name)
+        for name in (
+            "__len__",
+            "__arrow_c_array__",
+            "__arrow_c_stream__",
+            "__cuda_array_interface__",
+        )
+    )
+
+
+def row_tolerances(column, ktype: KeyType, tick_ns: int, n_rows: int, host: bool):
+    """A column of tolerances, one per left row, on the kernel's scale (``tolerance_in_ticks``
+    of each): numbers in the right key's unit, or durations (Arrow durations, numpy
+    timedelta64) for temporal keys; a null entry means no limit (the largest distance).
+    Returns a numpy array on the host, or cupy on the device.
+
+    >>> t = row_tolerances(np.array([2, 0]), KeyType("int", name="int64"), 0, 2, True)
+    >>> t.tolist()
+    [2, 0]
+    """
+    col = to_arrow(column, "tolerance")
+    if len(col) != n_rows:
+        msg = f"tolerance has {len(col)} rows but left_on has {n_rows}; a column of tolerances has one per left row"
+        raise ValueError(msg)
+    t = col.type
+    is_float = ktype.physical == "float"
+    if pa.types.is_duration(t):
+        if not ktype.temporal:
+            msg = (
+                f"tolerance: durations need a temporal key (date, time, timestamp or duration), "
+                f"the key is {ktype.name}. Hint: pass numbers in the key's unit."
+            )
+            raise TypeError(msg)
+        per_unit = _TICK_NS[t.unit]
+        values = arrow_numpy.filled(col, 0).astype(np.int64)
+        numerator, denominator = per_unit, tick_ns  # duration units to ticks, rounded down
+    elif pa.types.is_integer(t) or pa.types.is_floating(t):
+        values = arrow_numpy.filled(col, 0)
+        scaled = ktype.temporal and ktype.tick_ns != tick_ns
+        numerator, denominator = (ktype.tick_ns // tick_ns if scaled else 1), 1
+    else:
+        msg = (
+            f"tolerance must be a number, a duration or a column of them (one per left row), "
+            f"got a column of {t}"
+        )
+        raise TypeError(msg)
+    valid = arrow_numpy.valid(col) if col.null_count else np.ones(n_rows, dtype=bool)
+    negative = valid & (values < 0)
+    if negative.any():
+        at = int(np.argmax(negative))
+        msg = f"tolerance must be non-negative, got {values[at]} at left row {at}"
+        raise ValueError(msg)
+    nan = valid & np.isnan(values) if values.dtype.kind == "f" else None
+    if nan is not None and nan.any():
+        at = int(np.argmax(nan))
+        msg = f"tolerance must be a non-negative number, got NaN at left row {at}"
+        raise ValueError(msg)
+    if is_float:
+        ticks = values.astype(np.float64) * numerator / denominator
+        ticks = np.where(valid, ticks, np.inf)
+    else:
+        # Whole ticks, rounded down (distances are whole ticks), without overflow: in floats
+        # past 2**53 only where a value is that large, and clamped to the largest distance.
+        if values.dtype.kind == "f":
+            exact = np.floor(values.astype(np.float64) * numerator / denominator)
+            ticks = np.where(exact >= 2.0**64, np.iinfo(np.uint64).max, exact).astype(np.uint64)
+        else:
+            wide = values.astype(np.uint64)
+            limit = np.iinfo(np.uint64).max // numerator
+            ticks = np.where(wide > limit, np.iinfo(np.uint64).max, wide * np.uint64(numerator))
+            ticks = ticks // np.uint64(denominator)
+        ticks = np.where(valid, ticks, np.iinfo(np.uint64).max).astype(np.uint64)
+    if host:
+        return ticks
+    import cupy
+
+    return cupy.asarray(ticks)
+
+
 def _nonnegative_ticks(ticks: int, tolerance, param: str) -> np.uint64:
     if ticks < 0:
         msg = f"{param} must be non-negative, got {tolerance}"

@@ -41,6 +41,9 @@ DeviceName = Literal["auto", "cpu", "cuda", "python"]
 #: A fixed tolerance: a number in the key's unit, or a duration for temporal keys (a pandas
 #: Timedelta is a ``datetime.timedelta``).
 Tolerance = Union[int, float, "datetime.timedelta", "np.timedelta64"]
+#: ``AsofJoin.join``'s, ``asof_join``'s and ``join_asof``'s: a fixed tolerance, or a column of
+#: them, one per left row (numbers or durations; null: no limit).
+RowTolerance = Union[Tolerance, Column]
 #: pandas' name for the direction of ``merge_asof``.
 PandasDirection = Literal["backward", "forward", "nearest"]
 #: A whole table: pyarrow, pandas or polars, or anything with ``__arrow_c_stream__`` (not

@@ -24,8 +24,10 @@ from ._columns import (
     Key,
     common_tick,
     is_device,
+    is_row_tolerances,
     ordered_key,
     rescale,
+    row_tolerances,
     to_arrow,
     tolerance_in_ticks,
 )
@@ -43,6 +45,7 @@ from ._types import (
     Column,
     DeviceName,
     GatherMap,
+    RowTolerance,
     StrategyName,
     Tolerance,
 )
@@ -169,6 +172,7 @@ class AsofJoin:
         self._unsorted = None
         self._key_ascends = None  # see _ascending
         self._time_ordered = None  # see _keep_time_order
+        self._by_row = {}  # see _keys_by_row
         if _defer_sort and not presorted and tie is None and self.backend.merge_scans:
             self._unsorted = (key, bucket)
             return
@@ -407,14 +411,17 @@ class AsofJoin:
         *,
         strategy: StrategyName = "backward",
         allow_exact_matches: bool = True,
-        tolerance: Tolerance | None = None,
+        tolerance: RowTolerance | None = None,
         nearest_tie: Literal["forward", "backward"] = "forward",
         ambiguous: Literal["pick", "raise"] = "pick",
     ) -> GatherMap:
         """The gather map: for each left row (in left order), a right row number or NO_MATCH.
 
         ``tolerance`` is inclusive: a number in the physical unit of the prepared right key
-        (``right_on``'s unit, whatever the left's), or a ``timedelta`` / ``numpy.timedelta64``.
+        (``right_on``'s unit, whatever the left's), or a ``timedelta`` / ``numpy.timedelta64``;
+        or a column of them, one per left row (numbers, or durations for temporal keys; a null
+        entry: no limit), which the kernel joins without and whose rows past their own
+        tolerance are then dropped.
         ``nearest_tie`` is "forward" (polars: ties go to the larger key, whose last row wins)
         or "backward" (pandas: ties go to the smaller key; a forward pick takes its first row).
         ``ambiguous="raise"`` raises AmbiguousMatchError when the chosen key has several rows.
@@ -430,7 +437,10 @@ class AsofJoin:
         n = len(left_key.values)
         tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
         left_key = rescale(left_key, tick, "left_on", xp)
-        tol = tolerance_in_ticks(tolerance, self._key_type, tick)
+        if is_row_tolerances(tolerance):  # the kernel joins without; rows past theirs dropped
+            tol, row_tols = None, row_tolerances(tolerance, self._key_type, tick, n, self._host)
+        else:
+            tol, row_tols = tolerance_in_ticks(tolerance, self._key_type, tick), None
         groups = self._left_groups(left_by, n)
         if left_key.valid is not None:
             groups = xp.where(left_key.valid, groups, -1).astype(np.int32, copy=False)
@@ -450,6 +460,8 @@ class AsofJoin:
             be.scan(
                 is_float, left_key.values, groups, right.values, bucket, self.n_groups, how, out
             )
+            if row_tols is not None:
+                self._drop_past(out, left_key.values, right.values, row_tols)
             return out
         self._sort_deferred()
         right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
@@ -463,9 +475,39 @@ class AsofJoin:
             out,
             time_ordered=self._time_ordered if tick == self._key_type.tick_ns else None,
         )
+        if row_tols is not None:
+            self._drop_past(out, left_key.values, self._keys_by_row(tick), row_tols)
         if ambiguous == "raise":
             self._raise_if_ambiguous(out)
         return out
+
+    def _keys_by_row(self, tick: int):
+        """The right keys at ``tick`` in the caller's row order (rows without a key or a group
+        hold 0: no map entry names them), built once per tick for per-row tolerances."""
+        tick = tick or self._key_type.tick_ns
+        if tick not in self._by_row:
+            sorted_keys = self._keys_at(tick) if tick else self._keys[tick]
+            keys = self.backend.xp.zeros(self.n_right, dtype=sorted_keys.dtype)
+            keys[self._rows_last] = sorted_keys
+            self._by_row[tick] = keys
+        return self._by_row[tick]
+
+    def _drop_past(self, out, left_keys, right_keys_by_row, row_tols) -> None:
+        """NO_MATCH for each left row whose match lies farther from its key than its own
+        tolerance (``row_tols``, on the kernel's scale)."""
+        xp = self.backend.xp
+        matched = out != self.no_match
+        x = left_keys
+        k = right_keys_by_row[xp.where(matched, out, 0)]
+        if x.dtype.kind == "f":
+            same = (x == k) | (xp.isnan(x) & xp.isnan(k))
+            with np.errstate(invalid="ignore", over="ignore"):
+                apart = xp.where(xp.isnan(x) != xp.isnan(k), np.inf, xp.abs(x - k))
+            gaps = xp.where(same, 0.0, apart)
+        else:  # exact as unsigned differences of the larger minus the smaller
+            xu, ku = x.view(np.uint64), k.view(np.uint64)
+            gaps = xp.where(x >= k, xu - ku, ku - xu)
+        out[matched & (gaps > row_tols)] = self.no_match
 
     def windows(
         self,
@@ -625,7 +667,7 @@ def asof_join(
     device: DeviceName = "auto",
     strategy: StrategyName = "backward",
     allow_exact_matches: bool = True,
-    tolerance: Tolerance | None = None,
+    tolerance: RowTolerance | None = None,
     nearest_tie: Literal["forward", "backward"] = "forward",
     ambiguous: Literal["pick", "raise"] = "pick",
 ) -> GatherMap:

@@ -34,6 +34,7 @@ from ._columns import (
     Ticks,
     common_tick,
     is_device,
+    is_row_tolerances,
     ordered_key,
     rescale,
     to_arrow,
@@ -76,6 +77,12 @@ def splice_maps(
     left_key = ordered_key(left_on, "left_on", host)
     right_key = ordered_key(right_on, "right_on", host)
     tick = common_tick(left_key.type, right_key.type, "left_on", "right_on")
+    if is_row_tolerances(tolerance):
+        msg = (
+            "splice_maps takes one tolerance for both sides, got a column: a tolerance per "
+            "row is AsofJoin.join's, asof_join's and join_asof's"
+        )
+        raise TypeError(msg)
     ticks = tolerance_in_ticks(tolerance, right_key.type, tick)
     options = dict(
         allow_exact_matches=exact,

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from ._columns import to_table
 from .gather import gather
-from ._types import DeviceName, StrategyName, TableLike, Tolerance
+from ._types import DeviceName, RowTolerance, StrategyName, TableLike, Tolerance
 from .join import AsofJoin, asof_join
 from .splice import splice_maps
 from .window import aggregate, aggregations
@@ -112,7 +112,7 @@ def join_asof(
     by_right: str | Sequence[str] | None = None,
     strategy: StrategyName = "backward",
     allow_exact_matches: bool = True,
-    tolerance: Tolerance | None = None,
+    tolerance: RowTolerance | None = None,
     suffix: str = "_right",
     coalesce: bool = True,
     device: DeviceName = "auto",
@@ -123,7 +123,8 @@ def join_asof(
     pyarrow.Table.
 
     Each left row gets the right row of the same ``by`` group whose ``on`` key is the closest
-    in the ``strategy``'s direction (within ``tolerance``), or nulls. Nulls in ``by`` never
+    in the ``strategy``'s direction (within ``tolerance``: one distance, or a column of one
+    per left row, such as ``left["staleness"]``), or nulls. Nulls in ``by`` never
     match; nearest ties go to the larger key. Inputs may come in any order; the output is in
     left order. ``left_by`` and ``right_by`` are the old names of ``by_left`` and ``by_right``
     (deprecated).
