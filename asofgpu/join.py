@@ -33,6 +33,8 @@ from ._columns import (
 )
 from ._device_groups import SortedGroups, device_columns, on_device
 from ._encode import Groups
+from ._calendar import fixed as fixed_duration
+from ._calendar import is_calendar, reaches
 from .kernels.window import Bounds
 from .window import Windows
 from ._types import (
@@ -436,6 +438,12 @@ class AsofJoin:
         left_key = ordered_key(left_on, "left_on", self._host)
         n = len(left_key.values)
         tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
+        if is_calendar(tolerance, zoned=self._key_type.tz is not None):
+            return self._join_calendar(
+                left_on, left_key, tick, left_by, tolerance, strategy, exact, nearest_tie, ambiguous
+            )
+        if isinstance(tolerance, str):  # a duration without calendar units: fixed
+            tolerance = fixed_duration(tolerance)
         left_key = rescale(left_key, tick, "left_on", xp)
         if is_row_tolerances(tolerance):  # the kernel joins without; rows past theirs dropped
             tol, row_tols = None, row_tolerances(tolerance, self._key_type, tick, n, self._host)
@@ -477,6 +485,39 @@ class AsofJoin:
         )
         if row_tols is not None:
             self._drop_past(out, left_key.values, self._keys_by_row(tick), row_tols)
+        if ambiguous == "raise":
+            self._raise_if_ambiguous(out)
+        return out
+
+    def _join_calendar(
+        self, left_on, left_key, tick, left_by, tolerance, strategy, exact, nearest_tie, ambiguous
+    ):
+        """The join under a calendar tolerance (``asofgpu._calendar``): each left row's own
+        reach backward and forward, from its key by calendar arithmetic. A backward or
+        forward join takes its direction's reach as a column of tolerances; a nearest one
+        checks each direction's candidate against its own reach, then picks as it would
+        among those left (a forward pick under polars' rule takes the last row of its key)."""
+        if isinstance(left_on, Key):
+            msg = "a calendar tolerance needs left_on as a column, not a kernel-ready Key"
+            raise TypeError(msg)
+        back, forward = reaches(tolerance, to_arrow(left_on, "left_on"), "left_on")
+        options = dict(allow_exact_matches=exact, ambiguous=ambiguous)
+        if strategy != "nearest":
+            reach = back if strategy == "backward" else forward
+            return self.join(left_on, left_by, strategy=strategy, tolerance=reach, **options)
+        options["ambiguous"] = "pick"
+        xp, none = self.backend.xp, self.no_match
+        b = self.join(left_on, left_by, strategy="backward", tolerance=back, **options)
+        f = self.join(left_on, left_by, strategy="forward", tolerance=forward, **options)
+        nearest = self.join(
+            left_on, left_by, strategy="nearest", nearest_tie=nearest_tie, **options
+        )
+        if nearest_tie == "forward":  # polars' rule: a forward pick takes its key's last row
+            at = rescale(left_key, tick, "left_on", xp).type
+            f_keys = self._keys_by_row(tick)[xp.where(f != none, f, 0)]
+            f = xp.where(f != none, self.join(Key(f_keys, f != none, at), left_by), none)
+        out = xp.where((b != none) & (f != none), nearest, xp.where(b != none, b, f))
+        out = out.astype(self.map_dtype, copy=False)
         if ambiguous == "raise":
             self._raise_if_ambiguous(out)
         return out

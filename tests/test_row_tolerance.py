@@ -139,3 +139,162 @@ def test_a_timedelta_scalar_still_needs_a_temporal_key():
         ag.asof_join(
             np.array([1]), np.array([0]), tolerance=datetime.timedelta(seconds=1), device="cpu"
         )
+
+
+# --------------------------------------------------------------------------- calendar tolerances
+
+pl = pytest.importorskip("polars")
+
+
+def _calendar_expected(left, right, tolerance, strategy, nearest_tie):
+    """The contract read literally: each left key's bounds by polars' offset_by (backward:
+    keys >= x.offset_by("-" + tol); forward: keys <= x.offset_by(tol)); nearest checks each
+    direction's candidate against its own bound, then picks as it would (a forward pick under
+    polars' rule: the last row of its key)."""
+    series = pl.from_arrow(left)
+    low = (series.dt.offset_by("-" + tolerance)).to_physical().to_list()
+    high = (series.dt.offset_by(tolerance)).to_physical().to_list()
+    xs = series.to_physical().to_list()
+    keys = pl.from_arrow(right).to_physical().to_list()
+    out = []
+    for x, lo, hi in zip(xs, low, high):
+        if x is None:
+            out.append(NO_MATCH)
+            continue
+        b = oracle([x], keys, strategy="backward", tolerance=x - lo)[0]
+        f = oracle([x], keys, strategy="forward", tolerance=hi - x)[0]
+        if strategy == "backward":
+            out.append(b)
+        elif strategy == "forward":
+            out.append(f)
+        elif b != NO_MATCH and f != NO_MATCH:
+            out.append(oracle([x], keys, strategy="nearest", nearest_tie=nearest_tie)[0])
+        elif b != NO_MATCH:
+            out.append(b)
+        elif f != NO_MATCH and nearest_tie == "forward":
+            out.append(oracle([keys[f]], keys, strategy="backward")[0])  # its key's last row
+        else:
+            out.append(f)
+    return out
+
+
+def _times(texts, unit, tz):
+    values = pl.Series([datetime.datetime.fromisoformat(t) for t in texts]).cast(pl.Datetime(unit))
+    if tz:
+        values = values.dt.replace_time_zone(tz)
+    return values.to_arrow()
+
+
+_RIGHT = [
+    "2024-01-31 12:00",
+    "2024-02-29 12:00",
+    "2024-02-29 12:00",
+    "2024-03-01 00:00",
+    "2024-03-30 18:00",
+    "2024-04-30 12:00",
+    "2024-10-26 13:00",
+    "2024-10-27 13:00",
+    "2024-11-15 00:00",
+]
+_LEFT = [
+    "2024-03-31 12:00",
+    "2024-02-10 00:00",
+    "2024-03-31 11:59",
+    "2024-05-31 12:00",
+    "2024-10-27 12:00",
+    "2024-10-28 12:30",
+    "2024-12-31 00:00",
+    "2024-01-01 00:00",
+]
+
+
+@pytest.mark.parametrize("tolerance", ["1mo", "1d", "1mo15d", "2mo12h", "1q", "1w"])
+@pytest.mark.parametrize("tz", [None, "Europe/Amsterdam"])
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+def test_calendar_tolerances_follow_offset_by(device, tolerance, tz, strategy):
+    right = _times(_RIGHT, "us", tz)
+    left = _times(_LEFT, "ms", tz)  # another unit: the keys meet in microseconds
+    for tie in ("forward", "backward"):
+        want = _calendar_expected(left.cast(right.type), right, tolerance, strategy, tie)
+        got = ag.AsofJoin(right, device=device).join(
+            left, strategy=strategy, tolerance=tolerance, nearest_tie=tie
+        )
+        assert to_host(got).tolist() == want, (tolerance, tz, strategy, tie)
+
+
+def test_month_ends_saturate_and_days_follow_the_zone():
+    """2024-03-31 minus 1mo is 2024-02-29; 2024-10-27 12:00 in Amsterdam minus 1d is 25 hours
+    earlier (the clocks went back that night)."""
+    right = pl.Series(
+        [datetime.date(2024, 2, 28), datetime.date(2024, 2, 29)], dtype=pl.Date
+    ).to_arrow()
+    left = pl.Series([datetime.date(2024, 3, 31)], dtype=pl.Date).to_arrow()
+    prepared = ag.AsofJoin(right, device="cpu")
+    assert prepared.join(left, tolerance="1mo").tolist() == [1]
+    assert prepared.join(pa.array([datetime.date(2024, 3, 30)]), tolerance="1mo").tolist() == [1]
+    zoned = _times(["2024-10-26 11:30", "2024-10-26 12:30"], "ns", "Europe/Amsterdam")
+    at = _times(["2024-10-27 12:00"], "ns", "Europe/Amsterdam")
+    prepared = ag.AsofJoin(zoned, device="cpu")
+    assert prepared.join(at, tolerance="1d").tolist() == [1]  # 12:30 the day before: 24.5 h
+    assert prepared.join(at, tolerance="24h").tolist() == [NO_MATCH]
+
+
+def test_fixed_duration_strings_are_fixed():
+    right = pa.array([0, 10**9], pa.timestamp("ns"))
+    got = ag.asof_join(pa.array([3 * 10**9], pa.timestamp("ns")), right, tolerance="2s")
+    assert got.tolist() == [1]
+    assert ag.asof_join(
+        pa.array([4 * 10**9], pa.timestamp("ns")), right, tolerance="2s"
+    ).tolist() == [NO_MATCH]
+
+
+@pytest.mark.parametrize(
+    ("left", "right", "tolerance", "error", "message"),
+    [
+        (
+            np.array([1]),
+            np.array([0]),
+            "1mo",
+            TypeError,
+            r"tolerance '1mo' has calendar units, which need a date or timestamp key; left_on is int64",
+        ),
+        (
+            pa.array([1], pa.timestamp("s")),
+            pa.array([0], pa.timestamp("s")),
+            "-1mo",
+            ValueError,
+            r"tolerance must be non-negative, got '-1mo'",
+        ),
+        (
+            pa.array([1], pa.timestamp("s")),
+            pa.array([0], pa.timestamp("s")),
+            "1mox",
+            ValueError,
+            r"tolerance: '1mox': unknown unit 'mox'",
+        ),
+        (
+            pa.array([1], pa.timestamp("s")),
+            pa.array([0], pa.timestamp("s")),
+            "1mo5x",
+            ValueError,
+            r"tolerance '1mo5x' is not a duration polars reads",
+        ),
+        (
+            np.array([1]),
+            np.array([0]),
+            "5s",
+            TypeError,
+            r"tolerance: a timedelta needs a temporal key",
+        ),
+        (
+            np.array([1]),
+            np.array([0]),
+            "soon",
+            ValueError,
+            r"tolerance: expected a duration such as 5s",
+        ),
+    ],
+)
+def test_calendar_tolerance_errors(left, right, tolerance, error, message):
+    with pytest.raises(error, match=message):
+        ag.asof_join(left, right, tolerance=tolerance, device="cpu")
