@@ -42,34 +42,34 @@ def is_calendar(tolerance, zoned: bool) -> bool:
     return bool(_MONTHS.search(text) or (zoned and _DAYS.search(text)))
 
 
-def fixed(tolerance: str):
+def fixed(tolerance: str, param: str = "tolerance"):
     """A duration string without calendar units, as the timedelta it is."""
     import numpy as np
 
     try:
         return np.timedelta64(parse_duration(tolerance), "ns")
     except ValueError as exc:
-        raise ValueError(f"tolerance: {exc}") from None
+        raise ValueError(f"{param}: {exc}") from None
 
 
-def reaches(tolerance: str, keys: pa.ChunkedArray | pa.Array, param: str):
+def reaches(tolerance: str, keys: pa.ChunkedArray | pa.Array, key_param: str, param="tolerance"):
     """(backward, forward) reaches of each key under a calendar tolerance, as Arrow duration
     arrays (in polars' unit for the keys' type): null where the key is null."""
     if tolerance.strip().startswith("-"):
-        msg = f"tolerance must be non-negative, got {tolerance!r}"
+        msg = f"{param} must be non-negative, got {tolerance!r}"
         raise ValueError(msg)
     t = keys.type
     if not (pa.types.is_timestamp(t) or pa.types.is_date(t)):
         msg = (
-            f"tolerance {tolerance!r} has calendar units, which need a date or timestamp key; "
-            f"{param} is {t}"
+            f"{param} {tolerance!r} has calendar units, which need a date or timestamp key; "
+            f"{key_param} is {t}"
         )
         raise TypeError(msg)
     try:
         import polars as pl
     except ImportError:
         msg = (
-            f"tolerance {tolerance!r}: calendar tolerances are computed by polars' offset_by, "
+            f"{param} {tolerance!r}: calendar durations are computed by polars' offset_by, "
             f"and polars is not installed. Hint: pip install polars"
         )
         raise ImportError(msg) from None
@@ -78,6 +78,6 @@ def reaches(tolerance: str, keys: pa.ChunkedArray | pa.Array, param: str):
         back = series - series.dt.offset_by("-" + tolerance.strip())
         forward = series.dt.offset_by(tolerance.strip()) - series
     except pl.exceptions.PolarsError as exc:
-        msg = f"tolerance {tolerance!r} is not a duration polars reads: {exc}"
+        msg = f"{param} {tolerance!r} is not a duration polars reads: {exc}"
         raise ValueError(msg) from None
     return back.to_arrow(), forward.to_arrow()

@@ -429,7 +429,9 @@ def is_row_tolerances(tolerance) -> bool:
     )
 
 
-def row_tolerances(column, ktype: KeyType, tick_ns: int, n_rows: int, host: bool):
+def row_tolerances(
+    column, ktype: KeyType, tick_ns: int, n_rows: int, host: bool, param: str = "tolerance"
+):
     """A column of tolerances, one per left row, on the kernel's scale (``tolerance_in_ticks``
     of each): numbers in the right key's unit, or durations (Arrow durations, numpy
     timedelta64) for temporal keys; a null entry means no limit (the largest distance).
@@ -439,16 +441,16 @@ def row_tolerances(column, ktype: KeyType, tick_ns: int, n_rows: int, host: bool
     >>> t.tolist()
     [2, 0]
     """
-    col = to_arrow(column, "tolerance")
+    col = to_arrow(column, param)
     if len(col) != n_rows:
-        msg = f"tolerance has {len(col)} rows but left_on has {n_rows}; a column of tolerances has one per left row"
+        msg = f"{param} has {len(col)} rows but left_on has {n_rows}; a column of tolerances has one per left row"
         raise ValueError(msg)
     t = col.type
     is_float = ktype.physical == "float"
     if pa.types.is_duration(t):
         if not ktype.temporal:
             msg = (
-                f"tolerance: durations need a temporal key (date, time, timestamp or duration), "
+                f"{param}: durations need a temporal key (date, time, timestamp or duration), "
                 f"the key is {ktype.name}. Hint: pass numbers in the key's unit."
             )
             raise TypeError(msg)
@@ -461,7 +463,7 @@ def row_tolerances(column, ktype: KeyType, tick_ns: int, n_rows: int, host: bool
         numerator, denominator = (ktype.tick_ns // tick_ns if scaled else 1), 1
     else:
         msg = (
-            f"tolerance must be a number, a duration or a column of them (one per left row), "
+            f"{param} must be a number, a duration or a column of them (one per left row), "
             f"got a column of {t}"
         )
         raise TypeError(msg)
@@ -469,12 +471,12 @@ def row_tolerances(column, ktype: KeyType, tick_ns: int, n_rows: int, host: bool
     negative = valid & (values < 0)
     if negative.any():
         at = int(np.argmax(negative))
-        msg = f"tolerance must be non-negative, got {values[at]} at left row {at}"
+        msg = f"{param} must be non-negative, got {values[at]} at left row {at}"
         raise ValueError(msg)
     nan = valid & np.isnan(values) if values.dtype.kind == "f" else None
     if nan is not None and nan.any():
         at = int(np.argmax(nan))
-        msg = f"tolerance must be a non-negative number, got NaN at left row {at}"
+        msg = f"{param} must be a non-negative number, got NaN at left row {at}"
         raise ValueError(msg)
     if is_float:
         ticks = values.astype(np.float64) * numerator / denominator

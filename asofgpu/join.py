@@ -587,11 +587,9 @@ class AsofJoin:
         tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
         left_key = rescale(left_key, tick, "left_on", xp)
         is_float = self._key_type.physical == "float"
-        reach = Bounds(
-            tolerance_in_ticks(before, self._key_type, tick, "before"),
-            tolerance_in_ticks(after, self._key_type, tick, "after"),
-            prevailing,
-        )
+        before, befores = self._reach(before, "before", left_on, tick, n)
+        after, afters = self._reach(after, "after", left_on, tick, n)
+        reach = Bounds(before, after, prevailing, befores, afters)
         groups = self._left_groups(left_by, n)
         if left_key.valid is not None:
             groups = xp.where(left_key.valid, groups, -1).astype(np.int32, copy=False)
@@ -608,6 +606,21 @@ class AsofJoin:
             ends,
         )
         return Windows(be, starts, ends, self._rows_last, self.no_match, (groups, self.n_groups))
+
+    def _reach(self, value, param: str, left_on, tick: int, n: int):
+        """A window's ``before`` or ``after`` as the kernel takes it: (one reach, or 0 and an
+        array of one per left row: a column of them, or a calendar duration's from each key
+        by polars' offset_by, backward for ``before``, forward for ``after``)."""
+        kind = np.float64 if self._key_type.physical == "float" else np.uint64
+        if is_calendar(value, zoned=self._key_type.tz is not None):
+            back, forward = reaches(value, to_arrow(left_on, "left_on"), "left_on", param)
+            value = back if param == "before" else forward
+        elif isinstance(value, str):
+            value = fixed_duration(value, param)
+        if is_row_tolerances(value):
+            return kind(0), row_tolerances(value, self._key_type, tick, n, self._host, param)
+        reach = tolerance_in_ticks(value, self._key_type, tick, param)
+        return kind(reach), self.backend.xp.zeros(0, dtype=kind)
 
     def _left_groups(self, left_by, n: int):
         xp = self.backend.xp

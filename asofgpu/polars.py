@@ -74,7 +74,9 @@ from polars.exceptions import ComputeError, InvalidOperationError
 
 from . import _validate
 from ._columns import key_type_of_arrow, tolerance_in_ticks
-from ._duration import UNIT_NS, parse_duration
+from ._calendar import fixed as fixed_duration
+from ._calendar import is_calendar
+from ._duration import UNIT_NS
 from ._types import NO_MATCH, DeviceName, StrategyName, is_no_match
 from .gather import gather
 from .join import AsofJoin, asof_join
@@ -857,29 +859,30 @@ def _windows(left, right, keys, before, after, prevailing, device):
 
 
 def _reach(value, param: str):
-    """A window's ``before`` or ``after`` as asofgpu takes it: a duration string (polars'
-    units, "5s", "1m30s") as a numpy.timedelta64, anything else as it is."""
-    if not isinstance(value, str):
-        return value
-    if value.strip().startswith("-"):
+    """A window's ``before`` or ``after`` as asofgpu takes it (duration strings in polars'
+    units, fixed or calendar, read by asofgpu itself), a negative string refused."""
+    if isinstance(value, str) and value.strip().startswith("-"):
         msg = f"{param} must be non-negative, got {value!r}"
         raise ValueError(msg)
-    try:
-        return np.timedelta64(parse_duration(value), "ns")
-    except ValueError as exc:
-        raise ValueError(f"{param}: {exc}") from None
+    return value
 
 
 def _check_reach(before, after, right_key_dtype) -> None:
     """``before`` and ``after`` checked against the right key's type before any work (a
-    LazyFrame's call, not its ``collect``), with asofgpu's own messages."""
+    LazyFrame's call, not its ``collect``), with asofgpu's own messages; a calendar string
+    is checked when the keys are read."""
     arrow_type = pl.Series(dtype=right_key_dtype).to_arrow().type
     key_type = key_type_of_arrow(arrow_type, "right_on")
     for value, param in ((before, "before"), (after, "after")):
         if value is None:
             msg = f"{param} is required: how far from each left key the window reaches"
             raise TypeError(msg)
-        tolerance_in_ticks(_reach(value, param), key_type, key_type.tick_ns, param)
+        value = _reach(value, param)
+        if is_calendar(value, zoned=key_type.tz is not None):
+            continue
+        if isinstance(value, str):
+            value = fixed_duration(value, param)
+        tolerance_in_ticks(value, key_type, key_type.tick_ns, param)
 
 
 def _aggregations(aggs, schema):

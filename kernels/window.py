@@ -32,8 +32,9 @@ import numpy as np
 from . import bind, search
 
 #: The window's reach on the key's scale (uint64 for integer keys, float64 for float keys)
-#: and whether it takes the prevailing row.
-Bounds = collections.namedtuple("Bounds", "before after prevailing")
+#: and whether it takes the prevailing row; ``befores`` and ``afters``, when not empty, hold a
+#: reach per left row instead (a column of them, or a calendar reach).
+Bounds = collections.namedtuple("Bounds", "before after prevailing befores afters")
 
 #: A window's reductions, one array each (an empty position array: not wanted).
 Reduced = collections.namedtuple("Reduced", "first last low high sums counts")
@@ -51,12 +52,14 @@ def window_row(i, left_keys, left_groups, right, bounds, starts, ends):
     lo = right.offsets[g]
     hi = right.offsets[g + 1]
     x = left_keys[i]
+    before = bounds.befores[i] if len(bounds.befores) else bounds.before
+    after = bounds.afters[i] if len(bounds.afters) else bounds.after
     a = lo
     b = hi
     while a < b:  # the first position not more than `before` below x
         mid = (a + b) >> 1
         k = right.keys[mid]
-        if less(k, x) and gap(k, x) > bounds.before:
+        if less(k, x) and gap(k, x) > before:
             a = mid + 1
         else:
             b = mid
@@ -65,7 +68,7 @@ def window_row(i, left_keys, left_groups, right, bounds, starts, ends):
     while a < b:  # the first position more than `after` above x
         mid = (a + b) >> 1
         k = right.keys[mid]
-        if less(x, k) and gap(x, k) > bounds.after:
+        if less(x, k) and gap(x, k) > after:
             b = mid
         else:
             a = mid + 1

@@ -12,7 +12,7 @@ import pytest
 
 import asofgpu as ag
 from conftest import to_host
-from oracle import NO_MATCH, oracle
+from oracle import NO_MATCH, oracle, window_oracle
 
 
 def _expected(left_keys, right_keys, left_groups, right_groups, tolerances, **options):
@@ -298,3 +298,66 @@ def test_fixed_duration_strings_are_fixed():
 def test_calendar_tolerance_errors(left, right, tolerance, error, message):
     with pytest.raises(error, match=message):
         ag.asof_join(left, right, tolerance=tolerance, device="cpu")
+
+
+# --------------------------------------------------------------------------- window reaches
+
+
+def _window_expected(left, right, befores, afters, prevailing):
+    """window_oracle row by row, each left row with its own reach."""
+    return [
+        window_oracle([x], None, right, None, b, a, prevailing)[0]
+        for x, b, a in zip(left, befores, afters)
+    ]
+
+
+@pytest.mark.parametrize("prevailing", [False, True])
+def test_window_reaches_per_row(device, small, prevailing):
+    rng = np.random.default_rng(11)
+    right = [int(v) for v in np.sort(rng.integers(0, 50, small))]
+    left = [int(v) for v in rng.integers(0, 50, small)]
+    befores = [int(v) for v in rng.integers(0, 8, small)]
+    afters = [None if rng.random() < 0.2 else int(v) for v in rng.integers(0, 4, small)]
+    windows = ag.AsofJoin(np.array(right), device=device).windows(
+        np.array(left),
+        before=np.array(befores),
+        after=pa.array(afters, pa.int64()),
+        prevailing=prevailing,
+    )
+    starts, ends, rows = (to_host(a) for a in (windows.starts, windows.ends, windows.rows))
+    got = [rows[s:e].tolist() for s, e in zip(starts, ends)]
+    limitless = [2**64 - 1 if a is None else a for a in afters]
+    assert got == _window_expected(left, right, befores, limitless, prevailing)
+
+
+def test_window_reaches_by_the_calendar(device):
+    """before="1mo" from 2024-03-31 reaches 2024-02-29 (31 days), from 2024-04-30 reaches
+    2024-03-30 (31 days too: 30 days of April and one of March)."""
+    right = pa.array(
+        [datetime.date(2024, 2, 28), datetime.date(2024, 2, 29), datetime.date(2024, 3, 30)],
+        pa.date32(),
+    )
+    left = pa.array([datetime.date(2024, 3, 31), datetime.date(2024, 4, 30)], pa.date32())
+    windows = ag.AsofJoin(right, device=device).windows(left, before="1mo")
+    rows = to_host(windows.rows)
+    got = [rows[s:e].tolist() for s, e in zip(to_host(windows.starts), to_host(windows.ends))]
+    assert got == [[1, 2], [2]]
+    table = ag.window_join(
+        pa.table({"d": left}),
+        pa.table({"d": right, "v": [1, 2, 3]}),
+        on="d",
+        before="1mo",
+        aggs={"v": "sum"},
+        device=device,
+    )
+    assert table["v_sum"].to_pylist() == [5, 3]
+
+
+def test_window_reach_errors():
+    prepared = ag.AsofJoin(np.array([1, 2, 3]), device="cpu")
+    with pytest.raises(ValueError, match=r"before must be non-negative, got -1 at left row 1"):
+        prepared.windows(np.array([1, 2]), before=np.array([0, -1]))
+    with pytest.raises(ValueError, match=r"after has 1 rows but left_on has 2"):
+        prepared.windows(np.array([1, 2]), before=1, after=np.array([1]))
+    with pytest.raises(TypeError, match=r"before '1mo' has calendar units, which need a date"):
+        prepared.windows(np.array([1, 2]), before="1mo")

@@ -932,7 +932,7 @@ _RIGHT = pa.table({"t": [1, 3], "g": ["a", "a"], "x": [1.0, 2.0], "s": ["p", "q"
         ({"before": -1}, ValueError, r"before must be non-negative, got -1"),
         ({"before": 1, "after": -2}, ValueError, r"after must be non-negative, got -2"),
         ({"before": NAN}, ValueError, r"before must be a non-negative number, got NaN"),
-        ({"before": "1s"}, TypeError, r"before must be a non-negative number, datetime.timedelta"),
+        ({"before": "1s"}, TypeError, r"before: a timedelta needs a temporal key"),
         (
             {"before": datetime.timedelta(seconds=1)},
             TypeError,

@@ -791,7 +791,7 @@ def test_polars_duration_reach_on_a_number_key_is_refused(before):
         agpl.window_join(left, right, on="t", before=before, aggs={"v": "sum"}, device="cpu")
 
 
-@pytest.mark.parametrize("before", ["abc", "1mo", "5 seconds", "-5s"])
+@pytest.mark.parametrize("before", ["abc", "1mox", "5 seconds", "-5s"])
 def test_polars_malformed_duration_strings_are_refused(before):
     # polars' own join_asof refuses each of these as a tolerance (InvalidOperationError or
     # ComputeError); window_join must not read "abc" as 0

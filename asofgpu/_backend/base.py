@@ -202,7 +202,12 @@ def _window_rows(is_float: bool):
 def interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts, ends) -> None:
     """The window kernel as plain Python (the python backend, and a small cpu launch)."""
     if not is_float:  # Python ints, as py_options makes the tolerance: every gap exact
-        bounds = bounds._replace(before=int(bounds.before), after=int(bounds.after))
+        bounds = bounds._replace(
+            before=int(bounds.before),
+            after=int(bounds.after),
+            befores=bounds.befores.tolist(),
+            afters=bounds.afters.tolist(),
+        )
     window_row = _window_rows(is_float).window_row
     with np.errstate(over="ignore"):
         for i in range(len(starts)):

@@ -60,7 +60,7 @@ class CudaBackend(Backend):
         )
 
     def window_bounds(self, is_float, left_keys, left_groups, right, bounds, starts, ends):
-        if self.simulated and not is_float:
+        if self.simulated and not is_float:  # gaps are Python ints there: compare exactly
             bounds = bounds._replace(before=int(bounds.before), after=int(bounds.after))
         kernel = window_kernels(is_float, self.simulated).bounds
         self._launch(kernel, len(starts), (left_keys, left_groups, *right, *bounds, starts, ends))
@@ -157,6 +157,8 @@ def _window_kernel(
     before,
     after,
     prevailing,
+    befores,
+    afters,
     starts,
     ends,
 ):
@@ -165,7 +167,7 @@ def _window_kernel(
     i = cuda.grid(1)  # noqa: F821 - bound by window_kernels
     if i < starts.size:
         right = Right(offsets, right_keys, rows_last, rows_first)
-        reach = Bounds(before, after, prevailing)
+        reach = Bounds(before, after, prevailing, befores, afters)
         window_row(i, left_keys, left_groups, right, reach, starts, ends)  # noqa: F821
 
 
