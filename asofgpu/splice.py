@@ -42,6 +42,8 @@ from ._columns import (
 )
 from ._encode import Groups
 from ._types import ByColumns, Column, DeviceName, GatherMap, Tolerance
+from ._calendar import fixed as fixed_duration
+from ._calendar import is_calendar, reaches
 from .join import AsofJoin, GroupCodes, by_columns, less_in_total_order
 
 
@@ -83,10 +85,21 @@ def splice_maps(
             "row is AsofJoin.join's, asof_join's and join_asof's"
         )
         raise TypeError(msg)
-    ticks = tolerance_in_ticks(tolerance, right_key.type, tick)
+    if is_calendar(tolerance, zoned=right_key.type.tz is not None):
+        # Each driving row's own reach back from its key (polars' offset_by), both ways.
+        reach = {
+            side: reaches(tolerance, to_arrow(column, side), side)[0]
+            for side, column in (("left_on", left_on), ("right_on", right_on))
+        }
+    else:
+        if isinstance(tolerance, str):
+            tolerance = fixed_duration(tolerance)
+        ticks = tolerance_in_ticks(tolerance, right_key.type, tick)
+        reach = dict.fromkeys(
+            ("left_on", "right_on"), None if ticks is None else Ticks(ticks, tick)
+        )
     options = dict(
         allow_exact_matches=exact,
-        tolerance=None if ticks is None else Ticks(ticks, tick),
         null_equality=null_equality,
         device=backend.name,
     )
@@ -97,8 +110,8 @@ def splice_maps(
     left_by, right_by = _shared_codes(
         left_by, right_by, null_equality, len(left_key.values), len(right_key.values)
     )
-    right_of_left = _backward(left_key, right_key, left_by, right_by, options)
-    left_of_right = _backward(right_key, left_key, right_by, left_by, options)
+    right_of_left = _backward(left_key, right_key, left_by, right_by, reach["left_on"], options)
+    left_of_right = _backward(right_key, left_key, right_by, left_by, reach["right_on"], options)
 
     xp = backend.xp
     left_key = rescale(left_key, tick, "left_on", xp) if tick else left_key
@@ -157,8 +170,9 @@ def _shared_codes(left_by, right_by, null_equality: str, n_left: int, n_right: i
     return GroupCodes(left_codes, groups.n_groups), GroupCodes(right_codes, groups.n_groups)
 
 
-def _backward(probe_key: Key, prepared_key: Key, probe_by, prepared_by, options: dict):
-    """A backward as-of join of ``probe_key``'s rows into ``prepared_key``'s rows."""
+def _backward(probe_key: Key, prepared_key: Key, probe_by, prepared_by, tolerance, options: dict):
+    """A backward as-of join of ``probe_key``'s rows into ``prepared_key``'s rows, within
+    ``tolerance`` (one, already on the kernel's scale, or a column of one per probing row)."""
     prepared = AsofJoin(
         prepared_key,
         prepared_by,
@@ -171,7 +185,7 @@ def _backward(probe_key: Key, prepared_key: Key, probe_by, prepared_by, options:
         probe_by,
         strategy="backward",
         allow_exact_matches=options["allow_exact_matches"],
-        tolerance=options["tolerance"],
+        tolerance=tolerance,
     )
 
 

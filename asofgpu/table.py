@@ -220,7 +220,8 @@ def splice_join(
     its input order; rows with a null key come last and match nothing. A left row carries the
     right row a backward ``join_asof`` gives it; a right row carries the left row the same
     rule gives it (``allow_exact_matches`` and ``tolerance`` apply both ways; a number
-    ``tolerance`` is in ``right_on``'s unit). The columns are all the left columns, then all
+    ``tolerance`` is in ``right_on``'s unit, a calendar one such as ``"1mo"`` reaches back
+    from each driving row's own key). The columns are all the left columns, then all
     the right columns (both ``on`` and ``by`` columns kept), ``suffix`` on right names that
     clash with a left one. ``by`` nulls match nothing unless ``null_equality="equal"``.
 

@@ -361,3 +361,28 @@ def test_window_reach_errors():
         prepared.windows(np.array([1, 2]), before=1, after=np.array([1]))
     with pytest.raises(TypeError, match=r"before '1mo' has calendar units, which need a date"):
         prepared.windows(np.array([1, 2]), before="1mo")
+
+
+def test_splice_takes_a_calendar_tolerance_both_ways(device):
+    """Each driving row's prevailing row is the backward join's under the same calendar
+    tolerance, from its own key: left rows as ``asof_join(left, right)`` gives them, right
+    rows as ``asof_join(right, left)`` does."""
+    left = _times(_LEFT, "us", "Europe/Amsterdam")
+    right = _times(_RIGHT, "us", "Europe/Amsterdam")
+    left_map, right_map = (
+        to_host(m).tolist() for m in ag.splice_maps(left, right, tolerance="1mo", device=device)
+    )
+    forward = to_host(ag.asof_join(left, right, tolerance="1mo", device=device)).tolist()
+    reverse = to_host(ag.asof_join(right, left, tolerance="1mo", device=device)).tolist()
+    driven_by_left = {}
+    driven_by_right = {}
+    for lrow, rrow in zip(left_map, right_map):
+        # Keys differ between the sides here, so each output row's driver is the side whose
+        # row is not the other's prevailing one: read both ways.
+        if lrow != NO_MATCH and forward[lrow] == rrow:
+            driven_by_left[lrow] = rrow
+        if rrow != NO_MATCH and reverse[rrow] == lrow:
+            driven_by_right[rrow] = lrow
+    assert sorted(driven_by_left) == list(range(len(_LEFT)))
+    assert sorted(driven_by_right) == list(range(len(_RIGHT)))
+    assert NO_MATCH in forward and NO_MATCH in reverse  # the tolerance dropped some
