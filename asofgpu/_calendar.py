@@ -10,7 +10,7 @@ strings.
 
 >>> import pyarrow as pa
 >>> keys = pa.array([datetime.date(2024, 3, 31)], pa.date32())
->>> back, forward = reaches("1mo", keys, "left_on")
+>>> back, forward = reaches("1mo", keys, "left_on", ("backward", "forward"))
 >>> back.to_pylist(), forward.to_pylist()
 ([datetime.timedelta(days=31)], [datetime.timedelta(days=30)])
 """
@@ -52,9 +52,16 @@ def fixed(tolerance: str, param: str = "tolerance"):
         raise ValueError(f"{param}: {exc}") from None
 
 
-def reaches(tolerance: str, keys: pa.ChunkedArray | pa.Array, key_param: str, param="tolerance"):
-    """(backward, forward) reaches of each key under a calendar tolerance, as Arrow duration
-    arrays (in polars' unit for the keys' type): null where the key is null."""
+def reaches(
+    tolerance: str,
+    keys: pa.ChunkedArray | pa.Array,
+    key_param: str,
+    directions=("backward",),
+    param: str = "tolerance",
+) -> tuple:
+    """The reaches of each key under a calendar tolerance, one Arrow duration array (in
+    polars' unit for the keys' type; null where the key is null) for each of
+    ``directions``, "backward" (``x - x.offset_by("-" + tol)``) or "forward"."""
     if tolerance.strip().startswith("-"):
         msg = f"{param} must be non-negative, got {tolerance!r}"
         raise ValueError(msg)
@@ -74,10 +81,16 @@ def reaches(tolerance: str, keys: pa.ChunkedArray | pa.Array, key_param: str, pa
         )
         raise ImportError(msg) from None
     series = pl.from_arrow(keys if isinstance(keys, pa.ChunkedArray) else pa.chunked_array([keys]))
+    text = tolerance.strip()
     try:
-        back = series - series.dt.offset_by("-" + tolerance.strip())
-        forward = series.dt.offset_by(tolerance.strip()) - series
+        return tuple(
+            (
+                series - series.dt.offset_by("-" + text)
+                if direction == "backward"
+                else series.dt.offset_by(text) - series
+            ).to_arrow()
+            for direction in directions
+        )
     except pl.exceptions.PolarsError as exc:
         msg = f"{param} {tolerance!r} is not a duration polars reads: {exc}"
         raise ValueError(msg) from None
-    return back.to_arrow(), forward.to_arrow()

@@ -467,32 +467,33 @@ def row_tolerances(
             f"got a column of {t}"
         )
         raise TypeError(msg)
-    valid = arrow_numpy.valid(col) if col.null_count else np.ones(n_rows, dtype=bool)
-    negative = valid & (values < 0)
+    valid = arrow_numpy.valid(col) if col.null_count else None
+    negative = values < 0 if valid is None else valid & (values < 0)
     if negative.any():
         at = int(np.argmax(negative))
         msg = f"{param} must be non-negative, got {values[at]} at left row {at}"
         raise ValueError(msg)
-    nan = valid & np.isnan(values) if values.dtype.kind == "f" else None
-    if nan is not None and nan.any():
-        at = int(np.argmax(nan))
-        msg = f"{param} must be a non-negative number, got NaN at left row {at}"
-        raise ValueError(msg)
+    if values.dtype.kind == "f":
+        nan = np.isnan(values) if valid is None else valid & np.isnan(values)
+        if nan.any():
+            at = int(np.argmax(nan))
+            msg = f"{param} must be a non-negative number, got NaN at left row {at}"
+            raise ValueError(msg)
+    largest = np.inf if is_float else np.iinfo(np.uint64).max  # no limit
     if is_float:
         ticks = values.astype(np.float64) * numerator / denominator
-        ticks = np.where(valid, ticks, np.inf)
-    else:
-        # Whole ticks, rounded down (distances are whole ticks), without overflow: in floats
-        # past 2**53 only where a value is that large, and clamped to the largest distance.
-        if values.dtype.kind == "f":
-            exact = np.floor(values.astype(np.float64) * numerator / denominator)
-            ticks = np.where(exact >= 2.0**64, np.iinfo(np.uint64).max, exact).astype(np.uint64)
-        else:
-            wide = values.astype(np.uint64)
-            limit = np.iinfo(np.uint64).max // numerator
-            ticks = np.where(wide > limit, np.iinfo(np.uint64).max, wide * np.uint64(numerator))
+    elif values.dtype.kind == "f":  # whole ticks, rounded down, clamped to the largest
+        exact = np.floor(values.astype(np.float64) * numerator / denominator)
+        ticks = np.where(exact >= 2.0**64, largest, exact).astype(np.uint64)
+    else:  # whole ticks, rounded down, without overflow
+        ticks = values.astype(np.int64, copy=False).view(np.uint64)
+        if numerator != 1:
+            limit = largest // numerator
+            ticks = np.where(ticks > limit, largest, ticks * np.uint64(numerator))
+        if denominator != 1:
             ticks = ticks // np.uint64(denominator)
-        ticks = np.where(valid, ticks, np.iinfo(np.uint64).max).astype(np.uint64)
+    if valid is not None:
+        ticks = np.where(valid, ticks, largest).astype(ticks.dtype)
     if host:
         return ticks
     import cupy

@@ -469,7 +469,7 @@ class AsofJoin:
                 is_float, left_key.values, groups, right.values, bucket, self.n_groups, how, out
             )
             if row_tols is not None:
-                self._drop_past(out, left_key.values, right.values, row_tols)
+                be.drop_past(is_float, out, left_key.values, right.values, row_tols)
             return out
         self._sort_deferred()
         right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
@@ -484,7 +484,7 @@ class AsofJoin:
             time_ordered=self._time_ordered if tick == self._key_type.tick_ns else None,
         )
         if row_tols is not None:
-            self._drop_past(out, left_key.values, self._keys_by_row(tick), row_tols)
+            be.drop_past(is_float, out, left_key.values, self._keys_by_row(tick), row_tols)
         if ambiguous == "raise":
             self._raise_if_ambiguous(out)
         return out
@@ -500,11 +500,12 @@ class AsofJoin:
         if isinstance(left_on, Key):
             msg = "a calendar tolerance needs left_on as a column, not a kernel-ready Key"
             raise TypeError(msg)
-        back, forward = reaches(tolerance, to_arrow(left_on, "left_on"), "left_on")
+        keys = to_arrow(left_on, "left_on")
         options = dict(allow_exact_matches=exact, ambiguous=ambiguous)
         if strategy != "nearest":
-            reach = back if strategy == "backward" else forward
+            (reach,) = reaches(tolerance, keys, "left_on", (strategy,))
             return self.join(left_on, left_by, strategy=strategy, tolerance=reach, **options)
+        back, forward = reaches(tolerance, keys, "left_on", ("backward", "forward"))
         options["ambiguous"] = "pick"
         xp, none = self.backend.xp, self.no_match
         b = self.join(left_on, left_by, strategy="backward", tolerance=back, **options)
@@ -532,23 +533,6 @@ class AsofJoin:
             keys[self._rows_last] = sorted_keys
             self._by_row[tick] = keys
         return self._by_row[tick]
-
-    def _drop_past(self, out, left_keys, right_keys_by_row, row_tols) -> None:
-        """NO_MATCH for each left row whose match lies farther from its key than its own
-        tolerance (``row_tols``, on the kernel's scale)."""
-        xp = self.backend.xp
-        matched = out != self.no_match
-        x = left_keys
-        k = right_keys_by_row[xp.where(matched, out, 0)]
-        if x.dtype.kind == "f":
-            same = (x == k) | (xp.isnan(x) & xp.isnan(k))
-            with np.errstate(invalid="ignore", over="ignore"):
-                apart = xp.where(xp.isnan(x) != xp.isnan(k), np.inf, xp.abs(x - k))
-            gaps = xp.where(same, 0.0, apart)
-        else:  # exact as unsigned differences of the larger minus the smaller
-            xu, ku = x.view(np.uint64), k.view(np.uint64)
-            gaps = xp.where(x >= k, xu - ku, ku - xu)
-        out[matched & (gaps > row_tols)] = self.no_match
 
     def windows(
         self,
@@ -613,8 +597,8 @@ class AsofJoin:
         by polars' offset_by, backward for ``before``, forward for ``after``)."""
         kind = np.float64 if self._key_type.physical == "float" else np.uint64
         if is_calendar(value, zoned=self._key_type.tz is not None):
-            back, forward = reaches(value, to_arrow(left_on, "left_on"), "left_on", param)
-            value = back if param == "before" else forward
+            direction = "backward" if param == "before" else "forward"
+            (value,) = reaches(value, to_arrow(left_on, "left_on"), "left_on", (direction,), param)
         elif isinstance(value, str):
             value = fixed_duration(value, param)
         if is_row_tolerances(value):

@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from .._host_pool import HOST_POOL
-from ..kernels import probe, splice, window
+from ..kernels import probe, splice, tolerance, window
 from .jit import identity_jit, py_options, py_unsigned
 
 
@@ -144,6 +144,25 @@ class Backend:
         left_map[at_right] = left_of_right[right_rows]
         right_map[at_right] = right_rows
 
+    # ---- per-row tolerances
+    def drop_past(self, is_float: bool, out, left_keys, right_keys_by_row, tolerances) -> None:
+        """``NO_MATCH`` (the map's minimum) in ``out`` for each left row whose match lies
+        farther from its key than its own tolerance (kernels/tolerance.py); here vectorised
+        on the backend's arrays."""
+        xp = self.xp
+        no_match = np.iinfo(out.dtype).min
+        matched = out != no_match
+        x, k = left_keys, right_keys_by_row[xp.where(matched, out, 0)]
+        if is_float:
+            same = (x == k) | (xp.isnan(x) & xp.isnan(k))
+            with np.errstate(invalid="ignore", over="ignore"):
+                apart = xp.where(xp.isnan(x) != xp.isnan(k), np.inf, xp.abs(x - k))
+            gaps = xp.where(same, 0.0, apart)
+        else:  # exact as unsigned differences of the larger minus the smaller
+            xu, ku = x.view(np.uint64), k.view(np.uint64)
+            gaps = xp.where(x >= k, xu - ku, ku - xu)
+        out[matched & (gaps > tolerances)] = no_match
+
     # ---- the window join
     def window_bounds(
         self, is_float: bool, left_keys, left_groups, right: probe.Right, bounds, starts, ends
@@ -168,10 +187,19 @@ class PythonBackend(Backend):
     def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
         interpreted_probe(is_float, left_keys, left_groups, right, how, out)
 
+    def drop_past(self, is_float, out, left_keys, right_keys_by_row, tolerances) -> None:
+        """kernels/tolerance.py as plain Python."""
+        _drop_past(is_float)(out, left_keys, right_keys_by_row, tolerances, np.iinfo(out.dtype).min)
+
     def splice_merge(self, is_float, *sides) -> None:
         """The cpu's merge kernel as plain Python, cut into three pieces so that every test
         on this backend also checks where the pieces start (``kernels.splice.left_count``)."""
         _splice_merge(is_float)(*sides, 3)
+
+
+@functools.cache
+def _drop_past(is_float: bool):
+    return tolerance.build(identity_jit, identity_jit, is_float, py_unsigned, range)
 
 
 @functools.cache

@@ -20,6 +20,7 @@ from .base import Backend, host_empty, interpreted_probe
 from .jit import (
     PARALLEL_LAUNCH,
     cpu_counting_sort,
+    cpu_drop_past,
     cpu_cursor_probe,
     cpu_probe_all,
     cpu_scan,
@@ -53,6 +54,19 @@ class CpuBackend(Backend):
         parallel = walks.parallel(n)
         with launching(parallel):
             cpu_splice(is_float, parallel)(left_keys, *rest, threads(parallel))
+
+    def drop_past(self, is_float, out, left_keys, right_keys_by_row, tolerances):
+        """kernels/tolerance.py on all cores; a small launch the base's numpy way."""
+        n = len(out)
+        if self.interprets(n):
+            super().drop_past(is_float, out, left_keys, right_keys_by_row, tolerances)
+            return
+        parallel = walks.parallel(n)
+        no_match = np.iinfo(out.dtype).min
+        with launching(parallel):
+            cpu_drop_past(is_float, parallel)(
+                out, left_keys, right_keys_by_row, tolerances, no_match
+            )
 
     def window_bounds(self, is_float, left_keys, left_groups, right, bounds, starts, ends):
         """Two binary searches a left row (kernels/window.py), the rows in parallel."""

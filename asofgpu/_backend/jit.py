@@ -30,6 +30,7 @@ from ..kernels import (
     stream,
     strings,
     take,
+    tolerance,
     views,
     window,
 )
@@ -155,6 +156,11 @@ def cpu_scan(is_float: bool, parallel: bool):
 @functools.cache
 def cpu_splice(is_float: bool, parallel: bool):
     return _build_walk(splice, is_float, parallel)
+
+
+@functools.cache
+def cpu_drop_past(is_float: bool, parallel: bool):
+    return _build_walk(tolerance, is_float, parallel, inline="always")
 
 
 @functools.cache
