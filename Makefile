@@ -100,6 +100,8 @@ test-cudf: venv-cudf
 # (bench/splice.py): bench/results/splice.{md,json}; SPLICE_ARGS, e.g. SPLICE_ARGS=--quick.
 # And the window join against the polars and DuckDB scripts that compute the same aggregates
 # (bench/window.py): bench/results/window.{md,json}; WINDOW_ARGS, e.g. WINDOW_ARGS=--quick.
+# And a probe with tolerances per row and "1mo" against a fixed one (bench/tolerance.py):
+# bench/results/tolerance.{md,json}; TOLERANCE_ARGS, e.g. TOLERANCE_ARGS=--quick.
 bench: venv
 	@$(BIN)/python -c "import chdb" 2>/dev/null || $(BIN)/python -m pip install -q "chdb>=4" \
 	    || echo "chdb does not install here: ClickHouse is left out of the bench"
@@ -109,6 +111,7 @@ bench: venv
 	$(BIN)/python bench/first_call.py
 	$(BIN)/python bench/splice.py $(SPLICE_ARGS)
 	$(BIN)/python bench/window.py $(WINDOW_ARGS)
+	$(BIN)/python bench/tolerance.py $(TOLERANCE_ARGS)
 
 # The GPU check, for a machine with an NVIDIA GPU and no network (bench/gpu_check.py): the
 # suite on the real CUDA backend, GPU vs CPU maps on 10M rows, the 100M x 10M benchmark, in

@@ -1,6 +1,6 @@
 """bench/splice.py and bench/window.py (make bench's peer-script sections) on a tiny day: every
-system runs, the outputs are checked against asofgpu's, the report is written; and the
-harness's check (bench/script_bench.py) stops a wrong answer."""
+system runs, the outputs are checked against asofgpu's, the report is written; the
+harness's check (bench/script_bench.py) stops a wrong answer; bench/tolerance.py runs."""
 
 from __future__ import annotations
 
@@ -38,6 +38,21 @@ def test_every_system_runs_agrees_and_is_reported(tmp_path, script):
         assert len(row["times"]) == (1 if once else 2) and row["median"] > 0
     table = (tmp_path / "out" / f"{script}.md").read_text()
     assert "20,000 quotes x 2,000 trades" in table and "Against the faster peer" in table
+
+
+@pytest.mark.slow
+def test_the_tolerance_bench_measures_and_reports(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "tolerance.py"), "--quick", "--size", "20Kx2K"]
+        + ["--data", str(tmp_path / "data"), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "tolerance.json").read_text())
+    assert len(report["cases"]) == 6 and all(c["median"] > 0 for c in report["cases"].values())
+    assert (tmp_path / "out" / "tolerance.md").read_text().count("at most 1.3x") == 4
 
 
 def test_fingerprints_agree_only_within_the_tolerance_of_their_approximate_sums():
