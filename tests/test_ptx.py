@@ -144,3 +144,28 @@ def test_launches_pass_only_the_types_compiled_above(monkeypatch):
     compiled = {_signature(key, "int32") for key in KEYS}
     assert launched <= compiled, launched - compiled
     assert {sig[0] for sig in launched} == {f"{key}[::1]" for key in KEYS}
+
+
+@pytest.mark.parametrize("target", TARGETS[1:], indirect=True, ids=lambda cc: f"sm{cc[0]}{cc[1]}")
+@pytest.mark.parametrize("key", KEYS)
+def test_the_window_kernels_compile(target, key):
+    """The window join's two kernels (issue 21), for each key kind and each kind of value a
+    reduction reads: the windows with one reach and with a reach per row, the reductions
+    through rows and in the prepared order."""
+    from asofgpu._backend.cuda import window_kernel_sources
+
+    bounds, reduces = window_kernel_sources(KEYS[key])
+    reach = "float64" if KEYS[key] else "uint64"
+    window_signature = (
+        f"void({key}[::1], int32[::1], int64[::1], {key}[::1], int32[::1], int32[::1], "
+        f"{reach}, {reach}, boolean, {reach}[::1], {reach}[::1], int64[::1], int64[::1])"
+    )
+    ptx, _ = cuda.compile_ptx(bounds, window_signature, cc=target)
+    assert ".entry" in ptx
+    for values, keys in (("float64", "float64"), ("int64", "int64"), ("uint64", "int64")):
+        reduce_signature = (
+            f"void(int64[::1], int64[::1], int32[::1], {values}[::1], {keys}[::1], boolean[::1], "
+            f"int64[::1], int64[::1], int64[::1], int64[::1], {values}[::1], int64[::1])"
+        )
+        ptx, _ = cuda.compile_ptx(reduces, reduce_signature, cc=target)
+        assert ".entry" in ptx

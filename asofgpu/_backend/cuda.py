@@ -185,8 +185,16 @@ WindowKernels = collections.namedtuple("WindowKernels", "bounds reduces")
 
 @functools.cache
 def window_kernels(is_float: bool, simulated: bool) -> WindowKernels:
-    """The window join's kernels (kernels/window.py), one thread a left row; ``is_float``:
-    the comparisons of the keys (bounds)."""
+    """The window join's kernels (kernels/window.py), one thread a left row, compiled for
+    launches; ``is_float``: the comparisons of the keys (bounds)."""
+    from numba import cuda
+
+    return WindowKernels(*(cuda.jit(k) for k in window_kernel_sources(is_float, simulated)))
+
+
+def window_kernel_sources(is_float: bool, simulated: bool = False) -> WindowKernels:
+    """The window kernels before ``cuda.jit``, bound to their device functions
+    (``tests/test_ptx.py`` compiles them with the real CUDA compiler)."""
     import numba
     from numba import cuda
 
@@ -198,10 +206,7 @@ def window_kernels(is_float: bool, simulated: bool) -> WindowKernels:
         "window_row": rows.window_row,
         "reduce_row": rows.reduce_row,
     }
-    return WindowKernels(
-        cuda.jit(bind(_window_kernel, **names)),
-        cuda.jit(bind(_reduce_kernel, **names)),
-    )
+    return WindowKernels(bind(_window_kernel, **names), bind(_reduce_kernel, **names))
 
 
 @functools.cache
