@@ -49,7 +49,6 @@ from ._types import (
     GatherMap,
     RowTolerance,
     StrategyName,
-    Tolerance,
 )
 
 _INT32_ROWS = 2**31
@@ -539,8 +538,8 @@ class AsofJoin:
         left_on: Column,
         left_by: ByColumns | None = None,
         *,
-        before: Tolerance,
-        after: Tolerance = 0,
+        before: RowTolerance | str,
+        after: RowTolerance | str = 0,
         prevailing: bool = False,
     ) -> Windows:
         """Each left row's window (the window join, kdb+'s ``wj``): the right rows of its
@@ -548,8 +547,9 @@ class AsofJoin:
         inclusive, as a range of positions in the prepared order (see ``asofgpu.window``):
         by key, then in input order (by ``tie_break`` where the join was prepared with one).
 
-        ``before`` and ``after`` are non-negative, of the kinds ``tolerance`` takes (numbers
-        in ``right_on``'s unit, timedeltas). ``prevailing=True`` (kdb+'s ``wj`` rather than
+        ``before`` and ``after`` are non-negative, of the kinds ``tolerance`` takes: numbers
+        in ``right_on``'s unit, timedeltas, duration strings (``"5s"``; calendar ones such as
+        ``"1mo"`` measured from each left key), or a column of one per left row. ``prevailing=True`` (kdb+'s ``wj`` rather than
         ``wj1``) also takes the last right row below ``x - before`` when the group has one.
         Left rows with a null key, a null group (unless prepared with
         ``null_equality="equal"``) or a group the right side lacks get empty windows; right

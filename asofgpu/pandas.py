@@ -39,7 +39,7 @@ from ._pandas_semantics import (
     reindex_positions,
     rows_of,
 )
-from ._types import DeviceName, PandasDirection, Tolerance
+from ._types import DeviceName, PandasDirection, RowTolerance, Tolerance
 from ._columns import to_arrow
 from .join import AsofJoin
 from .splice import splice_maps
@@ -250,8 +250,8 @@ def window_join(
     by: str | Sequence[str] | None = None,
     by_left: str | Sequence[str] | None = None,
     by_right: str | Sequence[str] | None = None,
-    before: Tolerance,
-    after: Tolerance = 0,
+    before: RowTolerance | str,
+    after: RowTolerance | str = 0,
     aggs: dict[str, str | Sequence[str]],
     prevailing: bool = False,
     device: DeviceName = "auto",
@@ -261,7 +261,8 @@ def window_join(
     ``[x - before, x + after]`` of its key x. pandas has no such join.
 
     The parameters are ``asofgpu.window_join``'s; ``before`` and ``after`` are numbers in the
-    right key's unit or ``pandas.Timedelta``s. The result keeps ``left``'s index and columns
+    right key's unit, ``pandas.Timedelta``s, duration strings (``"5s"``, ``"1mo"``) or a
+    Series of one per left row. The result keeps ``left``'s index and columns
     and adds ``<column>_<agg>`` per aggregation: count numpy int64; sum and mean as numbers
     (NaN where a window holds no value; Arrow and nullable dtypes in, the same family out); min,
     max, first and last taken as ``reindex`` takes rows (int and bool become float64 and
@@ -319,8 +320,8 @@ def range_join(
     by: str | Sequence[str] | None = None,
     by_left: str | Sequence[str] | None = None,
     by_right: str | Sequence[str] | None = None,
-    before: Tolerance,
-    after: Tolerance = 0,
+    before: RowTolerance | str,
+    after: RowTolerance | str = 0,
     prevailing: bool = False,
     suffix: str = "_right",
     device: DeviceName = "auto",

@@ -283,8 +283,8 @@ def window_join(
     by: str | Sequence[str] | None = None,
     by_left: str | Sequence[str] | None = None,
     by_right: str | Sequence[str] | None = None,
-    before: Tolerance,
-    after: Tolerance = 0,
+    before: RowTolerance | str,
+    after: RowTolerance | str = 0,
     aggs: dict[str, str | Sequence[str]],
     prevailing: bool = False,
     device: DeviceName = "auto",
@@ -296,8 +296,9 @@ def window_join(
     ``mean``, ``min``, ``max``, ``first``, ``last`` (in key order, then input order), all
     ignoring nulls; a window without a value gives null (count: 0). The result is the left
     table plus a column ``<column>_<agg>`` per aggregation, in left order. ``before`` and
-    ``after`` are non-negative numbers in ``right_on``'s unit or timedeltas, both ends
-    inclusive; ``prevailing=True`` also puts in each window the last right row below it (the
+    ``after`` are non-negative numbers in ``right_on``'s unit, timedeltas, duration strings
+    (calendar ones such as ``"1mo"`` measured from each left key) or a column of one per left
+    row, both ends inclusive; ``prevailing=True`` also puts in each window the last right row below it (the
     state on entering it), as kdb+'s ``wj`` does (``wj1`` does not). Null keys and null
     ``by`` values get empty windows.
 
@@ -337,8 +338,8 @@ def range_join(
     by: str | Sequence[str] | None = None,
     by_left: str | Sequence[str] | None = None,
     by_right: str | Sequence[str] | None = None,
-    before: Tolerance,
-    after: Tolerance = 0,
+    before: RowTolerance | str,
+    after: RowTolerance | str = 0,
     prevailing: bool = False,
     suffix: str = "_right",
     device: DeviceName = "auto",
