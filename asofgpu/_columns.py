@@ -484,7 +484,9 @@ def row_tolerances(
         ticks = values.astype(np.float64) * numerator / denominator
     elif values.dtype.kind == "f":  # whole ticks, rounded down, clamped to the largest
         exact = np.floor(values.astype(np.float64) * numerator / denominator)
-        ticks = np.where(exact >= 2.0**64, largest, exact).astype(np.uint64)
+        beyond = exact >= 2.0**64  # inf too: past every distance
+        ticks = np.where(beyond, 0.0, exact).astype(np.uint64)
+        ticks[beyond] = largest
     else:  # whole ticks, rounded down, without overflow
         ticks = values.astype(np.int64, copy=False).view(np.uint64)
         if numerator != 1:

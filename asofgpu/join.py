@@ -525,6 +525,7 @@ class AsofJoin:
     def _keys_by_row(self, tick: int):
         """The right keys at ``tick`` in the caller's row order (rows without a key or a group
         hold 0: no map entry names them), built once per tick for per-row tolerances."""
+        self._sort_deferred()  # a one-shot join's scan leaves the right side unsorted
         tick = tick or self._key_type.tick_ns
         if tick not in self._by_row:
             sorted_keys = self._keys_at(tick) if tick else self._keys[tick]
@@ -589,7 +590,7 @@ class AsofJoin:
             starts,
             ends,
         )
-        return Windows(be, starts, ends, self._rows_last, self.no_match, (groups, self.n_groups))
+        return Windows(be, starts, ends, self._rows_last, self.no_match, self.n_right)
 
     def _reach(self, value, param: str, left_on, tick: int, n: int):
         """A window's ``before`` or ``after`` as the kernel takes it: (one reach, or 0 and an

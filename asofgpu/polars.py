@@ -73,7 +73,7 @@ import pyarrow as pa
 from polars.exceptions import ComputeError, InvalidOperationError
 
 from . import _validate
-from ._columns import key_type_of_arrow, tolerance_in_ticks
+from ._columns import is_row_tolerances, key_type_of_arrow, tolerance_in_ticks
 from ._calendar import fixed as fixed_duration
 from ._calendar import is_calendar
 from ._duration import UNIT_NS
@@ -878,8 +878,8 @@ def _check_reach(before, after, right_key_dtype) -> None:
             msg = f"{param} is required: how far from each left key the window reaches"
             raise TypeError(msg)
         value = _reach(value, param)
-        if is_calendar(value, zoned=key_type.tz is not None):
-            continue
+        if is_row_tolerances(value) or is_calendar(value, zoned=key_type.tz is not None):
+            continue  # a column or a calendar duration: checked when the keys are read
         if isinstance(value, str):
             value = fixed_duration(value, param)
         tolerance_in_ticks(value, key_type, key_type.tick_ns, param)

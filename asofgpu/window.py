@@ -50,14 +50,13 @@ class Windows:
     GPU); ``valid`` (bool, optional) says which of them are not null.
     """
 
-    def __init__(self, backend: Backend, starts, ends, rows, no_match: int, groups=None) -> None:
+    def __init__(self, backend: Backend, starts, ends, rows, no_match: int, n_right: int) -> None:
         self.backend = backend
         self.starts = starts
         self.ends = ends
         self.rows = rows
         self.no_match = no_match
-        self._groups = groups  # the left rows' (group codes, count of groups), if known
-        self._fewest = None  # the fewest values a payload holds (_right_rows), once known
+        self.n_right = n_right  # payloads hold one value per right row
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -139,9 +138,7 @@ class Windows:
         positions = {how: self.backend.empty(n if how in wanted else 0, np.int64) for how in PICKS}
         sums = xp.zeros(n, dtype=numbers.dtype)
         out = Reduced(*positions.values(), sums, self.backend.empty(n, np.int64))
-        self.backend.window_reduce(
-            self.starts, self.ends, rows, numbers, keys, valid, out, self._groups
-        )
+        self.backend.window_reduce(self.starts, self.ends, rows, numbers, keys, valid, out)
         for how in wanted:
             if how in PICKS:
                 found[how] = self._rows_at(positions[how])
@@ -186,10 +183,11 @@ class Windows:
         values = self.backend.asarray(values)
         if dtype is not None:
             values = values.astype(dtype, copy=False)
-        if self._fewest is None:
-            self._fewest = _right_rows(self.rows, self.starts, self.ends)
-        if values.ndim != 1 or len(values) < self._fewest:
-            msg = f"{param} must be one value per right row, got shape {values.shape}"
+        if values.shape != (self.n_right,):
+            msg = (
+                f"{param} must be one value per right row ({self.n_right}), got shape "
+                f"{values.shape}"
+            )
             raise ValueError(msg)
         return values
 
@@ -221,11 +219,6 @@ def _in_order(values, rows, xp):
     everywhere = np.ones(len(rows), dtype=np.bool_)
     (buffer,) = take_fixed([np.ascontiguousarray(values)], rows, everywhere)
     return np.frombuffer(buffer, values.dtype, len(rows))
-
-
-def _right_rows(rows, starts, ends) -> int:
-    """The fewest values a payload may hold: one past the largest right row in any window."""
-    return int(rows.max()) + 1 if len(rows) and len(starts) and bool((ends > starts).any()) else 0
 
 
 #: The reductions that read values, and those that sum them.

@@ -164,8 +164,8 @@ def sparse(start, end, rows, values, keys, valid, total):
 
 
 def slide_piece(lo, hi, order, starts, ends, values, keys, out):
-    """``reduce_row`` of the windows of left rows ``order[lo:hi]``, whose windows mostly move
-    forward (the left rows of each group in key order: both ends of their windows ascend),
+    """``reduce_row`` of the windows of left rows ``order[lo:hi]``, in the order of their
+    starts (so each group's windows come in key order, and their ends mostly ascend too),
     over values and keys in the prepared order without nulls: each position enters and
     leaves the windows' state once, where ``dense`` reads every window whole.
 
@@ -174,7 +174,8 @@ def slide_piece(lo, hi, order, starts, ends, values, keys, out):
     backward pass when the front runs out), and the back, ``[split, reached)``, with one
     running aggregate. A window ``[s, e)`` with ``front <= s`` is the front's suffix at s
     combined with the back, the back first extended to e; sums add the window's values only,
-    so their error stays within the window's. A window that moves backward is read whole.
+    so their error stays within the window's. A window that moves backward (an end before
+    the last one) is read whole. The state is the piece's own: pieces may cut a group.
     """
     if lo >= hi:
         return
@@ -308,7 +309,8 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range, piece_jit):
     """The row functions compiled with ``jit``, their loops over a piece of the left rows
     with ``piece_jit``, and the loops over the pieces with ``parallel_jit`` over
     ``parallel_range`` (``numba.prange``, or ``range``). ``is_float`` chooses the key
-    comparisons and distances of the windows (the reductions compare int64 ``keys``).
+    comparisons and distances of the windows (the reductions compare their ``keys`` with a
+    plain ``<``, whatever their type).
 
     On the cpu the row functions are inlined into the pieces' loops, and a thread calls a
     piece at a time: a call per row, passing a dozen arrays, counted references to each

@@ -744,7 +744,7 @@ def test_range_join_maps_that_would_not_fit_a_column_are_refused(monkeypatch):
 
     def windows(ends):
         ends = np.asarray(ends, np.int64)
-        return Windows(cpu, np.zeros(len(ends), np.int64), ends, rows, ag.NO_MATCH)
+        return Windows(cpu, np.zeros(len(ends), np.int64), ends, rows, ag.NO_MATCH, 1)
 
     with pytest.raises(
         ValueError,

@@ -386,3 +386,46 @@ def test_splice_takes_a_calendar_tolerance_both_ways(device):
     assert sorted(driven_by_left) == list(range(len(_LEFT)))
     assert sorted(driven_by_right) == list(range(len(_RIGHT)))
     assert NO_MATCH in forward and NO_MATCH in reverse  # the tolerance dropped some
+
+
+# --------------------------------------------------------------------------- review regressions
+
+
+def test_a_nearest_calendar_join_of_a_one_shot_call(device):
+    """asof_join defers the right side's sort (its scan needs none); the nearest calendar
+    join then read the right keys in row order before they existed."""
+    right = _times(_RIGHT, "us", "Europe/Amsterdam")
+    left = _times(_LEFT, "us", "Europe/Amsterdam")
+    prepared = ag.AsofJoin(right, device=device).join(left, strategy="nearest", tolerance="1mo")
+    one_shot = ag.asof_join(left, right, strategy="nearest", tolerance="1mo", device=device)
+    assert to_host(one_shot).tolist() == to_host(prepared).tolist()
+
+
+def test_an_infinite_tolerance_in_a_column_has_no_limit(device):
+    """A float column on integer keys: inf (and anything past 2**64) is the largest
+    distance, as the scalar inf is; it was cast to 0."""
+    prepared = ag.AsofJoin(np.array([1, 5, 10]), device=device)
+    got = prepared.join(np.array([7, 12]), tolerance=np.array([np.inf, 1e30]))
+    assert (
+        to_host(got).tolist()
+        == to_host(prepared.join(np.array([7, 12]), tolerance=np.inf)).tolist()
+    )
+    windows = prepared.windows(np.array([7]), before=np.array([np.inf]))
+    assert to_host(windows.lengths()).tolist() == [2]
+
+
+def test_a_column_of_tolerances_against_no_right_rows(device):
+    prepared = ag.AsofJoin(np.array([], np.int64), device=device)
+    got = prepared.join(np.array([1, 2]), tolerance=np.array([1, 1]))
+    assert to_host(got).tolist() == [NO_MATCH, NO_MATCH]
+
+
+def test_polars_takes_a_reach_per_row():
+    left = pl.DataFrame({"t": [5, 9], "reach": [1, 10]})
+    right = pl.DataFrame({"t": [1, 4, 8], "v": [1, 2, 3]})
+    from asofgpu import polars as agpl
+
+    got = agpl.window_join(
+        left, right, on="t", before=left["reach"], aggs={"v": "sum"}, device="cpu"
+    )
+    assert got["v_sum"].to_list() == [2, 6]

@@ -1081,7 +1081,7 @@ def test_windows_method_errors():
     with pytest.raises(TypeError, match=r"values must be numbers, booleans or temporal"):
         w.pick("min", np.array(["a", "b", "c"]))
     with pytest.raises(
-        ValueError, match=r"values must be one value per right row, got shape \(2,\)"
+        ValueError, match=r"values must be one value per right row \(3\), got shape \(2,\)"
     ):
         w.sum(np.array([1, 2]))
     with pytest.raises(ValueError, match=r"valid must be one value per right row"):

@@ -152,6 +152,8 @@ class Backend:
         xp = self.xp
         no_match = np.iinfo(out.dtype).min
         matched = out != no_match
+        if not len(right_keys_by_row):  # no right rows: nothing matched
+            return
         x, k = left_keys, right_keys_by_row[xp.where(matched, out, 0)]
         if is_float:
             same = (x == k) | (xp.isnan(x) & xp.isnan(k))
@@ -171,10 +173,9 @@ class Backend:
         ``right`` (kernels/window.py) under ``bounds`` (a ``window.Bounds``)."""
         interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts, ends)
 
-    def window_reduce(self, starts, ends, rows, values, keys, valid, out, groups=None) -> None:
+    def window_reduce(self, starts, ends, rows, values, keys, valid, out) -> None:
         """Every window's reductions in one pass (kernels/window.py's ``reduce_row``): sums
-        of ``values``, extremes of ``keys``, into ``out``, a ``window.Reduced``. ``groups``
-        (the left rows' group codes and their count) lets the cpu slide through them."""
+        of ``values``, extremes of ``keys``, into ``out``, a ``window.Reduced``."""
         interpreted_reduce(starts, ends, rows, values, keys, valid, out)
 
 

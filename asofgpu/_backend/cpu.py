@@ -33,6 +33,10 @@ from .jit import (
 from .order import in_key_order, radix_order, row_numbers, walk_order, walked_rows
 
 
+#: The left rows a piece of the window join's slide takes (``window_reduce``).
+SLIDE_PIECE_ROWS = 1 << 14
+
+
 class CpuBackend(Backend):
     name = "cpu"
     merge_scans = True
@@ -81,30 +85,27 @@ class CpuBackend(Backend):
                 left_keys, left_groups, right, bounds, starts, ends, walks.window_pieces(n)
             )
 
-    def window_reduce(self, starts, ends, rows, values, keys, valid, out, groups=None):
-        """The windows one by one, or, for values in the prepared order without nulls and
-        the left rows' ``groups`` (a pair: codes, their count), slid through group by group
-        (``kernels/window.py``'s ``slide_piece``): each position then enters and leaves once
-        instead of once a window it is in."""
+    def window_reduce(self, starts, ends, rows, values, keys, valid, out):
+        """The windows one by one, or, for values in the prepared order without nulls, slid
+        through in the order of their starts (``kernels/window.py``'s ``slide_piece``): the
+        left rows of each group then come in key order, their windows move forward, and each
+        position enters and leaves once instead of once a window it is in."""
         n = len(starts)
         if self.interprets(n):
             with walks.interpreting():
                 super().window_reduce(starts, ends, rows, values, keys, valid, out)
             return
         parallel = walks.parallel(n)
-        pieces = walks.window_pieces(n)
-        if rows.size or valid.size or groups is None:
+        if rows.size or valid.size:
             with launching(parallel):
                 cpu_window(False, parallel).reduces(
-                    starts, ends, rows, values, keys, valid, out, pieces
+                    starts, ends, rows, values, keys, valid, out, walks.window_pieces(n)
                 )
             return
-        codes, n_groups = groups
-        bucket = np.where(codes >= 0, codes, n_groups).astype(np.int32, copy=False)
-        order, _, offsets = self.group_sort(np.arange(n, dtype=np.int64), bucket, n_groups, starts)
-        # Pieces end where groups do: a group's windows share the sliding state.
-        targets = np.linspace(0, n, pieces + 1).astype(np.int64)
-        piece_starts = np.unique(offsets[np.searchsorted(offsets, targets)])
+        order = self.stable_argsort(starts)
+        # Pieces of a fixed size, whatever the threads: where a piece starts, its slide
+        # starts afresh, and the sums' rounding with it.
+        piece_starts = np.append(np.arange(0, n, SLIDE_PIECE_ROWS), n).astype(np.int64)
         with launching(parallel):
             cpu_window(False, parallel).slides(order, starts, ends, values, keys, out, piece_starts)
 
