@@ -36,7 +36,7 @@ from ._encode import Groups
 from ._calendar import fixed as fixed_duration
 from ._calendar import is_calendar, reaches
 from .kernels.window import Bounds
-from .window import Windows
+from .window import Windows, check_reaches_given
 from ._types import (
     NEAREST_TIE_CODE,
     NO_MATCH,
@@ -561,10 +561,7 @@ class AsofJoin:
         >>> w.rows[w.starts[0]:w.ends[0]].tolist()
         [0, 1, 2]
         """
-        for reach, param in ((before, "before"), (after, "after")):
-            if reach is None:
-                msg = f"{param} is required: how far from each left key the window reaches"
-                raise TypeError(msg)
+        check_reaches_given(before, after)
         prevailing = _validate.flag(prevailing, "prevailing")
         be, xp = self.backend, self.backend.xp
         left_key = ordered_key(left_on, "left_on", self._host)

@@ -44,7 +44,7 @@ from ._columns import to_arrow
 from .join import AsofJoin
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
-from .window import PICKS, aggregations, by_column, reduce_column
+from .window import PICKS, aggregations, by_column, name_clash, reduce_column
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -279,22 +279,22 @@ def window_join(
     import pandas as pd
 
     keys = _frame_keys(left, right, on, left_on, right_on, by, by_left, by_right)
-    wanted = aggregations(
-        aggs, list(right.columns), lambda c: to_arrow(right[c], f"aggs[{c!r}]").type
-    )
-    for agg in wanted:
-        if agg.name in left.columns:
-            msg = (
-                f"the aggregate column {agg.name!r} clashes with a left column of that name. "
-                f"Hint: rename the left column or the right column {agg.column!r}."
-            )
-            raise ValueError(msg)
+    arrow = {}  # each aggregated column read once, for its type and its values
+
+    def arrow_of(name):
+        if name not in arrow:
+            arrow[name] = to_arrow(right[name], f"aggs[{name!r}]")
+        return arrow[name]
+
+    wanted = aggregations(aggs, list(right.columns), lambda c: arrow_of(c).type)
+    clash = name_clash(wanted, left.columns)
+    if clash:
+        raise ValueError(clash)
     windows = _windows(left, right, keys, before, after, prevailing, device)
     out = left.copy(deep=False)
     found = {}
     for name, hows in by_column(wanted).items():
-        column = to_arrow(right[name], f"aggs[{name!r}]")
-        for how, result in reduce_column(windows, column, hows).items():
+        for how, result in reduce_column(windows, arrow_of(name), hows).items():
             if how in PICKS:
                 taken = rows_of(right[[name]], reindex_positions(result)).iloc[:, 0]
                 found[name, how] = taken.set_axis(left.index)

@@ -56,6 +56,7 @@ from ._types import NEAREST_TIE_CODE, NO_MATCH, Strategy
 from .join import AsofJoin as _PrimitiveJoin
 from .join import GroupCodes
 from .splice import splice_maps
+from .window import check_reaches_given
 
 __all__ = ["JOIN_NO_MATCH", "AsofJoin", "Strategy", "gather", "range_join", "splice_join"]
 
@@ -150,10 +151,7 @@ def _check_left(left_by, left_on, by_types, key_type) -> int:
 
 def _check_reach(before, after, prevailing, key_type, tick) -> bool:
     """The host checks of a window's reach (the primitive's, before any device work)."""
-    for reach, param in ((before, "before"), (after, "after")):
-        if reach is None:
-            msg = f"{param} is required: how far from each left key the window reaches"
-            raise TypeError(msg)
+    check_reaches_given(before, after)
     prevailing = _validate.flag(prevailing, "prevailing")
     tolerance_in_ticks(before, key_type, tick, "before")
     tolerance_in_ticks(after, key_type, tick, "after")

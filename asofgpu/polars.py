@@ -82,7 +82,14 @@ from .gather import gather
 from .join import AsofJoin, asof_join
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
-from .window import PICKS, aggregations, by_column, reduce_column
+from .window import (
+    PICKS,
+    aggregations,
+    by_column,
+    check_reaches_given,
+    name_clash,
+    reduce_column,
+)
 
 __all__ = ["AsofgpuNamespace", "join_asof", "range_join", "splice_join", "window_join"]
 
@@ -739,13 +746,9 @@ def window_join(
         _check_keys(left_schema, right_schema, keys)
         _check_reach(before, after, right_schema[keys[1]])
         wanted = _aggregations(aggs, right_schema)
-        for agg in wanted:
-            if agg.name in left_schema:
-                msg = (
-                    f"the aggregate column {agg.name!r} clashes with a left column of that "
-                    f"name. Hint: rename the left column or the right column {agg.column!r}."
-                )
-                raise pl.exceptions.DuplicateError(msg)
+        clash = name_clash(wanted, left_schema)
+        if clash:
+            raise pl.exceptions.DuplicateError(clash)
         return {agg.name: _aggregate_dtype(agg, right_schema[agg.column]) for agg in wanted}
 
     def run(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
@@ -873,10 +876,8 @@ def _check_reach(before, after, right_key_dtype) -> None:
     is checked when the keys are read."""
     arrow_type = pl.Series(dtype=right_key_dtype).to_arrow().type
     key_type = key_type_of_arrow(arrow_type, "right_on")
+    check_reaches_given(before, after)
     for value, param in ((before, "before"), (after, "after")):
-        if value is None:
-            msg = f"{param} is required: how far from each left key the window reaches"
-            raise TypeError(msg)
         value = _reach(value, param)
         if is_row_tolerances(value) or is_calendar(value, zoned=key_type.tz is not None):
             continue  # a column or a calendar duration: checked when the keys are read

@@ -26,7 +26,7 @@ from .gather import gather
 from ._types import DeviceName, RowTolerance, StrategyName, TableLike, Tolerance
 from .join import AsofJoin, asof_join
 from .splice import splice_maps
-from .window import aggregate, aggregations
+from .window import aggregate, aggregations, name_clash
 
 
 def _names(value, param: str) -> list[str]:
@@ -314,13 +314,9 @@ def window_join(
     keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
     wanted = aggregations(aggs, right_t.column_names, lambda c: right_t.schema.field(c).type)
     names = list(left_t.column_names)
-    for agg in wanted:
-        if agg.name in names:
-            msg = (
-                f"the aggregate column {agg.name!r} clashes with a left column of that name. "
-                f"Hint: rename the left column or the right column {agg.column!r}."
-            )
-            raise ValueError(msg)
+    clash = name_clash(wanted, names)
+    if clash:
+        raise ValueError(clash)
     windows = _windows(left_t, right_t, keys, before, after, prevailing, device)
     columns = aggregate(windows, right_t, wanted)
     return pa.Table.from_arrays(

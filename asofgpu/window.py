@@ -328,6 +328,26 @@ def aggregations(aggs, columns: list[str], type_of) -> list[Aggregation]:
     return out
 
 
+def name_clash(wanted: list[Aggregation], left_names) -> str | None:
+    """The message for the first aggregate column whose name a left column has, or None:
+    each front end raises it as its library would (ValueError, polars' DuplicateError)."""
+    for agg in wanted:
+        if agg.name in left_names:
+            return (
+                f"the aggregate column {agg.name!r} clashes with a left column of that name. "
+                f"Hint: rename the left column or the right column {agg.column!r}."
+            )
+    return None
+
+
+def check_reaches_given(before, after) -> None:
+    """A window needs both reaches: ``None`` for either is refused by name."""
+    for reach, param in ((before, "before"), (after, "after")):
+        if reach is None:
+            msg = f"{param} is required: how far from each left key the window reaches"
+            raise TypeError(msg)
+
+
 def _numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
 
