@@ -407,6 +407,24 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int, param: str = "to
     return _nonnegative_ticks(ticks, tolerance, param)
 
 
+@dataclass(frozen=True)
+class Reaches:
+    """A tolerance per left row and per direction: ``backward``, how far back each row's
+    match may lie, and ``forward``, how far ahead; each a column as ``row_tolerances`` takes
+    it. A calendar tolerance becomes one (each key's reach differs by direction: 2024-03-31
+    reaches back 31 days by "1mo" and ahead 30), and so does a pandas ``DateOffset``, which
+    ``asofgpu.pandas`` measures with pandas' own arithmetic. ``AsofJoin.join`` takes it as
+    ``tolerance``: a backward or forward join reads its direction's column, a nearest one
+    checks each side's candidate against its own.
+
+    >>> Reaches(np.array([31]), np.array([30])).forward.tolist()
+    [30]
+    """
+
+    backward: object
+    forward: object
+
+
 def is_row_tolerances(tolerance) -> bool:
     """Whether ``tolerance`` is a column of distances, one per left row (anything with a
     length or an Arrow or CUDA array interface, text aside), rather than one distance.

@@ -55,6 +55,7 @@ from pandas.api.types import (
 )
 from pandas.errors import MergeError
 
+from ._columns import Reaches, is_row_tolerances
 from ._types import NO_MATCH_INT64, is_no_match
 from .gather import gather
 from .join import AsofJoin
@@ -358,6 +359,9 @@ class AsofMerge:
             return
         lt = self._on_values("left")
         msg = f"incompatible tolerance {tol}, must be compat with type {lt.dtype!r}"
+        if isinstance(tol, pd.offsets.BaseOffset) or is_row_tolerances(tol):
+            self._tolerance_extension(lt)  # checked further when probed: they need the rows
+            return
         if _is_temporal(lt):
             if not isinstance(tol, datetime.timedelta):
                 raise MergeError(msg)
@@ -375,6 +379,68 @@ class AsofMerge:
                 raise MergeError(NEGATIVE_TOLERANCE)
         else:
             raise MergeError("key must be integer, timestamp or float")
+
+    def _tolerance_extension(self, lt) -> None:
+        """asofgpu's tolerances beyond pandas': a ``DateOffset`` on a datetime key, or a
+        column with one tolerance per left row (durations on a temporal key, numbers on a
+        numeric one)."""
+        tol = self.tolerance
+        if isinstance(tol, pd.offsets.BaseOffset):
+            if lt.dtype.kind != "M":
+                msg = (
+                    f"tolerance {tol!r}: a DateOffset needs a datetime key, got {lt.dtype!r}. "
+                    f"Hint: pass a number or a Timedelta."
+                )
+                raise MergeError(msg)
+            return
+        column = _tolerance_column(tol)
+        if len(column) != len(self.left):
+            msg = (
+                f"tolerance has {len(column)} rows but left has {len(self.left)}: a column "
+                f"of tolerances has one per left row"
+            )
+            raise MergeError(msg)
+        if _is_temporal(lt):
+            expected = "durations (timedelta64)", column.dtype.kind == "m"
+        elif is_integer_dtype(lt.dtype) or is_float_dtype(lt.dtype):
+            expected = "numbers", is_integer_dtype(column.dtype) or is_float_dtype(column.dtype)
+        else:
+            raise MergeError("key must be integer, timestamp or float")
+        if not expected[1]:
+            msg = (
+                f"tolerance: a column of tolerances on a {lt.dtype} key holds "
+                f"{expected[0]}, got {column.dtype}"
+            )
+            raise MergeError(msg)
+        negative = (column < pd.Timedelta(0) if column.dtype.kind == "m" else column < 0).fillna(
+            False
+        )
+        if negative.any():
+            at = int(np.argmax(negative.to_numpy(dtype=bool)))
+            raise MergeError(f"{NEGATIVE_TOLERANCE}, got {column.iloc[at]} at left row {at}")
+
+    def probe_tolerance(self, key_dtype: np.dtype):
+        """The tolerance as ``AsofJoin.join`` takes it, on the kernel's keys of ``key_dtype``
+        (whole ticks of the left key's unit on a temporal key): pandas' scalar through
+        ``kernel_tolerance``; a column of them as an Arrow array (null: no limit); a
+        ``DateOffset`` as each left row's reach both ways (``Reaches``), measured by pandas'
+        own arithmetic: back to ``x - offset``, ahead to ``x + offset``."""
+        tol, left_values = self.tolerance, self._on_values("left")
+        if isinstance(tol, pd.offsets.BaseOffset):
+            return _offset_reaches(tol, left_values)
+        if is_row_tolerances(tol):
+            column = _tolerance_column(tol)
+            if column.dtype.kind == "m":  # whole ticks of the key's unit, rounded down
+                per_tick = pd.Timedelta(1, unit=_unit(left_values)).value
+                ns = column.astype("timedelta64[ns]")
+                ticks = ns.to_numpy("int64", na_value=0) // per_tick
+                return pa.array(ticks, mask=ns.isna().to_numpy())
+            return pa.array(
+                column.astype("float64" if key_dtype.kind == "f" else column.dtype),
+                from_pandas=True,
+            )
+        tolerance = self.temporal_tolerance()
+        return None if tolerance is None else kernel_tolerance(tolerance, key_dtype)
 
     # ------------------------------------------------------------------ the keys
 
@@ -406,7 +472,6 @@ class AsofMerge:
 
     def right_indexer(self, direction: str, exact: bool, device) -> np.ndarray:
         """pandas' right indexer (-1: no match), computed by asofgpu."""
-        tolerance = self.temporal_tolerance()
         lkey, rkey = self.kernel_keys()
         left_by = right_by = None
         if self.left_by is not None:
@@ -414,8 +479,7 @@ class AsofMerge:
             lks[0]  # noqa: B018 - as pandas: IndexError when by names no column
             pairs = [_by_columns(lk, rk) for lk, rk in zip(lks, rks)]
             left_by, right_by = [p[0] for p in pairs], [p[1] for p in pairs]
-        if tolerance is not None:
-            tolerance = kernel_tolerance(tolerance, lkey.dtype)
+        tolerance = self.probe_tolerance(lkey.dtype)
         prepared = self.prepare(_kernel_key(rkey), right_by, device)
 
         def probe(strategy, tol):
@@ -569,6 +633,44 @@ def kernel_tolerance(tolerance, dtype: np.dtype):
     return tolerance
 
 
+def _tolerance_column(tolerance) -> pd.Series:
+    """A column of tolerances as a Series read by position (its index is not aligned)."""
+    if isinstance(tolerance, pd.Series):
+        return tolerance.reset_index(drop=True)
+    if isinstance(tolerance, (pa.Array, pa.ChunkedArray)):
+        return pd.Series(tolerance.to_pandas(types_mapper=pd.ArrowDtype))
+    return pd.Series(tolerance)
+
+
+def _offset_reaches(offset, left_values) -> Reaches:
+    """Each left key's reach back to ``x - offset`` and ahead to ``x + offset``, in whole
+    ticks of the key's unit (pandas' own calendar arithmetic: month ends saturate, days are
+    counted on the wall clock of the key's time zone)."""
+    keys = pd.DatetimeIndex(left_values)
+    per_tick = pd.Timedelta(1, unit=_unit(left_values)).value
+    try:
+        back, ahead = keys - (keys - offset), (keys + offset) - keys
+    except (OverflowError, ValueError) as exc:  # out of bounds, or a clock change's gap
+        msg = f"tolerance {offset!r} cannot be applied to every left key: {exc}"
+        raise MergeError(msg) from None
+    reaches = [_whole_ticks(r, per_tick) for r in (back, ahead)]
+    for r in reaches:
+        if len(r) and r.min() < 0:
+            raise MergeError(f"{NEGATIVE_TOLERANCE}, got {offset!r}")
+    return Reaches(*reaches)
+
+
+def _whole_ticks(deltas: pd.TimedeltaIndex, per_tick: int) -> np.ndarray:
+    """Durations in whole ticks of ``per_tick`` nanoseconds, rounded down (a distance within
+    a tolerance is within its whole ticks), without passing through nanoseconds, which
+    overflow past 292 years."""
+    per_unit = pd.Timedelta(1, unit=deltas.unit).value
+    values = np.asarray(deltas.asi8)
+    if per_tick >= per_unit:
+        return values // (per_tick // per_unit)
+    return values * (per_unit // per_tick)
+
+
 def float_arithmetic_matters(lkey, direction: str, tolerance, xp=np) -> bool:
     """Where pandas' float arithmetic differs from asofgpu's: float32 distances, and
     ``inf - inf`` (NaN) deciding a nearest pick. ``lkey``: the left float keys, a numpy
@@ -595,7 +697,10 @@ def pandas_float_pick(
     [-1, 2]
     """
     with np.errstate(over="ignore"):
-        tol = None if tolerance is None else lkey.dtype.type(tolerance)
+        if isinstance(tolerance, pa.Array):  # one per row, NaN (never exceeded) for null
+            tol = xp.asarray(tolerance.to_numpy(zero_copy_only=False), dtype=lkey.dtype)
+        else:
+            tol = None if tolerance is None else lkey.dtype.type(tolerance)
     none = xp.full(len(lkey), no_match, dtype=dtype)
     if not len(rkey):
         return none

@@ -119,6 +119,7 @@ def merge_asof(
 
     direction, exact = check_join_options(direction, allow_exact_matches)
     left, right = _operand(left), _operand(right)
+    _check_fixed_tolerance(tolerance)
     for param, value in (
         ("on", on),
         ("left_on", left_on),
@@ -252,6 +253,22 @@ def _operand(obj):
 
     cudf = _cudf()
     return validate_operand(obj, cudf.DataFrame, cudf.Series)
+
+
+def _check_fixed_tolerance(tolerance) -> None:
+    """asofgpu.pandas also takes a DateOffset and a column of tolerances; on the device the
+    join takes one fixed tolerance (the device probe has no per-row bounds yet)."""
+    import pandas as pd
+
+    from ._columns import is_row_tolerances
+
+    if isinstance(tolerance, pd.offsets.BaseOffset) or is_row_tolerances(tolerance):
+        msg = (
+            f"tolerance: asofgpu.cudf.merge_asof takes one fixed tolerance (a number or a "
+            f"Timedelta), got a {type(tolerance).__name__}; asofgpu.pandas.merge_asof takes "
+            f"a DateOffset or a column of tolerances (on frames moved with to_pandas())"
+        )
+        raise TypeError(msg)
 
 
 def _check_labels(value, param: str) -> None:

@@ -39,6 +39,7 @@ from pandas.api.types import is_hashable
 
 from . import _pandas_semantics as _semantics
 from . import _validate
+from ._columns import is_row_tolerances
 from ._types import DeviceName, PandasDirection, Tolerance
 
 __all__ = ["METHODS", "merge_asof"]
@@ -94,7 +95,9 @@ def merge_asof(
     on, left_on, right_on, left_index, right_index, by, left_by, right_by, suffixes, \
 tolerance, allow_exact_matches, direction
         As in ``pandas.merge_asof``. Keys must be column labels, not arrays, or the index
-        of both sides (``left_index`` and ``right_index`` together).
+        of both sides (``left_index`` and ``right_index`` together). ``tolerance`` may
+        also be a ``pandas.DateOffset`` on pandas partitions, as ``asofgpu.pandas`` takes
+        it (not a column of tolerances: its rows cannot follow the partitions).
     method : {"auto", "time", "hash", "broadcast"}
         How the right rows reach the left partitions (below). "auto" takes "broadcast" for a
         one-partition right side, "time" when both sides are in ``on`` order across their
@@ -132,7 +135,8 @@ tolerance, allow_exact_matches, direction
       for backward and nearest; the first after it, for forward and nearest) comes from a
       per-group max/min folded over the partitions in key order, so a group whose last
       quote lies many partitions back is still found; a ``tolerance`` drops carry rows that
-      no later left row can reach. Without known divisions, the key columns alone are read
+      no later left row can reach (a ``DateOffset``'s reach from the interval's first key,
+      less a day: calendar arithmetic keeps key order except on a zone's repeated hour). Without known divisions, the key columns alone are read
       once beforehand for each partition's first and last key.
     - **broadcast**: the left side does not move. The right side is gathered into one
       partition, sorted once by ``on`` and copied once to every worker (W times its size);
@@ -190,6 +194,7 @@ tolerance, allow_exact_matches, direction
         raise ValueError(msg)
     device = _validate.device(device)
     left, right = _as_frame(left, "left"), _as_frame(right, "right")
+    _check_tolerance_form(tolerance, left)
     _require_labels(
         on=on, left_on=left_on, right_on=right_on, by=by, left_by=left_by, right_by=right_by
     )
@@ -344,12 +349,33 @@ def _column(label, meta: pd.DataFrame, param: str):
     raise ValueError(msg)
 
 
+def _check_tolerance_form(tolerance, left) -> None:
+    """What asofgpu.pandas takes beyond pandas' tolerances, as far as partitions allow: a
+    ``DateOffset`` on pandas partitions (each partition's keys measure their own reaches); a
+    column of tolerances, one per left row, cannot follow the partitions."""
+    if is_row_tolerances(tolerance):
+        msg = (
+            "tolerance: a column of tolerances cannot follow asofgpu.dask's partitions; pass "
+            "a number, a Timedelta or a DateOffset (or join each partition with "
+            "asofgpu.pandas.merge_asof)"
+        )
+        raise ValueError(msg)
+    if isinstance(tolerance, pd.offsets.BaseOffset) and _is_cudf(left._meta):
+        msg = (
+            f"tolerance {tolerance!r}: a DateOffset is taken on pandas partitions only; "
+            f"cuDF partitions take a number or a Timedelta"
+        )
+        raise TypeError(msg)
+
+
 def _key_tolerance(tolerance, lmeta, left_key):
     """The validated tolerance in the key's own type, for pruning carries and for the cuDF
     path; None when there is none (or it is NaN, which pandas never applies)."""
     if tolerance is None:
         return None
     dtype = lmeta.index.dtype if left_key is None else lmeta[left_key].dtype
+    if isinstance(tolerance, pd.offsets.BaseOffset):
+        return tolerance
     if dtype.kind in "mM":
         return pd.Timedelta(tolerance)
     if dtype.kind == "f" and tolerance != tolerance:
@@ -554,11 +580,22 @@ def _bound(cuts: list, k: int) -> tuple:
     return (cuts[k] if 0 <= k < len(cuts) else None,)
 
 
+_SLACK = pd.Timedelta(days=1)
+
+
 def _shift(bound, tolerance, sign: int):
     """bound -/+ tolerance: how far back (ahead) a carry row can still be reached; None when
     there is no tolerance or the bound would leave the key's range (nothing is pruned)."""
     if tolerance is None:
         return None
+    if isinstance(tolerance, pd.offsets.BaseOffset):
+        # Calendar arithmetic keeps key order except on a time zone's repeated hour, where
+        # a later key can reach back up to that hour less far: a day of slack covers it.
+        try:
+            stamp = pd.Timestamp(bound)
+            return stamp - tolerance - _SLACK if sign < 0 else stamp + tolerance + _SLACK
+        except (OverflowError, ValueError, TypeError):
+            return None
     if isinstance(bound, (np.integer, int)) and not isinstance(bound, (bool, np.bool_)):
         info = np.iinfo(bound.dtype if isinstance(bound, np.integer) else np.int64)
         shifted = int(bound) + sign * int(tolerance)

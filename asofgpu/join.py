@@ -22,6 +22,7 @@ from . import _validate
 from ._backend import Right, get_backend, options
 from ._columns import (
     Key,
+    Reaches,
     common_tick,
     is_device,
     is_row_tolerances,
@@ -422,7 +423,9 @@ class AsofJoin:
         (``right_on``'s unit, whatever the left's), or a ``timedelta`` / ``numpy.timedelta64``;
         or a column of them, one per left row (numbers, or durations for temporal keys; a null
         entry: no limit), which the kernel joins without and whose rows past their own
-        tolerance are then dropped.
+        tolerance are then dropped; or ``Reaches``, a column for each direction (a nearest
+        join checks each side's candidate against its own); or a calendar duration
+        (``"1mo"``, ``asofgpu._calendar``), which becomes one.
         ``nearest_tie`` is "forward" (polars: ties go to the larger key, whose last row wins)
         or "backward" (pandas: ties go to the smaller key; a forward pick takes its first row).
         ``ambiguous="raise"`` raises AmbiguousMatchError when the chosen key has several rows.
@@ -438,7 +441,9 @@ class AsofJoin:
         n = len(left_key.values)
         tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
         if is_calendar(tolerance, zoned=self._key_type.tz is not None):
-            return self._join_calendar(
+            tolerance = self._calendar_reaches(left_on, tolerance, strategy)
+        if isinstance(tolerance, Reaches):
+            return self._join_reaches(
                 left_on, left_key, tick, left_by, tolerance, strategy, exact, nearest_tie, ambiguous
             )
         if isinstance(tolerance, str):  # a duration without calendar units: fixed
@@ -488,23 +493,30 @@ class AsofJoin:
             self._raise_if_ambiguous(out)
         return out
 
-    def _join_calendar(
-        self, left_on, left_key, tick, left_by, tolerance, strategy, exact, nearest_tie, ambiguous
-    ):
-        """The join under a calendar tolerance (``asofgpu._calendar``): each left row's own
-        reach backward and forward, from its key by calendar arithmetic. A backward or
-        forward join takes its direction's reach as a column of tolerances; a nearest one
-        checks each direction's candidate against its own reach, then picks as it would
-        among those left (a forward pick under polars' rule takes the last row of its key)."""
+    def _calendar_reaches(self, left_on, tolerance: str, strategy: str):
+        """A calendar tolerance (``asofgpu._calendar``) as each left row's own reach, from
+        its key by calendar arithmetic: the strategy's direction as a column of tolerances,
+        or both directions (``Reaches``) for a nearest join."""
         if isinstance(left_on, Key):
             msg = "a calendar tolerance needs left_on as a column, not a kernel-ready Key"
             raise TypeError(msg)
         keys = to_arrow(left_on, "left_on")
+        if strategy != "nearest":
+            return reaches(tolerance, keys, "left_on", (strategy,))[0]
+        return Reaches(*reaches(tolerance, keys, "left_on", ("backward", "forward")))
+
+    def _join_reaches(
+        self, left_on, left_key, tick, left_by, tolerance, strategy, exact, nearest_tie, ambiguous
+    ):
+        """The join under a tolerance per row and per direction (``Reaches``). A backward or
+        forward join takes its direction's column; a nearest one checks each direction's
+        candidate against its own reach, then picks as it would among those left (a forward
+        pick under polars' rule takes the last row of its key)."""
         options = dict(allow_exact_matches=exact, ambiguous=ambiguous)
         if strategy != "nearest":
-            (reach,) = reaches(tolerance, keys, "left_on", (strategy,))
+            reach = getattr(tolerance, strategy)
             return self.join(left_on, left_by, strategy=strategy, tolerance=reach, **options)
-        back, forward = reaches(tolerance, keys, "left_on", ("backward", "forward"))
+        back, forward = tolerance.backward, tolerance.forward
         options["ambiguous"] = "pick"
         xp, none = self.backend.xp, self.no_match
         b = self.join(left_on, left_by, strategy="backward", tolerance=back, **options)

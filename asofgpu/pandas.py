@@ -15,6 +15,12 @@ Differences from pandas (deliberate):
   ``tolerance`` that they exceed. asofgpu computes exact distances.
 - ``device`` ("auto", "cpu", "cuda", "python") says where the join runs; pandas has no such
   keyword.
+- ``tolerance`` also takes what pandas refuses: a ``DateOffset`` on a datetime key (each left
+  key x matches right keys from ``x - offset`` to ``x + offset``, by pandas' own calendar
+  arithmetic: ``pd.DateOffset(months=1)`` reaches back 29 days from March 29th, 2024, and a
+  calendar day back from noon across a clock change is 23 or 25 hours), and a column with
+  one tolerance per left row (a Series, read by position, an array or a list: durations on
+  a temporal key, numbers on a numeric one; a missing entry means no limit).
 - When pandas' sortedness check passes but the values it joins on are not in order
   (categorical ``on`` keys whose categories are not in value order), pandas' result depends on
   its scan; asofgpu joins on the values.
@@ -93,8 +99,11 @@ def merge_asof(
         ``by`` columns of each frame, when their names differ.
     suffixes : (str or None, str or None)
         Added to overlapping column names of the left and right frames.
-    tolerance : int, float, datetime.timedelta or pandas.Timedelta, optional
-        The largest distance a match may have (inclusive), in the key's type.
+    tolerance : int, float, datetime.timedelta, pandas.Timedelta, DateOffset or column, optional
+        The largest distance a match may have (inclusive), in the key's type. asofgpu
+        also takes a ``pandas.DateOffset`` on a datetime key (right keys from
+        ``x - offset`` to ``x + offset``, by pandas' calendar arithmetic) and a column of
+        tolerances, one per left row, read by position (missing: no limit).
     allow_exact_matches : bool
         False: equal keys do not match (strictly less / greater than).
     direction : {"backward", "forward", "nearest"}
@@ -136,6 +145,13 @@ def merge_asof(
     >>> merge_asof(trades, quotes, on="time", by="ticker", tolerance=pd.Timedelta("2ms"),
     ...            device="cpu")["bid"].tolist()
     [51.95, nan, 720.5, nan]
+
+    A tolerance per trade (pandas refuses a column; a missing entry means no limit):
+
+    >>> stale = pd.Series(pd.to_timedelta(["1ms", "10ms", None, "0ms"]))
+    >>> merge_asof(trades, quotes, on="time", by="ticker", tolerance=stale,
+    ...            device="cpu")["bid"].tolist()
+    [51.95, 51.97, 720.5, nan]
 
     Integer payloads become float64 only when some row is unmatched, as in pandas:
 

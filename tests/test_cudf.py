@@ -92,6 +92,22 @@ def test_keys_must_be_labels(param):
             merge_asof(cudf.DataFrame(), cudf.DataFrame(), **{param: value})
 
 
+@pytest.mark.parametrize(
+    "tolerance", [pd.DateOffset(months=1), pd.Series([pd.Timedelta("1s")]), np.array([1, 2])]
+)
+def test_a_calendar_or_column_tolerance_points_to_the_pandas_front_end(tolerance):
+    import cudf
+
+    from asofgpu.cudf import merge_asof
+
+    message = (
+        "tolerance: asofgpu.cudf.merge_asof takes one fixed tolerance .* asofgpu.pandas.merge_asof "
+        "takes a DateOffset or a column of tolerances"
+    )
+    with pytest.raises(TypeError, match=message):
+        merge_asof(cudf.DataFrame(), cudf.DataFrame(), on="t", tolerance=tolerance)
+
+
 def test_splice_operands_must_be_cudf_frames():
     import cudf
 

@@ -556,3 +556,55 @@ def test_the_old_name_of_method_still_works_with_a_deprecation_warning():
     with pytest.warns(DeprecationWarning, match=r"merge_asof's strategy= is now method="):
         got = merge_asof(left, right, on="t", strategy="broadcast", device="cpu").compute()
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
+
+
+# --------------------------------------------------------------------------- calendar tolerances
+
+
+@pytest.mark.parametrize("zone", [None, "Europe/Amsterdam"])
+def test_a_date_offset_tolerance_measures_each_partition_by_the_calendar(threads, zone):
+    """pandas refuses a DateOffset; asofgpu.pandas measures each key's reach by pandas'
+    calendar arithmetic, and the dask join, cut into partitions whose carries are pruned
+    by those reaches, must give the same rows. Days span month ends of a leap year and, with
+    a zone, the autumn clock change."""
+    from asofgpu.pandas import merge_asof as pandas_merge_asof
+
+    left, right = market(21, n_left=60, n_right=40, span=24 * 200)
+    for frame in (left, right):
+        stamps = pd.Timestamp("2024-01-20") + pd.to_timedelta(frame["t"], unit="h")
+        frame["t"] = stamps.dt.tz_localize(zone) if zone else stamps
+    offset = pd.DateOffset(months=1)
+    jobs = [
+        (even(left, 4), even(right, 3), dict(on="t", by="g", method=m, direction=d))
+        for m in ("time", "broadcast", "hash")
+        for d in DIRECTIONS
+    ]
+
+    def build():
+        return [
+            merge_asof(lf, rf, tolerance=offset, device="cpu", **kw).to_delayed()
+            for lf, rf, kw in jobs
+        ]
+
+    for (lf, rf, kw), parts in zip(jobs, compute(threads, build), strict=True):
+        kw = {k: v for k, v in kw.items() if k != "method"}
+        lp, rp = dask.compute(lf, rf, scheduler="synchronous")  # dask's dtypes
+        want = pandas_merge_asof(lp, rp, tolerance=offset, device="cpu", **kw)
+        assert_matches(pd.concat(parts).reset_index(drop=True), want)
+
+
+def test_a_date_offset_prunes_carries_a_day_beyond_its_reach():
+    from asofgpu.dask import _shift
+
+    month = pd.DateOffset(months=1)
+    assert _shift(pd.Timestamp("2024-03-31"), month, -1) == pd.Timestamp("2024-02-28")
+    assert _shift(pd.Timestamp("2024-01-31"), month, +1) == pd.Timestamp("2024-03-01")
+    assert (
+        _shift(pd.Timestamp("2262-04-01").as_unit("ns"), month, +1) is None
+    )  # past the range: no pruning
+
+
+def test_a_column_of_tolerances_is_refused_by_name():
+    left, right = market(22)
+    with pytest.raises(ValueError, match="tolerance: a column of tolerances cannot follow"):
+        merge_asof(even(left, 2), even(right, 2), on="t", tolerance=np.ones(len(left)))

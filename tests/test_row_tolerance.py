@@ -429,3 +429,50 @@ def test_polars_takes_a_reach_per_row():
         left, right, on="t", before=left["reach"], aggs={"v": "sum"}, device="cpu"
     )
     assert got["v_sum"].to_list() == [2, 6]
+
+
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+@pytest.mark.parametrize("nearest_tie", ["forward", "backward"])
+@pytest.mark.parametrize("seed", range(3))
+def test_reaches_bound_each_direction_by_its_own_column(device, small, strategy, nearest_tie, seed):
+    """``Reaches`` (what calendar tolerances and pandas' DateOffsets become): each row reaches
+    back by one column and ahead by another; nearest checks each side's candidate against
+    its own reach, then picks between those left by the usual rule."""
+    from asofgpu._columns import Reaches
+
+    rng = np.random.default_rng(seed)
+    n_left, n_right = int(rng.integers(1, small)), int(rng.integers(0, small))
+    left = [int(v) for v in rng.integers(-20, 20, n_left)]
+    right = [int(v) for v in rng.integers(-20, 20, n_right)]
+    back = [None if rng.random() < 0.2 else int(v) for v in rng.integers(0, 6, n_left)]
+    ahead = [None if rng.random() < 0.2 else int(v) for v in rng.integers(0, 6, n_left)]
+    groups_left = [(str(g),) for g in rng.choice(["a", "b"], n_left)]
+    groups_right = [(str(g),) for g in rng.choice(["a", "b"], n_right)]
+    options = dict(nearest_tie=nearest_tie)
+    by_back = _expected(left, right, groups_left, groups_right, back, strategy="backward")
+    by_ahead = _expected(left, right, groups_left, groups_right, ahead, strategy="forward")
+    free = oracle(left, right, groups_left, groups_right, strategy="nearest", **options)
+    if nearest_tie == "forward":  # polars' rule: a nearest forward pick is its key's last row
+        last = {(right[j], groups_right[j]): j for j in range(n_right)}
+        lone = [NO_MATCH if f == NO_MATCH else last[right[f], groups_right[f]] for f in by_ahead]
+    else:
+        lone = by_ahead
+    want = {
+        "backward": by_back,
+        "forward": by_ahead,
+        "nearest": [
+            f if b == NO_MATCH else b if f == NO_MATCH else n
+            for b, f, n in zip(by_back, lone, free, strict=True)
+        ],
+    }[strategy]
+    prepared = ag.AsofJoin(
+        pa.array(right, pa.int64()), pa.array([g for (g,) in groups_right]), device=device
+    )
+    got = prepared.join(
+        pa.array(left, pa.int64()),
+        pa.array([g for (g,) in groups_left], pa.string()),
+        strategy=strategy,
+        tolerance=Reaches(pa.array(back, pa.int64()), pa.array(ahead, pa.int64())),
+        **options,
+    )
+    assert to_host(got).tolist() == want
