@@ -44,6 +44,9 @@ Where it differs from polars:
   keys are brought to one 64-bit type when their values fit; otherwise backward and forward
   joins without a tolerance still work (by rank), and ``nearest`` or a tolerance raise
   ``InvalidOperationError``. Float32 distances are computed in float64.
+- ``tolerance`` also takes what polars refuses: calendar durations ("1mo", "1q", "1y") on
+  Date and Datetime keys, and a column of tolerances, one per left row (a Series, an
+  expression on the left frame, or a left column's name); see ``join_asof``.
 - LazyFrame: the inputs' schemas are resolved when ``join_asof`` is called (errors in the
   inputs' own plans come then, not at ``collect``). The join runs at ``collect``; the
   optimizer does not push predicates or projections through it. The plan polars appends to
@@ -164,11 +167,21 @@ def join_asof(
         Which right row a left row takes.
     suffix : str
         Appended to right column names that clash with left ones.
-    tolerance : int, float, str, datetime.timedelta, optional
+    tolerance : int, float, str, datetime.timedelta, polars.Series or polars.Expr, optional
         The largest distance (inclusive) between matched keys: a number in the key's physical
         unit (Date: days, Datetime: its time unit, Decimal: its smallest step), a polars
         duration string ("1s500ms", "1d" = 24 h, "1w") or a timedelta, for temporal keys.
-        Negative values count as their absolute value.
+        Negative values count as their absolute value. Beyond polars (which refuses these):
+
+        - a calendar duration on a Date or Datetime key ("1mo", "1q", "1y", "1mo15d",
+          "2mo12h"): each left key x reaches back to ``x.dt.offset_by("-" + tolerance)`` and
+          ahead to ``x.dt.offset_by(tolerance)`` (month ends saturate: 2024-03-31 reaches back
+          to 2024-02-29; with months, days are the key's time zone's); "nearest" checks each
+          direction's candidate against its own bound. Not negative.
+        - a column of tolerances, one per left row: a Series of the left's length, an
+          expression evaluated on the left frame (``pl.col("staleness")``), or the name of a
+          left column (a name that is also a duration string is refused: pass ``pl.col``).
+          Durations, or numbers in the key's physical unit; non-negative; null is no limit.
     allow_parallel, force_parallel : bool
         Accepted for compatibility; asofgpu collects both LazyFrame inputs together.
     coalesce : bool
@@ -216,6 +229,16 @@ def join_asof(
     [(datetime.datetime(2024, 1, 1, 9, 0, 3), datetime.datetime(2024, 1, 1, 9, 0, 1), 1.5)]
     >>> join_asof(left, right, on="t", tolerance="1s500ms", device="cpu").collect().rows()
     [(datetime.datetime(2024, 1, 1, 9, 0, 3), None)]
+
+    Calendar durations and a tolerance per left row, which polars refuses:
+
+    >>> from datetime import date
+    >>> sales = pl.DataFrame({"d": [date(2024, 3, 31), date(2024, 4, 30)], "days": [20, 61]})
+    >>> prices = pl.DataFrame({"d": [date(2024, 2, 29)], "px": [1.5]})
+    >>> join_asof(sales, prices, on="d", tolerance="1mo", device="cpu")["px"].to_list()
+    [1.5, None]
+    >>> join_asof(sales, prices, on="d", tolerance=pl.col("days"), device="cpu")["px"].to_list()
+    [None, 1.5]
     """
     options = dict(
         zip(
@@ -301,7 +324,7 @@ def _dry_run(left: pl.DataFrame, right, options: dict) -> pl.DataFrame:
     """polars' join_asof on zero-row slices, as the caller's: its errors, its warnings, its
     output schema."""
     other = right.head(0) if isinstance(right, pl.DataFrame) else right
-    polars_options = _polars_options(options, _EAGER_PARAMS)
+    polars_options = _polars_options(_as_polars_reads(options, left), _EAGER_PARAMS)
     return _as_caller(_origin(), left.head(0).join_asof, other, **polars_options)
 
 
@@ -315,7 +338,7 @@ def _lazy(left: pl.LazyFrame, right, options: dict, device: str) -> pl.LazyFrame
     when it does so for its own plan: output schema and errors at ``collect_schema`` and
     ``collect``, the coalescing warning whenever it resolves the plan, the ``by`` one at
     ``collect``."""
-    polars_options = _polars_options(options, _LAZY_PARAMS)
+    polars_options = _polars_options(_as_polars_reads(options, left), _LAZY_PARAMS)
     origin = _origin()
     if not isinstance(right, pl.LazyFrame):
         _as_caller(origin, left.join_asof, right, **polars_options)  # polars' TypeError
@@ -353,8 +376,14 @@ def _eager(
     left_col, right_col = _orderable(
         left_key, right_key, strategy == "nearest" or tolerance is not None
     )
-    tol = _tolerance(tolerance, left_key.dtype)
-    if tol != tol:  # a NaN tolerance on float keys: polars matches nothing
+    form = _extension(tolerance, left)
+    if form == "column":
+        tol = _tolerance_column(tolerance, left)
+    elif form == "calendar":
+        tol = _calendar(tolerance, left_key.dtype)
+    else:
+        tol = _tolerance(tolerance, left_key.dtype)
+    if form is None and tol != tol:  # a NaN tolerance on float keys: polars matches nothing
         gmap = np.full(left.height, NO_MATCH, dtype=np.int32)
     else:
         left_cols, right_cols = _by_columns(left, right, left_by, right_by)
@@ -496,6 +525,79 @@ def _duration_ns(tolerance) -> int:
             (tolerance.days * 86_400 + tolerance.seconds) * 10**9 + tolerance.microseconds * 1000
         )
     return sum(int(n) * _UNIT_NS[unit] for n, unit in re.findall(r"(\d+)([a-z]+)", tolerance))
+
+
+def _extension(tolerance, left: pl.DataFrame | pl.LazyFrame) -> str | None:
+    """Which of asofgpu's tolerances that polars refuses ``tolerance`` is: "column" (a Series,
+    an expression, or the name of a left column that is no duration string), "calendar" (a
+    duration with months, quarters or years), or None for one polars reads itself.
+
+    Only strings polars refuses become calendar ones: "1d" on a zoned key stays polars' 24
+    hours. A name that is also a duration is refused, as either reading could be meant."""
+    if isinstance(tolerance, (pl.Series, pl.Expr)):
+        return "column"
+    if not isinstance(tolerance, str):
+        return None
+    if tolerance in left.collect_schema().names():
+        if _reads_as_duration(tolerance):
+            msg = (
+                f"tolerance {tolerance!r} is both a column of the left frame and a duration "
+                f"string; pass pl.col({tolerance!r}) for the column, or rename the column to "
+                f"use the duration"
+            )
+            raise ValueError(msg)
+        return "column"
+    if is_calendar(tolerance, zoned=False) and _reads_as_duration(tolerance):
+        return "calendar"
+    return None
+
+
+def _reads_as_duration(text: str) -> bool:
+    """Whether polars reads ``text`` as a duration (its own parser, through ``offset_by``)."""
+    try:
+        pl.Series([0], dtype=pl.Datetime("ns")).dt.offset_by(text)
+    except pl.exceptions.PolarsError:
+        return False
+    return True
+
+
+def _as_polars_reads(options: dict, left) -> dict:
+    """The options for polars' dry run: a tolerance polars refuses (see ``_extension``) is
+    replaced by 0, which gives the same output schema and keeps polars' own check that the
+    key can take a tolerance at all (numeric or temporal)."""
+    if _extension(options["tolerance"], left) is None:
+        return options
+    return {**options, "tolerance": 0}
+
+
+def _tolerance_column(tolerance, left: pl.DataFrame) -> pa.Array:
+    """A column of tolerances, one per left row, for asofgpu's join (which checks the values:
+    numbers in the key's physical unit or durations, non-negative, null for no limit)."""
+    if isinstance(tolerance, str):
+        column = left.get_column(tolerance)
+    elif isinstance(tolerance, pl.Expr):
+        column = _key(left, tolerance)  # evaluated on the left frame, a scalar broadcast
+    else:
+        column = tolerance
+        if len(column) != left.height:
+            msg = (
+                f"tolerance is a Series of {len(column)} values but the left frame has "
+                f"{left.height} rows; a column of tolerances has one value per left row"
+            )
+            raise ValueError(msg)
+    return _arrow(column)
+
+
+def _calendar(tolerance: str, dtype) -> str:
+    """A calendar duration ("1mo") for asofgpu's join, which measures each left key's reach
+    with polars' ``offset_by``; only dates and datetimes have months."""
+    if dtype != pl.Date and not isinstance(dtype, pl.Datetime):
+        msg = (
+            f"tolerance {tolerance!r} has calendar units (months, quarters or years), which "
+            f"need a Date or Datetime key; the as-of key is {dtype}"
+        )
+        raise TypeError(msg)
+    return tolerance
 
 
 # polars 1.x reads a Decimal tolerance through a float (1.44: 2.9999999999999999 is 3);

@@ -699,15 +699,6 @@ ERRORS = [  # (left change, right change, options, exception, message)
     (
         _DT,
         _DT,
-        dict(on="t", tolerance="1mo"),
-        ComputeError,
-        "cannot use month offset in timedelta of an asof join; consider using 4 weeks",
-    ),
-    (_DT, _DT, dict(on="t", tolerance="2q"), ComputeError, "cannot use month offset"),
-    (_DT, _DT, dict(on="t", tolerance="1y3d"), ComputeError, "cannot use month offset"),
-    (
-        _DT,
-        _DT,
         dict(on="t", tolerance="abc"),
         InvalidOperationError,
         "expected leading integer in the duration string, found 'a'",
