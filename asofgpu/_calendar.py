@@ -72,6 +72,10 @@ def reaches(
             f"{key_param} is {t}"
         )
         raise TypeError(msg)
+    text = tolerance.strip()
+    counted = _fixed_day_reaches(text, keys, directions)
+    if counted is not None:
+        return counted
     try:
         import polars as pl
     except ImportError:
@@ -81,7 +85,6 @@ def reaches(
         )
         raise ImportError(msg) from None
     series = pl.from_arrow(keys if isinstance(keys, pa.ChunkedArray) else pa.chunked_array([keys]))
-    text = tolerance.strip()
     try:
         return tuple(
             (
@@ -94,3 +97,107 @@ def reaches(
     except pl.exceptions.PolarsError as exc:
         msg = f"{param} {tolerance!r} is not a duration polars reads: {exc}"
         raise ValueError(msg) from None
+
+
+# --------------------------------------------------------------------------- days of 24 hours
+
+_NS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3_600 * 10**9}
+_DAY_NS = 86_400 * 10**9
+_MONTHS_PER = {"mo": 1, "q": 3, "y": 12}
+# "mo" and "ms" before "m", "ns"/"us"/"ms" before "s": the longest unit first
+_PART = re.compile(r"(\d+)(ns|us|ms|mo|s|m|h|d|w|q|y)")
+_UTC = {"UTC", "Etc/UTC", "utc", "+00:00", "Z", "Etc/GMT", "GMT"}
+
+
+def calendar_parts(text: str):
+    """(months, days, nanoseconds) of a duration string in polars' language, or None when
+    ``text`` is not plainly one (polars then reads it, and raises its own errors).
+
+    >>> calendar_parts("1y2mo15d12h"), calendar_parts("1q"), calendar_parts("1 mo")
+    ((14, 15, 43200000000000), (3, 0, 0), None)
+    """
+    months = days = ns = 0
+    at = 0
+    for part in _PART.finditer(text):
+        if part.start() != at:
+            return None
+        n, unit = int(part.group(1)), part.group(2)
+        if unit in _MONTHS_PER:
+            months += n * _MONTHS_PER[unit]
+        elif unit in ("d", "w"):
+            days += n * (7 if unit == "w" else 1)
+        else:
+            ns += n * _NS[unit]
+        at = part.end()
+    return (months, days, ns) if at == len(text) and at else None
+
+
+def _fixed_day_reaches(text: str, keys, directions):
+    """The reaches of keys whose days all last 24 hours (dates, timestamps without a time
+    zone or in UTC), counted by ``kernels/calendar.py`` on all cores: as polars' offset_by
+    counts them, without building a polars Series (a 1M-row probe's reaches took longer
+    than the probe). None where it does not apply: other zones, a part finer than the
+    key's tick, a moved key out of the type's range; polars then counts them."""
+    import numpy as np
+
+    from . import _arrow_numpy as arrow_numpy
+
+    t = keys.type
+    parts = calendar_parts(text)
+    if parts is None:
+        return None
+    if pa.types.is_date32(t):
+        tick_ns, unit, per_tick = _DAY_NS, "s", 86_400  # reaches as seconds
+    elif pa.types.is_timestamp(t) and (t.tz is None or t.tz in _UTC):
+        tick_ns, unit, per_tick = _NS[t.unit], t.unit, 1
+    else:
+        return None
+    months, days, ns = parts
+    if (days * _DAY_NS) % tick_ns or ns % tick_ns:
+        return None
+    values = arrow_numpy.filled(keys, 0).astype(np.int64, copy=False)
+    valid = arrow_numpy.valid(keys) if keys.null_count else None
+    ticks_per_day = _DAY_NS // tick_ns
+    if pa.types.is_date32(t):
+        lowest, highest = -(2**31), 2**31 - 1
+    else:
+        # two days inside the range: a moved key's time of day and part day stay in it
+        lowest, highest = -(2**63) // ticks_per_day + 2, (2**63 - 1) // ticks_per_day - 2
+    out = []
+    for direction in directions:
+        sign = -1 if direction == "backward" else 1
+        reach = np.empty(len(values), np.int64)
+        in_range = _calendar_kernel(len(values))(
+            values,
+            reach,
+            sign * months,
+            sign * days * ticks_per_day,
+            sign * (ns // tick_ns),
+            ticks_per_day,
+            lowest,
+            highest,
+        )
+        if not in_range:
+            return None
+        mask = None if valid is None else ~valid
+        out.append(pa.array(reach * per_tick, pa.duration(unit), mask=mask))
+    return tuple(out)
+
+
+def _calendar_kernel(rows: int):
+    """kernels/calendar.py's ``reaches``: compiled on all cores, or plain Python for a
+    small launch (as the backends decide)."""
+    from ._backend import walks
+    from ._backend.jit import cpu_calendar, identity_jit, launching
+    from .kernels import calendar
+
+    if not walks.compiles(rows):
+        kernel = calendar.build(identity_jit, identity_jit, identity_jit, range)
+        return lambda *args: kernel(*args, 1)
+    parallel = walks.parallel(rows)
+
+    def launch(*args):
+        with launching(parallel):
+            return cpu_calendar(parallel)(*args, walks.row_pieces(rows))
+
+    return launch

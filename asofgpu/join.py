@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -80,6 +80,36 @@ def by_columns(obj, param: str) -> list:
     if hasattr(obj, "columns") and shape is not None and len(shape) == 2:  # a data frame
         return [obj[c] for c in obj.columns]
     return [obj]
+
+
+class _Rules(NamedTuple):
+    """One probe's rules, as ``AsofJoin.join`` validated them."""
+
+    strategy: str
+    exact: bool
+    nearest_tie: str
+    ambiguous: str
+
+    @property
+    def tie_code(self) -> int:
+        return NEAREST_TIE_CODE[self.nearest_tie]
+
+
+class _Codes:
+    """The left rows' group codes, looked up once for several probes of the same rows."""
+
+    def __init__(self, codes):
+        self.codes = codes
+
+
+def _gaps(low, high, xp):
+    """``high - low`` for keys with low <= high (where both are read), exact: uint64 for
+    integer keys (wrapping subtraction of two's complement values is the true distance),
+    float64 with NaN (infinite keys) above every distance."""
+    if low.dtype.kind == "f":
+        gaps = high - low
+        return xp.where(xp.isnan(gaps), xp.inf, gaps)
+    return high.view(np.uint64) - low.view(np.uint64)
 
 
 class AsofJoin:
@@ -432,35 +462,39 @@ class AsofJoin:
         """
         strategy = _validate.strategy(strategy)
         exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
-        tie_rule = NEAREST_TIE_CODE[
-            _validate.one_of(nearest_tie, "nearest_tie", ("forward", "backward"))
-        ]
+        _validate.one_of(nearest_tie, "nearest_tie", ("forward", "backward"))
         _validate.one_of(ambiguous, "ambiguous", ("pick", "raise"))
-        be, xp = self.backend, self.backend.xp
         left_key = ordered_key(left_on, "left_on", self._host)
-        n = len(left_key.values)
         tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
         if is_calendar(tolerance, zoned=self._key_type.tz is not None):
             tolerance = self._calendar_reaches(left_on, tolerance, strategy)
-        if isinstance(tolerance, Reaches):
-            return self._join_reaches(
-                left_on, left_key, tick, left_by, tolerance, strategy, exact, nearest_tie, ambiguous
-            )
-        if isinstance(tolerance, str):  # a duration without calendar units: fixed
+        elif isinstance(tolerance, str):  # a duration without calendar units: fixed
             tolerance = fixed_duration(tolerance)
+        rules = _Rules(strategy, exact, nearest_tie, ambiguous)
+        if isinstance(tolerance, Reaches):
+            return self._join_reaches(left_key, tick, left_by, tolerance, rules)
+        return self._probe(left_key, tick, left_by, tolerance, rules)
+
+    def _probe(self, left_key: Key, tick: int, left_by, tolerance, rules: "_Rules"):
+        """``join`` of a left key read by ``ordered_key``, at ``tick`` (``common_tick``),
+        with a fixed tolerance or a column of them. ``left_by`` may be the group codes a
+        probe of the same rows already looked up (an int32 array)."""
+        be, xp = self.backend, self.backend.xp
+        n = len(left_key.values)
         left_key = rescale(left_key, tick, "left_on", xp)
         if is_row_tolerances(tolerance):  # the kernel joins without; rows past theirs dropped
             tol, row_tols = None, row_tolerances(tolerance, self._key_type, tick, n, self._host)
         else:
             tol, row_tols = tolerance_in_ticks(tolerance, self._key_type, tick), None
-        groups = self._left_groups(left_by, n)
+        groups = left_by.codes if isinstance(left_by, _Codes) else self._left_groups(left_by, n)
         if left_key.valid is not None:
             groups = xp.where(left_key.valid, groups, -1).astype(np.int32, copy=False)
         out = be.empty(n, self.map_dtype)
+        strategy, exact, tie_rule = rules.strategy, rules.exact, rules.tie_code
         # A small join run as plain Python probes after a sort, as the python backend does.
         if (
             self._unsorted is not None
-            and ambiguous == "pick"
+            and rules.ambiguous == "pick"
             and not be.interprets(n + self.n_right)
         ):
             key, bucket = self._unsorted
@@ -489,7 +523,7 @@ class AsofJoin:
         )
         if row_tols is not None:
             be.drop_past(is_float, out, left_key.values, self._keys_by_row(tick), row_tols)
-        if ambiguous == "raise":
+        if rules.ambiguous == "raise":
             self._raise_if_ambiguous(out)
         return out
 
@@ -505,32 +539,41 @@ class AsofJoin:
             return reaches(tolerance, keys, "left_on", (strategy,))[0]
         return Reaches(*reaches(tolerance, keys, "left_on", ("backward", "forward")))
 
-    def _join_reaches(
-        self, left_on, left_key, tick, left_by, tolerance, strategy, exact, nearest_tie, ambiguous
-    ):
+    def _join_reaches(self, left_key: Key, tick: int, left_by, tolerance: Reaches, rules):
         """The join under a tolerance per row and per direction (``Reaches``). A backward or
-        forward join takes its direction's column; a nearest one checks each direction's
-        candidate against its own reach, then picks as it would among those left (a forward
-        pick under polars' rule takes the last row of its key)."""
-        options = dict(allow_exact_matches=exact, ambiguous=ambiguous)
-        if strategy != "nearest":
-            reach = getattr(tolerance, strategy)
-            return self.join(left_on, left_by, strategy=strategy, tolerance=reach, **options)
-        back, forward = tolerance.backward, tolerance.forward
-        options["ambiguous"] = "pick"
-        xp, none = self.backend.xp, self.no_match
-        b = self.join(left_on, left_by, strategy="backward", tolerance=back, **options)
-        f = self.join(left_on, left_by, strategy="forward", tolerance=forward, **options)
-        nearest = self.join(
-            left_on, left_by, strategy="nearest", nearest_tie=nearest_tie, **options
+        forward join takes its direction's column. A nearest one joins each way within its
+        own reach (the left rows' groups looked up once), then takes the closer candidate
+        by the nearest rule (a forward pick under polars' rule: the last row of its key)."""
+        if rules.strategy != "nearest":
+            return self._probe(left_key, tick, left_by, getattr(tolerance, rules.strategy), rules)
+        xp = self.backend.xp
+        groups = _Codes(self._left_groups(left_by, len(left_key.values)))
+        one_way = rules._replace(ambiguous="pick")
+        if not self.n_right:  # nothing to choose from
+            return self._probe(left_key, tick, groups, None, one_way)
+        b = self._probe(
+            left_key, tick, groups, tolerance.backward, one_way._replace(strategy="backward")
         )
-        if nearest_tie == "forward":  # polars' rule: a forward pick takes its key's last row
-            at = rescale(left_key, tick, "left_on", xp).type
-            f_keys = self._keys_by_row(tick)[xp.where(f != none, f, 0)]
-            f = xp.where(f != none, self.join(Key(f_keys, f != none, at), left_by), none)
-        out = xp.where((b != none) & (f != none), nearest, xp.where(b != none, b, f))
-        out = out.astype(self.map_dtype, copy=False)
-        if ambiguous == "raise":
+        f = self._probe(
+            left_key, tick, groups, tolerance.forward, one_way._replace(strategy="forward")
+        )
+        tie_forward = rules.nearest_tie == "forward"
+        # polars' rule: a forward pick is the last row of its key, which the nearest match
+        # without a tolerance names where it went forward too
+        n = self._probe(left_key, tick, groups, None, one_way) if tie_forward else b
+        key = rescale(left_key, tick, "left_on", xp)
+        by_row = self._keys_by_row(tick)
+        is_float = self._key_type.physical == "float"
+        out, unsettled = self.backend.choose_nearest(
+            is_float, b, f, n, key.values, by_row, tie_forward
+        )
+        if bool(unsettled.any()):  # the last row of the forward key, by a backward probe there
+            at_forward = Key(by_row[xp.where(unsettled, f, 0)], unsettled, key.type)
+            last = self._probe(
+                at_forward, tick, groups, None, one_way._replace(strategy="backward", exact=True)
+            )
+            out = xp.where(unsettled, last, out).astype(self.map_dtype, copy=False)
+        if rules.ambiguous == "raise":
             self._raise_if_ambiguous(out)
         return out
 

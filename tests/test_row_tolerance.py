@@ -433,8 +433,11 @@ def test_polars_takes_a_reach_per_row():
 
 @pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
 @pytest.mark.parametrize("nearest_tie", ["forward", "backward"])
+@pytest.mark.parametrize("exact", [True, False])
 @pytest.mark.parametrize("seed", range(3))
-def test_reaches_bound_each_direction_by_its_own_column(device, small, strategy, nearest_tie, seed):
+def test_reaches_bound_each_direction_by_its_own_column(
+    device, small, strategy, nearest_tie, exact, seed
+):
     """``Reaches`` (what calendar tolerances and pandas' DateOffsets become): each row reaches
     back by one column and ahead by another; nearest checks each side's candidate against
     its own reach, then picks between those left by the usual rule."""
@@ -448,9 +451,13 @@ def test_reaches_bound_each_direction_by_its_own_column(device, small, strategy,
     ahead = [None if rng.random() < 0.2 else int(v) for v in rng.integers(0, 6, n_left)]
     groups_left = [(str(g),) for g in rng.choice(["a", "b"], n_left)]
     groups_right = [(str(g),) for g in rng.choice(["a", "b"], n_right)]
-    options = dict(nearest_tie=nearest_tie)
-    by_back = _expected(left, right, groups_left, groups_right, back, strategy="backward")
-    by_ahead = _expected(left, right, groups_left, groups_right, ahead, strategy="forward")
+    options = dict(nearest_tie=nearest_tie, allow_exact_matches=exact)
+    by_back = _expected(
+        left, right, groups_left, groups_right, back, strategy="backward", allow_exact_matches=exact
+    )
+    by_ahead = _expected(
+        left, right, groups_left, groups_right, ahead, strategy="forward", allow_exact_matches=exact
+    )
     free = oracle(left, right, groups_left, groups_right, strategy="nearest", **options)
     if nearest_tie == "forward":  # polars' rule: a nearest forward pick is its key's last row
         last = {(right[j], groups_right[j]): j for j in range(n_right)}

@@ -156,14 +156,45 @@ class Backend:
             return
         x, k = left_keys, right_keys_by_row[xp.where(matched, out, 0)]
         if is_float:
-            same = (x == k) | (xp.isnan(x) & xp.isnan(k))
-            with np.errstate(invalid="ignore", over="ignore"):
-                apart = xp.where(xp.isnan(x) != xp.isnan(k), np.inf, xp.abs(x - k))
-            gaps = xp.where(same, 0.0, apart)
+            gaps = _float_gaps(x, k, xp)
         else:  # exact as unsigned differences of the larger minus the smaller
             xu, ku = x.view(np.uint64), k.view(np.uint64)
             gaps = xp.where(x >= k, xu - ku, ku - xu)
         out[matched & (gaps > tolerances)] = no_match
+
+    def choose_nearest(
+        self, is_float: bool, back, forward, nearest, left_keys, right_keys_by_row, tie_forward
+    ):
+        """A nearest join's picks from its backward and forward maps, each already within
+        its own reach (kernels/tolerance.py's ``choose_nearest``): the map, and the rows
+        left ``unsettled`` (a forward pick under polars' rule whose key ``nearest``, the
+        row's nearest match without a tolerance, does not name: they hold the forward row,
+        and need the last row of its key); here vectorised on the backend's arrays."""
+        xp = self.xp
+        no_match = np.iinfo(back.dtype).min
+        has_b, has_f = back != no_match, forward != no_match
+        if not len(right_keys_by_row):  # no right rows: nothing matched
+            return back.copy(), xp.zeros(len(back), dtype=bool)
+        x = left_keys
+        kb = right_keys_by_row[xp.where(has_b, back, 0)]
+        kf = right_keys_by_row[xp.where(has_f, forward, 0)]
+        if is_float:
+            to_back, to_forward = _float_gaps(x, kb, xp), _float_gaps(x, kf, xp)
+        else:
+            to_back = x.view(np.uint64) - kb.view(np.uint64)
+            to_forward = kf.view(np.uint64) - x.view(np.uint64)
+        closer = to_forward <= to_back if tie_forward else to_forward < to_back
+        take_f = has_f & (~has_b | closer)
+        out = xp.where(take_f, forward, back).astype(back.dtype, copy=False)
+        if not tie_forward:
+            return out, xp.zeros(len(back), dtype=bool)
+        has_n = nearest != no_match
+        kn = right_keys_by_row[xp.where(has_n, nearest, 0)]
+        same = has_n & (
+            (kn == kf) | (xp.isnan(kn) & xp.isnan(kf)) if is_float else has_n & (kn == kf)
+        )
+        out = xp.where(take_f & same, nearest, out).astype(back.dtype, copy=False)
+        return out, take_f & ~same
 
     # ---- the window join
     def window_bounds(
@@ -190,7 +221,27 @@ class PythonBackend(Backend):
 
     def drop_past(self, is_float, out, left_keys, right_keys_by_row, tolerances) -> None:
         """kernels/tolerance.py as plain Python."""
-        _drop_past(is_float)(out, left_keys, right_keys_by_row, tolerances, np.iinfo(out.dtype).min)
+        _tolerance(is_float).drop_past(
+            out, left_keys, right_keys_by_row, tolerances, np.iinfo(out.dtype).min
+        )
+
+    def choose_nearest(
+        self, is_float, back, forward, nearest, left_keys, right_keys_by_row, tie_forward
+    ):
+        """kernels/tolerance.py as plain Python."""
+        out, unsettled = np.empty_like(back), np.empty(len(back), np.bool_)
+        _tolerance(is_float).choose_nearest(
+            out,
+            back,
+            forward,
+            nearest,
+            left_keys,
+            right_keys_by_row,
+            tie_forward,
+            unsettled,
+            np.iinfo(back.dtype).min,
+        )
+        return out, unsettled
 
     def splice_merge(self, is_float, *sides) -> None:
         """The cpu's merge kernel as plain Python, cut into three pieces so that every test
@@ -198,8 +249,17 @@ class PythonBackend(Backend):
         _splice_merge(is_float)(*sides, 3)
 
 
+def _float_gaps(x, k, xp):
+    """|x - k| as the base's numpy passes measure it: 0 between equal keys (infinities and
+    NaN too), infinite between a NaN and a number."""
+    same = (x == k) | (xp.isnan(x) & xp.isnan(k))
+    with np.errstate(invalid="ignore", over="ignore"):
+        apart = xp.where(xp.isnan(x) != xp.isnan(k), np.inf, xp.abs(x - k))
+    return xp.where(same, 0.0, apart)
+
+
 @functools.cache
-def _drop_past(is_float: bool):
+def _tolerance(is_float: bool):
     return tolerance.build(identity_jit, identity_jit, is_float, py_unsigned, range)
 
 

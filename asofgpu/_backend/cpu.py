@@ -20,12 +20,12 @@ from .base import Backend, host_empty, interpreted_probe
 from .jit import (
     PARALLEL_LAUNCH,
     cpu_counting_sort,
-    cpu_drop_past,
     cpu_cursor_probe,
     cpu_probe_all,
     cpu_scan,
     cpu_splice,
     cpu_stream_probe,
+    cpu_tolerance,
     cpu_window,
     launching,
     threads,
@@ -68,9 +68,35 @@ class CpuBackend(Backend):
         parallel = walks.parallel(n)
         no_match = np.iinfo(out.dtype).min
         with launching(parallel):
-            cpu_drop_past(is_float, parallel)(
+            cpu_tolerance(is_float, parallel).drop_past(
                 out, left_keys, right_keys_by_row, tolerances, no_match
             )
+
+    def choose_nearest(
+        self, is_float, back, forward, nearest, left_keys, right_keys_by_row, tie_forward
+    ):
+        """kernels/tolerance.py on all cores; a small launch the base's numpy way."""
+        n = len(back)
+        if self.interprets(n):
+            return super().choose_nearest(
+                is_float, back, forward, nearest, left_keys, right_keys_by_row, tie_forward
+            )
+        out, unsettled = np.empty_like(back), np.empty(n, np.bool_)
+        parallel = walks.parallel(n)
+        no_match = np.iinfo(back.dtype).min
+        with launching(parallel):
+            cpu_tolerance(is_float, parallel).choose_nearest(
+                out,
+                back,
+                forward,
+                nearest,
+                left_keys,
+                right_keys_by_row,
+                tie_forward,
+                unsettled,
+                no_match,
+            )
+        return out, unsettled
 
     def window_bounds(self, is_float, left_keys, left_groups, right, bounds, starts, ends):
         """Two binary searches a left row (kernels/window.py), the rows in parallel."""
@@ -82,7 +108,7 @@ class CpuBackend(Backend):
         parallel = walks.parallel(n)
         with launching(parallel):
             cpu_window(is_float, parallel).windows(
-                left_keys, left_groups, right, bounds, starts, ends, walks.window_pieces(n)
+                left_keys, left_groups, right, bounds, starts, ends, walks.row_pieces(n)
             )
 
     def window_reduce(self, starts, ends, rows, values, keys, valid, out):
@@ -99,7 +125,7 @@ class CpuBackend(Backend):
         if rows.size or valid.size:
             with launching(parallel):
                 cpu_window(False, parallel).reduces(
-                    starts, ends, rows, values, keys, valid, out, walks.window_pieces(n)
+                    starts, ends, rows, values, keys, valid, out, walks.row_pieces(n)
                 )
             return
         order = self.stable_argsort(starts)

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..kernels import (
     bind,
+    calendar,
     cursor,
     fixed_width,
     probe,
@@ -154,12 +155,26 @@ def cpu_scan(is_float: bool, parallel: bool):
 
 
 @functools.cache
+def cpu_calendar(parallel: bool):
+    """kernels/calendar.py's ``reaches`` for the cpu (the python backend's is the plain
+    function: ``calendar.build(identity_jit, identity_jit, identity_jit, range)``)."""
+    import numba
+
+    return calendar.build(
+        cached_njit("calendar", inline="always"),
+        cached_njit("calendar"),
+        cached_njit("calendar", parallel=parallel),
+        numba.prange if parallel else range,
+    )
+
+
+@functools.cache
 def cpu_splice(is_float: bool, parallel: bool):
     return _build_walk(splice, is_float, parallel)
 
 
 @functools.cache
-def cpu_drop_past(is_float: bool, parallel: bool):
+def cpu_tolerance(is_float: bool, parallel: bool):
     return _build_walk(tolerance, is_float, parallel, inline="always")
 
 

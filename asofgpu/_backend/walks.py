@@ -198,10 +198,11 @@ def pieces(parallel: bool, threads: int, n_groups: int) -> int:
     return max(1, min(t.pieces_per_thread * threads, t.most_cursors // max(n_groups, 1)))
 
 
-def window_pieces(rows: int) -> int:
-    """How many pieces the window join's loops over ``rows`` left rows split into (one when
-    they run on one thread): ``pieces_per_thread`` a thread, as the probe's walks (the
-    reductions of 200K trades' 5 s windows took 27-30 ms with 1 to 128 pieces a thread)."""
+def row_pieces(rows: int) -> int:
+    """How many pieces a loop over ``rows`` rows that runs a piece at a time (the window
+    join's, the calendar's reaches) splits into (one when it runs on one thread):
+    ``pieces_per_thread`` a thread, as the probe's walks (the reductions of 200K trades' 5 s
+    windows took 27-30 ms with 1 to 128 pieces a thread)."""
     if not parallel(rows):
         return 1
     import numba

@@ -1,0 +1,94 @@
+"""kernels/calendar.py: calendar reaches counted on the CPU for keys whose days last 24 hours
+(dates, timestamps without a zone or in UTC), equal to polars' ``dt.offset_by`` key by key,
+compiled and as plain Python, on sorted keys (a day's move reused along a run) and shuffled
+ones; and where it does not apply, polars counts them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from asofgpu._backend import walks
+from asofgpu._calendar import _fixed_day_reaches, calendar_parts, reaches
+
+pl = pytest.importorskip("polars")
+
+DURATIONS = ["1mo", "1q", "1y", "1mo15d", "2mo12h", "3y2mo1w3d5h7m", "1mo1s", "5d"]
+PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+def _polars_reaches(keys: pa.Array, text: str):
+    s = pl.from_arrow(keys)
+    back, ahead = s - s.dt.offset_by("-" + text), s.dt.offset_by(text) - s
+    return [r.dt.total_nanoseconds().to_list() for r in (back, ahead)]
+
+
+def _nanoseconds(reach: pa.Array) -> list:
+    per_unit = 10**9 // PER_SECOND[reach.type.unit]
+    return [None if v is None else v * per_unit for v in reach.cast(pa.int64()).to_pylist()]
+
+
+def _keys(rng, unit: str, tz, n: int, ordered: bool) -> pa.Array:
+    years = 200 if unit == "ns" else 4000  # ns keys end in 2262
+    seconds = rng.integers(-years * 365 * 86_400, years * 365 * 86_400, n)
+    month_ends = np.datetime64("2024-01-31", "s").astype(np.int64) + np.array(
+        [0, 29, 60, 90, 121, 151, 182, 213, 243, 274, 304, 335, -2, -1, 1]
+    ) * 86_400  # ends of 2024's months (a leap year), and around New Year
+    values = np.concatenate([seconds, month_ends + 43_200]) * PER_SECOND[unit]
+    values = values + rng.integers(0, PER_SECOND[unit], len(values))
+    if ordered:
+        values = np.sort(values)
+    mask = rng.random(len(values)) < 0.05
+    return pa.array(values, pa.timestamp(unit, tz), mask=mask)
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("ordered", [True, False])
+@pytest.mark.parametrize(("unit", "tz"), [("s", None), ("ms", "UTC"), ("us", None), ("ns", "UTC")])
+def test_timestamps_move_as_polars_moves_them(compiled, ordered, unit, tz):
+    rng = np.random.default_rng(len(unit) + ordered)
+    keys = _keys(rng, unit, tz, 3000 if compiled else 300, ordered)
+    limit = 0 if compiled else 1 << 30
+    with walks.overridden(interpret_max_rows=limit, interpret_seconds=0 if compiled else 1e9):
+        for text in DURATIONS:
+            counted = _fixed_day_reaches(text, pa.chunked_array([keys]), ("backward", "forward"))
+            assert counted is not None, text
+            assert [_nanoseconds(r) for r in counted] == _polars_reaches(keys, text), text
+
+
+@pytest.mark.parametrize("ordered", [True, False])
+def test_dates_move_as_polars_moves_them(ordered):
+    rng = np.random.default_rng(7)
+    days = rng.integers(-700_000, 700_000, 2000).astype(np.int32)
+    keys = pa.array(np.sort(days) if ordered else days, pa.date32())
+    for text in ["1mo", "1q", "1y", "1mo15d", "2w"]:
+        counted = _fixed_day_reaches(text, pa.chunked_array([keys]), ("backward", "forward"))
+        assert [_nanoseconds(r) for r in counted] == _polars_reaches(keys, text), text
+
+
+def test_what_the_kernel_does_not_count_polars_counts():
+    """Zones with clock changes, a part finer than the key's tick, a part day on a date,
+    a moved key out of the type's range, text the parser does not read plainly."""
+    zoned = pa.array([0], pa.timestamp("us", "Europe/Amsterdam"))
+    seconds = pa.array([0], pa.timestamp("s"))
+    days = pa.array([0], pa.date32())
+    edge = pa.array([2**63 - 10**15], pa.timestamp("ns"))
+    assert _fixed_day_reaches("1mo", zoned, ("backward",)) is None
+    assert _fixed_day_reaches("1mo5ms", seconds, ("backward",)) is None
+    assert _fixed_day_reaches("1mo12h", days, ("backward",)) is None
+    assert _fixed_day_reaches("1y", edge, ("forward",)) is None
+    assert calendar_parts("1 mo") is None and calendar_parts("1MO") is None
+    for keys, text in [(zoned, "1mo"), (seconds, "1mo5ms"), (edge, "1y")]:
+        (got,) = reaches(text, keys, "left_on", ("backward",))
+        s = pl.from_arrow(keys)
+        assert got.to_pylist() == (s - s.dt.offset_by("-" + text)).to_list()
+
+
+def test_duration_strings_are_read_into_months_days_and_nanoseconds():
+    assert calendar_parts("1y2mo15d12h") == (14, 15, 12 * 3_600 * 10**9)
+    assert calendar_parts("2q1w") == (6, 7, 0)
+    assert calendar_parts("1mo500ms3us1ns") == (1, 0, 500 * 10**6 + 3_000 + 1)
+    assert calendar_parts("") is None
+    assert calendar_parts("mo") is None
+    assert calendar_parts("1mo x") is None
