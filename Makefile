@@ -78,12 +78,13 @@ test-sim: venv
 test-pandas2: venv-pandas2
 	$(VENV_PANDAS2)/bin/python -m pytest -m "not gpu and not slow" tests/test_pandas_frontend.py \
 	    tests/test_pandas_semantics.py tests/test_pandas_arrow.py tests/test_dask.py \
-	    tests/test_splice_frontends.py tests/test_window_frontends.py
+	    tests/test_splice_frontends.py tests/test_window_frontends.py \
+	    tests/test_pandas_tolerance.py
 
 test-cudf: venv-cudf
 	$(VENV_CUDF)/bin/python -m pytest -m "not gpu" tests/test_plc.py tests/test_cudf.py \
 	    tests/test_polars_gpu.py tests/test_polars_frontend.py tests/test_splice_frontends.py \
-	    tests/test_window_frontends.py
+	    tests/test_window_frontends.py tests/test_polars_tolerance.py tests/test_calendar_kernel.py
 
 # asofgpu against polars, pandas, DuckDB, ClickHouse (chdb, installed here on first use: 180 MB,
 # kept out of the test extras) and pyarrow, each in its own process (bench/run.py); writes
