@@ -50,7 +50,11 @@ def choose_nearest(
         else:
             n = nearest[i]
             k = right_keys_by_row[f]
-            if n != no_match and not less(right_keys_by_row[n], k) and not less(k, right_keys_by_row[n]):
+            if (
+                n != no_match
+                and not less(right_keys_by_row[n], k)
+                and not less(k, right_keys_by_row[n])
+            ):
                 out[i] = n
             else:
                 out[i] = f
