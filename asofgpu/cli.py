@@ -51,6 +51,13 @@ examples:
       --left-on trade_time --right-on quote_time --by symbol,venue \\
       --columns bid,ask --tolerance 5s
 
+  # each payment's last statement at most a calendar month before it; or each row's own
+  # limit, from a LEFT column of durations
+  asofgpu enrich payments.parquet statements.parquet -o out.parquet --on date \\
+      --by account --tolerance 1mo
+  asofgpu enrich readings.parquet calibrations.parquet -o out.parquet --on time \\
+      --by sensor --tolerance-column max_age
+
   # the next update strictly after each event, on the CPU, 250,000 rows at a time
   asofgpu enrich events.parquet updates.parquet -o out.parquet --on ts \\
       --strategy forward --no-exact-matches --device cpu --chunk-rows 250_000
@@ -222,7 +229,17 @@ def _parser() -> _Parser:
         help="the largest distance that still matches, inclusive: a duration "
         "in units ns, us, ms, s, m, h, d, w (e.g. 5s, 250ms, 1m30s) or a "
         "number in the key's own unit, RIGHT's if the units differ (e.g. "
-        "--tolerance 100)",
+        "--tolerance 100); or a calendar duration of months, quarters or years "
+        "(mo, q, y; days and weeks too on a key with a time zone), measured from "
+        "each date or timestamp key as polars' dt.offset_by counts it, month ends "
+        "saturating (e.g. --tolerance 1mo, 1q, 1mo15d)",
+    )
+    match.add_argument(
+        "--tolerance-column",
+        metavar="COL",
+        help="instead of --tolerance, a LEFT column holding each row's own: "
+        "durations, or numbers in the key's unit (RIGHT's if the units differ); "
+        "null: no limit (e.g. --tolerance-column max_age)",
     )
     match.add_argument(
         "--no-exact-matches",
@@ -444,6 +461,7 @@ def _options(args, parser) -> Options:
         right_by=right_by or [],
         strategy=args.strategy,
         tolerance=args.tolerance,
+        tolerance_column=args.tolerance_column,
         allow_exact_matches=args.exact,
         columns=_one(args.columns),
         suffix=args.suffix,

@@ -32,9 +32,10 @@ def _nanoseconds(reach: pa.Array) -> list:
 def _keys(rng, unit: str, tz, n: int, ordered: bool) -> pa.Array:
     years = 200 if unit == "ns" else 4000  # ns keys end in 2262
     seconds = rng.integers(-years * 365 * 86_400, years * 365 * 86_400, n)
-    month_ends = np.datetime64("2024-01-31", "s").astype(np.int64) + np.array(
-        [0, 29, 60, 90, 121, 151, 182, 213, 243, 274, 304, 335, -2, -1, 1]
-    ) * 86_400  # ends of 2024's months (a leap year), and around New Year
+    month_ends = (
+        np.datetime64("2024-01-31", "s").astype(np.int64)
+        + np.array([0, 29, 60, 90, 121, 151, 182, 213, 243, 274, 304, 335, -2, -1, 1]) * 86_400
+    )  # ends of 2024's months (a leap year), and around New Year
     values = np.concatenate([seconds, month_ends + 43_200]) * PER_SECOND[unit]
     values = values + rng.integers(0, PER_SECOND[unit], len(values))
     if ordered:

@@ -520,8 +520,9 @@ def _junk(tmp_path: Path) -> Path:
             "--tolerance: '5 parsecs': unknown unit 'parsecs'; use one of ns, us, ms, s, m, h, d, w",
         ),
         (
-            ["{trades}", "{quotes}", "--on", "time", "--tolerance", "1mo"],
-            "--tolerance: '1mo': months (mo) have no fixed length",
+            ["{trades}", "{trades}", "--on", "size", "--tolerance", "1mo"],
+            "--tolerance '1mo' has calendar units (months, quarters, years), which need a date "
+            "or timestamp key; LEFT column 'size' is int64",
         ),
         (
             ["{trades}", "{quotes}", "--on", "time", "--tolerance=-5s"],

@@ -20,12 +20,13 @@ import numpy as np
 import pyarrow as pa
 
 from .. import _arrow_numpy as arrow_numpy
-from .._columns import key_type_of_arrow, tolerance_in_ticks
+from .._columns import key_type_of_arrow, row_tolerances, tolerance_in_ticks
+from .._calendar import calendar_parts
 from .._staleness import Staleness
 from ..gather import gather
 from ..join import AsofJoin
 from . import _memory as memory
-from ._checks import Options, Plan, translate
+from ._checks import Options, Plan, Tolerance, left_columns, translate
 from ._errors import EnrichError
 from ._sources import Source, is_text
 from ._regroup import ByRanges, on_ranges, restore, stream_order
@@ -124,7 +125,7 @@ class Spilled(_Attach):
             Staleness(pa.chunked_array([], right.schema.field(options.right_on).type), every=every),
             right.rows,
         )
-        left_keys = [options.left_on, *options.left_by]
+        left_keys = left_columns(options)
         left_codes = [
             c
             for c in options.left_by
@@ -387,7 +388,11 @@ class Streamed(_Attach):
         def right_order():
             return Order("RIGHT", right.given, on, by if grouped else ())
 
-        reach = Reach(options.strategy != "forward", _reach(tolerance, schema.field(on).type))
+        # A grouped stream's carries keep the next group's rows whatever the tolerance.
+        reach = Reach(
+            options.strategy != "forward",
+            None if grouped else _reach(tolerance, schema.field(on).type, left, options),
+        )
         carry_out = None
         if options.strategy != "backward":
             carry_out = carries_out(
@@ -511,8 +516,8 @@ class Regrouped(_Attach):
         codes = [
             c for c in by if is_text(left.schema.field(c).type) or c not in left.data_schema.names
         ]
-        batches = spill_batches(left, [on, *by], codes, rows, positions=True)
-        schema = schema_of(left, [on, *by], codes, positions=True)
+        batches = spill_batches(left, left_columns(options), codes, rows, positions=True)
+        schema = schema_of(left, left_columns(options), codes, positions=True)
         order = by if grouped else []
         if k > 1:
             ranged = order[0] if grouped else on
@@ -621,15 +626,63 @@ def prepare(table: pa.Table, options: Options, presorted: bool = False) -> AsofJ
         raise EnrichError(translate(exc, options)) from None
 
 
-def _reach(tolerance, key: pa.DataType) -> int | None:
-    """A tolerance in the units of a stream's keys (one integer or temporal type on both
-    sides: ``key_numbers``' int64 values); None for none."""
+def _reach(tolerance: Tolerance, key: pa.DataType, left: Source, options: Options) -> int | None:
+    """How far any LEFT row still to come may look for its match, in the units of a stream's
+    keys (one integer or temporal type on both sides: ``key_numbers``' int64 values), by
+    which the carries are trimmed; None for any distance. It must cover every row, or a
+    carry would drop the match of a row to come: the calendar's longest reach, or LEFT's
+    largest tolerance."""
     key_type = key_type_of_arrow(key, "on")
-    ticks = tolerance_in_ticks(tolerance, key_type, key_type.tick_ns)
+    if tolerance.column is not None:
+        return _largest_tolerance(left, tolerance.column, key_type, options)
+    if tolerance.calendar:
+        ns = _calendar_bound_ns(tolerance.value)
+        return None if ns is None else -(-ns // key_type.tick_ns)
+    ticks = tolerance_in_ticks(tolerance.value, key_type, key_type.tick_ns)
     return None if ticks is None else int(ticks)
 
 
-def _probe(prepared: AsofJoin, left, options: Options, tolerance):
+_DAY_NS = 86_400 * 10**9
+# The longest a month can be: 31 days (2024-03-31 back to 2024-02-29 is 31 days: a month end
+# saturates to the shorter month's).
+_MONTH_NS = 31 * _DAY_NS
+
+
+def _calendar_bound_ns(text: str) -> int | None:
+    """The longest reach of a calendar tolerance (polars' duration language, "1mo15d") from
+    any key, in nanoseconds, with two days to spare for clocks: a zone's change moves a
+    local day's length by an hour, or by a day where a zone crossed the date line; None
+    when the text is not read here (then the carries keep every row: slower, never
+    wrong)."""
+    parts = calendar_parts(text)
+    if parts is None:
+        return None
+    months, days, ns = parts
+    return months * _MONTH_NS + days * _DAY_NS + ns + 2 * _DAY_NS
+
+
+def _largest_tolerance(left: Source, name: str, key_type, options: Options) -> int | None:
+    """LEFT's largest tolerance in ``name``, in key units: the column read a row group at a
+    time (the carries are trimmed before LEFT is streamed); None when a row has none (null:
+    no limit) or when it is a partition column (its values are the folders')."""
+    if name not in left.data_schema.names:
+        return None
+    largest = 0
+    for part in left.parts:
+        for table in part.row_groups("LEFT", [name], []):
+            column = Tolerance(column=name).of(table)
+            if column.null_count:
+                return None
+            try:
+                ticks = row_tolerances(column, key_type, key_type.tick_ns, len(column), True)
+            except (TypeError, ValueError, OverflowError) as exc:
+                raise EnrichError(translate(exc, options)) from None
+            if len(ticks):
+                largest = max(largest, int(ticks.max()))
+    return None if largest >= np.iinfo(np.int64).max else largest
+
+
+def _probe(prepared: AsofJoin, left, options: Options, tolerance: Tolerance):
     """The gather map of a LEFT batch or table, on the host."""
     try:
         gmap = prepared.join(
@@ -637,7 +690,7 @@ def _probe(prepared: AsofJoin, left, options: Options, tolerance):
             [left.column(c) for c in options.left_by] or None,
             strategy=options.strategy,
             allow_exact_matches=options.allow_exact_matches,
-            tolerance=tolerance,
+            tolerance=tolerance.of(left),
         )
     except (TypeError, ValueError, OverflowError) as exc:
         raise EnrichError(translate(exc, options)) from None

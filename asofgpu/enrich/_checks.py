@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from .._calendar import is_calendar, reaches
 from .._duration import parse_tolerance
 from ..join import AsofJoin
 from .. import _arrow_numpy as arrow_numpy
@@ -37,7 +38,10 @@ class Options:
     left_by: list[str] = field(default_factory=list)
     right_by: list[str] = field(default_factory=list)
     strategy: str = "backward"
-    tolerance: object = None  # None, "5s" / "250ms" / "1m30s", or a number in the key's unit
+    # None, "5s" / "250ms" / "1m30s", a calendar "1mo" / "1q" / "1mo15d", or a number in the
+    # key's unit
+    tolerance: object = None
+    tolerance_column: str | None = None  # a LEFT column of each row's tolerance
     allow_exact_matches: bool = True
     columns: list[str] | None = None  # the right columns to attach; None: all but the keys
     suffix: str = "_right"
@@ -62,16 +66,106 @@ class Plan:
     schema: pa.Schema  # the output's
 
 
-def tolerance_of(value):
-    if isinstance(value, str):
-        try:
-            return parse_tolerance(value)
-        except ValueError as exc:
-            raise EnrichError(f"--tolerance: {exc}") from None
-    return value
+@dataclass(frozen=True)
+class Tolerance:
+    """``--tolerance`` or ``--tolerance-column`` as the join takes it: ``value``, one for
+    every row (None, a number in the key's unit, a ``numpy.timedelta64``, or a calendar
+    string such as "1mo" that the join measures from each key), or ``column``, the LEFT
+    column holding each row's own."""
+
+    value: object = None
+    column: str | None = None
+
+    @property
+    def calendar(self) -> bool:
+        return isinstance(self.value, str)
+
+    def of(self, left):
+        """The tolerance for the rows of ``left`` (a LEFT batch or table)."""
+        if self.column is None:
+            return self.value
+        column = left.column(self.column)
+        if pa.types.is_dictionary(column.type):  # a partition or by column read as codes
+            column = column.cast(column.type.value_type)
+        return column
+
+
+def tolerance_of(options: Options, left: Source, right: Source) -> Tolerance:
+    """The tolerance asked for, checked against the keys' types."""
+    if options.tolerance_column is not None:
+        return Tolerance(column=_tolerance_column(options, left))
+    value = options.tolerance
+    if not isinstance(value, str):
+        return Tolerance(value)
+    _need(left, options.left_on)
+    _need(right, options.right_on)
+    # As the join decides: months, quarters and years, or days and weeks where the key's
+    # zone changes its clocks (a day of 23 or 25 hours), are the calendar's.
+    if is_calendar(value, zoned=_clock_changes(right.schema.field(options.right_on).type)):
+        return Tolerance(_calendar(value.strip(), options, left))
+    try:
+        return Tolerance(parse_tolerance(value))
+    except ValueError as exc:
+        raise EnrichError(f"--tolerance: {exc}") from None
+
+
+def _clock_changes(key: pa.DataType) -> bool:
+    """Whether a key's time zone may change its clocks. In UTC and at a fixed offset a day is
+    always 24 hours: "2d" is then the fixed tolerance, which needs no calendar arithmetic
+    (nor polars) and probes faster, for the same rows."""
+    if not pa.types.is_timestamp(key) or key.tz is None:
+        return False
+    return not (
+        key.tz.upper() in ("UTC", "ETC/UTC", "Z", "GMT", "ETC/GMT")
+        or re.fullmatch(r"[+-]\d\d:?\d\d", key.tz)
+    )
+
+
+def _calendar(text: str, options: Options, left: Source) -> str:
+    """A calendar tolerance, checked on one key of LEFT's type before any data is read: the
+    key's type, the sign, and the text (polars' duration language)."""
+    key = left.schema.field(options.left_on).type
+    if not (pa.types.is_timestamp(key) or pa.types.is_date(key)):
+        raise EnrichError(
+            f"--tolerance {text!r} has calendar units (months, quarters, years), which need "
+            f"a date or timestamp key; LEFT column {options.left_on!r} is {key}. Hint: pass "
+            f"a number in the key's unit"
+        )
+    try:
+        reaches(text, pa.array([0], key), "the key", ("backward", "forward"), "--tolerance")
+    except (ValueError, TypeError, ImportError) as exc:
+        raise EnrichError(one_line(exc)) from None
+    return text
+
+
+def _tolerance_column(options: Options, left: Source) -> str:
+    name = options.tolerance_column
+    if not isinstance(name, str):
+        raise EnrichError(f"--tolerance-column must name a LEFT column, got {name!r}")
+    _need(left, name, "--tolerance-column")
+    kind = left.schema.field(name).type
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_duration(kind)):
+        raise EnrichError(
+            f"--tolerance-column {name!r} holds {kind}; it must hold numbers in the key's unit "
+            f"or durations (null: no limit)"
+        )
+    return name
+
+
+def left_columns(options: Options) -> list[str]:
+    """The LEFT columns the join reads: the keys, and each row's tolerance when asked."""
+    extra = [options.tolerance_column] if options.tolerance_column is not None else []
+    return list(dict.fromkeys([options.left_on, *options.left_by, *extra]))
 
 
 def check_options(options: Options) -> None:
+    if options.tolerance is not None and options.tolerance_column is not None:
+        raise EnrichError(
+            "pass either --tolerance (one for every row) or --tolerance-column (each row's "
+            "own), not both"
+        )
     rows = options.chunk_rows
     if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or rows < 1:
         raise EnrichError(f"--chunk-rows must be a positive whole number, got {rows!r}")
@@ -239,10 +333,14 @@ def translate(exc: BaseException, options: Options) -> str:
     text = _PARAM.sub(name, one_line(exc))
     text = re.sub(r"device='(\w+)'", r"--device \1", text)
     text = text.replace("tolerance: a timedelta", "tolerance: a duration")
+    if options.tolerance_column is not None:
+        # "at left row 3" counts the rows of a chunk, whose order may be RIGHT's: not LEFT's
+        text = re.sub(r" at left row \d+", "", text)
+        return re.sub(r"^tolerance\b", f"--tolerance-column {options.tolerance_column!r}", text)
     return re.sub(r"^tolerance\b", "--tolerance", text)
 
 
-def dry_run(options: Options, left: pa.Schema, right: pa.Schema, tolerance) -> str:
+def dry_run(options: Options, left: pa.Schema, right: pa.Schema, tolerance: Tolerance) -> str:
     """Every type, option and device check on zero rows, before any data is read."""
     l, r = arrow_numpy.empty_table(left), arrow_numpy.empty_table(right)
     try:
@@ -256,7 +354,7 @@ def dry_run(options: Options, left: pa.Schema, right: pa.Schema, tolerance) -> s
             [l.column(c) for c in options.left_by] or None,
             strategy=options.strategy,
             allow_exact_matches=options.allow_exact_matches,
-            tolerance=tolerance,
+            tolerance=tolerance.of(l),
         )
     except (TypeError, ValueError, OverflowError, RuntimeError) as exc:
         raise EnrichError(translate(exc, options)) from None

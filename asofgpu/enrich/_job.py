@@ -26,6 +26,7 @@ from ._checks import (
     check_options,
     check_output,
     dry_run,
+    left_columns,
     memory_limit_of,
     plan,
     tolerance_of,
@@ -162,12 +163,12 @@ def _run(
     left_sorted: bool = True,
 ) -> Summary:
     start = time.perf_counter()
-    tolerance = tolerance_of(options.tolerance)
     check_options(options)
     limit, limit_name = memory_limit_of(options)
     budget = memory.check_limit(limit, limit_name)
     left = Source.find(options.left, "LEFT")
     right = Source.find(options.right, "RIGHT")
+    tolerance = tolerance_of(options, left, right)
     with contextlib.ExitStack() as stack:
         # The checks on zero rows import numba and load its compiled kernels (half a second
         # on the GIL): on a thread of their own, while this one reads statistics and starts
@@ -245,7 +246,7 @@ def _run(
             )
         elif mode == "regroup":
             keys_row = (
-                memory.row_bytes(left, [options.left_on, *options.left_by], options.left_by) + 8
+                memory.row_bytes(left, left_columns(options), options.left_by) + 8
             )  # + the row's position
             k = options.spill_partitions or _left_ranges(
                 left.rows * (keys_row + payload_row), budget
@@ -617,15 +618,16 @@ class _Prefetch:
 def _batches(left: Source, part: Part, options: Options, rows: int, copied: LeftChunks | None):
     """``part``'s rows in chunks, each with the LEFT row group it copies (None: not copied):
     its columns (only the join's, when copied), then the partition columns the join needs."""
-    needed = list(dict.fromkeys([options.left_on, *options.left_by]))
+    keys = list(dict.fromkeys([options.left_on, *options.left_by]))
+    needed = left_columns(options)  # the keys, and each row's tolerance when asked
     if copied is None:
         for batch in part.batches("LEFT", rows):
-            yield left.with_partitions(part, batch, needed, as_codes=needed), None
+            yield left.with_partitions(part, batch, needed, as_codes=keys), None
         return
     data = [c for c in needed if c in left.data_schema.names]
     text = [c for c in data if is_text(left.data_schema.field(c).type)]
     for table, group in zip(part.row_groups("LEFT", data, text), copied.groups):
-        yield left.with_partitions(part, table, needed, as_codes=needed), group
+        yield left.with_partitions(part, table, needed, as_codes=keys), group
 
 
 def _how_read(copy, rows: int) -> str:
