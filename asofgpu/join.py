@@ -205,6 +205,7 @@ class AsofJoin:
         self._key_ascends = None  # see _ascending
         self._time_ordered = None  # see _keep_time_order
         self._by_row = {}  # see _keys_by_row
+        self._run_last_rows = None  # see _last_of_runs
         if _defer_sort and not presorted and tie is None and self.backend.merge_scans:
             self._unsorted = (key, bucket)
             return
@@ -475,10 +476,14 @@ class AsofJoin:
             return self._join_reaches(left_key, tick, left_by, tolerance, rules)
         return self._probe(left_key, tick, left_by, tolerance, rules)
 
-    def _probe(self, left_key: Key, tick: int, left_by, tolerance, rules: "_Rules"):
+    def _probe(
+        self, left_key: Key, tick: int, left_by, tolerance, rules: "_Rules", forward_last=False
+    ):
         """``join`` of a left key read by ``ordered_key``, at ``tick`` (``common_tick``),
         with a fixed tolerance or a column of them. ``left_by`` may be the group codes a
-        probe of the same rows already looked up (an int32 array)."""
+        probe of the same rows already looked up (``_Codes``). ``forward_last``: a forward
+        pick takes the last row of its key, as polars' nearest rule does (the right side
+        sorted already)."""
         be, xp = self.backend, self.backend.xp
         n = len(left_key.values)
         left_key = rescale(left_key, tick, "left_on", xp)
@@ -516,7 +521,12 @@ class AsofJoin:
             is_float,
             left_key.values,
             groups,
-            Right(self._offsets, right_keys, self._rows_last, self._rows_first),
+            Right(
+                self._offsets,
+                right_keys,
+                self._rows_last,
+                self._last_of_runs() if forward_last else self._rows_first,
+            ),
             options(is_float, STRATEGY_CODE[strategy], exact, tol, tie_rule, out.dtype),
             out,
             time_ordered=self._time_ordered if tick == self._key_type.tick_ns else None,
@@ -541,41 +551,55 @@ class AsofJoin:
 
     def _join_reaches(self, left_key: Key, tick: int, left_by, tolerance: Reaches, rules):
         """The join under a tolerance per row and per direction (``Reaches``). A backward or
-        forward join takes its direction's column. A nearest one joins each way within its
-        own reach (the left rows' groups looked up once), then takes the closer candidate
-        by the nearest rule (a forward pick under polars' rule: the last row of its key)."""
+        forward join takes its direction's column. A nearest one joins each way without a
+        tolerance (the left rows' groups looked up once; under polars' rule a forward pick
+        takes the last row of its key), then ``Backend.nearest_within`` keeps each candidate
+        within its own reach and takes the closer, in one pass."""
         if rules.strategy != "nearest":
             return self._probe(left_key, tick, left_by, getattr(tolerance, rules.strategy), rules)
-        xp = self.backend.xp
-        groups = _Codes(self._left_groups(left_by, len(left_key.values)))
+        xp, n = self.backend.xp, len(left_key.values)
+        key_type, host = self._key_type, self._host
+        limits = [
+            row_tolerances(r, key_type, tick, n, host)
+            for r in (tolerance.backward, tolerance.forward)
+        ]
+        groups = _Codes(self._left_groups(left_by, n))
         one_way = rules._replace(ambiguous="pick")
         if not self.n_right:  # nothing to choose from
             return self._probe(left_key, tick, groups, None, one_way)
-        b = self._probe(
-            left_key, tick, groups, tolerance.backward, one_way._replace(strategy="backward")
-        )
+        self._sort_deferred()  # both probes search the prepared side
+        tie_forward = rules.nearest_tie == "forward"  # polars: a forward pick, its key's last row
+        b = self._probe(left_key, tick, groups, None, one_way._replace(strategy="backward"))
         f = self._probe(
-            left_key, tick, groups, tolerance.forward, one_way._replace(strategy="forward")
+            left_key, tick, groups, None, one_way._replace(strategy="forward"), tie_forward
         )
-        tie_forward = rules.nearest_tie == "forward"
-        # polars' rule: a forward pick is the last row of its key, which the nearest match
-        # without a tolerance names where it went forward too
-        n = self._probe(left_key, tick, groups, None, one_way) if tie_forward else b
         key = rescale(left_key, tick, "left_on", xp)
-        by_row = self._keys_by_row(tick)
-        is_float = self._key_type.physical == "float"
-        out, unsettled = self.backend.choose_nearest(
-            is_float, b, f, n, key.values, by_row, tie_forward
+        is_float = key_type.physical == "float"
+        out = self.backend.nearest_within(
+            is_float, b, f, key.values, self._keys_by_row(tick), limits, tie_forward
         )
-        if bool(unsettled.any()):  # the last row of the forward key, by a backward probe there
-            at_forward = Key(by_row[xp.where(unsettled, f, 0)], unsettled, key.type)
-            last = self._probe(
-                at_forward, tick, groups, None, one_way._replace(strategy="backward", exact=True)
-            )
-            out = xp.where(unsettled, last, out).astype(self.map_dtype, copy=False)
         if rules.ambiguous == "raise":
             self._raise_if_ambiguous(out)
         return out
+
+    def _last_of_runs(self):
+        """For each position in the prepared order, the row a forward pick takes under
+        polars' nearest rule: the last row of that position's key in its group (the end of
+        its run of equal keys), built once."""
+        if getattr(self, "_run_last_rows", None) is None:
+            xp = self.backend.xp
+            keys = self._keys[self._key_type.tick_ns]
+            same = keys[1:] == keys[:-1]
+            if keys.dtype.kind == "f":  # NaN keys are one run, as the kernels order them
+                same |= xp.isnan(keys[1:]) & xp.isnan(keys[:-1])
+            run_ends = xp.ones(len(keys), dtype=bool)
+            run_ends[:-1] = ~same
+            starts = self._offsets[1:-1]  # a group's first position ends the run before it
+            run_ends[starts[starts > 0] - 1] = True
+            ends = xp.flatnonzero(run_ends)
+            at = xp.searchsorted(ends, xp.arange(len(keys)))
+            self._run_last_rows = self._rows_last[ends[at]]
+        return self._run_last_rows
 
     def _keys_by_row(self, tick: int):
         """The right keys at ``tick`` in the caller's row order (rows without a key or a group

@@ -3,8 +3,9 @@ own tolerance become ``no_match``, with the probe's distances (``search.gap_*``:
 above +inf). The join itself ran without a tolerance; this pass is what a column of
 tolerances (or a calendar one, a column per direction) adds.
 
-A nearest join with a reach per direction joins backward and forward, each within its own
-reach, then ``choose_nearest`` takes the closer candidate by the probe's own rule.
+A nearest join with a reach per direction joins backward and forward without a tolerance,
+then ``nearest_within`` keeps each candidate within its own reach and takes the closer by
+the probe's own rule, in one pass.
 """
 
 import types
@@ -25,44 +26,42 @@ def drop_past(out, left_keys, right_keys_by_row, tolerances, no_match):
                 out[i] = no_match
 
 
-def choose_nearest(
-    out, back, forward, nearest, left_keys, right_keys_by_row, tie_forward, unsettled, no_match
+def nearest_within(
+    out,
+    back,
+    forward,
+    left_keys,
+    right_keys_by_row,
+    back_reach,
+    forward_reach,
+    tie_forward,
+    no_match,
 ):
-    """Each left row's nearest pick from its backward and forward matches (each already
-    within its own reach): the closer one, a tie going forward when ``tie_forward`` (polars'
-    rule) else backward (pandas'). A forward pick under polars' rule is the last row of its
-    key, which ``nearest`` (the row's nearest match without a tolerance) names when it has
-    that key; otherwise the row is marked ``unsettled`` (and holds the forward row)."""
+    """Each left row's nearest pick from its backward and forward matches (the join's maps
+    without a tolerance), each kept only within its own reach: the closer of those left, a
+    tie going forward when ``tie_forward`` (polars' rule) else backward (pandas')."""
     for i in prange(out.size):
+        x = left_keys[i]
         b = back[i]
         f = forward[i]
-        unsettled[i] = 0
+        to_back = gap(x, x)  # 0, of the distances' type
+        to_forward = to_back
+        if b != no_match:
+            to_back = gap(right_keys_by_row[b], x)
+            if to_back > back_reach[i]:
+                b = no_match
+        if f != no_match:
+            to_forward = gap(x, right_keys_by_row[f])
+            if to_forward > forward_reach[i]:
+                f = no_match
         take_f = f != no_match
         if take_f and b != no_match:
-            x = left_keys[i]
-            to_back = gap(right_keys_by_row[b], x)
-            to_forward = gap(x, right_keys_by_row[f])
             take_f = to_forward <= to_back if tie_forward else to_forward < to_back
-        if not take_f:
-            out[i] = b
-        elif not tie_forward:
-            out[i] = f
-        else:
-            n = nearest[i]
-            k = right_keys_by_row[f]
-            if (
-                n != no_match
-                and not less(right_keys_by_row[n], k)
-                and not less(k, right_keys_by_row[n])
-            ):
-                out[i] = n
-            else:
-                out[i] = f
-                unsettled[i] = 1
+        out[i] = f if take_f else b
 
 
 def build(jit, parallel_jit, is_float, unsigned, parallel_range):
-    """``drop_past`` and ``choose_nearest`` over ``parallel_range`` with ``parallel_jit``;
+    """``drop_past`` and ``nearest_within`` over ``parallel_range`` with ``parallel_jit``;
     ``is_float`` chooses the comparisons and distances."""
     names = {
         "less": jit(search.less_float if is_float else search.less_int),
@@ -71,5 +70,5 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range):
     }
     return types.SimpleNamespace(
         drop_past=parallel_jit(bind(drop_past, **names)),
-        choose_nearest=parallel_jit(bind(choose_nearest, **names)),
+        nearest_within=parallel_jit(bind(nearest_within, **names)),
     )

@@ -483,3 +483,20 @@ def test_reaches_bound_each_direction_by_its_own_column(
         **options,
     )
     assert to_host(got).tolist() == want
+
+
+def test_a_forward_pick_under_polars_rule_stops_at_its_groups_end(device):
+    """The last row of a forward pick's key is its group's: group b's rows of the same key,
+    next in the prepared order, are not it."""
+    from asofgpu._columns import Reaches
+
+    right_keys = pa.array([5, 1, 5, 5, 9, 5], pa.int64())
+    right_groups = pa.array(["a", "a", "b", "a", "b", "b"])
+    prepared = ag.AsofJoin(right_keys, right_groups, device=device)
+    got = prepared.join(
+        pa.array([4, 4], pa.int64()),
+        pa.array(["a", "b"]),
+        strategy="nearest",
+        tolerance=Reaches(pa.array([0, 0], pa.int64()), pa.array([10, 10], pa.int64())),
+    )
+    assert to_host(got).tolist() == [3, 5]  # the last 5 of a (row 3) and of b (row 5)

@@ -162,39 +162,30 @@ class Backend:
             gaps = xp.where(x >= k, xu - ku, ku - xu)
         out[matched & (gaps > tolerances)] = no_match
 
-    def choose_nearest(
-        self, is_float: bool, back, forward, nearest, left_keys, right_keys_by_row, tie_forward
+    def nearest_within(
+        self, is_float: bool, back, forward, left_keys, right_keys_by_row, reaches, tie_forward
     ):
-        """A nearest join's picks from its backward and forward maps, each already within
-        its own reach (kernels/tolerance.py's ``choose_nearest``): the map, and the rows
-        left ``unsettled`` (a forward pick under polars' rule whose key ``nearest``, the
-        row's nearest match without a tolerance, does not name: they hold the forward row,
-        and need the last row of its key); here vectorised on the backend's arrays."""
+        """A nearest join's picks from its backward and forward maps (joined without a
+        tolerance), each candidate kept within its own reach (``reaches``: the backward and
+        the forward column on the kernel's scale), then the closer, a tie going forward when
+        ``tie_forward`` (kernels/tolerance.py's ``nearest_within``); here vectorised."""
         xp = self.xp
         no_match = np.iinfo(back.dtype).min
-        has_b, has_f = back != no_match, forward != no_match
         if not len(right_keys_by_row):  # no right rows: nothing matched
-            return back.copy(), xp.zeros(len(back), dtype=bool)
+            return back.copy()
         x = left_keys
-        kb = right_keys_by_row[xp.where(has_b, back, 0)]
-        kf = right_keys_by_row[xp.where(has_f, forward, 0)]
+        kb = right_keys_by_row[xp.where(back != no_match, back, 0)]
+        kf = right_keys_by_row[xp.where(forward != no_match, forward, 0)]
         if is_float:
             to_back, to_forward = _float_gaps(x, kb, xp), _float_gaps(x, kf, xp)
         else:
             to_back = x.view(np.uint64) - kb.view(np.uint64)
             to_forward = kf.view(np.uint64) - x.view(np.uint64)
+        has_b = (back != no_match) & ~(to_back > reaches[0])
+        has_f = (forward != no_match) & ~(to_forward > reaches[1])
         closer = to_forward <= to_back if tie_forward else to_forward < to_back
-        take_f = has_f & (~has_b | closer)
-        out = xp.where(take_f, forward, back).astype(back.dtype, copy=False)
-        if not tie_forward:
-            return out, xp.zeros(len(back), dtype=bool)
-        has_n = nearest != no_match
-        kn = right_keys_by_row[xp.where(has_n, nearest, 0)]
-        same = has_n & (
-            (kn == kf) | (xp.isnan(kn) & xp.isnan(kf)) if is_float else has_n & (kn == kf)
-        )
-        out = xp.where(take_f & same, nearest, out).astype(back.dtype, copy=False)
-        return out, take_f & ~same
+        picked = xp.where(has_b, back, no_match)
+        return xp.where(has_f & (~has_b | closer), forward, picked).astype(back.dtype, copy=False)
 
     # ---- the window join
     def window_bounds(
@@ -225,23 +216,15 @@ class PythonBackend(Backend):
             out, left_keys, right_keys_by_row, tolerances, np.iinfo(out.dtype).min
         )
 
-    def choose_nearest(
-        self, is_float, back, forward, nearest, left_keys, right_keys_by_row, tie_forward
+    def nearest_within(
+        self, is_float, back, forward, left_keys, right_keys_by_row, reaches, tie_forward
     ):
         """kernels/tolerance.py as plain Python."""
-        out, unsettled = np.empty_like(back), np.empty(len(back), np.bool_)
-        _tolerance(is_float).choose_nearest(
-            out,
-            back,
-            forward,
-            nearest,
-            left_keys,
-            right_keys_by_row,
-            tie_forward,
-            unsettled,
-            np.iinfo(back.dtype).min,
+        out, no_match = np.empty_like(back), np.iinfo(back.dtype).min
+        _tolerance(is_float).nearest_within(
+            out, back, forward, left_keys, right_keys_by_row, *reaches, tie_forward, no_match
         )
-        return out, unsettled
+        return out
 
     def splice_merge(self, is_float, *sides) -> None:
         """The cpu's merge kernel as plain Python, cut into three pieces so that every test

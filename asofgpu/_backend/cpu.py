@@ -72,31 +72,22 @@ class CpuBackend(Backend):
                 out, left_keys, right_keys_by_row, tolerances, no_match
             )
 
-    def choose_nearest(
-        self, is_float, back, forward, nearest, left_keys, right_keys_by_row, tie_forward
+    def nearest_within(
+        self, is_float, back, forward, left_keys, right_keys_by_row, reaches, tie_forward
     ):
         """kernels/tolerance.py on all cores; a small launch the base's numpy way."""
         n = len(back)
         if self.interprets(n):
-            return super().choose_nearest(
-                is_float, back, forward, nearest, left_keys, right_keys_by_row, tie_forward
+            return super().nearest_within(
+                is_float, back, forward, left_keys, right_keys_by_row, reaches, tie_forward
             )
-        out, unsettled = np.empty_like(back), np.empty(n, np.bool_)
+        out, no_match = np.empty_like(back), np.iinfo(back.dtype).min
         parallel = walks.parallel(n)
-        no_match = np.iinfo(back.dtype).min
         with launching(parallel):
-            cpu_tolerance(is_float, parallel).choose_nearest(
-                out,
-                back,
-                forward,
-                nearest,
-                left_keys,
-                right_keys_by_row,
-                tie_forward,
-                unsettled,
-                no_match,
+            cpu_tolerance(is_float, parallel).nearest_within(
+                out, back, forward, left_keys, right_keys_by_row, *reaches, tie_forward, no_match
             )
-        return out, unsettled
+        return out
 
     def window_bounds(self, is_float, left_keys, left_groups, right, bounds, starts, ends):
         """Two binary searches a left row (kernels/window.py), the rows in parallel."""
