@@ -133,30 +133,48 @@ def calendar_parts(text: str):
 
 
 def _fixed_day_reaches(text: str, keys, directions):
+    """``fixed_day_ticks``' reaches as Arrow durations (null where the key is null), or
+    None where it does not apply."""
+    counted = fixed_day_ticks(text, keys, directions)
+    if counted is None:
+        return None
+    t = keys.type
+    unit, per_tick = ("s", 86_400) if pa.types.is_date32(t) else (t.unit, 1)  # dates: seconds
+    mask = None
+    if keys.null_count:
+        from . import _arrow_numpy as arrow_numpy
+
+        mask = ~arrow_numpy.valid(keys)
+    return tuple(pa.array(r.values * per_tick, pa.duration(unit), mask=mask) for r in counted)
+
+
+def fixed_day_ticks(text: str, keys, directions):
     """The reaches of keys whose days all last 24 hours (dates, timestamps without a time
-    zone or in UTC), counted by ``kernels/calendar.py`` on all cores: as polars' offset_by
+    zone or in UTC), counted by ``kernels/calendar.py`` on all cores, as polars' offset_by
     counts them, without building a polars Series (a 1M-row probe's reaches took longer
-    than the probe). None where it does not apply: other zones, a part finer than the
-    key's tick, a moved key out of the type's range; polars then counts them."""
+    than the probe): one ``RowTicks`` a direction, in the keys' own ticks (a null key's
+    reach is meaningless: it never matches). None where it does not apply: other zones, a
+    part finer than the key's tick, a moved key out of the type's range; polars then
+    counts them."""
     import numpy as np
 
     from . import _arrow_numpy as arrow_numpy
+    from ._columns import RowTicks
 
     t = keys.type
     parts = calendar_parts(text)
     if parts is None:
         return None
     if pa.types.is_date32(t):
-        tick_ns, unit, per_tick = _DAY_NS, "s", 86_400  # reaches as seconds
+        tick_ns = _DAY_NS
     elif pa.types.is_timestamp(t) and (t.tz is None or t.tz in _UTC):
-        tick_ns, unit, per_tick = _NS[t.unit], t.unit, 1
+        tick_ns = _NS[t.unit]
     else:
         return None
     months, days, ns = parts
     if (days * _DAY_NS) % tick_ns or ns % tick_ns:
         return None
     values = arrow_numpy.filled(keys, 0).astype(np.int64, copy=False)
-    valid = arrow_numpy.valid(keys) if keys.null_count else None
     ticks_per_day = _DAY_NS // tick_ns
     if pa.types.is_date32(t):
         lowest, highest = -(2**31), 2**31 - 1
@@ -179,8 +197,7 @@ def _fixed_day_reaches(text: str, keys, directions):
         )
         if not in_range:
             return None
-        mask = None if valid is None else ~valid
-        out.append(pa.array(reach * per_tick, pa.duration(unit), mask=mask))
+        out.append(RowTicks(reach, tick_ns))
     return tuple(out)
 
 

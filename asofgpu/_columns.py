@@ -408,6 +408,37 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int, param: str = "to
 
 
 @dataclass(frozen=True)
+class RowTicks:
+    """A column of tolerances already counted in whole ticks of ``tick_ns`` nanoseconds
+    (non-negative int64, one per left row), as the calendar kernel counts reaches: put on
+    a probe's scale by ``at`` without reading them as Arrow durations.
+
+    >>> RowTicks(np.array([2, 0]), 1_000).at(1, 2, True).tolist()
+    [2000, 0]
+    """
+
+    values: np.ndarray
+    tick_ns: int
+
+    def at(self, tick_ns: int, n_rows: int, host: bool, param: str = "tolerance"):
+        """The tolerances at ``tick_ns`` (a tick that divides this one), as
+        ``row_tolerances`` gives them: uint64, on the host or the device."""
+        if len(self.values) != n_rows:
+            msg = f"{param} has {len(self.values)} rows but left_on has {n_rows}"
+            raise ValueError(msg)
+        ticks = self.values.view(np.uint64)
+        if tick_ns != self.tick_ns:  # a finer tick: scaled, past the largest clamped to it
+            factor = np.uint64(self.tick_ns // tick_ns)
+            largest = np.iinfo(np.uint64).max
+            ticks = np.where(ticks > largest // factor, largest, ticks * factor)
+        if host:
+            return ticks
+        import cupy
+
+        return cupy.asarray(ticks)
+
+
+@dataclass(frozen=True)
 class Reaches:
     """A tolerance per left row and per direction: ``backward``, how far back each row's
     match may lie, and ``forward``, how far ahead; each a column as ``row_tolerances`` takes

@@ -23,6 +23,7 @@ from ._backend import Right, get_backend, options
 from ._columns import (
     Key,
     Reaches,
+    RowTicks,
     common_tick,
     is_device,
     is_row_tolerances,
@@ -35,7 +36,7 @@ from ._columns import (
 from ._device_groups import SortedGroups, device_columns, on_device
 from ._encode import Groups
 from ._calendar import fixed as fixed_duration
-from ._calendar import is_calendar, reaches
+from ._calendar import fixed_day_ticks, is_calendar, reaches
 from .kernels.window import Bounds
 from .window import Windows, check_reaches_given
 from ._types import (
@@ -487,8 +488,8 @@ class AsofJoin:
         be, xp = self.backend, self.backend.xp
         n = len(left_key.values)
         left_key = rescale(left_key, tick, "left_on", xp)
-        if is_row_tolerances(tolerance):  # the kernel joins without; rows past theirs dropped
-            tol, row_tols = None, row_tolerances(tolerance, self._key_type, tick, n, self._host)
+        if is_row_tolerances(tolerance) or isinstance(tolerance, RowTicks):
+            tol, row_tols = None, self._row_limits(tolerance, tick, n)  # rows past them dropped
         else:
             tol, row_tols = tolerance_in_ticks(tolerance, self._key_type, tick), None
         groups = left_by.codes if isinstance(left_by, _Codes) else self._left_groups(left_by, n)
@@ -545,9 +546,13 @@ class AsofJoin:
             msg = "a calendar tolerance needs left_on as a column, not a kernel-ready Key"
             raise TypeError(msg)
         keys = to_arrow(left_on, "left_on")
-        if strategy != "nearest":
-            return reaches(tolerance, keys, "left_on", (strategy,))[0]
-        return Reaches(*reaches(tolerance, keys, "left_on", ("backward", "forward")))
+        directions = ("backward", "forward") if strategy == "nearest" else (strategy,)
+        counted = (
+            fixed_day_ticks(tolerance, keys, directions) if tolerance.strip()[:1] != "-" else None
+        )
+        if counted is None:  # polars counts them (and refuses what it cannot read)
+            counted = reaches(tolerance, keys, "left_on", directions)
+        return counted[0] if strategy != "nearest" else Reaches(*counted)
 
     def _join_reaches(self, left_key: Key, tick: int, left_by, tolerance: Reaches, rules):
         """The join under a tolerance per row and per direction (``Reaches``). A backward or
@@ -558,11 +563,8 @@ class AsofJoin:
         if rules.strategy != "nearest":
             return self._probe(left_key, tick, left_by, getattr(tolerance, rules.strategy), rules)
         xp, n = self.backend.xp, len(left_key.values)
-        key_type, host = self._key_type, self._host
-        limits = [
-            row_tolerances(r, key_type, tick, n, host)
-            for r in (tolerance.backward, tolerance.forward)
-        ]
+        key_type = self._key_type
+        limits = [self._row_limits(r, tick, n) for r in (tolerance.backward, tolerance.forward)]
         groups = _Codes(self._left_groups(left_by, n))
         one_way = rules._replace(ambiguous="pick")
         if not self.n_right:  # nothing to choose from
@@ -581,6 +583,13 @@ class AsofJoin:
         if rules.ambiguous == "raise":
             self._raise_if_ambiguous(out)
         return out
+
+    def _row_limits(self, column, tick: int, n: int):
+        """A column of tolerances on the probe's scale (``row_tolerances``, or ``RowTicks``
+        as the calendar kernel counted them)."""
+        if isinstance(column, RowTicks):
+            return column.at(tick or self._key_type.tick_ns, n, self._host)
+        return row_tolerances(column, self._key_type, tick, n, self._host)
 
     def _last_of_runs(self):
         """For each position in the prepared order, the row a forward pick takes under
