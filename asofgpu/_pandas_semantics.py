@@ -20,6 +20,8 @@ front ends too):
   ``result_labels``, ``index_from``, ``join_keys``);
 - ``kernel_tolerance``, ``float_arithmetic_matters`` and ``pandas_float_pick``: the tolerance
   and the float distances as pandas' kernel computes them (numpy or cupy arrays);
+  ``extension_tolerance``: a ``DateOffset`` or a column of tolerances, which pandas refuses,
+  as asofgpu's join takes them;
 - ``reindex_positions`` and ``rows_of``: a gather map as ``reindex`` positions, and a frame's
   rows taken by them as ``reindex`` takes them (-1: a row of missing values), which
   ``asofgpu.pandas.splice_join`` uses for both sides;
@@ -394,12 +396,6 @@ class AsofMerge:
                 raise MergeError(msg)
             return
         column = _tolerance_column(tol)
-        if len(column) != len(self.left):
-            msg = (
-                f"tolerance has {len(column)} rows but left has {len(self.left)}: a column "
-                f"of tolerances has one per left row"
-            )
-            raise MergeError(msg)
         if _is_temporal(lt):
             expected = "durations (timedelta64)", column.dtype.kind == "m"
         elif is_integer_dtype(lt.dtype) or is_float_dtype(lt.dtype):
@@ -412,12 +408,6 @@ class AsofMerge:
                 f"{expected[0]}, got {column.dtype}"
             )
             raise MergeError(msg)
-        negative = (column < pd.Timedelta(0) if column.dtype.kind == "m" else column < 0).fillna(
-            False
-        )
-        if negative.any():
-            at = int(np.argmax(negative.to_numpy(dtype=bool)))
-            raise MergeError(f"{NEGATIVE_TOLERANCE}, got {column.iloc[at]} at left row {at}")
 
     def probe_tolerance(self, key_dtype: np.dtype):
         """The tolerance as ``AsofJoin.join`` takes it, on the kernel's keys of ``key_dtype``
@@ -425,20 +415,9 @@ class AsofMerge:
         ``kernel_tolerance``; a column of them as an Arrow array (null: no limit); a
         ``DateOffset`` as each left row's reach both ways (``Reaches``), measured by pandas'
         own arithmetic: back to ``x - offset``, ahead to ``x + offset``."""
-        tol, left_values = self.tolerance, self._on_values("left")
-        if isinstance(tol, pd.offsets.BaseOffset):
-            return _offset_reaches(tol, left_values)
-        if is_row_tolerances(tol):
-            column = _tolerance_column(tol)
-            if column.dtype.kind == "m":  # whole ticks of the key's unit, rounded down
-                per_tick = pd.Timedelta(1, unit=_unit(left_values)).value
-                ns = column.astype("timedelta64[ns]")
-                ticks = ns.to_numpy("int64", na_value=0) // per_tick
-                return pa.array(ticks, mask=ns.isna().to_numpy())
-            return pa.array(
-                column.astype("float64" if key_dtype.kind == "f" else column.dtype),
-                from_pandas=True,
-            )
+        tol = self.tolerance
+        if isinstance(tol, pd.offsets.BaseOffset) or is_row_tolerances(tol):
+            return extension_tolerance(tol, self._on_values("left"), key_dtype)
         tolerance = self.temporal_tolerance()
         return None if tolerance is None else kernel_tolerance(tolerance, key_dtype)
 
@@ -633,8 +612,43 @@ def kernel_tolerance(tolerance, dtype: np.dtype):
     return tolerance
 
 
+def extension_tolerance(tolerance, left_values, key_dtype: np.dtype):
+    """asofgpu's tolerances beyond pandas' as ``AsofJoin.join`` takes them, for the left
+    ``on`` values ``left_values`` (pandas or numpy, read on the host) joined as keys of
+    ``key_dtype``: a ``DateOffset`` as each row's reach both ways (``Reaches``, by pandas'
+    own arithmetic: back to ``x - offset``, ahead to ``x + offset``); a column of them as
+    an Arrow array (whole ticks of the key's unit on a temporal key, rounded down; null: no
+    limit), one per left row and none negative."""
+    if isinstance(tolerance, pd.offsets.BaseOffset):
+        return _offset_reaches(tolerance, left_values)
+    column = _tolerance_column(tolerance)
+    if len(column) != len(left_values):
+        msg = (
+            f"tolerance has {len(column)} rows but left has {len(left_values)}: a column of "
+            f"tolerances has one per left row"
+        )
+        raise MergeError(msg)
+    temporal = column.dtype.kind == "m"
+    negative = (column < pd.Timedelta(0) if temporal else column < 0).fillna(False)
+    if negative.any():
+        at = int(np.argmax(negative.to_numpy(dtype=bool)))
+        raise MergeError(f"{NEGATIVE_TOLERANCE}, got {column.iloc[at]} at left row {at}")
+    if temporal:
+        per_tick = pd.Timedelta(1, unit=_unit(left_values)).value
+        ns = column.astype("timedelta64[ns]")
+        ticks = ns.to_numpy("int64", na_value=0) // per_tick
+        return pa.array(ticks, mask=ns.isna().to_numpy())
+    numbers = column.astype("float64" if key_dtype.kind == "f" else column.dtype)
+    return pa.array(numbers, from_pandas=True)
+
+
 def _tolerance_column(tolerance) -> pd.Series:
-    """A column of tolerances as a Series read by position (its index is not aligned)."""
+    """A column of tolerances as a Series read by position (its index is not aligned); a
+    cuDF Series or a cupy array is copied to the host."""
+    if type(tolerance).__module__.split(".")[0] == "cudf":
+        return tolerance.to_pandas().reset_index(drop=True)
+    if hasattr(tolerance, "__cuda_array_interface__") and hasattr(tolerance, "get"):
+        return pd.Series(tolerance.get())  # cupy
     if isinstance(tolerance, pd.Series):
         return tolerance.reset_index(drop=True)
     if isinstance(tolerance, (pa.Array, pa.ChunkedArray)):

@@ -85,8 +85,12 @@ def merge_asof(
         ``by`` columns of each frame, when their names differ.
     suffixes : (str or None, str or None)
         Added to overlapping column names of the left and right frames.
-    tolerance : int, float, datetime.timedelta or pandas.Timedelta, optional
-        The largest distance a match may have (inclusive), in the key's type.
+    tolerance : int, float, datetime.timedelta, pandas.Timedelta, DateOffset or column, optional
+        The largest distance a match may have (inclusive), in the key's type; also, as
+        ``asofgpu.pandas`` takes them, a ``pandas.DateOffset`` on a datetime key and a column
+        of tolerances, one per left row (a cuDF or pandas Series, read by position). Their
+        bounds are counted on the host (the left key is copied there), then joined on the
+        device.
     allow_exact_matches : bool
         False: equal keys do not match (strictly less / greater than).
     direction : {"backward", "forward", "nearest"}
@@ -119,7 +123,6 @@ def merge_asof(
 
     direction, exact = check_join_options(direction, allow_exact_matches)
     left, right = _operand(left), _operand(right)
-    _check_fixed_tolerance(tolerance)
     for param, value in (
         ("on", on),
         ("left_on", left_on),
@@ -255,22 +258,6 @@ def _operand(obj):
     return validate_operand(obj, cudf.DataFrame, cudf.Series)
 
 
-def _check_fixed_tolerance(tolerance) -> None:
-    """asofgpu.pandas also takes a DateOffset and a column of tolerances; on the device the
-    join takes one fixed tolerance (the device probe has no per-row bounds yet)."""
-    import pandas as pd
-
-    from ._columns import is_row_tolerances
-
-    if isinstance(tolerance, pd.offsets.BaseOffset) or is_row_tolerances(tolerance):
-        msg = (
-            f"tolerance: asofgpu.cudf.merge_asof takes one fixed tolerance (a number or a "
-            f"Timedelta), got a {type(tolerance).__name__}; asofgpu.pandas.merge_asof takes "
-            f"a DateOffset or a column of tolerances (on frames moved with to_pandas())"
-        )
-        raise TypeError(msg)
-
-
 def _check_labels(value, param: str) -> None:
     from pandas.api.types import is_hashable
 
@@ -322,8 +309,12 @@ def _check_on(values, side: str) -> None:
 
 def _right_indexer(op, left, right, direction: str, exact: bool):
     """The map (cupy int32, NO_MATCH where nothing matched), pandas' rules, on the device."""
+    import pandas as pd
+
+    from ._columns import is_row_tolerances
     from ._pandas_semantics import (
         device_by_table,
+        extension_tolerance,
         float_arithmetic_matters,
         kernel_tolerance,
         pandas_float_pick,
@@ -331,7 +322,8 @@ def _right_indexer(op, left, right, direction: str, exact: bool):
         probe_on_device,
     )
 
-    tolerance = op.temporal_tolerance()
+    extended = isinstance(op.tolerance, pd.offsets.BaseOffset) or is_row_tolerances(op.tolerance)
+    tolerance = None if extended else op.temporal_tolerance()
     lkey = _key(left, None if op.left_index else op.left_on[-1], op.left_index)
     rkey = _key(right, None if op.right_index else op.right_on[-1], op.right_index)
     _check_on(lkey, "left")
@@ -343,7 +335,9 @@ def _right_indexer(op, left, right, direction: str, exact: bool):
     lnames, rnames = op.by_labels()
     left_by = device_by_table([_key(left, n, False) for n in lnames])
     right_by = device_by_table([_key(right, n, False) for n in rnames])
-    if tolerance is not None:
+    if extended:  # a DateOffset's reaches or a column's values, counted on the host
+        tolerance = extension_tolerance(op.tolerance, lkey.to_pandas().array, kernel_dtype)
+    elif tolerance is not None:
         tolerance = kernel_tolerance(tolerance, kernel_dtype)
     prepared = prepare_on_device(rkey, right_by)
 

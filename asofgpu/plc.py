@@ -44,7 +44,7 @@ Examples
 from __future__ import annotations
 
 from . import _validate
-from ._columns import common_tick, tolerance_in_ticks
+from ._columns import Reaches, common_tick, is_row_tolerances, to_arrow, tolerance_in_ticks
 from ._device_encode import (
     DeviceGroups,
     check_by_type,
@@ -293,10 +293,12 @@ class AsofJoin:
             The latest right key at or before, the earliest at or after, or the closer.
         allow_exact_matches : bool
             False: equal keys do not match (strictly before / after).
-        tolerance : int, float, datetime.timedelta or numpy.timedelta64, optional
+        tolerance : int, float, datetime.timedelta, numpy.timedelta64 or column, optional
             The largest distance a match may have (inclusive); a number is in the unit of
             ``right_on``'s type (nanoseconds for TIMESTAMP_NANOSECONDS, days for
-            TIMESTAMP_DAYS).
+            TIMESTAMP_DAYS). Or a column of them, one per left row (a pylibcudf Column,
+            cupy, numpy or Arrow: numbers in that unit or durations; null: no limit), read
+            on the host for its checks.
         nearest_tie : {"forward", "backward"}
             Equal distances under "nearest": "forward" (polars' rule: the larger key, its
             last row) or "backward" (pandas' rule: the smaller key).
@@ -328,7 +330,13 @@ class AsofJoin:
         exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
         _validate.one_of(nearest_tie, "nearest_tie", tuple(NEAREST_TIE_CODE))
         tick = _check_left(left_by, left_on, self._by_types, self._key_type)
-        tolerance_in_ticks(tolerance, self._key_type, tick)  # its errors, before device work
+        if isinstance(tolerance, _plc().Column):
+            tolerance = tolerance.to_arrow()
+        if is_row_tolerances(tolerance):  # its values are checked with the map, on the host
+            rows = len(to_arrow(tolerance, "tolerance"))
+            _validate.same_length(left_on.size(), rows, "tolerance", "left_on")
+        elif not isinstance(tolerance, Reaches):
+            tolerance_in_ticks(tolerance, self._key_type, tick)  # its errors, before device work
         stream = _stream(stream)
         key, codes = self._left(left_by, left_on, stream)
         gmap = self._join.join(

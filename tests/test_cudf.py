@@ -92,22 +92,6 @@ def test_keys_must_be_labels(param):
             merge_asof(cudf.DataFrame(), cudf.DataFrame(), **{param: value})
 
 
-@pytest.mark.parametrize(
-    "tolerance", [pd.DateOffset(months=1), pd.Series([pd.Timedelta("1s")]), np.array([1, 2])]
-)
-def test_a_calendar_or_column_tolerance_points_to_the_pandas_front_end(tolerance):
-    import cudf
-
-    from asofgpu.cudf import merge_asof
-
-    message = (
-        "tolerance: asofgpu.cudf.merge_asof takes one fixed tolerance .* asofgpu.pandas.merge_asof "
-        "takes a DateOffset or a column of tolerances"
-    )
-    with pytest.raises(TypeError, match=message):
-        merge_asof(cudf.DataFrame(), cudf.DataFrame(), on="t", tolerance=tolerance)
-
-
 def test_splice_operands_must_be_cudf_frames():
     import cudf
 
@@ -380,3 +364,30 @@ def test_docstring_examples_run_on_a_gpu():
             example.options.pop(doctest.SKIP, None)
         runner.run(test)
     assert runner.failures == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("direction", ["backward", "forward", "nearest"])
+def test_date_offsets_and_columns_of_tolerances_as_asofgpu_pandas_takes_them(direction):
+    """pandas refuses both; asofgpu.cudf must give asofgpu.pandas' answer (which
+    tests/test_pandas_tolerance.py checks against a brute force)."""
+    import cudf
+
+    from asofgpu.cudf import merge_asof
+    from asofgpu.pandas import merge_asof as pandas_front
+
+    rng = np.random.default_rng(4)
+    hours = [np.sort(rng.integers(0, 24 * 200, n)) for n in (60, 40)]
+    left = pd.DataFrame({"t": pd.Timestamp("2024-01-20") + pd.to_timedelta(hours[0], "h")})
+    left["sym"] = rng.choice(["a", "b"], len(left))
+    right = pd.DataFrame({"t": pd.Timestamp("2024-01-20") + pd.to_timedelta(hours[1], "h")})
+    right["sym"] = rng.choice(["a", "b"], len(right))
+    right["v"] = np.arange(len(right), dtype=np.float64)
+    stale = pd.Series(pd.to_timedelta(rng.choice([1, 24, 24 * 30, -1], len(left)), "h"))
+    stale[stale < pd.Timedelta(0)] = pd.NaT
+    for tolerance in (pd.DateOffset(months=1), stale, cudf.from_pandas(stale)):
+        options = dict(on="t", by="sym", direction=direction, tolerance=tolerance)
+        got = merge_asof(cudf.from_pandas(left), cudf.from_pandas(right), **options)
+        host = stale if isinstance(tolerance, cudf.Series) else tolerance
+        want = pandas_front(left, right, device="cpu", **{**options, "tolerance": host})
+        pd.testing.assert_frame_equal(got.to_pandas(), want, check_exact=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime
 import doctest
+import itertools
 from importlib.util import find_spec
 
 import numpy as np
@@ -266,6 +267,11 @@ def test_valid_right_sides_reach_the_device(plc, monkeypatch):
             TypeError,
             "tolerance: a timedelta needs a temporal key",
         ),
+        (
+            dict(tolerance=np.ones(3)),
+            ValueError,
+            "tolerance has 3 rows, but left_on has 2; they must have the same length",
+        ),
     ],
 )
 def test_join_option_errors(plc, prepared, kwargs, error, message):
@@ -337,14 +343,17 @@ def test_valid_joins_reach_the_device(plc, front):
         col(plc, T.TIMESTAMP_MILLISECONDS, 2),
     )
     left_by = plc.Table([col(plc, T.FLOAT32, 5), col(plc, T.STRING, 5)])  # float widths may differ
-    for on in (T.TIMESTAMP_NANOSECONDS, T.TIMESTAMP_SECONDS):
+    tolerances = (np.timedelta64(5, "ms"), pa.array([5, None, 1, 2, 3], pa.duration("ms")))
+    for on, tolerance in itertools.product(
+        (T.TIMESTAMP_NANOSECONDS, T.TIMESTAMP_SECONDS), tolerances
+    ):
         with pytest.raises(Reached):
             j.join(
                 left_by,
                 col(plc, on, 5),
                 "nearest",
                 False,
-                tolerance=np.timedelta64(5, "ms"),
+                tolerance=tolerance,
                 nearest_tie="backward",
             )
 
@@ -819,6 +828,27 @@ def test_device_map_equals_cpu_map(strategy, exact, nulls_equal):
     gmap = j.join(plc.Table([_device(ls), _device(lf)]), _device(lo), strategy, exact, tolerance=7)
     assert gmap.type().id() == plc.TypeId.INT32
     np.testing.assert_array_equal(_map(gmap), expected)
+
+
+@pytest.mark.gpu
+@needs_plc
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+def test_device_map_with_a_column_of_tolerances_equals_cpu_map(strategy):
+    import pylibcudf as plc
+
+    from asofgpu.plc import AsofJoin
+
+    rng = np.random.default_rng(12)
+    (rs, rf, ro), (ls, lf, lo) = _random_sides(rng, 5_000, 7_000)
+    tolerances = pa.array(rng.integers(0, 9, len(lo)), mask=rng.random(len(lo)) < 0.1)
+    expected = ag.AsofJoin(ro, [rs, rf], device="cpu").join(
+        lo, [ls, lf], strategy=strategy, tolerance=tolerances
+    )
+    j = AsofJoin(plc.Table([_device(rs), _device(rf)]), _device(ro))
+    left_by = plc.Table([_device(ls), _device(lf)])
+    for column in (tolerances, _device(tolerances)):
+        gmap = j.join(left_by, _device(lo), strategy, tolerance=column)
+        np.testing.assert_array_equal(_map(gmap), expected)
 
 
 @pytest.mark.gpu
