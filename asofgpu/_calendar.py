@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime  # noqa: F401 - the doctest's
 import re
+from typing import NamedTuple
 
 import pyarrow as pa
 
@@ -132,6 +133,64 @@ def calendar_parts(text: str):
     return (months, days, ns) if at == len(text) and at else None
 
 
+class CalendarPlan(NamedTuple):
+    """A calendar duration as ``kernels/calendar.py`` moves keys of one type forward:
+    ``months``, then ``day_ticks + fixed_ticks`` (whole ticks of ``tick_ns``), with
+    ``ticks_per_day`` and the days a moved key must stay within."""
+
+    months: int
+    day_ticks: int
+    fixed_ticks: int
+    ticks_per_day: int
+    lowest_day: int
+    highest_day: int
+    tick_ns: int
+
+    def moves(self, direction: str) -> tuple:
+        """The kernel's arguments after the keys and the output, for "backward" (the
+        duration taken away) or "forward"."""
+        sign = -1 if direction == "backward" else 1
+        return (
+            sign * self.months,
+            sign * self.day_ticks,
+            sign * self.fixed_ticks,
+            self.ticks_per_day,
+            self.lowest_day,
+            self.highest_day,
+        )
+
+
+def calendar_plan(text: str, key_type) -> CalendarPlan | None:
+    """How ``kernels/calendar.py`` counts ``text``'s reaches on keys of ``key_type`` (an
+    ``asofgpu._columns.KeyType``): where every day lasts 24 hours (dates, timestamps without
+    a zone or in UTC) and every part is whole ticks of the key. None elsewhere: polars then
+    counts them, as ``reaches`` does.
+
+    >>> from asofgpu._columns import KeyType
+    >>> calendar_plan("1mo12h", KeyType("timestamp", 1_000_000)).moves("backward")[:4]
+    (-1, 0, -43200000, 86400000)
+    >>> calendar_plan("1mo", KeyType("timestamp", 1_000, "Europe/Amsterdam")) is None
+    True
+    """
+    parts = calendar_parts(text)
+    if parts is None or not (
+        key_type.family == "date"
+        or (key_type.family == "timestamp" and (key_type.tz is None or key_type.tz in _UTC))
+    ):
+        return None
+    months, days, ns = parts
+    tick_ns = key_type.tick_ns
+    if (days * _DAY_NS) % tick_ns or ns % tick_ns:
+        return None
+    ticks_per_day = _DAY_NS // tick_ns
+    if tick_ns == _DAY_NS:  # date32: int32 days
+        lowest, highest = -(2**31), 2**31 - 1
+    else:  # two days inside int64: a moved key's time of day and part day stay in it
+        lowest, highest = -(2**63) // ticks_per_day + 2, (2**63 - 1) // ticks_per_day - 2
+    day_ticks, fixed_ticks = days * ticks_per_day, ns // tick_ns
+    return CalendarPlan(months, day_ticks, fixed_ticks, ticks_per_day, lowest, highest, tick_ns)
+
+
 def _fixed_day_reaches(text: str, keys, directions):
     """``fixed_day_ticks``' reaches as Arrow durations (null where the key is null), or
     None where it does not apply."""
@@ -139,7 +198,10 @@ def _fixed_day_reaches(text: str, keys, directions):
     if counted is None:
         return None
     t = keys.type
-    unit, per_tick = ("s", 86_400) if pa.types.is_date32(t) else (t.unit, 1)  # dates: seconds
+    if pa.types.is_date32(t):
+        unit, per_tick = "s", 86_400  # days as seconds
+    else:
+        unit, per_tick = ("ms" if pa.types.is_date64(t) else t.unit), 1
     mask = None
     if keys.null_count:
         from . import _arrow_numpy as arrow_numpy
@@ -148,73 +210,34 @@ def _fixed_day_reaches(text: str, keys, directions):
     return tuple(pa.array(r.values * per_tick, pa.duration(unit), mask=mask) for r in counted)
 
 
-def fixed_day_ticks(text: str, keys, directions):
-    """The reaches of keys whose days all last 24 hours (dates, timestamps without a time
-    zone or in UTC), counted by ``kernels/calendar.py`` on all cores, as polars' offset_by
-    counts them, without building a polars Series (a 1M-row probe's reaches took longer
-    than the probe): one ``RowTicks`` a direction, in the keys' own ticks (a null key's
-    reach is meaningless: it never matches). None where it does not apply: other zones, a
-    part finer than the key's tick, a moved key out of the type's range; polars then
-    counts them."""
+def fixed_day_ticks(text: str, keys, directions, backend=None, values=None):
+    """The reaches of keys whose days all last 24 hours, counted by ``kernels/calendar.py``
+    as polars' offset_by counts them, without building a polars Series (a 1M-row probe's
+    reaches took longer than the probe): one ``RowTicks`` a direction, in the keys' own
+    ticks (a null key's reach is meaningless: it never matches). ``keys``: an Arrow column
+    (counted on the host), or a ``KeyType`` whose ``values`` ``backend`` holds (counted
+    where they lie). None where it does not apply (``calendar_plan``), or where a moved
+    key would leave the type's range: polars then counts them."""
     import numpy as np
 
     from . import _arrow_numpy as arrow_numpy
-    from ._columns import RowTicks
+    from ._columns import KeyType, RowTicks, key_type_of_arrow
 
-    t = keys.type
-    parts = calendar_parts(text)
-    if parts is None:
-        return None
-    if pa.types.is_date32(t):
-        tick_ns = _DAY_NS
-    elif pa.types.is_timestamp(t) and (t.tz is None or t.tz in _UTC):
-        tick_ns = _NS[t.unit]
+    if isinstance(keys, KeyType):
+        key_type = keys
     else:
+        from ._backend import get_backend
+
+        key_type = key_type_of_arrow(keys.type, "left_on")
+        values = arrow_numpy.filled(keys, 0).astype(np.int64, copy=False)
+        backend = get_backend("cpu")
+    plan = calendar_plan(text, key_type)
+    if plan is None:
         return None
-    months, days, ns = parts
-    if (days * _DAY_NS) % tick_ns or ns % tick_ns:
-        return None
-    values = arrow_numpy.filled(keys, 0).astype(np.int64, copy=False)
-    ticks_per_day = _DAY_NS // tick_ns
-    if pa.types.is_date32(t):
-        lowest, highest = -(2**31), 2**31 - 1
-    else:
-        # two days inside the range: a moved key's time of day and part day stay in it
-        lowest, highest = -(2**63) // ticks_per_day + 2, (2**63 - 1) // ticks_per_day - 2
     out = []
     for direction in directions:
-        sign = -1 if direction == "backward" else 1
-        reach = np.empty(len(values), np.int64)
-        in_range = _calendar_kernel(len(values))(
-            values,
-            reach,
-            sign * months,
-            sign * days * ticks_per_day,
-            sign * (ns // tick_ns),
-            ticks_per_day,
-            lowest,
-            highest,
-        )
-        if not in_range:
+        reach = backend.calendar_reaches(values, plan.moves(direction))
+        if reach is None:
             return None
-        out.append(RowTicks(reach, tick_ns))
+        out.append(RowTicks(reach, plan.tick_ns))
     return tuple(out)
-
-
-def _calendar_kernel(rows: int):
-    """kernels/calendar.py's ``reaches``: compiled on all cores, or plain Python for a
-    small launch (as the backends decide)."""
-    from ._backend import walks
-    from ._backend.jit import cpu_calendar, identity_jit, launching
-    from .kernels import calendar
-
-    if not walks.compiles(rows):
-        kernel = calendar.build(identity_jit, identity_jit, identity_jit, range)
-        return lambda *args: kernel(*args, 1)
-    parallel = walks.parallel(rows)
-
-    def launch(*args):
-        with launching(parallel):
-            return cpu_calendar(parallel)(*args, walks.row_pieces(rows))
-
-    return launch

@@ -426,16 +426,17 @@ class RowTicks:
         if len(self.values) != n_rows:
             msg = f"{param} has {len(self.values)} rows but left_on has {n_rows}"
             raise ValueError(msg)
-        ticks = self.values.view(np.uint64)
+        on_host = isinstance(self.values, np.ndarray)
+        if not (host or on_host):
+            import cupy as xp
+        else:
+            xp = np
+        ticks = xp.asarray(self.values).view(np.uint64)
         if tick_ns != self.tick_ns:  # a finer tick: scaled, past the largest clamped to it
             factor = np.uint64(self.tick_ns // tick_ns)
             largest = np.iinfo(np.uint64).max
-            ticks = np.where(ticks > largest // factor, largest, ticks * factor)
-        if host:
-            return ticks
-        import cupy
-
-        return cupy.asarray(ticks)
+            ticks = xp.where(ticks > largest // factor, np.uint64(largest), ticks * factor)
+        return ticks
 
 
 @dataclass(frozen=True)

@@ -469,7 +469,7 @@ class AsofJoin:
         left_key = ordered_key(left_on, "left_on", self._host)
         tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
         if is_calendar(tolerance, zoned=self._key_type.tz is not None):
-            tolerance = self._calendar_reaches(left_on, tolerance, strategy)
+            tolerance = self._calendar_reaches(left_on, left_key, tolerance, strategy)
         elif isinstance(tolerance, str):  # a duration without calendar units: fixed
             tolerance = fixed_duration(tolerance)
         rules = _Rules(strategy, exact, nearest_tie, ambiguous)
@@ -538,20 +538,24 @@ class AsofJoin:
             self._raise_if_ambiguous(out)
         return out
 
-    def _calendar_reaches(self, left_on, tolerance: str, strategy: str):
+    def _calendar_reaches(self, left_on, left_key: Key, tolerance: str, strategy: str):
         """A calendar tolerance (``asofgpu._calendar``) as each left row's own reach, from
         its key by calendar arithmetic: the strategy's direction as a column of tolerances,
-        or both directions (``Reaches``) for a nearest join."""
-        if isinstance(left_on, Key):
-            msg = "a calendar tolerance needs left_on as a column, not a kernel-ready Key"
-            raise TypeError(msg)
-        keys = to_arrow(left_on, "left_on")
+        or both directions (``Reaches``) for a nearest join. Counted where the keys lie
+        (``Backend.calendar_reaches``) where every day lasts 24 hours, by polars on the host
+        elsewhere."""
         directions = ("backward", "forward") if strategy == "nearest" else (strategy,)
-        counted = (
-            fixed_day_ticks(tolerance, keys, directions) if tolerance.strip()[:1] != "-" else None
+        values = left_key.values
+        if left_key.valid is not None:  # a null key's value is whatever its slot holds
+            values = self.backend.xp.where(left_key.valid, values, 0)
+        counted = fixed_day_ticks(
+            tolerance.strip(), left_key.type, directions, self.backend, values
         )
         if counted is None:  # polars counts them (and refuses what it cannot read)
-            counted = reaches(tolerance, keys, "left_on", directions)
+            if isinstance(left_on, Key):
+                msg = "a calendar tolerance needs left_on as a column, not a kernel-ready Key"
+                raise TypeError(msg)
+            counted = reaches(tolerance, to_arrow(left_on, "left_on"), "left_on", directions)
         return counted[0] if strategy != "nearest" else Reaches(*counted)
 
     def _join_reaches(self, left_key: Key, tick: int, left_by, tolerance: Reaches, rules):

@@ -65,6 +65,32 @@ def moved_day(days, months):
     return days_from_civil(year, month, min(day, days_in_month(year, month)))
 
 
+def day_move(days, months, day_ticks, fixed_ticks, ticks_per_day, lowest_day, highest_day):
+    """How far, in ticks, the keys of day ``days`` move under the duration (``months``,
+    then ``day_ticks + fixed_ticks``); and False when moved keys would leave the type's
+    range (days outside [lowest_day, highest_day])."""
+    target = moved_day(days, months)
+    moved = target + (day_ticks + fixed_ticks) // ticks_per_day
+    if days < lowest_day or moved < lowest_day or moved > highest_day:
+        return 0, False
+    return (target - days) * ticks_per_day + day_ticks + fixed_ticks, True
+
+
+def reach_row(i, keys, out, months, day_ticks, fixed_ticks, ticks_per_day, lowest_day, highest_day):
+    """Row i's reach (one GPU thread a row): the distance from its key to the key moved;
+    -1 when the moved key would leave the range."""
+    delta, in_range = day_move(
+        keys[i] // ticks_per_day,
+        months,
+        day_ticks,
+        fixed_ticks,
+        ticks_per_day,
+        lowest_day,
+        highest_day,
+    )
+    out[i] = (-delta if delta < 0 else delta) if in_range else -1
+
+
 def reaches_piece(
     keys, out, start, stop, months, day_ticks, fixed_ticks, ticks_per_day, lowest_day, highest_day
 ):
@@ -81,14 +107,12 @@ def reaches_piece(
             days = x // ticks_per_day
             day_start = days * ticks_per_day
             day_end = day_start + ticks_per_day if days < highest_day else day_start
-            target = moved_day(days, months)
-            moved = target + (day_ticks + fixed_ticks) // ticks_per_day
-            if moved < lowest_day or moved > highest_day or days < lowest_day:
+            delta, in_range = day_move(
+                days, months, day_ticks, fixed_ticks, ticks_per_day, lowest_day, highest_day
+            )
+            if not in_range:
                 out_of_range += 1
                 day_end = day_start  # no run: the next row is looked at afresh
-                delta = 0
-            else:
-                delta = (target - days) * ticks_per_day + day_ticks + fixed_ticks
         out[i] = -delta if delta < 0 else delta
     return out_of_range
 
@@ -119,14 +143,23 @@ def reaches(
     return out_of_range == 0
 
 
-def build(jit, piece_jit, parallel_jit, parallel_range):
-    """``reaches`` over ``parallel_range`` with ``parallel_jit``, each piece compiled
-    apart with ``piece_jit`` (numba 0.68 takes a counter of a function inlined into a
-    ``prange`` loop for the loop's own reduction), its helpers with ``jit``."""
+def _helpers(jit):
     helpers = {
         "civil_from_days": jit(civil_from_days),
         "days_from_civil": jit(days_from_civil),
         "days_in_month": jit(days_in_month),
     }
-    piece = piece_jit(bind(reaches_piece, moved_day=jit(bind(moved_day, **helpers))))
+    return {"day_move": jit(bind(day_move, moved_day=jit(bind(moved_day, **helpers))))}
+
+
+def build(jit, piece_jit, parallel_jit, parallel_range):
+    """``reaches`` over ``parallel_range`` with ``parallel_jit``, each piece compiled
+    apart with ``piece_jit`` (numba 0.68 takes a counter of a function inlined into a
+    ``prange`` loop for the loop's own reduction), its helpers with ``jit``."""
+    piece = piece_jit(bind(reaches_piece, **_helpers(jit)))
     return parallel_jit(bind(reaches, reaches_piece=piece, prange=parallel_range))
+
+
+def build_row(jit):
+    """``reach_row`` and its helpers compiled with ``jit`` (a device function on the GPU)."""
+    return jit(bind(reach_row, **_helpers(jit)))

@@ -169,3 +169,15 @@ def test_the_window_kernels_compile(target, key):
         )
         ptx, _ = cuda.compile_ptx(reduces, reduce_signature, cc=target)
         assert ".entry" in ptx
+
+
+@pytest.mark.parametrize("target", TARGETS[1:], indirect=True, ids=lambda cc: f"sm{cc[0]}{cc[1]}")
+def test_the_calendar_kernel_compiles(target):
+    """The reaches of a calendar tolerance (issue 22), one thread a key, integer only."""
+    from asofgpu._backend.cuda import calendar_kernel_source
+
+    signature = "void(int64[::1], int64[::1], int64, int64, int64, int64, int64, int64)"
+    ptx, _ = cuda.compile_ptx(calendar_kernel_source(), signature, cc=target)
+    assert ".entry" in ptx
+    doubles = sorted(set(re.findall(r"\b[\w.]+\.f64\b", ptx)))
+    assert not doubles, f"the calendar kernel does float64 arithmetic: {doubles}"

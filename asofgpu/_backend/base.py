@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from .._host_pool import HOST_POOL
-from ..kernels import probe, splice, tolerance, window
+from ..kernels import calendar, probe, splice, tolerance, window
 from .jit import identity_jit, py_options, py_unsigned
 
 
@@ -187,6 +187,14 @@ class Backend:
         picked = xp.where(has_b, back, no_match)
         return xp.where(has_f & (~has_b | closer), forward, picked).astype(back.dtype, copy=False)
 
+    # ---- calendar tolerances
+    def calendar_reaches(self, keys, moves):
+        """Each key's reach under a calendar duration (kernels/calendar.py's ``reaches``;
+        ``moves``: ``CalendarPlan.moves``), in ticks, as an int64 array; None when a moved
+        key would leave the type's range. Here as plain Python, one piece."""
+        out = np.empty(len(keys), np.int64)
+        return out if _calendar()(keys, out, *moves, 1) else None
+
     # ---- the window join
     def window_bounds(
         self, is_float: bool, left_keys, left_groups, right: probe.Right, bounds, starts, ends
@@ -244,6 +252,11 @@ def _float_gaps(x, k, xp):
 @functools.cache
 def _tolerance(is_float: bool):
     return tolerance.build(identity_jit, identity_jit, is_float, py_unsigned, range)
+
+
+@functools.cache
+def _calendar():
+    return calendar.build(identity_jit, identity_jit, identity_jit, range)
 
 
 @functools.cache

@@ -19,6 +19,7 @@ from . import walks
 from .base import Backend, host_empty, interpreted_probe
 from .jit import (
     PARALLEL_LAUNCH,
+    cpu_calendar,
     cpu_counting_sort,
     cpu_cursor_probe,
     cpu_probe_all,
@@ -71,6 +72,18 @@ class CpuBackend(Backend):
             cpu_tolerance(is_float, parallel).drop_past(
                 out, left_keys, right_keys_by_row, tolerances, no_match
             )
+
+    def calendar_reaches(self, keys, moves):
+        """kernels/calendar.py's ``reaches`` on all cores, a piece a thread; a small launch
+        as plain Python."""
+        n = len(keys)
+        if self.interprets(n):
+            return super().calendar_reaches(keys, moves)
+        out = np.empty(n, np.int64)
+        parallel = walks.parallel(n)
+        with launching(parallel):
+            in_range = cpu_calendar(parallel)(keys, out, *moves, walks.row_pieces(n))
+        return out if in_range else None
 
     def nearest_within(
         self, is_float, back, forward, left_keys, right_keys_by_row, reaches, tie_forward

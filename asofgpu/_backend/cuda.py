@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ..kernels import bind, probe, window
+from ..kernels import bind, calendar, probe, window
 from ..kernels.probe import Options, Right
 from ..kernels.window import Bounds, Reduced
 from .base import Backend
@@ -68,6 +68,12 @@ class CudaBackend(Backend):
     def window_reduce(self, starts, ends, rows, values, keys, valid, out):
         kernel = window_kernels(False, self.simulated).reduces
         self._launch(kernel, len(starts), (starts, ends, rows, values, keys, valid, *out))
+
+    def calendar_reaches(self, keys, moves):
+        """One thread a key (kernels/calendar.py's ``reach_row``), on the device."""
+        out = self.empty(len(keys), np.int64)
+        self._launch(calendar_kernel(self.simulated), len(keys), (keys, out, *moves))
+        return None if len(out) and bool((out < 0).any()) else out
 
     def _launch(self, kernel, n: int, args) -> None:
         """``kernel`` on n threads (one a row) on the caller's stream."""
@@ -207,6 +213,30 @@ def window_kernel_sources(is_float: bool, simulated: bool = False) -> WindowKern
         "reduce_row": rows.reduce_row,
     }
     return WindowKernels(bind(_window_kernel, **names), bind(_reduce_kernel, **names))
+
+
+def _calendar_kernel(keys, out, months, day_ticks, fixed_ticks, ticks_per_day, lowest, highest):
+    """One thread per key: its reach under a calendar duration (reach_row: bound)."""
+    i = cuda.grid(1)  # noqa: F821 - bound by calendar_kernel_source
+    if i < out.size:
+        reach_row(  # noqa: F821
+            i, keys, out, months, day_ticks, fixed_ticks, ticks_per_day, lowest, highest
+        )
+
+
+@functools.cache
+def calendar_kernel(simulated: bool):
+    from numba import cuda
+
+    return cuda.jit(calendar_kernel_source())
+
+
+def calendar_kernel_source():
+    """The calendar kernel before ``cuda.jit`` (``tests/test_ptx.py`` compiles it)."""
+    from numba import cuda
+
+    row = calendar.build_row(cuda.jit(device=True))
+    return bind(_calendar_kernel, cuda=cuda, reach_row=row)
 
 
 @functools.cache
