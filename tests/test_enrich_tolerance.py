@@ -206,26 +206,6 @@ def test_a_month_end_reaches_back_to_the_leap_day_and_no_further(tmp_path, capsy
 
 
 @needs_polars
-def test_a_carry_trimmed_short_of_a_month_would_lose_the_leap_day(tmp_path, capsys, monkeypatch):
-    """The data above does exercise the trimming: with a reach of 30 days for "1mo" (short
-    by one), the stream loses 2024-03-31's match."""
-    test_a_month_end_reaches_back_to_the_leap_day_and_no_further(tmp_path, capsys)
-    monkeypatch.setattr(_attach, "_calendar_bound_ns", lambda text: 30 * 86_400 * 10**9)
-    got, _ = enriched(
-        tmp_path,
-        capsys,
-        "--tolerance",
-        "1mo",
-        "--right-mode",
-        "stream",
-        "--chunk-rows",
-        "1",
-        out="short.parquet",
-    )
-    assert got["v"].to_pylist()[2] is None
-
-
-@needs_polars
 @pytest.mark.parametrize("layout", ["tape", "grouped", "memory", "spill"])
 @pytest.mark.parametrize(
     ("key", "tolerance"),
