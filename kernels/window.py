@@ -6,8 +6,8 @@ The right side arrives prepared (``probe.Right``: keys sorted by (group, key), g
 positions ``[start, end)`` in g's range whose keys k satisfy ``x - before <= k <= x + after``,
 written without ever computing ``x - before`` (which can overflow): k is in unless it is below
 x by more than ``before`` (``less(k, x) and gap(k, x) > before``) or above x by more than
-``after``. Both conditions hold on a prefix and a suffix of the sorted range, so two binary
-searches find the window. With ``prevailing`` the window also takes the position before
+``after``. Both conditions hold on a prefix and a suffix of the sorted range: a binary search
+finds the window's end, and a gallop back from it its start. With ``prevailing`` the window also takes the position before
 ``start`` (the last right row below the window: the state on entering it), when the group has
 one.
 
@@ -56,15 +56,6 @@ def window_row(i, left_keys, left_groups, right, bounds, starts, ends):
     after = bounds.afters[i] if len(bounds.afters) else bounds.after
     a = lo
     b = hi
-    while a < b:  # the first position not more than `before` below x
-        mid = (a + b) >> 1
-        k = right.keys[mid]
-        if less(k, x) and gap(k, x) > before:
-            a = mid + 1
-        else:
-            b = mid
-    start = a
-    b = hi
     while a < b:  # the first position more than `after` above x
         mid = (a + b) >> 1
         k = right.keys[mid]
@@ -72,10 +63,31 @@ def window_row(i, left_keys, left_groups, right, bounds, starts, ends):
             b = mid
         else:
             a = mid + 1
+    end = a
+    # The first position not more than `before` below x, galloping back from the end:
+    # windows are short beside their group's range, and the keys just read are in cache.
+    a = lo
+    b = end  # positions in [b, end) are within reach
+    step = 1
+    while end - step >= lo:
+        k = right.keys[end - step]
+        if less(k, x) and gap(k, x) > before:
+            a = end - step + 1
+            break
+        b = end - step
+        step <<= 1
+    while a < b:
+        mid = (a + b) >> 1
+        k = right.keys[mid]
+        if less(k, x) and gap(k, x) > before:
+            a = mid + 1
+        else:
+            b = mid
+    start = a
     if bounds.prevailing and start > lo:
         start -= 1
     starts[i] = start
-    ends[i] = a
+    ends[i] = end
 
 
 def reduce_row(i, starts, ends, rows, values, keys, valid, out):
