@@ -146,11 +146,13 @@ class CalendarPlan(NamedTuple):
     highest_day: int
     tick_ns: int
 
-    def moves(self, direction: str) -> tuple:
-        """The kernel's arguments after the keys and the output, for "backward" (the
-        duration taken away) or "forward"."""
+    def move(self, direction: str):
+        """The keys' ``kernels.calendar.Move`` for "backward" (the duration taken away) or
+        "forward"."""
+        from .kernels.calendar import Move
+
         sign = -1 if direction == "backward" else 1
-        return (
+        return Move(
             sign * self.months,
             sign * self.day_ticks,
             sign * self.fixed_ticks,
@@ -167,7 +169,7 @@ def calendar_plan(text: str, key_type) -> CalendarPlan | None:
     counts them, as ``reaches`` does.
 
     >>> from asofgpu._columns import KeyType
-    >>> calendar_plan("1mo12h", KeyType("timestamp", 1_000_000)).moves("backward")[:4]
+    >>> calendar_plan("1mo12h", KeyType("timestamp", 1_000_000)).move("backward")[:4]
     (-1, 0, -43200000, 86400000)
     >>> calendar_plan("1mo", KeyType("timestamp", 1_000, "Europe/Amsterdam")) is None
     True
@@ -236,7 +238,7 @@ def fixed_day_ticks(text: str, keys, directions, backend=None, values=None):
         return None
     out = []
     for direction in directions:
-        reach = backend.calendar_reaches(values, plan.moves(direction))
+        reach = backend.calendar_reaches(values, plan.move(direction))
         if reach is None:
             return None
         out.append(RowTicks(reach, plan.tick_ns))

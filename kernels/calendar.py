@@ -10,9 +10,18 @@ so that a leap day ends its year; every division is a floor division, so dates b
 need no special case.
 """
 
+import collections
+
 from . import bind
 
 prange = None  # filled in by build()
+
+#: How keys move under a signed calendar duration: whole ``months`` first, then
+#: ``day_ticks + fixed_ticks``; a key is ``ticks_per_day`` ticks a day, and a moved key must
+#: stay within days [``lowest_day``, ``highest_day``] (its type's range).
+Move = collections.namedtuple(
+    "Move", "months day_ticks fixed_ticks ticks_per_day lowest_day highest_day"
+)
 
 #: Days from 0000-03-01 to 1970-01-01, in the proleptic Gregorian calendar.
 EPOCH_SHIFT = 719_468
@@ -65,35 +74,25 @@ def moved_day(days, months):
     return days_from_civil(year, month, min(day, days_in_month(year, month)))
 
 
-def day_move(days, months, day_ticks, fixed_ticks, ticks_per_day, lowest_day, highest_day):
-    """How far, in ticks, the keys of day ``days`` move under the duration (``months``,
-    then ``day_ticks + fixed_ticks``); and False when moved keys would leave the type's
-    range (days outside [lowest_day, highest_day])."""
-    target = moved_day(days, months)
-    moved = target + (day_ticks + fixed_ticks) // ticks_per_day
-    if days < lowest_day or moved < lowest_day or moved > highest_day:
+def day_move(days, move):
+    """How far, in ticks, the keys of day ``days`` move under ``move`` (a ``Move``); and
+    False when moved keys would leave the type's range."""
+    target = moved_day(days, move.months)
+    shift = move.day_ticks + move.fixed_ticks
+    moved = target + shift // move.ticks_per_day
+    if days < move.lowest_day or moved < move.lowest_day or moved > move.highest_day:
         return 0, False
-    return (target - days) * ticks_per_day + day_ticks + fixed_ticks, True
+    return (target - days) * move.ticks_per_day + shift, True
 
 
-def reach_row(i, keys, out, months, day_ticks, fixed_ticks, ticks_per_day, lowest_day, highest_day):
+def reach_row(i, keys, out, move):
     """Row i's reach (one GPU thread a row): the distance from its key to the key moved;
     -1 when the moved key would leave the range."""
-    delta, in_range = day_move(
-        keys[i] // ticks_per_day,
-        months,
-        day_ticks,
-        fixed_ticks,
-        ticks_per_day,
-        lowest_day,
-        highest_day,
-    )
+    delta, in_range = day_move(keys[i] // move.ticks_per_day, move)
     out[i] = (-delta if delta < 0 else delta) if in_range else -1
 
 
-def reaches_piece(
-    keys, out, start, stop, months, day_ticks, fixed_ticks, ticks_per_day, lowest_day, highest_day
-):
+def reaches_piece(keys, out, start, stop, move):
     """Rows [start, stop) of ``reaches``; returns how many moved keys left the range. Keys
     of one day move alike: the day's move is computed once for a run of them (time-sorted
     keys come in such runs), a division and a civil date a day rather than a row."""
@@ -104,12 +103,10 @@ def reaches_piece(
     for i in range(start, stop):
         x = keys[i]
         if x < day_start or x >= day_end:
-            days = x // ticks_per_day
-            day_start = days * ticks_per_day
-            day_end = day_start + ticks_per_day if days < highest_day else day_start
-            delta, in_range = day_move(
-                days, months, day_ticks, fixed_ticks, ticks_per_day, lowest_day, highest_day
-            )
+            days = x // move.ticks_per_day
+            day_start = days * move.ticks_per_day
+            day_end = day_start + move.ticks_per_day if days < move.highest_day else day_start
+            delta, in_range = day_move(days, move)
             if not in_range:
                 out_of_range += 1
                 day_end = day_start  # no run: the next row is looked at afresh
@@ -117,29 +114,16 @@ def reaches_piece(
     return out_of_range
 
 
-def reaches(
-    keys, out, months, day_ticks, fixed_ticks, ticks_per_day, lowest_day, highest_day, pieces
-):
-    """Each key's distance to itself moved by the signed calendar duration: how far back
-    (a negative duration) or ahead its bound lies, in ticks, the rows in ``pieces`` pieces.
-    Returns False when some moved key leaves the type's range (days outside
-    [lowest_day, highest_day]; ``out`` then holds no answer)."""
+def reaches(keys, out, move, pieces):
+    """Each key's distance to itself moved under ``move`` (a ``Move``): how far back (a
+    negative duration) or ahead its bound lies, in ticks, the rows in ``pieces`` pieces.
+    Returns False when some moved key leaves the type's range (``out`` then holds no
+    answer)."""
     n = keys.size
     step = (n + pieces - 1) // pieces
     out_of_range = 0
     for p in prange(pieces):
-        out_of_range += reaches_piece(
-            keys,
-            out,
-            min(p * step, n),
-            min((p + 1) * step, n),
-            months,
-            day_ticks,
-            fixed_ticks,
-            ticks_per_day,
-            lowest_day,
-            highest_day,
-        )
+        out_of_range += reaches_piece(keys, out, min(p * step, n), min((p + 1) * step, n), move)
     return out_of_range == 0
 
 

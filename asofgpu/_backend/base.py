@@ -188,12 +188,12 @@ class Backend:
         return xp.where(has_f & (~has_b | closer), forward, picked).astype(back.dtype, copy=False)
 
     # ---- calendar tolerances
-    def calendar_reaches(self, keys, moves):
+    def calendar_reaches(self, keys, move):
         """Each key's reach under a calendar duration (kernels/calendar.py's ``reaches``;
-        ``moves``: ``CalendarPlan.moves``), in ticks, as an int64 array; None when a moved
-        key would leave the type's range. Here as plain Python, one piece."""
+        ``move``: a ``calendar.Move``), in ticks, as an int64 array; None when a moved key
+        would leave the type's range. Here as plain Python, one piece."""
         out = np.empty(len(keys), np.int64)
-        return out if _calendar()(keys, out, *moves, 1) else None
+        return out if _calendar()(keys, out, move, 1) else None
 
     # ---- the window join
     def window_bounds(

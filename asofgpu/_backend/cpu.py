@@ -73,16 +73,16 @@ class CpuBackend(Backend):
                 out, left_keys, right_keys_by_row, tolerances, no_match
             )
 
-    def calendar_reaches(self, keys, moves):
+    def calendar_reaches(self, keys, move):
         """kernels/calendar.py's ``reaches`` on all cores, a piece a thread; a small launch
         as plain Python."""
         n = len(keys)
         if self.interprets(n):
-            return super().calendar_reaches(keys, moves)
+            return super().calendar_reaches(keys, move)
         out = np.empty(n, np.int64)
         parallel = walks.parallel(n)
         with launching(parallel):
-            in_range = cpu_calendar(parallel)(keys, out, *moves, walks.row_pieces(n))
+            in_range = cpu_calendar(parallel)(keys, out, move, walks.row_pieces(n))
         return out if in_range else None
 
     def nearest_within(

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from ..kernels import bind, calendar, probe, window
+from ..kernels.calendar import Move
 from ..kernels.probe import Options, Right
 from ..kernels.window import Bounds, Reduced
 from .base import Backend
@@ -69,10 +70,10 @@ class CudaBackend(Backend):
         kernel = window_kernels(False, self.simulated).reduces
         self._launch(kernel, len(starts), (starts, ends, rows, values, keys, valid, *out))
 
-    def calendar_reaches(self, keys, moves):
+    def calendar_reaches(self, keys, move):
         """One thread a key (kernels/calendar.py's ``reach_row``), on the device."""
         out = self.empty(len(keys), np.int64)
-        self._launch(calendar_kernel(self.simulated), len(keys), (keys, out, *moves))
+        self._launch(calendar_kernel(self.simulated), len(keys), (keys, out, *move))
         return None if len(out) and bool((out < 0).any()) else out
 
     def _launch(self, kernel, n: int, args) -> None:
@@ -216,12 +217,12 @@ def window_kernel_sources(is_float: bool, simulated: bool = False) -> WindowKern
 
 
 def _calendar_kernel(keys, out, months, day_ticks, fixed_ticks, ticks_per_day, lowest, highest):
-    """One thread per key: its reach under a calendar duration (reach_row: bound)."""
+    """One thread per key: its reach under a calendar duration (reach_row: bound). Its
+    arguments after the keys and the output are a ``calendar.Move``'s fields."""
     i = cuda.grid(1)  # noqa: F821 - bound by calendar_kernel_source
     if i < out.size:
-        reach_row(  # noqa: F821
-            i, keys, out, months, day_ticks, fixed_ticks, ticks_per_day, lowest, highest
-        )
+        move = Move(months, day_ticks, fixed_ticks, ticks_per_day, lowest, highest)
+        reach_row(i, keys, out, move)  # noqa: F821
 
 
 @functools.cache
