@@ -530,7 +530,11 @@ class AsofJoin:
             ),
             options(is_float, STRATEGY_CODE[strategy], exact, tol, tie_rule, out.dtype),
             out,
-            time_ordered=self._time_ordered if tick == self._key_type.tick_ns else None,
+            # the stream walk writes tape rows, not ``rows_first``: a forward pick that must
+            # take its key's last row searches the prepared side instead
+            time_ordered=(
+                self._time_ordered if tick == self._key_type.tick_ns and not forward_last else None
+            ),
         )
         if row_tols is not None:
             be.drop_past(is_float, out, left_key.values, self._keys_by_row(tick), row_tols)

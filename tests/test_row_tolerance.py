@@ -500,3 +500,23 @@ def test_a_forward_pick_under_polars_rule_stops_at_its_groups_end(device):
         tolerance=Reaches(pa.array([0, 0], pa.int64()), pa.array([10, 10], pa.int64())),
     )
     assert to_host(got).tolist() == [3, 5]  # the last 5 of a (row 3) and of b (row 5)
+
+
+def test_a_nearest_calendar_join_of_a_time_sorted_side_takes_a_keys_last_row():
+    """Review regression: a time-sorted right side may be streamed, and the stream wrote the
+    first row of a forward key where polars' rule takes the last; the cpu must agree with the
+    python backend row by row (sizes large enough to stream)."""
+    rng = np.random.default_rng(3)
+    m, n, groups = 200_000, 20_000, 100
+    right_keys = np.sort(rng.integers(0, 50_000, m)).astype("datetime64[s]")
+    left_keys = np.sort(rng.integers(0, 50_000, n)).astype("datetime64[s]")
+    right_groups = pa.array(rng.integers(0, groups, m))
+    left_groups = pa.array(rng.integers(0, groups, n))
+    options = dict(strategy="nearest", tolerance="1mo")
+    want = ag.AsofJoin(right_keys, right_groups, device="python").join(
+        left_keys, left_groups, **options
+    )
+    got = ag.AsofJoin(right_keys, right_groups, device="cpu").join(
+        left_keys, left_groups, **options
+    )
+    assert np.array_equal(to_host(got), to_host(want))
