@@ -1,12 +1,13 @@
 """Calendar tolerances: a duration string with months, quarters, years or calendar days
 (``"1mo"``, ``"1q"``, ``"1y"``, ``"1mo15d"``, ``"2mo12h"``), whose length depends on the key it
-is measured from. Each left key x gets its own reach, computed by polars' ``dt.offset_by``
-(month ends saturate, days are taken in the key's time zone): backward ``x - x.offset_by("-"
-+ tol)``, forward ``x.offset_by(tol) - x``. The join then drops matches past their row's
-reach (``AsofJoin.join``), as for a column of tolerances.
+is measured from. Each left key x gets its own reach, as polars' ``dt.offset_by`` computes
+it (month ends saturate, days are taken in the key's time zone): backward ``x -
+x.offset_by("-" + tol)``, forward ``x.offset_by(tol) - x``. The join then drops matches past
+their row's reach (``AsofJoin.join``), as for a column of tolerances.
 
-polars does the calendar arithmetic, as its users know it; it is needed only for these
-strings.
+Where every day lasts 24 hours (dates, timestamps without a zone or in UTC),
+``kernels/calendar.py`` counts the reaches (``calendar_plan``, ``fixed_day_ticks``); in zones
+with clock changes polars does, and is needed only there.
 
 >>> import pyarrow as pa
 >>> keys = pa.array([datetime.date(2024, 3, 31)], pa.date32())

@@ -103,16 +103,6 @@ class _Codes:
         self.codes = codes
 
 
-def _gaps(low, high, xp):
-    """``high - low`` for keys with low <= high (where both are read), exact: uint64 for
-    integer keys (wrapping subtraction of two's complement values is the true distance),
-    float64 with NaN (infinite keys) above every distance."""
-    if low.dtype.kind == "f":
-        gaps = high - low
-        return xp.where(xp.isnan(gaps), xp.inf, gaps)
-    return high.view(np.uint64) - low.view(np.uint64)
-
-
 class AsofJoin:
     """The right side of an as-of join ("the state table"), prepared once.
 
