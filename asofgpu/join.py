@@ -595,16 +595,11 @@ class AsofJoin:
         its run of equal keys), built once."""
         if getattr(self, "_run_last_rows", None) is None:
             xp = self.backend.xp
-            keys = self._keys[self._key_type.tick_ns]
-            same = keys[1:] == keys[:-1]
-            if keys.dtype.kind == "f":  # NaN keys are one run, as the kernels order them
-                same |= xp.isnan(keys[1:]) & xp.isnan(keys[:-1])
-            run_ends = xp.ones(len(keys), dtype=bool)
-            run_ends[:-1] = ~same
-            starts = self._offsets[1:-1]  # a group's first position ends the run before it
-            run_ends[starts[starts > 0] - 1] = True
+            new = self._run_starts(with_tie=False)
+            run_ends = xp.ones(len(new), dtype=bool)  # the last position of each run
+            run_ends[:-1] = new[1:]
             ends = xp.flatnonzero(run_ends)
-            at = xp.searchsorted(ends, xp.arange(len(keys)))
+            at = xp.searchsorted(ends, xp.arange(len(new)))
             self._run_last_rows = self._rows_last[ends[at]]
         return self._run_last_rows
 
