@@ -75,7 +75,7 @@ def reaches(
         )
         raise TypeError(msg)
     text = tolerance.strip()
-    counted = _fixed_day_reaches(text, keys, directions)
+    counted = _fixed_day_reaches(text, keys, directions, param)
     if counted is not None:
         return counted
     try:
@@ -136,15 +136,15 @@ def calendar_parts(text: str):
 
 class CalendarPlan(NamedTuple):
     """A calendar duration as ``kernels/calendar.py`` moves keys of one type forward:
-    ``months``, then ``day_ticks + fixed_ticks`` (whole ticks of ``tick_ns``), with
-    ``ticks_per_day`` and the days a moved key must stay within."""
+    ``months``, then ``days`` and ``ticks`` (whole ticks of ``tick_ns``, under a day), with
+    ``ticks_per_day`` and the type's range of keys [``lowest``, ``highest``]."""
 
     months: int
-    day_ticks: int
-    fixed_ticks: int
+    days: int
+    ticks: int
     ticks_per_day: int
-    lowest_day: int
-    highest_day: int
+    lowest: int
+    highest: int
     tick_ns: int
 
     def move(self, direction: str):
@@ -153,14 +153,24 @@ class CalendarPlan(NamedTuple):
         from .kernels.calendar import Move
 
         sign = -1 if direction == "backward" else 1
+        # From this many days on a reach passes 64 bits (and so every key's range).
+        most_days = (self.highest - self.lowest - self.ticks_per_day) // self.ticks_per_day
         return Move(
+            direction == "backward",
             sign * self.months,
-            sign * self.day_ticks,
-            sign * self.fixed_ticks,
+            sign * self.days,
+            sign * self.ticks,
             self.ticks_per_day,
-            self.lowest_day,
-            self.highest_day,
+            self.lowest,
+            self.highest,
+            most_days,
         )
+
+
+# Parts past any key type's range (2**64 seconds are 5.8e11 years), capped so that the
+# kernel's civil arithmetic stays inside int64: a reach that long is no limit.
+_MOST_MONTHS = 1 << 44
+_MOST_DAYS = 1 << 50
 
 
 def calendar_plan(text: str, key_type) -> CalendarPlan | None:
@@ -170,8 +180,8 @@ def calendar_plan(text: str, key_type) -> CalendarPlan | None:
     counts them, as ``reaches`` does.
 
     >>> from asofgpu._columns import KeyType
-    >>> calendar_plan("1mo12h", KeyType("timestamp", 1_000_000)).move("backward")[:4]
-    (-1, 0, -43200000, 86400000)
+    >>> calendar_plan("1mo36h", KeyType("timestamp", 1_000_000)).move("backward")[:5]
+    (True, -1, -1, -43200000, 86400000)
     >>> calendar_plan("1mo", KeyType("timestamp", 1_000, "Europe/Amsterdam")) is None
     True
     """
@@ -185,18 +195,23 @@ def calendar_plan(text: str, key_type) -> CalendarPlan | None:
     tick_ns = key_type.tick_ns
     if (days * _DAY_NS) % tick_ns or ns % tick_ns:
         return None
+    days, ns = days + ns // _DAY_NS, ns % _DAY_NS  # whole days, and the part of a day
     ticks_per_day = _DAY_NS // tick_ns
     if tick_ns == _DAY_NS:  # date32: int32 days
         lowest, highest = -(2**31), 2**31 - 1
-    else:  # two days inside int64: a moved key's time of day and part day stay in it
-        lowest, highest = -(2**63) // ticks_per_day + 2, (2**63 - 1) // ticks_per_day - 2
-    day_ticks, fixed_ticks = days * ticks_per_day, ns // tick_ns
-    return CalendarPlan(months, day_ticks, fixed_ticks, ticks_per_day, lowest, highest, tick_ns)
+    else:
+        lowest, highest = -(2**63), 2**63 - 1
+    months, days = min(months, _MOST_MONTHS), min(days, _MOST_DAYS)
+    return CalendarPlan(months, days, ns // tick_ns, ticks_per_day, lowest, highest, tick_ns)
 
 
-def _fixed_day_reaches(text: str, keys, directions):
-    """``fixed_day_ticks``' reaches as Arrow durations (null where the key is null), or
-    None where it does not apply."""
+def _fixed_day_reaches(text: str, keys, directions, param: str = "tolerance"):
+    """``fixed_day_ticks``' reaches as Arrow durations (null where the key is null, and
+    where a reach is no limit), or None where it does not apply."""
+    import numpy as np
+
+    from .kernels.calendar import NO_LIMIT
+
     counted = fixed_day_ticks(text, keys, directions)
     if counted is None:
         return None
@@ -205,22 +220,36 @@ def _fixed_day_reaches(text: str, keys, directions):
         unit, per_tick = "s", 86_400  # days as seconds
     else:
         unit, per_tick = ("ms" if pa.types.is_date64(t) else t.unit), 1
-    mask = None
+    valid = None
     if keys.null_count:
         from . import _arrow_numpy as arrow_numpy
 
-        mask = ~arrow_numpy.valid(keys)
-    return tuple(pa.array(r.values * per_tick, pa.duration(unit), mask=mask) for r in counted)
+        valid = arrow_numpy.valid(keys)
+    out = []
+    for r in counted:
+        limited = r.values != np.uint64(NO_LIMIT)
+        if valid is not None:
+            limited &= valid
+        too_far = limited & (r.values > np.uint64(np.iinfo(np.int64).max // per_tick))
+        if too_far.any():
+            msg = (
+                f"{param} {text!r} reaches {int(r.values[np.argmax(too_far)])} {unit} from a "
+                f"key, past what a duration of the key's unit holds; pass a shorter one"
+            )
+            raise ValueError(msg)
+        values = np.where(limited, r.values, 0).astype(np.int64) * per_tick
+        out.append(pa.array(values, pa.duration(unit), mask=~limited))
+    return tuple(out)
 
 
 def fixed_day_ticks(text: str, keys, directions, backend=None, values=None):
     """The reaches of keys whose days all last 24 hours, counted by ``kernels/calendar.py``
     as polars' offset_by counts them, without building a polars Series (a 1M-row probe's
     reaches took longer than the probe): one ``RowTicks`` a direction, in the keys' own
-    ticks (a null key's reach is meaningless: it never matches). ``keys``: an Arrow column
-    (counted on the host), or a ``KeyType`` whose ``values`` ``backend`` holds (counted
-    where they lie). None where it does not apply (``calendar_plan``), or where a moved
-    key would leave the type's range: polars then counts them."""
+    ticks, ``kernels.calendar.NO_LIMIT`` where the moved key lies past the type's range (a
+    null key's reach is meaningless: it never matches). ``keys``: an Arrow column (counted
+    on the host), or a ``KeyType`` whose ``values`` ``backend`` holds (counted where they
+    lie). None where it does not apply (``calendar_plan``): polars then counts them."""
     import numpy as np
 
     from . import _arrow_numpy as arrow_numpy
@@ -237,10 +266,6 @@ def fixed_day_ticks(text: str, keys, directions, backend=None, values=None):
     plan = calendar_plan(text, key_type)
     if plan is None:
         return None
-    out = []
-    for direction in directions:
-        reach = backend.calendar_reaches(values, plan.move(direction))
-        if reach is None:
-            return None
-        out.append(RowTicks(reach, plan.tick_ns))
-    return tuple(out)
+    return tuple(
+        RowTicks(backend.calendar_reaches(values, plan.move(d)), plan.tick_ns) for d in directions
+    )

@@ -426,12 +426,16 @@ class RowTicks:
         if len(self.values) != n_rows:
             msg = f"{param} has {len(self.values)} rows but left_on has {n_rows}"
             raise ValueError(msg)
-        on_host = isinstance(self.values, np.ndarray)
-        if not (host or on_host):
-            import cupy as xp
-        else:
+        if host:
             xp = np
-        ticks = xp.asarray(self.values).view(np.uint64)
+            ticks = np.asarray(
+                self.values if isinstance(self.values, np.ndarray) else self.values.get()
+            )
+        else:
+            import cupy as xp
+
+            ticks = xp.asarray(self.values)
+        ticks = ticks.view(np.uint64)
         if tick_ns != self.tick_ns:  # a finer tick: scaled, past the largest clamped to it
             factor = np.uint64(self.tick_ns // tick_ns)
             largest = np.iinfo(np.uint64).max

@@ -96,13 +96,6 @@ class _Rules(NamedTuple):
         return NEAREST_TIE_CODE[self.nearest_tie]
 
 
-class _Codes:
-    """The left rows' group codes, looked up once for several probes of the same rows."""
-
-    def __init__(self, codes):
-        self.codes = codes
-
-
 class AsofJoin:
     """The right side of an as-of join ("the state table"), prepared once.
 
@@ -195,8 +188,6 @@ class AsofJoin:
         self._unsorted = None
         self._key_ascends = None  # see _ascending
         self._time_ordered = None  # see _keep_time_order
-        self._by_row = {}  # see _keys_by_row
-        self._run_last_rows = None  # see _last_of_runs
         if _defer_sort and not presorted and tie is None and self.backend.merge_scans:
             self._unsorted = (key, bucket)
             return
@@ -463,30 +454,41 @@ class AsofJoin:
         elif isinstance(tolerance, str):  # a duration without calendar units: fixed
             tolerance = fixed_duration(tolerance)
         rules = _Rules(strategy, exact, nearest_tie, ambiguous)
-        if isinstance(tolerance, Reaches):
-            return self._join_reaches(left_key, tick, left_by, tolerance, rules)
         return self._probe(left_key, tick, left_by, tolerance, rules)
 
-    def _probe(
-        self, left_key: Key, tick: int, left_by, tolerance, rules: "_Rules", forward_last=False
-    ):
+    def _probe(self, left_key: Key, tick: int, left_by, tolerance, rules: "_Rules"):
         """``join`` of a left key read by ``ordered_key``, at ``tick`` (``common_tick``),
-        with a fixed tolerance or a column of them. ``left_by`` may be the group codes a
-        probe of the same rows already looked up (``_Codes``). ``forward_last``: a forward
-        pick takes the last row of its key, as polars' nearest rule does (the right side
-        sorted already)."""
+        with a fixed tolerance, a column of them, or ``Reaches``: the kernels compare each
+        candidate with its row's own reach in its direction."""
         be, xp = self.backend, self.backend.xp
         n = len(left_key.values)
         left_key = rescale(left_key, tick, "left_on", xp)
-        if is_row_tolerances(tolerance) or isinstance(tolerance, RowTicks):
-            tol, row_tols = None, self._row_limits(tolerance, tick, n)  # rows past them dropped
-        else:
-            tol, row_tols = tolerance_in_ticks(tolerance, self._key_type, tick), None
-        groups = left_by.codes if isinstance(left_by, _Codes) else self._left_groups(left_by, n)
+        tol, reaches = None, None
+        if isinstance(tolerance, Reaches):
+            directions = ("backward", "forward") if rules.strategy == "nearest" else None
+            if directions is None:  # a one-way join reads its own direction's column
+                tolerance = getattr(tolerance, rules.strategy)
+            else:
+                reaches = [self._row_limits(getattr(tolerance, d), tick, n) for d in directions]
+        if reaches is None and (is_row_tolerances(tolerance) or isinstance(tolerance, RowTicks)):
+            reaches = [self._row_limits(tolerance, tick, n)] * 2  # the same reach both ways
+        elif reaches is None:
+            tol = tolerance_in_ticks(tolerance, self._key_type, tick)
+        groups = self._left_groups(left_by, n)
         if left_key.valid is not None:
             groups = xp.where(left_key.valid, groups, -1).astype(np.int32, copy=False)
         out = be.empty(n, self.map_dtype)
-        strategy, exact, tie_rule = rules.strategy, rules.exact, rules.tie_code
+        is_float = self._key_type.physical == "float"
+        how = options(
+            is_float,
+            STRATEGY_CODE[rules.strategy],
+            rules.exact,
+            tol,
+            rules.tie_code,
+            out.dtype,
+            reaches,
+            xp,
+        )
         # A small join run as plain Python probes after a sort, as the python backend does.
         if (
             self._unsorted is not None
@@ -497,37 +499,21 @@ class AsofJoin:
             if tick and bucket is not None:  # rows without a group are never read: unchecked
                 key = Key(key.values, bucket < self.n_groups, key.type)
             right = rescale(key, tick, "right_on", xp) if tick else key
-            is_float = key.type.physical == "float"
-            how = options(is_float, STRATEGY_CODE[strategy], exact, tol, tie_rule, out.dtype)
             be.scan(
                 is_float, left_key.values, groups, right.values, bucket, self.n_groups, how, out
             )
-            if row_tols is not None:
-                be.drop_past(is_float, out, left_key.values, right.values, row_tols)
             return out
         self._sort_deferred()
         right_keys = self._keys_at(tick) if tick else self._keys[self._key_type.tick_ns]
-        is_float = self._key_type.physical == "float"
         be.probe(
             is_float,
             left_key.values,
             groups,
-            Right(
-                self._offsets,
-                right_keys,
-                self._rows_last,
-                self._last_of_runs() if forward_last else self._rows_first,
-            ),
-            options(is_float, STRATEGY_CODE[strategy], exact, tol, tie_rule, out.dtype),
+            Right(self._offsets, right_keys, self._rows_last, self._rows_first),
+            how,
             out,
-            # the stream walk writes tape rows, not ``rows_first``: a forward pick that must
-            # take its key's last row searches the prepared side instead
-            time_ordered=(
-                self._time_ordered if tick == self._key_type.tick_ns and not forward_last else None
-            ),
+            time_ordered=self._time_ordered if tick == self._key_type.tick_ns else None,
         )
-        if row_tols is not None:
-            be.drop_past(is_float, out, left_key.values, self._keys_by_row(tick), row_tols)
         if rules.ambiguous == "raise":
             self._raise_if_ambiguous(out)
         return out
@@ -552,68 +538,12 @@ class AsofJoin:
             counted = reaches(tolerance, to_arrow(left_on, "left_on"), "left_on", directions)
         return counted[0] if strategy != "nearest" else Reaches(*counted)
 
-    def _join_reaches(self, left_key: Key, tick: int, left_by, tolerance: Reaches, rules):
-        """The join under a tolerance per row and per direction (``Reaches``). A backward or
-        forward join takes its direction's column. A nearest one joins each way without a
-        tolerance (the left rows' groups looked up once; under polars' rule a forward pick
-        takes the last row of its key), then ``Backend.nearest_within`` keeps each candidate
-        within its own reach and takes the closer, in one pass."""
-        if rules.strategy != "nearest":
-            return self._probe(left_key, tick, left_by, getattr(tolerance, rules.strategy), rules)
-        xp, n = self.backend.xp, len(left_key.values)
-        key_type = self._key_type
-        limits = [self._row_limits(r, tick, n) for r in (tolerance.backward, tolerance.forward)]
-        groups = _Codes(self._left_groups(left_by, n))
-        one_way = rules._replace(ambiguous="pick")
-        if not self.n_right:  # nothing to choose from
-            return self._probe(left_key, tick, groups, None, one_way)
-        self._sort_deferred()  # both probes search the prepared side
-        tie_forward = rules.nearest_tie == "forward"  # polars: a forward pick, its key's last row
-        b = self._probe(left_key, tick, groups, None, one_way._replace(strategy="backward"))
-        f = self._probe(
-            left_key, tick, groups, None, one_way._replace(strategy="forward"), tie_forward
-        )
-        key = rescale(left_key, tick, "left_on", xp)
-        is_float = key_type.physical == "float"
-        out = self.backend.nearest_within(
-            is_float, b, f, key.values, self._keys_by_row(tick), limits, tie_forward
-        )
-        if rules.ambiguous == "raise":
-            self._raise_if_ambiguous(out)
-        return out
-
     def _row_limits(self, column, tick: int, n: int):
         """A column of tolerances on the probe's scale (``row_tolerances``, or ``RowTicks``
         as the calendar kernel counted them)."""
         if isinstance(column, RowTicks):
             return column.at(tick or self._key_type.tick_ns, n, self._host)
         return row_tolerances(column, self._key_type, tick, n, self._host)
-
-    def _last_of_runs(self):
-        """For each position in the prepared order, the row a forward pick takes under
-        polars' nearest rule: the last row of that position's key in its group (the end of
-        its run of equal keys), built once."""
-        if getattr(self, "_run_last_rows", None) is None:
-            xp = self.backend.xp
-            new = self._run_starts(with_tie=False)
-            run_ends = xp.ones(len(new), dtype=bool)  # the last position of each run
-            run_ends[:-1] = new[1:]
-            ends = xp.flatnonzero(run_ends)
-            at = xp.searchsorted(ends, xp.arange(len(new)))
-            self._run_last_rows = self._rows_last[ends[at]]
-        return self._run_last_rows
-
-    def _keys_by_row(self, tick: int):
-        """The right keys at ``tick`` in the caller's row order (rows without a key or a group
-        hold 0: no map entry names them), built once per tick for per-row tolerances."""
-        self._sort_deferred()  # a one-shot join's scan leaves the right side unsorted
-        tick = tick or self._key_type.tick_ns
-        if tick not in self._by_row:
-            sorted_keys = self._keys_at(tick) if tick else self._keys[tick]
-            keys = self.backend.xp.zeros(self.n_right, dtype=sorted_keys.dtype)
-            keys[self._rows_last] = sorted_keys
-            self._by_row[tick] = keys
-        return self._by_row[tick]
 
     def windows(
         self,

@@ -14,15 +14,18 @@ import collections
 
 from . import bind
 
-prange = None  # filled in by build()
+prange = unsigned = None  # filled in by build()
 
-#: How keys move under a signed calendar duration: whole ``months`` first, then
-#: ``day_ticks + fixed_ticks``; a key is ``ticks_per_day`` ticks a day, and a moved key must
-#: stay within days [``lowest_day``, ``highest_day``] (its type's range).
+#: How keys move under a calendar duration: whole ``months`` first, then ``days`` and
+#: ``ticks`` (under a day); all three negative (``backward``) or all non-negative. A key is
+#: ``ticks_per_day`` ticks a day, within [``lowest``, ``highest``] (its type's range); a
+#: move of ``most_days`` days or more reaches past any two keys.
 Move = collections.namedtuple(
-    "Move", "months day_ticks fixed_ticks ticks_per_day lowest_day highest_day"
+    "Move", "backward months days ticks ticks_per_day lowest highest most_days"
 )
 
+#: A reach past every distance between two keys: no limit (the probe's distances are uint64).
+NO_LIMIT = 2**64 - 1
 #: Days from 0000-03-01 to 1970-01-01, in the proleptic Gregorian calendar.
 EPOCH_SHIFT = 719_468
 CYCLE_DAYS = 146_097  # 400 years
@@ -74,76 +77,89 @@ def moved_day(days, months):
     return days_from_civil(year, month, min(day, days_in_month(year, month)))
 
 
-def day_move(days, move):
-    """How far, in ticks, the keys of day ``days`` move under ``move`` (a ``Move``); and
-    False when moved keys would leave the type's range."""
-    target = moved_day(days, move.months)
-    shift = move.day_ticks + move.fixed_ticks
-    moved = target + shift // move.ticks_per_day
-    if days < move.lowest_day or moved < move.lowest_day or moved > move.highest_day:
-        return 0, False
-    return (target - days) * move.ticks_per_day + shift, True
+def day_reach(days, move):
+    """How far, in ticks, the keys of day ``days`` reach under ``move`` (a ``Move``), as
+    uint64: the days between the day and its moved day, plus the part of a day. NO_LIMIT
+    from ``most_days`` days on, where the product would pass 64 bits (a reach within a
+    day of the type's whole span also counts as none)."""
+    whole = moved_day(days, move.months) - days + move.days
+    if whole < 0:
+        whole = -whole
+    if whole >= move.most_days:
+        return unsigned(NO_LIMIT)
+    ticks = -move.ticks if move.ticks < 0 else move.ticks
+    return unsigned(whole) * unsigned(move.ticks_per_day) + unsigned(ticks)
+
+
+def row_reach(x, reach, move):
+    """Key x's reach: its day's, or NO_LIMIT when the moved key lies past the type's range
+    (every key is then within reach). The room to the range's end is exact in uint64."""
+    if move.backward:
+        room = unsigned(x) - unsigned(move.lowest)
+    else:
+        room = unsigned(move.highest) - unsigned(x)
+    return reach if reach <= room else unsigned(NO_LIMIT)
 
 
 def reach_row(i, keys, out, move):
-    """Row i's reach (one GPU thread a row): the distance from its key to the key moved;
-    -1 when the moved key would leave the range."""
-    delta, in_range = day_move(keys[i] // move.ticks_per_day, move)
-    out[i] = (-delta if delta < 0 else delta) if in_range else -1
+    """Row i's reach (one GPU thread a row): the distance from its key to the key moved."""
+    x = keys[i]
+    out[i] = row_reach(x, day_reach(x // move.ticks_per_day, move), move)
 
 
 def reaches_piece(keys, out, start, stop, move):
-    """Rows [start, stop) of ``reaches``; returns how many moved keys left the range. Keys
-    of one day move alike: the day's move is computed once for a run of them (time-sorted
-    keys come in such runs), a division and a civil date a day rather than a row."""
-    out_of_range = 0
+    """Rows [start, stop) of ``reaches``. Keys of one day reach alike: the day's reach is
+    computed once for a run of them (time-sorted keys come in such runs), a division and a
+    civil date a day rather than a row."""
     day_start = 1
     day_end = 0  # no day yet
-    delta = 0
+    reach = unsigned(0)
     for i in range(start, stop):
         x = keys[i]
         if x < day_start or x >= day_end:
             days = x // move.ticks_per_day
             day_start = days * move.ticks_per_day
-            day_end = day_start + move.ticks_per_day if days < move.highest_day else day_start
-            delta, in_range = day_move(days, move)
-            if not in_range:
-                out_of_range += 1
-                day_end = day_start  # no run: the next row is looked at afresh
-        out[i] = -delta if delta < 0 else delta
-    return out_of_range
+            # the range's last day has no end within it: looked at afresh each row
+            last_day = day_start > move.highest - move.ticks_per_day
+            day_end = day_start if last_day else day_start + move.ticks_per_day
+            reach = day_reach(days, move)
+        out[i] = row_reach(x, reach, move)
 
 
 def reaches(keys, out, move, pieces):
-    """Each key's distance to itself moved under ``move`` (a ``Move``): how far back (a
-    negative duration) or ahead its bound lies, in ticks, the rows in ``pieces`` pieces.
-    Returns False when some moved key leaves the type's range (``out`` then holds no
-    answer)."""
+    """Each key's distance to itself moved under ``move`` (a ``Move``), how far back or
+    ahead its bound lies, in ticks (uint64; NO_LIMIT past the type's range), into ``out``;
+    the rows in ``pieces`` pieces."""
     n = keys.size
     step = (n + pieces - 1) // pieces
-    out_of_range = 0
     for p in prange(pieces):
-        out_of_range += reaches_piece(keys, out, min(p * step, n), min((p + 1) * step, n), move)
-    return out_of_range == 0
+        reaches_piece(keys, out, min(p * step, n), min((p + 1) * step, n), move)
 
 
-def _helpers(jit):
+def _helpers(jit, unsigned_fn):
     helpers = {
         "civil_from_days": jit(civil_from_days),
         "days_from_civil": jit(days_from_civil),
         "days_in_month": jit(days_in_month),
     }
-    return {"day_move": jit(bind(day_move, moved_day=jit(bind(moved_day, **helpers))))}
+    moved = jit(bind(moved_day, **helpers))
+    return {
+        "day_reach": jit(bind(day_reach, moved_day=moved, unsigned=unsigned_fn)),
+        "row_reach": jit(bind(row_reach, unsigned=unsigned_fn)),
+        "unsigned": unsigned_fn,
+    }
 
 
-def build(jit, piece_jit, parallel_jit, parallel_range):
+def build(jit, piece_jit, parallel_jit, parallel_range, unsigned_fn):
     """``reaches`` over ``parallel_range`` with ``parallel_jit``, each piece compiled
-    apart with ``piece_jit`` (numba 0.68 takes a counter of a function inlined into a
-    ``prange`` loop for the loop's own reduction), its helpers with ``jit``."""
-    piece = piece_jit(bind(reaches_piece, **_helpers(jit)))
+    apart with ``piece_jit`` (numba 0.68 takes a variable a function inlined into a
+    ``prange`` loop carries from row to row for the loop's own reduction), its helpers with
+    ``jit``; ``unsigned_fn``: numba's uint64, or ``int`` as plain Python (exact either
+    way)."""
+    piece = piece_jit(bind(reaches_piece, **_helpers(jit, unsigned_fn)))
     return parallel_jit(bind(reaches, reaches_piece=piece, prange=parallel_range))
 
 
-def build_row(jit):
+def build_row(jit, unsigned_fn):
     """``reach_row`` and its helpers compiled with ``jit`` (a device function on the GPU)."""
-    return jit(bind(reach_row, **_helpers(jit)))
+    return jit(bind(reach_row, **_helpers(jit, unsigned_fn)))

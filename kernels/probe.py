@@ -16,10 +16,15 @@ from . import bind, search
 #: The prepared right side (see above).
 Right = collections.namedtuple("Right", "offsets keys rows_last rows_first")
 #: The join's options: ``strategy`` (BACKWARD, FORWARD or NEAREST), ``exact`` (exact matches
-#: allowed), ``has_tol`` and ``tol`` (the tolerance, float64 for float keys, else uint64),
-#: ``nearest_tie`` (TIE_TO_BACKWARD or TIE_TO_FORWARD) and ``no_match`` (the map's sentinel).
-#: ``asofgpu._backend.options`` makes them, typed alike for every call.
-Options = collections.namedtuple("Options", "strategy exact has_tol tol nearest_tie no_match")
+#: allowed), ``has_tol`` and ``tol`` (the tolerance, float64 for float keys, else uint64);
+#: ``back_tols`` and ``forward_tols``, when not empty, each left row's own reach back and
+#: ahead in place of ``tol`` (a column of tolerances, or a calendar one: 2024-03-31 reaches
+#: 31 days back by "1mo" and 30 ahead); ``nearest_tie`` (TIE_TO_BACKWARD or TIE_TO_FORWARD)
+#: and ``no_match`` (the map's sentinel). ``asofgpu._backend.options`` makes them, typed
+#: alike for every call.
+Options = collections.namedtuple(
+    "Options", "strategy exact has_tol tol back_tols forward_tols nearest_tie no_match"
+)
 #: Rows in walk (key) order: their ``keys`` and group codes (``groups``), and the caller's row
 #: number of each (``rows``).
 Walk = collections.namedtuple("Walk", "keys groups rows")
@@ -59,17 +64,26 @@ def probe_row(i, left_keys, left_groups, right, how, out):
 NO_PICK, PICK_BACK, PICK_FORWARD, PICK_FORWARD_LAST = 0, 1, 2, 3
 
 
-def decide(x, has_b, b_key, has_f, f_key, how):
-    """Which candidate a left row with key x takes: its backward one (key b_key; PICK_BACK:
+def decide(i, x, has_b, b_key, has_f, f_key, how):
+    """Which candidate left row i, with key x, takes: its backward one (key b_key; PICK_BACK:
     the last row of that key), its forward one (f_key; PICK_FORWARD: the first row of that
     key, PICK_FORWARD_LAST: the last, polars' nearest rule), or none (NO_PICK). A missing
-    candidate's key is never read. The one place these rules exist: ``pick`` (every probe)
-    and ``scan.choose`` (the one-shot merge scan) both ask here."""
-    strategy, has_tol, tol = how.strategy, how.has_tol, how.tol
+    candidate's key is never read. Under a tolerance each candidate must lie within its own
+    direction's reach, and nearest takes the closer of those left (with one reach both
+    ways, the same as checking the closer). The one place these rules exist: ``pick``
+    (every probe) and ``scan.choose`` (the one-shot merge scan) both ask here."""
+    strategy = how.strategy
+    has_b = has_b and strategy != FORWARD
+    has_f = has_f and strategy != BACKWARD
+    if how.has_tol:
+        if has_b:
+            reach = how.back_tols[i] if len(how.back_tols) else how.tol
+            has_b = not gap(b_key, x) > reach
+        if has_f:
+            reach = how.forward_tols[i] if len(how.forward_tols) else how.tol
+            has_f = not gap(x, f_key) > reach
     take_f = has_f
-    if strategy == BACKWARD:
-        take_f = False
-    elif strategy == NEAREST and has_b and has_f:
+    if has_b and has_f:  # nearest: the closer
         back_gap = gap(b_key, x)
         fwd_gap = gap(x, f_key)
         if how.nearest_tie == TIE_TO_FORWARD:
@@ -77,14 +91,10 @@ def decide(x, has_b, b_key, has_f, f_key, how):
         else:
             take_f = fwd_gap < back_gap
     if take_f:
-        if has_tol and gap(x, f_key) > tol:
-            return NO_PICK
         if strategy == NEAREST and how.nearest_tie == TIE_TO_FORWARD:
             return PICK_FORWARD_LAST  # polars: whichever key wins, its last row
         return PICK_FORWARD
-    if has_b and strategy != FORWARD:
-        if has_tol and gap(b_key, x) > tol:
-            return NO_PICK
+    if has_b:
         return PICK_BACK
     return NO_PICK
 
@@ -101,7 +111,7 @@ def pick(i, x, b, f, lo, hi, right, how, out):
     gaps = how.strategy == NEAREST or how.has_tol
     b_key = right.keys[b] if has_b and gaps else x
     f_key = right.keys[f] if has_f and gaps else x
-    choice = decide(x, has_b, b_key, has_f, f_key, how)
+    choice = decide(i, x, has_b, b_key, has_f, f_key, how)
     if choice == PICK_BACK:
         out[i] = right.rows_last[b]
     elif choice == PICK_FORWARD:

@@ -76,7 +76,8 @@ def backward_piece(left, p0, p1, right, j, last, last_key, how, back_row, back_k
             j += ONE
         g = np.uint64(left.groups[p])
         if how.strategy == BACKWARD:
-            out[np.uint64(left.rows[p])] = choose(x, last[g], last_key[g], -1, x, -1, how)
+            i = np.uint64(left.rows[p])
+            out[i] = choose(i, x, last[g], last_key[g], -1, x, -1, how)
         else:  # nearest: the forward walk decides
             back_row[p] = last[g]
             back_key[p] = last_key[g]
@@ -100,9 +101,11 @@ def forward_piece(left, p0, p1, right, j, first, first_key, run_last, how, back_
         g = np.uint64(left.groups[p])
         i = np.uint64(left.rows[p])
         if how.strategy == NEAREST:
-            out[i] = choose(x, back_row[p], back_key[p], first[g], first_key[g], run_last[g], how)
+            out[i] = choose(
+                i, x, back_row[p], back_key[p], first[g], first_key[g], run_last[g], how
+            )
         else:
-            out[i] = choose(x, -1, x, first[g], first_key[g], -1, how)
+            out[i] = choose(i, x, -1, x, first[g], first_key[g], -1, how)
 
 
 def piece_bounds(n_left, n_chunks):
@@ -177,10 +180,10 @@ def forward_pass(left, right, n_groups, n_chunks, how, back_row, back_key, out):
         )
 
 
-def choose(x, b, b_key, f, f_key, f_last, how):
-    """One left row's pick from its backward (row b, key b_key) and forward (f, f_key; f_last:
+def choose(i, x, b, b_key, f, f_key, f_last, how):
+    """Left row i's pick from its backward (row b, key b_key) and forward (f, f_key; f_last:
     the last row of f's key) candidates, -1 for none, by ``probe.decide``'s rules."""
-    choice = decide(x, b >= 0, b_key, f >= 0, f_key, how)
+    choice = decide(i, x, b >= 0, b_key, f >= 0, f_key, how)
     if choice == PICK_BACK:
         return b
     if choice == PICK_FORWARD:

@@ -64,7 +64,8 @@ def backward_piece(p0, p1, left, tape, right, how, latest, out):
                 j += ONE
         i = np.uint64(left.rows[p])
         r = latest[np.uint64(left.groups[p])]
-        if r < 0 or (how.has_tol and gap(right_keys[r], x) > how.tol):
+        reach = how.back_tols[i] if len(how.back_tols) else how.tol
+        if r < 0 or (how.has_tol and gap(right_keys[r], x) > reach):
             out[i] = how.no_match
         else:
             out[i] = r
@@ -99,7 +100,8 @@ def forward_piece(p0, p1, left, tape, right, how, earliest, out):
                 earliest[np.uint64(tape.groups[j])] = j
         i = np.uint64(left.rows[p])
         r = earliest[np.uint64(left.groups[p])]
-        if r < 0 or (how.has_tol and gap(x, right_keys[r]) > how.tol):
+        reach = how.forward_tols[i] if len(how.forward_tols) else how.tol
+        if r < 0 or (how.has_tol and gap(x, right_keys[r]) > reach):
             out[i] = how.no_match
         else:
             out[i] = r

@@ -70,20 +70,43 @@ def test_dates_move_as_polars_moves_them(ordered):
 
 def test_what_the_kernel_does_not_count_polars_counts():
     """Zones with clock changes, a part finer than the key's tick, a part day on a date,
-    a moved key out of the type's range, text the parser does not read plainly."""
+    text the parser does not read plainly."""
     zoned = pa.array([0], pa.timestamp("us", "Europe/Amsterdam"))
     seconds = pa.array([0], pa.timestamp("s"))
     days = pa.array([0], pa.date32())
-    edge = pa.array([2**63 - 10**15], pa.timestamp("ns"))
     assert _fixed_day_reaches("1mo", zoned, ("backward",)) is None
     assert _fixed_day_reaches("1mo5ms", seconds, ("backward",)) is None
     assert _fixed_day_reaches("1mo12h", days, ("backward",)) is None
-    assert _fixed_day_reaches("1y", edge, ("forward",)) is None
     assert calendar_parts("1 mo") is None and calendar_parts("1MO") is None
-    for keys, text in [(zoned, "1mo"), (seconds, "1mo5ms"), (edge, "1y")]:
+    for keys, text in [(zoned, "1mo"), (seconds, "1mo5ms")]:
         (got,) = reaches(text, keys, "left_on", ("backward",))
         s = pl.from_arrow(keys)
         assert got.to_pylist() == (s - s.dt.offset_by("-" + text)).to_list()
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_moved_key_past_the_types_range_is_no_limit(compiled):
+    """A bound past the type's range (ns keys end in 2262) leaves every key within reach:
+    null, no limit; the reach back from the same key is exact; a date's too."""
+    edge = pa.array([2**63 - 10**15, 0], pa.timestamp("ns"))
+    days = pa.array([2**31 - 100, 0], pa.date32())
+    limit = 0 if compiled else 1 << 30
+    with walks.overridden(interpret_max_rows=limit, interpret_seconds=0 if compiled else 1e9):
+        back, ahead = _fixed_day_reaches("1y", edge, ("backward", "forward"))
+        assert ahead.to_pylist()[0] is None and back.to_pylist()[0] is not None
+        assert _nanoseconds(back) == _polars_reaches(edge, "1y")[0]
+        assert _nanoseconds(ahead)[1] == _polars_reaches(edge, "1y")[1][1]
+        (ahead,) = _fixed_day_reaches("1y", days, ("forward",))
+        assert ahead.to_pylist()[0] is None and ahead.to_pylist()[1] is not None
+
+
+def test_a_reach_longer_than_a_duration_holds_is_refused_by_name():
+    """300 years back from 2200 lies in range, but further than an int64 of nanoseconds
+    (292 years) holds: as an Arrow duration it is refused, naming the tolerance (the join
+    itself counts it exactly, tests/test_row_tolerance.py)."""
+    keys = pa.array([int(np.datetime64("2200-01-01", "ns").astype(np.int64))], pa.timestamp("ns"))
+    with pytest.raises(ValueError, match=r"tolerance '300y' reaches \d+ ns from a key, past"):
+        reaches("300y", keys, "left_on")
 
 
 def test_duration_strings_are_read_into_months_days_and_nanoseconds():

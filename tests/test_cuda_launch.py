@@ -38,5 +38,5 @@ def test_cuda_launch_keeps_the_low_occupancy_warning_to_itself(monkeypatch):
         backend.probe(False, keys, groups, right, how, np.empty(3, np.int32))
         with pytest.warns(UserWarning, match="another warning"):  # others pass through
             warnings.warn("another warning", stacklevel=1)
-    # the kernel's arguments: the left side's 2, the Right's 4, the Options' 6 and the map
-    assert launched == [((1, _backend.CUDA_THREADS), 13)]
+    # the kernel's arguments: the left side's 2, the Right's 4, the Options' 8 and the map
+    assert launched == [((1, _backend.CUDA_THREADS), 15)]

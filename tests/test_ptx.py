@@ -46,6 +46,8 @@ def _signature(key: str, width: str) -> tuple[str, ...]:
         "bool",
         "bool",
         tol,
+        f"{tol}[::1]",
+        f"{tol}[::1]",
         "int64",
         "int64",
         f"{width}[::1]",
@@ -98,9 +100,9 @@ def test_the_probe_kernel_compiles_for_every_type_a_launch_passes(target, key, w
 
 def test_launches_pass_only_the_types_compiled_above(monkeypatch):
     """Every backend launches through ``Backend.probe``: on the python backend, each
-    argument's type for every kind of key, with and without groups, a tolerance and each
-    strategy, is one of the signatures compiled above (int32 maps; int64 ones need 2**31
-    right rows)."""
+    argument's type for every kind of key, with and without groups, a tolerance (one, a
+    column of them, a calendar one) and each strategy, is one of the signatures compiled
+    above (int32 maps; int64 ones need 2**31 right rows)."""
     launched = set()
     probe = _backend.PythonBackend.probe
 
@@ -129,18 +131,21 @@ def test_launches_pass_only_the_types_compiled_above(monkeypatch):
     for left_on, right_on in keys:
         temporal = not isinstance(left_on, np.ndarray) or left_on.dtype.kind == "M"
         tolerance = np.timedelta64(3, "s") if temporal else 3
+        column = np.array([tolerance] * 3)
+        tolerances = (tolerance, column, "1mo") if temporal else (tolerance, column)
         for strategy in ("backward", "forward", "nearest"):
             asof_join(left_on, right_on, strategy=strategy, device="python")
-            asof_join(
-                left_on,
-                right_on,
-                np.array(["a", "b", "a"]),
-                np.array(["a", "a", "b"]),
-                strategy=strategy,
-                tolerance=tolerance,
-                allow_exact_matches=False,
-                device="python",
-            )
+            for tolerance in tolerances:
+                asof_join(
+                    left_on,
+                    right_on,
+                    np.array(["a", "b", "a"]),
+                    np.array(["a", "a", "b"]),
+                    strategy=strategy,
+                    tolerance=tolerance,
+                    allow_exact_matches=False,
+                    device="python",
+                )
     compiled = {_signature(key, "int32") for key in KEYS}
     assert launched <= compiled, launched - compiled
     assert {sig[0] for sig in launched} == {f"{key}[::1]" for key in KEYS}
@@ -176,8 +181,12 @@ def test_the_calendar_kernel_compiles(target):
     """The reaches of a calendar tolerance (issue 22), one thread a key, integer only."""
     from asofgpu._backend.cuda import calendar_kernel_source
 
-    signature = "void(int64[::1], int64[::1], int64, int64, int64, int64, int64, int64)"
-    ptx, _ = cuda.compile_ptx(calendar_kernel_source(), signature, cc=target)
-    assert ".entry" in ptx
-    doubles = sorted(set(re.findall(r"\b[\w.]+\.f64\b", ptx)))
-    assert not doubles, f"the calendar kernel does float64 arithmetic: {doubles}"
+    for keys in ("int64", "int32"):  # timestamps, and date32's days
+        signature = (
+            f"void({keys}[::1], uint64[::1], boolean, int64, int64, int64, int64, int64, int64, "
+            "int64)"
+        )
+        ptx, _ = cuda.compile_ptx(calendar_kernel_source(), signature, cc=target)
+        assert ".entry" in ptx
+        doubles = sorted(set(re.findall(r"\b[\w.]+\.f64\b", ptx)))
+        assert not doubles, f"the calendar kernel does float64 arithmetic: {doubles}"

@@ -520,3 +520,89 @@ def test_a_nearest_calendar_join_of_a_time_sorted_side_takes_a_keys_last_row():
         left_keys, left_groups, **options
     )
     assert np.array_equal(to_host(got), to_host(want))
+
+
+@pytest.mark.parametrize("walk", ["stream", "cursor", "search", "scan"])
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+@pytest.mark.parametrize("tolerance", ["column", "1mo"])
+def test_every_cpu_walk_compares_each_row_with_its_own_reach(walk, strategy, tolerance):
+    """The kernels compare each candidate with its row's own reach in its direction (issue
+    22): each of the cpu's walks, forced by its threshold (the stream of a time-sorted
+    right side, the cursors, a binary search a row of shuffled left rows, the one-shot
+    merge scan), agrees with the python backend row by row, on a column of tolerances with
+    nulls and on a calendar one (whose reach back and ahead differ)."""
+    from asofgpu._backend import walks
+
+    rng = np.random.default_rng(7)
+    m, n, groups = 20_000, 4_000, 8
+    day = 86_400
+    # quotes in two seasons of two months, trades all year: gaps of months to reach across
+    seasons = rng.integers(0, 60 * day, m) + rng.choice([0, 180 * day], m)
+    right_keys = np.sort(seasons).astype("datetime64[s]")
+    left_keys = np.sort(rng.integers(0, 400 * day, n)).astype("datetime64[s]")
+    right_groups = pa.array(rng.integers(0, groups, m))
+    left_groups = pa.array(rng.integers(0, groups, n))
+    if walk == "search":  # a binary search a row is for left rows out of key order
+        shuffle = rng.permutation(n)
+        left_keys, left_groups = left_keys[shuffle], left_groups.take(pa.array(shuffle))
+    if tolerance == "column":
+        reach = rng.integers(0, 40 * day, n)
+        tolerance = pa.array([None if v % 7 == 0 else int(v) for v in reach], pa.duration("s"))
+    options = dict(strategy=strategy, tolerance=tolerance)
+    want = ag.AsofJoin(right_keys, right_groups, device="python").join(
+        left_keys, left_groups, **options
+    )
+    thresholds = {
+        "stream": dict(stream_span=1 << 40, stream_group_span=0),
+        "cursor": dict(stream_span=0),
+        "search": dict(search_max_rows=1 << 40),
+        "scan": {},
+    }[walk]
+    with walks.overridden(parallel_min_rows=0, **thresholds):
+        if walk == "scan":
+            got = ag.asof_join(
+                left_keys, right_keys, left_groups, right_groups, device="cpu", **options
+            )
+        else:
+            got = ag.AsofJoin(right_keys, right_groups, device="cpu").join(
+                left_keys, left_groups, **options
+            )
+    assert (to_host(want) >= 0).mean() > 0.3  # the reaches leave matches and drop some
+    assert (to_host(want) < 0).mean() > 0.05
+    assert np.array_equal(to_host(got), to_host(want))
+
+
+def _ns(text: str) -> int:
+    return int(np.datetime64(text, "ns").astype(np.int64))
+
+
+@pytest.mark.parametrize(
+    ("left", "tolerance", "strategy", "inside", "outside"),
+    [
+        # 300 years is more than an int64 of nanoseconds holds (292 years): the reach wrapped
+        ("2200-01-01", "300y", "backward", "1900-01-01", "1899-12-31T23:59:59.999999999"),
+        ("1700-01-01", "300y", "forward", "2000-01-01", "2000-01-01T00:00:00.000000001"),
+        ("2200-01-01", "300y", "nearest", "1900-01-01", "1899-12-31T23:59:59.999999999"),
+        ("1700-01-01", "1mo200000d", "forward", "2247-09-02", "2247-09-02T00:00:00.000000001"),
+        # a bound past the type's range (ns keys span 1677-2262): every key within reach
+        ("2200-01-01", "600y", "backward", "1677-09-22", None),
+        ("2200-01-01", "1mo99999999999999999999ns", "backward", "1677-09-22", None),
+        ("1700-01-01", "2000000000q", "forward", "2262-04-11", None),
+    ],
+)
+def test_calendar_reaches_past_292_years_are_exact(
+    device, left, tolerance, strategy, inside, outside
+):
+    """Review finding: on nanosecond keys a calendar reach of more than 2**63 ns wrapped
+    ("300y" gave no match) and a part past int64 ("1mo200000d" in ticks) raised numba's typing
+    error. The reach is counted exactly in 64 unsigned bits, a bound past the type's range
+    is no limit."""
+    assert np.datetime64("1700-02-01") + np.timedelta64(200_000, "D") == np.datetime64("2247-09-02")
+    for right, want in ((inside, 0), (outside, ag.NO_MATCH)):
+        if right is None:
+            continue
+        prepared = ag.AsofJoin(pa.array([_ns(right)], pa.timestamp("ns")), device=device)
+        got = prepared.join(
+            pa.array([_ns(left)], pa.timestamp("ns")), strategy=strategy, tolerance=tolerance
+        )
+        assert to_host(got).tolist() == [want], (right, tolerance)

@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from .._host_pool import HOST_POOL
-from ..kernels import calendar, probe, splice, tolerance, window
+from ..kernels import calendar, probe, splice, window
 from .jit import identity_jit, py_options, py_unsigned
 
 
@@ -27,22 +27,37 @@ def host_empty(n: int, dtype) -> np.ndarray:
 
 
 def options(
-    is_float: bool, strategy: int, exact: bool, tol, nearest_tie: int, map_dtype
+    is_float: bool,
+    strategy: int,
+    exact: bool,
+    tol,
+    nearest_tie: int,
+    map_dtype,
+    reaches=None,
+    xp=np,
 ) -> probe.Options:
     """The join's options as every kernel takes them, each field of one type whatever the
     caller passed (numba compiles a kernel once per argument type): the tolerance float64 for
-    float keys, else uint64, 0 when there is none; ``no_match``, the map dtype's minimum.
+    float keys, else uint64, 0 when there is none; ``reaches``, None or each left row's own
+    reach back and ahead (two arrays of that type, on the device ``xp`` names: they replace
+    ``tol``); ``no_match``, the map dtype's minimum.
 
     >>> how = options(False, 0, True, None, 0, np.int32)
-    >>> how.has_tol, int(how.tol), int(how.no_match)
-    (False, 0, -2147483648)
+    >>> how.has_tol, int(how.tol), len(how.back_tols), int(how.no_match)
+    (False, 0, 0, -2147483648)
     """
     kind = np.float64 if is_float else np.uint64
+    if reaches is None:
+        back = forward = xp.empty(0, dtype=kind)
+    else:
+        back, forward = (xp.asarray(r).astype(kind, copy=False) for r in reaches)
     return probe.Options(
         np.int64(strategy),
         bool(exact),
-        tol is not None,
+        tol is not None or reaches is not None,
         kind(0 if tol is None else tol),
+        back,
+        forward,
         np.int64(nearest_tie),
         np.int64(np.iinfo(map_dtype).min),
     )
@@ -144,56 +159,14 @@ class Backend:
         left_map[at_right] = left_of_right[right_rows]
         right_map[at_right] = right_rows
 
-    # ---- per-row tolerances
-    def drop_past(self, is_float: bool, out, left_keys, right_keys_by_row, tolerances) -> None:
-        """``NO_MATCH`` (the map's minimum) in ``out`` for each left row whose match lies
-        farther from its key than its own tolerance (kernels/tolerance.py); here vectorised
-        on the backend's arrays."""
-        xp = self.xp
-        no_match = np.iinfo(out.dtype).min
-        matched = out != no_match
-        if not len(right_keys_by_row):  # no right rows: nothing matched
-            return
-        x, k = left_keys, right_keys_by_row[xp.where(matched, out, 0)]
-        if is_float:
-            gaps = _float_gaps(x, k, xp)
-        else:  # exact as unsigned differences of the larger minus the smaller
-            xu, ku = x.view(np.uint64), k.view(np.uint64)
-            gaps = xp.where(x >= k, xu - ku, ku - xu)
-        out[matched & (gaps > tolerances)] = no_match
-
-    def nearest_within(
-        self, is_float: bool, back, forward, left_keys, right_keys_by_row, reaches, tie_forward
-    ):
-        """A nearest join's picks from its backward and forward maps (joined without a
-        tolerance), each candidate kept within its own reach (``reaches``: the backward and
-        the forward column on the kernel's scale), then the closer, a tie going forward when
-        ``tie_forward`` (kernels/tolerance.py's ``nearest_within``); here vectorised."""
-        xp = self.xp
-        no_match = np.iinfo(back.dtype).min
-        if not len(right_keys_by_row):  # no right rows: nothing matched
-            return back.copy()
-        x = left_keys
-        kb = right_keys_by_row[xp.where(back != no_match, back, 0)]
-        kf = right_keys_by_row[xp.where(forward != no_match, forward, 0)]
-        if is_float:
-            to_back, to_forward = _float_gaps(x, kb, xp), _float_gaps(x, kf, xp)
-        else:
-            to_back = x.view(np.uint64) - kb.view(np.uint64)
-            to_forward = kf.view(np.uint64) - x.view(np.uint64)
-        has_b = (back != no_match) & ~(to_back > reaches[0])
-        has_f = (forward != no_match) & ~(to_forward > reaches[1])
-        closer = to_forward <= to_back if tie_forward else to_forward < to_back
-        picked = xp.where(has_b, back, no_match)
-        return xp.where(has_f & (~has_b | closer), forward, picked).astype(back.dtype, copy=False)
-
     # ---- calendar tolerances
     def calendar_reaches(self, keys, move):
         """Each key's reach under a calendar duration (kernels/calendar.py's ``reaches``;
-        ``move``: a ``calendar.Move``), in ticks, as an int64 array; None when a moved key
-        would leave the type's range. Here as plain Python, one piece."""
-        out = np.empty(len(keys), np.int64)
-        return out if _calendar()(keys, out, move, 1) else None
+        ``move``: a ``calendar.Move``), in ticks, as a uint64 array (``calendar.NO_LIMIT``
+        where the moved key lies past the type's range). Here as plain Python, one piece."""
+        out = np.empty(len(keys), np.uint64)
+        _calendar()(keys, out, move, 1)
+        return out
 
     # ---- the window join
     def window_bounds(
@@ -218,45 +191,15 @@ class PythonBackend(Backend):
     def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
         interpreted_probe(is_float, left_keys, left_groups, right, how, out)
 
-    def drop_past(self, is_float, out, left_keys, right_keys_by_row, tolerances) -> None:
-        """kernels/tolerance.py as plain Python."""
-        _tolerance(is_float).drop_past(
-            out, left_keys, right_keys_by_row, tolerances, np.iinfo(out.dtype).min
-        )
-
-    def nearest_within(
-        self, is_float, back, forward, left_keys, right_keys_by_row, reaches, tie_forward
-    ):
-        """kernels/tolerance.py as plain Python."""
-        out, no_match = np.empty_like(back), np.iinfo(back.dtype).min
-        _tolerance(is_float).nearest_within(
-            out, back, forward, left_keys, right_keys_by_row, *reaches, tie_forward, no_match
-        )
-        return out
-
     def splice_merge(self, is_float, *sides) -> None:
         """The cpu's merge kernel as plain Python, cut into three pieces so that every test
         on this backend also checks where the pieces start (``kernels.splice.left_count``)."""
         _splice_merge(is_float)(*sides, 3)
 
 
-def _float_gaps(x, k, xp):
-    """|x - k| as the base's numpy passes measure it: 0 between equal keys (infinities and
-    NaN too), infinite between a NaN and a number."""
-    same = (x == k) | (xp.isnan(x) & xp.isnan(k))
-    with np.errstate(invalid="ignore", over="ignore"):
-        apart = xp.where(xp.isnan(x) != xp.isnan(k), np.inf, xp.abs(x - k))
-    return xp.where(same, 0.0, apart)
-
-
-@functools.cache
-def _tolerance(is_float: bool):
-    return tolerance.build(identity_jit, identity_jit, is_float, py_unsigned, range)
-
-
 @functools.cache
 def _calendar():
-    return calendar.build(identity_jit, identity_jit, identity_jit, range)
+    return calendar.build(identity_jit, identity_jit, identity_jit, range, py_unsigned)
 
 
 @functools.cache

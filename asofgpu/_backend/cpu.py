@@ -26,7 +26,6 @@ from .jit import (
     cpu_scan,
     cpu_splice,
     cpu_stream_probe,
-    cpu_tolerance,
     cpu_window,
     launching,
     threads,
@@ -60,46 +59,16 @@ class CpuBackend(Backend):
         with launching(parallel):
             cpu_splice(is_float, parallel)(left_keys, *rest, threads(parallel))
 
-    def drop_past(self, is_float, out, left_keys, right_keys_by_row, tolerances):
-        """kernels/tolerance.py on all cores; a small launch the base's numpy way."""
-        n = len(out)
-        if self.interprets(n):
-            super().drop_past(is_float, out, left_keys, right_keys_by_row, tolerances)
-            return
-        parallel = walks.parallel(n)
-        no_match = np.iinfo(out.dtype).min
-        with launching(parallel):
-            cpu_tolerance(is_float, parallel).drop_past(
-                out, left_keys, right_keys_by_row, tolerances, no_match
-            )
-
     def calendar_reaches(self, keys, move):
         """kernels/calendar.py's ``reaches`` on all cores, a piece a thread; a small launch
         as plain Python."""
         n = len(keys)
         if self.interprets(n):
             return super().calendar_reaches(keys, move)
-        out = np.empty(n, np.int64)
+        out = np.empty(n, np.uint64)
         parallel = walks.parallel(n)
         with launching(parallel):
-            in_range = cpu_calendar(parallel)(keys, out, move, walks.row_pieces(n))
-        return out if in_range else None
-
-    def nearest_within(
-        self, is_float, back, forward, left_keys, right_keys_by_row, reaches, tie_forward
-    ):
-        """kernels/tolerance.py on all cores; a small launch the base's numpy way."""
-        n = len(back)
-        if self.interprets(n):
-            return super().nearest_within(
-                is_float, back, forward, left_keys, right_keys_by_row, reaches, tie_forward
-            )
-        out, no_match = np.empty_like(back), np.iinfo(back.dtype).min
-        parallel = walks.parallel(n)
-        with launching(parallel):
-            cpu_tolerance(is_float, parallel).nearest_within(
-                out, back, forward, left_keys, right_keys_by_row, *reaches, tie_forward, no_match
-            )
+            cpu_calendar(parallel)(keys, out, move, walks.row_pieces(n))
         return out
 
     def window_bounds(self, is_float, left_keys, left_groups, right, bounds, starts, ends):

@@ -72,9 +72,9 @@ class CudaBackend(Backend):
 
     def calendar_reaches(self, keys, move):
         """One thread a key (kernels/calendar.py's ``reach_row``), on the device."""
-        out = self.empty(len(keys), np.int64)
+        out = self.empty(len(keys), np.uint64)
         self._launch(calendar_kernel(self.simulated), len(keys), (keys, out, *move))
-        return None if len(out) and bool((out < 0).any()) else out
+        return out
 
     def _launch(self, kernel, n: int, args) -> None:
         """``kernel`` on n threads (one a row) on the caller's stream."""
@@ -120,6 +120,8 @@ def _probe_kernel(
     exact,
     has_tol,
     tol,
+    back_tols,
+    forward_tols,
     nearest_tie,
     no_match,
     out,
@@ -129,7 +131,7 @@ def _probe_kernel(
     i = cuda.grid(1)  # noqa: F821 - bound by cuda_probe_source
     if i < out.size:
         right = Right(offsets, right_keys, rows_last, rows_first)
-        how = Options(strategy, exact, has_tol, tol, nearest_tie, no_match)
+        how = Options(strategy, exact, has_tol, tol, back_tols, forward_tols, nearest_tie, no_match)
         probe_row(i, left_keys, left_groups, right, how, out)  # noqa: F821
 
 
@@ -216,12 +218,14 @@ def window_kernel_sources(is_float: bool, simulated: bool = False) -> WindowKern
     return WindowKernels(bind(_window_kernel, **names), bind(_reduce_kernel, **names))
 
 
-def _calendar_kernel(keys, out, months, day_ticks, fixed_ticks, ticks_per_day, lowest, highest):
+def _calendar_kernel(
+    keys, out, backward, months, days, ticks, ticks_per_day, lowest, highest, most_days
+):
     """One thread per key: its reach under a calendar duration (reach_row: bound). Its
     arguments after the keys and the output are a ``calendar.Move``'s fields."""
     i = cuda.grid(1)  # noqa: F821 - bound by calendar_kernel_source
     if i < out.size:
-        move = Move(months, day_ticks, fixed_ticks, ticks_per_day, lowest, highest)
+        move = Move(backward, months, days, ticks, ticks_per_day, lowest, highest, most_days)
         reach_row(i, keys, out, move)  # noqa: F821
 
 
@@ -229,14 +233,15 @@ def _calendar_kernel(keys, out, months, day_ticks, fixed_ticks, ticks_per_day, l
 def calendar_kernel(simulated: bool):
     from numba import cuda
 
-    return cuda.jit(calendar_kernel_source())
+    return cuda.jit(calendar_kernel_source(simulated))
 
 
-def calendar_kernel_source():
+def calendar_kernel_source(simulated: bool = False):
     """The calendar kernel before ``cuda.jit`` (``tests/test_ptx.py`` compiles it)."""
+    import numba
     from numba import cuda
 
-    row = calendar.build_row(cuda.jit(device=True))
+    row = calendar.build_row(cuda.jit(device=True), py_unsigned if simulated else numba.uint64)
     return bind(_calendar_kernel, cuda=cuda, reach_row=row)
 
 

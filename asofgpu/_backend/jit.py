@@ -31,7 +31,6 @@ from ..kernels import (
     stream,
     strings,
     take,
-    tolerance,
     views,
     window,
 )
@@ -66,11 +65,15 @@ def py_unsigned(x):
 
 
 def py_options(how, is_float: bool):
-    """``how`` (``kernels.probe.Options``) for the python backend and the simulator: an
-    integer tolerance as a Python int, like the gaps ``py_unsigned`` gives, since numpy 1.x
-    compares a Python int past 2**63 with a uint64 as two float64s (a gap of 2**63 - 1 then
-    passes a tolerance of 2**63 - 2)."""
-    return how if is_float else how._replace(tol=int(how.tol))
+    """``how`` (``kernels.probe.Options``) for the python backend and the simulator: integer
+    tolerances as Python ints, like the gaps ``py_unsigned`` gives, since numpy 1.x compares
+    a Python int past 2**63 with a uint64 as two float64s (a gap of 2**63 - 1 then passes a
+    tolerance of 2**63 - 2)."""
+    if is_float:
+        return how
+    return how._replace(
+        tol=int(how.tol), back_tols=how.back_tols.tolist(), forward_tols=how.forward_tols.tolist()
+    )
 
 
 @functools.cache
@@ -157,7 +160,7 @@ def cpu_scan(is_float: bool, parallel: bool):
 @functools.cache
 def cpu_calendar(parallel: bool):
     """kernels/calendar.py's ``reaches`` for the cpu (the python backend's is the plain
-    function: ``calendar.build(identity_jit, identity_jit, identity_jit, range)``)."""
+    function: ``calendar.build(identity_jit, identity_jit, identity_jit, range, int)``)."""
     import numba
 
     return calendar.build(
@@ -165,17 +168,13 @@ def cpu_calendar(parallel: bool):
         cached_njit("calendar"),
         cached_njit("calendar", parallel=parallel),
         numba.prange if parallel else range,
+        numba.uint64,
     )
 
 
 @functools.cache
 def cpu_splice(is_float: bool, parallel: bool):
     return _build_walk(splice, is_float, parallel)
-
-
-@functools.cache
-def cpu_tolerance(is_float: bool, parallel: bool):
-    return _build_walk(tolerance, is_float, parallel, inline="always")
 
 
 @functools.cache
