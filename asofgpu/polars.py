@@ -574,17 +574,20 @@ def _tolerance_column(tolerance, left: pl.DataFrame) -> pa.Array:
     """A column of tolerances, one per left row, for asofgpu's join (which checks the values:
     numbers in the key's physical unit or durations, non-negative, null for no limit)."""
     if isinstance(tolerance, str):
-        column = left.get_column(tolerance)
-    elif isinstance(tolerance, pl.Expr):
-        column = _key(left, tolerance)  # evaluated on the left frame, a scalar broadcast
-    else:
-        column = tolerance
-        if len(column) != left.height:
-            msg = (
-                f"tolerance is a Series of {len(column)} values but the left frame has "
-                f"{left.height} rows; a column of tolerances has one value per left row"
-            )
-            raise ValueError(msg)
+        return _arrow(left.get_column(tolerance))
+    what = "a Series"
+    column = tolerance
+    if isinstance(tolerance, pl.Expr):  # evaluated on the left frame, a scalar broadcast
+        what = "an expression"
+        column = left.select(tolerance).to_series()
+        if len(column) == 1:
+            column = column.new_from_index(0, left.height)
+    if len(column) != left.height:
+        msg = (
+            f"tolerance is {what} of {len(column)} values but the left frame has "
+            f"{left.height} rows; a column of tolerances has one value per left row"
+        )
+        raise ValueError(msg)
     return _arrow(column)
 
 

@@ -398,6 +398,16 @@ def test_a_series_of_another_length_is_refused():
         lazy.collect()
 
 
+def test_an_expression_of_another_length_is_refused_by_name():
+    """Review finding: polars' ShapeError named asofgpu's internal column."""
+    left, right = _ints()
+    message = r"tolerance is an expression of 2 values but the left frame has 3 rows"
+    with pytest.raises(ValueError, match=message):
+        join_asof(left, right, on="t", tolerance=pl.col("t").head(2), device="cpu")
+    with pytest.raises(ValueError, match=message):
+        join_asof(left, right, on="t", tolerance=pl.lit(pl.Series([1, 2])), device="cpu")
+
+
 @pytest.mark.parametrize(
     ("tolerance", "error", "message"),
     [
