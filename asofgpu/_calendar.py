@@ -97,7 +97,10 @@ def reaches(
             for direction in directions
         )
     except pl.exceptions.PolarsError as exc:
-        msg = f"{param} {tolerance!r} is not a duration polars reads: {exc}"
+        if calendar_parts(text) is None:
+            msg = f"{param} {tolerance!r} is not a duration polars reads: {exc}"
+        else:  # read, but some key moved by it is no time (a day its zone skipped)
+            msg = f"{param} {tolerance!r}: polars' offset_by cannot move every key by it: {exc}"
         raise ValueError(msg) from None
 
 

@@ -279,6 +279,13 @@ def test_fixed_duration_strings_are_fixed():
             ValueError,
             r"tolerance '1mo5x' is not a duration polars reads",
         ),
+        (  # Samoa skipped 2011-12-30: a day back from noon on the 31st is no time there
+            pa.array([1_325_282_400], pa.timestamp("s", "Pacific/Apia")),
+            pa.array([0], pa.timestamp("s", "Pacific/Apia")),
+            "1d",
+            ValueError,
+            r"tolerance '1d': polars' offset_by cannot move every key by it: .*non-existent",
+        ),
         (
             np.array([1]),
             np.array([0]),
