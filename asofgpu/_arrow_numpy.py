@@ -46,7 +46,9 @@ def values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
         dtype = _dtype(column.type)
         if dtype is not None and dtype != np.bool_:
             spans = segments(column)
-            if len(spans) == 1:  # slices of one buffer, as a reader's row group gives them
+            if (
+                spans is not None and len(spans) == 1
+            ):  # slices of one buffer, as a reader's row group gives them
                 return _view(spans[0], dtype, column)
         parts = [values(chunk) for chunk in column.chunks]
         if parts[0].dtype == np.bool_ or _dtype(column.type) is None:
@@ -66,17 +68,21 @@ def values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return view
 
 
-def segments(column: pa.ChunkedArray) -> list[tuple[int, int]]:
+def segments(column: pa.ChunkedArray) -> list[tuple[int, int]] | None:
     """(address of the first value, number of values) of each run of ``column``'s non-empty
-    chunks that lie end to end in memory, for a fixed-width type other than boolean. A
-    parquet reader's chunks are slices of one buffer per row group (77 chunks, 10 runs, for
-    a 10M-row column), so reading runs instead of chunks makes fewer, longer reads."""
+    chunks that lie end to end in memory, for a fixed-width type other than boolean; None
+    when a chunk has no values buffer. A parquet reader's chunks are slices of one buffer
+    per row group (77 chunks, 10 runs, for a 10M-row column), so reading runs instead of
+    chunks makes fewer, longer reads."""
     width = column.type.bit_width // 8
     runs: list[list[int]] = []
     for chunk in column.chunks:
         if not len(chunk):
             continue
-        address = chunk.buffers()[1].address + chunk.offset * width
+        data = chunk.buffers()[1]
+        if data is None:
+            return None
+        address = data.address + chunk.offset * width
         if runs and runs[-1][0] + runs[-1][1] * width == address:
             runs[-1][1] += len(chunk)
         else:

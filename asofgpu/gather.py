@@ -87,18 +87,15 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
 
 def _fixed_width(column: pa.ChunkedArray) -> bool:
     """Integers, floats of 4 or 8 bytes and instants: numpy views of their values (with
-    nulls, of whatever their slots hold: the validity is taken beside them)."""
+    nulls, of whatever their slots hold: the validity is taken beside them). Decided by
+    the type alone: a table's chunks are walked once, by ``_take_fixed``."""
     t = column.type
-    return (
-        column.num_chunks > 0
-        and (
-            pa.types.is_integer(t)
-            or pa.types.is_float32(t)
-            or pa.types.is_float64(t)
-            or pa.types.is_timestamp(t)
-            or pa.types.is_duration(t)
-        )
-        and all(chunk.buffers()[1] is not None for chunk in column.chunks if len(chunk))
+    return column.num_chunks > 0 and (
+        pa.types.is_integer(t)
+        or pa.types.is_float32(t)
+        or pa.types.is_float64(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_duration(t)
     )
 
 
@@ -112,8 +109,8 @@ def _take_fixed(
     whole, chunked, buffers = [], [], {}
     for k, column in enumerate(columns):
         width = column.type.bit_width // 8
-        runs = arrow_numpy.segments(column)
-        if len(runs) > 1:
+        runs = arrow_numpy.segments(column)  # None: a chunk without values, copied whole
+        if runs is not None and len(runs) > 1:
             chunked.append((k, (width, [a for a, _ in runs], [n for _, n in runs])))
         else:
             whole.append((k, arrow_numpy.values(column)))
