@@ -74,35 +74,26 @@ def take_fixed_quad(a, b, c, d, gmap, valid, a_out, b_out, c_out, d_out):
             d_out[i] = 0
 
 
-def chunk_rows(starts, blocks, shift, gmap, valid, chunk_of):
-    """``chunk_of[i]``: the chunk that holds row ``gmap[i]`` of columns in chunks, chunk
-    ``c`` holding rows ``starts[c]`` to ``starts[c + 1]`` (0 where the entry is not valid).
-    ``blocks[b]`` is the chunk holding row ``b << shift``: a row starts there and steps
-    forward past the chunks that end at or before it, none when blocks are no longer than
-    the shortest chunk (a binary search of 77 starts cost the gather of 1M rows half as much
-    time again)."""
+def take_chunked(addresses, starts, blocks, shift, like, gmap, valid, a_out, b_out, c_out, d_out):
+    """``take_fixed`` of one to four columns in chunks of the same rows, all of one width
+    (``like``'s dtype): column ``k``'s chunk ``c``, holding rows ``starts[c]`` to
+    ``starts[c + 1]``, is at the integer address ``addresses[k, c]``, and is written to the
+    k-th of ``a_out``..``d_out`` (those past the columns are not touched). ``blocks[b]`` is
+    the chunk holding row ``b << shift``: a row's chunk starts there and steps forward past
+    the chunks that end at or before it, none when blocks are no longer than the shortest
+    chunk (a binary search of 77 starts cost the gather of 1M rows half as much time
+    again). Found inline: a pass of its own that wrote each entry's chunk cost 0.4-0.6 ms
+    more on 1M rows of four float64 columns (3.3 against 2.9 ms; the columns in one array
+    each, 2.4)."""
+    columns = addresses.shape[0]
     last = starts.size - 1
     for i in prange(gmap.size):
-        g = np.uint64(gmap[i]) if valid[i] else np.uint64(0)
-        c = blocks[g >> shift]
-        while c < last and starts[c + 1] <= g:
-            c += 1
-        chunk_of[i] = c
-
-
-def take_chunked(addresses, starts, like, gmap, valid, chunk_of, a_out, b_out, c_out, d_out):
-    """``take_fixed`` of one to four columns in chunks of the same rows, all of one width
-    (``like``'s dtype): column ``k``'s chunk ``c`` is at the integer address
-    ``addresses[k, c]``, and is written to the k-th of ``a_out``..``d_out`` (those past the
-    columns are not touched); ``chunk_of`` is ``chunk_rows``'. The search for the chunk is
-    a pass of its own: done here, each row's reads waited on its branches, and this loop
-    took twice the time of ``take_fixed_quad``'s over one array, against 15-30% more now
-    (1M rows; the rest is the reads from many buffers)."""
-    columns = addresses.shape[0]
-    for i in prange(gmap.size):
         if valid[i]:
-            c = chunk_of[i]
-            at = np.uint64(gmap[i]) - starts[c]
+            g = np.uint64(gmap[i])
+            c = blocks[g >> shift]
+            while c < last and starts[c + 1] <= g:
+                c += 1
+            at = g - starts[c]
             a_out[i] = load_at(addresses[0, c], at, like)
             if columns > 1:
                 b_out[i] = load_at(addresses[1, c], at, like)
@@ -169,7 +160,6 @@ class Kernels(NamedTuple):
     row_numbers: object
     take_fixed_pair: object
     take_fixed_quad: object
-    chunk_rows: object
     take_chunked: object
     text_lengths: object
     take_text: object

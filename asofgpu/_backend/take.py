@@ -73,8 +73,8 @@ def take_chunked(
     them into one would touch as much fresh memory as the columns hold. Each column is
     (its values' width in bytes, the address of each non-empty chunk's first value, each
     one's length); the caller keeps the chunks alive. Columns of the same chunk lengths
-    share one search for each entry's chunk; those of one width among them are then taken
-    up to four in a pass."""
+    share one table of blocks (``chunk_blocks``); those of one width among them are taken up
+    to four in a pass, which finds each entry's chunk once for the four."""
     kernels = cpu_take()
     layouts: dict[tuple, list[int]] = {}
     for k, (_, _, lengths) in enumerate(columns):
@@ -84,8 +84,6 @@ def take_chunked(
         for lengths, ks in layouts.items():
             starts = np.cumsum((0, *lengths[:-1]), dtype=np.uint64)
             blocks, shift = chunk_blocks(starts, sum(lengths))
-            chunk_of = host_empty(len(gmap), np.int32)
-            kernels.chunk_rows(starts, blocks, shift, gmap, valid, chunk_of)
             by_width: dict[int, list[int]] = {}
             for k in ks:
                 by_width.setdefault(columns[k][0], []).append(k)
@@ -99,10 +97,11 @@ def take_chunked(
                     kernels.take_chunked(
                         addresses.reshape(len(four), len(lengths)),
                         starts,
+                        blocks,
+                        shift,
                         like,
                         gmap,
                         valid,
-                        chunk_of,
                         *targets,
                     )
     return [pa.py_buffer(out) for out in outs]
