@@ -5,9 +5,10 @@ it (month ends saturate, days are taken in the key's time zone): backward ``x -
 x.offset_by("-" + tol)``, forward ``x.offset_by(tol) - x``. The join then drops matches past
 their row's reach (``AsofJoin.join``), as for a column of tolerances.
 
-Where every day lasts 24 hours (dates, timestamps without a zone or in UTC),
-``kernels/calendar.py`` counts the reaches (``calendar_plan``, ``fixed_day_ticks``); in zones
-with clock changes polars does, and is needed only there.
+Where every day lasts 24 hours (dates, timestamps without a zone, in UTC or at a fixed
+offset from it: ``fixed_offset_ns``), ``kernels/calendar.py`` counts the reaches
+(``calendar_plan``, ``fixed_day_ticks``); in zones with clock changes polars does, and is
+needed only there.
 
 >>> import pyarrow as pa
 >>> keys = pa.array([datetime.date(2024, 3, 31)], pa.date32())
@@ -111,7 +112,37 @@ _DAY_NS = 86_400 * 10**9
 _MONTHS_PER = {"mo": 1, "q": 3, "y": 12}
 # "mo" and "ms" before "m", "ns"/"us"/"ms" before "s": the longest unit first
 _PART = re.compile(r"(\d+)(ns|us|ms|mo|s|m|h|d|w|q|y)")
-_UTC = {"UTC", "Etc/UTC", "utc", "+00:00", "Z", "Etc/GMT", "GMT"}
+_UTC = {"UTC", "ETC/UTC", "Z", "GMT", "ETC/GMT", "ETC/GMT+0", "ETC/GMT-0", "ETC/UCT", "UCT"}
+_OFFSET = re.compile(r"([+-])(\d\d):?(\d\d)")
+_ETC_GMT = re.compile(r"ETC/GMT([+-]\d{1,2})")  # POSIX signs: Etc/GMT-5 is UTC+05:00
+
+
+def fixed_offset_ns(tz: str | None) -> int | None:
+    """The offset from UTC, in nanoseconds, of a time zone whose days all last 24 hours
+    (none, UTC, a fixed offset such as "+05:30", "Etc/GMT-5"); None for a zone that may
+    change its clocks. The one place that decides both whether "1d" is a fixed duration on
+    a key and whether ``kernels/calendar.py`` can count a key's calendar reaches.
+
+    >>> fixed_offset_ns(None), fixed_offset_ns("UTC"), fixed_offset_ns("-03:30")
+    (0, 0, -12600000000000)
+    >>> fixed_offset_ns("Etc/GMT-5") // 3_600_000_000_000, fixed_offset_ns("Europe/Amsterdam")
+    (5, None)
+    """
+    if tz is None or tz.upper() in _UTC:
+        return 0
+    hour_ns = 3_600 * 10**9
+    if m := _OFFSET.fullmatch(tz):
+        sign = -1 if m.group(1) == "-" else 1
+        return sign * (int(m.group(2)) * hour_ns + int(m.group(3)) * 60 * 10**9)
+    if m := _ETC_GMT.fullmatch(tz.upper()):
+        return -int(m.group(1)) * hour_ns
+    return None
+
+
+def clock_changes(tz: str | None) -> bool:
+    """Whether a key's time zone may change its clocks (a day of 23 or 25 hours): its days
+    and weeks are then the calendar's, elsewhere fixed durations (``is_calendar``)."""
+    return fixed_offset_ns(tz) is None
 
 
 def calendar_parts(text: str):
@@ -140,7 +171,8 @@ def calendar_parts(text: str):
 class CalendarPlan(NamedTuple):
     """A calendar duration as ``kernels/calendar.py`` moves keys of one type forward:
     ``months``, then ``days`` and ``ticks`` (whole ticks of ``tick_ns``, under a day), with
-    ``ticks_per_day`` and the type's range of keys [``lowest``, ``highest``]."""
+    ``ticks_per_day``, the type's range of keys [``lowest``, ``highest``], and ``offset``,
+    the ticks a key's zone is ahead of UTC (its days start that much earlier)."""
 
     months: int
     days: int
@@ -149,6 +181,7 @@ class CalendarPlan(NamedTuple):
     lowest: int
     highest: int
     tick_ns: int
+    offset: int = 0
 
     def move(self, direction: str):
         """The keys' ``kernels.calendar.Move`` for "backward" (the duration taken away) or
@@ -164,6 +197,7 @@ class CalendarPlan(NamedTuple):
             sign * self.days,
             sign * self.ticks,
             self.ticks_per_day,
+            self.offset,
             self.lowest,
             self.highest,
             most_days,
@@ -178,9 +212,9 @@ _MOST_DAYS = 1 << 50
 
 def calendar_plan(text: str, key_type) -> CalendarPlan | None:
     """How ``kernels/calendar.py`` counts ``text``'s reaches on keys of ``key_type`` (an
-    ``asofgpu._columns.KeyType``): where every day lasts 24 hours (dates, timestamps without
-    a zone or in UTC) and every part is whole ticks of the key. None elsewhere: polars then
-    counts them, as ``reaches`` does.
+    ``asofgpu._columns.KeyType``): where every day lasts 24 hours (dates, timestamps in a
+    zone of ``fixed_offset_ns``) and every part is whole ticks of the key. None elsewhere:
+    polars then counts them, as ``reaches`` does.
 
     >>> from asofgpu._columns import KeyType
     >>> calendar_plan("1mo36h", KeyType("timestamp", 1_000_000)).move("backward")[:5]
@@ -189,14 +223,14 @@ def calendar_plan(text: str, key_type) -> CalendarPlan | None:
     True
     """
     parts = calendar_parts(text)
-    if parts is None or not (
-        key_type.family == "date"
-        or (key_type.family == "timestamp" and (key_type.tz is None or key_type.tz in _UTC))
-    ):
+    if parts is None or key_type.family not in ("date", "timestamp"):
+        return None
+    offset_ns = fixed_offset_ns(key_type.tz)
+    if offset_ns is None:
         return None
     months, days, ns = parts
     tick_ns = key_type.tick_ns
-    if (days * _DAY_NS) % tick_ns or ns % tick_ns:
+    if (days * _DAY_NS) % tick_ns or ns % tick_ns or offset_ns % tick_ns:
         return None
     days, ns = days + ns // _DAY_NS, ns % _DAY_NS  # whole days, and the part of a day
     ticks_per_day = _DAY_NS // tick_ns
@@ -205,7 +239,9 @@ def calendar_plan(text: str, key_type) -> CalendarPlan | None:
     else:
         lowest, highest = -(2**63), 2**63 - 1
     months, days = min(months, _MOST_MONTHS), min(days, _MOST_DAYS)
-    return CalendarPlan(months, days, ns // tick_ns, ticks_per_day, lowest, highest, tick_ns)
+    return CalendarPlan(
+        months, days, ns // tick_ns, ticks_per_day, lowest, highest, tick_ns, offset_ns // tick_ns
+    )
 
 
 def _fixed_day_reaches(text: str, keys, directions, param: str = "tolerance"):

@@ -36,7 +36,7 @@ from ._columns import (
 from ._device_groups import SortedGroups, device_columns, on_device
 from ._encode import Groups
 from ._calendar import fixed as fixed_duration
-from ._calendar import fixed_day_ticks, is_calendar, reaches
+from ._calendar import clock_changes, fixed_day_ticks, is_calendar, reaches
 from .kernels.window import Bounds
 from .window import Windows, check_reaches_given
 from ._types import (
@@ -449,7 +449,7 @@ class AsofJoin:
         _validate.one_of(ambiguous, "ambiguous", ("pick", "raise"))
         left_key = ordered_key(left_on, "left_on", self._host)
         tick = common_tick(left_key.type, self._key_type, "left_on", "right_on")
-        if is_calendar(tolerance, zoned=self._key_type.tz is not None):
+        if is_calendar(tolerance, zoned=clock_changes(self._key_type.tz)):
             tolerance = self._calendar_reaches(left_on, left_key, tolerance, strategy)
         elif isinstance(tolerance, str):  # a duration without calendar units: fixed
             tolerance = fixed_duration(tolerance)
@@ -605,7 +605,7 @@ class AsofJoin:
         array of one per left row: a column of them, or a calendar duration's from each key
         by polars' offset_by, backward for ``before``, forward for ``after``)."""
         kind = np.float64 if self._key_type.physical == "float" else np.uint64
-        if is_calendar(value, zoned=self._key_type.tz is not None):
+        if is_calendar(value, zoned=clock_changes(self._key_type.tz)):
             direction = "backward" if param == "before" else "forward"
             (value,) = reaches(value, to_arrow(left_on, "left_on"), "left_on", (direction,), param)
         elif isinstance(value, str):

@@ -78,7 +78,7 @@ from polars.exceptions import ComputeError, InvalidOperationError
 from . import _validate
 from ._columns import is_row_tolerances, key_type_of_arrow, tolerance_in_ticks
 from ._calendar import fixed as fixed_duration
-from ._calendar import is_calendar
+from ._calendar import clock_changes, is_calendar
 from ._duration import UNIT_NS
 from ._types import NO_MATCH, DeviceName, StrategyName, is_no_match
 from .gather import gather
@@ -984,7 +984,7 @@ def _check_reach(before, after, right_key_dtype) -> None:
     check_reaches_given(before, after)
     for value, param in ((before, "before"), (after, "after")):
         value = _reach(value, param)
-        if is_row_tolerances(value) or is_calendar(value, zoned=key_type.tz is not None):
+        if is_row_tolerances(value) or is_calendar(value, zoned=clock_changes(key_type.tz)):
             continue  # a column or a calendar duration: checked when the keys are read
         if isinstance(value, str):
             value = fixed_duration(value, param)

@@ -43,7 +43,7 @@ from ._columns import (
 from ._encode import Groups
 from ._types import ByColumns, Column, DeviceName, GatherMap, Tolerance
 from ._calendar import fixed as fixed_duration
-from ._calendar import is_calendar, reaches
+from ._calendar import clock_changes, is_calendar, reaches
 from .join import AsofJoin, GroupCodes, by_columns, less_in_total_order
 
 
@@ -85,7 +85,7 @@ def splice_maps(
             "row is AsofJoin.join's, asof_join's and join_asof's"
         )
         raise TypeError(msg)
-    if is_calendar(tolerance, zoned=right_key.type.tz is not None):
+    if is_calendar(tolerance, zoned=clock_changes(right_key.type.tz)):
         # Each driving row's own reach back from its key (polars' offset_by), both ways.
         reach = {
             side: reaches(tolerance, to_arrow(column, side), side)[0]

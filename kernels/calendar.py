@@ -18,10 +18,11 @@ prange = unsigned = None  # filled in by build()
 
 #: How keys move under a calendar duration: whole ``months`` first, then ``days`` and
 #: ``ticks`` (under a day); all three negative (``backward``) or all non-negative. A key is
-#: ``ticks_per_day`` ticks a day, within [``lowest``, ``highest``] (its type's range); a
-#: move of ``most_days`` days or more reaches past any two keys.
+#: ``ticks_per_day`` ticks a day, its zone ``offset`` ticks ahead of UTC (under a day;
+#: its civil day is that of the key plus the offset), within [``lowest``, ``highest``]
+#: (its type's range); a move of ``most_days`` days or more reaches past any two keys.
 Move = collections.namedtuple(
-    "Move", "backward months days ticks ticks_per_day lowest highest most_days"
+    "Move", "backward months days ticks ticks_per_day offset lowest highest most_days"
 )
 
 #: A reach past every distance between two keys: no limit (the probe's distances are uint64).
@@ -101,10 +102,16 @@ def row_reach(x, reach, move):
     return reach if reach <= room else unsigned(NO_LIMIT)
 
 
+def civil_day(x, move):
+    """The day count of key x's civil date in its zone: floor((x + offset) / ticks a day),
+    without forming x + offset (which could leave the type's range)."""
+    return x // move.ticks_per_day + (x % move.ticks_per_day + move.offset) // move.ticks_per_day
+
+
 def reach_row(i, keys, out, move):
     """Row i's reach (one GPU thread a row): the distance from its key to the key moved."""
     x = keys[i]
-    out[i] = row_reach(x, day_reach(x // move.ticks_per_day, move), move)
+    out[i] = row_reach(x, day_reach(civil_day(x, move), move), move)
 
 
 def reaches_piece(keys, out, start, stop, move):
@@ -114,15 +121,19 @@ def reaches_piece(keys, out, start, stop, move):
     day_start = 1
     day_end = 0  # no day yet
     reach = unsigned(0)
+    tpd = move.ticks_per_day
     for i in range(start, stop):
         x = keys[i]
         if x < day_start or x >= day_end:
-            days = x // move.ticks_per_day
-            day_start = days * move.ticks_per_day
-            # the range's last day has no end within it: looked at afresh each row
-            last_day = day_start > move.highest - move.ticks_per_day
-            day_end = day_start if last_day else day_start + move.ticks_per_day
-            reach = day_reach(days, move)
+            into = (x % tpd + move.offset) % tpd  # ticks since x's civil day began
+            if unsigned(x) - unsigned(move.lowest) >= unsigned(into):
+                day_start = x - into
+                # the range's last day has no end within it: looked at afresh each row
+                day_end = day_start + tpd if day_start <= move.highest - tpd else day_start
+            else:  # the range's first day begins before it: looked at afresh each row
+                day_start = x
+                day_end = x
+            reach = day_reach(civil_day(x, move), move)
         out[i] = row_reach(x, reach, move)
 
 
@@ -144,6 +155,7 @@ def _helpers(jit, unsigned_fn):
     }
     moved = jit(bind(moved_day, **helpers))
     return {
+        "civil_day": jit(civil_day),
         "day_reach": jit(bind(day_reach, moved_day=moved, unsigned=unsigned_fn)),
         "row_reach": jit(bind(row_reach, unsigned=unsigned_fn)),
         "unsigned": unsigned_fn,

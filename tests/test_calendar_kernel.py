@@ -9,8 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from asofgpu import _backend
 from asofgpu._backend import walks
-from asofgpu._calendar import _fixed_day_reaches, calendar_parts, reaches
+from asofgpu._calendar import _fixed_day_reaches, calendar_parts, fixed_offset_ns, reaches
 
 pl = pytest.importorskip("polars")
 
@@ -66,6 +67,81 @@ def test_dates_move_as_polars_moves_them(ordered):
     for text in ["1mo", "1q", "1y", "1mo15d", "2w"]:
         counted = _fixed_day_reaches(text, pa.chunked_array([keys]), ("backward", "forward"))
         assert [_nanoseconds(r) for r in counted] == _polars_reaches(keys, text), text
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+@pytest.mark.parametrize("ordered", [True, False])
+@pytest.mark.parametrize(
+    ("zone", "as_polars"),
+    [
+        ("+05:30", "Asia/Kolkata"),  # polars reads no offsets; Kolkata has kept +05:30 since 1945
+        ("-03:00", "Etc/GMT+3"),
+        ("Etc/GMT-5", "Etc/GMT-5"),
+    ],
+)
+@pytest.mark.parametrize("unit", ["s", "ns"])
+def test_fixed_offset_zones_move_as_polars_moves_them(compiled, ordered, zone, as_polars, unit):
+    """A zone at a fixed offset from UTC has days of 24 hours: the kernel counts its keys'
+    reaches on their civil dates there (polars refuses "+05:30" itself)."""
+    rng = np.random.default_rng(len(zone) + ordered)
+    start, stop = (np.datetime64(d, "s").astype(np.int64) for d in ("1950-01-01", "2200-01-01"))
+    values = rng.integers(start, stop, 3000 if compiled else 300)
+    # midnights and month ends in the zone, and a tick either side
+    local = np.datetime64("2024-01-31", "s").astype(np.int64) - (fixed_offset_ns(zone) // 10**9)
+    values = np.concatenate([values, local + np.array([-1, 0, 1, 86_400 * 29, 86_400 * 60])])
+    values = values * PER_SECOND[unit]
+    if ordered:
+        values = np.sort(values)
+    keys = pa.array(values, pa.timestamp(unit, zone))
+    polars_keys = pa.array(values, pa.timestamp(unit, as_polars))
+    limit = 0 if compiled else 1 << 30
+    with walks.overridden(interpret_max_rows=limit, interpret_seconds=0 if compiled else 1e9):
+        for text in DURATIONS:
+            counted = _fixed_day_reaches(text, pa.chunked_array([keys]), ("backward", "forward"))
+            assert counted is not None, text
+            assert [_nanoseconds(r) for r in counted] == _polars_reaches(polars_keys, text), text
+
+
+@pytest.mark.parametrize("unit", ["s", "ns"])
+@pytest.mark.parametrize("zone", [None, "+05:30", "-11:00"])
+def test_a_days_reach_is_reused_only_within_the_day(unit, zone):
+    """The cpu reuses a day's reach along a run of keys on that day; at the ends of the
+    type's range, whose first and last days are cut short, and across each zone's
+    midnights, every key's reach equals the one counted for it alone (the GPU's way)."""
+    from asofgpu._calendar import calendar_plan
+    from asofgpu._columns import KeyType
+    from asofgpu.kernels import calendar
+
+    low, high = np.iinfo(np.int64).min, np.iinfo(np.int64).max
+    day = 86_400 * PER_SECOND[unit]
+    offset = fixed_offset_ns(zone) // (10**9 // PER_SECOND[unit])
+    midnights = np.arange(-3, 4) * day - offset  # the zone's, around 1970
+    first = low - low % day + day - offset  # the first midnight in the range, or near it
+    last = high - high % day - offset
+    rng = np.random.default_rng(5)
+    values = np.sort(
+        np.concatenate(
+            [
+                low + rng.integers(0, 3 * day, 300),
+                high - rng.integers(0, 3 * day, 300),
+                rng.integers(-3 * day, 3 * day, 300),
+                [low, low + 1, high - 1, high],
+                *(m + np.array([-1, 0, 1]) for m in (*midnights, first, last) if low < m < high),
+            ]
+        )
+    )
+    key_type = KeyType("timestamp", 10**9 // PER_SECOND[unit], zone)
+    row = calendar.build_row(lambda f: f, int)
+    for text in ["1mo", "1d", "12h", "1y1d"]:
+        plan = calendar_plan(text, key_type)
+        for direction in ("backward", "forward"):
+            move = plan.move(direction)
+            with walks.overridden(interpret_max_rows=0, interpret_seconds=0):
+                got = _backend.get_backend("cpu").calendar_reaches(values, move)
+            alone = np.empty(len(values), np.uint64)
+            for i in range(len(values)):
+                row(i, values, alone, move)
+            assert np.array_equal(got, alone), (text, direction)
 
 
 def test_what_the_kernel_does_not_count_polars_counts():

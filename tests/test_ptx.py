@@ -184,7 +184,7 @@ def test_the_calendar_kernel_compiles(target):
     for keys in ("int64", "int32"):  # timestamps, and date32's days
         signature = (
             f"void({keys}[::1], uint64[::1], boolean, int64, int64, int64, int64, int64, int64, "
-            "int64)"
+            "int64, int64)"
         )
         ptx, _ = cuda.compile_ptx(calendar_kernel_source(), signature, cc=target)
         assert ".entry" in ptx

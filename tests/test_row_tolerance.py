@@ -613,3 +613,49 @@ def test_calendar_reaches_past_292_years_are_exact(
             pa.array([_ns(left)], pa.timestamp("ns")), strategy=strategy, tolerance=tolerance
         )
         assert to_host(got).tolist() == [want], (right, tolerance)
+
+
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+def test_a_calendar_tolerance_on_a_fixed_offset_zone(device, strategy):
+    """A key at a fixed offset from UTC ("+05:30", as pandas' fixed-offset zones reach
+    Arrow) takes calendar tolerances, counted on its own civil dates; polars refuses such a
+    zone, so the answer is checked against the same instants in Asia/Kolkata (which polars
+    counts, and which has kept +05:30 since 1945)."""
+    rng = np.random.default_rng(11)
+    day = 86_400
+    start = int(np.datetime64("2024-01-01", "s").astype(np.int64))
+    seasons = rng.integers(0, 60 * day, 300) + rng.choice([0, 200 * day], 300)
+    right = np.sort(start + seasons)
+    left = rng.integers(start, start + 400 * day, 200)
+
+    def local(text):  # a wall-clock time at +05:30, as UTC seconds
+        return int(np.datetime64(text, "s").astype(np.int64)) - 19_800
+
+    # Group c: a minute past midnight on March 31st there (still March 30th in UTC), and
+    # quotes a month back and ahead by the civil date there, which UTC's dates miss.
+    edge = [local("2024-03-31T00:01"), local("2024-03-31T00:01")]
+    near = [local("2024-02-29T12:00"), local("2024-04-30T12:00")]
+    right, left = np.concatenate([right, near]), np.concatenate([left, edge])
+    groups_right = pa.array([*rng.choice(["a", "b"], 300), "c", "d"])
+    groups_left = pa.array([*rng.choice(["a", "b"], 200), "c", "d"])
+
+    def join(zone):
+        prepared = ag.AsofJoin(
+            pa.array(right, pa.timestamp("s", zone)), groups_right, device=device
+        )
+        return to_host(
+            prepared.join(
+                pa.array(left, pa.timestamp("s", zone)),
+                groups_left,
+                strategy=strategy,
+                tolerance="1mo",
+            )
+        ).tolist()
+
+    got, want = join("+05:30"), join("Asia/Kolkata")
+    assert got == want
+    assert 0 < sum(r == ag.NO_MATCH for r in got) < len(got)
+    if strategy != "forward":  # 2024-02-29 12:00 there: a month back by the civil date
+        assert got[-2] == 300  # reaches it (by UTC's date, March 30th, it would not)
+    if strategy != "backward":  # 2024-04-30 12:00 there: past a month ahead (April 30th
+        assert got[-1] == ag.NO_MATCH  # 00:01; by UTC's date, May 1st 00:01 there)

@@ -219,13 +219,15 @@ def window_kernel_sources(is_float: bool, simulated: bool = False) -> WindowKern
 
 
 def _calendar_kernel(
-    keys, out, backward, months, days, ticks, ticks_per_day, lowest, highest, most_days
+    keys, out, backward, months, days, ticks, ticks_per_day, offset, lowest, highest, most_days
 ):
     """One thread per key: its reach under a calendar duration (reach_row: bound). Its
     arguments after the keys and the output are a ``calendar.Move``'s fields."""
     i = cuda.grid(1)  # noqa: F821 - bound by calendar_kernel_source
     if i < out.size:
-        move = Move(backward, months, days, ticks, ticks_per_day, lowest, highest, most_days)
+        move = Move(
+            backward, months, days, ticks, ticks_per_day, offset, lowest, highest, most_days
+        )
         reach_row(i, keys, out, move)  # noqa: F821
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from .._calendar import is_calendar, reaches
+from .._calendar import clock_changes, is_calendar, reaches
 from .._duration import parse_tolerance
 from ..join import AsofJoin
 from .. import _arrow_numpy as arrow_numpy
@@ -101,24 +101,13 @@ def tolerance_of(options: Options, left: Source, right: Source) -> Tolerance:
     _need(right, options.right_on)
     # As the join decides: months, quarters and years, or days and weeks where the key's
     # zone changes its clocks (a day of 23 or 25 hours), are the calendar's.
-    if is_calendar(value, zoned=_clock_changes(right.schema.field(options.right_on).type)):
+    key = right.schema.field(options.right_on).type
+    if is_calendar(value, zoned=pa.types.is_timestamp(key) and clock_changes(key.tz)):
         return Tolerance(_calendar(value.strip(), options, left))
     try:
         return Tolerance(parse_tolerance(value))
     except ValueError as exc:
         raise EnrichError(f"--tolerance: {exc}") from None
-
-
-def _clock_changes(key: pa.DataType) -> bool:
-    """Whether a key's time zone may change its clocks. In UTC and at a fixed offset a day is
-    always 24 hours: "2d" is then the fixed tolerance, which needs no calendar arithmetic
-    (nor polars) and probes faster, for the same rows."""
-    if not pa.types.is_timestamp(key) or key.tz is None:
-        return False
-    return not (
-        key.tz.upper() in ("UTC", "ETC/UTC", "Z", "GMT", "ETC/GMT")
-        or re.fullmatch(r"[+-]\d\d:?\d\d", key.tz)
-    )
 
 
 def _calendar(text: str, options: Options, left: Source) -> str:
