@@ -51,12 +51,18 @@ def _keys(rng, unit: str, tz, n: int, ordered: bool) -> pa.Array:
 def test_timestamps_move_as_polars_moves_them(compiled, ordered, unit, tz):
     rng = np.random.default_rng(len(unit) + ordered)
     keys = _keys(rng, unit, tz, 3000 if compiled else 300, ordered)
+    _counts_as_polars(keys, keys, compiled)
+
+
+def _counts_as_polars(keys: pa.Array, polars_keys: pa.Array, compiled: bool) -> None:
+    """The kernel (compiled, or as plain Python) counts ``keys``' reaches under every one of
+    DURATIONS as polars' offset_by counts those of ``polars_keys`` (the same instants)."""
     limit = 0 if compiled else 1 << 30
     with walks.overridden(interpret_max_rows=limit, interpret_seconds=0 if compiled else 1e9):
         for text in DURATIONS:
             counted = _fixed_day_reaches(text, pa.chunked_array([keys]), ("backward", "forward"))
             assert counted is not None, text
-            assert [_nanoseconds(r) for r in counted] == _polars_reaches(keys, text), text
+            assert [_nanoseconds(r) for r in counted] == _polars_reaches(polars_keys, text), text
 
 
 @pytest.mark.parametrize("ordered", [True, False])
@@ -93,13 +99,7 @@ def test_fixed_offset_zones_move_as_polars_moves_them(compiled, ordered, zone, a
     if ordered:
         values = np.sort(values)
     keys = pa.array(values, pa.timestamp(unit, zone))
-    polars_keys = pa.array(values, pa.timestamp(unit, as_polars))
-    limit = 0 if compiled else 1 << 30
-    with walks.overridden(interpret_max_rows=limit, interpret_seconds=0 if compiled else 1e9):
-        for text in DURATIONS:
-            counted = _fixed_day_reaches(text, pa.chunked_array([keys]), ("backward", "forward"))
-            assert counted is not None, text
-            assert [_nanoseconds(r) for r in counted] == _polars_reaches(polars_keys, text), text
+    _counts_as_polars(keys, pa.array(values, pa.timestamp(unit, as_polars)), compiled)
 
 
 @pytest.mark.parametrize("unit", ["s", "ns"])
