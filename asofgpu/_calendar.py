@@ -2,8 +2,9 @@
 (``"1mo"``, ``"1q"``, ``"1y"``, ``"1mo15d"``, ``"2mo12h"``), whose length depends on the key it
 is measured from. Each left key x gets its own reach, as polars' ``dt.offset_by`` computes
 it (month ends saturate, days are taken in the key's time zone): backward ``x -
-x.offset_by("-" + tol)``, forward ``x.offset_by(tol) - x``. The join then drops matches past
-their row's reach (``AsofJoin.join``), as for a column of tolerances.
+x.offset_by("-" + tol)``, forward ``x.offset_by(tol) - x``. The probe kernels then compare
+each candidate with its row's reach in its direction (``AsofJoin.join``), as for a column
+of tolerances.
 
 Where every day lasts 24 hours (dates, timestamps without a zone, in UTC or at a fixed
 offset from it: ``fixed_offset_ns``), ``kernels/calendar.py`` counts the reaches
@@ -189,8 +190,8 @@ class CalendarPlan(NamedTuple):
         from .kernels.calendar import Move
 
         sign = -1 if direction == "backward" else 1
-        # From this many days on a reach passes 64 bits (and so every key's range).
-        most_days = (self.highest - self.lowest - self.ticks_per_day) // self.ticks_per_day
+        # The most whole days whose ticks fit 64 bits (capped within int64 for dates)
+        most_days = min((2**64 - 1) // self.ticks_per_day, 2**62)
         return Move(
             direction == "backward",
             sign * self.months,

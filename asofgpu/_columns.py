@@ -410,8 +410,8 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int, param: str = "to
 @dataclass(frozen=True)
 class RowTicks:
     """A column of tolerances already counted in whole ticks of ``tick_ns`` nanoseconds
-    (non-negative int64, one per left row), as the calendar kernel counts reaches: put on
-    a probe's scale by ``at`` without reading them as Arrow durations.
+    (uint64, one per left row; 2**64 - 1 for no limit), as the calendar kernel counts
+    reaches: put on a probe's scale by ``at`` without reading them as Arrow durations.
 
     >>> RowTicks(np.array([2, 0]), 1_000).at(1, 2, True).tolist()
     [2000, 0]

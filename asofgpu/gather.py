@@ -101,16 +101,20 @@ def _fixed_width(column: pa.ChunkedArray) -> bool:
 
 def _take_fixed(
     columns: list[pa.ChunkedArray], gmap: np.ndarray, valid: np.ndarray, n_missing: int
-) -> list[pa.Array]:
+) -> list:
     """The fixed-width ``columns`` taken on all cores (``_backend.take_fixed``), each read
-    where it lies: a column whose chunks are runs in several places
+    where it lies (Arrow's take for one with a chunk without values buffer): a column whose
+    chunks are runs in several places
     (``arrow_numpy.segments``) is gathered run by run in place (``_backend.take_chunked``),
     not combined into a copy first."""
     whole, chunked, buffers = [], [], {}
+    by_arrow = {}  # columns with a chunk without a values buffer: Arrow's take
     for k, column in enumerate(columns):
         width = column.type.bit_width // 8
-        runs = arrow_numpy.segments(column)  # None: a chunk without values, copied whole
-        if runs is not None and len(runs) > 1:
+        runs = arrow_numpy.segments(column)
+        if runs is None:
+            by_arrow[k] = _take(column, gmap, None if n_missing == 0 else valid)
+        elif len(runs) > 1:
             chunked.append((k, (width, [a for a, _ in runs], [n for _, n in runs])))
         else:
             whole.append((k, arrow_numpy.values(column)))
@@ -123,6 +127,9 @@ def _take_fixed(
     bitmap = None if n_missing == 0 else pa.py_buffer(np.packbits(valid, bitorder="little"))
     taken = []
     for k, column in enumerate(columns):
+        if k in by_arrow:
+            taken.append(by_arrow[k])
+            continue
         nulls, column_bitmap = n_missing, bitmap
         if column.null_count:
             _, column_bitmap, nulls = _kept(column, gmap, valid)

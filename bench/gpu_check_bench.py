@@ -122,6 +122,7 @@ def kernel_only(join, left_on, left_by):
         None,
         NEAREST_TIE_CODE["forward"],
         out.dtype,
+        xp=join.backend.xp,  # its empty reach columns on the device, as join() passes them
     )
 
     def run():

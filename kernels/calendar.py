@@ -20,7 +20,7 @@ prange = unsigned = None  # filled in by build()
 #: ``ticks`` (under a day); all three negative (``backward``) or all non-negative. A key is
 #: ``ticks_per_day`` ticks a day, its zone ``offset`` ticks ahead of UTC (under a day;
 #: its civil day is that of the key plus the offset), within [``lowest``, ``highest``]
-#: (its type's range); a move of ``most_days`` days or more reaches past any two keys.
+#: (its type's range); a move of more than ``most_days`` days passes 64 bits of ticks.
 Move = collections.namedtuple(
     "Move", "backward months days ticks ticks_per_day offset lowest highest most_days"
 )
@@ -81,15 +81,17 @@ def moved_day(days, months):
 def day_reach(days, move):
     """How far, in ticks, the keys of day ``days`` reach under ``move`` (a ``Move``), as
     uint64: the days between the day and its moved day, plus the part of a day. NO_LIMIT
-    from ``most_days`` days on, where the product would pass 64 bits (a reach within a
-    day of the type's whole span also counts as none)."""
+    where that passes 64 bits: farther than any two keys lie apart."""
     whole = moved_day(days, move.months) - days + move.days
     if whole < 0:
         whole = -whole
-    if whole >= move.most_days:
+    if whole > move.most_days:
         return unsigned(NO_LIMIT)
-    ticks = -move.ticks if move.ticks < 0 else move.ticks
-    return unsigned(whole) * unsigned(move.ticks_per_day) + unsigned(ticks)
+    ticks = unsigned(-move.ticks if move.ticks < 0 else move.ticks)
+    product = unsigned(whole) * unsigned(move.ticks_per_day)  # within 64 bits: whole is
+    if product > unsigned(NO_LIMIT) - ticks:  # at most most_days
+        return unsigned(NO_LIMIT)
+    return product + ticks
 
 
 def row_reach(x, reach, move):

@@ -176,6 +176,25 @@ def test_a_moved_key_past_the_types_range_is_no_limit(compiled):
         assert ahead.to_pylist()[0] is None and ahead.to_pylist()[1] is not None
 
 
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_reach_across_the_whole_range_is_exact(compiled):
+    """Review finding: a reach of nearly the type's whole span counted as no limit. From the
+    last date, a move back to the first is a reach of exactly the room there, and one day
+    more is no limit."""
+    from asofgpu._calendar import calendar_plan
+    from asofgpu._columns import KeyType
+    from asofgpu.kernels.calendar import NO_LIMIT
+
+    plan = calendar_plan("1d", KeyType("date", 86_400 * 10**9))
+    keys = np.array([2**31 - 1], np.int64)
+    limit = 0 if compiled else 1 << 30
+    for days, want in ((2**32 - 1, 2**32 - 1), (2**32, NO_LIMIT)):
+        move = plan._replace(days=days).move("backward")
+        with walks.overridden(interpret_max_rows=limit, interpret_seconds=0 if compiled else 1e9):
+            got = _backend.get_backend("cpu").calendar_reaches(keys, move)
+        assert got.tolist() == [want], days
+
+
 def test_a_reach_longer_than_a_duration_holds_is_refused_by_name():
     """300 years back from 2200 lies in range, but further than an int64 of nanoseconds
     (292 years) holds: as an Arrow duration it is refused, naming the tolerance (the join

@@ -659,3 +659,86 @@ def test_a_calendar_tolerance_on_a_fixed_offset_zone(device, strategy):
         assert got[-2] == 300  # reaches it (by UTC's date, March 30th, it would not)
     if strategy != "backward":  # 2024-04-30 12:00 there: past a month ahead (April 30th
         assert got[-1] == ag.NO_MATCH  # 00:01; by UTC's date, May 1st 00:01 there)
+
+
+def _brute_reaches(left, left_groups, right, right_groups, back, ahead, strategy, exact, tie):
+    """Each left row's match by reading every right row of its group: the latest key at or
+    before (the last such row), the earliest at or after (the first such row; under polars'
+    nearest rule the last), each kept within its own reach (None: no limit), the closer
+    taken by ``tie``'s rule."""
+    out = []
+    for i, (x, g) in enumerate(zip(left, left_groups, strict=True)):
+        rows = [j for j in range(len(right)) if right_groups[j] == g]
+        before = [j for j in rows if (right[j] <= x if exact else right[j] < x)]
+        after = [j for j in rows if (right[j] >= x if exact else right[j] > x)]
+        b = f = None
+        if before and strategy != "forward":
+            kb = max(right[j] for j in before)
+            if back[i] is None or x - kb <= back[i]:
+                b = max(j for j in before if right[j] == kb)
+        if after and strategy != "backward":
+            kf = min(right[j] for j in after)
+            if ahead[i] is None or kf - x <= ahead[i]:
+                same = [j for j in after if right[j] == kf]
+                f = max(same) if strategy == "nearest" and tie == "forward" else min(same)
+        if b is not None and f is not None:
+            gb, gf = x - right[b], right[f] - x
+            take_f = gf <= gb if tie == "forward" else gf < gb
+            out.append(f if take_f else b)
+        else:
+            out.append(NO_MATCH if b is None and f is None else b if f is None else f)
+    return out
+
+
+@pytest.mark.parametrize("walk", ["stream", "cursor", "search", "scan"])
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+@pytest.mark.parametrize("tie", ["forward", "backward"])
+@pytest.mark.parametrize("exact", [True, False])
+def test_every_cpu_walk_keeps_each_direction_within_its_reach(walk, strategy, tie, exact):
+    """Review finding: the walks were compared with the python backend, which runs the same
+    rules, on keys too sparse to tie. Here few distinct keys (runs of equal keys, equal
+    distances both ways) and a reach back and a reach ahead per row (nulls among them) are
+    checked against every right row read one by one, on each cpu walk compiled."""
+    from asofgpu._backend import walks
+    from asofgpu._columns import Reaches
+
+    rng = np.random.default_rng(17)
+    m, n = 800, 200
+    right = np.sort(rng.integers(0, 100, m))  # time-sorted, as the stream needs
+    left = np.sort(rng.integers(-5, 105, n))
+    right_groups = rng.integers(0, 3, m)
+    left_groups = rng.integers(0, 3, n)
+    if walk == "search":
+        shuffle = rng.permutation(n)
+        left, left_groups = left[shuffle], left_groups[shuffle]
+    back = [None if v == 0 else int(v) - 1 for v in rng.integers(0, 6, n)]
+    ahead = [None if v == 0 else int(v) - 1 for v in rng.integers(0, 6, n)]
+    want = _brute_reaches(
+        left.tolist(),
+        left_groups.tolist(),
+        right.tolist(),
+        right_groups.tolist(),
+        back,
+        ahead,
+        strategy,
+        exact,
+        tie,
+    )
+    thresholds = {
+        "stream": dict(stream_span=1 << 40, stream_group_span=0),
+        "cursor": dict(stream_span=0),
+        "search": dict(search_max_rows=1 << 40),
+        "scan": {},
+    }[walk]
+    options = dict(
+        strategy=strategy,
+        allow_exact_matches=exact,
+        nearest_tie=tie,
+        tolerance=Reaches(pa.array(back, pa.int64()), pa.array(ahead, pa.int64())),
+    )
+    with walks.overridden(parallel_min_rows=0, interpret_max_rows=0, **thresholds):
+        if walk == "scan":
+            got = ag.asof_join(left, right, left_groups, right_groups, device="cpu", **options)
+        else:
+            got = ag.AsofJoin(right, right_groups, device="cpu").join(left, left_groups, **options)
+    assert to_host(got).tolist() == want
