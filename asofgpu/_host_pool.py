@@ -73,6 +73,20 @@ class _Block:
 _POOLS: weakref.WeakSet = weakref.WeakSet()  # for the fork handler
 
 
+def lent(arr: np.ndarray) -> bool:
+    """Whether ``arr`` views memory a pool lent: an array asofgpu made for itself, which no
+    caller holds. (A numpy array's flags cannot tell: a read-only view of a caller's array
+    changes with it, and so does an Arrow buffer that ``pa.array`` wrapped around it.)
+
+    >>> lent(HostPool().empty(1 << 18, np.float64)[10:]), lent(np.zeros(8))
+    (True, False)
+    """
+    base = arr
+    while isinstance(base, np.ndarray):
+        base = base.base
+    return isinstance(base, _Lease)
+
+
 def _fresh(n: int, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(pa.allocate_buffer(n * dtype.itemsize), dtype=dtype)
 

@@ -35,6 +35,7 @@ from ._columns import (
 )
 from ._device_groups import SortedGroups, device_columns, on_device
 from ._encode import Groups
+from ._host_pool import lent
 from ._calendar import fixed as fixed_duration
 from ._calendar import clock_changes, fixed_day_ticks, is_calendar, reaches
 from .kernels.window import Bounds
@@ -258,8 +259,10 @@ class AsofJoin:
         """Keep the right keys and group codes in row order, for a backend that streams a
         time-ordered probe through them (kernels/stream.py), when the keys ascend and every
         row is in a group: 12 bytes a row (without by-keys none, the sorted keys being in
-        that order already). The keys are copied: they may be the caller's array, which the
-        caller may change after preparing."""
+        that order already). Keys the caller could change after preparing are copied; those
+        asofgpu made for itself (``lent``: an Arrow column's chunks combined) are kept as
+        they are: the copy of 10M keys read from parquet (77 chunks) took 83 ms of a window
+        join's 0.68 s."""
         if (
             not self.backend.streams_time_ordered
             or self._tie_sorted is not None
@@ -271,7 +274,10 @@ class AsofJoin:
         if bucket is None:  # np.zeros: pages of zeros that are never written
             self._time_ordered = (self._keys[key.type.tick_ns], np.zeros(self.n_right, np.int32))
         else:
-            self._time_ordered = (key.values.copy(), bucket)
+            values = key.values
+            if not lent(values):
+                values = values.copy()
+            self._time_ordered = (values, bucket)
 
     # ------------------------------------------------------------------ preparation
 

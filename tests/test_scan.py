@@ -503,3 +503,31 @@ def test_radix_argsort_settles_runs_of_equal_top_bits(layout, pieces, n):
     }[layout] - 2**35
     order = _backend.order.radix_order(np.arange(n), keys, False, pieces)[0]
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+
+
+@pytest.mark.parametrize("form", ["numpy", "chunked arrow"])
+def test_a_streamed_probe_reads_the_keys_as_they_were_prepared(form):
+    """The stream walks the right keys in row order as prepared: a caller's numpy array,
+    changed after preparing, changes no answer (its keys were copied); Arrow's chunks,
+    combined into memory the host pool lends, are walked without a copy and answer the
+    same after the pool lent more."""
+    from asofgpu._backend import walks
+
+    rng = np.random.default_rng(9)
+    m, n = 200_000, 5_000  # keys of over 1 MiB: combined into memory the host pool lends
+    right_keys = np.sort(rng.integers(0, 10**6, m))
+    left_keys = np.sort(rng.integers(0, 10**6, n))
+    right_by, left_by = rng.integers(0, 20, m), rng.integers(0, 20, n)
+    if form == "numpy":
+        given = right_keys.copy()
+    else:
+        given = pa.chunked_array([right_keys[: m // 3], right_keys[m // 3 :]])
+    with walks.overridden(stream_span=1 << 40, stream_group_span=0, parallel_min_rows=0):
+        prepared = ag.AsofJoin(given, right_by, device="cpu")
+        if form == "numpy":
+            given[:] = given[::-1]  # the caller reuses its array
+        # the pool lends again only what nothing holds: not the prepared keys
+        ag.AsofJoin(pa.chunked_array([right_keys[::-1][:7], right_keys[7:]]), right_by)
+        got = prepared.join(left_keys, left_by)
+    want = ag.AsofJoin(right_keys, right_by, device="python").join(left_keys, left_by)
+    assert np.array_equal(got, want)
