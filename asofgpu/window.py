@@ -171,12 +171,17 @@ class Windows:
 
     # ---- helpers
     def _rows_at(self, positions):
-        """The right row at each position (-1: ``NO_MATCH``), as a gather map."""
+        """The right row at each position (-1: ``NO_MATCH``), as a gather map; on the host
+        on all cores (numpy's fancy index took 12 ms for 1M windows)."""
         xp = self.backend.xp
         found = positions >= 0
         if not len(self.rows):  # no right rows: every position is -1
             return xp.full(len(positions), self.no_match, dtype=self.rows.dtype)
-        rows = self.rows[xp.where(found, positions, 0)]
+        if xp is np and walks.gathers_in_parallel(len(positions)):
+            (buffer,) = take_fixed([self.rows], positions, found)
+            rows = np.frombuffer(buffer, self.rows.dtype, len(positions))
+        else:
+            rows = self.rows[xp.where(found, positions, 0)]
         return xp.where(found, rows, self.no_match).astype(self.rows.dtype, copy=False)
 
     def _payload(self, values, param: str, dtype=None):

@@ -132,10 +132,11 @@ def test_windows_without_by(device, small, kind):
 
 
 def test_windows_on_the_cpu_pool():
-    """The compiled kernels on numba's thread pool (every launch parallel)."""
+    """The compiled kernels on numba's thread pool (every launch parallel, and every gather:
+    the picks' rows taken on all cores)."""
     rng = np.random.default_rng(5)
     small = 300
-    with walks.overridden(interpret_max_rows=0, parallel_min_rows=0):
+    with walks.overridden(interpret_max_rows=0, parallel_min_rows=0, parallel_gather_rows=0):
         for kind in ("int", "float"):
             left_keys = _random_keys(rng, small, kind, nulls=True)
             right_keys = _random_keys(rng, small, kind, nulls=True)
