@@ -153,6 +153,7 @@ class AsofMerge:
         self.left_index, self.right_index = left_index, right_index
         self.by, self.left_by, self.right_by = by, left_by, right_by
         self.tolerance = tolerance
+        self._tolerance_rows = None  # a column of tolerances, read once (on the host)
         if not is_bool(left_index):
             raise ValueError(f"left_index parameter must be of type bool, not {type(left_index)}")
         if not is_bool(right_index):
@@ -395,7 +396,7 @@ class AsofMerge:
                 )
                 raise MergeError(msg)
             return
-        column = _tolerance_column(tol)
+        column = self._tolerance_rows = _tolerance_column(tol)
         if _is_temporal(lt):
             expected = "durations (timedelta64)", column.dtype.kind == "m"
         elif is_integer_dtype(lt.dtype) or is_float_dtype(lt.dtype):
@@ -417,7 +418,9 @@ class AsofMerge:
         own arithmetic: back to ``x - offset``, ahead to ``x + offset``."""
         tol = self.tolerance
         if isinstance(tol, pd.offsets.BaseOffset) or is_row_tolerances(tol):
-            return extension_tolerance(tol, self._on_values("left"), key_dtype)
+            rows = self._tolerance_rows  # the column as the checks read it: not read again
+            given = tol if rows is None else rows
+            return extension_tolerance(given, self._on_values("left"), key_dtype)
         tolerance = self.temporal_tolerance()
         return None if tolerance is None else kernel_tolerance(tolerance, key_dtype)
 
