@@ -529,6 +529,28 @@ def test_a_nearest_calendar_join_of_a_time_sorted_side_takes_a_keys_last_row():
     assert np.array_equal(to_host(got), to_host(want))
 
 
+def _on_walk(walk: str, left_keys, right_keys, left_groups, right_groups, **options):
+    """The cpu's join compiled and on its thread pool, with ``walk`` forced by its threshold:
+    the stream of a time-sorted right side, the cursors, a binary search a row (of left
+    rows out of key order), or the one-shot merge scan."""
+    from asofgpu._backend import walks
+
+    thresholds = {
+        "stream": dict(stream_span=1 << 40, stream_group_span=0),
+        "cursor": dict(stream_span=0),
+        "search": dict(search_max_rows=1 << 40),
+        "scan": {},
+    }[walk]
+    with walks.overridden(parallel_min_rows=0, interpret_max_rows=0, **thresholds):
+        if walk == "scan":
+            return ag.asof_join(
+                left_keys, right_keys, left_groups, right_groups, device="cpu", **options
+            )
+        return ag.AsofJoin(right_keys, right_groups, device="cpu").join(
+            left_keys, left_groups, **options
+        )
+
+
 @pytest.mark.parametrize("walk", ["stream", "cursor", "search", "scan"])
 @pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
 @pytest.mark.parametrize("tolerance", ["column", "1mo"])
@@ -538,7 +560,6 @@ def test_every_cpu_walk_compares_each_row_with_its_own_reach(walk, strategy, tol
     right side, the cursors, a binary search a row of shuffled left rows, the one-shot
     merge scan), agrees with the python backend row by row, on a column of tolerances with
     nulls and on a calendar one (whose reach back and ahead differ)."""
-    from asofgpu._backend import walks
 
     rng = np.random.default_rng(7)
     m, n, groups = 20_000, 4_000, 8
@@ -559,21 +580,7 @@ def test_every_cpu_walk_compares_each_row_with_its_own_reach(walk, strategy, tol
     want = ag.AsofJoin(right_keys, right_groups, device="python").join(
         left_keys, left_groups, **options
     )
-    thresholds = {
-        "stream": dict(stream_span=1 << 40, stream_group_span=0),
-        "cursor": dict(stream_span=0),
-        "search": dict(search_max_rows=1 << 40),
-        "scan": {},
-    }[walk]
-    with walks.overridden(parallel_min_rows=0, **thresholds):
-        if walk == "scan":
-            got = ag.asof_join(
-                left_keys, right_keys, left_groups, right_groups, device="cpu", **options
-            )
-        else:
-            got = ag.AsofJoin(right_keys, right_groups, device="cpu").join(
-                left_keys, left_groups, **options
-            )
+    got = _on_walk(walk, left_keys, right_keys, left_groups, right_groups, **options)
     assert (to_host(want) >= 0).mean() > 0.3  # the reaches leave matches and drop some
     assert (to_host(want) < 0).mean() > 0.05
     assert np.array_equal(to_host(got), to_host(want))
@@ -699,7 +706,6 @@ def test_every_cpu_walk_keeps_each_direction_within_its_reach(walk, strategy, ti
     rules, on keys too sparse to tie. Here few distinct keys (runs of equal keys, equal
     distances both ways) and a reach back and a reach ahead per row (nulls among them) are
     checked against every right row read one by one, on each cpu walk compiled."""
-    from asofgpu._backend import walks
     from asofgpu._columns import Reaches
 
     rng = np.random.default_rng(17)
@@ -724,21 +730,11 @@ def test_every_cpu_walk_keeps_each_direction_within_its_reach(walk, strategy, ti
         exact,
         tie,
     )
-    thresholds = {
-        "stream": dict(stream_span=1 << 40, stream_group_span=0),
-        "cursor": dict(stream_span=0),
-        "search": dict(search_max_rows=1 << 40),
-        "scan": {},
-    }[walk]
     options = dict(
         strategy=strategy,
         allow_exact_matches=exact,
         nearest_tie=tie,
         tolerance=Reaches(pa.array(back, pa.int64()), pa.array(ahead, pa.int64())),
     )
-    with walks.overridden(parallel_min_rows=0, interpret_max_rows=0, **thresholds):
-        if walk == "scan":
-            got = ag.asof_join(left, right, left_groups, right_groups, device="cpu", **options)
-        else:
-            got = ag.AsofJoin(right, right_groups, device="cpu").join(left, left_groups, **options)
+    got = _on_walk(walk, left, right, left_groups, right_groups, **options)
     assert to_host(got).tolist() == want
