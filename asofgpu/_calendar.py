@@ -113,7 +113,7 @@ _DAY_NS = 86_400 * 10**9
 _MONTHS_PER = {"mo": 1, "q": 3, "y": 12}
 # "mo" and "ms" before "m", "ns"/"us"/"ms" before "s": the longest unit first
 _PART = re.compile(r"(\d+)(ns|us|ms|mo|s|m|h|d|w|q|y)")
-_UTC = {"UTC", "ETC/UTC", "Z", "GMT", "ETC/GMT", "ETC/GMT+0", "ETC/GMT-0", "ETC/UCT", "UCT"}
+_UTC = {"UTC", "ETC/UTC", "Z", "GMT", "ETC/GMT", "ETC/UCT", "UCT"}  # and +00:00, Etc/GMT+0
 _OFFSET = re.compile(r"([+-])(\d\d):?(\d\d)")
 _ETC_GMT = re.compile(r"ETC/GMT([+-]\d{1,2})")  # POSIX signs: Etc/GMT-5 is UTC+05:00
 

@@ -469,16 +469,16 @@ class AsofJoin:
         be, xp = self.backend, self.backend.xp
         n = len(left_key.values)
         left_key = rescale(left_key, tick, "left_on", xp)
+        if isinstance(tolerance, Reaches) and rules.strategy != "nearest":
+            tolerance = getattr(tolerance, rules.strategy)  # a one-way join: its direction's
         tol, reaches = None, None
         if isinstance(tolerance, Reaches):
-            directions = ("backward", "forward") if rules.strategy == "nearest" else None
-            if directions is None:  # a one-way join reads its own direction's column
-                tolerance = getattr(tolerance, rules.strategy)
-            else:
-                reaches = [self._row_limits(getattr(tolerance, d), tick, n) for d in directions]
-        if reaches is None and (is_row_tolerances(tolerance) or isinstance(tolerance, RowTicks)):
+            reaches = [
+                self._row_limits(r, tick, n) for r in (tolerance.backward, tolerance.forward)
+            ]
+        elif is_row_tolerances(tolerance) or isinstance(tolerance, RowTicks):
             reaches = [self._row_limits(tolerance, tick, n)] * 2  # the same reach both ways
-        elif reaches is None:
+        else:
             tol = tolerance_in_ticks(tolerance, self._key_type, tick)
         groups = self._left_groups(left_by, n)
         if left_key.valid is not None:
