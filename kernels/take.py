@@ -74,33 +74,47 @@ def take_fixed_quad(a, b, c, d, gmap, valid, a_out, b_out, c_out, d_out):
             d_out[i] = 0
 
 
-def take_chunked(addresses, starts, blocks, shift, like, gmap, valid, a_out, b_out, c_out, d_out):
-    """``take_fixed`` of one to four columns in chunks of the same rows, all of one width
-    (``like``'s dtype): column ``k``'s chunk ``c``, holding rows ``starts[c]`` to
-    ``starts[c + 1]``, is at the integer address ``addresses[k, c]``, and is written to the
-    k-th of ``a_out``..``d_out`` (those past the columns are not touched). ``blocks[b]`` is
-    the chunk holding row ``b << shift``: a row's chunk starts there and steps forward past
-    the chunks that end at or before it, none when blocks are no longer than the shortest
-    chunk (a binary search of 77 starts cost the gather of 1M rows half as much time
-    again). Found inline: a pass of its own that wrote each entry's chunk cost 0.4-0.6 ms
-    more on 1M rows of four float64 columns (3.3 against 2.9 ms; the columns in one array
-    each, 2.4)."""
+# Rows of a chunked gather taken in one piece, in order: a piece keeps its last row's chunk.
+CHUNKED_PIECE = 1 << 14
+
+
+def take_chunked_piece(
+    i0, i1, addresses, starts, blocks, shift, steps, like, gmap, valid, a_out, b_out, c_out, d_out
+):
+    """``take_chunked`` of the entries [i0, i1). Each row's chunk is the last row's while the
+    row lies in it (a batch of time-ordered trades maps to quotes near one another, so it
+    mostly does): one predictable test per row, and the chunk's addresses stay in registers.
+    Otherwise ``blocks[g >> shift]``
+    holds the chunk of the first row of ``g``'s block, and the row steps past the ``steps``
+    chunk ends a block crosses at most, without a branch (a row's test is not predictable,
+    and a mispredicted branch stops the reads that overlap)."""
     columns = addresses.shape[0]
-    last = starts.size - 1
-    for i in prange(gmap.size):
+    lo = hi = np.uint64(0)  # no chunk yet: the first valid row finds its own
+    a = b = c = d = np.uint64(0)  # the chunk's address in each column
+    for i in range(i0, i1):
         if valid[i]:
             g = np.uint64(gmap[i])
-            c = blocks[g >> shift]
-            while c < last and starts[c + 1] <= g:
-                c += 1
-            at = g - starts[c]
-            a_out[i] = load_at(addresses[0, c], at, like)
+            if g < lo or g >= hi:
+                k = blocks[g >> shift]
+                for _ in range(steps):
+                    k += starts[k + 1] <= g
+                lo = starts[k]
+                hi = starts[k + 1]
+                a = addresses[0, k]
+                if columns > 1:
+                    b = addresses[1, k]
+                if columns > 2:
+                    c = addresses[2, k]
+                if columns > 3:
+                    d = addresses[3, k]
+            at = g - lo
+            a_out[i] = load_at(a, at, like)
             if columns > 1:
-                b_out[i] = load_at(addresses[1, c], at, like)
+                b_out[i] = load_at(b, at, like)
             if columns > 2:
-                c_out[i] = load_at(addresses[2, c], at, like)
+                c_out[i] = load_at(c, at, like)
             if columns > 3:
-                d_out[i] = load_at(addresses[3, c], at, like)
+                d_out[i] = load_at(d, at, like)
         else:
             a_out[i] = 0
             if columns > 1:
@@ -109,6 +123,37 @@ def take_chunked(addresses, starts, blocks, shift, like, gmap, valid, a_out, b_o
                 c_out[i] = 0
             if columns > 3:
                 d_out[i] = 0
+
+
+def take_chunked(
+    addresses, starts, blocks, shift, steps, like, gmap, valid, a_out, b_out, c_out, d_out
+):
+    """``take_fixed`` of one to four columns in chunks of the same rows, all of one width
+    (``like``'s dtype): column ``k``'s chunk ``c``, holding rows ``starts[c]`` to
+    ``starts[c + 1]`` (the last entry of ``starts`` is the number of rows), is at the integer
+    address ``addresses[k, c]``, and is written to the k-th of ``a_out``..``d_out`` (those
+    past the columns are not touched). ``blocks``, ``shift`` and ``steps`` find a row's
+    chunk (``_backend.take.chunk_blocks``; a binary search of 77 starts cost the gather of
+    1M rows half as much time again). The entries are taken in pieces, in parallel."""
+    n = gmap.size
+    for p in prange((n + CHUNKED_PIECE - 1) // CHUNKED_PIECE):
+        i0 = p * CHUNKED_PIECE
+        take_chunked_piece(
+            i0,
+            min(i0 + CHUNKED_PIECE, n),
+            addresses,
+            starts,
+            blocks,
+            shift,
+            steps,
+            like,
+            gmap,
+            valid,
+            a_out,
+            b_out,
+            c_out,
+            d_out,
+        )
 
 
 def text_lengths(offsets, gmap, valid, lengths):
@@ -166,10 +211,12 @@ class Kernels(NamedTuple):
     take_views: object
 
 
-def build(parallel_jit, parallel_range, load) -> Kernels:
-    """Every kernel here, compiled with ``parallel_jit``; ``load`` is the ``load_at``
-    intrinsic."""
+def build(jit, parallel_jit, parallel_range, load) -> Kernels:
+    """Every kernel here, compiled with ``parallel_jit``, and the piece of the chunked one
+    with ``jit`` (numba's parallel pass mistypes loop-carried values of a function inlined
+    into a ``prange`` loop); ``load`` is the ``load_at`` intrinsic."""
     from . import bind
 
     names = {"prange": parallel_range, "load_at": load}
+    names["take_chunked_piece"] = jit(bind(take_chunked_piece, **names))
     return Kernels(*(parallel_jit(bind(globals()[name], **names)) for name in Kernels._fields))

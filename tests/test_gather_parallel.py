@@ -167,15 +167,19 @@ def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
 
 
 @pytest.mark.parametrize("blocks", [4, 1 << 16])
-def test_chunked_gather_steps_past_every_chunk_a_block_holds(thresholds, blocks):
+@pytest.mark.parametrize("order", ["shuffled", "ascending"])
+def test_chunked_gather_steps_past_every_chunk_a_block_holds(thresholds, blocks, order):
     """Each row finds its chunk from a table of blocks: with blocks longer than the shortest
     chunk (four blocks over 100K rows, one-row chunks among long ones) a row steps past
-    many chunk ends, and still lands in its own."""
+    many chunk ends, and still lands in its own. An ascending map (time-ordered trades)
+    keeps the last row's chunk while it holds the row, and moves on at each chunk end."""
     thresholds(chunk_blocks=blocks)
     rng = np.random.default_rng(5)
     cuts = sorted({*range(1, 40), *range(30_000, 30_050, 3), 70_000, N - 1})
     table = pa.table({k: _chunked(rng.normal(size=N), cuts) for k in "abcde"})
     gmap = rng.integers(0, N, N).astype(np.int64)
+    if order == "ascending":
+        gmap.sort()
     gmap[:4] = [0, 1, 39, N - 1]
     got = ag.gather(table, gmap)
     assert got.equals(table.take(pa.array(gmap)))

@@ -82,8 +82,8 @@ def take_chunked(
     outs = [host_empty(len(gmap), np.dtype(f"u{width}")) for width, _, _ in columns]
     with PARALLEL_LAUNCH:
         for lengths, ks in layouts.items():
-            starts = np.cumsum((0, *lengths[:-1]), dtype=np.uint64)
-            blocks, shift = chunk_blocks(starts, sum(lengths))
+            starts = np.cumsum((0, *lengths), dtype=np.uint64)
+            blocks, shift, steps = chunk_blocks(starts)
             by_width: dict[int, list[int]] = {}
             for k in ks:
                 by_width.setdefault(columns[k][0], []).append(k)
@@ -99,6 +99,7 @@ def take_chunked(
                         starts,
                         blocks,
                         shift,
+                        steps,
                         like,
                         gmap,
                         valid,
@@ -136,15 +137,26 @@ def take_views(views: np.ndarray, gmap: np.ndarray, valid: np.ndarray) -> pa.Buf
     return pa.py_buffer(out)
 
 
-def chunk_blocks(starts: np.ndarray, n_rows: int):
-    """(blocks, shift) for kernels/take.py ``take_chunked``: the chunk holding the first row
-    of each block of ``1 << shift`` rows. Blocks are as long as the shortest chunk allows (a
-    row then steps past one chunk end at most), but there are at most
-    ``walks.THRESHOLDS.chunk_blocks``."""
+def chunk_blocks(starts: np.ndarray):
+    """(blocks, shift, steps) for kernels/take.py ``take_chunked``, whose chunk ``c`` holds
+    rows ``starts[c]`` to ``starts[c + 1]`` (``starts`` ends with the number of rows):
+    the chunk holding the first row of each block of ``1 << shift`` rows, and the most chunk
+    ends a block crosses, which the kernel steps past without a branch (a row's test is
+    not predictable, and a mispredicted branch stops the reads that overlap). Blocks are as
+    long as the shortest chunk allows (one step), but there are at most
+    ``walks.THRESHOLDS.chunk_blocks``.
+
+    >>> blocks, shift, steps = chunk_blocks(np.array([0, 5, 9, 20], dtype=np.uint64))
+    >>> blocks.tolist(), int(shift), steps
+    ([0, 0, 1, 2, 2], 2, 1)
+    """
+    n_rows = int(starts[-1])
     most = walks.THRESHOLDS.chunk_blocks
-    shortest = int(np.diff(starts, append=np.uint64(n_rows)).min(initial=n_rows))
+    shortest = int(np.diff(starts).min(initial=n_rows))
     fewest = (max(n_rows, 1) - 1).bit_length() - (most.bit_length() - 1)
     shift = max(shortest.bit_length() - 1, fewest, 0)
     first_rows = np.arange(0, max(n_rows, 1), 1 << shift, dtype=np.uint64)
     blocks = np.searchsorted(starts, first_rows, side="right").astype(np.int64) - 1
-    return blocks, np.uint64(shift)
+    last_rows = np.minimum(first_rows + np.uint64((1 << shift) - 1), max(n_rows, 1) - 1)
+    ends = np.searchsorted(starts, last_rows, side="right").astype(np.int64) - 1
+    return blocks, np.uint64(shift), int((ends - blocks).max())
