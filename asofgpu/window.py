@@ -57,6 +57,9 @@ class Windows:
         self.rows = rows
         self.no_match = no_match
         self.n_right = n_right  # payloads hold one value per right row
+        # What the backend's reductions of every column over these windows share (the
+        # cpu's slide keeps the windows in the order of their starts there).
+        self._shared: dict = {}
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -138,7 +141,9 @@ class Windows:
         positions = {how: self.backend.empty(n if how in wanted else 0, np.int64) for how in PICKS}
         sums = xp.zeros(n, dtype=numbers.dtype)
         out = Reduced(*positions.values(), sums, self.backend.empty(n, np.int64))
-        self.backend.window_reduce(self.starts, self.ends, rows, numbers, keys, valid, out)
+        self.backend.window_reduce(
+            self.starts, self.ends, rows, numbers, keys, valid, out, self._shared
+        )
         for how in wanted:
             if how in PICKS:
                 found[how] = self._rows_at(positions[how])

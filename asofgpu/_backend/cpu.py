@@ -31,6 +31,7 @@ from .jit import (
     threads,
 )
 from .order import in_key_order, radix_order, row_numbers, walk_order, walked_rows
+from .take import take_fixed
 
 
 #: The left rows a piece of the window join's slide takes (``window_reduce``).
@@ -84,11 +85,12 @@ class CpuBackend(Backend):
                 left_keys, left_groups, right, bounds, starts, ends, walks.row_pieces(n)
             )
 
-    def window_reduce(self, starts, ends, rows, values, keys, valid, out):
+    def window_reduce(self, starts, ends, rows, values, keys, valid, out, shared=None):
         """The windows one by one, or, for values in the prepared order without nulls, slid
         through in the order of their starts (``kernels/window.py``'s ``slide_piece``): the
         left rows of each group then come in key order, their windows move forward, and each
-        position enters and leaves once instead of once a window it is in."""
+        position enters and leaves once instead of once a window it is in. That order, and
+        the bounds put in it, are computed once for every column (in ``shared``)."""
         n = len(starts)
         if self.interprets(n):
             with walks.interpreting():
@@ -101,12 +103,21 @@ class CpuBackend(Backend):
                     starts, ends, rows, values, keys, valid, out, walks.row_pieces(n)
                 )
             return
-        order = self.stable_argsort(starts)
+        shared = {} if shared is None else shared
+        if "slide" not in shared:
+            order = self.stable_argsort(starts)
+            everywhere = np.ones(n, dtype=np.bool_)
+            shared["slide"] = (order, *take_fixed([starts, ends], order, everywhere))
+        order, by_start, by_end = shared["slide"]
+        by_start = np.frombuffer(by_start, np.int64, n)
+        by_end = np.frombuffer(by_end, np.int64, n)
         # Pieces of a fixed size, whatever the threads: where a piece starts, its slide
         # starts afresh, and the sums' rounding with it.
         piece_starts = np.append(np.arange(0, n, SLIDE_PIECE_ROWS), n).astype(np.int64)
         with launching(parallel):
-            cpu_window(False, parallel).slides(order, starts, ends, values, keys, out, piece_starts)
+            cpu_window(False, parallel).slides(
+                order, by_start, by_end, values, keys, out, piece_starts
+            )
 
     def group_sort(self, order, bucket, n_groups, keys):
         if self.interprets(order.size):

@@ -66,7 +66,7 @@ class CudaBackend(Backend):
         kernel = window_kernels(is_float, self.simulated).bounds
         self._launch(kernel, len(starts), (left_keys, left_groups, *right, *bounds, starts, ends))
 
-    def window_reduce(self, starts, ends, rows, values, keys, valid, out):
+    def window_reduce(self, starts, ends, rows, values, keys, valid, out, shared=None):
         kernel = window_kernels(False, self.simulated).reduces
         self._launch(kernel, len(starts), (starts, ends, rows, values, keys, valid, *out))
 
