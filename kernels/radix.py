@@ -1,5 +1,6 @@
 """A stable LSD radix argsort for the CPU: the key order of shuffled sides for the merge scan,
-of unordered prepared batches for the cursors and the stream, and of the right keys at prepare.
+of unordered prepared batches for the cursors and the stream, and of the right keys at prepare;
+and the counting sort of the right rows by group at prepare (one digit of that scheme).
 
 numpy's stable argsort of 64-bit keys is a timsort, several seconds for 10M random keys on
 two cores; this sorts (key, row) pairs 12 bits at a time, each pass parallel over pieces of the
@@ -233,12 +234,49 @@ def sort_run(bits, rows, p, q, spare_bits, spare_rows):
             rows[i] = src_rows[i]
 
 
+def counting_sort(order, bucket, n_buckets, keys, rows, sorted_keys, n_pieces):
+    """The rows of ``order`` put in order of their ``bucket`` (stable: rows keep their order
+    within a bucket) into ``rows``, their ``keys`` moved alongside into ``sorted_keys``;
+    returns the ``n_buckets + 1`` offsets of the buckets. The radix passes' scheme, one
+    digit of ``n_buckets`` values: each of ``n_pieces`` pieces of ``order`` counts its
+    rows per bucket, and writes them, in parallel, after every earlier bucket and every
+    earlier piece's rows of its own bucket (the counts take ``n_pieces * n_buckets``
+    integers: the caller passes one piece when they would be many)."""
+    n = order.size
+    bounds = np.empty(n_pieces + 1, np.int64)
+    for t in range(n_pieces + 1):
+        bounds[t] = t * n // n_pieces
+    counts = np.zeros((n_pieces, n_buckets), np.int64)
+    for t in prange(n_pieces):
+        for k in range(bounds[t], bounds[t + 1]):
+            counts[t, bucket[order[k]]] += 1
+    offsets = np.empty(n_buckets + 1, np.int64)
+    start = 0
+    for b in range(n_buckets):
+        offsets[b] = start
+        for t in range(n_pieces):
+            c = counts[t, b]
+            counts[t, b] = start
+            start += c
+    offsets[n_buckets] = start
+    for t in prange(n_pieces):
+        for k in range(bounds[t], bounds[t + 1]):
+            row = order[k]
+            b = bucket[row]
+            q = counts[t, b]
+            rows[q] = row
+            sorted_keys[q] = keys[row]
+            counts[t, b] = q + 1
+    return offsets
+
+
 class Kernels(NamedTuple):
     order_bits_int: object
     order_bits_float: object
     argsort_bits: object
     keys_from_bits: object
     take_int32: object
+    counting_sort: object
 
 
 def build(jit, parallel_jit, parallel_range) -> Kernels:

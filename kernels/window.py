@@ -39,11 +39,21 @@ Bounds = collections.namedtuple("Bounds", "before after prevailing befores after
 #: A window's reductions, one array each (an empty position array: not wanted).
 Reduced = collections.namedtuple("Reduced", "first last low high sums counts")
 
-less = gap = window_row = store = dense = sparse = reduce_row = prange = None  # by build()
+less = gap = window_row_from = store = dense = sparse = reduce_row = prange = None  # by build()
 window_piece = reduce_piece = slide_piece = None
 
 
 def window_row(i, left_keys, left_groups, right, bounds, starts, ends):
+    """Left row i's window, by a binary search of its group's range for the end."""
+    window_row_from(i, left_keys, left_groups, right, bounds, starts, ends, right.offsets[:0])
+
+
+def window_row_from(i, left_keys, left_groups, right, bounds, starts, ends, cursor):
+    """Left row i's window; ``cursor`` (when not empty) holds each group's last window end
+    found by the caller's piece, where the search for this one starts when the key there
+    is still within reach: left rows in key order (trades in time order) find their end a
+    few positions on, in cache lines their group's last row read, where a binary search of
+    the whole range missed the cache at most of its steps."""
     g = left_groups[i]
     if g < 0:  # null key or group, or a group the right lacks: an empty window
         starts[i] = 0
@@ -56,6 +66,20 @@ def window_row(i, left_keys, left_groups, right, bounds, starts, ends):
     after = bounds.afters[i] if len(bounds.afters) else bounds.after
     a = lo
     b = hi
+    if cursor.size:
+        c = max(cursor[g], lo)
+        if c > lo and less(x, right.keys[c - 1]) and gap(x, right.keys[c - 1]) > after:
+            b = c  # this row's end lies before the last one's
+        else:
+            a = c  # galloping on: positions before a are within reach
+            step = 1
+            while a + step <= hi:
+                k = right.keys[a + step - 1]
+                if less(x, k) and gap(x, k) > after:
+                    b = a + step - 1
+                    break
+                a += step
+                step <<= 1
     while a < b:  # the first position more than `after` above x
         mid = (a + b) >> 1
         k = right.keys[mid]
@@ -64,6 +88,8 @@ def window_row(i, left_keys, left_groups, right, bounds, starts, ends):
         else:
             a = mid + 1
     end = a
+    if cursor.size:
+        cursor[g] = end
     # The first position not more than `before` below x, galloping back from the end:
     # windows are short beside their group's range, and the keys just read are in cache.
     a = lo
@@ -291,9 +317,9 @@ def slides(order, starts, ends, values, keys, out, piece_starts):
         slide_piece(lo, piece_starts[piece + 1], order, starts, ends, values, keys, out)
 
 
-def window_piece(lo, hi, left_keys, left_groups, right, bounds, starts, ends):
+def window_piece(lo, hi, left_keys, left_groups, right, bounds, starts, ends, cursor):
     for i in range(lo, hi):
-        window_row(i, left_keys, left_groups, right, bounds, starts, ends)
+        window_row_from(i, left_keys, left_groups, right, bounds, starts, ends, cursor)
 
 
 def reduce_piece(lo, hi, starts, ends, rows, values, keys, valid, out):
@@ -301,12 +327,26 @@ def reduce_piece(lo, hi, starts, ends, rows, values, keys, valid, out):
         reduce_row(i, starts, ends, rows, values, keys, valid, out)
 
 
-def windows(left_keys, left_groups, right, bounds, starts, ends, n_pieces):
+def windows(left_keys, left_groups, right, bounds, starts, ends, n_pieces, cursors):
+    """Every left row's window, the rows in ``n_pieces`` pieces in parallel; with
+    ``cursors``, each piece keeps each group's last window end (``window_row_from``)."""
     n = starts.size
     step = (n + n_pieces - 1) // n_pieces
+    groups = right.offsets.size - 1 if cursors else 0
+    cursor = np.zeros((n_pieces, groups), np.int64)  # 0: below every group's range
     for piece in prange(n_pieces):
         lo = min(n, piece * step)
-        window_piece(lo, min(n, lo + step), left_keys, left_groups, right, bounds, starts, ends)
+        window_piece(
+            lo,
+            min(n, lo + step),
+            left_keys,
+            left_groups,
+            right,
+            bounds,
+            starts,
+            ends,
+            cursor[piece],
+        )
 
 
 def reduces(starts, ends, rows, values, keys, valid, out, n_pieces):
@@ -336,6 +376,7 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range, piece_jit):
         "gap": search.build(jit, is_float, unsigned)[2],
         "prange": parallel_range,
     }
+    names["window_row_from"] = jit(bind(window_row_from, **names))
     names["window_row"] = jit(bind(window_row, **names))
     names["store"] = jit(store)
     names["dense"] = jit(dense)

@@ -20,9 +20,9 @@ from .base import Backend, host_empty, interpreted_probe
 from .jit import (
     PARALLEL_LAUNCH,
     cpu_calendar,
-    cpu_counting_sort,
     cpu_cursor_probe,
     cpu_probe_all,
+    cpu_radix,
     cpu_scan,
     cpu_splice,
     cpu_stream_probe,
@@ -73,16 +73,21 @@ class CpuBackend(Backend):
         return out
 
     def window_bounds(self, is_float, left_keys, left_groups, right, bounds, starts, ends):
-        """Two binary searches a left row (kernels/window.py), the rows in parallel."""
+        """A search for each left row's window end and a gallop back to its start
+        (kernels/window.py), the rows in parallel pieces; each piece starts a group's search
+        where its last row's ended, unless a cursor a group for each piece would outnumber
+        the rows."""
         n = len(starts)
         if self.interprets(n):
             with walks.interpreting():
                 super().window_bounds(is_float, left_keys, left_groups, right, bounds, starts, ends)
             return
         parallel = walks.parallel(n)
+        pieces = walks.row_pieces(n)
+        cursors = pieces * (len(right.offsets) - 1) <= n
         with launching(parallel):
             cpu_window(is_float, parallel).windows(
-                left_keys, left_groups, right, bounds, starts, ends, walks.row_pieces(n)
+                left_keys, left_groups, right, bounds, starts, ends, pieces, cursors
             )
 
     def window_reduce(self, starts, ends, rows, values, keys, valid, out, shared=None):
@@ -124,7 +129,15 @@ class CpuBackend(Backend):
             return super().group_sort(order, bucket, n_groups, keys)
         rows = host_empty(order.size, order.dtype)
         sorted_keys = host_empty(order.size, keys.dtype)
-        offsets = cpu_counting_sort()(order, bucket, n_groups + 1, keys, rows, sorted_keys)
+        # A piece a thread, unless the pieces' counts (one per group each) would outgrow
+        # the rows: then the sort runs on one thread, as a sort of that many groups does.
+        pieces = threads(walks.parallel(order.size))
+        if pieces * (n_groups + 1) > order.size:
+            pieces = 1
+        with launching(pieces > 1):
+            offsets = cpu_radix(pieces > 1).counting_sort(
+                order, bucket, n_groups + 1, keys, rows, sorted_keys, pieces
+            )
         return rows, sorted_keys, offsets
 
     def stable_argsort(self, values):

@@ -17,7 +17,6 @@ import threading
 import warnings
 from pathlib import Path
 
-import numpy as np
 
 from ..kernels import (
     bind,
@@ -300,26 +299,3 @@ def cpu_cursor_probe(is_float: bool, parallel: bool):
 @functools.cache
 def cpu_stream_probe(is_float: bool, parallel: bool):
     return _build_walk(stream, is_float, parallel, inline="always")
-
-
-@functools.cache
-def cpu_counting_sort():
-    def counting_sort(order, bucket, n_buckets, keys, rows, sorted_keys):
-        """Stable: rows keep their order within a bucket; the keys move with their rows in
-        the same pass (into ``rows`` and ``sorted_keys``). Returns the n_buckets + 1
-        offsets."""
-        offsets = np.zeros(n_buckets + 1, np.int64)
-        for k in range(order.size):
-            offsets[bucket[order[k]] + 1] += 1
-        for b in range(n_buckets):
-            offsets[b + 1] += offsets[b]
-        fill = offsets[:-1].copy()
-        for k in range(order.size):
-            row = order[k]
-            b = bucket[row]
-            rows[fill[b]] = row
-            sorted_keys[fill[b]] = keys[row]
-            fill[b] += 1
-        return offsets
-
-    return njit_cached(counting_sort)
