@@ -1,5 +1,6 @@
 """The run of ``asofgpu enrich``: the checks, the choice of how RIGHT is held (``_attach``), each
-LEFT file streamed through it in chunks into its output file, and the summary."""
+LEFT file streamed through it in chunks into its output file, and the summary. On the GPU, a
+run that holds RIGHT in memory may have libcudf read and write its parquet (``_device_io``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pyarrow as pa
 
 from .._progress import Quiet, readable_count
 from .._staleness import SAMPLE
+from . import _device_io as device_io
 from . import _memory as memory
 from ._attach import InMemory, Regrouped, Spilled, Streamed
 from ._checks import (
@@ -66,6 +68,7 @@ class Summary:
     spilled: int = 0  # bytes of spill files written (RIGHT out of core)
     mode: str = "memory"  # how RIGHT was held: memory, stream or spill
     copied: int = 0  # LEFT files whose columns went into OUT as they are
+    device_io: bool = False  # libcudf read and wrote the parquet on the device (_device_io)
 
     def lines(self) -> list[str]:
         share = _share(self.matched, self.rows)
@@ -86,14 +89,21 @@ class Summary:
             f"  matched    {share} ({self.matched:,} rows; {self.rows - self.matched:,} "
             f"without a match)",
             f"  staleness  {stale}",
-            f"  elapsed    {self.elapsed_s:.2f} s: {_FIRST_PHASE[self.mode]} in "
+            f"  elapsed    {self.elapsed_s:.2f} s: {self._first_phase()} in "
             f"{self.prepare_s:.2f} s, left side streamed in {self.stream_s:.2f} s{rate}",
             f"  memory     peak {memory.readable(self.peak_rss)} resident"
             + (f", {memory.readable(self.spilled)} spilled to disk" if self.spilled else ""),
             f"  backend    {self.backend}",
         ]
 
+    def _first_phase(self) -> str:
+        if self.device_io:
+            return "right side read and prepared on the device"
+        return _FIRST_PHASE[self.mode]
+
     def _left_columns(self) -> str:
+        if self.device_io:
+            return "read and written again on the device by libcudf"
         if not self.copied:
             return "read and written again"
         if self.files == 1:
@@ -196,6 +206,22 @@ def _run(
             options, left, right, need, budget, limit_name, layouts, failed, left_sorted
         )
         every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
+        if mode == "memory" and device_io.wanted(options):
+            summary = _on_device(
+                options,
+                the_plan,
+                tolerance,
+                left,
+                right,
+                out,
+                rows,
+                every,
+                checked,
+                start,
+                progress,
+            )
+            if summary is not None:
+                return summary
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
         right_table = (
             reading.submit(right.read, the_plan.read, as_codes) if mode == "memory" else None
@@ -366,6 +392,61 @@ def _run(
         spilled=attach.spilled,
         mode=mode,
         copied=sum(_copied(c) is not None for c in copies),
+    )
+
+
+def _on_device(
+    options: Options,
+    the_plan: Plan,
+    tolerance,
+    left: Source,
+    right: Source,
+    out: str,
+    rows: int,
+    every: int,
+    checked,
+    start: float,
+    progress,
+) -> Summary | None:
+    """The run with libcudf reading and writing the parquet (``_device_io``), into a hidden
+    file or folder as the host pipeline's, committed the same way; None, and why in the log
+    when the join runs on the GPU, where the host pipeline must do it."""
+    backend = checked.result()
+    why = device_io.device_io_refusal(
+        options, the_plan, tolerance, left, right, backend
+    ) or device_io.libcudf_refusal(options)
+    if why is None:
+        try:
+            with (AtomicFile if left.single else AtomicFolder)(out) as target:
+                done = device_io.enrich(
+                    options, the_plan, tolerance, left, right, target, out, rows, every, progress
+                )
+                target.commit()
+        except device_io.Unsupported as exc:
+            why = f"{exc}; starting again"
+    if why is not None:
+        if backend == "cuda":
+            progress.log(f"parquet read and written on the host: {why}")
+        return None
+    end = time.perf_counter()
+    return Summary(
+        out=str(options.out),
+        files=len(left.parts),
+        rows=done.rows,
+        matched=done.matched,
+        chunks=len(left.parts),  # each file read, joined and written whole
+        chunk_rows=done.largest,
+        attached=the_plan.names,
+        right_rows=right.rows,
+        key=f"LEFT {options.left_on} minus RIGHT {options.right_on}",
+        p50=done.staleness.readable(0.5),
+        p99=done.staleness.readable(0.99),
+        prepare_s=done.prepared_at - start,
+        stream_s=end - done.prepared_at,
+        elapsed_s=end - start,
+        backend=backend,
+        peak_rss=peak_rss(),
+        device_io=True,
     )
 
 
