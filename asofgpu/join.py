@@ -284,15 +284,17 @@ class AsofJoin:
     def _sort(self, key: Key, tie: Key | None, bucket, n_groups: int):
         """Stable sort by (group, key[, tie]), discarding rows of the last bucket."""
         be, xp = self.backend, self.backend.xp
-        order = xp.arange(self.n_right, dtype=np.int64)
+        order = None  # the rows as they are: time-sorted already, as quotes come
         if tie is not None:  # least significant first; every pass stable
-            order = order[be.stable_argsort(tie.values)]
+            order = be.stable_argsort(tie.values)
             if tie.valid is not None:
                 order = order[be.stable_argsort(tie.valid[order])]
             order = order[be.stable_argsort(key.values[order])]
         elif not self._ascending(key):
-            order = be.stable_argsort(key.values)  # else: time-sorted already, as quotes come
+            order = be.stable_argsort(key.values)
         if bucket is None:
+            if order is None:
+                order = xp.arange(self.n_right, dtype=np.int64)
             return order, key.values[order], xp.asarray(np.array([0, self.n_right], np.int64))
         rows, sorted_keys, offsets = be.group_sort(order, bucket, n_groups, key.values)
         kept = int(offsets[n_groups])

@@ -456,16 +456,20 @@ def test_radix_argsort_for_every_number_of_passes(span):
 
 @pytest.mark.parametrize("groups", [1, 7, 3_000, 40_000])
 @pytest.mark.parametrize("parallel_from", [0, 10**9])
-def test_the_group_sort_is_stable_on_one_thread_and_in_pieces(thresholds, groups, parallel_from):
+@pytest.mark.parametrize("rows", ["shuffled", "as they are"])
+def test_the_group_sort_is_stable_on_one_thread_and_in_pieces(
+    thresholds, groups, parallel_from, rows
+):
     """Prepared right rows sorted by group (the counting sort): each group's rows keep the
-    order they had, their keys move with them, and the offsets bound each group (the last
-    bucket holds the discarded rows), whether the pieces run on the pool (the counts of
-    40,000 groups a piece outgrow 70,000 rows: one piece then) or on one thread; the plain
-    Python sort is the oracle."""
+    order they had (a shuffled order, or none: the rows as they are, time-sorted quotes),
+    their keys move with them, and the offsets bound each group (the last bucket holds the
+    discarded rows), whether the pieces run on the pool (the counts of 40,000 groups a piece
+    outgrow 70,000 rows: one piece then) or on one thread; the plain Python sort is the
+    oracle."""
     thresholds(parallel_min_rows=parallel_from)
     rng = np.random.default_rng(groups)
     n = 70_000
-    order = rng.permutation(n).astype(np.int64)
+    order = rng.permutation(n).astype(np.int64) if rows == "shuffled" else None
     bucket = rng.integers(0, groups + 1, n).astype(np.int32)
     keys = rng.integers(-(2**62), 2**62, n)
     got = _backend.CpuBackend().group_sort(order, bucket, groups, keys)

@@ -89,9 +89,11 @@ class Backend:
         return np.argsort(values, kind="stable")
 
     def group_sort(self, order, bucket, n_groups: int, keys):
-        """Stable sort of ``order`` by ``bucket[order]`` (values 0..n_groups, the last bucket
-        holding discarded rows). Returns the reordered rows, their keys and the offsets of
-        the n_groups + 1 buckets."""
+        """Stable sort of ``order`` (None: every row in row order) by ``bucket[order]``
+        (values 0..n_groups, the last bucket holding discarded rows). Returns the reordered
+        rows, their keys and the offsets of the n_groups + 1 buckets."""
+        if order is None:
+            order = self.xp.arange(len(bucket), dtype=np.int64)
         bucket_of = bucket[order]
         by_group = self.stable_argsort(bucket_of)
         counts = (

@@ -125,18 +125,25 @@ class CpuBackend(Backend):
             )
 
     def group_sort(self, order, bucket, n_groups, keys):
-        if self.interprets(order.size):
+        n = len(bucket) if order is None else len(order)
+        if self.interprets(n):
             return super().group_sort(order, bucket, n_groups, keys)
-        rows = host_empty(order.size, order.dtype)
-        sorted_keys = host_empty(order.size, keys.dtype)
+        rows = host_empty(n, np.int64 if order is None else order.dtype)
+        sorted_keys = host_empty(n, keys.dtype)
         # A piece a thread, unless the pieces' counts (one per group each) would outgrow
         # the rows: then the sort runs on one thread, as a sort of that many groups does.
-        pieces = threads(walks.parallel(order.size))
-        if pieces * (n_groups + 1) > order.size:
+        pieces = threads(walks.parallel(n))
+        if pieces * (n_groups + 1) > n:
             pieces = 1
         with launching(pieces > 1):
             offsets = cpu_radix(pieces > 1).counting_sort(
-                order, bucket, n_groups + 1, keys, rows, sorted_keys, pieces
+                np.empty(0, np.int64) if order is None else order,
+                bucket,
+                n_groups + 1,
+                keys,
+                rows,
+                sorted_keys,
+                pieces,
             )
         return rows, sorted_keys, offsets
 
