@@ -84,7 +84,8 @@ test-pandas2: venv-pandas2
 test-cudf: venv-cudf
 	$(VENV_CUDF)/bin/python -m pytest -m "not gpu" tests/test_plc.py tests/test_cudf.py \
 	    tests/test_polars_gpu.py tests/test_polars_frontend.py tests/test_splice_frontends.py \
-	    tests/test_window_frontends.py tests/test_polars_tolerance.py tests/test_calendar_kernel.py
+	    tests/test_window_frontends.py tests/test_polars_tolerance.py tests/test_calendar_kernel.py \
+	    tests/test_enrich_device.py
 
 # asofgpu against polars, pandas, DuckDB, ClickHouse (chdb, installed here on first use: 180 MB,
 # kept out of the test extras) and pyarrow, each in its own process (bench/run.py); writes
