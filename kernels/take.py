@@ -76,6 +76,9 @@ def take_fixed_quad(a, b, c, d, gmap, valid, a_out, b_out, c_out, d_out):
 
 # Rows of a chunked gather taken in one piece, in order: a piece keeps its last row's chunk.
 CHUNKED_PIECE = 1 << 14
+# The most chunk ends a row steps past without a branch: a block over a run of tiny chunks
+# can cross hundreds, and every row would step past all of them.
+BRANCH_FREE_STEPS = 4
 
 
 def take_chunked_piece(
@@ -87,7 +90,8 @@ def take_chunked_piece(
     Otherwise ``blocks[g >> shift]``
     holds the chunk of the first row of ``g``'s block, and the row steps past the ``steps``
     chunk ends a block crosses at most, without a branch (a row's test is not predictable,
-    and a mispredicted branch stops the reads that overlap)."""
+    and a mispredicted branch stops the reads that overlap), or, past
+    ``BRANCH_FREE_STEPS``, a step at a time as far as it needs."""
     columns = addresses.shape[0]
     lo = hi = np.uint64(0)  # no chunk yet: the first valid row finds its own
     a = b = c = d = np.uint64(0)  # the chunk's address in each column
@@ -96,8 +100,12 @@ def take_chunked_piece(
             g = np.uint64(gmap[i])
             if g < lo or g >= hi:
                 k = blocks[g >> shift]
-                for _ in range(steps):
-                    k += starts[k + 1] <= g
+                if steps <= BRANCH_FREE_STEPS:
+                    for _ in range(steps):
+                        k += starts[k + 1] <= g
+                else:  # a block over many small chunks: step only as far as this row needs
+                    while starts[k + 1] <= g:
+                        k += 1
                 lo = starts[k]
                 hi = starts[k + 1]
                 a = addresses[0, k]
