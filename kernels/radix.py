@@ -234,23 +234,23 @@ def sort_run(bits, rows, p, q, spare_bits, spare_rows):
             rows[i] = src_rows[i]
 
 
-def counting_sort(order, bucket, n_buckets, keys, rows, sorted_keys, n_pieces):
-    """The rows of ``order`` (empty: every row, in row order) put in order of their
-    ``bucket`` (stable: rows keep their order within a bucket) into ``rows``, their
-    ``keys`` moved alongside into ``sorted_keys``;
+def counting_sort(order, every_row, bucket, n_buckets, keys, rows, sorted_keys, n_pieces):
+    """The rows of ``order`` (with ``every_row``: all of ``bucket``'s rows in row order,
+    ``order`` unread) put in order of their ``bucket`` (stable: rows keep their order
+    within a bucket) into ``rows``, their ``keys`` moved alongside into ``sorted_keys``;
     returns the ``n_buckets + 1`` offsets of the buckets. The radix passes' scheme, one
     digit of ``n_buckets`` values: each of ``n_pieces`` pieces of ``order`` counts its
     rows per bucket, and writes them, in parallel, after every earlier bucket and every
     earlier piece's rows of its own bucket (the counts take ``n_pieces * n_buckets``
     integers: the caller passes one piece when they would be many)."""
-    n = order.size if order.size else bucket.size
+    n = bucket.size if every_row else order.size
     bounds = np.empty(n_pieces + 1, np.int64)
     for t in range(n_pieces + 1):
         bounds[t] = t * n // n_pieces
     counts = np.zeros((n_pieces, n_buckets), np.int64)
     for t in prange(n_pieces):
         for k in range(bounds[t], bounds[t + 1]):
-            counts[t, bucket[order[k] if order.size else k]] += 1
+            counts[t, bucket[k if every_row else order[k]]] += 1
     offsets = np.empty(n_buckets + 1, np.int64)
     start = 0
     for b in range(n_buckets):
@@ -262,7 +262,7 @@ def counting_sort(order, bucket, n_buckets, keys, rows, sorted_keys, n_pieces):
     offsets[n_buckets] = start
     for t in prange(n_pieces):
         for k in range(bounds[t], bounds[t + 1]):
-            row = order[k] if order.size else k
+            row = k if every_row else order[k]
             b = bucket[row]
             q = counts[t, b]
             rows[q] = row

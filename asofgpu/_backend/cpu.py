@@ -138,6 +138,7 @@ class CpuBackend(Backend):
         with launching(pieces > 1):
             offsets = cpu_radix(pieces > 1).counting_sort(
                 np.empty(0, np.int64) if order is None else order,
+                order is None,
                 bucket,
                 n_groups + 1,
                 keys,
