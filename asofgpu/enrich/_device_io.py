@@ -282,18 +282,18 @@ def enrich(
                 table = _attached(
                     plc, front, part, left, options, tolerance, prepared, payload, done
                 )
-            with _writing(out):
-                plc.io.parquet.write_parquet(
-                    writer_options(
-                        plc,
-                        target.path_for(part.relative),
-                        table,
-                        the_plan.schema.names,
-                        options.compression,
-                        utc,
-                        rows,
-                    )
+            with _or_host("writing OUT"):
+                written = writer_options(
+                    plc,
+                    target.path_for(part.relative),
+                    table,
+                    the_plan.schema.names,
+                    options.compression,
+                    utc,
+                    rows,
                 )
+            with _writing(out):
+                plc.io.parquet.write_parquet(written)
             done.rows += table.num_rows()
             done.largest = max(done.largest, table.num_rows())
             progress.update(done.rows)
@@ -357,11 +357,13 @@ def _or_host(what: str):
 
 @contextlib.contextmanager
 def _writing(out: str):
-    """A failure to write OUT in the command's words; the device's memory running out is
-    ``Unsupported``, as anywhere else."""
+    """A file-system error while OUT is written, in the command's words; any other failure
+    of libcudf's writer (an encoding it cannot do, the device's memory running out) is
+    ``Unsupported``: nothing is committed yet, and the host writes OUT instead (and reports
+    a full disk in its turn)."""
     try:
         yield
-    except MemoryError as exc:
-        raise Unsupported(f"on the device, writing OUT: {one_line(exc)}") from None
-    except (RuntimeError, OSError) as exc:
+    except OSError as exc:
         raise OutputError(f"cannot write OUT {out}: {one_line(exc)}") from None
+    except _LIBCUDF_ERRORS as exc:
+        raise Unsupported(f"on the device, writing OUT: {one_line(exc)}") from None
