@@ -6,8 +6,9 @@ The right side arrives prepared (``probe.Right``: keys sorted by (group, key), g
 positions ``[start, end)`` in g's range whose keys k satisfy ``x - before <= k <= x + after``,
 written without ever computing ``x - before`` (which can overflow): k is in unless it is below
 x by more than ``before`` (``less(k, x) and gap(k, x) > before``) or above x by more than
-``after``. Both conditions hold on a prefix and a suffix of the sorted range: a binary search
-finds the window's end, and a gallop back from it its start. With ``prevailing`` the window also takes the position before
+``after``. Both conditions hold on a prefix and a suffix of the sorted range: a search finds
+the window's end (a binary search of the range, or, on the cpu, a gallop on from the end the
+group's last row found, ``window_row_from``), and a gallop back from it its start. With ``prevailing`` the window also takes the position before
 ``start`` (the last right row below the window: the state on entering it), when the group has
 one.
 

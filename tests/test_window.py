@@ -160,6 +160,49 @@ def test_windows_on_the_cpu_pool():
             )
 
 
+@pytest.mark.parametrize("pieces_per_thread", [1, 7])
+def test_window_ends_from_each_pieces_cursors(pieces_per_thread):
+    """On the cpu each piece of left rows starts a group's search for the window end where
+    its last row of the group ended: left rows in key order (ties, and runs of equal keys
+    in the right side), with rows out of order among them (an end before the cursor: a
+    search back) and a reach per row (ends that do not ascend), in one piece a thread and
+    in several."""
+    rng = np.random.default_rng(pieces_per_thread)
+    n_left, n_right = 400, 600
+    left_keys = np.sort(rng.integers(0, 200, n_left))
+    swap = rng.choice(n_left, 20, replace=False)
+    left_keys[swap] = rng.integers(0, 200, 20)  # a few rows out of key order
+    right_keys = rng.integers(0, 200, n_right)
+    left_by = [str(g) for g in rng.choice(["a", "b", "c", "z"], n_left)]
+    right_by = [str(g) for g in rng.choice(["a", "b", "c"], n_right)]
+    overrides = {"interpret_max_rows": 0, "parallel_min_rows": 0}
+    with walks.overridden(pieces_per_thread=pieces_per_thread, **overrides):
+        prepared = ag.AsofJoin(pa.array(right_keys), pa.array(right_by, pa.string()), device="cpu")
+        _check_windows(
+            prepared,
+            left_keys.tolist(),
+            left_by,
+            "int",
+            right_keys.tolist(),
+            right_by,
+            [(5, 0), (3, 7)],
+        )
+        afters = rng.integers(0, 20, n_left)
+        got = _lists(
+            prepared.windows(
+                pa.array(left_keys),
+                pa.array(left_by, pa.string()),
+                before=4,
+                after=pa.array(afters),
+            )
+        )
+    want = [
+        window_oracle([x], [(g,)], right_keys.tolist(), _groups(right_by), 4, int(a), False)
+        for x, g, a in zip(left_keys.tolist(), left_by, afters)
+    ]
+    assert got == [w for one in want for w in one]
+
+
 def test_a_documented_example(device):
     """kdb+'s wj and wj1 on one group: [x - 2, x + 0], with and without the prevailing row."""
     quotes = ag.AsofJoin(np.array([1, 2, 4, 7]), device=device)
