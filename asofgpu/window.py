@@ -47,7 +47,8 @@ class Windows:
     ``[starts[i], ends[i])`` of the prepared order; ``rows`` (the join's map dtype): the right
     row at each position, so ``rows[starts[i]:ends[i]]`` are window i's right rows in key order
     (then input order). Payload arguments are aligned with the right rows (numpy, cupy on a
-    GPU); ``valid`` (bool, optional) says which of them are not null.
+    GPU); ``valid`` (bool, optional) says which of them are not null. The arrays are not to be
+    changed: the reductions keep what they share between columns (the cpu's slide order).
     """
 
     def __init__(self, backend: Backend, starts, ends, rows, no_match: int, n_right: int) -> None:
