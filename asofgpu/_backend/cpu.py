@@ -84,7 +84,7 @@ class CpuBackend(Backend):
             return
         parallel = walks.parallel(n)
         pieces = walks.row_pieces(n)
-        cursors = pieces * (len(right.offsets) - 1) <= n
+        cursors = walks.window_cursors(n, pieces, len(right.offsets) - 1)
         with launching(parallel):
             cpu_window(is_float, parallel).windows(
                 left_keys, left_groups, right, bounds, starts, ends, pieces, cursors
@@ -130,11 +130,7 @@ class CpuBackend(Backend):
             return super().group_sort(order, bucket, n_groups, keys)
         rows = host_empty(n, np.int64 if order is None else order.dtype)
         sorted_keys = host_empty(n, keys.dtype)
-        # A piece a thread, unless the pieces' counts (one per group each) would outgrow
-        # the rows: then the sort runs on one thread, as a sort of that many groups does.
-        pieces = threads(walks.parallel(n))
-        if pieces * (n_groups + 1) > n:
-            pieces = 1
+        pieces = walks.sort_pieces(n, n_groups + 1)
         with launching(pieces > 1):
             offsets = cpu_radix(pieces > 1).counting_sort(
                 np.empty(0, np.int64) if order is None else order,

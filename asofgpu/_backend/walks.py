@@ -198,6 +198,23 @@ def pieces(parallel: bool, threads: int, n_groups: int) -> int:
     return max(1, min(t.pieces_per_thread * threads, t.most_cursors // max(n_groups, 1)))
 
 
+def window_cursors(rows: int, pieces: int, n_groups: int) -> bool:
+    """Whether each piece of the window join's bounds keeps a cursor per group (its last
+    window end, where the group's next search starts): not when the cursors would outnumber
+    the rows, as the stream's rule has it."""
+    return pieces * n_groups <= rows
+
+
+def sort_pieces(rows: int, n_buckets: int) -> int:
+    """How many pieces the counting sort of the right rows by group runs in: a piece a
+    thread on the pool, one when the pieces' counts (one per bucket each) would outnumber
+    the rows."""
+    import numba
+
+    threads = numba.get_num_threads() if parallel(rows) else 1
+    return threads if threads * n_buckets <= rows else 1
+
+
 def row_pieces(rows: int) -> int:
     """How many pieces a loop over ``rows`` rows that runs a piece at a time (the window
     join's, the calendar's reaches) splits into (one when it runs on one thread):
