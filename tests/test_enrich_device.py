@@ -9,9 +9,11 @@ building of libcudf's reader and writer options, where pylibcudf is installed.
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
+import time
 from importlib.util import find_spec
 from pathlib import Path
 
@@ -21,7 +23,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from asofgpu._backend import cudasim_enabled
+from asofgpu._staleness import Staleness
 from asofgpu.enrich import Options
+from asofgpu.enrich import _device_io as device_io
+from asofgpu.enrich import _job
 from asofgpu.enrich._checks import plan, tolerance_of
 from asofgpu.enrich._device_io import (
     device_io_refusal,
@@ -32,6 +37,7 @@ from asofgpu.enrich._device_io import (
     wanted,
     writer_options,
 )
+from asofgpu.enrich._output import MARKER, PARTIAL
 from asofgpu.enrich._sources import Source
 from enrich_cli import hidden, run
 
@@ -472,3 +478,171 @@ def test_the_simulator_says_why_the_host_reads(tmp_path, capsys):
         if device == "cuda":
             assert "parquet read and written on the host: the kernels run in the CUDA" in stderr
     assert pq.read_table(outs["cuda"]).equals(pq.read_table(outs["cpu"]))
+
+
+# --------------------------------------------------------------------------- commit and rollback
+
+
+@pytest.fixture
+def on_device(monkeypatch):
+    """A function that sends the next runs down ``_on_device`` as ``--device cuda`` on a GPU
+    with pylibcudf would, with ``fake`` in the place of ``device_io.enrich``: none of the
+    three is here, so only what needs them is faked.
+
+    The runs pass ``--device cpu``: under ``--device cuda`` the join itself asks for a GPU,
+    where a rollback's host pipeline must join (on the cpu here, as the same code does on a
+    GPU). ``wanted`` then stands for ``--device cuda``, the dry run's backend name for the
+    GPU it would have found (the dry run itself still runs, on the cpu), and
+    ``libcudf_refusal`` for pylibcudf importing; ``device_io_refusal`` decides for real."""
+    dry_run = _job.dry_run
+
+    def on_a_gpu(*args) -> str:
+        dry_run(*args)
+        return "cuda"
+
+    def use(fake) -> None:
+        monkeypatch.setattr(device_io, "wanted", lambda options: True)
+        monkeypatch.setattr(_job, "dry_run", on_a_gpu)
+        monkeypatch.setattr(device_io, "libcudf_refusal", lambda options: None)
+        monkeypatch.setattr(device_io, "enrich", fake)
+
+    return use
+
+
+class DeviceRun:
+    """``device_io.enrich`` without a GPU: into each path ``target`` gives, a real parquet
+    file (LEFT's rows and a column saying who wrote it); then, after the first file,
+    ``fail``: "unsupported" (what libcudf cannot do, found on the way) or "disk full" (an
+    OSError while writing, through ``_device_io``'s own translation)."""
+
+    WHY = "libcudf reads RIGHT column 'bid' (double) as FLOAT32"
+
+    def __init__(self, fail: str | None = None):
+        self.fail = fail
+        self.paths: list[str] = []  # the paths written, as given
+        self.written: dict[str, bytes] = {}  # LEFT file's relative path -> the bytes written
+
+    def __call__(
+        self, options, the_plan, tolerance, left, right, target, out, rows, every, progress
+    ):
+        progress.log("reading and writing on the device with libcudf (a fake)")
+        for part in left.parts:
+            path = target.path_for(part.relative)
+            self.paths.append(path)
+            table = pq.read_table(part.path)
+            pq.write_table(
+                table.append_column("by", pa.array(["the fake device"] * part.rows)), path
+            )
+            with open(path, "rb") as written:
+                self.written[part.relative] = written.read()
+            if self.fail == "unsupported":
+                raise device_io.Unsupported(self.WHY)
+            if self.fail == "disk full":
+                with device_io._writing(out), open(path, "ab") as more:
+                    more.write(b"half a page")
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return device_io.Done(
+            Staleness(pa.array([], pa.int64())),
+            time.perf_counter(),
+            rows=left.rows,
+            largest=max(p.rows for p in left.parts),
+        )
+
+
+def sources(tmp_path: Path, layout: str) -> tuple[Path, Path]:
+    """LEFT (one file, or a folder of two) and RIGHT, in ``tmp_path/in``; OUT goes beside."""
+    right = write(quotes(60), tmp_path / "in" / "quotes.parquet")
+    if layout == "file":
+        return write(trades(40), tmp_path / "in" / "trades.parquet"), right
+    left = tmp_path / "in" / "trades"
+    write(trades(40, seed=3), left / "a.parquet")
+    write(trades(30, seed=4), left / "sub" / "b.parquet")
+    return left, right
+
+
+def out_of(tmp_path: Path, left: Path, name: str) -> Path:
+    return tmp_path / (f"{name}.parquet" if left.is_file() else name)
+
+
+def assert_hidden_beside(path: str, out: Path) -> None:
+    """``path`` is inside the hidden file or folder beside ``out`` that a run writes into."""
+    hidden_out = Path(path)
+    while hidden_out.parent != out.parent:
+        hidden_out = hidden_out.parent
+    name = hidden_out.name
+    assert name.startswith(f".{out.name}.") and name.endswith(PARTIAL), path
+
+
+@pytest.mark.parametrize("layout", ["file", "folder"])
+def test_the_device_run_is_committed_as_written(tmp_path, capsys, on_device, layout):
+    """What the (fake, no GPU) device run wrote into the hidden target is renamed onto OUT
+    as it is, nothing hidden is left, and the summary says the device did the I/O."""
+    left, right = sources(tmp_path, layout)
+    out = out_of(tmp_path, left, "out")
+    fake = DeviceRun()
+    on_device(fake)
+    code, stdout, stderr = run("enrich", left, right, "-o", out, *KEYS, capsys=capsys)
+    assert code == 0, stderr
+    for path in fake.paths:
+        assert_hidden_beside(path, out)
+        assert not os.path.exists(path)  # renamed
+    assert hidden(tmp_path) == []
+    if layout == "file":
+        assert out.read_bytes() == fake.written["trades.parquet"]
+    else:
+        files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+        assert files == sorted([*fake.written, MARKER])
+        for relative, written in fake.written.items():
+            assert (out / relative).read_bytes() == written
+    assert "LEFT's     columns read and written again on the device by libcudf" in stdout
+    assert "right side read and prepared on the device" in stdout
+    assert "parquet read and written on the host" not in stderr
+
+
+@pytest.mark.parametrize("layout", ["file", "folder"])
+def test_unsupported_on_the_device_starts_again_on_the_host(tmp_path, capsys, on_device, layout):
+    """The (fake, no GPU) device run writes its first file, then finds what libcudf cannot do:
+    its hidden output goes, the host pipeline runs from the start, and OUT is the cpu run's."""
+    left, right = sources(tmp_path, layout)
+    cpu = out_of(tmp_path, left, "cpu")
+    code, _, stderr = run("enrich", left, right, "-o", cpu, *KEYS, "--device", "cpu", capsys=capsys)
+    assert code == 0, stderr
+    out = out_of(tmp_path, left, "out")
+    fake = DeviceRun("unsupported")
+    on_device(fake)
+    code, stdout, stderr = run("enrich", left, right, "-o", out, *KEYS, capsys=capsys)
+    assert code == 0, stderr
+    assert len(fake.paths) == 1
+    assert_hidden_beside(fake.paths[0], out)
+    assert not os.path.exists(fake.paths[0])
+    assert hidden(tmp_path) == []
+    logged = f"parquet read and written on the host: {DeviceRun.WHY}; starting again"
+    assert logged in stderr
+    assert stderr.index(logged) < stderr.index(f"reading RIGHT {right}")  # then the host
+    assert "libcudf" not in stdout
+    assert_same_output(out, cpu)
+
+
+@pytest.mark.parametrize(("layout", "before"), [("file", False), ("file", True), ("folder", True)])
+def test_a_failed_write_on_the_device_leaves_nothing(tmp_path, capsys, on_device, layout, before):
+    """An OSError while the (fake, no GPU) device run writes is OUT's failure, not a rollback:
+    exit code 1, nothing hidden left, and OUT absent, or as it was before."""
+    left, right = sources(tmp_path, layout)
+    out = out_of(tmp_path, left, "out")
+    if before:
+        code, _, stderr = run(
+            "enrich", left, right, "-o", out, *KEYS, "--device", "cpu", capsys=capsys
+        )
+        assert code == 0, stderr
+    was = {p: p.read_bytes() for p in sorted([out, *out.rglob("*")]) if p.is_file()}
+    fake = DeviceRun("disk full")
+    on_device(fake)
+    code, _, stderr = run("enrich", left, right, "-o", out, *KEYS, capsys=capsys)
+    assert code == 1, stderr
+    said = f"cannot write OUT {os.path.realpath(out)}: "
+    assert said in stderr and f"{os.strerror(errno.ENOSPC)}; nothing was written" in stderr
+    assert "parquet read and written on the host" not in stderr
+    assert len(fake.paths) == 1 and not os.path.exists(fake.paths[0])
+    assert hidden(tmp_path) == []
+    assert out.exists() == before
+    assert {p: p.read_bytes() for p in sorted([out, *out.rglob("*")]) if p.is_file()} == was
