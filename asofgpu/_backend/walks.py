@@ -25,12 +25,22 @@ thresholds (``python bench/thresholds.py``):
 True
 >>> parallel(1)
 False
+
+and ``recorded`` the one way to see which paths a call took, for tests that check a walk ran
+without reaching into the kernels:
+
+>>> with recorded() as decisions:
+...     radix_sorts(10)
+False
+>>> decisions
+[('radix_sorts', False)]
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import time
 
 import numpy as np
@@ -86,6 +96,34 @@ class Thresholds:
 THRESHOLDS = Thresholds()
 # The seconds this process has spent in plain-Python launches (``interpreting``).
 _interpreted_seconds = 0.0
+# The lists of the ``recorded`` blocks open now, each taking every decision made.
+_records: list[list] = []
+
+
+@contextlib.contextmanager
+def recorded():
+    """A list of the decisions made in the block, filled as they are made: (the deciding
+    function's name, its outcome), in order, from every thread. For tests and benches that
+    check which walk a call took; nested blocks each get every decision."""
+    record: list = []
+    _records.append(record)
+    try:
+        yield record
+    finally:
+        del _records[next(i for i, r in enumerate(_records) if r is record)]  # not an equal one
+
+
+def _decision(decide):
+    """``decide``, its outcomes noted in the ``recorded`` blocks open when it runs."""
+
+    @functools.wraps(decide)
+    def noted(*args, **kwargs):
+        outcome = decide(*args, **kwargs)
+        for record in _records:
+            record.append((decide.__name__, outcome))
+        return outcome
+
+    return noted
 
 
 @contextlib.contextmanager
@@ -101,6 +139,7 @@ def overridden(**changes):
         THRESHOLDS = before
 
 
+@_decision
 def compiles(rows: int) -> bool:
     """Whether a launch over ``rows`` rows runs numba's compiled kernels, rather than the
     plain-Python ones: always above ``interpret_max_rows``, and once the process has spent
@@ -132,46 +171,54 @@ def interpreting():
         _interpreted_seconds += time.perf_counter() - start
 
 
+@_decision
 def parallel(rows: int) -> bool:
     """Whether a launch over ``rows`` rows runs on numba's thread pool."""
     return rows >= THRESHOLDS.parallel_min_rows
 
 
+@_decision
 def gathers_in_parallel(entries: int) -> bool:
     """Whether a gather map of ``entries`` is checked and its fixed-width columns taken on all
     cores (``take.py``), rather than by Arrow's take."""
     return entries >= THRESHOLDS.parallel_gather_rows
 
 
+@_decision
 def looks_up_by_hash(rows: int) -> bool:
     """Whether ``rows`` left group keys are looked up in the right's hashed dictionary
     (``kernels/hashing.py``), rather than by Arrow's ``index_in``."""
     return rows >= THRESHOLDS.hashed_lookup_min_rows and compiles(rows)
 
 
+@_decision
 def copies_row_groups(rows: int, groups: int) -> bool:
     """Whether a LEFT file of ``rows`` rows in ``groups`` non-empty row groups is copied into
     ``asofgpu enrich``'s OUT as it is."""
     return rows >= THRESHOLDS.copy_min_group_rows * groups
 
 
+@_decision
 def encodes_in_parallel(rows: int) -> bool:
     """Whether a group key column of ``rows`` may be hashed on all cores (``hashing.py``)."""
     return rows >= THRESHOLDS.parallel_encode_rows
 
 
+@_decision
 def radix_sorts(rows: int) -> bool:
     """Whether a stable sort of ``rows`` 64-bit keys takes the radix sort (``kernels/radix.py``)
     rather than numpy's."""
     return rows >= THRESHOLDS.radix_min_rows
 
 
+@_decision
 def searches_each_row(rows: int, in_order: bool) -> bool:
     """Whether a prepared probe binary-searches each of its ``rows`` walked rows, rather than
     walking them in key order (sorting them first when not ``in_order``)."""
     return not in_order and rows < THRESHOLDS.search_max_rows
 
 
+@_decision
 def streams(right_keys, keys, n_groups: int, pieces: int) -> bool:
     """Whether left rows of ascending ``keys`` are cheaper to stream through the time-ordered
     ``right_keys`` than to gallop from cursors: few right rows per left row within their key
@@ -189,6 +236,7 @@ def streams(right_keys, keys, n_groups: int, pieces: int) -> bool:
     )
 
 
+@_decision
 def pieces(parallel: bool, threads: int, n_groups: int) -> int:
     """How many pieces a parallel walk splits into: each holds a cursor per group, so many
     groups mean fewer pieces."""
@@ -198,6 +246,7 @@ def pieces(parallel: bool, threads: int, n_groups: int) -> int:
     return max(1, min(t.pieces_per_thread * threads, t.most_cursors // max(n_groups, 1)))
 
 
+@_decision
 def window_cursors(rows: int, pieces: int, n_groups: int) -> bool:
     """Whether each piece of the window join's bounds keeps a cursor per group (its last
     window end, where the group's next search starts): not when the cursors would outnumber
@@ -205,6 +254,7 @@ def window_cursors(rows: int, pieces: int, n_groups: int) -> bool:
     return pieces * n_groups <= rows
 
 
+@_decision
 def sort_pieces(rows: int, n_buckets: int) -> int:
     """How many pieces the counting sort of the right rows by group runs in: a piece a
     thread on the pool, one when the pieces' counts (one per bucket each) would outnumber
@@ -215,6 +265,7 @@ def sort_pieces(rows: int, n_buckets: int) -> int:
     return threads if threads * n_buckets <= rows else 1
 
 
+@_decision
 def row_pieces(rows: int) -> int:
     """How many pieces a loop over ``rows`` rows that runs a piece at a time (the window
     join's, the calendar's reaches) splits into (one when it runs on one thread):
