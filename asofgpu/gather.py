@@ -203,7 +203,21 @@ def _take(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None) -
             pa.large_string() if pa.types.is_string_view(view) else pa.large_binary()
         )
     taken = arrow_numpy.take(column, gmap, valid)
-    return taken.cast(view) if view is not None else taken
+    if view is None:
+        return taken
+    return pa.chunked_array([_no_absent_data(c) for c in taken.cast(view).chunks], view)
+
+
+def _no_absent_data(array: pa.Array) -> pa.Array:
+    """A view array without the absent data buffer that pyarrow's cast (18 to 21 at least)
+    gives one whose text all fits in its views: polars 1.44 crashes reading it (a null
+    buffer in the C data interface)."""
+    validity, views, *data = array.buffers()
+    if not data or any(b is not None for b in data):
+        return array
+    return pa.Array.from_buffers(
+        array.type, len(array), [validity, views], null_count=array.null_count, offset=array.offset
+    )
 
 
 def _is_view(t: pa.DataType) -> bool:
