@@ -122,7 +122,7 @@ def test_a_view_of_runs_keeps_its_column_alive():
 
 def test_other_types_go_through_pyarrow():
     assert arrow_numpy.values(pa.array(["a", None])).tolist() == ["a", None]
-    assert arrow_numpy.values(pa.array([1.5], pa.float16())).tolist() == [1.5]
+    assert arrow_numpy.values(pa.array(np.array([1.5], np.float16))).tolist() == [1.5]
     assert arrow_numpy.valid(pa.nulls(3)).tolist() == [False] * 3
 
 

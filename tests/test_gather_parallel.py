@@ -39,7 +39,7 @@ def _table(rng):
                 ]
             ),
             "text": pa.array(ints.astype(str)),
-            "large_text": pa.array(ints.astype(str), pa.large_string()),
+            "large_text": pa.array(ints.astype(str)).cast(pa.large_string()),
             "bytes": pa.array([b"\x00" * (i % 5) + b"x" for i in range(N)], pa.binary()),
             "large_bytes": pa.array([b"y" * (i % 3) for i in range(N)], pa.large_binary()),
             "views": pa.chunked_array(
