@@ -50,6 +50,7 @@ def test_every_case_is_measured_checked_and_reported(tmp_path):
 
 
 def test_a_wrong_answer_stops_the_bench(monkeypatch):
+    # a wrong answer injected: the case's calls faked, asofgpu's result 1 and pandas' 2
     monkeypatch.setattr(
         frontends,
         "_calls",

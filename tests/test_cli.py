@@ -367,7 +367,7 @@ def test_progress_lines_on_stderr_off_a_terminal(day, tmp_path, capsys):
 def test_progress_bar_on_a_terminal(day, tmp_path, capsys, monkeypatch):
     pytest.importorskip("rich")
     trades, quotes = day
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # pytest captures: no terminal
     code, stdout, stderr = run(
         "enrich",
         trades,
@@ -777,7 +777,9 @@ def test_cuda_without_a_gpu_is_bad_input(day, tmp_path, capsys):
 
 
 def _fail_after_first_chunk(monkeypatch, tmp_path, error):
-    """Make the second chunk's gather raise ``error``; check the run's state on the way."""
+    """Make the second chunk's gather raise ``error``; check the run's state on the way.
+    The fault is injected at the gather as enrich calls it: no public hook fails a run
+    midway."""
     calls = []
     real = enrich_attach.gather
 
@@ -927,7 +929,7 @@ def test_a_write_error_in_a_folder_exits_1_and_leaves_nothing(day, tmp_path, lim
 
 
 def test_the_process_entry_returns_mains_code_and_freezes_the_heap(monkeypatch):
-    monkeypatch.setattr(cli, "main", lambda: 3)
+    monkeypatch.setattr(cli, "main", lambda: 3)  # entry's own work, without running a command
     try:
         assert cli.entry() == 3
         assert gc.get_freeze_count() > 0  # left alone by the collection at shutdown

@@ -28,6 +28,7 @@ def test_cuda_launch_keeps_the_low_occupancy_warning_to_itself(monkeypatch):
             )
             return lambda *args: launched.append((config, len(args)))
 
+    # the stand-in launch: the simulator's does not warn, and there may be no GPU here
     monkeypatch.setattr(_backend.cuda, "probe_kernel", lambda is_float, simulated: Kernel())
     backend = _backend.get_backend("cuda")
     with warnings.catch_warnings():

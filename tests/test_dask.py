@@ -384,28 +384,24 @@ def test_time_and_broadcast_never_shuffle():
     assert shuffles == [False, False, True]
 
 
-def test_broadcast_prepares_the_right_side_once_per_process(threads, monkeypatch):
-    from asofgpu._pandas_semantics import AsofMerge
+def test_broadcast_prepares_the_right_side_once_per_process(threads, thresholds):
+    """Preparing the right side sorts its rows by group, which each sort notes
+    (``walks.sort_pieces``, in the compiled sort): one sort for six left partitions on the
+    two workers of this one process (each join reads the sort; the empty meta's
+    preparation on the client sorts nothing)."""
+    from asofgpu._backend import walks
 
-    calls = []
-    original = AsofMerge.prepare
-
-    def counting(self, right_key, *args, **kwargs):
-        calls.append(len(right_key))
-        return original(self, right_key, *args, **kwargs)
-
-    monkeypatch.setattr(AsofMerge, "prepare", counting)
+    thresholds(interpret_max_rows=0)  # compiled, at every size: the sort notes its pieces
     left, right = market(13)
     left = even(left, 6)
-    compute(
-        threads,
-        lambda: [
-            merge_asof(left, even(right, 2), on="t", by="g", method="broadcast", device="cpu")
-        ],
-    )
-    # The empty meta once on the client, then the 60 rows once for six left partitions
-    # on the two workers of this one process.
-    assert calls == [0, 60]
+    with walks.recorded() as decisions:
+        compute(
+            threads,
+            lambda: [
+                merge_asof(left, even(right, 2), on="t", by="g", method="broadcast", device="cpu")
+            ],
+        )
+    assert [name for name, _ in decisions].count("sort_pieces") == 1
 
 
 # --------------------------------------------------------------------------- errors

@@ -232,7 +232,7 @@ def test_all_null_and_empty_columns_and_dictionaries():
 
 @pytest.mark.parametrize("null_equal", [False, True])
 @pytest.mark.parametrize("name", ["int8", "uint64", "float64", "timestamp"])
-def test_groups_codes_equal_arrows(thresholds, monkeypatch, name, null_equal):
+def test_groups_codes_equal_arrows(thresholds, name, null_equal):
     """``Groups`` encodes a fixed-width right column on all cores (at every size, here) and
     looks the left up in its own table: right codes, dictionary, null code and left codes
     must be those of Arrow's ``dictionary_encode`` and ``index_in``, for chunked, sliced and
@@ -263,15 +263,14 @@ def test_groups_codes_equal_arrows(thresholds, monkeypatch, name, null_equal):
         groups = _encode.Groups([right], ["right_by"], null_equal=null_equal)
         return groups.lookup([left], ["left_by"]), groups
 
-    encoded = []
-    original = _backend.dictionary_encode_fixed
-    monkeypatch.setattr(
-        _backend, "dictionary_encode_fixed", lambda *args: encoded.append(1) or original(*args)
-    )
     thresholds(parallel_encode_rows=0)
-    found, groups = codes()
-    assert len(encoded) == 2 and groups.columns[0]._table is not None  # the sample's
-    # encoding, the column's, and the left's lookup: the kernels ran
+    # the sample sends the right column to the kernels (no walks decision notes its verdict)
+    assert _encode._parallel_encoding(_encode.canonical_by(right))
+    with walks.recorded() as decisions:
+        found, groups = codes()
+    # the right column encoded, and the left looked up in its table, by the kernels
+    assert ("encodes_in_parallel", True) in decisions
+    assert ("looks_up_by_hash", True) in decisions
     thresholds(parallel_encode_rows=HUGE, hashed_lookup_min_rows=HUGE)  # Arrow's kernels
     want, arrows = codes()
     np.testing.assert_array_equal(found, want)
@@ -330,7 +329,7 @@ def test_mostly_distinct_values_take_arrows_encoding(thresholds):
 
 
 @pytest.mark.parametrize("null_equal", [False, True])
-def test_large_by_column_pairs_are_encoded_as_arrow_would(thresholds, monkeypatch, null_equal):
+def test_large_by_column_pairs_are_encoded_as_arrow_would(thresholds, null_equal):
     """Above ``parallel_encode_rows`` the pairs of two by-columns are encoded on all cores:
     right codes, each step's dictionary and the left's codes must be those of Arrow's path."""
     rng = np.random.default_rng(12)
@@ -350,15 +349,15 @@ def test_large_by_column_pairs_are_encoded_as_arrow_would(thresholds, monkeypatc
         g = _encode.Groups(right, ["right_by[0]", "right_by[1]"], null_equal=null_equal)
         return g, g.lookup(left, ["left_by[0]", "left_by[1]"])
 
-    encoded = []
-    original = _backend.dictionary_encode_fixed
-    monkeypatch.setattr(
-        _backend,
-        "dictionary_encode_fixed",
-        lambda *args: encoded.append(len(args[0])) or original(*args),
-    )
-    kernels, found = groups()
-    assert encoded.count(n) == 2  # the venues, and the pairs
+    # the samples send both columns, and their few pairs, to the kernels (no walks decision
+    # notes a sample's verdict)
+    assert all(_encode._parallel_encoding(column) for column in right)
+    with walks.recorded() as decisions:
+        kernels, found = groups()
+    # the symbols, the venues and the pairs encoded on all cores, the left looked up there
+    assert ("encodes_in_parallel", True) in decisions
+    assert ("encodes_in_parallel", False) not in decisions
+    assert ("looks_up_by_hash", True) in decisions
     thresholds(parallel_encode_rows=HUGE, hashed_lookup_min_rows=HUGE)  # Arrow's encoding
     arrows, want = groups()
     np.testing.assert_array_equal(kernels.right_codes, arrows.right_codes)
@@ -371,6 +370,8 @@ def test_large_by_column_pairs_are_encoded_as_arrow_would(thresholds, monkeypatc
 def test_the_table_is_built_once(monkeypatch):
     """A prepared join hashes its dictionaries once, not at each probe: the point of the
     table, since Arrow's ``index_in`` rehashes its value set at every call."""
+    # A spy on the private table builder stays: neither a walks decision nor a public
+    # object shows a table being built (each lookup notes the same decisions either way).
     built = []
     original = _backend.fixed_lookup_table
     monkeypatch.setattr(
@@ -388,7 +389,7 @@ def test_the_table_is_built_once(monkeypatch):
 
 
 @pytest.mark.parametrize("null_equality", ["unequal", "equal"])
-def test_a_large_join_on_integer_keys_equals_arrows_path(thresholds, monkeypatch, null_equality):
+def test_a_large_join_on_integer_keys_equals_arrows_path(thresholds, null_equality):
     """Above ``parallel_encode_rows`` the right side is encoded on all cores, and the lookup
     runs there too: the map must be the one Arrow's path gives."""
     rng = np.random.default_rng(3)
@@ -398,22 +399,14 @@ def test_a_large_join_on_integer_keys_equals_arrows_path(thresholds, monkeypatch
     left_by = pa.array(list(rng.choice(np.append(ids, 12345), n)), pa.int64())
     right_on, left_on = rng.integers(0, 10**6, n), rng.integers(0, 10**6, n)
     options = dict(null_equality=null_equality, strategy="nearest", device="cpu")
-    encoded, looked_up = [], []
-    encode, lookup = _backend.dictionary_encode_fixed, _backend.lookup_fixed
-    monkeypatch.setattr(
-        _backend, "dictionary_encode_fixed", lambda *args: encoded.append(1) or encode(*args)
-    )
-    monkeypatch.setattr(
-        _backend,
-        "lookup_fixed",
-        lambda table, values, *args, **kwargs: (
-            looked_up.append(len(values)) or lookup(table, values, *args, **kwargs)
-        ),
-    )
-    found = ag.asof_join(left_on, right_on, left_by, right_by, **options)
-    assert len(encoded) == 2  # the sample's encoding and the right column's
-    # the left's, on all cores
-    assert looked_up == [n] and n >= walks.THRESHOLDS.parallel_min_rows
+    # the sample sends the right column to the kernels (no walks decision notes its verdict)
+    assert _encode._parallel_encoding(pa.chunked_array([right_by]))
+    with walks.recorded() as decisions:
+        found = ag.asof_join(left_on, right_on, left_by, right_by, **options)
+    assert ("encodes_in_parallel", True) in decisions  # the right column's encoding
+    # the left's lookup in its table, on all cores (the next decision is its launch's)
+    at = decisions.index(("looks_up_by_hash", True))
+    assert decisions[at + 1] == ("parallel", True)
     thresholds(parallel_encode_rows=HUGE, hashed_lookup_min_rows=HUGE)
     want = ag.asof_join(left_on, right_on, left_by, right_by, **options)
     np.testing.assert_array_equal(found, want)

@@ -283,8 +283,6 @@ def test_structured_dtypes_keep_their_fields_and_objects_are_refused():
 def test_a_call_from_inside_the_pool_does_without_it_and_never_waits(monkeypatch):
     """A finalizer that a garbage collection runs inside the pool's locked code (here: inside
     its allocation of a block) and that calls the pool again must not wait on the lock."""
-    from asofgpu import _host_pool
-
     pool = HostPool(limit=64 * MIB)
     inside = {}
     allocate = pa.allocate_buffer
@@ -299,7 +297,8 @@ def test_a_call_from_inside_the_pool_does_without_it_and_never_waits(monkeypatch
                     call()
         return allocate(nbytes)
 
-    monkeypatch.setattr(_host_pool.pa, "allocate_buffer", allocate_and_reenter)
+    # the re-entry is injected at pyarrow's allocation, which the pool's blocks come from
+    monkeypatch.setattr(pa, "allocate_buffer", allocate_and_reenter)
     done = []
     worker = threading.Thread(
         target=lambda: done.append(pool.empty(2 * MIB, np.uint8)), daemon=True

@@ -992,6 +992,8 @@ def test_device_is_validated():
 
 
 def test_never_calls_pandas_merge_asof(monkeypatch):
+    """pandas' own as-of merge, every way to reach it, made to refuse: the join is
+    asofgpu's."""
     import pandas.core.reshape.merge as pandas_merge
 
     def refuse(*args, **kwargs):

@@ -114,8 +114,9 @@ def plc():
 
 @pytest.fixture
 def front(plc, monkeypatch):
-    """asofgpu.plc with its device steps replaced: preparation does nothing, and a join
-    raises Reached where it would first touch the device."""
+    """asofgpu.plc with its device steps replaced, since there may be no GPU here:
+    preparation does nothing, and a join raises Reached where it would first touch the
+    device."""
     import asofgpu.plc as front
 
     monkeypatch.setattr(front.AsofJoin, "_prepare", lambda self, *args: None)
@@ -235,6 +236,7 @@ def test_valid_right_sides_reach_the_device(plc, monkeypatch):
     def reached(self, *args):
         raise Reached
 
+    # the preparation's first device step replaced: it needs a GPU
     monkeypatch.setattr(front.AsofJoin, "_prepare", reached)
     T = plc.TypeId
     for on in (
@@ -706,8 +708,8 @@ def test_valid_range_joins_reach_the_device(plc, front):
 
 def test_range_join_maps_are_the_windows_pairs_as_int32(monkeypatch):
     """What plc's range join makes of the primitive's windows, on the cpu backend (pylibcudf's
-    Column and the device's synchronization stubbed): ``Windows.pairs`` as INT32, and every
-    left row once beside JOIN_NO_MATCH when the right side has no rows."""
+    Column and the device's synchronization stubbed: they need a GPU): ``Windows.pairs`` as
+    INT32, and every left row once beside JOIN_NO_MATCH when the right side has no rows."""
     import types
 
     import asofgpu.plc as front
@@ -765,6 +767,7 @@ def test_range_join_maps_that_would_not_fit_a_column_are_refused(monkeypatch):
     def reached(self):
         raise Reached
 
+    # the maps' making replaced: a column's worth of rows (2**31 - 1) is too much to make here
     monkeypatch.setattr(Windows, "pairs", reached)
     with pytest.raises(Reached):  # exactly as many rows as a column holds
         _pairs(windows([_MAX_ROWS - 1, 0]), None)

@@ -500,6 +500,7 @@ def test_import_does_nothing():
 
 def test_outside_the_tested_versions_install_warns_once_and_does_nothing(monkeypatch):
     hook.uninstall()
+    # tested versions that exclude the installed polars; the once-a-process warning re-armed
     monkeypatch.setattr(hook, "POLARS_VERSIONS", ((9, 0), (9, 1)))
     monkeypatch.setattr(hook, "_warned", set())
     with pytest.warns(hook.AsofgpuHookWarning, match=r"polars .* outside the tested"):
@@ -516,6 +517,7 @@ def test_a_failing_canary_or_self_check_disables_the_hook(monkeypatch):
     from asofgpu.polars_gpu import _selfcheck
 
     hook.uninstall()
+    # failures injected (the installed cudf-polars passes both); the warning re-armed each time
     monkeypatch.setattr(hook, "_warned", set())
     monkeypatch.setattr(hook, "canary", lambda: "cudf-polars internals missing: set_node")
     with pytest.warns(hook.AsofgpuHookWarning, match="set_node"):

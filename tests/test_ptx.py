@@ -77,7 +77,7 @@ def target(monkeypatch, request):
         )
     import numba.cuda.dispatcher as dispatcher
 
-    monkeypatch.setattr(
+    monkeypatch.setattr(  # there is no current device without a GPU
         dispatcher,
         "get_current_device",
         lambda: types.SimpleNamespace(compute_capability=request.param),
@@ -116,6 +116,8 @@ def test_launches_pass_only_the_types_compiled_above(monkeypatch):
         )
         return probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered)
 
+    # A spy on the launch stays: its arguments' types are what this checks, and neither a
+    # walks decision nor a public object shows them.
     monkeypatch.setattr(_backend.PythonBackend, "probe", spy)
     left, right = np.array([1, 5, 9]), np.array([0, 4, 8])
     keys = [

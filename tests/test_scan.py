@@ -153,13 +153,12 @@ def test_prepared_probe_paths_agree(kind):
 
 
 @pytest.mark.parametrize("kind", ["int", "float"])
-def test_cursor_probe_steps_of_every_length(kind, monkeypatch):
+def test_cursor_probe_steps_of_every_length(kind):
     """Time-ordered rows against about ten times as many right keys: each group's cursor
     moves by nothing, by a few keys (inside the 16-key window kernels/cursor.py searches
     first), by exactly the window, or far past it, over runs of equal keys longer than the
     window. The cursor probe's answers equal one binary search per row (probe_row). (The
     right rows come shuffled, so that no probe streams instead.)"""
-    streams = _count_streams(monkeypatch)
     rng = np.random.default_rng(7)
     n_right = 60_000
     steps = rng.choice([0, 1, 2, 40], n_right, p=[0.45, 0.35, 0.15, 0.05])
@@ -186,17 +185,20 @@ def test_cursor_probe_steps_of_every_length(kind, monkeypatch):
     prepared = ag.AsofJoin(right[rows], right_by[rows], device="cpu")
     shuffle = rng.permutation(left.size)  # small unordered batches: a binary search a row
     for options in OPTIONS:
-        in_order = prepared.join(left, left_by, **options)
-        one_by_one = np.concatenate(
-            [
-                prepared.join(
-                    left[shuffle[k : k + 1_000]], left_by[shuffle[k : k + 1_000]], **options
-                )
-                for k in range(0, left.size, 1_000)
-            ]
-        )
+        with walks.recorded() as decisions:
+            in_order = prepared.join(left, left_by, **options)
+        assert _walks(decisions) == ["cursor"], options
+        with walks.recorded() as decisions:
+            one_by_one = np.concatenate(
+                [
+                    prepared.join(
+                        left[shuffle[k : k + 1_000]], left_by[shuffle[k : k + 1_000]], **options
+                    )
+                    for k in range(0, left.size, 1_000)
+                ]
+            )
+        assert _walks(decisions) == ["search"] * 8, options
         np.testing.assert_array_equal(one_by_one, in_order[shuffle], err_msg=str(options))
-    assert streams == []
 
 
 @pytest.fixture
@@ -235,27 +237,28 @@ def test_streams_where_groups_times_span_reach_the_threshold(n_groups, right_row
     assert walks.streams(right_keys, keys, n_groups, pieces=1) == streams
 
 
-def _count_streams(monkeypatch) -> list:
-    """Record each use of the streaming probe (kernels/stream.py)."""
-    calls = []
-    build = _backend.cpu.cpu_stream_probe
-
-    def counted(is_float, parallel):
-        calls.append(is_float)
-        return build(is_float, parallel)
-
-    monkeypatch.setattr(_backend.cpu, "cpu_stream_probe", counted)
-    return calls
+def _walks(decisions: list) -> list[str]:
+    """The walk each prepared probe took, in order, from the decisions ``walks.recorded``
+    noted: "search" (a binary search a row, kernels/probe.py), "stream" (kernels/stream.py)
+    or "cursor" (kernels/cursor.py, the one walk of a probe that asks ``walks.pieces``)."""
+    taken = []
+    for name, outcome in decisions:
+        if (name, outcome) == ("searches_each_row", True):
+            taken.append("search")
+        elif (name, outcome) == ("streams", True):
+            taken.append("stream")
+        elif name == "pieces":
+            taken.append("cursor")
+    return taken
 
 
 @pytest.mark.parametrize("kind", ["int", "float", "uint"])
-def test_streamed_probe_equals_one_search_a_row(kind, monkeypatch, at_most_8_threads):
+def test_streamed_probe_equals_one_search_a_row(kind, at_most_8_threads):
     """A time-sorted right side, every row in a group, probed by a batch of about as many
     rows, time-ordered or shuffled (then radix-sorted): the probe streams the right side (in
     parallel pieces), with null left keys, left groups the right lacks and runs of equal
     keys. Its answers equal one binary search per row (probe_row) for every backward and
     forward option."""
-    streams = _count_streams(monkeypatch)
     rng = np.random.default_rng(11)
     n_left, n_right = 40_000, 60_000
     right = np.sort(_keys(rng, n_right, kind, 3_000))
@@ -268,10 +271,11 @@ def test_streamed_probe_equals_one_search_a_row(kind, monkeypatch, at_most_8_thr
     for options in OPTIONS:
         if options["strategy"] == "nearest":
             continue
-        before = len(streams)
-        streamed = prepared.join(left_on, left_by, **options)
-        shuffled = prepared.join(left_on.take(shuffle), left_by[shuffle], **options)
-        assert len(streams) == before + 2, options
+        with walks.recorded() as decisions:
+            streamed = prepared.join(left_on, left_by, **options)
+            shuffled = prepared.join(left_on.take(shuffle), left_by[shuffle], **options)
+        assert _walks(decisions) == ["stream", "stream"], options
+        assert ("parallel", True) in decisions, options
         np.testing.assert_array_equal(shuffled, streamed[shuffle], err_msg=str(options))
         one_by_one = np.concatenate(
             [
@@ -284,11 +288,10 @@ def test_streamed_probe_equals_one_search_a_row(kind, monkeypatch, at_most_8_thr
         np.testing.assert_array_equal(one_by_one, streamed[shuffle], err_msg=str(options))
 
 
-def test_streamed_probe_without_by(monkeypatch):
+def test_streamed_probe_without_by():
     """No by-keys (one group) and pairs of equal right keys: backward takes the last of a
     pair, forward the first, as one search a row does; a batch too small for threads
     streams on one."""
-    streams = _count_streams(monkeypatch)
     right = np.repeat(np.arange(0, 50_000, 2), 2)
     prepared = ag.AsofJoin(right, device="cpu")
     left = np.arange(-3, 50_003)
@@ -299,10 +302,12 @@ def test_streamed_probe_without_by(monkeypatch):
         dict(strategy="forward"),
         dict(strategy="forward", allow_exact_matches=False, tolerance=1),
     ):
-        before = len(streams)
-        streamed = prepared.join(left, **options)
-        small = prepared.join(left[:2_000], **options)  # one thread
-        assert len(streams) == before + 2
+        with walks.recorded() as decisions:
+            streamed = prepared.join(left, **options)
+        with walks.recorded() as on_one:
+            small = prepared.join(left[:2_000], **options)
+        assert _walks(decisions) == _walks(on_one) == ["stream"], options
+        assert ("parallel", True) not in on_one, options  # one thread
         np.testing.assert_array_equal(small, streamed[:2_000], err_msg=str(options))
         one_by_one = np.concatenate(
             [
@@ -316,30 +321,27 @@ def test_streamed_probe_without_by(monkeypatch):
 
 
 @pytest.mark.parametrize("by", [False, True])
-def test_streamed_probe_ignores_later_changes_to_the_callers_keys(
-    by, monkeypatch, at_most_8_threads
-):
+def test_streamed_probe_ignores_later_changes_to_the_callers_keys(by, at_most_8_threads):
     """The streamed probe reads the right keys in row order: a copy, not the caller's array,
     which may change after preparing (the sorted copy does not)."""
-    streams = _count_streams(monkeypatch)
     names = np.array([f"g{i}" for i in range(1_000)])  # enough groups to stream
     right = np.arange(0, 100_000, 2)
     right_by = names[np.arange(right.size) % 1_000] if by else None
     left = np.arange(-1, 100_001)
     left_by = names[np.arange(left.size) % 1_000] if by else None
     prepared = ag.AsofJoin(right, right_by, device="cpu")
-    before = prepared.join(left, left_by)
-    right += 7
-    np.testing.assert_array_equal(prepared.join(left, left_by), before)
-    assert len(streams) == 2
+    with walks.recorded() as decisions:
+        before = prepared.join(left, left_by)
+        right += 7
+        np.testing.assert_array_equal(prepared.join(left, left_by), before)
+    assert _walks(decisions) == ["stream", "stream"]
 
 
 @pytest.mark.parametrize("direction", ["backward", "forward"])
-def test_a_batch_spanning_many_right_rows_a_row_streams(direction, monkeypatch):
+def test_a_batch_spanning_many_right_rows_a_row_streams(direction):
     """Up to ``stream_span`` right rows per left row, a time-ordered batch still streams the
     right side (walking far more right rows than it has rows), with the answers of one
     search a row."""
-    streams = _count_streams(monkeypatch)
     rng = np.random.default_rng(8)
     n = 60_000
     right = np.sort(rng.integers(0, 10**7, n))
@@ -347,13 +349,15 @@ def test_a_batch_spanning_many_right_rows_a_row_streams(direction, monkeypatch):
     left = np.sort(rng.integers(0, 10**7, n * 2 // walks.THRESHOLDS.stream_span))
     left_by = rng.integers(0, 11, len(left)).astype(str)  # "10": a group the right lacks
     prepared = ag.AsofJoin(right, right_by, device="cpu")
-    got = prepared.join(left, left_by, strategy=direction)
-    assert len(streams) == 1
-    shuffle = rng.permutation(len(left))  # an unordered batch: a binary search a row
-    np.testing.assert_array_equal(
-        prepared.join(left[shuffle], left_by[shuffle], strategy=direction), got[shuffle]
-    )
-    assert len(streams) == 1 and (got != ag.NO_MATCH).mean() > 0.8
+    with walks.recorded() as decisions:
+        got = prepared.join(left, left_by, strategy=direction)
+    assert _walks(decisions) == ["stream"]
+    shuffle = rng.permutation(len(left))
+    with walks.recorded() as decisions:
+        shuffled = prepared.join(left[shuffle], left_by[shuffle], strategy=direction)
+    assert _walks(decisions) == ["search"]  # an unordered batch: a binary search a row
+    np.testing.assert_array_equal(shuffled, got[shuffle])
+    assert (got != ag.NO_MATCH).mean() > 0.8
 
 
 @pytest.mark.parametrize(
@@ -368,13 +372,12 @@ def test_a_batch_spanning_many_right_rows_a_row_streams(direction, monkeypatch):
         "control",
     ],
 )
-def test_probe_streams_only_where_it_may(case, monkeypatch, at_most_8_threads):
+def test_probe_streams_only_where_it_may(case, at_most_8_threads):
     """Streaming needs a time-sorted right side with every row in a group, a backward or
     forward strategy, the right's own unit, few right rows per left row, and, with several
     groups, not too few for them; otherwise the cursor probe answers (here checked against
     one search a row). Each case would stream but for what it changes: the control, which
     changes nothing, streams."""
-    streams = _count_streams(monkeypatch)
     rng = np.random.default_rng(5)
     n = 40_000
     # 400 groups x about 1 right row a left row = 400 >= stream_group_span. The wide span's
@@ -398,8 +401,9 @@ def test_probe_streams_only_where_it_may(case, monkeypatch, at_most_8_threads):
     # "few groups": 20 groups x a right row a left row, below stream_group_span
     left_by = rng.integers(0, n_groups, len(left)).astype(str)
     prepared = ag.AsofJoin(right, right_by, device="cpu")
-    got = prepared.join(left, left_by, **options)
-    assert streams == ([False] if case == "control" else [])  # False: integer keys
+    with walks.recorded() as decisions:
+        got = prepared.join(left, left_by, **options)
+    assert _walks(decisions) == (["stream"] if case == "control" else ["cursor"])
     shuffle = rng.permutation(len(left))
     one_by_one = np.concatenate(
         [
