@@ -106,14 +106,14 @@ def _parallel_encoding(col: pa.ChunkedArray) -> bool:
     """Large right text or fixed-width columns (after ``canonical_by``) whose values repeat,
     as group keys do: encoded on all cores. Where most values are distinct (IDs), merging
     the pieces' dictionaries would cost more than Arrow's one-core encoding: a sample of the
-    first rows decides."""
+    first rows decides (``walks.encodes_sample_in_parallel``)."""
     if not walks.encodes_in_parallel(len(col)) or not (
         _is_text(col.type) or _is_fixed_width(col.type)
     ):
         return False
     sample = col.slice(0, DISTINCT_SAMPLE_ROWS)
     _, values = _encode_parallel(sample, nulls_distinct=False)
-    return 4 * len(values) <= len(sample)
+    return walks.encodes_sample_in_parallel(len(sample), len(values))
 
 
 def _is_text(t: pa.DataType) -> bool:

@@ -70,6 +70,15 @@ def _encode_text(n: int):
     return lambda: _encode.Groups([column], ["right_by"], null_equal=False)
 
 
+def _encode_distinct(n: int):
+    """The encoding of 1M strings holding ``n`` distinct values (sampled in the first rows
+    as the whole column)."""
+    values = np.array([f"ID{i:09d}" for i in range(n)])
+    rng = np.random.default_rng(8)
+    column = pa.chunked_array([pa.array(values[rng.integers(0, n, 1_000_000)])])
+    return lambda: _encode.Groups([column], ["right_by"], null_equal=False)
+
+
 def _lookup_text(n: int):
     symbols = np.array([f"S{i}" for i in range(1_000)])
     rng = np.random.default_rng(6)
@@ -142,6 +151,15 @@ CASES = {
         _encode_text,
         [4_096, 16_384, 65_536, 262_144],
         {"all cores": {"parallel_encode_rows": 0}, "Arrow's hash": {"parallel_encode_rows": HUGE}},
+    ),
+    "parallel_encode_distinct": (
+        "the encoding of 1M strings of n distinct values",
+        _encode_distinct,
+        [1_000, 65_536, 250_000, 1_000_000],
+        {
+            "all cores": {"parallel_encode_distinct": 1.0, "parallel_encode_rows": 0},
+            "Arrow's hash": {"parallel_encode_distinct": 0.0},
+        },
     ),
     "chunk_blocks": (
         "a gather of 1M entries from 77 chunks, n table entries at most",

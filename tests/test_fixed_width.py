@@ -264,12 +264,12 @@ def test_groups_codes_equal_arrows(thresholds, name, null_equal):
         return groups.lookup([left], ["left_by"]), groups
 
     thresholds(parallel_encode_rows=0)
-    # the sample sends the right column to the kernels (no walks decision notes its verdict)
-    assert _encode._parallel_encoding(_encode.canonical_by(right))
     with walks.recorded() as decisions:
         found, groups = codes()
-    # the right column encoded, and the left looked up in its table, by the kernels
+    # the right column encoded (its sample's values repeat), and the left looked up in its
+    # table, by the kernels
     assert ("encodes_in_parallel", True) in decisions
+    assert ("encodes_sample_in_parallel", True) in decisions
     assert ("looks_up_by_hash", True) in decisions
     thresholds(parallel_encode_rows=HUGE, hashed_lookup_min_rows=HUGE)  # Arrow's kernels
     want, arrows = codes()
@@ -349,14 +349,14 @@ def test_large_by_column_pairs_are_encoded_as_arrow_would(thresholds, null_equal
         g = _encode.Groups(right, ["right_by[0]", "right_by[1]"], null_equal=null_equal)
         return g, g.lookup(left, ["left_by[0]", "left_by[1]"])
 
-    # the samples send both columns, and their few pairs, to the kernels (no walks decision
-    # notes a sample's verdict)
-    assert all(_encode._parallel_encoding(column) for column in right)
     with walks.recorded() as decisions:
         kernels, found = groups()
-    # the symbols, the venues and the pairs encoded on all cores, the left looked up there
+    # the symbols, the venues and the pairs encoded on all cores (their samples' values
+    # repeat), the left looked up there
     assert ("encodes_in_parallel", True) in decisions
     assert ("encodes_in_parallel", False) not in decisions
+    assert ("encodes_sample_in_parallel", True) in decisions
+    assert ("encodes_sample_in_parallel", False) not in decisions
     assert ("looks_up_by_hash", True) in decisions
     thresholds(parallel_encode_rows=HUGE, hashed_lookup_min_rows=HUGE)  # Arrow's encoding
     arrows, want = groups()
@@ -399,11 +399,10 @@ def test_a_large_join_on_integer_keys_equals_arrows_path(thresholds, null_equali
     left_by = pa.array(list(rng.choice(np.append(ids, 12345), n)), pa.int64())
     right_on, left_on = rng.integers(0, 10**6, n), rng.integers(0, 10**6, n)
     options = dict(null_equality=null_equality, strategy="nearest", device="cpu")
-    # the sample sends the right column to the kernels (no walks decision notes its verdict)
-    assert _encode._parallel_encoding(pa.chunked_array([right_by]))
     with walks.recorded() as decisions:
         found = ag.asof_join(left_on, right_on, left_by, right_by, **options)
     assert ("encodes_in_parallel", True) in decisions  # the right column's encoding
+    assert ("encodes_sample_in_parallel", True) in decisions  # its sample's values repeat
     # the left's lookup in its table, on all cores (the next decision is its launch's)
     at = decisions.index(("looks_up_by_hash", True))
     assert decisions[at + 1] == ("parallel", True)

@@ -57,6 +57,10 @@ class Thresholds:
     parallel_gather_rows: int = 1 << 16
     #: Below this many rows Arrow's one-core hash encodes group keys as fast (``_encode``).
     parallel_encode_rows: int = 1 << 16
+    #: ... and a column is hashed on all cores only when at most this share of a sample of its
+    #: first rows is distinct: merging the pieces' dictionaries of mostly distinct values
+    #: (IDs) costs more than Arrow's one-core encoding.
+    parallel_encode_distinct: float = 0.25
     #: Below this many rows numpy's stable argsort is as fast as the radix sort.
     radix_min_rows: int = 1 << 15
     #: Below this many left rows out of key order, a binary search a row beats sorting them.
@@ -202,6 +206,13 @@ def copies_row_groups(rows: int, groups: int) -> bool:
 def encodes_in_parallel(rows: int) -> bool:
     """Whether a group key column of ``rows`` may be hashed on all cores (``hashing.py``)."""
     return rows >= THRESHOLDS.parallel_encode_rows
+
+
+@_decision
+def encodes_sample_in_parallel(sample_rows: int, distinct: int) -> bool:
+    """Whether a group key column whose sample of ``sample_rows`` first rows holds
+    ``distinct`` values is hashed on all cores: its values repeat, as group keys do."""
+    return distinct <= THRESHOLDS.parallel_encode_distinct * sample_rows
 
 
 @_decision
