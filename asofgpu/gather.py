@@ -191,7 +191,8 @@ def _take_views(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray) ->
     views = views.reshape(-1, 2)[array.offset :]
     kept, bitmap, nulls = _kept(array, gmap, valid)
     out = take_views(views, gmap, kept)
-    return pa.Array.from_buffers(column.type, len(gmap), [bitmap, out, *data], null_count=nulls)
+    taken = pa.Array.from_buffers(column.type, len(gmap), [bitmap, out, *data], null_count=nulls)
+    return _no_absent_data(taken)
 
 
 def _take(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None) -> pa.ChunkedArray:
@@ -210,8 +211,8 @@ def _take(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None) -
 
 def _no_absent_data(array: pa.Array) -> pa.Array:
     """A view array without the absent data buffer that pyarrow's cast (18 to 21 at least)
-    gives one whose text all fits in its views: polars 1.44 crashes reading it (a null
-    buffer in the C data interface)."""
+    gives one whose text all fits in its views, and that a gather of such a column would pass
+    on: polars 1.44 crashes reading it (a null buffer in the C data interface)."""
     validity, views, *data = array.buffers()
     if not data or any(b is not None for b in data):
         return array

@@ -221,3 +221,16 @@ def test_a_small_gather_of_inline_views_has_no_absent_data_buffer(kind):
         assert all(b is not None for b in chunk.buffers()[2:])
     expected = [b"", b"r3", None, None] if kind == pa.binary_view() else ["", "r3", None, None]
     assert got.column("s").to_pylist() == expected
+
+
+def test_a_large_gather_of_cast_inline_views_has_no_absent_data_buffer():
+    """The same for a map taken on all cores (``_take_views``), from a column that pyarrow's
+    cast left with an absent data buffer (pyarrow 18 to 21: its views point at nothing)."""
+    column = pa.array([f"s{i % 100}" for i in range(N)], pa.large_string()).cast(pa.string_view())
+    gmap = np.arange(N, dtype=np.int32)[::-1].copy()
+    gmap[::5] = ag.NO_MATCH
+    got = ag.gather(pa.table({"s": column}), gmap)
+    for chunk in got.column("s").chunks:
+        assert all(b is not None for b in chunk.buffers()[2:])
+    expected = [None if k % 5 == 0 else f"s{(N - 1 - k) % 100}" for k in range(N)]
+    assert got.column("s").to_pylist() == expected
