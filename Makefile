@@ -68,10 +68,10 @@ demo: venv
 	$(BIN)/asofgpu demo
 
 # The suite: python and cpu backends (plus doctests), then the CUDA backend in the simulator,
-# then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line, then the core and
-# the front ends at the dependency floors. test-cpu runs the unit tests, then in a step of their own the
-# `slow` ones, which run tools (a wheel build, asofgpu warm, the CLI and the bench scripts as
-# processes); --durations names the slowest. The unit tests run on every core (pytest-xdist):
+# then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line, then the front
+# ends, gathers and enrich at the dependency floors. test-cpu runs the unit tests, then in a
+# step of their own the `slow` ones, which run tools (a wheel build, asofgpu warm, the CLI and
+# the bench scripts as processes); --durations names the slowest. The unit tests run on every core (pytest-xdist):
 # most of their time is numba compiling kernels, which a process does on one core.
 test: test-cpu test-sim test-cudf test-floor
 
