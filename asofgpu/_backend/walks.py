@@ -270,10 +270,10 @@ def sort_pieces(rows: int, n_buckets: int) -> int:
     """How many pieces the counting sort of the right rows by group runs in: a piece a
     thread on the pool, one when the pieces' counts (one per bucket each) would outnumber
     the rows."""
-    import numba
+    from .jit import threads
 
-    threads = numba.get_num_threads() if parallel(rows) else 1
-    return threads if threads * n_buckets <= rows else 1
+    n = threads(parallel(rows))
+    return n if n * n_buckets <= rows else 1
 
 
 @_decision
