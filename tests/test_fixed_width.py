@@ -367,25 +367,26 @@ def test_large_by_column_pairs_are_encoded_as_arrow_would(thresholds, null_equal
     assert (found == -1).any() and (found >= 0).any()
 
 
-def test_the_table_is_built_once(monkeypatch):
+def test_the_table_is_built_once():
     """A prepared join hashes its dictionaries once, not at each probe: the point of the
     table, since Arrow's ``index_in`` rehashes its value set at every call."""
-    # A spy on the private table builder stays: neither a walks decision nor a public
-    # object shows a table being built (each lookup notes the same decisions either way).
-    built = []
-    original = _backend.fixed_lookup_table
-    monkeypatch.setattr(
-        _backend, "fixed_lookup_table", lambda *args: built.append(1) or original(*args)
-    )
     right = [pa.chunked_array([pa.array([1, 2, 2, 3])]), pa.chunked_array([pa.array([5, 5, 6, 6])])]
     groups = _encode.Groups(right, ["a", "b"], null_equal=False)
+
+    def tables():  # each column's dictionary's, and the pairs' step's, as groups keeps them
+        return [column._table for column in groups.columns] + groups._step_tables
+
+    kept = None
     for _ in range(3):
         codes = groups.lookup(
             [pa.chunked_array([pa.array([2, 3, 9])]), pa.chunked_array([pa.array([5, 6, 6])])],
             ["a", "b"],
         )
         np.testing.assert_array_equal(codes, [groups.right_codes[1], groups.right_codes[3], -1])
-    assert len(built) == 3  # each column's dictionary, and the pairs' step
+        if kept is None:
+            kept = tables()
+            assert all(table is not None for table in kept)  # built at the first probe
+        assert all(a is b for a, b in zip(tables(), kept, strict=True))  # then used again
 
 
 @pytest.mark.parametrize("null_equality", ["unequal", "equal"])
