@@ -13,6 +13,9 @@ import pytest
 
 from asofgpu._backend import cuda_usable, cudasim_enabled
 
+# The fixtures that replace private names, for what is not here (tests/fakes.py).
+pytest_plugins = ["fakes"]
+
 HUGE = 1 << 62  # a threshold no input reaches: ``thresholds(name=HUGE)`` forces the other path
 
 BACKENDS = ["python", "cpu", "cuda"]

@@ -1,8 +1,8 @@
 """The CUDA launch (``_backend.CudaBackend.probe``) keeps numba-cuda's low-occupancy warning
 to itself: it comes at every launch of under 128 blocks, that is every small join, and under
 an "error" filter it would fail the join. The simulator does not warn, so the kernel here is
-a stand-in that warns as numba-cuda's launch configuration does; the real one is tested on a
-GPU (``tests/test_gpu.py``)."""
+a stand-in that warns as numba-cuda's launch configuration does (``low_occupancy_launch``,
+tests/fakes.py); the real one is tested on a GPU (``tests/test_gpu.py``)."""
 
 from __future__ import annotations
 
@@ -14,22 +14,9 @@ import pytest
 from asofgpu import _backend
 
 
-def test_cuda_launch_keeps_the_low_occupancy_warning_to_itself(monkeypatch):
+def test_cuda_launch_keeps_the_low_occupancy_warning_to_itself(low_occupancy_launch):
     if not (_backend.cudasim_enabled() or _backend.cuda_usable()):
         pytest.skip("no GPU and NUMBA_ENABLE_CUDASIM is not set (make test runs the simulator)")
-    launched = []
-
-    class Kernel:
-        def __getitem__(self, config):
-            warnings.warn(
-                f"Grid size {config[0]} will likely result in GPU "
-                f"under-utilization due to low occupancy.",
-                stacklevel=2,
-            )
-            return lambda *args: launched.append((config, len(args)))
-
-    # the stand-in launch: the simulator's does not warn, and there may be no GPU here
-    monkeypatch.setattr(_backend.cuda, "probe_kernel", lambda is_float, simulated: Kernel())
     backend = _backend.get_backend("cuda")
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -40,4 +27,4 @@ def test_cuda_launch_keeps_the_low_occupancy_warning_to_itself(monkeypatch):
         with pytest.warns(UserWarning, match="another warning"):  # others pass through
             warnings.warn("another warning", stacklevel=1)
     # the kernel's arguments: the left side's 2, the Right's 4, the Options' 8 and the map
-    assert launched == [((1, _backend.CUDA_THREADS), 15)]
+    assert low_occupancy_launch == [((1, _backend.CUDA_THREADS), 15)]

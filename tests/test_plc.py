@@ -19,6 +19,7 @@ import pytest
 import asofgpu as ag
 from asofgpu._backend import cudasim_enabled
 from asofgpu.join import GroupCodes
+from fakes import Reached
 
 needs_plc = pytest.mark.skipif(
     find_spec("pylibcudf") is None, reason="pylibcudf is not installed (it lives in .venv-cudf)"
@@ -99,10 +100,6 @@ def test_group_codes_and_keys_give_the_splice_maps_of_the_by_columns(device, sma
 # --------------------------------------------------------------------------- arguments, no GPU
 
 
-class Reached(Exception):
-    """Raised in place of the first device step: every check before it passed."""
-
-
 @pytest.fixture
 def plc():
     if find_spec("pylibcudf") is None:
@@ -113,19 +110,11 @@ def plc():
 
 
 @pytest.fixture
-def front(plc, monkeypatch):
+def front(plc, device_steps_reached):
     """asofgpu.plc with its device steps replaced, since there may be no GPU here:
     preparation does nothing, and a join raises Reached where it would first touch the
-    device."""
-    import asofgpu.plc as front
-
-    monkeypatch.setattr(front.AsofJoin, "_prepare", lambda self, *args: None)
-
-    def reached(stream):
-        raise Reached
-
-    monkeypatch.setattr(front, "_stream", reached)
-    return front
+    device (tests/fakes.py)."""
+    return device_steps_reached
 
 
 def col(plc, type_id, size=0, scale=0):
@@ -230,14 +219,8 @@ def test_cupy_follows_the_callers_stream_without_a_deprecation(plc):
     assert stream.ptr == 0 and isinstance(stream, cupy.cuda.Stream)
 
 
-def test_valid_right_sides_reach_the_device(plc, monkeypatch):
-    import asofgpu.plc as front
-
-    def reached(self, *args):
-        raise Reached
-
-    # the preparation's first device step replaced: it needs a GPU
-    monkeypatch.setattr(front.AsofJoin, "_prepare", reached)
+def test_valid_right_sides_reach_the_device(plc, front):
+    """Every check passes: the preparation (which does nothing here) is all that is left."""
     T = plc.TypeId
     for on in (
         T.INT8,
@@ -248,8 +231,7 @@ def test_valid_right_sides_reach_the_device(plc, monkeypatch):
         T.DURATION_SECONDS,
     ):
         by = plc.Table([col(plc, T.STRING), col(plc, T.BOOL8), col(plc, T.DECIMAL128, scale=-3)])
-        with pytest.raises(Reached):
-            front.AsofJoin(by, col(plc, on), plc.types.NullEquality.EQUAL)
+        front.AsofJoin(by, col(plc, on), plc.types.NullEquality.EQUAL)
 
 
 @pytest.mark.parametrize(
@@ -706,23 +688,12 @@ def test_valid_range_joins_reach_the_device(plc, front):
             prepared.range_join(**args)
 
 
-def test_range_join_maps_are_the_windows_pairs_as_int32(monkeypatch):
+def test_range_join_maps_are_the_windows_pairs_as_int32(plc_columns_on_the_host):
     """What plc's range join makes of the primitive's windows, on the cpu backend (pylibcudf's
     Column and the device's synchronization stubbed: they need a GPU): ``Windows.pairs`` as
     INT32, and every left row once beside JOIN_NO_MATCH when the right side has no rows."""
-    import types
-
     import asofgpu.plc as front
 
-    made = []
-
-    def from_cuda_array_interface(array, stream):
-        made.append(stream)
-        return array
-
-    column = types.SimpleNamespace(from_cuda_array_interface=from_cuda_array_interface)
-    monkeypatch.setattr(front, "_plc", lambda: types.SimpleNamespace(Column=column))
-    monkeypatch.setattr(front, "_settle", lambda: None)
     rng = np.random.default_rng(16)
     right_on, left_on = rng.integers(0, 50, 300), rng.integers(-5, 55, 200)
     right_sym, left_sym = rng.integers(0, 7, 300), rng.integers(0, 9, 200)
@@ -730,7 +701,7 @@ def test_range_join_maps_are_the_windows_pairs_as_int32(monkeypatch):
         left_on, left_sym, before=3, after=1, prevailing=True
     )
     got = front._pairs(windows, "the stream")
-    assert made == ["the stream"] * 2
+    assert plc_columns_on_the_host == ["the stream"] * 2
     assert [m.dtype for m in got] == [np.int32] * 2
     for g, e in zip(got, windows.pairs()):
         np.testing.assert_array_equal(g, e)
@@ -743,9 +714,10 @@ def test_range_join_maps_are_the_windows_pairs_as_int32(monkeypatch):
         assert [m.tolist() for m in got] == [list(range(n_left)), [ag.NO_MATCH] * n_left]
 
 
-def test_range_join_maps_that_would_not_fit_a_column_are_refused(monkeypatch):
+def test_range_join_maps_that_would_not_fit_a_column_are_refused(pairs_reached):
     """The output's size is known only once the windows are found: checked before the maps
-    are made (a left row with an empty window counts one row)."""
+    are made (a left row with an empty window counts one row). ``Windows.pairs`` raises
+    Reached (tests/fakes.py): a column's worth of rows (2**31 - 1) is too much to make here."""
     from asofgpu._backend import get_backend
     from asofgpu.plc import _MAX_ROWS, _pairs
     from asofgpu.window import Windows
@@ -763,12 +735,6 @@ def test_range_join_maps_that_would_not_fit_a_column_are_refused(monkeypatch):
         r"column holds \(2147483647\)",
     ):
         _pairs(windows([_MAX_ROWS, 0]), None)
-
-    def reached(self):
-        raise Reached
-
-    # the maps' making replaced: a column's worth of rows (2**31 - 1) is too much to make here
-    monkeypatch.setattr(Windows, "pairs", reached)
     with pytest.raises(Reached):  # exactly as many rows as a column holds
         _pairs(windows([_MAX_ROWS - 1, 0]), None)
     with pytest.raises(Reached):

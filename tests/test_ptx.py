@@ -23,7 +23,6 @@ from asofgpu import _backend, asof_join
 if _backend.cudasim_enabled():
     pytest.skip("the simulator replaces numba.cuda's compiler", allow_module_level=True)
 
-numba = pytest.importorskip("numba")
 cuda = pytest.importorskip("numba.cuda")
 
 KEYS = {"int64": False, "uint64": False, "float64": True}  # a key's values, and is it float
@@ -98,27 +97,12 @@ def test_the_probe_kernel_compiles_for_every_type_a_launch_passes(target, key, w
         assert not doubles, f"the {key} kernel does float64 arithmetic: {doubles}"
 
 
-def test_launches_pass_only_the_types_compiled_above(monkeypatch):
+def test_launches_pass_only_the_types_compiled_above(probe_launch_types):
     """Every backend launches through ``Backend.probe``: on the python backend, each
     argument's type for every kind of key, with and without groups, a tolerance (one, a
     column of them, a calendar one) and each strategy, is one of the signatures compiled
-    above (int32 maps; int64 ones need 2**31 right rows)."""
-    launched = set()
-    probe = _backend.PythonBackend.probe
-
-    def spy(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
-        args = (left_keys, left_groups, *right, *how, out)  # as the CUDA launch passes them
-        launched.add(
-            tuple(
-                f"{a.dtype}[::1]" if isinstance(a, np.ndarray) else str(numba.typeof(a))
-                for a in args
-            )
-        )
-        return probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered)
-
-    # A spy on the launch stays: its arguments' types are what this checks, and neither a
-    # walks decision nor a public object shows them.
-    monkeypatch.setattr(_backend.PythonBackend, "probe", spy)
+    above (int32 maps; int64 ones need 2**31 right rows). ``probe_launch_types``
+    (tests/fakes.py) notes them: no GPU here compiles a signature for each."""
     left, right = np.array([1, 5, 9]), np.array([0, 4, 8])
     keys = [
         (left, right),
@@ -149,8 +133,8 @@ def test_launches_pass_only_the_types_compiled_above(monkeypatch):
                     device="python",
                 )
     compiled = {_signature(key, "int32") for key in KEYS}
-    assert launched <= compiled, launched - compiled
-    assert {sig[0] for sig in launched} == {f"{key}[::1]" for key in KEYS}
+    assert probe_launch_types <= compiled, probe_launch_types - compiled
+    assert {sig[0] for sig in probe_launch_types} == {f"{key}[::1]" for key in KEYS}
 
 
 @pytest.mark.parametrize("target", TARGETS[1:], indirect=True, ids=lambda cc: f"sm{cc[0]}{cc[1]}")

@@ -1,0 +1,122 @@
+"""The tests' only replacements of asofgpu's private names, as fixtures (a pytest plugin of
+tests/conftest.py). Each stands for what a test cannot have for real: hardware that is not
+here (a GPU, pylibcudf's device, the memory for a column's worth of rows), a fault no real
+input makes at the point the test needs, or state kept once a process; its docstring says
+which, and why. Everything else is seen as it runs: ``walks.recorded()``, public results,
+attributes read (docs/architecture.md, "Faking what is not here").
+
+Names are imported inside the fixtures: this module loads with every test file, on every
+venv, pylibcudf or not.
+"""
+
+from __future__ import annotations
+
+import types
+import warnings
+
+import pytest
+
+
+class Reached(Exception):
+    """Raised in place of a device step: every check before it passed."""
+
+
+# --------------------------------------------------------------------------- a GPU
+
+
+@pytest.fixture
+def low_occupancy_launch(monkeypatch):
+    """The cuda backend's probe kernel replaced by one whose launch warns as numba-cuda's
+    launch configuration does under 128 blocks, and which runs nothing; the launches are
+    noted as ``(config, number of arguments)`` in the list returned. The simulator's launch
+    does not warn, and there may be no GPU."""
+    from asofgpu._backend import cuda
+
+    launched = []
+
+    class Kernel:
+        def __getitem__(self, config):
+            warnings.warn(
+                f"Grid size {config[0]} will likely result in GPU "
+                f"under-utilization due to low occupancy.",
+                stacklevel=2,
+            )
+            return lambda *args: launched.append((config, len(args)))
+
+    monkeypatch.setattr(cuda, "probe_kernel", lambda is_float, simulated: Kernel())
+    return launched
+
+
+@pytest.fixture
+def probe_launch_types(monkeypatch):
+    """A set that notes, at each ``PythonBackend.probe`` (which then runs as it is), the
+    types of the arguments the CUDA launch would pass: numpy arrays as ``dtype[::1]``,
+    scalars as numba types them. A GPU's kernel would show them in the signatures it
+    compiled; without one, the launch that every backend shares is watched here."""
+    import numpy as np
+    from numba import typeof
+
+    from asofgpu._backend import PythonBackend
+
+    launched: set[tuple[str, ...]] = set()
+    probe = PythonBackend.probe
+
+    def noting(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
+        args = (left_keys, left_groups, *right, *how, out)  # as the CUDA launch passes them
+        launched.add(
+            tuple(f"{a.dtype}[::1]" if isinstance(a, np.ndarray) else str(typeof(a)) for a in args)
+        )
+        return probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered)
+
+    monkeypatch.setattr(PythonBackend, "probe", noting)
+    return launched
+
+
+# --------------------------------------------------------------------------- pylibcudf's device
+
+
+@pytest.fixture
+def device_steps_reached(monkeypatch):
+    """asofgpu.plc with its device steps replaced: a right side's preparation does nothing,
+    and a join raises ``Reached`` where it would first touch the device (its stream). Without
+    a GPU, pylibcudf's columns hold no data; every check runs before the device work."""
+    import asofgpu.plc as front
+
+    def reached(stream):
+        raise Reached
+
+    monkeypatch.setattr(front.AsofJoin, "_prepare", lambda self, *args: None)
+    monkeypatch.setattr(front, "_stream", reached)
+    return front
+
+
+@pytest.fixture
+def plc_columns_on_the_host(monkeypatch):
+    """asofgpu.plc making its INT32 map columns without a device: pylibcudf's
+    ``Column.from_cuda_array_interface`` gives back the array it is given, and the wait for
+    the device does nothing. Both need a GPU. The list returned notes the stream of each
+    column made."""
+    import asofgpu.plc as front
+
+    made = []
+
+    def from_cuda_array_interface(array, stream):
+        made.append(stream)
+        return array
+
+    column = types.SimpleNamespace(from_cuda_array_interface=from_cuda_array_interface)
+    monkeypatch.setattr(front, "_plc", lambda: types.SimpleNamespace(Column=column))
+    monkeypatch.setattr(front, "_settle", lambda: None)
+    return made
+
+
+@pytest.fixture
+def pairs_reached(monkeypatch):
+    """``Windows.pairs`` raises ``Reached``: the range join's maps for a column's worth of
+    rows (2**31 - 1) take tens of GiB to make, more than a test machine holds."""
+    from asofgpu.window import Windows
+
+    def reached(self):
+        raise Reached
+
+    monkeypatch.setattr(Windows, "pairs", reached)
