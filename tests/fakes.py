@@ -120,3 +120,52 @@ def pairs_reached(monkeypatch):
         raise Reached
 
     monkeypatch.setattr(Windows, "pairs", reached)
+
+
+# --------------------------------------------------------------------------- faults
+
+
+@pytest.fixture
+def failing_gather_at(monkeypatch):
+    """A function ``(n, error, check)``: the n-th gather of enrich's chunks calls
+    ``check()`` (what the test asserts mid-run), then raises ``error``, or sends it to this
+    process when it is a signal (whose handler raises). It returns the list of the rows each
+    gather was given. No input fails a run between two chunks, and a signal from outside
+    lands at no chunk in particular."""
+    import os
+    import signal
+
+    from asofgpu.enrich import _attach
+
+    def fail(n: int, error, check):
+        calls = []
+        real = _attach.gather
+
+        def gather(table, gmap):
+            calls.append(len(gmap))
+            if len(calls) == n:
+                check()
+                if isinstance(error, signal.Signals):
+                    os.kill(os.getpid(), error)  # os.kill runs the handler before it returns
+                    raise AssertionError(f"{error.name} was sent and the run went on")
+                raise error
+            return real(table, gmap)
+
+        monkeypatch.setattr(_attach, "gather", gather)
+        return calls
+
+    return fail
+
+
+@pytest.fixture
+def bench_answers_differ(monkeypatch):
+    """bench/frontends.py's calls of every case give 1 for asofgpu and 2 for the library it
+    is measured against. They agree on every input the bench makes: a wrong answer can only
+    be injected. Needs bench/ on sys.path, as its tests have it."""
+    import frontends
+
+    monkeypatch.setattr(
+        frontends,
+        "_calls",
+        lambda case, trades, quotes: (lambda: 1, lambda: 2, lambda a, b: a == b),
+    )

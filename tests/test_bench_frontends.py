@@ -49,13 +49,8 @@ def test_every_case_is_measured_checked_and_reported(tmp_path):
     assert "20,000 quotes x 20,000 trades" in table
 
 
-def test_a_wrong_answer_stops_the_bench(monkeypatch):
-    # a wrong answer injected: the case's calls faked, asofgpu's result 1 and pandas' 2
-    monkeypatch.setattr(
-        frontends,
-        "_calls",
-        lambda case, trades, quotes: (lambda: 1, lambda: 2, lambda a, b: a == b),
-    )
+@pytest.mark.usefixtures("bench_answers_differ")  # asofgpu's result 1, pandas' 2
+def test_a_wrong_answer_stops_the_bench():
     with pytest.raises(common.BenchError, match="pandas: asofgpu's result differs"):
         frontends.worker("pandas", "t.parquet", "q.parquet", 1)
 

@@ -22,7 +22,6 @@ import pytest
 
 import asofgpu as ag
 from asofgpu import cli, marketdata
-from asofgpu.enrich import _attach as enrich_attach
 from asofgpu._duration import format_duration, parse_duration, parse_tolerance
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -776,33 +775,18 @@ def test_cuda_without_a_gpu_is_bad_input(day, tmp_path, capsys):
 # ----------------------------------------------------------------------------- failing midway
 
 
-def _fail_after_first_chunk(monkeypatch, tmp_path, error):
-    """Make the second chunk's gather raise ``error``; check the run's state on the way.
-    The fault is injected at the gather as enrich calls it: no public hook fails a run
-    midway."""
-    calls = []
-    real = enrich_attach.gather
-
-    def gather(table, gmap):
-        calls.append(len(gmap))
-        if len(calls) == 2:
-            assert leftovers(tmp_path), "the output goes to a temporary file first"
-            assert not (tmp_path / "out.parquet").exists()
-            if error is signal.SIGTERM:
-                os.kill(os.getpid(), signal.SIGTERM)
-            raise error
-        return real(table, gmap)
-
-    monkeypatch.setattr(enrich_attach, "gather", gather)
-    return calls
-
-
 @pytest.mark.usefixtures("left_columns")
 @pytest.mark.parametrize("error", [KeyboardInterrupt, signal.SIGTERM, RuntimeError("bug")])
-def test_a_run_that_fails_midway_leaves_nothing(day, tmp_path, capsys, monkeypatch, error):
+def test_a_run_that_fails_midway_leaves_nothing(day, tmp_path, capsys, failing_gather_at, error):
+    """The second chunk's gather fails (tests/fakes.py), once the first chunk is written."""
     trades, quotes = day
     out = tmp_path / "out.parquet"
-    calls = _fail_after_first_chunk(monkeypatch, tmp_path, error)
+
+    def midway():
+        assert leftovers(tmp_path), "the output goes to a temporary file first"
+        assert not out.exists()
+
+    calls = failing_gather_at(2, error, midway)
     argv = [
         "enrich",
         trades,
