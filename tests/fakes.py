@@ -169,3 +169,16 @@ def bench_answers_differ(monkeypatch):
         "_calls",
         lambda case, trades, quotes: (lambda: 1, lambda: 2, lambda a, b: a == b),
     )
+
+
+# --------------------------------------------------------------------------- once a process
+
+
+@pytest.fixture
+def hook_warnings_rearmed(monkeypatch):
+    """asofgpu.polars_gpu warns once a process for each reason ``install()`` gives up: the
+    reasons already warned of are forgotten for this test, so that its warning comes
+    whatever ran before it in the process."""
+    import asofgpu.polars_gpu as hook
+
+    monkeypatch.setattr(hook, "_warned", set())

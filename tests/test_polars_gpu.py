@@ -498,12 +498,12 @@ def test_import_does_nothing():
     assert out.stdout.split() == ["cudf_polars.dsl.translate", "False"]
 
 
+@pytest.mark.usefixtures("hook_warnings_rearmed")
 def test_outside_the_tested_versions_install_warns_once_and_does_nothing(monkeypatch):
     hook.uninstall()
-    # tested versions that exclude the installed polars; the once-a-process warning re-armed
-    monkeypatch.setattr(hook, "POLARS_VERSIONS", ((9, 0), (9, 1)))
-    monkeypatch.setattr(hook, "_warned", set())
-    with pytest.warns(hook.AsofgpuHookWarning, match=r"polars .* outside the tested"):
+    # an untested polars: the installed one is tested (cudf-polars read its version at import)
+    monkeypatch.setattr(pl, "__version__", "9.0.0")
+    with pytest.warns(hook.AsofgpuHookWarning, match=r"polars 9\.0\.0 is outside the tested"):
         assert hook.install() is False
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -513,23 +513,32 @@ def test_outside_the_tested_versions_install_warns_once_and_does_nothing(monkeyp
     hook.uninstall()
 
 
+@pytest.mark.usefixtures("hook_warnings_rearmed")
 def test_a_failing_canary_or_self_check_disables_the_hook(monkeypatch):
-    from asofgpu.polars_gpu import _selfcheck
-
-    hook.uninstall()
-    # failures injected (the installed cudf-polars passes both); the warning re-armed each time
-    monkeypatch.setattr(hook, "_warned", set())
-    monkeypatch.setattr(hook, "canary", lambda: "cudf-polars internals missing: set_node")
-    with pytest.warns(hook.AsofgpuHookWarning, match="set_node"):
-        assert hook.install() is False
-    monkeypatch.undo()
-    monkeypatch.setattr(hook, "_warned", set())
-    monkeypatch.setattr(_selfcheck, "self_check", lambda: "probe went wrong")
+    """The installed cudf-polars and polars pass both checks: each check meets here what
+    it looks for, changed in them (a name gone from cudf-polars, another schema planned)."""
     from cudf_polars.dsl import translate as tr
     from polars import polars as plrs
 
+    hook.uninstall()
+    with monkeypatch.context() as changed:  # a cudf-polars without a name the hook uses
+        changed.delattr(tr, "set_node")
+        with pytest.warns(
+            hook.AsofgpuHookWarning, match="cudf-polars internals missing: set_node$"
+        ):
+            assert hook.install() is False
+    assert not hook.is_installed()
+    # a polars that plans another schema than the one our node makes
+    planned = pl.LazyFrame.collect_schema
+    monkeypatch.setattr(
+        pl.LazyFrame,
+        "collect_schema",
+        lambda self: pl.Schema({**planned(self), "more": pl.Int8}),
+    )
     original = tr._translate_ir.dispatch(plrs._ir_nodes.Join)
-    with pytest.warns(hook.AsofgpuHookWarning, match="self-check failed: probe went wrong"):
+    with pytest.warns(
+        hook.AsofgpuHookWarning, match=r"self-check failed: probe schema \[.*\] is not polars'"
+    ):
         assert hook.install() is False
     assert tr._translate_ir.dispatch(plrs._ir_nodes.Join) is original  # put back
 
