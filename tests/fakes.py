@@ -122,6 +122,35 @@ def pairs_reached(monkeypatch):
     monkeypatch.setattr(Windows, "pairs", reached)
 
 
+@pytest.fixture
+def on_device(monkeypatch):
+    """A function that sends the next ``asofgpu enrich`` runs down ``_job._on_device`` as
+    ``--device cuda`` on a GPU with pylibcudf would, with ``fake`` in the place of
+    ``device_io.enrich``: none of the three is here, so only what needs them is faked.
+
+    The runs pass ``--device cpu``: under ``--device cuda`` the join itself asks for a GPU,
+    where a rollback's host pipeline must join (on the cpu here, as the same code does on a
+    GPU). ``wanted`` then stands for ``--device cuda``, the dry run's backend name for the
+    GPU it would have found (the dry run itself still runs, on the cpu), and
+    ``libcudf_refusal`` for pylibcudf importing; ``device_io_refusal`` decides for real."""
+    from asofgpu.enrich import _device_io as device_io
+    from asofgpu.enrich import _job
+
+    dry_run = _job.dry_run
+
+    def on_a_gpu(*args) -> str:
+        dry_run(*args)
+        return "cuda"
+
+    def use(fake) -> None:
+        monkeypatch.setattr(device_io, "wanted", lambda options: True)
+        monkeypatch.setattr(_job, "dry_run", on_a_gpu)
+        monkeypatch.setattr(device_io, "libcudf_refusal", lambda options: None)
+        monkeypatch.setattr(device_io, "enrich", fake)
+
+    return use
+
+
 # --------------------------------------------------------------------------- faults
 
 
