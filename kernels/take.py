@@ -13,6 +13,10 @@ from typing import NamedTuple
 import numpy as np
 
 prange = load_at = None  # filled in by build()
+# How many columns a chunked gather takes in a pass, bound per compiled copy by build(): a
+# constant there, its unused loads and stores are compiled out (a column count read at run
+# time cost 0.6 ms of the 1M-row, four-column gather's 4.6, in branches at every row).
+COLUMNS = 4
 
 
 def check_map(gmap, n_rows, valid):
@@ -92,7 +96,6 @@ def take_chunked_piece(
     chunk ends a block crosses at most, without a branch (a row's test is not predictable,
     and a mispredicted branch stops the reads that overlap), or, past
     ``BRANCH_FREE_STEPS``, a step at a time as far as it needs."""
-    columns = addresses.shape[0]
     lo = hi = np.uint64(0)  # no chunk yet: the first valid row finds its own
     a = b = c = d = np.uint64(0)  # the chunk's address in each column
     # Unsigned positions: numba checks a signed index for wrapping below zero at every read
@@ -111,35 +114,35 @@ def take_chunked_piece(
                 lo = starts[k]
                 hi = starts[k + 1]
                 a = addresses[0, k]
-                if columns > 1:
+                if COLUMNS > 1:
                     b = addresses[1, k]
-                if columns > 2:
+                if COLUMNS > 2:
                     c = addresses[2, k]
-                if columns > 3:
+                if COLUMNS > 3:
                     d = addresses[3, k]
             at = g - lo
             a_out[i] = load_at(a, at, like)
-            if columns > 1:
+            if COLUMNS > 1:
                 b_out[i] = load_at(b, at, like)
-            if columns > 2:
+            if COLUMNS > 2:
                 c_out[i] = load_at(c, at, like)
-            if columns > 3:
+            if COLUMNS > 3:
                 d_out[i] = load_at(d, at, like)
         else:
             a_out[i] = 0
-            if columns > 1:
+            if COLUMNS > 1:
                 b_out[i] = 0
-            if columns > 2:
+            if COLUMNS > 2:
                 c_out[i] = 0
-            if columns > 3:
+            if COLUMNS > 3:
                 d_out[i] = 0
 
 
 def take_chunked(
     addresses, starts, blocks, shift, steps, like, gmap, valid, a_out, b_out, c_out, d_out
 ):
-    """``take_fixed`` of one to four columns in chunks of the same rows, all of one width
-    (``like``'s dtype): column ``k``'s chunk ``c``, holding rows ``starts[c]`` to
+    """``take_fixed`` of ``COLUMNS`` (one to four) columns in chunks of the same rows, all of
+    one width (``like``'s dtype): column ``k``'s chunk ``c``, holding rows ``starts[c]`` to
     ``starts[c + 1]`` (the last entry of ``starts`` is the number of rows), is at the integer
     address ``addresses[k, c]``, and is written to the k-th of ``a_out``..``d_out`` (those
     past the columns are not touched). ``blocks``, ``shift`` and ``steps`` find a row's
@@ -222,11 +225,24 @@ class Kernels(NamedTuple):
 
 
 def build(jit, parallel_jit, parallel_range, load) -> Kernels:
-    """Every kernel here, compiled with ``parallel_jit``, and the piece of the chunked one
-    with ``jit`` (numba's parallel pass mistypes loop-carried values of a function inlined
-    into a ``prange`` loop); ``load`` is the ``load_at`` intrinsic."""
+    """Every kernel here, compiled with ``parallel_jit(variant)``, and the piece of the
+    chunked one with ``jit(variant)`` (numba's parallel pass mistypes loop-carried values of
+    a function inlined into a ``prange`` loop): each returns the decorator for a copy whose
+    bound globals ``variant`` names. ``take_chunked`` is a tuple: its k-th kernel takes k + 1
+    columns. ``load`` is the ``load_at`` intrinsic."""
     from . import bind
 
     names = {"prange": parallel_range, "load_at": load}
-    names["take_chunked_piece"] = jit(bind(take_chunked_piece, **names))
-    return Kernels(*(parallel_jit(bind(globals()[name], **names)) for name in Kernels._fields))
+    kernels = {
+        name: parallel_jit("")(bind(globals()[name], **names))
+        for name in Kernels._fields
+        if name != "take_chunked"
+    }
+    chunked = []
+    for columns in range(1, 5):
+        variant = f"columns{columns}"
+        fixed = {**names, "COLUMNS": columns}
+        piece = jit(variant)(bind(take_chunked_piece, **fixed))
+        chunked.append(parallel_jit(variant)(bind(take_chunked, take_chunked_piece=piece, **fixed)))
+    kernels["take_chunked"] = tuple(chunked)
+    return Kernels(**kernels)

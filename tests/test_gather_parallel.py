@@ -166,6 +166,26 @@ def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
         )
 
 
+@pytest.mark.parametrize("n_columns", range(1, 6))
+def test_chunked_columns_of_each_count_of_one_layout(n_columns):
+    """Each count of columns sharing a chunk layout and a width, one to four a pass (each
+    count its own compiled kernel), and a fifth left for a second pass."""
+    rng = np.random.default_rng(20 + n_columns)
+    cuts = [7, 30_000, 30_001, 80_000]
+    table = pa.table(
+        {f"c{k}": _chunked(rng.normal(size=N) + 10 * k, cuts) for k in range(n_columns)}
+    )
+    gmap = rng.integers(0, N, N)
+    missing = rng.random(N) < 0.1
+    gmap[missing] = np.iinfo(np.int64).min
+    got = ag.gather(table, gmap)
+    expected = table.take(pa.array(gmap, mask=missing))
+    for name in table.column_names:
+        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
+            name
+        )
+
+
 @pytest.mark.parametrize("blocks", [4, 1 << 16])
 @pytest.mark.parametrize("order", ["shuffled", "ascending"])
 def test_chunked_gather_steps_past_every_chunk_a_block_holds(thresholds, blocks, order):

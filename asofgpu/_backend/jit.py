@@ -122,7 +122,9 @@ def cpu_take():
 
     from .._intrinsics import load_at
 
-    return take.build(cached_njit(), cached_njit(parallel=True), numba.prange, load_at)
+    return take.build(
+        cached_njit, functools.partial(cached_njit, parallel=True), numba.prange, load_at
+    )
 
 
 @functools.cache

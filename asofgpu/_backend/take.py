@@ -94,7 +94,7 @@ def take_chunked(
                     addresses = np.array([columns[k][1] for k in four], dtype=np.uint64)
                     targets = [outs[k] for k in four]
                     targets += [like] * (4 - len(four))  # untouched
-                    kernels.take_chunked(
+                    kernels.take_chunked[len(four) - 1](
                         addresses.reshape(len(four), len(lengths)),
                         starts,
                         blocks,
