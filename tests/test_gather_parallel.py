@@ -5,6 +5,8 @@ Arrow's answer."""
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -184,6 +186,32 @@ def test_chunked_columns_of_each_count_of_one_layout(n_columns):
         assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
             name
         )
+
+
+def test_a_tables_layout_is_kept_while_it_lives():
+    """A payload table gathered from again and again has its chunks' addresses found once:
+    kept while the table lives (the same result each time, whatever the map), dropped when it
+    goes, so that a new table never finds another's."""
+    gather_module = sys.modules["asofgpu.gather"]  # the package's gather is the function
+
+    rng = np.random.default_rng(30)
+    table = pa.table(
+        {
+            "x": _chunked(rng.normal(size=N), [5, 60_000]),
+            "whole": rng.integers(0, 9, N),
+            "i": _chunked(rng.integers(-9, 9, N).astype(np.int32), [3]),
+        }
+    )
+    for seed in range(3):
+        gmap = np.random.default_rng(seed).integers(0, N, N)
+        got = ag.gather(table, gmap)
+        assert got.equals(table.take(pa.array(gmap)))
+        assert id(table) in gather_module._LAYOUTS
+    layout = gather_module._LAYOUTS[id(table)][2]
+    assert ag.gather(table, gmap).equals(got) and gather_module._LAYOUTS[id(table)][2] is layout
+    key = id(table)
+    del table, got
+    assert key not in gather_module._LAYOUTS
 
 
 @pytest.mark.parametrize("blocks", [4, 1 << 16])

@@ -38,7 +38,7 @@ from .hashing import (
 )
 from ..kernels.probe import Right
 from .jit import cache_dir
-from .take import check_map, take_chunked, take_fixed, take_text, take_views
+from .take import check_map, chunked_passes, take_chunked, take_fixed, take_text, take_views
 
 __all__ = [
     "CUDA_THREADS",
@@ -49,6 +49,7 @@ __all__ = [
     "Right",
     "cache_dir",
     "check_map",
+    "chunked_passes",
     "cuda_probe_source",
     "cuda_usable",
     "cudasim_enabled",

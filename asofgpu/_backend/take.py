@@ -5,6 +5,8 @@ text and binary columns. ``asofgpu.gather`` calls them for large maps.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pyarrow as pa
 
@@ -65,47 +67,79 @@ def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -
     return [pa.py_buffer(out) for out in outs]
 
 
-def take_chunked(
-    columns: list[tuple[int, list[int], list[int]]], gmap: np.ndarray, valid: np.ndarray
-) -> list:
-    """``take_fixed`` of columns given as their chunks, read where they lie (kernels/take.py
-    ``take_chunked``): a table read from parquet comes in a chunk per row group, and copying
-    them into one would touch as much fresh memory as the columns hold. Each column is
-    (its values' width in bytes, the address of each non-empty chunk's first value, each
-    one's length); the caller keeps the chunks alive. Columns of the same chunk lengths
-    share one table of blocks (``chunk_blocks``); those of one width among them are taken up
-    to four in a pass, which finds each entry's chunk once for the four."""
-    kernels = cpu_take()
+class ChunkedPass(NamedTuple):
+    """One launch of kernels/take.py ``take_chunked``: up to four columns of one width and
+    chunk layout, their chunks' ``addresses`` (a row a column), and how their rows are found
+    (``starts``; ``blocks``, ``shift`` and ``steps`` of ``chunk_blocks``)."""
+
+    columns: list[int]
+    addresses: np.ndarray
+    starts: np.ndarray
+    blocks: np.ndarray
+    shift: np.uint64
+    steps: int
+    like: np.ndarray
+
+
+def chunked_passes(columns: list[tuple[int, list[int], list[int]]]) -> list[ChunkedPass]:
+    """How ``take_chunked`` takes ``columns``: each is (its values' width in bytes, the
+    address of each non-empty chunk's first value, each one's length). Columns of the same
+    chunk lengths share one table of blocks (``chunk_blocks``); those of one width among
+    them are taken up to four in a pass, which finds each entry's chunk once for the four.
+    It depends on the columns alone: a caller that gathers from the same columns again may
+    keep it (while it keeps the chunks alive)."""
     layouts: dict[tuple, list[int]] = {}
     for k, (_, _, lengths) in enumerate(columns):
         layouts.setdefault(tuple(lengths), []).append(k)
-    outs = [host_empty(len(gmap), np.dtype(f"u{width}")) for width, _, _ in columns]
-    with PARALLEL_LAUNCH:
-        for lengths, ks in layouts.items():
-            starts = np.cumsum((0, *lengths), dtype=np.uint64)
-            blocks, shift, steps = chunk_blocks(starts)
-            by_width: dict[int, list[int]] = {}
-            for k in ks:
-                by_width.setdefault(columns[k][0], []).append(k)
-            for width, same in by_width.items():
-                like = np.empty(0, np.dtype(f"u{width}"))
-                for at in range(0, len(same), 4):
-                    four = same[at : at + 4]
-                    addresses = np.array([columns[k][1] for k in four], dtype=np.uint64)
-                    targets = [outs[k] for k in four]
-                    targets += [like] * (4 - len(four))  # untouched
-                    kernels.take_chunked[len(four) - 1](
+    passes = []
+    for lengths, ks in layouts.items():
+        starts = np.cumsum((0, *lengths), dtype=np.uint64)
+        blocks, shift, steps = chunk_blocks(starts)
+        by_width: dict[int, list[int]] = {}
+        for k in ks:
+            by_width.setdefault(columns[k][0], []).append(k)
+        for width, same in by_width.items():
+            like = np.empty(0, np.dtype(f"u{width}"))
+            for at in range(0, len(same), 4):
+                four = same[at : at + 4]
+                addresses = np.array([columns[k][1] for k in four], dtype=np.uint64)
+                passes.append(
+                    ChunkedPass(
+                        four,
                         addresses.reshape(len(four), len(lengths)),
                         starts,
                         blocks,
                         shift,
                         steps,
                         like,
-                        gmap,
-                        valid,
-                        *targets,
                     )
-    return [pa.py_buffer(out) for out in outs]
+                )
+    return passes
+
+
+def take_chunked(passes: list[ChunkedPass], gmap: np.ndarray, valid: np.ndarray) -> list:
+    """``take_fixed`` of columns given as their chunks (``chunked_passes``), read where they
+    lie (kernels/take.py ``take_chunked``): a table read from parquet comes in a chunk per
+    row group, and copying them into one would touch as much fresh memory as the columns
+    hold. The caller keeps the chunks alive. A buffer a column, in the columns' order."""
+    kernels = cpu_take()
+    outs = {k: host_empty(len(gmap), one.like.dtype) for one in passes for k in one.columns}
+    with PARALLEL_LAUNCH:
+        for one in passes:
+            targets = [outs[k] for k in one.columns]
+            targets += [one.like] * (4 - len(targets))  # untouched
+            kernels.take_chunked[len(one.columns) - 1](
+                one.addresses,
+                one.starts,
+                one.blocks,
+                one.shift,
+                one.steps,
+                one.like,
+                gmap,
+                valid,
+                *targets,
+            )
+    return [pa.py_buffer(outs[k]) for k in sorted(outs)]
 
 
 def take_text(offsets: np.ndarray, data: np.ndarray, gmap: np.ndarray, valid: np.ndarray):
