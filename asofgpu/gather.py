@@ -142,7 +142,11 @@ def _layout(table: pa.Table, fixed: list[int]) -> _Layout:
         else:
             whole.append((k, arrow_numpy.values(column)))
     layout = _Layout(by_arrow, whole, chunked, chunked_passes(described) if chunked else [])
-    _LAYOUTS[key] = (weakref.ref(table, lambda _, key=key: _LAYOUTS.pop(key, None)), fixed, layout)
+
+    def forget(_, layouts=_LAYOUTS):  # the dict itself: a table may outlive the globals
+        layouts.pop(key, None)
+
+    _LAYOUTS[key] = (weakref.ref(table, forget), fixed, layout)
     return layout
 
 
