@@ -124,11 +124,12 @@ _LAYOUTS: dict[int, tuple] = {}
 
 
 def _layout(table: pa.Table, fixed: list[int]) -> _Layout:
-    """The ``_Layout`` of ``table``'s columns ``fixed``, found once for each table."""
+    """The ``_Layout`` of ``table``'s fixed-width columns ``fixed`` (which the table's types
+    decide), found once for each table."""
     key = id(table)
     known = _LAYOUTS.get(key)
-    if known is not None and known[0]() is table and known[1] == fixed:
-        return known[2]
+    if known is not None and known[0]() is table:
+        return known[1]
     columns = [table.column(k) for k in fixed]
     by_arrow, whole, chunked, described = [], [], [], []
     for k, column in enumerate(columns):
@@ -146,7 +147,7 @@ def _layout(table: pa.Table, fixed: list[int]) -> _Layout:
     def forget(_, layouts=_LAYOUTS):  # the dict itself: a table may outlive the globals
         layouts.pop(key, None)
 
-    _LAYOUTS[key] = (weakref.ref(table, forget), fixed, layout)
+    _LAYOUTS[key] = (weakref.ref(table, forget), layout)
     return layout
 
 

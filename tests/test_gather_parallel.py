@@ -180,12 +180,7 @@ def test_chunked_columns_of_each_count_of_one_layout(n_columns):
     gmap = rng.integers(0, N, N)
     missing = rng.random(N) < 0.1
     gmap[missing] = np.iinfo(np.int64).min
-    got = ag.gather(table, gmap)
-    expected = table.take(pa.array(gmap, mask=missing))
-    for name in table.column_names:
-        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
-            name
-        )
+    assert ag.gather(table, gmap).equals(table.take(pa.array(gmap, mask=missing)))
 
 
 def test_a_tables_layout_is_kept_while_it_lives():
@@ -207,8 +202,8 @@ def test_a_tables_layout_is_kept_while_it_lives():
         got = ag.gather(table, gmap)
         assert got.equals(table.take(pa.array(gmap)))
         assert id(table) in gather_module._LAYOUTS
-    layout = gather_module._LAYOUTS[id(table)][2]
-    assert ag.gather(table, gmap).equals(got) and gather_module._LAYOUTS[id(table)][2] is layout
+    layout = gather_module._LAYOUTS[id(table)][1]
+    assert ag.gather(table, gmap).equals(got) and gather_module._LAYOUTS[id(table)][1] is layout
     key = id(table)
     del table, got
     assert key not in gather_module._LAYOUTS
