@@ -123,14 +123,13 @@ class _Layout(NamedTuple):
 _LAYOUTS: dict[int, tuple] = {}
 
 
-def _layout(table: pa.Table, fixed: list[int]) -> _Layout:
-    """The ``_Layout`` of ``table``'s fixed-width columns ``fixed`` (which the table's types
+def _layout(table: pa.Table, columns: list[pa.ChunkedArray]) -> _Layout:
+    """The ``_Layout`` of ``table``'s fixed-width ``columns`` (which the table's types
     decide), found once for each table."""
     key = id(table)
     known = _LAYOUTS.get(key)
     if known is not None and known[0]() is table:
         return known[1]
-    columns = [table.column(k) for k in fixed]
     by_arrow, whole, chunked, described = [], [], [], []
     for k, column in enumerate(columns):
         runs = arrow_numpy.segments(column)
@@ -159,7 +158,7 @@ def _take_fixed(
     column whose chunks are runs in several places (``arrow_numpy.segments``) is gathered
     run by run in place (``_backend.take_chunked``), not combined into a copy first."""
     columns = [table.column(k) for k in fixed]
-    layout = _layout(table, fixed)
+    layout = _layout(table, columns)
     buffers = {}
     if layout.whole:
         whole = [values for _, values in layout.whole]
