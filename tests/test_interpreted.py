@@ -224,3 +224,45 @@ def test_plain_python_splice_agrees_with_the_oracle():
         allow_exact_matches=False,
     )
     assert tuple(m.tolist() for m in maps) == want
+
+
+# A new environment's first enrich of small files: what numba compiled.
+SMALL_ENRICH = """
+import json, sys
+from numba.core import event
+import pyarrow.parquet as pq
+from asofgpu import cli, marketdata
+
+compiled = []
+
+class Compiles(event.Listener):
+    def on_start(self, ev):
+        pass
+
+    def on_end(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+folder = sys.argv[1]
+quotes, trades = marketdata.day(4000, 1000, 50, seed=5)
+pq.write_table(quotes, f"{folder}/quotes.parquet")
+pq.write_table(trades, f"{folder}/trades.parquet")
+with event.install_listener("numba:compile", Compiles()):
+    code = cli.main(["enrich", f"{folder}/trades.parquet", f"{folder}/quotes.parquet", "-o",
+                     f"{folder}/out.parquet", "--on", "time", "--by", "symbol", "-q"])
+print(json.dumps({"code": code, "compiled": compiled, "rows": pq.read_table(f"{folder}/out.parquet").num_rows}))
+"""
+
+
+def test_a_new_environments_first_small_enrich_compiles_nothing(tmp_path):
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    done = subprocess.run(
+        [sys.executable, "-c", SMALL_ENRICH, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"code": 0, "compiled": [], "rows": 1000}

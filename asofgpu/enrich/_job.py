@@ -180,9 +180,9 @@ def _run(
     right = Source.find(options.right, "RIGHT")
     tolerance = tolerance_of(options, left, right)
     with contextlib.ExitStack() as stack:
-        # The checks on zero rows import numba and load its compiled kernels (half a second
-        # on the GIL): on a thread of their own, while this one reads statistics and starts
-        # the readers (pyarrow, off the GIL). Their errors are raised where they stood.
+        # The checks on zero rows, on a thread of their own while this one reads statistics
+        # and starts the readers (pyarrow, off the GIL). Their errors are raised where they
+        # stood.
         checking = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-check"))
         checked = checking.submit(dry_run, options, left.schema, right.schema, tolerance)
         out = check_output(options, left, right)
