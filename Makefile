@@ -30,6 +30,9 @@ venv:
 
 # cuDF, pylibcudf and cudf-polars (which pins polars 1.x) live in their own environment,
 # about 5 GB; on a machine without a GPU they import, and their argument handling is tested.
+# Its numba (0.64) keeps its own cache (NUMBA_CACHE_DIR, as the floors' does): sharing the
+# kernels' __pycache__ with .venv's numba, each overwrote the other's entries, and every
+# `make test` compiled the kernels again, a minute for each.
 venv-cudf:
 	@if [ ! -x $(VENV_CUDF)/bin/python ] || ! $(VENV_CUDF)/bin/python -c "import asofgpu, cudf_polars, pytest" 2>/dev/null \
 	    || [ pyproject.toml -nt $(CUDF_STAMP) ]; then \
@@ -83,14 +86,15 @@ test-cpu: venv
 	$(BIN)/python -m pytest -m "slow and not gpu" --durations=25 tests
 
 test-sim: venv
-	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -m "not gpu" -k cuda tests
+	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -n auto -m "not gpu" -k cuda tests
 
 test-floor: venv-floor
 	NUMBA_CACHE_DIR=$(VENV_FLOOR)/numba-cache $(VENV_FLOOR)/bin/python -m pytest -n auto \
 	    -m "not gpu and not slow" $(FLOOR_TESTS)
 
 test-cudf: venv-cudf
-	$(VENV_CUDF)/bin/python -m pytest -m "not gpu" tests/test_plc.py tests/test_cudf.py \
+	NUMBA_CACHE_DIR=$(VENV_CUDF)/numba-cache $(VENV_CUDF)/bin/python -m pytest -n auto \
+	    -m "not gpu" tests/test_plc.py tests/test_cudf.py \
 	    tests/test_polars_gpu.py tests/test_polars_frontend.py tests/test_splice_frontends.py \
 	    tests/test_window_frontends.py tests/test_polars_tolerance.py tests/test_calendar_kernel.py \
 	    tests/test_enrich_device.py
