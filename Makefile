@@ -31,8 +31,8 @@ venv:
 # cuDF, pylibcudf and cudf-polars (which pins polars 1.x) live in their own environment,
 # about 5 GB; on a machine without a GPU they import, and their argument handling is tested.
 # Its numba (0.64) keeps its own cache (NUMBA_CACHE_DIR, as the floors' does): sharing the
-# kernels' __pycache__ with .venv's numba, each overwrote the other's entries, and every
-# `make test` compiled the kernels again, a minute for each.
+# kernels' __pycache__ with .venv's numba 0.68, each dropped the other's entries (numba
+# ignores an index another version wrote), and every `make test` compiled them again.
 venv-cudf:
 	@if [ ! -x $(VENV_CUDF)/bin/python ] || ! $(VENV_CUDF)/bin/python -c "import asofgpu, cudf_polars, pytest" 2>/dev/null \
 	    || [ pyproject.toml -nt $(CUDF_STAMP) ]; then \

@@ -226,7 +226,8 @@ def test_plain_python_splice_agrees_with_the_oracle():
     assert tuple(m.tolist() for m in maps) == want
 
 
-# A new environment's first enrich of small files: what numba compiled.
+# A new environment's first enrich of small files on the cpu: what numba compiled (its zero-row
+# checks and its joins run as plain Python).
 SMALL_ENRICH = """
 import json, sys
 from numba.core import event
@@ -248,7 +249,8 @@ pq.write_table(quotes, f"{folder}/quotes.parquet")
 pq.write_table(trades, f"{folder}/trades.parquet")
 with event.install_listener("numba:compile", Compiles()):
     code = cli.main(["enrich", f"{folder}/trades.parquet", f"{folder}/quotes.parquet", "-o",
-                     f"{folder}/out.parquet", "--on", "time", "--by", "symbol", "-q"])
+                     f"{folder}/out.parquet", "--on", "time", "--by", "symbol", "--device", "cpu",
+                     "-q"])
 print(json.dumps({"code": code, "compiled": compiled, "rows": pq.read_table(f"{folder}/out.parquet").num_rows}))
 """
 
