@@ -119,13 +119,11 @@ def test_interpreting_counts_the_block_even_when_it_raises():
     assert walks.interpreted_seconds() >= spent + 0.01
 
 
-# A new environment: an empty numba cache, the defaults. Each usual small first call, then
-# what numba compiled (its compile events) and what its cache holds.
-FIRST_CALLS = """
+# The start of a script run in a new environment (``_in_a_new_environment``): the functions
+# numba compiles, in ``compiled``, from its compile events.
+LISTENING = """
 import json, os, sys
-import numpy as np, pandas as pd, polars as pl, pyarrow as pa
 from numba.core import event
-import asofgpu as ag, asofgpu.marketdata, asofgpu.pandas, asofgpu.polars
 
 compiled = []
 
@@ -135,6 +133,27 @@ class Compiles(event.Listener):
 
     def on_end(self, ev):
         compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+"""
+
+
+def _in_a_new_environment(tmp_path, script: str, *args: str) -> dict:
+    """``script``'s last line of output, read as JSON, run in a new process with an empty numba
+    cache and the default thresholds (not this suite's)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# Each usual small first call, then what numba compiled and what its cache holds.
+FIRST_CALLS = (
+    LISTENING
+    + """
+import numpy as np, pandas as pd, polars as pl, pyarrow as pa
+import asofgpu as ag, asofgpu.marketdata, asofgpu.pandas, asofgpu.polars
 
 quotes, trades = ag.marketdata.day(4000, 1000, 50, seed=5)
 quotes = quotes.append_column("venue", pa.array(np.arange(len(quotes)) % 3))
@@ -174,16 +193,11 @@ print(json.dumps({
              f.equals(python["f"]), g.equals(python["g"])],
 }))
 """
+)
 
 
 def test_a_new_environments_first_small_joins_compile_nothing(tmp_path):
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    done = subprocess.run(
-        [sys.executable, "-c", FIRST_CALLS], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = _in_a_new_environment(tmp_path, FIRST_CALLS)
     assert report == {"compiled": [], "cached": [], "same": [True] * 7}
 
 
@@ -228,20 +242,11 @@ def test_plain_python_splice_agrees_with_the_oracle():
 
 # A new environment's first enrich of small files on the cpu: what numba compiled (its zero-row
 # checks and its joins run as plain Python).
-SMALL_ENRICH = """
-import json, sys
-from numba.core import event
+SMALL_ENRICH = (
+    LISTENING
+    + """
 import pyarrow.parquet as pq
 from asofgpu import cli, marketdata
-
-compiled = []
-
-class Compiles(event.Listener):
-    def on_start(self, ev):
-        pass
-
-    def on_end(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
 
 folder = sys.argv[1]
 quotes, trades = marketdata.day(4000, 1000, 50, seed=5)
@@ -251,20 +256,12 @@ with event.install_listener("numba:compile", Compiles()):
     code = cli.main(["enrich", f"{folder}/trades.parquet", f"{folder}/quotes.parquet", "-o",
                      f"{folder}/out.parquet", "--on", "time", "--by", "symbol", "--device", "cpu",
                      "-q"])
-print(json.dumps({"code": code, "compiled": compiled, "rows": pq.read_table(f"{folder}/out.parquet").num_rows}))
+rows = pq.read_table(f"{folder}/out.parquet").num_rows
+print(json.dumps({"code": code, "compiled": compiled, "rows": rows}))
 """
+)
 
 
 def test_a_new_environments_first_small_enrich_compiles_nothing(tmp_path):
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    done = subprocess.run(
-        [sys.executable, "-c", SMALL_ENRICH, str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = _in_a_new_environment(tmp_path, SMALL_ENRICH, str(tmp_path))
     assert report == {"code": 0, "compiled": [], "rows": 1000}
