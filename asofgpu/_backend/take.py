@@ -67,6 +67,11 @@ def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -
     return [pa.py_buffer(out) for out in outs]
 
 
+# The most columns one launch of kernels/take.py ``take_chunked`` takes: its outputs
+# ``a_out`` to ``d_out`` (it is compiled for each count up to this, ``COLUMNS`` there).
+PASS_COLUMNS = 4
+
+
 class ChunkedPass(NamedTuple):
     """One launch of kernels/take.py ``take_chunked``: up to four columns of one width and
     chunk layout, their chunks' ``addresses`` (a row a column), and how their rows are found
@@ -85,7 +90,8 @@ def chunked_passes(columns: list[tuple[int, list[int], list[int]]]) -> list[Chun
     """How ``take_chunked`` takes ``columns``: each is (its values' width in bytes, the
     address of each non-empty chunk's first value, each one's length). Columns of the same
     chunk lengths share one table of blocks (``chunk_blocks``); those of one width among
-    them are taken up to four in a pass, which finds each entry's chunk once for the four.
+    them are taken up to ``PASS_COLUMNS`` (four) in a pass, which finds each entry's chunk
+    once for all of them.
     It depends on the columns alone: a caller that gathers from the same columns again may
     keep it (while it keeps the chunks alive)."""
     layouts: dict[tuple, list[int]] = {}
@@ -100,13 +106,13 @@ def chunked_passes(columns: list[tuple[int, list[int], list[int]]]) -> list[Chun
             by_width.setdefault(columns[k][0], []).append(k)
         for width, same in by_width.items():
             like = np.empty(0, np.dtype(f"u{width}"))
-            for at in range(0, len(same), 4):
-                four = same[at : at + 4]
-                addresses = np.array([columns[k][1] for k in four], dtype=np.uint64)
+            for at in range(0, len(same), PASS_COLUMNS):
+                taken = same[at : at + PASS_COLUMNS]
+                addresses = np.array([columns[k][1] for k in taken], dtype=np.uint64)
                 passes.append(
                     ChunkedPass(
-                        four,
-                        addresses.reshape(len(four), len(lengths)),
+                        taken,
+                        addresses.reshape(len(taken), len(lengths)),
                         starts,
                         blocks,
                         shift,
@@ -127,7 +133,7 @@ def take_chunked(passes: list[ChunkedPass], gmap: np.ndarray, valid: np.ndarray)
     with PARALLEL_LAUNCH:
         for one in passes:
             targets = [outs[k] for k in one.columns]
-            targets += [one.like] * (4 - len(targets))  # untouched
+            targets += [one.like] * (PASS_COLUMNS - len(targets))  # untouched
             kernels.take_chunked[len(one.columns) - 1](
                 one.addresses,
                 one.starts,
