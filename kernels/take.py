@@ -13,9 +13,10 @@ from typing import NamedTuple
 import numpy as np
 
 prange = load_at = None  # filled in by build()
-# How many columns a chunked gather takes in a pass, bound per compiled copy by build(): a
-# constant there, its unused loads and stores are compiled out (a column count read at run
-# time cost 0.6 ms of the 1M-row, four-column gather's 4.6, in branches at every row).
+# How many columns a chunked gather takes in a pass: at most this many (``take_chunked``'s
+# outputs ``a_out`` to ``d_out``), and build() binds each count up to it in a compiled copy of
+# its own: a constant there, its unused loads and stores are compiled out (a column count read
+# at run time cost 0.6 ms of the 1M-row, four-column gather's 4.6, in branches at every row).
 COLUMNS = 4
 
 
@@ -239,7 +240,7 @@ def build(jit, parallel_jit, parallel_range, load) -> Kernels:
         if name != "take_chunked"
     }
     chunked = []
-    for columns in range(1, 5):
+    for columns in range(1, COLUMNS + 1):
         variant = f"columns{columns}"
         fixed = {**names, "COLUMNS": columns}
         piece = jit(variant)(bind(take_chunked_piece, **fixed))

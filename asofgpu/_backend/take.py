@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from ..kernels import take as kernel_take
 from . import walks
 from .base import host_empty
 from .jit import PARALLEL_LAUNCH, cpu_take
@@ -67,9 +68,8 @@ def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -
     return [pa.py_buffer(out) for out in outs]
 
 
-# The most columns one launch of kernels/take.py ``take_chunked`` takes: its outputs
-# ``a_out`` to ``d_out`` (it is compiled for each count up to this, ``COLUMNS`` there).
-PASS_COLUMNS = 4
+# The most columns one launch of kernels/take.py ``take_chunked`` takes.
+PASS_COLUMNS = kernel_take.COLUMNS
 
 
 class ChunkedPass(NamedTuple):
