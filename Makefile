@@ -93,8 +93,8 @@ test-floor: venv-floor
 	    -m "not gpu and not slow" $(FLOOR_TESTS)
 
 test-cudf: venv-cudf
-	NUMBA_CACHE_DIR=$(VENV_CUDF)/numba-cache $(VENV_CUDF)/bin/python -m pytest -n auto \
-	    -m "not gpu" tests/test_plc.py tests/test_cudf.py \
+	NUMBA_CACHE_DIR=$(VENV_CUDF)/numba-cache $(VENV_CUDF)/bin/python -m pytest -m "not gpu" \
+	    tests/test_plc.py tests/test_cudf.py \
 	    tests/test_polars_gpu.py tests/test_polars_frontend.py tests/test_splice_frontends.py \
 	    tests/test_window_frontends.py tests/test_polars_tolerance.py tests/test_calendar_kernel.py \
 	    tests/test_enrich_device.py
