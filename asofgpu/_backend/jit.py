@@ -3,7 +3,8 @@ on numba's thread pool.
 
 Each ``cpu_*`` function builds (once a process: ``functools.cache``) one kernels module for
 ``numba.njit``; ``cached_njit`` keys numba's cache on the kernel sources, ``njit_cached`` finds
-a writable place for it. Launches on the thread pool hold ``PARALLEL_LAUNCH``.
+a writable place for it and locks it against other processes (``cache_lock``). Launches on
+the thread pool hold ``PARALLEL_LAUNCH``.
 """
 
 from __future__ import annotations
@@ -233,19 +234,22 @@ def njit_cached(fn, **options):
     read-only installation run by a user without a home, as containers do). Then the cache
     goes to ``FALLBACK_CACHE`` in the temporary directory (through ``NUMBA_CACHE_DIR``'s
     setting, which is the whole process's: other cached functions go there too), or, if even
-    that cannot be written, nowhere: each process compiles again, and says so once."""
+    that cannot be written, nowhere: each process compiles again, and says so once. Its
+    saves and loads are locked against other processes' (``cache_lock``)."""
     global _WARNED_UNCACHED
     import numba
 
+    from .cache_lock import guard
+
     try:
-        return numba.njit(cache=True, **options)(fn)
+        return guard(numba.njit(cache=True, **options)(fn))
     except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
         if "no locator available" not in str(exc):
             raise
     if not numba.config.CACHE_DIR:
         numba.config.CACHE_DIR = FALLBACK_CACHE
         try:
-            return numba.njit(cache=True, **options)(fn)
+            return guard(numba.njit(cache=True, **options)(fn))
         except RuntimeError:
             pass
     if not _WARNED_UNCACHED:

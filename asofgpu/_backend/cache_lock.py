@@ -1,0 +1,89 @@
+"""numba's on-disk cache, made safe for several processes compiling at once.
+
+numba keeps one index file per function (signature -> data file) beside numbered data files.
+Its ``IndexDataCacheFile.save`` reads the index, takes the first number the index does not
+use, writes the index back and then the data, all without a lock. Two processes that compile
+two signatures of one function at once (``asofgpu warm``'s workers, pytest-xdist, Dask's
+process workers on a new cache) can both take number 1: the index then names one signature's
+file holding the other's machine code, and every later process that loads it fails ("can't
+unbox array from PyObject") or worse. ``guard`` makes a dispatcher's cache take an exclusive
+``fcntl.flock`` on one lock file in the cache's directory around each save and each load
+(a load reads the index, then the file it names; a save in between could replace that file).
+The lock is held for the file reads and writes only, never while compiling.
+
+Where no lock can be taken (no ``fcntl``, as on Windows; a directory where the lock file can
+be neither created nor opened; a file system without ``flock``), the cache behaves as numba's.
+
+>>> from asofgpu._backend.jit import cpu_take  # njit_cached guards every kernel
+>>> type(cpu_take().check_map._cache._cache_file).__name__
+'LockedCacheFile'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+from numba.core.caching import IndexDataCacheFile
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None
+
+# One lock for a whole cache directory: saves and loads take milliseconds.
+LOCK_NAME = "asofgpu-cache.lock"
+
+
+class LockedCacheFile(IndexDataCacheFile):
+    """numba's index and data files, each save and load under the directory's lock."""
+
+    def save(self, key, data):
+        with locked(self._cache_path):
+            super().save(key, data)
+
+    def load(self, key):
+        with locked(self._cache_path):
+            return super().load(key)
+
+
+def guard(dispatcher):
+    """``dispatcher`` (``numba.njit(cache=True)``'s), its cache's files locked; returned.
+
+    A dispatcher without numba's usual cache files (caching off, or a numba whose internals
+    moved: tests/test_cache_lock.py checks the installed one) is returned as it is."""
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    if type(cache_file) is IndexDataCacheFile:
+        # The instance keeps its paths and stamp; only its save and load change.
+        cache_file.__class__ = LockedCacheFile
+    return dispatcher
+
+
+@contextlib.contextmanager
+def locked(directory: str):
+    """Hold the exclusive lock of ``directory``'s cache while the block runs."""
+    fd = _open_lock(directory)
+    try:
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:  # e.g. ENOLCK on a network file system
+                pass
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
+
+
+def _open_lock(directory: str) -> int | None:
+    """The lock file's descriptor, or None where there is none to take. flock works on a
+    read-only descriptor too: a cache directory another user created stays lockable."""
+    if fcntl is None:
+        return None
+    path = os.path.join(directory, LOCK_NAME)
+    for flags in (os.O_RDWR | os.O_CREAT, os.O_RDONLY):
+        try:
+            return os.open(path, flags, 0o666)
+        except OSError:
+            continue
+    return None
