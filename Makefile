@@ -52,7 +52,7 @@ FLOOR_TESTS := tests/test_pandas_frontend.py tests/test_pandas_semantics.py \
 	tests/test_pandas_arrow.py tests/test_dask.py tests/test_splice_frontends.py \
 	tests/test_window_frontends.py tests/test_pandas_tolerance.py tests/test_polars_frontend.py \
 	tests/test_gather_parallel.py tests/test_arrow_numpy.py tests/test_views.py \
-	tests/test_enrich_e2e.py
+	tests/test_enrich_e2e.py tests/test_cache_lock.py
 FLOORS := "numpy==1.24.*" "numba==0.59.*" "pyarrow==19.0.*" "rich==13.0.*" "pandas==2.2.*" \
 	"polars==1.44.*"
 venv-floor:
@@ -93,8 +93,8 @@ test-floor: venv-floor
 	    -m "not gpu and not slow" $(FLOOR_TESTS)
 
 test-cudf: venv-cudf
-	NUMBA_CACHE_DIR=$(VENV_CUDF)/numba-cache $(VENV_CUDF)/bin/python -m pytest -m "not gpu" \
-	    tests/test_plc.py tests/test_cudf.py \
+	NUMBA_CACHE_DIR=$(VENV_CUDF)/numba-cache $(VENV_CUDF)/bin/python -m pytest -n auto \
+	    -m "not gpu" tests/test_cache_lock.py tests/test_plc.py tests/test_cudf.py \
 	    tests/test_polars_gpu.py tests/test_polars_frontend.py tests/test_splice_frontends.py \
 	    tests/test_window_frontends.py tests/test_polars_tolerance.py tests/test_calendar_kernel.py \
 	    tests/test_enrich_device.py
