@@ -86,7 +86,6 @@ from .join import AsofJoin, asof_join
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
 from .window import (
-    PICKS,
     aggregations,
     by_column,
     check_reaches_given,
@@ -862,9 +861,12 @@ def window_join(
         wanted = _aggregations(aggs, right.schema)
         found = {}
         for name, hows in by_column(wanted).items():
-            for how, result in reduce_column(windows, _arrow_column(right, name), hows).items():
-                taken = _gathered(right, [name], result)[0] if how in PICKS else None
-                found[name, how] = pl.from_arrow(result) if taken is None else taken
+            column = _arrow_column(right, name)
+            for how, result in reduce_column(windows, column, hows, extreme_values=True).items():
+                if isinstance(result, pa.Array):
+                    found[name, how] = pl.from_arrow(result)
+                else:  # a gather map
+                    found[name, how] = _gathered(right, [name], result)[0]
         columns = [found[agg.column, agg.agg].alias(agg.name) for agg in wanted]
         return left.hstack(columns)
 

@@ -17,8 +17,9 @@ The reductions read a payload column at each position p of a window: ``values[ro
 (the values put in the prepared order beforehand, which reads each window's values end to
 end), skipping those whose ``valid`` entry is False (an empty ``valid``: no nulls).
 ``reduce_row`` makes one pass for all of a column's reductions: the positions of the first
-and last valid values and of the first smallest and largest, the sum of the ``values`` in
-window order, and the count. ``slide_piece`` makes the same for windows that move forward
+and last valid values and of the first smallest and largest, those smallest and largest keys
+(where the keys are the values themselves, the caller takes them instead of gathering the
+values at the positions), the sum of the ``values`` in window order, and the count. ``slide_piece`` makes the same for windows that move forward
 (the cpu's, for values in the prepared order without nulls), each position entering and
 leaving once. Smallest and largest compare ``keys`` with a plain ``<``: the
 caller gives keys in the values' order (floats without NaN as they are; other floats as an
@@ -37,8 +38,10 @@ from . import bind, search
 #: reach per left row instead (a column of them, or a calendar reach).
 Bounds = collections.namedtuple("Bounds", "before after prevailing befores afters")
 
-#: A window's reductions, one array each (an empty position array: not wanted).
-Reduced = collections.namedtuple("Reduced", "first last low high sums counts")
+#: A window's reductions, one array each (an empty array: not wanted): the positions of its
+#: first and last valid value and of its smallest and largest key, those keys themselves, the
+#: sum of its values and their count.
+Reduced = collections.namedtuple("Reduced", "first last low high low_keys high_keys sums counts")
 
 less = gap = window_row_from = store = dense = sparse = reduce_row = prange = None  # by build()
 window_piece = reduce_piece = slide_piece = None
@@ -119,10 +122,10 @@ def window_row_from(i, left_keys, left_groups, right, bounds, starts, ends, curs
 
 def reduce_row(i, starts, ends, rows, values, keys, valid, out):
     """Window i's reductions in one pass, into the arrays of ``out`` (a ``Reduced``; an
-    empty position array is not computed): the positions of its first and last valid value,
-    of its first smallest and largest ``keys`` (-1 when none; no keys: not looked for), the
-    sum of its valid ``values`` in window order (``sums[i]`` starts at 0 of their type; no
-    values: none) and their count."""
+    empty array is not written): the positions of its first and last valid value, of its
+    first smallest and largest ``keys`` (-1 when none; no keys: not looked for) and those
+    keys (0 when none), the sum of its valid ``values`` in window order (``sums[i]`` starts
+    at 0 of their type; no values: none) and their count."""
     if rows.size == 0 and valid.size == 0:
         found = dense(starts[i], ends[i], values, keys, out.sums[i])
     else:
@@ -131,9 +134,9 @@ def reduce_row(i, starts, ends, rows, values, keys, valid, out):
 
 
 def store(i, found, out):
-    """Write window i's reductions (``found``: first, last, low, high, total, count) into
-    the wanted arrays of ``out``."""
-    first, last, low, high, total, count = found
+    """Write window i's reductions (``found``: first, last, low, high, low_key, high_key,
+    total, count) into the wanted arrays of ``out``."""
+    first, last, low, high, low_key, high_key, total, count = found
     if out.first.size:
         out.first[i] = first
     if out.last.size:
@@ -142,6 +145,10 @@ def store(i, found, out):
         out.low[i] = low
     if out.high.size:
         out.high[i] = high
+    if out.low_keys.size:
+        out.low_keys[i] = low_key
+    if out.high_keys.size:
+        out.high_keys[i] = high_key
     out.sums[i] = total
     out.counts[i] = count
 
@@ -149,9 +156,11 @@ def store(i, found, out):
 def dense(start, end, values, keys, total):
     """``reduce_row`` of values and keys in the prepared order without nulls, the common
     case: the first and last positions are the window's ends, and each loop reads its array
-    end to end. Returns (first, last, low, high, total, count)."""
+    end to end. Returns (first, last, low, high, low_key, high_key, total, count)."""
+    low_key = keys[0] if keys.size else 0  # of the keys' type; the window's, once read
+    high_key = low_key
     if start >= end:
-        return -1, -1, -1, -1, total, 0
+        return -1, -1, -1, -1, low_key, high_key, total, 0
     low = start
     high = start
     if keys.size:
@@ -168,20 +177,20 @@ def dense(start, end, values, keys, total):
     if values.size:
         for p in range(start, end):
             total += values[p]
-    return start, end - 1, low, high, total, end - start
+    return start, end - 1, low, high, low_key, high_key, total, end - start
 
 
 def sparse(start, end, rows, values, keys, valid, total):
     """``reduce_row`` through ``rows`` (an empty one: values and keys in the prepared order),
-    skipping rows that ``valid`` marks null. Returns (first, last, low, high, total,
-    count)."""
+    skipping rows that ``valid`` marks null. Returns (first, last, low, high, low_key,
+    high_key, total, count)."""
     first = -1
     last = -1
     low = -1
     high = -1
     count = 0
-    low_key = 0  # (int64 or float64 keys) set at the first valid value
-    high_key = 0
+    low_key = keys[0] if keys.size else 0  # of the keys' type; set at the first valid value
+    high_key = low_key
     for p in range(start, end):
         r = rows[p] if rows.size else p
         if valid.size == 0 or valid[r]:
@@ -199,7 +208,7 @@ def sparse(start, end, rows, values, keys, valid, total):
                 first = p
             last = p
             count += 1
-    return first, last, low, high, total, count
+    return first, last, low, high, low_key, high_key, total, count
 
 
 def slide_piece(lo, hi, order, starts, ends, values, keys, out):
@@ -299,16 +308,22 @@ def slide_piece(lo, hi, order, starts, ends, values, keys, out):
             total = zero
             low = -1
             high = -1
+            low_key = back_low_key
+            high_key = back_high_key
             if values.size:
                 total = sums[q] + back_sum
             if keys.size:
                 low = lows[q]
                 high = highs[q]
-                if back_low >= 0 and back_low_key < low_keys[q]:
+                low_key = low_keys[q]
+                high_key = high_keys[q]
+                if back_low >= 0 and back_low_key < low_key:
                     low = back_low
-                if back_high >= 0 and high_keys[q] < back_high_key:
+                    low_key = back_low_key
+                if back_high >= 0 and high_key < back_high_key:
                     high = back_high
-            found = (s, e - 1, low, high, total, e - s)
+                    high_key = back_high_key
+            found = (s, e - 1, low, high, low_key, high_key, total, e - s)
         store(i, found, out)
 
 

@@ -156,7 +156,8 @@ def test_the_window_kernels_compile(target, key):
     for values, keys in (("float64", "float64"), ("int64", "int64"), ("uint64", "int64")):
         reduce_signature = (
             f"void(int64[::1], int64[::1], int32[::1], {values}[::1], {keys}[::1], boolean[::1], "
-            f"int64[::1], int64[::1], int64[::1], int64[::1], {values}[::1], int64[::1])"
+            f"int64[::1], int64[::1], int64[::1], int64[::1], {keys}[::1], {keys}[::1], "
+            f"{values}[::1], int64[::1])"
         )
         ptx, _ = cuda.compile_ptx(reduces, reduce_signature, cc=target)
         assert ".entry" in ptx

@@ -563,6 +563,35 @@ def test_pick_min_max_order(device):
     assert to_host(w.pick("min", stamps)).tolist() == [4, 1]
 
 
+def test_extreme_values_are_the_values_the_picks_name(device):
+    """``reduce(..., extreme_values=True)`` gives min and max as values where the values are
+    their own order keys (int64; float64 without NaN), the first of equal ones as the picks
+    take it (-0.0 before 0.0 stays -0.0), and the maps otherwise."""
+    prepared = ag.AsofJoin(np.arange(6), device=device)
+    w = prepared.windows(np.array([5, 2, -9]), before=5)  # rows 0..5, rows 0..2, none
+    valid = np.array([True, True, True, False, True, True])
+    for values in (
+        np.array([-0.0, 0.0, 3.5, -1.0, 3.5, -1.0]),
+        np.array([0.0, -0.0, -2.0, 9.0, 0.0, -2.0]),
+        np.array([4, -7, 4, 2**62, -7, 0], dtype=np.int64),
+    ):
+        for mask in (None, valid):
+            found = w.reduce(["min", "max", "count"], values, mask, extreme_values=True)
+            assert {"min", "max"}.isdisjoint(found)
+            counts = to_host(found["count"])
+            for how in ("min", "max"):
+                picked = to_host(w.pick(how, values, mask))
+                got = to_host(found[f"{how}_value"])
+                assert got.dtype == values.dtype
+                has = counts > 0
+                assert has.tolist() == [True, True, False]
+                assert got[has].tobytes() == values[picked[has]].tobytes(), (how, values, mask)
+    for values in (np.array([0.0, NAN, 1.0, 2.0, 3.0, 4.0]), np.arange(6, dtype=np.uint64)):
+        found = w.reduce(["min", "max"], values, extreme_values=True)
+        assert sorted(found) == ["max", "min"]  # gather maps
+        assert to_host(found["max"]).tolist() == to_host(w.pick("max", values)).tolist()
+
+
 def test_unsigned_and_boolean_sums(device):
     prepared = ag.AsofJoin(np.arange(4), device=device)
     w = prepared.windows(np.array([3, 0, -5]), before=3)
@@ -589,6 +618,10 @@ _AGGS = {
     "ts": ["count", "min", "max", "first", "last"],
     "s": ["count", "first", "last"],
     "d": ["first", "last", "count"],
+    # Floats without NaN are their own order keys: min and max come from the reduction,
+    # not from a gather (``extreme_values``); with nulls and without.
+    "r": ["min", "max", "mean"],
+    "q": ["min", "max", "count"],
 }
 
 
@@ -615,6 +648,8 @@ def _random_right(rng, n: int):
         ),
         "s": nulled([str(v) for v in rng.choice(["x", "yy", "", "zzz"], n)]),
         "d": nulled([str(v) for v in rng.choice(["p", "q"], n)]),
+        "r": [float(v) for v in rng.choice([-0.0, 0.0, 2.5, -1.0, 7.0], n)],  # ties
+        "q": nulled([float(v) for v in rng.choice([0.0, -0.0, 1e300, -3.5], n)]),
     }
 
 
@@ -627,6 +662,8 @@ _TYPES = {
     "u": pa.uint64(),
     "ts": pa.timestamp("us"),
     "s": pa.string(),
+    "r": pa.float64(),
+    "q": pa.float64(),
 }
 
 

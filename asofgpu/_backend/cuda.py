@@ -180,12 +180,27 @@ def _window_kernel(
         window_row(i, left_keys, left_groups, right, reach, starts, ends)  # noqa: F821
 
 
-def _reduce_kernel(starts, ends, rows, values, keys, valid, first, last, low, high, sums, counts):
+def _reduce_kernel(
+    starts,
+    ends,
+    rows,
+    values,
+    keys,
+    valid,
+    first,
+    last,
+    low,
+    high,
+    low_keys,
+    high_keys,
+    sums,
+    counts,
+):
     """One thread per left row: its window's reductions (reduce_row: bound). The outputs are
     a ``window.Reduced``'s fields."""
     i = cuda.grid(1)  # noqa: F821 - bound by window_kernels
     if i < starts.size:
-        out = Reduced(first, last, low, high, sums, counts)
+        out = Reduced(first, last, low, high, low_keys, high_keys, sums, counts)
         reduce_row(i, starts, ends, rows, values, keys, valid, out)  # noqa: F821
 
 
