@@ -296,7 +296,9 @@ class AsofJoin:
             if order is None:
                 order = xp.arange(self.n_right, dtype=np.int64)
             return order, key.values[order], xp.asarray(np.array([0, self.n_right], np.int64))
-        rows, sorted_keys, offsets = be.group_sort(order, bucket, n_groups, key.values)
+        rows, sorted_keys, offsets = be.group_sort(
+            order, bucket, n_groups, key.values, self.map_dtype
+        )
         kept = int(offsets[n_groups])
         return rows[:kept], sorted_keys[:kept], offsets
 

@@ -88,10 +88,11 @@ class Backend:
     def stable_argsort(self, values):
         return np.argsort(values, kind="stable")
 
-    def group_sort(self, order, bucket, n_groups: int, keys):
+    def group_sort(self, order, bucket, n_groups: int, keys, rows_dtype=np.int64):
         """Stable sort of ``order`` (None: every row in row order) by ``bucket[order]``
         (values 0..n_groups, the last bucket holding discarded rows). Returns the reordered
-        rows, their keys and the offsets of the n_groups + 1 buckets."""
+        rows (of ``rows_dtype``: the join's map dtype, which spares it a copy), their keys
+        and the offsets of the n_groups + 1 buckets."""
         if order is None:
             order = self.xp.arange(len(bucket), dtype=np.int64)
         bucket_of = bucket[order]
@@ -104,7 +105,7 @@ class Backend:
         offsets = self.xp.zeros(n_groups + 2, dtype=np.int64)
         self.xp.cumsum(counts, out=offsets[1:])
         rows = order[by_group]
-        return rows, keys[rows], offsets
+        return rows.astype(rows_dtype, copy=False), keys[rows], offsets
 
     def interprets(self, rows: int) -> bool:
         """Whether a launch over ``rows`` rows runs the kernels as plain Python."""
