@@ -234,9 +234,11 @@ def slide_piece(lo, hi, order, starts, ends, values, keys, out):
     longest = 0
     for j in range(lo, hi):
         longest = max(longest, ends[j] - starts[j])
+    # The extremes' positions only when wanted: keeping them costs a third of the slide.
+    positions = keys.size > 0 and (out.low.size > 0 or out.high.size > 0)
     sums = np.empty(longest, out.sums.dtype)  # suffix aggregates, at position - front
-    lows = np.empty(longest if keys.size else 0, np.int64)
-    highs = np.empty(longest if keys.size else 0, np.int64)
+    lows = np.empty(longest if positions else 0, np.int64)
+    highs = np.empty(longest if positions else 0, np.int64)
     low_keys = np.empty(longest if keys.size else 0, keys.dtype)  # keys[lows], read in order
     high_keys = np.empty(longest if keys.size else 0, keys.dtype)
     front = 0
@@ -282,7 +284,16 @@ def slide_piece(lo, hi, order, starts, ends, values, keys, out):
                     sums[last] = values[split - 1]
                     for q in range(last - 1, -1, -1):
                         sums[q] = values[front + q] + sums[q + 1]
-                if keys.size:
+                if keys.size and not positions:  # the keys alone, without a branch
+                    low_keys[last] = keys[split - 1]
+                    high_keys[last] = keys[split - 1]
+                    for q in range(last - 1, -1, -1):
+                        k = keys[front + q]
+                        next_low = low_keys[q + 1]
+                        low_keys[q] = next_low if next_low < k else k
+                        next_high = high_keys[q + 1]
+                        high_keys[q] = next_high if k < next_high else k
+                elif keys.size:
                     lows[last] = split - 1
                     highs[last] = split - 1
                     low_keys[last] = keys[split - 1]
@@ -313,8 +324,9 @@ def slide_piece(lo, hi, order, starts, ends, values, keys, out):
             if values.size:
                 total = sums[q] + back_sum
             if keys.size:
-                low = lows[q]
-                high = highs[q]
+                if positions:
+                    low = lows[q]
+                    high = highs[q]
                 low_key = low_keys[q]
                 high_key = high_keys[q]
                 if back_low >= 0 and back_low_key < low_key:
