@@ -281,37 +281,43 @@ def slide_piece(lo, hi, order, starts, ends, values, keys, out):
                 split = reached
                 last = split - 1 - front
                 if values.size:
-                    sums[last] = values[split - 1]
+                    suffix = values[split - 1]  # in a register: no store to load back
+                    sums[last] = suffix
                     for q in range(last - 1, -1, -1):
-                        sums[q] = values[front + q] + sums[q + 1]
+                        suffix = values[front + q] + suffix
+                        sums[q] = suffix
                 if keys.size and not positions:  # the keys alone, without a branch
-                    low_keys[last] = keys[split - 1]
-                    high_keys[last] = keys[split - 1]
+                    low_key = keys[split - 1]
+                    high_key = low_key
+                    low_keys[last] = low_key
+                    high_keys[last] = high_key
                     for q in range(last - 1, -1, -1):
                         k = keys[front + q]
-                        next_low = low_keys[q + 1]
-                        low_keys[q] = next_low if next_low < k else k
-                        next_high = high_keys[q + 1]
-                        high_keys[q] = next_high if k < next_high else k
+                        low_key = low_key if low_key < k else k
+                        high_key = high_key if k < high_key else k
+                        low_keys[q] = low_key
+                        high_keys[q] = high_key
                 elif keys.size:
-                    lows[last] = split - 1
-                    highs[last] = split - 1
-                    low_keys[last] = keys[split - 1]
-                    high_keys[last] = keys[split - 1]
+                    low = split - 1
+                    high = low
+                    low_key = keys[low]
+                    high_key = low_key
+                    lows[last] = low
+                    highs[last] = high
+                    low_keys[last] = low_key
+                    high_keys[last] = high_key
                     for q in range(last - 1, -1, -1):
                         k = keys[front + q]
-                        if low_keys[q + 1] < k:
-                            lows[q] = lows[q + 1]
-                            low_keys[q] = low_keys[q + 1]
-                        else:
-                            lows[q] = front + q
-                            low_keys[q] = k
-                        if k < high_keys[q + 1]:
-                            highs[q] = highs[q + 1]
-                            high_keys[q] = high_keys[q + 1]
-                        else:
-                            highs[q] = front + q
-                            high_keys[q] = k
+                        if not low_key < k:  # the first of equal ones: the earlier
+                            low_key = k
+                            low = front + q
+                        if not k < high_key:
+                            high_key = k
+                            high = front + q
+                        lows[q] = low
+                        low_keys[q] = low_key
+                        highs[q] = high
+                        high_keys[q] = high_key
                 back_sum = zero
                 back_low = -1
                 back_high = -1
