@@ -422,11 +422,11 @@ def reduce_column(
     extreme_values = extreme_values and not pa.types.is_dictionary(column.type)
     found = windows.reduce(wanted, values, valid, extreme_values=extreme_values)
     counts = be.to_host(found["count"]) if "count" in found else None
+    if counts is None and any(f"{how}_value" in found or how in _SUMS for how in wanted):
+        counts = be.to_host(windows.reduce(("count",), None, valid)["count"])  # nulls' mask
     out = {}
     for how in wanted:
         if f"{how}_value" in found:
-            if counts is None:
-                counts = be.to_host(windows.reduce(("count",), None, valid)["count"])
             value = be.to_host(found[f"{how}_value"])
             out[how] = arrow_numpy.array(value, column.type, counts > 0)
             continue
@@ -435,9 +435,7 @@ def reduce_column(
             out[how] = result
         elif how == "count":
             out[how] = pa.array(result, pa.int64())
-        else:
-            if counts is None:
-                counts = be.to_host(windows.reduce(("count",), None, valid)["count"])
+        else:  # sum, mean
             out[how] = arrow_numpy.array(result, None, counts > 0)
     return out
 
