@@ -108,6 +108,31 @@ def test_chunks_end_to_end_in_one_buffer_are_one_run_and_read_as_a_view():
     assert arrow_numpy.values(backwards).tolist() == [5, 6, 7, 8, 9, 0, 1, 2, 3, 4]
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_a_large_copy_split_over_threads_equals_numpys(monkeypatch, threads):
+    import numba
+
+    monkeypatch.setattr(arrow_numpy, "PARALLEL_COPY_BYTES", 64)  # 8 int64 values
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+    try:
+        # runs of 1, 0, 37, 2 and 60 rows: the threads' row ranges start inside runs
+        sizes = [1, 0, 37, 2, 60]
+        parts = [np.arange(n, dtype=np.int64) + 1_000 * k for k, n in enumerate(sizes)]
+        got = arrow_numpy.concatenate(parts, np.full(sum(sizes), -1, np.int64))
+        assert got.tolist() == np.concatenate(parts).tolist()
+        column = pa.chunked_array([pa.array(part, pa.timestamp("ns")) for part in parts])
+        assert arrow_numpy.values(column).tolist() == np.concatenate(parts).tolist()
+    finally:
+        numba.set_num_threads(before)
+
+
+def test_parts_of_another_dtype_are_copied_by_numpy_and_its_casting_rules(monkeypatch):
+    monkeypatch.setattr(arrow_numpy, "PARALLEL_COPY_BYTES", 8)
+    with pytest.raises(TypeError, match="Cannot cast"):
+        arrow_numpy.concatenate([np.array([1.5] * 4)], np.empty(4, np.int64))
+
+
 def test_a_view_of_runs_keeps_its_column_alive():
     import gc
 
