@@ -243,7 +243,9 @@ class AsofJoin:
             key, bucket = self._unsorted
             self._unsorted = None
             self._set_sorted(key, None, *self._sort(key, None, bucket, self.n_groups))
-            self._keep_time_order(key, bucket)
+            # A deferred sort is a one-shot call's, which holds the caller's key unsorted
+            # already: it cannot change before the call returns, and is kept uncopied.
+            self._keep_time_order(key, bucket, copy=False)
 
     def _ascending(self, key: Key) -> bool:
         """Whether the right keys ascend in row order (time-sorted, as quotes come); computed
@@ -255,14 +257,14 @@ class AsofJoin:
             )
         return self._key_ascends
 
-    def _keep_time_order(self, key: Key, bucket) -> None:
+    def _keep_time_order(self, key: Key, bucket, copy: bool = True) -> None:
         """Keep the right keys and group codes in row order, for a backend that streams a
         time-ordered probe through them (kernels/stream.py), when the keys ascend and every
         row is in a group: 12 bytes a row (without by-keys none, the sorted keys being in
         that order already). Keys the caller could change after preparing are copied; those
-        asofgpu made for itself (``lent``: an Arrow column's chunks combined) are kept as
-        they are: the copy of 10M keys read from parquet (77 chunks) took 83 ms of a window
-        join's 0.68 s."""
+        asofgpu made for itself (``lent``: an Arrow column's chunks combined) and a one-shot
+        call's (``copy=False``) are kept as they are: the copy of 10M keys read from parquet
+        (77 chunks) took 83 ms of a window join's 0.68 s."""
         if (
             not self.backend.streams_time_ordered
             or self._tie_sorted is not None
@@ -275,7 +277,7 @@ class AsofJoin:
             self._time_ordered = (self._keys[key.type.tick_ns], np.zeros(self.n_right, np.int32))
         else:
             values = key.values
-            if not lent(values):
+            if copy and not lent(values):
                 values = values.copy()
             self._time_ordered = (values, bucket)
 

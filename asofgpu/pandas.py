@@ -389,7 +389,9 @@ def _frame_keys(left, right, on, left_on, right_on, by, by_left, by_right):
 
 def _windows(left, right, keys, before, after, prevailing, device):
     left_on, right_on, left_by, right_by = keys
-    prepared = AsofJoin(right[right_on], [right[c] for c in right_by] or None, device=device)
+    prepared = AsofJoin(
+        right[right_on], [right[c] for c in right_by] or None, device=device, _defer_sort=True
+    )  # one call: the sort waits for the windows, and copies nothing
     return prepared.windows(
         left[left_on],
         [left[c] for c in left_by] or None,

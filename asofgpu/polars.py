@@ -958,7 +958,9 @@ def _windows(left, right, keys, before, after, prevailing, device):
     as ``join_asof``'s are."""
     left_on, right_on, left_by, right_by = keys
     left_cols, right_cols = _by_columns(left, right, left_by, right_by)
-    prepared = AsofJoin(_arrow(right.get_column(right_on)), right_cols or None, device=device)
+    prepared = AsofJoin(
+        _arrow(right.get_column(right_on)), right_cols or None, device=device, _defer_sort=True
+    )  # one call: the sort waits for the windows, and copies nothing
     return prepared.windows(
         _arrow(left.get_column(left_on)),
         left_cols or None,

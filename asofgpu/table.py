@@ -263,6 +263,7 @@ def _windows(left_t, right_t, keys, before, after, prevailing, device):
         _column(right_t, right_on, "right"),
         [_column(right_t, n, "right") for n in right_by] or None,
         device=device,
+        _defer_sort=True,  # one call: the sort waits for the windows, and copies nothing
     )
     return prepared.windows(
         _column(left_t, left_on, "left"),

@@ -533,6 +533,22 @@ def test_radix_argsort_settles_runs_of_equal_top_bits(layout, pieces, n):
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
 
 
+def test_a_one_shot_calls_deferred_sort_keeps_the_callers_keys_uncopied():
+    """A one-shot call (``_defer_sort``: ``asof_join``, the window and range joins) holds the
+    caller's keys unsorted until it returns: the time order kept for a stream is theirs, not
+    a copy (80 MB for 10M keys); a prepared join copies them (the test above)."""
+    rng = np.random.default_rng(5)
+    right_keys, right_by = np.sort(rng.integers(0, 10**6, 5_000)), rng.integers(0, 20, 5_000)
+    one_shot = ag.AsofJoin(right_keys, right_by, device="cpu", _defer_sort=True)
+    windows = one_shot.windows(right_keys[::7], right_by[::7], before=50)
+    assert np.shares_memory(one_shot._time_ordered[0], right_keys)
+    prepared = ag.AsofJoin(right_keys, right_by, device="cpu")
+    assert not np.shares_memory(prepared._time_ordered[0], right_keys)
+    again = prepared.windows(right_keys[::7], right_by[::7], before=50)
+    assert np.array_equal(windows.starts, again.starts)
+    assert np.array_equal(windows.ends, again.ends)
+
+
 @pytest.mark.parametrize("form", ["numpy", "chunked arrow"])
 def test_a_streamed_probe_reads_the_keys_as_they_were_prepared(form):
     """The stream walks the right keys in row order as prepared: a caller's numpy array,
