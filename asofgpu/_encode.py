@@ -291,33 +291,23 @@ class _Column:
         return dictionary, _nulls_as(indices, NO_GROUP)
 
     def _encode_views(self, col: pa.ChunkedArray):
-        """Codes of an inline view column, chunk by chunk (its views are read where they
-        lie), then the chunks' small dictionaries merged in chunk order, so codes keep the
-        order of first appearance. The dictionary comes as large strings (or binaries), as
-        a cast column's would; its views stay for lookups of views."""
-        from ._backend import dictionary_encode_views
+        """Codes of an inline view column, hashed in one pass over its chunks' views put end
+        to end (an inline view holds its whole value, so a view means the same in any chunk;
+        10M polars symbols in 10 chunks: 0.15 s encoded chunk by chunk and their
+        dictionaries merged, 0.1 s so). The dictionary comes as large strings (or binaries),
+        as a cast column's would; its views stay for lookups of views."""
+        from ._backend import dictionary_encode_views, host_empty
 
-        nulls_distinct = not self.null_equal
-        chunk_codes, words, valid = [], [], []
-        for chunk in col.chunks:
-            keys, bitmap, bit0 = _view_words(chunk)
-            codes, firsts = dictionary_encode_views(keys, bitmap, bit0, nulls_distinct)
-            chunk_codes.append(codes)
-            words.append(keys.reshape(-1, 2)[firsts])  # the chunk's dictionary
-            valid.append(_valid_at(bitmap, bit0, firsts))
-        sizes = [len(w) for w in words]
-        words, valid = np.concatenate(words), np.concatenate(valid)
-        codes = chunk_codes[0]
-        if len(chunk_codes) > 1:
-            merged, firsts = dictionary_encode_views(
-                words.reshape(-1), _bitmap(valid), 0, nulls_distinct
-            )
-            parts, at = [], 0
-            for local, n in zip(chunk_codes, sizes):
-                # -1 (a null under nulls_distinct) indexes the appended -1
-                parts.append(np.append(merged[at : at + n], np.int32(-1))[local])
-                at += n
-            codes, words, valid = np.concatenate(parts), words[firsts], valid[firsts]
+        chunks = [chunk for chunk in col.chunks if len(chunk)] or col.chunks[:1]
+        keys, bitmap, bit0 = _view_words(chunks[0])
+        if len(chunks) > 1:
+            parts = [_view_words(chunk)[0] for chunk in chunks]
+            keys = arrow_numpy.concatenate(parts, host_empty(2 * len(col), np.uint64))
+            bitmap, bit0 = NO_BYTES, 0
+            if col.null_count:
+                bitmap = _bitmap(np.concatenate([arrow_numpy.valid(c) for c in chunks]))
+        codes, firsts = dictionary_encode_views(keys, bitmap, bit0, not self.null_equal)
+        words, valid = keys.reshape(-1, 2)[firsts], _valid_at(bitmap, bit0, firsts)
         self._view_table = (np.ascontiguousarray(words).reshape(-1), _bitmap(valid), None)
         buffers = [
             None if valid.all() else pa.py_buffer(_bitmap(valid)),

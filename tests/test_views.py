@@ -96,15 +96,19 @@ def _chunked(rows: list, chunks: int, type_=pa.string_view()) -> pa.ChunkedArray
     )
 
 
+@pytest.mark.parametrize("layout", ["chunks", "slices and an empty chunk"])
 @pytest.mark.parametrize("null_equal", [False, True])
-def test_groups_of_views_agree_with_large_strings(thresholds, null_equal):
-    """Several chunks, each encoded apart and merged: the codes, dictionary and lookups of
+def test_groups_of_views_agree_with_large_strings(thresholds, null_equal, layout):
+    """Several chunks, their views hashed end to end: the codes, dictionary and lookups of
     the large-string path, whether the left side is views, large strings or has a value too
     long for a view."""
     thresholds(parallel_encode_rows=8)
     rng = np.random.default_rng(2)
     pool = np.array(["S%03d" % k for k in range(40)] + ["", "x" * 12, None], dtype=object)
     right = _chunked(list(rng.choice(pool, 500)), 4)
+    if layout != "chunks":  # chunks that start inside their arrays' bitmaps, and none at all
+        whole = pa.array(list(rng.choice(pool, 700)), pa.string_view())
+        right = pa.chunked_array([whole.slice(3, 200), whole.slice(0, 0), whole.slice(211)])
     left = _chunked(list(rng.choice(np.append(pool, "ZZZ"), 300)), 3)
     assert _encode._inline_views(right) and _encode._inline_views(left)
     views_groups = _encode.Groups([right], ["r"], null_equal)
