@@ -135,6 +135,12 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
     if isinstance(obj, np.ndarray) and obj.ndim != 1:
         msg = f"{param} must be one-dimensional, got an array of shape {obj.shape}"
         raise ValueError(msg)
+    if type(obj).__module__.startswith("pandas") and _is_series(obj):
+        # pandas' own export (__arrow_c_stream__) checks every float for NaN, value by
+        # value, and copies: 30-40 ms a 10M-row column, three of them in a window join.
+        fast = pandas_arrow.as_it_lies(obj)
+        if fast is not None:
+            return pa.chunked_array([fast])
     try:  # one place turns Arrow's conversion errors into a message naming the parameter
         if isinstance(obj, np.ndarray):
             return pa.chunked_array([pa.array(_fixed_time_unit(obj, param))])
@@ -154,6 +160,12 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
         f"Series), got {type(obj).__name__}"
     )
     raise TypeError(msg)
+
+
+def _is_series(obj) -> bool:
+    import pandas as pd  # imported already: obj is one of its objects
+
+    return isinstance(obj, pd.Series)
 
 
 def to_table(obj, param: str) -> pa.Table:

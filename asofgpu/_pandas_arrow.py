@@ -35,7 +35,7 @@ def table(frame) -> pa.Table:
     arrays: dict[str, pa.Array] = {}
     rest = []
     for k, name in enumerate(names):
-        fast = _as_it_lies(frame.iloc[:, k])
+        fast = as_it_lies(frame.iloc[:, k])
         if fast is None:
             rest.append(k)
         else:
@@ -48,11 +48,11 @@ def table(frame) -> pa.Table:
 
 def column(series) -> pa.Array | pa.ChunkedArray:
     """``pa.array(series, from_pandas=True)``; without a copy as ``table``'s columns."""
-    fast = _as_it_lies(series)
+    fast = as_it_lies(series)
     return fast if fast is not None else pa.array(series, from_pandas=True)
 
 
-def _as_it_lies(series) -> pa.Array | None:
+def as_it_lies(series) -> pa.Array | None:
     """The Arrow array over ``series``' own numpy values, when it has a numpy integer, float32/64
     or datetime64/timedelta64 type (with or without a time zone), native byte order and no
     missing value; else None."""

@@ -115,7 +115,7 @@ def test_a_column_without_missing_values_is_not_copied(name):
     ],
 )
 def test_missing_values_and_other_types_are_left_to_pyarrow(name):
-    assert pandas_arrow._as_it_lies(SERIES[name]) is None
+    assert pandas_arrow.as_it_lies(SERIES[name]) is None
 
 
 def test_a_frame_converts_as_from_pandas_converts_it():
@@ -157,3 +157,25 @@ def test_names_pyarrow_has_rules_for_are_left_to_it(columns):
             pandas_arrow.table(frame)
         return
     assert pandas_arrow.table(frame).equals(expected)
+
+
+@pytest.mark.parametrize("name", list(SERIES))
+def test_a_series_as_a_column_argument_reads_as_pandas_exports_it(name):
+    """``_columns.to_arrow``, how every column argument (an ``AsofJoin``'s keys, a window
+    join's payload) is read: pandas' own Arrow export's values, type and nulls, in place
+    where nothing is missing."""
+    from asofgpu._columns import to_arrow
+
+    series = SERIES[name]
+    try:
+        expected = pa.chunked_array(series) if hasattr(series, "__arrow_c_stream__") else None
+        expected = expected or pa.chunked_array([pa.array(series, from_pandas=True)])
+    except pa.ArrowException:  # byte-swapped values: refused either way
+        with pytest.raises(TypeError, match="x could not be read"):
+            to_arrow(series, "x")
+        return
+    got = to_arrow(series, "x")
+    assert got.type == expected.type
+    assert got.equals(expected), name
+    if pandas_arrow.as_it_lies(series) is not None and len(series) and "zoned" not in name:
+        assert got.chunk(0).buffers()[1].address == series.to_numpy(copy=False).ctypes.data
