@@ -310,8 +310,14 @@ def window_join(
     out = left.copy(deep=False)
     found = {}
     for name, hows in by_column(wanted).items():
-        for how, result in reduce_column(windows, arrow_of(name), hows).items():
-            if how in PICKS:
+        dtype = right[name].dtype
+        extremes = _values_kept(dtype)
+        for how, result in reduce_column(
+            windows, arrow_of(name), hows, extreme_values=extremes
+        ).items():
+            if isinstance(result, pa.Array) and how in PICKS:  # min or max values
+                found[name, how] = pd.Series(_pandas_values(result, dtype), index=left.index)
+            elif how in PICKS:
                 taken = rows_of(right[[name]], reindex_positions(result)).iloc[:, 0]
                 found[name, how] = taken.set_axis(left.index)
             else:
@@ -399,6 +405,27 @@ def _windows(left, right, keys, before, after, prevailing, device):
         after=after,
         prevailing=prevailing,
     )
+
+
+def _values_kept(dtype) -> bool:
+    """Whether a column's min and max can come as the values themselves
+    (``reduce_column``'s ``extreme_values``) and become what ``rows_of`` would take: numpy
+    float64 and int64 (NaN, and int64 made float64, where a window is empty) and
+    Arrow-backed columns. Other dtypes gather the rows the picks name."""
+    import numpy as np
+    import pandas as pd
+
+    return dtype in (np.float64, np.int64) or isinstance(dtype, pd.ArrowDtype)
+
+
+def _pandas_values(array: pa.Array, source_dtype):
+    """Min or max values of a ``_values_kept`` column (Arrow, its type, null where a window
+    is empty) as pandas holds them."""
+    import pandas as pd
+
+    if isinstance(source_dtype, pd.ArrowDtype):
+        return pd.arrays.ArrowExtensionArray(array)
+    return array.to_numpy(zero_copy_only=False)  # nulls: float64 NaN
 
 
 def _pandas_numbers(array, source_dtype):
