@@ -47,6 +47,8 @@ def values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
             return np.empty(0, _dtype(column.type))
         dtype = _dtype(column.type)
         spans = segments(column) if dtype is not None and dtype != np.bool_ else None
+        if spans == []:  # chunks of no rows
+            return np.empty(0, dtype)
         if spans is not None and len(spans) == 1:
             return _view(spans[0], dtype, column)  # slices of one buffer, as a reader's
         # Into memory asofgpu.host_pool keeps written: a join's keys are copied at each

@@ -77,6 +77,8 @@ def test_values_and_validity_match_pyarrow_on_chunks_and_slices(t, nulls):
 
 def test_a_column_of_no_chunks_or_no_rows_is_empty_of_its_type():
     assert arrow_numpy.values(pa.chunked_array([], pa.timestamp("ns"))).dtype == np.int64
+    no_rows = pa.chunked_array([pa.array([], pa.int32()), pa.array([], pa.int32())])
+    assert arrow_numpy.values(no_rows).dtype == np.int32 and len(arrow_numpy.values(no_rows)) == 0
     assert arrow_numpy.values(pa.array([], pa.float32())).dtype == np.float32
     assert arrow_numpy.valid(pa.chunked_array([], pa.int8())).tolist() == []
     assert arrow_numpy.combined(pa.chunked_array([], pa.string())).type == pa.string()
