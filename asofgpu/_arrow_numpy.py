@@ -94,13 +94,17 @@ def concatenate(parts: list[np.ndarray], out: np.ndarray) -> np.ndarray:
     if threads <= 1 or len(parts) == 0:
         return np.concatenate(parts, out=out)
     starts = np.cumsum([0] + [len(part) for part in parts])
+    failed: list[BaseException] = []
 
     def copy(lo: int, hi: int) -> None:  # out[lo:hi] from the parts that hold those rows
-        k = int(np.searchsorted(starts, lo, side="right")) - 1
-        while lo < hi:
-            end = min(hi, int(starts[k + 1]))
-            out[lo:end] = parts[k][lo - starts[k] : end - starts[k]]
-            lo, k = end, k + 1
+        try:
+            k = int(np.searchsorted(starts, lo, side="right")) - 1
+            while lo < hi:
+                end = min(hi, int(starts[k + 1]))
+                out[lo:end] = parts[k][lo - starts[k] : end - starts[k]]
+                lo, k = end, k + 1
+        except BaseException as exc:  # raised below, never a half-written array returned
+            failed.append(exc)
 
     bounds = [len(out) * t // threads for t in range(threads + 1)]
     helpers = [
@@ -111,6 +115,8 @@ def concatenate(parts: list[np.ndarray], out: np.ndarray) -> np.ndarray:
     copy(bounds[0], bounds[1])
     for helper in helpers:
         helper.join()
+    if failed:
+        raise failed[0]
     return out
 
 

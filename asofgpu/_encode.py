@@ -300,12 +300,13 @@ class _Column:
 
         chunks = [chunk for chunk in col.chunks if len(chunk)] or col.chunks[:1]
         keys, bitmap, bit0 = _view_words(chunks[0])
-        if len(chunks) > 1:
+        if len(chunks) > 1:  # read-only, as the views of one chunk: one compiled kernel
             parts = [_view_words(chunk)[0] for chunk in chunks]
-            keys = arrow_numpy.concatenate(parts, host_empty(2 * len(col), np.uint64))
+            keys = _read_only(arrow_numpy.concatenate(parts, host_empty(2 * len(col), np.uint64)))
             bitmap, bit0 = NO_BYTES, 0
             if col.null_count:
-                bitmap = _bitmap(np.concatenate([arrow_numpy.valid(c) for c in chunks]))
+                valid = np.concatenate([arrow_numpy.valid(c) for c in chunks])
+                bitmap = _read_only(np.packbits(valid, bitorder="little"))
         codes, firsts = dictionary_encode_views(keys, bitmap, bit0, not self.null_equal)
         words, valid = keys.reshape(-1, 2)[firsts], _valid_at(bitmap, bit0, firsts)
         self._view_table = (np.ascontiguousarray(words).reshape(-1), _bitmap(valid), None)

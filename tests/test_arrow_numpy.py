@@ -129,6 +129,21 @@ def test_a_large_copy_split_over_threads_equals_numpys(monkeypatch, threads):
         numba.set_num_threads(before)
 
 
+def test_a_helper_threads_failure_is_raised_not_a_half_written_array(monkeypatch):
+    import numba
+
+    class Failing(np.ndarray):
+        def __getitem__(self, key):
+            raise RuntimeError("a part could not be read")
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("one thread: nothing is split")
+    monkeypatch.setattr(arrow_numpy, "PARALLEL_COPY_BYTES", 64)
+    parts = [np.arange(50, dtype=np.int64), np.arange(50, dtype=np.int64).view(Failing)]
+    with pytest.raises(RuntimeError, match="a part could not be read"):
+        arrow_numpy.concatenate(parts, np.empty(100, np.int64))
+
+
 def test_parts_of_another_dtype_are_copied_by_numpy_and_its_casting_rules(monkeypatch):
     monkeypatch.setattr(arrow_numpy, "PARALLEL_COPY_BYTES", 8)
     with pytest.raises(TypeError, match="Cannot cast"):
