@@ -305,8 +305,7 @@ class _Column:
             keys = _read_only(arrow_numpy.concatenate(parts, host_empty(2 * len(col), np.uint64)))
             bitmap, bit0 = NO_BYTES, 0
             if col.null_count:
-                valid = np.concatenate([arrow_numpy.valid(c) for c in chunks])
-                bitmap = _read_only(np.packbits(valid, bitorder="little"))
+                bitmap = _read_only(_bitmap(np.concatenate([arrow_numpy.valid(c) for c in chunks])))
         codes, firsts = dictionary_encode_views(keys, bitmap, bit0, not self.null_equal)
         words, valid = keys.reshape(-1, 2)[firsts], _valid_at(bitmap, bit0, firsts)
         self._view_table = (np.ascontiguousarray(words).reshape(-1), _bitmap(valid), None)
