@@ -323,9 +323,10 @@ def test_mostly_distinct_values_take_arrows_encoding(thresholds):
     thresholds(parallel_encode_rows=0)
     ids = pa.chunked_array([pa.array(np.arange(1000) * 3)])
     symbols = pa.chunked_array([pa.array(np.arange(1000) % 200, pa.int32())])
-    assert not _encode._parallel_encoding(ids)
-    assert _encode._parallel_encoding(symbols)
-    assert not _encode._parallel_encoding(pa.chunked_array([pa.array([True] * 1000)]))
+    assert _encode._encode_hashed(ids, nulls_distinct=False) is None
+    assert _encode._encode_hashed(symbols, nulls_distinct=False) is not None
+    booleans = pa.chunked_array([pa.array([True] * 1000)])
+    assert _encode._encode_hashed(booleans, nulls_distinct=False) is None
 
 
 @pytest.mark.parametrize("null_equal", [False, True])

@@ -212,8 +212,8 @@ def test_mostly_distinct_values_take_arrows_path(thresholds):
     thresholds(parallel_encode_rows=0)
     ids = pa.chunked_array([pa.array([f"ID{i}" for i in range(1000)])])
     tickers = pa.chunked_array([pa.array([f"T{i % 200}" for i in range(1000)])])
-    assert not _encode._parallel_encoding(ids)
-    assert _encode._parallel_encoding(tickers)
+    assert _encode._encode_hashed(ids, nulls_distinct=False) is None
+    assert _encode._encode_hashed(tickers, nulls_distinct=False) is not None
 
 
 @pytest.mark.parametrize("null_equality", ["unequal", "equal"])

@@ -1,0 +1,95 @@
+"""A large right by-column is encoded from a sample: its first rows are encoded on all cores,
+the rest looked up in their dictionary run by run where its chunks lie, and the values the
+sample lacks encoded after and appended (``_encode._encode_hashed``). The codes, dictionary
+and null code must be those of Arrow's ``dictionary_encode`` (order of first appearance),
+whichever rows hold the new values and the nulls, for text and fixed-width columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from asofgpu import _encode
+from asofgpu._backend import walks
+from conftest import HUGE
+
+SAMPLE = 40  # rows encoded before the rest is looked up, in these tests
+TYPES = {
+    "string": pa.string(),
+    "large_string": pa.large_string(),
+    "int64": pa.int64(),
+    "int16": pa.int16(),
+    "float64": pa.float64(),
+    "timestamp": pa.timestamp("ns"),
+}
+
+
+def _values(name: str, numbers: list) -> pa.Array:
+    if name.endswith("string"):
+        return pa.array([None if v is None else f"S{v}" for v in numbers], TYPES[name])
+    if name == "float64":  # NaN and -0.0 are values too: after canonical_by, one NaN, 0.0
+        return pa.array(
+            [
+                None if v is None else (np.nan if v == 7 else -0.0 if v == 0 else v / 2)
+                for v in numbers
+            ],
+            pa.float64(),
+        )
+    return pa.array(numbers, TYPES[name])
+
+
+def _column(name: str, nulls_in_sample: bool, layout: str) -> pa.ChunkedArray:
+    """600 rows: the sample draws from 5 values; later rows from 30, some first seen in the
+    last chunk; nulls in the sample or only after it."""
+    rng = np.random.default_rng(5)
+    pool = [0, 1, 2, 3, 7] + ([None] if nulls_in_sample else [])
+    numbers = [pool[i] for i in rng.integers(0, len(pool), SAMPLE)]
+    numbers += [None if v == 30 else int(v) for v in rng.integers(0, 31, 400)]
+    numbers += [int(v) for v in rng.integers(25, 40, 160)]  # 31..39: first seen here
+    whole = _values(name, numbers)
+    if layout == "one chunk":
+        return pa.chunked_array([whole])
+    # slices of one array (one run), an empty chunk, a chunk of its own, a sliced tail
+    tail = _values(name, numbers[450:])
+    return pa.chunked_array(
+        [whole[:30], whole[30:200], whole[:0], whole[200:450], tail[:80], tail[80:]]
+    )
+
+
+@pytest.mark.parametrize("layout", ["one chunk", "chunks"])
+@pytest.mark.parametrize("nulls_in_sample", [False, True])
+@pytest.mark.parametrize("null_equal", [False, True])
+@pytest.mark.parametrize("name", list(TYPES))
+def test_the_rest_looked_up_in_the_samples_dictionary_encodes_as_arrow(
+    thresholds, monkeypatch, name, null_equal, nulls_in_sample, layout
+):
+    column = _column(name, nulls_in_sample, layout)
+    monkeypatch.setattr(_encode, "DISTINCT_SAMPLE_ROWS", SAMPLE)
+    thresholds(parallel_encode_rows=0, parallel_encode_distinct=0.25)
+    with walks.recorded() as decisions:
+        ours = _encode._Column(column, null_equal)
+    assert ("encodes_sample_in_parallel", True) in decisions
+    thresholds(parallel_encode_rows=HUGE)  # Arrow's dictionary_encode
+    arrows = _encode._Column(column, null_equal)
+    np.testing.assert_array_equal(ours.codes, arrows.codes)
+    assert ours.null_code == arrows.null_code
+    assert ours.dictionary.type == arrows.dictionary.type
+    same = ours.dictionary.to_pylist() == arrows.dictionary.to_pylist()
+    if name == "float64":  # NaN != NaN in lists: compare the bits
+        same = np.array_equal(
+            _encode._fixed_width_buffers(ours.dictionary)[0],
+            _encode._fixed_width_buffers(arrows.dictionary)[0],
+        ) and np.array_equal(ours.dictionary.is_valid(), arrows.dictionary.is_valid())
+    assert same
+    assert len(ours.dictionary) > 6  # values the sample lacked were appended
+    assert (ours.codes[SAMPLE:] >= 0).any()
+
+
+def test_a_column_no_longer_than_its_sample_is_encoded_whole(thresholds, monkeypatch):
+    monkeypatch.setattr(_encode, "DISTINCT_SAMPLE_ROWS", SAMPLE)
+    thresholds(parallel_encode_rows=0, parallel_encode_distinct=1.0)
+    column = pa.chunked_array([_values("string", [3, 1, None, 3, 2] * 8)])
+    codes, dictionary = _encode._encode_hashed(column, nulls_distinct=True)
+    assert codes.tolist() == [0, 1, -1, 0, 2] * 8
+    assert dictionary.to_pylist() == ["S3", "S1", "S2"]
