@@ -120,6 +120,36 @@ def test_walk_order_is_a_stable_sort_of_the_walked_rows(kind):
     np.testing.assert_array_equal(sorted_groups, groups[expected])
 
 
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("is_float", [False, True])
+def test_is_sorted_finds_a_descent_wherever_it_lies(is_float, parallel):
+    """The check that decides whether a side is walked as it lies: every adjacent pair, in
+    each of several stretches and across their borders, of all rows or of some (read through
+    their row numbers), with ties and (floats) NaN, which sorts last."""
+    _, is_sorted = _backend.jit.cpu_scan(is_float, parallel)
+    dtype = np.float64 if is_float else np.int64
+    keys = np.repeat(np.arange(50, dtype=dtype), 2)  # 100 rows, each key twice
+    if is_float:
+        keys[-3:] = np.nan
+    every, some = np.arange(100, dtype=np.int32), np.arange(0, 100, 3, dtype=np.int32)
+    for n_pieces in (1, 2, 3, 7, 100, 200):
+        assert is_sorted(keys, every, n_pieces) and is_sorted(keys, some, n_pieces)
+        for at in (1, 33, 50, 51, 66, 96):  # 50: the border of two halves
+            broken = keys.copy()
+            broken[at] = broken[at - 1] - 1
+            assert not is_sorted(broken, every, n_pieces), (n_pieces, at)
+            # through row numbers: only the rows they name are compared
+            assert is_sorted(broken, np.setdiff1d(every, [at]).astype(np.int32), n_pieces)
+            assert not is_sorted(broken, np.array([at - 1, at], np.int32), n_pieces)
+        if is_float:  # a number after a NaN descends
+            broken = keys.copy()
+            broken[98] = 0.0
+            assert not is_sorted(broken, every, n_pieces)
+    empty = np.empty(0, dtype)
+    assert is_sorted(empty, np.empty(0, np.int32), 2)
+    assert is_sorted(keys, np.empty(0, np.int32), 2)
+
+
 @pytest.mark.parametrize("kind", ["int", "float"])
 def test_prepared_probe_paths_agree(kind):
     """A prepared right side probed three ways: a large batch in key order (cursor probe), a

@@ -169,7 +169,7 @@ class CpuBackend(Backend):
             _, is_sorted = cpu_scan(is_float, parallel)
             n_groups = len(right.offsets) - 1
             rows = walked_rows(left_groups >= 0)
-            in_order = is_sorted(left_keys, rows)
+            in_order = is_sorted(left_keys, rows, n_threads)
             if walks.searches_each_row(len(rows), in_order):
                 cpu_probe_all(is_float, parallel)(left_keys, left_groups, right, how, out)
                 return

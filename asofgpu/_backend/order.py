@@ -23,7 +23,8 @@ def walk_order(
     walked: the caller's own arrays). ``groups`` holds codes below ``n_groups`` for walked
     rows. The caller holds the parallel-launch lock."""
     rows = walked_rows(walked)
-    return in_key_order(rows, is_sorted(keys, rows), keys, groups, n_groups, is_float, threads)
+    in_order = is_sorted(keys, rows, threads)
+    return in_key_order(rows, in_order, keys, groups, n_groups, is_float, threads)
 
 
 def in_key_order(
