@@ -210,27 +210,47 @@ def _encode_hashed(col: pa.ChunkedArray, nulls_distinct: bool):
     codes = host_empty(len(col), np.int32)
     codes[: len(head)] = head_codes
     table = _lookup_table(dictionary)
-    null_at = np.flatnonzero(~arrow_numpy.valid(dictionary))
-    # Nulls that are one more value but not in the sample are missed, and encoded below.
-    null_code = int(null_at[0]) if len(null_at) else NO_GROUP
-    missed = []
-    at = len(head)
-    for run in arrow_numpy.runs(col.slice(at)):
-        found = codes[at : at + len(run)]
-        _look_up(table, run, null_code, found)
-        if found.min() < 0:
-            missing = found == NO_GROUP
-            if nulls_distinct and run.null_count:
-                missing &= arrow_numpy.valid(run)  # a null's code is NO_GROUP: not missed
-            missed.append(np.flatnonzero(missing) + at)
-        at += len(run)
-    rows = np.concatenate([np.empty(0, np.int64), *missed])
+    rows = _look_up_rest(
+        col,
+        codes,
+        len(head),
+        lambda run, null_code, out: _look_up(table, run, null_code, out),
+        _first_null(arrow_numpy.valid(dictionary)),
+        nulls_distinct,
+    )
     if rows.size:  # in row order: the codes stay in order of first appearance
         values = arrow_numpy.combined(col.take(arrow_numpy.array(rows)))
         more = pc.dictionary_encode(values, null_encoding="mask" if nulls_distinct else "encode")
         codes[rows] = len(dictionary) + more.indices.to_numpy()
         dictionary = pa.concat_arrays([dictionary, more.dictionary])
     return codes, dictionary
+
+
+def _first_null(valid: np.ndarray) -> int:
+    """The code of a dictionary's null (whose ``valid`` is False), NO_GROUP without one."""
+    null_at = np.flatnonzero(~valid)
+    return int(null_at[0]) if len(null_at) else NO_GROUP
+
+
+def _look_up_rest(
+    col: pa.ChunkedArray, codes: np.ndarray, start: int, look_up, null_code: int, nulls_distinct
+) -> np.ndarray:
+    """Fill ``codes[start:]`` with the dictionary positions of ``col``'s rows from ``start``
+    on, run by run where its chunks lie (``look_up(run, null_code, out)``), and return the
+    rows whose value the dictionary lacks, ascending: nulls among them when nulls are one
+    more value and the dictionary has none (``null_code`` is then NO_GROUP)."""
+    missed = []
+    at = start
+    for run in arrow_numpy.runs(col.slice(start)):
+        found = codes[at : at + len(run)]
+        look_up(run, null_code, found)
+        if found.min() < 0:
+            missing = found == NO_GROUP
+            if nulls_distinct and run.null_count:
+                missing &= arrow_numpy.valid(run)  # a null's code is NO_GROUP: not missed
+            missed.append(np.flatnonzero(missing) + at)
+        at += len(run)
+    return np.concatenate([np.empty(0, np.int64), *missed])
 
 
 def _lookup_table(dictionary: pa.Array):
@@ -256,13 +276,18 @@ def _look_up(table, arr: pa.Array, null_code: int, out: np.ndarray | None) -> np
     return lookup_fixed(table, *_fixed_width_buffers(arr), null_code, out=out)
 
 
-def _inline_views(col: pa.ChunkedArray) -> bool:
-    """A large view column (polars' strings) whose values all sit in their views
-    (``kernels/views.py``): hashed where it lies, without a cast to large strings."""
-    if not walks.encodes_in_parallel(len(col)) or not (
+def _hashed_views(col: pa.ChunkedArray) -> bool:
+    """Whether a column is a large view column (polars' strings), which is hashed where it
+    lies (``kernels/views.py``) when its values all sit in their views (``_inline``), rather
+    than cast to large strings."""
+    return walks.encodes_in_parallel(len(col)) and (
         pa.types.is_string_view(col.type) or pa.types.is_binary_view(col.type)
-    ):
-        return False
+    )
+
+
+def _inline(col: pa.ChunkedArray) -> bool:
+    """Whether every view of a view column holds its whole value (null slots included): then
+    two views are equal exactly when their words are."""
     for chunk in col.chunks:
         lengths = np.frombuffer(
             chunk.buffers()[1], dtype="<u4", count=4 * (chunk.offset + len(chunk))
@@ -279,6 +304,50 @@ def _view_words(arr: pa.Array):
     words = np.frombuffer(data, dtype="<u8", count=2 * (arr.offset + len(arr)))[2 * arr.offset :]
     bitmap = np.frombuffer(validity, dtype=np.uint8) if arr.null_count else NO_BYTES
     return words, bitmap, arr.offset
+
+
+def _hash_views(col: pa.ChunkedArray, nulls_distinct: bool):
+    """(codes, words, valid) of an inline view column, hashed on all cores in one pass over
+    its chunks' views put end to end (10M polars symbols in 10 chunks: 0.15 s hashed chunk
+    by chunk and the dictionaries merged, 0.1 s so): int32 codes in order of first
+    appearance (-1 for nulls under ``nulls_distinct``), and each code's view (a row of two
+    uint64 words) and validity."""
+    from ._backend import host_empty
+
+    chunks = [chunk for chunk in col.chunks if len(chunk)] or col.chunks[:1]
+    keys, bitmap, bit0 = _view_words(chunks[0])
+    if len(chunks) > 1:  # read-only, as the views of one chunk: one compiled kernel
+        parts = [_view_words(chunk)[0] for chunk in chunks]
+        keys = _read_only(arrow_numpy.concatenate(parts, host_empty(2 * len(col), np.uint64)))
+        bitmap, bit0 = NO_BYTES, 0
+        if col.null_count:
+            bitmap = _read_only(_bitmap(np.concatenate([arrow_numpy.valid(c) for c in chunks])))
+    return _hash_view_words(keys, bitmap, bit0, nulls_distinct)
+
+
+def _hash_view_words(keys: np.ndarray, bitmap: np.ndarray, bit0: int, nulls_distinct: bool):
+    """``_hash_views`` of views given as their words (two uint64 a view, read-only) and a
+    validity bitmap from bit ``bit0``."""
+    from ._backend import dictionary_encode_views
+
+    codes, firsts = dictionary_encode_views(keys, bitmap, bit0, nulls_distinct)
+    words = np.ascontiguousarray(keys.reshape(-1, 2)[firsts])
+    return codes, words, _valid_at(bitmap, bit0, firsts)
+
+
+def _views_at(col: pa.ChunkedArray, rows: np.ndarray):
+    """(words, validity bitmap) of the views of ``col``'s ``rows`` (ascending), read from
+    the chunks that hold them (Arrow's take has no kernel for views)."""
+    words, valid = [np.empty((0, 2), np.uint64)], [np.empty(0, bool)]
+    at = 0
+    for chunk in col.chunks:
+        lo, hi = np.searchsorted(rows, [at, at + len(chunk)])
+        if hi > lo:
+            local = rows[lo:hi] - at
+            words.append(_view_words(chunk)[0].reshape(-1, 2)[local])
+            valid.append(arrow_numpy.valid(chunk)[local])
+        at += len(chunk)
+    return _read_only(np.concatenate(words).reshape(-1)), _read_only(_bitmap(np.concatenate(valid)))
 
 
 def _valid_at(bitmap: np.ndarray, bit0: int, rows: np.ndarray) -> np.ndarray:
@@ -332,12 +401,12 @@ class _Column:
         self._view_table = None  # with inline views: (their words, validity, hash table)
         if pa.types.is_dictionary(col.type):
             self.dictionary, self.codes = self._encode_dictionary_column(col)
-        elif _inline_views(col):
-            self.dictionary, self.codes = self._encode_views(col)
+        elif _hashed_views(col) and (encoded := self._encode_views(col)) is not None:
+            self.dictionary, self.codes = encoded
         else:
             self.dictionary, self.codes = self._encode_values(canonical_by(col))
-        null_at = np.flatnonzero(~arrow_numpy.valid(self.dictionary))
-        self.null_code = int(null_at[0]) if null_equal and len(null_at) else NO_GROUP
+        valid = arrow_numpy.valid(self.dictionary)
+        self.null_code = _first_null(valid) if null_equal else NO_GROUP
         self._table = None  # the dictionary's hash table, built on first lookup
 
     def _encode_values(self, col: pa.ChunkedArray):
@@ -351,28 +420,55 @@ class _Column:
         return dictionary, _nulls_as(indices, NO_GROUP)
 
     def _encode_views(self, col: pa.ChunkedArray):
-        """Codes of an inline view column, hashed in one pass over its chunks' views put end
-        to end (an inline view holds its whole value, so a view means the same in any chunk;
-        10M polars symbols in 10 chunks: 0.15 s encoded chunk by chunk and their
-        dictionaries merged, 0.1 s so). The dictionary comes as large strings (or binaries),
-        as a cast column's would; its views stay for lookups of views."""
-        from ._backend import dictionary_encode_views, host_empty
+        """Codes of an inline view column, as ``_encode_hashed`` encodes text: the views of
+        a sample of the first rows hashed on all cores (``_hash_views``), the rest looked up
+        in their dictionary run by run where it lies, and the views the sample lacks hashed
+        after and appended (the whole column hashed so where the sample is mostly distinct).
+        An inline view holds its whole value, so a view means the same in any chunk; None
+        when a value is too long for its view. A longer value can equal no inline one, so
+        only the sample and the views it lacks are checked (every view's length read again
+        took 18 ms of 10M). The dictionary comes as large strings (or binaries), as a cast
+        column's would; its views stay for lookups of views."""
+        from ._backend import host_empty, lookup_views, views_lookup_table
 
-        chunks = [chunk for chunk in col.chunks if len(chunk)] or col.chunks[:1]
-        keys, bitmap, bit0 = _view_words(chunks[0])
-        if len(chunks) > 1:  # read-only, as the views of one chunk: one compiled kernel
-            parts = [_view_words(chunk)[0] for chunk in chunks]
-            keys = _read_only(arrow_numpy.concatenate(parts, host_empty(2 * len(col), np.uint64)))
-            bitmap, bit0 = NO_BYTES, 0
-            if col.null_count:
-                bitmap = _read_only(_bitmap(np.concatenate([arrow_numpy.valid(c) for c in chunks])))
-        codes, firsts = dictionary_encode_views(keys, bitmap, bit0, not self.null_equal)
-        words, valid = keys.reshape(-1, 2)[firsts], _valid_at(bitmap, bit0, firsts)
-        self._view_table = (np.ascontiguousarray(words).reshape(-1), _bitmap(valid), None)
-        buffers = [
-            None if valid.all() else pa.py_buffer(_bitmap(valid)),
-            pa.py_buffer(np.ascontiguousarray(words)),
-        ]
+        nulls_distinct = not self.null_equal
+        head = col.slice(0, DISTINCT_SAMPLE_ROWS)
+        if not _inline(head):
+            return None
+        head_codes, words, valid = _hash_views(head, nulls_distinct)
+        if len(head) == len(col):
+            codes = head_codes
+        elif not walks.encodes_sample_in_parallel(len(head), len(words)):
+            if not _inline(col):
+                return None
+            codes, words, valid = _hash_views(col, nulls_distinct)
+        else:
+            codes = host_empty(len(col), np.int32)
+            codes[: len(head)] = head_codes
+            flat = words.reshape(-1)
+            table = (flat, views_lookup_table(flat, _bitmap(valid), 0))
+            rows = _look_up_rest(
+                col,
+                codes,
+                len(head),
+                lambda run, null_code, out: lookup_views(
+                    table, *_view_words(run), null_code, out=out
+                ),
+                _first_null(valid),
+                nulls_distinct,
+            )
+            if rows.size:  # in row order: the codes stay in order of first appearance
+                missed, bitmap = _views_at(col, rows)
+                if int(missed.view("<u4")[::4].max()) > views.INLINE:  # their lengths
+                    return None
+                more_codes, more_words, more_valid = _hash_view_words(
+                    missed, bitmap, 0, nulls_distinct
+                )
+                codes[rows] = len(words) + more_codes  # no nulls among them, or one value
+                words = np.concatenate([words, more_words])
+                valid = np.concatenate([valid, more_valid])
+        self._view_table = (words.reshape(-1), _bitmap(valid), None)
+        buffers = [None if valid.all() else pa.py_buffer(_bitmap(valid)), pa.py_buffer(words)]
         views_array = pa.Array.from_buffers(col.type, len(words), buffers)
         large = pa.large_binary() if pa.types.is_binary_view(col.type) else pa.large_string()
         return views_array.cast(large), codes
@@ -404,7 +500,8 @@ class _Column:
             return codes.astype(np.int32, copy=False)
         if pa.types.is_null(col.type):  # all null
             return np.full(len(col), self.null_code, dtype=np.int32)
-        if self._view_table is not None and _inline_views(col):
+        # A view too long to be inline equals no value of the inline dictionary: not found.
+        if self._view_table is not None and _hashed_views(col):
             return self._lookup_views(col)
         col = canonical_by(col)
         # A prepared join probes again and again: the dictionary is hashed once, not at each

@@ -2,7 +2,7 @@
 the rest looked up in their dictionary run by run where its chunks lie, and the values the
 sample lacks encoded after and appended (``_encode._encode_hashed``). The codes, dictionary
 and null code must be those of Arrow's ``dictionary_encode`` (order of first appearance),
-whichever rows hold the new values and the nulls, for text and fixed-width columns."""
+whichever rows hold the new values and the nulls, for text, view and fixed-width columns."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ SAMPLE = 40  # rows encoded before the rest is looked up, in these tests
 TYPES = {
     "string": pa.string(),
     "large_string": pa.large_string(),
+    "string_view": pa.string_view(),  # polars' strings: hashed as their views
     "int64": pa.int64(),
     "int16": pa.int16(),
     "float64": pa.float64(),
@@ -26,7 +27,7 @@ TYPES = {
 
 
 def _values(name: str, numbers: list) -> pa.Array:
-    if name.endswith("string"):
+    if "string" in name:
         return pa.array([None if v is None else f"S{v}" for v in numbers], TYPES[name])
     if name == "float64":  # NaN and -0.0 are values too: after canonical_by, one NaN, 0.0
         return pa.array(
@@ -93,3 +94,29 @@ def test_a_column_no_longer_than_its_sample_is_encoded_whole(thresholds, monkeyp
     codes, dictionary = _encode._encode_hashed(column, nulls_distinct=True)
     assert codes.tolist() == [0, 1, -1, 0, 2] * 8
     assert dictionary.to_pylist() == ["S3", "S1", "S2"]
+
+
+@pytest.mark.parametrize("distinct_sample", [False, True])
+@pytest.mark.parametrize("null_equal", [False, True])
+def test_a_view_too_long_to_be_inline_after_the_sample_takes_the_large_string_path(
+    thresholds, monkeypatch, null_equal, distinct_sample
+):
+    """Only the sample's views and those it lacks are checked for length: a long value later
+    on is one the sample lacks, and sends the column to the large-string path (as does a
+    long value anywhere in a column whose sample is mostly distinct and is hashed whole)."""
+    monkeypatch.setattr(_encode, "DISTINCT_SAMPLE_ROWS", SAMPLE)
+    thresholds(parallel_encode_rows=0, parallel_encode_distinct=0.0 if distinct_sample else 1.0)
+    long = "a value too long for a view"  # twice: two views of one value, unequal words
+    values = [f"S{i % 7}" for i in range(300)] + [long, "S1", None, long]
+    view = pa.string_view()
+    column = pa.chunked_array([pa.array(values[:150], view), pa.array(values[150:], view)])
+    ours = _encode._Column(column, null_equal)
+    assert ours._view_table is None  # not hashed as views
+    thresholds(parallel_encode_rows=HUGE)
+    arrows = _encode._Column(column, null_equal)
+    np.testing.assert_array_equal(ours.codes, arrows.codes)
+    assert ours.dictionary.equals(arrows.dictionary)
+    # the same column without the long value is hashed as views, to the same codes
+    short = pa.chunked_array([pa.array(values[:300] + ["S1", None], view)])
+    thresholds(parallel_encode_rows=0)
+    assert _encode._Column(short, null_equal)._view_table is not None

@@ -110,7 +110,7 @@ def test_groups_of_views_agree_with_large_strings(thresholds, null_equal, layout
         whole = pa.array(list(rng.choice(pool, 700)), pa.string_view())
         right = pa.chunked_array([whole.slice(3, 200), whole.slice(0, 0), whole.slice(211)])
     left = _chunked(list(rng.choice(np.append(pool, "ZZZ"), 300)), 3)
-    assert _encode._inline_views(right) and _encode._inline_views(left)
+    assert all(_encode._hashed_views(c) and _encode._inline(c) for c in (right, left))
     views_groups = _encode.Groups([right], ["r"], null_equal)
     large_groups = _encode.Groups([right.cast(pa.large_string())], ["r"], null_equal)
     assert views_groups.columns[0]._view_table is not None  # the views path was taken
@@ -120,7 +120,7 @@ def test_groups_of_views_agree_with_large_strings(thresholds, null_equal, layout
     np.testing.assert_array_equal(views_groups.lookup([left], ["l"]), want)
     np.testing.assert_array_equal(views_groups.lookup([left.cast(pa.large_string())], ["l"]), want)
     long = _chunked(list(left.to_pylist()[:-1]) + ["a value too long for a view"], 2)
-    assert not _encode._inline_views(long)
+    assert not _encode._inline(long)
     np.testing.assert_array_equal(
         views_groups.lookup([long], ["l"]),
         large_groups.lookup([long.cast(pa.large_string())], ["l"]),
@@ -144,7 +144,7 @@ def test_a_join_on_polars_strings_equals_the_join_on_arrow_strings():
         pl.concat([f.slice(0, n // 2), f.slice(n // 2)], rechunk=False) for f in (quotes, trades)
     )  # chunked, as read from files
     views_key = trades.to_arrow(compat_level=pl.CompatLevel.newest())["sym"]
-    assert pa.types.is_string_view(views_key.type) and _encode._inline_views(views_key)
+    assert _encode._hashed_views(views_key) and _encode._inline(views_key)
     got = ag.asof_join(
         trades["t"].to_numpy(),
         quotes["t"].to_numpy(),
