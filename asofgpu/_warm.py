@@ -74,6 +74,7 @@ def _prepared() -> None:
             gmap = prepared.join(batch["time"], batch["symbol"])
             gather(payload, gmap)
             gather(in_chunks, gmap)
+            gather(payload, gmap.astype(np.int64))  # the pandas front end's positions
 
 
 def _integer_groups() -> None:

@@ -1021,3 +1021,40 @@ def test_arrow_columns_gathered_by_an_int32_map_keep_their_nulls():
     frame = pd.DataFrame({"q": pd.array([1, 2], dtype=pd.ArrowDtype(pa.int64()))})
     taken = rows_of(frame, np.array([1, -1, 0], dtype=np.int32))
     assert taken["q"].tolist() == [2, pd.NA, 1]
+
+
+@pytest.mark.parametrize("rmap_dtype", [np.int32, np.intp])
+@pytest.mark.parametrize("with_missing", [False, True])
+def test_rows_of_takes_numpy_numbers_as_reindex_does(thresholds, with_missing, rmap_dtype):
+    """Above ``parallel_gather_rows`` numpy floats (and integers, when no entry is missing)
+    are taken by asofgpu's take: values, NaN and dtypes must be reindex's, for every dtype
+    beside them that pandas still takes (bools, objects, datetimes, masked integers)."""
+    from asofgpu._backend import walks
+    from asofgpu._pandas_semantics import rows_of
+
+    rng = np.random.default_rng(4)
+    n = 300
+    frame = pd.DataFrame(
+        {
+            "f64": rng.normal(size=n),
+            "f32": rng.normal(size=n).astype(np.float32),
+            "i64": rng.integers(-(2**62), 2**62, n),
+            "i32": rng.integers(-100, 100, n).astype(np.int32),
+            "u8": rng.integers(0, 255, n).astype(np.uint8),
+            "b": rng.random(n) < 0.5,
+            "o": pd.Series([f"s{i}" for i in range(n)], dtype=object),
+            "dt": pd.date_range("2026-01-01", periods=n, freq="s"),
+            "masked": pd.array(rng.integers(0, 9, n), dtype="Int64"),
+        }
+    )
+    frame.loc[3, "f64"] = np.nan
+    rmap = rng.integers(0, n, 2 * n).astype(rmap_dtype)
+    if with_missing:
+        rmap[rng.random(2 * n) < 0.2] = -1
+    thresholds(parallel_gather_rows=0)
+    with walks.recorded() as decisions:
+        taken = rows_of(frame, rmap)
+    assert ("gathers_in_parallel", True) in decisions
+    want = frame.reset_index(drop=True).reindex(rmap.astype(np.intp)).reset_index(drop=True)
+    assert_frame_equal(taken, want, check_exact=True)
+    assert taken["f64"].isna().sum() == (rmap == 3).sum() + with_missing * (rmap == -1).sum()
