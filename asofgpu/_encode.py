@@ -219,10 +219,12 @@ def _encode_hashed(col: pa.ChunkedArray, nulls_distinct: bool):
         nulls_distinct,
     )
     if rows.size:  # in row order: the codes stay in order of first appearance
-        values = arrow_numpy.combined(col.take(arrow_numpy.array(rows)))
+        values = col.take(arrow_numpy.array(rows))  # in chunks: text may pass 2 GiB
         more = pc.dictionary_encode(values, null_encoding="mask" if nulls_distinct else "encode")
-        codes[rows] = len(dictionary) + more.indices.to_numpy()
-        dictionary = pa.concat_arrays([dictionary, more.dictionary])
+        # No nulls among the indices: the missed rows are valid, or nulls are a value.
+        indices = [chunk.indices.to_numpy() for chunk in more.chunks]
+        codes[rows] = len(dictionary) + np.concatenate([np.empty(0, np.int32), *indices])
+        dictionary = pa.concat_arrays([dictionary, more.chunk(0).dictionary])
     return codes, dictionary
 
 

@@ -2,8 +2,9 @@
 exports) whose values are all inline, for ``kernels/hashing.py``.
 
 A view is 16 bytes: the value's length (4 bytes), then a value of at most 12 bytes itself
-(longer ones point into other buffers; a column holding any is cast to large strings instead,
-``_encode``). Tickers, venues and most IDs are that short, so the column needs no copy: its
+(longer ones point into other buffers; a right column holding any is cast to large strings
+instead, ``_encode``, and a longer left value, its length above 12, equals no inline one and
+is found in no dictionary of them). Tickers, venues and most IDs are that short, so the column needs no copy: its
 ``keys`` are its views as pairs of ``uint64`` (little-endian: the first holds the length and
 the first 4 bytes, the second the next 8), its ``data`` is empty. The bytes past a value's
 length are masked off (Arrow asks writers to zero them; a reader need not rely on it), so two
