@@ -5,8 +5,9 @@ Everything runs in hash kernels, never a Python loop over rows: Arrow's
 ``dictionary_encode``, and for large text (string, binary) and fixed-width (integer, float,
 temporal) columns asofgpu's own on all cores (``kernels/hashing.py``, with
 ``kernels/strings.py`` and ``kernels/fixed_width.py``; Arrow's hash on one core was half of a
-one-shot join). A left text, integer, float or temporal column is looked up in a hash table
-of the right's dictionary, built once (the same modules; on all cores where
+one-shot join): a sample of the first rows hashed, the rest looked up in its dictionary
+(``_encode_hashed``). A left text, integer, float or temporal column is looked up in a hash
+table of the right's dictionary, built once (the same modules; on all cores where
 ``_backend.walks.parallel`` says so); other types (bool, decimal) by Arrow's ``index_in``,
 which hashes the dictionary again at each call. Several columns are combined pairwise
 (``code * n + code``) and re-encoded after each step, so the combined codes stay dense and
