@@ -59,7 +59,7 @@ from pandas.errors import MergeError
 
 from ._backend import take_fixed, walks
 from ._columns import Reaches, is_row_tolerances
-from ._types import NO_MATCH_INT64, is_no_match
+from ._types import NO_MATCH_INT64
 from .gather import gather
 from .join import AsofJoin
 
@@ -905,9 +905,13 @@ def reindex_positions(gmap) -> np.ndarray:
 
     >>> reindex_positions(np.array([2, -(2**31)], dtype=np.int32)).tolist()
     [2, -1]
+    >>> reindex_positions(np.array([-(2**63), 0, 5])).tolist()
+    [-1, 0, 5]
     """
     gmap = np.asarray(gmap.get() if hasattr(gmap, "get") else gmap)
-    return np.where(is_no_match(gmap), -1, gmap).astype(np.intp)
+    positions = gmap.astype(np.intp)  # a copy: the caller's map stays as it is
+    # Rows are >= 0 and the sentinels the most negative values: two passes, not five.
+    return np.maximum(positions, -1, out=positions)
 
 
 def _is_identity(rmap: np.ndarray, n: int) -> bool:
