@@ -979,6 +979,9 @@ def _numbers_of(frame: pd.DataFrame, columns: list[int], rmap: np.ndarray) -> di
             picked.append((k, values))
     if not picked:
         return {}
+    top = int(rmap.max(initial=-1))
+    if top >= len(frame):  # the take reads where it is told: never past the values
+        raise IndexError(f"rows_of: position {top} is past the frame's {len(frame)} rows")
     buffers = take_fixed([values for _, values in picked], rmap, valid)
     taken = {}
     for (k, values), buffer in zip(picked, buffers):

@@ -1058,3 +1058,14 @@ def test_rows_of_takes_numpy_numbers_as_reindex_does(thresholds, with_missing, r
     want = frame.reset_index(drop=True).reindex(rmap.astype(np.intp)).reset_index(drop=True)
     assert_frame_equal(taken, want, check_exact=True)
     assert taken["f64"].isna().sum() == (rmap == 3).sum() + with_missing * (rmap == -1).sum()
+
+
+def test_rows_of_refuses_a_position_past_the_frame(thresholds):
+    """The take on all cores reads where the positions say: one past the frame is an error,
+    as pandas' take makes it, never a read past the values."""
+    from asofgpu._pandas_semantics import rows_of
+
+    thresholds(parallel_gather_rows=0)
+    frame = pd.DataFrame({"x": [1.0, 2.0]})
+    with pytest.raises(IndexError, match="position 2 is past the frame's 2 rows"):
+        rows_of(frame, np.array([0, -1, 2]))
