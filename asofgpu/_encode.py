@@ -291,13 +291,13 @@ def _hashed_views(col: pa.ChunkedArray) -> bool:
 def _inline(col: pa.ChunkedArray) -> bool:
     """Whether every view of a view column holds its whole value (null slots included): then
     two views are equal exactly when their words are."""
-    for chunk in col.chunks:
-        lengths = np.frombuffer(
-            chunk.buffers()[1], dtype="<u4", count=4 * (chunk.offset + len(chunk))
-        )[4 * chunk.offset :: 4]
-        if int(lengths.max(initial=0)) > views.INLINE:
-            return False
-    return True
+    return all(_longest(_view_words(chunk)[0]) <= views.INLINE for chunk in col.chunks)
+
+
+def _longest(words: np.ndarray) -> int:
+    """The longest length among views given as their words (two uint64 a view, the first
+    4 bytes of each its length); 0 for none."""
+    return int(words.view("<u4")[::4].max(initial=0))
 
 
 def _view_words(arr: pa.Array):
@@ -462,7 +462,7 @@ class _Column:
             )
             if rows.size:  # in row order: the codes stay in order of first appearance
                 missed, bitmap = _views_at(col, rows)
-                if int(missed.view("<u4")[::4].max()) > views.INLINE:  # their lengths
+                if _longest(missed) > views.INLINE:
                     return None
                 more_codes, more_words, more_valid = _hash_view_words(
                     missed, bitmap, 0, nulls_distinct
