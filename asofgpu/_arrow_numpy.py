@@ -316,6 +316,16 @@ def empty_table(schema: pa.Schema) -> pa.Table:
     return pa.Table.from_batches([], schema=schema)
 
 
+def physical_dtype(t: pa.DataType) -> np.dtype | None:
+    """The numpy dtype ``values`` gives a column of type ``t`` (None: not read from its
+    buffers).
+
+    >>> physical_dtype(pa.timestamp("ns")), physical_dtype(pa.string())
+    (dtype('int64'), None)
+    """
+    return _dtype(t)
+
+
 def is_fixed_width(t: pa.DataType) -> bool:
     """Whether ``values`` reads a column of type ``t`` from its buffers."""
     return _dtype(t) is not None

@@ -53,11 +53,14 @@ class KeyType:
 
 @dataclass
 class Key:
-    """Kernel-ready ordered key: values (int64, uint64 or float64), validity (or None)."""
+    """Kernel-ready ordered key: values (int64, uint64 or float64), validity (or None), and
+    whether the values are known to ascend in asofgpu's total order (null slots included):
+    found while copying a chunked column, and then not checked again. False: unknown."""
 
     values: object
     valid: object
     type: KeyType
+    ascends: bool = False
 
 
 # --------------------------------------------------------------------------- recognising inputs
@@ -274,22 +277,47 @@ def ordered_key(obj, param: str, host: bool) -> Key:
         return Key(values, None, ktype)
     col = to_arrow(obj, param)
     ktype = key_type_of_arrow(col.type, param)
-    values, valid = _arrow_to_numpy(col, ktype)
-    if ktype.physical == "float":
+    values, valid, ascends = _arrow_to_numpy(col, ktype)
+    if ktype.physical == "float":  # keeps the order: it changes no key's place in it
         values = canonical_floats(values, np)
     if not host:
         import cupy
 
         values = cupy.asarray(values)
         valid = None if valid is None else cupy.asarray(valid)
-    return Key(values, valid, ktype)
+    return Key(values, valid, ktype, ascends)
 
 
 def _arrow_to_numpy(col: pa.ChunkedArray, ktype: KeyType):
-    """The physical values of a key column (nulls filled with 0) and its validity."""
+    """The physical values of a key column (nulls filled with 0), its validity, and whether
+    they are known to ascend (``Key.ascends``)."""
+    copied = _copied_checked(col, ktype)
+    if copied is not None:
+        return copied[0], None, copied[1]
     valid = arrow_numpy.valid(col) if col.null_count else None
     values = arrow_numpy.filled(col, 0)
-    return values.astype(_PHYSICAL_NUMPY[ktype.physical], copy=False), valid
+    return values.astype(_PHYSICAL_NUMPY[ktype.physical], copy=False), valid, False
+
+
+def _copied_checked(col: pa.ChunkedArray, ktype: KeyType):
+    """A key column in several runs of chunks (a reader's), without nulls and stored as its
+    kernel type, copied into one array with its order checked in the same pass
+    (``_backend.order.copy_checked``): (values, whether they ascend). None for any other
+    column, which ``arrow_numpy.values`` reads as it lies or copies, and a walk checks."""
+    from ._backend import order, walks
+
+    dtype = np.dtype(_PHYSICAL_NUMPY[ktype.physical])
+    if (
+        col.num_chunks < 2
+        or col.null_count
+        or arrow_numpy.physical_dtype(col.type) != dtype
+        or not walks.checks_while_copying(len(col))
+    ):
+        return None
+    spans = arrow_numpy.segments(col)
+    if spans is None or len(spans) < 2:  # one run is read where it lies
+        return None
+    return order.copy_checked(spans, dtype, ktype.physical == "float")
 
 
 def canonical_floats(values, xp):
@@ -335,7 +363,7 @@ def rescale(key: Key, tick_ns: int, param: str, xp) -> Key:
             )
             raise OverflowError(msg)
     ktype = KeyType(key.type.family, tick_ns, key.type.tz, key.type.name)
-    return Key(values * factor, key.valid, ktype)
+    return Key(values * factor, key.valid, ktype, key.ascends)  # no overflow: order kept
 
 
 # --------------------------------------------------------------------------- tolerance

@@ -250,6 +250,8 @@ class AsofJoin:
     def _ascending(self, key: Key) -> bool:
         """Whether the right keys ascend in row order (time-sorted, as quotes come); computed
         once."""
+        if self._key_ascends is None and key.ascends:  # checked while it was copied
+            self._key_ascends = True
         if self._key_ascends is None:
             values, xp = key.values, self.backend.xp
             self._key_ascends = not bool(
@@ -509,10 +511,18 @@ class AsofJoin:
         ):
             key, bucket = self._unsorted
             if tick and bucket is not None:  # rows without a group are never read: unchecked
-                key = Key(key.values, bucket < self.n_groups, key.type)
+                key = Key(key.values, bucket < self.n_groups, key.type, key.ascends)
             right = rescale(key, tick, "right_on", xp) if tick else key
             be.scan(
-                is_float, left_key.values, groups, right.values, bucket, self.n_groups, how, out
+                is_float,
+                left_key.values,
+                groups,
+                right.values,
+                bucket,
+                self.n_groups,
+                how,
+                out,
+                keys_ascend=(left_key.ascends, right.ascends),
             )
             return out
         self._sort_deferred()
@@ -525,6 +535,7 @@ class AsofJoin:
             how,
             out,
             time_ordered=self._time_ordered if tick == self._key_type.tick_ns else None,
+            keys_ascend=left_key.ascends,
         )
         if rules.ambiguous == "raise":
             self._raise_if_ambiguous(out)

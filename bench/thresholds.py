@@ -95,6 +95,27 @@ def _chunked_gather(n: int):
     return lambda: ag.gather(table, gmap)
 
 
+def _key_copy(n: int):
+    """A time-sorted key column of n rows in 8 chunks of their own, read as a join reads it,
+    then checked as the walk checks keys that the read did not."""
+    from asofgpu import _columns
+    from asofgpu._backend.jit import cpu_scan, threads
+    from asofgpu._backend.order import row_numbers
+
+    keys = np.sort(np.random.default_rng(9).integers(0, 1 << 40, n))
+    column = pa.chunked_array([pa.array(part.copy()) for part in np.array_split(keys, 8)])
+    parallel = walks.parallel(n)
+    rows = row_numbers(n)
+
+    def call():
+        key = _columns.ordered_key(column, "on", host=True)
+        return key.ascends or cpu_scan(False, parallel).is_sorted_at(
+            key.values, rows, threads(parallel)
+        )
+
+    return call
+
+
 def _small_join(n: int):
     from asofgpu import marketdata
 
@@ -166,6 +187,15 @@ CASES = {
         None,
         [64, 1_024, 65_536, 1 << 20],
         {},
+    ),
+    "checked_copy_min_rows": (
+        "a key column of n rows in 8 chunks copied, and its order checked",
+        _key_copy,
+        [1_024, 4_096, 16_384, 65_536],
+        {
+            "in one pass": {"checked_copy_min_rows": 0, "interpret_max_rows": 0},
+            "copy, then check": {"checked_copy_min_rows": HUGE, "interpret_max_rows": 0},
+        },
     ),
     "most_cursors": ("(no bench: it bounds memory, pieces x groups cursors)", None, [], {}),
     "hashed_lookup_min_rows": (

@@ -61,12 +61,12 @@ def probe_launch_types(monkeypatch):
     launched: set[tuple[str, ...]] = set()
     probe = PythonBackend.probe
 
-    def noting(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
+    def noting(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None, **kw):
         args = (left_keys, left_groups, *right, *how, out)  # as the CUDA launch passes them
         launched.add(
             tuple(f"{a.dtype}[::1]" if isinstance(a, np.ndarray) else str(typeof(a)) for a in args)
         )
-        return probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered)
+        return probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered, **kw)
 
     monkeypatch.setattr(PythonBackend, "probe", noting)
     return launched

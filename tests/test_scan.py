@@ -106,7 +106,7 @@ def test_walk_order_is_a_stable_sort_of_the_walked_rows(kind):
     groups = rng.integers(0, 50, n).astype(np.int32)
     walked = rng.random(n) < 0.9
     is_float = keys.dtype == np.float64
-    _, is_sorted = _backend.jit.cpu_scan(is_float, True)
+    is_sorted = _backend.jit.cpu_scan(is_float, True).is_sorted_at
     sorted_keys, sorted_groups, order = _backend.order.walk_order(
         walked, keys, groups, 50, is_float, is_sorted, 2
     )
@@ -126,7 +126,7 @@ def test_is_sorted_finds_a_descent_wherever_it_lies(is_float, parallel):
     """The check that decides whether a side is walked as it lies: every adjacent pair, in
     each of several stretches and across their borders, of all rows or of some (read through
     their row numbers), with ties and (floats) NaN, which sorts last."""
-    _, is_sorted = _backend.jit.cpu_scan(is_float, parallel)
+    is_sorted = _backend.jit.cpu_scan(is_float, parallel).is_sorted_at
     dtype = np.float64 if is_float else np.int64
     keys = np.repeat(np.arange(50, dtype=dtype), 2)  # 100 rows, each key twice
     if is_float:
@@ -148,6 +148,43 @@ def test_is_sorted_finds_a_descent_wherever_it_lies(is_float, parallel):
     empty = np.empty(0, dtype)
     assert is_sorted(empty, np.empty(0, np.int32), 2)
     assert is_sorted(keys, np.empty(0, np.int32), 2)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.float64])
+def test_copy_is_sorted_copies_runs_and_finds_a_descent_wherever_it_lies(dtype):
+    """The copy of a chunked key column's runs, with its order checked in the same pass:
+    the copy equals the runs end to end, and the answer equals ``is_sorted_at`` of it, for a
+    descent inside a run, at a run's border, at a piece's border, with runs of one row, ties
+    and (floats) NaN, which sorts last, in 1 to more pieces than rows."""
+    is_float = dtype == np.float64
+    scan = _backend.jit.cpu_scan(is_float, True)
+    keys = np.repeat(np.arange(10, 40, dtype=dtype), 2)  # 60 rows, each key twice
+    if is_float:
+        keys[-3:] = np.nan
+    cuts = [0, 1, 2, 17, 30, 31, 45, 60]  # runs of 1, 1, 15, 13, 1, 14 and 15 rows
+    every = np.arange(60, dtype=np.int32)
+    cases = [keys]
+    for at in (1, 2, 5, 17, 20, 30, 31, 45, 56):  # 17, 30, 31, 45: run borders
+        broken = keys.copy()
+        broken[at] = broken[at - 1] - 1
+        cases.append(broken)
+    if is_float:  # a number after a NaN descends
+        broken = keys.copy()
+        broken[58] = 0.0
+        cases.append(broken)
+    for case in cases:
+        runs = [np.ascontiguousarray(case[a:b]) for a, b in zip(cuts, cuts[1:])]
+        addresses = np.array([run.ctypes.data for run in runs], np.uint64)
+        starts = np.array(cuts, np.uint64)
+        expected = bool(scan.is_sorted_at(case, every, 1))
+        for n_pieces in (1, 2, 3, 7, 30, 60, 200):
+            out = np.full(60, 7, dtype)
+            ascends = scan.copy_is_sorted(addresses, starts, out[:0], out, n_pieces)
+            np.testing.assert_array_equal(out, case)
+            assert ascends == expected, (n_pieces, case)
+        assert not expected or case is keys
+    empty = np.empty(0, dtype)
+    assert scan.copy_is_sorted(np.empty(0, np.uint64), np.zeros(1, np.uint64), empty, empty, 2)
 
 
 @pytest.mark.parametrize("kind", ["int", "float"])
@@ -605,3 +642,68 @@ def test_a_streamed_probe_reads_the_keys_as_they_were_prepared(form):
         got = prepared.join(left_keys, left_by)
     want = ag.AsofJoin(right_keys, right_by, device="python").join(left_keys, left_by)
     assert np.array_equal(got, want)
+
+
+def _in_runs(values: np.ndarray, cuts, type=None) -> pa.ChunkedArray:
+    """``values`` as chunks that each own a buffer (runs that do not lie end to end)."""
+    return pa.chunked_array(
+        [pa.array(values[a:b].copy(), type) for a, b in zip(cuts, cuts[1:])], type
+    )
+
+
+@pytest.mark.parametrize("kind", ["int", "float", "uint", "timestamp"])
+def test_chunked_keys_are_copied_with_their_order_checked(kind):
+    """A key column in several runs of chunks, as readers give them, is copied into one
+    array with its order checked in the copy's pass (``Key.ascends``), and the walks skip
+    their own check. The copy holds the column's values; keys out of order only across a
+    run's border are found so; and one-shot and prepared joins of such columns equal those
+    of their combined copies."""
+    from asofgpu import _columns
+
+    rng = np.random.default_rng(11)
+    n_left, n_right = 30_000, 40_000
+    left, right = (
+        np.sort(_keys(rng, n_left, kind, 5_000)),
+        np.sort(_keys(rng, n_right, kind, 5_000)),
+    )
+    type = pa.timestamp("ns") if kind == "timestamp" else None
+    left_cuts, right_cuts = [0, 9_000, 20_000, n_left], [0, 1, 17_000, 17_001, n_right]
+    left_by = pa.array(rng.integers(0, 40, n_left).astype(str))
+    right_by = pa.array(rng.integers(0, 40, n_right).astype(str))
+    broken = right.copy()
+    broken[17_000] = broken[16_999] - 1  # a descent at a run's border
+    for keys, ascends in ((right, True), (broken, False)):
+        column = _in_runs(keys, right_cuts, type)
+        with walks.recorded() as decisions:
+            key = _columns.ordered_key(column, "right_on", host=True)
+        assert ("checks_while_copying", True) in decisions
+        assert key.ascends is ascends and key.valid is None
+        assert np.array_equal(key.values, keys, equal_nan=kind == "float")
+        chunked_left = _in_runs(left, left_cuts, type)
+        combined = column.combine_chunks(), chunked_left.combine_chunks()
+        for options in OPTIONS[::3]:
+            if kind == "timestamp" and options["tolerance"] is not None:
+                options = {**options, "tolerance": np.timedelta64(3, "ns")}
+            want = ag.asof_join(
+                combined[1], combined[0], left_by, right_by, device="cpu", **options
+            )
+            got = ag.asof_join(chunked_left, column, left_by, right_by, device="cpu", **options)
+            np.testing.assert_array_equal(got, want, err_msg=str(options))
+            prepared = ag.AsofJoin(column, right_by, device="cpu").join(
+                chunked_left, left_by, **options
+            )
+            np.testing.assert_array_equal(prepared, want, err_msg=str(options))
+    # Not copied so: a column with nulls, or whose chunks lie end to end (one run, a view).
+    with_nulls = pa.chunked_array(
+        [
+            pa.array(right[:100].copy(), type, mask=np.arange(100) == 3),
+            pa.array(right[100:].copy(), type),
+        ]
+    )
+    key = _columns.ordered_key(with_nulls, "right_on", host=True)
+    assert not key.ascends and key.valid is not None and not key.valid[3]
+    whole = pa.array(right, type)
+    key = _columns.ordered_key(pa.chunked_array([whole[:10], whole[10:]]), "right_on", host=True)
+    assert not key.ascends
+    if kind != "float":  # floats are copied to make their NaN and -0.0 canonical
+        assert np.shares_memory(key.values, right)

@@ -121,11 +121,13 @@ class Backend:
         how: probe.Options,
         out,
         time_ordered=None,
+        keys_ascend: bool = False,
     ) -> None:
         """Each left row's match in the prepared ``right`` under ``how`` (``options``),
         written to ``out``. ``time_ordered``: None, or the right side's (keys, group codes)
         in its own row order when its keys ascend and every row is in a group; the cpu may
-        stream it."""
+        stream it. ``keys_ascend``: the left keys are known to ascend (``Key.ascends``); the
+        cpu then does not check them again."""
         raise NotImplementedError
 
     # ---- the splice join's merge
@@ -193,7 +195,17 @@ class PythonBackend(Backend):
     def interprets(self, rows: int) -> bool:
         return True
 
-    def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
+    def probe(
+        self,
+        is_float,
+        left_keys,
+        left_groups,
+        right,
+        how,
+        out,
+        time_ordered=None,
+        keys_ascend=False,
+    ):
         interpreted_probe(is_float, left_keys, left_groups, right, how, out)
 
     def splice_merge(self, is_float, *sides) -> None:

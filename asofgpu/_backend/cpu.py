@@ -158,7 +158,17 @@ class CpuBackend(Backend):
             order = radix_order(rows, values, values.dtype == np.float64, threads(True))[0]
         return order.astype(np.int64, copy=False)
 
-    def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
+    def probe(
+        self,
+        is_float,
+        left_keys,
+        left_groups,
+        right,
+        how,
+        out,
+        time_ordered=None,
+        keys_ascend=False,
+    ):
         if self.interprets(len(out)):
             with walks.interpreting():
                 interpreted_probe(is_float, left_keys, left_groups, right, how, out)
@@ -166,10 +176,11 @@ class CpuBackend(Backend):
         parallel = walks.parallel(len(out))
         with launching(parallel):
             n_threads = threads(parallel)
-            _, is_sorted = cpu_scan(is_float, parallel)
             n_groups = len(right.offsets) - 1
             rows = walked_rows(left_groups >= 0)
-            in_order = is_sorted(left_keys, rows, n_threads)
+            in_order = keys_ascend or cpu_scan(is_float, parallel).is_sorted_at(
+                left_keys, rows, n_threads
+            )
             if walks.searches_each_row(len(rows), in_order):
                 cpu_probe_all(is_float, parallel)(left_keys, left_groups, right, how, out)
                 return
@@ -199,19 +210,28 @@ class CpuBackend(Backend):
         n_groups: int,
         how: Options,
         out,
+        keys_ascend: tuple[bool, bool] = (False, False),
     ) -> None:
         """The one-shot merge scan (kernels/scan.py) under ``how`` (``base.options``).
         ``left_groups`` holds -1 for rows that match nothing; ``right_groups`` (None: one
-        group) holds n_groups for rows to skip."""
+        group) holds n_groups for rows to skip; ``keys_ascend``: whether each side's keys
+        are known to ascend (``Key.ascends``), and need no check."""
         if right_groups is None:
             right_groups = np.zeros(len(right_keys), dtype=np.int32)
         parallel = walks.parallel(len(out) + len(right_keys))
-        join, is_sorted = cpu_scan(is_float, parallel)
+        join, is_sorted, _ = cpu_scan(is_float, parallel)
         n_threads = threads(parallel)
         n_chunks = walks.pieces(parallel, n_threads, n_groups)
         with launching(parallel):
             left = walk_order(
-                left_groups >= 0, left_keys, left_groups, n_groups, is_float, is_sorted, n_threads
+                left_groups >= 0,
+                left_keys,
+                left_groups,
+                n_groups,
+                is_float,
+                is_sorted,
+                n_threads,
+                keys_ascend[0],
             )
             right = walk_order(
                 right_groups < n_groups,
@@ -221,5 +241,6 @@ class CpuBackend(Backend):
                 is_float,
                 is_sorted,
                 n_threads,
+                keys_ascend[1],
             )
             join(left, right, max(n_groups, 1), n_chunks, how, out)

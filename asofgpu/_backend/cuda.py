@@ -48,7 +48,17 @@ class CudaBackend(Backend):
             return np.argsort(values, kind="stable")
         return self.xp.argsort(values)  # cupy's sort is always stable (a radix sort)
 
-    def probe(self, is_float, left_keys, left_groups, right, how, out, time_ordered=None):
+    def probe(
+        self,
+        is_float,
+        left_keys,
+        left_groups,
+        right,
+        how,
+        out,
+        time_ordered=None,
+        keys_ascend=False,
+    ):
         if self.simulated:
             how = py_options(how, is_float)
         # The kernel takes the bundles' fields one by one and packs them again on the device:

@@ -155,8 +155,11 @@ def _build_walk(kernels, is_float: bool, parallel: bool, *extra, **helper_option
 
 @functools.cache
 def cpu_scan(is_float: bool, parallel: bool):
+    """kernels/scan.py's ``Scan`` for the cpu."""
+    from .._intrinsics import load_at
+
     kind = "_float" if is_float else "_int"
-    return _build_walk(scan, is_float, parallel, cached_njit(kind, inline="always"))
+    return _build_walk(scan, is_float, parallel, cached_njit(kind, inline="always"), load_at)
 
 
 @functools.cache

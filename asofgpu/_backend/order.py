@@ -12,19 +12,43 @@ import numpy as np
 from ..kernels.probe import Walk
 from . import walks
 from .base import host_empty
-from .jit import cpu_radix, cpu_take
+from .jit import PARALLEL_LAUNCH, cpu_radix, cpu_scan, cpu_take, threads
 
 
 def walk_order(
-    walked, keys, groups, n_groups: int, is_float: bool, is_sorted, threads: int
+    walked,
+    keys,
+    groups,
+    n_groups: int,
+    is_float: bool,
+    is_sorted,
+    threads: int,
+    ascends: bool = False,
 ) -> Walk:
     """The ``Walk`` (keys, groups, row numbers) of the ``walked`` rows in ascending key order, equal keys
     of a group in row order: what the merge scan reads (time-sorted data with every row
     walked: the caller's own arrays). ``groups`` holds codes below ``n_groups`` for walked
-    rows. The caller holds the parallel-launch lock."""
+    rows; ``ascends``: every key is known to ascend (``Key.ascends``), and they are not
+    checked again. The caller holds the parallel-launch lock."""
     rows = walked_rows(walked)
-    in_order = is_sorted(keys, rows, threads)
+    in_order = ascends or is_sorted(keys, rows, threads)
     return in_key_order(rows, in_order, keys, groups, n_groups, is_float, threads)
+
+
+def copy_checked(spans, dtype, is_float: bool) -> tuple[np.ndarray, bool]:
+    """The values of a chunked column's runs (``_arrow_numpy.segments``: address and
+    length of each, of ``dtype``) copied end to end into ``asofgpu.host_pool``'s memory, and
+    whether they ascend in asofgpu's total order, found in the same pass on all cores
+    (kernels/scan.py ``copy_is_sorted``). The caller keeps the column alive."""
+    lengths = [length for _, length in spans]
+    starts = np.zeros(len(spans) + 1, np.uint64)
+    np.cumsum(lengths, out=starts[1:])
+    addresses = np.array([address for address, _ in spans], np.uint64)
+    out = host_empty(int(starts[-1]), dtype)
+    with PARALLEL_LAUNCH:
+        kernel = cpu_scan(is_float, True).copy_is_sorted
+        ascends = kernel(addresses, starts, out[:0], out, threads(True))
+    return out, bool(ascends)
 
 
 def in_key_order(

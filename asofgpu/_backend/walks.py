@@ -61,6 +61,9 @@ class Thresholds:
     #: first rows is distinct: merging the pieces' dictionaries of mostly distinct values
     #: (IDs) costs more than Arrow's one-core encoding.
     parallel_encode_distinct: float = 0.25
+    #: From this many rows a key column in several runs of chunks is copied with its order
+    #: checked in the copy's pass (``order.copy_checked``): a pass over the keys fewer.
+    checked_copy_min_rows: int = 1 << 14
     #: Below this many rows numpy's stable argsort is as fast as the radix sort.
     radix_min_rows: int = 1 << 15
     #: Below this many left rows out of key order, a binary search a row beats sorting them.
@@ -213,6 +216,13 @@ def encodes_sample_in_parallel(sample_rows: int, distinct: int) -> bool:
     """Whether a group key column whose sample of ``sample_rows`` first rows holds
     ``distinct`` values is hashed on all cores: its values repeat, as group keys do."""
     return distinct <= THRESHOLDS.parallel_encode_distinct * sample_rows
+
+
+@_decision
+def checks_while_copying(rows: int) -> bool:
+    """Whether a chunked key column of ``rows`` is copied by the kernel that checks its order
+    in the same pass, rather than copied by numpy and checked by the walk."""
+    return rows >= THRESHOLDS.checked_copy_min_rows and compiles(rows)
 
 
 @_decision
