@@ -130,6 +130,24 @@ def test_a_frame_converts_as_from_pandas_converts_it():
     assert got.equals(expected)
 
 
+@pytest.mark.parametrize("at", [0, N // 2 - 1, N // 2, N - 1])
+def test_missing_values_are_found_in_any_stretch_of_a_large_column(monkeypatch, at):
+    """Columns past ``PARALLEL_CHECK_ROWS`` rows are checked in stretches on all cores: a NaN
+    or NaT anywhere, in the first stretch or the last, at a border or not, is found, and the
+    frame still converts as ``from_pandas`` converts it."""
+    monkeypatch.setattr(pandas_arrow, "PARALLEL_CHECK_ROWS", 4)
+    kinds = ["float64", "float32", "datetime[ns]", "zoned UTC", "timedelta", "int64"]
+    frame = pd.DataFrame({kind: SERIES[kind] for kind in kinds})
+    assert pandas_arrow.table(frame).equals(pa.Table.from_pandas(frame, preserve_index=False))
+    for kind in kinds[:-1]:
+        broken = frame.copy()
+        broken[kind] = broken[kind].where(np.arange(N) != at)  # NaN or NaT at row ``at``
+        assert pandas_arrow.as_it_lies(broken[kind]) is None, kind
+        got = pandas_arrow.table(broken)
+        assert got.equals(pa.Table.from_pandas(broken, preserve_index=False)), kind
+        assert got[kind].null_count == 1
+
+
 def test_columns_of_one_pandas_block_are_read_in_place():
     block = np.arange(3 * N, dtype=np.float64).reshape(N, 3)  # rows: column views are strided
     frame = pd.DataFrame(block, columns=["a", "b", "c"])
