@@ -277,7 +277,7 @@ def ordered_key(obj, param: str, host: bool) -> Key:
         return Key(values, None, ktype)
     col = to_arrow(obj, param)
     ktype = key_type_of_arrow(col.type, param)
-    values, valid, ascends = _arrow_to_numpy(col, ktype)
+    values, valid, ascends = _arrow_to_numpy(col, ktype, checked=host)
     if ktype.physical == "float":  # keeps the order: it changes no key's place in it
         values = canonical_floats(values, np)
     if not host:
@@ -288,10 +288,11 @@ def ordered_key(obj, param: str, host: bool) -> Key:
     return Key(values, valid, ktype, ascends)
 
 
-def _arrow_to_numpy(col: pa.ChunkedArray, ktype: KeyType):
+def _arrow_to_numpy(col: pa.ChunkedArray, ktype: KeyType, checked: bool = False):
     """The physical values of a key column (nulls filled with 0), its validity, and whether
-    they are known to ascend (``Key.ascends``)."""
-    copied = _copied_checked(col, ktype)
+    they are known to ascend (``Key.ascends``; only ``checked``: for the cpu's walks, which a
+    device's keys never reach)."""
+    copied = _copied_checked(col, ktype) if checked else None
     if copied is not None:
         return copied[0], None, copied[1]
     valid = arrow_numpy.valid(col) if col.null_count else None
