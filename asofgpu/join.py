@@ -706,7 +706,8 @@ def _map_arrays(value, f):
     if isinstance(value, (list, tuple)):
         return type(value)(_map_arrays(v, f) for v in value)
     if isinstance(value, Key):
-        return Key(_map_arrays(value.values, f), _map_arrays(value.valid, f), value.type)
+        values, valid = _map_arrays(value.values, f), _map_arrays(value.valid, f)
+        return Key(values, valid, value.type, value.ascends)  # the same values, moved
     if isinstance(value, GroupCodes):
         return GroupCodes(_map_arrays(value.codes, f), value.n_groups)
     return f(value)

@@ -5,6 +5,7 @@ pieces, the carry between them and the radix sort, which the small grid cases ne
 from __future__ import annotations
 
 import itertools
+import pickle
 
 import numpy as np
 import pyarrow as pa
@@ -679,6 +680,8 @@ def test_chunked_keys_are_copied_with_their_order_checked(kind):
         assert ("checks_while_copying", True) in decisions
         assert key.ascends is ascends and key.valid is None
         assert np.array_equal(key.values, keys, equal_nan=kind == "float")
+        one_shot = ag.AsofJoin(column, right_by, device="cpu", _defer_sort=True)
+        assert pickle.loads(pickle.dumps(one_shot))._unsorted[0].ascends is ascends
         chunked_left = _in_runs(left, left_cuts, type)
         combined = column.combine_chunks(), chunked_left.combine_chunks()
         for options in OPTIONS[::3]:
