@@ -273,6 +273,9 @@ def copy_is_sorted(addresses, starts, like, out, n_pieces):
 
 
 class Scan(NamedTuple):
+    """The compiled kernels of one build: the merge scan, the order check of rows given by
+    number, and the copy of runs that checks their order on the way."""
+
     scan_join: object
     is_sorted_at: object
     copy_is_sorted: object
