@@ -8,7 +8,10 @@ waits for; the peak RSS is that process's (``getrusage(RUSAGE_CHILDREN)`` in a f
 starts it, Linux: exact, no polling). Systems:
 
 - asofgpu: ``python -m asofgpu enrich trades quotes -o out --on time --by symbol --device cpu -q``
-  (after one untimed warm-up run: numba loads or compiles its cache there);
+  (after one untimed warm-up run: numba loads or compiles its cache there, and Python writes
+  asofgpu's bytecode even where ``PYTHONDONTWRITEBYTECODE`` says not to, as it does on this
+  machine: pip compiled the peers' bytecode when it installed them, and an editable asofgpu
+  would otherwise compile its 0.16 s of sources in every timed run);
 - polars lazy: ``scan_parquet(trades).join_asof(scan_parquet(quotes), ...).sink_parquet(out)``;
 - polars eager: ``read_parquet(trades).join_asof(read_parquet(quotes), ...).write_parquet(out)``;
 - DuckDB: ``COPY (SELECT t.*, q.bid, ... FROM read_parquet(trades) t ASOF LEFT JOIN
@@ -384,9 +387,10 @@ peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linu
 print("@@e2e " + json.dumps({"rc": rc, "wall_s": wall, "peak_kib": peak_kib}), flush=True)"""
 
 
-def measure(argv: list[str], timeout: float) -> dict:
-    """One run of ``argv``: {status, wall_s, peak_rss_bytes, started_at, stderr}. status is
-    ok, failed (with rc) or timeout (the job's whole process group stopped)."""
+def measure(argv: list[str], timeout: float, env: dict | None = None) -> dict:
+    """One run of ``argv`` (in ``env``, default this process's): {status, wall_s,
+    peak_rss_bytes, started_at, stderr}. status is ok, failed (with rc) or timeout (the job's
+    whole process group stopped)."""
     started = time.time()
     proc = subprocess.Popen(
         [sys.executable, "-c", METER, *argv],
@@ -394,6 +398,7 @@ def measure(argv: list[str], timeout: float) -> dict:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        env=env,
     )
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
@@ -616,7 +621,8 @@ def markdown(report: dict) -> str:
         f"default compression. Wall time: the whole process, start to exit (Python start-up, "
         f"imports, reading, joining, writing), one process per run; {s['runs']} round(s), one "
         f"run of each system per round, the order rotated every round, after one untimed "
-        f"warm-up run of asofgpu ({seconds_text(report['warmup_s'])}: numba's cache). Peak RSS: "
+        f"warm-up run of asofgpu ({seconds_text(report['warmup_s'])}: numba's cache, and "
+        f"asofgpu's bytecode, which pip writes for the peers when it installs them). Peak RSS: "
         f"the largest over the system's runs (`getrusage(RUSAGE_CHILDREN)`).",
         "",
         "| system | median wall s | runs (s) | peak RSS | output size | asofgpu / this |",
@@ -704,7 +710,8 @@ def peers_section(args, say) -> dict:
     with tempfile.TemporaryDirectory(prefix="run-", dir=args.data) as folder:
         outs = {s: Path(folder) / f"{s}.parquet" for s in SYSTEMS}
         argv = commands(args.enrich_cmd, trades, quotes, outs)
-        warmup = measure(argv["asofgpu"], args.timeout)
+        writing_bytecode = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        warmup = measure(argv["asofgpu"], args.timeout, writing_bytecode)
         if warmup["status"] != "ok":
             raise BenchError(
                 f"asofgpu enrich's warm-up run {warmup['status']}: {_last_line(warmup['stderr'])}"
