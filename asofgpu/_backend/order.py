@@ -40,9 +40,7 @@ def copy_checked(spans, dtype, is_float: bool) -> tuple[np.ndarray, bool]:
     length of each, of ``dtype``) copied end to end into ``asofgpu.host_pool``'s memory, and
     whether they ascend in asofgpu's total order, found in the same pass on all cores
     (kernels/scan.py ``copy_is_sorted``). The caller keeps the column alive."""
-    lengths = [length for _, length in spans]
-    starts = np.zeros(len(spans) + 1, np.uint64)
-    np.cumsum(lengths, out=starts[1:])
+    starts = np.cumsum((0, *(length for _, length in spans)), dtype=np.uint64)
     addresses = np.array([address for address, _ in spans], np.uint64)
     out = host_empty(int(starts[-1]), dtype)
     with PARALLEL_LAUNCH:
