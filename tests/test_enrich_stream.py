@@ -782,6 +782,46 @@ def test_too_many_groups_to_stream_spill_under_auto_and_exit_2_under_stream(
     assert not (tmp_path / "stream.parquet").exists() and hidden(tmp_path) == []
 
 
+def test_a_state_table_of_too_many_entities_at_one_key_spills_under_auto(tmp_path, capsys):
+    """A daily state table: 300K entities with two rows each at RIGHT's last key. The window
+    of that key keeps each group's first and last row, 600K rows, more than a quarter of the
+    20 MiB that --memory-limit 420MiB leaves. That is found while the run is read, not after
+    it is held: auto starts again without streaming (RIGHT spills), stream exits 2 and writes
+    nothing (before, the run was held whole, as it was the last window and handed nothing on)."""
+    rng = np.random.default_rng(11)
+    ids = np.arange(ENTITIES, dtype=np.int64)
+    right = pa.table(
+        {
+            "t": np.concatenate([np.arange(100, dtype=np.int64), np.full(2 * ENTITIES, 100)]),
+            "g": np.concatenate([rng.integers(0, ENTITIES, 100), np.repeat(ids, 2)]),
+            "v": rng.random(100 + 2 * ENTITIES),
+        }
+    )
+    left = pa.table(
+        {"t": np.sort(rng.integers(0, 110, 2_000)), "g": rng.integers(0, ENTITIES, 2_000)}
+    )
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=100_000)
+    pq.write_table(left, tmp_path / "l.parquet")
+    flags = ["--memory-limit", "420MiB"]
+    code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys)
+    assert code == 0, stderr
+    assert "streaming RIGHT holds the first and last row of each group at one key" in stderr
+    assert "starting again without streaming" in stderr
+    assert "spilling both sides" in stderr
+    expected = ag.join_asof(left, right, on="t", by="g", device="cpu")
+    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
+
+    flags += ["--right-mode", "stream", "-q"]
+    code, stdout, stderr = enrich_in(tmp_path, *flags, capsys=capsys, out="stream.parquet")
+    assert code == 2 and stdout == "" and stderr.count("\n") == 1, stderr
+    assert stderr.startswith(
+        "asofgpu enrich: error: --right-mode stream: streaming RIGHT holds the first and last "
+        "row of each group at one key (a state table's day): "
+    )
+    assert "more than the 5.0 MiB they may take" in stderr
+    assert not (tmp_path / "stream.parquet").exists() and hidden(tmp_path) == []
+
+
 def test_carries_keep_what_the_left_rows_to_come_can_match():
     """Carry in (for LEFT rows at or after ``start``): nothing for a forward join, a
     tolerance's reach back from ``start``, in a grouped stream ``start``'s group. Carry out

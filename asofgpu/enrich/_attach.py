@@ -397,7 +397,10 @@ class Streamed(_Attach):
         if options.strategy != "backward":
             carry_out = carries_out(
                 whole_key_windows(
-                    spill_batches(right, the_plan.read, as_codes, rows), right_order(), by
+                    spill_batches(right, the_plan.read, as_codes, rows),
+                    right_order(),
+                    by,
+                    max_carry_bytes,
                 ),
                 right_order(),
                 by,
@@ -406,7 +409,7 @@ class Streamed(_Attach):
                 max_carry_bytes,
             )
         self.windows = Windows(
-            whole_key_windows(right_batches, right_order(), by),
+            whole_key_windows(right_batches, right_order(), by, max_carry_bytes),
             right_order(),
             by,
             schema,

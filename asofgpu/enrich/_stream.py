@@ -377,12 +377,16 @@ def _descents(keys: Keys) -> np.ndarray:
     return steps
 
 
-def whole_key_windows(batches, order: Order, by: list[str] | tuple = ()):
+def whole_key_windows(
+    batches, order: Order, by: list[str] | tuple = (), max_run_bytes: int | None = None
+):
     """RIGHT's batches as windows that never split a run of equal keys (a batch's trailing
     run waits for the next), their order checked; rows after the last key of all are kept,
     batches without a key are dropped (a null key is never a candidate). A run longer than
     two batches (one key holding a day of a daily state table) is kept as what a join can
-    pick of it, each group's first and last row (``first_and_last``, groups by ``by``)."""
+    pick of it, each group's first and last row (``first_and_last``, groups by ``by``);
+    more than ``max_run_bytes`` of those raises ``CarryTooLarge`` (a state table of more
+    entities than the budget holds does not stream)."""
     pending = None  # (table, its keys)
     for batch in batches:
         keys = order.keys(batch)
@@ -404,27 +408,32 @@ def whole_key_windows(batches, order: Order, by: list[str] | tuple = ()):
         pending = (table.slice(cut), keys.slice(cut))
         if not cut and pending[0].num_rows > 2 * batch.num_rows:  # one run, growing
             kept = first_and_last(pending[0], order.on, list(by))
+            _check_carries(kept.nbytes, max_run_bytes, _ONE_KEY)
             pending = (kept, order.keys(kept))
     if pending is not None:
         yield pending[0]
 
 
 class CarryTooLarge(EnrichError):
-    """What a stream hands on between windows (a row or a few of each group of RIGHT, the
-    ``carries``) outgrew its share of the memory budget: RIGHT has too many groups to
-    stream within ``--memory-limit``."""
+    """What a stream holds besides its window outgrew its share of the memory budget: the
+    rows it hands on from window to window (a row or a few of each group of RIGHT, the
+    ``carries``), or, of a run of one key, each group's first and last row: RIGHT has too
+    many groups to stream within ``--memory-limit``."""
 
-    def __init__(self, held: int, allowed: int):
+    def __init__(self, held: int, allowed: int, what: str):
         super().__init__(
-            f"streaming RIGHT hands on a row or more of each of its groups from window to "
-            f"window: {readable(held)} of them, more than the {readable(allowed)} they may "
-            f"take (a quarter of what --memory-limit leaves)"
+            f"streaming RIGHT {what}: {readable(held)} of them, more than the "
+            f"{readable(allowed)} they may take (a quarter of what --memory-limit leaves)"
         )
 
 
-def _check_carries(held: int, allowed: int | None) -> None:
+_HANDS_ON = "hands on a row or more of each of its groups from window to window"
+_ONE_KEY = "holds the first and last row of each group at one key (a state table's day)"
+
+
+def _check_carries(held: int, allowed: int | None, what: str = _HANDS_ON) -> None:
     if allowed is not None and held > allowed:
-        raise CarryTooLarge(held, allowed)
+        raise CarryTooLarge(held, allowed, what)
 
 
 def _all_valid(values: np.ndarray, valid: np.ndarray | None) -> np.ndarray:
