@@ -488,3 +488,70 @@ def test_a_busy_symbol_of_a_shuffled_left_is_cut_into_ranges(tmp_path, capsys, f
     )
     assert pq.read_table(tmp_path / "o.parquet").equals(expected)
     assert hidden(tmp_path) == []
+
+
+def test_a_busy_value_of_the_first_of_two_by_columns_is_cut_by_the_second_and_the_key():
+    """Of several by columns (``--by day,symbol``), a value of the first with more rows than a
+    range holds spans several ranges, cut at (second value, key) tuples of a sample: ranges
+    stay in (value, second value, key) order, about equal, and rows of one tuple share one.
+    Here both days are busy: 30% and 70% of the rows, 6 ranges."""
+    rng = np.random.default_rng(6)
+    n = 20_000
+    day = np.where(rng.random(n) < 0.7, "d2", "d1")
+    symbol = rng.choice(["a", "b", "c", "d", "e"], n)
+    time = rng.integers(0, 300, n)
+    null = rng.random(n) < 0.01  # never matches: any range
+    table = pa.table({"d": day, "s": pa.array(symbol, mask=null), "t": time})
+    batches = table.to_batches(max_chunksize=3_000)
+    part_of = ByRanges(iter(batches), "d", 6, "t", rows=n, sample=4_000, rest=["s"])
+    assert part_of.cut == 2
+    part = np.concatenate([part_of(b) for b in batches]).astype(np.int64)
+    order = np.lexsort((time, symbol, day))
+    order = order[~null[order]]
+    assert (np.diff(part[order]) >= 0).all()
+    assert len(np.unique(part[day == "d1"])) == 2 and len(np.unique(part[day == "d2"])) >= 4
+    for d in ("d1", "d2"):  # a range holds at most a range's share of each day
+        assert np.bincount(part[day == d]).max() < 1.4 * n / 6
+    for d, s, t in set(zip(day[~null], symbol[~null], time[~null])):
+        assert len(np.unique(part[(day == d) & (symbol == s) & (time == t) & ~null])) == 1
+    # Dictionary columns, as the first pass reads text, cut the same way.
+    coded = pa.table({c: table[c].dictionary_encode() for c in ("d", "s")} | {"t": table["t"]})
+    coded_batches = coded.to_batches(max_chunksize=3_000)
+    by_codes = ByRanges(iter(coded_batches), "d", 6, "t", rows=n, sample=4_000, rest=["s"])
+    assert np.array_equal(np.concatenate([by_codes(b) for b in coded_batches]), part)
+
+
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+def test_a_busy_day_of_two_by_columns_of_a_shuffled_left_is_cut_into_ranges(
+    tmp_path, capsys, strategy
+):
+    """``--by day,symbol`` with most trades on one day, in no order, beside quotes sorted by
+    (day, symbol, time): that day's LEFT keys fill several ranges, cut by (symbol, time),
+    not one range holding the whole day; the answers stay join_asof's."""
+    quotes, trades = marketdata.day(n_quotes=4_000, n_trades=3_000, n_symbols=12, seed=4)
+    rng = np.random.default_rng(10)
+    quotes = quotes.append_column("day", pa.array(rng.choice(["d1", "d2"], quotes.num_rows)))
+    trades = trades.append_column(
+        "day", pa.array(np.where(rng.random(trades.num_rows) < 0.8, "d2", "d1"))
+    )
+    trades = trades.take(rng.permutation(trades.num_rows))
+    quotes = _grouped(coarse_times(quotes), ["day", "symbol"])
+    pq.write_table(trades, tmp_path / "t.parquet", row_group_size=500)
+    pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=500)
+    flags = ["--right-mode", "stream", "--spill-partitions", 8, "--chunk-rows", 200]
+    flags += ["--strategy", strategy]
+    files = {"on": "time", "by": "day,symbol", "left": "t.parquet", "right": "q.parquet"}
+    code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys, **files)
+    assert code == 0, stderr
+    assert "LEFT's keys spilled in 8 ranges of 'day'" in stderr
+    assert "2 values too busy for one range cut by ('symbol', 'time')" in stderr
+    expected = ag.join_asof(
+        pq.read_table(tmp_path / "t.parquet"),
+        pq.read_table(tmp_path / "q.parquet"),
+        on="time",
+        by=["day", "symbol"],
+        strategy=strategy,
+        device="cpu",
+    )
+    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
+    assert hidden(tmp_path) == []

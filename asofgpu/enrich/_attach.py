@@ -524,12 +524,12 @@ class Regrouped(_Attach):
         order = by if grouped else []
         if k > 1:
             ranged = order[0] if grouped else on
-            # Of one by column, the first pass reads the keys too: a value too busy for one
-            # range is cut further by key.
-            read = [ranged, on] if len(order) == 1 else [ranged]
-            first_pass = spill_batches(left, read, [c for c in codes if c == ranged], rows)
+            # Grouped, the first pass reads the other by columns and the keys too: a value
+            # too busy for one range is cut further by them.
+            read = [*order, on] if grouped else [on]
+            first_pass = spill_batches(left, read, [c for c in codes if c in read], rows)
             part_of = (
-                ByRanges(first_pass, ranged, k, on if len(order) == 1 else None, left.rows)
+                ByRanges(first_pass, ranged, k, on, left.rows, rest=order[1:])
                 if grouped
                 else on_ranges(first_pass, ranged, k, left.rows)
             )
@@ -540,7 +540,8 @@ class Regrouped(_Attach):
                 f"LEFT's keys spilled in {k} ranges of {ranged!r} "
                 f"({memory.readable(spill.bytes)}), each sorted by {named!r} in turn"
                 + (
-                    f"; {busy} value{'s' if busy > 1 else ''} too busy for one range cut by {on!r}"
+                    f"; {busy} value{'s' if busy > 1 else ''} too busy for one range cut by "
+                    f"{(*order[1:], on) if len(order) > 1 else on!r}"
                     if busy
                     else ""
                 )

@@ -5,8 +5,8 @@ ranges when they do not fit, and RIGHT, the large side, is streamed once and nev
 
 - **Ranges.** For a grouped RIGHT, a first pass over LEFT's first by column counts its rows
   per value (``value_counts``), and the values, in Arrow's order, are cut into ranges of about
-  equal LEFT rows (``ByRanges``; of one by column, a value with more rows than a range is cut
-  further by key); for a tape, LEFT's keys are cut at evenly spaced keys of a sample
+  equal LEFT rows (``ByRanges``; a value with more rows than a range is cut further by the
+  other by columns and the key); for a tape, LEFT's keys are cut at evenly spaced keys of a sample
   (``on_ranges``). Each range is a spill partition of LEFT's keys and positions.
 - **A partition in stream order.** Each partition, read back whole, is sorted in the stream's
   order (``stream_order``: a stable sort by the key, then for a grouped stream by each by
@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from .. import _arrow_numpy as arrow_numpy
 from ..gather import gather
-from ._stream import as_comparable, key_numbers
+from ._stream import as_comparable, compare, key_numbers
 
 
 def value_counts(batches, name: str) -> tuple[pa.Array, np.ndarray]:
@@ -79,10 +79,11 @@ class ByRanges:
     values (ranges of about equal rows, ascending, from a first pass over ``batches``); a
     null, which never matches, goes to the first.
 
-    With ``on`` (the stream is ordered by ``name``, then ``on``: a grouped RIGHT of one by
-    column), a value with more rows than a range should hold (Zipf's busiest symbol) spans
-    as many ranges as its rows fill, cut at keys of an evenly spaced sample of about
-    ``sample`` of the ``rows`` rows; ``cut`` counts such values. Equal keys share a range.
+    With ``on`` (the stream is ordered by ``name``, then the by columns ``rest``, then
+    ``on``: a grouped RIGHT), a value with more rows than a range should hold (Zipf's
+    busiest symbol, a day of ``--by date,symbol``) spans as many ranges as its rows fill,
+    cut at (``rest``..., ``on``) tuples of an evenly spaced sample of about ``sample`` of
+    the ``rows`` rows; ``cut`` counts such values. Rows of one tuple share a range.
     """
 
     def __init__(
@@ -93,9 +94,10 @@ class ByRanges:
         on: str | None = None,
         rows: int = 0,
         sample: int = 1 << 20,
+        rest: list[str] | tuple = (),
     ):
-        self.name, self.on = name, on
-        picked = []  # (by values, keys) of every ``step``-th row
+        self.name, self.on, self.rest = name, on, list(rest)
+        picked = []  # (by values, the other by values, keys) of every ``step``-th row
         step, at = max(1, rows // sample), 0
 
         def sampling(batches):
@@ -103,13 +105,19 @@ class ByRanges:
             for batch in batches:
                 if on is not None:
                     taken = arrow_numpy.array(np.arange((-at) % step, batch.num_rows, step))
-                    picked.append((batch.column(name).take(taken), batch.column(on).take(taken)))
+                    picked.append(
+                        (
+                            batch.column(name).take(taken),
+                            [as_comparable(batch.column(c).take(taken)) for c in self.rest],
+                            batch.column(on).take(taken),
+                        )
+                    )
                     at += batch.num_rows
                 yield batch
 
         self.values, counts = value_counts(sampling(batches), name)
         self.first = partitions_of(counts, parts)
-        self.cuts: dict[int, np.ndarray] = {}  # a value's rank: its keys' cuts
+        self.cuts: dict[int, tuple[list, np.ndarray]] = {}  # a value's rank: its cut tuples
         if on is None or not len(counts):
             return
         total = int(counts.sum())
@@ -118,15 +126,23 @@ class ByRanges:
         busy = np.flatnonzero(last > self.first)
         if not len(busy):
             return
-        rank = np.concatenate([ranks(v, self.values) for v, _ in picked])
-        keys, valid = key_numbers(pa.chunked_array([k for _, k in picked]))
-        if valid is not None:
-            rank = np.where(valid, rank, -1)
+        rank = np.concatenate([ranks(v, self.values) for v, _, _ in picked])
+        keys, valid = key_numbers(pa.chunked_array([k for _, _, k in picked]))
+        others = [pa.concat_arrays([o[i] for _, o, _ in picked]) for i in range(len(self.rest))]
+        keyed = rank >= 0 if valid is None else valid & (rank >= 0)
+        for other in others:  # a null by value never matches: it cuts nothing
+            keyed &= arrow_numpy.valid(other) if other.null_count else True
         for v in busy:
-            mine = np.sort(keys[rank == v])
+            mine = np.flatnonzero(keyed & (rank == v))
             n = int(last[v] - self.first[v]) + 1
-            if len(mine):
-                self.cuts[int(v)] = mine[(np.arange(1, n) * len(mine)) // n]
+            if not len(mine):
+                continue
+            theirs = [other.take(arrow_numpy.array(mine)) for other in others]
+            # In stream order: each other by column by its rank among these values.
+            order = np.lexsort((keys[mine], *(ranks(o, distinct(o)) for o in reversed(theirs))))
+            at = order[(np.arange(1, n) * len(order)) // n]
+            taken = arrow_numpy.array(at)
+            self.cuts[int(v)] = ([o.take(taken) for o in theirs], keys[mine][at])
 
     @property
     def cut(self) -> int:
@@ -137,9 +153,17 @@ class ByRanges:
         part = np.where(rank >= 0, self.first[rank] if len(self.first) else 0, 0).astype(np.int64)
         if self.cuts:
             keys, _ = key_numbers(batch.column(self.on))  # a null key's slot: any range
-            for v, cuts in self.cuts.items():
-                mine = rank == v
-                part[mine] += np.searchsorted(cuts, keys[mine], side="right")
+            for v, (by_cuts, on_cuts) in self.cuts.items():
+                mine = np.flatnonzero(rank == v)
+                if not len(mine):
+                    continue
+                taken = arrow_numpy.array(mine)
+                by = [as_comparable(batch.column(c).take(taken)) for c in self.rest]
+                above = np.zeros(len(mine), np.int64)
+                for i, on_cut in enumerate(on_cuts):  # the cuts at or below each row
+                    less, _ = compare(by, keys[mine], [c[i] for c in by_cuts], on_cut)
+                    above += ~less
+                part[mine] += above
         return part.astype(np.uint16)
 
 

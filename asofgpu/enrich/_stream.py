@@ -232,7 +232,7 @@ class Keys:
             return Keys(a.n + b.n, on, rows)
         runs, heads = b.runs + len(a.on), b.heads
         if (
-            len(a.runs) and len(b.runs) and _compare(a.at(len(a) - 1).by, 0, b.at(0).by, 0)[1]
+            len(a.runs) and len(b.runs) and compare(a.at(len(a) - 1).by, 0, b.at(0).by, 0)[1]
         ):  # one run across the two
             runs, heads = runs[1:], tuple(h.slice(1) for h in heads)
         return Keys(
@@ -279,7 +279,7 @@ class Order:
         runs = np.flatnonzero(np.concatenate([[len(values) > 0], change]))
         heads = tuple(as_comparable(c.take(arrow_numpy.array(runs))) for c in columns)
         if len(runs) > 1:  # equal values under different codes: one run
-            same = _compare(
+            same = compare(
                 tuple(h.slice(1) for h in heads),
                 0,
                 tuple(h.slice(0, len(runs) - 1) for h in heads),
@@ -342,9 +342,10 @@ def as_comparable(column) -> pa.Array:
     return column
 
 
-def _compare(by_a, on_a, by_b, on_b):
+def compare(by_a, on_a, by_b, on_b):
     """(a < b, a == b) in (by..., on) order, element-wise: by values are Arrow arrays or
-    scalars without nulls, keys numpy arrays or ints; numpy broadcasts the results."""
+    scalars (a null compares as anything: its row never matches), keys numpy arrays or
+    ints; numpy broadcasts the results."""
     less, equal = np.False_, np.True_
     for a, b in zip(by_a, by_b):
         less = less | (equal & _bools(pc.less(a, b)))
@@ -358,7 +359,7 @@ def _bools(result) -> np.ndarray:
 
 def below(a: Start, b: Start) -> bool:
     """Whether ``a`` comes before ``b``."""
-    return bool(_compare(a.by, a.on, b.by, b.on)[0])
+    return bool(compare(a.by, a.on, b.by, b.on)[0])
 
 
 def _descents(keys: Keys) -> np.ndarray:
@@ -370,9 +371,8 @@ def _descents(keys: Keys) -> np.ndarray:
         return steps
     steps[keys.runs[1:] - 1] = False  # a new run may start at any key
     heads, n = keys.heads, len(keys.runs)
-    back = _compare(
-        tuple(h.slice(1) for h in heads), 0, tuple(h.slice(0, n - 1) for h in heads), 0
-    )[0]
+    after, before = tuple(h.slice(1) for h in heads), tuple(h.slice(0, n - 1) for h in heads)
+    back = compare(after, 0, before, 0)[0]
     steps[keys.runs[1:][back] - 1] = True
     return steps
 
@@ -470,7 +470,7 @@ def carry_in_for(carry: pa.Table, order: Order, start: Start | None, reach: Reac
     if start is None or not carry.num_rows:
         return carry
     if order.by:
-        return _kept(carry, ~_compare(_by_values(carry, order.by), 0, start.by, 0)[0])
+        return _kept(carry, ~compare(_by_values(carry, order.by), 0, start.by, 0)[0])
     if reach.tolerance is None:
         return carry
     values, _ = key_numbers(carry.column(order.on))
@@ -485,7 +485,7 @@ def carry_out_for(carry: pa.Table, order: Order, start: Start | None, reach: Rea
     if start is None or not carry.num_rows:
         return carry
     if order.by:
-        return _kept(carry, ~_compare(start.by, 0, _by_values(carry, order.by), 0)[0])
+        return _kept(carry, ~compare(start.by, 0, _by_values(carry, order.by), 0)[0])
     if reach.tolerance is None:
         return carry
     values, _ = key_numbers(carry.column(order.on))  # whole numbers: LEFT's are below start.on
@@ -727,7 +727,7 @@ def split_by_key(keys: Keys, start: Start | None) -> int:
         return keys.n
     lo, hi = 0, len(keys)
     if keys.runs is not None and len(keys.runs):
-        less, equal = _compare(keys.heads, 0, start.by, 0)
+        less, equal = compare(keys.heads, 0, start.by, 0)
         r = int(np.count_nonzero(less))  # runs below the start's by values
         ends = np.append(keys.runs[1:], len(keys))
         lo = int(keys.runs[r]) if r < len(keys.runs) else len(keys)
