@@ -6,8 +6,9 @@ ranges when they do not fit, and RIGHT, the large side, is streamed once and nev
 - **Ranges.** For a grouped RIGHT, a first pass over LEFT's first by column counts its rows
   per value (``value_counts``), and the values, in Arrow's order, are cut into ranges of about
   equal LEFT rows (``ByRanges``; a value with more rows than a range is cut further by the
-  other by columns and the key); for a tape, LEFT's keys are cut at evenly spaced keys of a sample
-  (``on_ranges``). Each range is a spill partition of LEFT's keys and positions.
+  other by columns and the key); for a tape, LEFT's keys are cut at evenly spaced keys of a
+  sample (``on_ranges``). The rows of a key busier than a range are spread over the ranges
+  it spans (``_spread``). Each range is a spill partition of LEFT's keys and positions.
 - **A partition in stream order.** Each partition, read back whole, is sorted in the stream's
   order (``stream_order``: a stable sort by the key, then for a grouped stream by each by
   column's rank among the partition's values, last column first). Partition after partition,
@@ -22,6 +23,8 @@ and get nulls.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -83,7 +86,9 @@ class ByRanges:
     ``on``: a grouped RIGHT), a value with more rows than a range should hold (Zipf's
     busiest symbol, a day of ``--by date,symbol``) spans as many ranges as its rows fill,
     cut at (``rest``..., ``on``) tuples of an evenly spaced sample of about ``sample`` of
-    the ``rows`` rows; ``cut`` counts such values. Rows of one tuple share a range.
+    the ``rows`` rows; ``cut`` counts such values. The rows of a tuple that is several cuts
+    (one key holding more rows than a range) are spread over the ranges those cuts bound
+    (``_spread``). Call it on every batch of one pass, in order.
     """
 
     def __init__(
@@ -97,6 +102,7 @@ class ByRanges:
         rest: list[str] | tuple = (),
     ):
         self.name, self.on, self.rest = name, on, list(rest)
+        self._seen = 0  # rows partitioned so far: each row's number in the pass
         picked = []  # (by values, the other by values, keys) of every ``step``-th row
         step, at = max(1, rows // sample), 0
 
@@ -139,10 +145,22 @@ class ByRanges:
                 continue
             theirs = [other.take(arrow_numpy.array(mine)) for other in others]
             # In stream order: each other by column by its rank among these values.
-            order = np.lexsort((keys[mine], *(ranks(o, distinct(o)) for o in reversed(theirs))))
-            at = order[(np.arange(1, n) * len(order)) // n]
-            taken = arrow_numpy.array(at)
-            self.cuts[int(v)] = ([o.take(taken) for o in theirs], keys[mine][at])
+            ranked = [ranks(o, distinct(o)) for o in theirs]
+            order = np.lexsort((keys[mine], *reversed(ranked)))
+            bounds = (np.arange(1, n) * len(order)) // n  # the cuts' places in that order
+            taken = arrow_numpy.array(order[bounds])
+            # Where each cut's run of equal tuples starts and ends in that order.
+            same = keys[mine][order[1:]] == keys[mine][order[:-1]]
+            for r in ranked:
+                same &= r[order[1:]] == r[order[:-1]]
+            run_starts = np.flatnonzero(np.concatenate([[True], ~same]))
+            run = np.searchsorted(run_starts, bounds, side="right") - 1
+            ends = np.append(run_starts[1:], len(order))
+            self.cuts[int(v)] = (
+                [o.take(taken) for o in theirs],
+                keys[mine][order[bounds]],
+                Runs(bounds, run_starts[run], ends[run]),
+            )
 
     @property
     def cut(self) -> int:
@@ -153,41 +171,86 @@ class ByRanges:
         part = np.where(rank >= 0, self.first[rank] if len(self.first) else 0, 0).astype(np.int64)
         if self.cuts:
             keys, _ = key_numbers(batch.column(self.on))  # a null key's slot: any range
-            for v, (by_cuts, on_cuts) in self.cuts.items():
+            for v, (by_cuts, on_cuts, runs) in self.cuts.items():
                 mine = np.flatnonzero(rank == v)
                 if not len(mine):
                     continue
                 taken = arrow_numpy.array(mine)
                 by = [as_comparable(batch.column(c).take(taken)) for c in self.rest]
-                above = np.zeros(len(mine), np.int64)
-                for i, on_cut in enumerate(on_cuts):  # the cuts at or below each row
-                    less, _ = compare(by, keys[mine], [c[i] for c in by_cuts], on_cut)
+                above = np.zeros(len(mine), np.int64)  # the cuts at or below each row
+                ties = np.zeros(len(mine), np.int64)  # of them, those equal to it
+                for i, on_cut in enumerate(on_cuts):
+                    less, equal = compare(by, keys[mine], [c[i] for c in by_cuts], on_cut)
                     above += ~less
-                part[mine] += above
+                    ties += equal
+                part[mine] += _spread(above, ties, self._seen + mine, runs)
+        self._seen += batch.num_rows
         return part.astype(np.uint16)
 
 
 def on_ranges(batches, on: str, parts: int, rows: int, sample: int = 1 << 20):
     """``part_of`` for ``SpillFolder.partition``: each row's range of key ``on`` (cut at
     evenly spaced keys of a sample of about ``sample`` from a first pass over ``batches``,
-    ``rows`` rows; equal keys share a range); a null key, which never matches, goes to the
-    first."""
+    ``rows`` rows; the rows of a key that is several cuts are spread over the ranges those
+    cuts bound, ``_spread``); a null key, which never matches, goes to the first. Call it on
+    every batch of one pass, in order."""
     picked = []
     for batch in batches:
         keys, valid = key_numbers(batch.column(on))
         keys = keys if valid is None else keys[valid]
         picked.append(keys[:: max(1, rows // sample)])
     keys = np.sort(np.concatenate([np.zeros(0, np.int64), *picked]))
-    cuts = np.unique(keys[(np.arange(1, parts) * len(keys)) // parts]) if len(keys) else keys
+    bounds = (np.arange(1, parts) * len(keys)) // parts if len(keys) else keys
+    cuts = keys[bounds]
+    runs = Runs(
+        bounds, np.searchsorted(keys, cuts, side="left"), np.searchsorted(keys, cuts, side="right")
+    )
+    seen = 0
 
     def part_of(batch) -> np.ndarray:
+        nonlocal seen
         keys, valid = key_numbers(batch.column(on))
-        part = np.searchsorted(cuts, keys, side="right").astype(np.uint16)
+        above = np.searchsorted(cuts, keys, side="right")
+        ties = above - np.searchsorted(cuts, keys, side="left")
+        part = _spread(above, ties, seen + np.arange(len(keys)), runs).astype(np.uint16)
+        seen += len(keys)
         if valid is not None:
             part[~valid] = 0
         return part
 
     return part_of
+
+
+class Runs(NamedTuple):
+    """Of each cut of a sorted sample (at its places ``bounds``), the run of sample rows equal
+    to it: ``[starts, ends)``."""
+
+    bounds: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+def _spread(above: np.ndarray, ties: np.ndarray, numbers: np.ndarray, runs: Runs) -> np.ndarray:
+    """Each row's range offset: the number of cuts at or below it (``above``), but a row equal
+    to ``ties`` > 0 cuts (one key, or one tuple, as busy as a range or more) takes the place
+    in its run of the sorted sample that a hash of its row number in the pass (``numbers``)
+    picks, and the range of that place: its rows fill the ranges their run spans in the
+    shares the sample shows. Equal rows never need one range: the stream's order only asks
+    that they come after what is below them.
+
+    >>> runs = Runs(np.array([3, 6]), np.array([2, 2]), np.array([9, 9]))  # 7 of 9 rows equal
+    >>> np.bincount(_spread(np.full(7000, 2), np.full(7000, 2), np.arange(7000), runs)).tolist()
+    [1001, 2998, 3001]
+    """
+    out = above.copy()
+    tied = np.flatnonzero(ties > 0)
+    if len(tied):
+        first = above[tied] - ties[tied]  # the first cut equal to the row
+        starts, ends = runs.starts[first], runs.ends[first]
+        mixed = (numbers[tied].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)
+        place = starts + (mixed.astype(np.float64) / (1 << 24) * (ends - starts)).astype(np.int64)
+        out[tied] = np.searchsorted(runs.bounds, place, side="right")
+    return out
 
 
 def partitions_of(counts: np.ndarray, parts: int) -> np.ndarray:
