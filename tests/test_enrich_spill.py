@@ -22,7 +22,7 @@ import pytest
 import asofgpu as ag
 from asofgpu import marketdata
 from asofgpu.enrich._spill import POSITION, Results, merged, partition_of
-from enrich_cli import coarse_times, hidden, run
+from enrich_cli import coarse_times, enrich_in, hidden, run
 
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 
@@ -435,3 +435,41 @@ def test_merged_results_come_in_position_order_a_batch_of_each_part_at_a_time():
     whole = pa.concat_tables(tables)
     assert whole[POSITION].to_pylist() == list(range(5_000))
     assert whole["v"].to_pylist() == [2.0 * i for i in range(5_000)]
+
+
+@pytest.mark.parametrize("groups", ["a group a row", "50 groups"])
+def test_a_right_whose_rows_are_each_a_group_is_spilled_where_few_groups_fit(
+    tmp_path, capsys, groups
+):
+    """Preparing a row that is a group of its own (a state table of entities) takes about
+    twice what a row of a few busy groups does: 200K such rows need more than half of what
+    --memory-limit 450MiB leaves and spill, where 200K rows of 50 groups are held."""
+    n = 200_000
+    rng = np.random.default_rng(4)
+    ids = rng.permutation(n) if groups == "a group a row" else rng.integers(0, 50, n)
+    right = pa.table({"t": rng.permutation(n), "id": ids, "v": rng.random(n)})
+    left = pa.table({"t": rng.integers(0, n, 5_000), "id": rng.choice(ids, 5_000)})
+    pq.write_table(right, tmp_path / "r.parquet")
+    pq.write_table(left, tmp_path / "l.parquet")
+    code, _, stderr = enrich_in(tmp_path, "--memory-limit", "450MiB", capsys=capsys, by="id")
+    assert code == 0, stderr
+    assert ("spilling both sides" in stderr) == (groups == "a group a row"), stderr
+    expected = ag.join_asof(left, right, on="t", by="id", device="cpu")
+    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
+
+
+def test_group_share_reads_the_groups_a_row_brings(tmp_path):
+    from asofgpu.enrich._memory import group_share
+    from asofgpu.enrich._sources import Source
+
+    pq.write_table(
+        pa.table({"a": [1, 2, 3, 4] * 2, "b": ["x", "x", "y", None] * 2, "c": [0] * 8}),
+        tmp_path / "f.parquet",
+    )
+    source = Source.find(str(tmp_path / "f.parquet"), "RIGHT")
+    assert group_share(source, ["a"]) == 0.5
+    assert group_share(source, ["b"]) == 3 / 8  # a null is counted as one value
+    assert group_share(source, ["a", "b"]) == 0.5
+    assert group_share(source, ["c"]) == 1 / 8
+    assert group_share(source, ["a"], sample=2) == 1.0
+    assert group_share(source, []) == 0.0

@@ -201,7 +201,8 @@ def _run(
         rows = memory.chunk_rows(
             limit, options.chunk_rows, left_row, payload_row, writers=1 if left.single else 2
         )
-        need = memory.right_bytes(right, the_plan.read, as_codes)
+        share = memory.group_share(right, options.right_by)
+        need = memory.right_bytes(right, the_plan.read, as_codes, share)
         mode, why, grouped = _mode(
             options, left, right, need, budget, limit_name, layouts, failed, left_sorted
         )
