@@ -462,9 +462,10 @@ def test_group_share_reads_the_groups_a_row_brings(tmp_path):
     from asofgpu.enrich._memory import group_share
     from asofgpu.enrich._sources import Source
 
-    pq.write_table(
+    pq.write_table(  # row groups of 3 rows: the sample reads on past the first
         pa.table({"a": [1, 2, 3, 4] * 2, "b": ["x", "x", "y", None] * 2, "c": [0] * 8}),
         tmp_path / "f.parquet",
+        row_group_size=3,
     )
     source = Source.find(str(tmp_path / "f.parquet"), "RIGHT")
     assert group_share(source, ["a"]) == 0.5

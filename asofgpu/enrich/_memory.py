@@ -18,6 +18,7 @@ import os
 import re
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _arrow_numpy as arrow_numpy
@@ -142,15 +143,21 @@ def group_share(source: Source, by: list[str], sample: int = 1 << 16) -> float:
     part = next((p for p in source.parts if p.rows), None)
     if not data or part is None:
         return 0.0
-    batch = next(part.batches(source.side, sample, data), None)
-    if batch is None or not batch.num_rows:
+    batches, rows = [], 0
+    for batch in part.batches(source.side, sample, data):  # a row group's at most
+        batches.append(batch)
+        rows += batch.num_rows
+        if rows >= sample:
+            break
+    if not rows:
         return 0.0
-    ids = np.zeros(batch.num_rows, np.int64)  # each row's tuple of by values, numbered
+    table = pa.Table.from_batches(batches).slice(0, sample)
+    ids = np.zeros(table.num_rows, np.int64)  # each row's tuple of by values, numbered
     for name in data:  # (Arrow's group_by would import pandas)
-        encoded = pc.dictionary_encode(batch.column(name))
+        encoded = pc.dictionary_encode(arrow_numpy.combined(table.column(name)))
         codes = arrow_numpy.filled(encoded.indices, -1).astype(np.int64) + 1  # null: 0
         ids = np.unique(ids * (len(encoded.dictionary) + 1) + codes, return_inverse=True)[1]
-    return (int(ids.max()) + 1) / batch.num_rows
+    return (int(ids.max()) + 1) / table.num_rows
 
 
 def in_flight(writers: int, threads: int | None = None) -> int:
