@@ -461,6 +461,23 @@ def test_a_value_too_busy_for_one_range_is_cut_by_key():
     assert ByRanges(iter(batches), "s", 1, "t", rows=n).cut == 0
 
 
+def _regrouped_in_ranges(tmp_path, capsys, trades, quotes, by, flags=(), **options) -> str:
+    """``trades`` and ``quotes`` written in row groups of 500 and enriched with RIGHT
+    streamed and LEFT's keys regrouped in 8 ranges, chunks of 200 (``flags`` and join_asof's
+    ``options`` alike): the output must be join_asof's, nothing hidden left; the log."""
+    pq.write_table(trades, tmp_path / "t.parquet", row_group_size=500)
+    pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=500)
+    flags = [*flags, "--right-mode", "stream", "--spill-partitions", 8, "--chunk-rows", 200]
+    files = {"on": "time", "by": ",".join(by), "left": "t.parquet", "right": "q.parquet"}
+    code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys, **files)
+    assert code == 0, stderr
+    assert "LEFT's keys spilled in 8 ranges" in stderr
+    expected = ag.join_asof(trades, quotes, on="time", by=by, device="cpu", **options)
+    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
+    assert hidden(tmp_path) == []
+    return stderr
+
+
 @pytest.mark.parametrize(("flags", "options"), STREAM_OPTIONS)
 def test_a_busy_symbol_of_a_shuffled_left_is_cut_into_ranges(tmp_path, capsys, flags, options):
     """Half of the trades in one symbol, in no order, beside quotes sorted by (symbol, time):
@@ -473,23 +490,8 @@ def test_a_busy_symbol_of_a_shuffled_left_is_cut_into_ranges(tmp_path, capsys, f
     trades = trades.set_column(trades.schema.get_field_index("symbol"), "symbol", symbol)
     trades = trades.take(rng.permutation(trades.num_rows))
     quotes = _grouped(coarse_times(quotes), ["symbol"])
-    pq.write_table(trades, tmp_path / "t.parquet", row_group_size=500)
-    pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=500)
-    flags = [*flags, "--right-mode", "stream", "--spill-partitions", 8, "--chunk-rows", 200]
-    files = {"on": "time", "by": "symbol", "left": "t.parquet", "right": "q.parquet"}
-    code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys, **files)
-    assert code == 0, stderr
+    stderr = _regrouped_in_ranges(tmp_path, capsys, trades, quotes, ["symbol"], flags, **options)
     assert re.search(r"; \d values? too busy for one range cut by 'time'", stderr)
-    expected = ag.join_asof(
-        pq.read_table(tmp_path / "t.parquet"),
-        pq.read_table(tmp_path / "q.parquet"),
-        on="time",
-        by="symbol",
-        device="cpu",
-        **options,
-    )
-    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
-    assert hidden(tmp_path) == []
 
 
 def test_a_busy_value_of_the_first_of_two_by_columns_is_cut_by_the_second_and_the_key():
@@ -536,25 +538,10 @@ def test_a_busy_day_of_two_by_columns_of_a_shuffled_left_is_cut_into_ranges(
     )
     trades = trades.take(rng.permutation(trades.num_rows))
     quotes = _grouped(coarse_times(quotes), ["day", "symbol"])
-    pq.write_table(trades, tmp_path / "t.parquet", row_group_size=500)
-    pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=500)
-    flags = ["--right-mode", "stream", "--spill-partitions", 8, "--chunk-rows", 200]
-    flags += ["--strategy", strategy]
-    files = {"on": "time", "by": "day,symbol", "left": "t.parquet", "right": "q.parquet"}
-    code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys, **files)
-    assert code == 0, stderr
+    by, flags = ["day", "symbol"], ["--strategy", strategy]
+    stderr = _regrouped_in_ranges(tmp_path, capsys, trades, quotes, by, flags, strategy=strategy)
     assert "LEFT's keys spilled in 8 ranges of 'day'" in stderr
     assert "2 values too busy for one range cut by ('symbol', 'time')" in stderr
-    expected = ag.join_asof(
-        pq.read_table(tmp_path / "t.parquet"),
-        pq.read_table(tmp_path / "q.parquet"),
-        on="time",
-        by=["day", "symbol"],
-        strategy=strategy,
-        device="cpu",
-    )
-    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
-    assert hidden(tmp_path) == []
 
 
 def test_one_key_busier_than_several_ranges_is_spread_over_them():
@@ -602,21 +589,5 @@ def test_a_key_holding_half_of_a_shuffled_left_is_joined_across_ranges(
     trades = trades.take(rng.permutation(trades.num_rows))
     if layout == "grouped":
         quotes = _grouped(quotes, ["symbol"])
-    pq.write_table(trades, tmp_path / "t.parquet", row_group_size=500)
-    pq.write_table(quotes, tmp_path / "q.parquet", row_group_size=500)
-    flags = ["--right-mode", "stream", "--spill-partitions", 8, "--chunk-rows", 200]
-    flags += ["--strategy", strategy]
-    files = {"on": "time", "by": "symbol", "left": "t.parquet", "right": "q.parquet"}
-    code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys, **files)
-    assert code == 0, stderr
-    assert "LEFT's keys spilled in 8 ranges" in stderr
-    expected = ag.join_asof(
-        pq.read_table(tmp_path / "t.parquet"),
-        pq.read_table(tmp_path / "q.parquet"),
-        on="time",
-        by="symbol",
-        strategy=strategy,
-        device="cpu",
-    )
-    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
-    assert hidden(tmp_path) == []
+    flags = ["--strategy", strategy]
+    _regrouped_in_ranges(tmp_path, capsys, trades, quotes, ["symbol"], flags, strategy=strategy)

@@ -758,10 +758,20 @@ def test_too_many_groups_to_stream_spill_under_auto_and_exit_2_under_stream(
     --memory-limit 420MiB leaves, whether LEFT streams along or is regrouped. auto starts
     again without streaming (RIGHT spills); stream exits 2 and writes nothing."""
     left, right = _entities_day(tmp_path, left_sorted=left_sorted)
+    says = "hands on a row or more of each of its groups from window to window: "
+    stderr = _spills_under_auto_exits_2_under_stream(tmp_path, capsys, left, right, strategy, says)
+    assert ("LEFT's keys put in that order" in stderr) == (not left_sorted)
+
+
+def _spills_under_auto_exits_2_under_stream(tmp_path, capsys, left, right, strategy, says):
+    """``asofgpu enrich`` of ``left`` and ``right`` (written in ``tmp_path``) under
+    --memory-limit 420MiB, whose stream must stop saying ``says``: under auto it starts
+    again and spills, with join_asof's answers; under --right-mode stream it exits 2 and
+    writes nothing. The auto run's log."""
     flags = ["--strategy", strategy, "--memory-limit", "420MiB"]
     code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys)
     assert code == 0, stderr
-    assert ("LEFT's keys put in that order" in stderr) == (not left_sorted)
+    assert f"streaming RIGHT {says}" in stderr
     assert "more than the 5.0 MiB they may take" in stderr
     assert "starting again without streaming" in stderr
     assert "spilling both sides" in stderr
@@ -769,17 +779,15 @@ def test_too_many_groups_to_stream_spill_under_auto_and_exit_2_under_stream(
     assert pq.read_table(tmp_path / "o.parquet").equals(expected)
 
     flags += ["--right-mode", "stream", "-q"]
-    code, stdout, stderr = enrich_in(tmp_path, *flags, capsys=capsys, out="stream.parquet")
-    assert code == 2 and stdout == "" and stderr.count("\n") == 1, stderr
-    assert stderr.startswith(
-        "asofgpu enrich: error: --right-mode stream: streaming RIGHT hands on a row or more "
-        "of each of its groups from window to window: "
-    )
-    assert stderr.endswith(
+    code, stdout, errors = enrich_in(tmp_path, *flags, capsys=capsys, out="stream.parquet")
+    assert code == 2 and stdout == "" and errors.count("\n") == 1, errors
+    assert errors.startswith(f"asofgpu enrich: error: --right-mode stream: streaming RIGHT {says}")
+    assert errors.endswith(
         "more than the 5.0 MiB they may take (a quarter of what --memory-limit leaves); raise "
         "--memory-limit, or pass --right-mode auto to hold RIGHT in memory or spill it\n"
     )
     assert not (tmp_path / "stream.parquet").exists() and hidden(tmp_path) == []
+    return stderr
 
 
 def test_a_state_table_of_too_many_entities_at_one_key_spills_under_auto(tmp_path, capsys):
@@ -802,24 +810,8 @@ def test_a_state_table_of_too_many_entities_at_one_key_spills_under_auto(tmp_pat
     )
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=100_000)
     pq.write_table(left, tmp_path / "l.parquet")
-    flags = ["--memory-limit", "420MiB"]
-    code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys)
-    assert code == 0, stderr
-    assert "streaming RIGHT holds the first and last row of each group at one key" in stderr
-    assert "starting again without streaming" in stderr
-    assert "spilling both sides" in stderr
-    expected = ag.join_asof(left, right, on="t", by="g", device="cpu")
-    assert pq.read_table(tmp_path / "o.parquet").equals(expected)
-
-    flags += ["--right-mode", "stream", "-q"]
-    code, stdout, stderr = enrich_in(tmp_path, *flags, capsys=capsys, out="stream.parquet")
-    assert code == 2 and stdout == "" and stderr.count("\n") == 1, stderr
-    assert stderr.startswith(
-        "asofgpu enrich: error: --right-mode stream: streaming RIGHT holds the first and last "
-        "row of each group at one key (a state table's day): "
-    )
-    assert "more than the 5.0 MiB they may take" in stderr
-    assert not (tmp_path / "stream.parquet").exists() and hidden(tmp_path) == []
+    says = "holds the first and last row of each group at one key (a state table's day): "
+    _spills_under_auto_exits_2_under_stream(tmp_path, capsys, left, right, "backward", says)
 
 
 def test_carries_keep_what_the_left_rows_to_come_can_match():
