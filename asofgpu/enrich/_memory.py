@@ -123,8 +123,8 @@ def _stored_bytes(source: Source, name: str) -> float:
 def right_bytes(
     source: Source, columns: list[str], as_codes: list[str], group_share: float = 0.0
 ) -> int:
-    """What RIGHT prepared in memory would take, by ``RIGHT_COPIES``, with ``group_share``
-    of its rows each a group of its own (``group_share``)."""
+    """What RIGHT prepared in memory would take, by ``RIGHT_COPIES``, when ``group_share`` of
+    its rows are each a group of its own (as ``group_share()`` reads it from a sample)."""
     per_row = (
         RIGHT_COPIES * row_bytes(source, columns, as_codes)
         + RIGHT_ROW_OVERHEAD
