@@ -146,20 +146,18 @@ class ByRanges:
             theirs = [other.take(arrow_numpy.array(mine)) for other in others]
             # In stream order: each other by column by its rank among these values.
             ranked = [ranks(o, distinct(o)) for o in theirs]
-            order = np.lexsort((keys[mine], *reversed(ranked)))
+            sorted_keys = keys[mine]
+            order = np.lexsort((sorted_keys, *reversed(ranked)))
+            sorted_keys = sorted_keys[order]
             bounds = (np.arange(1, n) * len(order)) // n  # the cuts' places in that order
             taken = arrow_numpy.array(order[bounds])
-            # Where each cut's run of equal tuples starts and ends in that order.
-            same = keys[mine][order[1:]] == keys[mine][order[:-1]]
+            same = sorted_keys[1:] == sorted_keys[:-1]  # a tuple equal to the one before
             for r in ranked:
                 same &= r[order[1:]] == r[order[:-1]]
-            run_starts = np.flatnonzero(np.concatenate([[True], ~same]))
-            run = np.searchsorted(run_starts, bounds, side="right") - 1
-            ends = np.append(run_starts[1:], len(order))
             self.cuts[int(v)] = (
                 [o.take(taken) for o in theirs],
-                keys[mine][order[bounds]],
-                Runs(bounds, run_starts[run], ends[run]),
+                sorted_keys[bounds],
+                Runs.around(bounds, same),
             )
 
     @property
@@ -202,9 +200,7 @@ def on_ranges(batches, on: str, parts: int, rows: int, sample: int = 1 << 20):
     keys = np.sort(np.concatenate([np.zeros(0, np.int64), *picked]))
     bounds = (np.arange(1, parts) * len(keys)) // parts if len(keys) else keys
     cuts = keys[bounds]
-    runs = Runs(
-        bounds, np.searchsorted(keys, cuts, side="left"), np.searchsorted(keys, cuts, side="right")
-    )
+    runs = Runs.around(bounds, keys[1:] == keys[:-1])
     seen = 0
 
     def part_of(batch) -> np.ndarray:
@@ -228,6 +224,19 @@ class Runs(NamedTuple):
     bounds: np.ndarray
     starts: np.ndarray
     ends: np.ndarray
+
+    @classmethod
+    def around(cls, bounds: np.ndarray, same: np.ndarray) -> Runs:
+        """The runs of the cuts at ``bounds`` in a sorted sample whose rows are each equal
+        to the one before them where ``same`` says so.
+
+        >>> Runs.around(np.array([1, 3]), np.array([True, False, True, True]))
+        Runs(bounds=array([1, 3]), starts=array([0, 2]), ends=array([2, 5]))
+        """
+        starts = np.flatnonzero(np.concatenate([[True], ~same]))
+        run = np.searchsorted(starts, bounds, side="right") - 1
+        ends = np.append(starts[1:], len(same) + 1)
+        return cls(bounds, starts[run], ends[run])
 
 
 def _spread(above: np.ndarray, ties: np.ndarray, numbers: np.ndarray, runs: Runs) -> np.ndarray:
