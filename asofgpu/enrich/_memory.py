@@ -19,9 +19,7 @@ import re
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .. import _arrow_numpy as arrow_numpy
 from ._errors import EnrichError
 from ._sources import Source, is_text, leaf_columns
 
@@ -151,13 +149,11 @@ def group_share(source: Source, by: list[str], sample: int = 1 << 16) -> float:
             break
     if not rows:
         return 0.0
+    from ._stream import group_ids  # (it imports this module)
+
     table = pa.Table.from_batches(batches).slice(0, sample)
-    ids = np.zeros(table.num_rows, np.int64)  # each row's tuple of by values, numbered
-    for name in data:  # (Arrow's group_by would import pandas)
-        encoded = pc.dictionary_encode(arrow_numpy.combined(table.column(name)))
-        codes = arrow_numpy.filled(encoded.indices, -1).astype(np.int64) + 1  # null: 0
-        ids = np.unique(ids * (len(encoded.dictionary) + 1) + codes, return_inverse=True)[1]
-    return (int(ids.max()) + 1) / table.num_rows
+    # Rows with a null by value, numbered -1, count as one value more.
+    return len(np.unique(group_ids(table, data))) / table.num_rows
 
 
 def in_flight(writers: int, threads: int | None = None) -> int:
