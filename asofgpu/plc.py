@@ -10,13 +10,16 @@ column's buffer, widened when narrower than 64 bits), and ``by`` columns, string
 are turned into group codes by libcudf's sort and binary search (``asofgpu._device_encode``).
 
 Streams: ``stream`` (an rmm ``Stream``, or anything with ``__cuda_stream__`` such as a cupy or
-numba stream; None: pylibcudf's default stream) carries every pylibcudf call and the cupy work
-of encoding. The probe kernel and the sort of the right side run where asofgpu's CUDA backend
-runs them: on cupy's current stream (the legacy default stream unless per-thread default
-streams are turned on), which is not ``stream``. So ``stream`` is
-synchronized before that work starts and the device after it ends: a returned map is complete,
-and may be used on any stream. Device memory for the codes and the map comes from cupy's
-allocator (route it through rmm with ``rmm.allocators.cupy.rmm_cupy_allocator``).
+numba stream; None: pylibcudf's default stream) carries all of a call's device work: the
+pylibcudf calls, and the cupy work and CUDA kernels of encoding, sorting and probing, which
+run on cupy's current stream, made ``stream`` for the call. Nothing waits for the whole device.
+As in libcudf, results are complete in ``stream``'s order: a consumer on another stream
+synchronizes ``stream`` first (or waits for it), and so does a join on another stream than
+the one its ``AsofJoin`` was prepared on. Inputs must stay valid until the work on ``stream``
+is done, and a prepared ``AsofJoin``'s memory goes back on its preparing stream when it is
+dropped: drop it once the joins that read it are done. Device memory for the codes and the
+maps comes from cupy's allocator (route it through rmm with
+``rmm.allocators.cupy.rmm_cupy_allocator``).
 
 ``splice_join`` is the full as-of join (QuestDB's SPLICE JOIN, ``asofgpu.splice_maps``) in the
 same style: two INT32 maps, one for the left rows and one for the right rows of each output row,
@@ -42,6 +45,9 @@ Examples
 """
 
 from __future__ import annotations
+
+import threading
+from contextlib import contextmanager
 
 from . import _validate
 from ._columns import Reaches, common_tick, is_row_tolerances, to_arrow, tolerance_in_ticks
@@ -188,14 +194,6 @@ def _on_stream(stream):
     return cupy.cuda.ExternalStream(stream.__cuda_stream__()[1])
 
 
-def _settle() -> None:
-    """After the primitive's work (the sort and the probe, on cupy's current stream): wait for
-    the whole device, so that the map is complete whichever stream reads it next."""
-    import cupy
-
-    cupy.cuda.Device().synchronize()
-
-
 def _pairs(windows, stream):
     """The range join's two maps of ``windows`` (the primitive's, on the device) as INT32
     pylibcudf columns; ValueError when they would not fit one."""
@@ -209,7 +207,6 @@ def _pairs(windows, stream):
         )
         raise ValueError(msg)
     left_map, right_map = windows.pairs()
-    _settle()
     column = _plc().Column
     return (
         column.from_cuda_array_interface(left_map.astype("int32", copy=False), stream=stream),
@@ -232,7 +229,8 @@ class AsofJoin:
         ``UNEQUAL`` (the default, libcudf's and polars' rule): a row with a null by-key
         matches nothing; ``EQUAL`` (pandas' rule): null by-keys match each other.
     stream : rmm Stream or object with ``__cuda_stream__``, optional
-        Where the pylibcudf calls run (see the module docstring for the kernel's stream).
+        Where the preparation runs. Joins on another stream synchronize it first (see the
+        module docstring).
 
     Notes
     -----
@@ -253,20 +251,36 @@ class AsofJoin:
 
     def __init__(self, right_by, right_on, nulls_equal=None, stream=None):
         null_equal, self._key_type, self._by_types = _check_right(right_by, right_on, nulls_equal)
+        # The ticks the primitive holds the right keys at, complete for any stream (see _kept).
+        self._ticks = {self._key_type.tick_ns}
+        self._lock = threading.Lock()
         self._prepare(right_by, right_on, null_equal, stream)
 
     def _prepare(self, right_by, right_on, null_equal: bool, stream) -> None:
-        """The device work: group codes, then the primitive's sort into group offsets."""
+        """The device work, on ``stream``: group codes, then the primitive's sort into group
+        offsets."""
         stream = _stream(stream)
         with _on_stream(stream):
             key = ordered_key(right_on, "right_on", stream)
             self._groups = DeviceGroups(right_by, null_equal, stream) if self._by_types else None
-        stream.synchronize()
-        codes = None
-        if self._groups is not None:
-            codes = GroupCodes(self._groups.codes, self._groups.n_groups)
-        self._join = _PrimitiveJoin(key, codes, device="cuda")
-        _settle()
+            codes = None
+            if self._groups is not None:
+                codes = GroupCodes(self._groups.codes, self._groups.n_groups)
+            self._join = _PrimitiveJoin(key, codes, device="cuda")
+
+    @contextmanager
+    def _kept(self, tick: int, stream):
+        """Around a join's device work on ``stream``. Where the left keys have a finer unit
+        (``tick``), the primitive brings the right keys to it once and keeps them for later
+        joins, which may run on other streams: the first join at a tick holds the lock and
+        waits for ``stream``, so that no other join reads them before they are complete."""
+        if not tick or tick in self._ticks:
+            yield
+            return
+        with self._lock:
+            yield
+            stream.synchronize()
+            self._ticks.add(tick)
 
     def join(
         self,
@@ -330,25 +344,25 @@ class AsofJoin:
         exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
         _validate.one_of(nearest_tie, "nearest_tie", tuple(NEAREST_TIE_CODE))
         tick = _check_left(left_by, left_on, self._by_types, self._key_type)
-        if isinstance(tolerance, _plc().Column):
-            tolerance = tolerance.to_arrow()
+        if isinstance(tolerance, _plc().Column):  # read where the caller's work is ordered
+            tolerance = tolerance.to_arrow(stream=_stream(stream))
         if is_row_tolerances(tolerance):  # its values are checked with the map, on the host
             rows = len(to_arrow(tolerance, "tolerance"))
             _validate.same_length(left_on.size(), rows, "tolerance", "left_on")
         elif not isinstance(tolerance, Reaches):
             tolerance_in_ticks(tolerance, self._key_type, tick)  # its errors, before device work
         stream = _stream(stream)
-        key, codes = self._left(left_by, left_on, stream)
-        gmap = self._join.join(
-            key,
-            codes,
-            strategy=strategy,
-            allow_exact_matches=exact,
-            tolerance=tolerance,
-            nearest_tie=nearest_tie,
-        )
-        _settle()
-        return _plc().Column.from_cuda_array_interface(gmap, stream=stream)
+        with _on_stream(stream), self._kept(tick, stream):
+            key, codes = self._left(left_by, left_on, stream)
+            gmap = self._join.join(
+                key,
+                codes,
+                strategy=strategy,
+                allow_exact_matches=exact,
+                tolerance=tolerance,
+                nearest_tie=nearest_tie,
+            )
+            return _plc().Column.from_cuda_array_interface(gmap, stream=stream)
 
     def range_join(self, left_by, left_on, before, after=0, prevailing=False, *, stream=None):
         """The range join's two gather maps (the window join's pairs): for each left row (in
@@ -400,19 +414,20 @@ class AsofJoin:
         tick = _check_left(left_by, left_on, self._by_types, self._key_type)
         prevailing = _check_reach(before, after, prevailing, self._key_type, tick)
         stream = _stream(stream)
-        key, codes = self._left(left_by, left_on, stream)
-        windows = self._join.windows(key, codes, before=before, after=after, prevailing=prevailing)
-        return _pairs(windows, stream)
+        with _on_stream(stream), self._kept(tick, stream):
+            key, codes = self._left(left_by, left_on, stream)
+            windows = self._join.windows(
+                key, codes, before=before, after=after, prevailing=prevailing
+            )
+            return _pairs(windows, stream)
 
     def _left(self, left_by, left_on, stream):
-        """The device work on a left side: its key, and its group codes in the right side's
-        numbering (None without by-keys), complete on ``stream``."""
-        with _on_stream(stream):
-            key = ordered_key(left_on, "left_on", stream)
-            codes = None
-            if self._groups is not None:
-                codes = GroupCodes(self._groups.lookup(left_by, stream), self._groups.n_groups)
-        stream.synchronize()
+        """The device work on a left side, inside the caller's ``_on_stream(stream)``: its
+        key, and its group codes in the right side's numbering (None without by-keys)."""
+        key = ordered_key(left_on, "left_on", stream)
+        codes = None
+        if self._groups is not None:
+            codes = GroupCodes(self._groups.lookup(left_by, stream), self._groups.n_groups)
         return key, codes
 
 
@@ -493,22 +508,20 @@ def splice_join(
             groups = DeviceGroups(right_by, null_equal, stream)
             right_codes = GroupCodes(groups.codes, groups.n_groups)
             left_codes = GroupCodes(groups.lookup(left_by, stream), groups.n_groups)
-    stream.synchronize()
-    left_map, right_map = splice_maps(
-        left_key,
-        right_key,
-        left_codes,
-        right_codes,
-        allow_exact_matches=exact,
-        tolerance=tolerance,
-        device="cuda",
-    )
-    _settle()
-    column = _plc().Column
-    return (
-        column.from_cuda_array_interface(left_map, stream=stream),
-        column.from_cuda_array_interface(right_map, stream=stream),
-    )
+        left_map, right_map = splice_maps(
+            left_key,
+            right_key,
+            left_codes,
+            right_codes,
+            allow_exact_matches=exact,
+            tolerance=tolerance,
+            device="cuda",
+        )
+        column = _plc().Column
+        return (
+            column.from_cuda_array_interface(left_map, stream=stream),
+            column.from_cuda_array_interface(right_map, stream=stream),
+        )
 
 
 def range_join(

@@ -11,6 +11,7 @@ venv, pylibcudf or not.
 
 from __future__ import annotations
 
+import contextlib
 import types
 import warnings
 
@@ -93,9 +94,8 @@ def device_steps_reached(monkeypatch):
 @pytest.fixture
 def plc_columns_on_the_host(monkeypatch):
     """asofgpu.plc making its INT32 map columns without a device: pylibcudf's
-    ``Column.from_cuda_array_interface`` gives back the array it is given, and the wait for
-    the device does nothing. Both need a GPU. The list returned notes the stream of each
-    column made."""
+    ``Column.from_cuda_array_interface`` (which needs a GPU) gives back the array it is
+    given. The list returned notes the stream of each column made."""
     import asofgpu.plc as front
 
     made = []
@@ -106,8 +106,113 @@ def plc_columns_on_the_host(monkeypatch):
 
     column = types.SimpleNamespace(from_cuda_array_interface=from_cuda_array_interface)
     monkeypatch.setattr(front, "_plc", lambda: types.SimpleNamespace(Column=column))
-    monkeypatch.setattr(front, "_settle", lambda: None)
     return made
+
+
+class _Memory:
+    """Device memory at an address, by the CUDA array interface: nothing reads it."""
+
+    def __init__(self, address: int, size: int):
+        self.__cuda_array_interface__ = {
+            "data": (address, False),
+            "shape": (size,),
+            "typestr": "|u1",
+            "strides": None,
+            "version": 3,
+        }
+
+
+class _Stream:
+    """A CUDA stream handle, by the CUDA stream protocol: nothing runs on it."""
+
+    def __init__(self, handle: int):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return (0, self.handle)
+
+
+@pytest.fixture
+def streaming_asof_calls(monkeypatch):
+    """asofgpu.polars_gpu's node called as cudf-polars' streaming executor calls it, without a
+    device. pylibcudf makes columns over memory it does not read, and rmm wraps stream handles
+    it does not use; a preparation, a join and a gather need a GPU, so ``asofgpu.plc``'s
+    ``AsofJoin`` and ``gather`` are replaced: a preparation is noted in ``prepared`` (its right
+    key column and stream), a join gives a map of the left key's length, a gather columns of
+    the map's length, over memory nothing reads.
+
+    ``chunk(schema, rows, address, stream)`` is a chunk as the executor's actor hands it to the
+    node (``chunk_to_frame``): a new DataFrame over new pylibcudf columns, on the memory at
+    ``address``, and ``evaluate(node, left, right)`` calls ``do_evaluate`` as that actor does,
+    with a context whose ``stream_ordered_after`` gives each call a stream of its own (ordering
+    nothing: there is no device). The executor itself needs a GPU (rapidsmpf)."""
+    import pylibcudf as plc
+    from cudf_polars.containers import Column, DataFrame
+    from rmm.pylibrmm.stream import Stream
+
+    import asofgpu.plc as front
+
+    prepared = []
+
+    def column(dtype, rows: int, address: int):
+        return plc.Column(
+            dtype, rows, plc.gpumemoryview(_Memory(address, 8 * rows)), None, 0, 0, []
+        )
+
+    class AsofJoin:
+        def __init__(self, right_by, right_on, nulls_equal=None, stream=None):
+            prepared.append(types.SimpleNamespace(right_on=right_on, stream=stream))
+
+        def join(self, left_by, left_on, *args, stream=None, **kwargs):
+            return column(plc.DataType(plc.TypeId.INT32), left_on.size(), 1 << 40)
+
+    def gather(table, gather_map, stream=None, mr=None):
+        rows = gather_map.size()
+        return plc.Table([column(c.type(), rows, 1 << 41) for c in table.columns()])
+
+    monkeypatch.setattr(front, "AsofJoin", AsofJoin)
+    monkeypatch.setattr(front, "gather", gather)
+
+    def chunk(schema, rows: int, address: int, stream: int):
+        columns = [
+            Column(column(dtype.plc_type, rows, address + i * (1 << 16)), name=name, dtype=dtype)
+            for i, (name, dtype) in enumerate(schema.items())
+        ]
+        return DataFrame(columns, stream=Stream(_Stream(stream)))
+
+    handles = iter(range(1 << 30, 1 << 31))
+
+    class Context:
+        @contextlib.contextmanager
+        def stream_ordered_after(self, *frames):
+            yield Stream(_Stream(next(handles)))
+
+    def evaluate(node, left, right):
+        return node.do_evaluate(*node._non_child_args, left, right, context=Context())
+
+    return types.SimpleNamespace(prepared=prepared, chunk=chunk, evaluate=evaluate)
+
+
+@pytest.fixture
+def plc_preparations_noted(monkeypatch):
+    """``asofgpu.plc.AsofJoin`` as it is, noting the stream of each preparation and of each
+    join in the lists ``prepared`` and ``joined`` of the namespace returned: how often a query
+    the GPU engine runs prepares its right side cannot be seen from outside it."""
+    import asofgpu.plc as front
+
+    noted = types.SimpleNamespace(prepared=[], joined=[])
+
+    class Noting(front.AsofJoin):
+        def __init__(self, *args, stream=None, **kwargs):
+            noted.prepared.append(stream)
+            super().__init__(*args, stream=stream, **kwargs)
+
+        def join(self, *args, stream=None, **kwargs):
+            noted.joined.append(stream)
+            return super().join(*args, stream=stream, **kwargs)
+
+    monkeypatch.setattr(front, "AsofJoin", Noting)
+    return noted
 
 
 @pytest.fixture

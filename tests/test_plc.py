@@ -881,7 +881,8 @@ def test_empty_sides_and_no_by():
 @needs_plc
 def test_a_join_on_another_stream_than_its_prepare_looks_groups_up_on_its_own():
     """The left by-keys are looked up on the join's stream, not the prepare's (issue 24, item
-    1): two non-blocking streams, large sides, the map equals the cpu's."""
+    1): two non-blocking streams, large sides, the map equals the cpu's. Each stream is
+    synchronized before another reads its results (libcudf's rule, issue 24, item 6)."""
     import cupy
     import pylibcudf as plc
     from rmm.pylibrmm.stream import Stream
@@ -894,8 +895,60 @@ def test_a_join_on_another_stream_than_its_prepare_looks_groups_up_on_its_own():
     prepare_on = Stream(cupy.cuda.Stream(non_blocking=True))
     join_on = Stream(cupy.cuda.Stream(non_blocking=True))
     j = AsofJoin(plc.Table([_device(rs), _device(rf)]), _device(ro), stream=prepare_on)
+    prepare_on.synchronize()
     gmap = j.join(plc.Table([_device(ls), _device(lf)]), _device(lo), stream=join_on)
+    join_on.synchronize()
     np.testing.assert_array_equal(_map(gmap), expected)
+
+
+@pytest.mark.gpu
+@needs_plc
+def test_results_are_complete_in_the_order_of_their_stream():
+    """Nothing waits for the device (issue 24, item 6): a result is complete in its stream's
+    order. Prepared on a non-blocking stream, synchronized once, then probed by joins, range
+    joins and gathers on two other non-blocking streams in turn, nothing read before its
+    stream is synchronized. Left keys of a finer unit than the right's make the prepared side
+    keep its keys brought to that unit, from the first join on, for those on the other stream.
+    """
+    import cupy
+    import pylibcudf as plc
+    from rmm.pylibrmm.stream import Stream
+
+    from asofgpu.plc import AsofJoin, gather, range_join
+
+    rng = np.random.default_rng(16)
+    (rs, rf, _), (ls, lf, _) = _random_sides(rng, 200_000, 300_000)
+    ro = pa.array(rng.integers(0, 10**7, 200_000), pa.timestamp("ms"))
+    lo = pa.array(rng.integers(0, 10**10, 300_000), pa.timestamp("us"))
+    bid = pa.array(rng.random(200_000))
+    expected = ag.AsofJoin(ro, [rs, rf], device="cpu").join(lo, [ls, lf], strategy="nearest")
+    expected_pairs = _range_expected([ls, lf], lo, [rs, rf], ro, before=2_000)
+    right_by, left_by = plc.Table([_device(rs), _device(rf)]), plc.Table([_device(ls), _device(lf)])
+    right_on, left_on, payload = _device(ro), _device(lo), plc.Table([_device(bid)])
+    plc.utils.CUDF_DEFAULT_STREAM.synchronize()  # the inputs, made there
+    prepare_on = Stream(cupy.cuda.Stream(non_blocking=True))
+    streams = [Stream(cupy.cuda.Stream(non_blocking=True)) for _ in range(2)]
+    j = AsofJoin(right_by, right_on, stream=prepare_on)
+    prepare_on.synchronize()
+    maps, gathered, pairs = [], [], []
+    for stream in streams * 2:
+        maps.append(j.join(left_by, left_on, "nearest", stream=stream))
+        gathered.append(gather(payload, maps[-1], stream=stream))
+    for stream in streams:
+        pairs.append(j.range_join(left_by, left_on, 2_000, stream=stream))
+    pairs.append(range_join(left_by, left_on, right_by, right_on, 2_000, stream=streams[0]))
+    for stream in streams:
+        stream.synchronize()
+    hit = expected >= 0
+    bids = np.asarray(bid)[expected[hit]]
+    for gmap, taken in zip(maps, gathered):
+        np.testing.assert_array_equal(_map(gmap), expected)
+        values = np.asarray(taken.columns()[0].to_arrow().to_pylist(), dtype=object)
+        assert values[~hit].tolist() == [None] * int((~hit).sum())
+        np.testing.assert_array_equal(values[hit].astype(float), bids)
+    for found in pairs:
+        for got, want in zip(found, expected_pairs):
+            np.testing.assert_array_equal(_map(got), want)
 
 
 @pytest.mark.gpu
@@ -1184,7 +1237,8 @@ def test_device_range_join_gathered_on_a_stream_from_sliced_columns():
 @needs_plc
 def test_a_range_join_on_another_stream_than_its_prepare():
     """A prepared right side probed on another non-blocking stream, large sides: the maps
-    equal the cpu's (the left by-keys are looked up on the range join's stream)."""
+    equal the cpu's (the left by-keys are looked up on the range join's stream). Each stream
+    is synchronized before another reads its results (libcudf's rule)."""
     import cupy
     import pylibcudf as plc
     from rmm.pylibrmm.stream import Stream
@@ -1201,7 +1255,9 @@ def test_a_range_join_on_another_stream_than_its_prepare():
     prepare_on = Stream(cupy.cuda.Stream(non_blocking=True))
     join_on = Stream(cupy.cuda.Stream(non_blocking=True))
     j = AsofJoin(plc.Table([_device(rs), _device(rf)]), _device(ro), stream=prepare_on)
+    prepare_on.synchronize()
     maps = j.range_join(plc.Table([_device(ls), _device(lf)]), _device(lo), 2_000, stream=join_on)
+    join_on.synchronize()
     for g, e in zip(maps, expected):
         np.testing.assert_array_equal(_map(g), e)
 

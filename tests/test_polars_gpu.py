@@ -597,6 +597,83 @@ def test_streaming_lowering_broadcasts_the_right_side(installed):
     assert "ASOFJOIN" in plan and "REPARTITION" in plan
 
 
+def _integer_frames():
+    left = pl.LazyFrame({"t": [1, 3, 4, 7, 9], "g": [1, 2, 1, 1, 2], "x": [1, 2, 3, 4, 5]})
+    right = pl.LazyFrame({"t": [0, 3, 3, 6, 8, 10], "g": [1, 1, 2, 2, 1, 2], "y": [0.5] * 6})
+    return left, right
+
+
+def test_the_streaming_node_prepares_its_right_side_once_per_right_chunk(
+    installed, streaming_asof_calls
+):
+    """The streaming executor calls the node once per left chunk, each time with the right
+    side's one chunk anew (a new DataFrame over new pylibcudf columns, on the same memory and
+    stream): it is prepared once. Another right chunk (other memory, or another stream) is
+    prepared again; so is the right side at every call of the in-memory executor's node."""
+    from cudf_polars.streaming.base import PartitionInfo
+
+    from asofgpu.polars_gpu._streaming import lower_asof_join
+
+    calls = streaming_asof_calls
+    left, right = _integer_frames()
+    node = _ours(left.join_asof(right, on="t", by="g"))
+    lowered, _ = lower_asof_join(node, lambda child: (child, {child: PartitionInfo(count=4)}))
+    left_schema, right_schema = (child.schema for child in node.children)
+
+    def right_chunk(address=1 << 30, stream=7):
+        return calls.chunk(right_schema, 6, address, stream)
+
+    for i in range(4):  # four left chunks, each on its own memory and stream
+        left_chunk = calls.chunk(left_schema, 5, (i + 2) << 30, 10 + i)
+        result = calls.evaluate(lowered, left_chunk, right_chunk())
+        assert result.column_names == list(node.schema) and result.num_rows == 5
+    assert len(calls.prepared) == 1
+    (first,) = calls.prepared
+    assert first.stream == right_chunk().stream  # prepared on the right side's stream
+    assert first.right_on.data().ptr == 1 << 30  # its key column "t"
+
+    calls.evaluate(lowered, left_chunk, right_chunk(address=9 << 30))  # other data
+    calls.evaluate(lowered, left_chunk, right_chunk(address=9 << 30))
+    assert len(calls.prepared) == 2
+    calls.evaluate(lowered, left_chunk, right_chunk(address=9 << 30, stream=8))  # moved
+    assert len(calls.prepared) == 3
+
+    again, _ = lower_asof_join(node, lambda child: (child, {child: PartitionInfo(count=4)}))
+    calls.evaluate(again, left_chunk, right_chunk(address=9 << 30, stream=8))  # a new query
+    assert len(calls.prepared) == 4
+
+    for _ in range(2):  # the in-memory executor: one left side per right side
+        calls.evaluate(node, left_chunk, right_chunk())
+    assert len(calls.prepared) == 6
+
+
+def test_one_preparation_when_threads_ask_at_once():
+    """The streaming executor calls do_evaluate from a pool of threads: the right side's
+    preparation is made once, the other threads wait for it and get it."""
+    import threading
+    import time
+
+    from asofgpu.polars_gpu._right_side import ReusedRightSide
+
+    reused, made = ReusedRightSide(), []
+
+    def prepare():
+        made.append(threading.get_ident())
+        time.sleep(0.05)  # long enough for every thread to be asking meanwhile
+        return object()
+
+    got = []
+    threads = [
+        threading.Thread(target=lambda: got.append(reused.get("key", prepare))) for _ in range(8)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 1 and len(got) == 8 and len({id(p) for p in got}) == 1
+    assert reused.get("other", prepare) is not got[0] and len(made) == 2
+
+
 # --------------------------------------------------------------------------- on a GPU
 
 ENGINES = {
@@ -650,3 +727,40 @@ def test_gpu_other_shapes_and_polars_errors(installed, executor):
         left.reverse().join_asof(right, on="t", check_sortedness=False).collect(engine=engine)
     )  # asofgpu needs no sorted input: the right rows, in left's order
     assert_frame_equal(got, left.join_asof(right, on="t").collect().reverse(), check_exact=True)
+
+
+@pytest.mark.gpu
+def test_gpu_streaming_prepares_the_right_side_once_per_query(installed, plc_preparations_noted):
+    """Many left chunks against the one right chunk: the right side is prepared once a query
+    (issue 24, item 6), and every left chunk is joined with that preparation."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    n_left, n_right = 20_000, 5_000
+    left = pl.LazyFrame(
+        {
+            "t": np.sort(rng.integers(0, 10**6, n_left)),
+            "g": rng.integers(0, 20, n_left),
+            "x": np.arange(n_left),
+        }
+    )
+    right = pl.LazyFrame(
+        {
+            "t": np.sort(rng.integers(0, 10**6, n_right)),
+            "g": rng.integers(0, 20, n_right),
+            "y": rng.random(n_right),
+        }
+    )
+    query = left.join_asof(right, on="t", by="g", strategy="nearest", tolerance=2_000)
+    engine = pl.GPUEngine(
+        executor="streaming",
+        raise_on_fail=True,
+        executor_options={"max_rows_per_partition": 2_000},
+    )
+    expected = _quiet(query.collect)
+    noted = plc_preparations_noted
+    for queries in (1, 2):  # a new query prepares anew
+        got = _quiet(lambda: query.collect(engine=engine))
+        assert_frame_equal(got, expected, check_exact=True)
+        assert len(noted.prepared) == queries
+    assert len(noted.joined) > 2 * 2  # several left chunks a query

@@ -9,9 +9,9 @@ another type, a file it cannot read, a key the front end refuses, the device's m
 out) raises ``Unsupported`` before OUT is committed, and the run is done again on the host:
 never a different result.
 
-Every pylibcudf call runs on pylibcudf's default stream; ``asofgpu.plc`` synchronizes that
-stream before its kernels and the device after them, so each gather map is complete when the
-next call reads it.
+Every pylibcudf call, and all of ``asofgpu.plc``'s work (its cupy calls and kernels), runs on
+pylibcudf's default stream: each gather map is complete, in that stream's order, when the next
+call reads it.
 """
 
 from __future__ import annotations

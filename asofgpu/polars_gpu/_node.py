@@ -1,5 +1,13 @@
 """``AsofJoin``: the cudf-polars plan node of an as-of join, evaluated by ``asofgpu.plc``.
 
+The right side is prepared (``asofgpu.plc.AsofJoin``: group codes and a sort) on the right
+frame's own stream, then each left side is joined on the stream cudf-polars gives the call
+(``stream_ordered_after(left, right)``), which it orders after the right frame's stream on
+entry, and the right frame's stream after it on exit. So a join sees the preparation
+complete, and the preparation's memory, given back on the right frame's stream, outlives
+every join that read it: no call waits for the device. The streaming executor's node keeps
+its preparation for all its left chunks (``_right_side``).
+
 Imports cudf-polars and pylibcudf; ``asofgpu.polars_gpu`` imports this module only after
 its version gates passed.
 """
@@ -16,11 +24,14 @@ from cudf_polars.dsl.utils.reshape import broadcast
 from polars.exceptions import InvalidOperationError
 
 from ._options import AsofOptions
+from ._right_side import ReusedRightSide, right_data
 
 # polars' message, word for word, for unsorted keys (no by, check_sortedness=True).
 NOT_SORTED = (
     "argument in operation 'asof_join' is not sorted, please sort the 'expr/series/column' first"
 )
+# polars' rule for by-keys: a null matches nothing.
+NULLS_EQUAL = plc.types.NullEquality.UNEQUAL
 
 
 @contextmanager
@@ -40,7 +51,7 @@ class AsofJoin(IR):
 
     __slots__ = ("left_on", "options", "right_on")
     _non_child: ClassVar[tuple[str, ...]] = ("schema", "left_on", "right_on", "options")
-    _n_non_child_args = 3
+    _n_non_child_args = 4
 
     def __init__(self, schema, left_on, right_on, options: AsofOptions, left: IR, right: IR):
         self.schema = schema
@@ -48,28 +59,46 @@ class AsofJoin(IR):
         self.right_on = right_on
         self.options = options
         self.children = (left, right)
-        self._non_child_args = (left_on, right_on, options)
+        # The last: None, the right side prepared at every call, or where a node made by
+        # reusing_right_side keeps its preparation.
+        self._non_child_args = (left_on, right_on, options, None)
+
+    def reusing_right_side(self) -> AsofJoin:
+        """This node, made to prepare its right side once for all its left chunks (the
+        streaming lowering's: it has one right chunk). A node rebuilt from it (``reconstruct``,
+        pickling) prepares at every call again."""
+        node = self.reconstruct(self.children)
+        node._non_child_args = (*self._non_child_args[:3], ReusedRightSide())
+        return node
 
     @classmethod
     def do_evaluate(
-        cls, left_on, right_on, options: AsofOptions, left: DataFrame, right: DataFrame, *, context
+        cls,
+        left_on,
+        right_on,
+        options: AsofOptions,
+        reused: ReusedRightSide | None,
+        left: DataFrame,
+        right: DataFrame,
+        *,
+        context,
     ) -> DataFrame:
         """Left columns, then the right columns polars keeps, gathered by asofgpu's map."""
         from .. import plc as asof_plc  # noqa: PLC0415  (imports cupy: only when run)
 
+        if reused is None:
+            join = _prepare(right_on, options, right)
+        else:  # the key: everything the preparation reads
+            key = (right_on, options.right_by, NULLS_EQUAL, right_data(right))
+            join = reused.get(key, lambda: _prepare(right_on, options, right))
         (left_key,) = broadcast(
             left_on.evaluate(left), target_length=left.num_rows, stream=left.stream
         )
-        (right_key,) = broadcast(
-            right_on.evaluate(right), target_length=right.num_rows, stream=right.stream
-        )
         with context.stream_ordered_after(left, right) as stream:
             if options.check_sortedness:
-                _check_sorted(left_key, right_key, stream)
+                _check_sorted(left_key, stream)
             left_by = plc.Table([left.column_map[name].obj for name in options.left_by])
-            right_by = plc.Table([right.column_map[name].obj for name in options.right_by])
             with _cupy_from_rmm():
-                join = asof_plc.AsofJoin(right_by, right_key.obj, stream=stream)
                 gmap = join.join(
                     left_by,
                     left_key.obj,
@@ -93,11 +122,24 @@ class AsofJoin(IR):
             return result.slice(options.zlice)
 
 
-def _check_sorted(left_key: Column, right_key: Column, stream) -> None:
-    """polars' rule without ``by``: both keys ascending, nulls first, or its error. A
-    column polars flagged sorted is trusted without a look, as polars trusts it."""
-    for key in (left_key, right_key):
-        if not key.check_sorted(
-            order=plc.types.Order.ASCENDING, null_order=plc.types.NullOrder.BEFORE, stream=stream
-        ):
-            raise InvalidOperationError(NOT_SORTED)
+def _prepare(right_on, options: AsofOptions, right: DataFrame):
+    """The right side prepared for joins (``asofgpu.plc.AsofJoin``), on the right frame's
+    stream (see the module docstring); its key checked for polars' sortedness rule."""
+    from .. import plc as asof_plc  # noqa: PLC0415  (imports cupy: only when run)
+
+    stream = right.stream
+    (right_key,) = broadcast(right_on.evaluate(right), target_length=right.num_rows, stream=stream)
+    if options.check_sortedness:
+        _check_sorted(right_key, stream)
+    right_by = plc.Table([right.column_map[name].obj for name in options.right_by])
+    with _cupy_from_rmm():
+        return asof_plc.AsofJoin(right_by, right_key.obj, NULLS_EQUAL, stream=stream)
+
+
+def _check_sorted(key: Column, stream) -> None:
+    """polars' rule without ``by``: each key ascending, nulls first, or its error. A column
+    polars flagged sorted is trusted without a look, as polars trusts it."""
+    if not key.check_sorted(
+        order=plc.types.Order.ASCENDING, null_order=plc.types.NullOrder.BEFORE, stream=stream
+    ):
+        raise InvalidOperationError(NOT_SORTED)

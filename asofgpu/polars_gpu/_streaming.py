@@ -4,7 +4,9 @@ Without it cudf-polars' generic lowering collapses both inputs into one partitio
 An as-of match of a left row depends only on that row and the whole right side, so the left
 side keeps its partitions and the right side is gathered into one partition (across ranks
 too: that is what ``Repartition`` to one partition does), which every left chunk is joined
-with. A slice polars pushed into the join would cut every chunk: then both sides collapse.
+with. The lowered node prepares that one right chunk once for all its left chunks
+(``AsofJoin.reusing_right_side``). A slice polars pushed into the join would cut every
+chunk: then both sides collapse.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ def lower_asof_join(ir: AsofJoin, rec):
     partition_info = reduce(operator.or_, (left_info, right_info))
     right = Repartition(right.schema, right)
     partition_info[right] = PartitionInfo(count=1)
-    lowered = ir.reconstruct([left, right])
+    lowered = ir.reconstruct([left, right]).reusing_right_side()
     partition_info[lowered] = PartitionInfo(count=partition_info[left].count)
     return lowered, partition_info
 
