@@ -677,6 +677,40 @@ def test_a_run_of_one_key_longer_than_two_batches_keeps_its_groups_ends():
         assert mine[0] in kept and mine[-1] in kept
 
 
+def test_a_run_of_one_key_is_collapsed_as_it_doubles_and_keeps_what_the_whole_keeps():
+    """A state table's day of many entities, batch after batch at one key: collapsed to each
+    group's first and last row only when the run has doubled since its last collapse (once a
+    batch took time growing with the square of the entities), or sooner when collapsing it
+    later would outgrow the budget; what the stream hands on is what collapsing the whole run
+    once keeps, in row order."""
+    from asofgpu.enrich._stream import (
+        FIRST_AND_LAST_ROW_BYTES,
+        Order,
+        _collapses,
+        first_and_last,
+        whole_key_windows,
+    )
+
+    rng = np.random.default_rng(8)
+    n, batch = 40_000, 1_000
+    entities = rng.integers(0, 30_000, n)  # most once, some again: their ends are kept
+    run = pa.table({"t": np.full(n, 7), "g": entities, "i": np.arange(n)})
+    whole = first_and_last(run, "t", ["g"])
+    got = pa.concat_tables(
+        whole_key_windows(run.to_batches(max_chunksize=batch), Order("RIGHT", "r", "t"), ["g"])
+    )
+    got = first_and_last(got, "t", ["g"])  # the tail after the last collapse, as a join reads it
+    assert got["i"].to_pylist() == whole["i"].to_pylist()
+
+    rows = pa.table({"t": np.zeros(5_000, np.int64)})  # 40,000 bytes
+    assert _collapses(rows, 2_000, 0, None)  # past two batches, never collapsed
+    assert not _collapses(rows, 2_000, 2_600, None)  # not doubled since
+    assert _collapses(rows, 2_000, 2_400, None)  # doubled
+    room = rows.nbytes + FIRST_AND_LAST_ROW_BYTES * 5_000  # its bytes, what collapsing takes
+    assert not _collapses(rows, 2_000, 2_600, room)
+    assert _collapses(rows, 2_000, 2_600, room - 1)  # later would outgrow the budget
+
+
 @pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
 def test_a_tape_with_one_key_of_many_rows_streams(tmp_path, capsys, strategy):
     rng = np.random.default_rng(3)

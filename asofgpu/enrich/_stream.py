@@ -384,11 +384,12 @@ def whole_key_windows(
     run waits for the next), their order checked; rows after the last key of all are kept,
     batches without a key are dropped (a null key is never a candidate). A run longer than
     two batches (one key holding a day of a daily state table) is kept as what a join can
-    pick of it, each group's first and last row (``first_and_last``, groups by ``by``);
-    more than ``max_run_bytes`` of those, with what the next collapse of them takes, raises
-    ``CarryTooLarge`` (a state table of more entities than the budget holds does not
-    stream)."""
+    pick of it, each group's first and last row (``first_and_last``, groups by ``by``),
+    collapsed again when it has doubled since (``_collapses``); more than ``max_run_bytes``
+    of those, with what the next collapse of them takes, raises ``CarryTooLarge`` (a state
+    table of more entities than the budget holds does not stream)."""
     pending = None  # (table, its keys)
+    collapsed = 0  # the rows the run's last collapse kept
     for batch in batches:
         keys = order.keys(batch)
         order.check(keys)
@@ -407,14 +408,36 @@ def whole_key_windows(
         if cut:
             yield table.slice(0, cut)
         pending = (table.slice(cut), keys.slice(cut))
-        if not cut and pending[0].num_rows > 2 * batch.num_rows:  # one run, growing
+        if cut:
+            collapsed = 0
+        elif _collapses(pending[0], batch.num_rows, collapsed, max_run_bytes):  # one run
             kept = first_and_last(pending[0], order.on, list(by))
-            # The next batch's collapse works on these rows again (FIRST_AND_LAST_ROW_BYTES).
+            # The next collapse works on these rows again (FIRST_AND_LAST_ROW_BYTES).
             held = kept.nbytes + FIRST_AND_LAST_ROW_BYTES * kept.num_rows
             _check_carries(held, max_run_bytes, _ONE_KEY)
             pending = (kept, order.keys(kept))
+            collapsed = kept.num_rows
     if pending is not None:
         yield pending[0]
+
+
+def _collapses(run: pa.Table, batch_rows: int, collapsed: int, max_run_bytes: int | None) -> bool:
+    """Whether a growing run of one key (``run``, whose last collapse kept ``collapsed``
+    rows) is collapsed to each group's first and last row now: once it holds more than two
+    batches and has doubled since (each collapse reads every row kept so far: one a batch
+    took time that grew with the square of a state table's entities, 10.6 s for 8M where
+    4M took 2.9), or sooner when collapsing it later would outgrow ``max_run_bytes``.
+
+    >>> run = pa.table({"t": [0] * 6})
+    >>> _collapses(run, 2, 0, None), _collapses(run, 2, 3, None), _collapses(run, 2, 3, 100)
+    (True, False, True)
+    """
+    rows = run.num_rows
+    if rows > 2 * max(batch_rows, collapsed):
+        return True
+    return max_run_bytes is not None and (
+        run.nbytes + FIRST_AND_LAST_ROW_BYTES * rows > max_run_bytes
+    )
 
 
 class CarryTooLarge(EnrichError):
