@@ -681,13 +681,14 @@ def test_a_run_of_one_key_is_collapsed_as_it_doubles_and_keeps_what_the_whole_ke
     """A state table's day of many entities, batch after batch at one key: collapsed to each
     group's first and last row only when the run has doubled since its last collapse (once a
     batch took time growing with the square of the entities), or sooner when collapsing it
-    later would outgrow the budget; what the stream hands on is what collapsing the whole run
-    once keeps, in row order."""
+    later would outgrow the budget; what the stream hands on, and what a spilled key range
+    read batch by batch keeps, is what collapsing the whole run once keeps, in row order."""
     from asofgpu.enrich._stream import (
         FIRST_AND_LAST_ROW_BYTES,
         Order,
         _collapses,
         first_and_last,
+        first_and_last_of,
         whole_key_windows,
     )
 
@@ -701,6 +702,9 @@ def test_a_run_of_one_key_is_collapsed_as_it_doubles_and_keeps_what_the_whole_ke
     )
     got = first_and_last(got, "t", ["g"])  # the tail after the last collapse, as a join reads it
     assert got["i"].to_pylist() == whole["i"].to_pylist()
+    # A spilled key range read the same way, whole.
+    of_batches = first_and_last_of(run.to_batches(max_chunksize=batch), "t", ["g"], run.schema)
+    assert of_batches.equals(whole)
 
     rows = pa.table({"t": np.zeros(5_000, np.int64)})  # 40,000 bytes
     assert _collapses(rows, 2_000, 0, None)  # past two batches, never collapsed

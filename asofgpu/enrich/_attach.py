@@ -51,7 +51,7 @@ from ._stream import (
     Windows,
     carries_out,
     ends_of_groups,
-    first_and_last,
+    first_and_last_of,
     split_by_key,
     whole_key_windows,
 )
@@ -244,12 +244,7 @@ class Spilled(_Attach):
                     f"many to prepare at once: read as each key's first and last row "
                     f"per group"
                 )
-            kept = arrow_numpy.empty_table(schema)
-            for batch in read_batches(right_parts[r]):
-                kept = first_and_last(
-                    pa.concat_tables([kept, pa.Table.from_batches([batch])]), on, by
-                )
-            return kept
+            return first_and_last_of(read_batches(right_parts[r]), on, by, schema)
 
         backward = options.strategy != "forward"
         forward = options.strategy != "backward"

@@ -421,6 +421,20 @@ def whole_key_windows(
         yield pending[0]
 
 
+def first_and_last_of(batches, on: str, by: list[str], schema: pa.Schema) -> pa.Table:
+    """``first_and_last`` of all the rows of ``batches`` (a spilled key range of few keys and
+    many rows), the rows kept so far collapsed again each time they double (``_collapses``)
+    rather than with every batch."""
+    kept = arrow_numpy.empty_table(schema)
+    collapsed = 0
+    for batch in batches:
+        kept = pa.concat_tables([kept, pa.Table.from_batches([batch])])
+        if _collapses(kept, batch.num_rows, collapsed, None):
+            kept = first_and_last(kept, on, by)
+            collapsed = kept.num_rows
+    return first_and_last(kept, on, by)
+
+
 def _collapses(run: pa.Table, batch_rows: int, collapsed: int, max_run_bytes: int | None) -> bool:
     """Whether a growing run of one key (``run``, whose last collapse kept ``collapsed``
     rows) is collapsed to each group's first and last row now: once it holds more than two
