@@ -679,40 +679,42 @@ def test_a_run_of_one_key_longer_than_two_batches_keeps_its_groups_ends():
 
 def test_a_run_of_one_key_is_collapsed_as_it_doubles_and_keeps_what_the_whole_keeps():
     """A state table's day of many entities, batch after batch at one key: collapsed to each
-    group's first and last row only when the run has doubled since its last collapse (once a
-    batch took time growing with the square of the entities), or sooner when collapsing it
-    later would outgrow the budget; what the stream hands on, and what a spilled key range
-    read batch by batch keeps, is what collapsing the whole run once keeps, in row order."""
-    from asofgpu.enrich._stream import (
-        FIRST_AND_LAST_ROW_BYTES,
-        Order,
-        _collapses,
-        first_and_last,
-        first_and_last_of,
-        whole_key_windows,
-    )
+    group's first and last row when the run has doubled since its last collapse (once a batch
+    took time growing with the square of the entities); what the stream hands on, and what a
+    spilled key range read batch by batch keeps, is what collapsing the whole run once keeps,
+    in row order."""
+    from asofgpu._backend import walks
+    from asofgpu.enrich._stream import Order, first_and_last, first_and_last_of, whole_key_windows
 
     rng = np.random.default_rng(8)
     n, batch = 40_000, 1_000
     entities = rng.integers(0, 30_000, n)  # most once, some again: their ends are kept
     run = pa.table({"t": np.full(n, 7), "g": entities, "i": np.arange(n)})
     whole = first_and_last(run, "t", ["g"])
-    got = pa.concat_tables(
-        whole_key_windows(run.to_batches(max_chunksize=batch), Order("RIGHT", "r", "t"), ["g"])
-    )
+    with walks.recorded() as decisions:
+        got = pa.concat_tables(
+            whole_key_windows(run.to_batches(max_chunksize=batch), Order("RIGHT", "r", "t"), ["g"])
+        )
+    collapses = [rows for name, rows in decisions if name == "collapses_run" and rows]
+    assert 3 <= len(collapses) <= 6  # at 3,000 rows, then as the kept rows double: not 38
     got = first_and_last(got, "t", ["g"])  # the tail after the last collapse, as a join reads it
     assert got["i"].to_pylist() == whole["i"].to_pylist()
-    # A spilled key range read the same way, whole.
     of_batches = first_and_last_of(run.to_batches(max_chunksize=batch), "t", ["g"], run.schema)
     assert of_batches.equals(whole)
 
-    rows = pa.table({"t": np.zeros(5_000, np.int64)})  # 40,000 bytes
-    assert _collapses(rows, 2_000, 0, None)  # past two batches, never collapsed
-    assert not _collapses(rows, 2_000, 2_600, None)  # not doubled since
-    assert _collapses(rows, 2_000, 2_400, None)  # doubled
-    room = rows.nbytes + FIRST_AND_LAST_ROW_BYTES * 5_000  # its bytes, what collapsing takes
-    assert not _collapses(rows, 2_000, 2_600, room)
-    assert _collapses(rows, 2_000, 2_600, room - 1)  # later would outgrow the budget
+
+def test_a_run_of_two_batches_of_one_key_goes_on_as_a_window_whatever_its_collapse_takes():
+    """A run of one key of two batches is a window as any other, never collapsed: collapsing
+    it would take more than the carries' share here, and it streams all the same."""
+    from asofgpu.enrich._stream import FIRST_AND_LAST_ROW_BYTES, Order, whole_key_windows
+
+    rows = 1_000
+    day = pa.table({"t": np.full(2 * rows, 7), "g": np.arange(2 * rows), "v": np.ones(2 * rows)})
+    after = pa.table({"t": np.full(rows, 8), "g": np.arange(rows), "v": np.ones(rows)})
+    share = day.nbytes + FIRST_AND_LAST_ROW_BYTES * 2 * rows - 1  # less than a collapse takes
+    batches = day.to_batches(max_chunksize=rows) + after.to_batches()
+    windows = whole_key_windows(batches, Order("RIGHT", "r", "t"), ["g"], share)
+    assert [w.num_rows for w in windows] == [2 * rows, rows]
 
 
 @pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])

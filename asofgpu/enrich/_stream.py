@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import _arrow_numpy as arrow_numpy
+from .._backend import walks
 from .._columns import ordered_key
 from .._encode import family
 from ._errors import EnrichError, one_line
@@ -385,9 +386,10 @@ def whole_key_windows(
     batches without a key are dropped (a null key is never a candidate). A run longer than
     two batches (one key holding a day of a daily state table) is kept as what a join can
     pick of it, each group's first and last row (``first_and_last``, groups by ``by``),
-    collapsed again when it has doubled since (``_collapses``); more than ``max_run_bytes``
-    of those, with what the next collapse of them takes, raises ``CarryTooLarge`` (a state
-    table of more entities than the budget holds does not stream)."""
+    collapsed again when it has doubled since (``walks.collapses_run``); more than
+    ``max_run_bytes`` of those, with what the next collapse of them takes, raises
+    ``CarryTooLarge`` (a state table of more entities than the budget holds does not
+    stream)."""
     pending = None  # (table, its keys)
     collapsed = 0  # the rows the run's last collapse kept
     for batch in batches:
@@ -421,10 +423,20 @@ def whole_key_windows(
         yield pending[0]
 
 
+def _collapses(run: pa.Table, batch_rows: int, collapsed: int, max_run_bytes: int | None) -> bool:
+    """``walks.collapses_run`` of a growing run of one key whose last collapse kept
+    ``collapsed`` rows: its bytes, and what collapsing it takes (``FIRST_AND_LAST_ROW_BYTES``
+    a row), against ``max_run_bytes``."""
+    rows = run.num_rows
+    needs = run.nbytes + FIRST_AND_LAST_ROW_BYTES * rows if max_run_bytes is not None else 0
+    return walks.collapses_run(rows, batch_rows, collapsed, needs, max_run_bytes)
+
+
 def first_and_last_of(batches, on: str, by: list[str], schema: pa.Schema) -> pa.Table:
     """``first_and_last`` of all the rows of ``batches`` (a spilled key range of few keys and
-    many rows), the rows kept so far collapsed again each time they double (``_collapses``)
-    rather than with every batch."""
+    many rows), the rows kept so far collapsed again each time they double
+    (``walks.collapses_run``) rather than with every batch: it holds up to twice what it
+    keeps, and a batch."""
     kept = arrow_numpy.empty_table(schema)
     collapsed = 0
     for batch in batches:
@@ -433,25 +445,6 @@ def first_and_last_of(batches, on: str, by: list[str], schema: pa.Schema) -> pa.
             kept = first_and_last(kept, on, by)
             collapsed = kept.num_rows
     return first_and_last(kept, on, by)
-
-
-def _collapses(run: pa.Table, batch_rows: int, collapsed: int, max_run_bytes: int | None) -> bool:
-    """Whether a growing run of one key (``run``, whose last collapse kept ``collapsed``
-    rows) is collapsed to each group's first and last row now: once it holds more than two
-    batches and has doubled since (each collapse reads every row kept so far: one a batch
-    took time that grew with the square of a state table's entities, 10.6 s for 8M where
-    4M took 2.9), or sooner when collapsing it later would outgrow ``max_run_bytes``.
-
-    >>> run = pa.table({"t": [0] * 6})
-    >>> _collapses(run, 2, 0, None), _collapses(run, 2, 3, None), _collapses(run, 2, 3, 100)
-    (True, False, True)
-    """
-    rows = run.num_rows
-    if rows > 2 * max(batch_rows, collapsed):
-        return True
-    return max_run_bytes is not None and (
-        run.nbytes + FIRST_AND_LAST_ROW_BYTES * rows > max_run_bytes
-    )
 
 
 class CarryTooLarge(EnrichError):
