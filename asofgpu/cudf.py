@@ -147,8 +147,9 @@ def merge_asof(
         suffixes,
         tolerance,
     )
-    gmap = _right_indexer(op, left, right, direction, exact)
-    return _result(op, left, right, gmap)
+    with _plc_front.on_default_stream():  # where cuDF's data and asofgpu.plc's maps are made
+        gmap = _right_indexer(op, left, right, direction, exact)
+        return _result(op, left, right, gmap)
 
 
 def splice_join(

@@ -16,8 +16,10 @@ run on cupy's current stream, made ``stream`` for the call. Nothing waits for th
 As in libcudf, results are complete in ``stream``'s order: a consumer on another stream
 synchronizes ``stream`` first (or waits for it), and so does a join on another stream than
 the one its ``AsofJoin`` was prepared on. Inputs must stay valid until the work on ``stream``
-is done, and a prepared ``AsofJoin``'s memory goes back on its preparing stream when it is
-dropped: drop it once the joins that read it are done. Device memory for the codes and the
+is done, and a prepared ``AsofJoin``'s memory goes back, when it is dropped, on the streams
+it was allocated on (its preparation's; for right keys kept at a finer unit, the first join's
+at that unit): drop it once the joins that read it are done. Within a call, the host still
+waits for ``stream`` where it reads a device value (a count, a size). Device memory for the codes and the
 maps comes from cupy's allocator (route it through rmm with
 ``rmm.allocators.cupy.rmm_cupy_allocator``).
 
@@ -194,6 +196,15 @@ def _on_stream(stream):
     return cupy.cuda.ExternalStream(stream.__cuda_stream__()[1])
 
 
+@contextmanager
+def on_default_stream():
+    """cupy's work in the block runs on pylibcudf's default stream, where this module's calls
+    given no ``stream`` run theirs: work on their results (``asofgpu.cudf``'s) is ordered
+    after them whatever cupy stream the caller made current."""
+    with _on_stream(_stream(None)):
+        yield
+
+
 def _pairs(windows, stream):
     """The range join's two maps of ``windows`` (the primitive's, on the device) as INT32
     pylibcudf columns; ValueError when they would not fit one."""
@@ -273,14 +284,18 @@ class AsofJoin:
         """Around a join's device work on ``stream``. Where the left keys have a finer unit
         (``tick``), the primitive brings the right keys to it once and keeps them for later
         joins, which may run on other streams: the first join at a tick holds the lock and
-        waits for ``stream``, so that no other join reads them before they are complete."""
-        if not tick or tick in self._ticks:
-            yield
-            return
-        with self._lock:
-            yield
-            stream.synchronize()
-            self._ticks.add(tick)
+        waits for ``stream``, even when it fails (the keys may be kept by then), so that no
+        other join reads them before they are complete."""
+        if tick and tick not in self._ticks:
+            with self._lock:
+                if tick not in self._ticks:  # not made while this join waited for the lock
+                    try:
+                        yield
+                    finally:
+                        stream.synchronize()
+                    self._ticks.add(tick)
+                    return
+        yield
 
     def join(
         self,

@@ -197,6 +197,20 @@ def test_equals_pandas_on_random_frames(direction, exact, key):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("key", ["int64", "float64"])
+def test_a_caller_on_a_non_blocking_cupy_stream_gets_pandas_results(key):
+    """asofgpu.plc runs on pylibcudf's default stream and waits for no other (issue 24, item
+    6): asofgpu.cudf's own cupy work on its maps runs there too, not on the stream the caller
+    made current, so a non-blocking one reads nothing unwritten. Large enough that the work
+    takes time to finish."""
+    import cupy
+
+    left, right = _frames(np.random.default_rng(5), n_left=400_000, n_right=300_000, key=key)
+    with cupy.cuda.Stream(non_blocking=True):
+        _compare(left, right, on="t", by="sym", direction="nearest")
+
+
+@pytest.mark.gpu
 def test_key_names_indexes_and_suffixes_follow_pandas():
     left, right = _frames(np.random.default_rng(2), 500, 400)
     right_renamed = right.rename(columns={"t": "t2", "sym": "sym2"})

@@ -892,11 +892,14 @@ def test_a_join_on_another_stream_than_its_prepare_looks_groups_up_on_its_own():
     rng = np.random.default_rng(12)
     (rs, rf, ro), (ls, lf, lo) = _random_sides(rng, 400_000, 600_000)
     expected = ag.AsofJoin(ro, [rs, rf], device="cpu").join(lo, [ls, lf])
+    right_by, right_on = plc.Table([_device(rs), _device(rf)]), _device(ro)
+    left_by, left_on = plc.Table([_device(ls), _device(lf)]), _device(lo)
+    plc.utils.CUDF_DEFAULT_STREAM.synchronize()  # the inputs, made there
     prepare_on = Stream(cupy.cuda.Stream(non_blocking=True))
     join_on = Stream(cupy.cuda.Stream(non_blocking=True))
-    j = AsofJoin(plc.Table([_device(rs), _device(rf)]), _device(ro), stream=prepare_on)
+    j = AsofJoin(right_by, right_on, stream=prepare_on)
     prepare_on.synchronize()
-    gmap = j.join(plc.Table([_device(ls), _device(lf)]), _device(lo), stream=join_on)
+    gmap = j.join(left_by, left_on, stream=join_on)
     join_on.synchronize()
     np.testing.assert_array_equal(_map(gmap), expected)
 
@@ -1252,11 +1255,14 @@ def test_a_range_join_on_another_stream_than_its_prepare():
     lo = pa.array(rng.integers(0, 10**7, 600_000), mask=rng.random(600_000) < 0.1)
     expected = _range_expected([ls, lf], lo, [rs, rf], ro, before=2_000)
     assert 10**6 < len(expected[0]) < 5 * 10**6
+    right_by, right_on = plc.Table([_device(rs), _device(rf)]), _device(ro)
+    left_by, left_on = plc.Table([_device(ls), _device(lf)]), _device(lo)
+    plc.utils.CUDF_DEFAULT_STREAM.synchronize()  # the inputs, made there
     prepare_on = Stream(cupy.cuda.Stream(non_blocking=True))
     join_on = Stream(cupy.cuda.Stream(non_blocking=True))
-    j = AsofJoin(plc.Table([_device(rs), _device(rf)]), _device(ro), stream=prepare_on)
+    j = AsofJoin(right_by, right_on, stream=prepare_on)
     prepare_on.synchronize()
-    maps = j.range_join(plc.Table([_device(ls), _device(lf)]), _device(lo), 2_000, stream=join_on)
+    maps = j.range_join(left_by, left_on, 2_000, stream=join_on)
     join_on.synchronize()
     for g, e in zip(maps, expected):
         np.testing.assert_array_equal(_map(g), e)
