@@ -5,8 +5,9 @@ frame's own stream, then each left side is joined on the stream cudf-polars give
 (``stream_ordered_after(left, right)``), which it orders after the right frame's stream on
 entry, and the right frame's stream after it on exit. So a join sees the preparation
 complete, and the preparation's memory, given back on the right frame's stream, outlives
-every join that read it: no call waits for the device. The streaming executor's node keeps
-its preparation for all its left chunks (``_right_side``).
+every join that read it: no call waits for the whole device or another stream. The streaming
+executor's node keeps its preparation for all its left chunks (``_right_side``), until the
+query ends: device memory outside what cudf-polars reserves for a call and may spill.
 
 Imports cudf-polars and pylibcudf; ``asofgpu.polars_gpu`` imports this module only after
 its version gates passed.

@@ -23,8 +23,9 @@ import threading
 class ReusedRightSide:
     """The one preparation a lowered node keeps of its right side.
 
-    The streaming executor calls ``do_evaluate`` from a pool of threads: the lock makes one
-    thread prepare while another asking for the same key waits for that preparation.
+    The streaming executor calls ``do_evaluate`` on a pool of threads, one call of a node
+    after another (``default_node_multi`` awaits each): the lock is there should calls
+    overlap, so that one thread prepares while another asking for the same key waits.
     """
 
     def __init__(self):
