@@ -703,6 +703,61 @@ def test_a_run_of_one_key_is_collapsed_as_it_doubles_and_keeps_what_the_whole_ke
     assert of_batches.equals(whole)
 
 
+def _first_and_last_oracle(table: pa.Table, on: str, by: list[str]) -> list[int]:
+    """Row numbers of each (by values, key)'s first and last row, rows with a null key or by
+    value left out; NaN by values equal to each other, as the join's groups have them."""
+    seen: dict = {}
+    columns = [table.column(c).to_pylist() for c in (*by, on)]
+    for row, values in enumerate(zip(*columns)):
+        if any(v is None for v in values):
+            continue
+        group = tuple("nan" if isinstance(v, float) and v != v else v for v in values)
+        first, _ = seen.get(group, (row, row))
+        seen[group] = (first, row)
+    return sorted({r for pair in seen.values() for r in pair})
+
+
+@pytest.mark.parametrize(
+    "kind", ["int64", "uint8", "float64", "float32", "bool", "timestamp", "string", "two"]
+)
+def test_first_and_last_keeps_each_group_and_keys_first_and_last_row(kind):
+    """What a join can pick of a run: each (by values, key)'s first and last row, in row
+    order, rows with a null key or by value dropped. Fixed-width by columns are compared as
+    their own values (no dictionary), text through group ids; the oracle groups tuples."""
+    from asofgpu.enrich._stream import first_and_last
+
+    rng = np.random.default_rng(len(kind))
+    n = 3_000
+    keys = pa.array(rng.integers(0, 4, n), mask=rng.random(n) < 0.05)
+    raw = rng.integers(0, 40, n)
+    mask = rng.random(n) < 0.05
+    by = {
+        "int64": pa.array(raw - 20, mask=mask),
+        "uint8": pa.array(raw.astype(np.uint8), mask=mask),
+        "float64": pa.array(np.where(raw == 3, np.nan, raw / 4), mask=mask),
+        "float32": pa.array((raw / 4).astype(np.float32), mask=mask),
+        "bool": pa.array(raw % 2 == 0, mask=mask),
+        "timestamp": pa.array(raw * 1_000, pa.timestamp("ns"), mask=mask),
+        "string": pa.array([f"s{v}" for v in raw], mask=mask),
+    }
+    columns = {"g": by["int64"], "h": by["string"]} if kind == "two" else {"g": by[kind]}
+    table = pa.table({"t": keys, **columns, "i": np.arange(n)})
+    names = list(columns)
+    got = first_and_last(table, "t", names)
+    assert got["i"].to_pylist() == _first_and_last_oracle(table, "t", names)
+    chunked = pa.concat_tables([table.slice(0, 1_000), table.slice(1_000)])  # in chunks
+    assert first_and_last(chunked, "t", names)["i"].to_pylist() == got["i"].to_pylist()
+
+
+def test_first_and_last_may_keep_minus_zero_and_zero_apart():
+    """Float by values are compared as their bits: -0.0 and 0.0 apart, finer than the join's
+    groups, which keeps every row the join could pick and a few more."""
+    from asofgpu.enrich._stream import first_and_last
+
+    table = pa.table({"t": [1, 1, 1, 1], "g": [0.0, -0.0, 0.0, -0.0], "i": [0, 1, 2, 3]})
+    assert first_and_last(table, "t", ["g"])["i"].to_pylist() == [0, 1, 2, 3]
+
+
 def test_a_run_of_two_batches_of_one_key_goes_on_as_a_window_whatever_its_collapse_takes():
     """A run of one key of two batches is a window as any other, never collapsed: collapsing
     it would take more than the carries' share here, and it streams all the same."""

@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import _arrow_numpy as arrow_numpy
-from .._backend import walks
+from .._backend import get_backend, walks
 from .._columns import ordered_key
 from .._encode import family
 from ._errors import EnrichError, one_line
@@ -731,15 +731,59 @@ def first_and_last(table: pa.Table, on: str, by: list[str]) -> pa.Table:
     {'t': [1, 1, 2, 1], 'g': ['a', 'a', 'a', 'b']}
     """
     values, valid = key_numbers(table.column(on))
-    ids = group_ids(table, by) if by else np.zeros(table.num_rows, np.int64)
-    rows = np.flatnonzero(ids >= 0 if valid is None else valid & (ids >= 0))
-    order = rows[np.lexsort((values[rows], ids[rows]))]  # stable: row order among equals
-    groups, keys = ids[order], values[order]
+    groups, grouped = _group_words(table, by)
+    kept = grouped if valid is None else valid & grouped
+    order = np.flatnonzero(kept)
+    # By the first by column, then the others, then the key, and row order among equals: a
+    # stable pass each, least significant first, by the cpu's radix sort (numpy's lexsort
+    # took 1.0 s of a collapse of 7M rows).
+    cpu = get_backend("cpu")
+    for words in (values, *reversed(groups)):
+        order = order[cpu.stable_argsort(words[order])]
+    keys = values[order]
     starts = np.ones(len(order), bool)
-    starts[1:] = (groups[1:] != groups[:-1]) | (keys[1:] != keys[:-1])
+    starts[1:] = keys[1:] != keys[:-1]
+    for g in groups:
+        sorted_g = g[order]
+        starts[1:] |= sorted_g[1:] != sorted_g[:-1]
     ends = np.ones(len(order), bool)
     ends[:-1] = starts[1:]
     return table.take(arrow_numpy.array(np.sort(order[starts | ends])))
+
+
+def _group_words(table: pa.Table, by: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+    """Integer arrays (one or more) whose equal tuples mark rows of equal by values, and which
+    rows have none null: each fixed-width by column's own values as int64 (floats' bits, so
+    -0.0 and 0.0 apart: finer than the join's groups, which what a join can pick affords),
+    else ``group_ids`` of them all. A state table's entity ids need no hashing then (Arrow's
+    dictionary encoding of 8M distinct ids took 1.4 s of a collapse's 1.9)."""
+    if not by:
+        return [], np.ones(table.num_rows, bool)
+    columns = [table.column(name) for name in by]
+    if not all(_fixed_width(c.type) for c in columns):
+        ids = group_ids(table, by)
+        return [ids], ids >= 0
+    grouped = np.ones(table.num_rows, bool)
+    words = []
+    for column in columns:
+        if column.null_count:
+            grouped &= arrow_numpy.valid(column)
+        found = arrow_numpy.values(column)
+        if found.dtype.kind == "f":
+            found = found.astype(np.float64, copy=False).view(np.int64)
+        elif found.dtype.itemsize == 8:
+            found = found.view(np.int64)
+        words.append(found.astype(np.int64, copy=False))
+    return words, grouped
+
+
+def _fixed_width(t: pa.DataType) -> bool:
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_temporal(t)
+    )
 
 
 def _first_key(table: pa.Table, order: Order) -> Start:
