@@ -718,12 +718,14 @@ def _first_and_last_oracle(table: pa.Table, on: str, by: list[str]) -> list[int]
 
 
 @pytest.mark.parametrize(
-    "kind", ["int64", "uint8", "float64", "float32", "bool", "timestamp", "string", "two"]
+    "kind",
+    ["int64", "uint8", "float64", "float32", "bool", "timestamp", "string", "interval", "two"],
 )
 def test_first_and_last_keeps_each_group_and_keys_first_and_last_row(kind):
     """What a join can pick of a run: each (by values, key)'s first and last row, in row
-    order, rows with a null key or by value dropped. Fixed-width by columns are compared as
-    their own values (no dictionary), text through group ids; the oracle groups tuples."""
+    order, rows with a null key or by value dropped. Numbers, booleans and instants are
+    compared as their own values (no dictionary), text and intervals through group ids; the
+    oracle groups tuples."""
     from asofgpu.enrich._stream import first_and_last
 
     rng = np.random.default_rng(len(kind))
@@ -739,6 +741,7 @@ def test_first_and_last_keeps_each_group_and_keys_first_and_last_row(kind):
         "bool": pa.array(raw % 2 == 0, mask=mask),
         "timestamp": pa.array(raw * 1_000, pa.timestamp("ns"), mask=mask),
         "string": pa.array([f"s{v}" for v in raw], mask=mask),
+        "interval": pa.array([pa.MonthDayNano([int(v), 0, 0]) for v in raw], mask=mask),
     }
     columns = {"g": by["int64"], "h": by["string"]} if kind == "two" else {"g": by[kind]}
     table = pa.table({"t": keys, **columns, "i": np.arange(n)})

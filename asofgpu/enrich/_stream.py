@@ -778,11 +778,15 @@ def _group_words(table: pa.Table, by: list[str]) -> tuple[list[np.ndarray], np.n
 
 
 def _fixed_width(t: pa.DataType) -> bool:
+    """Numbers, booleans and instants, whose values are one number each (not intervals)."""
     return (
         pa.types.is_integer(t)
         or pa.types.is_floating(t)
         or pa.types.is_boolean(t)
-        or pa.types.is_temporal(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_date(t)
+        or pa.types.is_time(t)
+        or pa.types.is_duration(t)
     )
 
 
