@@ -103,6 +103,48 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
+def _one_number(t: pa.DataType) -> bool:
+    """Integers, floats and instants: values that are equal when their bits are (floats made
+    canonical by ``canonical_by``: -0.0 as 0.0, one NaN)."""
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_date(t)
+        or pa.types.is_time(t)
+        or pa.types.is_duration(t)
+    )
+
+
+def _encode_sorted(col: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
+    """(dictionary, codes) of a column of ``_one_number`` values without nulls, exactly as
+    Arrow's ``dictionary_encode`` gives them (values numbered in order of first appearance),
+    found by sorting: the cpu's radix sort of the values' bits on all cores, runs of equal
+    values numbered, and the numbers put in order of each value's first row by a second
+    sort. Arrow's hash table slows by far past a few million distinct values (a state
+    table's 20M entity ids: 10.7 s, against 2.3 s so)."""
+    from ._backend import get_backend
+
+    values = arrow_numpy.values(col)
+    bits = values.view(f"i{values.itemsize}").astype(np.int64, copy=False)  # floats: bits
+    cpu = get_backend("cpu")
+    order = cpu.stable_argsort(bits)
+    ordered = bits[order]
+    starts = np.empty(len(ordered), bool)
+    starts[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    del ordered
+    numbers = np.cumsum(starts, dtype=np.int64) - 1  # each sorted row's run, in value order
+    firsts = order[starts]  # each value's first row: the sort is stable
+    by_appearance = cpu.stable_argsort(firsts)
+    renumber = np.empty(len(firsts), np.int32)
+    renumber[by_appearance] = np.arange(len(firsts), dtype=np.int32)
+    codes = np.empty(len(values), np.int32)
+    codes[order] = renumber[numbers]
+    dictionary = arrow_numpy.array(values[firsts[by_appearance]], col.type)
+    return dictionary, codes
+
+
 def _is_text(t: pa.DataType) -> bool:
     """String and binary types the text kernels read (views are cast by ``canonical_by``)."""
     return (
@@ -417,6 +459,8 @@ class _Column:
         if hashed is not None:
             codes, dictionary = hashed
             return dictionary, codes
+        if not col.null_count and _one_number(col.type) and walks.encodes_by_sorting(len(col)):
+            return _encode_sorted(col)
         enc = pc.dictionary_encode(col, null_encoding="encode" if self.null_equal else "mask")
         dictionary = enc.chunk(0).dictionary if enc.num_chunks else pa.nulls(0, col.type)
         indices = pa.chunked_array([c.indices for c in enc.chunks], pa.int32())

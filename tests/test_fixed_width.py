@@ -133,6 +133,40 @@ def test_codes_and_dictionary_equal_arrows(name, data, nulls_distinct, n_pieces,
     _assert_encoded_like_arrow(arr.slice(min(cut, len(arr))), nulls_distinct, n_pieces)
 
 
+@pytest.mark.parametrize("name", list(FIXED))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), cut=st.integers(0, 5))
+def test_encoding_by_sorting_equals_arrows(name, data, cut):
+    """A by column of numbers without nulls, past ``sort_encode_min_rows`` (mostly distinct
+    entity ids), encoded by sorting gives Arrow's dictionary_encode exactly: values in order
+    of first appearance, NaN one value, -0.0 as 0.0 (canonical), chunked or not."""
+    values = FIXED[name][1]
+    pool = data.draw(st.lists(values, min_size=1, max_size=12))
+    rows = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=60))
+    arr = _canonical(_column(rows, name)).slice(min(cut, len(rows) - 1))
+    for column in (pa.chunked_array([arr]), pa.chunked_array([arr.slice(0, 3), arr.slice(3)])):
+        dictionary, codes = _encode._encode_sorted(column)
+        enc = pc.dictionary_encode(arr)
+        np.testing.assert_array_equal(codes, enc.indices.to_numpy())
+        _assert_same_values(dictionary, enc.dictionary)
+
+
+def test_a_large_mostly_distinct_by_column_is_encoded_by_sorting_and_joins_alike():
+    """Past the threshold, a by column Arrow would hash (mostly distinct ids) is encoded by
+    sorting (a recorded decision), and the join matches the one encoded by Arrow's hash."""
+    rng = np.random.default_rng(9)
+    n = 20_000
+    right_by = pa.chunked_array([pa.array(rng.permutation(n) * 7)])
+    right_on = pa.array(rng.integers(0, 1_000, n))
+    left_by = pa.array(rng.integers(0, n, 5_000) * 7)
+    left_on = pa.array(rng.integers(0, 1_000, 5_000))
+    want = ag.AsofJoin(right_on, right_by, device="cpu").join(left_on, left_by)
+    with walks.overridden(sort_encode_min_rows=n), walks.recorded() as decisions:
+        got = ag.AsofJoin(right_on, right_by, device="cpu").join(left_on, left_by)
+    assert ("encodes_by_sorting", True) in decisions
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("nulls_distinct", [False, True])
 def test_many_distinct_values_grow_the_tables(nulls_distinct):
     """50k distinct values among 200k rows: each piece's table and the merge's grow many
