@@ -79,6 +79,13 @@ def _encode_distinct(n: int):
     return lambda: _encode.Groups([column], ["right_by"], null_equal=False)
 
 
+def _encode_ids(n: int):
+    """The encoding of ``n`` distinct int64 entity ids (a state table's), shuffled."""
+    ids = np.random.default_rng(9).permutation(n).astype(np.int64) * 7
+    column = pa.chunked_array([pa.array(ids)])
+    return lambda: _encode.Groups([column], ["right_by"], null_equal=False)
+
+
 def _lookup_text(n: int):
     symbols = np.array([f"S{i}" for i in range(1_000)])
     rng = np.random.default_rng(6)
@@ -181,6 +188,12 @@ CASES = {
             "all cores": {"parallel_encode_distinct": 1.0, "parallel_encode_rows": 0},
             "Arrow's hash": {"parallel_encode_distinct": 0.0},
         },
+    ),
+    "sort_encode_min_rows": (
+        "the encoding of n distinct int64 ids",
+        _encode_ids,
+        [1_000_000, 4_000_000, 8_000_000, 20_000_000],
+        {"sorted": {"sort_encode_min_rows": 0}, "Arrow's hash": {"sort_encode_min_rows": HUGE}},
     ),
     "chunk_blocks": (
         "a gather of 1M entries from 77 chunks, n table entries at most",
