@@ -82,9 +82,11 @@ class Thresholds:
     #: (``take.chunk_blocks``): 512 KiB, which stays in cache.
     chunk_blocks: int = 1 << 16
     #: From this many rows a by column of numbers that Arrow would dictionary-encode (mostly
-    #: distinct values: entity ids) is encoded by sorting instead (``_encode._encode_sorted``):
-    #: Arrow's hash table took 2.9 s for 8M distinct int64 and 10.7 s for 20M, the sort 1.5
-    #: and 2.3 s; below 4M Arrow's is the faster (0.29 against 0.61 s at 4M).
+    #: distinct values: entity ids) is encoded by sorting instead (``_encode._encode_sorted``).
+    #: In a new process (a one-shot join, ``asofgpu enrich``), preparing a join by 8M distinct
+    #: int64 ids took 1.9-2.7 s with Arrow's hash and 1.0-1.2 s sorted, 20M 11.9 and 5.5 s; in
+    #: one that has encoded before (the sweep), Arrow's is faster up to about 10M (8M: 0.84
+    #: against 1.51 s; 20M: 3.98 against 2.81 s), and below 4M always.
     sort_encode_min_rows: int = 1 << 23
     #: Below this many rows left group keys are looked up by Arrow's ``index_in`` rather than
     #: in the right's dictionary hashed once (``_encode``): 0, since ``index_in`` hashes the
