@@ -103,21 +103,8 @@ def _read_only(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _one_number(t: pa.DataType) -> bool:
-    """Integers, floats and instants: values that are equal when their bits are (floats made
-    canonical by ``canonical_by``: -0.0 as 0.0, one NaN)."""
-    return (
-        pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_date(t)
-        or pa.types.is_time(t)
-        or pa.types.is_duration(t)
-    )
-
-
 def _encode_sorted(col: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
-    """(dictionary, codes) of a column of ``_one_number`` values without nulls, exactly as
+    """(dictionary, codes) of a column of ``_is_fixed_width`` values without nulls, exactly as
     Arrow's ``dictionary_encode`` gives them (values numbered in order of first appearance),
     found by sorting: the cpu's radix sort of the values' bits on all cores, runs of equal
     values numbered, and the numbers put in order of each value's first row by a second
@@ -134,8 +121,10 @@ def _encode_sorted(col: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     starts[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
     del ordered
-    numbers = np.cumsum(starts, dtype=np.int64) - 1  # each sorted row's run, in value order
+    numbers = np.cumsum(starts, dtype=np.int64)  # each sorted row's run, in value order
+    numbers -= 1
     firsts = order[starts]  # each value's first row: the sort is stable
+    del starts
     by_appearance = cpu.stable_argsort(firsts)
     renumber = np.empty(len(firsts), np.int32)
     renumber[by_appearance] = np.arange(len(firsts), dtype=np.int32)
@@ -459,7 +448,7 @@ class _Column:
         if hashed is not None:
             codes, dictionary = hashed
             return dictionary, codes
-        if not col.null_count and _one_number(col.type) and walks.encodes_by_sorting(len(col)):
+        if not col.null_count and _is_fixed_width(col.type) and walks.encodes_by_sorting(len(col)):
             return _encode_sorted(col)
         enc = pc.dictionary_encode(col, null_encoding="encode" if self.null_equal else "mask")
         dictionary = enc.chunk(0).dictionary if enc.num_chunks else pa.nulls(0, col.type)

@@ -717,15 +717,30 @@ def _first_and_last_oracle(table: pa.Table, on: str, by: list[str]) -> list[int]
     return sorted({r for pair in seen.values() for r in pair})
 
 
+@pytest.mark.parametrize("radix", [False, True])
 @pytest.mark.parametrize(
     "kind",
-    ["int64", "uint8", "float64", "float32", "bool", "timestamp", "string", "interval", "two"],
+    [
+        "int64",
+        "uint64",
+        "uint8",
+        "float64",
+        "float32",
+        "bool",
+        "timestamp",
+        "string",
+        "interval",
+        "two",
+        "two numbers",
+    ],
 )
-def test_first_and_last_keeps_each_group_and_keys_first_and_last_row(kind):
+def test_first_and_last_keeps_each_group_and_keys_first_and_last_row(kind, radix):
     """What a join can pick of a run: each (by values, key)'s first and last row, in row
     order, rows with a null key or by value dropped. Numbers, booleans and instants are
     compared as their own values (no dictionary), text and intervals through group ids; the
-    oracle groups tuples."""
+    oracle groups tuples. On numpy's sort and on the radix sort, which the by columns' full
+    64-bit range reaches (negative floats' bits, uint64 past 2**63, int64's ends)."""
+    from asofgpu._backend import walks
     from asofgpu.enrich._stream import first_and_last
 
     rng = np.random.default_rng(len(kind))
@@ -733,23 +748,34 @@ def test_first_and_last_keeps_each_group_and_keys_first_and_last_row(kind):
     keys = pa.array(rng.integers(0, 4, n), mask=rng.random(n) < 0.05)
     raw = rng.integers(0, 40, n)
     mask = rng.random(n) < 0.05
+    ends = np.array([-(2**63), 2**63 - 1, -1, 0] + list(range(36)), np.int64)
     by = {
-        "int64": pa.array(raw - 20, mask=mask),
+        "int64": pa.array(ends[raw], mask=mask),
+        "uint64": pa.array(ends[raw].view(np.uint64), mask=mask),
         "uint8": pa.array(raw.astype(np.uint8), mask=mask),
-        "float64": pa.array(np.where(raw == 3, np.nan, raw / 4), mask=mask),
+        "float64": pa.array(np.where(raw == 3, np.nan, (raw - 20) / 4), mask=mask),
         "float32": pa.array((raw / 4).astype(np.float32), mask=mask),
         "bool": pa.array(raw % 2 == 0, mask=mask),
         "timestamp": pa.array(raw * 1_000, pa.timestamp("ns"), mask=mask),
         "string": pa.array([f"s{v}" for v in raw], mask=mask),
         "interval": pa.array([pa.MonthDayNano([int(v), 0, 0]) for v in raw], mask=mask),
     }
-    columns = {"g": by["int64"], "h": by["string"]} if kind == "two" else {"g": by[kind]}
+    pairs = {"two": ("int64", "string"), "two numbers": ("uint8", "float64")}
+    if kind in pairs:  # the second varies within each value of the first
+        first, second = pairs[kind]
+        columns = {"g": by[first], "h": by[second].take(pa.array(rng.permutation(n)))}
+    else:
+        columns = {"g": by[kind]}
     table = pa.table({"t": keys, **columns, "i": np.arange(n)})
     names = list(columns)
-    got = first_and_last(table, "t", names)
+    with walks.overridden(radix_min_rows=1 if radix else 10**9):
+        got = first_and_last(table, "t", names)
     assert got["i"].to_pylist() == _first_and_last_oracle(table, "t", names)
-    chunked = pa.concat_tables([table.slice(0, 1_000), table.slice(1_000)])  # in chunks
-    assert first_and_last(chunked, "t", names)["i"].to_pylist() == got["i"].to_pylist()
+    apart = pa.concat_tables([table.slice(0, 1_000), table.slice(1_000).take(np.arange(n - 1_000))])
+    with walks.overridden(radix_min_rows=1 if radix else 10**9):
+        again = first_and_last(apart, "t", names)  # chunks apart
+    assert again["i"].to_pylist() == got["i"].to_pylist()
+    assert first_and_last(table.slice(0, 0), "t", names).num_rows == 0
 
 
 def test_first_and_last_may_keep_minus_zero_and_zero_apart():

@@ -144,11 +144,13 @@ def test_encoding_by_sorting_equals_arrows(name, data, cut):
     pool = data.draw(st.lists(values, min_size=1, max_size=12))
     rows = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=60))
     arr = _canonical(_column(rows, name)).slice(min(cut, len(rows) - 1))
+    enc = pc.dictionary_encode(arr)
     for column in (pa.chunked_array([arr]), pa.chunked_array([arr.slice(0, 3), arr.slice(3)])):
-        dictionary, codes = _encode._encode_sorted(column)
-        enc = pc.dictionary_encode(arr)
-        np.testing.assert_array_equal(codes, enc.indices.to_numpy())
-        _assert_same_values(dictionary, enc.dictionary)
+        for radix_from in (1, 10**9):  # the radix sort (as at 8M rows), and numpy's
+            with walks.overridden(radix_min_rows=radix_from):
+                dictionary, codes = _encode._encode_sorted(column)
+            np.testing.assert_array_equal(codes, enc.indices.to_numpy())
+            _assert_same_values(dictionary, enc.dictionary)
 
 
 def test_a_large_mostly_distinct_by_column_is_encoded_by_sorting_and_joins_alike():

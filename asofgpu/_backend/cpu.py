@@ -147,10 +147,15 @@ class CpuBackend(Backend):
     def stable_argsort(self, values):
         """numpy's stable argsort of 64-bit keys is a timsort: large key arrays take the
         parallel radix sort (kernels/radix.py) instead."""
-        if not walks.radix_sorts(len(values)) or values.dtype not in (
-            np.int64,
-            np.uint64,
-            np.float64,
+        if (
+            not len(values)
+            or not walks.radix_sorts(len(values))
+            or values.dtype
+            not in (
+                np.int64,
+                np.uint64,
+                np.float64,
+            )
         ):
             return super().stable_argsort(values)
         with PARALLEL_LAUNCH:
