@@ -36,6 +36,8 @@ from .take import take_fixed
 
 #: The left rows a piece of the window join's slide takes (``window_reduce``).
 SLIDE_PIECE_ROWS = 1 << 14
+#: The key types the radix sort orders (``stable_argsort``).
+_RADIX = (np.int64, np.uint64, np.float64)
 
 
 class CpuBackend(Backend):
@@ -147,16 +149,8 @@ class CpuBackend(Backend):
     def stable_argsort(self, values):
         """numpy's stable argsort of 64-bit keys is a timsort: large key arrays take the
         parallel radix sort (kernels/radix.py) instead."""
-        if (
-            not len(values)
-            or not walks.radix_sorts(len(values))
-            or values.dtype
-            not in (
-                np.int64,
-                np.uint64,
-                np.float64,
-            )
-        ):
+        # No rows go to numpy too: the radix kernel reads the first.
+        if not len(values) or not walks.radix_sorts(len(values)) or values.dtype not in _RADIX:
             return super().stable_argsort(values)
         with PARALLEL_LAUNCH:
             rows = row_numbers(len(values))
