@@ -55,8 +55,13 @@ def _importorskip_of(node: ast.stmt) -> str | None:
 
 
 def _absent(name: str, path: Path) -> bool:
-    """Not installed, nor (for a test) a module in tests/: pytest puts that folder on the path
-    for conftest and oracle. A package's own absolute imports never resolve beside the file."""
+    """Not installed, nor one of this checkout's own packages (every stage runs with the
+    checkout on PYTHONPATH, while this process may not have it on its path: an editable
+    install made by the install stage is seen only by interpreters started after it), nor
+    (for a test) a module in tests/: pytest puts that folder on the path for conftest and
+    oracle. A package's own absolute imports never resolve beside the file."""
+    if (ROOT / name / "__init__.py").exists():
+        return False
     tests = ROOT / "tests"
     if path.parent == tests and ((tests / f"{name}.py").exists() or (tests / name).is_dir()):
         return False

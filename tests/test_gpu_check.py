@@ -133,6 +133,26 @@ def test_modules_that_import_a_missing_package_are_named(tmp_path):
     }
 
 
+def test_the_checkouts_own_package_is_never_missing_even_where_it_is_not_installed(
+    tmp_path, monkeypatch
+):
+    # On the lent GPU the orchestrator's interpreter predates the install stage's editable
+    # install, so it cannot find asofgpu; every stage runs with the checkout on PYTHONPATH.
+    module = tmp_path / "test_uses_the_package.py"
+    module.write_text(
+        "import asofgpu\nfrom asofgpu import join\nimport surely_not_installed_peer\n"
+    )
+    real_find_spec = gpu_check_pytest.importlib.util.find_spec
+    monkeypatch.setattr(
+        gpu_check_pytest.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "asofgpu" else real_find_spec(name, *a),
+    )
+    assert gpu_check_pytest.missing_imports([module]) == {
+        str(module): ["surely_not_installed_peer"]
+    }
+
+
 @pytest.mark.parametrize(
     ("mode", "workers"), [("Exclusive_Process", 1), ("Prohibited", 1), ("", 1), ("Default", None)]
 )
