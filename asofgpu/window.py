@@ -125,6 +125,7 @@ class Windows:
         xp, n = self.backend.xp, len(self)
         nothing = xp.zeros(0, dtype=np.int64)
         numbers = keys = nothing
+        temporal = False
         if values is None:
             if set(wanted) & _NEED_VALUES:
                 msg = f"{sorted(set(wanted) & _NEED_VALUES)} need values"
@@ -132,7 +133,11 @@ class Windows:
             if set(wanted) == {"count"}:
                 return {"count": self.count(valid)}
         else:
-            values = _checked(self._payload(values, "values"), set(wanted) & _SUMS)
+            values = _checked(_typed(values), set(wanted) & _SUMS)
+            # cupy holds no temporal type: instants and durations travel as their int64
+            # ticks, which are also their order keys (_order_keys), on every backend.
+            temporal = values.dtype.kind in "mM"
+            values = self._payload(values.view(np.int64) if temporal else values, "values")
             if set(wanted) & _SUMS:
                 numbers = _summable(values)
             if set(wanted) & {"min", "max"}:
@@ -145,7 +150,12 @@ class Windows:
             if "sum" not in wanted:
                 numbers = nothing
         # The extremes' values are the keys' when the keys are the values (_order_keys).
-        as_values = {"min", "max"} & set(wanted) if extreme_values and keys is values else set()
+        # (Not for temporal values: their extremes come as rows, of their own type.)
+        as_values = (
+            {"min", "max"} & set(wanted)
+            if extreme_values and keys is values and not temporal
+            else set()
+        )
         rows, (numbers, keys, valid) = self._read_order(numbers, keys, self._valid(valid))
         positions = {
             how: self.backend.empty(n if how in wanted and how not in as_values else 0, np.int64)
@@ -264,6 +274,12 @@ def _checked(values, sums: bool):
         msg = f"values must be {what}, got {values.dtype}"
         raise TypeError(msg)
     return values
+
+
+def _typed(values):
+    """``values`` as an array with a dtype: device arrays as they are, anything else through
+    numpy."""
+    return values if hasattr(values, "__cuda_array_interface__") else np.asarray(values)
 
 
 def _summable(values):

@@ -263,8 +263,22 @@ def _md_window(entry: dict) -> list[str]:
         f"GPU windows {_ms(_get(g, 'windows', 'ms'))}, reductions {_ms(_get(g, 'reduce', 'ms'))}; "
         f"CPU on the first {cut or 0:,} trades: windows {_ms(_get(c, 'windows', 'ms'))}, "
         f"reductions {_ms(_get(c, 'reduce', 'ms'))}; equal to the GPU's: "
-        f"{c.get('equals_gpu', 'not measured')}.",
+        f"{c.get('equals_gpu', 'not measured')}{_window_differences(c)}.",
     ]
+
+
+def _window_differences(c: dict) -> str:
+    """Each part of the window join where the CPU's differs from the GPU's, with how often
+    (and, for min and max, how many of those are ties; for the mean, its largest relative
+    difference)."""
+    parts = []
+    for part, d in (c.get("differences") or {}).items():
+        if part == "mean":
+            parts.append(f"mean largest relative difference {d['max_rel']:.2g}")
+        if d["counts"]:
+            ties = f", {d['same_value']:,} of them ties" if "same_value" in d else ""
+            parts.append(f"{part} differs in {d['counts']:,} windows{ties}")
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _goal(ratios: list, met) -> str:
