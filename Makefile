@@ -137,13 +137,14 @@ GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
 gpu-check:
 	$(GPU_PYTHON) bench/gpu_check.py
 
-# Optional, on a machine with network: wheels of the test peers the lent H200 lacks (polars),
-# which gpu_check.py installs offline when bench/wheelhouse/ travels with it.
+# Optional, on a machine with network: wheels the lent H200 lacks (polars) or holds too new
+# (numpy 2.5, under which numba-cuda 0.30.4 compiles nothing), which gpu_check.py installs
+# offline when bench/wheelhouse/ travels with it.
 gpu-wheelhouse: venv
 	rm -rf bench/wheelhouse
 	$(BIN)/python -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
 	    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-	    --platform manylinux2014_x86_64 -d bench/wheelhouse polars
+	    --platform manylinux2014_x86_64 -d bench/wheelhouse polars 'numpy<2.5'
 
 clean:
 	rm -rf $(VENV) $(VENV_CUDF) $(VENV_FLOOR) build dist *.egg-info .pytest_cache .hypothesis

@@ -5,12 +5,13 @@ run of under 8 minutes, with no network.
 Stages, in this order, each in a process of its own with a time box, so that a stage that
 fails or hangs is recorded and the next one still runs:
 
-  env      the GPU (name, memory, L2, clocks), the driver, the package versions;
   install  ``pip install --no-deps --no-build-isolation --no-index -e .``, skipped when this
            checkout is installed editable already (the Docker image); editable because
            tests/test_layout.py checks that the installed package imports kernels/ from the tree.
-           Wheels in bench/wheelhouse/ (test peers the machine lacks, such as polars, fetched
-           by a machine with network) are installed first, offline;
+           Wheels in bench/wheelhouse/ (test peers the machine lacks, such as polars, and numpy
+           below 2.5 where the machine's is newer: numba-cuda compiles nothing under numpy
+           2.5; fetched by a machine with network, make gpu-wheelhouse) are installed first, offline;
+  env      the GPU (name, memory, L2, clocks), the driver, the package versions;
   pytest   what the GPU adds to CI's runs: the ``gpu`` tests and every case on the real CUDA
            backend (not the CPU cases or the slow tool runs), in up to 4 processes, one under
            an exclusive compute mode; a test module that imports a package missing here

@@ -25,7 +25,9 @@ from gpu_check_stage import plain
 
 SCRIPT = Path(__file__).resolve().with_name("gpu_check.py")  # a stage: --run-stage NAME
 DEFAULT_RESULTS = ROOT / "bench" / "results"
-STAGES = ("env", "install", "pytest", "compare", "bench")
+# install first: wheels it brings (bench/wheelhouse/: numpy below 2.5, which numba-cuda needs)
+# change what env reads and finds usable.
+STAGES = ("install", "env", "pytest", "compare", "bench")
 # Seconds: each stage's time box (None: whatever is left), and the least a stage is still
 # worth starting with (the stages after one keep that much of the budget back for themselves).
 BOX = {"env": 30, "install": 60, "pytest": 210, "compare": 90, "bench": None}

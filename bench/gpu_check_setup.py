@@ -44,7 +44,7 @@ def stage_env(ctx: StageContext, rec: Recorder) -> None:
     import numba
 
     rec["numba_threads"] = numba.config.NUMBA_NUM_THREADS
-    from asofgpu._backend import cuda_usable, get_backend
+    from asofgpu._backend import cuda_usable, get_backend, numba_cuda_blocked
 
     if ctx.simulate:
         rec["simulator"] = get_backend("cuda").simulated
@@ -71,9 +71,11 @@ def stage_env(ctx: StageContext, rec: Recorder) -> None:
     rec["cuda_usable"] = cuda_usable()
     if not rec["cuda_usable"]:
         rec["status"] = "failed"
+        why = numba_cuda_blocked()  # the image's numpy 2.5.2 with numba-cuda 0.30.4, once
         rec["note"] = (
             "asofgpu finds no usable GPU (cuda_usable() is False): every GPU result "
             "below is missing or wrong"
+            + (f". {why} (bench/wheelhouse/ may carry one)" if why else "")
         )
 
 

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import importlib.util
 import math
+import os
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -117,6 +121,47 @@ def test_cuda_without_gpu():
         asof_join(L1, R1, device="cuda")
     with pytest.raises(RuntimeError, match=re.escape(msg)):
         AsofJoin(R1, device="cuda")
+
+
+NUMPY_WITHOUT_ROW_STACK = """
+import numpy, warnings
+del numpy.row_stack  # as numpy 2.5 removed it
+import asofgpu as ag
+try:
+    ag.AsofJoin(numpy.arange(5), device="cuda")
+except RuntimeError as error:
+    print(error)
+with warnings.catch_warnings():
+    warnings.simplefilter("error")  # auto warns only where a GPU is present
+    print(ag.AsofJoin(numpy.arange(5)).join(numpy.array([2, 7])).tolist())
+"""
+
+
+@pytest.mark.skipif(
+    not hasattr(np, "row_stack") or importlib.util.find_spec("numba_cuda") is None,
+    reason="needs numba-cuda, and a numpy with row_stack to take away",
+)
+def test_cuda_under_a_numpy_numba_cuda_cannot_compile_for_says_so():
+    # numba-cuda 0.30.4 (the last) loads an overload of numpy.row_stack at its first compile,
+    # and numpy 2.5 removed it: every kernel launch failed on a lent H200 with numpy 2.5.2.
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run(
+        [sys.executable, "-c", NUMPY_WITHOUT_ROW_STACK],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=True,
+    )
+    message, answer = done.stdout.strip().splitlines()
+    assert re.fullmatch(
+        r"device='cuda' cannot run here: numba-cuda \S+ cannot compile kernels under numpy "
+        r"\S+ \(module 'numpy' has no attribute 'row_stack'; numpy 2\.5 removed it and "
+        r"numba-cuda will not follow: NVIDIA/numba-cuda#907\)\. Hint: pip install "
+        r"'numpy<2\.5' \(asofgpu's cuda extras ask for it\)\.",
+        message,
+    ), message
+    assert answer == "[2, 4]"  # device="auto" runs on the cpu
 
 
 def test_unknown_keyword():

@@ -24,7 +24,14 @@ import functools
 
 from .base import Backend, PythonBackend, host_empty, options
 from .cpu import CpuBackend
-from .cuda import CUDA_THREADS, CudaBackend, cuda_probe_source, cuda_usable, cudasim_enabled
+from .cuda import (
+    CUDA_THREADS,
+    CudaBackend,
+    cuda_probe_source,
+    cuda_usable,
+    cudasim_enabled,
+    numba_cuda_blocked,
+)
 from .hashing import (
     dictionary_encode_fixed,
     dictionary_encode_text,
@@ -79,6 +86,8 @@ def get_backend(device: str) -> Backend:
     """``"auto"`` picks ``cuda`` when a usable GPU is present, else ``cpu``."""
     if device == "auto":
         device = "cuda" if cuda_usable() else "cpu"
+    if device == "cuda" and not cudasim_enabled() and (blocked := numba_cuda_blocked()):
+        raise RuntimeError(f"device='cuda' cannot run here: {blocked}")
     if device == "cuda" and not (cudasim_enabled() or cuda_usable()):
         msg = (
             "device='cuda' needs an NVIDIA GPU with cupy and numba-cuda installed, and none is "

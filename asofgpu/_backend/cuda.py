@@ -274,13 +274,53 @@ def calendar_kernel_source(simulated: bool = False):
 
 @functools.cache
 def cuda_usable() -> bool:
-    """A real GPU with cupy and numba-cuda importable (the simulator does not count)."""
+    """A real GPU with cupy and numba-cuda importable and able to compile (the simulator does
+    not count). A GPU that numba-cuda cannot compile for under this numpy is not usable, with
+    a warning that says why (``device="auto"`` then runs on the cpu)."""
     if cudasim_enabled():
         return False
     try:
         import cupy
         from numba import cuda
 
-        return bool(cuda.is_available()) and cupy.cuda.runtime.getDeviceCount() > 0
+        present = bool(cuda.is_available()) and cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # noqa: BLE001 - any import or driver failure means "no GPU here"
         return False
+    blocked = numba_cuda_blocked() if present else None
+    if blocked:
+        warnings.warn(f"asofgpu runs on the cpu: {blocked}", RuntimeWarning, stacklevel=2)
+    return present and not blocked
+
+
+@functools.cache
+def numba_cuda_blocked() -> str | None:
+    """Why numba-cuda cannot compile a kernel under this numpy, or None.
+
+    numba-cuda 0.30.4 and earlier register an overload of ``numpy.row_stack`` as they load
+    their array support, at a process's first kernel compile; numpy 2.5 removed it, so every
+    launch fails there with an AttributeError. numba-cuda is in maintenance and will not
+    follow (NVIDIA/numba-cuda#907). Only where numpy lacks ``row_stack`` is that module
+    loaded here, to see (the simulator has none: nothing to block).
+
+    >>> import numpy
+    >>> numba_cuda_blocked() if hasattr(numpy, "row_stack") else None
+    """
+    if hasattr(np, "row_stack"):
+        return None
+    try:
+        import numba.cuda.np.arrayobj  # noqa: F401 - loaded for its side effect, or its error
+    except ImportError:  # no numba-cuda, or the simulator's numba.cuda
+        return None
+    except AttributeError as error:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            release = version("numba-cuda")
+        except PackageNotFoundError:
+            release = "(unknown version)"
+        return (
+            f"numba-cuda {release} cannot compile kernels under numpy {np.__version__} ({error}; "
+            "numpy 2.5 removed it and numba-cuda will not follow: NVIDIA/numba-cuda#907). "
+            "Hint: pip install 'numpy<2.5' (asofgpu's cuda extras ask for it)."
+        )
+    return None
