@@ -37,9 +37,9 @@ def low_occupancy_launch(monkeypatch):
 
     class Kernel:
         def __getitem__(self, config):
-            warnings.warn(
-                f"Grid size {config[0]} will likely result in GPU "
-                f"under-utilization due to low occupancy.",
+            warnings.warn(  # highlighted, as numba-cuda 0.30.4's was on a lent H200
+                f"\x1b[1m\x1b[1mGrid size {config[0]} will likely result in GPU "
+                f"under-utilization due to low occupancy.\x1b[0m\x1b[0m",
                 stacklevel=2,
             )
             return lambda *args: launched.append((config, len(args)))

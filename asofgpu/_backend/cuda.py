@@ -21,8 +21,10 @@ from .jit import py_options, py_unsigned
 
 CUDA_THREADS = 256
 # numba-cuda's warning at every launch of under 128 blocks (its class moved between numba and
-# numba-cuda, so the message names it).
-_LOW_OCCUPANCY = r"Grid size \d+ will likely result in GPU under-utilization"
+# numba-cuda, so the message names it). numba-cuda may highlight it with terminal codes in
+# front ("\x1b[1m\x1b[1mGrid size 1 ...", as on a lent H200), and a filter's message must
+# match from the start: anything may come before.
+_LOW_OCCUPANCY = r".*Grid size \d+ will likely result in GPU under-utilization"
 
 
 def cudasim_enabled() -> bool:
