@@ -131,6 +131,19 @@ def kernel_only(join, left_on, left_by):
     return run, out
 
 
+def join_parts(join, left_on, left_by) -> dict:
+    """join()'s steps before its probe, each as a callable to time: the left key read and
+    checked (``left_key``: its type, nulls, whether it ascends) and the left groups looked up
+    in the right's (``left_groups``). Private, as ``kernel_only``."""
+    from asofgpu._columns import ordered_key
+
+    n = len(left_on)
+    return {
+        "left_key": lambda: ordered_key(left_on, "left_on", join._host),
+        "left_groups": lambda: join._left_groups(left_by, n),
+    }
+
+
 def device_gather(xp, columns, gmap):
     """The four payload columns in map order on the device, with a validity mask where the map
     holds a row (NO_MATCH, the dtype's minimum, is its only negative value). asofgpu.gather
@@ -194,6 +207,10 @@ def stage_bench(ctx: StageContext, rec: Recorder) -> None:
             result["probe_floor_ratio"] = result["probe"]["ms"] / floors["map_ms"]
             if not result["probe_equals_join"]:
                 rec["status"] = "failed"
+            # join() less the probe: where its other half goes (8.5 ms against 4.4 on an
+            # H200, 2026-12-04, not yet broken down)
+            for part, fn in join_parts(prepared, left_on, left_by).items():
+                result[part] = gpu_clock.measure(fn, runs=s.runs)
         except Exception:  # noqa: BLE001 - private fields changed: report, keep measuring
             result["probe_error"] = traceback.format_exc()
             rec["status"] = "failed"
