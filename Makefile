@@ -137,14 +137,17 @@ GPU_PYTHON ?= $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
 gpu-check:
 	$(GPU_PYTHON) bench/gpu_check.py
 
-# Optional, on a machine with network: wheels the lent H200 lacks (polars) or holds too new
-# (numpy 2.5, under which numba-cuda 0.30.4 compiles nothing), which gpu_check.py installs
-# offline when bench/wheelhouse/ travels with it.
+# On a machine with network: wheels for the lent H200, which gpu_check.py installs offline
+# when bench/wheelhouse/ travels with it (the device tool's carry). By default numpy below 2.5:
+# the machine's 2.5.2 leaves numba-cuda 0.30.4 unable to compile anything. polars, which it
+# lacks, does not fit beside it in what travels (64 MiB; polars 2.1's runtime wheel is 54 MB):
+# make gpu-wheelhouse GPU_WHEELS=polars, for a run of its own.
+GPU_WHEELS ?= 'numpy<2.5'
 gpu-wheelhouse: venv
 	rm -rf bench/wheelhouse
 	$(BIN)/python -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
 	    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
-	    --platform manylinux2014_x86_64 -d bench/wheelhouse polars 'numpy<2.5'
+	    --platform manylinux2014_x86_64 -d bench/wheelhouse $(GPU_WHEELS)
 
 clean:
 	rm -rf $(VENV) $(VENV_CUDF) $(VENV_FLOOR) build dist *.egg-info .pytest_cache .hypothesis
