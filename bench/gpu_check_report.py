@@ -173,6 +173,7 @@ def _md_bench(entry: dict | None) -> list[str]:
         "float64 quote columns; the right side time-sorted. GPU times by CUDA events, "
         "median of several runs after a warm-up; CPU times by the wall clock, one run.",
     ]
+    lines += _md_first_calls(entry.get("first_calls") or {})
     copy, floor = entry.get("copy"), entry.get("floor")
     if copy:
         lines.append(
@@ -245,6 +246,31 @@ def _md_bench(entry: dict | None) -> list[str]:
                 f"\n{o}: the probe alone could not be timed: " + error.strip().splitlines()[-1]
             )
     return lines + _md_window(entry)
+
+
+def _md_first_calls(found: dict) -> list[str]:
+    """A new process's first joins on the GPU, with an empty kernel cache, then again."""
+    if not found:
+        return []
+    runs = []
+    for run in ("cold", "cached"):
+        r = found.get(run)
+        if r is None:
+            continue
+        if "error" in r:
+            runs.append(f"{run}: failed ({r['error'].strip().splitlines()[-1]})")
+        else:
+            runs.append(
+                f"{run} {r['first_joins_s']:.2f} s (import {r['import_s']:.2f} s; the same "
+                f"join again {r['again_s'] * 1e3:.1f} ms)"
+            )
+    same = found.get("same_answers", "not measured")
+    return [
+        "",
+        "A new process's first joins on the GPU (a backward join and a window join, 200K x "
+        "100K rows; a few hundred simulated), two processes sharing a new kernel cache: "
+        f"{'; '.join(runs)}; the same answers: {same}.",
+    ]
 
 
 def _md_window(entry: dict) -> list[str]:

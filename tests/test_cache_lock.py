@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -165,3 +166,60 @@ def test_a_dispatcher_without_a_cache_is_returned_as_it_is():
     dispatcher = numba.njit(plus_one)
     assert cache_lock.guard(dispatcher) is dispatcher
     assert dispatcher(1) == 2
+
+
+# ---- numba-cuda's copy of the cache (the GPU's kernels, cached since the first GPU runs)
+
+
+def _cuda_kernels():
+    """The real (not simulated) CUDA kernels as the backend makes them: built without a GPU;
+    compiled only at a launch."""
+    if importlib.util.find_spec("numba_cuda") is None:
+        pytest.skip("needs numba-cuda")
+    from asofgpu._backend import cuda
+
+    if cuda.cudasim_enabled():
+        pytest.skip("the simulator's kernels have no cache")
+    return {
+        "probe_int": cuda.probe_kernel(False, False),
+        "probe_float": cuda.probe_kernel(True, False),
+        **{f"window_{k}_int": v for k, v in cuda.window_kernels(False, False)._asdict().items()},
+        **{f"window_{k}_float": v for k, v in cuda.window_kernels(True, False)._asdict().items()},
+        "calendar": cuda.calendar_kernel(False),
+    }
+
+
+def test_the_gpus_kernels_are_cached_locked_and_named_apart():
+    # A kernel's cache is named by its qualified name: each build (float or integer
+    # comparisons) needs its own, and the kernel sources' digest retires a stale one.
+    from asofgpu._backend.jit import _source_digest
+
+    kernels = _cuda_kernels()
+    names = {name: k.py_func.__qualname__ for name, k in kernels.items()}
+    assert len(set(names.values())) == len(names)
+    for name, qualname in names.items():
+        assert _source_digest() in qualname, name
+        assert qualname.endswith(("_int", "_float") if "_" in name else _source_digest()), name
+        cache_file = kernels[name]._cache._cache_file
+        assert type(cache_file).__name__ == "LockedCudaCacheFile", name
+
+
+@needs_flock
+def test_a_load_from_the_gpus_cache_waits_for_a_save_in_progress(tmp_path):
+    locked_type = type(_cuda_kernels()["probe_int"]._cache._cache_file)  # (or skips)
+    from numba.cuda.core.caching import IndexDataCacheFile
+
+    _cache_file(tmp_path, cls=locked_type).save("signature", "old code")
+    done = threading.Event()
+
+    def load():
+        assert _cache_file(tmp_path, cls=locked_type).load("signature") == "new code"
+        done.set()
+
+    with cache_lock.locked(str(tmp_path)):
+        reader = threading.Thread(target=load)
+        reader.start()
+        assert not done.wait(timeout=0.2)
+        _cache_file(tmp_path, cls=IndexDataCacheFile).save("signature", "new code")
+    reader.join(timeout=5)
+    assert done.is_set()

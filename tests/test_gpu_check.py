@@ -81,6 +81,11 @@ def test_every_stage_runs_and_writes_its_reports(simulated_run):
             assert measured > 0
     assert bench["cpu_window"]["equals_gpu"] and bench["gpu_window"]["positions"] > 0
     assert bench["gpu_window"]["reduce"]["ms"] > 0
+    for part in ("left_key", "left_groups"):
+        assert bench["gpu_time-sorted"][part]["ms"] > 0
+    first = bench["first_calls"]  # two new processes, the second on the first's cache
+    assert first["same_answers"] and first["cold"]["first_joins_s"] > 0
+    assert first["cached"]["answer"][2] > 0  # windows were counted
     assert bench["floor"]["map_bytes"] == 256 * (8 + 4 + 4) + 64 * 8 + 9 * 8
     assert bench["copy"]["bytes_per_s"] > 0
     for heading in (

@@ -22,6 +22,7 @@ be neither created nor opened; a file system without ``flock``), the cache behav
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 
 from numba.core.caching import IndexDataCacheFile
@@ -48,15 +49,53 @@ class LockedCacheFile(IndexDataCacheFile):
 
 
 def guard(dispatcher):
-    """``dispatcher`` (``numba.njit(cache=True)``'s), its cache's files locked; returned.
+    """``dispatcher`` (``numba.njit(cache=True)``'s or ``numba.cuda.jit(cache=True)``'s),
+    its cache's files locked; returned.
 
     A dispatcher without numba's usual cache files (caching off, or a numba whose internals
     moved: tests/test_cache_lock.py checks the installed one) is returned as it is."""
     cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
-    if type(cache_file) is IndexDataCacheFile:
+    locked_type = _locked_type(type(cache_file))
+    if locked_type is not None:
         # The instance keeps its paths and stamp; only its save and load change.
-        cache_file.__class__ = LockedCacheFile
+        cache_file.__class__ = locked_type
     return dispatcher
+
+
+def _locked_type(cache_type: type):
+    """The locked subclass of a cache's file class: ``LockedCacheFile`` for numba's,
+    ``LockedCudaCacheFile`` for numba-cuda's own copy of it (the same index and data files,
+    the same race); None for any other class."""
+    if cache_type is IndexDataCacheFile:
+        return LockedCacheFile
+    cuda_type = _cuda_cache_file_type()
+    if cuda_type is not None and cache_type is cuda_type:
+        return _locked_cuda_type(cuda_type)
+    return None
+
+
+def _cuda_cache_file_type():
+    """numba-cuda's ``IndexDataCacheFile`` (None without numba-cuda, or where it moved)."""
+    try:
+        from numba.cuda.core.caching import IndexDataCacheFile as cuda_type
+    except ImportError:
+        return None
+    return cuda_type
+
+
+@functools.cache
+def _locked_cuda_type(cuda_type: type) -> type:
+    return type("LockedCudaCacheFile", (cuda_type,), {"save": _locked_save, "load": _locked_load})
+
+
+def _locked_save(self, key, data):
+    with locked(self._cache_path):
+        super(type(self), self).save(key, data)
+
+
+def _locked_load(self, key):
+    with locked(self._cache_path):
+        return super(type(self), self).load(key)
 
 
 @contextlib.contextmanager

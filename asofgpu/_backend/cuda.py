@@ -17,7 +17,7 @@ from ..kernels.calendar import Move
 from ..kernels.probe import Options, Right
 from ..kernels.window import Bounds, Reduced
 from .base import Backend
-from .jit import py_options, py_unsigned
+from .jit import cuda_jit_cached, py_options, py_unsigned
 
 CUDA_THREADS = 256
 # numba-cuda's warning at every launch of under 128 blocks (its class moved between numba and
@@ -149,9 +149,22 @@ def _probe_kernel(
 
 @functools.cache
 def probe_kernel(is_float: bool, simulated: bool):
-    from numba import cuda
+    return _kernel(cuda_probe_source(is_float, simulated), simulated, _variant(is_float))
 
-    return cuda.jit(cuda_probe_source(is_float, simulated))
+
+def _kernel(source, simulated: bool, variant: str):
+    """``numba.cuda.jit`` of a kernel bound to its device functions: on a GPU cached on disk
+    (``jit.cuda_jit_cached``: a new process loads it instead of compiling it); the simulator
+    runs Python and has no cache."""
+    if simulated:
+        from numba import cuda
+
+        return cuda.jit(source)
+    return cuda_jit_cached(source, variant)
+
+
+def _variant(is_float: bool) -> str:
+    return "_float" if is_float else "_int"
 
 
 def cuda_probe_source(is_float: bool, simulated: bool = False):
@@ -223,9 +236,8 @@ WindowKernels = collections.namedtuple("WindowKernels", "bounds reduces")
 def window_kernels(is_float: bool, simulated: bool) -> WindowKernels:
     """The window join's kernels (kernels/window.py), one thread a left row, compiled for
     launches; ``is_float``: the comparisons of the keys (bounds)."""
-    from numba import cuda
-
-    return WindowKernels(*(cuda.jit(k) for k in window_kernel_sources(is_float, simulated)))
+    sources = window_kernel_sources(is_float, simulated)
+    return WindowKernels(*(_kernel(k, simulated, _variant(is_float)) for k in sources))
 
 
 def window_kernel_sources(is_float: bool, simulated: bool = False) -> WindowKernels:
@@ -260,9 +272,7 @@ def _calendar_kernel(
 
 @functools.cache
 def calendar_kernel(simulated: bool):
-    from numba import cuda
-
-    return cuda.jit(calendar_kernel_source(simulated))
+    return _kernel(calendar_kernel_source(simulated), simulated, "")
 
 
 def calendar_kernel_source(simulated: bool = False):

@@ -239,20 +239,47 @@ def njit_cached(fn, **options):
     setting, which is the whole process's: other cached functions go there too), or, if even
     that cannot be written, nowhere: each process compiles again, and says so once. Its
     saves and loads are locked against other processes' (``cache_lock``)."""
+    import numba
+
+    return _cached(lambda cache: numba.njit(cache=cache, **options)(fn))
+
+
+def cuda_jit_cached(fn, variant: str = ""):
+    """``numba.cuda.jit(cache=True)(fn)`` for a kernel bound to its device functions (a
+    copy from ``bind``, whose name it changes): cached on disk as ``njit_cached`` caches,
+    keyed on the kernel sources as ``cached_njit`` keys (numba-cuda checks only the kernel's
+    own file, and the index names the compute capability), with ``variant`` in the name for
+    each build of one kernel (float or integer comparisons). A new process then loads the
+    GPU's machine code instead of compiling it (about a second a kernel).
+
+    >>> from asofgpu._backend.cuda import cuda_probe_source
+    >>> cuda_jit_cached(cuda_probe_source(False), "_int").py_func.__qualname__.endswith("_int")
+    True
+    """
+    from numba import cuda
+
+    fn.__qualname__ = f"{fn.__qualname__}_{_source_digest()}{variant}"
+    return _cached(lambda cache: cuda.jit(cache=cache)(fn))
+
+
+def _cached(make):
+    """``make(cache=True)``'s dispatcher, its cache locked, wherever the cache can be
+    written (``njit_cached`` says where); ``make(cache=False)``'s, with one warning a
+    process, where it cannot."""
     global _WARNED_UNCACHED
     import numba
 
     from .cache_lock import guard
 
     try:
-        return guard(numba.njit(cache=True, **options)(fn))
+        return guard(make(True))
     except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
         if "no locator available" not in str(exc):
             raise
     if not numba.config.CACHE_DIR:
         numba.config.CACHE_DIR = FALLBACK_CACHE
         try:
-            return guard(numba.njit(cache=True, **options)(fn))
+            return guard(make(True))
         except RuntimeError:
             pass
     if not _WARNED_UNCACHED:
@@ -262,9 +289,9 @@ def njit_cached(fn, **options):
             f"user's cache directory or in {FALLBACK_CACHE}: each process compiles "
             f"the kernels again (set NUMBA_CACHE_DIR to a writable directory)",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-    return numba.njit(**options)(fn)
+    return make(False)
 
 
 _WARNED_UNCACHED = False
