@@ -30,6 +30,7 @@ from .cuda import (
     cuda_probe_source,
     cuda_usable,
     cudasim_enabled,
+    gpu_present,
     numba_cuda_blocked,
 )
 from .hashing import (
@@ -59,6 +60,7 @@ __all__ = [
     "chunked_passes",
     "cuda_probe_source",
     "cuda_usable",
+    "gpu_present",
     "cudasim_enabled",
     "dictionary_encode_fixed",
     "dictionary_encode_text",
@@ -86,12 +88,12 @@ def get_backend(device: str) -> Backend:
     """``"auto"`` picks ``cuda`` when a usable GPU is present, else ``cpu``."""
     if device == "auto":
         device = "cuda" if cuda_usable() else "cpu"
-    if device == "cuda" and not cudasim_enabled() and (blocked := numba_cuda_blocked()):
-        raise RuntimeError(f"device='cuda' cannot run here: {blocked}")
-    if device == "cuda" and not (cudasim_enabled() or cuda_usable()):
+    if device == "cuda" and not (cudasim_enabled() or gpu_present()):
         msg = (
             "device='cuda' needs an NVIDIA GPU with cupy and numba-cuda installed, and none is "
             "usable here. Hint: pip install 'asofgpu[cuda12]' (or cuda13), or use device='cpu'."
         )
         raise RuntimeError(msg)
+    if device == "cuda" and not cudasim_enabled() and (blocked := numba_cuda_blocked()):
+        raise RuntimeError(f"device='cuda' cannot run here: {blocked}")
     return _BACKENDS[device]()

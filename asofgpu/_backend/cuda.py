@@ -285,23 +285,29 @@ def calendar_kernel_source(simulated: bool = False):
 
 
 @functools.cache
-def cuda_usable() -> bool:
-    """A real GPU with cupy and numba-cuda importable and able to compile (the simulator does
-    not count). A GPU that numba-cuda cannot compile for under this numpy is not usable, with
-    a warning that says why (``device="auto"`` then runs on the cpu)."""
+def gpu_present() -> bool:
+    """A real GPU that cupy and numba-cuda see (the simulator does not count)."""
     if cudasim_enabled():
         return False
     try:
         import cupy
         from numba import cuda
 
-        present = bool(cuda.is_available()) and cupy.cuda.runtime.getDeviceCount() > 0
+        return bool(cuda.is_available()) and cupy.cuda.runtime.getDeviceCount() > 0
     except Exception:  # noqa: BLE001 - any import or driver failure means "no GPU here"
         return False
-    blocked = numba_cuda_blocked() if present else None
+
+
+def cuda_usable() -> bool:
+    """``gpu_present()``, and numba-cuda able to compile for it under this numpy; a GPU it
+    cannot compile for is not usable, with a warning that says why (``device="auto"`` then
+    runs on the cpu)."""
+    if not gpu_present():
+        return False
+    blocked = numba_cuda_blocked()
     if blocked:
         warnings.warn(f"asofgpu runs on the cpu: {blocked}", RuntimeWarning, stacklevel=2)
-    return present and not blocked
+    return not blocked
 
 
 @functools.cache
@@ -312,11 +318,7 @@ def numba_cuda_blocked() -> str | None:
     their array support, at a process's first kernel compile; numpy 2.5 removed it, so every
     launch fails there with an AttributeError. numba-cuda is in maintenance and will not
     follow (NVIDIA/numba-cuda#907). Only where numpy lacks ``row_stack`` is that module
-    loaded here, to see (the simulator has none: nothing to block).
-
-    >>> import numpy
-    >>> numba_cuda_blocked() if hasattr(numpy, "row_stack") else None
-    """
+    loaded here, to see (tests/test_errors.py takes it away in a process of its own)."""
     if hasattr(np, "row_stack"):
         return None
     try:
