@@ -133,7 +133,7 @@ class Windows:
             if set(wanted) == {"count"}:
                 return {"count": self.count(valid)}
         else:
-            values = _checked(_typed(values), set(wanted) & _SUMS)
+            values = _checked(self._typed(values), set(wanted) & _SUMS)
             # cupy holds no temporal type: instants and durations travel as their int64
             # ticks, which are also their order keys (_order_keys), on every backend.
             temporal = values.dtype.kind in "mM"
@@ -213,6 +213,14 @@ class Windows:
         rows = _taken(self.rows, positions, xp, found)
         return xp.where(found, rows, self.no_match).astype(self.rows.dtype, copy=False)
 
+    def _typed(self, values):
+        """``values`` as an array whose dtype says their kind: device arrays (any with
+        ``__cuda_array_interface__``) through the backend, anything else through numpy,
+        where temporal values keep their type (cupy holds none)."""
+        if hasattr(values, "__cuda_array_interface__"):
+            return self.backend.asarray(values)
+        return np.asarray(values)
+
     def _payload(self, values, param: str, dtype=None):
         values = self.backend.asarray(values)
         if dtype is not None:
@@ -274,12 +282,6 @@ def _checked(values, sums: bool):
         msg = f"values must be {what}, got {values.dtype}"
         raise TypeError(msg)
     return values
-
-
-def _typed(values):
-    """``values`` as an array with a dtype: device arrays as they are, anything else through
-    numpy."""
-    return values if hasattr(values, "__cuda_array_interface__") else np.asarray(values)
 
 
 def _summable(values):
