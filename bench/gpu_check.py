@@ -8,9 +8,9 @@ fails or hangs is recorded and the next one still runs:
   install  ``pip install --no-deps --no-build-isolation --no-index -e .``, skipped when this
            checkout is installed editable already (the Docker image); editable because
            tests/test_layout.py checks that the installed package imports kernels/ from the tree.
-           Wheels in bench/wheelhouse/ (test peers the machine lacks, such as polars, and numpy
-           below 2.5 where the machine's is newer: numba-cuda compiles nothing under numpy
-           2.5; fetched by a machine with network, make gpu-wheelhouse) are installed first, offline;
+           First, offline and in either case, the wheels in bench/wheelhouse/ (make
+           gpu-wheelhouse fetches them on a machine with network): a numpy below 2.5 where
+           the machine's is newer (numba-cuda compiles nothing under 2.5), peers it lacks;
   env      the GPU (name, memory, L2, clocks), the driver, the package versions;
   pytest   what the GPU adds to CI's runs: the ``gpu`` tests and every case on the real CUDA
            backend (not the CPU cases or the slow tool runs), in up to 4 processes, one under

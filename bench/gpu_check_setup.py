@@ -1,6 +1,6 @@
-"""The GPU check's first two stages. env: the GPU (name, memory, L2, clocks), the driver, the
-package versions. install: this checkout installed editable and offline (with the wheels in
-bench/wheelhouse/ first), unless it is installed so already; then the command line checked."""
+"""The GPU check's first two stages. install: the wheels in bench/wheelhouse/, then this
+checkout installed editable, offline, unless it is installed so already; then the command line
+checked. env: the GPU (name, memory, L2, clocks), the driver, the package versions."""
 
 from __future__ import annotations
 
@@ -105,15 +105,15 @@ def _nvidia_smi() -> dict | str:
 
 
 def stage_install(ctx: StageContext, rec: Recorder) -> None:
+    wheels = sorted(WHEELHOUSE.glob("*.whl"))
+    if wheels:  # what the machine lacks or holds too new: make gpu-wheelhouse fetches them
+        rec["wheelhouse"] = [w.name for w in wheels]
+        _pip(rec, "wheelhouse_pip", ["--no-index", "--no-deps", *map(str, wheels)], ctx)
     before = _installed_at()
     rec["installed_before"] = before
     if before and Path(before).resolve().is_relative_to(ROOT):
         rec["action"] = "none: this checkout is installed editable already"
     else:
-        wheels = sorted(WHEELHOUSE.glob("*.whl"))
-        if wheels:  # peers the machine lacks: make gpu-wheelhouse fetches them
-            rec["wheelhouse"] = [w.name for w in wheels]
-            _pip(rec, "wheelhouse_pip", ["--no-index", "--no-deps", *map(str, wheels)], ctx)
         _pip(rec, "pip", ["--no-deps", "--no-build-isolation", "--no-index", "-e", str(ROOT)], ctx)
         rec["action"] = "pip install --dry-run (simulated)" if ctx.simulate else "pip install -e"
     after = _installed_at()

@@ -68,6 +68,8 @@ def _locked_type(cache_type: type):
     the same race); None for any other class."""
     if cache_type is IndexDataCacheFile:
         return LockedCacheFile
+    if cache_type is type(None):  # no cache: numba-cuda need not be imported to say so
+        return None
     cuda_type = _cuda_cache_file_type()
     if cuda_type is not None and cache_type is cuda_type:
         return _locked_cuda_type(cuda_type)
