@@ -125,8 +125,17 @@ def kernel_only(join, left_on, left_by):
         xp=join.backend.xp,  # its empty reach columns on the device, as join() passes them
     )
 
-    def run():
-        join.backend.probe(is_float, key.values, groups, right, how, out)
+    def run():  # with the hints join() gives (the cpu walks a time-ordered right side)
+        join.backend.probe(
+            is_float,
+            key.values,
+            groups,
+            right,
+            how,
+            out,
+            time_ordered=join._time_ordered,
+            keys_ascend=key.ascends,
+        )
 
     return run, out
 
