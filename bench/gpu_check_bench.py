@@ -324,8 +324,10 @@ def stage_bench(ctx: StageContext, rec: Recorder) -> None:
     _free_device_memory(xp)
     warm = ag.AsofJoin(host["right_on"][:1000], host["right_by"][:1000], device="cpu")
     warm.join(host["left_on"][:100_000], host["left_by"][:100_000])  # compile (or load) first
-    rec["cpu_prepare"], on_cpu = _timed_warm(
-        cpu_clock, lambda: ag.AsofJoin(host["right_on"], host["right_by"], device="cpu")
+    rec["cpu_prepare"], on_cpu = _timed_once(
+        cpu_clock,
+        lambda: ag.AsofJoin(host["right_on"], host["right_by"], device="cpu"),
+        warmup=1,
     )
     for order, (on, by) in orders.items():
         result = rec[f"cpu_{order}"] = {}
@@ -393,11 +395,13 @@ def _bench_cpu_windows(ctx, rec: Recorder, on_cpu, host: dict, gpu, clock: Clock
     cut = min(len(host["left_on"]), ctx.sizes.cpu_slice)
     result["slice_rows"] = cut
     reach = rec["gpu_window"]["before_ns"]
-    result["windows"], found = _timed_warm(
-        clock, lambda: on_cpu.windows(host["left_on"][:cut], host["left_by"][:cut], before=reach)
+    result["windows"], found = _timed_once(
+        clock,
+        lambda: on_cpu.windows(host["left_on"][:cut], host["left_by"][:cut], before=reach),
+        warmup=1,
     )
-    result["reduce"], reduced = _timed_warm(
-        clock, lambda: found.reduce(WINDOW_AGGS, host["window_values"])
+    result["reduce"], reduced = _timed_once(
+        clock, lambda: found.reduce(WINDOW_AGGS, host["window_values"]), warmup=1
     )
     gpu_held, gpu_reduced = gpu
     ours = {**window_rows(found, np), **reduced}
@@ -482,20 +486,6 @@ def _plain_number(x):
     return float(x) if isinstance(x, (float, np.floating)) else int(x)
 
 
-def _timed_warm(clock: Clock, fn) -> tuple[dict, object]:
-    """One timed run of fn after one untimed (which compiles what it needs at this size:
-    numba specializes the cpu's kernels by path, serial or parallel, and a small warm-up
-    does not take every path), and what the timed run returned."""
-    kept = []
-
-    def run():
-        kept.clear()  # the warm-up's result goes before the timed run makes its own
-        kept.append(fn())
-
-    timing = clock.measure(run, runs=1, warmup=1)
-    return timing, kept[0]
-
-
 def _copy_bandwidth(xp, clock: Clock, nbytes: int, runs: int) -> dict:
     """The ceiling: a device-to-device copy (cudaMemcpy; numpy's copyto in the simulator),
     counting the bytes read and the bytes written."""
@@ -518,8 +508,8 @@ def _bench_cpu(
     Fills ``result``, which rec holds, flushing after each step."""
     n, cut = len(left_on), min(len(left_on), ctx.sizes.cpu_slice)
     result["slice_rows"] = cut
-    result["join_slice"], cmap = _timed_warm(
-        clock, lambda: on_cpu.join(left_on[:cut], left_by[:cut])
+    result["join_slice"], cmap = _timed_once(
+        clock, lambda: on_cpu.join(left_on[:cut], left_by[:cut]), warmup=1
     )
     rec.flush()
     estimate_s = result["join_slice"]["ms"] / 1e3 * n / cut
@@ -542,11 +532,18 @@ def _bench_cpu(
     rec.flush()
 
 
-def _timed_once(clock: Clock, fn) -> tuple[dict, object]:
+def _timed_once(clock: Clock, fn, warmup: int = 0) -> tuple[dict, object]:
     """One timed run of fn, and what it returned: a CPU run at full size is too slow to repeat
-    just to keep its result."""
+    just to keep its result. ``warmup=1`` runs it once untimed first, to compile what it
+    needs at this size (numba specializes the cpu's kernels by path, serial or parallel, and
+    a small warm-up does not take every path)."""
     kept = []
-    timing = clock.measure(lambda: kept.append(fn()), runs=1, warmup=0)
+
+    def run():
+        kept.clear()  # the warm-up's result goes before the timed run makes its own
+        kept.append(fn())
+
+    timing = clock.measure(run, runs=1, warmup=warmup)
     return timing, kept[0]
 
 

@@ -36,8 +36,8 @@ except ImportError:  # Windows
 LOCK_NAME = "asofgpu-cache.lock"
 
 
-class LockedCacheFile(IndexDataCacheFile):
-    """numba's index and data files, each save and load under the directory's lock."""
+class _Locked:
+    """Each save and load of an index-and-data cache file under its directory's lock."""
 
     def save(self, key, data):
         with locked(self._cache_path):
@@ -46,6 +46,10 @@ class LockedCacheFile(IndexDataCacheFile):
     def load(self, key):
         with locked(self._cache_path):
             return super().load(key)
+
+
+class LockedCacheFile(_Locked, IndexDataCacheFile):
+    """numba's index and data files, each save and load under the directory's lock."""
 
 
 def guard(dispatcher):
@@ -87,17 +91,7 @@ def _cuda_cache_file_type():
 
 @functools.cache
 def _locked_cuda_type(cuda_type: type) -> type:
-    return type("LockedCudaCacheFile", (cuda_type,), {"save": _locked_save, "load": _locked_load})
-
-
-def _locked_save(self, key, data):
-    with locked(self._cache_path):
-        super(type(self), self).save(key, data)
-
-
-def _locked_load(self, key):
-    with locked(self._cache_path):
-        return super(type(self), self).load(key)
+    return type("LockedCudaCacheFile", (_Locked, cuda_type), {})
 
 
 @contextlib.contextmanager
