@@ -72,6 +72,16 @@ def values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     return view
 
 
+def int64_bits(values: np.ndarray) -> np.ndarray:
+    """What ``values`` reads, as int64 numbers of their bits: equal exactly where the bits
+    are (floats' -0.0 and 0.0 apart), for finding runs of equal values after a sort of them.
+
+    >>> int64_bits(np.array([-0.0, 0.0, 1.0])).tolist()[:2]
+    [-9223372036854775808, 0]
+    """
+    return values.view(f"i{values.itemsize}").astype(np.int64, copy=False)
+
+
 #: A copy of more bytes than this is split over threads (numpy copies without the GIL): one
 #: core copied the 10 runs of a 10M-row int64 column (80 MB) in 13-15 ms, two in 7-8 ms; a
 #: 1M-row column's copy took 0.67 ms either way.

@@ -113,7 +113,7 @@ def _encode_sorted(col: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     from ._backend import get_backend
 
     values = arrow_numpy.values(col)
-    bits = values.view(f"i{values.itemsize}").astype(np.int64, copy=False)  # floats: bits
+    bits = arrow_numpy.int64_bits(values)
     cpu = get_backend("cpu")
     order = cpu.stable_argsort(bits)
     ordered = bits[order]
