@@ -7,14 +7,15 @@ Sort-based, as a GPU does it best: each column's values, made comparable as int6
 as float64 with -0.0 as 0.0 and one NaN, so that equal keys are equal bits; temporal values as
 their ticks; bools as 0 and 1), are replaced by their rank among the right side's distinct
 values (``xp.unique``, a radix sort on the device); several columns combine as mixed-radix
-ranks, ranked again. A left value is found by binary search among the right's distinct values
-(``xp.searchsorted``); a value the right side lacks is in no group (-1).
+ranks, ranked again. A left value is found by binary search among the right's distinct values,
+one thread a row (``Backend.find_groups``); a value the right side lacks is in no group (-1).
 
-The code takes its array module (``xp``): cupy on the device, numpy in the tests, which check
-it against the host's hash-based encoding.
+The code takes its backend: cuda on the device, python in the tests, which check it against
+the host's hash-based encoding.
 
 >>> import numpy as np
->>> groups = SortedGroups([np.array([5, 3, 5, 9])], ["right_by[0]"], np)
+>>> from asofgpu._backend import get_backend
+>>> groups = SortedGroups([np.array([5, 3, 5, 9])], ["right_by[0]"], get_backend("python"))
 >>> groups.right_codes.tolist(), groups.n_groups
 ([1, 0, 1, 2], 3)
 >>> groups.lookup([np.array([9, 4, 3])], ["left_by[0]"]).tolist()
@@ -66,13 +67,18 @@ def comparable(values, dtype: np.dtype, xp):
     return values.astype(np.int64)  # integers (uint64 wraps, equal bits for equal values), bools
 
 
-def _find(distinct, values, xp):
-    """Each value's position among ``distinct`` (sorted, unique), or NO_GROUP."""
-    if not len(distinct):
-        return xp.full(len(values), NO_GROUP, dtype=np.int64)
-    at = xp.searchsorted(distinct, values)
-    hit = distinct[xp.minimum(at, len(distinct) - 1)] == values
-    return xp.where(hit, at, NO_GROUP)
+def searchable(values, dtype: np.dtype, xp):
+    """A column's values as ``Backend.find_groups`` searches them among ``comparable`` bits:
+    integers as they are (it widens them as it reads them; uint64 viewed as int64, as
+    ``comparable`` wraps it), bools as uint8, the rest as ``comparable`` makes them."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "u" and dtype.itemsize == 8:
+        return values.view(np.int64)
+    if dtype.kind in "iu":
+        return values
+    if dtype.kind == "b":
+        return values.view(np.uint8)
+    return comparable(values, dtype, xp)
 
 
 def device_columns(columns: list) -> tuple[list, list] | None:
@@ -117,13 +123,14 @@ def on_device(obj, param: str, xp):
 
 
 class SortedGroups:
-    """The right side's groups over fixed-width by-columns already on the device (``xp``
-    arrays); left columns looked up there. Picklable with its arrays."""
+    """The right side's groups over fixed-width by-columns already on the device (the
+    ``backend``'s arrays); left columns looked up there. Picklable with its arrays."""
 
-    def __init__(self, columns: list, params: list[str], xp, dtypes: list | None = None):
-        """``columns``: the right by-columns as ``xp`` arrays (temporal ones may come as
-        their int64 ticks, with their true dtypes in ``dtypes``)."""
-        self.xp = xp
+    def __init__(self, columns: list, params: list[str], backend, dtypes: list | None = None):
+        """``columns``: the right by-columns as the backend's arrays (temporal ones may come
+        as their int64 ticks, with their true dtypes in ``dtypes``)."""
+        self.backend = backend
+        self.xp = xp = backend.xp
         self.params = params
         self.dtypes = [np.dtype(d) for d in (dtypes or [c.dtype for c in columns])]
         self._levels = []  # per column: its distinct comparable values, sorted
@@ -144,13 +151,16 @@ class SortedGroups:
         self.n_groups = len(self._steps[-1]) if self._steps else len(self._levels[0])
 
     def __getstate__(self) -> dict:
-        """Its array module by name (cupy's arrays pickle themselves)."""
-        return {**self.__dict__, "xp": self.xp.__name__}
+        """Its backend by name (cupy's arrays pickle themselves)."""
+        state = {**self.__dict__, "backend": self.backend.name}
+        del state["xp"]
+        return state
 
     def __setstate__(self, state: dict) -> None:
-        import importlib
+        from ._backend import get_backend
 
-        self.__dict__.update({**state, "xp": importlib.import_module(state["xp"])})
+        backend = get_backend(state["backend"])
+        self.__dict__.update({**state, "backend": backend, "xp": backend.xp})
 
     def lookup(self, columns: list, params: list[str], dtypes: list | None = None):
         """Group codes (int32, ``xp``) of left by-columns given as ``xp`` arrays, NO_GROUP
@@ -165,10 +175,15 @@ class SortedGroups:
         for dtype, right, lp, rp in zip(dtypes, self.dtypes, params, self.params):
             _check_types(dtype, right, lp, rp)
         xp = self.xp
-        codes = _find(self._levels[0], comparable(columns[0], dtypes[0], xp), xp)
+        codes = self._find(self._levels[0], columns[0], dtypes[0])
         for k in range(1, len(columns)):
             level = self._levels[k]
-            rank = _find(level, comparable(columns[k], dtypes[k], xp), xp)
-            combined = xp.where((codes >= 0) & (rank >= 0), codes * len(level) + rank, -1)
-            codes = _find(self._steps[k - 1], combined, xp)  # -1 is no step's value
-        return codes.astype(np.int32)
+            rank = self._find(level, columns[k], dtypes[k])
+            wide = codes.astype(np.int64) * len(level) + rank  # int32 codes times a level: int64
+            combined = xp.where((codes >= 0) & (rank >= 0), wide, -1)
+            codes = self._find(self._steps[k - 1], combined)  # -1 is no step's value
+        return codes
+
+    def _find(self, distinct, values, dtype=np.int64):
+        """Each value's position among ``distinct`` (int32), or NO_GROUP."""
+        return self.backend.find_groups(searchable(values, dtype, self.xp), distinct)

@@ -159,7 +159,7 @@ class AsofJoin:
             bucket = xp.where(codes >= 0, codes, n_groups).astype(np.int32, copy=False)
         if device_by:
             arrays, dtypes = device_by
-            self._groups = SortedGroups(arrays, params, xp, dtypes)
+            self._groups = SortedGroups(arrays, params, self.backend, dtypes)
             n_groups = self._groups.n_groups
             bucket = self._groups.right_codes  # device keys have no nulls: every row a group
         if columns:

@@ -12,9 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from asofgpu._backend import get_backend
 from asofgpu._device_groups import SortedGroups, device_columns, on_device
 from asofgpu._encode import Groups
 
+PYTHON = get_backend("python")
 FLOATS = [0.0, -0.0, 1.5, -2.0, np.nan, np.inf, -np.inf, 7.25]
 
 
@@ -42,28 +44,60 @@ def _host(columns):
     return [pa.chunked_array([pa.array(c)]) for c in columns]
 
 
-@settings(max_examples=200, deadline=None)
-@given(sides())
-def test_sorted_groups_group_as_the_host_does(data):
+def test_sorted_groups_group_as_the_host_does(device):
     """Right rows share a code exactly when the host gives them one; a left row finds the
     group the host finds (or none). -0.0 is 0.0, NaN is NaN, across columns of any type."""
-    right, left = data
-    params = [f"right_by[{i}]" for i in range(len(right))]
-    lparams = [f"left_by[{i}]" for i in range(len(left))]
-    ours = SortedGroups(right, params, np)
-    host = Groups(_host(right), params, null_equal=False)
-    mapping = dict(zip(ours.right_codes.tolist(), host.right_codes.tolist()))
-    assert len(mapping) == ours.n_groups == host.n_groups == len(set(mapping.values()))
-    assert [mapping[c] for c in ours.right_codes.tolist()] == host.right_codes.tolist()
-    found = ours.lookup(left, lparams)
+    backend = get_backend(device)
+
+    @settings(max_examples=20 if device == "cuda" else 200, deadline=None)
+    @given(sides())
+    def check(data):
+        right, left = data
+        params = [f"right_by[{i}]" for i in range(len(right))]
+        lparams = [f"left_by[{i}]" for i in range(len(left))]
+        ours = SortedGroups(right, params, backend)
+        host = Groups(_host(right), params, null_equal=False)
+        mapping = dict(zip(ours.right_codes.tolist(), host.right_codes.tolist()))
+        assert len(mapping) == ours.n_groups == host.n_groups == len(set(mapping.values()))
+        assert [mapping[c] for c in ours.right_codes.tolist()] == host.right_codes.tolist()
+        found = ours.lookup(left, lparams)
+        assert found.dtype == np.int32
+        expected = host.lookup(_host(left), lparams).tolist()
+        assert [mapping.get(c, -1) for c in found.tolist()] == expected
+
+    check()
+
+
+INTEGERS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"]
+
+
+@pytest.mark.parametrize("dtype", INTEGERS)
+def test_integers_of_every_width_are_found_as_they_are(device, dtype):
+    """The lookup reads integers and bools without an int64 copy (the kernel widens them):
+    every width finds its group, the extremes too (uint64's top half wraps, on both sides)."""
+    info = np.iinfo(dtype) if dtype != "bool" else None
+    values = [0, 1] if info is None else [info.min, info.min + 1, 0, 7, info.max - 1, info.max]
+    right = np.array(values[::2], dtype)
+    left = np.array(values + values[::-1], dtype)
+    groups = SortedGroups([right], ["right_by[0]"], get_backend(device))
+    host = Groups(_host([right]), ["right_by[0]"], null_equal=False)
+    mapping = dict(zip(groups.right_codes.tolist(), host.right_codes.tolist()))
+    found = groups.lookup([left], ["left_by[0]"])
     assert found.dtype == np.int32
-    expected = host.lookup(_host(left), lparams).tolist()
+    expected = host.lookup(_host([left]), ["left_by[0]"]).tolist()
     assert [mapping.get(c, -1) for c in found.tolist()] == expected
+    assert (np.asarray(found) >= 0).sum() == sum(v in set(values[::2]) for v in left.tolist())
+
+
+def test_no_right_rows_leave_every_left_row_without_a_group(device):
+    groups = SortedGroups([np.array([], np.int64)], ["right_by[0]"], get_backend(device))
+    assert groups.n_groups == 0
+    assert groups.lookup([np.array([1, 2])], ["left_by[0]"]).tolist() == [-1, -1]
 
 
 def test_columns_of_two_kinds_and_widths():
     right = [np.array([1, 1, 2, 2], np.int32), np.array([0.5, 0.5, 0.5, 1.0], np.float32)]
-    groups = SortedGroups(right, ["right_by[0]", "right_by[1]"], np)
+    groups = SortedGroups(right, ["right_by[0]", "right_by[1]"], PYTHON)
     assert groups.n_groups == 3
     assert groups.right_codes[0] == groups.right_codes[1] != groups.right_codes[2]
     left = [np.array([2, 1, 3], np.int32), np.array([1.0, 0.5, 0.5])]  # float64: fine
@@ -72,7 +106,7 @@ def test_columns_of_two_kinds_and_widths():
 
 
 def test_types_that_do_not_compare_are_refused_as_on_the_host():
-    groups = SortedGroups([np.array([1, 2], np.int64)], ["right_by[0]"], np)
+    groups = SortedGroups([np.array([1, 2], np.int64)], ["right_by[0]"], PYTHON)
     with pytest.raises(
         TypeError,
         match=r"left_by\[0\] \(int32\) and right_by\[0\] \(int64\) "
@@ -89,9 +123,10 @@ def test_types_that_do_not_compare_are_refused_as_on_the_host():
 
 
 def test_pickled_with_its_arrays():
-    groups = SortedGroups([np.array([3, 1, 3])], ["right_by[0]"], np)
+    groups = SortedGroups([np.array([3, 1, 3])], ["right_by[0]"], get_backend("cpu"))
     back = pickle.loads(pickle.dumps(groups))
-    assert back.xp is np and back.right_codes.tolist() == groups.right_codes.tolist()
+    assert back.backend.name == "cpu" and back.xp is np
+    assert back.right_codes.tolist() == groups.right_codes.tolist()
     assert back.lookup([np.array([1, 3, 2])], ["left_by[0]"]).tolist() == [0, 1, -1]
 
 

@@ -177,3 +177,30 @@ def test_the_calendar_kernel_compiles(target):
         assert ".entry" in ptx
         doubles = sorted(set(re.findall(r"\b[\w.]+\.f64\b", ptx)))
         assert not doubles, f"the calendar kernel does float64 arithmetic: {doubles}"
+
+
+@pytest.mark.parametrize("target", TARGETS, indirect=True, ids=lambda cc: f"sm{cc[0]}{cc[1]}")
+def test_the_group_lookup_kernel_compiles_for_every_width_it_reads(target):
+    """A left by-key given on the device, found among the right's distinct keys (int64 bits):
+    integers of every width read as they are (``_device_groups.searchable``: uint64 and the
+    rest arrive as int64, bools as uint8), widened in integer arithmetic only."""
+    from asofgpu._backend.cuda import groups_kernel_source
+
+    for values in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"):
+        signature = f"void({values}[::1], int64[::1], int32[::1])"
+        ptx, _ = cuda.compile_ptx(groups_kernel_source(), signature, cc=target)
+        assert ".entry" in ptx
+        doubles = sorted(set(re.findall(r"\b[\w.]+\.f64\b", ptx)))
+        assert not doubles, f"the {values} lookup does float64 arithmetic: {doubles}"
+
+
+def test_the_group_lookup_passes_only_the_widths_compiled_above():
+    """Every dtype a device by-key may have reaches the kernel as one of the widths above."""
+    from asofgpu._device_groups import is_fixed_width, searchable
+
+    compiled = {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"}
+    dtypes = [np.dtype(c) for c in np.typecodes["AllInteger"] + np.typecodes["Float"] + "?"]
+    dtypes += [np.dtype("datetime64[ns]"), np.dtype("timedelta64[s]")]
+    for dtype in dtypes:
+        if is_fixed_width(dtype) and dtype.itemsize <= 8:
+            assert str(searchable(np.zeros(2, dtype), dtype, np).dtype) in compiled, dtype

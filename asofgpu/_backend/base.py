@@ -12,7 +12,7 @@ import functools
 import numpy as np
 
 from .._host_pool import HOST_POOL
-from ..kernels import calendar, probe, splice, window
+from ..kernels import calendar, groups, probe, splice, window
 from .jit import identity_jit, py_options, py_unsigned
 
 
@@ -164,6 +164,18 @@ class Backend:
         left_map[at_right] = left_of_right[right_rows]
         right_map[at_right] = right_rows
 
+    # ---- group keys found on the device
+    def find_groups(self, values, distinct):
+        """Each of ``values``' positions in ``distinct`` (sorted, unique int64), or -1, as int32
+        (kernels/groups.py's ``find_row``): how a left by-key given on the device finds its
+        group (``_device_groups``). ``values``: integers of any width. Here as plain Python:
+        the cpu encodes host keys by hashing, so only the tests bring device keys to it."""
+        out = np.empty(len(values), np.int32)
+        find_row = _find_group_row()
+        for i in range(len(out)):
+            find_row(i, values, distinct, out)
+        return out
+
     # ---- calendar tolerances
     def calendar_reaches(self, keys, move):
         """Each key's reach under a calendar duration (kernels/calendar.py's ``reaches``;
@@ -212,6 +224,11 @@ class PythonBackend(Backend):
         """The cpu's merge kernel as plain Python, cut into three pieces so that every test
         on this backend also checks where the pieces start (``kernels.splice.left_count``)."""
         _splice_merge(is_float)(*sides, 3)
+
+
+@functools.cache
+def _find_group_row():
+    return groups.build(identity_jit, int)
 
 
 @functools.cache

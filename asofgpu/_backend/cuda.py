@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from ..kernels import bind, calendar, probe, window
+from ..kernels import bind, calendar, groups, probe, window
 from ..kernels.calendar import Move
 from ..kernels.probe import Options, Right
 from ..kernels.window import Bounds, Reduced
@@ -86,6 +86,13 @@ class CudaBackend(Backend):
         """One thread a key (kernels/calendar.py's ``reach_row``), on the device."""
         out = self.empty(len(keys), np.uint64)
         self._launch(calendar_kernel(self.simulated), len(keys), (keys, out, *move))
+        return out
+
+    def find_groups(self, values, distinct):
+        """One thread a value (kernels/groups.py's ``find_row``): the column read once, as
+        it is, where array operations made seven passes over it and its int64 copies."""
+        out = self.empty(len(values), np.int32)
+        self._launch(groups_kernel(self.simulated), len(out), (values, distinct, out))
         return out
 
     def _launch(self, kernel, n: int, args) -> None:
@@ -282,6 +289,27 @@ def calendar_kernel_source(simulated: bool = False):
 
     row = calendar.build_row(cuda.jit(device=True), py_unsigned if simulated else numba.uint64)
     return bind(_calendar_kernel, cuda=cuda, reach_row=row)
+
+
+def _groups_kernel(values, distinct, out):
+    """One thread per value: its position among the distinct keys (find_row: bound)."""
+    i = cuda.grid(1)  # noqa: F821 - bound by groups_kernel_source
+    if i < out.size:
+        find_row(i, values, distinct, out)  # noqa: F821
+
+
+@functools.cache
+def groups_kernel(simulated: bool):
+    return _kernel(groups_kernel_source(simulated), simulated, "")
+
+
+def groups_kernel_source(simulated: bool = False):
+    """The group lookup's kernel before ``cuda.jit`` (``tests/test_ptx.py`` compiles it)."""
+    import numba
+    from numba import cuda
+
+    row = groups.build(cuda.jit(device=True), int if simulated else numba.int64)
+    return bind(_groups_kernel, cuda=cuda, find_row=row)
 
 
 @functools.cache
