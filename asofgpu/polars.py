@@ -43,7 +43,9 @@ Where it differs from polars:
 - Integer keys of different signedness (``Int64`` vs ``UInt64``), 128-bit integer and Decimal
   keys are brought to one 64-bit type when their values fit; otherwise backward and forward
   joins without a tolerance still work (by rank), and ``nearest`` or a tolerance raise
-  ``InvalidOperationError``. Float32 distances are computed in float64.
+  ``InvalidOperationError``. Float32 distances are computed exactly (in float64), against a
+  tolerance rounded to Float32 as polars rounds it; polars subtracts in Float32, so a
+  ``nearest`` tie or a distance at the tolerance may still differ in the last bit.
 - ``tolerance`` also takes what polars refuses: calendar durations ("1mo", "1q", "1y") on
   Date and Datetime keys, and a column of tolerances, one per left row (a Series, an
   expression on the left frame, or a left column's name); see ``join_asof``.
@@ -382,6 +384,8 @@ def _eager(
         tol = _calendar(tolerance, left_key.dtype)
     else:
         tol = _tolerance(tolerance, left_key.dtype)
+        if tol is not None and left_key.dtype == right_key.dtype == pl.Float32:
+            tol = float(np.float32(tol))  # polars casts it to the keys' type: 0.2 as 0.2f
     if form is None and tol != tol:  # a NaN tolerance on float keys: polars matches nothing
         gmap = np.full(left.height, NO_MATCH, dtype=np.int32)
     else:
@@ -598,7 +602,7 @@ def _calendar(tolerance: str, dtype) -> str:
             f"tolerance {tolerance!r} has calendar units (months, quarters or years), which "
             f"need a Date or Datetime key; the as-of key is {dtype}"
         )
-        raise TypeError(msg)
+        raise ComputeError(msg)  # polars' own error for a month offset on other keys
     return tolerance
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 pl = pytest.importorskip("polars")
-from polars.exceptions import InvalidOperationError
+from polars.exceptions import ComputeError, InvalidOperationError
 from polars.testing import assert_frame_equal
 
 import asofgpu.polars  # noqa: F401 - registers the frame.asofgpu namespace
@@ -349,17 +349,20 @@ def _ints():
 
 
 def test_a_calendar_duration_needs_a_date_or_datetime_key():
+    """polars' own error type (ComputeError: "cannot use month offset"), asofgpu's words."""
     left, right = _ints()
+    with pytest.raises(ComputeError, match="month offset"):
+        left.join_asof(right, on="t", tolerance="1mo")
     with pytest.raises(
-        TypeError,
+        ComputeError,
         match=r"tolerance '1mo' has calendar units .* need a Date or Datetime key; the as-of key is Int64",
     ):
         join_asof(left, right, on="t", tolerance="1mo", device="cpu")
     lazy = join_asof(left.lazy(), right.lazy(), on="t", tolerance="1q", device="cpu")
-    with pytest.raises(TypeError, match=r"tolerance '1q' has calendar units"):
+    with pytest.raises(ComputeError, match=r"tolerance '1q' has calendar units"):
         lazy.collect()
     times = pl.DataFrame({"t": [timedelta(1)]})
-    with pytest.raises(TypeError, match=r"the as-of key is Duration"):
+    with pytest.raises(ComputeError, match=r"the as-of key is Duration"):
         join_asof(times, times, on="t", tolerance="1y", device="cpu")
     text = pl.DataFrame({"t": ["a"]})
     with pytest.raises(
@@ -445,3 +448,25 @@ def test_polars_own_errors_still_come_first():
         warnings.simplefilter("ignore")
         with pytest.raises(ValueError, match="strategy"):
             join_asof(left, right, on="t", strategy="sideways", tolerance="tol", device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("left_type", "right_type", "strategy"),
+    [
+        (pl.Float32, pl.Float32, "backward"),
+        (pl.Float32, pl.Float32, "forward"),
+        (pl.Float32, pl.Float32, "nearest"),
+        (pl.Float32, pl.Float64, "backward"),
+        (pl.Float64, pl.Float32, "forward"),
+    ],
+)
+def test_a_tolerance_on_float32_keys_is_rounded_as_polars_rounds_it(
+    left_type, right_type, strategy
+):
+    """Both keys Float32: polars casts the tolerance to Float32, so 0.2 reaches a key 0.2f
+    away (0.20000000298 as a double); with a Float64 side it stays 0.2 and does not."""
+    left = pl.DataFrame({"t": pl.Series([0.2, 1.2, 5.0], dtype=left_type)})
+    right = pl.DataFrame({"t": pl.Series([0.0, 1.0, 5.2], dtype=right_type), "v": [0, 1, 2]})
+    ours = join_asof(left, right, on="t", strategy=strategy, tolerance=0.2, device="cpu")
+    theirs = left.join_asof(right, on="t", strategy=strategy, tolerance=0.2)
+    assert_frame_equal(ours, theirs)
