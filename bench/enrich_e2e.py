@@ -422,7 +422,7 @@ def measure(argv: list[str], timeout: float, env: dict | None = None) -> dict:
         "wall_s": meter["wall_s"],
         "peak_rss_bytes": meter["peak_kib"] * 1024,
         "started_at": started,
-        "stderr": stderr[-4000:] if status != "ok" else "",
+        "stderr": stderr[-4000:],  # the tail: why it failed, or the job's summary
     }
 
 

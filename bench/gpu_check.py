@@ -23,7 +23,10 @@ fails or hangs is recorded and the next one still runs:
            map (``join()`` end to end, and the probe kernel alone), a device gather of four
            float64 payload columns, time-sorted and shuffled left, timed with CUDA events (the
            median of several runs after a warm-up); the device copy bandwidth, the byte floor
-           (``byte_floor``) and the ratio to it; the CPU backend on the same data.
+           (``byte_floor``) and the ratio to it; the CPU backend on the same data;
+  enrich   the main job as users run it: ``asofgpu enrich`` as whole processes on a parquet
+           day of 10M quotes x 10M trades, ``--device cuda`` and ``--device cpu`` taking
+           turns, their outputs compared (gpu_check_enrich.py).
 
 Results: bench/results/gpu_check.md (to read), gpu_check.json (every number), gpu_check.log
 (every stage's output) and gpu_check_pytest.xml (JUnit), copied to $OUT too when it is set,
@@ -37,7 +40,7 @@ of the first GPU map before it is compared: the test hook that shows the compari
 The parts, a module each: gpu_check_orchestrator.py (the stages' processes, time boxes and
 report files), gpu_check_stage.py (inside a stage's process), gpu_check_setup.py (env,
 install), gpu_check_pytest.py (the suite's command and JUnit summary), gpu_check_compare.py,
-gpu_check_bench.py and gpu_check_report.py (gpu_check.md).
+gpu_check_bench.py, gpu_check_enrich.py and gpu_check_report.py (gpu_check.md).
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # its modules, when loaded by path
 from gpu_check_bench import stage_bench  # noqa: E402
 from gpu_check_compare import stage_compare  # noqa: E402
+from gpu_check_enrich import stage_enrich  # noqa: E402
 from gpu_check_orchestrator import STAGES, Run  # noqa: E402
 from gpu_check_setup import stage_env, stage_install  # noqa: E402
 from gpu_check_stage import StageContext, run_stage  # noqa: E402
@@ -59,6 +63,7 @@ STAGE_FUNCTIONS = {
     "install": stage_install,
     "compare": stage_compare,
     "bench": stage_bench,
+    "enrich": stage_enrich,
 }
 
 

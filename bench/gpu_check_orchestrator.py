@@ -27,11 +27,11 @@ SCRIPT = Path(__file__).resolve().with_name("gpu_check.py")  # a stage: --run-st
 DEFAULT_RESULTS = ROOT / "bench" / "results"
 # install first: wheels it brings (bench/wheelhouse/: numpy below 2.5, which numba-cuda needs)
 # change what env reads and finds usable.
-STAGES = ("install", "env", "pytest", "compare", "bench")
+STAGES = ("install", "env", "pytest", "compare", "bench", "enrich")
 # Seconds: each stage's time box (None: whatever is left), and the least a stage is still
 # worth starting with (the stages after one keep that much of the budget back for themselves).
-BOX = {"env": 30, "install": 60, "pytest": 210, "compare": 90, "bench": None}
-LEAST = {"env": 10, "install": 20, "pytest": 60, "compare": 40, "bench": 120}
+BOX = {"env": 30, "install": 60, "pytest": 210, "compare": 90, "bench": None, "enrich": 150}
+LEAST = {"env": 10, "install": 20, "pytest": 60, "compare": 40, "bench": 120, "enrich": 60}
 GRACE_S = 15  # after SIGINT at the time limit, how long a stage may take to write its results
 REPORT_FILES = ("gpu_check.md", "gpu_check.json", "gpu_check.log", "gpu_check_pytest.xml")
 

@@ -50,7 +50,7 @@ def render_markdown(report: dict) -> str:
         lines.append(f"| {name} | {entry['status']} | {entry.get('seconds', '—')} | {note} |")
     lines += _md_env(env) + _md_install(stages.get("install"))
     lines += _md_pytest(stages.get("pytest")) + _md_compare(stages.get("compare"))
-    lines += _md_bench(stages.get("bench"))
+    lines += _md_bench(stages.get("bench")) + _md_enrich(stages.get("enrich"))
     return "\n".join(lines) + "\n"
 
 
@@ -271,6 +271,41 @@ def _md_first_calls(found: dict) -> list[str]:
         "100K rows; a few hundred simulated), two processes sharing a new kernel cache: "
         f"{'; '.join(runs)}; the same answers: {same}.",
     ]
+
+
+def _md_enrich(entry: dict | None) -> list[str]:
+    """``asofgpu enrich`` as whole processes, on the GPU and on the CPU."""
+    if not entry or "runs" not in entry:
+        return []
+    rows = entry.get("rows", {})
+    lines = [
+        "",
+        f"## `asofgpu enrich`, parquet in and out ({rows.get('quotes', 0):,} quotes x "
+        f"{rows.get('trades', 0):,} trades, {rows.get('symbols', 0):,} symbols)",
+        "",
+        "Whole processes (start to exit), `--device cuda` and `--device cpu` taking turns on "
+        "the same files; the first run of each with what the caches held before.",
+        "",
+        "| device | first run | median of the rest | runs (s) | peak RSS |",
+        "|---|---|---|---|---|",
+    ]
+    for device, times in entry["runs"].items():
+        summary = _get(entry, "summary", device) or {}
+        median = summary.get("median_s")
+        peak = summary.get("peak_rss_mib")
+        lines.append(
+            f"| {device} | {times[0]:.2f} s | {'—' if median is None else f'{median:.2f} s'} | "
+            f"{', '.join(f'{t:.2f}' for t in times)} | "
+            f"{'—' if peak is None else f'{peak:,.0f} MiB'} |"
+        )
+    lines += [
+        "",
+        f"The outputs hold the same rows: {entry.get('same_rows', 'not compared')}; the cpu's "
+        f"median over the GPU's: {_x(entry.get('cpu_over_cuda'))}.",
+    ]
+    if entry.get("cuda_log"):
+        lines += ["", "`--device cuda`'s log, its first run:", "", "```", *entry["cuda_log"], "```"]
+    return lines
 
 
 def _md_window(entry: dict) -> list[str]:

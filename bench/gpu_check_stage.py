@@ -28,11 +28,17 @@ class Sizes:
     copy_bytes: int  # the buffer of the device-to-device copy that measures bandwidth
     runs: int  # timed runs of each GPU measurement (after one warm-up); the median is reported
     cpu_slice: int  # left rows of the CPU run that estimates the CPU time of the full size
+    enrich_quotes: int  # the enrich stage's day: quotes, trades, and rounds of both devices
+    enrich_trades: int
+    enrich_rounds: int
 
 
-FULL = Sizes(10_000_000, 1_000_000, 1_000, 100_000_000, 10_000_000, 5_000, 2 * 2**30, 5, 10_000_000)
+FULL = Sizes(
+    10_000_000, 1_000_000, 1_000, 100_000_000, 10_000_000, 5_000, 2 * 2**30, 5, 10_000_000,
+    10_000_000, 10_000_000, 3,
+)  # fmt: skip
 # The simulator runs every CUDA thread in Python (about 0.3 ms each): a few hundred rows.
-SIMULATED = Sizes(300, 100, 8, 256, 64, 8, 2**20, 1, 128)
+SIMULATED = Sizes(300, 100, 8, 256, 64, 8, 2**20, 1, 128, 400, 200, 2)
 
 
 class Recorder:

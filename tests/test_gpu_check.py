@@ -62,6 +62,7 @@ def test_every_stage_runs_and_writes_its_reports(simulated_run):
         "pytest": "passed",
         "compare": "failed",
         "bench": "passed",
+        "enrich": "passed",
     }, proc.stdout[-3000:]
     assert report["meta"]["simulated"] and report["meta"]["result"] == "failed: compare"
     junit = report["stages"]["pytest"]["junit"]
@@ -88,12 +89,18 @@ def test_every_stage_runs_and_writes_its_reports(simulated_run):
     assert first["cached"]["answer"][2] > 0  # windows were counted
     assert bench["floor"]["map_bytes"] == 256 * (8 + 4 + 4) + 64 * 8 + 9 * 8
     assert bench["copy"]["bytes_per_s"] > 0
+    enrich = report["stages"]["enrich"]  # whole processes, cuda and cpu taking turns
+    assert enrich["same_rows"] and enrich["rows"]["trades"] > 0
+    for device in ("cuda", "cpu"):
+        assert len(enrich["runs"][device]) == 2 and enrich["summary"][device]["median_s"] > 0
+    assert enrich["cuda_log"][-1].split() == ["backend", "cuda"]  # it joined on the device
     for heading in (
         "## Test suite",
         "## GPU and CPU gather maps",
         "## Benchmark",
         "Byte floor",
         "Window join",
+        "## `asofgpu enrich`, parquet in and out",
     ):
         assert heading in markdown
     assert "**Simulated**" in markdown
