@@ -16,6 +16,8 @@ one scale.
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -505,12 +507,15 @@ class Reaches:
 
 def is_row_tolerances(tolerance) -> bool:
     """Whether ``tolerance`` is a column of distances, one per left row (anything with a
-    length or an Arrow or CUDA array interface, text aside), rather than one distance.
+    length or an Arrow or CUDA array interface, text aside, and mappings and sets, which hold
+    no row order), rather than one distance.
 
     >>> is_row_tolerances(np.array([1, 2])), is_row_tolerances(5), is_row_tolerances("5s")
     (True, False, False)
+    >>> is_row_tolerances({"a": 10}), is_row_tolerances({10})
+    (False, False)
     """
-    if isinstance(tolerance, (str, bytes)) or (
+    if isinstance(tolerance, (str, bytes, Mapping, AbstractSet)) or (
         isinstance(tolerance, np.ndarray) and tolerance.ndim == 0
     ):
         return False

@@ -219,11 +219,12 @@ def test_nan_tolerance(value):
 
 @pytest.mark.parametrize(
     "value",
-    [np.array(1), 1j, decimal.Decimal(1), pd.NaT, np.datetime64(1, "s"), object()],
+    [np.array(1), 1j, decimal.Decimal(1), pd.NaT, np.datetime64(1, "s"), object(), {"a": 1}, {1}],
 )
 def test_wrong_type_tolerance(value):
     """(A list is taken for a column of tolerances, and refused as columns are; a string for
-    a duration, fixed or calendar: tests/test_row_tolerance.py.)"""
+    a duration, fixed or calendar: tests/test_row_tolerance.py. A dict or a set has a length
+    but no row order: no column.)"""
     msg = (
         f"tolerance must be a non-negative number, datetime.timedelta or numpy.timedelta64, "
         f"got {type(value).__name__}"

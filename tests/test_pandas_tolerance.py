@@ -6,6 +6,8 @@ that row alone with its own fixed tolerance."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -232,4 +234,14 @@ def test_errors_name_the_tolerance(tolerance, key, error):
     left = pd.DataFrame({"t": keys})
     right = pd.DataFrame({"t": keys[:1], "v": [1]})
     with pytest.raises(MergeError, match=error):
+        merge_asof(left, right, on="t", tolerance=tolerance, device="cpu")
+
+
+@pytest.mark.parametrize("tolerance", [{"a": 10}, {10}, {"a": 1, "b": 2}])
+def test_a_dict_or_set_tolerance_is_refused_as_pandas_refuses_it(tolerance):
+    """Not a column of tolerances (no row order): pandas' own MergeError, word for word."""
+    left, right = pd.DataFrame({"t": [5, 6]}), pd.DataFrame({"t": [1], "v": [1]})
+    with pytest.raises(MergeError) as theirs:
+        pd.merge_asof(left, right, on="t", tolerance=tolerance)
+    with pytest.raises(MergeError, match=re.escape(str(theirs.value))):
         merge_asof(left, right, on="t", tolerance=tolerance, device="cpu")
