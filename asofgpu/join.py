@@ -584,16 +584,19 @@ class AsofJoin:
 
         ``before`` and ``after`` are non-negative, of the kinds ``tolerance`` takes: numbers
         in ``right_on``'s unit, timedeltas, duration strings (``"5s"``; calendar ones such as
-        ``"1mo"`` measured from each left key), or a column of one per left row. ``prevailing=True`` (kdb+'s ``wj`` rather than
-        ``wj1``) also takes the last right row below ``x - before`` when the group has one.
+        ``"1mo"`` measured from each left key), or a column of one per left row; on integer
+        and temporal keys they count whole ticks (a fraction is dropped). ``prevailing=True``
+        (kdb+'s ``wj`` rather than ``wj1``) also takes the state on entering the window: the
+        last right row below ``x - before`` when the group has one, unless a key lies exactly
+        at ``x - before`` (that row is the state, in the window already).
         Left rows with a null key, a null group (unless prepared with
         ``null_equality="equal"``) or a group the right side lacks get empty windows; right
         rows with a null key are in none.
 
         >>> j = AsofJoin(np.array([1, 2, 4, 7]), device="cpu")
-        >>> w = j.windows(np.array([4]), before=2, prevailing=True)
-        >>> w.rows[w.starts[0]:w.ends[0]].tolist()
-        [0, 1, 2]
+        >>> w = j.windows(np.array([5, 4]), before=2, prevailing=True)
+        >>> [w.rows[w.starts[i]:w.ends[i]].tolist() for i in range(2)]
+        [[1, 2], [1, 2]]
         """
         check_reaches_given(before, after)
         prevailing = _validate.flag(prevailing, "prevailing")

@@ -398,8 +398,9 @@ class AsofJoin:
             number is in ``right_on``'s unit, as ``join``'s tolerance). ``after`` defaults to
             0: the window ends at the left key.
         prevailing : bool
-            True (kdb+'s ``wj`` rather than ``wj1``): the window also takes the last right row
-            of the group below ``x - before``, the state on entering it, when there is one.
+            True (kdb+'s ``wj`` rather than ``wj1``): the window also takes the state on
+            entering it, the last right row of the group below ``x - before``, when there is
+            one and no key lies exactly at ``x - before``.
         stream : rmm Stream or object with ``__cuda_stream__``, optional
 
         Returns
@@ -572,8 +573,9 @@ def range_join(
         How far below and above the left key the window reaches (non-negative; a number is
         in ``right_on``'s unit). ``after`` defaults to 0: the window ends at the left key.
     prevailing : bool
-        True (kdb+'s ``wj`` rather than ``wj1``): the window also takes the last right row of
-        the group below ``x - before``, the state on entering it, when there is one.
+        True (kdb+'s ``wj`` rather than ``wj1``): the window also takes the state on entering
+        it, the last right row of the group below ``x - before``, when there is one and no key
+        lies exactly at ``x - before``.
     nulls_equal : pylibcudf.types.NullEquality
         ``UNEQUAL`` (the default): a row with a null by-key matches nothing; ``EQUAL``: null
         by-keys match each other.
@@ -611,7 +613,7 @@ def range_join(
     >>> maps = range_join(  # doctest: +SKIP
     ...     plc.Table([t_sym]), t_time, plc.Table([q_sym]), q_time, 2, prevailing=True)
     >>> [m.to_arrow().to_pylist() for m in maps]  # doctest: +SKIP
-    [[0, 0, 0, 1, 2], [0, 1, 2, 3, -2147483648]]
+    [[0, 0, 1, 2], [1, 2, 3, -2147483648]]
     """
     # Every check is on the host, before device memory is touched (the prepared join and its
     # range_join check again: cheap, and the same messages).

@@ -299,8 +299,9 @@ def window_join(
     table plus a column ``<column>_<agg>`` per aggregation, in left order. ``before`` and
     ``after`` are non-negative numbers in ``right_on``'s unit, timedeltas, duration strings
     (calendar ones such as ``"1mo"`` measured from each left key) or a column of one per left
-    row, both ends inclusive; ``prevailing=True`` also puts in each window the last right row below it (the
-    state on entering it), as kdb+'s ``wj`` does (``wj1`` does not). Null keys and null
+    row, both ends inclusive; ``prevailing=True`` also puts in each window the state on
+    entering it, as kdb+'s ``wj`` does (``wj1`` does not): the last right row below it, unless
+    a key lies exactly at the window's start (that row is the state). Null keys and null
     ``by`` values get empty windows.
 
     >>> import pyarrow as pa

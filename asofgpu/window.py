@@ -2,8 +2,9 @@
 window around the left row's key, as ranges of a prepared right side, reduced or expanded.
 
 ``AsofJoin.windows`` finds each left row's window: the right rows of its group with key in
-``[x - before, x + after]``, both ends inclusive (with ``prevailing``, also the last right row
-below ``x - before``, the state on entering the window). A window is a range
+``[x - before, x + after]``, both ends inclusive (with ``prevailing``, also the state on
+entering the window: the last right row below ``x - before``, unless a key lies exactly
+there). A window is a range
 ``[starts[i], ends[i])`` of positions in the prepared order (by group, then key, then input
 order); ``rows`` gives the right row at each position. ``Windows`` then reduces a payload
 column over every window (``count``, ``sum``, ``mean``; ``pick`` for first, last, min and max,

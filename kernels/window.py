@@ -8,9 +8,10 @@ written without ever computing ``x - before`` (which can overflow): k is in unle
 x by more than ``before`` (``less(k, x) and gap(k, x) > before``) or above x by more than
 ``after``. Both conditions hold on a prefix and a suffix of the sorted range: a search finds
 the window's end (a binary search of the range, or, on the cpu, a gallop on from the end the
-group's last row found, ``window_row_from``), and a gallop back from it its start. With ``prevailing`` the window also takes the position before
-``start`` (the last right row below the window: the state on entering it), when the group has
-one.
+group's last row found, ``window_row_from``), and a gallop back from it its start. With
+``prevailing`` the window also takes the position before ``start`` (the last right row below
+the window: the state on entering it), when the group has one and no key lies exactly at the
+window's start (that row is the state on entering, as kdb+'s ``wj`` takes it).
 
 The reductions read a payload column at each position p of a window: ``values[rows[p]]``
 (``rows``: the caller's right row at each position), or ``values[p]`` when ``rows`` is empty
@@ -44,7 +45,8 @@ Bounds = collections.namedtuple("Bounds", "before after prevailing befores after
 #: sum of its values and their count.
 Reduced = collections.namedtuple("Reduced", "first last low high low_keys high_keys sums counts")
 
-less = gap = window_row_from = store = dense = sparse = reduce_row = prange = None  # by build()
+less = gap = at_edge = window_row_from = store = dense = sparse = reduce_row = prange = None
+# (filled in by build())
 window_piece = reduce_piece = slide_piece = None
 
 
@@ -115,10 +117,19 @@ def window_row_from(i, left_keys, left_groups, right, bounds, starts, ends, curs
         else:
             b = mid
     start = a
-    if bounds.prevailing and start > lo:
+    if bounds.prevailing and start > lo and not at_edge(right.keys, start, end, x, before):
         start -= 1
     starts[i] = start
     ends[i] = end
+
+
+def at_edge(keys, start, end, x, before):
+    """Whether the window's first key lies exactly ``before`` below x: the state on entering
+    the window is then in it, and no earlier row prevails (kdb+'s ``wj``)."""
+    if start == end:
+        return False
+    k = keys[start]
+    return not less(x, k) and gap(k, x) == before
 
 
 def reduce_row(i, starts, ends, rows, values, keys, valid, out):
@@ -411,6 +422,7 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range, piece_jit):
         "gap": search.build(jit, is_float, unsigned)[2],
         "prange": parallel_range,
     }
+    names["at_edge"] = jit(bind(at_edge, **names))
     names["window_row_from"] = jit(bind(window_row_from, **names))
     names["window_row"] = jit(bind(window_row, **names))
     names["store"] = jit(store)

@@ -185,7 +185,8 @@ def window_oracle(left_keys, left_groups, right_keys, right_groups, before, afte
     """The window join's windows: for each left row, the right rows of its group whose key k
     lies within [x - before, x + after] of its key x (distances as ``_distance`` takes them,
     both ends inclusive), in key order then row order; with ``prevailing``, first the last of
-    those (in that order) whose key is below the window, when there is one. Null keys and
+    those (in that order) whose key is below the window, when there is one and no key lies
+    exactly at the window's start (kdb+'s ``wj``: the state on entering). Null keys and
     null groups (``by`` nulls never match) give empty windows; null right keys are in none.
 
     Returns a list of lists of right row numbers."""
@@ -213,7 +214,15 @@ def window_oracle(left_keys, left_groups, right_keys, right_groups, before, afte
             if j not in below
             and not (_order(x) < _order(right_keys[j]) and _distance(x, right_keys[j]) > after)
         ]
-        out.append(([below[-1]] if prevailing and below else []) + inside)
+        # A key exactly at x - before is the state on entering: the window holds it. On
+        # integer keys the reach counts whole ticks (a fraction is dropped, as distances are
+        # whole): the window starts on the key's grid.
+        edge = math.floor(before) if isinstance(x, int) and math.isfinite(before) else before
+        at_edge = any(
+            _order(right_keys[j]) <= _order(x) and _distance(right_keys[j], x) == edge
+            for j in inside
+        )
+        out.append(([below[-1]] if prevailing and below and not at_edge else []) + inside)
     return out
 
 

@@ -204,26 +204,31 @@ def test_window_ends_from_each_pieces_cursors(pieces_per_thread):
 
 
 def test_a_documented_example(device):
-    """kdb+'s wj and wj1 on one group: [x - 2, x + 0], with and without the prevailing row."""
+    """kdb+'s wj and wj1 on one group: [x - 2, x + 0], with and without the prevailing row
+    (the state on entering: the last row at or before x - 2, added when it lies below)."""
     quotes = ag.AsofJoin(np.array([1, 2, 4, 7]), device=device)
     assert _lists(quotes.windows(np.array([4, 0, 9]), before=2)) == [[1, 2], [], [3]]
-    assert _lists(quotes.windows(np.array([4, 0, 9]), before=2, prevailing=True)) == [
-        [0, 1, 2],
+    assert _lists(quotes.windows(np.array([5, 0, 10]), before=2, prevailing=True)) == [
+        [1, 2],  # [3, 5] holds 4; the state at 3 is the row at 2
         [],
-        [2, 3],
+        [3],  # [8, 10] is empty; the state at 8 is the row at 7
     ]
+    # A key exactly at x - 2 is the state on entering, and in the window already.
+    assert _lists(quotes.windows(np.array([4, 9]), before=2, prevailing=True)) == [[1, 2], [3]]
     assert _lists(quotes.windows(np.array([4, 0, 9]), before=0, after=3)) == [[2, 3], [0, 1], []]
 
 
 def test_ties_keep_input_order_and_prevailing_takes_the_last(device):
     """Equal keys sit in input order; the prevailing row is the last of the largest key below
-    the window."""
+    the window. Rows tied at the window's start are all in it, and none prevails below them
+    (kdb+'s wj would keep only the last of them)."""
     right = pa.array([5, 3, 3, 5, 1, 3], pa.int64())
     prepared = ag.AsofJoin(right, device=device)
-    assert _lists(prepared.windows(pa.array([5, 4], pa.int64()), before=0, prevailing=True)) == [
+    assert _lists(prepared.windows(pa.array([5, 4], pa.int64()), before=1, prevailing=True)) == [
         [5, 0, 3],
-        [5],
+        [1, 2, 5],
     ]
+    assert _lists(prepared.windows(pa.array([4], pa.int64()), before=0, prevailing=True)) == [[5]]
     assert _lists(prepared.windows(pa.array([5], pa.int64()), before=2)) == [[1, 2, 5, 0, 3]]
 
 
@@ -250,9 +255,12 @@ def test_float_keys_signed_zero_nan_and_infinities(device):
         assert got == want, (before, after)
         oracle = window_oracle(left_keys, None, right_keys, None, before, after, False)
         assert got == oracle
-    # Prevailing for NaN: the largest key below it (inf); for -inf: none.
-    got = _lists(prepared.windows(pa.array([NAN, -INF], pa.float64()), before=0, prevailing=True))
-    assert got == [[3, 2, 6], [4]]
+    # Prevailing: a NaN window starts at its NaN keys, -inf's at -inf: the state on entering
+    # is in each; a window of 2.0 (empty) gets the largest key below it, 1.0.
+    left = [NAN, -INF, 2.0]
+    got = _lists(prepared.windows(pa.array(left, pa.float64()), before=0, prevailing=True))
+    assert got == [[2, 6], [4], [5]]
+    assert got == window_oracle(left, None, right_keys, None, 0, 0, True)
 
 
 @pytest.mark.parametrize("kind", ["int64", "uint64"])
@@ -818,7 +826,7 @@ def test_window_join_timestamps_and_prevailing(device):
             trades,
             quotes,
             on="time",
-            before=datetime.timedelta(seconds=1),
+            before=datetime.timedelta(seconds=1.5),
             aggs={"bid": ["count", "first", "mean"], "time": ["min", "max"]},
             prevailing=prevailing,
             device=device,
@@ -828,7 +836,7 @@ def test_window_join_timestamps_and_prevailing(device):
             None,
             [0, 2_000_000, 4_000_000, 5_000_000],
             None,
-            1_000_000,
+            1_500_000,
             0,
             prevailing,
         )
@@ -837,6 +845,18 @@ def test_window_join_timestamps_and_prevailing(device):
         assert out.schema.field("time_min").type == pa.timestamp("us")
         assert out["time_min"].to_pylist() == [times[w[0]] if w else None for w in windows]
         assert out["time_max"].to_pylist() == [times[w[-1]] if w else None for w in windows]
+    # One second before: the quote at 4 s is at the window's start, the state on entering.
+    out = ag.window_join(
+        trades,
+        quotes,
+        on="time",
+        before=sec,
+        aggs={"bid": ["first"], "time": ["min"]},
+        prevailing=True,
+        device=device,
+    )
+    assert out["bid_first"].to_pylist() == [4.0, 4.0]
+    assert out["time_min"].to_pylist() == [t0 + 4 * sec, t0 + 5 * sec]
 
 
 def _no_right_row_table(case: str) -> pa.Table:
@@ -1281,3 +1301,32 @@ def test_sliding_reductions_equal_window_by_window_ones(thresholds, shuffled, pr
         np.testing.assert_array_equal(got[how], want[how], err_msg=how)
     for how in ("sum", "mean"):  # summed in another order: within the window's rounding
         np.testing.assert_allclose(got[how], want[how], rtol=1e-12, equal_nan=True, err_msg=how)
+
+
+def test_kdb_wj_reference_example(device):
+    """kdb+'s own wj example (code.kx.com/q/ref/wj): quotes every second, windows [t - 2, t + 1]
+    whose starts hold a quote, so the prevailing row is in the window: max ask 103 104 108, min
+    bid 98 99 104, as kdb+ prints them."""
+    trades = pa.table({"sym": ["ibm"] * 3, "time": [1, 4, 8], "price": [100, 101, 105]})
+    quotes = pa.table(
+        {
+            "sym": ["ibm"] * 9,
+            "time": list(range(1, 10)),
+            "ask": [101, 103, 103, 104, 104, 107, 108, 107, 108],
+            "bid": [98, 99, 102, 103, 103, 104, 106, 106, 107],
+        }
+    )
+    for prevailing in (True, False):
+        out = ag.window_join(
+            trades,
+            quotes,
+            on="time",
+            by="sym",
+            before=2,
+            after=1,
+            prevailing=prevailing,
+            aggs={"ask": "max", "bid": "min"},
+            device=device,
+        )
+        assert out["ask_max"].to_pylist() == [103, 104, 108]
+        assert out["bid_min"].to_pylist() == [98, 99, 104]
