@@ -802,12 +802,25 @@ def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, op
         right_cols or None,
         null_equality=options["null_equality"],
         allow_exact_matches=options["allow_exact_matches"],
-        tolerance=_tolerance(tolerance, right_key.dtype),
+        tolerance=_splice_tolerance(tolerance, right_key.dtype),
         device=options["device"],
     )
     names = right_names(left.columns, right.columns, suffix)
     columns = _gathered(left, left.columns, left_map) + _gathered(right, right.columns, right_map)
     return pl.DataFrame([c.alias(n) for c, n in zip(columns, left.columns + names)])
+
+
+def _splice_tolerance(tolerance, dtype):
+    """splice_join's tolerance, which no dry run of polars checks (``_tolerance`` reads what
+    polars has accepted): durations, strings and timedeltas, go to asofgpu's own reading
+    (fixed or calendar; refused when malformed, negative or on a key without time); numbers
+    are read as ``join_asof`` reads them, and refused when negative."""
+    if isinstance(tolerance, (str, datetime.timedelta)):
+        return tolerance
+    if tolerance is not None and _number(tolerance) < 0:
+        msg = f"tolerance must be non-negative, got {tolerance}"
+        raise ValueError(msg)
+    return _tolerance(tolerance, dtype)
 
 
 # --------------------------------------------------------------------------- window joins

@@ -15,6 +15,7 @@ pl = pytest.importorskip("polars")
 pd = pytest.importorskip("pandas")
 from polars.testing import assert_frame_equal as assert_polars_equal  # noqa: E402
 
+import asofgpu as ag  # noqa: E402
 import asofgpu.pandas as agpd  # noqa: E402
 import asofgpu.polars as agpl  # noqa: E402
 
@@ -168,6 +169,49 @@ def test_polars_errors_name_the_parameter(call, error, message):
     right = pl.DataFrame({"t": [1], "g": ["a"]})
     with pytest.raises(error, match=message):
         call(left, right)
+
+
+@pytest.mark.parametrize(
+    ("tolerance", "error", "message"),
+    [
+        ("abc", ValueError, r"tolerance: expected a duration such as 5s"),
+        ("40D", ValueError, r"tolerance: '40D': unknown unit 'D'"),
+        ("-40d", ValueError, r"tolerance: a duration must not be negative, got '-40d'"),
+        (datetime.timedelta(days=-40), ValueError, r"tolerance must be non-negative"),
+        (-3, ValueError, r"tolerance must be non-negative, got -3"),
+    ],
+)
+def test_polars_tolerance_is_checked_as_arrows_splice_join_checks_it(tolerance, error, message):
+    """No polars dry run reads splice_join's tolerance: asofgpu reads it, eager and lazy."""
+    buys = pl.DataFrame({"d": [datetime.date(2024, 3, 31)], "buy": ["b1"]})
+    sells = pl.DataFrame({"d": [datetime.date(2024, 2, 29)], "sell": ["s1"]})
+    with pytest.raises(error, match=message):
+        agpl.splice_join(buys, sells, on="d", tolerance=tolerance, device="cpu")
+    lazy = agpl.splice_join(buys.lazy(), sells.lazy(), on="d", tolerance=tolerance, device="cpu")
+    with pytest.raises(error, match=message):
+        lazy.collect()
+
+
+def test_polars_duration_tolerances_are_read_as_on_arrow_tables():
+    """Calendar ("1mo": Feb 29 is within a month of Mar 31), fixed and spaced durations give
+    the Arrow splice_join's rows; a duration on an integer key is refused."""
+    buys = pl.DataFrame({"d": [datetime.date(2024, 3, 31)], "buy": ["b1"]})
+    sells = pl.DataFrame({"d": [datetime.date(2024, 2, 29)], "sell": ["s1"]})
+    for tolerance in ("1mo", "40d", "30d", datetime.timedelta(days=31)):
+        ours = agpl.splice_join(buys, sells, on="d", tolerance=tolerance, device="cpu")
+        arrow = ag.splice_join(
+            buys.to_arrow(), sells.to_arrow(), on="d", tolerance=tolerance, device="cpu"
+        )
+        assert ours["sell"].to_list() == arrow["sell"].to_pylist(), tolerance
+    assert agpl.splice_join(buys, sells, on="d", tolerance="1mo", device="cpu")[
+        "sell"
+    ].to_list() == ["s1", "s1"]
+    assert agpl.splice_join(buys, sells, on="d", tolerance="30d", device="cpu")[
+        "sell"
+    ].to_list() == ["s1", None]
+    ints = pl.DataFrame({"t": [10]}), pl.DataFrame({"t": [5], "s": ["s1"]})
+    with pytest.raises(TypeError, match=r"tolerance: a timedelta needs a temporal key"):
+        agpl.splice_join(*ints, on="t", tolerance="2s", device="cpu")
 
 
 # --------------------------------------------------------------------------- pandas
