@@ -64,6 +64,11 @@ def _check_type(left: pa.DataType, right: pa.DataType, left_param: str, right_pa
         raise TypeError(msg)
 
 
+def _no_values(col: pa.ChunkedArray) -> bool:
+    """Whether a column holds no value: no rows, or only nulls."""
+    return col.null_count == len(col)
+
+
 def canonical_by(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """Floats as float64 with -0.0 -> 0.0 and one NaN, so equal values hash equal; view
     strings (polars exports them) as large strings, which Arrow's hash kernels take."""
@@ -610,6 +615,9 @@ class Groups:
                 f"right_by, got {len(columns)}"
             )
             raise ValueError(msg)
+        # A column without a value (empty, or all null: a batch of unknowns, typed as its
+        # source guessed, pandas' float categories say) is in no group, whatever its type.
+        columns = [pa.chunked_array([pa.nulls(len(c))]) if _no_values(c) else c for c in columns]
         for col, column, lp, rp in zip(columns, self.columns, params, self.params):
             _check_type(col.type, column.type, lp, rp)
         from ._backend import fixed_lookup_table, lookup_fixed

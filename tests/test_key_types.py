@@ -1563,3 +1563,39 @@ def test_device_datetimes_reach_cupy_as_int64_ticks():
     }
     assert ticks._owner is column
     assert column.__cuda_array_interface__["typestr"] == "<M8[ns]"  # the column's, unchanged
+
+
+@pytest.mark.parametrize("null_equality", ["unequal", "equal"])
+@pytest.mark.parametrize(
+    "left_by",
+    [
+        pd.Series(pd.Categorical([None, None])),  # pandas types its categories float64
+        pa.array([None, None], pa.float64()),
+        pa.array([None, None], pa.null()),
+        pa.DictionaryArray.from_arrays(pa.array([None, None], pa.int8()), pa.array([], pa.int64())),
+    ],
+    ids=["pandas categorical", "float64", "null", "dictionary of int64"],
+)
+def test_a_left_by_column_without_a_value_is_in_no_group_whatever_its_type(
+    device, left_by, null_equality
+):
+    """A probe batch whose by-keys are all unknown (or empty) is typed as its source guessed:
+    its rows match nothing, or the right's null group under null_equality="equal", where a
+    type check refused it. Prepared on strings."""
+    right_by = pa.array(["A", None, "B"])
+    prepared = ag.AsofJoin(
+        np.array([0, 1, 2]), right_by, null_equality=null_equality, device=device
+    )
+    got = to_host(prepared.join(np.array([5, 0]), left_by))
+    want = oracle(
+        [5, 0],
+        [0, 1, 2],
+        [(None,), (None,)],
+        [(v,) for v in right_by.to_pylist()],
+        null_equal=null_equality == "equal",
+    )
+    assert got.tolist() == want
+    empty = left_by[:0] if not isinstance(left_by, pd.Series) else left_by.iloc[:0]
+    assert to_host(prepared.join(np.array([], np.int64), empty)).tolist() == []
+    with pytest.raises(TypeError, match=r"left_by\[0\] \(double\) and right_by\[0\] \(string\)"):
+        prepared.join(np.array([5]), pa.array([1.5]))  # a value of another type still is refused
