@@ -64,9 +64,11 @@ def _check_type(left: pa.DataType, right: pa.DataType, left_param: str, right_pa
         raise TypeError(msg)
 
 
-def _no_values(col: pa.ChunkedArray) -> bool:
-    """Whether a column holds no value: no rows, or only nulls."""
-    return col.null_count == len(col)
+def _untyped(col: pa.ChunkedArray) -> bool:
+    """Whether a column's type says nothing of its keys: it holds nulls only, or is a
+    dictionary of null values (pandas' empty Categorical)."""
+    null_values = pa.types.is_dictionary(col.type) and pa.types.is_null(col.type.value_type)
+    return null_values or (len(col) > 0 and col.null_count == len(col))
 
 
 def canonical_by(col: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -615,9 +617,10 @@ class Groups:
                 f"right_by, got {len(columns)}"
             )
             raise ValueError(msg)
-        # A column without a value (empty, or all null: a batch of unknowns, typed as its
-        # source guessed, pandas' float categories say) is in no group, whatever its type.
-        columns = [pa.chunked_array([pa.nulls(len(c))]) if _no_values(c) else c for c in columns]
+        # A column of nulls only (a batch of unknown keys, typed as its source guessed: pandas
+        # gives a Categorical of nulls float64 categories) is in no group, whatever its type.
+        # An empty column keeps its type's check: a join on zero rows checks a call.
+        columns = [pa.chunked_array([pa.nulls(len(c))]) if _untyped(c) else c for c in columns]
         for col, column, lp, rp in zip(columns, self.columns, params, self.params):
             _check_type(col.type, column.type, lp, rp)
         from ._backend import fixed_lookup_table, lookup_fixed

@@ -1595,7 +1595,9 @@ def test_a_left_by_column_without_a_value_is_in_no_group_whatever_its_type(
         null_equal=null_equality == "equal",
     )
     assert got.tolist() == want
-    empty = left_by[:0] if not isinstance(left_by, pd.Series) else left_by.iloc[:0]
+    empty = pd.Series(pd.Categorical([]))  # pandas' empty Categorical: dictionary of nulls
     assert to_host(prepared.join(np.array([], np.int64), empty)).tolist() == []
     with pytest.raises(TypeError, match=r"left_by\[0\] \(double\) and right_by\[0\] \(string\)"):
         prepared.join(np.array([5]), pa.array([1.5]))  # a value of another type still is refused
+    with pytest.raises(TypeError, match=r"left_by\[0\] \(double\) and right_by\[0\] \(string\)"):
+        prepared.join(np.array([], np.int64), pa.array([], pa.float64()))  # a typed empty one
