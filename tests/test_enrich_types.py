@@ -188,3 +188,58 @@ def test_a_damaged_file_is_one_line(tmp_path, capsys, mode):
         f"asofgpu enrich: error: cannot read RIGHT file {tmp_path / 'r.parquet'}: "
     )
     assert hidden(tmp_path) == []
+
+
+TEXT = {"string": pa.string(), "large_string": pa.large_string(), "string_view": pa.string_view()}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("strategy", ["backward", "nearest"])
+@pytest.mark.parametrize(
+    ("left_text", "right_text"),
+    [("large_string", "large_string"), ("string", "large_string"), ("string_view", "string")],
+)
+def test_text_by_columns_of_every_width_and_views(
+    tmp_path, capsys, mode, strategy, left_text, right_text
+):
+    """The README's by-key text types on every way of holding RIGHT: read as dictionaries,
+    parquet gives them string values whatever they were written as (the spill's and the
+    stream's schemas said large_string and view, and their writes and concats failed)."""
+    syms = ["A", "B", None, "C"]
+    left = pa.table(
+        {
+            "t": np.arange(0, 40, 4),
+            "sym": pa.array([syms[i % 4] for i in range(10)], TEXT[left_text]),
+        }
+    )
+    right = pa.table(
+        {
+            "t": np.arange(1, 41, 2),
+            "sym": pa.array([syms[(i * 3) % 4] for i in range(20)], TEXT[right_text]),
+            "bid": np.arange(20.0),
+        }
+    )
+    _enrich(
+        tmp_path,
+        capsys,
+        left,
+        right,
+        "--on",
+        "t",
+        "--by",
+        "sym",
+        "--strategy",
+        strategy,
+        mode=mode,
+        on="t",
+        by="sym",
+        strategy=strategy,
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_empty_left_file(tmp_path, capsys, mode):
+    """Zero rows in: zero rows out, with the columns (the spill's results once asserted)."""
+    left = pa.table({"t": pa.array([], pa.int64()), "sym": pa.array([], pa.string())})
+    right = pa.table({"t": [1, 2], "sym": ["A", "B"], "bid": [1.0, 2.0]})
+    _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "sym", mode=mode, on="t", by="sym")

@@ -28,7 +28,7 @@ from ..join import AsofJoin
 from . import _memory as memory
 from ._checks import Options, Plan, Tolerance, left_columns, translate
 from ._errors import EnrichError
-from ._sources import Source, is_text
+from ._sources import Source, is_text, read_as_codes
 from ._regroup import ByRanges, on_ranges, restore, stream_order
 from ._spill import (
     POSITION,
@@ -591,8 +591,8 @@ def schema_of(
     fields = []
     for name in columns:
         field = source.schema.field(name)  # its nullability too: the batches keep it
-        if name in as_codes and not pa.types.is_dictionary(field.type):
-            field = field.with_type(pa.dictionary(pa.int32(), field.type))
+        if name in as_codes:
+            field = field.with_type(read_as_codes(field.type))
         fields.append(field)
     if positions:
         fields.append(pa.field(POSITION, pa.int64()))

@@ -619,6 +619,8 @@ def _enrich_part(
     writer = _writer(path, the_plan.schema, options, out, copied)
     try:
         for batch, group in batches:
+            if not batch.num_rows:  # an empty file's or row group's: nothing to attach or write
+                continue
             taken = attach(batch)
             columns = taken.columns
             if group is None:
