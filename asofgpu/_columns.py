@@ -16,9 +16,9 @@ one scale.
 from __future__ import annotations
 
 import datetime
+import math
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
-import math
 from dataclasses import dataclass
 from fractions import Fraction
 

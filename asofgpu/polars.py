@@ -43,9 +43,9 @@ Where it differs from polars:
 - Integer keys of different signedness (``Int64`` vs ``UInt64``), 128-bit integer and Decimal
   keys are brought to one 64-bit type when their values fit; otherwise backward and forward
   joins without a tolerance still work (by rank), and ``nearest`` or a tolerance raise
-  ``InvalidOperationError``. Float32 distances are computed exactly (in float64), against a
-  tolerance rounded to Float32 as polars rounds it; polars subtracts in Float32, so a
-  ``nearest`` tie or a distance at the tolerance may still differ in the last bit.
+  ``InvalidOperationError``. Float32 distances are taken in float64, against a tolerance
+  rounded to Float32 as polars rounds it; polars subtracts in Float32, so a ``nearest`` tie
+  or a distance at the tolerance may still differ in the last bit.
 - ``tolerance`` also takes what polars refuses: calendar durations ("1mo", "1q", "1y") on
   Date and Datetime keys, and a column of tolerances, one per left row (a Series, an
   expression on the left frame, or a left column's name); see ``join_asof``.
