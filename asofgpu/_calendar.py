@@ -104,6 +104,12 @@ def reaches(
         else:  # read, but some key moved by it is no time (a day its zone skipped)
             msg = f"{param} {tolerance!r}: polars' offset_by cannot move every key by it: {exc}"
         raise ValueError(msg) from None
+    except pl.exceptions.PanicException as exc:  # a BaseException: a key past its calendar
+        msg = (
+            f"{param} {tolerance!r}: polars' offset_by cannot move every key of {key_param} "
+            f"by it ({exc}): its calendar ends about 262,000 years from 1970"
+        )
+        raise ValueError(msg) from None
 
 
 # --------------------------------------------------------------------------- days of 24 hours

@@ -286,6 +286,14 @@ def test_fixed_duration_strings_are_fixed():
             ValueError,
             r"tolerance '1d': polars' offset_by cannot move every key by it: .*non-existent",
         ),
+        (  # the year 318,857: past polars' calendar, where offset_by panics (a BaseException)
+            pa.array([10**13], pa.timestamp("s", "Europe/London")),
+            pa.array([0], pa.timestamp("s", "Europe/London")),
+            "1d",
+            ValueError,
+            r"tolerance '1d': polars' offset_by cannot move every key of left_on by it "
+            r"\(.*\): its calendar ends about 262,000 years from 1970",
+        ),
         (
             np.array([1]),
             np.array([0]),
