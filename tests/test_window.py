@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import math
+from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 import asofgpu as ag
 from asofgpu._backend import cudasim_enabled, walks
-from conftest import to_host
+from conftest import HUGE, to_host
 from oracle import NO_MATCH, reduce_oracle, window_oracle
 
 INF = math.inf
@@ -1330,3 +1331,28 @@ def test_kdb_wj_reference_example(device):
         )
         assert out["ask_max"].to_pylist() == [103, 104, 108]
         assert out["bid_min"].to_pylist() == [98, 99, 104]
+
+
+def test_the_cpus_float_sums_do_not_change_once_it_compiles(thresholds):
+    """A small cpu launch runs as plain Python until the process has interpreted for a while
+    (``walks.compiles``); it slides the windows as the compiled launch does, so a float sum
+    is the same to the last bit either way (it read them whole, and differed: 0.6 against
+    0.6000000000000001 for 0.1 + 0.2 + 0.3)."""
+    right = pa.table({"t": np.arange(300), "v": np.tile([0.1, 0.2, 0.3], 100)})
+    left = pa.table({"t": np.arange(0, 300, 7)})
+
+    def sums():
+        out = ag.window_join(
+            left, right, on="t", before=5, aggs={"v": ["sum", "mean"]}, device="cpu"
+        )
+        return out["v_sum"].to_pylist(), out["v_mean"].to_pylist()
+
+    thresholds(interpret_max_rows=HUGE, interpret_seconds=HUGE)  # plain Python
+    interpreted = sums()
+    thresholds(interpret_max_rows=0, interpret_seconds=0)  # compiled
+    assert sums() == interpreted
+    values = right["v"].to_pylist()
+    for t, got in zip(left["t"].to_pylist(), interpreted[0]):  # within the README's bound
+        window = values[max(0, t - 5) : t + 1]
+        exact = sum(Fraction(v) for v in window)
+        assert abs(Fraction(got) - exact) <= len(window) * 2**-53 * sum(map(abs, window))

@@ -276,6 +276,12 @@ def interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts,
             window_row(i, left_keys, left_groups, right, bounds, starts, ends)
 
 
+def interpreted_slides(order, starts, ends, values, keys, out, piece_starts) -> None:
+    """The cpu's slide of windows in the order of their starts (kernels/window.py's
+    ``slides``) as plain Python: a small cpu launch, which then sums as a compiled one."""
+    _window_rows(False).slides(order, starts, ends, values, keys, out, piece_starts)
+
+
 def interpreted_reduce(starts, ends, rows, values, keys, valid, out) -> None:
     reduce_row = _window_rows(False).reduce_row
     with np.errstate(over="ignore"):  # integer sums wrap, as compiled ones do

@@ -16,7 +16,7 @@ import numpy as np
 from ..kernels.probe import NEAREST, Options
 from ..kernels.stream import Tape
 from . import walks
-from .base import Backend, host_empty, interpreted_probe
+from .base import Backend, host_empty, interpreted_probe, interpreted_slides
 from .jit import (
     PARALLEL_LAUNCH,
     cpu_calendar,
@@ -99,12 +99,13 @@ class CpuBackend(Backend):
         position enters and leaves once instead of once a window it is in. That order, and
         the bounds put in it, are computed once for every column (in ``shared``)."""
         n = len(starts)
-        if self.interprets(n):
-            with walks.interpreting():
-                super().window_reduce(starts, ends, rows, values, keys, valid, out)
-            return
-        parallel = walks.parallel(n)
+        interpreted = self.interprets(n)
         if rows.size or valid.size:
+            if interpreted:
+                with walks.interpreting():
+                    super().window_reduce(starts, ends, rows, values, keys, valid, out)
+                return
+            parallel = walks.parallel(n)
             with launching(parallel):
                 cpu_window(False, parallel).reduces(
                     starts, ends, rows, values, keys, valid, out, walks.row_pieces(n)
@@ -113,14 +114,24 @@ class CpuBackend(Backend):
         shared = {} if shared is None else shared
         if "slide" not in shared:
             order = self.stable_argsort(starts)
-            everywhere = np.ones(n, dtype=np.bool_)
-            shared["slide"] = (order, *take_fixed([starts, ends], order, everywhere))
+            if interpreted:  # numpy's take: a small launch compiles nothing
+                shared["slide"] = (order, starts[order], ends[order])
+            else:
+                everywhere = np.ones(n, dtype=np.bool_)
+                by_start, by_end = take_fixed([starts, ends], order, everywhere)
+                by_start = np.frombuffer(by_start, np.int64, n)
+                shared["slide"] = (order, by_start, np.frombuffer(by_end, np.int64, n))
         order, by_start, by_end = shared["slide"]
-        by_start = np.frombuffer(by_start, np.int64, n)
-        by_end = np.frombuffer(by_end, np.int64, n)
         # Pieces of a fixed size, whatever the threads: where a piece starts, its slide
-        # starts afresh, and the sums' rounding with it.
+        # starts afresh, and the sums' rounding with it. A small launch slides as plain
+        # Python: the same additions in the same order, so a float sum does not change in
+        # its last bits once the process compiles (``walks.compiles``).
         piece_starts = np.append(np.arange(0, n, SLIDE_PIECE_ROWS), n).astype(np.int64)
+        if interpreted:
+            with walks.interpreting(), np.errstate(over="ignore"):  # integer sums wrap
+                interpreted_slides(order, by_start, by_end, values, keys, out, piece_starts)
+            return
+        parallel = walks.parallel(n)
         with launching(parallel):
             cpu_window(False, parallel).slides(
                 order, by_start, by_end, values, keys, out, piece_starts
