@@ -91,11 +91,15 @@ def reaches(
     series = pl.from_arrow(keys if isinstance(keys, pa.ChunkedArray) else pa.chunked_array([keys]))
     try:
         return tuple(
-            (
-                series - series.dt.offset_by("-" + text)
-                if direction == "backward"
-                else series.dt.offset_by(text) - series
-            ).to_arrow()
+            _unwrapped(
+                (
+                    series - series.dt.offset_by("-" + text)
+                    if direction == "backward"
+                    else series.dt.offset_by(text) - series
+                ).to_arrow(),
+                text,
+                param,
+            )
             for direction in directions
         )
     except pl.exceptions.PolarsError as exc:
@@ -110,6 +114,44 @@ def reaches(
             f"by it ({exc}): its calendar ends about 262,000 years from 1970"
         )
         raise ValueError(msg) from None
+
+
+def _unwrapped(reach, text: str, param: str):
+    """polars' reaches with its wrapping undone: it moves a nanosecond key by "300y" past
+    int64 and subtracts modulo 2**64 (300 years came out as -103,931 days, 600 as 5,642).
+    A calendar duration's length lies within a few days a month of its nominal one, a window
+    far narrower than 2**64 ticks: the one true reach in it is taken. A reach past what a
+    duration of the key's unit holds is refused, as the fixed-day path refuses it."""
+    import numpy as np
+
+    parts = calendar_parts(text)
+    if parts is None or not len(reach):
+        return reach
+    unit = reach.type.unit
+    tick = _NS[unit]
+    months, days, ns = parts
+    slack = 2 * _DAY_NS  # clock changes, and a fixed part that rounds
+    low = max(0, (months * 28 + days) * _DAY_NS + ns - slack) // tick
+    high = ((months * 31 + days) * _DAY_NS + ns + slack) // tick
+    if high <= np.iinfo(np.int64).max:
+        return reach  # no reach can have wrapped
+    if isinstance(reach, pa.ChunkedArray):
+        reach = reach.combine_chunks()
+    values = []
+    for w in reach.cast(pa.int64()).to_pylist():  # huge tolerances only: a Python loop
+        if w is None:
+            values.append(None)
+            continue
+        kept = w % 2**64  # the true reach modulo 2**64
+        r = kept + max(0, -(-(low - kept) // 2**64)) * 2**64  # the one in [low, low + 2**64)
+        if r > np.iinfo(np.int64).max:
+            msg = (
+                f"{param} {text!r} reaches {r} {unit} from a key, past what a duration of the "
+                f"key's unit holds; pass a shorter one"
+            )
+            raise ValueError(msg)
+        values.append(r)
+    return pa.array(values, pa.int64()).cast(reach.type)
 
 
 # --------------------------------------------------------------------------- days of 24 hours

@@ -746,3 +746,26 @@ def test_every_cpu_walk_keeps_each_direction_within_its_reach(walk, strategy, ti
     )
     got = _on_walk(walk, left, right, left_groups, right_groups, **options)
     assert to_host(got).tolist() == want
+
+
+def test_calendar_reaches_past_what_nanoseconds_hold_are_refused_not_wrapped():
+    """polars moves a nanosecond key past int64 by wrapping, and subtracts modulo 2**64: "600y"
+    came out as 5,642 days and matched nothing, "300y" as a negative reach. The true reach is
+    taken back; one a duration cannot hold is refused; one that fits is exact, even where the
+    moved key itself lies past the type's range (2200 + 100 years)."""
+    zone = pa.timestamp("ns", "Europe/London")
+    y1970, y1684 = pa.array([0], zone), pa.array([-9 * 10**18], zone)
+    assert ag.asof_join(y1970, y1684, tolerance="290y", device="cpu").tolist() == [0]
+    assert ag.asof_join(y1970, y1684, tolerance="285y", device="cpu").tolist() == [NO_MATCH]
+    for tolerance in ("300y", "600y", "2000y"):
+        with pytest.raises(
+            ValueError,
+            match=rf"tolerance '{tolerance}' reaches \d+ ns from a key, past what a duration "
+            r"of the key's unit holds; pass a shorter one",
+        ):
+            ag.asof_join(y1970, y1684, tolerance=tolerance, strategy="nearest", device="cpu")
+    y2200, y2262 = pa.array([7_258_118_400 * 10**9], zone), pa.array([2**63 - 1], zone)
+    got = ag.asof_join(y2200, y2262, tolerance="100y", strategy="forward", device="cpu")
+    assert got.tolist() == [0]
+    got = ag.asof_join(y2200, y2262, tolerance="50y", strategy="forward", device="cpu")
+    assert got.tolist() == [NO_MATCH]
