@@ -431,7 +431,15 @@ def _is_categorical(dtype) -> bool:
 
 
 def _orderable(left: pl.Series, right: pl.Series, distances: bool):
-    """Keys as asofgpu takes them (numbers or temporal), ordered as polars orders them."""
+    """Keys as asofgpu takes them (numbers or temporal), ordered as polars orders them. Keys
+    of two kinds are refused as polars' join_asof refuses them (its dry run does, before a
+    join_asof gets here; a splice join has none): cast to one, 3.5 would become 3."""
+    if _key_kind(left.dtype) != _key_kind(right.dtype) and pl.Null not in (left.dtype, right.dtype):
+        msg = (
+            f"datatypes of join keys don't match - `{left.name}`: {left.dtype} on left does not "
+            f"match `{right.name}`: {right.dtype} on right"
+        )
+        raise pl.exceptions.SchemaError(msg)
     dtype = left.dtype
     if dtype == pl.Boolean:
         return left.cast(pl.UInt8), right.cast(pl.UInt8)
@@ -442,6 +450,20 @@ def _orderable(left: pl.Series, right: pl.Series, distances: bool):
     if dtype.is_integer() or isinstance(dtype, pl.Decimal):
         return _integers(left.to_physical(), right.to_physical(), distances)
     return left, right  # floats, dates, datetimes, durations, times
+
+
+def _key_kind(dtype) -> str:
+    """The kinds of key ``_orderable`` orders together: integers (and decimals), floats,
+    booleans, text (strings, binary, categoricals), and each temporal type (any unit)."""
+    if dtype == pl.Boolean:
+        return "boolean"
+    if dtype.is_integer() or isinstance(dtype, pl.Decimal):
+        return "integer"
+    if dtype.is_float():
+        return "float"
+    if dtype in (pl.String, pl.Binary) or _is_categorical(dtype):
+        return "text"
+    return type(dtype).__name__  # Date, Datetime, Duration, Time
 
 
 def _dense_rank(left: pl.Series, right: pl.Series):
@@ -802,25 +824,12 @@ def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, op
         right_cols or None,
         null_equality=options["null_equality"],
         allow_exact_matches=options["allow_exact_matches"],
-        tolerance=_splice_tolerance(tolerance, right_key.dtype),
+        tolerance=tolerance,  # asofgpu's own reading: no polars dry run checks it here
         device=options["device"],
     )
     names = right_names(left.columns, right.columns, suffix)
     columns = _gathered(left, left.columns, left_map) + _gathered(right, right.columns, right_map)
     return pl.DataFrame([c.alias(n) for c, n in zip(columns, left.columns + names)])
-
-
-def _splice_tolerance(tolerance, dtype):
-    """splice_join's tolerance, which no dry run of polars checks (``_tolerance`` reads what
-    polars has accepted): durations, strings and timedeltas, go to asofgpu's own reading
-    (fixed or calendar; refused when malformed, negative or on a key without time); numbers
-    are read as ``join_asof`` reads them, and refused when negative."""
-    if isinstance(tolerance, (str, datetime.timedelta)):
-        return tolerance
-    if tolerance is not None and _number(tolerance) < 0:
-        msg = f"tolerance must be non-negative, got {tolerance}"
-        raise ValueError(msg)
-    return _tolerance(tolerance, dtype)
 
 
 # --------------------------------------------------------------------------- window joins
@@ -1013,8 +1022,17 @@ def _check_reach(before, after, right_key_dtype) -> None:
 
 
 def _aggregations(aggs, schema):
-    arrow = pl.DataFrame(schema=schema).to_arrow().schema
-    return aggregations(aggs, list(schema), lambda c: arrow.field(c).type)
+    """The window join's aggregations, checked against the Arrow types of the right columns
+    they read (only those: a right frame may hold Int128 columns, which Arrow lacks)."""
+
+    def arrow_type(name: str) -> pa.DataType:
+        try:
+            return pl.DataFrame(schema={name: schema[name]}).to_arrow().schema.field(0).type
+        except (pa.ArrowException, pl.exceptions.PolarsError) as exc:
+            msg = f"aggs[{name!r}]: a {schema[name]} column cannot be aggregated ({exc})"
+            raise TypeError(msg) from None
+
+    return aggregations(aggs, list(schema), arrow_type)
 
 
 def _arrow_column(frame: pl.DataFrame, name: str) -> pa.ChunkedArray:

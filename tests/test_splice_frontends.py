@@ -179,6 +179,8 @@ def test_polars_errors_name_the_parameter(call, error, message):
         ("-40d", ValueError, r"tolerance: a duration must not be negative, got '-40d'"),
         (datetime.timedelta(days=-40), ValueError, r"tolerance must be non-negative"),
         (-3, ValueError, r"tolerance must be non-negative, got -3"),
+        (float("nan"), ValueError, r"tolerance must be a non-negative number, got NaN"),
+        (pa.array([1]), TypeError, r"splice_maps takes one tolerance for both sides"),
     ],
 )
 def test_polars_tolerance_is_checked_as_arrows_splice_join_checks_it(tolerance, error, message):
@@ -192,12 +194,32 @@ def test_polars_tolerance_is_checked_as_arrows_splice_join_checks_it(tolerance, 
         lazy.collect()
 
 
+def test_polars_keys_of_two_kinds_are_refused_as_polars_join_asof_refuses_them():
+    """Int64 against Float64 (or Boolean against Int64) is polars' SchemaError: ordered as
+    join_asof orders keys, 3.5 had been cut to 3 and matched a left row at 3. Units of one
+    temporal type may differ, as in join_asof."""
+    left, right = pl.DataFrame({"t": [3], "a": ["L"]}), pl.DataFrame({"t": [3.5], "b": ["R"]})
+    flags = pl.DataFrame({"t": [True], "b": ["R"]})
+    for call in (
+        lambda: agpl.splice_join(left, right, on="t", device="cpu"),
+        lambda: agpl.splice_join(left.lazy(), right.lazy(), on="t", device="cpu").collect(),
+        lambda: agpl.splice_join(flags, left, on="t", device="cpu"),
+    ):
+        with pytest.raises(pl.exceptions.SchemaError, match="datatypes of join keys don't match"):
+            call()
+        with pytest.raises(pl.exceptions.SchemaError):  # polars' own join_asof, for the record
+            left.join_asof(right, on="t")
+    floats = left.with_columns(pl.col("t").cast(pl.Float64))
+    got = agpl.splice_join(floats, right, on="t", device="cpu")
+    assert got.rows() == [(3.0, "L", None, None), (3.0, "L", 3.5, "R")]
+
+
 def test_polars_duration_tolerances_are_read_as_on_arrow_tables():
     """Calendar ("1mo": Feb 29 is within a month of Mar 31), fixed and spaced durations give
     the Arrow splice_join's rows; a duration on an integer key is refused."""
     buys = pl.DataFrame({"d": [datetime.date(2024, 3, 31)], "buy": ["b1"]})
     sells = pl.DataFrame({"d": [datetime.date(2024, 2, 29)], "sell": ["s1"]})
-    for tolerance in ("1mo", "40d", "30d", datetime.timedelta(days=31)):
+    for tolerance in ("1mo", "40d", "30d", datetime.timedelta(days=31), np.timedelta64(31, "D")):
         ours = agpl.splice_join(buys, sells, on="d", tolerance=tolerance, device="cpu")
         arrow = ag.splice_join(
             buys.to_arrow(), sells.to_arrow(), on="d", tolerance=tolerance, device="cpu"

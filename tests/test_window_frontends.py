@@ -844,3 +844,14 @@ def test_polars_string_keys_are_refused_as_by_the_table_version():
         )
     with pytest.raises(TypeError):
         agpl.window_join(left, right, on="k", before=1, aggs={"v": "sum"}, device="cpu")
+
+
+def test_polars_right_columns_without_an_arrow_type_are_refused_only_when_aggregated():
+    """A right frame may hold Int128 columns (Arrow has none): only aggregating one is
+    refused, naming it; the whole right schema was converted, and any such column failed."""
+    right = pl.DataFrame({"t": [3, 4], "v": [1.0, 2.0], "big": pl.Series([1, 2], dtype=pl.Int128)})
+    left = pl.DataFrame({"t": [5]})
+    got = agpl.window_join(left, right, on="t", before=2, aggs={"v": "max"}, device="cpu")
+    assert got.rows() == [(5, 2.0)]
+    with pytest.raises(TypeError, match=r"aggs\['big'\]: a Int128 column cannot be aggregated"):
+        agpl.window_join(left, right, on="t", before=2, aggs={"big": "max"}, device="cpu")
