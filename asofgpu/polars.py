@@ -777,9 +777,9 @@ def splice_join(
     right row once, in key order, each beside the other side's row that prevailed at its key
     in its ``by`` group. polars has no such join.
 
-    Keys are column names, as in ``join_asof``; ``tolerance`` as ``join_asof`` takes it (a
-    number in the right key's physical unit, a duration string such as ``"2s"``, or a
-    timedelta). The columns: all of ``left``'s, then all of ``right``'s (``on`` and ``by``
+    Keys are column names, as in ``join_asof``, of kinds it accepts together;
+    ``tolerance`` as ``asofgpu.splice_join`` takes it (a number in the right key's physical
+    unit, a duration string such as ``"2s"`` or ``"1mo"``, or a timedelta). The columns: all of ``left``'s, then all of ``right``'s (``on`` and ``by``
     included), ``suffix`` on right names that clash; each keeps its dtype. A LazyFrame in gives
     a LazyFrame out, whose join runs at ``collect``.
 
