@@ -145,13 +145,17 @@ def _unwrapped(reach, text: str, param: str):
         kept = w % 2**64  # the true reach modulo 2**64
         r = kept + max(0, -(-(low - kept) // 2**64)) * 2**64  # the one in [low, low + 2**64)
         if r > np.iinfo(np.int64).max:
-            msg = (
-                f"{param} {text!r} reaches {r} {unit} from a key, past what a duration of the "
-                f"key's unit holds; pass a shorter one"
-            )
-            raise ValueError(msg)
+            raise _past_durations(param, text, r, unit)
         values.append(r)
     return pa.array(values, pa.int64()).cast(reach.type)
+
+
+def _past_durations(param: str, text: str, reach: int, unit: str) -> ValueError:
+    """A reach no Arrow duration of the key's unit holds (int64 ticks), refused."""
+    return ValueError(
+        f"{param} {text!r} reaches {reach} {unit} from a key, past what a duration of the "
+        f"key's unit holds; pass a shorter one"
+    )
 
 
 # --------------------------------------------------------------------------- days of 24 hours
@@ -320,11 +324,7 @@ def _fixed_day_reaches(text: str, keys, directions, param: str = "tolerance"):
             limited &= valid
         too_far = limited & (r.values > np.uint64(np.iinfo(np.int64).max // per_tick))
         if too_far.any():
-            msg = (
-                f"{param} {text!r} reaches {int(r.values[np.argmax(too_far)])} {unit} from a "
-                f"key, past what a duration of the key's unit holds; pass a shorter one"
-            )
-            raise ValueError(msg)
+            raise _past_durations(param, text, int(r.values[np.argmax(too_far)]), unit)
         values = np.where(limited, r.values, 0).astype(np.int64) * per_tick
         out.append(pa.array(values, pa.duration(unit), mask=~limited))
     return tuple(out)

@@ -329,6 +329,25 @@ def _polars_check_arg() -> str:
     return ", check_sortedness=False" if takes else ""
 
 
+def enrich_argv(enrich_cmd: list[str], trades: Path, quotes: Path, out: Path, device: str):
+    """asofgpu's job as the README runs it (backward by symbol, exact matches allowed), its
+    log on standard error."""
+    return [
+        *enrich_cmd,
+        "enrich",
+        str(trades),
+        str(quotes),
+        "-o",
+        str(out),
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        device,
+    ]
+
+
 def commands(
     enrich_cmd: list[str], trades: Path, quotes: Path, outs: dict[str, Path], systems=SYSTEMS
 ) -> dict[str, list[str]]:
@@ -346,21 +365,7 @@ def commands(
     argv = {}
     for system in systems:
         if system == "asofgpu":
-            argv[system] = [
-                *enrich_cmd,
-                "enrich",
-                str(trades),
-                str(quotes),
-                "-o",
-                str(outs[system]),
-                "--on",
-                "time",
-                "--by",
-                "symbol",
-                "--device",
-                "cpu",
-                "-q",
-            ]
+            argv[system] = [*enrich_argv(enrich_cmd, trades, quotes, outs[system], "cpu"), "-q"]
         else:
             argv[system] = [
                 sys.executable,

@@ -18,31 +18,12 @@ from pathlib import Path
 from gpu_check_stage import Recorder, StageContext
 
 DEVICES = ("cuda", "cpu")
-
-
-def enrich_argv(trades: Path, quotes: Path, out: Path, device: str) -> list[str]:
-    """The job as the README runs it: backward by symbol, exact matches allowed."""
-    return [
-        sys.executable,
-        "-m",
-        "asofgpu",
-        "enrich",
-        str(trades),
-        str(quotes),
-        "-o",
-        str(out),
-        "--on",
-        "time",
-        "--by",
-        "symbol",
-        "--device",
-        device,
-    ]
+ENRICH = [sys.executable, "-m", "asofgpu"]  # the command, in this stage's Python
 
 
 def stage_enrich(ctx: StageContext, rec: Recorder) -> None:
     import pyarrow.parquet as pq
-    from enrich_e2e import KEY, SYMBOLS, day_files, measure, mismatch
+    from enrich_e2e import KEY, SYMBOLS, day_files, enrich_argv, measure, mismatch
 
     sizes = ctx.sizes
     folder = Path(tempfile.mkdtemp(prefix="asofgpu-gpu-check-enrich-"))
@@ -59,7 +40,7 @@ def stage_enrich(ctx: StageContext, rec: Recorder) -> None:
             for device in DEVICES:
                 outs[device].unlink(missing_ok=True)
                 timeout = max(10.0, ctx.time_left() - 5)
-                argv = enrich_argv(trades, quotes, outs[device], device)
+                argv = enrich_argv(ENRICH, trades, quotes, outs[device], device)
                 run = measure(argv, timeout)
                 if run["status"] != "ok":
                     rec[f"{device}_failed"] = {k: run.get(k) for k in ("status", "rc", "stderr")}

@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import _arrow_numpy as arrow_numpy
+from .._encode import family
 from ._errors import EnrichError, one_line
 
 SUFFIX = ".parquet"
@@ -241,16 +242,9 @@ def leaf_columns(meta: pq.FileMetaData, name: str) -> list[int]:
 
 
 def is_text(t: pa.DataType) -> bool:
-    """String and binary columns, of any offset width or as views: parquet stores them as
-    dictionary pages when it can."""
-    return (
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_string_view(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-        or pa.types.is_binary_view(t)
-    )
+    """String and binary columns, of any offset width or as views (``_encode.family``'s
+    text): parquet stores them as dictionary pages when it can."""
+    return not pa.types.is_dictionary(t) and family(t) in _READ_AS
 
 
 def read_as_codes(t: pa.DataType) -> pa.DataType:
@@ -263,10 +257,10 @@ def read_as_codes(t: pa.DataType) -> pa.DataType:
     """
     if pa.types.is_dictionary(t):
         return t
-    if is_text(t):
-        text = pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
-        t = pa.string() if text else pa.binary()
-    return pa.dictionary(pa.int32(), t)
+    return pa.dictionary(pa.int32(), _READ_AS[family(t)] if is_text(t) else t)
+
+
+_READ_AS = {"string": pa.string(), "binary": pa.binary()}  # text values as parquet reads them
 
 
 def _hidden(name: str) -> bool:
