@@ -799,15 +799,10 @@ def splice_join(
         device=device,
     )
 
-    def plan(left_schema, right_schema) -> dict:
-        _check_keys(left_schema, right_schema, keys)
-        names = right_names(list(left_schema), list(right_schema), suffix)
-        return dict(zip(names, right_schema.values()))
+    def run(left: pl.DataFrame, right: pl.DataFrame, device: str) -> pl.DataFrame:
+        return _splice_eager(left, right, keys, suffix, {**options, "device": device})
 
-    def run(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
-        return _splice_eager(left, right, keys, suffix, options)
-
-    return _eager_or_lazy(left, right, plan, run)
+    return _eager_or_lazy(left, right, run, device)
 
 
 def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, options: dict):
@@ -817,6 +812,7 @@ def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, op
     left_key, right_key = left.get_column(left_on), right.get_column(right_on)
     left_col, right_col = _orderable(left_key, right_key, tolerance is not None)
     left_cols, right_cols = _by_columns(left, right, left_by, right_by)
+    names = _right_names(left.columns, right.columns, suffix)
     left_map, right_map = splice_maps(
         _arrow(left_col),
         _arrow(right_col),
@@ -827,7 +823,6 @@ def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, op
         tolerance=tolerance,  # asofgpu's own reading: no polars dry run checks it here
         device=options["device"],
     )
-    names = right_names(left.columns, right.columns, suffix)
     columns = _gathered(left, left.columns, left_map) + _gathered(right, right.columns, right_map)
     return pl.DataFrame([c.alias(n) for c, n in zip(columns, left.columns + names)])
 
@@ -870,21 +865,16 @@ def window_join(
     """
     _validate.device(device)
     keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
-    reach = dict(before=before, after=after, prevailing=prevailing, device=device)
+    reach = dict(before=before, after=after, prevailing=prevailing)
 
-    def plan(left_schema, right_schema) -> dict:
-        _check_keys(left_schema, right_schema, keys)
-        _check_reach(before, after, right_schema[keys[1]])
-        wanted = _aggregations(aggs, right_schema)
-        clash = name_clash(wanted, left_schema)
+    def run(left: pl.DataFrame, right: pl.DataFrame, device: str) -> pl.DataFrame:
+        _check_keys(left.schema, right.schema, keys)
+        _check_reach(before, after, right.schema[keys[1]])
+        wanted = _aggregations(aggs, right.schema)
+        clash = name_clash(wanted, left.schema)
         if clash:
             raise pl.exceptions.DuplicateError(clash)
-        return {agg.name: _aggregate_dtype(agg, right_schema[agg.column]) for agg in wanted}
-
-    def run(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
-        plan(left.schema, right.schema)
-        windows = _windows(left, right, keys, **reach)
-        wanted = _aggregations(aggs, right.schema)
+        windows = _windows(left, right, keys, **reach, device=device)
         found = {}
         for name, hows in by_column(wanted).items():
             column = _arrow_column(right, name)
@@ -893,10 +883,9 @@ def window_join(
                     found[name, how] = pl.from_arrow(result)
                 else:  # a gather map
                     found[name, how] = _gathered(right, [name], result)[0]
-        columns = [found[agg.column, agg.agg].alias(agg.name) for agg in wanted]
-        return left.hstack(columns)
+        return left.hstack([found[agg.column, agg.agg].alias(agg.name) for agg in wanted])
 
-    return _eager_or_lazy(left, right, plan, run)
+    return _eager_or_lazy(left, right, run, device)
 
 
 def range_join(
@@ -930,46 +919,54 @@ def range_join(
     _validate.device(device)
     keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
     check_suffix(suffix)
-    reach = dict(before=before, after=after, prevailing=prevailing, device=device)
+    reach = dict(before=before, after=after, prevailing=prevailing)
 
-    def plan(left_schema, right_schema) -> dict:
-        _check_keys(left_schema, right_schema, keys)
-        _check_reach(before, after, right_schema[keys[1]])
-        kept = [c for c in right_schema if c not in set(keys[3])]
-        names = right_names(list(left_schema), kept, suffix)
-        return dict(zip(names, (right_schema[c] for c in kept)))
-
-    def run(left: pl.DataFrame, right: pl.DataFrame) -> pl.DataFrame:
-        names = list(plan(left.schema, right.schema))
-        left_map, right_map = _windows(left, right, keys, **reach).pairs()
+    def run(left: pl.DataFrame, right: pl.DataFrame, device: str) -> pl.DataFrame:
+        _check_keys(left.schema, right.schema, keys)
+        _check_reach(before, after, right.schema[keys[1]])
         kept = [c for c in right.columns if c not in set(keys[3])]
+        names = _right_names(left.columns, kept, suffix)
+        left_map, right_map = _windows(left, right, keys, **reach, device=device).pairs()
         columns = _gathered(left, left.columns, left_map) + _gathered(right, kept, right_map)
         return pl.DataFrame([c.alias(n) for c, n in zip(columns, left.columns + names)])
 
-    return _eager_or_lazy(left, right, plan, run)
+    return _eager_or_lazy(left, right, run, device)
 
 
-def _eager_or_lazy(left, right, plan, run):
-    """``run(left, right)`` on DataFrames, or a LazyFrame that runs it at ``collect`` with
-    the schema ``plan(left_schema, right_schema)`` adds to the left's."""
+def _eager_or_lazy(left, right, run, device: str):
+    """``run(left, right, device)`` on DataFrames, or a LazyFrame that runs it at ``collect``.
+    The LazyFrame's schema is that of ``run`` on empty frames of the inputs' schemas, on the
+    cpu: every check a join makes of its keys and options fails at the call, as polars'
+    own joins fail, and the schema is the collected frame's by construction."""
     if isinstance(left, pl.LazyFrame):
         if not isinstance(right, pl.LazyFrame):
             msg = f"right must be a LazyFrame, as left is, got {type(right).__name__!r}"
             raise TypeError(msg)
-        left_schema = left.collect_schema()
-        schema = {**left_schema, **plan(left_schema, right.collect_schema())}
+        empty = run(
+            pl.DataFrame(schema=left.collect_schema()),
+            pl.DataFrame(schema=right.collect_schema()),
+            "cpu",  # a join of no rows: no device needed, none started at the call
+        )
 
         def collected(_: pl.DataFrame) -> pl.DataFrame:
-            return run(*pl.collect_all([left, right]))
+            return run(*pl.collect_all([left, right]), device)
 
-        return pl.LazyFrame(schema=schema).map_batches(collected, schema=schema)
+        return pl.LazyFrame(schema=empty.schema).map_batches(collected, schema=empty.schema)
     if isinstance(left, pl.DataFrame):
         if not isinstance(right, pl.DataFrame):
             msg = f"right must be a DataFrame, as left is, got {type(right).__name__!r}"
             raise TypeError(msg)
-        return run(left, right)
+        return run(left, right, device)
     msg = f"left must be a polars DataFrame or LazyFrame, got {type(left).__name__!r}"
     raise TypeError(msg)
+
+
+def _right_names(left_names: list[str], names: list[str], suffix: str) -> list[str]:
+    """``asofgpu.table.right_names``, a clash raised as polars raises one (DuplicateError)."""
+    try:
+        return right_names(left_names, names, suffix)
+    except ValueError as exc:
+        raise pl.exceptions.DuplicateError(str(exc)) from None
 
 
 def _check_keys(left_schema, right_schema, keys) -> None:
@@ -1037,22 +1034,6 @@ def _aggregations(aggs, schema):
 
 def _arrow_column(frame: pl.DataFrame, name: str) -> pa.ChunkedArray:
     return frame.select(name).to_arrow(compat_level=pl.CompatLevel.newest()).column(0)
-
-
-def _aggregate_dtype(agg, dtype):
-    if agg.agg == "count":
-        return pl.Int64
-    if agg.agg == "mean":
-        return pl.Float64
-    if agg.agg == "sum":
-        return (
-            pl.Float64
-            if dtype.is_float()
-            else pl.UInt64
-            if dtype.is_unsigned_integer()
-            else pl.Int64
-        )
-    return dtype
 
 
 # --------------------------------------------------------------------------- the namespace
