@@ -408,6 +408,10 @@ def _ordered(t: pa.DataType) -> bool:
 
 
 def _refusal(agg: str, t: pa.DataType) -> str | None:
+    if pa.types.is_dictionary(t) and t.ordered:  # ranked by position: min and max only
+        if agg in ("sum", "mean"):
+            return "applies to numbers, not to an ordered dictionary's categories"
+        return None
     if pa.types.is_dictionary(t):
         t = t.value_type
     if agg in ("sum", "mean") and not _numeric(t):
@@ -475,7 +479,31 @@ def aggregate(windows: Windows, right: pa.Table, wanted: list[Aggregation]) -> l
 
 def _values(column: pa.ChunkedArray) -> np.ndarray:
     """A numeric, boolean or temporal column's values as numpy (temporal ones as their
-    integers; the slots of nulls as they lie, never read); dictionary columns decoded."""
+    integers; the slots of nulls as they lie, never read); dictionary columns decoded, but an
+    ordered one (a pandas ordered Categorical, a polars Enum), whose values rank by their
+    position in the dictionary, as those positions."""
+    if pa.types.is_dictionary(column.type) and column.type.ordered:
+        return _ranks(column)
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)
     return arrow_numpy.values(column)
+
+
+def _ranks(column: pa.ChunkedArray) -> np.ndarray:
+    """The dictionary positions of an ordered dictionary column, as int64: its chunks must
+    share one dictionary, which alone says how their values rank.
+
+    >>> cat = pa.array([1, 2, 3]).dictionary_encode()
+    >>> ordered = pa.DictionaryArray.from_arrays(cat.indices, pa.array([3, 1, 2]), ordered=True)
+    >>> _ranks(pa.chunked_array([ordered])).tolist()
+    [0, 1, 2]
+    """
+    dictionaries = [chunk.dictionary for chunk in column.chunks]
+    if any(not d.equals(dictionaries[0]) for d in dictionaries[1:]):
+        msg = (
+            f"an ordered dictionary column ({column.type}) whose chunks hold different "
+            f"dictionaries has no one order of its values: give its chunks one dictionary"
+        )
+        raise ValueError(msg)
+    indices = pa.chunked_array([c.indices for c in column.chunks], column.type.index_type)
+    return arrow_numpy.values(indices).astype(np.int64, copy=False)

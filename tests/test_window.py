@@ -774,6 +774,83 @@ def test_window_join_aggregates_match_the_oracle(device, small, seed):
         _check_aggregates(out, right, windows, _AGGS)
 
 
+def _ordered(values: list, categories: list, chunks: int = 2) -> pa.ChunkedArray:
+    """``values`` as an ordered dictionary column of ``categories`` (in their rank order, as
+    a pandas ordered Categorical or a polars Enum gives it), in ``chunks`` chunks sharing it."""
+    dictionary = pa.array(categories)
+    indices = pa.array([None if v is None else categories.index(v) for v in values], pa.int8())
+    bounds = np.linspace(0, len(values), chunks + 1).astype(int)
+    return pa.chunked_array(
+        [
+            pa.DictionaryArray.from_arrays(indices[a:b], dictionary, ordered=True)
+            for a, b in zip(bounds[:-1], bounds[1:])
+        ]
+    )
+
+
+@pytest.mark.parametrize("categories", [["mid", "lo", "hi", "top"], [30, -1, 7, 2]])
+def test_window_join_ranks_an_ordered_dictionary_by_its_categories(device, small, categories):
+    """min and max of an ordered dictionary (pandas' ordered Categorical, polars' Enum) go by
+    the categories' order, as pandas' and polars' own min and max do, not by value (texts
+    too, which have no distances of their own); its chunks share the dictionary."""
+    rng = np.random.default_rng(7)
+    n_right, n_left = small, max(small // 2, 3)
+    right_t = [int(v) for v in rng.integers(0, 12, n_right)]
+    right_g = _random_by(rng, n_right, ["a", "b"], True)
+    values = [None if rng.random() < 0.15 else categories[k] for k in rng.integers(0, 4, n_right)]
+    right = pa.table(
+        {
+            "t": pa.array(right_t, pa.int64()),
+            "g": pa.array(right_g),
+            "o": _ordered(values, categories),
+        }
+    )
+    left_t = [int(v) for v in rng.integers(0, 12, n_left)]
+    left_g = _random_by(rng, n_left, ["a", "b"], True)
+    left = pa.table({"t": pa.array(left_t, pa.int64()), "g": pa.array(left_g)})
+    aggs = {"o": ["min", "max", "first", "count"]}
+    out = ag.window_join(left, right, on="t", by="g", before=3, after=1, aggs=aggs, device=device)
+    windows = window_oracle(left_t, _groups(left_g), right_t, _groups(right_g), 3, 1, False)
+    ranks = [None if v is None else categories.index(v) for v in values]
+    for agg in aggs["o"]:
+        column = out.column(f"o_{agg}")
+        assert column.type == (pa.int64() if agg == "count" else right.schema.field("o").type)
+        got = column.to_pylist()
+        for i, w in enumerate(windows):
+            want = reduce_oracle(w, ranks, agg)
+            want = want if agg == "count" or want is None else values[want]
+            assert got[i] == want, (agg, i, w)
+
+
+def test_ordered_dictionary_refusals():
+    left = pa.table({"t": [5]})
+    one = pa.table({"t": [1, 2], "o": _ordered(["lo", "hi"], ["lo", "hi"])})
+    with pytest.raises(
+        TypeError,
+        match=r"aggs\['o'\]: 'sum' applies to numbers, not to an ordered dictionary's categories",
+    ):
+        ag.window_join(left, one, on="t", before=9, aggs={"o": "sum"}, device="cpu")
+    two = pa.table(
+        {
+            "t": [1, 2],
+            "o": pa.chunked_array(
+                [
+                    pa.DictionaryArray.from_arrays(
+                        pa.array([0], pa.int8()), ["lo", "hi"], ordered=True
+                    ),
+                    pa.DictionaryArray.from_arrays(
+                        pa.array([0], pa.int8()), ["hi", "lo"], ordered=True
+                    ),
+                ]
+            ),
+        }
+    )
+    with pytest.raises(
+        ValueError, match=r"whose chunks hold different dictionaries has no one order"
+    ):
+        ag.window_join(left, two, on="t", before=9, aggs={"o": "max"}, device="cpu")
+
+
 def test_window_join_by_left_by_right_and_no_by(device):
     left = pa.table({"lt": [5, 9, 2], "ls": ["A", "A", "B"]})
     right = pa.table(

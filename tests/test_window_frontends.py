@@ -875,3 +875,55 @@ def test_polars_right_columns_without_an_arrow_type_are_refused_only_when_aggreg
     assert got.rows() == [(5, 2.0)]
     with pytest.raises(TypeError, match=r"aggs\['big'\]: a Int128 column cannot be aggregated"):
         agpl.window_join(left, right, on="t", before=2, aggs={"big": "max"}, device="cpu")
+
+
+# --------------------------------------------------------------------------- ordered categories
+
+
+def _categorical_sides(seed: int):
+    """Integer keys, and a right column of categories ranked against their values' order."""
+    rng = np.random.default_rng(seed)
+    categories = ["mid", "lo", "hi", "top"]
+    left_t = [int(k) for k in rng.integers(0, 20, 15)]
+    right_t = [int(k) for k in rng.integers(0, 20, 25)]
+    values = [None if rng.random() < 0.2 else str(rng.choice(categories)) for _ in right_t]
+    return categories, left_t, right_t, values
+
+
+def _in_window(keys, x: int, before: int, after: int) -> list[bool]:
+    return [x - before <= k <= x + after for k in keys]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pandas_ordered_categorical_min_max_are_pandas_own(seed):
+    """Each window's min and max of an ordered Categorical are pandas' ``Series.min/max`` of
+    its rows: by category order, not by value."""
+    categories, left_t, right_t, values = _categorical_sides(seed)
+    dtype = pd.CategoricalDtype(categories, ordered=True)
+    left = pd.DataFrame({"t": left_t})
+    right = pd.DataFrame({"t": right_t, "c": pd.Series(values, dtype=dtype)})
+    out = agpd.window_join(
+        left, right, on="t", before=4, after=1, aggs={"c": ["min", "max"]}, device="cpu"
+    )
+    assert out["c_min"].dtype == dtype
+    for i, x in enumerate(left_t):
+        rows = right["c"][_in_window(right_t, x, 4, 1)]
+        for agg in ("min", "max"):
+            want, got = getattr(rows, agg)(), out[f"c_{agg}"].iloc[i]
+            assert (pd.isna(want) and pd.isna(got)) or want == got, (agg, i)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_polars_enum_min_max_are_polars_own(seed):
+    """Each window's min and max of an Enum are polars' own: by the Enum's order."""
+    categories, left_t, right_t, values = _categorical_sides(seed)
+    enum = pl.Enum(categories)
+    left = pl.DataFrame({"t": left_t})
+    right = pl.DataFrame({"t": right_t, "c": pl.Series(values, dtype=enum)})
+    out = agpl.window_join(
+        left, right, on="t", before=4, after=1, aggs={"c": ["min", "max"]}, device="cpu"
+    )
+    assert out.schema["c_min"] == enum
+    for i, x in enumerate(left_t):
+        rows = right.filter(pl.Series(_in_window(right_t, x, 4, 1)))["c"]
+        assert out["c_min"][i] == rows.min() and out["c_max"][i] == rows.max(), i
