@@ -180,11 +180,12 @@ def chunk_rows(
 
 def check_limit(limit: int, given: str) -> int:
     """The data budget of ``limit``: what is left after the process itself."""
-    if limit <= BASE_BYTES + (16 << 20):
+    floor = BASE_BYTES + (16 << 20)  # the process, and 16 MiB for data
+    if limit <= floor:
         raise EnrichError(
             f"--memory-limit {given} is too small: the process itself takes "
-            f"about {BASE_BYTES >> 20} MiB; give at least "
-            f"{(BASE_BYTES >> 20) + 100} MiB"
+            f"about {BASE_BYTES >> 20} MiB; give more than {floor >> 20} MiB, and room "
+            f"for the largest row group"
         )
     return limit - BASE_BYTES
 
