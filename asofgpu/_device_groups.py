@@ -27,6 +27,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ._types import check_group_count
+
 NO_GROUP = -1
 
 
@@ -147,8 +149,9 @@ class SortedGroups:
                 step, codes = xp.unique(combined, return_inverse=True)
                 self._steps.append(step)
                 codes = codes.reshape(-1)
-        self.right_codes = codes.astype(np.int32)
         self.n_groups = len(self._steps[-1]) if self._steps else len(self._levels[0])
+        check_group_count(self.n_groups, params[0].split("[")[0])
+        self.right_codes = codes.astype(np.int32)
 
     def __getstate__(self) -> dict:
         """Its backend by name (cupy's arrays pickle themselves)."""

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from . import _arrow_numpy as arrow_numpy
 from ._backend import walks
+from ._types import check_group_count
 from .kernels import views
 
 NO_GROUP = -1
@@ -606,7 +607,11 @@ class Groups:
             codes, step = _encode_pairs(combined)
             self._steps.append(step)
         self.right_codes = codes
+        # Checked once every code is made: past int32 they wrapped, and are refused here.
+        for column, param in zip(self.columns, params):
+            check_group_count(len(column.dictionary), param)
         self.n_groups = len(self._steps[-1]) if self._steps else len(self.columns[0].dictionary)
+        check_group_count(self.n_groups, params[0].split("[")[0])
         self._step_tables = [None] * len(self._steps)  # built on first lookup
 
     def lookup(self, columns: list[pa.ChunkedArray], params: list[str]) -> np.ndarray:

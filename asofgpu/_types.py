@@ -56,6 +56,30 @@ NO_MATCH = int(np.iinfo(np.int32).min)
 NO_MATCH_INT64 = int(np.iinfo(np.int64).min)
 
 
+#: The most groups a right side may hold: group codes are int32, -1 for "no group".
+MAX_GROUPS = 2**31 - 1
+
+
+def check_group_count(n_groups: int, param: str = "right_by") -> int:
+    """``n_groups``, refused past ``MAX_GROUPS`` (a right side of over 2**31 rows whose
+    by-keys are nearly all distinct), whose int32 codes would wrap and match wrong groups.
+
+    >>> check_group_count(40)
+    40
+    >>> check_group_count(2**31)
+    Traceback (most recent call last):
+    ...
+    ValueError: right_by holds 2,147,483,648 distinct groups; asofgpu numbers them as int32, up to 2,147,483,647
+    """
+    if n_groups > MAX_GROUPS:
+        msg = (
+            f"{param} holds {n_groups:,} distinct groups; asofgpu numbers them as int32, "
+            f"up to {MAX_GROUPS:,}"
+        )
+        raise ValueError(msg)
+    return n_groups
+
+
 def is_no_match(gmap):
     """Where a gather map holds no right row: its sentinel, ``NO_MATCH`` in an int32 map and
     ``NO_MATCH_INT64`` in an int64 one; an array of bools on the map's own device (numpy or
