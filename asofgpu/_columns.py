@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from . import _arrow_numpy as arrow_numpy
 from . import _pandas_arrow as pandas_arrow
+from ._duration import timedelta_ns
 
 _TICK_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 _DAY_NS = 86_400 * 10**9
@@ -402,8 +403,7 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int, param: str = "to
             )
             raise TypeError(msg)
         if isinstance(tolerance, datetime.timedelta):
-            ns = (tolerance.days * 86_400 + tolerance.seconds) * 10**9
-            ns += tolerance.microseconds * 1000
+            ns = timedelta_ns(tolerance)
         else:
             if np.isnat(tolerance):
                 msg = f"{param} must be a duration, got NaT"

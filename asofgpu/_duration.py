@@ -40,6 +40,21 @@ _INT64_MAX = int(np.iinfo(np.int64).max)
 UNITS_TEXT = "ns, us, ms, s, m, h, d, w"
 
 
+def timedelta_ns(delta) -> int:
+    """A ``datetime.timedelta``'s whole nanoseconds, exactly: a pandas ``Timedelta`` (a
+    subclass) keeps those below the microsecond in ``nanoseconds``, which its days, seconds
+    and microseconds leave out.
+
+    >>> import datetime, pandas as pd
+    >>> timedelta_ns(datetime.timedelta(seconds=1, microseconds=2))
+    1000002000
+    >>> timedelta_ns(pd.Timedelta(nanoseconds=1500)), timedelta_ns(pd.Timedelta(nanoseconds=-500))
+    (1500, -500)
+    """
+    ns = (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1000
+    return ns + int(getattr(delta, "nanoseconds", 0))
+
+
 def parse_duration(text: str) -> int:
     """A duration string as whole nanoseconds (never negative)."""
     if not isinstance(text, str) or not text.strip():

@@ -81,7 +81,7 @@ from . import _validate
 from ._columns import is_row_tolerances, key_type_of_arrow, tolerance_in_ticks
 from ._calendar import fixed as fixed_duration
 from ._calendar import clock_changes, is_calendar
-from ._duration import UNIT_NS
+from ._duration import UNIT_NS, timedelta_ns
 from ._types import NO_MATCH, DeviceName, StrategyName, is_no_match
 from .gather import gather
 from .join import AsofJoin, asof_join
@@ -546,9 +546,7 @@ def _duration_ns(tolerance) -> int:
     """A duration string or timedelta as whole nanoseconds, sign dropped ("1d" = 24 h; polars
     has already refused months, quarters, years and malformed strings)."""
     if isinstance(tolerance, datetime.timedelta):
-        return abs(
-            (tolerance.days * 86_400 + tolerance.seconds) * 10**9 + tolerance.microseconds * 1000
-        )
+        return abs(timedelta_ns(tolerance))
     return sum(int(n) * _UNIT_NS[unit] for n, unit in re.findall(r"(\d+)([a-z]+)", tolerance))
 
 

@@ -686,6 +686,31 @@ def test_huge_timedelta64_tolerance_does_not_wrap(device):
     assert got.tolist() == [0]
 
 
+def test_a_pandas_timedelta_keeps_its_nanoseconds(device):
+    """pandas' Timedelta is a datetime.timedelta whose nanoseconds below the microsecond are
+    not in its days, seconds and microseconds: read as one, 500 ns was 0 and matched
+    nothing. Distances 500 ns and 1 ns; a window of 600 ns holds one row each."""
+    left = pa.array(np.array([1000, 2000], "datetime64[ns]"))
+    right = pa.array(np.array([500, 1999], "datetime64[ns]"))
+    for tolerance in (pd.Timedelta(nanoseconds=500), pd.Timedelta(microseconds=1, nanoseconds=1)):
+        assert to_host(asof_join(left, right, tolerance=tolerance, device=device)).tolist() == [
+            0,
+            1,
+        ]
+    assert to_host(
+        asof_join(left, right, tolerance=pd.Timedelta(nanoseconds=499), device=device)
+    ).tolist() == [NO_MATCH, 1]
+    out = ag.window_join(
+        pa.table({"t": left}),
+        pa.table({"t": right, "v": [1.0, 2.0]}),
+        on="t",
+        before=pd.Timedelta(nanoseconds=600),
+        aggs={"v": "count"},
+        device=device,
+    )
+    assert out["v_count"].to_pylist() == [1, 1]
+
+
 # ----------------------------------------------------------------------------- by columns
 
 
