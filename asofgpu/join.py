@@ -752,7 +752,7 @@ def asof_join(
     >>> asof_join(np.array([0, 5, 8]), np.array([1, 4, 7]), strategy="nearest", device="cpu").tolist()
     [0, 1, 2]
     """
-    if device == "auto" and (is_device(left_on) or is_device(right_on)):
+    if _validate.device(device) == "auto" and (is_device(left_on) or is_device(right_on)):
         device = "cuda"
     prepared = AsofJoin(
         right_on,

@@ -70,9 +70,9 @@ def splice_maps(
     (sentinel ``NO_MATCH``) when its side has fewer than 2**31 rows, else int64
     (``NO_MATCH_INT64``); numpy on the host backends, cupy on cuda.
     """
-    if device == "auto" and (is_device(left_on) or is_device(right_on)):
+    if _validate.device(device) == "auto" and (is_device(left_on) or is_device(right_on)):
         device = "cuda"
-    backend = get_backend(_validate.device(device))
+    backend = get_backend(device)
     exact = _validate.flag(allow_exact_matches, "allow_exact_matches")
     _validate.one_of(null_equality, "null_equality", ("unequal", "equal"))
     host = backend.xp is np

@@ -21,6 +21,7 @@ from typing import Literal
 
 import pyarrow as pa
 
+from . import _validate
 from ._columns import to_table
 from .gather import gather
 from ._types import DeviceName, RowTolerance, StrategyName, TableLike, Tolerance
@@ -136,6 +137,13 @@ def join_asof(
         on, left_on, right_on, by, by_left, by_right
     )
     check_suffix(suffix)
+    coalesce = _validate.flag(coalesce, "coalesce")
+    dropped = set(right_by)
+    if right_on == left_on and coalesce:
+        dropped.add(right_on)
+    kept = [n for n in right_t.column_names if n not in dropped]
+    names = list(left_t.column_names)
+    out_names = right_names(names, kept, suffix)  # a clash refused before any work
     gmap = asof_join(
         _column(left_t, left_on, "left"),
         _column(right_t, right_on, "right"),
@@ -149,13 +157,7 @@ def join_asof(
         device=device,
     )
 
-    dropped = set(right_by)
-    if right_on == left_on and coalesce:
-        dropped.add(right_on)
-    kept = [n for n in right_t.column_names if n not in dropped]
     taken = gather(right_t.select(kept), gmap)
-    names = list(left_t.column_names)
-    out_names = right_names(names, kept, suffix)
     return pa.Table.from_arrays(list(left_t.columns) + list(taken.columns), names=names + out_names)
 
 

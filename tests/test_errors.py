@@ -107,6 +107,16 @@ def test_bad_device(value):
         asof_join(L1, R1, device=value)
     with pytest.raises(ValueError, match=re.escape(msg)):
         AsofJoin(R1, device=value)
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        ag.splice_maps(L1, R1, device=value)
+
+
+def test_an_array_as_device_is_refused_by_name():
+    """Checked before it is compared with "auto" (numpy's truth value error named nothing)."""
+    with pytest.raises(ValueError, match=r"device must be one of 'auto', .*got array"):
+        asof_join(L1, R1, device=np.array(["cpu", "cpu"]))
+    with pytest.raises(ValueError, match=r"device must be one of 'auto', .*got array"):
+        ag.splice_maps(L1, R1, device=np.array(["cpu", "cpu"]))
 
 
 @pytest.mark.skipif(

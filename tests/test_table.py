@@ -132,13 +132,20 @@ def test_pandas_frames_are_accepted():
         (dict(on="t", by=[]), TypeError, "by must be a column name or a non-empty sequence"),
         (dict(on="nope"), KeyError, "left table has no column 'nope'"),
         (dict(on="t", suffix=None), TypeError, "suffix must be a string, got None"),
+        (dict(on="t", coalesce="no"), TypeError, "coalesce must be True or False, got 'no'"),
+        (dict(left_on="t", right_on="g", coalesce=None), TypeError, "coalesce must be True or"),
+        (
+            dict(on="t", device=np.array(["cpu"])),  # checked before it is compared with "auto"
+            ValueError,
+            "device must be one of 'auto', 'cpu', 'cuda', 'python', got array",
+        ),
     ],
 )
 def test_argument_errors(kwargs, error, match):
     left = pa.table({"t": [1], "g": ["a"]})
     right = pa.table({"t": [1], "g": ["a"]})
     with pytest.raises(error, match=match):
-        ag.join_asof(left, right, device="cpu", **kwargs)
+        ag.join_asof(left, right, **{"device": "cpu", **kwargs})
 
 
 def test_a_suffix_that_still_clashes_is_refused():
