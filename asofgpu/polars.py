@@ -409,6 +409,8 @@ def _eager(
 
 
 def _key(frame: pl.DataFrame, key) -> pl.Series:
+    if isinstance(key, (list, tuple)) and len(key) == 1:
+        key = key[0]  # polars' lazy join_asof takes a list of one key (its dry run said so)
     if isinstance(key, str):
         return frame.get_column(key)
     name = "__asofgpu_key"
