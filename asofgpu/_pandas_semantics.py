@@ -893,7 +893,10 @@ def _is_temporal(values) -> bool:
 
 
 def _arrow_timestamp_or_duration(values) -> bool:
-    if not isinstance(values, pd.arrays.ArrowExtensionArray):
+    # pandas 3's default strings are Arrow arrays too, of a StringDtype without pyarrow_dtype.
+    if not isinstance(values, pd.arrays.ArrowExtensionArray) or not isinstance(
+        values.dtype, pd.ArrowDtype
+    ):
         return False
     t = values.dtype.pyarrow_dtype
     return pa.types.is_timestamp(t) or pa.types.is_duration(t)

@@ -953,6 +953,14 @@ def test_pandas_2_accepts_what_pandas_3_refuses():
         merge_asof(*frames, device="cpu", **kwargs)
 
 
+def test_a_string_key_picked_by_pandas_label_rules_is_refused_as_pandas_refuses_it():
+    """A boolean ``by`` array over integer column labels makes column 1 (pandas 3's default
+    strings: Arrow arrays of a StringDtype, not an ArrowDtype) a key: an AttributeError here."""
+    left = pd.DataFrame({0: [1, 5, 9], 1: ["a", "b", "a"], 2: [1, 2, 3]})
+    right = pd.DataFrame({0: [0, 4, 8], 1: ["a", "a", "b"], 3: [1.0, 2.0, 3.0]})
+    same_error_as_pandas(left, right, on=0, by=np.array([True, False, True]))
+
+
 def test_error_precedence_follows_pandas():
     """Several problems at once: pandas' order decides which one is reported."""
     same_error_as_pandas(L.iloc[::-1], R.iloc[::-1], on="t", suffixes=("", ""))
