@@ -47,7 +47,9 @@ def family(t: pa.DataType):
         return "binary"
     if pa.types.is_floating(t):
         return "float"
-    if pa.types.is_nested(t):
+    # An extension type's values are equal as its own rules say (bool8's 1 and 2 are both
+    # true), which its storage's bits do not tell: none is a group key.
+    if pa.types.is_nested(t) or isinstance(t, pa.BaseExtensionType):
         return None
     return t
 
@@ -56,6 +58,8 @@ def _check_type(left: pa.DataType, right: pa.DataType, left_param: str, right_pa
     for t, p in ((left, left_param), (right, right_param)):
         if family(t) is None:
             msg = f"{p} must be a flat column (numbers, strings, temporal, bool), got {t}"
+            if isinstance(t, pa.BaseExtensionType):
+                msg += f". Hint: pass its storage ({t.storage_type}) if its bits are its value"
             raise TypeError(msg)
     if family(left) != family(right) and not (pa.types.is_null(left) or pa.types.is_null(right)):
         msg = (

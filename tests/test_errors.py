@@ -579,6 +579,20 @@ def test_nested_by_types(column, name, side):
         asof_join(np.array([1]), np.array([1]), left, right, device="cpu")
 
 
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_extension_by_types_are_refused_with_their_storage_named(side):
+    """An extension type's equality is its own (bool8's 1 and 2 are both true): the right
+    side's went to Arrow's dictionary_encode, which has no kernel for them."""
+    flag = pa.ExtensionArray.from_storage(pa.bool8(), pa.array([1], pa.int8()))
+    left, right = (flag, pa.array([True])) if side == "left" else (pa.array([True]), flag)
+    msg = (
+        f"{side}_by[0] must be a flat column (numbers, strings, temporal, bool), got "
+        f"extension<arrow.bool8>. Hint: pass its storage (int8) if its bits are its value"
+    )
+    with pytest.raises(TypeError, match=re.escape(msg)):
+        asof_join(np.array([1]), np.array([1]), left, right, device="cpu")
+
+
 @pytest.mark.parametrize(("n_left", "n_right"), [(1, 2), (2, 1), (3, 2), (2, 3)])
 def test_wrong_number_of_by_columns(n_left, n_right):
     left = [pa.array(["a"])] * n_left
