@@ -132,7 +132,7 @@ def join_asof(
     """
     by_left = _renamed(by_left, left_by, "by_left", "left_by")
     by_right = _renamed(by_right, right_by, "by_right", "right_by")
-    left_t, right_t = to_table(left, "left"), to_table(right, "right")
+    left_t, right_t = _table(left, "left"), _table(right, "right")
     left_on, right_on, left_by, right_by = resolve_keys(
         on, left_on, right_on, by, by_left, by_right
     )
@@ -180,6 +180,27 @@ def check_suffix(suffix) -> None:
     if not isinstance(suffix, str):
         msg = f"suffix must be a string, got {suffix!r}"
         raise TypeError(msg)
+
+
+def _table(obj, side: str) -> pa.Table:
+    """``side``'s table (``to_table``), each of its columns named once: the joins take
+    columns by name, and name the output's.
+
+    >>> _table(pa.Table.from_arrays([pa.array([1]), pa.array([2])], ["t", "t"]), "left")
+    Traceback (most recent call last):
+    ...
+    ValueError: the left table has 2 columns named 't': a join takes its columns by name. Hint: rename them
+    """
+    table = to_table(obj, side)
+    names = table.column_names
+    if len(set(names)) < len(names):
+        name = next(n for n in names if names.count(n) > 1)
+        msg = (
+            f"the {side} table has {names.count(name)} columns named {name!r}: a join takes "
+            f"its columns by name. Hint: rename them"
+        )
+        raise ValueError(msg)
+    return table
 
 
 def right_names(left_names: list[str], names: list[str], suffix: str) -> list[str]:
@@ -236,7 +257,7 @@ def splice_join(
     >>> out.column_names
     ['ts', 'buy', 'ts_right', 'sell']
     """
-    left_t, right_t = to_table(left, "left"), to_table(right, "right")
+    left_t, right_t = _table(left, "left"), _table(right, "right")
     left_on, right_on, left_by, right_by = resolve_keys(
         on, left_on, right_on, by, by_left, by_right
     )
@@ -314,7 +335,7 @@ def window_join(
     >>> out.to_pydict()
     {'t': [5, 9], 'sym': ['A', 'A'], 'bid_max': [3.0, 4.0], 'bid_count': [2, 1]}
     """
-    left_t, right_t = to_table(left, "left"), to_table(right, "right")
+    left_t, right_t = _table(left, "left"), _table(right, "right")
     keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
     wanted = aggregations(aggs, right_t.column_names, lambda c: right_t.schema.field(c).type)
     names = list(left_t.column_names)
@@ -358,7 +379,7 @@ def range_join(
     >>> range_join(trades, quotes, on="t", before=2, device="cpu").to_pydict()
     {'t': [5, 5, 9], 't_right': [3, 4, None], 'bid': [2.0, 3.0, None]}
     """
-    left_t, right_t = to_table(left, "left"), to_table(right, "right")
+    left_t, right_t = _table(left, "left"), _table(right, "right")
     keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
     check_suffix(suffix)
     kept = [n for n in right_t.column_names if n not in set(keys[3])]

@@ -175,3 +175,23 @@ def test_the_old_names_of_by_left_and_by_right_still_work_with_a_deprecation_war
     assert {w.filename for w in caught} == {__file__}  # the caller's line
     with pytest.raises(TypeError, match="pass by_right only: right_by is its old name"):
         ag.join_asof(left, right, on="t", by_left="g", by_right="h", right_by="h", device="cpu")
+
+
+@pytest.mark.parametrize("join", ["join_asof", "splice_join", "range_join", "window_join"])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_a_table_with_two_columns_of_one_name_is_refused_by_side(join, side):
+    """pyarrow tables may hold two columns of one name; the joins take columns by name, and
+    pyarrow's own KeyError named neither the side nor the call (the window join even said the
+    column did not exist)."""
+    twice = pa.table({"t": [1, 5], "v": [1.0, 2.0]})
+    twice = twice.append_column("v", pa.array([3.0, 4.0]))
+    once = pa.table({"t": [2, 6], "w": [1, 2]})
+    left, right = (twice, once) if side == "left" else (once, twice)
+    options = {"on": "t", "device": "cpu"}
+    if join in ("range_join", "window_join"):
+        options["before"] = 1
+    if join == "window_join":
+        options["aggs"] = {"w" if side == "left" else "v": "count"}
+    msg = f"the {side} table has 2 columns named 'v': a join takes its columns by name"
+    with pytest.raises(ValueError, match=msg):
+        getattr(ag, join)(left, right, **options)
