@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _arrow_numpy as arrow_numpy
-from ._backend import Backend, take_fixed, walks
+from ._backend import Backend, get_backend, take_fixed, walks
 from ._columns import canonical_floats
 from .gather import gather
 from .kernels.window import Reduced
@@ -52,7 +52,11 @@ class Windows:
     changed: the reductions keep what they share between columns (the cpu's slide order).
     """
 
-    def __init__(self, backend: Backend, starts, ends, rows, no_match: int, n_right: int) -> None:
+    def __init__(
+        self, backend: Backend | str, starts, ends, rows, no_match: int, n_right: int
+    ) -> None:
+        if isinstance(backend, str):  # a backend's name, as ``device=`` takes it
+            backend = get_backend(backend)
         self.backend = backend
         self.starts = starts
         self.ends = ends
@@ -118,6 +122,9 @@ class Windows:
         holds no valid value, anything: its count says so), when the values are their own
         order keys (int64, and float64 without NaN): a window join then needs no gather of
         the rows the maps name."""
+        if isinstance(wanted, str) or not isinstance(wanted, (list, tuple, set, frozenset)):
+            msg = f"wanted must be a list of reductions such as ['sum', 'count'], got {wanted!r}"
+            raise TypeError(msg)
         wanted = tuple(wanted)
         for how in wanted:
             if how not in AGGREGATIONS:
@@ -224,6 +231,9 @@ class Windows:
 
     def _payload(self, values, param: str, dtype=None):
         values = self.backend.asarray(values)
+        if dtype == np.bool_ and values.dtype != np.bool_:
+            msg = f"{param} must be booleans, got {values.dtype}"  # "False" would be true
+            raise TypeError(msg)
         if dtype is not None:
             values = values.astype(dtype, copy=False)
         if values.shape != (self.n_right,):

@@ -1265,6 +1265,21 @@ def test_windows_method_errors():
         w.sum(np.array([1, 2]))
     with pytest.raises(ValueError, match=r"valid must be one value per right row"):
         w.count(np.array([True]))
+    for valid in (np.array(["False"] * 3), np.array([np.nan, 0.5, 1.0])):  # all truthy
+        with pytest.raises(TypeError, match=r"valid must be booleans, got"):
+            w.count(valid)
+        with pytest.raises(TypeError, match=r"valid must be booleans, got"):
+            w.sum(np.array([1, 2, 3]), valid)
+    for wanted in (None, "sum", 3):
+        with pytest.raises(TypeError, match=r"wanted must be a list of reductions"):
+            w.reduce(wanted, np.array([1, 2, 3]))
+
+
+def test_windows_made_with_a_backend_name():
+    """``Windows`` is exported: made by hand, its backend may be named as ``device=`` is."""
+    w = ag.Windows("cpu", np.array([0, 1]), np.array([2, 3]), np.array([0, 1, 2]), ag.NO_MATCH, 3)
+    assert w.count().tolist() == [2, 2]
+    assert w.sum(np.array([1, 2, 4]))[0].tolist() == [3, 6]
 
 
 # --------------------------------------------------------------------------- properties
