@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import _arrow_numpy as arrow_numpy
 from ._backend import (
@@ -35,7 +36,11 @@ def _host_map(gmap) -> np.ndarray:
         if not pa.types.is_integer(gmap.type):
             msg = f"gmap must be a one-dimensional integer array, got {gmap.type}"
             raise TypeError(msg)
-        gmap = arrow_numpy.filled(gmap.cast(pa.int64()), NO_MATCH_INT64)  # a null: no match
+        if pa.types.is_uint64(gmap.type) and (pc.max(gmap).as_py() or 0) >= 2**63:
+            # No row, and past int64: kept as uint64 for the row check below to name it.
+            gmap = arrow_numpy.filled(gmap, 0)
+        else:
+            gmap = arrow_numpy.filled(gmap.cast(pa.int64()), NO_MATCH_INT64)  # null: no match
     gmap = np.asarray(gmap)
     if gmap.ndim != 1 or gmap.dtype.kind not in "iu":
         msg = (

@@ -762,6 +762,19 @@ def test_gather_errors():
         match=re.escape("gmap[0] = -5 is not a row of right_table (2 rows) nor NO_MATCH"),
     ):
         ag.gather(table, np.array([-5], np.int64))
+    for huge in (  # past int64: Arrow's cast raised ArrowInvalid, naming no parameter
+        pa.array([1, None, 2**64 - 1], pa.uint64()),
+        pa.chunked_array([pa.array([1, None], pa.uint64()), pa.array([2**64 - 1], pa.uint64())]),
+        np.array([1, 0, 2**64 - 1], np.uint64),
+    ):
+        with pytest.raises(
+            IndexError,
+            match=re.escape(
+                "gmap[2] = 18446744073709551615 is not a row of right_table (2 rows) nor NO_MATCH"
+            ),
+        ):
+            ag.gather(table, huge)
+    assert ag.gather(table, pa.array([1, None], pa.uint64())).column("x").to_pylist() == [2, None]
     with pytest.raises(
         TypeError,
         match=re.escape("gmap must be a one-dimensional integer array, got float64 of shape (2,)"),
