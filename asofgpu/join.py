@@ -333,7 +333,8 @@ class AsofJoin:
             run_start = int(run_starts[int(xp.argmax(again))])
             where = run_start if where is None else min(where, run_start)
         if where is not None:
-            what = "grouped by right_by and " if bucket is not None else ""
+            # Null keys are a bucket of their own without right_by too: ask what was given.
+            what = "grouped by right_by and " if self._groups is not None else ""
             msg = (
                 f"presorted=True but the right side is not {what}sorted by right_on "
                 f"(row {int(rows[where])} is out of order). "

@@ -697,8 +697,10 @@ def test_presorted_on_unsorted_data_without_by():
         asof_join(L1, np.array([1, 3, 2]), presorted=True, device="cpu")
     with pytest.raises(ValueError, match=re.escape(msg)):
         AsofJoin(np.array([1, 3, 2]), presorted=True, device="cpu")
-    # null keys are skipped; the row number is the caller's
-    with pytest.raises(ValueError, match=re.escape("(row 3 is out of order)")):
+    # null keys are skipped; the row number is the caller's; no right_by is blamed
+    with pytest.raises(
+        ValueError, match=re.escape("not sorted by right_on (row 3 is out of order)")
+    ):
         asof_join(L1, pa.array([1, None, 5, 4]), presorted=True, device="cpu")
     # NaN sorts last: NaN before a number is out of order
     with pytest.raises(ValueError, match=re.escape("(row 1 is out of order)")):
