@@ -26,6 +26,7 @@ import dataclasses
 import itertools
 import sys
 import threading
+import weakref
 import warnings
 from collections.abc import Hashable, Sequence
 from typing import Literal
@@ -690,20 +691,28 @@ def _sorted_right(part, spec: _Spec):
 class _PreparedCache:
     """Right sides prepared (an ``AsofJoin``, or ``asofgpu.plc``'s for cuDF partitions), kept
     per process (so once per worker) for the broadcast method; the few most recent, since
-    each holds a sorted copy of a right side (on the GPU, device memory)."""
+    each holds a sorted copy of a right side (on the GPU, device memory).
+
+    An entry serves the very frame it was prepared from: a graph's key names how the right
+    side is made (a reader and a path), not its rows, and computing the collection again
+    after its file changed must not probe the old keys. Within one computation every task
+    of a worker is handed the same frame."""
 
     def __init__(self, size: int):
         self._size = size
-        self._entries = collections.OrderedDict()
+        self._entries = collections.OrderedDict()  # key -> (weak reference to source, value)
         self._lock = threading.Lock()
 
-    def get(self, key, build):
+    def get(self, key, source, build):
         # Built under the lock: a worker's threads wait for one preparation, not race to many.
         with self._lock:
-            if key in self._entries:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0]() is source:
                 self._entries.move_to_end(key)
-                return self._entries[key]
-            value = self._entries[key] = build()
+                return entry[1]
+            value = build()
+            self._entries[key] = (weakref.ref(source), value)
+            self._entries.move_to_end(key)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
             return value
@@ -715,9 +724,10 @@ _PREPARED = _PreparedCache(size=4)
 class _SharedRight(_semantics.AsofMerge):
     """pandas' merge whose ``AsofJoin`` comes from the process cache."""
 
-    def __init__(self, cache_key, *args):
-        super().__init__(*args)
+    def __init__(self, cache_key, left, right, *args):
+        super().__init__(left, right, *args)
         self._cache_key = cache_key
+        self._source = right  # the frame this task was handed: what a cache entry must match
 
     def prepare(self, right_key, right_by, device):
         # by keys pandas cannot hash natively are codes factorized jointly with this left
@@ -726,6 +736,7 @@ class _SharedRight(_semantics.AsofMerge):
             return super().prepare(right_key, right_by, device)
         return _PREPARED.get(
             (self._cache_key, device),
+            self._source,
             lambda: super(_SharedRight, self).prepare(right_key, right_by, device, reused=True),
         )
 
@@ -869,7 +880,7 @@ def _join_cudf(left, right, spec: _Spec, cache_key=None):
         right_by = _semantics.device_by_table([right[c] for c in spec.right_by])
         return _semantics.prepare_on_device(rkey, right_by)
 
-    prepared = _PREPARED.get((cache_key, "cuda"), prepare) if cache_key else prepare()
+    prepared = _PREPARED.get((cache_key, "cuda"), right, prepare) if cache_key else prepare()
     tolerance = spec.tolerance
     if isinstance(tolerance, pd.Timedelta):
         tolerance = tolerance.to_timedelta64()  # exact to the nanosecond

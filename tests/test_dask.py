@@ -404,6 +404,22 @@ def test_broadcast_prepares_the_right_side_once_per_process(threads, thresholds)
     assert [name for name, _ in decisions].count("sort_pieces") == 1
 
 
+def test_broadcast_computed_again_after_its_file_changed_probes_the_new_rows(tmp_path):
+    """The cache of prepared right sides is keyed by the graph, which names the reader and
+    the path, not the rows: computed again after the file changed, the collection joined
+    the new rows against the old keys, silently. An entry serves the frame it was made of."""
+    path = tmp_path / "quotes.parquet"
+    left = dd.from_pandas(pd.DataFrame({"t": [1, 2, 3, 4]}), npartitions=2)
+    pd.DataFrame({"t": [0, 2], "x": [1.0, 2.0]}).to_parquet(path)
+    out = merge_asof(left, dd.read_parquet(path), on="t", method="broadcast", device="cpu")
+    with dask.config.set(scheduler="synchronous"):
+        assert out.compute()["x"].tolist() == [1.0, 2.0, 2.0, 2.0]
+        pd.DataFrame({"t": [3, 4], "x": [10.0, 20.0]}).to_parquet(path)
+        got = out.compute()["x"].tolist()
+    want = pd.merge_asof(left.compute(), pd.read_parquet(path), on="t")["x"]
+    pd.testing.assert_series_equal(pd.Series(got), want, check_names=False)  # NaN NaN 10 20
+
+
 # --------------------------------------------------------------------------- errors
 
 
