@@ -24,6 +24,7 @@ import bisect
 import collections
 import dataclasses
 import itertools
+import math
 import sys
 import threading
 import weakref
@@ -601,6 +602,15 @@ def _shift(bound, tolerance, sign: int):
         info = np.iinfo(bound.dtype if isinstance(bound, np.integer) else np.int64)
         shifted = int(bound) + sign * int(tolerance)
         return shifted if info.min <= shifted <= info.max else None
+    if isinstance(bound, (float, np.floating)):
+        # pandas tests the rounded difference of the keys against the tolerance, which the
+        # rounded bound - tolerance may miss by an ulp (1.6 - 1.0 > 0.6, 1.6 - 0.6 <= 1.0):
+        # the bound moves out by far more than float32's rounding, keeping a row or so more.
+        bound, tolerance = float(bound), float(tolerance)
+        shifted = bound + sign * tolerance
+        if not math.isfinite(shifted):
+            return None
+        return shifted + sign * 2**-20 * (abs(bound) + abs(tolerance))
     try:
         return bound + sign * tolerance
     except (OverflowError, ValueError):  # a timestamp pushed out of its range
@@ -625,14 +635,25 @@ def _carry_in(state, blocks: list, empty, spec: _Spec, reach):
     order, so concatenation keeps the rows sorted and "last" is the largest (key, row));
     rows before ``reach`` are out of tolerance for every later left row."""
     frame = _per_group(_concat([state, *blocks], empty), spec.right_by, "last")
-    return frame.iloc[_rows(_key(frame, spec.right_key), reach, None, _CLOSED)]
+    if reach is None:
+        return frame
+    return frame.iloc[_count(_key(frame, spec.right_key) < reach) :]
 
 
 def _carry_out(blocks: list, state, empty, spec: _Spec, reach):
     """One step of the suffix fold: the first right row per group from here on; rows past
     ``reach`` are out of tolerance for every earlier left row."""
     frame = _per_group(_concat([*blocks, state], empty), spec.right_by, "first")
-    return frame.iloc[_rows(_key(frame, spec.right_key), None, reach, _CLOSED)]
+    if reach is None:
+        return frame
+    return frame.iloc[: _count(_key(frame, spec.right_key) <= reach)]
+
+
+def _count(below) -> int:
+    """The rows of a sorted key on one side of a reach, counted by comparing (a search
+    would need the reach in the key's unit: 2.5 s back from a key of whole seconds is
+    not one)."""
+    return int(below.sum())
 
 
 def _join_time(left, carry_in, pieces: list, carry_out, empty, spec: _Spec):

@@ -420,6 +420,64 @@ def test_broadcast_computed_again_after_its_file_changed_probes_the_new_rows(tmp
     pd.testing.assert_series_equal(pd.Series(got), want, check_names=False)  # NaN NaN 10 20
 
 
+@pytest.mark.parametrize(
+    ("left_t", "right_t", "tolerance", "direction"),
+    [
+        ([0.0, 1.6], [0.6, 5.0], 1.0, "backward"),  # 1.6 - 0.6 <= 1.0; 1.6 - 1.0 > 0.6
+        ([0.0, 1.6], [0.6, 5.0], 1.0, "nearest"),
+        ([0.4, 1.9], [0.0, 1.8], 1.4, "forward"),  # 1.8 - 0.4 <= 1.4; 0.4 + 1.4 < 1.8
+    ],
+)
+def test_time_method_prunes_float_carries_as_pandas_measures_them(
+    left_t, right_t, tolerance, direction
+):
+    """The carries are pruned by each partition's first (last) key less (plus) the
+    tolerance, which in floats can miss pandas' test of the keys' difference by an ulp: a
+    row pandas matches was dropped, silently."""
+    left = pd.DataFrame({"t": left_t})
+    right = pd.DataFrame({"t": right_t, "x": [1.0, 2.0]})
+    options = dict(on="t", tolerance=tolerance, direction=direction)
+    got = merge_asof(
+        dd.from_pandas(left, npartitions=2),
+        dd.from_pandas(right, npartitions=2),
+        method="time",
+        device="cpu",
+        **options,
+    )
+    with dask.config.set(scheduler="synchronous"):
+        got = got.compute().reset_index(drop=True)  # each partition numbers its own rows
+        pd.testing.assert_frame_equal(got, pd.merge_asof(left, right, **options))
+
+
+@pytest.mark.parametrize("unit", ["s", "ms"])
+@pytest.mark.parametrize(
+    "tolerance",
+    [pd.Timedelta("2500ms"), pd.Timedelta("1500us"), pd.DateOffset(seconds=2, milliseconds=500)],
+)
+@pytest.mark.parametrize("direction", ["backward", "forward"])
+def test_time_method_takes_a_tolerance_finer_than_its_keys(unit, tolerance, direction):
+    """A carry's reach 2.5 s from keys of whole seconds lies between them: it was searched
+    for in the key and refused ("Cannot losslessly convert units")."""
+    base = pd.Timestamp("2024-03-01 09:30")
+    left = pd.DataFrame({"t": (base + pd.to_timedelta([0, 4], "s")).as_unit(unit)})
+    right = pd.DataFrame(
+        {"t": (base + pd.to_timedelta([2, 6], "s")).as_unit(unit), "x": [1.0, 2.0]}
+    )
+    options = dict(on="t", tolerance=tolerance, direction=direction)
+    got = merge_asof(
+        dd.from_pandas(left, npartitions=2),
+        dd.from_pandas(right, npartitions=2),
+        method="time",
+        device="cpu",
+        **options,
+    )
+    from asofgpu.pandas import merge_asof as pandas_merge_asof  # pandas refuses a DateOffset
+
+    with dask.config.set(scheduler="synchronous"):
+        want = pandas_merge_asof(left, right, device="cpu", **options)
+        pd.testing.assert_frame_equal(got.compute().reset_index(drop=True), want)
+
+
 # --------------------------------------------------------------------------- errors
 
 
