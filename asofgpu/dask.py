@@ -140,6 +140,10 @@ tolerance, allow_exact_matches, direction
       no later left row can reach (a ``DateOffset``'s reach from the interval's first key,
       less a day: calendar arithmetic keeps key order except on a zone's repeated hour). Without known divisions, the key columns alone are read
       once beforehand for each partition's first and last key.
+
+    Categorical ``by`` columns whose categories dask does not know (``astype("category")``)
+    are read once at the call to learn them (``cat.as_known()``): pandas compares the
+    categories of whole frames, which no single partition holds.
     - **broadcast**: the left side does not move. The right side is gathered into one
       partition, sorted once by ``on`` and copied once to every worker (W times its size);
       each worker prepares it once (``AsofJoin``, kept in a small per-process cache) and
@@ -200,6 +204,8 @@ tolerance, allow_exact_matches, direction
     _require_labels(
         on=on, left_on=left_on, right_on=right_on, by=by, left_by=left_by, right_by=right_by
     )
+    left = _known_categories(left, by if by is not None else left_by)
+    right = _known_categories(right, by if by is not None else right_by)
     keywords = dict(
         on=on,
         left_on=left_on,
@@ -383,6 +389,30 @@ def _key_tolerance(tolerance, lmeta, left_key):
     if dtype.kind == "f" and tolerance != tolerance:
         return None
     return tolerance
+
+
+def _known_categories(frame, labels):
+    """``frame`` with its categorical ``labels`` (a by-key) of categories dask does not know
+    (``astype("category")``) made known, in one pass over those columns: each partition
+    held only its own categories, which pandas' merge refused as unequal where the whole
+    frames' are equal. pandas compares the whole frames' categories, and so then does
+    every partition's join."""
+    if labels is None or not hasattr(frame, "columns"):
+        return frame
+    labels = labels if isinstance(labels, (list, tuple)) else [labels]
+    unknown = [
+        label
+        for label in labels
+        if label in frame.columns
+        and isinstance(frame._meta[label].dtype, pd.CategoricalDtype)
+        and not frame[label].cat.known
+    ]
+    if not unknown:
+        return frame
+    frame = frame.copy()
+    for label in unknown:
+        frame[label] = frame[label].cat.as_known()
+    return frame
 
 
 def _as_frame(obj, side: str):

@@ -478,6 +478,29 @@ def test_time_method_takes_a_tolerance_finer_than_its_keys(unit, tolerance, dire
         pd.testing.assert_frame_equal(got.compute().reset_index(drop=True), want)
 
 
+@pytest.mark.parametrize("method", ["auto", "time", "hash", "broadcast"])
+@pytest.mark.parametrize("known", ["neither", "left"])
+def test_by_categories_dask_does_not_know_are_learned_first(method, known):
+    """``astype("category")`` leaves dask's categories unknown: each partition held its own,
+    and pandas' merge of a partition refused them as unequal where pandas joins the whole
+    frames. Categories the two sides do not share are still pandas' error, at the call."""
+    left = pd.DataFrame({"t": [1, 2, 3, 4], "g": ["a", "a", "b", "b"]})
+    right = pd.DataFrame({"t": [0, 1, 2, 3], "g": ["b", "a", "b", "a"], "x": [10, 11, 12, 13]})
+    ld, rd = dd.from_pandas(left, npartitions=2), dd.from_pandas(right, npartitions=2)
+    ld["g"], rd["g"] = ld["g"].astype("category"), rd["g"].astype("category")
+    if known == "left":
+        ld["g"] = ld["g"].cat.as_known()
+    with dask.config.set(scheduler="synchronous"):
+        lp, rp = dask.compute(ld, rd)
+        want = pd.merge_asof(lp, rp, on="t", by="g")
+        got = merge_asof(ld, rd, on="t", by="g", method=method, device="cpu").compute()
+    assert got["x"].tolist() == want["x"].astype(float).tolist()  # int -> float64 (README)
+    other = dd.from_pandas(right.assign(g=right["g"].replace("a", "z")), npartitions=2)
+    other["g"] = other["g"].astype("category")
+    with pytest.raises(MergeError, match="both sides category, but not equal ones"):
+        merge_asof(ld, other, on="t", by="g", method=method, device="cpu")
+
+
 # --------------------------------------------------------------------------- errors
 
 
