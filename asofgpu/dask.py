@@ -500,7 +500,7 @@ def _key_collection(frame, key):
 def _division_spans(frame) -> list:
     """Closed spans from known divisions: wider than the keys inside, which is enough."""
     d = frame.divisions
-    return [(d[i], d[i + 1]) for i in range(frame.npartitions)]
+    return [(d[i], d[i + 1]) for i in range(len(d) - 1)]
 
 
 def _partition_span(key, side: str):

@@ -501,6 +501,21 @@ def test_by_categories_dask_does_not_know_are_learned_first(method, known):
         merge_asof(ld, other, on="t", by="g", method=method, device="cpu")
 
 
+def test_known_divisions_are_read_as_dask_cuts_them_not_by_npartitions():
+    """dask's repartition(npartitions=7) of an index of two values reports 7 partitions, and
+    cuts 2 (its divisions and its tasks): the spans are the divisions'."""
+    left = pd.DataFrame({"lid": [0, 1]}, index=pd.Index([0, 9], name="t"))
+    right = pd.DataFrame({"x": [0.0, 1.0]}, index=pd.Index([3, 5], name="t"))
+    rd = dd.from_pandas(right, npartitions=2).repartition(npartitions=7)
+    options = dict(left_index=True, right_index=True, direction="forward")
+    with dask.config.set(scheduler="synchronous"):
+        want = pd.merge_asof(left, rd.compute(), **options)
+        got = merge_asof(
+            dd.from_pandas(left, npartitions=1), rd, method="time", device="cpu", **options
+        )
+        pd.testing.assert_frame_equal(got.compute(), want)
+
+
 # --------------------------------------------------------------------------- errors
 
 
