@@ -408,8 +408,11 @@ class AsofJoin:
             if m > 1:
                 shared[:-1] |= ~new[1:]
                 shared[1:] |= ~new[1:]
-            self._duplicated = xp.zeros(self.n_right, dtype=bool)
-            self._duplicated[self._rows_last] = shared
+            duplicated = xp.zeros(self.n_right, dtype=bool)
+            duplicated[self._rows_last] = shared
+            # Kept only once whole: a thread probing meanwhile (or a pickle taken then) must
+            # never read a table still all False, which says no key is ambiguous.
+            self._duplicated = duplicated
         return self._duplicated
 
     def _keys_at(self, tick_ns: int):

@@ -1,0 +1,41 @@
+"""A prepared ``AsofJoin`` probed from several threads at once (a service's state table):
+each probe gives what it gives alone."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+import asofgpu as ag
+
+
+def test_ambiguous_raise_raises_in_every_thread_of_a_fresh_join():
+    """The table of right keys with several rows is built at the first ``ambiguous="raise"``
+    probe; it was kept before it was filled, and a thread arriving meanwhile read "no key is
+    ambiguous" and got a map back (as did a pickle taken then, forever). Threads switch as
+    often as Python lets them, so that one arrives in the middle of the build; without the
+    fix most of these rounds had a thread miss the error."""
+    right = np.repeat(np.arange(1_000_000), 2)  # every key twice: every match is ambiguous
+    left = np.array([10, 20, 30])
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(6):
+            prepared = ag.AsofJoin(right, device="cpu")
+            barrier = threading.Barrier(4)
+
+            def raises(_) -> bool:
+                barrier.wait()
+                try:
+                    prepared.join(left, ambiguous="raise")
+                except ag.AmbiguousMatchError:
+                    return True
+                return False
+
+            with ThreadPoolExecutor(4) as pool:
+                assert all(pool.map(raises, range(4)))
+    finally:
+        sys.setswitchinterval(interval)
