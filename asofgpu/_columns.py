@@ -548,6 +548,9 @@ def row_tolerances(
         raise ValueError(msg)
     t = col.type
     is_float = ktype.physical == "float"
+    if pa.types.is_null(t):  # nulls only, typed by nothing (pd.Series([None])): no limit
+        col = pa.chunked_array([pa.nulls(len(col), pa.float64() if is_float else pa.uint64())])
+        t = col.type
     if pa.types.is_duration(t):
         if not ktype.temporal:
             msg = (

@@ -429,6 +429,25 @@ def test_an_infinite_tolerance_in_a_column_has_no_limit(device):
     assert to_host(windows.lengths()).tolist() == [2]
 
 
+@pytest.mark.parametrize("right", [np.array([1, 5, 9]), np.array([1.0, 5.0, 9.0])])
+def test_a_column_of_untyped_nulls_has_no_limit(device, right):
+    """pandas' Series([None, None]) and Arrow's nulls carry no type: every entry is null, so
+    no row has a limit, as a typed column of nulls says; they were refused ("a column of
+    null"). An empty batch's untyped column likewise."""
+    import pandas as pd
+
+    prepared = ag.AsofJoin(right, device=device)
+    left = right[:2] + 1
+    want = to_host(prepared.join(left)).tolist()
+    for nulls in (
+        pa.array([None, None]),
+        pd.Series([None, None]),
+        pa.array([None, None], pa.int64()),
+    ):
+        assert to_host(prepared.join(left, tolerance=nulls)).tolist() == want
+    assert to_host(prepared.join(left[:0], tolerance=pa.array([]))).tolist() == []
+
+
 def test_a_column_of_tolerances_against_no_right_rows(device):
     prepared = ag.AsofJoin(np.array([], np.int64), device=device)
     got = prepared.join(np.array([1, 2]), tolerance=np.array([1, 1]))
