@@ -450,9 +450,16 @@ def _choose(method: str, left, right, spec: _Spec):
     if method == "auto" and spec.left_by and spec.left_key is not None:
         return "hash", None  # index keys are both or neither
     side = "left" if not left_ok else "right"
+    remedy = (
+        "method='broadcast'"  # the hash method joins on columns only
+        if spec.left_key is None
+        else "method='hash' or method='broadcast'"
+        if spec.left_by
+        else "by= (method='hash') or method='broadcast'"
+    )
     msg = (
         f"{side} keys must be sorted (across partitions too): with inputs out of order, "
-        f"asofgpu.dask needs by= (method='hash') or method='broadcast'"
+        f"asofgpu.dask needs {remedy}"
     )
     raise ValueError(msg)
 
@@ -494,7 +501,17 @@ def _key_spans(left, left_key, right, right_key):
 
 
 def _key_collection(frame, key):
-    return (frame.index if key is None else frame[key]).to_delayed()
+    return _partitions(frame.index if key is None else frame[key])
+
+
+def _partitions(collection) -> list:
+    """A collection's partitions as delayed objects, cut as its ``npartitions`` and
+    ``divisions`` say. dask's optimizer fuses a parquet reader's partitions when it reads
+    few of the columns (a key column alone: 4 files became 2 partitions, a frame of all its
+    columns stayed 4), which paired one side's key spans with other partitions: an error,
+    or, one side fused, left rows joined against the wrong right rows, silently. The
+    projections are still pushed into the reader (``simplify``); the fusion is not run."""
+    return collection.simplify().to_delayed(optimize_graph=False)
 
 
 def _division_spans(frame) -> list:
@@ -551,7 +568,7 @@ def _time_partitioned(left, right, spec: _Spec, lspans: list, rspans: list) -> l
     after = [[] for _ in range(m + 1)]  # after[k]: block k of the carry-out
     need_before = spec.direction != "forward"
     need_after = spec.direction != "backward"
-    for rpart, span in zip(right.to_delayed(), rspans, strict=True):
+    for rpart, span in zip(_partitions(right), rspans, strict=True):
         if span is None:
             continue
         lo, hi = span
@@ -603,7 +620,7 @@ def _time_partitioned(left, right, spec: _Spec, lspans: list, rspans: list) -> l
         )
         if i in slot
         else delayed(_join_partition)(lpart, empty, spec)
-        for i, lpart in enumerate(left.to_delayed())
+        for i, lpart in enumerate(_partitions(left))
     ]
 
 
@@ -730,7 +747,7 @@ def _broadcast(left, right, spec: _Spec) -> list:
     whole = delayed(_sorted_right)(right.repartition(npartitions=1).to_delayed()[0], spec)
     cache_key = f"asofgpu-prepared-{whole.key}"  # not a graph key: dask passes it as text
     spec = dataclasses.replace(spec, any_order=True)
-    return [delayed(_join_partition)(lpart, whole, spec, cache_key) for lpart in left.to_delayed()]
+    return [delayed(_join_partition)(lpart, whole, spec, cache_key) for lpart in _partitions(left)]
 
 
 def _sorted_right(part, spec: _Spec):
@@ -820,7 +837,7 @@ def _hash_partitioned(left, right, spec: _Spec, meta):
 
 
 def _tagged(frame, by: tuple, names: tuple):
-    parts = [delayed(_tag)(part, i, by, names) for i, part in enumerate(frame.to_delayed())]
+    parts = [delayed(_tag)(part, i, by, names) for i, part in enumerate(_partitions(frame))]
     return dd.from_delayed(parts, meta=_tag(frame._meta, 0, by, names), verify_meta=False)
 
 

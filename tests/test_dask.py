@@ -516,6 +516,50 @@ def test_known_divisions_are_read_as_dask_cuts_them_not_by_npartitions():
         pd.testing.assert_frame_equal(got.compute(), want)
 
 
+@pytest.mark.parametrize("method", ["time", "hash", "broadcast"])
+@pytest.mark.parametrize("read", ["both", "left", "right"])
+def test_parquet_partitions_are_joined_as_the_reader_cuts_them(tmp_path, method, read):
+    """dask fuses a parquet reader's partitions when it reads few of their columns: the key
+    column alone of four files came in two partitions, the frame in four. The time method
+    paired those spans with the frame's partitions: an error with both sides read from
+    parquet (the README's own example), wrong rows with the left only, silently."""
+    rng = np.random.default_rng(3)
+    n = 40
+    trades = pd.DataFrame(
+        {
+            "time": np.sort(rng.integers(0, 400, 4 * n)),
+            "ticker": rng.choice(["A", "B"], 4 * n),
+            "qty": rng.integers(1, 9, 4 * n),
+            "note": rng.random(4 * n),
+        }
+    )
+    quotes = pd.DataFrame(
+        {
+            "time": np.sort(rng.integers(0, 400, 4 * n)),
+            "ticker": rng.choice(["A", "B"], 4 * n),
+            "bid": rng.random(4 * n),
+            "ask": rng.random(4 * n),
+        }
+    )
+    sides = {}
+    for name, frame in (("left", trades), ("right", quotes)):
+        if read in (name, "both"):
+            (tmp_path / name).mkdir()
+            for i in range(4):
+                frame.iloc[i * n : (i + 1) * n].to_parquet(tmp_path / name / f"{i}.parquet")
+            sides[name] = dd.read_parquet(tmp_path / name)
+        else:
+            sides[name] = dd.from_pandas(frame, npartitions=4, sort=False)
+    got = merge_asof(
+        sides["left"], sides["right"], on="time", by="ticker", method=method, device="cpu"
+    )
+    with dask.config.set(scheduler="synchronous"):
+        got = got.compute().reset_index(drop=True)
+    want = pd.merge_asof(trades, quotes, on="time", by="ticker")
+    pd.testing.assert_series_equal(got["bid"], want["bid"])
+    pd.testing.assert_series_equal(got["qty"], want["qty"])
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -622,14 +666,28 @@ def test_time_needs_sorted_inputs():
             ValueError,
             match=r"^left keys must be sorted \(across partitions "
             r"too\): with inputs out of order, asofgpu.dask "
-            r"needs by= \(method='hash'\) or "
-            r"method='broadcast'$",
+            r"needs method='hash' or method='broadcast'$",
         ):
             merge_asof(left, sorted_r, on="t", by="g", method="time")
         with pytest.raises(ValueError, match="^right keys must be sorted"):
             merge_asof(sorted_l, right, on="t", by="g", method="time")
-        with pytest.raises(ValueError, match="^left keys must be sorted"):
+        with pytest.raises(
+            ValueError,
+            match=r"^left keys must be sorted .* needs by= \(method='hash'\) or "
+            r"method='broadcast'$",
+        ):
             merge_asof(left, right, on="t")  # auto: no by, so no hash strategy
+        # Index keys: the hash method joins on columns, by= or not.
+        with pytest.raises(
+            ValueError, match=r"^left keys must be sorted .* needs method='broadcast'$"
+        ):
+            merge_asof(
+                left.set_index("t", sort=False),
+                right.set_index("t", sort=False),
+                left_index=True,
+                right_index=True,
+                by="g",
+            )
 
 
 def test_partitions_in_the_wrong_order():
