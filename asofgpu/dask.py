@@ -447,9 +447,17 @@ def _choose(method: str, left, right, spec: _Spec):
     (lspans, left_ok), (rspans, right_ok) = _key_spans(left, spec.left_key, right, spec.right_key)
     if left_ok and right_ok:
         return "time", (lspans, rspans)
-    if method == "auto" and spec.left_by and spec.left_key is not None:
-        return "hash", None  # index keys are both or neither
-    side = "left" if not left_ok else "right"
+    hashable = method == "auto" and spec.left_by and spec.left_key is not None
+    # pandas' order: the left key's nulls, then its order, then the right key's.
+    for side, spans, ok in (("left", lspans, left_ok), ("right", rspans, right_ok)):
+        if _NULLS in spans:
+            raise ValueError(f"Merge keys contain null values on {side} side")
+        if not ok and not hashable:
+            _refuse_out_of_order(side, spec)
+    return "hash", None  # index keys are both or neither
+
+
+def _refuse_out_of_order(side: str, spec: _Spec):
     remedy = (
         "method='broadcast'"  # the hash method joins on columns only
         if spec.left_key is None
@@ -492,7 +500,7 @@ def _key_spans(left, left_key, right, right_key):
         for frame, key, _ in sides
     ]
     tasks = [
-        [delayed(_partition_span)(p, side) for p in _key_collection(frame, key)]
+        [delayed(_partition_span)(p) for p in _key_collection(frame, key)]
         for (frame, key, side), spans in zip(sides, known, strict=True)
         if spans is None
     ]
@@ -520,20 +528,23 @@ def _division_spans(frame) -> list:
     return [(d[i], d[i + 1]) for i in range(len(d) - 1)]
 
 
-def _partition_span(key, side: str):
-    """(first, last) of a partition's key, None when empty; False when out of order."""
+_NULLS = "nulls"  # a partition span's mark: the key holds nulls
+
+
+def _partition_span(key):
+    """(first, last) of a partition's key, None when empty; False when out of order,
+    ``_NULLS`` when it holds nulls (which side to blame first is pandas' order, decided
+    once every partition is read, not by which task fails first)."""
     if len(key) == 0:
         return None
     if not key.is_monotonic_increasing:
-        if bool(key.isna().any()):
-            raise ValueError(f"Merge keys contain null values on {side} side")
-        return False
+        return _NULLS if bool(key.isna().any()) else False
     return _at(key, 0), _at(key, len(key) - 1)
 
 
 def _in_order(spans) -> tuple[list, bool]:
     spans = list(spans)
-    if any(s is False for s in spans):
+    if any(s is False or s is _NULLS for s in spans):
         return spans, False
     last = [s[1] for s in spans if s is not None]
     first = [s[0] for s in spans if s is not None]

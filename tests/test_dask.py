@@ -716,6 +716,36 @@ def test_null_keys_as_pandas_says():
             merge_asof(lf, even(rnull, 2), on="t", by="g", method="hash").compute()
 
 
+@pytest.mark.parametrize("scheduler", ["synchronous", "threads"])
+def test_bad_keys_on_both_sides_are_reported_in_pandas_order(scheduler):
+    """pandas checks the left key (nulls, then order) before the right one. The key pass
+    raised from whichever partition's task failed first: the right side, or the other
+    problem, from run to run."""
+    both_null = (
+        pd.DataFrame({"t": [1.0, 2.0, np.nan, 4.0], "g": list("abab")}),
+        pd.DataFrame({"t": [0.0, np.nan, 2.0, 3.0], "g": list("abab"), "x": [1, 2, 3, 4]}),
+        {"by": "g"},
+    )
+    left_unsorted = (
+        pd.DataFrame({"t": [4.0, 3.0, 2.0, 1.0]}),
+        pd.DataFrame({"t": [0.0, np.nan, 2.0, 3.0], "x": [1, 2, 3, 4]}),
+        {},
+    )
+    for left, right, options in (both_null, left_unsorted):
+        with pytest.raises(ValueError) as expected:
+            pd.merge_asof(left, right, on="t", **options)
+        for _ in range(5):
+            with dask.config.set(scheduler=scheduler), pytest.raises(ValueError) as ours:
+                merge_asof(
+                    dd.from_pandas(left, npartitions=2, sort=False),
+                    dd.from_pandas(right, npartitions=2, sort=False),
+                    on="t",
+                    device="cpu",
+                    **options,
+                )
+            assert str(ours.value).startswith(str(expected.value))
+
+
 def test_the_old_name_of_method_still_works_with_a_deprecation_warning():
     left, right = small()
     expected = merge_asof(left, right, on="t", method="broadcast", device="cpu").compute()
