@@ -258,6 +258,58 @@ def array(
     )
 
 
+def viewless(t: pa.DataType) -> pa.DataType:
+    """``t`` with string and binary views as large strings and binaries, nested ones too:
+    pyarrow (26) has no take, filter or sort for views: ``gather`` and ``asofgpu enrich``,
+    which take and order rows, work on this form and cast back.
+
+    >>> viewless(pa.struct([("s", pa.string_view()), ("l", pa.list_(pa.binary_view()))]))
+    StructType(struct<s: large_string, l: list<item: large_binary>>)
+    """
+    if pa.types.is_string_view(t):
+        return pa.large_string()
+    if pa.types.is_binary_view(t):
+        return pa.large_binary()
+    if pa.types.is_struct(t):
+        return pa.struct(
+            [t.field(i).with_type(viewless(t.field(i).type)) for i in range(t.num_fields)]
+        )
+    if pa.types.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(viewless(t.key_type)),
+            t.item_field.with_type(viewless(t.item_type)),
+        )
+    if (
+        pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_list_view(t)
+        or pa.types.is_large_list_view(t)
+        or pa.types.is_fixed_size_list(t)
+    ):
+        value = t.value_field.with_type(viewless(t.value_type))
+        if pa.types.is_fixed_size_list(t):
+            return pa.list_(value, t.list_size)
+        large = pa.types.is_large_list(t) or pa.types.is_large_list_view(t)
+        if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+            return (pa.large_list_view if large else pa.list_view)(value)
+        return (pa.large_list if large else pa.list_)(value)
+    if pa.types.is_dictionary(t):
+        return pa.dictionary(t.index_type, viewless(t.value_type), t.ordered)
+    return t
+
+
+def viewless_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(viewless(f.type)) for f in schema], schema.metadata)
+
+
+def without_views(data):
+    """A table or batch with its view columns cast to ``viewless`` types (few hold them:
+    the rest pass untouched)."""
+    if all(viewless(t) == t for t in data.schema.types):
+        return data
+    return data.cast(viewless_schema(data.schema))
+
+
 #: A take of at most one row in this many of a chunked column reads each chunk where it lies.
 FEW_ROWS = 16
 

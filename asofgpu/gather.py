@@ -242,17 +242,15 @@ def _take_views(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray) ->
 
 
 def _take(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None) -> pa.ChunkedArray:
-    # Arrow's take has no kernel for view strings and binaries (polars exports them): a
-    # small map takes their large form and casts back.
-    view = column.type if _is_view(column.type) else None
-    if view is not None:
-        column = column.cast(
-            pa.large_string() if pa.types.is_string_view(view) else pa.large_binary()
-        )
-    taken = arrow_numpy.take(column, gmap, valid)
-    if view is None:
+    # Arrow's take has no kernel for view strings and binaries, nor for lists and structs
+    # of them (polars exports its text so): a small map takes their large form, cast back.
+    kind, plain = column.type, arrow_numpy.viewless(column.type)
+    if plain == kind:
+        return arrow_numpy.take(column, gmap, valid)
+    taken = arrow_numpy.take(column.cast(plain), gmap, valid).cast(kind)
+    if not _is_view(kind):
         return taken
-    return pa.chunked_array([_no_absent_data(c) for c in taken.cast(view).chunks], view)
+    return pa.chunked_array([_no_absent_data(c) for c in taken.chunks], kind)
 
 
 def _no_absent_data(array: pa.Array) -> pa.Array:

@@ -238,6 +238,84 @@ def test_text_by_columns_of_every_width_and_views(
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_view_columns_keep_their_types_on_every_way_of_holding_right(tmp_path, capsys, mode):
+    """String and binary views (what polars' frames hold), plain and inside lists (pyarrow
+    cannot write them inside structs), as payload on both sides and as a by-key of files
+    grouped by it (the grouped stream reads its runs' heads): pyarrow has no take, filter or
+    sort for views, and the stream and the spill crashed taking rows; OUT holds the files'
+    own types."""
+    views = pa.string_view()
+
+    def side(keys, syms, start):
+        n = len(keys)
+        return pa.table(
+            {
+                "sym": pa.array(syms, views),
+                "t": keys,
+                f"note{start}": pa.array([f"n{start + i}" for i in range(n)], views),
+                f"raw{start}": pa.array([bytes([i]) for i in range(n)], pa.binary_view()),
+                f"deep{start}": pa.array([[f"x{i}"] * (i % 3) for i in range(n)], pa.list_(views)),
+            }
+        )
+
+    # Grouped by sym, then t: the stream takes the grouped path.
+    left = side(np.tile(np.arange(0, 20, 4), 2), ["A"] * 5 + ["B"] * 5, 0)
+    right = side(np.tile(np.arange(1, 21, 2), 2), ["A"] * 10 + ["B"] * 10, 100)
+    _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "sym", mode=mode, on="t", by="sym")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("index", [pa.int8(), pa.int16(), pa.uint32()])
+def test_dictionary_by_columns_of_any_index_width(tmp_path, capsys, mode, index):
+    """pandas writes a Categorical with int8 indices, polars with uint32: the group count
+    of RIGHT's sample took every dictionary's indices as int32, and every mode failed."""
+    syms = ["A", "B", None, "C"]
+
+    def coded(values):
+        return pa.array(values).dictionary_encode().cast(pa.dictionary(index, pa.string()))
+
+    left = pa.table({"t": np.arange(0, 40, 4), "sym": coded([syms[i % 4] for i in range(10)])})
+    right = pa.table(
+        {
+            "t": np.arange(1, 41, 2),
+            "sym": coded([syms[(i * 3) % 4] for i in range(20)]),
+            "bid": np.arange(20.0),
+        }
+    )
+    _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "sym", mode=mode, on="t", by="sym")
+
+
+@pytest.mark.parametrize("mode", [*MODES, "auto"])
+def test_an_extension_by_column_is_refused_as_the_join_refuses_it(tmp_path, capsys, mode):
+    """RIGHT's group count ran Arrow's dictionary_encode on its sample of a uuid by-column,
+    which has no kernel for it: a traceback before the checks on zero rows spoke."""
+    ids = pa.array([bytes([i % 3]) * 16 for i in range(6)], pa.uuid())
+    pq.write_table(pa.table({"t": np.arange(6), "id": ids}), tmp_path / "l.parquet")
+    pq.write_table(
+        pa.table({"t": np.arange(6), "id": ids, "v": np.arange(6.0)}), tmp_path / "r.parquet"
+    )
+    code, stdout, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        "--by",
+        "id",
+        "--device",
+        "cpu",
+        "--right-mode",
+        mode,
+        capsys=capsys,
+    )
+    assert code == 2 and stdout == "" and stderr.count("\n") == 1, stderr
+    assert "must be a flat column" in stderr and "extension<arrow.uuid>" in stderr
+    assert hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_an_empty_left_file(tmp_path, capsys, mode):
     """Zero rows in: zero rows out, with the columns (the spill's results once asserted)."""
     left = pa.table({"t": pa.array([], pa.int64()), "sym": pa.array([], pa.string())})

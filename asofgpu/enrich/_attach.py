@@ -593,6 +593,8 @@ def schema_of(
         field = source.schema.field(name)  # its nullability too: the batches keep it
         if name in as_codes:
             field = field.with_type(read_as_codes(field.type))
+        else:  # as the batches are read
+            field = field.with_type(arrow_numpy.viewless(field.type))
         fields.append(field)
     if positions:
         fields.append(pa.field(POSITION, pa.int64()))

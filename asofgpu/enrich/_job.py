@@ -625,8 +625,11 @@ def _enrich_part(
             columns = taken.columns
             if group is None:
                 columns = batch.columns[: len(left.data_schema)] + columns
+            written = writer.written_schema
+            # Views are read as large types (``viewless``): OUT keeps the files' own types.
+            columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, written)]
             with _writing(out):
-                writer.write(pa.Table.from_arrays(columns, schema=writer.written_schema), group)
+                writer.write(pa.Table.from_arrays(columns, schema=written), group)
             counts.rows += batch.num_rows
             counts.chunks += 1
             counts.largest = max(counts.largest, batch.num_rows)

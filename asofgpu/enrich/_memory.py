@@ -20,6 +20,7 @@ import re
 import numpy as np
 import pyarrow as pa
 
+from .._encode import family
 from ._errors import EnrichError
 from ._sources import Source, is_text, leaf_columns
 
@@ -137,7 +138,10 @@ def group_share(source: Source, by: list[str], sample: int = 1 << 16) -> float:
     first ``sample`` rows of its first file with rows; 0 when no by column is in the files.
     A sample of a state table of entities reads 1; of a market-data day, its symbols over
     the sample's rows."""
-    data = [c for c in by if c in source.data_schema.names]
+    # A by column the join refuses (an extension type) is for the checks on zero rows to
+    # name; Arrow's encoding would fail on it first, with a message naming nothing.
+    names = source.data_schema.names
+    data = [c for c in by if c in names and family(source.data_schema.field(c).type) is not None]
     part = next((p for p in source.parts if p.rows), None)
     if not data or part is None:
         return 0.0

@@ -39,6 +39,7 @@ from .._columns import ordered_key
 from .._encode import family
 from ._errors import EnrichError, one_line
 from ._memory import readable
+from .._arrow_numpy import without_views
 from ._sources import Source, leaf_columns
 
 
@@ -134,7 +135,7 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
     if first is None:
         return True
     try:
-        head = pq.ParquetFile(first[0]).read_row_group(first[1], columns=[*by, on])
+        head = without_views(pq.ParquetFile(first[0]).read_row_group(first[1], columns=[*by, on]))
     except (OSError, pa.ArrowException) as exc:
         raise EnrichError(f"cannot read {source.side} file {first[0]}: {one_line(exc)}") from None
     order = Order(source.side, source.given, on, by)
@@ -666,7 +667,7 @@ def group_ids(table: pa.Table, by: list[str]) -> np.ndarray:
             column = column.unify_dictionaries()
         else:  # in one piece: a chunked column's chunks would each get the whole dictionary
             column = pa.chunked_array([pc.dictionary_encode(arrow_numpy.combined(column))])
-        indices = pa.chunked_array([c.indices for c in column.chunks], pa.int32())
+        indices = pa.chunked_array([c.indices for c in column.chunks], column.type.index_type)
         null |= ~arrow_numpy.valid(indices)
         codes = arrow_numpy.filled(indices, 0).astype(np.int64)
         ids = (
