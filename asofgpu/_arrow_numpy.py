@@ -229,10 +229,20 @@ def filled(column: pa.Array | pa.ChunkedArray, value) -> np.ndarray:
 
 
 def valid(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Where a column is not null, as a bool array."""
+    """Where a column is not null, as a bool array; a dictionary's null values are nulls
+    too, as Arrow reads them, where its ``null_count`` counts its indices' alone.
+
+    >>> codes = pa.DictionaryArray.from_arrays(pa.array([0, 1, None, 1]), pa.array([5, None]))
+    >>> valid(codes).tolist(), codes.null_count
+    ([True, False, False, False], 1)
+    """
     if isinstance(column, pa.ChunkedArray):
         parts = [valid(chunk) for chunk in column.chunks]
         return parts[0] if len(parts) == 1 else np.concatenate([np.empty(0, bool), *parts])
+    if pa.types.is_dictionary(column.type) and column.dictionary.null_count:
+        at = valid(column.indices)
+        indices = filled(column.indices, 0).astype(np.intp)
+        return at & valid(column.dictionary)[indices]
     bitmap = column.buffers()[0] if len(column.buffers()) else None
     if column.null_count == 0 or bitmap is None:
         return np.full(len(column), column.null_count == 0)

@@ -449,7 +449,8 @@ def reduce_column(
     or, with ``extreme_values``, for min and max an Arrow array of the column's type where
     the values are their own order keys (``Windows.reduce``), which needs no gather."""
     be = windows.backend
-    valid = arrow_numpy.valid(column) if column.null_count else None
+    valid = arrow_numpy.valid(column)  # a dictionary's null values too, which null_count misses
+    valid = None if valid.all() else valid
     values = _values(column) if set(wanted) & _NEED_VALUES else None
     # A dictionary column's min and max keep its type: they gather its rows.
     extreme_values = extreme_values and not pa.types.is_dictionary(column.type)

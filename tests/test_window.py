@@ -822,6 +822,35 @@ def test_window_join_ranks_an_ordered_dictionary_by_its_categories(device, small
             assert got[i] == want, (agg, i, w)
 
 
+def test_a_dictionarys_null_values_are_nulls_of_the_column(device):
+    """Arrow reads a dictionary value that is null as a null of the column, where the
+    column's null_count counts its indices' alone: the window join counted, summed and
+    ranked the null slot's 0 (count 3, mean 4.0, min null)."""
+    left = pa.table({"t": [3]})
+    for values, dictionary in (([0, 1, 2], [5, None, 7]), ([0, 1, 1], [None, "x"])):
+        coded = pa.DictionaryArray.from_arrays(pa.array(values, pa.int8()), pa.array(dictionary))
+        plain = coded.cast(coded.type.value_type)
+        aggs = ["count", "first", "last"] + (
+            ["sum", "mean", "min", "max"] if values[2] == 2 else []
+        )
+        got, want = (
+            ag.window_join(
+                left,
+                pa.table({"t": [1, 2, 3], "p": p}),
+                on="t",
+                before=5,
+                aggs={"p": aggs},
+                device=device,
+            )
+            for p in (coded, plain)
+        )
+        for agg in aggs:
+            got_agg = got[f"p_{agg}"]
+            if pa.types.is_dictionary(got_agg.type):
+                got_agg = got_agg.cast(got_agg.type.value_type)
+            assert got_agg.to_pylist() == want[f"p_{agg}"].to_pylist(), agg
+
+
 def test_ordered_dictionary_refusals():
     left = pa.table({"t": [5]})
     one = pa.table({"t": [1, 2], "o": _ordered(["lo", "hi"], ["lo", "hi"])})
