@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from . import _arrow_numpy as arrow_numpy
 from ._backend import Backend, get_backend, take_fixed, walks
-from ._columns import canonical_floats
+from ._columns import canonical_floats, to_arrow
 from .gather import gather
 from .kernels.window import Reduced
 
@@ -130,6 +130,7 @@ class Windows:
             if how not in AGGREGATIONS:
                 msg = f"reductions must be among {list(AGGREGATIONS)}, got {how!r}"
                 raise ValueError(msg)
+        values, valid = _arrow_payload(values, valid)
         xp, n = self.backend.xp, len(self)
         nothing = xp.zeros(0, dtype=np.int64)
         numbers = keys = nothing
@@ -486,6 +487,24 @@ def aggregate(windows: Windows, right: pa.Table, wanted: list[Aggregation]) -> l
                 result = arrow_numpy.combined(gather(pa.table({"c": column}), result).column(0))
             found[Aggregation(name, how)] = result
     return [found[agg] for agg in wanted]
+
+
+def _arrow_payload(values, valid):
+    """An Arrow column (or a pandas or polars Series) as ``(numpy values, valid)``: its
+    values exact (``_values``: int64 stays int64, where numpy's conversion of one with nulls
+    made floats), its nulls as ``valid`` unless the caller gave one. Anything else as given."""
+    module = type(values).__module__.split(".")[0]
+    if not isinstance(values, (pa.Array, pa.ChunkedArray)) and module not in ("pandas", "polars"):
+        return values, valid
+    column = to_arrow(values, "values")
+    column = column if isinstance(column, pa.ChunkedArray) else pa.chunked_array([column])
+    if valid is None:
+        valid = arrow_numpy.valid(column)
+        valid = None if valid.all() else valid
+    t = column.type
+    if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_date(t):
+        return column.to_numpy(), valid  # temporal, as numpy reads them: no sums of instants
+    return _values(column), valid
 
 
 def _values(column: pa.ChunkedArray) -> np.ndarray:

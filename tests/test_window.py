@@ -1304,6 +1304,36 @@ def test_windows_method_errors():
             w.reduce(wanted, np.array([1, 2, 3]))
 
 
+def test_windows_read_an_arrow_columns_nulls_and_exact_integers(device):
+    """A payload given as Arrow (or a pandas or polars Series) went through numpy's
+    conversion: its nulls became NaN (a window's max picked the null row, its sum NaN) and
+    its int64 values floats (2**53 + 1 rounded). Now its nulls are ``valid`` and its values
+    exact, as the window join reads them; a caller's ``valid`` still wins."""
+    import pandas as pd
+    import polars as pl
+
+    prepared = ag.AsofJoin(np.array([1, 2, 3, 4]), device=device)
+    w = prepared.windows(np.array([3]), before=1)  # rows 1 and 2
+    big = 2**53 + 1
+    for column in (
+        pa.chunked_array([[1, None], [big, 4]]),
+        pa.array([1, None, big, 4]),
+        pd.Series([1, None, big, 4], dtype="Int64"),
+        pl.Series([1, None, big, 4]),
+    ):
+        found = w.reduce(["sum", "count", "max", "min"], column)
+        assert to_host(found["sum"]).tolist() == [big]
+        assert to_host(found["count"]).tolist() == [1]
+        assert to_host(found["max"]).tolist() == to_host(found["min"]).tolist() == [2]
+    everything = w.count(np.ones(4, bool))
+    assert (
+        to_host(w.reduce(["count"], pa.array([1, None, 3, 4]), np.ones(4, bool))["count"]).tolist()
+        == to_host(everything).tolist()
+    )
+    with pytest.raises(TypeError, match=r"values must be numbers or booleans, got datetime64\[s\]"):
+        w.sum(pa.array([1, None, 3, 4], pa.timestamp("s")))
+
+
 def test_windows_made_with_a_backend_name():
     """``Windows`` is exported: made by hand, its backend may be named as ``device=`` is."""
     w = ag.Windows("cpu", np.array([0, 1]), np.array([2, 3]), np.array([0, 1, 2]), ag.NO_MATCH, 3)
