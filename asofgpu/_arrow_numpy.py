@@ -320,6 +320,26 @@ def without_views(data):
     return data.cast(viewless_schema(data.schema))
 
 
+def unifies_wrong(column: pa.ChunkedArray) -> bool:
+    """Whether Arrow cannot put a dictionary column's chunks on one dictionary, as its take
+    of chunks and ``unify_dictionaries`` do: it refuses dictionaries holding a null value,
+    and unifies float16 ones by their bits (pyarrow 26: 1.5 became 15872.0, silently).
+    Such a column is decoded and encoded again instead.
+
+    >>> halves = [pa.array(np.array(v, np.float16)).dictionary_encode() for v in ([0, 1.5], [2])]
+    >>> unifies_wrong(pa.chunked_array(halves)), unifies_wrong(pa.chunked_array(halves[:1]))
+    (True, False)
+    """
+    return (
+        pa.types.is_dictionary(column.type)
+        and column.num_chunks > 1
+        and (
+            pa.types.is_float16(column.type.value_type)
+            or any(chunk.dictionary.null_count for chunk in column.chunks)
+        )
+    )
+
+
 #: A take of at most one row in this many of a chunked column reads each chunk where it lies.
 FEW_ROWS = 16
 

@@ -415,6 +415,15 @@ def _dictionary_of(col: pa.ChunkedArray) -> pa.Array:
     return pa.nulls(0, col.type.value_type)
 
 
+def unified(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A dictionary column's chunks on one dictionary (``unify_dictionaries``, or where Arrow
+    gets it wrong, ``arrow_numpy.unifies_wrong``, decoded and encoded as one)."""
+    if arrow_numpy.unifies_wrong(col):
+        decoded = arrow_numpy.combined(col.cast(col.type.value_type))
+        return pa.chunked_array([pc.dictionary_encode(decoded)])
+    return col.unify_dictionaries()
+
+
 def _combine_chunks(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return col if col.num_chunks else pa.chunked_array([pa.nulls(0, col.type)])
 
@@ -523,7 +532,7 @@ class _Column:
 
     def _encode_dictionary_column(self, col: pa.ChunkedArray):
         """Categoricals by value: encode the (small) dictionary, then map the indices."""
-        col = col.unify_dictionaries()
+        col = unified(col)
         values = _Column(pa.chunked_array([_dictionary_of(col)]), self.null_equal)
         dictionary, value_codes = values.dictionary, values.codes
         indices = _nulls_as(pa.chunked_array([c.indices for c in col.chunks]), -1)
@@ -541,7 +550,7 @@ class _Column:
     def lookup(self, col: pa.ChunkedArray) -> np.ndarray:
         col = _combine_chunks(col)
         if pa.types.is_dictionary(col.type):
-            col = col.unify_dictionaries()
+            col = unified(col)
             value_codes = self.lookup(pa.chunked_array([_dictionary_of(col)]))
             indices = _nulls_as(pa.chunked_array([c.indices for c in col.chunks]), -1)
             codes = _take_codes(value_codes, indices, self.null_code)

@@ -25,11 +25,13 @@ from ._backend import (
     take_views,
     walks,
 )
-from ._columns import device_to_numpy, is_device, to_table
+from ._columns import device_to_numpy, is_device, to_arrow, to_table
 from ._types import NO_MATCH, NO_MATCH_INT64, GatherMap, TableLike
 
 
 def _host_map(gmap) -> np.ndarray:
+    if type(gmap).__module__.split(".")[0] in ("pandas", "polars"):
+        gmap = to_arrow(gmap, "gmap")  # a Series with nulls: numpy would make them floats
     if is_device(gmap):
         gmap = device_to_numpy(gmap)
     elif isinstance(gmap, (pa.Array, pa.ChunkedArray)):
@@ -42,6 +44,10 @@ def _host_map(gmap) -> np.ndarray:
         else:
             gmap = arrow_numpy.filled(gmap.cast(pa.int64()), NO_MATCH_INT64)  # null: no match
     gmap = np.asarray(gmap)
+    if gmap.shape == (0,):
+        gmap = gmap.astype(np.int32)  # an empty list is float64 to numpy
+    if not gmap.dtype.isnative:  # big-endian: the kernels read native integers
+        gmap = gmap.astype(gmap.dtype.newbyteorder("="))
     if gmap.ndim != 1 or gmap.dtype.kind not in "iu":
         msg = (
             f"gmap must be a one-dimensional integer array, got {gmap.dtype} of shape {gmap.shape}"
@@ -94,7 +100,9 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
             taken[k] = _take_views(column, gmap, valid)
         else:
             taken[k] = _take(column, gmap, None if n_missing == 0 else valid)
-    return pa.Table.from_arrays([taken[k] for k in range(table.num_columns)], schema=table.schema)
+    # Every field nullable: a NO_MATCH row is null in a field the table declared not null.
+    schema = pa.schema([f.with_nullable(True) for f in table.schema], table.schema.metadata)
+    return pa.Table.from_arrays([taken[k] for k in range(table.num_columns)], schema=schema)
 
 
 def _fixed_width(column: pa.ChunkedArray) -> bool:
@@ -245,6 +253,12 @@ def _take(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None) -
     # Arrow's take has no kernel for view strings and binaries, nor for lists and structs
     # of them (polars exports its text so): a small map takes their large form, cast back.
     kind, plain = column.type, arrow_numpy.viewless(column.type)
+    if pa.types.is_run_end_encoded(kind):  # no take kernel either: decoded and encoded again
+        taken = _take(pc.run_end_decode(column), gmap, valid)
+        return pc.run_end_encode(taken, run_end_type=kind.run_end_type)
+    if arrow_numpy.unifies_wrong(column):  # as Arrow's take of chunks would unify them
+        taken = _take(column.cast(kind.value_type), gmap, valid)
+        return pc.dictionary_encode(taken).cast(kind)
     if plain == kind:
         return arrow_numpy.take(column, gmap, valid)
     taken = arrow_numpy.take(column.cast(plain), gmap, valid).cast(kind)

@@ -23,6 +23,7 @@ import math
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from conftest import to_host
 from oracle import oracle
@@ -1523,6 +1524,75 @@ def test_gather_string_view_payload():
     out = ag.gather(frame, np.array([1, NO_MATCH], np.int32))
     assert out.column("sym").to_pylist() == ["MSFT", None]
     assert out.column("px").to_pylist() == [2.0, None]
+
+
+def test_gather_gives_every_field_nullable():
+    """A NO_MATCH row is null: a field the table declared not null stayed so, holding
+    nulls (and pyarrow's parquet writer refused the result)."""
+    schema = pa.schema([pa.field("a", pa.int64(), nullable=False)], metadata={"k": "v"})
+    table = pa.table({"a": [1, 2, 3]}, schema=schema)
+    for n in (3, 70_000):  # the small take and the parallel one
+        out = ag.gather(table, np.resize(np.array([0, NO_MATCH, 2], np.int32), n))
+        assert out.schema.field("a").nullable and out.schema.metadata == {b"k": b"v"}
+
+
+def test_gather_takes_maps_in_every_form_a_caller_holds():
+    """Big-endian maps (the parallel check's kernel took them as Python objects), pandas'
+    and polars' integer Series with nulls (numpy made them floats, refused: a null is no
+    match, as in an Arrow map), and an empty list (float64 to numpy)."""
+    pd = pytest.importorskip("pandas")
+    pl = pytest.importorskip("polars")
+    table = pa.table({"x": [10, 20, 30]})
+    for n in (3, 70_000):
+        native = np.resize(np.array([2, 0, 1], np.int64), n)
+        want = ag.gather(table, native).column("x").to_pylist()
+        for dtype in (">i8", ">i4"):
+            assert ag.gather(table, native.astype(dtype)).column("x").to_pylist() == want
+    for gmap in (pd.Series([2, None, 0], dtype="Int32"), pl.Series([2, None, 0], dtype=pl.Int32)):
+        assert ag.gather(table, gmap).column("x").to_pylist() == [30, None, 10]
+    assert ag.gather(table, []).num_rows == 0
+
+
+def test_gather_columns_arrows_take_cannot():
+    """Run-end encoded columns (Arrow has no take for them) and dictionary chunks Arrow
+    cannot unify (a null value refused; float16 ones unified by their bits, 1.5 read as
+    15872.0, silently) come through with their types and values."""
+    gmap = np.array([3, NO_MATCH, 1, 0], np.int32)
+    halves = [pa.array(np.array(v, np.float16)).dictionary_encode() for v in ([0, 1.5], [1.5, 2])]
+    holes = [
+        pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int8()), pa.array(v))
+        for v in (["x", None], ["y", "x"])
+    ]
+    columns = {
+        "ree": pa.chunked_array([pc.run_end_encode(pa.array([7, 7, 8, None]))]),
+        "halves": pa.chunked_array(halves),
+        "holes": pa.chunked_array(holes),
+    }
+    for name, column in columns.items():
+        out = ag.gather(pa.table({name: column}), gmap).column(name)
+        assert out.type == column.type, name
+        values = column.to_pylist()
+        assert out.to_pylist() == [values[3], None, values[1], values[0]], name
+
+
+def test_dictionary_by_chunks_arrow_cannot_unify():
+    """by-columns of dictionary chunks holding a null value (Arrow refuses to unify them:
+    a join raised ArrowInvalid) or of float16 values (unified by their bits: nothing
+    matched) join by value, as the same values not encoded do."""
+    halves = [pa.array(np.array(v, np.float16)).dictionary_encode() for v in ([0, 1.5], [1.5, 2])]
+    holes = [
+        pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int8()), pa.array(v))
+        for v in (["A", None], ["B", "A"])
+    ]
+    for chunks in (halves, holes):
+        coded = pa.chunked_array(chunks)
+        plain = coded.cast(coded.type.value_type)
+        keys = np.zeros(4, np.int64)
+        for null_equality in ("unequal", "equal"):
+            want = asof_join(keys, keys, plain, plain, null_equality=null_equality, device="cpu")
+            for left, right in ((coded, plain), (plain, coded), (coded, coded)):
+                got = asof_join(keys, keys, left, right, null_equality=null_equality, device="cpu")
+                assert got.tolist() == want.tolist()
 
 
 def test_gather_bad_maps_raise():

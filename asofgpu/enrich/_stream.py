@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from .. import _arrow_numpy as arrow_numpy
 from .._backend import get_backend, walks
 from .._columns import ordered_key
-from .._encode import family
+from .._encode import family, unified
 from ._errors import EnrichError, one_line
 from ._memory import readable
 from .._arrow_numpy import without_views
@@ -664,7 +664,7 @@ def group_ids(table: pa.Table, by: list[str]) -> np.ndarray:
     for k, name in enumerate(by):
         column = table.column(name)
         if pa.types.is_dictionary(column.type):
-            column = column.unify_dictionaries()
+            column = unified(column)
         else:  # in one piece: a chunked column's chunks would each get the whole dictionary
             column = pa.chunked_array([pc.dictionary_encode(arrow_numpy.combined(column))])
         indices = pa.chunked_array([c.indices for c in column.chunks], column.type.index_type)
