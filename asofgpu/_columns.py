@@ -183,12 +183,19 @@ def to_table(obj, param: str) -> pa.Table:
     if isinstance(obj, pa.RecordBatch):
         return pa.Table.from_batches([obj])
     if type(obj).__module__.startswith("pandas") and hasattr(obj, "columns"):
-        return pandas_arrow.table(obj)
+        try:
+            return pandas_arrow.table(obj)
+        except pa.ArrowException as exc:  # a column Arrow cannot read (objects of two kinds)
+            msg = f"{param}: its DataFrame cannot be read as Arrow: {exc}"
+            raise TypeError(msg) from None
     if hasattr(obj, "__arrow_c_stream__"):
         try:
             return pa.table(obj)
-        except (TypeError, ValueError, pa.ArrowException):
-            pass  # a column's stream, say: not a table
+        except (TypeError, ValueError, pa.ArrowException) as exc:
+            if hasattr(obj, "columns"):  # a frame Arrow cannot read: say why
+                msg = f"{param}: its {type(obj).__name__} cannot be read as Arrow: {exc}"
+                raise TypeError(msg) from None
+            # a column's stream, say: not a table
     elif hasattr(obj, "to_arrow"):  # cuDF
         return to_table(obj.to_arrow(), param)
     msg = (

@@ -56,16 +56,6 @@ def _host_map(gmap) -> np.ndarray:
     return gmap
 
 
-def _as_table(obj) -> pa.Table:
-    try:
-        return to_table(obj, "right_table")
-    except TypeError:
-        msg = (
-            f"right_table must be a table (pyarrow, pandas, polars, cuDF), got {type(obj).__name__}"
-        )
-        raise TypeError(msg) from None
-
-
 def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray) -> pa.Table:
     """Rows of ``right_table`` in map order; all-null rows where the map holds NO_MATCH.
 
@@ -73,7 +63,7 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
     a ``pyarrow.Table`` with the same schema, every column nullable.
     """
     gmap = _host_map(gmap)
-    table = _as_table(right_table)
+    table = to_table(right_table, "right_table")
     parallel = walks.gathers_in_parallel(len(gmap))
     if parallel:
         valid, n_missing, n_bad = check_map(gmap, table.num_rows)

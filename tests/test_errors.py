@@ -796,10 +796,25 @@ def test_gather_errors():
         with pytest.raises(
             TypeError,
             match=re.escape(
-                f"right_table must be a table (pyarrow, pandas, polars, cuDF), got {name}"
+                f"right_table must be a table (pyarrow Table, polars or pandas DataFrame, or "
+                f"anything with __arrow_c_stream__), got {name}"
             ),
         ):
             ag.gather(bad, np.array([0], np.int32))
+    # A frame Arrow cannot read is named as one, with Arrow's reason (which column, which
+    # type): it was "must be a table, got DataFrame".
+    pd = pytest.importorskip("pandas")
+    pl = pytest.importorskip("polars")
+    for frame, reason in (
+        (pd.DataFrame({"m": ["a", 1.5]}), "Conversion failed for column m"),
+        (pl.DataFrame({"x": pl.Series([1, 2], dtype=pl.Int128)}), "_pli128"),
+    ):
+        with pytest.raises(
+            TypeError, match=r"right_table: its DataFrame cannot be read as Arrow: .*" + reason
+        ):
+            ag.gather(frame, np.array([0], np.int32))
+        with pytest.raises(TypeError, match=r"left: its DataFrame cannot be read as Arrow"):
+            ag.join_asof(frame, pa.table({"t": [1]}), on="t", device="cpu")
 
 
 def test_gather_map_with_nulls():
