@@ -268,9 +268,15 @@ def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
             "statistics and first row group show",
         ),
         (
+            "zones",  # keys no mode can join: the checks' reason, not the stream's
+            "LEFT column 't' (timestamp[ms, tz=UTC]) and RIGHT column 't' (timestamp[ms, "
+            "tz=Europe/Paris]) cannot be compared",
+        ),
+        (
             "types",
-            "--right-mode stream: the keys must be of one integer or temporal type on both "
-            "sides, got int32 and int64",
+            "--right-mode stream: streaming needs keys of one integer type (not uint64) or "
+            "one temporal type and unit on both sides, and LEFT column 't' is int32, RIGHT "
+            "column 't' int64; --right-mode memory or spill joins them",
         ),
         ("spill", "--spill-partitions: nothing spills when both sides stream"),
     ],
@@ -285,6 +291,9 @@ def test_streaming_that_cannot_be_done_exits_2(tmp_path, capsys, case, message):
         right = right.take([0, 2, 1, 3]).slice(0, 3)  # one row group: [1, 5, 3]
     elif case == "types":
         left = pa.table({"t": pa.array([2, 6], pa.int32())})
+    elif case == "zones":
+        left = pa.table({"t": pa.array([2, 6], pa.timestamp("ms", "UTC"))})
+        right = right.set_column(0, "t", right["t"].cast(pa.timestamp("ms", "Europe/Paris")))
     elif case == "spill":
         flags += ["--spill-partitions", "2"]
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=10 if case == "one-group" else 2)

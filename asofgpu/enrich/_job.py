@@ -203,9 +203,13 @@ def _run(
         )
         share = memory.group_share(right, options.right_by)
         need = memory.right_bytes(right, the_plan.read, as_codes, share)
-        mode, why, grouped = _mode(
-            options, left, right, need, budget, limit_name, layouts, failed, left_sorted
-        )
+        try:
+            mode, why, grouped = _mode(
+                options, left, right, need, budget, limit_name, layouts, failed, left_sorted
+            )
+        except EnrichError:
+            checked.result()  # keys that cannot be joined at all: that reason first
+            raise
         every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
         if mode == "memory" and device_io.wanted(options):
             summary = _on_device(
@@ -551,8 +555,10 @@ def _layout(
             "",
             False,
             (
-                f"the keys must be of one integer or temporal type on both sides, "
-                f"got {left_type} and {right_type}"
+                f"streaming needs keys of one integer type (not uint64) or one temporal "
+                f"type and unit on both sides, and LEFT column {options.left_on!r} is "
+                f"{left_type}, RIGHT column {options.right_on!r} {right_type}; "
+                f"--right-mode memory or spill joins them"
             ),
         )
     sides = ((right, options.right_on, options.right_by), (left, options.left_on, options.left_by))
