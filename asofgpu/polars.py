@@ -799,7 +799,7 @@ def splice_join(
         device=device,
     )
 
-    def run(left: pl.DataFrame, right: pl.DataFrame, device: str) -> pl.DataFrame:
+    def run(left: pl.DataFrame, right: pl.DataFrame, device: str, dry: bool) -> pl.DataFrame:
         return _splice_eager(left, right, keys, suffix, {**options, "device": device})
 
     return _eager_or_lazy(left, right, run, device)
@@ -865,15 +865,15 @@ def window_join(
     """
     _validate.device(device)
     keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
-    reach = dict(before=before, after=after, prevailing=prevailing)
 
-    def run(left: pl.DataFrame, right: pl.DataFrame, device: str) -> pl.DataFrame:
+    def run(left: pl.DataFrame, right: pl.DataFrame, device: str, dry: bool) -> pl.DataFrame:
         _check_keys(left.schema, right.schema, keys)
         _check_reach(before, after, right.schema[keys[1]])
         wanted = _aggregations(aggs, right.schema)
         clash = name_clash(wanted, left.schema)
         if clash:
             raise pl.exceptions.DuplicateError(clash)
+        reach = _reaches(before, after, prevailing, dry)
         windows = _windows(left, right, keys, **reach, device=device)
         found = {}
         for name, hows in by_column(wanted).items():
@@ -919,13 +919,13 @@ def range_join(
     _validate.device(device)
     keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
     check_suffix(suffix)
-    reach = dict(before=before, after=after, prevailing=prevailing)
 
-    def run(left: pl.DataFrame, right: pl.DataFrame, device: str) -> pl.DataFrame:
+    def run(left: pl.DataFrame, right: pl.DataFrame, device: str, dry: bool) -> pl.DataFrame:
         _check_keys(left.schema, right.schema, keys)
         _check_reach(before, after, right.schema[keys[1]])
         kept = [c for c in right.columns if c not in set(keys[3])]
         names = _right_names(left.columns, kept, suffix)
+        reach = _reaches(before, after, prevailing, dry)
         left_map, right_map = _windows(left, right, keys, **reach, device=device).pairs()
         columns = _gathered(left, left.columns, left_map) + _gathered(right, kept, right_map)
         return pl.DataFrame([c.alias(n) for c, n in zip(columns, left.columns + names)])
@@ -933,11 +933,20 @@ def range_join(
     return _eager_or_lazy(left, right, run, device)
 
 
+def _reaches(before, after, prevailing: bool, dry: bool) -> dict:
+    """A window's reaches as ``_windows`` takes them; for a ``dry`` run, on no rows, a
+    column of reaches (one per left row) cut to none."""
+    if dry:
+        before, after = (r[:0] if is_row_tolerances(r) else r for r in (before, after))
+    return dict(before=before, after=after, prevailing=prevailing)
+
+
 def _eager_or_lazy(left, right, run, device: str):
-    """``run(left, right, device)`` on DataFrames, or a LazyFrame that runs it at ``collect``.
-    The LazyFrame's schema is that of ``run`` on empty frames of the inputs' schemas, on the
-    cpu: every check a join makes of its keys and options fails at the call, as polars'
-    own joins fail, and the schema is the collected frame's by construction."""
+    """``run(left, right, device, dry=False)`` on DataFrames, or a LazyFrame that runs it at
+    ``collect``. The LazyFrame's schema is that of a ``dry`` run on empty frames of the
+    inputs' schemas, on the cpu: every check a join makes of its keys and options fails at
+    the call, as polars' own joins fail, and the schema is the collected frame's by
+    construction."""
     if isinstance(left, pl.LazyFrame):
         if not isinstance(right, pl.LazyFrame):
             msg = f"right must be a LazyFrame, as left is, got {type(right).__name__!r}"
@@ -946,17 +955,18 @@ def _eager_or_lazy(left, right, run, device: str):
             pl.DataFrame(schema=left.collect_schema()),
             pl.DataFrame(schema=right.collect_schema()),
             "cpu",  # a join of no rows: no device needed, none started at the call
+            dry=True,
         )
 
         def collected(_: pl.DataFrame) -> pl.DataFrame:
-            return run(*pl.collect_all([left, right]), device)
+            return run(*pl.collect_all([left, right]), device, dry=False)
 
         return pl.LazyFrame(schema=empty.schema).map_batches(collected, schema=empty.schema)
     if isinstance(left, pl.DataFrame):
         if not isinstance(right, pl.DataFrame):
             msg = f"right must be a DataFrame, as left is, got {type(right).__name__!r}"
             raise TypeError(msg)
-        return run(left, right, device)
+        return run(left, right, device, dry=False)
     msg = f"left must be a polars DataFrame or LazyFrame, got {type(left).__name__!r}"
     raise TypeError(msg)
 

@@ -463,6 +463,14 @@ def test_polars_takes_a_reach_per_row():
         left, right, on="t", before=left["reach"], aggs={"v": "sum"}, device="cpu"
     )
     assert got["v_sum"].to_list() == [2, 6]
+    # On LazyFrames: the call's checks run the join on no rows, where a column of two reaches
+    # was two too many ("before has 2 rows but left_on has 0").
+    lazy = agpl.window_join(
+        left.lazy(), right.lazy(), on="t", before=left["reach"], aggs={"v": "sum"}, device="cpu"
+    )
+    assert lazy.collect()["v_sum"].to_list() == [2, 6]
+    pairs = agpl.range_join(left.lazy(), right.lazy(), on="t", before=left["reach"], device="cpu")
+    assert pairs.collect()["v"].to_list() == [2, 1, 2, 3]
 
 
 @pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
