@@ -446,6 +446,8 @@ def _orderable(left: pl.Series, right: pl.Series, distances: bool):
     if dtype == pl.Boolean:
         return left.cast(pl.UInt8), right.cast(pl.UInt8)
     if isinstance(dtype, pl.Enum) or (dtype == pl.Categorical and distances):
+        # One Enum type on both sides: its codes are its order. Categorical distances are
+        # polars' join_asof's, in codes (the splice join refuses them: it orders its rows).
         return left.to_physical(), right.to_physical()
     if dtype in (pl.String, pl.Binary, pl.Categorical):
         return _dense_rank(left, right)
@@ -455,11 +457,18 @@ def _orderable(left: pl.Series, right: pl.Series, distances: bool):
 
 
 def _key_kind(dtype) -> str:
-    """The kinds of key ``_orderable`` orders together: integers (and decimals), floats,
-    booleans, text (strings, binary, categoricals), and each temporal type (any unit)."""
+    """The kinds of key ``_orderable`` orders together: integers, decimals of one scale,
+    floats, booleans, text (strings, binary, categoricals), one Enum type, and each temporal
+    type (any unit). Decimals of two scales, or an integer and a decimal, compare their
+    unscaled integers; two Enum types (or an Enum and anything else) their codes: polars
+    refuses them, and so does this."""
     if dtype == pl.Boolean:
         return "boolean"
-    if dtype.is_integer() or isinstance(dtype, pl.Decimal):
+    if isinstance(dtype, pl.Enum):
+        return f"enum{dtype.categories.to_list()}"
+    if isinstance(dtype, pl.Decimal):
+        return f"decimal(scale {dtype.scale})"
+    if dtype.is_integer():
         return "integer"
     if dtype.is_float():
         return "float"
@@ -810,6 +819,15 @@ def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, op
     _check_keys(left.schema, right.schema, keys)
     tolerance = options["tolerance"]
     left_key, right_key = left.get_column(left_on), right.get_column(right_on)
+    if tolerance is not None and pl.Categorical in (left_key.dtype, right_key.dtype):
+        # Distances in codes (polars' join_asof's) would order the rows by code too, which
+        # follows first appearance: 'c' beside 'z'.
+        msg = (
+            f"a tolerance needs distances between the keys, and Categorical keys "
+            f"(`{left_on}`, `{right_on}`) are spliced in value order, not by their codes. "
+            f"Hint: cast them to an Enum of their values in order, or leave the tolerance out."
+        )
+        raise InvalidOperationError(msg)
     left_col, right_col = _orderable(left_key, right_key, tolerance is not None)
     left_cols, right_cols = _by_columns(left, right, left_by, right_by)
     names = _right_names(left.columns, right.columns, suffix)

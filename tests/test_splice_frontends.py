@@ -194,6 +194,43 @@ def test_polars_tolerance_is_checked_as_arrows_splice_join_checks_it(tolerance, 
         agpl.splice_join(buys.lazy(), sells.lazy(), on="d", tolerance=tolerance, device="cpu")
 
 
+@pytest.mark.parametrize(
+    ("left_dtype", "right_dtype"),
+    [
+        (pl.Int64, pl.Decimal(10, 2)),  # 2.00 compared as 200: after 5
+        (pl.Decimal(10, 3), pl.Decimal(10, 2)),
+        (pl.Enum(["a", "z"]), pl.Enum(["z", "a"])),  # 'a' beside 'z', by code
+        (pl.Enum(["a", "z"]), pl.Categorical),
+        (pl.Enum(["a", "z"]), pl.String),
+    ],
+)
+def test_polars_splice_refuses_keys_compared_by_their_codes(left_dtype, right_dtype):
+    """Decimals of two scales (or an integer and a decimal) and Enums of two types compare
+    their unscaled integers or codes: polars' join_asof refuses them, and the splice join
+    spliced them out of order, silently."""
+    numeric = left_dtype == pl.Int64 or isinstance(left_dtype, pl.Decimal)
+    values = [2, 5] if numeric else ["a", "z"]
+    left = pl.DataFrame({"t": pl.Series(values, dtype=left_dtype)})
+    right = pl.DataFrame({"t": pl.Series(values, dtype=right_dtype), "v": [1, 2]})
+    with pytest.raises(pl.exceptions.SchemaError, match="datatypes of join keys don't match"):
+        agpl.splice_join(left, right, on="t", device="cpu")
+    with pytest.raises(pl.exceptions.SchemaError):  # polars' own join_asof, for the record
+        left.join_asof(right, on="t")
+
+
+def test_polars_splice_refuses_a_tolerance_on_categorical_keys():
+    """Distances between Categorical keys are in codes (polars' join_asof measures them so),
+    and ordering by them spliced the rows in order of first appearance: 'c' beside 'z'."""
+    left = pl.DataFrame({"t": pl.Series(["z", "c", "a"], dtype=pl.Categorical)})
+    right = pl.DataFrame({"t": pl.Series(["b"], dtype=pl.Categorical), "v": [1]})
+    spliced = agpl.splice_join(left, right, on="t", device="cpu")  # without one: value order
+    assert spliced["t"].cast(pl.String).to_list() == ["a", "a", "c", "z"]
+    with pytest.raises(
+        pl.exceptions.InvalidOperationError, match="Categorical keys .* are spliced in value order"
+    ):
+        agpl.splice_join(left, right, on="t", tolerance=10, device="cpu")
+
+
 def test_polars_keys_of_two_kinds_are_refused_as_polars_join_asof_refuses_them():
     """Int64 against Float64 (or Boolean against Int64) is polars' SchemaError: ordered as
     join_asof orders keys, 3.5 had been cut to 3 and matched a left row at 3. Units of one
