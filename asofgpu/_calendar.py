@@ -116,6 +116,25 @@ def reaches(
         raise ValueError(msg) from None
 
 
+def row_reaches(
+    tolerance: str,
+    keys: pa.ChunkedArray | pa.Array,
+    key_param: str,
+    directions=("backward",),
+    param: str = "tolerance",
+) -> tuple:
+    """``reaches``, as ``RowTicks`` where the calendar kernel counts them (every day of 24
+    hours): whole ticks up to 2**64, where an Arrow duration stops at 2**63 (300 years of
+    nanoseconds were refused, 600 of microseconds cut to 584 on their way through
+    nanoseconds). What the join takes as a column of tolerances, either way."""
+    t = keys.type
+    if (pa.types.is_timestamp(t) or pa.types.is_date(t)) and not tolerance.strip().startswith("-"):
+        counted = fixed_day_ticks(tolerance.strip(), keys, directions)
+        if counted is not None:
+            return counted
+    return reaches(tolerance, keys, key_param, directions, param)
+
+
 def _unwrapped(reach, text: str, param: str):
     """polars' reaches with its wrapping undone: it moves a nanosecond key by "300y" past
     int64 and subtracts modulo 2**64 (300 years came out as -103,931 days, 600 as 5,642).

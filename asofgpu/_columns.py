@@ -471,6 +471,9 @@ class RowTicks:
     values: np.ndarray
     tick_ns: int
 
+    def __len__(self) -> int:  # a column of tolerances: one a left row
+        return len(self.values)
+
     def at(self, tick_ns: int, n_rows: int, host: bool, param: str = "tolerance"):
         """The tolerances at ``tick_ns`` (a tick that divides this one), as
         ``row_tolerances`` gives them: uint64, on the host or the device."""
@@ -549,6 +552,8 @@ def row_tolerances(
     >>> t.tolist()
     [2, 0]
     """
+    if isinstance(column, RowTicks):  # counted in ticks already (a calendar's reaches)
+        return column.at(tick_ns or ktype.tick_ns, n_rows, host, param)
     col = to_arrow(column, param)
     if len(col) != n_rows:
         msg = f"{param} has {len(col)} rows but left_on has {n_rows}; a column of tolerances has one per left row"
@@ -600,11 +605,17 @@ def row_tolerances(
         ticks[beyond] = largest
     else:  # whole ticks, rounded down, without overflow
         ticks = values.astype(np.int64, copy=False).view(np.uint64)
+        # Seconds to a key of seconds go 1:1, not through nanoseconds, which past 2**64
+        # (585 years) were clamped, and 600 years of a key of seconds became 584.
+        common = math.gcd(numerator, denominator)
+        numerator, denominator = numerator // common, denominator // common
         if numerator != 1:
-            limit = largest // numerator
-            ticks = np.where(ticks > limit, largest, ticks * np.uint64(numerator))
+            beyond = ticks > largest // numerator  # past every distance: no limit
+            ticks = np.where(beyond, 0, ticks) * np.uint64(numerator)
         if denominator != 1:
             ticks = ticks // np.uint64(denominator)
+        if numerator != 1:
+            ticks[beyond] = largest
     if valid is not None:
         ticks = np.where(valid, ticks, largest).astype(ticks.dtype)
     if host:

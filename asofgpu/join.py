@@ -37,7 +37,7 @@ from ._device_groups import SortedGroups, device_columns, on_device
 from ._encode import Groups
 from ._host_pool import lent
 from ._calendar import fixed as fixed_duration
-from ._calendar import clock_changes, fixed_day_ticks, is_calendar, reaches
+from ._calendar import clock_changes, fixed_day_ticks, is_calendar, reaches, row_reaches
 from .kernels.window import Bounds
 from .window import Windows, check_reaches_given
 from ._types import (
@@ -637,7 +637,8 @@ class AsofJoin:
         kind = np.float64 if self._key_type.physical == "float" else np.uint64
         if is_calendar(value, zoned=clock_changes(self._key_type.tz)):
             direction = "backward" if param == "before" else "forward"
-            (value,) = reaches(value, to_arrow(left_on, "left_on"), "left_on", (direction,), param)
+            keys = to_arrow(left_on, "left_on")
+            (value,) = row_reaches(value, keys, "left_on", (direction,), param)
         elif isinstance(value, str):
             value = fixed_duration(value, param)
         if is_row_tolerances(value):

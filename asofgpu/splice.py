@@ -43,7 +43,7 @@ from ._columns import (
 from ._encode import Groups
 from ._types import ByColumns, Column, DeviceName, GatherMap, Tolerance
 from ._calendar import fixed as fixed_duration
-from ._calendar import clock_changes, is_calendar, reaches
+from ._calendar import clock_changes, is_calendar, row_reaches
 from .join import AsofJoin, GroupCodes, by_columns, less_in_total_order
 
 
@@ -88,7 +88,7 @@ def splice_maps(
     if is_calendar(tolerance, zoned=clock_changes(right_key.type.tz)):
         # Each driving row's own reach back from its key (polars' offset_by), both ways.
         reach = {
-            side: reaches(tolerance, to_arrow(column, side), side)[0]
+            side: row_reaches(tolerance, to_arrow(column, side), side)[0]
             for side, column in (("left_on", left_on), ("right_on", right_on))
         }
     else:

@@ -796,3 +796,33 @@ def test_calendar_reaches_past_what_nanoseconds_hold_are_refused_not_wrapped():
     assert got.tolist() == [0]
     got = ag.asof_join(y2200, y2262, tolerance="50y", strategy="forward", device="cpu")
     assert got.tolist() == [NO_MATCH]
+
+
+@pytest.mark.parametrize("unit", ["s", "us", "ns"])
+def test_window_and_splice_reaches_longer_than_a_duration_holds_are_exact(device, unit):
+    """A calendar reach went to the window and splice joins as an Arrow duration, which
+    stops at 2**63 ticks: "300y" of nanoseconds was refused (the as-of join took it), and on
+    a key of seconds or microseconds a reach past 2**64 nanoseconds (584 years, "600y", or a
+    column of 650 years) was cut to 584 on its way through nanoseconds, silently. The
+    kernel's own count (whole ticks up to 2**64) goes to them as it goes to the as-of join."""
+    kind = pa.timestamp(unit)
+    years = [1300, 1430, 1500] if unit != "ns" else [1700, 1750, 1800]
+    span = "600y" if unit != "ns" else "300y"  # from 2024: 1424, or 1724
+    stamp = [int(np.datetime64(f"{y}-01-01", unit).astype(np.int64)) for y in (2024, *years)]
+    left = pa.table({"t": pa.array(stamp[:1], kind)})
+    right = pa.table({"t": pa.array(stamp[1:], kind), "v": years})
+    out = ag.window_join(
+        left, right, on="t", before=span, aggs={"v": ["count", "min"]}, device=device
+    )
+    assert out.select(["v_count", "v_min"]).to_pylist() == [{"v_count": 2, "v_min": years[1]}]
+    pairs = ag.range_join(left, right, on="t", before=span, device=device)
+    assert pairs["v"].to_pylist() == years[1:]
+    if unit != "ns":  # a column of 650 years of seconds: past 2**64 nanoseconds too
+        reach = pa.array([650 * 365 * 86_400], pa.duration("s"))
+        out = ag.window_join(left, right, on="t", before=reach, aggs={"v": "count"}, device=device)
+        assert out["v_count"].to_pylist() == [2]
+    # The splice join: the right row at 2024 carries the left row 'span' back at years[1].
+    early = pa.table({"t": pa.array(stamp[2:3], kind), "l": ["x"]})
+    late = pa.table({"t": pa.array(stamp[:1], kind), "r": ["y"]})
+    spliced = ag.splice_join(early, late, on="t", tolerance=span, device=device)
+    assert spliced["l"].to_pylist() == ["x", "x"]
