@@ -203,7 +203,7 @@ def splice_join(
             msg = f"{side} must be a cudf.DataFrame, got {kind}"
             raise TypeError(msg)
     left_on, right_on, left_by, right_by = resolve_keys(
-        on, left_on, right_on, by, by_left, by_right
+        on, left_on, right_on, by, by_left, by_right, labels=True
     )
     check_suffix(suffix)
     exact = _validate.flag(allow_exact_matches, "allow_exact_matches")

@@ -230,7 +230,7 @@ def splice_join(
             msg = f"{side} must be a pandas DataFrame, got {type(frame).__name__}"
             raise TypeError(msg)
     left_on, right_on, left_by, right_by = resolve_keys(
-        on, left_on, right_on, by, by_left, by_right
+        on, left_on, right_on, by, by_left, by_right, labels=True
     )
     check_suffix(suffix)
     missing = missing_key(left.columns, right.columns, (left_on, right_on, left_by, right_by))
@@ -386,7 +386,7 @@ def _frame_keys(left, right, on, left_on, right_on, by, by_left, by_right):
         if not isinstance(frame, pd.DataFrame):
             msg = f"{side} must be a pandas DataFrame, got {type(frame).__name__}"
             raise TypeError(msg)
-    keys = resolve_keys(on, left_on, right_on, by, by_left, by_right)
+    keys = resolve_keys(on, left_on, right_on, by, by_left, by_right, labels=True)
     missing = missing_key(left.columns, right.columns, keys)
     if missing:
         raise KeyError(missing)

@@ -16,7 +16,7 @@ left's is dropped under ``coalesce=True`` and kept as ``<name><suffix>`` otherwi
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Literal
 
 import pyarrow as pa
@@ -30,21 +30,31 @@ from .splice import splice_maps
 from .window import aggregate, aggregations, name_clash
 
 
-def _names(value, param: str) -> list[str]:
+def _is_name(value, labels: bool) -> bool:
+    """A column's name: a string, or, for frames whose columns are labels (pandas, cuDF),
+    any hashable label other than a sequence (``0``, a Timestamp)."""
+    if labels:
+        return not isinstance(value, (list, tuple)) and isinstance(value, Hashable)
+    return isinstance(value, str)
+
+
+def _names(value, param: str, labels: bool = False) -> list:
     if value is None:
         return []
     names = (
-        [value]
-        if isinstance(value, str)
-        else (list(value) if isinstance(value, (list, tuple)) else None)
+        list(value)
+        if isinstance(value, (list, tuple))
+        else ([value] if _is_name(value, labels) else None)
     )
-    if not names or not all(isinstance(n, str) for n in names):
+    if not names or not all(_is_name(n, labels) for n in names):
         msg = f"{param} must be a column name or a non-empty sequence of names, got {value!r}"
         raise TypeError(msg)
     return names
 
 
-def resolve_keys(on, left_on, right_on, by, by_left, by_right):
+def resolve_keys(on, left_on, right_on, by, by_left, by_right, labels: bool = False):
+    """(left_on, right_on, by_left, by_right) from a join's keyword arguments; ``labels``:
+    names are a pandas frame's column labels (any hashable), not only strings."""
     if on is not None and (left_on is not None or right_on is not None):
         msg = "pass either on, or both left_on and right_on, not both"
         raise ValueError(msg)
@@ -56,19 +66,20 @@ def resolve_keys(on, left_on, right_on, by, by_left, by_right):
         (left_on, "left_on" if on is None else "on"),
         (right_on, "right_on" if on is None else "on"),
     ):
-        if not isinstance(value, str):
+        if not _is_name(value, labels):
             msg = f"{param} must be one column name, got {value!r}"
             raise TypeError(msg)
     if by is not None and (by_left is not None or by_right is not None):
         msg = "pass either by, or both by_left and by_right, not both"
         raise ValueError(msg)
     if by is not None:
-        by_left = by_right = _names(by, "by")
+        by_left = by_right = _names(by, "by", labels)
     else:
         if (by_left is None) != (by_right is None):
             msg = "by_left and by_right must be given together"
             raise ValueError(msg)
-        by_left, by_right = _names(by_left, "by_left"), _names(by_right, "by_right")
+        by_left = _names(by_left, "by_left", labels)
+        by_right = _names(by_right, "by_right", labels)
         if len(by_left) != len(by_right):
             msg = (
                 f"by_left and by_right must name as many columns, got {len(by_left)} and "

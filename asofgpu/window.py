@@ -364,7 +364,7 @@ def aggregations(aggs, columns: list[str], type_of) -> list[Aggregation]:
         raise TypeError(msg)
     out = []
     for column, wanted in aggs.items():
-        if not isinstance(column, str) or column not in columns:
+        if column not in columns:  # a name, or a pandas frame's label (0)
             msg = (
                 f"aggs names {column!r}, which is not a column of the right side; its "
                 f"columns are {list(columns)}"

@@ -927,3 +927,19 @@ def test_polars_enum_min_max_are_polars_own(seed):
     for i, x in enumerate(left_t):
         rows = right.filter(pl.Series(_in_window(right_t, x, 4, 1)))["c"]
         assert out["c_min"][i] == rows.min() and out["c_max"][i] == rows.max(), i
+
+
+def test_pandas_frames_with_labels_that_are_not_strings():
+    """pandas' columns may be labelled 0, 1 (a frame made from a list of rows): merge_asof
+    joins on=0, and the window, range and splice joins said "on must be one column name,
+    got 0" of a column the frame has."""
+    left = pd.DataFrame({0: [5, 9], 2: ["a", "b"]})
+    right = pd.DataFrame({0: [4, 8], 1: [1.0, 2.0], 2: ["a", "b"]})
+    out = agpd.window_join(left, right, on=0, by=2, before=1, aggs={1: "sum"}, device="cpu")
+    assert list(out.columns) == [0, 2, "1_sum"] and out["1_sum"].tolist() == [1.0, 2.0]
+    pairs = agpd.range_join(left, right, on=0, by=2, before=1, device="cpu")
+    assert list(pairs.columns) == [0, 2, "0_right", 1] and pairs[1].tolist() == [1.0, 2.0]
+    spliced = agpd.splice_join(left, right, on=0, by=2, device="cpu")
+    assert spliced[1].tolist()[-1] == 2.0 and len(spliced) == 4
+    with pytest.raises(TypeError, match=r"on must be one column name, got \[0\]"):
+        agpd.range_join(left, right, on=[0], before=1, device="cpu")
