@@ -50,7 +50,7 @@ from ._columns import to_arrow
 from .join import AsofJoin
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
-from .window import PICKS, aggregations, by_column, name_clash, reduce_column
+from .window import NEED_VALUES, PICKS, aggregations, by_column, name_clash, reduce_column
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -299,7 +299,16 @@ def window_join(
 
     def arrow_of(name):
         if name not in arrow:
-            arrow[name] = to_arrow(right[name], f"aggs[{name!r}]")
+            try:
+                arrow[name] = to_arrow(right[name], f"aggs[{name!r}]")
+            except (TypeError, ValueError):
+                hows = aggs[name]
+                if set([hows] if isinstance(hows, str) else hows) & NEED_VALUES:
+                    raise
+                # count, first and last read where it is null alone (pandas takes the rows):
+                # a column Arrow cannot read (complex, sparse, mixed objects) still has them.
+                null = right[name].isna().to_numpy()
+                arrow[name] = pa.chunked_array([pa.array(~null, mask=null)])
         return arrow[name]
 
     wanted = aggregations(aggs, list(right.columns), lambda c: arrow_of(c).type)

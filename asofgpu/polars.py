@@ -88,6 +88,7 @@ from .join import AsofJoin, asof_join
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
 from .window import (
+    NEED_VALUES,
     aggregations,
     by_column,
     check_reaches_given,
@@ -895,7 +896,7 @@ def window_join(
         windows = _windows(left, right, keys, **reach, device=device)
         found = {}
         for name, hows in by_column(wanted).items():
-            column = _arrow_column(right, name)
+            column = _arrow_column(right, name, hows)
             for how, result in reduce_column(windows, column, hows, extreme_values=True).items():
                 if isinstance(result, pa.Array):
                     found[name, how] = pl.from_arrow(result)
@@ -1009,11 +1010,14 @@ def _windows(left, right, keys, before, after, prevailing, device):
     as ``join_asof``'s are."""
     left_on, right_on, left_by, right_by = keys
     left_cols, right_cols = _by_columns(left, right, left_by, right_by)
+    left_key, right_key = left.get_column(left_on), right.get_column(right_on)
+    if left_key.dtype in _WIDE_INTS or right_key.dtype in _WIDE_INTS:  # Arrow has no 128 bits
+        left_key, right_key = _integers(left_key, right_key, distances=True)
     prepared = AsofJoin(
-        _arrow(right.get_column(right_on)), right_cols or None, device=device, _defer_sort=True
+        _arrow(right_key), right_cols or None, device=device, _defer_sort=True
     )  # one call: the sort waits for the windows, and copies nothing
     return prepared.windows(
-        _arrow(left.get_column(left_on)),
+        _arrow(left_key),
         left_cols or None,
         before=_reach(before, "before"),
         after=_reach(after, "after"),
@@ -1034,6 +1038,8 @@ def _check_reach(before, after, right_key_dtype) -> None:
     """``before`` and ``after`` checked against the right key's type before any work (a
     LazyFrame's call, not its ``collect``), with asofgpu's own messages; a calendar string
     is checked when the keys are read."""
+    if right_key_dtype in _WIDE_INTS:  # read as a 64-bit integer (``_windows``): Arrow has none
+        right_key_dtype = pl.Int64
     arrow_type = pl.Series(dtype=right_key_dtype).to_arrow().type
     key_type = key_type_of_arrow(arrow_type, "right_on")
     check_reaches_given(before, after)
@@ -1054,14 +1060,30 @@ def _aggregations(aggs, schema):
         try:
             return pl.DataFrame(schema={name: schema[name]}).to_arrow().schema.field(0).type
         except (pa.ArrowException, pl.exceptions.PolarsError) as exc:
+            if not _values_read(aggs[name]):  # count, first, last: its nulls alone
+                return pa.bool_()
             msg = f"aggs[{name!r}]: a {schema[name]} column cannot be aggregated ({exc})"
             raise TypeError(msg) from None
 
     return aggregations(aggs, list(schema), arrow_type)
 
 
-def _arrow_column(frame: pl.DataFrame, name: str) -> pa.ChunkedArray:
-    return frame.select(name).to_arrow(compat_level=pl.CompatLevel.newest()).column(0)
+def _values_read(hows) -> bool:
+    return bool(set([hows] if isinstance(hows, str) else hows) & NEED_VALUES)
+
+
+def _arrow_column(frame: pl.DataFrame, name: str, hows) -> pa.ChunkedArray:
+    """A right column as Arrow for its ``hows``; for count, first and last (which read
+    where it is null alone, the picks' values gathered by polars) one Arrow cannot hold
+    (Int128) stands in as its nulls."""
+    column = frame.get_column(name)
+    try:
+        return pl.DataFrame([column]).to_arrow(compat_level=pl.CompatLevel.newest()).column(0)
+    except (pa.ArrowException, pl.exceptions.PolarsError):
+        if _values_read(hows):
+            raise
+    nulls = column.is_null().to_numpy()
+    return pa.chunked_array([pa.array(~nulls, mask=nulls)])
 
 
 # --------------------------------------------------------------------------- the namespace

@@ -136,8 +136,8 @@ class Windows:
         numbers = keys = nothing
         temporal = False
         if values is None:
-            if set(wanted) & _NEED_VALUES:
-                msg = f"{sorted(set(wanted) & _NEED_VALUES)} need values"
+            if set(wanted) & NEED_VALUES:
+                msg = f"{sorted(set(wanted) & NEED_VALUES)} need values"
                 raise TypeError(msg)
             if set(wanted) == {"count"}:
                 return {"count": self.count(valid)}
@@ -281,7 +281,8 @@ def _taken(values, at, xp, where=None):
 #: The reductions that choose the smallest and the largest value, as ``Reduced`` keeps them.
 _EXTREMES = ("min", "max")
 #: The reductions that read values, and those that sum them.
-_NEED_VALUES = {"sum", "mean", "min", "max"}
+#: The reductions that read a column's values; count, first and last read its nulls alone.
+NEED_VALUES = {"sum", "mean", "min", "max"}
 _SUMS = {"sum", "mean"}
 
 
@@ -452,7 +453,7 @@ def reduce_column(
     be = windows.backend
     valid = arrow_numpy.valid(column)  # a dictionary's null values too, which null_count misses
     valid = None if valid.all() else valid
-    values = _values(column) if set(wanted) & _NEED_VALUES else None
+    values = _values(column) if set(wanted) & NEED_VALUES else None
     # A dictionary column's min and max keep its type: they gather its rows.
     extreme_values = extreme_values and not pa.types.is_dictionary(column.type)
     found = windows.reduce(wanted, values, valid, extreme_values=extreme_values)

@@ -943,3 +943,53 @@ def test_pandas_frames_with_labels_that_are_not_strings():
     assert spliced[1].tolist()[-1] == 2.0 and len(spliced) == 4
     with pytest.raises(TypeError, match=r"on must be one column name, got \[0\]"):
         agpd.range_join(left, right, on=[0], before=1, device="cpu")
+
+
+def test_pandas_count_first_and_last_of_columns_arrow_cannot_read():
+    """count reads where a column is null, first and last take its rows with pandas: a
+    complex, sparse or mixed-object column (which Arrow cannot read) has them, as the range
+    join carries them; they were refused with Arrow's message. Sums still need values."""
+    left = pd.DataFrame({"t": [3, 0]})
+    columns = {
+        "sparse": pd.arrays.SparseArray([1.0, np.nan, 2.0]),
+        "complex": np.array([1 + 1j, 2, 3]),
+        "mixed": pd.Series(["a", 2, None], dtype=object),
+    }
+    for name, column in columns.items():
+        right = pd.DataFrame({"t": [0, 1, 2], "v": column})
+        out = agpd.window_join(
+            left, right, on="t", before=5, aggs={"v": ["count", "first", "last"]}, device="cpu"
+        )
+        values = list(right["v"])
+        valid = [i for i, v in enumerate(values) if not pd.isna(v)]
+        assert out["v_count"].tolist() == [len(valid), int(not pd.isna(values[0]))], name
+        assert out["v_first"].iloc[0] == values[valid[0]] and out["v_last"].iloc[0] == values[valid[-1]]
+    with pytest.raises((TypeError, ValueError)):
+        agpd.window_join(left, right, on="t", before=5, aggs={"v": "sum"}, device="cpu")
+
+
+@pytest.mark.skipif(not hasattr(pl, "Int128"), reason="this polars has no Int128")
+def test_polars_int128_columns_count_first_and_last_and_keys():
+    """Arrow has no 128-bit integers: count, first and last (which read nulls alone, the
+    picks' values gathered by polars) of an Int128 column were refused, as "cannot be
+    aggregated"; Int128 keys raised Arrow's own error. Keys are read as 64-bit integers
+    where their values fit, as join_asof reads them."""
+    big = 2**100
+    left = pl.DataFrame({"t": [5, 9]})
+    right = pl.DataFrame({"t": [1, 4, 8], "big": pl.Series([big, None, 4], dtype=pl.Int128)})
+    out = agpl.window_join(
+        left, right, on="t", before=10, aggs={"big": ["count", "first", "last"]}, device="cpu"
+    )
+    assert out.rows() == [(5, 1, big, big), (9, 2, big, 4)]
+    assert out.schema["big_first"] == pl.Int128
+    with pytest.raises(TypeError, match=r"aggs\['big'\]: a Int128 column cannot be aggregated"):
+        agpl.window_join(left, right, on="t", before=10, aggs={"big": "sum"}, device="cpu")
+    wide = agpl.window_join(
+        left.cast({"t": pl.Int128}),
+        right.cast({"t": pl.Int128}),
+        on="t",
+        before=2,
+        aggs={"big": "count"},
+        device="cpu",
+    )
+    assert wide["big_count"].to_list() == [0, 1]
