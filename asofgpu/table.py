@@ -221,10 +221,15 @@ def right_names(left_names: list[str], names: list[str], suffix: str) -> list[st
     for name in names:
         out = f"{name}{suffix}" if name in left_names else name
         if out in left_names or out in out_names:
+            other = "a left column" if out in left_names else "another right column"
+            what = (
+                f"the right column {name!r} clashes with {other} even with suffix {suffix!r}"
+                if out != name
+                else f"the right column {name!r} clashes with {other}"
+            )
             msg = (
-                f"column {out!r} appears twice in the result: the right column {name!r} "
-                f"clashes with a left column even with suffix {suffix!r}. Hint: rename it "
-                f"or pass another suffix."
+                f"column {out!r} appears twice in the result: {what}. Hint: rename it or "
+                f"pass another suffix."
             )
             raise ValueError(msg)
         out_names.append(out)

@@ -151,7 +151,19 @@ def test_argument_errors(kwargs, error, match):
 def test_a_suffix_that_still_clashes_is_refused():
     left = pa.table({"t": [1], "x": [1], "x_right": [2]})
     right = pa.table({"t": [1], "x": [5]})
-    with pytest.raises(ValueError, match="column 'x_right' appears twice in the result"):
+    with pytest.raises(
+        ValueError,
+        match="column 'x_right' appears twice in the result: the right column 'x' clashes "
+        "with a left column even with suffix '_right'",
+    ):
+        ag.join_asof(left, right, on="t", device="cpu")
+    # The suffixed name is another right column's: the message blamed a left one.
+    left, right = pa.table({"t": [1], "x": [1]}), pa.table({"t": [1], "x": [5], "x_right": [6]})
+    with pytest.raises(
+        ValueError,
+        match="column 'x_right' appears twice in the result: the right column 'x_right' "
+        "clashes with another right column",
+    ):
         ag.join_asof(left, right, on="t", device="cpu")
 
 
