@@ -963,7 +963,10 @@ def test_pandas_count_first_and_last_of_columns_arrow_cannot_read():
         values = list(right["v"])
         valid = [i for i, v in enumerate(values) if not pd.isna(v)]
         assert out["v_count"].tolist() == [len(valid), int(not pd.isna(values[0]))], name
-        assert out["v_first"].iloc[0] == values[valid[0]] and out["v_last"].iloc[0] == values[valid[-1]]
+        assert (
+            out["v_first"].iloc[0] == values[valid[0]]
+            and out["v_last"].iloc[0] == values[valid[-1]]
+        )
     with pytest.raises((TypeError, ValueError)):
         agpd.window_join(left, right, on="t", before=5, aggs={"v": "sum"}, device="cpu")
 
