@@ -437,6 +437,13 @@ def test_time_method_prunes_float_carries_as_pandas_measures_them(
     left = pd.DataFrame({"t": left_t})
     right = pd.DataFrame({"t": right_t, "x": [1.0, 2.0]})
     options = dict(on="t", tolerance=tolerance, direction=direction)
+    got = _two_partitions_each_by_time(left, right, **options)
+    pd.testing.assert_frame_equal(got, pd.merge_asof(left, right, **options))
+
+
+def _two_partitions_each_by_time(left: pd.DataFrame, right: pd.DataFrame, **options):
+    """The time method's result, each side in two partitions, its rows numbered anew (each
+    partition numbers its own)."""
     got = merge_asof(
         dd.from_pandas(left, npartitions=2),
         dd.from_pandas(right, npartitions=2),
@@ -445,8 +452,7 @@ def test_time_method_prunes_float_carries_as_pandas_measures_them(
         **options,
     )
     with dask.config.set(scheduler="synchronous"):
-        got = got.compute().reset_index(drop=True)  # each partition numbers its own rows
-        pd.testing.assert_frame_equal(got, pd.merge_asof(left, right, **options))
+        return got.compute().reset_index(drop=True)
 
 
 @pytest.mark.parametrize("unit", ["s", "ms"])
@@ -464,18 +470,10 @@ def test_time_method_takes_a_tolerance_finer_than_its_keys(unit, tolerance, dire
         {"t": (base + pd.to_timedelta([2, 6], "s")).as_unit(unit), "x": [1.0, 2.0]}
     )
     options = dict(on="t", tolerance=tolerance, direction=direction)
-    got = merge_asof(
-        dd.from_pandas(left, npartitions=2),
-        dd.from_pandas(right, npartitions=2),
-        method="time",
-        device="cpu",
-        **options,
-    )
+    got = _two_partitions_each_by_time(left, right, **options)
     from asofgpu.pandas import merge_asof as pandas_merge_asof  # pandas refuses a DateOffset
 
-    with dask.config.set(scheduler="synchronous"):
-        want = pandas_merge_asof(left, right, device="cpu", **options)
-        pd.testing.assert_frame_equal(got.compute().reset_index(drop=True), want)
+    pd.testing.assert_frame_equal(got, pandas_merge_asof(left, right, device="cpu", **options))
 
 
 @pytest.mark.parametrize("method", ["auto", "time", "hash", "broadcast"])
