@@ -33,7 +33,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import _arrow_numpy as arrow_numpy
-from .._arrow_numpy import without_views
 from .._encode import family
 from ._errors import EnrichError, one_line
 
@@ -77,7 +76,7 @@ class Part:
             batches = reader.iter_batches(batch_size=rows, columns=columns, row_groups=row_groups)
             while True:
                 try:
-                    yield without_views(next(batches))
+                    yield arrow_numpy.without_views(next(batches))
                 except StopIteration:
                     return
         except (OSError, pa.ArrowException) as exc:
@@ -90,7 +89,7 @@ class Part:
                 self.path, metadata=self.meta, pre_buffer=False, read_dictionary=read_dictionary
             )
             for g in range(reader.metadata.num_row_groups):
-                yield without_views(reader.read_row_group(g, columns=columns))
+                yield arrow_numpy.without_views(reader.read_row_group(g, columns=columns))
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
 
@@ -218,7 +217,7 @@ class Source:
                 table = pq.ParquetFile(
                     part.path, pre_buffer=False, read_dictionary=[c for c in as_codes if c in data]
                 ).read(columns=data)
-                table = without_views(table)
+                table = arrow_numpy.without_views(table)
             except (OSError, pa.ArrowException) as exc:
                 raise EnrichError(
                     f"cannot read {self.side} file {part.path}: {one_line(exc)}"

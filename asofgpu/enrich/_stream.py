@@ -39,7 +39,6 @@ from .._columns import ordered_key
 from .._encode import family, unified
 from ._errors import EnrichError, one_line
 from ._memory import readable
-from .._arrow_numpy import without_views
 from ._sources import Source, leaf_columns
 
 
@@ -135,7 +134,9 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
     if first is None:
         return True
     try:
-        head = without_views(pq.ParquetFile(first[0]).read_row_group(first[1], columns=[*by, on]))
+        head = arrow_numpy.without_views(
+            pq.ParquetFile(first[0]).read_row_group(first[1], columns=[*by, on])
+        )
     except (OSError, pa.ArrowException) as exc:
         raise EnrichError(f"cannot read {source.side} file {first[0]}: {one_line(exc)}") from None
     order = Order(source.side, source.given, on, by)
