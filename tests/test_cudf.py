@@ -110,7 +110,8 @@ def test_splice_operands_must_be_cudf_frames():
     [
         ({}, ValueError, "the as-of key is missing: pass on, or both left_on and right_on"),
         (dict(on="t", left_on="t"), ValueError, "pass either on, or both left_on and right_on"),
-        (dict(on=3), TypeError, "on must be one column name, got 3"),
+        (dict(on=["t"]), TypeError, r"on must be one column name, got \['t'\]"),
+        (dict(on=3), KeyError, "left frame has no column 3"),  # a label, as pandas' are
         (dict(on="t", by="g", by_left="g"), ValueError, "pass either by, or both by_left"),
         (dict(on="t", by_left="g"), ValueError, "by_left and by_right must be given together"),
         (
