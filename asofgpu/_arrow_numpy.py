@@ -228,6 +228,15 @@ def filled(column: pa.Array | pa.ChunkedArray, value) -> np.ndarray:
     return data if column.null_count == 0 else np.where(valid(column), data, value)
 
 
+def has_nulls(column: pa.Array | pa.ChunkedArray) -> bool:
+    """Whether ``valid`` would say any row is null: ``null_count``, or a dictionary's null
+    values, which it does not count."""
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    return column.null_count > 0 or (
+        pa.types.is_dictionary(column.type) and any(c.dictionary.null_count for c in chunks)
+    )
+
+
 def valid(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Where a column is not null, as a bool array; a dictionary's null values are nulls
     too, as Arrow reads them, where its ``null_count`` counts its indices' alone.

@@ -451,8 +451,8 @@ def reduce_column(
     or, with ``extreme_values``, for min and max an Arrow array of the column's type where
     the values are their own order keys (``Windows.reduce``), which needs no gather."""
     be = windows.backend
-    valid = arrow_numpy.valid(column)  # a dictionary's null values too, which null_count misses
-    valid = None if valid.all() else valid
+    # A dictionary's null values too, which null_count misses.
+    valid = arrow_numpy.valid(column) if arrow_numpy.has_nulls(column) else None
     values = _values(column) if set(wanted) & NEED_VALUES else None
     # A dictionary column's min and max keep its type: they gather its rows.
     extreme_values = extreme_values and not pa.types.is_dictionary(column.type)
@@ -500,8 +500,7 @@ def _arrow_payload(values, valid):
     column = to_arrow(values, "values")
     column = column if isinstance(column, pa.ChunkedArray) else pa.chunked_array([column])
     if valid is None:
-        valid = arrow_numpy.valid(column)
-        valid = None if valid.all() else valid
+        valid = arrow_numpy.valid(column) if arrow_numpy.has_nulls(column) else None
     t = column.type
     if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_date(t):
         return column.to_numpy(), valid  # temporal, as numpy reads them: no sums of instants
