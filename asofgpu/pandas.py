@@ -50,7 +50,15 @@ from ._columns import to_arrow
 from .join import AsofJoin
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
-from .window import NEED_VALUES, PICKS, aggregations, by_column, name_clash, reduce_column
+from .window import (
+    PICKS,
+    aggregations,
+    by_column,
+    name_clash,
+    nulls_alone,
+    reads_values,
+    reduce_column,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -302,13 +310,11 @@ def window_join(
             try:
                 arrow[name] = to_arrow(right[name], f"aggs[{name!r}]")
             except (TypeError, ValueError):
-                hows = aggs[name]
-                if set([hows] if isinstance(hows, str) else hows) & NEED_VALUES:
+                if reads_values(aggs[name]):
                     raise
-                # count, first and last read where it is null alone (pandas takes the rows):
-                # a column Arrow cannot read (complex, sparse, mixed objects) still has them.
-                null = right[name].isna().to_numpy()
-                arrow[name] = pa.chunked_array([pa.array(~null, mask=null)])
+                # count, first and last (pandas takes the rows) of a column Arrow cannot
+                # read (complex, sparse, mixed objects): its nulls alone.
+                arrow[name] = nulls_alone(right[name].isna().to_numpy())
         return arrow[name]
 
     wanted = aggregations(aggs, list(right.columns), lambda c: arrow_of(c).type)

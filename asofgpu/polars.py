@@ -88,11 +88,12 @@ from .join import AsofJoin, asof_join
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
 from .window import (
-    NEED_VALUES,
     aggregations,
     by_column,
     check_reaches_given,
     name_clash,
+    nulls_alone,
+    reads_values,
     reduce_column,
 )
 
@@ -1060,7 +1061,7 @@ def _aggregations(aggs, schema):
         try:
             return pl.DataFrame(schema={name: schema[name]}).to_arrow().schema.field(0).type
         except (pa.ArrowException, pl.exceptions.PolarsError) as exc:
-            if not _values_read(aggs[name]):  # count, first, last: its nulls alone
+            if not reads_values(aggs[name]):  # count, first, last: ``nulls_alone``'s type
                 return pa.bool_()
             msg = f"aggs[{name!r}]: a {schema[name]} column cannot be aggregated ({exc})"
             raise TypeError(msg) from None
@@ -1068,22 +1069,16 @@ def _aggregations(aggs, schema):
     return aggregations(aggs, list(schema), arrow_type)
 
 
-def _values_read(hows) -> bool:
-    return bool(set([hows] if isinstance(hows, str) else hows) & NEED_VALUES)
-
-
 def _arrow_column(frame: pl.DataFrame, name: str, hows) -> pa.ChunkedArray:
-    """A right column as Arrow for its ``hows``; for count, first and last (which read
-    where it is null alone, the picks' values gathered by polars) one Arrow cannot hold
-    (Int128) stands in as its nulls."""
+    """A right column as Arrow for its ``hows``; for count, first and last (the picks'
+    values gathered by polars) one Arrow cannot hold (Int128) as ``nulls_alone``."""
     column = frame.get_column(name)
     try:
         return pl.DataFrame([column]).to_arrow(compat_level=pl.CompatLevel.newest()).column(0)
     except (pa.ArrowException, pl.exceptions.PolarsError):
-        if _values_read(hows):
+        if reads_values(hows):
             raise
-    nulls = column.is_null().to_numpy()
-    return pa.chunked_array([pa.array(~nulls, mask=nulls)])
+    return nulls_alone(column.is_null().to_numpy())
 
 
 # --------------------------------------------------------------------------- the namespace

@@ -283,6 +283,24 @@ _EXTREMES = ("min", "max")
 #: The reductions that read values, and those that sum them.
 #: The reductions that read a column's values; count, first and last read its nulls alone.
 NEED_VALUES = {"sum", "mean", "min", "max"}
+
+
+def reads_values(hows) -> bool:
+    """Whether aggregations ``hows`` (one, or a list) read a column's values; count, first
+    and last read its nulls alone (``nulls_alone``).
+
+    >>> reads_values(["count", "last"]), reads_values("sum")
+    (False, True)
+    """
+    return bool(set([hows] if isinstance(hows, str) else hows) & NEED_VALUES)
+
+
+def nulls_alone(null: np.ndarray) -> pa.ChunkedArray:
+    """A stand-in for a column Arrow cannot hold (polars' Int128, pandas' complex) where
+    only its nulls are read (``null``: where it is null): booleans of the same nulls."""
+    return pa.chunked_array([pa.array(~null, mask=null)])
+
+
 _SUMS = {"sum", "mean"}
 
 
