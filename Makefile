@@ -1,6 +1,6 @@
 # Every target sets itself up: the virtual environment is created and filled when it is
 # missing, broken, or older than pyproject.toml, and `asofgpu warm` then compiles the usual
-# joins' CPU kernels into numba's cache (about a minute on 2 cores, every core at once), so
+# joins' CPU kernels into numba's cache (one to two minutes on 2 cores, every core at once), so
 # that neither the first join nor the suite compiles them one at a time.
 PYTHON ?= python3
 VENV := .venv

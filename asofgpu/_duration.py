@@ -74,7 +74,10 @@ def parse_duration(text: str) -> int:
                 what = _CALENDAR.get(unit.lower(), "index counts")
                 msg = f"{text!r}: {what} ({unit}) have no fixed length; use one of {UNITS_TEXT}"
             else:
-                msg = f"{text!r}: unknown unit {unit!r}; use one of {UNITS_TEXT} (e.g. 1m30s)"
+                msg = (
+                    f"{text!r}: unknown unit {unit!r}; use one of {UNITS_TEXT} (e.g. 1m30s), "
+                    f"or on date and timestamp keys the calendar's mo, q, y"
+                )
             raise ValueError(msg)
         total += count * UNIT_NS[unit]
         end = part.end()

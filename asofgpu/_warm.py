@@ -5,8 +5,9 @@ numba compiles a kernel the first time it is called with new argument types and 
 machine code in its cache on disk (beside the kernels, or in the user's cache directory when
 the package's is not writable; see ``_backend.cache_dir``). A small join runs as plain
 Python and compiles nothing (``_backend.walks.compiles``), but in a new environment the first
-larger join compiles some forty functions, 8 s on two cores, and the first prepared probe and
-gather 3.5 s more; once cached, they load in 0.7 s. ``warm`` runs joins of the usual shapes,
+larger join compiles for seconds to tens of seconds (README, "The first join in a new
+environment": 23.5 s on two cores, and the first prepared probe and gather 10.4 s more);
+once cached, the same process takes about 1.5 s. ``warm`` runs joins of the usual shapes,
 compiled whatever their size, and ``asofgpu enrich`` on small files (its windows and spills
 have kernels of their own), each shape in a process of its own so that the compiling takes
 every core:

@@ -65,7 +65,8 @@ examples:
 The output holds every LEFT column, then the attached RIGHT columns (by default all but the
 by columns and a same-named on column), in LEFT's row order: what asofgpu.join_asof returns
 on the whole files. Either file may be unsorted. Exit codes: 0 done, 1 OUT could not be
-written, 2 bad input, 130 interrupted; on any failure no OUT (and no temporary file) is left.
+written, 2 bad input, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); on any failure no
+OUT (and no temporary file) is left.
 """
 
 DEMO_EXAMPLES = """\
@@ -160,19 +161,19 @@ def _parser() -> _Parser:
     e.add_argument(
         "left",
         metavar="LEFT",
-        help="parquet file whose rows are enriched, streamed (e.g. trades.parquet)",
+        help="parquet file, folder or glob whose rows are enriched, streamed (e.g. trades.parquet)",
     )
     e.add_argument(
         "right",
         metavar="RIGHT",
-        help="parquet file of the rows to attach, read once (e.g. quotes.parquet)",
+        help="parquet file, folder or glob of the rows to attach (e.g. quotes.parquet)",
     )
     e.add_argument(
         "-o",
         "--output",
         metavar="OUT",
         required=True,
-        help="parquet file to write; an existing one is replaced only by a complete "
+        help="parquet file to write (a folder when LEFT is several files); an existing one is replaced only by a complete "
         "new one (e.g. -o enriched.parquet)",
     )
     keys = e.add_argument_group("keys")
@@ -269,8 +270,8 @@ def _parser() -> _Parser:
         type=_compression,
         default=(None, None),
         help=f"OUT's compression: {', '.join(CODECS)}, optionally with a "
-        f"level (e.g. --compression zstd:3; default: LEFT's columns "
-        f"keep theirs, copied as they are, the attached ones snappy)",
+        f"level (e.g. --compression zstd:3; default: LEFT's columns keep "
+        f"theirs when its file is copied as it is, and what is encoded is snappy)",
     )
     run = e.add_argument_group("running")
     run.add_argument(
@@ -339,7 +340,7 @@ def _parser() -> _Parser:
         help="enrich a synthetic market-data day with the prevailing quotes",
         description=_wrap(
             "Generate a market-data day (asofgpu.marketdata: Zipf-distributed symbol "
-            "activity, int64 nanosecond timestamps), write quotes and trades as parquet, run "
+            "activity, nanosecond UTC timestamps), write quotes and trades as parquet, run "
             "'asofgpu enrich' on them on the best available backend and print its summary."
         ),
     )
@@ -409,8 +410,8 @@ def _parser() -> _Parser:
             "groups, time and float keys) and 'asofgpu enrich' on small files (streamed, in "
             "memory, spilled) so that numba compiles their CPU kernels into its "
             "cache now, each shape in a process of its own: the first join in a new "
-            "environment then loads them (under a second) instead of compiling them (about "
-            "10 s on two cores). The cache is this machine's; run it once after installing."
+            "environment then loads them (about a second) instead of compiling them (tens "
+            "of seconds on two cores). The cache is this machine's; run it once after installing."
         ),
     )
     w.add_argument(

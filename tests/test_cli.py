@@ -516,7 +516,8 @@ def _junk(tmp_path: Path) -> Path:
         ),
         (
             ["{trades}", "{quotes}", "--on", "time", "--tolerance", "5 parsecs"],
-            "--tolerance: '5 parsecs': unknown unit 'parsecs'; use one of ns, us, ms, s, m, h, d, w",
+            "--tolerance: '5 parsecs': unknown unit 'parsecs'; use one of ns, us, ms, s, m, h, d, w "
+            "(e.g. 1m30s), or on date and timestamp keys the calendar's mo, q, y",
         ),
         (
             ["{trades}", "{trades}", "--on", "size", "--tolerance", "1mo"],

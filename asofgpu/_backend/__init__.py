@@ -11,8 +11,8 @@ Three backends run the same ``kernels/`` source (``get_backend`` picks one):
 
 For every backend, large payload gathers (``take.py``) and the hashing of group keys
 (``hashing.py``) run on the host's cores. ``jit.py`` builds the CPU kernels and keeps numba's
-cache. numba and cupy are imported here, by ``_intrinsics``, ``_columns`` and the GPU front
-ends only.
+cache. numba is imported here and by ``_intrinsics`` (elsewhere only for its thread
+count); cupy here, by ``_columns`` and by the GPU front ends.
 
 >>> get_backend("cpu").name
 'cpu'

@@ -2,8 +2,9 @@
 
 LEFT (the events: trades) and RIGHT (the state: quotes) are each a parquet file, a folder of
 them or a glob, hive partition folders becoming columns (``_sources``). Everything is checked
-on zero rows first (``_checks``). RIGHT is read once and prepared (``AsofJoin``); each LEFT file
-is streamed through it in chunks; each chunk's gather map takes the payload columns
+on zero rows first (``_checks``). RIGHT is held in one of four ways (``_attach``: in memory,
+prepared once by ``AsofJoin``; streamed beside LEFT when both are sorted alike; streamed with
+LEFT regrouped; or spilled to hash partitions); each LEFT file is streamed through it in chunks; each chunk's gather map takes the payload columns
 (``gather``) and the chunk is encoded as a row group of its output file on a thread pool
 (``_output.ParquetStitcher``). The output equals ``join_asof(left, right, ...)`` on the whole
 data, in LEFT's row order: one file when LEFT is one file, else a folder with one file per LEFT

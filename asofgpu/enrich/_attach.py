@@ -1,10 +1,12 @@
-"""The three ways ``asofgpu enrich`` holds RIGHT, each an "attach" object: called with a LEFT
+"""The four ways ``asofgpu enrich`` holds RIGHT, each an "attach" object: called with a LEFT
 chunk, it returns the attached columns for those rows in order, and keeps the matched count
 and the staleness sketch.
 
 - ``InMemory``: RIGHT read whole and prepared once (``AsofJoin``).
 - ``Streamed``: both sides sorted by their key: RIGHT in windows with per-group carries
   (``_stream``).
+- ``Regrouped``: RIGHT sorted (by its key, or by its by-columns and then its key), LEFT not:
+  LEFT's keys put in RIGHT's order (``_regroup``), joined against RIGHT streamed.
 - ``Spilled``: anything else: both sides hash-partitioned on disk, joined a partition (or a key
   range of one) at a time, LEFT's order rebuilt (``_spill``).
 

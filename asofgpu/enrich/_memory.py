@@ -2,8 +2,9 @@
 
 ``--memory-limit`` bounds the process's peak resident memory. The process itself (Python,
 numba, pyarrow and the compiled kernels) takes ``BASE_BYTES``; LEFT streams in chunks whose
-size follows from the limit (``chunk_rows``); RIGHT is prepared in memory when its estimate
-(``right_bytes``) fits what is left, and spilled to hash partitions otherwise (``_spill``).
+size follows from the limit (``chunk_rows``); RIGHT, when it is not streamed (``--right-mode``), is prepared in memory when
+its estimate (``right_bytes``) fits what is left, and spilled to hash partitions otherwise
+(``_spill``).
 
 >>> parse_size("1GiB"), parse_size("512MiB"), parse_size("2GB"), parse_size("1_000")
 (1073741824, 536870912, 2000000000, 1000)

@@ -7,7 +7,7 @@ order within a partition, so every partition joins exactly as the whole would: R
 order still decides among equal keys. LEFT rows carry their position; each partition's result
 is (position, payload) in increasing position, and the output is rebuilt chunk by chunk in
 LEFT's order by taking from every partition the rows before the chunk's end
-(``_Results.until``). Partitions are Arrow IPC streams in a hidden folder of ``--tmp-dir``,
+(``Results.until``). Partitions are Arrow IPC streams in a hidden folder of ``--tmp-dir``,
 removed on every way out.
 """
 
