@@ -2,7 +2,10 @@
 
 import sys
 
-from .cli import entry
-
 if __name__ == "__main__":
+    try:
+        from .cli import entry
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules import: nothing started
+        print("asofgpu: interrupted", file=sys.stderr)
+        sys.exit(130)
     sys.exit(entry())

@@ -22,12 +22,12 @@ import contextlib
 import functools
 import gc
 import os
-import signal
 import sys
 import textwrap
 import time
 
 from . import _progress
+from .enrich import _interrupts as interrupts
 from .enrich import (
     CODECS,
     DEFAULT_CHUNK_ROWS,
@@ -594,26 +594,6 @@ def _example(enriched, say) -> None:
 # --------------------------------------------------------------------------- main
 
 
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so that the same clean-up runs."""
-
-
-@contextlib.contextmanager
-def _sigterm_raises():
-    def handler(signum, frame):
-        raise _Terminated
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread: leave signals alone
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _keeping_allocator() -> None:
     """Arrow's jemalloc pool for the command's own process, where it is built in.
 
@@ -634,8 +614,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     prog = f"asofgpu {args.command}"
     _keeping_allocator()
+    run = None
     try:
-        with _sigterm_raises():
+        with interrupts.handling() as run:
             return args.run(args, args.parser)
     except EnrichError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
@@ -644,8 +625,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: {exc}; nothing was written", file=sys.stderr)
         return 1
     except KeyboardInterrupt as exc:
-        print(f"{prog}: interrupted; no output was written", file=sys.stderr)
-        return 143 if isinstance(exc, _Terminated) else 130
+        if run is not None and run.committed:  # after OUT was put in place, whole
+            print(f"{prog}: interrupted after the output was written", file=sys.stderr)
+        else:
+            print(f"{prog}: interrupted; no output was written", file=sys.stderr)
+        return 143 if isinstance(exc, interrupts.Terminated) else 130
 
 
 def entry() -> int:
@@ -653,7 +637,11 @@ def entry() -> int:
     exit. At shutdown Python collects garbage through every live object, numba's many
     thousands included: 0.3 s after an enrich, for nothing. Frozen, they are left to the
     process's end. (Only here: a program that calls ``main`` goes on living.)"""
-    code = main()
+    try:
+        code = main()
+    except KeyboardInterrupt:  # before the run's own handling: its options, its imports
+        print("asofgpu: interrupted", file=sys.stderr)
+        return 130
     gc.freeze()
     return code
 

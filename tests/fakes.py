@@ -259,11 +259,25 @@ def on_device(monkeypatch):
 # --------------------------------------------------------------------------- faults
 
 
+def dropped_interrupt() -> None:
+    """SIGINT raised inside a ctypes callback: ctypes drops the KeyboardInterrupt and goes on."""
+    import ctypes
+    import signal
+
+    def body():
+        signal.raise_signal(signal.SIGINT)
+        return None  # the handler runs at a bytecode boundary, inside the callback
+
+    ctypes.CFUNCTYPE(None)(body)()
+
+
 @pytest.fixture
 def failing_gather_at(monkeypatch):
     """A function ``(n, error, check)``: the n-th gather of enrich's chunks calls
     ``check()`` (what the test asserts mid-run), then raises ``error``, or sends it to this
-    process when it is a signal (whose handler raises). It returns the list of the rows each
+    process when it is a signal (whose handler raises), or, when it is ``"dropped"``, sends
+    SIGINT inside a callback from C, which drops what the handler raises (as when numba's
+    compiler calls back through ctypes), and goes on. It returns the list of the rows each
     gather was given. No input fails a run between two chunks, and a signal from outside
     lands at no chunk in particular."""
     import os
@@ -279,6 +293,9 @@ def failing_gather_at(monkeypatch):
             calls.append(len(gmap))
             if len(calls) == n:
                 check()
+                if error == "dropped":
+                    dropped_interrupt()
+                    return real(table, gmap)
                 if isinstance(error, signal.Signals):
                     os.kill(os.getpid(), error)  # os.kill runs the handler before it returns
                     raise AssertionError(f"{error.name} was sent and the run went on")
@@ -289,6 +306,17 @@ def failing_gather_at(monkeypatch):
         return calls
 
     return fail
+
+
+@pytest.fixture
+def interrupted_after_commit(monkeypatch):
+    """Ctrl-C once enrich has put OUT in place, while it sums up (its peak memory read)."""
+    from asofgpu.enrich import _job
+
+    def peak_rss():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_job, "peak_rss", peak_rss)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -652,6 +653,7 @@ def test_bad_input_exits_2_with_one_line_and_no_output(day, tmp_path, capsys, ar
     ("out", "message"),
     [
         ("{tmp}", "OUT {tmp} is a directory; pass a file path, e.g. -o {tmp}/enriched.parquet"),
+        ("", "-o/--output: expected a path to write, got ''"),
         (
             "{tmp}/no/such/dir/o.parquet",
             "the directory of OUT {tmp}/no/such/dir/o.parquet does not exist",
@@ -777,9 +779,13 @@ def test_cuda_without_a_gpu_is_bad_input(day, tmp_path, capsys):
 
 
 @pytest.mark.usefixtures("left_columns")
-@pytest.mark.parametrize("error", [KeyboardInterrupt, signal.SIGTERM, RuntimeError("bug")])
+@pytest.mark.parametrize(
+    "error", [KeyboardInterrupt, signal.SIGTERM, "dropped", RuntimeError("bug")]
+)
 def test_a_run_that_fails_midway_leaves_nothing(day, tmp_path, capsys, failing_gather_at, error):
-    """The second chunk's gather fails (tests/fakes.py), once the first chunk is written."""
+    """The second chunk's gather fails (tests/fakes.py), once the first chunk is written; or
+    a Ctrl-C lands in a callback from C (numba compiling), which drops its KeyboardInterrupt:
+    the run still ends at the next chunk, with nothing on stderr but its one line."""
     trades, quotes = day
     out = tmp_path / "out.parquet"
 
@@ -808,12 +814,56 @@ def test_a_run_that_fails_midway_leaves_nothing(day, tmp_path, capsys, failing_g
             run(*argv)
     else:
         code, stdout, stderr = run(*argv, capsys=capsys)
-        assert code == (130 if error is KeyboardInterrupt else 143)
+        assert code == (143 if error is signal.SIGTERM else 130)
         assert stderr.endswith("asofgpu enrich: interrupted; no output was written\n")
+        assert "Exception ignored" not in stderr and "Traceback" not in stderr
         assert "wrote" not in stdout
-    assert len(calls) == 2
+    assert len(calls) == 2  # a dropped one is raised before the third chunk's gather
     assert not out.exists() and leftovers(tmp_path) == []
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+@pytest.mark.usefixtures("interrupted_after_commit")
+def test_an_interrupt_after_the_commit_says_the_output_is_there(day, tmp_path, capsys):
+    trades, quotes = day
+    out = tmp_path / "out.parquet"
+    code, _, stderr = run(
+        "enrich", trades, quotes, "-o", out, "--on", "time", "--device", "cpu", capsys=capsys
+    )
+    assert code == 130
+    assert stderr.endswith("asofgpu enrich: interrupted after the output was written\n")
+    assert pq.read_table(out).num_rows == pq.read_metadata(trades).num_rows
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.slow  # asofgpu enrich as processes
+@pytest.mark.usefixtures("left_columns")
+@pytest.mark.parametrize("after", [0.0, 0.01, 0.03, 0.08])
+def test_ctrl_c_at_any_moment_of_a_run_exits_130_without_a_traceback(day, tmp_path, after):
+    """Ctrl-C from the run's first log line on: one line, exit 130, nothing left. (Before it,
+    while Python imports the package, Python's own traceback is what a Ctrl-C gives.)"""
+    trades, quotes = day
+    out = tmp_path / "out.parquet"
+    argv = ["enrich", trades, quotes, "-o", out, "--on", "time", "--chunk-rows", 100]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "asofgpu", *map(str, argv), "--device", "cpu"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    first = process.stderr.readline()
+    time.sleep(after)
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=120)
+    stderr = first + rest
+    if process.returncode == 0:  # done before the signal came
+        assert pq.read_table(out).num_rows == pq.read_metadata(trades).num_rows
+        return
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    assert stderr.splitlines()[-1] == "asofgpu enrich: interrupted; no output was written"
+    assert not out.exists() and leftovers(tmp_path) == []
 
 
 @pytest.mark.slow  # asofgpu enrich as a process (the file-size limit is the process's)

@@ -220,6 +220,8 @@ def check_output(options: Options, left: Source, right: Source) -> str:
     """OUT's real path (a symlink's target is what gets replaced): a file when LEFT is one
     file, else a folder of one file per LEFT file."""
     given = os.fspath(options.out)
+    if not given.strip():
+        raise EnrichError(f"-o/--output: expected a path to write, got {given!r}")
     out = os.path.realpath(given)
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):

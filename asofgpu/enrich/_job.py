@@ -20,6 +20,7 @@ import pyarrow as pa
 from .._progress import Quiet, readable_count
 from .._staleness import SAMPLE
 from . import _device_io as device_io
+from . import _interrupts as interrupts
 from . import _memory as memory
 from ._attach import InMemory, Regrouped, Spilled, Streamed
 from ._checks import (
@@ -625,6 +626,7 @@ def _enrich_part(
     writer = _writer(path, the_plan.schema, options, out, copied)
     try:
         for batch, group in batches:
+            interrupts.check()  # one a callback from C dropped (numba compiling) ends the run
             if not batch.num_rows:  # an empty file's or row group's: nothing to attach or write
                 continue
             taken = attach(batch)

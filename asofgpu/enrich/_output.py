@@ -30,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from . import _interrupts as interrupts
 from . import _thrift as thrift
 from .. import _arrow_numpy as arrow_numpy
 from ._copy import (
@@ -103,9 +104,12 @@ class AtomicFile:
         try:
             _fsync(self.tmp)  # the data is on disk before the name points at it
             os.chmod(self.tmp, 0o666 & ~_umask())  # as a plain open() would have made it
-            os.replace(self.tmp, self.out)
+            interrupts.committing(self._put_in_place)
         except OSError as exc:
             raise OutputError(f"cannot write OUT {self.out}: {exc.strerror or exc}") from None
+
+    def _put_in_place(self) -> None:
+        os.replace(self.tmp, self.out)
         self.committed = True
 
     def __exit__(self, *exc_info):
@@ -166,7 +170,6 @@ class AtomicFolder:
             )
 
     def commit(self) -> None:
-        aside = None
         try:
             for path in self.files:
                 _fsync(path)
@@ -175,6 +178,15 @@ class AtomicFolder:
             mode = 0o777 & ~_umask()
             for here, _, _ in os.walk(self.tmp):
                 os.chmod(here, mode)  # mkdtemp's 0700 -> as a plain mkdir would have made it
+            interrupts.committing(self._put_in_place)
+        except OSError as exc:
+            raise OutputError(f"cannot write OUT {self.out}: {exc.strerror or exc}") from None
+
+    def _put_in_place(self) -> None:
+        """An existing OUT moved aside, the new one renamed in, the old one removed (or put
+        back if the rename fails); ``committing`` holds interrupts off throughout."""
+        aside = None
+        try:
             if os.path.exists(self.out):
                 aside = tempfile.mkdtemp(
                     prefix=f".{os.path.basename(self.out)}.",
@@ -188,12 +200,10 @@ class AtomicFolder:
                 if aside is not None:  # put the old folder back
                     os.replace(os.path.join(aside, "old"), self.out)
                 raise
-        except OSError as exc:
-            raise OutputError(f"cannot write OUT {self.out}: {exc.strerror or exc}") from None
+            self.committed = True
         finally:
             if aside is not None:
                 shutil.rmtree(aside, ignore_errors=True)
-        self.committed = True
 
     def __exit__(self, *exc_info):
         if not self.committed:

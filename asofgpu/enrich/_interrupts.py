@@ -1,0 +1,107 @@
+"""Ctrl-C and SIGTERM in ``asofgpu enrich``: never lost, and never half of a commit.
+
+Python raises ``KeyboardInterrupt`` wherever the main thread happens to be, and two places
+went wrong. A callback from C drops it: while numba compiles a kernel, llvmlite calls back
+into Python through ctypes, which prints an exception raised there and goes on, so a run
+interrupted then wrote OUT and exited 0. And the renames that put OUT in place: an interrupt
+between replacing OUT and noting it replaced left the new folder in place, the old one
+aside, and said that nothing was written.
+
+``handling`` (the command's, around the whole run) raises an interrupt for each signal and
+records it, so that ``check`` (each LEFT chunk, and before the commit) raises one that a
+callback dropped; its quiet ``sys.unraisablehook`` keeps the dropped one off stderr.
+``committing`` holds both signals off while OUT is put in place (one that came meanwhile is
+raised once it is), and refuses to start when one was dropped. Outside ``handling`` (a program calling ``enrich``), nothing
+is installed; ``committing`` still holds the signals off around the renames.
+
+>>> with handling() as run:
+...     run.interrupted is None
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+from dataclasses import dataclass
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs."""
+
+
+@dataclass
+class State:
+    interrupted: type[KeyboardInterrupt] | None = None  # the last signal's, once raised
+    committed: bool = False  # OUT was put in place whole
+
+
+_state = State()
+
+
+def _raise(signum, frame):
+    _state.interrupted = Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+    raise _state.interrupted
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def handling():
+    """SIGINT and SIGTERM raised as ``KeyboardInterrupt`` and ``Terminated`` and recorded;
+    one raised inside a callback from C is not printed (``check`` raises it again)."""
+    global _state
+    if not _on_main_thread():  # signals reach the main thread only
+        yield _state
+        return
+    _state = State()
+    previous = {s: signal.signal(s, _raise) for s in SIGNALS}
+    hook = sys.unraisablehook
+
+    def quiet(unraisable):
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            hook(unraisable)
+
+    sys.unraisablehook = quiet
+    try:
+        yield _state
+    finally:
+        sys.unraisablehook = hook
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        _state = State()  # a later call in this process starts clean
+
+
+def check() -> None:
+    """Raise the interrupt a callback from C dropped, if one did."""
+    if _state.interrupted is not None:
+        raise _state.interrupted
+
+
+def committing(put_in_place) -> None:
+    """Call ``put_in_place`` (the renames that replace OUT) with SIGINT and SIGTERM held off:
+    one that arrives meanwhile is raised again once OUT is in place. One a callback dropped
+    before is raised first, with OUT untouched."""
+    check()
+    if not _on_main_thread():  # signals reach the main thread only
+        put_in_place()
+        _state.committed = True
+        return
+    # Not pthread_sigmask: Python runs its handlers on the main thread whichever thread the
+    # signal reached, and enrich's thread pools are alive here.
+    held: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in SIGNALS}
+    try:
+        put_in_place()
+        _state.committed = True
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        for s in held:  # as if it came now: the handler it found acts on it
+            signal.raise_signal(s)

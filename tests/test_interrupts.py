@@ -1,0 +1,81 @@
+"""Ctrl-C and SIGTERM around ``asofgpu enrich``'s commit (``enrich/_interrupts.py``): one
+that comes during it waits until OUT is in place, and one a callback from C dropped stops it
+with the old OUT kept. (The command's exit
+codes and messages: tests/test_cli.py.)"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import pytest
+from fakes import dropped_interrupt
+
+from asofgpu.enrich import _interrupts as interrupts
+from asofgpu.enrich._output import MARKER, AtomicFile, AtomicFolder
+
+
+def _old_folder(out):
+    out.mkdir()
+    (out / MARKER).write_text("written by asofgpu enrich\n")
+    (out / "old.parquet").write_text("the previous result")
+
+
+def _hidden(folder) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def _new_folder(out) -> AtomicFolder:
+    target = AtomicFolder(str(out))
+    with open(target.path_for("new.parquet"), "w") as f:
+        f.write("the new result")
+    return target
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_during_the_renames_waits_until_out_is_in_place(tmp_path, signum):
+    """The old folder is moved aside, the new one renamed in, the old one removed: a signal
+    that arrives meanwhile is raised once all of it is done, not between two renames."""
+    out = tmp_path / "out"
+    _old_folder(out)
+    expected = interrupts.Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+    with interrupts.handling() as run, _new_folder(out) as target:
+        put_in_place = target._put_in_place
+
+        def interrupted_midway():
+            signal.raise_signal(signum)  # its handler would raise at the next line
+            put_in_place()
+
+        with pytest.raises(expected):
+            interrupts.committing(interrupted_midway)
+        assert run.committed and target.committed
+    assert os.listdir(out) == ["new.parquet"]  # (commit writes the marker before this)
+    assert _hidden(tmp_path) == []
+
+
+def test_an_interrupt_a_callback_dropped_stops_the_commit(tmp_path, capsys):
+    out = tmp_path / "out.parquet"
+    out.write_text("the previous result")
+    with interrupts.handling() as run:
+        dropped_interrupt()
+        assert run.interrupted is KeyboardInterrupt
+        with pytest.raises(KeyboardInterrupt), AtomicFile(str(out)) as target:
+            with open(target.tmp, "w") as f:
+                f.write("the new result")
+            target.commit()
+    assert out.read_text() == "the previous result"
+    assert _hidden(tmp_path) == []
+    assert capsys.readouterr().err == ""  # ctypes' "Exception ignored ..." kept off stderr
+
+
+def test_handling_puts_back_what_it_replaced():
+    hook = sys.unraisablehook
+    with interrupts.handling() as run:
+        assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        dropped_interrupt()
+    assert run.interrupted is KeyboardInterrupt
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert sys.unraisablehook is hook
+    interrupts.check()  # a later run in this process starts clean: nothing raised
