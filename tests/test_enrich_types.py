@@ -321,3 +321,83 @@ def test_an_empty_left_file(tmp_path, capsys, mode):
     left = pa.table({"t": pa.array([], pa.int64()), "sym": pa.array([], pa.string())})
     right = pa.table({"t": [1, 2], "sym": ["A", "B"], "bid": [1.0, 2.0]})
     _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "sym", mode=mode, on="t", by="sym")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    "kind", [pa.decimal128(10, 2), pa.decimal256(40, 0), pa.binary(3)], ids=str
+)
+def test_by_columns_of_decimals_and_fixed_size_binary(tmp_path, capsys, mode, kind):
+    """Spilled, such a by-column is hashed to its partition by its bits (``_spill._bits``)."""
+    import decimal
+
+    names = [b"abc", b"xyz", b"abd"]
+
+    def by(n):
+        picks = [(i * 7) % 3 for i in range(n)]
+        if pa.types.is_fixed_size_binary(kind):
+            return pa.array([names[p] for p in picks], kind)
+        return pa.array([decimal.Decimal(p * 100 + 1) for p in picks], kind)
+
+    left = pa.table({"t": np.arange(0, 20, 2), "g": by(10)})
+    right = pa.table({"t": np.arange(1, 31, 2), "g": by(15), "v": np.arange(15.0)})
+    _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "g", mode=mode, on="t", by="g")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_columns_named_with_dots(tmp_path, capsys, mode):
+    """Row groups' statistics are found by counting leaves, not by dotted paths: ``a`` (a
+    struct of ``b``, two leaves) before ``t.ime`` and ``a.b``."""
+    left = pa.table(
+        {
+            "a": [{"b": i, "c": -i} for i in range(10)],
+            "t.ime": np.arange(0, 20, 2),
+            "a.b": list("abababaabb"),
+        }
+    )
+    right = pa.table(
+        {"t.ime": np.arange(1, 21, 2), "a.b": list("aabbabbaab"), "v.w": np.arange(10.0)}
+    )
+    _enrich(
+        tmp_path,
+        capsys,
+        left,
+        right,
+        "--on",
+        "t.ime",
+        "--by",
+        "a.b",
+        mode=mode,
+        on="t.ime",
+        by="a.b",
+    )
+
+
+@pytest.mark.parametrize("side", ["LEFT", "RIGHT"])
+def test_a_file_with_two_columns_of_one_name_exits_2(tmp_path, capsys, side):
+    twice = pa.Table.from_arrays(
+        [pa.array([1, 5]), pa.array([1, 2]), pa.array([3, 4])], names=["t", "v", "v"]
+    )
+    other = pa.table({"t": [0, 4]})
+    left, right = (twice, other) if side == "LEFT" else (other, twice)
+    pq.write_table(left, tmp_path / "l.parquet")
+    pq.write_table(right, tmp_path / "r.parquet")
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        "--device",
+        "cpu",
+        capsys=capsys,
+    )
+    path = tmp_path / ("l.parquet" if side == "LEFT" else "r.parquet")
+    assert code == 2
+    assert stderr == (
+        f"asofgpu enrich: error: {side} {path} has more than one column named 'v'; rename "
+        f"them so that each name is one column\n"
+    )
+    assert hidden(tmp_path) == []

@@ -152,6 +152,12 @@ class Source:
                 )
             values = {} if single else _partition_values(relative)
             parts.append(Part(path, relative, values, meta, os.path.getsize(path)))
+        twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
+        if twice:  # parquet allows it; no column could then be named
+            raise EnrichError(
+                f"{side} {first} has more than one column named "
+                f"{', '.join(map(repr, twice))}; rename them so that each name is one column"
+            )
         source = cls(side, given, single, parts, schema)
         source.partitions = source._partition_fields()
         return source
@@ -238,8 +244,38 @@ def _repeated(raw: str, kind: pa.DataType, rows: int) -> pa.Array:
 def leaf_columns(meta: pq.FileMetaData, name: str) -> list[int]:
     """The parquet (leaf) column numbers of a top-level column: one for a plain column,
     several for a nested one. Row groups' column chunks are numbered by leaf, not by the
-    Arrow field's position."""
-    return [j for j in range(meta.num_columns) if meta.schema.column(j).path.split(".")[0] == name]
+    Arrow field's position; and counted, not matched by their dotted paths, which cannot
+    tell a column named ``a.b`` from the field ``b`` of a column ``a``.
+
+    >>> import io, pyarrow as pa
+    >>> buffer = io.BytesIO()
+    >>> pq.write_table(pa.table({"a": [{"b": 1, "c": 2}], "a.b": [3], "t": [4]}), buffer)
+    >>> meta = pq.read_metadata(io.BytesIO(buffer.getvalue()))
+    >>> leaf_columns(meta, "a"), leaf_columns(meta, "a.b"), leaf_columns(meta, "t")
+    ([0, 1], [2], [3])
+    """
+    start = 0
+    for field in meta.schema.to_arrow_schema():
+        count = _leaf_count(field.type)
+        if field.name == name:
+            return list(range(start, start + count))
+        start += count
+    return []
+
+
+def _leaf_count(t: pa.DataType) -> int:
+    """How many parquet leaf columns an Arrow type is stored as."""
+    if pa.types.is_struct(t):
+        return sum(_leaf_count(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_map(t):
+        return _leaf_count(t.key_type) + _leaf_count(t.item_type)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return _leaf_count(t.value_type)
+    if hasattr(pa.types, "is_list_view") and (
+        pa.types.is_list_view(t) or pa.types.is_large_list_view(t)
+    ):
+        return _leaf_count(t.value_type)
+    return 1
 
 
 def is_text(t: pa.DataType) -> bool:
