@@ -96,6 +96,14 @@ def _whole_number(text: str) -> int:
         raise argparse.ArgumentTypeError(msg) from None
 
 
+def _non_negative_int(text: str) -> int:
+    value = _whole_number(text)
+    if value < 0:
+        msg = f"expected a number from 0, got {value}"
+        raise argparse.ArgumentTypeError(msg)
+    return value
+
+
 def _positive_int(text: str) -> int:
     value = _whole_number(text)
     if value < 1:
@@ -368,7 +376,7 @@ def _parser() -> _Parser:
     d.add_argument(
         "--seed",
         metavar="N",
-        type=_whole_number,
+        type=_non_negative_int,
         default=0,
         help="random seed: the same seed gives the same day (default 0; e.g. --seed 7)",
     )
@@ -495,6 +503,11 @@ def _demo(args, parser) -> int:
 
     from . import marketdata
 
+    if args.symbols > max(args.quotes, args.trades):
+        parser.error(
+            f"--symbols: at most as many as --quotes or --trades "
+            f"({max(args.quotes, args.trades):,}), got {args.symbols:,}"
+        )
     say = functools.partial(print, flush=True)
     t0 = time.perf_counter()
     quotes, trades = marketdata.day(

@@ -1039,6 +1039,23 @@ def test_demo_small(tmp_path, capsys):
     assert "asofgpu demo: right side read and prepared (3,000 right rows)" in stderr
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seed", "-5"], "argument --seed: expected a number from 0, got -5"),
+        (
+            ["--symbols", "99_999_999_999", "--quotes", "10", "--trades", "20"],
+            "--symbols: at most as many as --quotes or --trades (20), got 99,999,999,999",
+        ),
+    ],
+)
+def test_bad_demo_options_exit_2(tmp_path, capsys, argv, message):
+    code, stdout, stderr = run("demo", *argv, "--out-dir", tmp_path / "day", capsys=capsys)
+    assert code == 2 and stdout == ""
+    assert stderr.splitlines()[-1] == f"asofgpu demo: error: {message} (see asofgpu demo --help)"
+    assert not (tmp_path / "day").exists()
+
+
 def test_demo_in_a_temporary_directory_removes_it(capsys):
     code, stdout, _ = run(
         "demo",

@@ -255,9 +255,9 @@ def leaf_columns(meta: pq.FileMetaData, name: str) -> list[int]:
     ([0, 1], [2], [3])
     """
     start = 0
-    for field in meta.schema.to_arrow_schema():
-        count = _leaf_count(field.type)
-        if field.name == name:
+    for column in meta.schema.to_arrow_schema():
+        count = _leaf_count(column.type)
+        if column.name == name:
             return list(range(start, start + count))
         start += count
     return []
