@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import sys
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
@@ -442,9 +443,16 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int, param: str = "to
         raise ValueError(msg)
     if ktype.physical == "float":
         try:
-            return float(tolerance)
-        except OverflowError:  # an int beyond every double: beyond every distance too
-            return float("inf")
+            value = float(tolerance)
+        except OverflowError:
+            value = float("inf")
+        if value == float("inf") and tolerance != float("inf"):
+            # A finite number beyond every double (10**400): beyond every finite distance,
+            # but not the infinite ones (to or from inf, NaN's), which inf would let match.
+            # (A finite distance past the largest double, as between -1e308 and 1e308, is
+            # inf to the kernels too: ruled out here, at this one corner.)
+            return sys.float_info.max
+        return value
     if tolerance == float("inf"):
         return np.uint64(np.iinfo(np.uint64).max)
     # A number is in the column's own unit; the key may have been brought to a finer tick,

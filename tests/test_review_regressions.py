@@ -59,9 +59,20 @@ def test_a_numeric_tolerance_is_in_the_right_keys_unit_whatever_the_left_unit():
     assert j.join(pa.array([6 * 10**9], pa.timestamp("ns")), tolerance=5).tolist() == [NO_MATCH]
 
 
-def test_an_integer_tolerance_beyond_every_double_means_no_limit_on_float_keys():
-    got = ag.asof_join(np.array([1e300]), np.array([-1e300]), tolerance=10**400, device="cpu")
+def test_a_finite_tolerance_beyond_every_double_reaches_every_finite_distance_only():
+    """10**400 is past the largest double, but not infinite: the distance from inf (or NaN)
+    to a number is inf, which it does not reach."""
+    huge = 10**400
+    got = ag.asof_join(np.array([1e300]), np.array([-1e300]), tolerance=huge, device="cpu")
     assert got.tolist() == [0]
+    left = np.array([np.inf, np.nan, 5.0])
+    got = ag.asof_join(left, np.array([0.0]), tolerance=huge, device="cpu")
+    assert got.tolist() == [NO_MATCH, NO_MATCH, 0]
+    assert ag.asof_join(left, np.array([0.0]), tolerance=np.inf, device="cpu").tolist() == [0] * 3
+    joined = ag.range_join(
+        pa.table({"t": left}), pa.table({"t": [0.0], "v": [7]}), on="t", before=huge, device="cpu"
+    )
+    assert joined["v"].to_pylist() == [None, None, 7]
 
 
 class _CudfStringLike:
