@@ -454,7 +454,8 @@ def _orderable(left: pl.Series, right: pl.Series, distances: bool):
     if dtype in (pl.String, pl.Binary, pl.Categorical):
         return _dense_rank(left, right)
     if dtype.is_integer() or isinstance(dtype, pl.Decimal):
-        return _integers(left.to_physical(), right.to_physical(), distances)
+        named = (left.dtype, right.dtype)  # a Decimal's physical values are Int128
+        return _integers(left.to_physical(), right.to_physical(), distances, named)
     return left, right  # floats, dates, datetimes, durations, times
 
 
@@ -490,9 +491,9 @@ def _fits(series: pl.Series, lo: int, hi: int) -> bool:
     return low is None or (lo <= low and high <= hi)
 
 
-def _integers(left: pl.Series, right: pl.Series, distances: bool):
+def _integers(left: pl.Series, right: pl.Series, distances: bool, named=None):
     """Integer keys of one 64-bit signedness: polars supercasts Int64 vs UInt64, asofgpu
-    compares one kind; values decide which."""
+    compares one kind; values decide which. ``named``: the keys' own types, for messages."""
     kinds = {
         "wide" if s.dtype in _WIDE_INTS else s.dtype.is_signed_integer() for s in (left, right)
     }
@@ -505,10 +506,12 @@ def _integers(left: pl.Series, right: pl.Series, distances: bool):
         unsigned = getattr(pl, "UInt128", None) in (left.dtype, right.dtype)
         wide = pl.UInt128 if unsigned else pl.Int128
         return _dense_rank(left.cast(wide), right.cast(wide))
+    left_type, right_type = named or (left.dtype, right.dtype)
     msg = (
-        f"asofgpu cannot measure distances between the as-of keys ({left.dtype} and "
-        f"{right.dtype}): their values fit no single 64-bit integer type. Hint: cast both "
-        f"keys to Float64, or use strategy='backward' or 'forward' without a tolerance."
+        f"asofgpu cannot measure distances between the as-of keys ({left_type} and "
+        f"{right_type}): their values fit no single 64-bit integer type. Hint: use "
+        f"strategy='backward' or 'forward' without a tolerance, or subtract a common "
+        f"offset from both keys so that they fit Int64 (Float64 would round them)."
     )
     raise InvalidOperationError(msg)
 

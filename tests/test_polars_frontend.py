@@ -251,6 +251,24 @@ def test_int64_and_uint64_extremes():
         _same(negative, extremes, on="t", strategy=strategy, tolerance=2**64 - 1)
 
 
+def test_decimal_keys_past_64_bits_are_refused_for_distances_by_their_own_type():
+    import decimal
+
+    dtype = pl.Decimal(38, 2)
+    left = pl.DataFrame({"t": pl.Series([decimal.Decimal("1e20")], dtype=dtype)})
+    right = pl.DataFrame({"t": pl.Series([decimal.Decimal("-1e20")], dtype=dtype), "v": [0]})
+    _same(left, right, on="t", strategy="backward")
+    message = (
+        "asofgpu cannot measure distances between the as-of keys (Decimal(precision=38, "
+        "scale=2) and Decimal(precision=38, scale=2)): their values fit no single 64-bit "
+        "integer type. Hint: use strategy='backward' or 'forward' without a tolerance, or "
+        "subtract a common offset from both keys so that they fit Int64 (Float64 would round "
+        "them)."
+    )
+    with pytest.raises(InvalidOperationError, match=re.escape(message)):
+        join_asof(left, right, on="t", strategy="nearest", **CPU)
+
+
 @pytest.mark.parametrize(
     "dtype",
     [
