@@ -151,6 +151,8 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
             return pa.chunked_array([fast])
     try:  # one place turns Arrow's conversion errors into a message naming the parameter
         if isinstance(obj, np.ndarray):
+            if not obj.dtype.isnative:  # Arrow reads native byte order only: a copy
+                obj = obj.astype(obj.dtype.newbyteorder("="))
             return pa.chunked_array([pa.array(_fixed_time_unit(obj, param))])
         if hasattr(obj, "__arrow_c_stream__"):
             return pa.chunked_array(obj)

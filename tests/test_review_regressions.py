@@ -134,3 +134,20 @@ def test_a_fractional_tolerance_keeps_its_fraction_on_a_finer_left_unit(device):
     left = pa.array([1_200_000_000, 11_600_000_000], pa.timestamp("ns"))
     got = ag.asof_join(left, right, tolerance=1.5, device=device)
     assert to_host(got).tolist() == [0, NO_MATCH]
+
+
+@pytest.mark.parametrize("dtype", [">i8", ">f8", ">u4", ">M8[ns]"])
+def test_big_endian_numpy_keys_and_groups_join_as_their_native_copies(dtype):
+    right, left = np.array([1, 5, 10]), np.array([6, 0, 10])
+    by_right, by_left = np.array([7, 7, 8], ">i4"), np.array([7, 7, 8], ">i4")
+    expected = ag.asof_join(
+        left.astype(dtype).astype(dtype[1:]),
+        right.astype(dtype).astype(dtype[1:]),
+        by_left.astype("<i4"),
+        by_right.astype("<i4"),
+        device="cpu",
+    )
+    got = ag.asof_join(left.astype(dtype), right.astype(dtype), by_left, by_right, device="cpu")
+    assert got.tolist() == expected.tolist() == [1, NO_MATCH, 2]
+    prepared = AsofJoin(right.astype(dtype), by_right, device="cpu")
+    assert prepared.join(left.astype(dtype), by_left).tolist() == expected.tolist()
