@@ -46,7 +46,10 @@ class Lines:
         self.prog, self.every_s = prog, every_s
 
     def log(self, text: str) -> None:
-        print(f"{self.prog}: {text}", file=sys.stderr, flush=True)
+        # One write, line and newline together (print writes them apart): a Ctrl-C between
+        # the two left the next message on the same line.
+        sys.stderr.write(f"{self.prog}: {text}\n")
+        sys.stderr.flush()
 
     def start(self, total_rows: int) -> None:
         self.total, self.t0 = total_rows, time.perf_counter()

@@ -22,6 +22,7 @@ import contextlib
 import functools
 import gc
 import os
+import signal
 import sys
 import textwrap
 import time
@@ -652,9 +653,12 @@ def entry() -> int:
     process's end. (Only here: a program that calls ``main`` goes on living.)"""
     try:
         code = main()
-    except KeyboardInterrupt:  # before the run's own handling: its options, its imports
-        print("asofgpu: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # outside the run's own handling: its options, imports, exit
+        sys.stderr.write("asofgpu: interrupted\n")
+        code = 130
+    finally:  # done, or given up: a signal now would only make the exit a traceback
+        for s in interrupts.SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
     gc.freeze()
     return code
 
