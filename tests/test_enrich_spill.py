@@ -475,3 +475,44 @@ def test_group_share_reads_the_groups_a_row_brings(tmp_path):
     assert group_share(source, ["c"]) == 1 / 8
     assert group_share(source, ["a"], sample=2) == 1.0
     assert group_share(source, []) == 0.0
+
+
+@pytest.mark.parametrize("edge", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+def test_float_keys_at_nan_and_infinity_are_joined_in_key_ranges(tmp_path, capsys, edge, strategy):
+    """A key range's rows are not in key order; its first may be NaN or infinite, from which
+    the carries' start is read (int() of it raised). Wide rows make the ranges many."""
+    n = 3_000
+    key = np.arange(n, dtype=np.float64)
+    key[0] = edge
+    right = pa.table({"time": key, "pay": [f"p{i}" * 300 for i in range(n)]})
+    left = pa.table({"time": [0.5, 10.5, 2999.5, np.nan, np.inf, -np.inf]})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=500)
+    pq.write_table(left, tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--strategy",
+        strategy,
+        "--device",
+        "cpu",
+        "--right-mode",
+        "spill",
+        "--memory-limit",
+        "430MiB",
+        capsys=capsys,
+    )
+    assert code == 0, stderr
+    assert "key ranges" in stderr
+    expected = ag.join_asof(left, right, on="time", strategy=strategy, device="cpu")
+    got = pq.read_table(out)
+    assert got.schema == expected.schema  # (equals() calls NaN unequal to itself)
+    assert got["pay"].to_pylist() == expected["pay"].to_pylist()
+    assert np.array_equal(got["time"].to_numpy(), left["time"].to_numpy(), equal_nan=True)
+    assert hidden(tmp_path) == []

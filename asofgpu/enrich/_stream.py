@@ -166,7 +166,7 @@ class Start:
     (its ``key_numbers`` value)."""
 
     by: tuple
-    on: int
+    on: int | float
 
 
 @dataclass(frozen=True)
@@ -195,10 +195,12 @@ class Keys:
         return int(np.searchsorted(self.runs, i, side="right")) - 1
 
     def at(self, i: int) -> Start:
+        # .item(): an int for integer and temporal keys; a float for a spilled range's float
+        # keys, which may be NaN or infinite (int() raised) and are never rounded
         if self.runs is None:
-            return Start((), int(self.on[i]))
+            return Start((), self.on[i].item())
         r = self.run_of(i)
-        return Start(tuple(h[r] for h in self.heads), int(self.on[i]))
+        return Start(tuple(h[r] for h in self.heads), self.on[i].item())
 
     def slice(self, at: int) -> Keys:
         """The keys of batch rows ``at`` onwards."""
