@@ -1015,7 +1015,9 @@ def _windows(left, right, keys, before, after, prevailing, device):
     left_on, right_on, left_by, right_by = keys
     left_cols, right_cols = _by_columns(left, right, left_by, right_by)
     left_key, right_key = left.get_column(left_on), right.get_column(right_on)
-    if left_key.dtype in _WIDE_INTS or right_key.dtype in _WIDE_INTS:  # Arrow has no 128 bits
+    if left_key.dtype.is_integer() and right_key.dtype.is_integer():
+        # Signed against unsigned (UInt8 vs Int64) as join_asof takes them: one 64-bit kind
+        # that holds both sides' values; and 128 bits, which Arrow has not, where they fit
         left_key, right_key = _integers(left_key, right_key, distances=True)
     prepared = AsofJoin(
         _arrow(right_key), right_cols or None, device=device, _defer_sort=True

@@ -296,6 +296,43 @@ def test_polars_range_join_rows_are_the_oracles_pairs(kind, prevailing, seed):
     assert_polars_equal(lazy.collect(), got, check_exact=True)
 
 
+@pytest.mark.parametrize("join", ["window", "range"])
+@pytest.mark.parametrize(
+    ("left_type", "right_type", "values"),
+    [
+        (pl.UInt8, pl.Int64, [0, 3, 7, 200]),
+        (pl.Int32, pl.UInt64, [0, 3, 7, 200]),
+        (pl.Int64, pl.UInt64, [-5, 3, 7, 2**62]),  # Int64 holds both
+        (pl.UInt64, pl.Int8, [0, 3, 7, 100]),
+    ],
+)
+def test_polars_keys_of_two_signednesses_join_as_join_asof_takes_them(
+    join, left_type, right_type, values
+):
+    """As polars' join_asof supercasts them: the keys are compared as one 64-bit kind that
+    holds both sides' values; the frames keep their own types."""
+    left = pl.DataFrame({"t": pl.Series(values, dtype=left_type)})
+    right = pl.DataFrame({"t": pl.Series([1, 3, 6, 7, 9], dtype=right_type), "v": range(5)})
+    call = agpl.window_join if join == "window" else agpl.range_join
+    options = {"aggs": {"v": ["sum", "count"]}} if join == "window" else {}
+    got = call(left, right, on="t", before=2, after=1, device="cpu", **options)
+    wide = call(
+        left.cast({"t": pl.Int64}),
+        right.cast({"t": pl.Int64}),
+        on="t",
+        before=2,
+        after=1,
+        device="cpu",
+        **options,
+    )
+    keys = [c for c in ("t", "t_right") if c in got.columns]
+    assert got["t"].dtype == left_type
+    assert "t_right" not in keys or got["t_right"].dtype == right_type
+    assert_polars_equal(got.drop(keys), wide.drop(keys), check_exact=True)
+    for key in keys:
+        assert got[key].cast(pl.Int64).to_list() == wide[key].to_list()
+
+
 def test_polars_range_join_default_suffix_key_names_namespace_and_python_backend():
     left, right, (lk, rk, lb, rb) = _polars_frames(11, "datetime")
     left = left.rename({"sym": "lsym"})
