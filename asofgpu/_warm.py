@@ -44,6 +44,19 @@ def _day(n: int, shuffled: bool = False, symbols: int = 1000):
     return marketdata.day(4 * n, n, symbols, seed=1, shuffled=shuffled)
 
 
+def _as_read(table: pa.Table) -> pa.Table:
+    """``table`` as a parquet reader gives it: a chunk of separate buffers per row group,
+    which the gathers read where they lie (``take_chunked``), and keys copied with their
+    order checked (``copy_checked``): kernels a table in one chunk never calls."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    buffer = io.BytesIO()
+    pq.write_table(table, buffer, row_group_size=max(len(table) // 4, 1))
+    return pq.read_table(io.BytesIO(buffer.getvalue()))
+
+
 def _one_shot() -> None:
     from . import join_asof, splice_join
 
@@ -51,6 +64,7 @@ def _one_shot() -> None:
         for shuffled in (False, True):
             quotes, trades = _day(n, shuffled)
             join_asof(trades, quotes, on="time", by="symbol", device="cpu")
+            join_asof(_as_read(trades), _as_read(quotes), on="time", by="symbol", device="cpu")
             splice_join(trades, quotes, on="time", by="symbol", device="cpu")
             join_asof(
                 trades,
@@ -69,12 +83,14 @@ def _prepared() -> None:
     for n, symbols in itertools.product(SIZES, (1000, 3)):
         quotes, trades = _day(n, symbols=symbols)
         prepared = AsofJoin(quotes["time"], quotes["symbol"], device="cpu")
+        read = _as_read(quotes)
+        AsofJoin(read["time"], read["symbol"], device="cpu").join(trades["time"], trades["symbol"])
         payload = quotes.drop_columns(["time", "symbol"])
-        in_chunks = pa.Table.from_batches(payload.to_batches(max_chunksize=max(n // 4, 1)))
+        in_chunks = _as_read(quotes)
         for batch in (trades, trades.take(np.random.default_rng(0).permutation(n))):
             gmap = prepared.join(batch["time"], batch["symbol"])
             gather(payload, gmap)
-            gather(in_chunks, gmap)
+            gather(in_chunks, gmap)  # the four quote columns and the symbols, chunk by chunk
             gather(payload, gmap.astype(np.int64))  # the pandas front end's positions
 
 
