@@ -12,8 +12,8 @@ compiled whatever their size, and ``asofgpu enrich`` on small files (its windows
 have kernels of their own), each shape in a process of its own so that the compiling takes
 every core:
 
->>> sorted(SHAPES)
-['enrich', 'float keys', 'integer groups', 'one-shot', 'prepared', 'window']
+>>> sorted(SHAPES)  # where pandas and polars are installed
+['enrich', 'float keys', 'integer groups', 'one-shot', 'pandas', 'polars', 'prepared', 'window']
 
 The cache is the machine's: numba keys it by the CPU it compiled for, so a cache built on
 another machine (a container image built elsewhere) is compiled again at the first use.
@@ -26,6 +26,7 @@ import itertools
 import multiprocessing
 import os
 import time
+from importlib.util import find_spec
 
 import numpy as np
 import pyarrow as pa
@@ -181,6 +182,36 @@ def _enrich() -> None:
             )
 
 
+def _pandas() -> None:
+    """pandas' frames through ``asofgpu.pandas``: their text by-columns (large strings, or
+    Python objects) hash with kernels of their own, and the result is taken on all cores."""
+    from . import pandas as front
+
+    for n in SIZES:
+        quotes, trades = (t.to_pandas() for t in _day(n))
+        front.merge_asof(trades, quotes, on="time", by="symbol", device="cpu")
+        as_objects = {"symbol": object}  # pandas 2's default for text
+        front.merge_asof(
+            trades.astype(as_objects),
+            quotes.astype(as_objects),
+            on="time",
+            by="symbol",
+            device="cpu",
+        )
+
+
+def _polars() -> None:
+    """polars' frames through ``asofgpu.polars``: their text is hashed as the views polars
+    holds (``kernels/views.py``)."""
+    import polars as pl
+
+    from . import polars as front
+
+    for n in SIZES:
+        quotes, trades = (pl.from_arrow(t) for t in _day(n))
+        front.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
+
+
 SHAPES = {
     "one-shot": _one_shot,
     "prepared": _prepared,
@@ -188,6 +219,10 @@ SHAPES = {
     "float keys": _float_keys,
     "enrich": _enrich,
     "window": _window,
+    # the front ends' own kernels, where their libraries are installed
+    **{
+        name: shape for name, shape in (("pandas", _pandas), ("polars", _polars)) if find_spec(name)
+    },
 }
 
 
