@@ -1024,3 +1024,41 @@ def test_many_groups_stream_when_the_carries_need_only_a_few(tmp_path, capsys, s
     assert code == 0, stderr
     expected = ag.join_asof(left, right, on="t", by="g", strategy=strategy, device="cpu", **options)
     assert pq.read_table(tmp_path / "o.parquet").equals(expected)
+
+
+@pytest.mark.parametrize("mode", ["auto", "stream"])
+@pytest.mark.parametrize(
+    ("t", "sym"),
+    [
+        ([1, 2, 2, 2, 2, 2], [1, None, None, None, None, None]),  # the last key's rows
+        ([1, 2, 2, 2, 2, 2, 3, 4], [1, None, None, None, None, None, 1, 2]),  # a middle key's
+    ],
+)
+def test_a_long_run_of_one_key_whose_by_values_are_all_null(tmp_path, capsys, mode, t, sym):
+    """A run longer than two row groups keeps each group's first and last row; rows with a
+    null by value never match, so such a run keeps none: a window of no rows, not a crash."""
+    right = pa.table({"t": t, "sym": sym, "val": np.arange(len(t))})
+    left = pa.table({"t": [0, 2, 2, 3, 5], "sym": [1, 1, 2, 1, 2]})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=2)
+    pq.write_table(left, tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--by",
+        "sym",
+        "--device",
+        "cpu",
+        "--right-mode",
+        mode,
+        capsys=capsys,
+    )
+    assert code == 0, stderr
+    assert "streaming RIGHT" in stderr
+    assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", by="sym", device="cpu"))
+    assert hidden(tmp_path) == []

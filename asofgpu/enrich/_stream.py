@@ -423,7 +423,7 @@ def whole_key_windows(
             _check_carries(held, max_run_bytes, _ONE_KEY)
             pending = (kept, order.keys(kept))
             collapsed = kept.num_rows
-    if pending is not None:
+    if pending is not None and pending[0].num_rows:  # (a run of null by values collapses to none)
         yield pending[0]
 
 
