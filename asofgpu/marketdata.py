@@ -52,11 +52,8 @@ def day(
     if n_symbols < 1 or n_quotes < 0 or n_trades < 0:
         msg = "n_symbols must be positive and n_quotes, n_trades non-negative"
         raise ValueError(msg)
-    if n_symbols > max(n_quotes, n_trades, 1):  # (a name each is built: bounded by the rows)
-        msg = (
-            f"n_symbols must be at most the larger of n_quotes and n_trades "
-            f"({max(n_quotes, n_trades):,}), got {n_symbols:,}"
-        )
+    if n_symbols > 2**31 - 1:  # the symbols' codes are int32
+        msg = f"n_symbols must be below 2**31, got {n_symbols:,}"
         raise ValueError(msg)
     rng = np.random.default_rng(seed)
     names = symbols(n_symbols)

@@ -873,9 +873,9 @@ def test_marketdata_errors():
     for args in ((10, 10, 0), (-1, 10, 5), (10, -1, 5)):
         with pytest.raises(ValueError, match=re.escape(msg)):
             marketdata.day(*args)
-    msg = "n_symbols must be at most the larger of n_quotes and n_trades (20), got 21"
+    msg = "n_symbols must be below 2**31, got 2,147,483,648"
     with pytest.raises(ValueError, match=re.escape(msg)):
-        marketdata.day(10, 20, 21)  # (a name is built for each)
+        marketdata.day(10, 20, 2**31)  # (refused before a name is built for each)
 
 
 @pytest.mark.parametrize(

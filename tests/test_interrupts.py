@@ -71,11 +71,11 @@ def test_an_interrupt_a_callback_dropped_stops_the_commit(tmp_path, capsys):
 
 def test_handling_puts_back_what_it_replaced():
     hook = sys.unraisablehook
+    before = {s: signal.getsignal(s) for s in interrupts.SIGNALS}  # (xdist ignores SIGINT)
     with interrupts.handling() as run:
-        assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+        assert all(signal.getsignal(s) is not before[s] for s in interrupts.SIGNALS)
         dropped_interrupt()
     assert run.interrupted is KeyboardInterrupt
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert {s: signal.getsignal(s) for s in interrupts.SIGNALS} == before
     assert sys.unraisablehook is hook
     interrupts.check()  # a later run in this process starts clean: nothing raised
