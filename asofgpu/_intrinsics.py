@@ -14,8 +14,8 @@ the array; nothing is checked.
 ``load_at(address, i, like)``: element ``i`` of the array of ``like``'s dtype that starts at
 the integer ``address``, for the gather of a chunked column (kernels/take.py): each chunk of
 an Arrow column is a buffer of its own, and reading them where they lie saves copying them
-into one (a 10M-row table read from parquet arrives in 77 chunks a column, ten runs of them). The caller keeps the
-buffers alive and ``i`` within them; nothing is checked.
+into one (a 10M-row table read from parquet arrives in 77 chunks a column, ten runs of
+them). The caller keeps the buffers alive and ``i`` within them; nothing is checked.
 """
 
 import sys

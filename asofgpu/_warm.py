@@ -84,14 +84,13 @@ def _prepared() -> None:
     for n, symbols in itertools.product(SIZES, (1000, 3)):
         quotes, trades = _day(n, symbols=symbols)
         prepared = AsofJoin(quotes["time"], quotes["symbol"], device="cpu")
-        read = _as_read(quotes)
+        read = _as_read(quotes)  # its keys copied with their order checked
         AsofJoin(read["time"], read["symbol"], device="cpu").join(trades["time"], trades["symbol"])
         payload = quotes.drop_columns(["time", "symbol"])
-        in_chunks = _as_read(quotes)
         for batch in (trades, trades.take(np.random.default_rng(0).permutation(n))):
             gmap = prepared.join(batch["time"], batch["symbol"])
             gather(payload, gmap)
-            gather(in_chunks, gmap)  # the four quote columns and the symbols, chunk by chunk
+            gather(read, gmap)  # every column chunk by chunk, as a reader's chunks lie
             gather(payload, gmap.astype(np.int64))  # the pandas front end's positions
 
 

@@ -182,8 +182,8 @@ def _parser() -> _Parser:
         "--output",
         metavar="OUT",
         required=True,
-        help="parquet file to write (a folder when LEFT is several files); an existing one is replaced only by a complete "
-        "new one (e.g. -o enriched.parquet)",
+        help="parquet file to write (a folder when LEFT is several files); an existing "
+        "one is replaced only by a complete new one (e.g. -o enriched.parquet)",
     )
     keys = e.add_argument_group("keys")
     keys.add_argument(

@@ -2,10 +2,10 @@
 
 Each module exposes ``build(jit, ...)``: it wraps plain functions with the ``jit`` it is given
 (``numba.njit``, ``numba.cuda.jit(device=True)`` or the identity) so that the logic for one
-left row exists once: ``probe.py``, ``search.py``, ``window.py`` and ``calendar.py``'s reaches
-run on every backend, ``groups.py`` (the left groups' lookup) on the GPU and in plain Python,
-and the other modules' walks, sorts, hashes and gathers on the CPU (``numba.njit``). Installed as
-``asofgpu.kernels``.
+left row exists once: ``probe.py``, ``search.py``, ``window.py`` and ``calendar.py``'s
+reaches run on every backend, ``groups.py`` (the left groups' lookup) on the GPU and in plain
+Python, and the other modules' walks, sorts, hashes and gathers on the CPU (``numba.njit``).
+Installed as ``asofgpu.kernels``.
 
 Functions call each other through module globals that ``bind`` fills in per build, not through
 closures: numba hashes closure contents into its on-disk cache key, and a closure over a jitted
