@@ -417,11 +417,11 @@ def _parser() -> _Parser:
         description=_wrap(
             "Run small joins of the usual shapes (one-shot and prepared, string and integer "
             "groups, time and float keys, tables as parquet readers give them, pandas and "
-            "polars frames) and 'asofgpu enrich' on small files (streamed, in "
-            "memory, spilled) so that numba compiles their CPU kernels into its "
-            "cache now, each shape in a process of its own: the first join in a new "
-            "environment then loads them (about a second) instead of compiling them (tens "
-            "of seconds on two cores). The cache is this machine's; run it once after installing."
+            "polars frames) and 'asofgpu enrich' on small files (streamed, in memory, "
+            "spilled) so that numba compiles their CPU kernels into its cache now, each "
+            "shape in a process of its own: the first join in a new environment then loads "
+            "them (about a second) instead of compiling them (tens of seconds on two "
+            "cores). The cache is this machine's; run it once after installing."
         ),
     )
     w.add_argument(
