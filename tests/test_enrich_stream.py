@@ -1042,22 +1042,7 @@ def test_a_long_run_of_one_key_whose_by_values_are_all_null(tmp_path, capsys, mo
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=2)
     pq.write_table(left, tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l.parquet",
-        tmp_path / "r.parquet",
-        "-o",
-        out,
-        "--on",
-        "t",
-        "--by",
-        "sym",
-        "--device",
-        "cpu",
-        "--right-mode",
-        mode,
-        capsys=capsys,
-    )
+    code, _, stderr = enrich_in(tmp_path, "--right-mode", mode, by="sym", capsys=capsys)
     assert code == 0, stderr
     assert "streaming RIGHT" in stderr
     assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", by="sym", device="cpu"))
