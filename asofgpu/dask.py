@@ -410,8 +410,12 @@ def _known_categories(frame, labels):
     if not unknown:
         return frame
     frame = frame.copy()
-    for label in unknown:
-        frame[label] = frame[label].cat.as_known()
+    # dask learns them with a shuffle; under a distributed client its p2p shuffle put the meta's
+    # placeholder category (``__UNKNOWN_CATEGORIES__``) among them, or duplicates, which pandas
+    # refuses: the task-based shuffle, as without a client, gives them as they are.
+    with dask.config.set({"dataframe.shuffle.method": "tasks"}):
+        for label in unknown:
+            frame[label] = frame[label].cat.as_known()
     return frame
 
 

@@ -499,6 +499,31 @@ def test_by_categories_dask_does_not_know_are_learned_first(method, known):
         merge_asof(ld, other, on="t", by="g", method=method, device="cpu")
 
 
+@pytest.mark.parametrize(("seed", "n", "groups", "parts"), [(0, 40, 3, 4), (10, 10, 2, 5)])
+def test_by_categories_dask_does_not_know_are_learned_under_a_client(
+    threads, seed, n, groups, parts
+):
+    """Under a distributed client dask learns categories with its p2p shuffle, which put its
+    placeholder ``__UNKNOWN_CATEGORIES__`` among them (the first case) or repeated one, which
+    pandas refused at the call (the second): the categories are those learned without one."""
+    rng = np.random.default_rng(seed)
+    names = [f"g{i}" for i in range(groups)]
+    left = pd.DataFrame({"t": np.arange(n), "g": rng.choice(names, n)})
+    right = pd.DataFrame({"t": np.arange(n), "g": rng.choice(names, n), "x": np.arange(n) * 1.0})
+    ld, rd = dd.from_pandas(left, npartitions=parts), dd.from_pandas(right, npartitions=parts)
+    ld["g"], rd["g"] = ld["g"].astype("category"), rd["g"].astype("category")
+    with dask.config.set(scheduler="synchronous"):
+        alone = merge_asof(ld, rd, on="t", by="g", device="cpu").compute()
+    (got,) = compute(threads, lambda: [merge_asof(ld, rd, on="t", by="g", device="cpu")])
+    assert list(got["g"].cat.categories) == list(alone["g"].cat.categories)
+    assert "__UNKNOWN_CATEGORIES__" not in list(got["g"].cat.categories)
+    want = pd.merge_asof(
+        left.astype({"g": "category"}), right.astype({"g": "category"}), on="t", by="g"
+    )
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), alone.reset_index(drop=True))
+    assert got["x"].tolist() == pytest.approx(want["x"].tolist(), nan_ok=True)
+
+
 def test_known_divisions_are_read_as_dask_cuts_them_not_by_npartitions():
     """dask's repartition(npartitions=7) of an index of two values reports 7 partitions, and
     cuts 2 (its divisions and its tasks): the spans are the divisions'."""
