@@ -39,6 +39,23 @@ def with_column(table: pa.Table, name: str, value) -> pa.Table:
     return table.append_column(name, pa.array([value] * table.num_rows))
 
 
+def test_a_folder_of_one_file_is_counted_as_one_file(tmp_path, capsys):
+    """The progress lines count a folder's files: "1 file", not "1 files"."""
+    quotes, trades = marketdata.day(n_quotes=300, n_trades=200, n_symbols=6, seed=1)
+    left, right = tmp_path / "trades", tmp_path / "quotes"
+    write(trades, left / "t.parquet")
+    write(quotes, right / "q.parquet")
+    for mode in ("memory", "stream"):
+        code, _, stderr = run(
+            "enrich", left, right, "-o", tmp_path / mode, "--on", "time", "--by", "symbol",
+            "--device", "cpu", "--right-mode", mode, capsys=capsys,
+        )  # fmt: skip
+        assert code == 0, stderr
+        assert f"RIGHT {right} (1 file, 300 rows" in stderr
+        assert f"LEFT {left} (1 file, 200 rows)" in stderr
+        assert "1 files" not in stderr
+
+
 def test_left_and_right_folders_give_a_mirrored_out_folder(tmp_path, capsys):
     (q0, t0), (q1, t1) = days()
     left, right = tmp_path / "trades", tmp_path / "quotes"

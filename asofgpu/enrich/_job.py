@@ -473,7 +473,8 @@ def _kernel_threads():
 
 
 def _files(source: Source) -> str:
-    return "" if source.single else f"{len(source.parts):,} files, "
+    n = len(source.parts)
+    return "" if source.single else f"{n:,} file{'' if n == 1 else 's'}, "
 
 
 def _as_codes(options: Options, the_plan: Plan, right: Source) -> list[str]:
