@@ -103,6 +103,64 @@ def test_left_and_right_folders_give_a_mirrored_out_folder(tmp_path, capsys):
     assert hidden(tmp_path) == []
 
 
+def _written_as(table: pa.Table, form: int) -> pa.Table:
+    """``table`` (text as ``large_string``, lists as ``list``) as one of three writers might
+    give it: text as ``string`` (pandas 2 writes it so), or ``large_string`` with lists as
+    ``large_list`` and the other columns required (not-null), or as views with the
+    ``venue`` and ``desk`` columns as dictionaries."""
+    fields = []
+    for f in table.schema:
+        if pa.types.is_large_string(f.type):
+            text = [pa.string(), pa.large_string(), pa.string_view()][form]
+            if form == 2 and f.name in ("venue", "desk"):
+                text = pa.dictionary(pa.int32(), pa.string())
+            fields.append(pa.field(f.name, text))
+        elif pa.types.is_list(f.type):
+            fields.append(pa.field(f.name, pa.large_list(pa.int64()) if form == 1 else f.type))
+        else:
+            fields.append(pa.field(f.name, f.type, nullable=form != 1))
+    return table.cast(pa.schema(fields))
+
+
+def _with(table: pa.Table, name: str, values, kind: pa.DataType) -> pa.Table:
+    """``table`` with column ``name`` set (or appended) to ``values`` of type ``kind``."""
+    column = pa.array(values, kind)
+    if name in table.column_names:
+        return table.set_column(table.schema.get_field_index(name), name, column)
+    return table.append_column(name, column)
+
+
+@pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
+def test_files_that_write_text_lists_and_dictionaries_alike_are_read_as_one(tmp_path, capsys, mode):
+    """A folder whose files hold the same columns in other widths (string, large_string,
+    views; list and large_list), as dictionaries or not, required or not, is joined as one
+    source of the widest form, as polars and DuckDB read it; OUT holds that form."""
+    (quotes, trades), _ = days()
+    quotes = quotes.sort_by("time")  # RIGHT in time order, as the stream mode reads it
+    n, m = quotes.num_rows, trades.num_rows
+    quotes = _with(quotes, "symbol", quotes["symbol"].to_pylist(), pa.large_string())
+    quotes = _with(quotes, "venue", [f"v{i % 4}" for i in range(n)], pa.large_string())
+    quotes = _with(quotes, "hist", [[i, i + 1] for i in range(n)], pa.list_(pa.int64()))
+    trades = _with(trades, "symbol", trades["symbol"].to_pylist(), pa.large_string())
+    trades = _with(trades, "desk", [f"d{i % 3}" for i in range(m)], pa.large_string())
+    left, right = tmp_path / "trades", tmp_path / "quotes"
+    for form, rows in enumerate([(0, 70), (70, 140), (140, m)]):
+        write(_written_as(trades.slice(rows[0], rows[1] - rows[0]), form), left / f"{form}.parquet")
+        write(_written_as(quotes.slice(form * 100, 100), form), right / f"{form}.parquet")
+    out = tmp_path / "out"
+    code, _, stderr = run(
+        "enrich", left, right, "-o", out, "--on", "time", "--by", "symbol", "--device", "cpu",
+        "--chunk-rows", 50, "--right-mode", mode, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
+    hist = expected.schema.get_field_index("hist")
+    expected = expected.cast(expected.schema.set(hist, pa.field("hist", pa.large_list(pa.int64()))))
+    got = pa.concat_tables(pq.read_table(out / f"{form}.parquet") for form in range(3))
+    assert got.equals(expected)
+    assert hidden(tmp_path) == []
+
+
 def test_hive_partitions_are_columns_and_keep_matches_within_a_day(tmp_path, capsys):
     (q0, t0), (q1, t1) = days()
     left, right = tmp_path / "trades", tmp_path / "quotes"

@@ -6,7 +6,11 @@ for any depth) names its files directly. Folders of the form ``key=value`` betwe
 (the folder given, or the glob's fixed prefix) and a file are hive partitions: each becomes a
 column (``date=2026-11-27/`` -> a ``date`` column of every row below it), usable in ``--by``.
 A partition column is int64 when all its values are whole numbers, else string;
-``__HIVE_DEFAULT_PARTITION__`` is null. Every file must have the same schema.
+``__HIVE_DEFAULT_PARTITION__`` is null. Every file must have the same columns, of one type
+each, as a reader sees them: a column that is text in every file but of other offset widths or
+as views (``string``, ``large_string``, ``string_view``: pandas 2 and 3 write text as the
+first two), a list of other offset widths, a dictionary in some files, or not-null in some,
+is read as the widest form (``large_string``, ``large_list``, plain values, nullable).
 
 >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
 >>> root = tempfile.mkdtemp()
@@ -51,6 +55,9 @@ class Part:
     values: dict[str, str | None]  # partition column -> its raw value (None: null)
     meta: pq.FileMetaData  # its footer, read once: rows, row groups, statistics
     bytes: int  # the file's size
+    # The source's columns where this file's differ (text widths, views, dictionaries,
+    # nullability: ``common_field``): its reads are cast to them. None: the file's own.
+    wanted: pa.Schema | None = None
 
     @property
     def rows(self) -> int:
@@ -76,7 +83,7 @@ class Part:
             batches = reader.iter_batches(batch_size=rows, columns=columns, row_groups=row_groups)
             while True:
                 try:
-                    yield arrow_numpy.without_views(next(batches))
+                    yield self.as_wanted(next(batches), read_dictionary)
                 except StopIteration:
                     return
         except (OSError, pa.ArrowException) as exc:
@@ -89,9 +96,22 @@ class Part:
                 self.path, metadata=self.meta, pre_buffer=False, read_dictionary=read_dictionary
             )
             for g in range(reader.metadata.num_row_groups):
-                yield arrow_numpy.without_views(reader.read_row_group(g, columns=columns))
+                yield self.as_wanted(reader.read_row_group(g, columns=columns), read_dictionary)
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
+
+    def as_wanted(self, data, as_codes=None):
+        """A batch or table read from this file, as every file's are: views as large types
+        (``viewless``), and the source's types where this file's differ; columns read as
+        codes (``as_codes``) stay dictionaries."""
+        if self.wanted is not None:
+            fields = []
+            for f in data.schema:
+                w = self.wanted.field(f.name)
+                codes = as_codes and f.name in as_codes
+                fields.append(f.with_nullable(w.nullable) if codes else w)
+            data = data.cast(pa.schema(fields))
+        return arrow_numpy.without_views(data)
 
 
 @dataclass
@@ -137,21 +157,24 @@ class Source:
             raise EnrichError(f"{side} {given} is neither a file nor a folder")
         else:
             raise EnrichError(f"{side} file {given} does not exist")
-        parts, schema = [], None
-        first = None
+        parts, schemas = [], []
         for path in paths:
             relative = os.path.relpath(path, root) if not single else os.path.basename(path)
             meta = _metadata(path, side)
-            file_schema = meta.schema.to_arrow_schema().remove_metadata()
-            if schema is None:
-                schema, first = file_schema, path
-            elif not file_schema.equals(schema):
-                raise EnrichError(
-                    f"{side} files disagree on their columns: {first} has "
-                    f"{_describe(schema)}, {path} has {_describe(file_schema)}"
-                )
             values = {} if single else _partition_values(relative)
             parts.append(Part(path, relative, values, meta, os.path.getsize(path)))
+            schemas.append(meta.schema.to_arrow_schema().remove_metadata())
+        first, schema = parts[0].path, schemas[0]
+        for part, file_schema in zip(parts[1:], schemas[1:]):
+            common = common_schema(schema, file_schema)
+            if common is None:
+                raise EnrichError(
+                    f"{side} files disagree on their columns: {first} has "
+                    f"{_describe(schemas[0])}, {part.path} has {_describe(file_schema)}"
+                )
+            schema = common
+        for part, file_schema in zip(parts, schemas):
+            part.wanted = None if file_schema.equals(schema) else schema
         twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
         if twice:  # parquet allows it; no column could then be named
             raise EnrichError(
@@ -220,16 +243,84 @@ class Source:
         for part in self.parts:
             try:
                 # (ParquetFile, not read_table: pyarrow's datasets import pandas)
-                table = pq.ParquetFile(
-                    part.path, pre_buffer=False, read_dictionary=[c for c in as_codes if c in data]
-                ).read(columns=data)
-                table = arrow_numpy.without_views(table)
+                codes = [c for c in as_codes if c in data]
+                table = pq.ParquetFile(part.path, pre_buffer=False, read_dictionary=codes)
+                table = part.as_wanted(table.read(columns=data), codes)
             except (OSError, pa.ArrowException) as exc:
                 raise EnrichError(
                     f"cannot read {self.side} file {part.path}: {one_line(exc)}"
                 ) from None
             tables.append(self.with_partitions(part, table, columns, as_codes).select(columns))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
+
+
+def common_schema(a: pa.Schema, b: pa.Schema) -> pa.Schema | None:
+    """The schema that reads files of schemas ``a`` and ``b`` alike: the same columns in the
+    same order, each of ``common_field``; None where they disagree.
+
+    >>> common_schema(pa.schema([("s", pa.string())]), pa.schema([("s", pa.large_string())]))
+    s: large_string
+    >>> common_schema(pa.schema([("s", pa.string())]), pa.schema([("s", pa.int64())])) is None
+    True
+    """
+    if a.names != b.names:
+        return None
+    fields = [common_field(x, y) for x, y in zip(a, b)]
+    return None if any(f is None for f in fields) else pa.schema(fields)
+
+
+def common_field(a: pa.Field, b: pa.Field) -> pa.Field | None:
+    """A field that holds the values of both: ``a`` where they are one; else, where they
+    differ only in forms a reader gives alike, their ``widest`` form (nullable where either
+    is); None where their values differ in kind.
+
+    >>> common_field(pa.field("x", pa.dictionary(pa.int32(), pa.string())),
+    ...              pa.field("x", pa.string_view(), nullable=False))
+    pyarrow.Field<x: large_string>
+    >>> common_field(pa.field("x", pa.int32()), pa.field("x", pa.int64())) is None
+    True
+    """
+    if a.equals(b):
+        return a
+    if a.type == b.type:
+        return a.with_nullable(True)
+    if widest(a.type) != widest(b.type):
+        return None
+    return pa.field(a.name, widest(a.type))
+
+
+def widest(t: pa.DataType) -> pa.DataType:
+    """``t``'s form that holds what its other widths and encodings hold: text and lists of
+    64-bit offsets (views, too), dictionaries as their values; nested ones too.
+
+    >>> widest(pa.struct([("s", pa.string()), ("l", pa.list_(pa.binary_view()))]))
+    StructType(struct<s: large_string, l: large_list<item: large_binary>>)
+    """
+    if pa.types.is_dictionary(t):
+        return widest(t.value_type)
+    if family(t) in _READ_AS:  # (string, binary, their large forms and views)
+        return pa.large_string() if family(t) == "string" else pa.large_binary()
+    if pa.types.is_struct(t):
+        return pa.struct(
+            [t.field(i).with_type(widest(t.field(i).type)) for i in range(t.num_fields)]
+        )
+    if pa.types.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(widest(t.key_type)), t.item_field.with_type(widest(t.item_type))
+        )
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(widest(t.value_type)), t.list_size)
+    if any(
+        test(t)
+        for test in (
+            pa.types.is_list,
+            pa.types.is_large_list,
+            pa.types.is_list_view,
+            pa.types.is_large_list_view,
+        )
+    ):
+        return pa.large_list(t.value_field.with_type(widest(t.value_type)))
+    return t
 
 
 def _repeated(raw: str, kind: pa.DataType, rows: int) -> pa.Array:
