@@ -370,6 +370,21 @@ def test_partition_folders_are_refused_and_unread_columns_do_not_count(tmp_path)
     assert refusal(tmp_path, right=odd, columns=["bid"]) is None
 
 
+def test_right_files_of_other_schemas_are_read_on_the_host(tmp_path):
+    """libcudf reads RIGHT's files in one call, as of one schema: files the host reads as
+    one though their columns' order or forms differ are left to the host."""
+    right = tmp_path / "right"
+    write(quotes().slice(0, 150), right / "a.parquet")
+    reordered = quotes().slice(150)
+    write(reordered.select(reordered.column_names[::-1]), right / "b.parquet")
+    assert refusal(tmp_path, right=right) == (
+        "RIGHT's files order or type their columns otherwise (b.parquet beside a.parquet); "
+        "libcudf reads files of one schema"
+    )
+    write(quotes().slice(150), right / "b.parquet")
+    assert refusal(tmp_path, right=right) is None
+
+
 def test_wanted_only_where_the_join_may_run_on_the_gpu():
     def options(device: str) -> Options:
         return Options("l", "r", "o", left_on="t", right_on="t", device=device)

@@ -161,6 +161,31 @@ def test_files_that_write_text_lists_and_dictionaries_alike_are_read_as_one(tmp_
     assert hidden(tmp_path) == []
 
 
+@pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
+def test_files_that_order_their_columns_otherwise_are_read_by_name(tmp_path, capsys, mode):
+    """Columns are matched by name, as polars and DuckDB match them: a file that holds them
+    in another order is read in the first file's; OUT holds that order."""
+    (quotes, trades), _ = days()
+    quotes = quotes.sort_by("time")  # RIGHT in time order, as the stream mode reads it
+    left, right = tmp_path / "trades", tmp_path / "quotes"
+    for i in range(2):
+        part, pieces = trades.slice(i * 100, 100), quotes.slice(i * 150, 150)
+        if i:  # the second files: their columns reversed
+            part, pieces = (t.select(t.column_names[::-1]) for t in (part, pieces))
+        write(part, left / f"{i}.parquet")
+        write(pieces, right / f"{i}.parquet")
+    out = tmp_path / "out"
+    code, _, stderr = run(
+        "enrich", left, right, "-o", out, "--on", "time", "--by", "symbol", "--device", "cpu",
+        "--chunk-rows", 50, "--right-mode", mode, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
+    got = pa.concat_tables(pq.read_table(out / f"{i}.parquet") for i in range(2))
+    assert got.equals(expected)
+    assert hidden(tmp_path) == []
+
+
 def test_hive_partitions_are_columns_and_keep_matches_within_a_day(tmp_path, capsys):
     (q0, t0), (q1, t1) = days()
     left, right = tmp_path / "trades", tmp_path / "quotes"

@@ -146,6 +146,14 @@ def device_io_refusal(
         if source.partitions:
             names = ", ".join(repr(f.name) for f in source.partitions)
             return f"{source.side}'s partition folders make columns ({names}); libcudf's do not"
+    # RIGHT's files are read by one libcudf call, which takes them as of one schema (LEFT's
+    # are read a file at a time, by name: their order does not matter).
+    other = next((p for p in right.parts if p.wanted is not None), None)
+    if other is not None:
+        return (
+            f"RIGHT's files order or type their columns otherwise ({other.relative} beside "
+            f"{right.parts[0].relative}); libcudf reads files of one schema"
+        )
     if options.tolerance_column is not None:
         name = options.tolerance_column
         return f"--tolerance-column {name!r}: the device takes one tolerance for every row"
