@@ -40,7 +40,14 @@ from ._output import AtomicFile, AtomicFolder, ParquetStitcher
 from ._sources import Part, Source, is_text
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
-from ._stream import CarryTooLarge, NotSorted, is_grouped, is_tape, streamable_key
+from ._stream import (
+    CarryTooLarge,
+    NotSorted,
+    is_grouped,
+    is_tape,
+    streamable_key,
+    without_statistics,
+)
 
 MAX_PARTITIONS = 512  # each side's partitions are open files at once
 LAYOUTS = ("tape", "grouped")  # the orders a stream takes, tried in this order
@@ -580,14 +587,18 @@ def _layout(
         return "", False, "RIGHT was not sorted after all"
     on, by = options.right_on, options.right_by
     orders = repr(on) + (f" nor by {(*by, on)!r}" if by else "")
-    return (
-        "",
-        False,
-        (
-            f"RIGHT {right.given} is not sorted by {orders}, as far as its "
-            f"row-group statistics and first row group show"
-        ),
+    why = (
+        f"RIGHT {right.given} is not sorted by {orders}, as far as its row-group statistics "
+        f"and first row group show"
     )
+    unknown = without_statistics(right, on)
+    if unknown is not None:
+        why += (
+            f"; its footers give no min/max statistics for {on!r} ({unknown}: INT96 "
+            f"timestamps, as older Spark writes them, have none), so an order by {on!r} "
+            f"cannot be told without reading it; --right-mode memory or spill joins it"
+        )
+    return "", False, why
 
 
 def _spill_folder(options: Options, out: str) -> SpillFolder:

@@ -98,6 +98,23 @@ def is_tape(source: Source, on: str) -> bool:
     return bool(np.all(values[1:] >= values[:-1]))
 
 
+def without_statistics(source: Source, column: str) -> str | None:
+    """The first row group (``file, row group N``) holding values of ``column`` whose footer
+    gives no min/max for it, as ``is_tape`` and ``is_grouped`` need; or None. INT96
+    timestamps (older Spark's) have none, nor do files written with statistics off."""
+    if column not in source.data_schema.names:
+        return None
+    for part in source.parts:
+        index = leaf_columns(part.meta, column)[0]
+        for g in range(part.meta.num_row_groups):
+            chunk = part.meta.row_group(g).column(index)
+            stats = chunk.statistics
+            if chunk.num_values and (stats is None or not stats.has_min_max):
+                if stats is None or not stats.has_null_count or stats.null_count < chunk.num_values:
+                    return f"{part.path}, row group {g}"
+    return None
+
+
 def is_grouped(source: Source, by: list[str], on: str) -> bool:
     """Whether the files are sorted by their ``by`` columns and then ``on`` (a day file per
     symbol, as vendors ship them), as far as can be told without reading them: the first by
