@@ -186,6 +186,51 @@ def test_files_that_order_their_columns_otherwise_are_read_by_name(tmp_path, cap
     assert hidden(tmp_path) == []
 
 
+def _nulled(table: pa.Table, names: list[str]) -> tuple[pa.Table, pa.Table]:
+    """``table`` with columns ``names`` all null: as values of their types (the oracle's),
+    and as pandas writes a column of None (Arrow's type null)."""
+    written = table
+    for name in names:
+        table = _with(table, name, [None] * table.num_rows, table.schema.field(name).type)
+        written = _with(written, name, [None] * table.num_rows, pa.null())
+    return table, written
+
+
+@pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
+def test_a_column_of_nulls_in_some_files_takes_the_others_type(tmp_path, capsys, mode):
+    """pandas writes a column holding only None as Arrow's type null: beside the same column
+    of text or numbers in other files it is read as that type (polars and DuckDB refuse such
+    a folder). Here RIGHT's by column and two payload columns, and a LEFT column."""
+    (quotes, trades), _ = days()
+    quotes = quotes.sort_by("time").slice(0, 200)  # RIGHT in time order, for the stream
+    quotes = _with(quotes, "venue", [f"v{i % 4}" for i in range(200)], pa.string())
+    trades = _with(trades, "desk", [f"d{i % 3}" for i in range(trades.num_rows)], pa.string())
+    left, right = tmp_path / "trades", tmp_path / "quotes"
+    lefts, rights = [], []
+    for i, (t, q, nulls) in enumerate(
+        [(trades.slice(0, 100), quotes.slice(0, 80), ([], [])),
+         (trades.slice(100), quotes.slice(80), (["desk"], ["symbol", "venue", "bid"]))]
+    ):  # fmt: skip
+        (t, t_written), (q, q_written) = _nulled(t, nulls[0]), _nulled(q, nulls[1])
+        write(t_written, left / f"{i}.parquet")
+        write(q_written, right / f"{i}.parquet")
+        lefts.append(t)
+        rights.append(q)
+    assert pq.read_schema(right / "1.parquet").field("symbol").type == pa.null()
+    out = tmp_path / "out"
+    code, _, stderr = run(
+        "enrich", left, right, "-o", out, "--on", "time", "--by", "symbol", "--device", "cpu",
+        "--chunk-rows", 50, "--right-mode", mode, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    expected = ag.join_asof(
+        pa.concat_tables(lefts), pa.concat_tables(rights), on="time", by="symbol", device="cpu"
+    )
+    got = pa.concat_tables(pq.read_table(out / f"{i}.parquet") for i in range(2))
+    assert got.equals(expected)
+    assert hidden(tmp_path) == []
+
+
 def test_hive_partitions_are_columns_and_keep_matches_within_a_day(tmp_path, capsys):
     (q0, t0), (q1, t1) = days()
     left, right = tmp_path / "trades", tmp_path / "quotes"

@@ -11,7 +11,8 @@ any order: the first file's is the source's), of one type each as a reader sees 
 that is text in every file but of other offset widths or as views (``string``,
 ``large_string``, ``string_view``: pandas 2 and 3 write text as the first two), a list of
 other offset widths, a dictionary in some files, or not-null in some, is read in its widest
-form (``large_string``, ``large_list``, plain values, nullable).
+form (``large_string``, ``large_list``, plain values, nullable); one of type null in some
+(pandas writes a column of None so) as the others' type.
 
 >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
 >>> root = tempfile.mkdtemp()
@@ -111,8 +112,12 @@ class Part:
             fields = []
             for f in data.schema:
                 w = self.wanted.field(f.name)
-                codes = as_codes and f.name in as_codes
-                fields.append(f.with_nullable(w.nullable) if codes else w)
+                if not (as_codes and f.name in as_codes):
+                    fields.append(w)
+                elif pa.types.is_null(f.type):  # read as nulls, not codes
+                    fields.append(w.with_type(read_as_codes(w.type)))
+                else:
+                    fields.append(f.with_nullable(w.nullable))
             data = data.cast(pa.schema(fields))
         return arrow_numpy.without_views(data)
 
@@ -276,20 +281,25 @@ def common_schema(a: pa.Schema, b: pa.Schema) -> pa.Schema | None:
 
 
 def common_field(a: pa.Field, b: pa.Field) -> pa.Field | None:
-    """A field that holds the values of both: ``a`` where they are one; else, where they
-    differ only in forms a reader gives alike, their ``widest`` form (nullable where either
-    is); None where their values differ in kind.
+    """A field that holds the values of both: ``a`` where they are one; the other where one
+    holds only nulls (of type null); else, where they differ only in forms a reader gives
+    alike, their ``widest`` form (nullable where either is); None where their values differ
+    in kind.
 
     >>> common_field(pa.field("x", pa.dictionary(pa.int32(), pa.string())),
     ...              pa.field("x", pa.string_view(), nullable=False))
     pyarrow.Field<x: large_string>
     >>> common_field(pa.field("x", pa.int32()), pa.field("x", pa.int64())) is None
     True
+    >>> common_field(pa.field("x", pa.null()), pa.field("x", pa.int64(), nullable=False))
+    pyarrow.Field<x: int64>
     """
     if a.equals(b):
         return a
     if a.type == b.type:
         return a.with_nullable(True)
+    if pa.types.is_null(a.type) or pa.types.is_null(b.type):  # (pandas writes None's so)
+        return pa.field(a.name, b.type if pa.types.is_null(a.type) else a.type)
     if widest(a.type) != widest(b.type):
         return None
     return pa.field(a.name, widest(a.type))
