@@ -94,11 +94,14 @@ def test_32_bit_dates_and_times_as_keys_and_groups(tmp_path, capsys, mode, kind)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_required_fields(tmp_path, capsys, mode):
+@pytest.mark.parametrize("shuffled", [False, True])  # the stream then regroups LEFT
+def test_required_fields(tmp_path, capsys, mode, shuffled):
     schema = pa.schema(
         [pa.field("t", pa.int64(), nullable=False), pa.field("g", pa.string(), nullable=False)]
     )
     left = pa.table({"t": [0, 2, 4, 6, 8], "g": list("ABABA")}, schema=schema)
+    if shuffled:
+        left = left.take([3, 0, 4, 1, 2])
     right = pa.table(
         {"t": pa.array([1, 3, 5, 7]), "g": list("ABAB"), "v": pa.array([1, 2, 3, 4])},
         schema=schema.append(pa.field("v", pa.int64(), nullable=False)),

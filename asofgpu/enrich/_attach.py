@@ -418,8 +418,8 @@ class Streamed(_Attach):
             "LEFT", left.given, options.left_on, options.left_by if grouped else ()
         )
         self._prepared = None  # the current window's, built on its first piece
-        self._empty = arrow_numpy.empty_table(
-            pa.schema([schema.field(c) for c in the_plan.payload])
+        self._empty = arrow_numpy.empty_table(  # nullable, as the joins' columns are
+            pa.schema([schema.field(c).with_nullable(True) for c in the_plan.payload])
         )
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
