@@ -282,13 +282,21 @@ def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
         *(
             (
                 case,  # sorted, but nothing tells
-                "--right-mode stream: RIGHT {r} is not sorted by 't', as far as its row-group "
-                "statistics and first row group show; its footers give no min/max statistics "
-                "for 't' ({r}, row group 0: INT96 timestamps, as older Spark writes them, have "
-                "none), so an order by 't' cannot be told without reading it; --right-mode "
-                "memory or spill joins it",
+                "--right-mode stream: whether RIGHT {r} is sorted by 't' cannot be told "
+                "without reading it: its footers give no min/max statistics for 't' ({r}, row "
+                f"group 0: {why}); --right-mode memory or spill joins it",
             )
-            for case in ("no-statistics", "int96")
+            for case, why in (
+                ("no-statistics", "written without statistics"),
+                ("int96", "INT96 timestamps, as older Spark writes them, have none"),
+            )
+        ),
+        (
+            "no-statistics-by",
+            "--right-mode stream: whether RIGHT {r} is sorted by 't' cannot be told without "
+            "reading it: its footers give no min/max statistics for 't' ({r}, row group 0: "
+            "written without statistics), nor do they show it sorted by ('g', 't'); "
+            "--right-mode memory or spill joins it",
         ),
     ],
 )
@@ -307,13 +315,16 @@ def test_streaming_that_cannot_be_done_exits_2(tmp_path, capsys, case, message):
         right = right.set_column(0, "t", right["t"].cast(pa.timestamp("ms", "Europe/Paris")))
     elif case == "spill":
         flags += ["--spill-partitions", "2"]
+    elif case == "no-statistics-by":
+        right, left = right.append_column("g", [[1] * 4]), left.append_column("g", [[1] * 2])
+        flags += ["--by", "g"]
     elif case == "int96":
         left, right = (t.set_column(0, "t", t["t"].cast(pa.timestamp("ns"))) for t in (left, right))
     pq.write_table(
         right,
         tmp_path / "r.parquet",
         row_group_size=10 if case == "one-group" else 2,
-        write_statistics=case != "no-statistics",
+        write_statistics=not case.startswith("no-statistics"),
         use_deprecated_int96_timestamps=case == "int96",
     )
     pq.write_table(left, tmp_path / "l.parquet")

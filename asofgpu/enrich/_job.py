@@ -586,18 +586,20 @@ def _layout(
     if layouts != LAYOUTS:  # one was tried
         return "", False, "RIGHT was not sorted after all"
     on, by = options.right_on, options.right_by
+    unknown = without_statistics(right, on)
+    if unknown is not None:
+        why = (
+            f"whether RIGHT {right.given} is sorted by {on!r} cannot be told without reading "
+            f"it: its footers give no min/max statistics for {on!r} ({unknown})"
+        )
+        if by:
+            why += f", nor do they show it sorted by {(*by, on)!r}"
+        return "", False, why + "; --right-mode memory or spill joins it"
     orders = repr(on) + (f" nor by {(*by, on)!r}" if by else "")
     why = (
         f"RIGHT {right.given} is not sorted by {orders}, as far as its row-group statistics "
         f"and first row group show"
     )
-    unknown = without_statistics(right, on)
-    if unknown is not None:
-        why += (
-            f"; its footers give no min/max statistics for {on!r} ({unknown}: INT96 "
-            f"timestamps, as older Spark writes them, have none), so an order by {on!r} "
-            f"cannot be told without reading it; --right-mode memory or spill joins it"
-        )
     return "", False, why
 
 

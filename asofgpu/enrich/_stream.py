@@ -99,9 +99,9 @@ def is_tape(source: Source, on: str) -> bool:
 
 
 def without_statistics(source: Source, column: str) -> str | None:
-    """The first row group (``file, row group N``) holding values of ``column`` whose footer
-    gives no min/max for it, as ``is_tape`` and ``is_grouped`` need; or None. INT96
-    timestamps (older Spark's) have none, nor do files written with statistics off."""
+    """Where ``column``'s values lie in a row group whose footer gives no min/max for them,
+    as ``is_tape`` and ``is_grouped`` need (``file, row group N`` and why: INT96 timestamps,
+    older Spark's, have none; else statistics were written off); or None."""
     if column not in source.data_schema.names:
         return None
     for part in source.parts:
@@ -111,7 +111,12 @@ def without_statistics(source: Source, column: str) -> str | None:
             stats = chunk.statistics
             if chunk.num_values and (stats is None or not stats.has_min_max):
                 if stats is None or not stats.has_null_count or stats.null_count < chunk.num_values:
-                    return f"{part.path}, row group {g}"
+                    why = (
+                        "INT96 timestamps, as older Spark writes them, have none"
+                        if part.meta.schema.column(index).physical_type == "INT96"
+                        else "written without statistics"
+                    )
+                    return f"{part.path}, row group {g}: {why}"
     return None
 
 
