@@ -106,7 +106,7 @@ def test_left_and_right_folders_give_a_mirrored_out_folder(tmp_path, capsys):
 def _written_as(table: pa.Table, form: int) -> pa.Table:
     """``table`` (text as ``large_string``, lists as ``list``) as one of three writers might
     give it: text as ``string`` (pandas 2 writes it so), or ``large_string`` with lists as
-    ``large_list`` and the other columns required (not-null), or as views with the
+    ``large_list`` of required items and the other columns required, or as views with the
     ``venue`` and ``desk`` columns as dictionaries."""
     fields = []
     for f in table.schema:
@@ -116,7 +116,8 @@ def _written_as(table: pa.Table, form: int) -> pa.Table:
                 text = pa.dictionary(pa.int32(), pa.string())
             fields.append(pa.field(f.name, text))
         elif pa.types.is_list(f.type):
-            fields.append(pa.field(f.name, pa.large_list(pa.int64()) if form == 1 else f.type))
+            required = pa.field("item", pa.int64(), nullable=False)  # as Spark writes arrays
+            fields.append(pa.field(f.name, pa.large_list(required) if form == 1 else f.type))
         else:
             fields.append(pa.field(f.name, f.type, nullable=form != 1))
     return table.cast(pa.schema(fields))

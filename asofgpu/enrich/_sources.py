@@ -307,25 +307,24 @@ def common_field(a: pa.Field, b: pa.Field) -> pa.Field | None:
 
 def widest(t: pa.DataType) -> pa.DataType:
     """``t``'s form that holds what its other widths and encodings hold: text and lists of
-    64-bit offsets (views, too), dictionaries as their values; nested ones too.
+    64-bit offsets (views, too), dictionaries as their values, nested fields nullable (Spark
+    writes arrays of required items, polars of nullable ones); nested ones too.
 
     >>> widest(pa.struct([("s", pa.string()), ("l", pa.list_(pa.binary_view()))]))
     StructType(struct<s: large_string, l: large_list<item: large_binary>>)
+    >>> widest(pa.list_(pa.field("element", pa.int64(), nullable=False)))
+    LargeListType(large_list<element: int64>)
     """
     if pa.types.is_dictionary(t):
         return widest(t.value_type)
     if family(t) in _READ_AS:  # (string, binary, their large forms and views)
         return pa.large_string() if family(t) == "string" else pa.large_binary()
     if pa.types.is_struct(t):
-        return pa.struct(
-            [t.field(i).with_type(widest(t.field(i).type)) for i in range(t.num_fields)]
-        )
-    if pa.types.is_map(t):
-        return pa.map_(
-            t.key_field.with_type(widest(t.key_type)), t.item_field.with_type(widest(t.item_type))
-        )
+        return pa.struct([_widest_field(t.field(i)) for i in range(t.num_fields)])
+    if pa.types.is_map(t):  # (its keys are never null)
+        return pa.map_(t.key_field.with_type(widest(t.key_type)), _widest_field(t.item_field))
     if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(widest(t.value_type)), t.list_size)
+        return pa.list_(_widest_field(t.value_field), t.list_size)
     if any(
         test(t)
         for test in (
@@ -335,8 +334,12 @@ def widest(t: pa.DataType) -> pa.DataType:
             pa.types.is_large_list_view,
         )
     ):
-        return pa.large_list(t.value_field.with_type(widest(t.value_type)))
+        return pa.large_list(_widest_field(t.value_field))
     return t
+
+
+def _widest_field(f: pa.Field) -> pa.Field:
+    return pa.field(f.name, widest(f.type))  # nullable
 
 
 def _repeated(raw: str, kind: pa.DataType, rows: int) -> pa.Array:
