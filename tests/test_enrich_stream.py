@@ -345,6 +345,26 @@ def test_streaming_that_cannot_be_done_exits_2(tmp_path, capsys, case, message):
     assert message.format(r=tmp_path / "r.parquet") in stderr
 
 
+def test_an_order_by_partition_folders_is_not_looked_for(tmp_path, capsys):
+    """A RIGHT of day folders, each day's file sorted by time but the days' times not in
+    order: the stream says that it does not look for an order by the folders."""
+    for day, times in (("2026-01-01", [5, 6, 7]), ("2026-01-02", [1, 2, 3])):
+        for side in ("l", "r"):
+            folder = tmp_path / side / f"date={day}"
+            folder.mkdir(parents=True)
+            pq.write_table(pa.table({"t": times, "v": [1.0, 2.0, 3.0]}), folder / "p.parquet")
+    code, _, stderr = run(
+        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--by",
+        "date", "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert stderr == (
+        f"asofgpu enrich: error: --right-mode stream: RIGHT {tmp_path / 'r'} is not sorted by "
+        f"'t', as far as its row-group statistics and first row group show, and an order by "
+        f"('date', 't') is not looked for: 'date' is a partition folder\n"
+    )
+
+
 def test_what_a_window_hands_on_of_each_group():
     """The carry in: each group's last row by key, then row order; the carry out: all of a
     group's rows at its smallest key (which of them wins depends on the strategy). Null keys

@@ -595,11 +595,16 @@ def _layout(
         if by:
             why += f", nor do they show it sorted by {(*by, on)!r}"
         return "", False, why + "; --right-mode memory or spill joins it"
-    orders = repr(on) + (f" nor by {(*by, on)!r}" if by else "")
+    folders = [c for c in by if c not in right.data_schema.names]
+    orders = repr(on) + (f" nor by {(*by, on)!r}" if by and not folders else "")
     why = (
         f"RIGHT {right.given} is not sorted by {orders}, as far as its row-group statistics "
         f"and first row group show"
     )
+    if folders:  # (they have no statistics: ``is_grouped`` takes the files' columns only)
+        named = ", ".join(map(repr, folders))
+        are = "is a partition folder" if len(folders) == 1 else "are partition folders"
+        why += f", and an order by {(*by, on)!r} is not looked for: {named} {are}"
     return "", False, why
 
 
