@@ -109,6 +109,46 @@ def test_required_fields(tmp_path, capsys, mode, shuffled):
     _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "g", mode=mode, on="t", by="g")
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_structs_of_required_fields_attach_null_where_nothing_matches(tmp_path, capsys, mode):
+    """Spark and pyarrow schemas declare struct fields not-null; the struct attached to a
+    row without a match is null, its fields with it, so OUT declares them nullable (a
+    parquet writer refuses nulls under a not-null field), at any depth."""
+    required = pa.field("a", pa.int64(), nullable=False)
+    inner = pa.struct([required, pa.field("b", pa.struct([required]), nullable=False)])
+    right = pa.table(
+        {
+            "t": [1, 3, 5],
+            "g": ["x", "y", "x"],
+            "st": pa.array([{"a": i, "b": {"a": -i}} for i in range(3)], inner),
+            "items": pa.array([[{"a": i, "b": {"a": i}}] for i in range(3)], pa.list_(inner)),
+        }
+    )
+    left = pa.table({"t": [0, 1, 2, 4, 6], "g": ["x", "x", "y", "y", "z"]})  # 0, 2, 6: none
+    pq.write_table(left, tmp_path / "l.parquet")
+    pq.write_table(right, tmp_path / "r.parquet")
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--on", "t",
+        "--by", "g", "--device", "cpu", "--right-mode", mode, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    got = pq.read_table(out)
+    relaxed = pa.struct([pa.field("a", pa.int64()), pa.field("b", pa.struct([("a", pa.int64())]))])
+    assert got.schema.field("st").type == relaxed
+    assert got.schema.field("items").type == pa.list_(relaxed)
+    expected = ag.join_asof(left, right, on="t", by="g", device="cpu")
+    assert got.to_pylist() == expected.to_pylist()
+    assert got["st"].to_pylist() == [
+        None,
+        {"a": 0, "b": {"a": 0}},
+        None,
+        {"a": 1, "b": {"a": -1}},
+        None,
+    ]
+    assert hidden(tmp_path) == []
+
+
 def test_unsorted_inside_non_overlapping_row_groups_starts_again_without_streaming(
     tmp_path, capsys
 ):

@@ -304,8 +304,36 @@ def plan(options: Options, left: Source, right: Source) -> Plan:
         names.append(out)
     read = list(dict.fromkeys([options.right_on, *options.right_by, *payload]))
     fields = [pa.field(f.name, f.type) for f in left.data_schema]  # nullable, as join_asof's
-    fields += [pa.field(n, right.schema.field(c).type) for c, n in zip(payload, names)]
+    fields += [
+        pa.field(n, nullable_inside(right.schema.field(c).type)) for c, n in zip(payload, names)
+    ]
     return Plan(payload, names, read, pa.schema(fields))
+
+
+def nullable_inside(t: pa.DataType) -> pa.DataType:
+    """``t`` with the fields of its structs nullable, at any depth: the struct attached to a
+    row without a match is null and its fields with it, which a parquet writer refuses
+    under fields declared not-null (Spark and pyarrow schemas declare them so).
+
+    >>> nullable_inside(pa.list_(pa.struct([pa.field("a", pa.int64(), nullable=False)])))
+    ListType(list<item: struct<a: int64>>)
+    """
+    if pa.types.is_struct(t):
+        return pa.struct(
+            [
+                pa.field(t.field(i).name, nullable_inside(t.field(i).type))
+                for i in range(t.num_fields)
+            ]
+        )
+    if pa.types.is_map(t):
+        return pa.map_(t.key_field, t.item_field.with_type(nullable_inside(t.item_type)))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(nullable_inside(t.value_type)), t.list_size)
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(nullable_inside(t.value_type)))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(nullable_inside(t.value_type)))
+    return t
 
 
 _PARAM = re.compile(r"\b(left|right)_(on|by)(?:\[(\d+)\])?")
