@@ -201,7 +201,7 @@ def _nulled(table: pa.Table, names: list[str]) -> tuple[pa.Table, pa.Table]:
 def test_a_column_of_nulls_in_some_files_takes_the_others_type(tmp_path, capsys, mode):
     """pandas writes a column holding only None as Arrow's type null: beside the same column
     of text or numbers in other files it is read as that type (polars and DuckDB refuse such
-    a folder). Here RIGHT's by column and two payload columns, and a LEFT column."""
+    a folder). Here RIGHT's key, its by column and two payload columns, and a LEFT column."""
     (quotes, trades), _ = days()
     quotes = quotes.sort_by("time").slice(0, 200)  # RIGHT in time order, for the stream
     quotes = _with(quotes, "venue", [f"v{i % 4}" for i in range(200)], pa.string())
@@ -217,6 +217,10 @@ def test_a_column_of_nulls_in_some_files_takes_the_others_type(tmp_path, capsys,
         write(q_written, right / f"{i}.parquet")
         lefts.append(t)
         rights.append(q)
+    # A file of RIGHT rows without keys, at the end: the stream finds no keys to order in it.
+    q, q_written = _nulled(quotes.slice(0, 5), ["time"])
+    write(q_written, right / "2.parquet")
+    rights.append(q)
     assert pq.read_schema(right / "1.parquet").field("symbol").type == pa.null()
     out = tmp_path / "out"
     code, _, stderr = run(

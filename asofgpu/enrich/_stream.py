@@ -76,9 +76,7 @@ def is_tape(source: Source, on: str) -> bool:
         for g in range(meta.num_row_groups):
             column = meta.row_group(g).column(index)
             stats = column.statistics
-            if column.num_values == 0 or (
-                stats is not None and stats.has_null_count and stats.null_count == column.num_values
-            ):
+            if _holds_no_values(meta, index, column):
                 continue  # no keys to order
             if stats is None or not stats.has_min_max:
                 return False
@@ -98,6 +96,18 @@ def is_tape(source: Source, on: str) -> bool:
     return bool(np.all(values[1:] >= values[:-1]))
 
 
+def _holds_no_values(meta: pq.FileMetaData, index: int, chunk) -> bool:
+    """Whether a row group's chunk of leaf column ``index`` holds no values: no rows, only
+    nulls, or a column of type null (pandas writes a column of None so; its footer gives
+    no statistics)."""
+    stats = chunk.statistics
+    return (
+        chunk.num_values == 0
+        or meta.schema.column(index).logical_type.type == "UNKNOWN"  # (parquet's null)
+        or (stats is not None and stats.has_null_count and stats.null_count == chunk.num_values)
+    )
+
+
 def without_statistics(source: Source, column: str) -> str | None:
     """Where ``column``'s values lie in a row group whose footer gives no min/max for them,
     as ``is_tape`` and ``is_grouped`` need (``file, row group N`` and why: INT96 timestamps,
@@ -109,14 +119,16 @@ def without_statistics(source: Source, column: str) -> str | None:
         for g in range(part.meta.num_row_groups):
             chunk = part.meta.row_group(g).column(index)
             stats = chunk.statistics
-            if chunk.num_values and (stats is None or not stats.has_min_max):
-                if stats is None or not stats.has_null_count or stats.null_count < chunk.num_values:
-                    why = (
-                        "INT96 timestamps, as older Spark writes them, have none"
-                        if part.meta.schema.column(index).physical_type == "INT96"
-                        else "written without statistics"
-                    )
-                    return f"{part.path}, row group {g}: {why}"
+            if _holds_no_values(part.meta, index, chunk) or (
+                stats is not None and stats.has_min_max
+            ):
+                continue
+            why = (
+                "INT96 timestamps, as older Spark writes them, have none"
+                if part.meta.schema.column(index).physical_type == "INT96"
+                else "written without statistics"
+            )
+            return f"{part.path}, row group {g}: {why}"
     return None
 
 
