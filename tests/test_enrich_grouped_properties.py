@@ -200,6 +200,18 @@ def _enrich(
     )
 
 
+def _where(path: Path, row: int) -> str:
+    """Row ``row`` of a file, or of a folder's files in turn, as enrich's messages name it."""
+    if path.is_file():
+        return f"row {row:,}"
+    for file in sorted(path.glob("*.parquet")):
+        rows = pq.read_metadata(file).num_rows
+        if row < rows:
+            return f"row {row:,} of {file}"
+        row -= rows
+    raise AssertionError("past the files")
+
+
 def _decoded(table: pa.Table) -> pa.Table:
     return pa.table(
         [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in table.columns],
@@ -368,7 +380,7 @@ def test_a_grouped_right_out_of_order_in_a_later_row_group_exits_2(case, chosen,
         # grouped, which fails last.
         assert stderr == (
             f"asofgpu enrich: error: RIGHT {right_path} is not sorted by "
-            f"{(*right.by, 't')!r} at row {_first_descent(rows, right.by):,}, "
+            f"{(*right.by, 't')!r} at {_where(right_path, _first_descent(rows, right.by))}, "
             f"though its row-group statistics say so; write it sorted, or pass "
             f"--right-mode spill\n"
         )

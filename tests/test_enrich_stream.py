@@ -365,6 +365,40 @@ def test_an_order_by_partition_folders_is_not_looked_for(tmp_path, capsys):
     )
 
 
+def test_a_broken_promise_in_a_folder_names_the_file_and_its_row(tmp_path, capsys):
+    """Statistics bound each row group: a file of a folder whose rows are out of order inside
+    one is named with the row in it, for RIGHT (refused) and LEFT (regrouped)."""
+    (tmp_path / "r").mkdir()
+    (tmp_path / "l").mkdir()
+    pq.write_table(pa.table({"t": [1, 2, 3], "v": [1.0, 2.0, 3.0]}), tmp_path / "r" / "a.parquet")
+    pq.write_table(pa.table({"t": [4, 6, 5], "v": [4.0, 5.0, 6.0]}), tmp_path / "r" / "b.parquet")
+    pq.write_table(pa.table({"t": [0, 2, 4]}), tmp_path / "l" / "a.parquet")
+    pq.write_table(pa.table({"t": [5, 7, 6]}), tmp_path / "l" / "b.parquet")
+    pq.write_table(pa.table({"t": [1, 2, 3, 4, 5, 6]}), tmp_path / "l.parquet")
+    for left in (tmp_path / "l.parquet", tmp_path / "l"):
+        code, _, stderr = run(
+            "enrich", left, tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--device",
+            "cpu", "--right-mode", "stream", "-q", capsys=capsys,
+        )  # fmt: skip
+        assert code == 2
+        assert stderr == (
+            f"asofgpu enrich: error: RIGHT {tmp_path / 'r'} is not sorted by 't' at row 2 of "
+            f"{tmp_path / 'r' / 'b.parquet'}, though its row-group statistics say so; write it "
+            f"sorted, or pass --right-mode spill\n"
+        )
+    (tmp_path / "r" / "b.parquet").unlink()
+    code, _, stderr = run(
+        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--device",
+        "cpu", "--right-mode", "stream", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert (
+        f"LEFT {tmp_path / 'l'} is not sorted by 't' at row 2 of {tmp_path / 'l' / 'b.parquet'}, "
+        f"though its row-group statistics say so; write it sorted, or pass --right-mode spill: "
+        f"starting again" in stderr
+    )
+
+
 def test_what_a_window_hands_on_of_each_group():
     """The carry in: each group's last row by key, then row order; the carry out: all of a
     group's rows at its smallest key (which of them wins depends on the strategy). Null keys

@@ -383,7 +383,7 @@ class Streamed(_Attach):
         on, by = options.right_on, list(options.right_by)
 
         def right_order():
-            return Order("RIGHT", right.given, on, by if grouped else ())
+            return Order.of(right, on, by if grouped else ())
 
         # A grouped stream's carries keep the next group's rows whatever the tolerance.
         reach = Reach(
@@ -414,9 +414,7 @@ class Streamed(_Attach):
             reach,
             max_carry_bytes,
         )
-        self.left_order = Order(
-            "LEFT", left.given, options.left_on, options.left_by if grouped else ()
-        )
+        self.left_order = Order.of(left, options.left_on, options.left_by if grouped else ())
         self._prepared = None  # the current window's, built on its first piece
         self._empty = arrow_numpy.empty_table(  # nullable, as the joins' columns are
             pa.schema([schema.field(c).with_nullable(True) for c in the_plan.payload])

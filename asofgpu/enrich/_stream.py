@@ -173,7 +173,7 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
         )
     except (OSError, pa.ArrowException) as exc:
         raise EnrichError(f"cannot read {source.side} file {first[0]}: {one_line(exc)}") from None
-    order = Order(source.side, source.given, on, by)
+    order = Order.of(source, on, by)
     return not _descents(order.keys(head)).any()
 
 
@@ -288,10 +288,31 @@ class Order:
     by ``on`` alone (a tape), or by its ``by`` columns and then ``on`` (grouped: the day
     files vendors ship per symbol), by values in Arrow's order (text byte-wise)."""
 
-    def __init__(self, side: str, given: str, on: str, by: list[str] | tuple = ()):
+    def __init__(
+        self, side: str, given: str, on: str, by: list[str] | tuple = (), files: list = ()
+    ):
         self.side, self.given, self.on, self.by = side, given, on, tuple(by)
+        # (path, rows) of a folder's or glob's files, read in turn: a message names the file.
+        self.files = list(files)
         self.last: Start | None = None
         self.rows = 0
+
+    @classmethod
+    def of(cls, source: Source, on: str, by: list[str] | tuple = ()) -> Order:
+        """The order of a stream of all ``source``'s files in turn."""
+        files = [] if source.single else [(p.path, p.rows) for p in source.parts]
+        return cls(source.side, source.given, on, by, files)
+
+    def where(self, row: int) -> str:
+        """Row ``row`` of the stream (from 0), in the file that holds it where the side is a
+        folder or glob: 'row 5', 'row 1 of day/b.parquet'."""
+        if not self.files:
+            return f"row {row:,}"
+        for path, rows in self.files:
+            if row < rows:
+                return f"row {row:,} of {path}"
+            row -= rows
+        return f"row {row:,} past its files"  # (not met: the files hold every row)
 
     @property
     def named(self) -> str:
@@ -340,9 +361,9 @@ class Order:
                 if len(steps):
                     bad = int(steps[0]) + 1
             if bad is not None:
-                at = self.rows + keys.position(bad)
+                at = self.where(self.rows + keys.position(bad))
                 raise NotSorted(
-                    f"{self.side} {self.given} is not sorted by {self.named} at row {at:,}, "
+                    f"{self.side} {self.given} is not sorted by {self.named} at {at}, "
                     f"though its row-group statistics say so; write it sorted, or pass "
                     f"--right-mode spill",
                     "grouped" if self.by else "tape",
