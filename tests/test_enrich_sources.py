@@ -6,6 +6,7 @@ partition columns added by hand); every run also checks that nothing half-writte
 
 from __future__ import annotations
 
+import datetime
 import os
 from pathlib import Path
 
@@ -266,6 +267,40 @@ def test_hive_partitions_are_columns_and_keep_matches_within_a_day(tmp_path, cap
     assert pq.read_table(out).column_names[-1] == "date"
 
 
+@pytest.mark.parametrize("mode", ["memory", "spill"])
+def test_partition_folders_over_files_that_hold_their_column_read_the_column(
+    tmp_path, capsys, mode
+):
+    """polars' partitioned writes keep the partition column in the files too: the files'
+    column is read (its type kept), the folders' values checked against its statistics."""
+    (q0, t0), (q1, t1) = days()
+    left, right = tmp_path / "trades", tmp_path / "quotes"
+    days_ = (("2026-11-27", q0, t0), ("2026-11-30", q1, t1), ("__HIVE_DEFAULT_PARTITION__", q1, t1))
+    for day, quotes, trades in days_:
+        value = None if day.startswith("__") else datetime.date.fromisoformat(day)
+        write(
+            _with(trades, "date", [value] * trades.num_rows, pa.date32()),
+            left / f"date={day}" / "p.parquet",
+        )
+        write(
+            _with(quotes, "date", [value] * quotes.num_rows, pa.date32()),
+            right / f"date={day}" / "p.parquet",
+        )
+    out = tmp_path / "out"
+    code, _, stderr = run(
+        "enrich", left, right, "-o", out, "--on", "time", "--by", "date,symbol", "--device",
+        "cpu", "--right-mode", mode, "-q", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    quotes = pa.concat_tables(pq.ParquetFile(p).read() for p in sorted(right.rglob("*.parquet")))
+    assert quotes.schema.field("date").type == pa.date32()
+    for day, _, _ in days_:
+        trades = pq.ParquetFile(left / f"date={day}" / "p.parquet").read()
+        expected = ag.join_asof(trades, quotes, on="time", by=["date", "symbol"], device="cpu")
+        assert pq.ParquetFile(out / f"date={day}" / "p.parquet").read().equals(expected)
+    assert hidden(tmp_path) == []
+
+
 def test_whole_number_partitions_are_int64_and_nulls_match_nothing(tmp_path, capsys):
     right = tmp_path / "r"
     write(pa.table({"t": [1, 1], "v": [10.0, 20.0]}).slice(0, 1), right / "venue=7" / "x.parquet")
@@ -377,7 +412,22 @@ def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, 
             "LEFT files disagree on their columns: {l}/a.parquet has t: int64, "
             "{l}/b.parquet has t: double",
         ),
-        ("clash", "LEFT partition folder t= names a column the files already hold ('t')"),
+        (
+            "clash",
+            "LEFT partition folder t=3 disagrees with the column 't' of its file t=3/b.parquet, "
+            "which holds 1 to 2 in row group 0; the folder and the column must say the same",
+        ),
+        (
+            "clash-null",
+            "LEFT partition folder t=__HIVE_DEFAULT_PARTITION__ disagrees with the column 't' "
+            "of its file t=__HIVE_DEFAULT_PARTITION__/b.parquet, which holds 1 to 2 in row "
+            "group 0;",
+        ),
+        (
+            "clash-type",
+            "LEFT partition folder t=x disagrees with the column 't' of its file t=x/b.parquet "
+            "(int64), which cannot hold 'x'; the folder and the column must say the same",
+        ),
         (
             "mixed",
             "LEFT files sit in different partition folders: a.parquet has no partition "
@@ -398,8 +448,9 @@ def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, case, message):
     right = write(pa.table({"t": [1], "v": [1.0]}), tmp_path / "r.parquet")
     if case == "schemas":
         write(pa.table({"t": [1.5]}), left / "b.parquet")
-    elif case == "clash":
-        write(pa.table({"t": [1, 2]}), left / "t=3" / "b.parquet")
+    elif case.startswith("clash"):
+        folder = {"clash": "t=3", "clash-null": "t=__HIVE_DEFAULT_PARTITION__", "clash-type": "t=x"}
+        write(pa.table({"t": [1, 2]}), left / folder[case] / "b.parquet")
         (left / "a.parquet").unlink()
     elif case == "mixed":
         write(pa.table({"t": [3]}), left / "d=1" / "b.parquet")

@@ -6,12 +6,14 @@ for any depth) names its files directly. Folders of the form ``key=value`` betwe
 (the folder given, or the glob's fixed prefix) and a file are hive partitions: each becomes a
 column (``date=2026-11-27/`` -> a ``date`` column of every row below it), usable in ``--by``.
 A partition column is int64 when all its values are whole numbers, else string;
-``__HIVE_DEFAULT_PARTITION__`` is null. Every file must have the same columns (by name, in
-any order: the first file's is the source's), of one type each as a reader sees it: a column
-that is text in every file but of other offset widths or as views (``string``,
-``large_string``, ``string_view``: pandas 2 and 3 write text as the first two), a list of
-other offset widths, a dictionary in some files, or not-null in some, is read in its widest
-form (``large_string``, ``large_list``, plain values, nullable); one of type null in some
+``__HIVE_DEFAULT_PARTITION__`` is null. Where the files hold a column of a folder's name too
+(polars writes them so), that column is read, and the folders' values are checked against
+its statistics. Every file must have the same columns (by name, in any order: the first
+file's is the source's), of one type each as a reader sees it: a column that is text in
+every file but of other offset widths or as views (``string``, ``large_string``,
+``string_view``: pandas 2 and 3 write text as the first two), a list of other offset widths,
+a dictionary in some files, or not-null in some, is read in its widest form
+(``large_string``, ``large_list``, plain values, nullable); one of type null in some
 (pandas writes a column of None so) as the others' type.
 
 >>> import os, tempfile, pyarrow as pa, pyarrow.parquet as pq
@@ -204,16 +206,46 @@ class Source:
                 )
         fields = []
         for key in keys:
-            if key in self.data_schema.names:
-                raise EnrichError(
-                    f"{self.side} partition folder {key}= names a column the "
-                    f"files already hold ({key!r}); rename the folder or the "
-                    f"column"
-                )
+            if key in self.data_schema.names:  # the files hold it too (polars writes them so)
+                self._check_folders_agree(key)
+                continue
             values = [p.values[key] for p in self.parts if p.values[key] is not None]
             whole = bool(values) and all(_WHOLE.fullmatch(v) for v in values)
             fields.append(pa.field(key, pa.int64() if whole else pa.string()))
         return fields
+
+    def _check_folders_agree(self, key: str) -> None:
+        """Partition folders ``key=value`` above files that hold a column ``key`` (polars'
+        partitioned writes keep it): the files' column is read, and each folder's value must
+        be what the column holds, as far as the row groups' statistics show (where they
+        show nothing, the files' values are taken)."""
+        kind = self.data_schema.field(key).type
+        kind = kind.value_type if pa.types.is_dictionary(kind) else kind
+        for part in self.parts:
+            raw, index = part.values[key], leaf_columns(part.meta, key)
+            if len(index) != 1:  # (a nested column: no statistics to compare)
+                continue
+            try:
+                value = _parsed(raw, kind)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                self._folder_disagrees(part, key, f" ({kind}), which cannot hold {raw!r}")
+            for g in range(part.meta.num_row_groups):
+                chunk = part.meta.row_group(g).column(index[0])
+                stats = chunk.statistics
+                if stats is None or not stats.has_min_max:
+                    continue  # (no values, or none to compare)
+                if value is None or not stats.min == value == stats.max:
+                    self._folder_disagrees(
+                        part, key, f", which holds {stats.min} to {stats.max} in row group {g}"
+                    )
+
+    def _folder_disagrees(self, part: Part, key: str, what: str):
+        raw = part.values[key]
+        raise EnrichError(
+            f"{self.side} partition folder {key}={NULL_PARTITION if raw is None else raw} "
+            f"disagrees with the column {key!r} of its file {part.relative}{what}; the "
+            f"folder and the column must say the same"
+        )
 
     def partition_column(self, part: Part, name: str, rows: int, as_codes: bool) -> pa.Array:
         """A partition column for ``rows`` rows of ``part``: a one-value dictionary column
@@ -340,6 +372,19 @@ def widest(t: pa.DataType) -> pa.DataType:
 
 def _widest_field(f: pa.Field) -> pa.Field:
     return pa.field(f.name, widest(f.type))  # nullable
+
+
+def _parsed(raw: str | None, kind: pa.DataType):
+    """A partition folder's value as a value of type ``kind``, as statistics give it.
+
+    >>> _parsed("2026-11-27", pa.date32()), _parsed("a", pa.large_binary()), _parsed(None, pa.int8())
+    (datetime.date(2026, 11, 27), b'a', None)
+    """
+    if raw is None or family(kind) == "string":
+        return raw
+    if family(kind) == "binary":
+        return raw.encode()
+    return pa.scalar(raw).cast(kind).as_py()
 
 
 def _repeated(raw: str, kind: pa.DataType, rows: int) -> pa.Array:
