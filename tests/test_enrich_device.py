@@ -457,6 +457,9 @@ def test_reader_and_writer_options_build_without_a_gpu(plc, tmp_path):
     for codec in (None, "none", "snappy", "lz4", "zstd"):
         built = writer_options(plc, str(tmp_path / "o.parquet"), table, names, codec, False, 100)
         assert isinstance(built, plc.io.parquet.ParquetWriterOptions)
+    pandas = {"pandas": '{"index_columns": []}'}  # LEFT's pandas metadata, kept in OUT
+    built = writer_options(plc, str(tmp_path / "o.parquet"), table, names, None, False, 100, pandas)
+    assert isinstance(built, plc.io.parquet.ParquetWriterOptions)
 
 
 def test_importing_enrich_imports_no_cudf():

@@ -149,6 +149,51 @@ def test_structs_of_required_fields_attach_null_where_nothing_matches(tmp_path, 
     assert hidden(tmp_path) == []
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_out_keeps_the_pandas_metadata_of_its_left_file(tmp_path, capsys, mode):
+    """pandas reads OUT as it wrote LEFT (its index, nullable integers), with the attached
+    columns beside; a LEFT file without pandas metadata gives an OUT file without it."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(
+        {
+            "t": pd.to_datetime(np.arange(0, 20, 2), unit="s"),
+            "g": list("abababaabb"),
+            "n": pd.array([1, None, 3, 4, None, 6, 7, 8, 9, 10], dtype="Int64"),
+        }
+    ).set_index("t")
+    frame.to_parquet(tmp_path / "l.parquet", row_group_size=3)
+    written = pq.read_schema(tmp_path / "l.parquet")  # (the key's unit is pandas' choice)
+    right = pa.table(
+        {"t": pa.array(np.arange(1, 21, 2) * 10**9, pa.timestamp("ns")), "g": list("aabbabbaab"),
+         "v": np.arange(10.0)}
+    )  # fmt: skip
+    right = right.set_column(0, "t", right["t"].cast(written.field("t").type))
+    pq.write_table(right, tmp_path / "r.parquet")
+    out = tmp_path / f"o-{mode}.parquet"
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--on", "t",
+        "--by", "g", "--device", "cpu", "--right-mode", mode, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    got = pd.read_parquet(out)
+    assert got.index.equals(frame.index) and got.index.name == "t"
+    assert got["n"].dtype == "Int64" and got["n"].equals(frame["n"])
+    joined = ag.join_asof(
+        pq.read_table(tmp_path / "l.parquet"), right, on="t", by="g", device="cpu"
+    )
+    assert pq.read_table(out).equals(joined)  # the values, as before
+    assert got.equals(joined.replace_schema_metadata(written.metadata).to_pandas())
+    pq.write_table(
+        pq.read_table(tmp_path / "l.parquet").replace_schema_metadata(None), tmp_path / "l.parquet"
+    )
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--on", "t",
+        "--by", "g", "--device", "cpu", "--right-mode", mode, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert b"pandas" not in (pq.read_metadata(out).metadata or {})
+
+
 def test_unsorted_inside_non_overlapping_row_groups_starts_again_without_streaming(
     tmp_path, capsys
 ):

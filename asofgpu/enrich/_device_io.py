@@ -228,20 +228,29 @@ def output_metadata(plc, table, names: list[str]):
 
 
 def writer_options(
-    plc, path: str, table, names: list[str], compression: str | None, utc: bool, rows: int
+    plc,
+    path: str,
+    table,
+    names: list[str],
+    compression: str | None,
+    utc: bool,
+    rows: int,
+    metadata: dict[str, str] | None = None,
 ):
     """libcudf's options to write ``table`` as OUT's file ``path``: ``compression`` (one of
     ``CODECS``), timestamps marked UTC or not as OUT's columns are (``utc``), row groups of up
-    to ``rows`` as the host's chunks."""
+    to ``rows`` as the host's chunks, and the key-value ``metadata`` (LEFT's pandas entry)."""
     sink = plc.io.SinkInfo([path])
-    return (
+    built = (
         plc.io.parquet.ParquetWriterOptions.builder(sink, table)
         .metadata(output_metadata(plc, table, names))
         .compression(getattr(plc.io.types.CompressionType, CODECS[compression]))
         .utc_timestamps(utc)
         .row_group_size_rows(min(rows, MAX_ROWS))
-        .build()
     )
+    if metadata:
+        built = built.key_value_metadata([metadata])
+    return built.build()
 
 
 def enrich(
@@ -299,6 +308,7 @@ def enrich(
                     options.compression,
                     utc,
                     rows,
+                    part.pandas_metadata,
                 )
             with _writing(out):
                 plc.io.parquet.write_parquet(written)

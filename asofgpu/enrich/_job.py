@@ -365,6 +365,7 @@ def _run(
                     writer = _enrich_part(
                         left,
                         batches,
+                        part,
                         target.path_for(part.relative),
                         attach,
                         the_plan,
@@ -631,6 +632,7 @@ def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
 def _enrich_part(
     left: Source,
     batches,
+    part: Part,
     path: str,
     attach,
     the_plan: Plan,
@@ -640,9 +642,12 @@ def _enrich_part(
     out: str,
     copied: LeftChunks | None,
 ) -> ParquetStitcher:
-    """One LEFT file's ``batches``, RIGHT attached, written into ``path``; its writer, for
-    ``_close``."""
-    writer = _writer(path, the_plan.schema, options, out, copied)
+    """One LEFT file's (``part``'s) ``batches``, RIGHT attached, written into ``path``; its
+    writer, for ``_close``. The file keeps the LEFT file's pandas metadata: pandas reads
+    OUT with LEFT's index and dtypes (the attached columns, which it does not name, as
+    pandas reads any column)."""
+    schema = the_plan.schema.with_metadata(part.pandas_metadata)
+    writer = _writer(path, schema, options, out, copied)
     try:
         for batch, group in batches:
             interrupts.check()  # one a callback from C dropped (numba compiling) ends the run

@@ -68,6 +68,13 @@ class Part:
     def rows(self) -> int:
         return self.meta.num_rows
 
+    @property
+    def pandas_metadata(self) -> dict[str, str]:
+        """The ``pandas`` entry of the file's key-value metadata, where pandas wrote it (its
+        index and dtypes), for OUT's file of this one: {} where there is none."""
+        found = (self.meta.metadata or {}).get(b"pandas")
+        return {} if found is None else {"pandas": found.decode()}
+
     def batches(
         self,
         side: str,
