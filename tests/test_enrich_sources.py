@@ -104,6 +104,16 @@ def test_left_and_right_folders_give_a_mirrored_out_folder(tmp_path, capsys):
     assert hidden(tmp_path) == []
 
 
+def _enrich_folders(left: Path, right: Path, out: Path, mode: str, capsys, by: str = "symbol"):
+    """``asofgpu enrich`` of ``left`` and ``right`` into ``out`` on time by ``by`` on the
+    cpu, RIGHT held as ``mode`` says, in chunks of 50 rows; checked to succeed."""
+    code, _, stderr = run(
+        "enrich", left, right, "-o", out, "--on", "time", "--by", by, "--device", "cpu",
+        "--chunk-rows", 50, "--right-mode", mode, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+
+
 def _written_as(table: pa.Table, form: int) -> pa.Table:
     """``table`` (text as ``large_string``, lists as ``list``) as one of three writers might
     give it: text as ``string`` (pandas 2 writes it so), or ``large_string`` with lists as
@@ -150,11 +160,7 @@ def test_files_that_write_text_lists_and_dictionaries_alike_are_read_as_one(tmp_
         write(_written_as(trades.slice(rows[0], rows[1] - rows[0]), form), left / f"{form}.parquet")
         write(_written_as(quotes.slice(form * 100, 100), form), right / f"{form}.parquet")
     out = tmp_path / "out"
-    code, _, stderr = run(
-        "enrich", left, right, "-o", out, "--on", "time", "--by", "symbol", "--device", "cpu",
-        "--chunk-rows", 50, "--right-mode", mode, capsys=capsys,
-    )  # fmt: skip
-    assert code == 0, stderr
+    _enrich_folders(left, right, out, mode, capsys)
     expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
     hist = expected.schema.get_field_index("hist")
     expected = expected.cast(expected.schema.set(hist, pa.field("hist", pa.large_list(pa.int64()))))
@@ -177,11 +183,7 @@ def test_files_that_order_their_columns_otherwise_are_read_by_name(tmp_path, cap
         write(part, left / f"{i}.parquet")
         write(pieces, right / f"{i}.parquet")
     out = tmp_path / "out"
-    code, _, stderr = run(
-        "enrich", left, right, "-o", out, "--on", "time", "--by", "symbol", "--device", "cpu",
-        "--chunk-rows", 50, "--right-mode", mode, capsys=capsys,
-    )  # fmt: skip
-    assert code == 0, stderr
+    _enrich_folders(left, right, out, mode, capsys)
     expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
     got = pa.concat_tables(pq.read_table(out / f"{i}.parquet") for i in range(2))
     assert got.equals(expected)
@@ -224,11 +226,7 @@ def test_a_column_of_nulls_in_some_files_takes_the_others_type(tmp_path, capsys,
     rights.append(q)
     assert pq.read_schema(right / "1.parquet").field("symbol").type == pa.null()
     out = tmp_path / "out"
-    code, _, stderr = run(
-        "enrich", left, right, "-o", out, "--on", "time", "--by", "symbol", "--device", "cpu",
-        "--chunk-rows", 50, "--right-mode", mode, capsys=capsys,
-    )  # fmt: skip
-    assert code == 0, stderr
+    _enrich_folders(left, right, out, mode, capsys)
     expected = ag.join_asof(
         pa.concat_tables(lefts), pa.concat_tables(rights), on="time", by="symbol", device="cpu"
     )
@@ -287,11 +285,7 @@ def test_partition_folders_over_files_that_hold_their_column_read_the_column(
             right / f"date={day}" / "p.parquet",
         )
     out = tmp_path / "out"
-    code, _, stderr = run(
-        "enrich", left, right, "-o", out, "--on", "time", "--by", "date,symbol", "--device",
-        "cpu", "--right-mode", mode, "-q", capsys=capsys,
-    )  # fmt: skip
-    assert code == 0, stderr
+    _enrich_folders(left, right, out, mode, capsys, by="date,symbol")
     quotes = pa.concat_tables(pq.ParquetFile(p).read() for p in sorted(right.rglob("*.parquet")))
     assert quotes.schema.field("date").type == pa.date32()
     for day, _, _ in days_:

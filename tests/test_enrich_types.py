@@ -109,6 +109,16 @@ def test_required_fields(tmp_path, capsys, mode, shuffled):
     _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "g", mode=mode, on="t", by="g")
 
 
+def _enrich_files(tmp_path, out, mode: str, capsys) -> None:
+    """``asofgpu enrich`` of ``tmp_path``'s l.parquet and r.parquet into ``out`` on t by g on
+    the cpu, RIGHT held as ``mode`` says; checked to succeed."""
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--on", "t",
+        "--by", "g", "--device", "cpu", "--right-mode", mode, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_structs_of_required_fields_attach_null_where_nothing_matches(tmp_path, capsys, mode):
     """Spark and pyarrow schemas declare struct fields not-null; the struct attached to a
@@ -128,11 +138,7 @@ def test_structs_of_required_fields_attach_null_where_nothing_matches(tmp_path, 
     pq.write_table(left, tmp_path / "l.parquet")
     pq.write_table(right, tmp_path / "r.parquet")
     out = tmp_path / "o.parquet"
-    code, _, stderr = run(
-        "enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--on", "t",
-        "--by", "g", "--device", "cpu", "--right-mode", mode, capsys=capsys,
-    )  # fmt: skip
-    assert code == 0, stderr
+    _enrich_files(tmp_path, out, mode, capsys)
     got = pq.read_table(out)
     relaxed = pa.struct([pa.field("a", pa.int64()), pa.field("b", pa.struct([("a", pa.int64())]))])
     assert got.schema.field("st").type == relaxed
@@ -170,11 +176,7 @@ def test_out_keeps_the_pandas_metadata_of_its_left_file(tmp_path, capsys, mode):
     right = right.set_column(0, "t", right["t"].cast(written.field("t").type))
     pq.write_table(right, tmp_path / "r.parquet")
     out = tmp_path / f"o-{mode}.parquet"
-    code, _, stderr = run(
-        "enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--on", "t",
-        "--by", "g", "--device", "cpu", "--right-mode", mode, capsys=capsys,
-    )  # fmt: skip
-    assert code == 0, stderr
+    _enrich_files(tmp_path, out, mode, capsys)
     got = pd.read_parquet(out)
     assert got.index.equals(frame.index) and got.index.name == "t"
     assert got["n"].dtype == "Int64" and got["n"].equals(frame["n"])
@@ -186,11 +188,7 @@ def test_out_keeps_the_pandas_metadata_of_its_left_file(tmp_path, capsys, mode):
     pq.write_table(
         pq.read_table(tmp_path / "l.parquet").replace_schema_metadata(None), tmp_path / "l.parquet"
     )
-    code, _, stderr = run(
-        "enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--on", "t",
-        "--by", "g", "--device", "cpu", "--right-mode", mode, capsys=capsys,
-    )  # fmt: skip
-    assert code == 0, stderr
+    _enrich_files(tmp_path, out, mode, capsys)
     assert b"pandas" not in (pq.read_metadata(out).metadata or {})
 
 
