@@ -192,6 +192,31 @@ def test_out_keeps_the_pandas_metadata_of_its_left_file(tmp_path, capsys, mode):
     assert b"pandas" not in (pq.read_metadata(out).metadata or {})
 
 
+@pytest.mark.parametrize(
+    "labels", [[0, 1, 2], [("a", "t"), ("a", "g"), ("b", "n")]], ids=["ints", "multiindex"]
+)
+def test_out_of_a_pandas_frame_whose_labels_are_not_strings_has_no_pandas_metadata(
+    tmp_path, capsys, labels
+):
+    """pandas would read the attached columns' names as labels of the frame's kind (ints, a
+    MultiIndex's tuples) and fail: such an OUT is written without LEFT's pandas metadata."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"t": np.arange(5), "g": list("ababa"), "n": np.arange(5.0)})
+    frame.columns = pd.MultiIndex.from_tuples(labels) if isinstance(labels[0], tuple) else labels
+    frame.to_parquet(tmp_path / "l.parquet")
+    names = pq.read_schema(tmp_path / "l.parquet").names  # as pyarrow writes the labels
+    right = pa.table({"t": np.arange(5), "v": np.arange(5.0)})
+    pq.write_table(right, tmp_path / "r.parquet")
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--left-on",
+        names[0], "--right-on", "t", "--device", "cpu", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert b"pandas" not in (pq.read_metadata(out).metadata or {})
+    assert pd.read_parquet(out)["v"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
 def test_unsorted_inside_non_overlapping_row_groups_starts_again_without_streaming(
     tmp_path, capsys
 ):

@@ -31,6 +31,7 @@ a dictionary in some files, or not-null in some, is read in its widest form
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import urllib.parse
@@ -71,9 +72,19 @@ class Part:
     @property
     def pandas_metadata(self) -> dict[str, str]:
         """The ``pandas`` entry of the file's key-value metadata, where pandas wrote it (its
-        index and dtypes), for OUT's file of this one: {} where there is none."""
+        index and dtypes), for OUT's file of this one; {} where there is none, or where the
+        frame's column labels were not strings (ints, a MultiIndex): pandas would read the
+        attached columns' names as such labels, and fail."""
         found = (self.meta.metadata or {}).get(b"pandas")
-        return {} if found is None else {"pandas": found.decode()}
+        if found is None:
+            return {}
+        try:
+            labels = json.loads(found).get("column_indexes")
+        except (ValueError, AttributeError):
+            return {}
+        if not (isinstance(labels, list) and len(labels) == 1 and isinstance(labels[0], dict)):
+            return {}
+        return {"pandas": found.decode()} if labels[0].get("pandas_type") == "unicode" else {}
 
     def batches(
         self,
