@@ -36,7 +36,7 @@ from asofgpu.enrich._device_io import (
     wanted,
     writer_options,
 )
-from asofgpu.enrich._output import MARKER, PARTIAL
+from asofgpu.enrich._output import PARTIAL
 from asofgpu.enrich._sources import Source
 from enrich_cli import hidden, run
 
@@ -584,7 +584,7 @@ def test_the_device_run_is_committed_as_written(tmp_path, capsys, on_device, lay
         assert out.read_bytes() == fake.written["trades.parquet"]
     else:
         files = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
-        assert files == sorted([*fake.written, MARKER])
+        assert files == sorted(fake.written)
         for relative, written in fake.written.items():
             assert (out / relative).read_bytes() == written
     assert "LEFT's     columns read and written again on the device by libcudf" in stdout

@@ -17,6 +17,7 @@ import pytest
 
 import asofgpu as ag
 from asofgpu import marketdata
+from asofgpu.enrich._output import written_by_enrich
 from enrich_cli import hidden, run
 
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
@@ -95,7 +96,6 @@ def test_left_and_right_folders_give_a_mirrored_out_folder(tmp_path, capsys):
         expected = ag.join_asof(part, quotes, on="time", by="symbol", device="cpu")
         assert pq.read_table(out / name).equals(expected), name
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
-        "_ASOFGPU_ENRICH",
         "a.parquet",
         "sub",
         "sub/b.parquet",
@@ -372,8 +372,12 @@ def test_an_existing_out_folder_of_enrich_is_replaced_whole(tmp_path, capsys):
     assert run(*argv, capsys=capsys)[0] == 0
     (left / "b.parquet").unlink()
     assert run(*argv, capsys=capsys)[0] == 0
-    assert sorted(p.name for p in out.iterdir()) == ["_ASOFGPU_ENRICH", "a.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == ["a.parquet"]  # each file's footer says
+    assert written_by_enrich(out / "a.parquet")  # enrich wrote it: no marker file in OUT
     assert hidden(tmp_path) == []
+    # polars reads a folder of parquet files only (a marker file in it made polars refuse it)
+    pl = pytest.importorskip("polars")
+    assert pl.read_parquet(out).height == 100
 
 
 def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, capsys):
@@ -430,8 +434,13 @@ def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, 
         ("out-is-a-file", "OUT {out} is not a folder; LEFT is a folder or glob"),
         (
             "out-is-foreign",
-            "OUT {out} is a folder that asofgpu enrich did not write (no "
-            "_ASOFGPU_ENRICH in it); pass a new path, or remove it first",
+            "OUT {out} is a folder that asofgpu enrich did not write (thesis.tex in it is "
+            "not a file of enrich's); pass a new path, or remove it first",
+        ),
+        (
+            "out-of-other-parquet",  # a parquet file enrich did not write: the user's own
+            "OUT {out} is a folder that asofgpu enrich did not write (sub/data.parquet in it "
+            "is not a file of enrich's); pass a new path, or remove it first",
         ),
         ("out-inside-left", "OUT {l}/out is inside the LEFT folder {l}"),
     ],
@@ -453,6 +462,8 @@ def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, case, message):
     elif case == "out-is-foreign":
         out.mkdir()
         (out / "thesis.tex").write_text("keep me")
+    elif case == "out-of-other-parquet":
+        write(pa.table({"t": [1]}), out / "sub" / "data.parquet")
     elif case == "out-inside-left":
         out = left / "out"
     code, stdout, stderr = run(
@@ -464,6 +475,8 @@ def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, case, message):
     assert hidden(tmp_path) == []
     if case == "out-is-foreign":
         assert (out / "thesis.tex").read_text() == "keep me"
+    if case == "out-of-other-parquet":
+        assert pq.read_table(out / "sub" / "data.parquet")["t"].to_pylist() == [1]
 
 
 def test_a_files_row_groups_are_read_on_the_footer_read_once(tmp_path, monkeypatch):

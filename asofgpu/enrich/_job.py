@@ -36,7 +36,7 @@ from ._checks import (
 )
 from ._copy import LeftChunks
 from ._errors import EnrichError, OutputError, one_line
-from ._output import AtomicFile, AtomicFolder, ParquetStitcher
+from ._output import FOOTER_MARK, AtomicFile, AtomicFolder, ParquetStitcher
 from ._sources import Part, Source, is_text
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
@@ -645,8 +645,8 @@ def _enrich_part(
     """One LEFT file's (``part``'s) ``batches``, RIGHT attached, written into ``path``; its
     writer, for ``_close``. The file keeps the LEFT file's pandas metadata: pandas reads
     OUT with LEFT's index and dtypes (the attached columns, which it does not name, as
-    pandas reads any column)."""
-    schema = the_plan.schema.with_metadata(part.pandas_metadata)
+    pandas reads any column); and its footer says enrich wrote it (``FOOTER_MARK``)."""
+    schema = the_plan.schema.with_metadata({**part.pandas_metadata, **FOOTER_MARK})
     writer = _writer(path, schema, options, out, copied)
     try:
         for batch, group in batches:

@@ -61,7 +61,11 @@ from ._copy import (
 from ._errors import EnrichError, OutputError
 
 PARTIAL = ".asofgpu-partial"  # the suffix of what is still being written
-MARKER = "_ASOFGPU_ENRICH"  # in an OUT folder: enrich wrote it (readers skip "_" files)
+# In each file enrich writes, a key-value pair of its footer: an OUT folder of such files is
+# enrich's to replace. (A marker file in the folder, as earlier versions wrote, stopped polars
+# reading it: polars refuses a folder holding anything but parquet files.)
+FOOTER_MARK = {"asofgpu": "enrich"}
+MARKER = "_ASOFGPU_ENRICH"  # an earlier version's OUT folder holds this file: enrich's too
 
 
 def _umask() -> int:
@@ -125,8 +129,9 @@ class AtomicFolder:
     """A hidden temporary folder beside ``out`` that ``commit`` puts in its place whole.
 
     An existing OUT folder is moved aside, the new one renamed in, and the old one removed;
-    if the rename fails, the old one is put back. ``MARKER`` in the folder says that enrich
-    wrote it: only such a folder (or an empty one) is ever replaced (``check_replaceable``).
+    if the rename fails, the old one is put back. Only a folder of files enrich wrote (each
+    with ``FOOTER_MARK`` in its footer), or an empty one, is ever replaced
+    (``check_replaceable``).
     """
 
     def __init__(self, out: str):
@@ -163,18 +168,19 @@ class AtomicFolder:
                 f"OUT {out} is not a folder; LEFT is a folder or glob, so OUT "
                 f"is a folder of one output file per LEFT file"
             )
-        if os.listdir(out) and not os.path.exists(os.path.join(out, MARKER)):
+        if os.path.exists(os.path.join(out, MARKER)):
+            return
+        foreign = _not_enrichs(out)
+        if foreign is not None:
             raise EnrichError(
-                f"OUT {out} is a folder that asofgpu enrich did not write (no "
-                f"{MARKER} in it); pass a new path, or remove it first"
+                f"OUT {out} is a folder that asofgpu enrich did not write ({foreign} in it is "
+                f"not a file of enrich's); pass a new path, or remove it first"
             )
 
     def commit(self) -> None:
         try:
             for path in self.files:
                 _fsync(path)
-            with open(os.path.join(self.tmp, MARKER), "w") as marker:
-                marker.write("written by asofgpu enrich\n")
             mode = 0o777 & ~_umask()
             for here, _, _ in os.walk(self.tmp):
                 os.chmod(here, mode)  # mkdtemp's 0700 -> as a plain mkdir would have made it
@@ -209,6 +215,27 @@ class AtomicFolder:
         if not self.committed:
             shutil.rmtree(self.tmp, ignore_errors=True)
         return False
+
+
+def _not_enrichs(folder: str) -> str | None:
+    """The first file below ``folder`` (relative to it) that enrich did not write: not a
+    parquet file whose footer holds ``FOOTER_MARK``; None when there is none."""
+    for here, dirs, files in os.walk(folder):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(here, name)
+            if not (name.endswith(".parquet") and written_by_enrich(path)):
+                return os.path.relpath(path, folder)
+    return None
+
+
+def written_by_enrich(path: str) -> bool:
+    """Whether ``path`` is a parquet file whose footer holds ``FOOTER_MARK``."""
+    try:
+        found = pq.read_metadata(path).metadata or {}
+    except (OSError, pa.ArrowException):
+        return False
+    return all(found.get(k.encode()) == v.encode() for k, v in FOOTER_MARK.items())
 
 
 def _shift(fields: dict, field: int, by: int) -> None:
