@@ -295,6 +295,27 @@ def test_partition_folders_over_files_that_hold_their_column_read_the_column(
     assert hidden(tmp_path) == []
 
 
+def test_partition_folders_of_times_and_of_types_without_a_text_form(tmp_path, capsys):
+    """Times are compared as times (polars names their folders p=12%3A00%3A01); a column of
+    a type without a text form (fixed-size binary: DuckDB's intervals) is taken as it is."""
+    right = write(pa.table({"t": [0, 4], "v": [1.0, 2.0]}), tmp_path / "r.parquet")
+    left = tmp_path / "l"
+    for folder, value in (("00%3A00%3A00", "00:00:00"), ("12%3A00%3A01", "12:00:01")):
+        time = pa.array([datetime.time.fromisoformat(value)] * 2, pa.time64("us"))
+        write(pa.table({"t": [1, 5], "p": time, "b": pa.array([b"ab"] * 2, pa.binary(2))}),
+              left / f"p={folder}" / f"b={folder}" / "x.parquet")  # fmt: skip
+    argv = ["enrich", left, right, "--on", "t", "--device", "cpu", "-q"]
+    code, _, stderr = run(*argv, "-o", tmp_path / "out", capsys=capsys)
+    assert code == 0, stderr
+    got = pq.ParquetFile(tmp_path / "out" / "p=12%3A00%3A01" / "b=12%3A00%3A01" / "x.parquet")
+    assert got.read()["p"].to_pylist() == [datetime.time(12, 0, 1)] * 2
+    (left / "p=12%3A00%3A01").rename(left / "p=12%3A00%3A02")
+    code, _, stderr = run(*argv, "-o", tmp_path / "out2", capsys=capsys)
+    assert code == 2
+    assert "partition folder p=12:00:02 disagrees with the column 'p' of its file " in stderr
+    assert hidden(tmp_path) == []
+
+
 def test_whole_number_partitions_are_int64_and_nulls_match_nothing(tmp_path, capsys):
     right = tmp_path / "r"
     write(pa.table({"t": [1, 1], "v": [10.0, 20.0]}).slice(0, 1), right / "venue=7" / "x.parquet")

@@ -30,6 +30,7 @@ a dictionary in some files, or not-null in some, is read in its widest form
 
 from __future__ import annotations
 
+import datetime
 import glob
 import json
 import os
@@ -236,17 +237,22 @@ class Source:
         """Partition folders ``key=value`` above files that hold a column ``key`` (polars'
         partitioned writes keep it): the files' column is read, and each folder's value must
         be what the column holds, as far as the row groups' statistics show (where they
-        show nothing, the files' values are taken)."""
+        show nothing, or the column's type has no text form to compare, as DuckDB's
+        intervals, the files' values are taken)."""
         kind = self.data_schema.field(key).type
         kind = kind.value_type if pa.types.is_dictionary(kind) else kind
+        if pa.types.is_fixed_size_binary(kind) or pa.types.is_nested(kind):
+            return  # (DuckDB's intervals are fixed-size binary, their folders '00:00:01')
         for part in self.parts:
             raw, index = part.values[key], leaf_columns(part.meta, key)
             if len(index) != 1:  # (a nested column: no statistics to compare)
                 continue
             try:
                 value = _parsed(raw, kind)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            except (pa.ArrowInvalid, ValueError):
                 self._folder_disagrees(part, key, f" ({kind}), which cannot hold {raw!r}")
+            except pa.ArrowNotImplementedError:  # (no cast from text: durations, say)
+                continue
             for g in range(part.meta.num_row_groups):
                 chunk = part.meta.row_group(g).column(index[0])
                 stats = chunk.statistics
@@ -397,11 +403,15 @@ def _parsed(raw: str | None, kind: pa.DataType):
 
     >>> _parsed("2026-11-27", pa.date32()), _parsed("a", pa.large_binary()), _parsed(None, pa.int8())
     (datetime.date(2026, 11, 27), b'a', None)
+    >>> _parsed("12:00:01", pa.time64("ns"))  # (pyarrow casts no text to times)
+    datetime.time(12, 0, 1)
     """
     if raw is None or family(kind) == "string":
         return raw
     if family(kind) == "binary":
         return raw.encode()
+    if pa.types.is_time(kind):
+        return datetime.time.fromisoformat(raw)
     return pa.scalar(raw).cast(kind).as_py()
 
 
