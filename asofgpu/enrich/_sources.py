@@ -249,7 +249,7 @@ class Source:
                 continue
             try:
                 value = _parsed(raw, kind)
-            except (pa.ArrowInvalid, ValueError):
+            except ValueError:  # (pyarrow's ArrowInvalid is one)
                 self._folder_disagrees(part, key, f" ({kind}), which cannot hold {raw!r}")
             except pa.ArrowNotImplementedError:  # (no cast from text: durations, say)
                 continue
