@@ -277,6 +277,40 @@ def array(
     )
 
 
+def rebuilt(t: pa.DataType, node, field=None) -> pa.DataType:
+    """``t`` rebuilt from the bottom up: each nested type (a struct's fields, a list's items,
+    a map's keys and items, a dictionary's values) rebuilt first, its field then passed to
+    ``field`` where given (not a map's keys, which are never null), and each type so rebuilt
+    passed to ``node``: the one walk over nested types of ``viewless`` and of enrich's
+    schemas.
+
+    >>> rebuilt(pa.list_(pa.int8()), lambda t: pa.int16() if t == pa.int8() else t)
+    ListType(list<item: int16>)
+    """
+
+    def inner(f: pa.Field) -> pa.Field:
+        f = f.with_type(rebuilt(f.type, node, field))
+        return f if field is None else field(f)
+
+    if pa.types.is_struct(t):
+        t = pa.struct([inner(t.field(i)) for i in range(t.num_fields)])
+    elif pa.types.is_map(t):
+        t = pa.map_(t.key_field.with_type(rebuilt(t.key_type, node, field)), inner(t.item_field))
+    elif pa.types.is_fixed_size_list(t):
+        t = pa.list_(inner(t.value_field), t.list_size)
+    elif pa.types.is_list(t):
+        t = pa.list_(inner(t.value_field))
+    elif pa.types.is_large_list(t):
+        t = pa.large_list(inner(t.value_field))
+    elif pa.types.is_list_view(t):
+        t = pa.list_view(inner(t.value_field))
+    elif pa.types.is_large_list_view(t):
+        t = pa.large_list_view(inner(t.value_field))
+    elif pa.types.is_dictionary(t):
+        t = pa.dictionary(t.index_type, rebuilt(t.value_type, node, field), t.ordered)
+    return node(t)
+
+
 def viewless(t: pa.DataType) -> pa.DataType:
     """``t`` with string and binary views as large strings and binaries, nested ones too:
     pyarrow (26) has no take, filter or sort for views: ``gather`` and ``asofgpu enrich``,
@@ -285,36 +319,13 @@ def viewless(t: pa.DataType) -> pa.DataType:
     >>> viewless(pa.struct([("s", pa.string_view()), ("l", pa.list_(pa.binary_view()))]))
     StructType(struct<s: large_string, l: list<item: large_binary>>)
     """
+    return rebuilt(t, _without_view)
+
+
+def _without_view(t: pa.DataType) -> pa.DataType:
     if pa.types.is_string_view(t):
         return pa.large_string()
-    if pa.types.is_binary_view(t):
-        return pa.large_binary()
-    if pa.types.is_struct(t):
-        return pa.struct(
-            [t.field(i).with_type(viewless(t.field(i).type)) for i in range(t.num_fields)]
-        )
-    if pa.types.is_map(t):
-        return pa.map_(
-            t.key_field.with_type(viewless(t.key_type)),
-            t.item_field.with_type(viewless(t.item_type)),
-        )
-    if (
-        pa.types.is_list(t)
-        or pa.types.is_large_list(t)
-        or pa.types.is_list_view(t)
-        or pa.types.is_large_list_view(t)
-        or pa.types.is_fixed_size_list(t)
-    ):
-        value = t.value_field.with_type(viewless(t.value_type))
-        if pa.types.is_fixed_size_list(t):
-            return pa.list_(value, t.list_size)
-        large = pa.types.is_large_list(t) or pa.types.is_large_list_view(t)
-        if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
-            return (pa.large_list_view if large else pa.list_view)(value)
-        return (pa.large_list if large else pa.list_)(value)
-    if pa.types.is_dictionary(t):
-        return pa.dictionary(t.index_type, viewless(t.value_type), t.ordered)
-    return t
+    return pa.large_binary() if pa.types.is_binary_view(t) else t
 
 
 def viewless_schema(schema: pa.Schema) -> pa.Schema:

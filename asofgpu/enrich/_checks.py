@@ -318,22 +318,13 @@ def nullable_inside(t: pa.DataType) -> pa.DataType:
     >>> nullable_inside(pa.list_(pa.struct([pa.field("a", pa.int64(), nullable=False)])))
     ListType(list<item: struct<a: int64>>)
     """
-    if pa.types.is_struct(t):
-        return pa.struct(
-            [
-                pa.field(t.field(i).name, nullable_inside(t.field(i).type))
-                for i in range(t.num_fields)
-            ]
-        )
-    if pa.types.is_map(t):
-        return pa.map_(t.key_field, t.item_field.with_type(nullable_inside(t.item_type)))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(nullable_inside(t.value_type)), t.list_size)
-    if pa.types.is_large_list(t):
-        return pa.large_list(t.value_field.with_type(nullable_inside(t.value_type)))
-    if pa.types.is_list(t):
-        return pa.list_(t.value_field.with_type(nullable_inside(t.value_type)))
-    return t
+    return arrow_numpy.rebuilt(t, _struct_of_nullable_fields)
+
+
+def _struct_of_nullable_fields(t: pa.DataType) -> pa.DataType:
+    if not pa.types.is_struct(t):
+        return t
+    return pa.struct([t.field(i).with_nullable(True) for i in range(t.num_fields)])
 
 
 _PARAM = re.compile(r"\b(left|right)_(on|by)(?:\[(\d+)\])?")

@@ -371,31 +371,20 @@ def widest(t: pa.DataType) -> pa.DataType:
     >>> widest(pa.list_(pa.field("element", pa.int64(), nullable=False)))
     LargeListType(large_list<element: int64>)
     """
+    return arrow_numpy.rebuilt(t, _widest_node, field=lambda f: f.with_nullable(True))
+
+
+def _widest_node(t: pa.DataType) -> pa.DataType:
+    """``widest`` of a type whose nested types are already widest."""
     if pa.types.is_dictionary(t):
-        return widest(t.value_type)
+        return t.value_type
     if family(t) in _READ_AS:  # (string, binary, their large forms and views)
         return pa.large_string() if family(t) == "string" else pa.large_binary()
-    if pa.types.is_struct(t):
-        return pa.struct([_widest_field(t.field(i)) for i in range(t.num_fields)])
-    if pa.types.is_map(t):  # (its keys are never null)
-        return pa.map_(t.key_field.with_type(widest(t.key_type)), _widest_field(t.item_field))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(_widest_field(t.value_field), t.list_size)
     if any(
-        test(t)
-        for test in (
-            pa.types.is_list,
-            pa.types.is_large_list,
-            pa.types.is_list_view,
-            pa.types.is_large_list_view,
-        )
+        test(t) for test in (pa.types.is_list, pa.types.is_list_view, pa.types.is_large_list_view)
     ):
-        return pa.large_list(_widest_field(t.value_field))
+        return pa.large_list(t.value_field)
     return t
-
-
-def _widest_field(f: pa.Field) -> pa.Field:
-    return pa.field(f.name, widest(f.type))  # nullable
 
 
 def _parsed(raw: str | None, kind: pa.DataType):
