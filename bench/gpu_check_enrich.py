@@ -3,7 +3,7 @@ market-data day (``marketdata.day``: 10M quotes x 10M trades, 1,000 symbols) wri
 then ``asofgpu enrich`` as whole processes, parquet in and out, with ``--device cuda`` and
 ``--device cpu`` taking turns on the same files: the first run of each with the caches the
 earlier stages left (numba's CPU cache, the GPU's kernel cache), the later ones warm. The
-outputs must hold the same rows (``enrich_e2e.mismatch``). Where pylibcudf is missing (the
+outputs must hold the same rows (``enrich_e2e.mismatch``) and carry enrich's footer mark. Where pylibcudf is missing (the
 lent H200), ``--device cuda`` reads and writes on the host and joins on the GPU; the run's
 log line says which."""
 
@@ -55,10 +55,22 @@ def stage_enrich(ctx: StageContext, rec: Recorder) -> None:
                 rec["same_rows"] = wrong is None
                 if wrong:
                     raise RuntimeError(f"WRONG ANSWER: {wrong}")
+                _check_marked(outs, rec)
         rec["summary"] = {d: _summary(runs[d]) for d in DEVICES}
         rec["cpu_over_cuda"] = _ratio(rec["summary"])
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _check_marked(outs: dict[str, Path], rec: Recorder) -> None:
+    """Each OUT carries enrich's footer mark, whichever writer wrote it (libcudf's on the
+    device): without it a rerun into an OUT folder of such files would be refused."""
+    from asofgpu.enrich._output import written_by_enrich
+
+    unmarked = [d for d, out in outs.items() if not written_by_enrich(str(out))]
+    rec["footer_marked"] = not unmarked
+    if unmarked:
+        raise RuntimeError(f"OUT of --device {', '.join(unmarked)} lacks enrich's footer mark")
 
 
 def _summary(runs: list[dict]) -> dict:

@@ -300,7 +300,8 @@ def _md_enrich(entry: dict | None) -> list[str]:
         )
     lines += [
         "",
-        f"The outputs hold the same rows: {entry.get('same_rows', 'not compared')}; the cpu's "
+        f"The outputs hold the same rows: {entry.get('same_rows', 'not compared')}; each "
+        f"carries enrich's footer mark: {entry.get('footer_marked', 'not checked')}; the cpu's "
         f"median over the GPU's: {_x(entry.get('cpu_over_cuda'))}.",
     ]
     if entry.get("cuda_log"):

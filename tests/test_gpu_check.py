@@ -90,7 +90,7 @@ def test_every_stage_runs_and_writes_its_reports(simulated_run):
     assert bench["floor"]["map_bytes"] == 256 * (8 + 4 + 4) + 64 * 8 + 9 * 8
     assert bench["copy"]["bytes_per_s"] > 0
     enrich = report["stages"]["enrich"]  # whole processes, cuda and cpu taking turns
-    assert enrich["same_rows"] and enrich["rows"]["trades"] > 0
+    assert enrich["same_rows"] and enrich["footer_marked"] and enrich["rows"]["trades"] > 0
     for device in ("cuda", "cpu"):
         assert len(enrich["runs"][device]) == 2 and enrich["summary"][device]["median_s"] > 0
     assert enrich["cuda_log"][-1].split() == ["backend", "cuda"]  # it joined on the device
