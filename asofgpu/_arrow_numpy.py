@@ -340,6 +340,18 @@ def without_views(data):
     return data.cast(viewless_schema(data.schema))
 
 
+def decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A dictionary column's values; view ones as large strings or binaries (pyarrow 26
+    cannot decode a dictionary of views, but casts it to one of large values).
+
+    >>> views = pa.array(["a", None], pa.string_view()).dictionary_encode()
+    >>> decoded(pa.chunked_array([views])).to_pylist()
+    ['a', None]
+    """
+    plain = viewless(column.type)
+    return column.cast(plain).cast(plain.value_type)
+
+
 def unifies_wrong(column: pa.ChunkedArray) -> bool:
     """Whether Arrow cannot put a dictionary column's chunks on one dictionary, as its take
     of chunks and ``unify_dictionaries`` do: it refuses dictionaries holding a null value,

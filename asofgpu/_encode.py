@@ -419,7 +419,7 @@ def unified(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """A dictionary column's chunks on one dictionary (``unify_dictionaries``, or where Arrow
     gets it wrong, ``arrow_numpy.unifies_wrong``, decoded and encoded as one)."""
     if arrow_numpy.unifies_wrong(col):
-        decoded = arrow_numpy.combined(col.cast(col.type.value_type))
+        decoded = arrow_numpy.combined(arrow_numpy.decoded(col))
         return pa.chunked_array([pc.dictionary_encode(decoded)])
     return col.unify_dictionaries()
 

@@ -247,7 +247,7 @@ def _take(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None) -
         taken = _take(pc.run_end_decode(column), gmap, valid)
         return pc.run_end_encode(taken, run_end_type=kind.run_end_type)
     if arrow_numpy.unifies_wrong(column):  # as Arrow's take of chunks would unify them
-        taken = _take(column.cast(kind.value_type), gmap, valid)
+        taken = _take(arrow_numpy.decoded(column), gmap, valid)
         return pc.dictionary_encode(taken).cast(kind)
     if plain == kind:
         return arrow_numpy.take(column, gmap, valid)
