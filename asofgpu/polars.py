@@ -125,6 +125,7 @@ _UNIT_NS = {**UNIT_NS, "i": 1}  # polars' duration units; "i" (index count) is o
 _DAY_NS = _UNIT_NS["d"]
 _U64_MAX = 2**64 - 1
 _WIDE_INTS = tuple(getattr(pl, n) for n in ("Int128", "UInt128") if hasattr(pl, n))
+_WIDE_U128 = getattr(pl, "UInt128", None)
 _HERE = (os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(pl.__file__)))
 
 
@@ -438,7 +439,7 @@ def _orderable(left: pl.Series, right: pl.Series, distances: bool):
     """Keys as asofgpu takes them (numbers or temporal), ordered as polars orders them. Keys
     of two kinds are refused as polars' join_asof refuses them (its dry run does, before a
     join_asof gets here; a splice join has none): cast to one, 3.5 would become 3."""
-    if _key_kind(left.dtype) != _key_kind(right.dtype) and pl.Null not in (left.dtype, right.dtype):
+    if not _kinds_agree(left.dtype, right.dtype):
         msg = (
             f"datatypes of join keys don't match - `{left.name}`: {left.dtype} on left does not "
             f"match `{right.name}`: {right.dtype} on right"
@@ -459,12 +460,23 @@ def _orderable(left: pl.Series, right: pl.Series, distances: bool):
     return left, right  # floats, dates, datetimes, durations, times
 
 
+def _kinds_agree(left, right) -> bool:
+    """Whether polars' join_asof takes keys of these dtypes together: of one kind, or one
+    of them Null; an unsigned 128-bit integer only beside unsigned ones (polars has no type
+    holding it and a signed one)."""
+    if pl.Null in (left, right):
+        return True
+    if _WIDE_U128 in (left, right):
+        return not (left.is_signed_integer() or right.is_signed_integer())
+    return _key_kind(left) == _key_kind(right)
+
+
 def _key_kind(dtype) -> str:
     """The kinds of key ``_orderable`` orders together: integers, decimals of one scale,
-    floats, booleans, text (strings, binary, categoricals), one Enum type, and each temporal
-    type (any unit). Decimals of two scales, or an integer and a decimal, compare their
-    unscaled integers; two Enum types (or an Enum and anything else) their codes: polars
-    refuses them, and so does this."""
+    floats, booleans, strings, binaries, categoricals, one Enum type, and each temporal type
+    (any unit). Decimals of two scales, or an integer and a decimal, compare their unscaled
+    integers; two Enum types (or an Enum and anything else) their codes; a string beside a
+    binary or a categorical has no order in polars: polars refuses them, and so does this."""
     if dtype == pl.Boolean:
         return "boolean"
     if isinstance(dtype, pl.Enum):
@@ -475,9 +487,7 @@ def _key_kind(dtype) -> str:
         return "integer"
     if dtype.is_float():
         return "float"
-    if dtype in (pl.String, pl.Binary) or _is_categorical(dtype):
-        return "text"
-    return type(dtype).__name__  # Date, Datetime, Duration, Time
+    return type(dtype).__name__  # String, Binary, Categorical, Date, Datetime, Duration, Time
 
 
 def _dense_rank(left: pl.Series, right: pl.Series):
@@ -522,6 +532,7 @@ def _by_columns(left: pl.DataFrame, right: pl.DataFrame, left_by, right_by):
     left_cols, right_cols = [], []
     for left_name, right_name in zip(left_by, right_by, strict=True):
         ls, rs = left.get_column(left_name), right.get_column(right_name)
+        _check_by_types(ls, rs, len(left_cols))
         if _is_categorical(ls.dtype) and _is_categorical(rs.dtype):
             ls, rs = ls.cast(pl.String), rs.cast(pl.String)
         elif isinstance(ls.dtype, pl.Decimal) or ls.dtype in _WIDE_INTS:
@@ -531,6 +542,20 @@ def _by_columns(left: pl.DataFrame, right: pl.DataFrame, left_by, right_by):
         left_cols.append(_by_arrow(ls))
         right_cols.append(_by_arrow(rs))
     return left_cols, right_cols
+
+
+def _check_by_types(left: pl.Series, right: pl.Series, i: int) -> None:
+    """Refuse by columns of two physical types, as polars' join_asof does (Int64 beside
+    Int128 failed in Arrow's export; beside Int32, with asofgpu's parameter names)."""
+    both_categorical = _is_categorical(left.dtype) and _is_categorical(right.dtype)
+    physical = {s.head(0).to_physical().dtype for s in (left, right) if s.dtype != pl.Null}
+    if len(physical) > 1 and not both_categorical:
+        msg = (
+            f"by_left[{i}] `{left.name}` ({left.dtype}) and by_right[{i}] `{right.name}` "
+            f"({right.dtype}) cannot be compared: by columns must have the same type on both "
+            f"sides. Hint: cast one of them."
+        )
+        raise TypeError(msg)
 
 
 def _by_arrow(series: pl.Series) -> pa.ChunkedArray | pa.Array:
@@ -824,15 +849,8 @@ def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, op
     _check_keys(left.schema, right.schema, keys)
     tolerance = options["tolerance"]
     left_key, right_key = left.get_column(left_on), right.get_column(right_on)
-    if tolerance is not None and pl.Categorical in (left_key.dtype, right_key.dtype):
-        # Distances in codes (polars' join_asof's) would order the rows by code too, which
-        # follows first appearance: 'c' beside 'z'.
-        msg = (
-            f"a tolerance needs distances between the keys, and Categorical keys "
-            f"(`{left_on}`, `{right_on}`) are spliced in value order, not by their codes. "
-            f"Hint: cast them to an Enum of their values in order, or leave the tolerance out."
-        )
-        raise InvalidOperationError(msg)
+    if tolerance is not None:
+        _check_distances(left_key, right_key)
     left_col, right_col = _orderable(left_key, right_key, tolerance is not None)
     left_cols, right_cols = _by_columns(left, right, left_by, right_by)
     names = _right_names(left.columns, right.columns, suffix)
@@ -848,6 +866,27 @@ def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, op
     )
     columns = _gathered(left, left.columns, left_map) + _gathered(right, right.columns, right_map)
     return pl.DataFrame([c.alias(n) for c, n in zip(columns, left.columns + names)])
+
+
+def _check_distances(left: pl.Series, right: pl.Series) -> None:
+    """Refuse a splice's tolerance on keys without distances: text and booleans, as polars'
+    join_asof refuses them (the splice ranked them, so that whether 'm' was within 1 of 'b'
+    hung on the other keys there were), and Categoricals, whose codes (polars' join_asof's
+    distances) would order the rows by code too, which follows first appearance."""
+    names = f"`{left.name}` ({left.dtype}), `{right.name}` ({right.dtype})"
+    if pl.Categorical in (left.dtype, right.dtype):
+        msg = (
+            f"a tolerance needs distances between the keys, and Categorical keys ({names}) "
+            f"are spliced in value order, not by their codes. Hint: cast them to an Enum of "
+            f"their values in order, or leave the tolerance out."
+        )
+        raise InvalidOperationError(msg)
+    if any(s.dtype in (pl.String, pl.Binary, pl.Boolean) for s in (left, right)):
+        msg = (
+            f"a tolerance needs distances between the keys, and keys {names} have none: "
+            f"asof join with tolerance is only supported on numeric/temporal keys"
+        )
+        raise InvalidOperationError(msg)
 
 
 # --------------------------------------------------------------------------- window joins

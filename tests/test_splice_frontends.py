@@ -251,6 +251,81 @@ def test_polars_keys_of_two_kinds_are_refused_as_polars_join_asof_refuses_them()
     assert got.rows() == [(3.0, "L", None, None), (3.0, "L", 3.5, "R")]
 
 
+@pytest.mark.parametrize(
+    ("left_values", "right_values"),
+    [
+        # Categorical texts of their own: polars' codes are global to the process, and
+        # other tests need theirs for "a" to "e" in lexical order
+        (pl.Series(["a", "m"]), pl.Series(["splice-b"], dtype=pl.Categorical)),
+        (pl.Series(["a", "m"]), pl.Series([b"b"])),
+        (pl.Series([b"a", b"m"]), pl.Series(["splice-b"], dtype=pl.Categorical)),
+        (pl.Series([-1, 5]), pl.Series([3], dtype=pl.UInt128)),  # 2**64 beside -1: no type
+        (pl.Series([-1, 5], dtype=pl.Int128), pl.Series([3], dtype=pl.UInt128)),
+    ],
+    ids=["string-categorical", "string-binary", "binary-categorical", "i64-u128", "i128-u128"],
+)
+def test_polars_keys_polars_has_no_order_for_are_refused_at_the_call(left_values, right_values):
+    """Text of two kinds crashed in polars' concat, naming no key; a signed key beside an
+    unsigned 128-bit one joined while the values fitted 64 bits and failed in polars' cast
+    otherwise (on a LazyFrame, at collect): each is polars' SchemaError, at the call."""
+    left = pl.DataFrame({"t": left_values, "a": [1, 2]})
+    right = pl.DataFrame({"t": right_values, "b": [10]})
+    for call in (
+        lambda: agpl.splice_join(left, right, on="t", device="cpu"),
+        lambda: agpl.splice_join(left.lazy(), right.lazy(), on="t", device="cpu"),
+    ):
+        with pytest.raises(pl.exceptions.SchemaError, match="datatypes of join keys don't match"):
+            call()
+    with pytest.raises(pl.exceptions.SchemaError):  # polars' own join_asof, for the record
+        left.join_asof(right, on="t")
+    unsigned = pl.DataFrame({"t": pl.Series([1, 5], dtype=pl.UInt64), "a": [1, 2]})
+    if right_values.dtype == pl.UInt128:  # beside unsigned keys it joins, as polars' does
+        got = agpl.splice_join(unsigned, right, on="t", device="cpu")
+        assert got.rows() == [(1, 1, None, None), (1, 1, 3, 10), (5, 2, 3, 10)]
+
+
+@pytest.mark.parametrize(
+    "values", [["a", "m"], [b"a", b"m"], [False, True]], ids=["string", "binary", "boolean"]
+)
+def test_polars_splice_refuses_a_tolerance_on_keys_without_distances(values):
+    """Keys of text or booleans have no distances: the tolerance had been measured in their
+    ranks among both sides' keys, so whether 'm' was within 1 of 'b' hung on whether a left
+    row 'c' was there. polars' join_asof refuses them."""
+    left = pl.DataFrame({"t": values, "a": [1, 2]})
+    right = pl.DataFrame({"t": values[:1], "b": [10]})
+    for frames in ((left, right), (left.lazy(), right.lazy())):
+        with pytest.raises(
+            pl.exceptions.InvalidOperationError, match=r"keys `t` \(\w+\), `t` \(\w+\) have none"
+        ):
+            agpl.splice_join(*frames, on="t", tolerance=1, device="cpu")
+    with pytest.raises(pl.exceptions.InvalidOperationError, match="only supported on numeric"):
+        left.join_asof(right, on="t", tolerance=1)  # polars' own, for the record
+    assert agpl.splice_join(left, right, on="t", device="cpu").height == 3  # none: it joins
+
+
+@pytest.mark.parametrize(
+    ("left_dtype", "right_dtype"),
+    [(pl.Int64, pl.Int128), (pl.Int128, pl.Int64), (pl.Int64, pl.Int32)],
+)
+def test_polars_by_columns_of_two_types_are_refused_by_name(left_dtype, right_dtype):
+    """by columns of two physical types are polars' error too; Int64 beside Int128 failed
+    in Arrow's export with a format string ('_pli128'), Int128 beside Int64 joined."""
+    left = pl.DataFrame({"t": [1], "g": pl.Series([5], dtype=left_dtype)})
+    right = pl.DataFrame({"t": [0], "g": pl.Series([5], dtype=right_dtype), "y": [10]})
+    message = rf"by_left\[0\] `g` \({left_dtype}\) and by_right\[0\] `g` \({right_dtype}\) cannot"
+    for call in (
+        lambda: agpl.splice_join(left, right, on="t", by="g", device="cpu"),
+        lambda: agpl.splice_join(left.lazy(), right.lazy(), on="t", by="g", device="cpu"),
+        lambda: agpl.window_join(left, right, on="t", by="g", before=1, aggs={"y": "sum"}),
+        lambda: agpl.range_join(left.lazy(), right.lazy(), on="t", by="g", before=1),
+    ):
+        with pytest.raises(TypeError, match=message):
+            call()
+    with pytest.raises(pl.exceptions.ComputeError, match="mismatching dtypes in 'by'"):
+        with pytest.warns(UserWarning, match="Sortedness"):  # polars' own, for the record
+            left.join_asof(right, on="t", by="g")
+
+
 def test_polars_duration_tolerances_are_read_as_on_arrow_tables():
     """Calendar ("1mo": Feb 29 is within a month of Mar 31), fixed and spaced durations give
     the Arrow splice_join's rows; a duration on an integer key is refused."""
