@@ -609,6 +609,9 @@ class Groups:
     """The right side's groups over any number of by-columns; left columns looked up."""
 
     def __init__(self, columns: list[pa.ChunkedArray], params: list[str], null_equal: bool):
+        # A right column of nulls only (pandas' empty Categorical, or one of missing values,
+        # typed as pandas guessed) is compared as nulls with a left column of any type.
+        columns = [pa.chunked_array([pa.nulls(len(c))]) if _untyped(c) else c for c in columns]
         for col, param in zip(columns, params):
             _check_type(col.type, col.type, param, param)
         self.params = params

@@ -1700,3 +1700,36 @@ def test_a_left_by_column_without_a_value_is_in_no_group_whatever_its_type(
         prepared.join(np.array([5]), pa.array([1.5]))  # a value of another type still is refused
     with pytest.raises(TypeError, match=r"left_by\[0\] \(double\) and right_by\[0\] \(string\)"):
         prepared.join(np.array([], np.int64), pa.array([], pa.float64()))  # a typed empty one
+
+
+@pytest.mark.parametrize("null_equality", ["unequal", "equal"])
+@pytest.mark.parametrize(
+    "right_by",
+    [
+        pd.Series(pd.Categorical([None, None])),  # pandas types its categories float64
+        pa.array([None, None], pa.float64()),
+        pa.DictionaryArray.from_arrays(pa.array([None, None], pa.int8()), pa.array([], pa.int64())),
+        pd.Series(pd.Categorical([])),  # pandas' empty Categorical: dictionary of nulls
+    ],
+    ids=["pandas categorical", "float64", "dictionary of int64", "empty categorical"],
+)
+def test_a_right_by_column_without_a_value_is_one_null_group_whatever_its_type(
+    device, right_by, null_equality
+):
+    """The same on the prepared side (pandas' window and range joins refused a right frame
+    whose Categorical by column had no category: empty, or all missing): left rows of any
+    type match nothing, null ones its null group under null_equality="equal"."""
+    right_keys = list(range(len(right_by)))
+    prepared = ag.AsofJoin(
+        np.array(right_keys, np.int64), right_by, null_equality=null_equality, device=device
+    )
+    left_by = pa.array(["A", None])
+    got = to_host(prepared.join(np.array([5, 5]), left_by))
+    want = oracle(
+        [5, 5],
+        right_keys,
+        [(v,) for v in left_by.to_pylist()],
+        [(None,)] * len(right_keys),
+        null_equal=null_equality == "equal",
+    )
+    assert got.tolist() == want

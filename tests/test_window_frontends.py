@@ -838,6 +838,23 @@ def test_pandas_empty_right_side_gives_empty_windows():
     assert pairs["t"].tolist() == [5, 6] and pairs["t_right"].isna().all()
 
 
+@pytest.mark.parametrize(
+    "right_sym",
+    [pd.Series([], dtype="category"), pd.Series([None], dtype="category")],
+    ids=["no rows", "all missing"],
+)
+def test_pandas_right_categorical_by_without_a_category_gives_empty_windows(right_sym):
+    """A right frame whose Categorical by column has no category (empty, or of missing
+    values: pandas types its categories object or float64) was refused beside a string one
+    ("cannot be compared"); its rows are in no group, and every window is empty."""
+    left = pd.DataFrame({"t": [5], "sym": ["A"]})
+    right = pd.DataFrame({"t": np.arange(len(right_sym)), "sym": right_sym, "v": 1.0})
+    got = agpd.window_join(left, right, on="t", by="sym", before=9, aggs={"v": "count"})
+    assert got["v_count"].tolist() == [0]
+    pairs = agpd.range_join(left, right, on="t", by="sym", before=9)
+    assert pairs["t"].tolist() == [5] and pairs["t_right"].isna().all()
+
+
 @pytest.mark.parametrize("before", ["5s", datetime.timedelta(seconds=5)])
 def test_polars_duration_reach_on_a_number_key_is_refused(before):
     # asofgpu.window_join and asofgpu.pandas.window_join refuse a timedelta on an integer key
