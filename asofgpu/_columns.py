@@ -408,7 +408,7 @@ def tolerance_in_ticks(tolerance, ktype: KeyType, tick_ns: int, param: str = "to
     if isinstance(tolerance, (datetime.timedelta, np.timedelta64)):
         if not ktype.temporal:
             msg = (
-                f"{param}: a timedelta needs a temporal key (date, time, timestamp or "
+                f"{param}: a duration needs a temporal key (date, time, timestamp or "
                 f"duration), the key is {ktype.name}. Hint: pass a number in the key's unit."
             )
             raise TypeError(msg)

@@ -267,7 +267,7 @@ def test_bool_tolerance(value):
 )
 def test_timedelta_tolerance_on_non_temporal_key(keys, name, value):
     msg = (
-        f"tolerance: a timedelta needs a temporal key (date, time, timestamp or duration), "
+        f"tolerance: a duration needs a temporal key (date, time, timestamp or duration), "
         f"the key is {name}. Hint: pass a number in the key's unit."
     )
     with pytest.raises(TypeError, match=re.escape(msg)):

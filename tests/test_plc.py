@@ -249,7 +249,7 @@ def test_valid_right_sides_reach_the_device(plc, front):
         (
             dict(tolerance=datetime.timedelta(seconds=1)),
             TypeError,
-            "tolerance: a timedelta needs a temporal key",
+            "tolerance: a duration needs a temporal key",
         ),
         (
             dict(tolerance=np.ones(3)),
@@ -451,7 +451,7 @@ def _splice_args(plc, **changes):
         (
             lambda plc, T: dict(tolerance=datetime.timedelta(seconds=1)),
             TypeError,
-            "tolerance: a timedelta needs a temporal key",
+            "tolerance: a duration needs a temporal key",
         ),
         (
             lambda plc, T: dict(nulls_equal="equal"),
@@ -575,7 +575,7 @@ _RANGE_LEFT_AND_REACH_ERRORS = [
     (
         lambda plc, T: dict(after=datetime.timedelta(seconds=1)),
         TypeError,
-        "after: a timedelta needs a temporal key",
+        "after: a duration needs a temporal key",
     ),
     (
         lambda plc, T: dict(prevailing="yes"),

@@ -135,7 +135,7 @@ def test_row_tolerance_errors(tolerance, error, message):
 
 
 def test_a_timedelta_scalar_still_needs_a_temporal_key():
-    with pytest.raises(TypeError, match="tolerance: a timedelta needs a temporal key"):
+    with pytest.raises(TypeError, match="tolerance: a duration needs a temporal key"):
         ag.asof_join(
             np.array([1]), np.array([0]), tolerance=datetime.timedelta(seconds=1), device="cpu"
         )
@@ -299,7 +299,7 @@ def test_fixed_duration_strings_are_fixed():
             np.array([0]),
             "5s",
             TypeError,
-            r"tolerance: a timedelta needs a temporal key",
+            r"tolerance: a duration needs a temporal key",
         ),
         (
             np.array([1]),

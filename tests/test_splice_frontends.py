@@ -344,7 +344,7 @@ def test_polars_duration_tolerances_are_read_as_on_arrow_tables():
         "sell"
     ].to_list() == ["s1", None]
     ints = pl.DataFrame({"t": [10]}), pl.DataFrame({"t": [5], "s": ["s1"]})
-    with pytest.raises(TypeError, match=r"tolerance: a timedelta needs a temporal key"):
+    with pytest.raises(TypeError, match=r"tolerance: a duration needs a temporal key"):
         agpl.splice_join(*ints, on="t", tolerance="2s", device="cpu")
 
 

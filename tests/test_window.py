@@ -1140,16 +1140,16 @@ _RIGHT = pa.table({"t": [1, 3], "g": ["a", "a"], "x": [1.0, 2.0], "s": ["p", "q"
         ({"before": -1}, ValueError, r"before must be non-negative, got -1"),
         ({"before": 1, "after": -2}, ValueError, r"after must be non-negative, got -2"),
         ({"before": NAN}, ValueError, r"before must be a non-negative number, got NaN"),
-        ({"before": "1s"}, TypeError, r"before: a timedelta needs a temporal key"),
+        ({"before": "1s"}, TypeError, r"before: a duration needs a temporal key"),
         (
             {"before": datetime.timedelta(seconds=1)},
             TypeError,
-            r"before: a timedelta needs a temporal key .* the key is int64",
+            r"before: a duration needs a temporal key .* the key is int64",
         ),
         (
             {"before": 1, "after": np.timedelta64(1, "s")},
             TypeError,
-            r"after: a timedelta needs a temporal key",
+            r"after: a duration needs a temporal key",
         ),
         (
             {"before": 1, "aggs": {"x": "median"}},
@@ -1245,7 +1245,7 @@ def test_windows_errors():
         prepared.windows(left, before=-3)
     with pytest.raises(ValueError, match=r"after must be non-negative, got -0.5"):
         prepared.windows(left, before=1, after=-0.5)
-    with pytest.raises(TypeError, match=r"before: a timedelta needs a temporal key"):
+    with pytest.raises(TypeError, match=r"before: a duration needs a temporal key"):
         prepared.windows(left, before=datetime.timedelta(seconds=1))
     with pytest.raises(TypeError, match=r"prevailing must be True or False, got 'no'"):
         prepared.windows(left, before=1, prevailing="no")

@@ -858,7 +858,7 @@ def test_pandas_right_categorical_by_without_a_category_gives_empty_windows(righ
 @pytest.mark.parametrize("before", ["5s", datetime.timedelta(seconds=5)])
 def test_polars_duration_reach_on_a_number_key_is_refused(before):
     # asofgpu.window_join and asofgpu.pandas.window_join refuse a timedelta on an integer key
-    # (TypeError: "a timedelta needs a temporal key"); polars refuses duration strings there
+    # (TypeError: "a duration needs a temporal key"); polars refuses duration strings there
     left = pl.DataFrame({"t": [5_000_000_010]})
     right = pl.DataFrame({"t": [1, 5_000_000_000], "v": [1, 2]})
     with pytest.raises(TypeError, match=r"temporal"):
