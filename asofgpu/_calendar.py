@@ -106,7 +106,12 @@ def reaches(
         if calendar_parts(text) is None:
             msg = f"{param} {tolerance!r} is not a duration polars reads: {exc}"
         else:  # read, but some key moved by it is no time (a day its zone skipped)
-            msg = f"{param} {tolerance!r}: polars' offset_by cannot move every key by it: {exc}"
+            reason = str(exc).split(". You may", 1)[0]  # polars' hint names its own options
+            msg = (
+                f"{param} {tolerance!r}: polars' offset_by cannot move every key by it: "
+                f"{reason}. Hint: convert the keys to UTC, whose clock skips no time, or "
+                f"give a fixed duration"
+            )
         raise ValueError(msg) from None
     except pl.exceptions.PanicException as exc:  # a BaseException: a key past its calendar
         msg = (
