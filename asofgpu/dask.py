@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import collections
 import dataclasses
+import functools
 import itertools
 import math
 import sys
@@ -38,6 +39,7 @@ import numpy as np
 import pandas as pd
 from dask import delayed
 from pandas.api.types import is_hashable
+from pandas.errors import MergeError
 
 from . import _pandas_semantics as _semantics
 from . import _validate
@@ -55,6 +57,7 @@ _LEFT_POS = "__asofgpu_left_position"
 _RIGHT_PART = "__asofgpu_right_partition"
 _RIGHT_POS = "__asofgpu_right_position"
 _GROUP_HASH = "__asofgpu_group_hash"
+_TAGS = (_LEFT_PART, _LEFT_POS)
 
 # searchsorted sides of a key interval's (lower, upper) ends.
 _CLOSED = ("left", "right")  # [lower, upper]
@@ -141,9 +144,10 @@ tolerance, allow_exact_matches, direction
       less a day: calendar arithmetic keeps key order except on a zone's repeated hour). Without known divisions, the key columns alone are read
       once beforehand for each partition's first and last key.
 
-    Categorical ``by`` columns whose categories dask does not know (``astype("category")``)
-    are read once at the call to learn them (``cat.as_known()``): pandas compares the
-    categories of whole frames, which no single partition holds.
+    Categorical columns whose categories dask does not know (``astype("category")``,
+    ``read_parquet``'s dictionary columns) are read once at the call to learn them
+    (``cat.as_known()``): pandas joins whole frames, comparing their categories in ``by``
+    and keeping them in the output, and no single partition holds them.
     - **broadcast**: the left side does not move. The right side is gathered into one
       partition, sorted once by ``on`` and copied once to every worker (W times its size);
       each worker prepares it once (``AsofJoin``, kept in a small per-process cache) and
@@ -204,8 +208,7 @@ tolerance, allow_exact_matches, direction
     _require_labels(
         on=on, left_on=left_on, right_on=right_on, by=by, left_by=left_by, right_by=right_by
     )
-    left = _known_categories(left, by if by is not None else left_by)
-    right = _known_categories(right, by if by is not None else right_by)
+    left, right = _known_categories(left), _known_categories(right)
     keywords = dict(
         on=on,
         left_on=left_on,
@@ -221,12 +224,15 @@ tolerance, allow_exact_matches, direction
         direction=direction,
     )
     spec, meta = _plan(_pandas_meta(left), _pandas_meta(right), keywords, device)
+    if isinstance(tolerance, pd.offsets.BaseOffset) and _moves_back(tolerance):
+        # after pandas' checks, as asofgpu.pandas refuses it: at the keys' reaches
+        raise MergeError(f"{_semantics.NEGATIVE_TOLERANCE}, got {tolerance!r}")
     if _is_cudf(left._meta):
         import cudf
 
         meta = cudf.from_pandas(meta)  # cuDF columns hold nulls: no upcasts
-    elif spec.dtypes:
-        meta = meta.astype(spec.dtypes)
+    else:
+        meta = _upcast(meta, spec.upcasts)
     method, spans = _choose(method, left, right, spec)
     if method == "broadcast":
         parts = _broadcast(left, right, spec)
@@ -255,7 +261,7 @@ class _Spec:
     tolerance: object  # validated, in the key's type; None when absent (or NaN)
     device: str
     any_order: bool  # partitions may be out of ``on`` order (broadcast, hash)
-    dtypes: dict  # right int/bool columns, cast alike in every pandas partition
+    upcasts: tuple  # (position, dtype) of right int/bool columns, cast in every partition
     n_left: int  # output columns that come from the left
     columns: tuple  # output column labels (the cuDF path names its result with them)
     right_columns: tuple  # right columns kept in the output
@@ -265,7 +271,7 @@ class _Spec:
 def _plan(lmeta: pd.DataFrame, rmeta: pd.DataFrame, keywords: dict, device: str):
     """Validate the call as pandas does (on the empty metas, so every pandas error comes
     before anything runs) and fix the per-partition plan. Returns the spec and the output
-    meta as pandas builds it (``spec.dtypes`` holds the upcasts of pandas partitions)."""
+    meta as pandas builds it (``spec.upcasts`` holds the upcasts of pandas partitions)."""
     direction, exact = _semantics.check_join_options(
         keywords["direction"], keywords["allow_exact_matches"]
     )
@@ -286,11 +292,12 @@ def _plan(lmeta: pd.DataFrame, rmeta: pd.DataFrame, keywords: dict, device: str)
     n_left = len(op.left.columns)
     # pandas makes unmatched int columns float64 and bool columns object; dask would take
     # an object column for strings (its convert-string option), so bools become "boolean".
-    upcast = {
-        name: np.dtype(np.float64) if dtype.kind in "iu" else pd.BooleanDtype()
-        for name, dtype in list(meta.dtypes.items())[n_left:]
-        if isinstance(dtype, np.dtype) and dtype.kind in "iub"
-    }
+    # By position: suffixes may give a right column a left one's label, as pandas allows.
+    upcasts = tuple(
+        (at, np.dtype(np.float64) if dtype.kind in "iu" else pd.BooleanDtype())
+        for at, dtype in enumerate(meta.dtypes)
+        if at >= n_left and isinstance(dtype, np.dtype) and dtype.kind in "iub"
+    )
     spec = _Spec(
         merge=keywords,
         left_key=left_key,
@@ -302,7 +309,7 @@ def _plan(lmeta: pd.DataFrame, rmeta: pd.DataFrame, keywords: dict, device: str)
         tolerance=_key_tolerance(keywords["tolerance"], lmeta, left_key),
         device=device,
         any_order=False,
-        dtypes=upcast,
+        upcasts=upcasts,
         n_left=n_left,
         columns=tuple(meta.columns),
         right_columns=tuple(op.right.columns),
@@ -376,6 +383,27 @@ def _check_tolerance_form(tolerance, left) -> None:
         raise TypeError(msg)
 
 
+_OFFSET_UNITS = {"years", "months", "weeks", "days", "hours", "minutes", "seconds"}
+_OFFSET_UNITS |= {"milliseconds", "microseconds", "nanoseconds", "offset"}
+
+
+def _moves_back(offset) -> bool:
+    """Whether a DateOffset moves every date back, so that asofgpu.pandas refuses it on any
+    data: its count and all its relative units of one sign, negative. One of mixed signs
+    (months=1, days=-30) or of absolute fields (weekday=0) depends on the date: each
+    partition's keys are checked as they are joined.
+
+    >>> _moves_back(pd.DateOffset(months=-1)), _moves_back(pd.DateOffset(months=1, days=-30))
+    (True, False)
+    """
+    kwds = offset.kwds
+    if set(kwds) - _OFFSET_UNITS:
+        return False
+    values = [v.total_seconds() if hasattr(v, "total_seconds") else v for v in kwds.values()]
+    signs = {np.sign(v) for v in values if v} or {1}
+    return len(signs) == 1 and bool(offset.n * signs.pop() < 0)
+
+
 def _key_tolerance(tolerance, lmeta, left_key):
     """The validated tolerance in the key's own type, for pruning carries and for the cuDF
     path; None when there is none (or it is NaN, which pandas never applies)."""
@@ -391,21 +419,17 @@ def _key_tolerance(tolerance, lmeta, left_key):
     return tolerance
 
 
-def _known_categories(frame, labels):
-    """``frame`` with its categorical ``labels`` (a by-key) of categories dask does not know
-    (``astype("category")``) made known, in one pass over those columns: each partition
-    held only its own categories, which pandas' merge refused as unequal where the whole
-    frames' are equal. pandas compares the whole frames' categories, and so then does
-    every partition's join."""
-    if labels is None or not hasattr(frame, "columns"):
-        return frame
-    labels = labels if isinstance(labels, (list, tuple)) else [labels]
+def _known_categories(frame):
+    """``frame`` with its categorical columns of categories dask does not know
+    (``astype("category")``, or ``read_parquet``'s dictionary columns) made known: each
+    partition held only its own categories, which pandas' merge refused as unequal by keys
+    where the whole frames' are equal, and which other columns lost in the methods' concats
+    and shuffles (strings in the output, or dask's concat refusing categories of two dtypes).
+    pandas joins whole frames, whose categories every partition then holds."""
     unknown = [
         label
-        for label in labels
-        if label in frame.columns
-        and isinstance(frame._meta[label].dtype, pd.CategoricalDtype)
-        and not frame[label].cat.known
+        for label, dtype in frame._meta.dtypes.items()
+        if isinstance(dtype, pd.CategoricalDtype) and not frame[label].cat.known
     ]
     if not unknown:
         return frame
@@ -831,7 +855,10 @@ def _hash_partitioned(left, right, spec: _Spec, meta):
     """Shuffle both sides on a hash of the by keys (computed here, so both sides agree
     whatever their column names), join per partition, shuffle back by left partition."""
     n = max(left.npartitions, right.npartitions)
-    spec = dataclasses.replace(spec, any_order=True)
+    joined_meta = _positional(_with_tags(meta, spec.n_left))
+    # The left's two tags join its columns: the right's upcasts sit two places later.
+    later = tuple((at + len(_TAGS), dtype) for at, dtype in spec.upcasts)
+    spec = dataclasses.replace(spec, any_order=True, upcasts=later)
     tagged = [
         _tagged(frame, by, names)
         for frame, by, names in (
@@ -840,7 +867,6 @@ def _hash_partitioned(left, right, spec: _Spec, meta):
         )
     ]
     lparts, rparts = (t.shuffle(on=_GROUP_HASH, npartitions=n).to_delayed() for t in tagged)
-    joined_meta = _with_tags(meta, spec.n_left)
     joined = dd.from_delayed(
         [delayed(_join_hash)(lp, rp, spec) for lp, rp in zip(lparts, rparts, strict=True)],
         meta=joined_meta,
@@ -848,7 +874,8 @@ def _hash_partitioned(left, right, spec: _Spec, meta):
     )
     p = left.npartitions
     back = joined.set_index(_LEFT_PART, divisions=tuple(range(p)) + (p - 1,))
-    return back.map_partitions(_restore_order, meta=meta).clear_divisions()
+    restore = functools.partial(_restore_order, columns=list(meta.columns))
+    return back.map_partitions(restore, meta=meta).clear_divisions()
 
 
 def _tagged(frame, by: tuple, names: tuple):
@@ -893,11 +920,23 @@ def _join_hash(left, right, spec: _Spec):
     are ordered by their input position, as pandas would see them after a stable sort."""
     right = right.sort_values([spec.right_key, _RIGHT_PART, _RIGHT_POS])
     right = right.drop(columns=[_RIGHT_PART, _RIGHT_POS, _GROUP_HASH])
-    return _join_partition(left.drop(columns=[_GROUP_HASH]), right, spec)
+    return _positional(_join_partition(left.drop(columns=[_GROUP_HASH]), right, spec))
 
 
-def _restore_order(part):
-    return part.sort_values(_LEFT_POS).drop(columns=[_LEFT_POS]).reset_index(drop=True)
+def _positional(frame):
+    """``frame`` with its columns but the tags named by position: the shuffle back cannot
+    move a frame of repeated labels, which pandas' suffixes allow."""
+    frame = frame.copy(deep=False)
+    frame.columns = [
+        c if c in _TAGS else f"__asofgpu_column_{i}" for i, c in enumerate(frame.columns)
+    ]
+    return frame
+
+
+def _restore_order(part, columns: list):
+    part = part.sort_values(_LEFT_POS).drop(columns=[_LEFT_POS]).reset_index(drop=True)
+    part.columns = columns
+    return part
 
 
 # --------------------------------------------------------------------------- one partition
@@ -916,7 +955,16 @@ def _join_partition(left, right, spec: _Spec, cache_key=None):
         out = out.iloc[np.argsort(order, kind="stable")]
         if not spec.keeps_left_index:
             out = out.reset_index(drop=True)
-    return out.astype(spec.dtypes) if spec.dtypes else out
+    return _upcast(out, spec.upcasts)
+
+
+def _upcast(frame: pd.DataFrame, upcasts: tuple) -> pd.DataFrame:
+    """The right side's int and bool columns as float64 and "boolean" (``_Spec.upcasts``)."""
+    if upcasts:
+        frame = frame.copy(deep=False)
+        for at, dtype in upcasts:
+            frame.isetitem(at, frame.iloc[:, at].astype(dtype))
+    return frame
 
 
 def _sort_partition(part, key_label, side: str):

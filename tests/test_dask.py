@@ -499,6 +499,56 @@ def test_by_categories_dask_does_not_know_are_learned_first(method, known):
         merge_asof(ld, other, on="t", by="g", method=method, device="cpu")
 
 
+@pytest.mark.parametrize("method", ["time", "hash", "broadcast"])
+def test_other_categorical_columns_dask_does_not_know_stay_categorical(method):
+    """Categorical columns that are not by keys, of categories dask does not know, came out
+    as strings (the time method's concat of right pieces, the hash method's shuffles: the
+    meta said category), or the compute failed in dask's concat (a left partition no right
+    row reaches took the meta's placeholder categories, of another dtype than the data's)."""
+    left = pd.DataFrame({"t": [1, 2, 10, 11, 20, 21], "c": list("abcdef"), "k": 1})
+    right = pd.DataFrame({"t": [5, 6, 15, 16], "g": list("ABCD"), "k": 1})
+    ld = dd.from_pandas(left, npartitions=3).astype({"c": "category"})
+    rd = dd.from_pandas(right, npartitions=2).astype({"g": "category"})
+    with dask.config.set(scheduler="synchronous"):
+        lp, rp = dask.compute(ld, rd)
+        want = pd.merge_asof(lp, rp, on="t", by="k")
+        out = merge_asof(ld, rd, on="t", by="k", method=method, device="cpu")
+        parts = [part.compute() for part in out.to_delayed()]
+        got = out.compute().reset_index(drop=True)
+    for frame in (out._meta, *parts, got):
+        assert isinstance(frame["c"].dtype, pd.CategoricalDtype), method
+        assert isinstance(frame["g"].dtype, pd.CategoricalDtype), method
+    assert got["g"].tolist() == want["g"].tolist()  # [NaN, NaN, B, B, D, D]
+    assert got["c"].tolist() == want["c"].tolist()
+
+
+@pytest.mark.parametrize("method", ["time", "hash", "broadcast"])
+def test_suffixes_that_repeat_a_label_upcast_only_the_right_columns(method):
+    """pandas allows suffixes that give a right column a left one's label; the right side's
+    int/bool upcasts were applied by label, so the left's int column of that label became
+    float64 (or, beside a right bool column, the compute raised)."""
+    left = pd.DataFrame({"t": [1, 2, 3], "v": [1, 2, 3], "w": [7, 8, 9], "k": 1})
+    right = pd.DataFrame({"t": [1, 2], "v": [10, 20], "w": [True, False], "k": 1})
+    want = pd.merge_asof(left, right, on="t", by="k", suffixes=("_a", "_a"))
+    out = merge_asof(
+        dd.from_pandas(left, npartitions=2),
+        dd.from_pandas(right, npartitions=1),
+        on="t",
+        by="k",
+        suffixes=("_a", "_a"),
+        method=method,
+        device="cpu",
+    )
+    with dask.config.set(scheduler="synchronous"):
+        got = out.compute().reset_index(drop=True)
+    dtypes = ["int64"] * 4 + ["float64", "boolean"]  # t, v_a, w_a, k | v_a, w_a (upcast)
+    assert [str(d) for d in out._meta.dtypes] == dtypes
+    assert [str(d) for d in got.dtypes] == dtypes
+    assert got.iloc[:, :4].equals(want.iloc[:, :4])
+    assert got.iloc[:, 4].tolist() == [10.0, 20.0, 20.0]
+    assert got.iloc[:, 5].tolist() == [True, False, False]
+
+
 @pytest.mark.parametrize(("seed", "n", "groups", "parts"), [(0, 40, 3, 4), (10, 10, 2, 5)])
 def test_by_categories_dask_does_not_know_are_learned_under_a_client(
     threads, seed, n, groups, parts
@@ -821,6 +871,24 @@ def test_a_date_offset_prunes_carries_a_day_beyond_its_reach():
     assert (
         _shift(pd.Timestamp("2262-04-01").as_unit("ns"), month, +1) is None
     )  # past the range: no pruning
+
+
+def test_a_date_offset_that_moves_every_date_back_is_refused_at_the_call():
+    """asofgpu.pandas refuses it on any data; the dask call had returned, and the compute
+    raised. One of mixed signs depends on the dates: the partitions' keys decide it."""
+    left, right = market(23)
+    stamps = pd.Timestamp("2024-01-31") + pd.to_timedelta(left["t"], unit="D")
+    left["t"], right["t"] = (
+        stamps,
+        pd.Timestamp("2024-01-31") + pd.to_timedelta(right["t"], unit="D"),
+    )
+    lf, rf = even(left, 2), even(right, 2)
+    for offset in (pd.DateOffset(months=-1), pd.offsets.MonthEnd(-1), pd.offsets.Hour(-3)):
+        with pytest.raises(MergeError, match=f"{NEGATIVE_TOLERANCE}, got <"):
+            merge_asof(lf, rf, on="t", by="g", tolerance=offset, device="cpu")
+    mixed = merge_asof(lf, rf, on="t", by="g", tolerance=pd.DateOffset(months=1, days=-30))
+    with pytest.raises(MergeError, match=NEGATIVE_TOLERANCE):  # February: 1 month < 30 days
+        mixed.compute(scheduler="synchronous")
 
 
 def test_a_column_of_tolerances_is_refused_by_name():
