@@ -383,8 +383,8 @@ def _eager(
     form = _extension(tolerance, left)
     if form == "column":
         tol = _tolerance_column(tolerance, left)
-    elif form == "calendar":
-        tol = _calendar(tolerance, left_key.dtype)
+    elif form == "calendar":  # a Date or Datetime key: on others, polars' dry run refused it
+        tol = tolerance
     else:
         tol = _tolerance(tolerance, left_key.dtype)
         if tol is not None and left_key.dtype == right_key.dtype == pl.Float32:
@@ -628,10 +628,23 @@ def _reads_as_duration(text: str) -> bool:
 def _as_polars_reads(options: dict, left) -> dict:
     """The options for polars' dry run: a tolerance polars refuses (see ``_extension``) is
     replaced by 0, which gives the same output schema and keeps polars' own check that the
-    key can take a tolerance at all (numeric or temporal)."""
-    if _extension(options["tolerance"], left) is None:
+    key can take a tolerance at all (numeric or temporal). A calendar one only on a left
+    key that has months (Date, Datetime): on any other, polars refuses it with its error."""
+    form = _extension(options["tolerance"], left)
+    if form is None or (form == "calendar" and not _key_has_months(left, options)):
         return options
     return {**options, "tolerance": 0}
+
+
+def _key_has_months(left, options: dict) -> bool:
+    """Whether the left key is a Date or Datetime; False where polars cannot resolve it
+    (the dry run then raises polars' own error for it)."""
+    key = options["on"] if options["on"] is not None else options["left_on"]
+    try:
+        dtype = _key(pl.DataFrame(schema=left.collect_schema()), key).dtype
+    except (pl.exceptions.PolarsError, TypeError, ValueError):
+        return False
+    return dtype == pl.Date or isinstance(dtype, pl.Datetime)
 
 
 def _tolerance_column(tolerance, left: pl.DataFrame) -> pa.Array:
@@ -653,18 +666,6 @@ def _tolerance_column(tolerance, left: pl.DataFrame) -> pa.Array:
         )
         raise ValueError(msg)
     return _arrow(column)
-
-
-def _calendar(tolerance: str, dtype) -> str:
-    """A calendar duration ("1mo") for asofgpu's join, which measures each left key's reach
-    with polars' ``offset_by``; only dates and datetimes have months."""
-    if dtype != pl.Date and not isinstance(dtype, pl.Datetime):
-        msg = (
-            f"tolerance {tolerance!r} has calendar units (months, quarters or years), which "
-            f"need a Date or Datetime key; the as-of key is {dtype}"
-        )
-        raise ComputeError(msg)  # polars' own error for a month offset on other keys
-    return tolerance
 
 
 # polars 1.x reads a Decimal tolerance through a float (1.44: 2.9999999999999999 is 3);
