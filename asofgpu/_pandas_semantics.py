@@ -390,11 +390,8 @@ class AsofMerge:
         numeric one)."""
         tol = self.tolerance
         if isinstance(tol, pd.offsets.BaseOffset):
-            if lt.dtype.kind != "M":
-                msg = (
-                    f"tolerance {tol!r}: a DateOffset needs a datetime key, got {lt.dtype!r}. "
-                    f"Hint: pass a number or a Timedelta."
-                )
+            if lt.dtype.kind != "M":  # only datetime keys take asofgpu's: pandas' error
+                msg = f"incompatible tolerance {tol}, must be compat with type {lt.dtype!r}"
                 raise MergeError(msg)
             return
         column = self._tolerance_rows = _tolerance_column(tol)
@@ -404,7 +401,12 @@ class AsofMerge:
             expected = "numbers", is_integer_dtype(column.dtype) or is_float_dtype(column.dtype)
         else:
             raise MergeError("key must be integer, timestamp or float")
-        if not expected[1]:
+        if not expected[1] and column.isna().all():
+            # No entry holds a value (a list of None or of NaT, or an empty one): its dtype
+            # is pandas' guess from nothing. Every row has no limit.
+            dtype = "timedelta64[ns]" if _is_temporal(lt) else "float64"
+            column = self._tolerance_rows = pd.Series(None, index=column.index, dtype=dtype)
+        elif not expected[1]:
             msg = (
                 f"tolerance: a column of tolerances on a {lt.dtype} key holds "
                 f"{expected[0]}, got {column.dtype}"

@@ -207,7 +207,7 @@ def test_a_fixed_tolerance_still_takes_pandas_own_path():
 @pytest.mark.parametrize(
     ("tolerance", "key", "error"),
     [
-        (pd.DateOffset(months=1), [1, 2], "a DateOffset needs a datetime key, got dtype"),
+        (pd.DateOffset(months=1), [1, 2], "incompatible tolerance <DateOffset: months=1>"),
         (
             pd.DateOffset(months=-1),
             None,
@@ -235,6 +235,38 @@ def test_errors_name_the_tolerance(tolerance, key, error):
     right = pd.DataFrame({"t": keys[:1], "v": [1]})
     with pytest.raises(MergeError, match=error):
         merge_asof(left, right, on="t", tolerance=tolerance, device="cpu")
+
+
+@pytest.mark.parametrize("keys", [[1, 5], [1.0, 5.0], pd.to_timedelta([1, 5], unit="s")])
+@pytest.mark.parametrize("offset", [pd.offsets.Hour(1), pd.DateOffset(days=1)])
+def test_a_date_offset_on_a_key_that_is_no_datetime_is_pandas_own_error(keys, offset):
+    """Only datetime keys take asofgpu's DateOffset; on others pandas' error, word for word
+    (asofgpu had its own)."""
+    left, right = pd.DataFrame({"t": keys}), pd.DataFrame({"t": keys[:1], "v": [1]})
+    with pytest.raises(MergeError) as theirs:
+        pd.merge_asof(left, right, on="t", tolerance=offset)
+    with pytest.raises(MergeError, match=re.escape(str(theirs.value))):
+        merge_asof(left, right, on="t", tolerance=offset, device="cpu")
+
+
+@pytest.mark.parametrize(
+    ("keys", "tolerances"),
+    [
+        ([1, 5], [None, None]),
+        ([1.0, 5.0], [float("nan"), None]),
+        (pd.to_datetime([1, 5], unit="s"), [pd.NaT, pd.NaT]),  # pandas infers datetime64
+        ([], []),
+    ],
+    ids=["none", "nan and none", "nat", "empty"],
+)
+def test_a_list_of_tolerances_without_a_value_is_no_limit(keys, tolerances):
+    """A list whose entries are all missing (or an empty one for an empty left) was refused:
+    pandas types such a list from nothing (object, or datetime64 for NaT), not as numbers
+    or durations. Each row has no limit, as with no tolerance."""
+    left = pd.DataFrame({"t": keys})
+    right = pd.DataFrame({"t": pd.Series(keys[:1], dtype=left["t"].dtype), "v": [1][: len(keys)]})
+    got = merge_asof(left, right, on="t", tolerance=tolerances, device="cpu")
+    pd.testing.assert_frame_equal(got, merge_asof(left, right, on="t", device="cpu"))
 
 
 @pytest.mark.parametrize("tolerance", [{"a": 10}, {10}, {"a": 1, "b": 2}])
