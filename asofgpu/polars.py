@@ -466,9 +466,8 @@ def _kinds_agree(left, right) -> bool:
     holding it and a signed one)."""
     if pl.Null in (left, right):
         return True
-    if _WIDE_U128 in (left, right):
-        return not (left.is_signed_integer() or right.is_signed_integer())
-    return _key_kind(left) == _key_kind(right)
+    signed = left.is_signed_integer() or right.is_signed_integer()
+    return _key_kind(left) == _key_kind(right) and not (_WIDE_U128 in (left, right) and signed)
 
 
 def _key_kind(dtype) -> str:
