@@ -284,6 +284,34 @@ def test_polars_keys_polars_has_no_order_for_are_refused_at_the_call(left_values
         assert got.rows() == [(1, 1, None, None), (1, 1, 3, 10), (5, 2, 3, 10)]
 
 
+def test_polars_splice_refuses_the_key_pairs_polars_join_asof_refuses():
+    """Over a matrix of key types, the splice's SchemaError falls where polars' own does
+    (a UInt128 beside a decimal or a float had been taken)."""
+    dtypes = [pl.Int64, pl.Int32, pl.UInt64, pl.Int128, pl.UInt128, pl.Decimal(10, 2)]
+    dtypes += [pl.Float64, pl.String, pl.Binary, pl.Date, pl.Boolean]
+    dtypes.append(pl.Categorical)  # "splice-1": texts of their own (codes are global)
+
+    def frame(dtype, **extra):
+        text = dtype in (pl.String, pl.Binary, pl.Categorical)
+        key = pl.Series(["splice-1"]) if text else pl.Series([1])
+        return pl.DataFrame({"t": key.cast(dtype), **extra})
+
+    for left_dtype in dtypes:
+        for right_dtype in dtypes:
+            left, right = frame(left_dtype), frame(right_dtype, v=[1])
+            try:
+                left.join_asof(right, on="t")
+                refused = False
+            except pl.exceptions.SchemaError:
+                refused = True
+            try:
+                agpl.splice_join(left, right, on="t", device="cpu")
+                ours = False
+            except pl.exceptions.SchemaError:
+                ours = True
+            assert ours == refused, (left_dtype, right_dtype)
+
+
 @pytest.mark.parametrize(
     "values", [["a", "m"], [b"a", b"m"], [False, True]], ids=["string", "binary", "boolean"]
 )
