@@ -217,6 +217,35 @@ def test_out_of_a_pandas_frame_whose_labels_are_not_strings_has_no_pandas_metada
     assert pd.read_parquet(out)["v"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
 
 
+@pytest.mark.parametrize(
+    "labels", [["t", "g", "n"], [0, 1, 2], [("a", "t"), ("a", "g"), ("b", "n")]],
+    ids=["strings", "ints", "multiindex"],
+)  # fmt: skip
+def test_out_of_a_frame_written_without_its_index_keeps_the_pandas_metadata(
+    tmp_path, capsys, labels
+):
+    """``to_parquet(index=False)`` names no label type (its column_indexes are empty) and
+    pandas reads such labels as strings: OUT kept no pandas metadata, and a nullable Int64
+    column came back float64."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"t": np.arange(5), "g": list("ababa")})
+    frame["n"] = pd.array([1, None, 3, 4, 5], dtype="Int64")
+    frame.columns = pd.MultiIndex.from_tuples(labels) if isinstance(labels[0], tuple) else labels
+    frame.to_parquet(tmp_path / "l.parquet", index=False)
+    names = pq.read_schema(tmp_path / "l.parquet").names  # as pyarrow writes the labels
+    pq.write_table(pa.table({"t": np.arange(5), "v": np.arange(5.0)}), tmp_path / "r.parquet")
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", out, "--left-on",
+        names[0], "--right-on", "t", "--columns", "v", "--device", "cpu", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert b"pandas" in pq.read_metadata(out).metadata
+    got = pd.read_parquet(out)
+    assert list(got.columns) == [*names, "v"]
+    assert got[names[2]].dtype == "Int64" and got["v"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+
+
 def test_unsorted_inside_non_overlapping_row_groups_starts_again_without_streaming(
     tmp_path, capsys
 ):

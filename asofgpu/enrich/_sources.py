@@ -75,7 +75,8 @@ class Part:
         """The ``pandas`` entry of the file's key-value metadata, where pandas wrote it (its
         index and dtypes), for OUT's file of this one; {} where there is none, or where the
         frame's column labels were not strings (ints, a MultiIndex): pandas would read the
-        attached columns' names as such labels, and fail."""
+        attached columns' names as such labels, and fail. A frame written without its index
+        (``index=False``) names no label type, and pandas reads its labels as strings."""
         found = (self.meta.metadata or {}).get(b"pandas")
         if found is None:
             return {}
@@ -83,6 +84,8 @@ class Part:
             labels = json.loads(found).get("column_indexes")
         except (ValueError, AttributeError):
             return {}
+        if labels == []:
+            return {"pandas": found.decode()}
         if not (isinstance(labels, list) and len(labels) == 1 and isinstance(labels[0], dict)):
             return {}
         return {"pandas": found.decode()} if labels[0].get("pandas_type") == "unicode" else {}
