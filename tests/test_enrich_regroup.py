@@ -222,7 +222,7 @@ def test_auto_regroups_a_sorted_right_too_large_for_memory(tmp_path, capsys, rig
     pq.write_table(trades, tmp_path / "t.parquet")
     expected = ag.join_asof(trades, quotes, on="time", by="symbol", device="cpu")
     for limit, logged in (
-        (None, "reading RIGHT"),
+        (None, "into memory: it fits (about "),
         ("450MiB", f"RIGHT is sorted by {order}, and needs about"),
     ):
         out = tmp_path / "o.parquet"

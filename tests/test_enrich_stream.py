@@ -4,6 +4,8 @@ sorted by their key. The oracle is ``asofgpu.join_asof`` on the whole files; sma
 
 from __future__ import annotations
 
+import re
+
 
 import numpy as np
 import pyarrow as pa
@@ -252,6 +254,40 @@ def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
         f"or pass --right-mode spill\n"
     )
     assert not out.exists() and hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("left_keys", "right_keys", "options", "why"),
+    [
+        ([3, 1, 2], [0, 2], [], r"it fits \(about .+ prepared\), and LEFT is not sorted as RIGHT is"),
+        (
+            [1.0, 2.0], [0.5, 1.5], [],
+            r"it fits \(about .+ prepared\), and streaming needs keys of one integer type .+ and "
+            r"LEFT column 't' is double, RIGHT column 't' double",
+        ),
+        (
+            [1, 2], [2, 0], [],
+            r"it fits \(about .+ prepared\), and RIGHT .+ is not sorted by 't', as far as its "
+            r"row-group statistics and first row group show",
+        ),
+        ([1, 2], [0, 2], ["--right-mode", "memory"], r"--right-mode memory"),
+    ],
+    ids=["left-unsorted", "float-keys", "right-unsorted", "asked"],
+)  # fmt: skip
+def test_the_log_says_why_right_is_held_in_memory(
+    tmp_path, capsys, left_keys, right_keys, options, why
+):
+    """The README says the log tells which way RIGHT is held and why; the line for memory
+    said neither, where the stream's and the spill's lines did."""
+    pq.write_table(pa.table({"t": left_keys}), tmp_path / "l.parquet")
+    pq.write_table(pa.table({"t": right_keys, "v": [1, 2]}), tmp_path / "r.parquet")
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", tmp_path / "r.parquet", "-o", tmp_path / "o.parquet",
+        "--on", "t", "--device", "cpu", *options, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    line = rf"asofgpu enrich: reading RIGHT .*r\.parquet \(2 rows\) into memory: {why}"
+    assert re.search(line, stderr), stderr
 
 
 @pytest.mark.parametrize(

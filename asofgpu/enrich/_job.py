@@ -260,7 +260,10 @@ def _run(
         closing = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-close"))
         closed = None
         if mode == "memory":
-            progress.log(f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows)")
+            progress.log(
+                f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows) into "
+                f"memory: {why}"
+            )
             attach = InMemory(options, the_plan, right_table.result(), tolerance, every)
         elif mode == "stream":
             order = (*options.right_by, options.right_on) if grouped else options.right_on
@@ -537,7 +540,10 @@ def _mode(
     if grouped and alike:
         return "stream", f"both sides are sorted by their by columns ({by}), then their key", True
     if need <= budget // 2:
-        return "memory", "", False
+        fits = f"it fits (about {memory.readable(need)} prepared)"
+        if layout:  # RIGHT's order allows a stream, LEFT's does not
+            return "memory", f"{fits}, and LEFT is not sorted as RIGHT is", False
+        return "memory", f"{fits}, and {not_streamed.split('; --right-mode')[0]}", False
     too_large = (
         f"needs about {memory.readable(need)} prepared, more than half of what "
         f"--memory-limit {limit_name} leaves"
