@@ -3,9 +3,9 @@ market-data day (``marketdata.day``: 10M quotes x 10M trades, 1,000 symbols) wri
 then ``asofgpu enrich`` as whole processes, parquet in and out, with ``--device cuda`` and
 ``--device cpu`` taking turns on the same files: the first run of each with the caches the
 earlier stages left (numba's CPU cache, the GPU's kernel cache), the later ones warm. The
-outputs must hold the same rows (``enrich_e2e.mismatch``) and carry enrich's footer mark. Where pylibcudf is missing (the
-lent H200), ``--device cuda`` reads and writes on the host and joins on the GPU; the run's
-log line says which."""
+outputs must hold the same rows (``enrich_e2e.mismatch``) and carry enrich's footer mark.
+Where pylibcudf is missing (the lent H200), ``--device cuda`` reads and writes on the host
+and joins on the GPU; the run's log line says which."""
 
 from __future__ import annotations
 
