@@ -521,11 +521,11 @@ def _mode(
         return "spill", f"--spill-partitions {options.spill_partitions}", False
     if mode in ("memory", "spill"):
         return mode, f"--right-mode {mode}", False
-    layout, alike, not_streamed = _layout(options, left, right, layouts, left_sorted)
+    layout, alike, not_streamed, hint = _layout(options, left, right, layouts, left_sorted)
     grouped = layout == "grouped"
     if mode == "stream":
         if not_streamed:
-            raise failed or EnrichError(f"--right-mode stream: {not_streamed}")
+            raise failed or EnrichError(f"--right-mode stream: {not_streamed}{hint}")
         if options.spill_partitions is not None and alike:
             raise EnrichError(
                 "--spill-partitions: nothing spills when both sides stream "
@@ -543,7 +543,7 @@ def _mode(
         fits = f"it fits (about {memory.readable(need)} prepared)"
         if layout:  # RIGHT's order allows a stream, LEFT's does not
             return "memory", f"{fits}, and LEFT is not sorted as RIGHT is", False
-        return "memory", f"{fits}, and {not_streamed.split('; --right-mode')[0]}", False
+        return "memory", f"{fits}, and {not_streamed}", False
     too_large = (
         f"needs about {memory.readable(need)} prepared, more than half of what "
         f"--memory-limit {limit_name} leaves"
@@ -560,38 +560,34 @@ def _layout(
     right: Source,
     layouts: tuple[str, ...] = LAYOUTS,
     left_sorted: bool = True,
-) -> tuple[str, bool, str]:
+) -> tuple[str, bool, str, str]:
     """The first of ``layouts`` ("tape", "grouped") that RIGHT's statistics allow, both
-    sides' if they can, and whether LEFT's allow it too; or "", False and why RIGHT cannot be
-    streamed."""
+    sides' if they can, and whether LEFT's allow it too; or "", False, why RIGHT cannot be
+    streamed and, where another mode joins what no stream can, the hint saying so."""
     left_type = left.schema.field(options.left_on).type
     right_type = right.schema.field(options.right_on).type
     if not streamable_key(left_type, right_type):
-        return (
-            "",
-            False,
-            (
-                f"streaming needs keys of one integer type (not uint64) or one temporal "
-                f"type and unit on both sides, and LEFT column {options.left_on!r} is "
-                f"{left_type}, RIGHT column {options.right_on!r} {right_type}; "
-                f"--right-mode memory or spill joins them"
-            ),
+        why = (
+            f"streaming needs keys of one integer type (not uint64) or one temporal type and "
+            f"unit on both sides, and LEFT column {options.left_on!r} is {left_type}, RIGHT "
+            f"column {options.right_on!r} {right_type}"
         )
+        return "", False, why, "; --right-mode memory or spill joins them"
     sides = ((right, options.right_on, options.right_by), (left, options.left_on, options.left_by))
     # Each check reads a side's first row group: each side is checked once.
     tape = [is_tape(source, on) for source, on, _ in sides]
     tape[1] = tape[1] and left_sorted
     if "tape" in layouts and all(tape):
-        return "tape", True, ""
+        return "tape", True, "", ""
     grouped = [bool(by) and is_grouped(source, by, on) for source, on, by in sides]
     grouped[1] = grouped[1] and left_sorted
     if "grouped" in layouts and all(grouped):
-        return "grouped", True, ""
+        return "grouped", True, "", ""
     for layout, sorted_as in (("tape", tape), ("grouped", grouped)):  # RIGHT's alone
         if layout in layouts and sorted_as[0]:
-            return layout, False, ""
+            return layout, False, "", ""
     if layouts != LAYOUTS:  # one was tried
-        return "", False, "RIGHT was not sorted after all"
+        return "", False, "RIGHT was not sorted after all", ""
     on, by = options.right_on, options.right_by
     unknown = without_statistics(right, on)
     if unknown is not None:
@@ -601,7 +597,7 @@ def _layout(
         )
         if by:
             why += f", nor do they show it sorted by {(*by, on)!r}"
-        return "", False, why + "; --right-mode memory or spill joins it"
+        return "", False, why, "; --right-mode memory or spill joins it"
     folders = [c for c in by if c not in right.data_schema.names]
     orders = repr(on) + (f" nor by {(*by, on)!r}" if by and not folders else "")
     why = (
@@ -612,7 +608,7 @@ def _layout(
         named = ", ".join(map(repr, folders))
         are = "is a partition folder" if len(folders) == 1 else "are partition folders"
         why += f", and an order by {(*by, on)!r} is not looked for: {named} {are}"
-    return "", False, why
+    return "", False, why, ""
 
 
 def _spill_folder(options: Options, out: str) -> SpillFolder:
