@@ -69,11 +69,15 @@ def _check_type(left: pa.DataType, right: pa.DataType, left_param: str, right_pa
         raise TypeError(msg)
 
 
-def _untyped(col: pa.ChunkedArray) -> bool:
-    """Whether a column's type says nothing of its keys: it holds nulls only, or is a
-    dictionary of null values (pandas' empty Categorical)."""
+def _nulls_if_untyped(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``col``, or as many nulls of type null where its type says nothing of its keys: it
+    holds nulls only, or is a dictionary of null values (pandas' empty Categorical; pandas
+    types a Categorical of missing values float64). Such a column compares with any type.
+    An empty column of another type keeps it: a join on zero rows checks a call."""
     null_values = pa.types.is_dictionary(col.type) and pa.types.is_null(col.type.value_type)
-    return null_values or (len(col) > 0 and col.null_count == len(col))
+    if null_values or (len(col) > 0 and col.null_count == len(col)):
+        return pa.chunked_array([pa.nulls(len(col))])
+    return col
 
 
 def canonical_by(col: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -609,9 +613,7 @@ class Groups:
     """The right side's groups over any number of by-columns; left columns looked up."""
 
     def __init__(self, columns: list[pa.ChunkedArray], params: list[str], null_equal: bool):
-        # A right column of nulls only (pandas' empty Categorical, or one of missing values,
-        # typed as pandas guessed) is compared as nulls with a left column of any type.
-        columns = [pa.chunked_array([pa.nulls(len(c))]) if _untyped(c) else c for c in columns]
+        columns = [_nulls_if_untyped(c) for c in columns]  # compared with a left of any type
         for col, param in zip(columns, params):
             _check_type(col.type, col.type, param, param)
         self.params = params
@@ -638,10 +640,9 @@ class Groups:
                 f"right_by, got {len(columns)}"
             )
             raise ValueError(msg)
-        # A column of nulls only (a batch of unknown keys, typed as its source guessed: pandas
-        # gives a Categorical of nulls float64 categories) is in no group, whatever its type.
-        # An empty column keeps its type's check: a join on zero rows checks a call.
-        columns = [pa.chunked_array([pa.nulls(len(c))]) if _untyped(c) else c for c in columns]
+        # A batch of unknown keys, typed as its source guessed, is in no group, whatever its
+        # type.
+        columns = [_nulls_if_untyped(c) for c in columns]
         for col, column, lp, rp in zip(columns, self.columns, params, self.params):
             _check_type(col.type, column.type, lp, rp)
         from ._backend import fixed_lookup_table, lookup_fixed
