@@ -29,7 +29,7 @@ from .._backend import cudasim_enabled
 from .._staleness import Staleness
 from ._checks import Options, Plan, Tolerance
 from ._errors import OutputError, one_line
-from ._output import FOOTER_MARK
+from ._output import footer_metadata
 from ._sources import Part, Source
 
 MAX_ROWS = 2**31 - 1  # libcudf's size_type: the most rows of a column, so of a file read whole
@@ -309,7 +309,7 @@ def enrich(
                     options.compression,
                     utc,
                     rows,
-                    {**part.pandas_metadata, **FOOTER_MARK},
+                    footer_metadata(part.pandas_metadata),
                 )
             with _writing(out):
                 plc.io.parquet.write_parquet(written)

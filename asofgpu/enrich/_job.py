@@ -36,7 +36,7 @@ from ._checks import (
 )
 from ._copy import LeftChunks
 from ._errors import EnrichError, OutputError, one_line
-from ._output import FOOTER_MARK, AtomicFile, AtomicFolder, ParquetStitcher
+from ._output import AtomicFile, AtomicFolder, ParquetStitcher, footer_metadata
 from ._sources import Part, Source, is_text
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
@@ -648,7 +648,7 @@ def _enrich_part(
     writer, for ``_close``. The file keeps the LEFT file's pandas metadata: pandas reads
     OUT with LEFT's index and dtypes (the attached columns, which it does not name, as
     pandas reads any column); and its footer says enrich wrote it (``FOOTER_MARK``)."""
-    schema = the_plan.schema.with_metadata({**part.pandas_metadata, **FOOTER_MARK})
+    schema = the_plan.schema.with_metadata(footer_metadata(part.pandas_metadata))
     writer = _writer(path, schema, options, out, copied)
     try:
         for batch, group in batches:

@@ -217,6 +217,12 @@ class AtomicFolder:
         return False
 
 
+def footer_metadata(pandas_metadata: dict[str, str]) -> dict[str, str]:
+    """The key-value metadata of an OUT file's footer, from either writer: its LEFT file's
+    pandas entry (``Part.pandas_metadata``), and ``FOOTER_MARK``."""
+    return {**pandas_metadata, **FOOTER_MARK}
+
+
 def _not_enrichs(folder: str) -> str | None:
     """The first file below ``folder`` (relative to it) that enrich did not write: not a
     parquet file whose footer holds ``FOOTER_MARK``; None when there is none."""
