@@ -69,7 +69,7 @@ import os
 import re
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal
 
 import numpy as np
@@ -342,13 +342,20 @@ def _lazy(left: pl.LazyFrame, right, options: dict, device: str) -> pl.LazyFrame
     when it does so for its own plan: output schema and errors at ``collect_schema`` and
     ``collect``, the coalescing warning whenever it resolves the plan, the ``by`` one at
     ``collect``."""
+    options = {**options, **_listed_keys(options)}
     polars_options = _polars_options(_as_polars_reads(options, left), _LAZY_PARAMS)
     origin = _origin()
     if not isinstance(right, pl.LazyFrame):
         _as_caller(origin, left.join_asof, right, **polars_options)  # polars' TypeError
         msg = f"expected `other` to be a 'LazyFrame', not {type(right).__name__!r}"
         raise TypeError(msg)
-    empty = [pl.DataFrame(schema=side.collect_schema()).lazy() for side in (left, right)]
+    # Empty, but not known to be so before collect: polars 2 fails to resolve a join of two
+    # frames it knows empty when a by column is the on key ('"t" not found'), though it
+    # joins the same frames holding rows, and the empty frames that real inputs read as.
+    empty = [
+        pl.DataFrame(schema=side.collect_schema()).lazy().filter(pl.int_range(pl.len()) < 0)
+        for side in (left, right)
+    ]
 
     def run(dry: pl.DataFrame) -> pl.DataFrame:
         collected = _as_caller(_origin(), pl.collect_all, [left, right])
@@ -357,6 +364,18 @@ def _lazy(left: pl.LazyFrame, right, options: dict, device: str) -> pl.LazyFrame
     return _as_caller(origin, empty[0].join_asof, empty[1], **polars_options).map_batches(
         run, predicate_pushdown=False, projection_pushdown=False, slice_pushdown=False
     )
+
+
+def _listed_keys(options: dict) -> dict:
+    """The key options given as other iterables than a list (a set, a dict, a generator, a
+    Series of names) as lists: polars' lazy join_asof takes any iterable of names, and a
+    generator can be read only once, by the dry run or by the join."""
+    return {
+        name: list(value)
+        for name in ("left_on", "right_on", "on")
+        if isinstance(value := options[name], Iterable)
+        and not isinstance(value, (str, bytes, list, pl.Expr))
+    }
 
 
 def _eager(

@@ -517,24 +517,46 @@ def test_lazyframes_stay_lazy_and_collect_to_polars_frame():
 @pytest.mark.parametrize(
     "keys",
     [
-        dict(left_on=["t"], right_on=["t"]),
-        dict(left_on=("t",), right_on=["t"], coalesce=False),
-        dict(left_on=["t"], right_on=["u"]),
+        lambda: dict(left_on=["t"], right_on=["t"]),
+        lambda: dict(left_on=("t",), right_on=["t"], coalesce=False),
+        lambda: dict(left_on=["t"], right_on=["u"]),
+        lambda: dict(left_on={"t"}, right_on="t"),
+        lambda: dict(left_on={"t": 1}, right_on="t"),
+        lambda: dict(left_on=(name for name in ["t"]), right_on=iter(["u"])),
+        lambda: dict(left_on=pl.Series(["t"]), right_on="t"),
+        lambda: dict(left_on=["t", "x"], right_on="t"),
+        lambda: dict(left_on=[], right_on="t"),
     ],
+    ids=["list", "tuple", "names", "set", "dict", "generators", "series", "two", "none"],
 )
-def test_lazy_keys_as_lists_of_one_name_join_as_polars_joins_them(keys):
-    """polars 2's lazy join_asof takes ``left_on=["t"]`` (its eager one, and polars 1's, refuse
-    it): the dry run accepted it, and the join itself failed with an AttributeError at
-    collect. Where this polars refuses it, so does asofgpu, with polars' error."""
+def test_lazy_keys_as_iterables_of_names_join_as_polars_joins_them(keys):
+    """polars 2's lazy join_asof takes a key as any iterable of one name (its eager one, and
+    polars 1's, refuse it): the dry run accepted it, and the join itself failed with an
+    AttributeError at collect (a generator: the dry run had read it). Where this polars
+    refuses it, so does asofgpu, with polars' error."""
     left = pl.LazyFrame({"t": [1, 5, 9], "x": [1, 2, 3]})
     right = pl.LazyFrame({"t": [0, 4, 8], "u": [0, 4, 8], "y": [1.0, 2.0, 3.0]})
     try:
-        expected = left.join_asof(right, **keys).collect()
-    except pl.exceptions.PolarsError as refused:
-        with pytest.raises(type(refused)):
-            join_asof(left, right, **keys, **CPU).collect()
+        expected = left.join_asof(right, **keys()).collect()
+    except (pl.exceptions.PolarsError, TypeError) as refused:
+        with pytest.raises(type(refused), match=re.escape(_words(refused))):
+            join_asof(left, right, **keys(), **CPU).collect()
     else:
-        assert_frame_equal(join_asof(left, right, **keys, **CPU).collect(), expected)
+        assert_frame_equal(join_asof(left, right, **keys(), **CPU).collect(), expected)
+
+
+@pytest.mark.parametrize("by", ["t", ["g", "t"]])
+@pytest.mark.parametrize("kind", ["eager", "lazy"])
+def test_a_by_column_that_is_the_on_key_joins_as_polars_joins_it(kind, by):
+    """A by column that is also the key: polars joins it, eager and lazy; asofgpu's lazy
+    join failed ('"t" not found') in polars 2's resolution of its dry run, on frames polars
+    knew were empty."""
+    left = pl.DataFrame({"t": [1, 4, 9], "g": ["a", "a", "b"]})
+    right = pl.DataFrame({"t": [0, 4, 8], "g": ["a", "a", "b"], "y": [1.0, 2.0, 3.0]})
+    if kind == "lazy":
+        left, right = left.lazy(), right.lazy()
+    got = _same(left, right, on="t", by=by)
+    assert got is None or got["y"].to_list() == [None, 2.0, None]
 
 
 def test_namespace_on_dataframe_and_lazyframe():
