@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _arrow_numpy as arrow_numpy
+from . import _validate
 from ._backend import Backend, get_backend, take_fixed, walks
 from ._columns import canonical_floats, to_arrow
 from .gather import gather
@@ -106,7 +107,7 @@ class Windows:
         the first of equal ones, in asofgpu's total order, NaN above +inf), as a gather map
         with the join's ``NO_MATCH`` where the window holds no valid value. ``values`` is
         needed by min and max only."""
-        if how not in PICKS:
+        if not isinstance(how, str) or how not in PICKS:
             msg = f"how must be one of {list(PICKS)}, got {how!r}"
             raise ValueError(msg)
         return self.reduce((how,), values, valid)[how]
@@ -127,9 +128,10 @@ class Windows:
             raise TypeError(msg)
         wanted = tuple(wanted)
         for how in wanted:
-            if how not in AGGREGATIONS:
-                msg = f"reductions must be among {list(AGGREGATIONS)}, got {how!r}"
+            if not isinstance(how, str) or how not in AGGREGATIONS:
+                msg = f"wanted must hold reductions among {list(AGGREGATIONS)}, got {how!r}"
                 raise ValueError(msg)
+        extreme_values = _validate.flag(extreme_values, "extreme_values")
         values, valid = _arrow_payload(values, valid)
         xp, n = self.backend.xp, len(self)
         nothing = xp.zeros(0, dtype=np.int64)

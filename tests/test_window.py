@@ -1282,6 +1282,15 @@ def test_windows_method_errors():
         w.pick("median", np.array([1, 2, 3]))
     with pytest.raises(TypeError, match=r"'max'.* needs? values"):
         w.pick("max")
+    with pytest.raises(ValueError, match=r"how must be one of \[.*'first'.*\], got array"):
+        w.pick(np.array(["first", "last"]), np.array([1, 2, 3]))
+    with pytest.raises(ValueError, match=r"wanted must hold reductions among \[.*\], got 'median'"):
+        w.reduce(["median"], np.array([1, 2, 3]))
+    with pytest.raises(ValueError, match=r"wanted must hold reductions among .*, got array"):
+        w.reduce([np.array(["min", "max"])], np.array([1, 2, 3]))
+    for flag in ("no", None, np.nan, [True]):
+        with pytest.raises(TypeError, match=r"extreme_values must be True or False, got"):
+            w.reduce(["min"], np.array([1.0, 2.0, 3.0]), extreme_values=flag)
     with pytest.raises(TypeError, match=r"values must be .* or booleans, got <U1"):
         w.sum(np.array(["a", "b", "c"]))
     with pytest.raises(TypeError, match=r"values must be .* or booleans, got <U1"):
