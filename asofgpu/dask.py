@@ -198,10 +198,14 @@ tolerance, allow_exact_matches, direction
             DeprecationWarning,
             stacklevel=2,
         )
-        method = strategy
-    if method not in METHODS:
-        msg = f"method must be one of {', '.join(map(repr, METHODS))}, got {method!r}"
-        raise ValueError(msg)
+        if not (isinstance(method, str) and method == "auto"):
+            msg = (
+                "pass method= alone (strategy= is its old name), "
+                f"got method={method!r} and strategy={strategy!r}"
+            )
+            raise TypeError(msg)
+        method = _validate.one_of(strategy, "strategy", METHODS)
+    method = _validate.one_of(method, "method", METHODS)
     device = _validate.device(device)
     left, right = _as_frame(left, "left"), _as_frame(right, "right")
     _check_tolerance_form(tolerance, left)

@@ -825,6 +825,21 @@ def test_the_old_name_of_method_still_works_with_a_deprecation_warning():
     with pytest.warns(DeprecationWarning, match=r"merge_asof's strategy= is now method="):
         got = merge_asof(left, right, on="t", strategy="broadcast", device="cpu").compute()
     pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(
+            ValueError,
+            match="strategy must be one of 'auto', 'time', 'hash', 'broadcast', got 'fast'",
+        ),
+    ):
+        merge_asof(left, right, on="t", strategy="fast", device="cpu")
+    with (
+        pytest.warns(DeprecationWarning),
+        pytest.raises(
+            TypeError, match=r"pass method= alone .*, got method='hash' and strategy='time'"
+        ),
+    ):
+        merge_asof(left, right, on="t", method="hash", strategy="time", device="cpu")
 
 
 # --------------------------------------------------------------------------- calendar tolerances
