@@ -1,8 +1,9 @@
-"""The CUDA launch (``_backend.CudaBackend.probe``) keeps numba-cuda's low-occupancy warning
-to itself: it comes at every launch of under 128 blocks, that is every small join, and under
-an "error" filter it would fail the join. The simulator does not warn, so the kernel here is
-a stand-in that warns as numba-cuda's launch configuration does (``low_occupancy_launch``,
-tests/fakes.py); the real one is tested on a GPU (``tests/test_gpu.py``)."""
+"""The CUDA launch (``_backend.CudaBackend._launch``, every kernel's; reached here through
+``probe``) keeps numba-cuda's low-occupancy warning to itself: it comes at every launch of
+under 128 blocks, that is every small join, and under an "error" filter it would fail the
+join. The simulator does not warn, so the kernel here is a stand-in that warns as
+numba-cuda's launch configuration does (``low_occupancy_launch``, tests/fakes.py); the real
+one is tested on a GPU (``tests/test_gpu.py``)."""
 
 from __future__ import annotations
 
