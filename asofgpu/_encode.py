@@ -69,6 +69,16 @@ def _check_type(left: pa.DataType, right: pa.DataType, left_param: str, right_pa
         raise TypeError(msg)
 
 
+def check_comparable(
+    left: pa.ChunkedArray, right: pa.ChunkedArray, left_param: str, right_param: str
+):
+    """Refuse a pair of by-columns whose values cannot be compared, by the names the caller
+    knows them by (a front end's column names), as the join would by ``left_by[i]``."""
+    _check_type(
+        _nulls_if_untyped(left).type, _nulls_if_untyped(right).type, left_param, right_param
+    )
+
+
 def _nulls_if_untyped(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """``col``, or as many nulls of type null where its type says nothing of its keys: it
     holds nulls only, or is a dictionary of null values (pandas' empty Categorical; pandas

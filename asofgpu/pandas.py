@@ -49,7 +49,7 @@ from ._types import DeviceName, PandasDirection, RowTolerance, Tolerance
 from ._columns import to_arrow
 from .join import AsofJoin
 from .splice import splice_maps
-from .table import check_suffix, missing_key, resolve_keys, right_names
+from .table import by_pairs, check_suffix, missing_key, resolve_keys, right_names
 from .window import (
     PICKS,
     aggregations,
@@ -247,8 +247,7 @@ def splice_join(
     left_map, right_map = splice_maps(
         left[left_on],
         right[right_on],
-        [left[c] for c in left_by] or None,
-        [right[c] for c in right_by] or None,
+        *by_pairs([left[c] for c in left_by], [right[c] for c in right_by], left_by, right_by),
         null_equality=null_equality,
         allow_exact_matches=allow_exact_matches,
         tolerance=tolerance,
@@ -410,12 +409,15 @@ def _frame_keys(left, right, on, left_on, right_on, by, by_left, by_right):
 
 def _windows(left, right, keys, before, after, prevailing, device):
     left_on, right_on, left_by, right_by = keys
+    left_cols, right_cols = by_pairs(
+        [left[c] for c in left_by], [right[c] for c in right_by], left_by, right_by
+    )
     prepared = AsofJoin(
-        right[right_on], [right[c] for c in right_by] or None, device=device, _defer_sort=True
+        right[right_on], right_cols, device=device, _defer_sort=True
     )  # one call: the sort waits for the windows, and copies nothing
     return prepared.windows(
         left[left_on],
-        [left[c] for c in left_by] or None,
+        left_cols,
         before=before,
         after=after,
         prevailing=prevailing,

@@ -22,7 +22,8 @@ from typing import Literal
 import pyarrow as pa
 
 from . import _validate
-from ._columns import to_table
+from ._columns import to_arrow, to_table
+from ._encode import check_comparable
 from .gather import gather
 from ._types import DeviceName, RowTolerance, StrategyName, TableLike, Tolerance
 from .join import AsofJoin, asof_join
@@ -158,8 +159,7 @@ def join_asof(
     gmap = asof_join(
         _column(left_t, left_on, "left"),
         _column(right_t, right_on, "right"),
-        [_column(left_t, n, "left") for n in left_by] or None,
-        [_column(right_t, n, "right") for n in right_by] or None,
+        *_by_pairs(left_t, right_t, left_by, right_by),
         strategy=strategy,
         allow_exact_matches=allow_exact_matches,
         tolerance=tolerance,
@@ -187,10 +187,32 @@ def missing_key(left_columns, right_columns, keys) -> str | None:
     return None
 
 
+def by_pairs(left_columns, right_columns, left_by, right_by) -> tuple[list, list]:
+    """The by columns of each side (named ``left_by`` and ``right_by``) as Arrow, a pair
+    refused by its column names where its values cannot be compared; None for a side
+    without. E.g. ``left column 'g' (int64) and right column 's' (string) cannot be
+    compared``, where the join itself could name them only ``left_by[0]`` and ``right_by[0]``.
+    """
+    left = [to_arrow(c, f"left column {n!r}") for c, n in zip(left_columns, left_by)]
+    right = [to_arrow(c, f"right column {n!r}") for c, n in zip(right_columns, right_by)]
+    for lcol, rcol, lname, rname in zip(left, right, left_by, right_by):
+        check_comparable(lcol, rcol, f"left column {lname!r}", f"right column {rname!r}")
+    return left or None, right or None
+
+
 def check_suffix(suffix) -> None:
     if not isinstance(suffix, str):
         msg = f"suffix must be a string, got {suffix!r}"
         raise TypeError(msg)
+
+
+def _by_pairs(left_t: pa.Table, right_t: pa.Table, left_by, right_by) -> tuple[list, list]:
+    return by_pairs(
+        [_column(left_t, n, "left") for n in left_by],
+        [_column(right_t, n, "right") for n in right_by],
+        left_by,
+        right_by,
+    )
 
 
 def _table(obj, side: str) -> pa.Table:
@@ -281,8 +303,7 @@ def splice_join(
     left_map, right_map = splice_maps(
         _column(left_t, left_on, "left"),
         _column(right_t, right_on, "right"),
-        [_column(left_t, n, "left") for n in left_by] or None,
-        [_column(right_t, n, "right") for n in right_by] or None,
+        *_by_pairs(left_t, right_t, left_by, right_by),
         null_equality=null_equality,
         allow_exact_matches=allow_exact_matches,
         tolerance=tolerance,
@@ -298,15 +319,16 @@ def splice_join(
 
 def _windows(left_t, right_t, keys, before, after, prevailing, device):
     left_on, right_on, left_by, right_by = keys
+    left_cols, right_cols = _by_pairs(left_t, right_t, left_by, right_by)
     prepared = AsofJoin(
         _column(right_t, right_on, "right"),
-        [_column(right_t, n, "right") for n in right_by] or None,
+        right_cols,
         device=device,
         _defer_sort=True,  # one call: the sort waits for the windows, and copies nothing
     )
     return prepared.windows(
         _column(left_t, left_on, "left"),
-        [_column(left_t, n, "left") for n in left_by] or None,
+        left_cols,
         before=before,
         after=after,
         prevailing=prevailing,

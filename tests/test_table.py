@@ -207,3 +207,46 @@ def test_a_table_with_two_columns_of_one_name_is_refused_by_side(join, side):
     msg = f"the {side} table has 2 columns named 'v': a join takes its columns by name"
     with pytest.raises(ValueError, match=msg):
         getattr(ag, join)(left, right, **options)
+
+
+@pytest.mark.parametrize(
+    ("front", "join"),
+    [("table", j) for j in ("join_asof", "splice_join", "range_join", "window_join")]
+    # asofgpu.pandas.merge_asof refuses them with pandas' own MergeError (test_pandas_frontend)
+    + [("pandas", j) for j in ("splice_join", "range_join", "window_join")],
+)
+def test_by_columns_that_cannot_be_compared_are_refused_by_their_names(join, front):
+    """The by columns' types are checked by the names the caller gave them: the join itself
+    knows them as left_by[i] and right_by[i], which these functions do not take (their
+    parameters are by, by_left and by_right). A column of nulls only compares with any."""
+    left = pa.table({"t": [1, 3, 5], "x": ["a", "b", "a"], "g": [1, 2, 1]})
+    right = pa.table({"t": [0, 2, 4], "x": ["a", "a", "b"], "s": ["a", "a", "b"], "v": [1, 2, 3]})
+    if front == "pandas":
+        import asofgpu.pandas as module
+
+        def frame(table):
+            return table.to_pandas()
+    else:
+        module = ag
+
+        def frame(table):
+            return table
+
+    options = {"on": "t", "device": "cpu"}
+    if join in ("range_join", "window_join"):
+        options["before"] = 1
+    if join == "window_join":
+        options["aggs"] = {"v": "count"}
+    msg = (
+        r"left column 'g' \(int64\) and right column 's' \((large_)?string\) cannot be "
+        r"compared: by-columns must have the same type on both sides"
+    )
+    with pytest.raises(TypeError, match=msg):
+        getattr(module, join)(
+            frame(left), frame(right), by_left=["x", "g"], by_right=["x", "s"], **options
+        )
+    nulls = right.set_column(2, "s", pa.array([None] * 3, pa.string()))
+    joined = getattr(module, join)(
+        frame(left), frame(nulls), by_left=["x", "g"], by_right=["x", "s"], **options
+    )
+    assert len(joined) >= len(left)
