@@ -62,6 +62,7 @@ _SCRIPT = textwrap.dedent("""
     print(twice._cache.__class__.__name__, getattr(twice._cache, "_cache_path", None))
     print(_backend.cache_dir())
     print("|".join(str(w.message) for w in caught))
+    print("|".join(w.filename for w in caught))
 """)
 
 
@@ -82,6 +83,7 @@ def _uncachable(tmp_path: Path) -> tuple[Path, dict]:
 
 
 def _run(kernels: Path, env: dict, fallback: str | None) -> list[str]:
+    """The cache's kind and path, ``cache_dir()``, the warnings, and the files they name."""
     script = _SCRIPT.format(kernels=str(kernels), fallback=fallback)
     done = subprocess.run(
         [sys.executable, "-c", script],
@@ -98,7 +100,7 @@ def _run(kernels: Path, env: dict, fallback: str | None) -> list[str]:
 def test_the_cache_goes_to_the_temporary_directory_when_nowhere_else_is_writable(tmp_path):
     kernels, env = _uncachable(tmp_path)
     fallback = tmp_path / "tmp" / "asofgpu-numba-cache"
-    kind, where, warned = _run(kernels, env, str(fallback))
+    kind, where, warned, _ = _run(kernels, env, str(fallback))
     assert kind.split()[0] == "FunctionCache"
     assert where.startswith(str(fallback))  # the package's kernels went there too
     assert kind.split()[1].startswith(str(fallback))
@@ -109,10 +111,66 @@ def test_the_cache_goes_to_the_temporary_directory_when_nowhere_else_is_writable
 def test_without_any_writable_cache_the_kernels_compile_and_a_warning_says_so(tmp_path):
     kernels, env = _uncachable(tmp_path)
     blocked = tmp_path / "not-a-directory"
-    kind, _, warned = _run(kernels, env, str(blocked / "asofgpu-numba-cache"))
+    kind, _, warned, where_warned = _run(kernels, env, str(blocked / "asofgpu-numba-cache"))
     assert kind.split()[0] == "NullCache"
     assert warned.count("numba cannot write its cache") == 1
-    assert (
-        "numba cannot write its cache beside the kernels, in the user's cache directory" in warned
+    assert warned.startswith(
+        "asofgpu: numba cannot write its cache beside the kernels or in the user's cache "
+        f"directory, and {blocked / 'asofgpu-numba-cache'} cannot be made (Not a directory)"
     )
     assert "set NUMBA_CACHE_DIR to a writable directory" in warned
+    assert where_warned == "<string>"  # the caller's line, not asofgpu's
+
+
+def _others_can_write(path: Path) -> None:
+    path.mkdir(parents=True)
+    path.chmod(0o777)
+
+
+def _another_users(path: Path) -> None:
+    path.mkdir(parents=True, mode=0o700)
+    os.chown(path, os.getuid() + 4242, -1)
+
+
+@pytest.mark.parametrize(
+    ("plant", "why"),
+    [
+        (_others_can_write, "can be written by other users"),
+        (lambda path: path.symlink_to(path.parent), "is not a directory (a link or a file)"),
+        pytest.param(
+            _another_users,
+            "belongs to another user",
+            marks=pytest.mark.skipif(
+                not hasattr(os, "geteuid") or os.geteuid() != 0, reason="chown needs root"
+            ),
+        ),
+    ],
+    ids=["others-can-write", "a-link", "another-users"],
+)
+def test_a_fallback_folder_another_user_could_plant_files_in_is_not_used(tmp_path, plant, why):
+    """numba unpickles its cache's index files: a fallback folder in the shared temporary
+    directory that another user made, can write in, or links elsewhere could run their code
+    in this process. It is left alone (nothing written, nothing read), and the kernels
+    compile without a cache, saying why once."""
+    kernels, env = _uncachable(tmp_path)
+    fallback = tmp_path / "tmp" / "asofgpu-numba-cache"
+    fallback.parent.mkdir()
+    plant(fallback)
+    before = sorted(fallback.rglob("*")) if fallback.is_dir() else None
+    kind, _, warned, _ = _run(kernels, env, str(fallback))
+    assert kind.split()[0] == "NullCache"
+    assert f"and {fallback} {why}: each process compiles the kernels again" in warned
+    assert (sorted(fallback.rglob("*")) if fallback.is_dir() else None) == before
+
+
+def test_an_unwritable_numba_cache_dir_is_named_in_the_warning(tmp_path):
+    """NUMBA_CACHE_DIR set, but a path no folder can be made at: the warning names it, and
+    the fallback in the temporary directory (which the setting overrides) is not offered."""
+    kernels, env = _uncachable(tmp_path)
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "not-a-directory" / "cache")
+    kind, _, warned, _ = _run(kernels, env, None)
+    assert kind.split()[0] == "NullCache"
+    assert warned.startswith(
+        f"asofgpu: numba cannot write its cache in NUMBA_CACHE_DIR ({env['NUMBA_CACHE_DIR']}): "
+        "each process compiles the kernels again"
+    )

@@ -13,6 +13,8 @@ import contextlib
 import functools
 import hashlib
 import os
+import stat
+import sys
 import tempfile
 import threading
 import warnings
@@ -276,22 +278,62 @@ def _cached(make):
     except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
         if "no locator available" not in str(exc):
             raise
-    if not numba.config.CACHE_DIR:
-        numba.config.CACHE_DIR = FALLBACK_CACHE
-        try:
-            return guard(make(True))
-        except RuntimeError:
-            pass
+    chosen = numba.config.CACHE_DIR  # NUMBA_CACHE_DIR, or the fallback set below
+    why = f"in NUMBA_CACHE_DIR ({chosen})"
+    if not chosen:
+        why = f"beside the kernels, in the user's cache directory or in {FALLBACK_CACHE}"
+        refused = _not_private(FALLBACK_CACHE)
+        if refused:
+            why = (
+                f"beside the kernels or in the user's cache directory, and {FALLBACK_CACHE} "
+                f"{refused}"
+            )
+        else:
+            numba.config.CACHE_DIR = FALLBACK_CACHE
+            try:
+                return guard(make(True))
+            except RuntimeError:
+                pass
     if not _WARNED_UNCACHED:
         _WARNED_UNCACHED = True
         warnings.warn(
-            f"asofgpu: numba cannot write its cache beside the kernels, in the "
-            f"user's cache directory or in {FALLBACK_CACHE}: each process compiles "
-            f"the kernels again (set NUMBA_CACHE_DIR to a writable directory)",
+            f"asofgpu: numba cannot write its cache {why}: each process compiles the kernels "
+            f"again (set NUMBA_CACHE_DIR to a writable directory)",
             RuntimeWarning,
-            stacklevel=4,
+            stacklevel=_callers_level(),
         )
     return make(False)
+
+
+def _not_private(path: str) -> str | None:
+    """Why ``path`` cannot hold this process's cache, or None once it is this user's own
+    directory, which no one else can write (made here, mode 0700, if it was not there):
+    numba unpickles the index files its cache holds, so a folder in the shared temporary
+    directory that another user made, or can write in, would run their code in this
+    process."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        found = os.lstat(path)
+    except OSError as exc:
+        return f"cannot be made ({exc.strerror})"
+    if not stat.S_ISDIR(found.st_mode):
+        return "is not a directory (a link or a file)"
+    if hasattr(os, "getuid") and found.st_uid != os.getuid():
+        return "belongs to another user"
+    if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return "can be written by other users"
+    return None
+
+
+def _callers_level() -> int:
+    """The ``stacklevel`` of the innermost frame outside asofgpu, counted from the frame that
+    calls this function's caller's ``warnings.warn``: a warning that belongs to the line of
+    the user's that made asofgpu build its kernels."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 _WARNED_UNCACHED = False
