@@ -593,10 +593,17 @@ def _write_whole(table, path: str) -> None:
 
 def _example(enriched, say) -> None:
     """One enriched trade, as the output file holds it."""
+    import pyarrow as pa
+
     batch = next(enriched.iter_batches(batch_size=10_000), None)
     if batch is None:
         return
-    rows = batch.to_pylist()
+    # Times as Arrow writes them: without pandas, pyarrow cannot make a Python datetime of
+    # nanoseconds, and with it, pandas would be imported for one line of output.
+    rows = pa.RecordBatch.from_arrays(
+        [c.cast(pa.string()) if pa.types.is_timestamp(c.type) else c for c in batch.columns],
+        names=batch.schema.names,
+    ).to_pylist()
     row = next((r for r in rows if r["bid"] is not None), rows[0])
     say(
         f"e.g. {row['time']} {row['symbol']}: {row['size']} @ {row['price']}, prevailing "

@@ -1189,3 +1189,36 @@ def test_enrich_runs_in_every_mode_without_importing_pandas(tmp_path):
     for name in ("streamed", "memory", "spilled"):
         got = pq.read_table(tmp_path / f"{name}.parquet")
         assert got.equals(expected(sorted_left, sorted_right, on="time", by="symbol")), name
+
+
+# A machine without pandas (a plain `pip install asofgpu`): its import fails.
+NO_PANDAS = """\
+import importlib.abc, sys
+
+class NoPandas(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] == "pandas":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, NoPandas())
+from asofgpu.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow  # asofgpu demo in a process of its own
+def test_demo_runs_and_shows_a_trade_without_pandas(tmp_path):
+    """pyarrow makes no Python datetime of a nanosecond time without pandas: the demo's
+    example line failed with a traceback after the join, on an install without the extra."""
+    argv = ["demo", "--quotes", "3000", "--trades", "700", "--symbols", "25", "--device", "cpu"]
+    done = subprocess.run(
+        [sys.executable, "-c", NO_PANDAS, *argv, "--out-dir", str(tmp_path / "day")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^e\.g\. 2026-11-27 \d\d:\d\d:\d\d\.\d{9}Z S\d+: ", done.stdout, re.M), (
+        done.stdout
+    )
