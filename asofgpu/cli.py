@@ -26,6 +26,7 @@ import signal
 import sys
 import textwrap
 import time
+import warnings
 
 from . import _progress
 from .enrich import _interrupts as interrupts
@@ -570,9 +571,21 @@ def _warm_kernels(args, parser) -> int:
     from . import _warm
     from ._backend import cache_dir
 
+    with warnings.catch_warnings():  # its "cannot write its cache" is said below, as an error
+        warnings.simplefilter("ignore", RuntimeWarning)
+        cache = cache_dir()
+    if cache is None:
+        print(
+            f"{parser.prog}: error: numba can write its cache nowhere here (not beside the "
+            "kernels, nor in NUMBA_CACHE_DIR, the user's cache directory or the temporary "
+            "one): warming would compile into nothing. Set NUMBA_CACHE_DIR to a writable "
+            "directory, and warm with it set, as the joins will run",
+            file=sys.stderr,
+        )
+        return 1
     say = functools.partial(print, flush=True)
     seconds = _warm.warm(args.processes, lambda line: say(f"compiled {line}"))
-    say(f"the usual joins' kernels are in numba's cache ({cache_dir()}), in {seconds:.1f} s")
+    say(f"the usual joins' kernels are in numba's cache ({cache}), in {seconds:.1f} s")
     return 0
 
 

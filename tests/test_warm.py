@@ -174,3 +174,40 @@ def test_an_unwritable_numba_cache_dir_is_named_in_the_warning(tmp_path):
         f"asofgpu: numba cannot write its cache in NUMBA_CACHE_DIR ({env['NUMBA_CACHE_DIR']}): "
         "each process compiles the kernels again"
     )
+
+
+def test_warm_with_nowhere_to_cache_exits_1_before_compiling(tmp_path):
+    """A copy of the package whose kernels' __pycache__ cannot be made, without a home, and
+    whose fallback in the temporary directory others can write: numba can cache nowhere, so
+    warming would compile for minutes into nothing. (``python -S`` with the environment's
+    packages on PYTHONPATH: the editable install's finder would load the checkout.)"""
+    import shutil
+    import site
+
+    copy = tmp_path / "site"
+    shutil.copytree(ROOT / "asofgpu", copy / "asofgpu", symlinks=False)
+    shutil.rmtree(copy / "asofgpu" / "kernels" / "__pycache__", ignore_errors=True)
+    (copy / "asofgpu" / "kernels" / "__pycache__").write_text("not a directory")
+    temporary = tmp_path / "tmp"
+    (temporary / f"asofgpu-numba-cache-{os.getuid()}").mkdir(parents=True)
+    (temporary / f"asofgpu-numba-cache-{os.getuid()}").chmod(0o777)
+    _, env = _uncachable(tmp_path)
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(copy), *site.getsitepackages()]), TMPDIR=str(temporary)
+    )
+    done = subprocess.run(
+        [sys.executable, "-S", "-m", "asofgpu", "warm"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stdout == ""
+    assert done.stderr == (
+        "asofgpu warm: error: numba can write its cache nowhere here (not beside the kernels, "
+        "nor in NUMBA_CACHE_DIR, the user's cache directory or the temporary one): warming "
+        "would compile into nothing. Set NUMBA_CACHE_DIR to a writable directory, and warm "
+        "with it set, as the joins will run\n"
+    )
