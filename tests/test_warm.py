@@ -211,3 +211,28 @@ def test_warm_with_nowhere_to_cache_exits_1_before_compiling(tmp_path):
         "would compile into nothing. Set NUMBA_CACHE_DIR to a writable directory, and warm "
         "with it set, as the joins will run\n"
     )
+
+
+def test_numba_disable_jit_is_refused_by_name_where_a_kernel_is_needed():
+    """NUMBA_DISABLE_JIT=1 (set to step through one's own numba code) made asofgpu's kernels
+    plain Python, which cannot call their intrinsics: a prepared join failed with numba's
+    "<intrinsic prefetch> is not usable in pure-python"."""
+    script = textwrap.dedent("""
+        import numpy as np, pyarrow as pa, asofgpu as ag
+        right, left = np.arange(0, 400_000, 2), np.arange(1, 400_000, 3)
+        right_by = pa.array((np.arange(len(right)) % 7).astype(str))
+        left_by = pa.array((np.arange(len(left)) % 7).astype(str))
+        try:
+            ag.AsofJoin(right, right_by, device="cpu").join(left, left_by)
+        except RuntimeError as exc:
+            print(exc)
+    """)
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "asofgpu's kernels need numba's compiler, and NUMBA_DISABLE_JIT is set: unset it for "
+        "the process that runs asofgpu (numba reads it once, at import)\n"
+    )

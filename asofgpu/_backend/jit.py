@@ -273,6 +273,14 @@ def _cached(make):
 
     from .cache_lock import guard
 
+    if numba.config.DISABLE_JIT:
+        # numba would hand back the kernels as plain Python, which cannot run the
+        # intrinsics they call: joins failed in numba's words, or ran for minutes.
+        msg = (
+            "asofgpu's kernels need numba's compiler, and NUMBA_DISABLE_JIT is set: unset it "
+            "for the process that runs asofgpu (numba reads it once, at import)"
+        )
+        raise RuntimeError(msg)
     try:
         return guard(make(True))
     except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
