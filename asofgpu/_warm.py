@@ -151,25 +151,34 @@ def _window() -> None:
 
 
 def _enrich() -> None:
-    """``asofgpu enrich`` on time-sorted files in each way it holds RIGHT: the main job's
-    own kernels (the streamed windows, the spill's partitions)."""
+    """``asofgpu enrich`` on time-sorted files in each way it holds RIGHT (the main job's own
+    kernels: the streamed windows, the spill's partitions), and on shuffled ones, which it
+    holds in memory and sorts (``asofgpu demo --shuffled``: the radix sort's kernels, built
+    serial for enrich's thread in a 2-core process)."""
     import tempfile
 
     import pyarrow.parquet as pq
 
     from .enrich import Options, enrich
 
-    quotes, trades = _day(SIZES[-1])
+    days = {"sorted": _day(SIZES[-1]), "shuffled": _day(SIZES[-1], shuffled=True)}
     with tempfile.TemporaryDirectory(prefix="asofgpu-warm-") as folder:
-        paths = {name: os.path.join(folder, f"{name}.parquet") for name in ("quotes", "trades")}
-        pq.write_table(quotes, paths["quotes"], row_group_size=SIZES[-1] // 4)
-        pq.write_table(trades, paths["trades"], row_group_size=SIZES[-1] // 4)
-        for mode in ("stream", "memory", "spill"):
+        paths = {}
+        for order, tables in days.items():
+            for name, table in zip(("quotes", "trades"), tables):
+                paths[order, name] = os.path.join(folder, f"{order}_{name}.parquet")
+                pq.write_table(table, paths[order, name], row_group_size=SIZES[-1] // 4)
+        for order, mode in (
+            ("sorted", "stream"),
+            ("sorted", "memory"),
+            ("sorted", "spill"),
+            ("shuffled", "auto"),
+        ):
             enrich(
                 Options(
-                    left=paths["trades"],
-                    right=paths["quotes"],
-                    out=os.path.join(folder, f"{mode}.parquet"),
+                    left=paths[order, "trades"],
+                    right=paths[order, "quotes"],
+                    out=os.path.join(folder, f"{order}_{mode}.parquet"),
                     left_on="time",
                     right_on="time",
                     left_by=["symbol"],
