@@ -500,6 +500,36 @@ def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, case, message):
         assert pq.read_table(out / "sub" / "data.parquet")["t"].to_pylist() == [1]
 
 
+@pytest.mark.parametrize("side", ["LEFT", "RIGHT"])
+def test_an_input_inside_the_out_folder_it_would_replace_exits_2_and_is_kept(
+    tmp_path, capsys, side
+):
+    """An earlier run's OUT folder holds files enrich wrote, so it may be replaced; one of
+    them given as this run's input was deleted by the replacement (exit 0, nothing said)."""
+    trades = pa.table({"time": [1, 2, 3], "symbol": ["a", "a", "b"], "px": [1.0, 2.0, 3.0]})
+    quotes = pa.table({"time": [0, 2], "symbol": ["a", "b"], "bid": [9.0, 8.0]})
+    for day in ("date=1", "date=2"):
+        write(trades, tmp_path / "trades" / day / "t.parquet")
+    right = write(quotes, tmp_path / "quotes.parquet")
+    out = tmp_path / "out"
+    keys = ("--on", "time", "--by", "symbol", "--device", "cpu", "-q")
+    assert run("enrich", tmp_path / "trades", right, "-o", out, *keys, capsys=capsys)[0] == 0
+    inside = out / "date=2" / "t.parquet"
+    before = pq.read_table(inside)
+    if side == "LEFT":
+        argv = (out / "date=2", right, "-o", out, "--suffix", "_2")
+    else:
+        argv = (tmp_path / "trades", inside, "-o", out, "--columns", "px", "--suffix", "_2")
+    code, stdout, stderr = run("enrich", *argv, *keys, capsys=capsys)
+    assert (code, stdout) == (2, "")
+    assert (
+        f"asofgpu enrich: error: {side} file {inside} is inside OUT {out}, which this run "
+        "replaces; write OUT elsewhere (or move the file out of it)"
+    ) in stderr
+    assert pq.read_table(inside).equals(before)
+    assert hidden(tmp_path) == []
+
+
 def test_a_files_row_groups_are_read_on_the_footer_read_once(tmp_path, monkeypatch):
     """The spill reads LEFT a row group at a time: each reader takes the footer the source
     read when it found the file, where parsing it again per row group made a file of 8,000

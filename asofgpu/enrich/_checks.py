@@ -235,6 +235,13 @@ def check_output(options: Options, left: Source, right: Source) -> str:
                 f"OUT {given} is inside the {source.side} folder {source.given}; "
                 f"write it elsewhere, or a later run would read it as input"
             )
+        if os.path.isdir(out):  # an earlier run's folder, which this run replaces whole
+            for part in source.parts:
+                if _inside(os.path.realpath(part.path), out):
+                    raise EnrichError(
+                        f"{source.side} file {part.path} is inside OUT {given}, which this "
+                        f"run replaces; write OUT elsewhere (or move the file out of it)"
+                    )
     if not left.single:
         AtomicFolder.check_replaceable(out)
         return out
