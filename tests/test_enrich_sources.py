@@ -464,6 +464,16 @@ def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, 
             "is not a file of enrich's); pass a new path, or remove it first",
         ),
         ("out-inside-left", "OUT {l}/out is inside the LEFT folder {l}"),
+        (
+            "fifo",  # its open waited for a writer, deaf to Ctrl-C and SIGTERM
+            "LEFT folder {l} holds b.parquet, which is not a regular file (a FIFO, a device, "
+            "or a link to nothing)",
+        ),
+        (
+            "dangling-link",
+            "LEFT folder {l} holds b.parquet, which is not a regular file (a FIFO, a device, "
+            "or a link to nothing)",
+        ),
     ],
 )
 def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, case, message):
@@ -487,6 +497,10 @@ def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, case, message):
         write(pa.table({"t": [1]}), out / "sub" / "data.parquet")
     elif case == "out-inside-left":
         out = left / "out"
+    elif case == "fifo":
+        os.mkfifo(left / "b.parquet")
+    elif case == "dangling-link":
+        (left / "b.parquet").symlink_to(tmp_path / "gone.parquet")
     code, stdout, stderr = run(
         "enrich", left, right, "-o", out, "--on", "t", "--device", "cpu", capsys=capsys
     )

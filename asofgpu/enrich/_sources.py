@@ -176,6 +176,12 @@ class Source:
             root, paths = given, _parquet_files(given)
             if not paths:
                 raise EnrichError(f"{side} folder {given} holds no parquet files (*{SUFFIX})")
+            for path in paths:  # a FIFO's open would wait, deaf to Ctrl-C, for a writer
+                if not os.path.isfile(path):
+                    raise EnrichError(
+                        f"{side} folder {given} holds {os.path.relpath(path, given)}, which is "
+                        f"not a regular file (a FIFO, a device, or a link to nothing)"
+                    )
         elif _GLOB_CHARS.search(given):
             root = glob_root(given)
             paths = sorted(
