@@ -235,7 +235,7 @@ def check_output(options: Options, left: Source, right: Source) -> str:
                 f"OUT {given} is inside the {source.side} folder {source.given}; "
                 f"write it elsewhere, or a later run would read it as input"
             )
-        if os.path.isdir(out):  # an earlier run's folder, which this run replaces whole
+        if not left.single and os.path.isdir(out):  # an earlier run's, replaced whole
             for part in source.parts:
                 if _inside(os.path.realpath(part.path), out):
                     raise EnrichError(
