@@ -873,6 +873,28 @@ def test_ctrl_c_at_any_moment_of_a_run_exits_130_without_a_traceback(day, tmp_pa
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.slow  # asofgpu enrich as a process
+def test_a_run_started_ignoring_ctrl_c_goes_on_ignoring_it(day, tmp_path):
+    """A background job of a shell script (``asofgpu enrich ... &``) starts with SIGINT
+    ignored, so that a Ctrl-C at the terminal leaves it running, as Python leaves it: enrich
+    put its own handler over that, and the terminal's Ctrl-C ended the job (exit 130)."""
+    trades, quotes = day
+    out = tmp_path / "out.parquet"
+    argv = ["enrich", trades, quotes, "-o", out, "--on", "time", "--chunk-rows", 100]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "asofgpu", *map(str, argv), "--device", "cpu"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    first = process.stderr.readline()
+    process.send_signal(signal.SIGINT)
+    _, rest = process.communicate(timeout=120)
+    assert process.returncode == 0, first + rest
+    assert pq.read_table(out).num_rows == pq.read_metadata(trades).num_rows
+
+
 @pytest.mark.slow  # asofgpu enrich as a process (the file-size limit is the process's)
 @pytest.mark.usefixtures("left_columns")
 def test_a_write_error_exits_1_and_keeps_the_old_output(day, tmp_path):

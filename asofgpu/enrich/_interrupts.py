@@ -61,7 +61,7 @@ def handling():
         yield _state
         return
     _state = State()
-    previous = {s: signal.signal(s, _raise) for s in SIGNALS}
+    previous = {s: signal.signal(s, _raise) for s in _heeded()}
     hook = sys.unraisablehook
 
     def quiet(unraisable):
@@ -76,6 +76,12 @@ def handling():
         for s, handler in previous.items():
             signal.signal(s, handler)
         _state = State()  # a later call in this process starts clean
+
+
+def _heeded() -> list[int]:
+    """The SIGNALS this process does not ignore: one started ignoring SIGINT (a background
+    job of a shell script: ``asofgpu enrich ... &``) goes on ignoring it, as Python does."""
+    return [s for s in SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
 
 
 def check() -> None:
@@ -96,7 +102,7 @@ def committing(put_in_place) -> None:
     # Not pthread_sigmask: Python runs its handlers on the main thread whichever thread the
     # signal reached, and enrich's thread pools are alive here.
     held: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in SIGNALS}
+    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in _heeded()}
     try:
         put_in_place()
         _state.committed = True
