@@ -664,6 +664,11 @@ def test_bad_input_exits_2_with_one_line_and_no_output(day, tmp_path, capsys, ar
             "OUT /dev/null is not a regular file; enrich writes a parquet file and "
             "renames it into place",
         ),
+        (
+            "/dev/stdout",
+            "OUT /dev/stdout is a stream (a process's open file), not a path: enrich writes "
+            "OUT beside itself and renames it into place; pass a file or folder path",
+        ),
     ],
 )
 def test_bad_output_paths(day, tmp_path, capsys, out, message):
@@ -676,6 +681,33 @@ def test_bad_output_paths(day, tmp_path, capsys, out, message):
     assert code == 2
     assert stderr == f"asofgpu enrich: error: {message.format(tmp=tmp_path, trades=trades)}\n"
     assert trades.read_bytes() == before and leftovers(tmp_path) == []
+
+
+def test_an_out_through_a_processs_open_file_is_refused_and_the_file_kept(day, tmp_path, capsys):
+    """``-o /dev/stdout >> log.txt``: /dev/stdout leads to /proc/self/fd/1 and on to
+    log.txt, which renaming OUT into place replaced (exit 0, the log gone). Here through
+    /dev/fd/N and a link of the user's to it."""
+    trades, quotes = day
+    log = tmp_path / "log.txt"
+    log.write_text("keep me\n")
+    link = tmp_path / "out.parquet"
+    with open(log, "a") as held:
+        link.symlink_to(f"/dev/fd/{held.fileno()}")
+        for out in (f"/dev/fd/{held.fileno()}", link):
+            code, _, stderr = run(
+                "enrich",
+                trades,
+                quotes,
+                "-o",
+                out,
+                "--on",
+                "time",
+                "--device",
+                "cpu",
+                capsys=capsys,
+            )
+            assert code == 2 and f"OUT {out} is a stream (a process's open file)" in stderr
+    assert log.read_text() == "keep me\n"
 
 
 @pytest.mark.usefixtures("left_columns")

@@ -222,6 +222,11 @@ def check_output(options: Options, left: Source, right: Source) -> str:
     given = os.fspath(options.out)
     if not given.strip():
         raise EnrichError(f"-o/--output: expected a path to write, got {given!r}")
+    if _names_a_stream(given):
+        raise EnrichError(
+            f"OUT {given} is a stream (a process's open file), not a path: enrich writes OUT "
+            f"beside itself and renames it into place; pass a file or folder path"
+        )
     out = os.path.realpath(given)
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
@@ -256,6 +261,21 @@ def check_output(options: Options, left: Source, right: Source) -> str:
             f"a parquet file and renames it into place"
         )
     return out
+
+
+def _names_a_stream(given: str) -> bool:
+    """Whether ``given`` leads, link by link, through a process's file descriptors
+    (``/dev/stdout`` -> ``/proc/self/fd/1`` -> a pipe, a terminal, or the file a shell
+    redirected to, which renaming OUT into place would replace)."""
+    path = os.path.abspath(given)
+    for _ in range(40):  # the kernel's own limit on links followed
+        if path.startswith(("/proc/", "/dev/fd/")):
+            return True
+        if not os.path.islink(path):
+            return False
+        path = os.path.join(os.path.dirname(path), os.readlink(path))
+        path = os.path.abspath(path)
+    return False
 
 
 def _inside(path: str, folder: str) -> bool:
