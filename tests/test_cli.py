@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -970,6 +971,38 @@ def test_a_write_error_exits_1_and_keeps_the_old_output(day, tmp_path):
         f"[Errno 27] File too large; nothing was written"
     )
     assert out.read_text() == "the previous result" and leftovers(tmp_path) == []
+
+
+def _unwritable_folder() -> str:
+    """A folder where no file can be made, even by root: sysfs takes no new files."""
+    try:
+        os.close(tempfile.mkstemp(dir="/sys")[0])
+    except OSError:
+        return "/sys"
+    pytest.skip("/sys takes new files here")
+
+
+@pytest.mark.parametrize("kind", ["file", "folder"])
+def test_an_out_directory_that_takes_no_file_exits_1(day, tmp_path, capsys, kind):
+    """OUT's temporary file or folder cannot be made beside it (a read-only filesystem, a
+    directory the user cannot write): OUT could not be written, exit 1, as the help says,
+    where it was reported as bad input (exit 2)."""
+    trades, quotes = day
+    folder = _unwritable_folder()
+    left = trades
+    if kind == "folder":
+        left = tmp_path / "left"
+        left.mkdir()
+        write(pq.read_table(trades), left / "a.parquet")
+    out = os.path.join(folder, "asofgpu-enrich-test" + (".parquet" if kind == "file" else ""))
+    code, _, stderr = run(
+        "enrich", left, quotes, "-o", out, "--on", "time", "--device", "cpu", capsys=capsys
+    )
+    assert code == 1
+    assert stderr.startswith(
+        f"asofgpu enrich: error: cannot write in the directory of OUT {folder}: "
+    )
+    assert stderr.endswith("; nothing was written\n")
 
 
 @pytest.mark.slow  # asofgpu enrich as a process (the file-size limit is the process's)

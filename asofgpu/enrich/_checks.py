@@ -263,13 +263,16 @@ def check_output(options: Options, left: Source, right: Source) -> str:
     return out
 
 
+_DESCRIPTORS = re.compile(r"^(/proc/[^/]+(/task/[^/]+)?/fd|/dev/fd)/")
+
+
 def _names_a_stream(given: str) -> bool:
     """Whether ``given`` leads, link by link, through a process's file descriptors
     (``/dev/stdout`` -> ``/proc/self/fd/1`` -> a pipe, a terminal, or the file a shell
     redirected to, which renaming OUT into place would replace)."""
     path = os.path.abspath(given)
     for _ in range(40):  # the kernel's own limit on links followed
-        if path.startswith(("/proc/", "/dev/fd/")):
+        if _DESCRIPTORS.match(path):
             return True
         if not os.path.islink(path):
             return False

@@ -92,7 +92,7 @@ class AtomicFile:
         try:
             fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=PARTIAL, dir=folder)
         except OSError as exc:
-            raise EnrichError(
+            raise OutputError(
                 f"cannot write in the directory of OUT {folder}: {exc.strerror or exc}"
             ) from None
         os.close(fd)
@@ -140,7 +140,7 @@ class AtomicFolder:
         try:
             self.tmp = tempfile.mkdtemp(prefix=f".{name}.", suffix=PARTIAL, dir=folder)
         except OSError as exc:
-            raise EnrichError(
+            raise OutputError(
                 f"cannot write in the directory of OUT {folder}: {exc.strerror or exc}"
             ) from None
         self.files: list[str] = []
