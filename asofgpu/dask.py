@@ -33,10 +33,15 @@ import warnings
 from collections.abc import Hashable, Sequence
 from typing import Literal
 
-import dask
-import dask.dataframe as dd
 import numpy as np
-import pandas as pd
+
+try:
+    import dask
+    import dask.dataframe as dd
+    import pandas as pd
+except ModuleNotFoundError as exc:
+    msg = f"asofgpu.dask needs dask and pandas ({exc}). Hint: pip install 'asofgpu[dask]'"
+    raise ModuleNotFoundError(msg, name=exc.name) from None
 from dask import delayed
 from pandas.api.types import is_hashable
 from pandas.errors import MergeError

@@ -73,8 +73,13 @@ from collections.abc import Iterable, Sequence
 from typing import Literal
 
 import numpy as np
-import polars as pl
 import pyarrow as pa
+
+try:
+    import polars as pl
+except ModuleNotFoundError as exc:
+    msg = f"asofgpu.polars needs polars ({exc}). Hint: pip install 'asofgpu[polars]'"
+    raise ModuleNotFoundError(msg, name=exc.name) from None
 from polars.exceptions import ComputeError, InvalidOperationError
 
 from . import _validate

@@ -80,6 +80,47 @@ def test_import_pulls_in_no_front_end_library():
 
 
 @pytest.mark.parametrize(
+    ("module", "missing", "message"),
+    [
+        (
+            "polars",
+            "polars",
+            "asofgpu.polars needs polars (No module named 'polars'). "
+            "Hint: pip install 'asofgpu[polars]'",
+        ),
+        (
+            "dask",
+            "dask",
+            "asofgpu.dask needs dask and pandas (No module named 'dask'). "
+            "Hint: pip install 'asofgpu[dask]'",
+        ),
+        (
+            "dask",
+            "pandas",
+            "asofgpu.dask needs dask and pandas (No module named 'pandas'). "
+            "Hint: pip install 'asofgpu[dask]'",
+        ),
+    ],
+)
+def test_a_front_end_without_its_library_names_the_extra(module, missing, message):
+    """On a plain ``pip install asofgpu`` the front ends' libraries are absent: importing one
+    said only "No module named 'polars'"."""
+    code = (
+        "import importlib.abc, sys\n"
+        "class Missing(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        f"        if name.split('.')[0] == {missing!r}:\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Missing())\n"
+        "try:\n"
+        f"    import asofgpu.{module}\n"
+        "except ModuleNotFoundError as exc:\n"
+        "    print(exc, '|', exc.name)\n"
+    )
+    assert _python(code, cwd=ROOT) == f"{message} | {missing}".split()
+
+
+@pytest.mark.parametrize(
     ("module", "function"),
     [
         ("join", "asof_join"),
