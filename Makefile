@@ -141,8 +141,10 @@ gpu-check:
 # when bench/wheelhouse/ travels with it (the device tool's carry). By default numpy below 2.5:
 # the machine's 2.5.2 leaves numba-cuda 0.30.4 unable to compile anything. polars, which it
 # lacks, does not fit beside it in what travels (64 MiB; polars 2.1's runtime wheel is 54 MB):
-# make gpu-wheelhouse GPU_WHEELS=polars, for a run of its own.
-GPU_WHEELS ?= 'numpy<2.5'
+# make gpu-wheelhouse GPU_WHEELS=polars, for a run of its own. setuptools 77 or later reads
+# pyproject.toml's license (an SPDX expression) for the offline editable install (the H200
+# had 81; a wheel of 1.2 MB, in case another image holds an older one).
+GPU_WHEELS ?= 'numpy<2.5' 'setuptools>=77'
 gpu-wheelhouse: venv
 	rm -rf bench/wheelhouse
 	$(BIN)/python -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
