@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
@@ -41,6 +42,10 @@ def run(*argv, capsys=None):
 
 def leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if "asofgpu-partial" in p.name)
+
+
+def _dotted(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
 
 
 def write(table: pa.Table, path: Path, row_group_size: int = 50) -> Path:
@@ -971,6 +976,95 @@ def test_a_write_error_exits_1_and_keeps_the_old_output(day, tmp_path):
         f"[Errno 27] File too large; nothing was written"
     )
     assert out.read_text() == "the previous result" and leftovers(tmp_path) == []
+
+
+def _dead_pid() -> int:
+    """The process id of a process that has ended."""
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+@pytest.mark.parametrize("mode", ["memory", "spill"])
+def test_a_run_removes_what_killed_runs_on_this_host_left(day, tmp_path, capsys, mode):
+    """SIGKILL (the OOM killer, kill -9) leaves a run's hidden files for good: partial OUTs
+    and spill folders as large as the inputs piled up beside OUT and in --tmp-dir. Their
+    names carry host and process id; the next run removes those of processes that are gone,
+    and leaves a live run's, another host's and a name of another form alone."""
+    import socket
+
+    from asofgpu.enrich import _leftovers
+
+    trades, quotes = day
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    host = "".join(c for c in socket.gethostname() if c.isalnum())[:40] or "host"
+    dead, alive = _dead_pid(), os.getpid()
+    assert _leftovers.tag() == f"{host}-{alive}"
+    stale = [
+        tmp_path / f".out.parquet.{host}-{dead}.k2j4x9_a.asofgpu-partial",
+        tmp_path / f".out.parquet.{host}-{dead}.q8w7e6r5.asofgpu-old",
+        spill / f".asofgpu-spill-{host}-{dead}-p0o9i8u7",
+    ]
+    kept = [
+        tmp_path / f".out.parquet.{host}-{alive}.a1b2c3d4.asofgpu-partial",
+        tmp_path / f".out.parquet.otherhost-{dead}.a1b2c3d4.asofgpu-partial",
+        spill / f".asofgpu-spill-otherhost-{dead}-z1x2c3v4",
+        tmp_path / ".out.parquet.a1b2c3d4.asofgpu-partial",  # an earlier version's name
+    ]
+    for path in stale + kept:
+        if "spill" in path.name or path.name.endswith("old"):
+            path.mkdir()
+            (path / "part-0.arrow").write_bytes(b"x" * 1000)
+        else:
+            path.write_bytes(b"PAR1")
+    out = tmp_path / "out.parquet"
+    code, _, _ = run(
+        "enrich",
+        trades,
+        quotes,
+        "-o",
+        out,
+        "--on",
+        "time",
+        "--device",
+        "cpu",
+        "--right-mode",
+        mode,
+        "--tmp-dir",
+        spill,
+        capsys=capsys,
+    )
+    assert code == 0 and pq.read_table(out).num_rows == pq.read_metadata(trades).num_rows
+    assert [p for p in stale if p.exists()] == ([stale[2]] if mode == "memory" else [])
+    assert all(p.exists() for p in kept)
+
+
+def test_what_a_sigkilled_run_was_writing_is_removed_by_the_next(tmp_path):
+    """The names a run gives its partial OUT file and folder, and its spill folder, are the
+    ones ``remove_stale`` knows: made by a process that is then killed outright."""
+    from asofgpu.enrich import _leftovers
+
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    script = textwrap.dedent(f"""
+        import sys, time
+        from asofgpu.enrich._output import AtomicFile, AtomicFolder
+        from asofgpu.enrich._spill import SpillFolder
+        AtomicFile({str(tmp_path / "out.parquet")!r}), AtomicFolder({str(tmp_path / "out")!r})
+        SpillFolder({str(spill)!r})
+        print("writing", flush=True)
+        time.sleep(120)
+    """)
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline() == "writing\n"
+    _leftovers.remove_stale(str(tmp_path))  # a live run's: kept
+    assert len(_dotted(tmp_path)) == 2 and len(_dotted(spill)) == 1
+    process.kill()
+    process.wait()
+    for folder in (tmp_path, spill):
+        _leftovers.remove_stale(str(folder))
+    assert _dotted(tmp_path) == [] and _dotted(spill) == []
 
 
 def _unwritable_folder() -> str:

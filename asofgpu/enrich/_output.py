@@ -58,6 +58,7 @@ from ._copy import (
     LeftChunks,
     subtree_end,
 )
+from . import _leftovers as leftovers
 from ._errors import EnrichError, OutputError
 
 PARTIAL = ".asofgpu-partial"  # the suffix of what is still being written
@@ -89,8 +90,11 @@ class AtomicFile:
     def __init__(self, out: str):
         self.out = out
         folder, name = os.path.split(out)
+        leftovers.remove_stale(folder)
         try:
-            fd, self.tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=PARTIAL, dir=folder)
+            fd, self.tmp = tempfile.mkstemp(
+                prefix=f".{name}.{leftovers.tag()}.", suffix=PARTIAL, dir=folder
+            )
         except OSError as exc:
             raise OutputError(
                 f"cannot write in the directory of OUT {folder}: {exc.strerror or exc}"
@@ -137,8 +141,11 @@ class AtomicFolder:
     def __init__(self, out: str):
         self.out = out
         folder, name = os.path.split(out)
+        leftovers.remove_stale(folder)
         try:
-            self.tmp = tempfile.mkdtemp(prefix=f".{name}.", suffix=PARTIAL, dir=folder)
+            self.tmp = tempfile.mkdtemp(
+                prefix=f".{name}.{leftovers.tag()}.", suffix=PARTIAL, dir=folder
+            )
         except OSError as exc:
             raise OutputError(
                 f"cannot write in the directory of OUT {folder}: {exc.strerror or exc}"
@@ -195,7 +202,7 @@ class AtomicFolder:
         try:
             if os.path.exists(self.out):
                 aside = tempfile.mkdtemp(
-                    prefix=f".{os.path.basename(self.out)}.",
+                    prefix=f".{os.path.basename(self.out)}.{leftovers.tag()}.",
                     suffix=".asofgpu-old",
                     dir=os.path.dirname(self.out),
                 )

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 
 from .. import _arrow_numpy as arrow_numpy
 from ..gather import gather
+from . import _leftovers as leftovers
 from ._errors import OutputError, one_line
 from ._sources import Source, is_text
 from ._stream import key_numbers
@@ -134,8 +135,9 @@ class SpillFolder:
 
     def __init__(self, tmp_dir: str):
         self.tmp_dir = tmp_dir
+        leftovers.remove_stale(tmp_dir)
         try:
-            self.path = tempfile.mkdtemp(prefix=".asofgpu-spill-", dir=tmp_dir)
+            self.path = tempfile.mkdtemp(prefix=f".asofgpu-spill-{leftovers.tag()}-", dir=tmp_dir)
         except OSError as exc:
             raise OutputError(
                 f"cannot write spill files in --tmp-dir {tmp_dir}: {exc.strerror or exc}"

@@ -1,0 +1,71 @@
+"""What a killed run leaves behind, and its removal by a later run.
+
+A run removes its hidden files (the partial OUT, an old OUT moved aside, the spill folder) on
+every way out but one: SIGKILL (``kill -9``, the kernel's OOM killer), after which spill
+folders as large as the inputs stayed for good. Each such name carries the run's host and
+process id (``tag``); a later run on the same host removes those of processes that are gone
+(``remove_stale``), and only this user's: a run still going, another machine's on a shared
+disk, or another user's are left alone.
+
+>>> import re
+>>> bool(re.fullmatch(r"[A-Za-z0-9]+-\\d+", tag()))
+True
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+
+_STALE = re.compile(
+    r"^\..+\.(?P<host>[A-Za-z0-9]+)-(?P<pid>\d+)\.[^.]+\.asofgpu-(partial|old)$"  # OUT's
+    r"|^\.asofgpu-spill-(?P<spill_host>[A-Za-z0-9]+)-(?P<spill_pid>\d+)-"  # spill folders
+)
+
+
+def _host() -> str:
+    return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:40] or "host"
+
+
+def tag() -> str:
+    """This run's mark in the names of the hidden files it writes: host and process id."""
+    return f"{_host()}-{os.getpid()}"
+
+
+def remove_stale(folder: str) -> None:
+    """Remove the hidden files in ``folder`` of runs on this host whose process is gone."""
+    if os.name != "posix":  # no way to ask whether a process lives without touching it
+        return
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return  # the caller's own write there says what is wrong
+    here = _host()
+    for name in names:
+        found = _STALE.match(name)
+        if found is None:
+            continue
+        host = found["host"] or found["spill_host"]
+        pid = int(found["pid"] or found["spill_pid"])
+        path = os.path.join(folder, name)
+        try:
+            if host != here or _alive(pid) or os.lstat(path).st_uid != os.getuid():
+                continue
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.remove(path)
+        except OSError:
+            continue  # gone already (another run cleaning up), or not ours to remove
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: another user's process, alive
+        return True
+    return True
