@@ -29,6 +29,7 @@ import time
 import warnings
 
 from . import _progress
+from ._backend.jit import JitDisabled
 from .enrich import _interrupts as interrupts
 from .enrich import (
     CODECS,
@@ -569,17 +570,16 @@ def _demo(args, parser) -> int:
 
 def _warm_kernels(args, parser) -> int:
     from . import _warm
-    from ._backend import cache_dir
+    from ._backend import cache_dir, jit
 
     with warnings.catch_warnings():  # its "cannot write its cache" is said below, as an error
         warnings.simplefilter("ignore", RuntimeWarning)
         cache = cache_dir()
     if cache is None:
         print(
-            f"{parser.prog}: error: numba can write its cache nowhere here (not beside the "
-            "kernels, nor in NUMBA_CACHE_DIR, the user's cache directory or the temporary "
-            "one): warming would compile into nothing. Set NUMBA_CACHE_DIR to a writable "
-            "directory, and warm with it set, as the joins will run",
+            f"{parser.prog}: error: {jit.UNCACHED_BECAUSE}: warming would compile into "
+            "nothing. Set NUMBA_CACHE_DIR to a writable directory, and warm with it set, as "
+            "the joins will run",
             file=sys.stderr,
         )
         return 1
@@ -659,6 +659,9 @@ def main(argv: list[str] | None = None) -> int:
     except OutputError as exc:
         print(f"{prog}: error: {exc}; nothing was written", file=sys.stderr)
         return 1
+    except JitDisabled as exc:  # the process's setup, not the data: told as bad input is
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt as exc:
         if run is not None and run.committed:  # after OUT was put in place, whole
             print(f"{prog}: interrupted after the output was written", file=sys.stderr)

@@ -692,14 +692,15 @@ def test_bad_output_paths(day, tmp_path, capsys, out, message):
 def test_an_out_through_a_processs_open_file_is_refused_and_the_file_kept(day, tmp_path, capsys):
     """``-o /dev/stdout >> log.txt``: /dev/stdout leads to /proc/self/fd/1 and on to
     log.txt, which renaming OUT into place replaced (exit 0, the log gone). Here through
-    /dev/fd/N and a link of the user's to it."""
+    /dev/fd/N, a link of the user's to it, and a link to /dev/fd on the way."""
     trades, quotes = day
     log = tmp_path / "log.txt"
     log.write_text("keep me\n")
-    link = tmp_path / "out.parquet"
+    link, folder_link = tmp_path / "out.parquet", tmp_path / "fds"
+    folder_link.symlink_to("/dev/fd")
     with open(log, "a") as held:
         link.symlink_to(f"/dev/fd/{held.fileno()}")
-        for out in (f"/dev/fd/{held.fileno()}", link):
+        for out in (f"/dev/fd/{held.fileno()}", link, folder_link / str(held.fileno())):
             code, _, stderr = run(
                 "enrich",
                 trades,

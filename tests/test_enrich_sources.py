@@ -538,10 +538,14 @@ def test_an_input_inside_the_out_folder_it_would_replace_exits_2_and_is_kept(
     assert (code, stdout) == (2, "")
     assert (
         f"asofgpu enrich: error: {side} file {inside} is inside OUT {out}, which this run "
-        "replaces; write OUT elsewhere (or move the file out of it)"
+        "replaces; write OUT elsewhere (or move the file out)"
     ) in stderr
     assert pq.read_table(inside).equals(before)
     assert hidden(tmp_path) == []
+    # A folder of the user's own is refused as such, whatever it holds.
+    (out / "notes.txt").write_text("mine")
+    code, _, stderr = run("enrich", *argv, *keys, capsys=capsys)
+    assert code == 2 and "is a folder that asofgpu enrich did not write" in stderr
 
 
 def test_a_files_row_groups_are_read_on_the_footer_read_once(tmp_path, monkeypatch):

@@ -135,7 +135,10 @@ def _another_users(path: Path) -> None:
 @pytest.mark.parametrize(
     ("plant", "why"),
     [
-        (_others_can_write, "can be written by other users"),
+        (
+            _others_can_write,
+            "can be written by other users (an earlier asofgpu may have made it so: remove it)",
+        ),
         (lambda path: path.symlink_to(path.parent), "is not a directory (a link or a file)"),
         pytest.param(
             _another_users,
@@ -205,15 +208,16 @@ def test_warm_with_nowhere_to_cache_exits_1_before_compiling(tmp_path):
     )
     assert done.returncode == 1, done.stderr
     assert done.stdout == ""
+    fallback = temporary / f"asofgpu-numba-cache-{os.getuid()}"
     assert done.stderr == (
-        "asofgpu warm: error: numba can write its cache nowhere here (not beside the kernels, "
-        "nor in NUMBA_CACHE_DIR, the user's cache directory or the temporary one): warming "
-        "would compile into nothing. Set NUMBA_CACHE_DIR to a writable directory, and warm "
-        "with it set, as the joins will run\n"
+        "asofgpu warm: error: numba cannot write its cache beside the kernels or in the "
+        f"user's cache directory, and {fallback} can be written by other users (an earlier "
+        "asofgpu may have made it so: remove it): warming would compile into nothing. Set "
+        "NUMBA_CACHE_DIR to a writable directory, and warm with it set, as the joins will run\n"
     )
 
 
-def test_numba_disable_jit_is_refused_by_name_where_a_kernel_is_needed():
+def test_numba_disable_jit_is_refused_by_name_where_a_kernel_is_needed(tmp_path):
     """NUMBA_DISABLE_JIT=1 (set to step through one's own numba code) made asofgpu's kernels
     plain Python, which cannot call their intrinsics: a prepared join failed with numba's
     "<intrinsic prefetch> is not usable in pure-python"."""
@@ -232,7 +236,19 @@ def test_numba_disable_jit_is_refused_by_name_where_a_kernel_is_needed():
         [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout == (
-        "asofgpu's kernels need numba's compiler, and NUMBA_DISABLE_JIT is set: unset it for "
-        "the process that runs asofgpu (numba reads it once, at import)\n"
+    said = (
+        "asofgpu's CPU kernels need numba's compiler, and NUMBA_DISABLE_JIT is set: unset it "
+        "for the process that runs asofgpu (numba reads it once, at import)"
     )
+    assert done.stdout == said + "\n"
+    # The command says it in one line, as bad input (exit 2), without a traceback.
+    argv = ["demo", "--quotes", "400000", "--trades", "100000", "--symbols", "10", "-q"]
+    done = subprocess.run(
+        [sys.executable, "-m", "asofgpu", *argv, "--device", "cpu", "--out-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 2
+    assert done.stderr == f"asofgpu demo: error: {said}\n"

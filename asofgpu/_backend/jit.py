@@ -243,7 +243,18 @@ def njit_cached(fn, **options):
     saves and loads are locked against other processes' (``cache_lock``)."""
     import numba
 
+    if numba.config.DISABLE_JIT:
+        # numba would hand back the kernel as plain Python, which cannot run the intrinsics
+        # the kernels call: joins failed in numba's words, or ran for minutes.
+        raise JitDisabled(
+            "asofgpu's CPU kernels need numba's compiler, and NUMBA_DISABLE_JIT is set: unset "
+            "it for the process that runs asofgpu (numba reads it once, at import)"
+        )
     return _cached(lambda cache: numba.njit(cache=cache, **options)(fn))
+
+
+class JitDisabled(RuntimeError):
+    """A CPU kernel was needed in a process where numba compiles nothing."""
 
 
 def cuda_jit_cached(fn, variant: str = ""):
@@ -268,19 +279,11 @@ def _cached(make):
     """``make(cache=True)``'s dispatcher, its cache locked, wherever the cache can be
     written (``njit_cached`` says where); ``make(cache=False)``'s, with one warning a
     process, where it cannot."""
-    global _WARNED_UNCACHED
+    global _WARNED_UNCACHED, UNCACHED_BECAUSE
     import numba
 
     from .cache_lock import guard
 
-    if numba.config.DISABLE_JIT:
-        # numba would hand back the kernels as plain Python, which cannot run the
-        # intrinsics they call: joins failed in numba's words, or ran for minutes.
-        msg = (
-            "asofgpu's kernels need numba's compiler, and NUMBA_DISABLE_JIT is set: unset it "
-            "for the process that runs asofgpu (numba reads it once, at import)"
-        )
-        raise RuntimeError(msg)
     try:
         return guard(make(True))
     except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
@@ -302,11 +305,12 @@ def _cached(make):
                 return guard(make(True))
             except RuntimeError:
                 pass
+    UNCACHED_BECAUSE = f"numba cannot write its cache {why}"
     if not _WARNED_UNCACHED:
         _WARNED_UNCACHED = True
         warnings.warn(
-            f"asofgpu: numba cannot write its cache {why}: each process compiles the kernels "
-            f"again (set NUMBA_CACHE_DIR to a writable directory)",
+            f"asofgpu: {UNCACHED_BECAUSE}: each process compiles the kernels again (set "
+            f"NUMBA_CACHE_DIR to a writable directory)",
             RuntimeWarning,
             stacklevel=_callers_level(),
         )
@@ -326,10 +330,12 @@ def _not_private(path: str) -> str | None:
         return f"cannot be made ({exc.strerror})"
     if not stat.S_ISDIR(found.st_mode):
         return "is not a directory (a link or a file)"
-    if hasattr(os, "getuid") and found.st_uid != os.getuid():
+    if not hasattr(os, "getuid"):  # Windows: the temporary directory is the user's own,
+        return None  # and the mode bits say nothing of who else may write
+    if found.st_uid != os.getuid():
         return "belongs to another user"
     if found.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return "can be written by other users"
+        return "can be written by other users (an earlier asofgpu may have made it so: remove it)"
     return None
 
 
@@ -345,6 +351,7 @@ def _callers_level() -> int:
 
 
 _WARNED_UNCACHED = False
+UNCACHED_BECAUSE: str | None = None  # why the last kernel built had no cache, if one had none
 # The cache's last resort, one per user (a shared one could hold another user's files).
 FALLBACK_CACHE = os.path.join(
     tempfile.gettempdir(),

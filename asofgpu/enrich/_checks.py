@@ -240,15 +240,16 @@ def check_output(options: Options, left: Source, right: Source) -> str:
                 f"OUT {given} is inside the {source.side} folder {source.given}; "
                 f"write it elsewhere, or a later run would read it as input"
             )
-        if not left.single and os.path.isdir(out):  # an earlier run's, replaced whole
-            for part in source.parts:
-                if _inside(os.path.realpath(part.path), out):
-                    raise EnrichError(
-                        f"{source.side} file {part.path} is inside OUT {given}, which this "
-                        f"run replaces; write OUT elsewhere (or move the file out of it)"
-                    )
     if not left.single:
         AtomicFolder.check_replaceable(out)
+        if os.path.isdir(out):  # an earlier run's, which this run replaces whole
+            for source in (left, right):
+                for part in source.parts:
+                    if _inside(os.path.realpath(part.path), out):
+                        raise EnrichError(
+                            f"{source.side} file {part.path} is inside OUT {given}, which "
+                            f"this run replaces; write OUT elsewhere (or move the file out)"
+                        )
         return out
     if os.path.isdir(out):
         raise EnrichError(
@@ -272,12 +273,13 @@ def _names_a_stream(given: str) -> bool:
     redirected to, which renaming OUT into place would replace)."""
     path = os.path.abspath(given)
     for _ in range(40):  # the kernel's own limit on links followed
+        # The folders on the way resolved (a link to /dev/fd among them), the last name not.
+        path = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
         if _DESCRIPTORS.match(path):
             return True
         if not os.path.islink(path):
             return False
-        path = os.path.join(os.path.dirname(path), os.readlink(path))
-        path = os.path.abspath(path)
+        path = os.path.abspath(os.path.join(os.path.dirname(path), os.readlink(path)))
     return False
 
 
