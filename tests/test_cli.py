@@ -701,18 +701,8 @@ def test_an_out_through_a_processs_open_file_is_refused_and_the_file_kept(day, t
     with open(log, "a") as held:
         link.symlink_to(f"/dev/fd/{held.fileno()}")
         for out in (f"/dev/fd/{held.fileno()}", link, folder_link / str(held.fileno())):
-            code, _, stderr = run(
-                "enrich",
-                trades,
-                quotes,
-                "-o",
-                out,
-                "--on",
-                "time",
-                "--device",
-                "cpu",
-                capsys=capsys,
-            )
+            keys = ("--on", "time", "--device", "cpu")
+            code, _, stderr = run("enrich", trades, quotes, "-o", out, *keys, capsys=capsys)
             assert code == 2 and f"OUT {out} is a stream (a process's open file)" in stderr
     assert log.read_text() == "keep me\n"
 
@@ -1020,22 +1010,8 @@ def test_a_run_removes_what_killed_runs_on_this_host_left(day, tmp_path, capsys,
         else:
             path.write_bytes(b"PAR1")
     out = tmp_path / "out.parquet"
-    code, _, _ = run(
-        "enrich",
-        trades,
-        quotes,
-        "-o",
-        out,
-        "--on",
-        "time",
-        "--device",
-        "cpu",
-        "--right-mode",
-        mode,
-        "--tmp-dir",
-        spill,
-        capsys=capsys,
-    )
+    options = ("--on", "time", "--device", "cpu", "--right-mode", mode, "--tmp-dir", spill)
+    code, _, _ = run("enrich", trades, quotes, "-o", out, *options, capsys=capsys)
     assert code == 0 and pq.read_table(out).num_rows == pq.read_metadata(trades).num_rows
     assert [p for p in stale if p.exists()] == ([stale[2]] if mode == "memory" else [])
     assert all(p.exists() for p in kept)
