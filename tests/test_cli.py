@@ -867,6 +867,19 @@ def test_an_interrupt_after_the_commit_says_the_output_is_there(day, tmp_path, c
     assert leftovers(tmp_path) == []
 
 
+def _enrich_begun(trades, quotes, out, **popen) -> tuple[subprocess.Popen, str]:
+    """``asofgpu enrich`` as a process, once it has logged its first line (the run began)."""
+    argv = ["enrich", trades, quotes, "-o", out, "--on", "time", "--chunk-rows", 100]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "asofgpu", *map(str, argv), "--device", "cpu"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
+    return process, process.stderr.readline()
+
+
 @pytest.mark.slow  # asofgpu enrich as processes
 @pytest.mark.usefixtures("left_columns")
 @pytest.mark.parametrize("after", [0.0, 0.01, 0.03, 0.06, 0.1])
@@ -875,14 +888,7 @@ def test_ctrl_c_at_any_moment_of_a_run_exits_130_without_a_traceback(day, tmp_pa
     while Python imports the package, Python's own traceback is what a Ctrl-C gives.)"""
     trades, quotes = day
     out = tmp_path / "out.parquet"
-    argv = ["enrich", trades, quotes, "-o", out, "--on", "time", "--chunk-rows", 100]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "asofgpu", *map(str, argv), "--device", "cpu"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    first = process.stderr.readline()
+    process, first = _enrich_begun(trades, quotes, out)
     time.sleep(after)
     process.send_signal(signal.SIGINT)
     _, rest = process.communicate(timeout=120)
@@ -909,15 +915,9 @@ def test_a_run_started_ignoring_ctrl_c_goes_on_ignoring_it(day, tmp_path):
     put its own handler over that, and the terminal's Ctrl-C ended the job (exit 130)."""
     trades, quotes = day
     out = tmp_path / "out.parquet"
-    argv = ["enrich", trades, quotes, "-o", out, "--on", "time", "--chunk-rows", 100]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "asofgpu", *map(str, argv), "--device", "cpu"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    process, first = _enrich_begun(
+        trades, quotes, out, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)
     )
-    first = process.stderr.readline()
     process.send_signal(signal.SIGINT)
     _, rest = process.communicate(timeout=120)
     assert process.returncode == 0, first + rest
