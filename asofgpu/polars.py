@@ -354,13 +354,13 @@ def _lazy(left: pl.LazyFrame, right, options: dict, device: str) -> pl.LazyFrame
         _as_caller(origin, left.join_asof, right, **polars_options)  # polars' TypeError
         msg = f"expected `other` to be a 'LazyFrame', not {type(right).__name__!r}"
         raise TypeError(msg)
-    # Empty, but not known to be so before collect: polars 2 fails to resolve a join of two
-    # frames it knows empty when a by column is the on key ('"t" not found'), though it
-    # joins the same frames holding rows, and the empty frames that real inputs read as.
-    empty = [
-        pl.DataFrame(schema=side.collect_schema()).lazy().filter(pl.int_range(pl.len()) < 0)
-        for side in (left, right)
-    ]
+    empty = [pl.DataFrame(schema=side.collect_schema()).lazy() for side in (left, right)]
+    if _by_holds_key(options):
+        # Empty, but not known to be so before collect: polars 2 fails to resolve a join of
+        # two frames it knows empty when a by column is the on key ('"t" not found'), though
+        # it joins the same frames holding rows. (Not for every join: on frames it does not
+        # know empty, polars leaves its checks of the keys' types to the data.)
+        empty = [frame.filter(pl.int_range(pl.len()) < 0) for frame in empty]
 
     def run(dry: pl.DataFrame) -> pl.DataFrame:
         collected = _as_caller(_origin(), pl.collect_all, [left, right])
@@ -369,6 +369,23 @@ def _lazy(left: pl.LazyFrame, right, options: dict, device: str) -> pl.LazyFrame
     return _as_caller(origin, empty[0].join_asof, empty[1], **polars_options).map_batches(
         run, predicate_pushdown=False, projection_pushdown=False, slice_pushdown=False
     )
+
+
+def _by_holds_key(options: dict) -> bool:
+    """Whether a by column of either side is that side's on key, both named."""
+
+    def names(value) -> list[str]:
+        listed = value if isinstance(value, (list, tuple)) else [value]
+        return [name for name in listed if isinstance(name, str)]
+
+    on = options["on"]
+    keys = (on, on) if on is not None else (options["left_on"], options["right_on"])
+    by = (
+        (options["by"],) * 2
+        if options["by"] is not None
+        else (options["by_left"], options["by_right"])
+    )
+    return any(set(names(key)) & set(names(columns)) for key, columns in zip(keys, by))
 
 
 def _listed_keys(options: dict) -> dict:

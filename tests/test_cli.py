@@ -807,7 +807,7 @@ def test_cuda_without_a_gpu_is_bad_input(day, tmp_path, capsys):
 # ----------------------------------------------------------------------------- failing midway
 
 
-@pytest.mark.usefixtures("left_columns")
+@pytest.mark.usefixtures("left_columns", "heeding_interrupts")
 @pytest.mark.parametrize(
     "error", [KeyboardInterrupt, signal.SIGTERM, "dropped", RuntimeError("bug")]
 )
@@ -867,15 +867,22 @@ def test_an_interrupt_after_the_commit_says_the_output_is_there(day, tmp_path, c
     assert leftovers(tmp_path) == []
 
 
-def _enrich_begun(trades, quotes, out, **popen) -> tuple[subprocess.Popen, str]:
-    """``asofgpu enrich`` as a process, once it has logged its first line (the run began)."""
+def _heeding_ctrl_c() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _enrich_begun(trades, quotes, out, start=_heeding_ctrl_c) -> tuple[subprocess.Popen, str]:
+    """``asofgpu enrich`` as a process, once it has logged its first line (the run began).
+    ``start`` runs in the child before Python: by default SIGINT is heeded there, as in a
+    terminal's foreground, even where this process was started ignoring it (in the
+    background, as CI may be), which the child would inherit."""
     argv = ["enrich", trades, quotes, "-o", out, "--on", "time", "--chunk-rows", 100]
     process = subprocess.Popen(
         [sys.executable, "-m", "asofgpu", *map(str, argv), "--device", "cpu"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        **popen,
+        preexec_fn=start,
     )
     return process, process.stderr.readline()
 
@@ -916,7 +923,7 @@ def test_a_run_started_ignoring_ctrl_c_goes_on_ignoring_it(day, tmp_path):
     trades, quotes = day
     out = tmp_path / "out.parquet"
     process, first = _enrich_begun(
-        trades, quotes, out, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)
+        trades, quotes, out, start=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)
     )
     process.send_signal(signal.SIGINT)
     _, rest = process.communicate(timeout=120)

@@ -15,6 +15,8 @@ from fakes import dropped_interrupt
 from asofgpu.enrich import _interrupts as interrupts
 from asofgpu.enrich._output import MARKER, AtomicFile, AtomicFolder
 
+pytestmark = pytest.mark.usefixtures("heeding_interrupts")
+
 
 def _old_folder(out):
     out.mkdir()
