@@ -187,6 +187,55 @@ def test_a_small_memory_limit_spills_by_itself(tmp_path, capsys):
     )
 
 
+def _long_texts(rows: int, seed: int, length: int = 1_000) -> pa.Table:
+    """A shuffled RIGHT whose payload is few distinct long strings: parquet keeps such a
+    column dictionary-encoded, about a byte a row, and a reader gives whole strings."""
+    rng = np.random.default_rng(seed)
+    values = np.array([f"{i:04d}" + "x" * (length - 4) for i in range(50)])
+    return pa.table(
+        {
+            "time": rng.permutation(rows).astype(np.int64),
+            "symbol": rng.integers(0, 20, rows).astype(str),
+            "note": values[rng.integers(0, 50, rows)],
+        }
+    )
+
+
+def test_text_stored_as_a_dictionary_is_sized_as_read(tmp_path, capsys):
+    """RIGHT's estimate took a dictionary-encoded column's stored size (its codes): 100,000
+    rows of 1,000-byte notes, 100 MB as read, were estimated at a few hundred KB and held in
+    memory, the process at 2.7 times --memory-limit. And of a folder, the first file's sizes
+    stood for every file's."""
+    from asofgpu.enrich import _memory
+    from asofgpu.enrich._sources import Source
+
+    right = _long_texts(100_000, seed=1)
+    pq.write_table(right, tmp_path / "q.parquet")
+    assert pq.read_metadata(tmp_path / "q.parquet").row_group(0).column(2).has_dictionary_page
+    source = Source.find(tmp_path / "q.parquet", "RIGHT")
+    assert 1_000 <= _memory.row_bytes(source, ["note"]) <= 1_010
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    short = right.slice(0, 1_000).set_column(2, "note", pa.array(["ab"] * 1_000))
+    pq.write_table(short, folder / "a.parquet")  # the first file: short notes
+    pq.write_table(right.slice(1_000), folder / "b.parquet", use_dictionary=False)
+    assert _memory.row_bytes(Source.find(folder, "RIGHT"), ["note"]) >= 1_000
+    trades = pa.table(
+        {"time": np.arange(0, 100_000, 50), "symbol": (np.arange(2_000) % 20).astype(str)}
+    )
+    pq.write_table(trades, tmp_path / "t.parquet")
+    out = tmp_path / "o.parquet"
+    keys = ("--on", "time", "--by", "symbol", "--device", "cpu", "--memory-limit", "600MiB")
+    code, _, stderr = run(
+        "enrich", tmp_path / "t.parquet", tmp_path / "q.parquet", "-o", out, *keys, capsys=capsys
+    )
+    assert code == 0, stderr
+    assert "more than half of what --memory-limit 600MiB leaves: spilling both sides" in stderr
+    assert pq.read_table(out).equals(
+        ag.join_asof(trades, right, on="time", by="symbol", device="cpu")
+    )
+
+
 def test_equal_values_of_other_types_share_a_partition():
     left = pa.table(
         {

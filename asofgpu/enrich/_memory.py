@@ -108,16 +108,41 @@ def row_bytes(source: Source, columns: list[str], as_codes: list[str] = ()) -> f
 
 
 def _stored_bytes(source: Source, name: str) -> float:
-    """Uncompressed bytes a row of a column (all its leaves), from the first file's row
-    groups, plus a 4-byte offset."""
-    meta = source.parts[0].meta
-    leaves = leaf_columns(meta, name)
-    size = sum(
-        meta.row_group(g).column(j).total_uncompressed_size
-        for g in range(meta.num_row_groups)
-        for j in leaves
-    )
-    return size / max(1, meta.num_rows) + 4
+    """Bytes a row of a column (all its leaves) takes once read, plus a 4-byte offset: the
+    most of any file's, from its row groups' uncompressed sizes. A text column a file keeps
+    dictionary-encoded is stored as codes and its distinct values once (a 400-byte string
+    repeated stores as about a byte a row), and read as whole strings: its values' own
+    lengths are measured, on the first rows of the first such file (``_text_bytes``)."""
+    kind = source.schema.field(name).type
+    per_row, measured = 0.0, None
+    for part in source.parts:
+        meta = part.meta
+        if not meta.num_rows:
+            continue
+        chunks = [
+            meta.row_group(g).column(j)
+            for g in range(meta.num_row_groups)
+            for j in leaf_columns(meta, name)
+        ]
+        size = sum(c.total_uncompressed_size for c in chunks) / meta.num_rows
+        if is_text(kind) and any(c.has_dictionary_page for c in chunks):
+            measured = _text_bytes(source, part, name) if measured is None else measured
+            size = max(size, measured)
+        per_row = max(per_row, size)
+    return per_row + 4
+
+
+def _text_bytes(source: Source, part, name: str, sample: int = 1 << 16) -> float:
+    """Bytes a row of text column ``name`` holds once read, in ``part``'s first ``sample``
+    rows (a null holds none)."""
+    import pyarrow.compute as pc
+
+    batch = next(part.batches(source.side, sample, [name]), None)
+    # (A name with a dot beside a struct of that name and field reads as the struct's field:
+    # not measured, its stored size stands.)
+    if batch is None or not batch.num_rows or not is_text(batch.schema.field(0).type):
+        return 0.0
+    return (pc.sum(pc.binary_length(batch.column(0))).as_py() or 0) / batch.num_rows
 
 
 def right_bytes(
