@@ -231,9 +231,19 @@ def test_text_stored_as_a_dictionary_is_sized_as_read(tmp_path, capsys):
     )
     assert code == 0, stderr
     assert "more than half of what --memory-limit 600MiB leaves: spilling both sides" in stderr
-    assert pq.read_table(out).equals(
-        ag.join_asof(trades, right, on="time", by="symbol", device="cpu")
-    )
+    expected = ag.join_asof(trades, right, on="time", by="symbol", device="cpu")
+    assert pq.read_table(out).equals(expected)
+    # Held in memory all the same when the user says so, and the log says what that costs.
+    args = (tmp_path / "t.parquet", tmp_path / "q.parquet", "-o", out, *keys)
+    code, _, stderr = run("enrich", *args, "--right-mode", "memory", capsys=capsys)
+    assert code == 0, stderr
+    assert re.search(
+        r"into memory: --right-mode memory, though it needs about \S+ MiB prepared, more than "
+        r"half of what --memory-limit 600MiB leaves \(the limit then bounds LEFT's chunks, "
+        r"not RIGHT\)",
+        stderr,
+    ), stderr
+    assert pq.read_table(out).equals(expected)
 
 
 def test_equal_values_of_other_types_share_a_partition():

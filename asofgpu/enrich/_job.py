@@ -519,6 +519,14 @@ def _mode(
     mode = options.right_mode
     if mode == "auto" and options.spill_partitions is not None:
         return "spill", f"--spill-partitions {options.spill_partitions}", False
+    if mode == "memory" and need > budget // 2:  # the user's choice, over the estimate
+        return (
+            mode,
+            f"--right-mode memory, though it needs about {memory.readable(need)} prepared, "
+            f"more than half of what --memory-limit {limit_name} leaves (the limit then "
+            f"bounds LEFT's chunks, not RIGHT)",
+            False,
+        )
     if mode in ("memory", "spill"):
         return mode, f"--right-mode {mode}", False
     layout, alike, not_streamed, hint = _layout(options, left, right, layouts, left_sorted)
