@@ -529,6 +529,7 @@ def test_lazyframes_stay_lazy_and_collect_to_polars_frame():
     ],
     ids=["list", "tuple", "names", "set", "dict", "generators", "series", "two", "none"],
 )
+@pytest.mark.filterwarnings("ignore:coalescing join requested")  # polars' own, for both
 def test_lazy_keys_as_iterables_of_names_join_as_polars_joins_them(keys):
     """polars 2's lazy join_asof takes a key as any iterable of one name (its eager one, and
     polars 1's, refuse it): the dry run accepted it, and the join itself failed with an
