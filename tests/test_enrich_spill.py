@@ -246,6 +246,23 @@ def test_text_stored_as_a_dictionary_is_sized_as_read(tmp_path, capsys):
     assert pq.read_table(out).equals(expected)
 
 
+def test_a_row_group_of_dictionary_text_too_large_as_read_is_refused(tmp_path, capsys):
+    """A row group is held whole once read: 150,000 rows of 1,000-byte notes, 144 MiB as
+    read, passed as the few hundred KB its dictionary-encoded column stores."""
+    pq.write_table(_long_texts(150_000, seed=2), tmp_path / "q.parquet")
+    trades = pa.table({"time": [5, 50], "symbol": ["1", "2"]})
+    pq.write_table(trades, tmp_path / "t.parquet")
+    keys = ("--on", "time", "--by", "symbol", "--device", "cpu", "--memory-limit", "600MiB")
+    args = (tmp_path / "t.parquet", tmp_path / "q.parquet", "-o", tmp_path / "o.parquet")
+    code, _, stderr = run("enrich", *args, *keys, capsys=capsys)
+    assert code == 2
+    assert stderr == (
+        "asofgpu enrich: error: --memory-limit 600MiB cannot hold a row group of RIGHT (144 "
+        "MiB as read) twice over; raise it, or write the files with smaller row groups\n"
+    )
+    assert hidden(tmp_path) == []
+
+
 def test_equal_values_of_other_types_share_a_partition():
     left = pa.table(
         {

@@ -196,12 +196,12 @@ def _run(
         out = check_output(options, left, right)
         the_plan = plan(options, left, right)
         as_codes = _as_codes(options, the_plan, right)
-        for source in (left, right):
-            largest = memory.largest_row_group(source)
+        for source, codes in ((left, options.left_by), (right, as_codes)):
+            largest = memory.largest_row_group(source, codes)
             if 2 * largest > budget:
                 raise EnrichError(
                     f"--memory-limit {limit_name} cannot hold a row group of {source.side} "
-                    f"({largest >> 20} MiB uncompressed) twice over; raise it, or write the "
+                    f"({largest >> 20} MiB as read) twice over; raise it, or write the "
                     f"files with smaller row groups"
                 )
         left_row = memory.row_bytes(left, left.data_schema.names)

@@ -220,13 +220,28 @@ def check_limit(limit: int, given: str) -> int:
     return limit - BASE_BYTES
 
 
-def largest_row_group(source: Source) -> int:
-    """The largest uncompressed row group of a source, in bytes."""
-    return max(
-        (
-            part.meta.row_group(g).total_byte_size
-            for part in source.parts
-            for g in range(part.meta.num_row_groups)
-        ),
-        default=0,
-    )
+def largest_row_group(source: Source, as_codes: list[str] = ()) -> int:
+    """The largest row group of a source once read, in bytes: its uncompressed size, where
+    a text column kept dictionary-encoded counts its strings' lengths (``_stored_bytes``),
+    unless it is read as codes (``as_codes``)."""
+    measured: dict[str, float] = {}
+    largest = 0
+    for part in source.parts:
+        meta = part.meta
+        texts = [
+            (name, leaf_columns(meta, name))
+            for name in source.data_schema.names
+            if name not in as_codes and is_text(source.schema.field(name).type)
+        ]
+        for g in range(meta.num_row_groups):
+            group = meta.row_group(g)
+            size = group.total_byte_size
+            for name, leaves in texts:
+                chunks = [group.column(j) for j in leaves]
+                if group.num_rows and any(c.has_dictionary_page for c in chunks):
+                    if name not in measured:
+                        measured[name] = _text_bytes(source, part, name)
+                    stored = sum(c.total_uncompressed_size for c in chunks)
+                    size += max(0, int(group.num_rows * measured[name]) - stored)
+            largest = max(largest, size)
+    return largest
