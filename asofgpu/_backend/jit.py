@@ -279,7 +279,7 @@ def _cached(make):
     """``make(cache=True)``'s dispatcher, its cache locked, wherever the cache can be
     written (``njit_cached`` says where); ``make(cache=False)``'s, with one warning a
     process, where it cannot."""
-    global _WARNED_UNCACHED, UNCACHED_BECAUSE
+    global UNCACHED_BECAUSE
     import numba
 
     from .cache_lock import guard
@@ -305,9 +305,9 @@ def _cached(make):
                 return guard(make(True))
             except RuntimeError:
                 pass
+    first = UNCACHED_BECAUSE is None  # one warning a process
     UNCACHED_BECAUSE = f"numba cannot write its cache {why}"
-    if not _WARNED_UNCACHED:
-        _WARNED_UNCACHED = True
+    if first:
         warnings.warn(
             f"asofgpu: {UNCACHED_BECAUSE}: each process compiles the kernels again (set "
             f"NUMBA_CACHE_DIR to a writable directory)",
@@ -350,7 +350,6 @@ def _callers_level() -> int:
     return level
 
 
-_WARNED_UNCACHED = False
 UNCACHED_BECAUSE: str | None = None  # why the last kernel built had no cache, if one had none
 # The cache's last resort, one per user (a shared one could hold another user's files).
 FALLBACK_CACHE = os.path.join(

@@ -112,7 +112,7 @@ def _stored_bytes(source: Source, name: str) -> float:
     most of any file's, from its row groups' uncompressed sizes. A text column a file keeps
     dictionary-encoded is stored as codes and its distinct values once (a 400-byte string
     repeated stores as about a byte a row), and read as whole strings: its values' own
-    lengths are measured, on the first rows of the first such file (``_text_bytes``)."""
+    lengths are measured, on the first rows of the first such file (``Part.text_bytes``)."""
     kind = source.schema.field(name).type
     per_row, measured = 0.0, None
     for part in source.parts:
@@ -126,23 +126,10 @@ def _stored_bytes(source: Source, name: str) -> float:
         ]
         size = sum(c.total_uncompressed_size for c in chunks) / meta.num_rows
         if is_text(kind) and any(c.has_dictionary_page for c in chunks):
-            measured = _text_bytes(source, part, name) if measured is None else measured
+            measured = part.text_bytes(source.side, name) if measured is None else measured
             size = max(size, measured)
         per_row = max(per_row, size)
     return per_row + 4
-
-
-def _text_bytes(source: Source, part, name: str, sample: int = 1 << 16) -> float:
-    """Bytes a row of text column ``name`` holds once read, in ``part``'s first ``sample``
-    rows (a null holds none)."""
-    import pyarrow.compute as pc
-
-    batch = next(part.batches(source.side, sample, [name]), None)
-    # (A name with a dot beside a struct of that name and field reads as the struct's field:
-    # not measured, its stored size stands.)
-    if batch is None or not batch.num_rows or not is_text(batch.schema.field(0).type):
-        return 0.0
-    return (pc.sum(pc.binary_length(batch.column(0))).as_py() or 0) / batch.num_rows
 
 
 def right_bytes(
@@ -240,7 +227,7 @@ def largest_row_group(source: Source, as_codes: list[str] = ()) -> int:
                 chunks = [group.column(j) for j in leaves]
                 if group.num_rows and any(c.has_dictionary_page for c in chunks):
                     if name not in measured:
-                        measured[name] = _text_bytes(source, part, name)
+                        measured[name] = part.text_bytes(source.side, name)
                     stored = sum(c.total_uncompressed_size for c in chunks)
                     size += max(0, int(group.num_rows * measured[name]) - stored)
             largest = max(largest, size)

@@ -65,10 +65,29 @@ class Part:
     # dictionaries, nullability: ``common_schema``): its reads are cast to them. None: the
     # file's own.
     wanted: pa.Schema | None = None
+    # Text columns' bytes a row once read (``text_bytes``), measured once a run.
+    _text_bytes: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def rows(self) -> int:
         return self.meta.num_rows
+
+    def text_bytes(self, side: str, name: str, sample: int = 1 << 16) -> float:
+        """Bytes a row of text column ``name`` holds once read, in the file's first
+        ``sample`` rows (a null holds none): what a column kept dictionary-encoded, stored as
+        codes, takes as whole strings. Measured once: the memory estimate and the row-group
+        check both ask. (A name with a dot beside a struct of that name and field reads as
+        the struct's field: 0, not measured.)"""
+        if name not in self._text_bytes:
+            import pyarrow.compute as pc
+
+            batch = next(self.batches(side, sample, [name]), None)
+            measured = 0.0
+            if batch is not None and batch.num_rows and is_text(batch.schema.field(0).type):
+                lengths = pc.sum(pc.binary_length(batch.column(0))).as_py() or 0
+                measured = lengths / batch.num_rows
+            self._text_bytes[name] = measured
+        return self._text_bytes[name]
 
     @property
     def pandas_metadata(self) -> dict[str, str]:
