@@ -169,7 +169,7 @@ def enrich(options: Options, progress=None) -> Summary:
                 )  # needs by
             if exc is failed or (not layouts and options.right_mode != "auto"):
                 raise  # (failed: raised again by --right-mode stream, nothing else streams)
-            progress.log(f"{exc}: starting again" + ("" if layouts else " without streaming"))
+            progress.log(f"{exc.fact}: starting again" + ("" if layouts else " without streaming"))
             failed = exc
 
 

@@ -188,8 +188,9 @@ class NotSorted(EnrichError):
     """A side that its statistics said was sorted is not: the run starts again with the other
     layout its statistics allow, or without streaming (``auto``), or stops here."""
 
-    def __init__(self, message: str, layout: str, side: str = "RIGHT"):
-        super().__init__(message)
+    def __init__(self, fact: str, layout: str, side: str = "RIGHT"):
+        super().__init__(f"{fact}; write it sorted, or pass --right-mode spill")
+        self.fact = fact  # what was found, without the advice: the log of a run starting again
         self.layout = layout  # "tape" or "grouped": the one that failed
         self.side = side  # "LEFT" or "RIGHT": the one that broke it
 
@@ -364,8 +365,7 @@ class Order:
                 at = self.where(self.rows + keys.position(bad))
                 raise NotSorted(
                     f"{self.side} {self.given} is not sorted by {self.named} at {at}, "
-                    f"though its row-group statistics say so; write it sorted, or pass "
-                    f"--right-mode spill",
+                    f"though its row-group statistics say so",
                     "grouped" if self.by else "tape",
                     self.side,
                 )
