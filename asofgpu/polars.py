@@ -372,11 +372,17 @@ def _lazy(left: pl.LazyFrame, right, options: dict, device: str) -> pl.LazyFrame
 
 
 def _by_holds_key(options: dict) -> bool:
-    """Whether a by column of either side is that side's on key, both named."""
+    """Whether a by column of either side is that side's on key, named or as a column
+    expression (``pl.col("t")``)."""
+
+    def name_of(key) -> str | None:
+        if isinstance(key, pl.Expr) and key.meta.is_column():
+            return key.meta.output_name()
+        return key if isinstance(key, str) else None
 
     def names(value) -> list[str]:
         listed = value if isinstance(value, (list, tuple)) else [value]
-        return [name for name in listed if isinstance(name, str)]
+        return [name for key in listed if (name := name_of(key)) is not None]
 
     on = options["on"]
     keys = (on, on) if on is not None else (options["left_on"], options["right_on"])

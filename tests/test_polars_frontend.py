@@ -546,17 +546,18 @@ def test_lazy_keys_as_iterables_of_names_join_as_polars_joins_them(keys):
         assert_frame_equal(join_asof(left, right, **keys(), **CPU).collect(), expected)
 
 
+@pytest.mark.parametrize("on", ["name", "column expression"])
 @pytest.mark.parametrize("by", ["t", ["g", "t"]])
 @pytest.mark.parametrize("kind", ["eager", "lazy"])
-def test_a_by_column_that_is_the_on_key_joins_as_polars_joins_it(kind, by):
+def test_a_by_column_that_is_the_on_key_joins_as_polars_joins_it(kind, by, on):
     """A by column that is also the key: polars joins it, eager and lazy; asofgpu's lazy
     join failed ('"t" not found') in polars 2's resolution of its dry run, on frames polars
-    knew were empty."""
+    knew were empty, and so it did with the key given as ``pl.col("t")``."""
     left = pl.DataFrame({"t": [1, 4, 9], "g": ["a", "a", "b"]})
     right = pl.DataFrame({"t": [0, 4, 8], "g": ["a", "a", "b"], "y": [1.0, 2.0, 3.0]})
     if kind == "lazy":
         left, right = left.lazy(), right.lazy()
-    got = _same(left, right, on="t", by=by)
+    got = _same(left, right, on="t" if on == "name" else pl.col("t"), by=by)
     assert got is None or got["y"].to_list() == [None, 2.0, None]
 
 
