@@ -81,7 +81,14 @@ examples:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``asofgpu enrich: error: ...`` and exit code 2."""
+    """argparse with one-line errors: ``asofgpu enrich: error: ...`` and exit code 2, and
+    options only by their whole names: an abbreviation a script relied on (``--strat``)
+    would become ambiguous, or name another option, as soon as a new option shared its
+    start."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -646,7 +653,9 @@ def _keeping_allocator() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # told by the command's parser, whose options they were meant to be
+        args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     prog = f"asofgpu {args.command}"
     _keeping_allocator()
     run = None

@@ -614,6 +614,10 @@ def _junk(tmp_path: Path) -> Path:
             "argument --device: invalid choice: 'tpu'",
         ),
         (
+            ["{trades}", "{quotes}", "--on", "time", "--strat", "forward"],
+            "unrecognized arguments: --strat forward",
+        ),
+        (
             ["{trades}", "{quotes}", "--on", "time", "--compression", "lzo"],
             "argument --compression: expected one of none, snappy, gzip, brotli, lz4, zstd, "
             "optionally with :LEVEL, got 'lzo'",
