@@ -421,6 +421,27 @@ def test_by_of_two_different_enums_matches_values_where_polars_matches_codes():
     assert by_code["v"].to_list() != got["v"].to_list()
 
 
+@pytest.mark.parametrize(
+    ("left_type", "right_type"),
+    [
+        (pl.Categorical, pl.Categorical),  # one mapping of values to codes: joined by code
+        (pl.Enum(["w", "v", "u"]), pl.Enum(["w", "v", "u"])),
+        (pl.Categorical(pl.Categories("a")), pl.Categorical(pl.Categories("b"))),
+        (pl.Categorical, pl.Categorical(pl.Categories("b"))),
+    ],
+    ids=["categorical", "enum", "two categories", "global and own"],
+)
+def test_by_of_categoricals_matches_values_whatever_their_codes(left_type, right_type):
+    """Of one type, Categoricals join by code; of two, whose codes mean other values (u is 0
+    in one and 2 in the other), by value."""
+    left = pl.DataFrame({"t": [1, 5, 9], "g": ["u", "v", "w"]})
+    right = pl.DataFrame({"t": [0, 4, 8], "g": ["w", "v", "u"], "v": [1, 2, 3]})
+    left, right = left.cast({"g": left_type}), right.cast({"g": right_type})
+    got = join_asof(left, right, on="t", by="g", **CPU)
+    assert got["v"].to_list() == [None, 2, 1]
+    assert got["g"].dtype == left_type
+
+
 def test_nulls_in_by_never_match_and_null_groups_are_kept():
     left = pl.DataFrame({"t": [1, 5, 9], "g": [None, "a", None]})
     right = pl.DataFrame({"t": [0, 4, 8], "g": [None, "a", None], "v": [1, 2, 3]})
