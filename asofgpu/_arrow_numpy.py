@@ -98,9 +98,9 @@ def concatenate(parts: list[np.ndarray], out: np.ndarray) -> np.ndarray:
     """
     threads = 1
     if out.nbytes > PARALLEL_COPY_BYTES and all(part.dtype == out.dtype for part in parts):
-        import numba
+        from ._backend.jit import pool_threads
 
-        threads = min(numba.get_num_threads(), out.nbytes // PARALLEL_COPY_BYTES)
+        threads = min(pool_threads(), out.nbytes // PARALLEL_COPY_BYTES)
     if threads <= 1 or len(parts) == 0:
         return np.concatenate(parts, out=out)
     starts = np.cumsum([0] + [len(part) for part in parts])

@@ -83,9 +83,9 @@ def _missing(columns: list[np.ndarray]) -> list[bool]:
     stretches = []  # (column, rows): the reads that need a min
     threads = 1
     if any(len(c) > PARALLEL_CHECK_ROWS and c.dtype.kind not in "iu" for c in columns):
-        import numba
+        from ._backend.jit import pool_threads
 
-        threads = numba.get_num_threads()
+        threads = pool_threads()
     for k, values in enumerate(columns):
         if values.dtype.kind in "iu" or not len(values):
             continue

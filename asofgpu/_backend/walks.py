@@ -333,6 +333,6 @@ def row_pieces(rows: int) -> int:
     windows took 27-30 ms with 1 to 128 pieces a thread)."""
     if not parallel(rows):
         return 1
-    import numba
+    from .jit import pool_threads
 
-    return max(1, min(rows, THRESHOLDS.pieces_per_thread * numba.get_num_threads()))
+    return max(1, min(rows, THRESHOLDS.pieces_per_thread * pool_threads()))

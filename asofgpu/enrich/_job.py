@@ -475,7 +475,9 @@ def _kernel_threads():
     CPU, 0.3 s less wall.)"""
     import numba
 
-    before = numba.get_num_threads()
+    from .._backend.jit import pool_threads
+
+    before = pool_threads()
     numba.set_num_threads(max(1, min(before, (os.cpu_count() or 1) // 2)))
     try:
         yield
