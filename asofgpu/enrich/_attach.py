@@ -55,6 +55,7 @@ from ._stream import (
     ends_of_groups,
     first_and_last_of,
     split_by_key,
+    row_group_runs,
     whole_key_windows,
 )
 
@@ -394,7 +395,7 @@ class Streamed(_Attach):
         if options.strategy != "backward":
             carry_out = carries_out(
                 whole_key_windows(
-                    spill_batches(right, the_plan.read, as_codes, rows),
+                    row_group_runs(spill_batches(right, the_plan.read, as_codes, rows), rows),
                     right_order(),
                     by,
                     max_carry_bytes,
@@ -406,7 +407,9 @@ class Streamed(_Attach):
                 max_carry_bytes,
             )
         self.windows = Windows(
-            whole_key_windows(right_batches, right_order(), by, max_carry_bytes),
+            whole_key_windows(
+                row_group_runs(right_batches, rows), right_order(), by, max_carry_bytes
+            ),
             right_order(),
             by,
             schema,

@@ -437,6 +437,26 @@ def _descents(keys: Keys) -> np.ndarray:
     return steps
 
 
+def row_group_runs(batches, rows: int):
+    """``batches`` (RIGHT's, read a row group at a time) put together into tables of up to
+    ``rows`` rows, in their chunks (nothing copied): each window is prepared and joined on
+    its own, and a RIGHT of 10,000-row row groups streamed in 400 windows of 10,000 rows (its
+    2M x 4M enrich took 2.5x polars' time). A batch narrowed to the keys (``Narrowing``)
+    narrows those held with it."""
+    held, n = [], 0
+    for batch in batches:
+        if held and n + batch.num_rows > rows:
+            yield pa.concat_tables(held)
+            held, n = [], 0
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        if held and held[0].column_names != table.column_names:
+            held = [h.select(table.column_names) for h in held]
+        held.append(table)
+        n += table.num_rows
+    if held:
+        yield pa.concat_tables(held)
+
+
 def whole_key_windows(
     batches, order: Order, by: list[str] | tuple = (), max_run_bytes: int | None = None
 ):
@@ -454,7 +474,7 @@ def whole_key_windows(
     for batch in batches:
         keys = order.keys(batch)
         order.check(keys)
-        table = pa.Table.from_batches([batch])
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
         if pending is not None:
             head = pending[0]
             if head.column_names != table.column_names:  # narrowed to the keys (LEFT ended)
