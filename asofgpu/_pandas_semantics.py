@@ -1050,7 +1050,13 @@ def _by_columns(lk, rk):
         raise KeyError(np.float16)
     if _native_by(lk.dtype):
         return pd.Series(lk, copy=False), pd.Series(rk, copy=False)
-    both = pd.concat([pd.Series(lk, copy=False), pd.Series(rk, copy=False)], ignore_index=True)
+    if isinstance(lk, np.ndarray) and isinstance(rk, np.ndarray) and lk.dtype == rk.dtype:
+        # Factorized as they are: in a Series, pandas 3 reads text objects as its str type,
+        # each text converted to Arrow (3 times: a side each and the two together), which
+        # took 2/3 of an object by column's 0.3 s at 1M + 1M rows. The codes are the same.
+        both = np.concatenate([lk, rk])
+    else:
+        both = pd.concat([pd.Series(lk, copy=False), pd.Series(rk, copy=False)], ignore_index=True)
     codes = pd.factorize(both)[0].astype(np.int64, copy=False)
     return codes[: len(lk)], codes[len(lk) :]
 
