@@ -17,6 +17,7 @@ import pytest
 import asofgpu as ag
 from asofgpu._backend import walks
 from asofgpu.enrich import _copy
+from asofgpu.enrich import _memory as memory
 from asofgpu.enrich import _thrift as thrift
 from asofgpu.enrich._output import ParquetStitcher
 from enrich_cli import hidden, run
@@ -283,6 +284,31 @@ def test_row_groups_as_writers_make_them_are_copied_by_default(tmp_path, capsys)
     pq.write_table(right, right_path)
     out, stdout, _ = _enrich(tmp_path, capsys, left_path, right_path)
     assert COPIED in stdout and "in 2 chunk(s) of up to 65,541" in stdout
+    assert pq.read_table(out).equals(_expected(left_path, right_path))
+
+
+def test_a_wide_left_is_copied_where_its_keys_fit_the_memory_limit(tmp_path, capsys):
+    """The chunks of a copied LEFT hold only its keys: its 65,541-row row groups are copied
+    under a limit that holds that many of its keys a chunk but not of its 52 columns (chunks
+    of its whole width, too small for the row groups, which were encoded again). The limit
+    leaves 512 MiB for data, a quarter of it for the chunks in flight: on 1 or 2 cores 5 or 6
+    of them, 63,000 or 52,000 rows of 424 bytes, or 1.3M or 1.1M of 20 (t, g's code, v); on
+    64 cores, 68 in flight, still 98,000 of 20."""
+    n = 2 * walks.THRESHOLDS.copy_min_group_rows + 10
+    rng = np.random.default_rng(7)
+    left = pa.table(
+        {"t": np.arange(n, dtype=np.int64), "g": np.arange(n) % 5}
+        | {f"x{k}": rng.random(n) for k in range(50)}
+    )
+    right = pa.table({"t": np.arange(0, n, 4, dtype=np.int64), "g": np.arange(0, n, 4) % 5})
+    right = right.append_column("v", pa.array(np.arange(right.num_rows) * 0.5))
+    left_path, right_path = tmp_path / "l.parquet", tmp_path / "r.parquet"
+    pq.write_table(left, left_path, row_group_size=n // 2)
+    pq.write_table(right, right_path)
+    limit = f"{(memory.BASE_BYTES >> 20) + 512}MiB"
+    out, stdout, stderr = _enrich(tmp_path, capsys, left_path, right_path, "--memory-limit", limit)
+    assert COPIED in stdout, stderr
+    assert f"in 2 chunk(s) of up to {n // 2:,}" in stdout
     assert pq.read_table(out).equals(_expected(left_path, right_path))
 
 
