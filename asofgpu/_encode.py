@@ -301,7 +301,7 @@ def _look_up_rest(
     more value and the dictionary has none (``null_code`` is then NO_GROUP)."""
     missed = []
     at = start
-    for run in arrow_numpy.runs(col.slice(start)):
+    for run in arrow_numpy.coarse_runs(col.slice(start)):
         found = codes[at : at + len(run)]
         look_up(run, null_code, found)
         if found.min() < 0:
@@ -444,12 +444,12 @@ def _combine_chunks(col: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def _chunk_by_chunk(col: pa.ChunkedArray, lookup) -> np.ndarray:
     """The int32 codes of a column of at least one chunk, ``lookup(chunk, out)`` of each run
-    of chunks (``arrow_numpy.runs``) written into its rows of one array: chunks are read where
+    of chunks (``arrow_numpy.coarse_runs``) written into its rows of one array: chunks are read where
     they lie (combining them would copy every value, a third of a text lookup's time on 10M
     rows), a reader's row group in one launch rather than one a slice."""
     from ._backend import host_empty
 
-    pieces = arrow_numpy.runs(col)
+    pieces = arrow_numpy.coarse_runs(col)
     if len(pieces) == 1:
         return lookup(pieces[0], None)
     codes = host_empty(len(col), np.int32)

@@ -293,3 +293,49 @@ def test_slices_of_nested_or_dictionary_arrays_stay_chunks():
         column = pa.chunked_array([whole[:2], whole[2:]])
         got = arrow_numpy.runs(column)
         assert len(got) == 2 and pa.chunked_array(got).equals(column)
+
+
+def test_many_small_chunks_are_copied_together_and_large_ones_read_where_they_lie():
+    """``coarse_runs``: 3,000 chunks of 7 rows (a frame concatenated from pieces) become one
+    array, its values and nulls kept; chunks of long values, chunks of the coarse size, and
+    dictionaries stay as ``runs`` gives them."""
+    rng = np.random.default_rng(3)
+    pieces = [
+        pa.array([f"s{v}" for v in rng.integers(0, 50, 7)], mask=rng.random(7) < 0.2)
+        for _ in range(3000)
+    ]
+    column = pa.chunked_array(pieces)
+    coarse = arrow_numpy.coarse_runs(column)
+    assert len(coarse) == 1
+    assert coarse[0].equals(column.combine_chunks())
+
+    long_text = pa.chunked_array([pa.array(["x" * 10_000] * 3) for _ in range(10)])
+    assert len(arrow_numpy.coarse_runs(long_text)) == 10  # a copy of long text gains nothing
+
+    big = pa.chunked_array([pa.array(np.arange(arrow_numpy.COARSE_RUN_ROWS))] * 3)
+    assert [len(r) for r in arrow_numpy.coarse_runs(big)] == [arrow_numpy.COARSE_RUN_ROWS] * 3
+
+    codes = pa.chunked_array([pa.array(["a", "b"]).dictionary_encode()] * 50)
+    assert len(arrow_numpy.coarse_runs(codes)) == 50
+
+
+def test_a_join_by_text_of_many_small_chunks_equals_the_join_on_one_chunk():
+    """The by column's lookups run on the copied pieces: the same map as on combined
+    columns, nulls and values the right side lacks included."""
+    import asofgpu as ag
+
+    n, size = 60_000, 150
+
+    def side(seed):
+        local = np.random.default_rng(seed)
+        keys = np.sort(local.integers(0, 10**6, n))
+        by = pa.array([f"g{v}" for v in local.integers(0, 300, n)], mask=local.random(n) < 0.01)
+        return keys, pa.chunked_array([by[i : i + size] for i in range(0, n, size)])
+
+    left_keys, left_by = side(1)
+    right_keys, right_by = side(2)
+    got = ag.asof_join(left_keys, right_keys, left_by, right_by, device="cpu")
+    want = ag.asof_join(
+        left_keys, right_keys, left_by.combine_chunks(), right_by.combine_chunks(), device="cpu"
+    )
+    np.testing.assert_array_equal(got, want)
