@@ -442,6 +442,24 @@ def test_by_of_categoricals_matches_values_whatever_their_codes(left_type, right
     assert got["g"].dtype == left_type
 
 
+@pytest.mark.parametrize("strategy", ["backward", "nearest"])
+def test_frames_of_many_small_chunks_join_as_polars_joins_them(strategy):
+    """Frames put together from 400 pieces without a rechunk (rechunked before the join,
+    which read them a chunk at a time): polars' rows."""
+
+    def pieces(n, seed, payload):
+        local = np.random.default_rng(seed)
+        frame = pl.DataFrame(
+            {"t": np.sort(local.integers(0, 10**6, n)), "g": local.choice(["a", "b", None], n)}
+            | ({"v": local.random(n)} if payload else {})
+        )
+        return pl.concat([frame.slice(i, 50) for i in range(0, n, 50)], rechunk=False)
+
+    left, right = pieces(20_000, 1, False), pieces(20_000, 2, True)
+    assert left.n_chunks() == right.n_chunks() == 400
+    _same(left, right, on="t", by="g", strategy=strategy)
+
+
 def test_nulls_in_by_never_match_and_null_groups_are_kept():
     left = pl.DataFrame({"t": [1, 5, 9], "g": [None, "a", None]})
     right = pl.DataFrame({"t": [0, 4, 8], "g": [None, "a", None], "v": [1, 2, 3]})
