@@ -90,7 +90,7 @@ PARALLEL_COPY_BYTES = 16 << 20
 
 def concatenate(parts: list[np.ndarray], out: np.ndarray) -> np.ndarray:
     """``np.concatenate(parts, out=out)``, a large copy of parts of ``out``'s dtype split by
-    rows over numba's threads (``numba.get_num_threads()``: the join's own limit where a
+    rows over numba's threads (``jit.pool_threads()``: the join's own limit where a
     caller set one).
 
     >>> concatenate([np.arange(3), np.arange(2)], np.empty(5, np.int64)).tolist()
@@ -179,12 +179,7 @@ def runs(column: pa.ChunkedArray) -> list[pa.Array]:
     for chunk in column.chunks:
         if not len(chunk):
             continue
-        if (
-            last is not None
-            and chunk.offset == last.offset + len(last)
-            and _same_buffers(chunk, last)
-            and _flat(chunk.type)
-        ):
+        if last is not None and _consecutive(last, chunk):
             last, length = chunk, length + len(chunk)
             continue
         close()
@@ -217,6 +212,12 @@ def coarse_runs(column: pa.ChunkedArray) -> list[pa.Array]:
     if column.num_chunks < 2 or n >= COARSE_RUN_ROWS * column.num_chunks or not _flat(column.type):
         return runs(column)
     chunks = [chunk for chunk in column.chunks if len(chunk)]
+    if len(chunks) > 1 and _consecutive(chunks[0], chunks[1]):
+        # Slices of one array (a reader's, or polars' slices of one frame): runs joins them
+        # without a copy, and what it leaves apart is put together below.
+        chunks = runs(column)
+        if len(chunks) < 2 or n >= COARSE_RUN_ROWS * len(chunks):
+            return chunks
     # The bytes a row from the first chunks (ChunkedArray.nbytes visits every chunk: 10 ms
     # for 5,000).
     sample = chunks[:8]
@@ -247,6 +248,11 @@ def _concatenated(arrays: list[pa.Array]) -> list[pa.Array]:
         return [pa.concat_arrays(arrays)]
     except pa.ArrowInvalid:
         return arrays
+
+
+def _consecutive(a: pa.Array, b: pa.Array) -> bool:
+    """Whether ``b`` is the slice of one flat array right after ``a``."""
+    return b.offset == a.offset + len(a) and _same_buffers(b, a) and _flat(b.type)
 
 
 def _flat(t: pa.DataType) -> bool:

@@ -444,9 +444,10 @@ def _combine_chunks(col: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def _chunk_by_chunk(col: pa.ChunkedArray, lookup) -> np.ndarray:
     """The int32 codes of a column of at least one chunk, ``lookup(chunk, out)`` of each run
-    of chunks (``arrow_numpy.coarse_runs``) written into its rows of one array: chunks are read where
-    they lie (combining them would copy every value, a third of a text lookup's time on 10M
-    rows), a reader's row group in one launch rather than one a slice."""
+    of chunks (``arrow_numpy.coarse_runs``) written into its rows of one array: chunks are
+    read where they lie (combining them would copy every value, a third of a text lookup's
+    time on 10M rows), a reader's row group in one launch rather than one a slice; only many
+    small chunks of short values are copied together first."""
     from ._backend import host_empty
 
     pieces = arrow_numpy.coarse_runs(col)

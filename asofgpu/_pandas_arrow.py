@@ -73,7 +73,7 @@ PARALLEL_CHECK_ROWS = 1 << 20
 def _missing(columns: list[np.ndarray]) -> list[bool]:
     """Whether each of ``columns`` (``_numpy_values``') holds a NaN or NaT, by numpy's
     ``min`` (it carries a NaN through; NaT is int64's minimum), which releases the GIL: large
-    columns are read in stretches on numba's threads (``numba.get_num_threads()``, the join's
+    columns are read in stretches on numba's threads (``jit.pool_threads()``, the join's
     own limit where a caller set one). The 7 float and datetime columns of the bench's
     frames, 10M rows each, took 39 ms on one core, 21 ms on two.
 

@@ -318,6 +318,12 @@ def test_many_small_chunks_are_copied_together_and_large_ones_read_where_they_li
     codes = pa.chunked_array([pa.array(["a", "b"]).dictionary_encode()] * 50)
     assert len(arrow_numpy.coarse_runs(codes)) == 50
 
+    whole = pa.array([f"s{v}" for v in range(6000)])  # small slices of one array: one view
+    sliced = arrow_numpy.coarse_runs(
+        pa.chunked_array([whole[i : i + 7] for i in range(0, 6000, 7)])
+    )
+    assert len(sliced) == 1 and sliced[0].buffers()[2].address == whole.buffers()[2].address
+
 
 def test_a_join_by_text_of_many_small_chunks_equals_the_join_on_one_chunk():
     """The by column's lookups run on the copied pieces: the same map as on combined
@@ -329,8 +335,12 @@ def test_a_join_by_text_of_many_small_chunks_equals_the_join_on_one_chunk():
     def side(seed):
         local = np.random.default_rng(seed)
         keys = np.sort(local.integers(0, 10**6, n))
-        by = pa.array([f"g{v}" for v in local.integers(0, 300, n)], mask=local.random(n) < 0.01)
-        return keys, pa.chunked_array([by[i : i + size] for i in range(0, n, size)])
+        values, nulls = local.integers(0, 300, n), local.random(n) < 0.01
+        pieces = [  # arrays of their own, as pd.concat of pieces gives them: copied together
+            pa.array([f"g{v}" for v in values[i : i + size]], mask=nulls[i : i + size])
+            for i in range(0, n, size)
+        ]
+        return keys, pa.chunked_array(pieces)
 
     left_keys, left_by = side(1)
     right_keys, right_by = side(2)

@@ -263,7 +263,10 @@ def test_row_groups_too_small_or_too_large_are_encoded_again(tmp_path, capsys):
         tmp_path, capsys, large, right_path, "--chunk-rows", 500, name="o2.parquet"
     )
     assert ENCODED in stdout
-    assert "row groups of up to 600 rows, more than a chunk (500: --chunk-rows" in stderr
+    assert (
+        "row groups of up to 600 rows, more than a copied chunk holds (500 rows of its keys "
+        "and attached columns: --chunk-rows" in stderr
+    )
     assert pq.read_table(out).equals(_expected(large, right_path))
 
 

@@ -81,7 +81,11 @@ def start_pool() -> None:
     (``OMP_WAIT_POLICY=PASSIVE``) cost a quarter of a 15 ms join. The runtime reads its
     settings once, as it loads, which numba's first start of the pool does; the setting is
     then taken out of the environment, so that child processes and other libraries see the
-    user's own. (A pool started earlier, by the user's own numba code, keeps its settings.)"""
+    user's own. (A pool started earlier, by the user's own numba code, keeps its settings,
+    as does a GNU OpenMP another library loaded first.) The setting is made on the thread
+    that first needs the pool, which may run beside others, as any ``os.environ`` change
+    does: setting it at import instead would start the pool there, and a process that
+    imported asofgpu could no longer fork (see the README on ``fork``)."""
     global _pool_started
     import numba
 

@@ -26,7 +26,7 @@ otherwise).
 >>> isinstance(chunks, LeftChunks), chunks.groups[0].num_rows
 (True, 100000)
 >>> LeftChunks.open(path, pa.schema([("t", pa.int64())]), max_rows=1000, codec=None)
-'row groups of up to 100,000 rows, more than a chunk (1,000: --chunk-rows, or what memory allows)'
+'row groups of up to 100,000 rows, more than a copied chunk holds (1,000 rows of its keys and attached columns: --chunk-rows, or what memory allows)'
 """
 
 from __future__ import annotations
@@ -157,8 +157,9 @@ class LeftChunks:
             if rows > max_rows:
                 largest = max(g[GROUP_ROWS][1] for g in meta[FILE_ROW_GROUPS][1][1])
                 return (
-                    f"row groups of up to {largest:,} rows, more than a chunk "
-                    f"({max_rows:,}: --chunk-rows, or what memory allows)"
+                    f"row groups of up to {largest:,} rows, more than a copied chunk holds "
+                    f"({max_rows:,} rows of its keys and attached columns: --chunk-rows, or "
+                    f"what memory allows)"
                 )
             ranges, chunks = [], []
             for chunk in group[GROUP_COLUMNS][1][1] if rows else ():  # empty: never written
