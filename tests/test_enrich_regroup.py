@@ -296,9 +296,8 @@ def test_a_left_that_breaks_its_tape_promise_is_regrouped(tmp_path, capsys):
         f"LEFT {tmp_path / 'l.parquet'} is not sorted by 't' at row 3, though its row-group "
         f"statistics say so: starting again"
     ) in stderr
-    assert (
-        "write it sorted" not in stderr
-    )  # the advice of a run that stops, not of one that goes on
+    # The advice of a run that stops, not of one that goes on:
+    assert "write it sorted" not in stderr
     assert "LEFT's keys put in that order" in stderr
     assert pq.read_table(out).equals(ag.join_asof(left, right, on="t", device="cpu"))
 

@@ -77,8 +77,8 @@ def start_pool() -> None:
     after each parallel loop: where other processes also used the cores (two joining at
     once, a Dask worker beside another), they took the cores from the threads that go on,
     and a 1M-row join took 0.09 s where, at 10,000 turns, it took 0.03 s; on idle cores the
-    shorter spin costs nothing measurable, where sleeping at once
-    (``OMP_WAIT_POLICY=PASSIVE``) cost a quarter of a 15 ms join. The runtime reads its
+    shorter spin costs up to 15%, where sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) cost
+    up to a third of a 15 ms join. The runtime reads its
     settings once, as it loads, which numba's first start of the pool does; the setting is
     then taken out of the environment, so that child processes and other libraries see the
     user's own. (A pool started earlier, by the user's own numba code, keeps its settings,

@@ -54,8 +54,8 @@ from ._stream import (
     carries_out,
     ends_of_groups,
     first_and_last_of,
-    split_by_key,
     row_group_runs,
+    split_by_key,
     whole_key_windows,
 )
 

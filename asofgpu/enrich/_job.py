@@ -292,10 +292,9 @@ def _run(
                 budget // 4,
             )
         elif mode == "regroup":
-            k = options.spill_partitions or _left_ranges(
-                left.rows * (keys_row + 8 + payload_row),
-                budget,  # + each row's position
-            )
+            # LEFT's keys, each row's position (8 bytes) and what is attached to it
+            held = left.rows * (keys_row + 8 + payload_row)
+            k = options.spill_partitions or _left_ranges(held, budget)
             spill = stack.enter_context(_spill_folder(options, out)) if k > 1 else None
             order = (*options.right_by, options.right_on) if grouped else options.right_on
             progress.log(
