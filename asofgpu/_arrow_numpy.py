@@ -208,8 +208,14 @@ def coarse_runs(column: pa.ChunkedArray) -> list[pa.Array]:
     >>> [r.to_pylist() for r in coarse_runs(pieces)]
     [[0, 1, 2, 3, 4, 5]]
     """
-    n = len(column)
-    if column.num_chunks < 2 or n >= COARSE_RUN_ROWS * column.num_chunks or not _flat(column.type):
+    n, t = len(column), column.type
+    if (
+        column.num_chunks < 2
+        or n >= COARSE_RUN_ROWS * column.num_chunks
+        or not _flat(t)
+        or pa.types.is_string_view(t)  # views are read in their chunks (kernels/views.py),
+        or pa.types.is_binary_view(t)  # and pyarrow 19 cannot size or join them
+    ):
         return runs(column)
     chunks = [chunk for chunk in column.chunks if len(chunk)]
     if len(chunks) > 1 and _consecutive(chunks[0], chunks[1]):

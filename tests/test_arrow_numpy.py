@@ -318,6 +318,9 @@ def test_many_small_chunks_are_copied_together_and_large_ones_read_where_they_li
     codes = pa.chunked_array([pa.array(["a", "b"]).dictionary_encode()] * 50)
     assert len(arrow_numpy.coarse_runs(codes)) == 50
 
+    views = pa.chunked_array([pa.array(["a", "b"], pa.string_view())] * 50)
+    assert len(arrow_numpy.coarse_runs(views)) == 50  # read where they lie (kernels/views.py)
+
     whole = pa.array([f"s{v}" for v in range(6000)])  # small slices of one array: one view
     sliced = arrow_numpy.coarse_runs(
         pa.chunked_array([whole[i : i + 7] for i in range(0, 6000, 7)])
