@@ -1174,15 +1174,15 @@ def test_right_row_groups_are_windowed_together_up_to_the_window_rows():
     """A RIGHT read a row group at a time is streamed in windows of up to the window's rows,
     not one window a row group (400 windows of 10,000 rows, each prepared and joined on its
     own, took 2.5x polars' time); a batch narrowed to the keys narrows those held with it."""
-    from asofgpu.enrich._stream import row_group_runs
+    from asofgpu.enrich._stream import tables_of
 
     def batch(start, n, columns=("t", "v")):
         data = {"t": np.arange(start, start + n), "v": np.arange(start, start + n) * 0.5}
         return pa.record_batch({c: data[c] for c in columns})
 
     batches = [batch(0, 3), batch(3, 3), batch(6, 3), batch(9, 2, ("t",)), batch(11, 4, ("t",))]
-    runs = list(row_group_runs(iter(batches), rows=7))
+    runs = list(tables_of(iter(batches), rows=7))
     assert [r.num_rows for r in runs] == [6, 5, 4]
     assert [r.column_names for r in runs] == [["t", "v"], ["t"], ["t"]]
     assert pa.concat_tables([r.select(["t"]) for r in runs])["t"].to_pylist() == list(range(15))
-    assert [r.num_rows for r in row_group_runs(iter([batch(0, 9), batch(9, 1)]), rows=7)] == [9, 1]
+    assert [r.num_rows for r in tables_of(iter([batch(0, 9), batch(9, 1)]), rows=7)] == [9, 1]

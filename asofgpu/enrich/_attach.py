@@ -54,8 +54,8 @@ from ._stream import (
     carries_out,
     ends_of_groups,
     first_and_last_of,
-    row_group_runs,
     split_by_key,
+    tables_of,
     whole_key_windows,
 )
 
@@ -184,7 +184,7 @@ class Spilled(_Attach):
                     f"result-{i}",
                     self._joined(
                         read_all(right_paths[i]),
-                        _tables_of(read_batches(left_paths[i]), rows),
+                        tables_of(read_batches(left_paths[i]), rows),
                         options,
                         the_plan,
                         tolerance,
@@ -274,7 +274,7 @@ class Spilled(_Attach):
                     f"{name}-result-{r}",
                     self._joined(
                         pa.concat_tables([carry_in, window, carry_out[r]]),
-                        _tables_of(read_batches(left_parts[r]), rows),
+                        tables_of(read_batches(left_parts[r]), rows),
                         options,
                         the_plan,
                         tolerance,
@@ -336,20 +336,6 @@ def _write_results(
     return Results.of_file(path)
 
 
-def _tables_of(batches, rows: int):
-    """``batches`` (a partition's: each a chunk's share of it) put together into tables of
-    about ``rows`` rows, so that each join is of a chunk's size."""
-    held, n = [], 0
-    for batch in batches:
-        held.append(batch)
-        n += batch.num_rows
-        if n >= rows:
-            yield pa.Table.from_batches(held)
-            held, n = [], 0
-    if held:
-        yield pa.Table.from_batches(held)
-
-
 class Streamed(_Attach):
     """RIGHT streamed in windows with per-group carries (``_stream``); each LEFT chunk is cut
     where the next window starts, and each piece joined against its window and carries.
@@ -395,7 +381,7 @@ class Streamed(_Attach):
         if options.strategy != "backward":
             carry_out = carries_out(
                 whole_key_windows(
-                    row_group_runs(spill_batches(right, the_plan.read, as_codes, rows), rows),
+                    tables_of(spill_batches(right, the_plan.read, as_codes, rows), rows),
                     right_order(),
                     by,
                     max_carry_bytes,
@@ -407,9 +393,7 @@ class Streamed(_Attach):
                 max_carry_bytes,
             )
         self.windows = Windows(
-            whole_key_windows(
-                row_group_runs(right_batches, rows), right_order(), by, max_carry_bytes
-            ),
+            whole_key_windows(tables_of(right_batches, rows), right_order(), by, max_carry_bytes),
             right_order(),
             by,
             schema,

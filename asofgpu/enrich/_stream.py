@@ -437,12 +437,12 @@ def _descents(keys: Keys) -> np.ndarray:
     return steps
 
 
-def row_group_runs(batches, rows: int):
-    """``batches`` (RIGHT's, read a row group at a time) put together into tables of up to
-    ``rows`` rows, in their chunks (nothing copied): each window is prepared and joined on
-    its own, and a RIGHT of 10,000-row row groups streamed in 400 windows of 10,000 rows (its
-    2M x 4M enrich took 2.5x polars' time). A batch narrowed to the keys (``Narrowing``)
-    narrows those held with it."""
+def tables_of(batches, rows: int):
+    """Consecutive ``batches`` put together into tables of up to ``rows`` rows, in their
+    chunks (nothing copied), so that each join is of up to a chunk's size: RIGHT read a row
+    group at a time (a window a row group of 10,000 rows was 400 prepares and joins, its
+    2M x 4M enrich 2.5x polars' time), a spilled partition a chunk's share at a time. A batch
+    narrowed to the keys (``Narrowing``) narrows those held with it."""
     held, n = [], 0
     for batch in batches:
         if held and n + batch.num_rows > rows:
