@@ -377,6 +377,46 @@ def test_bad_memory_options_exit_2(tmp_path, capsys, argv, message):
     assert hidden(tmp_path) == []
 
 
+def test_a_copied_left_counts_only_the_keys_of_its_row_groups(tmp_path, capsys, left_columns):
+    """A LEFT file copied into OUT has only its keys read, so the memory limit is held
+    against its keys' row groups: a row group of 440 MiB of text (kept dictionary-encoded, so
+    the file is small) was refused under 1GiB, though only its 800 KB of keys are read. Read
+    and encoded again, the row group is read whole, and refused."""
+    n = 100_000
+    notes = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), ["x" * 4600])
+    pq.write_table(
+        pa.table({"t": np.arange(n) * 2, "note": notes}),
+        tmp_path / "l.parquet",
+        row_group_size=n,
+        store_schema=False,  # read back as plain text, as most writers leave it
+    )
+    quotes = np.arange(0, 2 * n, 3)
+    pq.write_table(pa.table({"t": quotes, "v": quotes * 0.5}), tmp_path / "r.parquet")
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        "--memory-limit",
+        "1GiB",
+        "--device",
+        "cpu",
+        capsys=capsys,
+    )
+    if left_columns == "encoded":
+        assert code == 2
+        assert "--memory-limit 1GiB cannot hold a row group of LEFT (439 MiB as read)" in stderr
+        return
+    assert code == 0, stderr
+    assert "copied as they are" in stderr
+    out = pq.read_table(tmp_path / "o.parquet", columns=["t", "v"]).to_pandas()
+    expected = np.arange(n) * 2 // 3 * 3 * 0.5  # the last quote at or before t
+    np.testing.assert_array_equal(out["v"].to_numpy(), expected)
+
+
 @pytest.mark.parametrize(
     ("flags", "options"),
     [

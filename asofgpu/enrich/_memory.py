@@ -207,24 +207,36 @@ def check_limit(limit: int, given: str) -> int:
     return limit - BASE_BYTES
 
 
-def largest_row_group(source: Source, as_codes: list[str] = ()) -> int:
+def largest_row_group(source: Source, as_codes: list[str] = (), read=lambda part: None) -> int:
     """The largest row group of a source once read, in bytes: its uncompressed size, where
     a text column kept dictionary-encoded counts its strings' lengths (``_stored_bytes``),
-    unless it is read as codes (``as_codes``)."""
+    unless it is read as codes (``as_codes``). ``read(part)``: the columns read of a file
+    (None: all of them; a LEFT file copied into OUT has only its keys read)."""
     measured: dict[str, float] = {}
     largest = 0
     for part in source.parts:
         meta = part.meta
+        names = read(part)
+        if names is not None:
+            names = [name for name in names if name in source.data_schema.names]
+        leaves = {
+            name: leaf_columns(meta, name)
+            for name in (source.data_schema.names if names is None else names)
+        }
         texts = [
-            (name, leaf_columns(meta, name))
-            for name in source.data_schema.names
+            name
+            for name in leaves
             if name not in as_codes and is_text(source.schema.field(name).type)
         ]
         for g in range(meta.num_row_groups):
             group = meta.row_group(g)
-            size = group.total_byte_size
-            for name, leaves in texts:
-                chunks = [group.column(j) for j in leaves]
+            size = (
+                group.total_byte_size
+                if names is None
+                else sum(group.column(j).total_uncompressed_size for n in names for j in leaves[n])
+            )
+            for name in texts:
+                chunks = [group.column(j) for j in leaves[name]]
                 if group.num_rows and any(c.has_dictionary_page for c in chunks):
                     if name not in measured:
                         measured[name] = part.text_bytes(source.side, name)
