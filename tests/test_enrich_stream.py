@@ -464,6 +464,17 @@ def test_what_a_window_hands_on_of_each_group():
         8,
         4,
     ]
+    keyed = table.take([1, 2, 7, 8, 4, 0, 3])  # every row keyed and grouped, NaN last
+    assert rows(ends_of_groups(keyed, "t", ["g"], last=False, in_key_order=True)) == [
+        1,
+        2,
+        7,
+        8,
+        4,
+    ]
+    assert rows(ends_of_groups(keyed, "t", ["g"], last=True, in_key_order=True)) == [8, 0, 3]
+    nan_first = table.take([3])  # a group whose smallest key is NaN hands on its NaN rows
+    assert rows(ends_of_groups(nan_first, "t", ["g"], last=False, in_key_order=True)) == [3]
 
 
 # Grouped: both sides sorted by their by columns, then their key (day files per symbol).

@@ -771,32 +771,32 @@ def ends_of_groups(
     values, valid = key_numbers(table.column(on))
     ids = group_ids(table, by)
     kept = ids >= 0 if valid is None else valid & (ids >= 0)
-    if in_key_order:
-        order = np.flatnonzero(kept)
-    else:  # stable: equal keys keep their row order; NaN sorts last, as the join orders it
+    order = None  # row numbers in key order; None: every row, as they are
+    if not in_key_order:  # stable: equal keys keep their row order; NaN sorts last, as joins do
         order = np.argsort(values, kind="stable")
         order = order[kept[order]]
-    if not len(order):
+    elif not kept.all():
+        order = np.flatnonzero(kept)
+    if not table.num_rows or (order is not None and not len(order)):
         return table.slice(0, 0)
-    groups, keys = ids[order], values[order]
-    at = np.arange(len(order))
+    # The window's rows in key order, without gathering them when they are: a window of 1M
+    # quotes took 27 ms here, a fifth of a forward stream's first pass, gathering and counting.
+    groups, keys = (ids, values) if order is None else (ids[order], values[order])
+    at = np.arange(len(groups))
     if last:
         ends = np.full(int(groups.max()) + 1, -1)
         np.maximum.at(ends, groups, at)
-        rows = order[ends[ends >= 0]]
+        rows = ends[ends >= 0]
     else:
-        starts = np.full(int(groups.max()) + 1, len(order))
+        starts = np.full(int(groups.max()) + 1, len(groups))
         np.minimum.at(starts, groups, at)
-        new_key = np.concatenate(
-            [
-                [True],
-                (keys[1:] != keys[:-1]) & ~(np.isnan(keys[1:]) & np.isnan(keys[:-1]))
-                if keys.dtype.kind == "f"
-                else keys[1:] != keys[:-1],
-            ]
-        )
-        run = np.cumsum(new_key)  # the number of each row's key among the sorted keys
-        rows = order[run == run[starts[groups]]]
+        first = keys[np.minimum(starts, len(keys) - 1)][groups]  # its group's smallest key
+        same = keys == first
+        if keys.dtype.kind == "f":
+            same |= np.isnan(keys) & np.isnan(first)
+        rows = np.flatnonzero(same)
+    if order is not None:
+        rows = order[rows]
     return table.take(arrow_numpy.array(np.sort(rows)))
 
 
