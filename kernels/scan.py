@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import bind, probe, search
+from . import APART, bind, probe, search
 from .probe import (
     BACKWARD,
     FORWARD,
@@ -124,8 +124,8 @@ def backward_pass(left, right, n_groups, n_chunks, how, back_row, back_key, out)
     j0 = np.zeros(n_chunks, np.int64)
     for t in range(1, n_chunks):
         j0[t] = lower_bound(right.keys, 0, right.keys.size, left.keys[p[t]])
-    last = np.full((n_chunks, n_groups), -1, np.int64)
-    last_key = np.zeros((n_chunks, n_groups), right.keys.dtype)
+    last = np.full((n_chunks, n_groups + APART), -1, np.int64)
+    last_key = np.zeros((n_chunks, n_groups + APART), right.keys.dtype)
     for t in prange(1, n_chunks):
         for j in range(j0[t - 1], j0[t]):
             take_backward(right.keys, right.groups, right.rows, j, last[t], last_key[t])
@@ -147,9 +147,9 @@ def forward_pass(left, right, n_groups, n_chunks, how, back_row, back_key, out):
     j1 = np.full(n_chunks, right.keys.size, np.int64)
     for t in range(n_chunks - 1):
         j1[t] = upper_bound(right.keys, 0, right.keys.size, left.keys[p[t + 1] - 1])
-    first = np.full((n_chunks, n_groups), -1, np.int64)
-    first_key = np.zeros((n_chunks, n_groups), right.keys.dtype)
-    run_last = np.full((n_chunks, n_groups), -1, np.int64)
+    first = np.full((n_chunks, n_groups + APART), -1, np.int64)
+    first_key = np.zeros((n_chunks, n_groups + APART), right.keys.dtype)
+    run_last = np.full((n_chunks, n_groups + APART), -1, np.int64)
     for t in prange(n_chunks - 1):
         for j in range(j1[t + 1] - 1, j1[t] - 1, -1):
             take_forward(
@@ -186,13 +186,16 @@ def choose(i, x, b, b_key, f, f_key, f_last, how):
     """Left row i's pick from its backward (row b, key b_key) and forward (f, f_key; f_last:
     the last row of f's key) candidates, -1 for none, by ``probe.decide``'s rules."""
     choice = decide(i, x, b >= 0, b_key, f >= 0, f_key, how)
+    # One return: with a return in each branch, the forward walk it is inlined in took twice
+    # its time (1M x 1M, one thread: 21 against 10 ms; nearest's 38 against 25).
+    row = how.no_match
     if choice == PICK_BACK:
-        return b
-    if choice == PICK_FORWARD:
-        return f
-    if choice == PICK_FORWARD_LAST:
-        return f_last
-    return how.no_match
+        row = b
+    elif choice == PICK_FORWARD:
+        row = f
+    elif choice == PICK_FORWARD_LAST:
+        row = f_last
+    return row
 
 
 def scan_join(left, right, n_groups, n_chunks, how, out):
@@ -284,8 +287,9 @@ class Scan(NamedTuple):
 def build(jit, parallel_jit, is_float, unsigned, parallel_range, inline_jit, load):
     """Return the ``Scan`` kernels: the helpers compiled with ``jit``, the loops
     over pieces and rows with ``parallel_jit`` (``parallel_range``: ``numba.prange`` there,
-    or ``range``), the steps taken once per right row with ``inline_jit`` (a call per row
-    cost the forward walk twice its time: 100 against 48 ms at 4M x 4M). ``scan_join`` stays
+    or ``range``), the steps taken once a row with ``inline_jit``: a call per right row cost
+    the forward walk twice its time (100 against 48 ms at 4M x 4M), and one per left row
+    (``choose``) did again (1M x 1M, one thread: 23 against 11 ms). ``scan_join`` stays
     a plain function that calls the compiled passes: compiled, it compiled both passes for
     any join, and a first backward join compiled 5 s longer. ``load`` is the ``load_at``
     intrinsic."""
@@ -298,9 +302,8 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range, inline_jit, loa
         "prange": parallel_range,
     }
     names["decide"] = jit(bind(probe.decide, **names))
-    for fn in (piece_bounds, choose):
-        names[fn.__name__] = jit(bind(fn, **names))
-    for fn in (take_backward, take_forward):
+    names["piece_bounds"] = jit(bind(piece_bounds, **names))
+    for fn in (choose, take_backward, take_forward):
         names[fn.__name__] = inline_jit(bind(fn, **names))
     for fn in (backward_piece, forward_piece):  # they call choose
         names[fn.__name__] = jit(bind(fn, **names))
