@@ -14,7 +14,7 @@ the group's first position); the answers are those of ``probe.probe_row``.
 
 import numpy as np
 
-from . import bind, search
+from . import APART, bind, search
 from .probe import BACKWARD, FORWARD, NEAREST
 
 less = pick = lower_bound = upper_bound = prange = prefetch = None  # filled in by build()
@@ -122,7 +122,7 @@ def probe_sorted(left, right, how, n_pieces, out):
     if n < out.size:
         out[:] = how.no_match
     n_groups = right.offsets.size - 1
-    cursor = np.zeros((n_pieces, n_groups), np.int64)  # 0: below every group's range
+    cursor = np.zeros((n_pieces, n_groups + APART), np.int64)  # 0: below every group's range
     for t in prange(n_pieces):
         probe_piece(t * n // n_pieces, (t + 1) * n // n_pieces, left, right, how, cursor[t], out)
 

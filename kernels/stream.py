@@ -20,7 +20,7 @@ import collections
 
 import numpy as np
 
-from . import bind, search
+from . import APART, bind, search
 from .probe import BACKWARD
 
 #: The right side in its own row order, which is key order: its ``keys`` (ascending) and the
@@ -115,7 +115,7 @@ def stream_probe(left, tape, right, how, n_pieces, out):
     n = left.rows.size
     if n < out.size:
         out[:] = how.no_match
-    state = np.empty((n_pieces, right.offsets.size - 1), out.dtype)
+    state = np.empty((n_pieces, right.offsets.size - 1 + APART), out.dtype)
     for t in prange(n_pieces):
         p0 = t * n // n_pieces
         p1 = (t + 1) * n // n_pieces

@@ -33,7 +33,7 @@ import collections
 
 import numpy as np
 
-from . import bind, search
+from . import APART, bind, search
 
 #: The window's reach on the key's scale (uint64 for integer keys, float64 for float keys)
 #: and whether it takes the prevailing row; ``befores`` and ``afters``, when not empty, hold a
@@ -378,8 +378,9 @@ def windows(left_keys, left_groups, right, bounds, starts, ends, n_pieces, curso
     ``cursors``, each piece keeps each group's last window end (``window_row_from``)."""
     n = starts.size
     step = (n + n_pieces - 1) // n_pieces
-    groups = right.offsets.size - 1 if cursors else 0
-    cursor = np.zeros((n_pieces, groups), np.int64)  # 0: below every group's range
+    # 0: below every group's range; no columns: no cursors
+    width = right.offsets.size - 1 + APART if cursors else 0
+    cursor = np.zeros((n_pieces, width), np.int64)
     for piece in prange(n_pieces):
         lo = min(n, piece * step)
         window_piece(
