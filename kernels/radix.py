@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import bind
+from . import APART, bind
 
 DIGIT_BITS = 12
 RADIX = 1 << DIGIT_BITS
@@ -247,7 +247,7 @@ def counting_sort(order, every_row, bucket, n_buckets, keys, rows, sorted_keys, 
     bounds = np.empty(n_pieces + 1, np.int64)
     for t in range(n_pieces + 1):
         bounds[t] = t * n // n_pieces
-    counts = np.zeros((n_pieces, n_buckets), np.int64)
+    counts = np.zeros((n_pieces, n_buckets + APART), np.int64)
     for t in prange(n_pieces):
         for k in range(bounds[t], bounds[t + 1]):
             counts[t, bucket[k if every_row else order[k]]] += 1
