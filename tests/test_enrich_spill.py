@@ -202,10 +202,12 @@ def _long_texts(rows: int, seed: int, length: int = 1_000) -> pa.Table:
 
 
 def test_text_stored_as_a_dictionary_is_sized_as_read(tmp_path, capsys):
-    """RIGHT's estimate took a dictionary-encoded column's stored size (its codes): 100,000
-    rows of 1,000-byte notes, 100 MB as read, were estimated at a few hundred KB and held in
-    memory, the process at 2.7 times --memory-limit. And of a folder, the first file's sizes
-    stood for every file's."""
+    """RIGHT's estimate took a dictionary-encoded column's stored size (its codes) where it
+    is read as strings: 100,000 rows of 1,000-byte notes, 100 MB as read, were estimated at
+    a few hundred KB and held in memory, the process at 2.7 times --memory-limit. And of a
+    folder, the first file's sizes stood for every file's. Where every file keeps it as a
+    dictionary of few values, it is read, gathered and written as one (its codes), and
+    sized so; OUT's column is text all the same."""
     from asofgpu.enrich import _memory
     from asofgpu.enrich._sources import Source
 
@@ -214,27 +216,29 @@ def test_text_stored_as_a_dictionary_is_sized_as_read(tmp_path, capsys):
     assert pq.read_metadata(tmp_path / "q.parquet").row_group(0).column(2).has_dictionary_page
     source = Source.find(tmp_path / "q.parquet", "RIGHT")
     assert 1_000 <= _memory.row_bytes(source, ["note"]) <= 1_010
+    assert _memory.kept_dictionary(source, "note")
+    assert 4 < _memory.row_bytes(source, ["note"], as_codes=["note"]) < 10
     folder = tmp_path / "folder"
     folder.mkdir()
     short = right.slice(0, 1_000).set_column(2, "note", pa.array(["ab"] * 1_000))
     pq.write_table(short, folder / "a.parquet")  # the first file: short notes
     pq.write_table(right.slice(1_000), folder / "b.parquet", use_dictionary=False)
     assert _memory.row_bytes(Source.find(folder, "RIGHT"), ["note"]) >= 1_000
+    assert not _memory.kept_dictionary(Source.find(folder, "RIGHT"), "note")  # b: plain
     trades = pa.table(
         {"time": np.arange(0, 100_000, 50), "symbol": (np.arange(2_000) % 20).astype(str)}
     )
     pq.write_table(trades, tmp_path / "t.parquet")
     out = tmp_path / "o.parquet"
     keys = ("--on", "time", "--by", "symbol", "--device", "cpu", "--memory-limit", "600MiB")
-    code, _, stderr = run(
-        "enrich", tmp_path / "t.parquet", tmp_path / "q.parquet", "-o", out, *keys, capsys=capsys
-    )
+    code, _, stderr = run("enrich", tmp_path / "t.parquet", folder, "-o", out, *keys, capsys=capsys)
     assert code == 0, stderr
     assert "more than half of what --memory-limit 600MiB leaves: spilling both sides" in stderr
-    expected = ag.join_asof(trades, right, on="time", by="symbol", device="cpu")
+    in_folder = pa.concat_tables([short, right.slice(1_000)])
+    expected = ag.join_asof(trades, in_folder, on="time", by="symbol", device="cpu")
     assert pq.read_table(out).equals(expected)
     # Held in memory all the same when the user says so, and the log says what that costs.
-    args = (tmp_path / "t.parquet", tmp_path / "q.parquet", "-o", out, *keys)
+    args = (tmp_path / "t.parquet", folder, "-o", out, *keys)
     code, _, stderr = run("enrich", *args, "--right-mode", "memory", capsys=capsys)
     assert code == 0, stderr
     assert re.search(
@@ -244,16 +248,34 @@ def test_text_stored_as_a_dictionary_is_sized_as_read(tmp_path, capsys):
         stderr,
     ), stderr
     assert pq.read_table(out).equals(expected)
+    # One file of few notes: read as codes, which fit.
+    args = (tmp_path / "t.parquet", tmp_path / "q.parquet", "-o", out, *keys)
+    code, _, stderr = run("enrich", *args, capsys=capsys)
+    assert code == 0, stderr
+    assert "into memory: it fits" in stderr, stderr
+    expected = ag.join_asof(trades, right, on="time", by="symbol", device="cpu")
+    assert pq.read_table(out).equals(expected)
+    assert pq.read_metadata(out).row_group(0).column(2).has_dictionary_page
 
 
 def test_a_row_group_of_dictionary_text_too_large_as_read_is_refused(tmp_path, capsys):
-    """A row group is held whole once read: 150,000 rows of 1,000-byte notes, 144 MiB as
-    read, passed as the few hundred KB its dictionary-encoded column stores."""
-    pq.write_table(_long_texts(150_000, seed=2), tmp_path / "q.parquet")
+    """A row group is held whole once read: 150,000 rows of 1,000-byte notes, 144 MiB read
+    as strings (another file keeps the column plain), passed as the few hundred KB its
+    dictionary-encoded column stores. Kept as a dictionary in every file, it is read as
+    its codes, and fits."""
+    right = _long_texts(150_000, seed=2)
+    (tmp_path / "q").mkdir()
+    pq.write_table(right, tmp_path / "q" / "a.parquet")
     trades = pa.table({"time": [5, 50], "symbol": ["1", "2"]})
     pq.write_table(trades, tmp_path / "t.parquet")
     keys = ("--on", "time", "--by", "symbol", "--device", "cpu", "--memory-limit", "600MiB")
-    args = (tmp_path / "t.parquet", tmp_path / "q.parquet", "-o", tmp_path / "o.parquet")
+    args = (tmp_path / "t.parquet", tmp_path / "q", "-o", tmp_path / "o.parquet")
+    code, _, stderr = run("enrich", *args, *keys, capsys=capsys)
+    assert code == 0, stderr
+    assert pq.read_table(tmp_path / "o.parquet").equals(
+        ag.join_asof(trades, right, on="time", by="symbol", device="cpu")
+    )
+    pq.write_table(right.slice(0, 10), tmp_path / "q" / "b.parquet", use_dictionary=False)
     code, _, stderr = run("enrich", *args, *keys, capsys=capsys)
     assert code == 2
     assert stderr == (

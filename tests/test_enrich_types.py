@@ -20,9 +20,9 @@ pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 MODES = ["memory", "stream", "spill"]
 
 
-def _enrich(tmp_path, capsys, left, right, *flags, mode="auto", **options):
+def _enrich(tmp_path, capsys, left, right, *flags, mode="auto", right_group=5, **options):
     pq.write_table(left, tmp_path / "l.parquet", row_group_size=3)  # a chunk: copied
-    pq.write_table(right, tmp_path / "r.parquet", row_group_size=5)
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=right_group)
     out = tmp_path / f"o-{mode}.parquet"
     code, _, stderr = run(
         "enrich",
@@ -402,6 +402,44 @@ def test_view_columns_keep_their_types_on_every_way_of_holding_right(tmp_path, c
     left = side(np.tile(np.arange(0, 20, 4), 2), ["A"] * 5 + ["B"] * 5, 0)
     right = side(np.tile(np.arange(1, 21, 2), 2), ["A"] * 10 + ["B"] * 10, 100)
     _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "sym", mode=mode, on="t", by="sym")
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", [pa.string(), pa.large_string(), pa.string_view(), pa.binary()])
+def test_attached_text_kept_as_a_dictionary_is_written_as_text(tmp_path, capsys, mode, kind):
+    """RIGHT's text of few long values, which parquet keeps dictionary-encoded, is read,
+    gathered and written as codes: OUT's column is of RIGHT's type, stored as dictionary
+    pages, and its min and max are those of the values written, not of every value RIGHT's
+    dictionaries hold."""
+    values = [("z" if i == 3 else chr(ord("b") + i)) * 300 for i in range(4)]
+    n = 400  # in row groups of 100: a dictionary of 3 values of 300 bytes, 5 bytes a row
+    right = pa.table(
+        {
+            "t": np.arange(0, 2 * n, 2),
+            "sym": np.array(["A", "B"])[np.arange(n) % 2],
+            "note": pa.array([values[(i * 7) % 3] for i in range(n)], kind),
+            "last": pa.array(["a" * 300] * (n - 1) + [values[3]], kind),
+        }
+    )
+    # C matches nothing: a null in every chunk, with which Arrow's writer takes the min and
+    # max of the whole dictionary, and the "z"s of RIGHT's last row group are matched by no
+    # LEFT row.
+    keys = np.arange(-8, 780, 4)
+    left = pa.table({"t": keys, "sym": np.array(list("ABC"))[np.arange(len(keys)) % 3]})
+    flags = ("--on", "t", "--by", "sym")
+    _enrich(tmp_path, capsys, left, right, *flags, mode=mode, right_group=100, on="t", by="sym")
+    out = pq.read_table(tmp_path / f"o-{mode}.parquet")
+    assert out.schema.field("note").type == kind and out.schema.field("last").type == kind
+    meta = pq.read_metadata(tmp_path / f"o-{mode}.parquet")
+    for g in range(meta.num_row_groups):
+        rows = out.slice(sum(meta.row_group(k).num_rows for k in range(g)))
+        rows = rows.slice(0, meta.row_group(g).num_rows)
+        for name in ("note", "last"):
+            chunk = meta.row_group(g).column(out.schema.get_field_index(name))
+            assert chunk.has_dictionary_page
+            written = [v for v in rows.column(name).to_pylist() if v is not None]
+            if written:
+                assert (chunk.statistics.min, chunk.statistics.max) == (min(written), max(written))
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -62,6 +62,26 @@ from ._stream import (
 RESULT_BATCH_ROWS = 1 << 16  # the output is rebuilt from a batch of each partition at once
 
 
+def payload_of(right: pa.Table, names: list[str]) -> pa.Table:
+    """RIGHT's attached columns as each LEFT piece gathers from them: in their chunks, which
+    a gather reads in place, but text read as codes in one chunk of one dictionary. Arrow's
+    take of chunks of several dictionaries unifies them each time: 10 row groups of 200,000
+    distinct 50-byte notes took 380 ms a gather of 1M rows, against 3 ms once unified.
+
+    >>> codes = [pa.array(v).dictionary_encode() for v in (["a", "b"], ["c", "a"])]
+    >>> right = pa.table({"t": pa.chunked_array([[1, 2], [3, 4]]), "x": pa.chunked_array(codes)})
+    >>> payload = payload_of(right, ["x", "t"])
+    >>> payload["x"].num_chunks, payload["x"].chunk(0).dictionary.to_pylist(), payload["t"].num_chunks
+    (1, ['a', 'b', 'c'], 2)
+    """
+    payload = right.select(names)
+    for k, column in enumerate(payload.columns):
+        if pa.types.is_dictionary(column.type) and column.num_chunks > 1:
+            one = pa.chunked_array([column.unify_dictionaries().combine_chunks()], column.type)
+            payload = payload.set_column(k, payload.field(k), one)
+    return payload
+
+
 class _Attach:
     """What each way keeps: the matched count and the staleness sketch, and the attaching of
     a LEFT piece to a prepared RIGHT."""
@@ -96,7 +116,7 @@ class InMemory(_Attach):
             Staleness(table.column(options.right_on), every=every),
             self.prepared.n_right,
         )
-        self.payload = table.select(the_plan.payload)  # in chunks: gather reads them in place
+        self.payload = payload_of(table, the_plan.payload)
 
     def __call__(self, batch: pa.RecordBatch) -> pa.Table:
         return self._attach(self.prepared, self.payload, batch)
@@ -297,7 +317,7 @@ class Spilled(_Attach):
         attached columns) of each, in LEFT order."""
         prepared = prepare(right, options)
         self.staleness = self.staleness.with_right(right.column(options.right_on))
-        payload = right.select(the_plan.payload)
+        payload = payload_of(right, the_plan.payload)
         for left in left_tables:
             taken = self._attach(prepared, payload, left)
             yield taken.add_column(0, POSITION, left.column(POSITION))
@@ -449,7 +469,7 @@ class Streamed(_Attach):
             presorted = self.grouped and not self.windows.carries_out
             self._prepared = (
                 prepare(window, self.options, presorted),
-                window.select(self.plan.payload),
+                payload_of(window, self.plan.payload),
                 window,
             )
         return self._attach(*self._prepared[:2], piece)

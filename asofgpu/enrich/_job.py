@@ -36,7 +36,7 @@ from ._checks import (
 )
 from ._copy import LeftChunks
 from ._errors import EnrichError, OutputError, one_line
-from ._output import AtomicFile, AtomicFolder, ParquetStitcher, footer_metadata
+from ._output import AtomicFile, AtomicFolder, ParquetStitcher, footer_metadata, stored_as
 from ._sources import Part, Source, is_text
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
@@ -197,7 +197,7 @@ def _run(
         the_plan = plan(options, left, right)
         as_codes = _as_codes(options, the_plan, right)
         left_row = memory.row_bytes(left, left.data_schema.names)
-        payload_row = memory.row_bytes(right, the_plan.payload)
+        payload_row = memory.row_bytes(right, the_plan.payload, as_codes)
         writers = 1 if left.single else 2
         rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row, writers)
         # A LEFT file copied into OUT as it is has only its keys read (its by columns as
@@ -498,16 +498,24 @@ def _files(source: Source) -> str:
 
 
 def _as_codes(options: Options, the_plan: Plan, right: Source) -> list[str]:
-    """RIGHT's by-columns read as dictionary columns: parquet stores text as dictionary
-    pages, so the reader hands over each row group's codes instead of building millions of
-    strings (10M quotes: 0.2 s instead of 1.0 s), and the join encodes the small
-    dictionaries. Partition by-columns come as one-value dictionaries for the same reason."""
-    return [
+    """RIGHT's columns read as dictionary columns. Its by columns: parquet stores text as
+    dictionary pages, so the reader hands over each row group's codes instead of building
+    millions of strings (10M quotes: 0.2 s instead of 1.0 s), and the join encodes the small
+    dictionaries; partition by columns come as one-value dictionaries for the same reason.
+    Its attached text columns that the files keep as dictionaries of few values
+    (``memory.kept_dictionary``): their codes are gathered and written as they are."""
+    by = [
         c
         for c in options.right_by
         if c not in the_plan.payload
         and (is_text(right.schema.field(c).type) or c not in right.data_schema.names)
     ]
+    kept = [
+        c
+        for c in the_plan.payload
+        if c in right.data_schema.names and memory.kept_dictionary(right, c)
+    ]
+    return by + kept
 
 
 def _mode(
@@ -677,10 +685,14 @@ def _enrich_part(
             if group is None:
                 columns = batch.columns[: len(left.data_schema)] + columns
             written = writer.written_schema
-            # Views are read as large types (``viewless``): OUT keeps the files' own types.
-            columns = [c if c.type == f.type else c.cast(f.type) for c, f in zip(columns, written)]
+            # Views are read as large types (``viewless``): OUT keeps the files' own types;
+            # text gathered as codes is written as such.
+            columns = [stored_as(c, f.type) for c, f in zip(columns, written)]
+            schema = pa.schema(
+                [f.with_type(c.type) for c, f in zip(columns, written)], written.metadata
+            )
             with _writing(out):
-                writer.write(pa.Table.from_arrays(columns, schema=written), group)
+                writer.write(pa.Table.from_arrays(columns, schema=schema), group)
             counts.rows += batch.num_rows
             counts.chunks += 1
             counts.largest = max(counts.largest, batch.num_rows)

@@ -92,11 +92,15 @@ def default_limit() -> int:
 def row_bytes(source: Source, columns: list[str], as_codes: list[str] = ()) -> float:
     """Bytes a row of ``columns`` takes in memory once read, from the files' metadata:
     fixed-width columns their width, text and nested ones their uncompressed size a row plus
-    an offset (4 for those read as dictionary codes), partition columns 4."""
+    an offset, text read as dictionary codes (``as_codes``) a 4-byte code and their stored
+    share of the dictionaries, partition columns 4."""
     total = 0.0
     for name in columns:
-        if name in as_codes or name not in source.data_schema.names:
+        if name not in source.data_schema.names:
             total += 4
+            continue
+        if name in as_codes:
+            total += 4 + _stored(source, name)[0]
             continue
         kind = source.schema.field(name).type
         try:
@@ -107,14 +111,24 @@ def row_bytes(source: Source, columns: list[str], as_codes: list[str] = ()) -> f
     return total
 
 
-def _stored_bytes(source: Source, name: str) -> float:
-    """Bytes a row of a column (all its leaves) takes once read, plus a 4-byte offset: the
-    most of any file's, from its row groups' uncompressed sizes. A text column a file keeps
-    dictionary-encoded is stored as codes and its distinct values once (a 400-byte string
-    repeated stores as about a byte a row), and read as whole strings: its values' own
-    lengths are measured, on the first rows of the first such file (``Part.text_bytes``)."""
-    kind = source.schema.field(name).type
-    per_row, measured = 0.0, None
+def kept_dictionary(source: Source, name: str) -> bool:
+    """Whether a text column is read, gathered and written as a dictionary (its codes and
+    its values once) rather than as strings: when every file stores it dictionary-encoded,
+    in under half the bytes of its strings (a writer whose dictionary outgrew its page went
+    on in plain pages, about as large as the strings). A 200-byte note of 2,000 values was
+    read as 400 MB of strings, gathered into 200 MB more, and hashed again by the writer."""
+    if not is_text(source.schema.field(name).type):
+        return False
+    stored, encoded, measured = _stored(source, name)
+    return encoded and 2 * stored < measured
+
+
+def _stored(source: Source, name: str) -> tuple[float, bool, float]:
+    """A text or nested column's stored bytes a row (the most of any file's, from its row
+    groups' uncompressed sizes), whether every file keeps it dictionary-encoded, and, for
+    text, its values' own bytes a row, measured on the first rows of the first file that
+    keeps it so (``Part.text_bytes``; 0 when none does)."""
+    per_row, encoded, measured = 0.0, True, None
     for part in source.parts:
         meta = part.meta
         if not meta.num_rows:
@@ -124,12 +138,23 @@ def _stored_bytes(source: Source, name: str) -> float:
             for g in range(meta.num_row_groups)
             for j in leaf_columns(meta, name)
         ]
-        size = sum(c.total_uncompressed_size for c in chunks) / meta.num_rows
-        if is_text(kind) and any(c.has_dictionary_page for c in chunks):
-            measured = part.text_bytes(source.side, name) if measured is None else measured
-            size = max(size, measured)
-        per_row = max(per_row, size)
-    return per_row + 4
+        per_row = max(per_row, sum(c.total_uncompressed_size for c in chunks) / meta.num_rows)
+        dictionary = bool(chunks) and all(c.has_dictionary_page for c in chunks)
+        encoded = encoded and dictionary
+        kind = source.schema.field(name).type
+        if measured is None and is_text(kind) and any(c.has_dictionary_page for c in chunks):
+            measured = part.text_bytes(source.side, name)
+    return per_row, encoded, measured or 0.0
+
+
+def _stored_bytes(source: Source, name: str) -> float:
+    """Bytes a row of a column (all its leaves) takes once read, plus a 4-byte offset: the
+    most of any file's, from its row groups' uncompressed sizes. A text column a file keeps
+    dictionary-encoded is stored as codes and its distinct values once (a 400-byte string
+    repeated stores as about a byte a row), and read as whole strings: its values' own
+    lengths are measured, on the first rows of the first such file (``Part.text_bytes``)."""
+    stored, _, measured = _stored(source, name)
+    return max(stored, measured) + 4
 
 
 def right_bytes(

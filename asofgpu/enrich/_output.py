@@ -27,12 +27,15 @@ import shutil
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from . import _interrupts as interrupts
 from . import _thrift as thrift
 from .. import _arrow_numpy as arrow_numpy
+from .._encode import family
 from ._copy import (
     CHUNK_FILE_OFFSET,
     CHUNK_INDEXES,
@@ -60,6 +63,7 @@ from ._copy import (
 )
 from . import _leftovers as leftovers
 from ._errors import EnrichError, OutputError
+from ._sources import is_text
 
 PARTIAL = ".asofgpu-partial"  # the suffix of what is still being written
 # In each file enrich writes, a key-value pair of its footer: an OUT folder of such files is
@@ -331,8 +335,9 @@ class ParquetStitcher:
 
     def write(self, table: pa.Table, left_group: CopiedGroup | None = None) -> None:
         """Append ``table``'s rows as one row group (after ``left_group``'s chunks when
-        copying LEFT; then ``table`` may have no columns, and has the group's rows if any)."""
-        if not table.schema.equals(self.written_schema):
+        copying LEFT; then ``table`` may have no columns, and has the group's rows if any).
+        Its columns are of the writer's types, or dictionaries of their text (``stored_as``)."""
+        if not _stores_as(table.schema, self.written_schema):
             msg = f"table schema {table.schema} is not the writer's {self.written_schema}"
             raise ValueError(msg)
         if (left_group is None) != (self.left is None):
@@ -430,6 +435,53 @@ class ParquetStitcher:
             self._file.close()  # flushes: may fail as the write did
         except OSError:
             pass
+
+
+def stored_as(column: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray | pa.Array:
+    """``column`` as OUT stores a column of type ``kind``: as it is when of that type; a
+    dictionary of text of ``kind``'s family (RIGHT's text read as codes) as a dictionary of
+    the values its codes use, which the writer stores as parquet's dictionary pages, the
+    pages a column of ``kind`` has, and takes its min and max from; else cast to ``kind``.
+
+    >>> codes = pa.chunked_array([pa.array(["b", "a", "b", None]).dictionary_encode()])
+    >>> kept = stored_as(codes.take([0, 2, 3]), pa.large_string())
+    >>> kept.dictionary.to_pylist(), kept.indices.to_pylist()
+    (['b'], [0, 0, None])
+    """
+    if column.type == kind:
+        return column
+    if not _stores_as_text(column.type, kind):
+        return column.cast(kind)
+    array = arrow_numpy.combined(column)  # one dictionary: each chunk's own wrote them plain
+    codes = arrow_numpy.filled(array.indices, 0)
+    used = np.zeros(len(array.dictionary), bool)
+    used[codes[arrow_numpy.valid(array.indices)]] = True
+    if used.all():
+        return array
+    renumbered = pa.array(np.cumsum(used, dtype=np.int64) - 1, array.type.index_type)
+    return pa.DictionaryArray.from_arrays(
+        pc.take(renumbered, array.indices), array.dictionary.filter(pa.array(used))
+    )
+
+
+def _stores_as_text(kind: pa.DataType, stored: pa.DataType) -> bool:
+    """A dictionary of text of ``stored``'s family (string or binary, of any width)."""
+    return (
+        pa.types.is_dictionary(kind)
+        and is_text(stored)
+        and is_text(kind.value_type)
+        and family(kind.value_type) == family(stored)
+    )
+
+
+def _stores_as(schema: pa.Schema, written: pa.Schema) -> bool:
+    """Whether a table of ``schema`` is written as columns of ``written``: the same fields
+    (metadata aside, as ``Schema.equals`` has it), each of the same type or a dictionary of
+    its text."""
+    return schema.names == written.names and all(
+        a.nullable == b.nullable and (a.type == b.type or _stores_as_text(a.type, b.type))
+        for a, b in zip(schema, written)
+    )
 
 
 def schema_of_written(schema: pa.Schema, left: LeftChunks | None) -> pa.Schema:
