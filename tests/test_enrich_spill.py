@@ -217,7 +217,7 @@ def test_text_stored_as_a_dictionary_is_sized_as_read(tmp_path, capsys):
     source = Source.find(tmp_path / "q.parquet", "RIGHT")
     assert 1_000 <= _memory.row_bytes(source, ["note"]) <= 1_010
     assert _memory.kept_dictionary(source, "note")
-    assert 4 < _memory.row_bytes(source, ["note"], as_codes=["note"]) < 10
+    assert 4 < _memory.row_bytes(source, ["note"], kept=["note"]) < 10
     folder = tmp_path / "folder"
     folder.mkdir()
     short = right.slice(0, 1_000).set_column(2, "note", pa.array(["ab"] * 1_000))

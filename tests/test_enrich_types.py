@@ -404,13 +404,15 @@ def test_view_columns_keep_their_types_on_every_way_of_holding_right(tmp_path, c
     _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "sym", mode=mode, on="t", by="sym")
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", [*MODES, "regroup"])
 @pytest.mark.parametrize("kind", [pa.string(), pa.large_string(), pa.string_view(), pa.binary()])
 def test_attached_text_kept_as_a_dictionary_is_written_as_text(tmp_path, capsys, mode, kind):
     """RIGHT's text of few long values, which parquet keeps dictionary-encoded, is read,
-    gathered and written as codes: OUT's column is of RIGHT's type, stored as dictionary
-    pages, and its min and max are those of the values written, not of every value RIGHT's
-    dictionaries hold."""
+    gathered and written as codes where RIGHT is held or streamed beside a sorted LEFT: OUT's
+    column is of RIGHT's type, stored as dictionary pages, and its min and max are those of
+    the values written, not of every value RIGHT's dictionaries hold. Spilled, and streamed
+    beside an unsorted LEFT ("regroup"), the results are merged back in LEFT's order, and
+    each piece's dictionaries would be unified at every merge: read as strings there."""
     values = [("z" if i == 3 else chr(ord("b") + i)) * 300 for i in range(4)]
     n = 400  # in row groups of 100: a dictionary of 3 values of 300 bytes, 5 bytes a row
     right = pa.table(
@@ -426,8 +428,17 @@ def test_attached_text_kept_as_a_dictionary_is_written_as_text(tmp_path, capsys,
     # LEFT row.
     keys = np.arange(-8, 780, 4)
     left = pa.table({"t": keys, "sym": np.array(list("ABC"))[np.arange(len(keys)) % 3]})
+    if mode == "regroup":
+        left = left.take(np.random.default_rng(0).permutation(len(keys)))
     flags = ("--on", "t", "--by", "sym")
-    _enrich(tmp_path, capsys, left, right, *flags, mode=mode, right_group=100, on="t", by="sym")
+    how = "stream" if mode == "regroup" else mode
+    log = _enrich(
+        tmp_path, capsys, left, right, *flags, mode=how, right_group=100, on="t", by="sym"
+    )
+    assert ("LEFT's keys put in that order" in log) == (mode == "regroup"), log
+    as_codes = "attached text kept as dictionary codes: note, last" in log
+    assert as_codes == (mode in ("memory", "stream")), log
+    mode = how
     out = pq.read_table(tmp_path / f"o-{mode}.parquet")
     assert out.schema.field("note").type == kind and out.schema.field("last").type == kind
     meta = pq.read_metadata(tmp_path / f"o-{mode}.parquet")

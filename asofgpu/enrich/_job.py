@@ -12,6 +12,7 @@ import resource
 import sys
 import threading
 import time
+from typing import NamedTuple
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -196,34 +197,10 @@ def _run(
         out = check_output(options, left, right)
         the_plan = plan(options, left, right)
         as_codes = _as_codes(options, the_plan, right)
-        left_row = memory.row_bytes(left, left.data_schema.names)
-        payload_row = memory.row_bytes(right, the_plan.payload, as_codes)
-        writers = 1 if left.single else 2
-        rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row, writers)
-        # A LEFT file copied into OUT as it is has only its keys read (its by columns as
-        # codes), so its row groups may be as large as those allow: a LEFT of 44 columns was
-        # held to chunks of its whole width, too small for its row groups of 1M rows, and
-        # decoded and encoded again (1.7x polars' time, 2.2 GiB against 1.3).
-        keys_row = memory.row_bytes(left, left_columns(options), options.left_by)
-        copy_rows = memory.chunk_rows(limit, options.chunk_rows, keys_row, payload_row, writers)
-        copies = [_copy_of(part, the_plan, options, copy_rows) for part in left.parts]
-        # A copied LEFT file's row groups are read as their keys: a 44-column LEFT that runs
-        # in 448 MiB was refused at 1GiB when its row groups were counted whole.
-        copied_paths = {part.path for part, copy in zip(left.parts, copies) if _copied(copy)}
-        keys = left_columns(options)
-        for source, codes, read in (
-            (left, options.left_by, lambda part: keys if part.path in copied_paths else None),
-            (right, as_codes, lambda part: None),
-        ):
-            largest = memory.largest_row_group(source, codes, read)
-            if 2 * largest > budget:
-                raise EnrichError(
-                    f"--memory-limit {limit_name} cannot hold a row group of {source.side} "
-                    f"({largest >> 20} MiB as read) twice over; raise it, or write the "
-                    f"files with smaller row groups"
-                )
+        kept = _kept_dictionaries(the_plan, right)
+        sizes = _sizes(options, the_plan, left, right, limit, budget, limit_name, as_codes, kept)
         share = memory.group_share(right, options.right_by)
-        need = memory.right_bytes(right, the_plan.read, as_codes, share)
+        need = memory.right_bytes(right, the_plan.read, as_codes, share, kept)
         try:
             mode, why, grouped = _mode(
                 options, left, right, need, budget, limit_name, layouts, failed, left_sorted
@@ -231,6 +208,17 @@ def _run(
         except EnrichError:
             checked.result()  # keys that cannot be joined at all: that reason first
             raise
+        if kept and mode in ("regroup", "spill"):
+            # Their results are spilled and merged back in LEFT's order, each partition's
+            # dictionaries with them, unified at every merge: 4M rows of notes repeated 11
+            # times took 17 s spilled at 976 MB (7 s, 656 MB as strings). As strings, then.
+            kept = []
+            sizes = _sizes(
+                options, the_plan, left, right, limit, budget, limit_name, as_codes, kept
+            )
+            need = memory.right_bytes(right, the_plan.read, as_codes, share)
+        left_row, payload_row, rows, keys_row, copies = sizes
+        as_codes = as_codes + kept
         every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
         if mode == "memory" and device_io.wanted(options):
             summary = _on_device(
@@ -261,9 +249,7 @@ def _run(
             if mode in ("stream", "regroup")
             else None
         )
-        first = stack.enter_context(
-            _Prefetch(_batches(left, left.parts[0], options, rows, _copied(copies[0])))
-        )
+        left_batches = stack.enter_context(_Prefetch(_files_batches(left, options, rows, copies)))
         backend = checked.result()
         stack.enter_context(_kernel_threads())
         target = stack.enter_context((AtomicFile if left.single else AtomicFolder)(out))
@@ -274,7 +260,7 @@ def _run(
         if mode == "memory":
             progress.log(
                 f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows) into "
-                f"memory: {why}"
+                f"memory: {why}{_as_codes_note(kept)}"
             )
             attach = InMemory(options, the_plan, right_table.result(), tolerance, every)
         elif mode == "stream":
@@ -282,7 +268,7 @@ def _run(
             progress.log(
                 f"{why}: streaming RIGHT {options.right} ({_files(right)}"
                 f"{right.rows:,} rows, sorted by {order!r}) in windows of "
-                f"up to {rows:,} rows"
+                f"up to {rows:,} rows{_as_codes_note(kept)}"
             )
             attach = Streamed(
                 options,
@@ -309,6 +295,7 @@ def _run(
                 f"{right.rows:,} rows, sorted by {order!r}) in windows of up to "
                 f"{rows:,} rows, LEFT's keys put in that order"
                 + (f" in {k} ranges in {spill.path}" if k > 1 else " in memory")
+                + _as_codes_note(kept)
             )
             attach = Regrouped(
                 options,
@@ -332,7 +319,10 @@ def _run(
                 need, budget, left.rows * (left_row + payload_row)
             )
             spill = stack.enter_context(_spill_folder(options, out))
-            progress.log(f"{why}: spilling both sides to {k} hash partitions in {spill.path}")
+            progress.log(
+                f"{why}: spilling both sides to {k} hash partitions in {spill.path}"
+                + _as_codes_note(kept)
+            )
             attach = Spilled(
                 options,
                 the_plan,
@@ -368,23 +358,19 @@ def _run(
                         f"({memory.readable(part.bytes)}), "
                         f"{_how_read(copies[i], rows)}"
                     )
-                batches = (
-                    first if i == 0 else _Prefetch(_batches(left, part, options, rows, copied))
+                writer = _enrich_part(
+                    left,
+                    _one_file(left_batches),
+                    part,
+                    target.path_for(part.relative),
+                    attach,
+                    the_plan,
+                    options,
+                    counts,
+                    progress,
+                    out,
+                    copied,
                 )
-                with batches:
-                    writer = _enrich_part(
-                        left,
-                        batches,
-                        part,
-                        target.path_for(part.relative),
-                        attach,
-                        the_plan,
-                        options,
-                        counts,
-                        progress,
-                        out,
-                        copied,
-                    )
                 if closed is not None:
                     closed.result()  # raises what closing the file before raised
                 closed = closing.submit(_close, writer, out)
@@ -498,24 +484,85 @@ def _files(source: Source) -> str:
 
 
 def _as_codes(options: Options, the_plan: Plan, right: Source) -> list[str]:
-    """RIGHT's columns read as dictionary columns. Its by columns: parquet stores text as
-    dictionary pages, so the reader hands over each row group's codes instead of building
-    millions of strings (10M quotes: 0.2 s instead of 1.0 s), and the join encodes the small
-    dictionaries; partition by columns come as one-value dictionaries for the same reason.
-    Its attached text columns that the files keep as dictionaries of few values
-    (``memory.kept_dictionary``): their codes are gathered and written as they are."""
-    by = [
+    """RIGHT's by-columns read as dictionary columns: parquet stores text as dictionary
+    pages, so the reader hands over each row group's codes instead of building millions of
+    strings (10M quotes: 0.2 s instead of 1.0 s), and the join encodes the small
+    dictionaries. Partition by-columns come as one-value dictionaries for the same reason."""
+    return [
         c
         for c in options.right_by
         if c not in the_plan.payload
         and (is_text(right.schema.field(c).type) or c not in right.data_schema.names)
     ]
-    kept = [
+
+
+def _kept_dictionaries(the_plan: Plan, right: Source) -> list[str]:
+    """RIGHT's attached text columns that its files keep as dictionaries of few values
+    (``memory.kept_dictionary``): read as codes too, gathered and written as they are, where
+    RIGHT is held in memory or streamed beside a sorted LEFT."""
+    return [
         c
         for c in the_plan.payload
         if c in right.data_schema.names and memory.kept_dictionary(right, c)
     ]
-    return by + kept
+
+
+def _as_codes_note(kept: list[str]) -> str:
+    """The log's word on the attached text read as codes."""
+    if not kept:
+        return ""
+    return f"; attached text kept as dictionary codes: {', '.join(kept)}"
+
+
+class _Sizes(NamedTuple):
+    left_row: float  # bytes a LEFT row takes read whole
+    payload_row: float  # bytes the attached columns take a LEFT row
+    rows: int  # LEFT rows a chunk
+    keys_row: float  # bytes a row of LEFT's keys takes
+    copies: list  # each LEFT file's ``_copy_of``
+
+
+def _sizes(
+    options: Options,
+    the_plan: Plan,
+    left: Source,
+    right: Source,
+    limit: int,
+    budget: int,
+    limit_name: str,
+    as_codes: list[str],
+    kept: list[str],
+) -> _Sizes:
+    """What a row of each side takes, LEFT's chunks, and which LEFT files are copied, with
+    RIGHT's ``as_codes`` and ``kept`` columns read as codes; a limit that cannot hold a row
+    group of a side twice over is refused."""
+    left_row = memory.row_bytes(left, left.data_schema.names)
+    payload_row = memory.row_bytes(right, the_plan.payload, as_codes, kept)
+    writers = 1 if left.single else 2
+    rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row, writers)
+    # A LEFT file copied into OUT as it is has only its keys read (its by columns as codes),
+    # so its row groups may be as large as those allow: a LEFT of 44 columns was held to
+    # chunks of its whole width, too small for its row groups of 1M rows, and decoded and
+    # encoded again (1.7x polars' time, 2.2 GiB against 1.3).
+    keys_row = memory.row_bytes(left, left_columns(options), options.left_by)
+    copy_rows = memory.chunk_rows(limit, options.chunk_rows, keys_row, payload_row, writers)
+    copies = [_copy_of(part, the_plan, options, copy_rows) for part in left.parts]
+    # A copied LEFT file's row groups are read as their keys: a 44-column LEFT that runs in
+    # 448 MiB was refused at 1GiB when its row groups were counted whole.
+    copied_paths = {part.path for part, copy in zip(left.parts, copies) if _copied(copy)}
+    keys = left_columns(options)
+    for source, codes, read in (
+        (left, options.left_by, lambda part: keys if part.path in copied_paths else None),
+        (right, as_codes + kept, lambda part: None),
+    ):
+        largest = memory.largest_row_group(source, codes, read)
+        if 2 * largest > budget:
+            raise EnrichError(
+                f"--memory-limit {limit_name} cannot hold a row group of {source.side} "
+                f"({largest >> 20} MiB as read) twice over; raise it, or write the files "
+                f"with smaller row groups"
+            )
+    return _Sizes(left_row, payload_row, rows, keys_row, copies)
 
 
 def _mode(
@@ -763,6 +810,24 @@ class _Prefetch:
         self._stop.set()
         self._thread.join()
         return False
+
+
+def _files_batches(left: Source, options: Options, rows: int, copies: list):
+    """Every LEFT file's ``_batches`` in turn, each file's followed by None: read on one
+    thread, which goes on into the next file while the last chunks of one are joined (a
+    reader a file made each file's first chunk wait for its own: 100 files of 20,000 rows
+    waited 0.37 s)."""
+    for part, copy in zip(left.parts, copies):
+        yield from _batches(left, part, options, rows, _copied(copy))
+        yield None
+
+
+def _one_file(batches: _Prefetch):
+    """The items of ``batches`` up to the end of the file (``_files_batches``' None)."""
+    for item in batches:
+        if item is None:
+            return
+        yield item
 
 
 def _batches(left: Source, part: Part, options: Options, rows: int, copied: LeftChunks | None):

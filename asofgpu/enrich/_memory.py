@@ -89,18 +89,21 @@ def default_limit() -> int:
     return machine_memory() // 4
 
 
-def row_bytes(source: Source, columns: list[str], as_codes: list[str] = ()) -> float:
+def row_bytes(
+    source: Source, columns: list[str], as_codes: list[str] = (), kept: list[str] = ()
+) -> float:
     """Bytes a row of ``columns`` takes in memory once read, from the files' metadata:
     fixed-width columns their width, text and nested ones their uncompressed size a row plus
-    an offset, text read as dictionary codes (``as_codes``) a 4-byte code and their stored
-    share of the dictionaries, partition columns 4."""
+    an offset, partition columns and by columns read as codes (``as_codes``) 4, text kept as
+    a dictionary (``kept``, ``kept_dictionary``) a 4-byte code and its stored share of the
+    dictionaries."""
     total = 0.0
     for name in columns:
-        if name not in source.data_schema.names:
-            total += 4
-            continue
-        if name in as_codes:
+        if name in kept:
             total += 4 + _stored(source, name)[0]
+            continue
+        if name in as_codes or name not in source.data_schema.names:
+            total += 4
             continue
         kind = source.schema.field(name).type
         try:
@@ -116,7 +119,9 @@ def kept_dictionary(source: Source, name: str) -> bool:
     its values once) rather than as strings: when every file stores it dictionary-encoded,
     in under half the bytes of its strings (a writer whose dictionary outgrew its page went
     on in plain pages, about as large as the strings). A 200-byte note of 2,000 values was
-    read as 400 MB of strings, gathered into 200 MB more, and hashed again by the writer."""
+    read as 400 MB of strings, gathered into 200 MB more, and hashed again by the writer.
+    (The stored size is the most any file stores a row, the strings' size the first rows'
+    of the first file that keeps the column so: a folder of one writer's files, alike.)"""
     if not is_text(source.schema.field(name).type):
         return False
     stored, encoded, measured = _stored(source, name)
@@ -158,12 +163,16 @@ def _stored_bytes(source: Source, name: str) -> float:
 
 
 def right_bytes(
-    source: Source, columns: list[str], as_codes: list[str], group_share: float = 0.0
+    source: Source,
+    columns: list[str],
+    as_codes: list[str],
+    group_share: float = 0.0,
+    kept: list[str] = (),
 ) -> int:
     """What RIGHT prepared in memory would take, by ``RIGHT_COPIES``, when ``group_share`` of
     its rows are each a group of its own (as ``group_share()`` reads it from a sample)."""
     per_row = (
-        RIGHT_COPIES * row_bytes(source, columns, as_codes)
+        RIGHT_COPIES * row_bytes(source, columns, as_codes, kept)
         + RIGHT_ROW_OVERHEAD
         + GROUP_ROW_BYTES * group_share
     )
