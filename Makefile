@@ -116,6 +116,8 @@ test-cudf: venv-cudf
 # (bench/window.py): bench/results/window.{md,json}; WINDOW_ARGS, e.g. WINDOW_ARGS=--quick.
 # And a probe with tolerances per row and "1mo" against a fixed one (bench/tolerance.py):
 # bench/results/tolerance.{md,json}; TOLERANCE_ARGS, e.g. TOLERANCE_ARGS=--quick.
+# And every strategy, by symbol and without by, through the pandas and polars drop-ins
+# (bench/strategies.py): bench/results/strategies.{md,json}; STRATEGIES_ARGS, e.g. --quick.
 bench: venv
 	@$(BIN)/python -c "import chdb" 2>/dev/null || $(BIN)/python -m pip install -q "chdb>=4" \
 	    || echo "chdb does not install here: ClickHouse is left out of the bench"
@@ -126,6 +128,7 @@ bench: venv
 	$(BIN)/python bench/splice.py $(SPLICE_ARGS)
 	$(BIN)/python bench/window.py $(WINDOW_ARGS)
 	$(BIN)/python bench/tolerance.py $(TOLERANCE_ARGS)
+	$(BIN)/python bench/strategies.py $(STRATEGIES_ARGS)
 
 # The GPU check, for a machine with an NVIDIA GPU and no network (bench/gpu_check.py): the
 # suite on the real CUDA backend, GPU vs CPU maps on 10M rows, the 100M x 10M benchmark, in

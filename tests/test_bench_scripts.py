@@ -55,6 +55,22 @@ def test_the_tolerance_bench_measures_and_reports(tmp_path):
     assert (tmp_path / "out" / "tolerance.md").read_text().count("at most 1.3x") == 4
 
 
+@pytest.mark.slow
+def test_the_strategies_bench_checks_and_reports(tmp_path):
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "strategies.py"), "--quick", "--size", "20Kx5K"]
+        + ["--data", str(tmp_path / "data"), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "strategies.json").read_text())
+    cases = {(c["peer"], c["strategy"], c["by"]) for c in report["cases"]}
+    assert len(cases) == 12 and all(c["ours"] > 0 < c["theirs"] for c in report["cases"])
+    assert (tmp_path / "out" / "strategies.md").read_text().count("| nearest | (none) |") == 2
+
+
 def test_fingerprints_agree_only_within_the_tolerance_of_their_approximate_sums():
     import pyarrow as pa
 
