@@ -66,6 +66,7 @@ from common import (
     utc_minute,
     versions,
     write_parquet,
+    write_report,
 )
 
 SYSTEMS = ("asofgpu", "polars-lazy", "polars-eager", "duckdb")
@@ -221,6 +222,52 @@ def day_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path
         write,
         say,
     )
+
+
+def day_bench(
+    argv: list[str] | None,
+    doc: str,
+    stem: str,
+    *,
+    size: tuple[int, int],
+    runs: int,
+    runs_help: str,
+    quick_size: tuple[int, int],
+    packages: tuple[str, ...],
+    measure,
+    markdown,
+) -> int:
+    """A bench of one process on the day's files (``day_files``): its options (``--size``,
+    ``--runs``, ``--quick`` for ``quick_size`` and one run unless given, ``--data``,
+    ``--out``), ``measure(quotes, trades, runs)``'s cases in a report with the machine and
+    the commit, written as ``stem``.json and ``markdown(report)`` as ``stem``.md."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    p.add_argument("--size", type=parse_size, default=size, help="QUOTESxTRADES")
+    p.add_argument("--runs", type=positive_int, default=runs, help=runs_help)
+    quick = f"{label(quick_size[0])}x{label(quick_size[1])}"
+    p.add_argument("--quick", action="store_true", help=f"--size {quick} --runs 1 unless given")
+    p.add_argument("--data", type=Path, default=ROOT / "bench" / "data" / "e2e")
+    p.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    args = p.parse_args(argv)
+    given = sys.argv[1:] if argv is None else argv
+    if args.quick:
+        args.size = args.size if "--size" in given else quick_size
+        args.runs = args.runs if "--runs" in given else 1
+    quotes_rows, trades_rows = args.size
+    quotes, trades = day_files(args.data, quotes_rows, trades_rows, progress)
+    report = {
+        "when": utc_minute(),
+        "machine": machine(),
+        "commit": commit(),
+        "versions": versions(packages),
+        "runs": args.runs,
+        "quotes": quotes_rows,
+        "trades": trades_rows,
+        "cases": measure(quotes, trades, args.runs),
+    }
+    write_report(args.out, stem, report, markdown(report))
+    progress(f"wrote {stem}.md and {stem}.json to {args.out}")
+    return 0
 
 
 def _slice_tables(rng, base, kind: str, times):

@@ -17,7 +17,6 @@ Results: ``--out`` (bench/results) strategies.md and strategies.json.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -123,32 +122,18 @@ def markdown(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--size", type=common.parse_size, default=(10**6, 10**6), help="QUOTESxTRADES")
-    p.add_argument("--runs", type=enrich_e2e.positive_int, default=7, help="rounds (7)")
-    p.add_argument("--quick", action="store_true", help="--size 20Kx20K --runs 1 unless given")
-    p.add_argument("--data", type=Path, default=common.ROOT / "bench" / "data" / "e2e")
-    p.add_argument("--out", type=Path, default=common.ROOT / "bench" / "results")
-    args = p.parse_args(argv)
-    given = sys.argv[1:] if argv is None else argv
-    if args.quick:
-        args.size = args.size if "--size" in given else (20_000, 20_000)
-        args.runs = args.runs if "--runs" in given else 1
-    quotes_rows, trades_rows = args.size
-    quotes, trades = enrich_e2e.day_files(args.data, quotes_rows, trades_rows, common.progress)
-    report = {
-        "when": common.utc_minute(),
-        "machine": common.machine(),
-        "commit": common.commit(),
-        "versions": common.versions(("pandas", "polars", "pyarrow", "numba")),
-        "runs": args.runs,
-        "quotes": quotes_rows,
-        "trades": trades_rows,
-        "cases": measure(quotes, trades, args.runs),
-    }
-    common.write_report(args.out, "strategies", report, markdown(report))
-    common.progress(f"wrote strategies.md and strategies.json to {args.out}")
-    return 0
+    return enrich_e2e.day_bench(
+        argv,
+        __doc__,
+        "strategies",
+        size=(10**6, 10**6),
+        runs=7,
+        runs_help="rounds (7)",
+        quick_size=(20_000, 20_000),
+        packages=("pandas", "polars", "pyarrow", "numba"),
+        measure=measure,
+        markdown=markdown,
+    )
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ Results: ``--out`` (bench/results) tolerance.md and tolerance.json.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import statistics
 import sys
@@ -88,32 +87,18 @@ def markdown(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--size", type=common.parse_size, default=(10**7, 10**6), help="QUOTESxTRADES")
-    p.add_argument("--runs", type=enrich_e2e.positive_int, default=5, help="timed probes (5)")
-    p.add_argument("--quick", action="store_true", help="--size 200Kx20K --runs 1 unless given")
-    p.add_argument("--data", type=Path, default=common.ROOT / "bench" / "data" / "e2e")
-    p.add_argument("--out", type=Path, default=common.ROOT / "bench" / "results")
-    args = p.parse_args(argv)
-    given = sys.argv[1:] if argv is None else argv
-    if args.quick:
-        args.size = args.size if "--size" in given else (200_000, 20_000)
-        args.runs = args.runs if "--runs" in given else 1
-    quotes_rows, trades_rows = args.size
-    quotes, trades = enrich_e2e.day_files(args.data, quotes_rows, trades_rows, common.progress)
-    report = {
-        "when": common.utc_minute(),
-        "machine": common.machine(),
-        "commit": common.commit(),
-        "versions": common.versions(("pyarrow", "numba", "polars")),
-        "runs": args.runs,
-        "quotes": quotes_rows,
-        "trades": trades_rows,
-        "cases": measure(quotes, trades, args.runs),
-    }
-    common.write_report(args.out, "tolerance", report, markdown(report))
-    common.progress(f"wrote tolerance.md and tolerance.json to {args.out}")
-    return 0
+    return enrich_e2e.day_bench(
+        argv,
+        __doc__,
+        "tolerance",
+        size=(10**7, 10**6),
+        runs=5,
+        runs_help="timed probes (5)",
+        quick_size=(200_000, 20_000),
+        packages=("pyarrow", "numba", "polars"),
+        measure=measure,
+        markdown=markdown,
+    )
 
 
 if __name__ == "__main__":
