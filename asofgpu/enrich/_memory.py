@@ -133,6 +133,7 @@ def _stored(source: Source, name: str) -> tuple[float, bool, float]:
     groups' uncompressed sizes), whether every file keeps it dictionary-encoded, and, for
     text, its values' own bytes a row, measured on the first rows of the first file that
     keeps it so (``Part.text_bytes``; 0 when none does)."""
+    kind = source.schema.field(name).type
     per_row, encoded, measured = 0.0, True, None
     for part in source.parts:
         meta = part.meta
@@ -146,7 +147,6 @@ def _stored(source: Source, name: str) -> tuple[float, bool, float]:
         per_row = max(per_row, sum(c.total_uncompressed_size for c in chunks) / meta.num_rows)
         dictionary = bool(chunks) and all(c.has_dictionary_page for c in chunks)
         encoded = encoded and dictionary
-        kind = source.schema.field(name).type
         if measured is None and is_text(kind) and any(c.has_dictionary_page for c in chunks):
             measured = part.text_bytes(source.side, name)
     return per_row, encoded, measured or 0.0
