@@ -50,13 +50,14 @@ def enrich_in(
     *flags,
     capsys,
     on: str = "t",
-    by: str = "g",
+    by: str | None = "g",
     left: str = "l.parquet",
     right: str = "r.parquet",
     out: str = "o.parquet",
 ) -> tuple[int, str, str]:
     """``asofgpu enrich`` of ``folder``'s files ``left`` and ``right`` into ``out`` there,
-    on ``on`` by ``by`` on the cpu, with ``flags``: (exit code, stdout, stderr)."""
+    on ``on`` by ``by`` (None: without) on the cpu, with ``flags``: (exit code, stdout,
+    stderr)."""
     return run(
         "enrich",
         folder / left,
@@ -65,8 +66,7 @@ def enrich_in(
         folder / out,
         "--on",
         on,
-        "--by",
-        by,
+        *(() if by is None else ("--by", by)),
         "--device",
         "cpu",
         *flags,

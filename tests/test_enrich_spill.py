@@ -414,20 +414,7 @@ def test_a_copied_left_counts_only_the_keys_of_its_row_groups(tmp_path, capsys, 
     )
     quotes = np.arange(0, 2 * n, 3)
     pq.write_table(pa.table({"t": quotes, "v": quotes * 0.5}), tmp_path / "r.parquet")
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l.parquet",
-        tmp_path / "r.parquet",
-        "-o",
-        tmp_path / "o.parquet",
-        "--on",
-        "t",
-        "--memory-limit",
-        "1GiB",
-        "--device",
-        "cpu",
-        capsys=capsys,
-    )
+    code, _, stderr = enrich_in(tmp_path, "--memory-limit", "1GiB", by=None, capsys=capsys)
     if left_columns == "encoded":
         assert code == 2
         assert "--memory-limit 1GiB cannot hold a row group of LEFT (439 MiB as read)" in stderr
