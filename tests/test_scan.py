@@ -39,17 +39,23 @@ def _keys(rng, n, kind, span):
 
 @pytest.mark.parametrize("kind", ["int", "float", "uint"])
 @pytest.mark.parametrize("order", ["sorted", "shuffled"])
-def test_one_shot_scan_equals_prepared_probe(kind, order):
+@pytest.mark.parametrize("groups", [40, None])
+def test_one_shot_scan_equals_prepared_probe(kind, order, groups):
     """40k x 70k rows: parallel pieces with carries, and (shuffled) the radix key order.
-    Few distinct keys per group make long runs of equal keys cross the piece boundaries."""
+    Few distinct keys per group make long runs of equal keys cross the piece boundaries.
+    Without groups (``None``) the scan takes its one-group walk, where every left row's
+    candidates are read at positions of the right walk."""
     # str hashes change with every process (PYTHONHASHSEED): a seed of its own per case.
     rng = np.random.default_rng(["int", "float", "uint"].index(kind) * 2 + (order == "sorted"))
     n_left, n_right = 40_000, 70_000
-    left, right = _keys(rng, n_left, kind, 500), _keys(rng, n_right, kind, 500)
+    span = 500 if groups else 5_000  # as many rows a key without groups as in one group
+    left, right = _keys(rng, n_left, kind, span), _keys(rng, n_right, kind, span)
     if order == "sorted":
         left, right = np.sort(left), np.sort(right)
-    left_by = pa.array(rng.integers(0, 40, n_left).astype(str))
-    right_by = pa.array(rng.integers(0, 40, n_right).astype(str))
+    left_by = right_by = None
+    if groups:
+        left_by = pa.array(rng.integers(0, groups, n_left).astype(str))
+        right_by = pa.array(rng.integers(0, groups, n_right).astype(str))
     prepared = ag.AsofJoin(right, right_by, device="cpu")
     for options in OPTIONS:
         if kind != "float" and options["tolerance"] is not None:
