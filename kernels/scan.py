@@ -3,7 +3,9 @@
 When both sides can be read in key order (market data arrives time-sorted), a single walk
 keeps, per group, the last right row seen so far, and reads off each left row's backward
 match in O(1): no sort of the right side by group, no binary search, no cache miss per row.
-The forward match is the same walk run from the end. This is the CPU's one-shot path; a
+The forward match is the same walk run from the end; with one group (a join without ``by``)
+both candidates are read off the right walk at positions that only move up, in one walk for
+every strategy (``one_group_pass``). This is the CPU's one-shot path; a
 prepared right side is probed by the cursors (``cursor.py``) or the stream (``stream.py``),
 a small unordered batch and the GPU by the per-row binary search (``probe.py``).
 
