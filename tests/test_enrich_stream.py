@@ -225,6 +225,26 @@ def test_a_tape_streams_by_itself(tape, tmp_path, capsys):
     )
 
 
+@pytest.mark.parametrize("strategy", ["forward", "nearest"])
+def test_a_forward_or_nearest_tape_is_held_in_memory_where_it_fits(tmp_path, capsys, strategy):
+    """A forward or nearest stream reads RIGHT twice (its first pass finds each window's
+    carry out): auto holds RIGHT in memory where it fits, and streams it where it does not
+    (300K quotes, more than half of the 20 MiB that --memory-limit 420MiB leaves)."""
+    quotes, trades = marketdata.day(n_quotes=300_000, n_trades=20_000, n_symbols=50, seed=4)
+    pq.write_table(quotes, tmp_path / "r.parquet", row_group_size=50_000)
+    pq.write_table(trades, tmp_path / "l.parquet", row_group_size=5_000)
+    expected = ag.join_asof(trades, quotes, on="time", by="symbol", strategy=strategy)
+    held = "into memory: it fits (about "
+    streamed = "both sides are sorted by their key: streaming RIGHT"
+    for limit, logged in ((None, held), ("420MiB", streamed)):
+        flags = ["--strategy", strategy, *(["--memory-limit", limit] if limit else [])]
+        code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys, on="time", by="symbol")
+        assert code == 0, stderr
+        assert logged in stderr
+        assert (f"and a {strategy} stream would read RIGHT twice" in stderr) == (limit is None)
+        assert pq.read_table(tmp_path / "o.parquet").equals(expected)
+
+
 def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
     """Row-group statistics only bound each group: rows out of order inside one are found
     while streaming, and nothing is written."""
