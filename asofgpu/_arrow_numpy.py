@@ -467,10 +467,16 @@ def take(
     return _take_column(data, rows, valid)
 
 
+def takes_per_chunk(column: pa.ChunkedArray, entries: int) -> bool:
+    """Whether ``take`` of ``entries`` rows takes ``column``'s rows chunk by chunk (a call a
+    chunk), rather than concatenating its chunks once."""
+    return column.num_chunks > 1 and entries * FEW_ROWS <= len(column)
+
+
 def _take_column(
     column: pa.ChunkedArray, rows: np.ndarray, valid: np.ndarray | None
 ) -> pa.ChunkedArray:
-    if column.num_chunks < 2 or len(rows) * FEW_ROWS > len(column):
+    if not takes_per_chunk(column, len(rows)):
         return column.take(array(rows if valid is None else np.where(valid, rows, 0), valid=valid))
     starts = np.cumsum([0] + [len(chunk) for chunk in column.chunks])
     rows = rows if valid is None else np.where(valid, rows, 0)

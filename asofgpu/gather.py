@@ -79,7 +79,17 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
             f"nor NO_MATCH"
         )
         raise IndexError(msg)
-    fixed = [k for k, column in enumerate(table.columns) if parallel and _fixed_width(column)]
+    fixed = [
+        k
+        for k, column in enumerate(table.columns)
+        if _fixed_width(column)
+        and (
+            parallel
+            or walks.gathers_chunks_in_place(
+                len(gmap), arrow_numpy.takes_per_chunk(column, len(gmap))
+            )
+        )
+    ]
     taken = dict(zip(fixed, _take_fixed(table, fixed, gmap, valid, n_missing))) if fixed else {}
     for k, column in enumerate(table.columns):
         if k in taken:

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 import asofgpu as ag
+from asofgpu._backend import walks
 
 N = 100_000  # above gather's parallel threshold
 
@@ -161,6 +162,41 @@ def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
     missing = rng.random(N) < 0.2
     gmap[missing] = ag.NO_MATCH if map_dtype == np.int32 else np.iinfo(np.int64).min
     got = ag.gather(table, gmap)
+    expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
+    for name in table.column_names:
+        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
+            name
+        )
+
+
+def test_a_small_map_of_a_table_in_many_chunks_is_gathered_where_they_lie():
+    """A map below the parallel threshold, from columns in 100 chunks (a RIGHT of 100 files),
+    which Arrow's take would take a chunk at a time: the fixed-width columns are gathered in
+    place, each with its nulls (two chunks are enough); the text column by Arrow's take."""
+    rng = np.random.default_rng(12)
+    rows, cuts = 400_000, list(range(4_000, 400_000, 4_000))
+    ints = rng.integers(-(2**40), 2**40, rows)
+    table = pa.table(
+        {
+            "f64": _chunked(rng.normal(size=rows), cuts),
+            "i64_nulls": pa.chunked_array(
+                pa.array(part, mask=rng.random(len(part)) < 0.1) for part in np.split(ints, cuts)
+            ),
+            "ts": _chunked(ints, cuts, pa.timestamp("us")),
+            "text": pa.chunked_array(pa.array(part.astype(str)) for part in np.split(ints, cuts)),
+            "two_chunks": _chunked(ints.astype(np.int32), [rows // 2]),
+        }
+    )
+    entries = 20_000  # at most one row in 16, above the rows run as plain Python
+    assert entries < walks.THRESHOLDS.parallel_gather_rows
+    gmap = rng.integers(0, rows, entries).astype(np.int32)
+    gmap[[0, 1]] = [0, rows - 1]
+    missing = rng.random(entries) < 0.2
+    gmap[missing] = ag.NO_MATCH
+    with walks.recorded() as decisions:
+        got = ag.gather(table, gmap)
+    in_place = [kept for name, kept in decisions if name == "gathers_chunks_in_place"]
+    assert in_place == [True] * 4  # the fixed-width columns
     expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
     for name in table.column_names:
         assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (

@@ -199,6 +199,17 @@ def gathers_in_parallel(entries: int) -> bool:
 
 
 @_decision
+def gathers_chunks_in_place(entries: int, per_chunk: bool) -> bool:
+    """Whether a map too small to gather on all cores (``gathers_in_parallel``) takes a
+    fixed-width column there all the same: one whose chunks Arrow's take would take one by
+    one (``per_chunk``: ``arrow_numpy.takes_per_chunk``), a call a chunk. 20,000 rows of
+    four float64 columns in 100 chunks (a RIGHT of 100 files) took 7.1 ms so, and 0.2 ms
+    read where they lie on 2 threads (``take.take_chunked``). Not where the launch would run
+    as plain Python (``compiles``)."""
+    return per_chunk and compiles(entries)
+
+
+@_decision
 def looks_up_by_hash(rows: int) -> bool:
     """Whether ``rows`` left group keys are looked up in the right's hashed dictionary
     (``kernels/hashing.py``), rather than by Arrow's ``index_in``."""
