@@ -66,6 +66,7 @@ def _one_shot() -> None:
             quotes, trades = _day(n, shuffled)
             join_asof(trades, quotes, on="time", by="symbol", device="cpu")
             join_asof(_as_read(trades), _as_read(quotes), on="time", by="symbol", device="cpu")
+            join_asof(trades, quotes, on="time", device="cpu")  # one group: a walk of its own
             splice_join(trades, quotes, on="time", by="symbol", device="cpu")
             join_asof(
                 trades,
@@ -122,6 +123,7 @@ def _float_keys() -> None:
             for name, t in (("quotes", quotes), ("trades", trades))
         }
         join_asof(seconds["trades"], seconds["quotes"], on="time", by="symbol", device="cpu")
+        join_asof(seconds["trades"], seconds["quotes"], on="time", device="cpu")
 
 
 def _window() -> None:
