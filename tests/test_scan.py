@@ -14,6 +14,7 @@ import pytest
 import asofgpu as ag
 from asofgpu import _backend
 from asofgpu._backend import walks
+from oracle import oracle
 
 
 OPTIONS = [
@@ -63,6 +64,38 @@ def test_one_shot_scan_equals_prepared_probe(kind, order, groups):
         expected = prepared.join(left, left_by, **options)
         got = ag.asof_join(left, right, left_by, right_by, device="cpu", **options)
         np.testing.assert_array_equal(got, expected, err_msg=str(options))
+
+
+@pytest.mark.parametrize("kind", ["int", "uint"])
+def test_one_group_walk_in_pieces_of_a_row_or_two_equals_the_oracle(kind):
+    """The one-group walk (no ``by``) in pieces of a row or two, so that runs of equal keys
+    and reaches straddle every piece's start: each strategy, exactness and tie rule, with no
+    tolerance, a fixed one and a column of them (null: no limit), on int64 keys and uint64
+    keys near 2**64, against the naive oracle."""
+    rng = np.random.default_rng(kind == "uint")
+    base = 2**64 - 16 if kind == "uint" else -6
+    dtype = np.uint64 if kind == "uint" else np.int64
+    with walks.overridden(interpret_max_rows=0, parallel_min_rows=0, pieces_per_thread=64):
+        for _ in range(30):
+            left = sorted(base + int(k) for k in rng.integers(0, 12, rng.integers(1, 30)))
+            right = sorted(base + int(k) for k in rng.integers(0, 12, rng.integers(0, 30)))
+            column = [None if rng.random() < 0.2 else int(t) for t in rng.integers(0, 4, len(left))]
+            for options, tolerance in itertools.product(OPTIONS[::2], (None, 2, column)):
+                options = {k: v for k, v in options.items() if k != "tolerance"}
+                given = pa.array(tolerance, pa.uint64()) if tolerance is column else tolerance
+                got = ag.asof_join(
+                    np.array(left, dtype),
+                    np.array(right, dtype),
+                    tolerance=given,
+                    device="cpu",
+                    **options,
+                )
+                limits = tolerance if tolerance is column else [tolerance] * len(left)
+                expected = [
+                    oracle([x], right, tolerance=limit, **options)[0]
+                    for x, limit in zip(left, limits)
+                ]
+                assert got.tolist() == expected, (left, right, tolerance, options)
 
 
 def test_one_shot_scan_with_nulls_and_many_groups():
