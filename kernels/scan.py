@@ -210,8 +210,9 @@ def one_group_walk(left, p0, p1, right, how, out, strategy):
     runs = strategy == NEAREST and how.nearest_tie == TIE_TO_FORWARD
     # The backward candidate is the last row at or before x (before it, when strict), the
     # forward one the first at or after it (after). When the backward one holds x itself,
-    # nearest takes it whatever the forward one is, so it may stand after x's run: exact
-    # nearest reads ``above`` alone, as backward does.
+    # nearest takes it whatever the forward one is (its gap, 0, is within any reach: reaches
+    # are never negative), so it may stand after x's run: exact nearest reads ``above``
+    # alone, as backward does.
     uses_below = strategy == FORWARD if exact else strategy != FORWARD
     uses_above = strategy != FORWARD if exact else strategy != BACKWARD
     first = left.keys[p0]
