@@ -368,7 +368,8 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range, inline_jit, loa
         "upper_bound": upper,
         "prange": parallel_range,
     }
-    # decide inlined too: called, it took 13.3 ms of the one-group nearest walk's 11.2
+    # decide inlined too: the one-group nearest walk took 13.3 ms calling it, 11.2 with it
+    # inlined (1M x 1M, one thread)
     names["decide"] = inline_jit(bind(probe.decide, **names))
     names["piece_bounds"] = jit(bind(piece_bounds, **names))
     for fn in (choose, take_backward, take_forward, one_group_walk):
