@@ -335,10 +335,14 @@ def _copied_checked(col: pa.ChunkedArray, ktype: KeyType):
 
 
 def canonical_floats(values, xp):
-    """-0.0 -> 0.0 and every NaN -> the one quiet NaN, so that sorts see equal keys as equal."""
+    """-0.0 -> 0.0 and every NaN -> the one quiet NaN, so that sorts see equal keys as equal.
+    The NaNs go first: adding 0.0 to a signalling one raised numpy's "invalid value"
+    warning."""
     if not len(values) or not (xp.isnan(values).any() or (values == 0).any()):
         return values
-    return xp.where(xp.isnan(values), np.nan, values + 0.0)
+    canonical = xp.where(xp.isnan(values), np.nan, values)
+    canonical += 0.0
+    return canonical
 
 
 def common_tick(left: KeyType, right: KeyType, left_param: str, right_param: str) -> int:

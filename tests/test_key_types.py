@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -393,6 +394,18 @@ def test_float_total_order(device):
     lnan = np.array([nan])
     assert asof_join(lnan, np.array([1.0]), tolerance=1e308, device=device).tolist() == [NO_MATCH]
     assert asof_join(lnan, np.array([1.0]), tolerance=math.inf, device=device).tolist() == [0]
+
+
+def test_a_signalling_or_negative_nan_key_is_nan_without_a_warning(device):
+    """Any NaN bit pattern is the one NaN of the order, and reading it warns of nothing."""
+    signalling = np.array([0x7FF0000000000001, 0xFFF8000000000000], np.uint64).view(np.float64)
+    right = np.array([1.0, signalling[0], 2.0])
+    left = np.array([signalling[1], math.nan, 1.5, -0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = asof_join(left, right, device=device).tolist()
+    assert got == asof_join(np.array([math.nan, math.nan, 1.5, 0.0]), right, device=device).tolist()
+    assert got == [1, 1, 0, NO_MATCH]
 
 
 # ----------------------------------------------------------------------------- mixed units
