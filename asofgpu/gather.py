@@ -86,7 +86,7 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
         and (
             parallel
             or walks.gathers_chunks_in_place(
-                len(gmap), arrow_numpy.takes_per_chunk(column, len(gmap))
+                len(gmap), arrow_numpy.takes_per_chunk(column, len(gmap)), column.null_count
             )
         )
     ]
@@ -130,16 +130,18 @@ class _Layout(NamedTuple):
     passes: list
 
 
-# The layouts of tables gathered from, while they live (by id, with a weak reference that
-# removes the entry when the table goes): a service gathers from one payload table again and
-# again, and walking 4 columns of 77 chunks each is 0.4 ms of a 1M-row gather's 5.
-_LAYOUTS: dict[int, tuple] = {}
+# The layouts of tables gathered from, while they live (by id and the columns taken, with a
+# weak reference that removes the entry when the table goes): a service gathers from one
+# payload table again and again, and walking 4 columns of 77 chunks each is 0.4 ms of a
+# 1M-row gather's 5.
+_LAYOUTS: dict[tuple, tuple] = {}
 
 
-def _layout(table: pa.Table, columns: list[pa.ChunkedArray]) -> _Layout:
-    """The ``_Layout`` of ``table``'s fixed-width ``columns`` (which the table's types
-    decide), found once for each table."""
-    key = id(table)
+def _layout(table: pa.Table, fixed: list[int], columns: list[pa.ChunkedArray]) -> _Layout:
+    """The ``_Layout`` of ``table``'s fixed-width ``columns`` (its columns ``fixed``), found
+    once for each table and choice of columns: a small map takes only the columns in
+    several chunks (``walks.gathers_chunks_in_place``), a large one all of them."""
+    key = (id(table), tuple(fixed))
     known = _LAYOUTS.get(key)
     if known is not None and known[0]() is table:
         return known[1]
@@ -171,7 +173,7 @@ def _take_fixed(
     column whose chunks are runs in several places (``arrow_numpy.segments``) is gathered
     run by run in place (``_backend.take_chunked``), not combined into a copy first."""
     columns = [table.column(k) for k in fixed]
-    layout = _layout(table, columns)
+    layout = _layout(table, fixed, columns)
     buffers = {}
     if layout.whole:
         whole = [values for _, values in layout.whole]

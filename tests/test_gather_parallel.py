@@ -171,8 +171,9 @@ def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
 
 def test_a_small_map_of_a_table_in_many_chunks_is_gathered_where_they_lie():
     """A map below the parallel threshold, from columns in 100 chunks (a RIGHT of 100 files),
-    which Arrow's take would take a chunk at a time: the fixed-width columns are gathered in
-    place, each with its nulls (two chunks are enough); the text column by Arrow's take."""
+    which Arrow's take would take a chunk at a time: the fixed-width columns without nulls
+    are gathered in place (two chunks are enough); a column with nulls, whose validity would
+    be read whole, and the text column by Arrow's take."""
     rng = np.random.default_rng(12)
     rows, cuts = 400_000, list(range(4_000, 400_000, 4_000))
     ints = rng.integers(-(2**40), 2**40, rows)
@@ -196,12 +197,38 @@ def test_a_small_map_of_a_table_in_many_chunks_is_gathered_where_they_lie():
     with walks.recorded() as decisions:
         got = ag.gather(table, gmap)
     in_place = [kept for name, kept in decisions if name == "gathers_chunks_in_place"]
-    assert in_place == [True] * 4  # the fixed-width columns
+    assert in_place == [True, False, True, True]  # the fixed-width columns
     expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
     for name in table.column_names:
         assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
             name
         )
+
+
+@pytest.mark.parametrize("small_first", [True, False])
+def test_one_table_gathered_by_small_and_large_maps_in_either_order(small_first):
+    """A small map takes only the columns in several chunks in place, a large one every
+    fixed-width column: the layout kept for the table is kept for each choice of columns,
+    not one for the table (a column then read another's values, or was not found)."""
+    rng = np.random.default_rng(13)
+    rows, cuts = 400_000, list(range(50_000, 400_000, 50_000))
+    table = pa.table(
+        {
+            "whole": rng.normal(size=rows),
+            "chunked": _chunked(rng.normal(size=rows), cuts),
+            "ints": _chunked(rng.integers(0, 1 << 40, rows), cuts),
+        }
+    )
+    small = rng.integers(0, rows, 20_000).astype(np.int32)
+    large = rng.integers(0, rows, 100_000).astype(np.int32)
+    assert len(small) < walks.THRESHOLDS.parallel_gather_rows <= len(large)
+    for gmap in (small, large) if small_first else (large, small):
+        got = ag.gather(table, gmap)
+        expected = table.take(pa.array(gmap))
+        for name in table.column_names:
+            assert (
+                got.column(name).combine_chunks().equals(expected.column(name).combine_chunks())
+            ), name
 
 
 @pytest.mark.parametrize("n_columns", range(1, 6))
@@ -233,14 +260,14 @@ def test_a_tables_layout_is_kept_while_it_lives():
             "i": _chunked(rng.integers(-9, 9, N).astype(np.int32), [3]),
         }
     )
+    key = (id(table), (0, 1, 2))  # the table and the columns taken: every one
     for seed in range(3):
         gmap = np.random.default_rng(seed).integers(0, N, N)
         got = ag.gather(table, gmap)
         assert got.equals(table.take(pa.array(gmap)))
-        assert id(table) in gather_module._LAYOUTS
-    layout = gather_module._LAYOUTS[id(table)][1]
-    assert ag.gather(table, gmap).equals(got) and gather_module._LAYOUTS[id(table)][1] is layout
-    key = id(table)
+        assert key in gather_module._LAYOUTS
+    layout = gather_module._LAYOUTS[key][1]
+    assert ag.gather(table, gmap).equals(got) and gather_module._LAYOUTS[key][1] is layout
     del table, got
     assert key not in gather_module._LAYOUTS
 
