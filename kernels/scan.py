@@ -12,8 +12,8 @@ a small unordered batch and the GPU by the per-row binary search (``probe.py``).
 Each side arrives as a ``probe.Walk``: its keys and group codes ascending by key (rows without
 a key or a group left out; the right side keeps the caller's order among a group's equal keys,
 which decides which of several equal rows a pick takes; equal keys of different groups may come
-in any order), and the caller's row number of each walk position (``rows``). Reading both sides in walk order keeps every access sequential but the
-write of each left row's answer.
+in any order), and the caller's row number of each walk position (``rows``). Reading both
+sides in walk order keeps every access sequential but the write of each left row's answer.
 
 The walk splits into ``n_chunks`` pieces of the left order that run in parallel. A piece
 starts from the per-group state of everything before it (after it, walking forward), which

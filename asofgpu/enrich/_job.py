@@ -609,7 +609,7 @@ def _mode(
     fits = f"it fits (about {memory.readable(need)} prepared)"
     # A forward or nearest stream reads RIGHT twice, its first pass for each window's carry
     # out: held in memory, RIGHT is read once (2M x 4M, forward: 0.88-1.03 s against
-    # 1.13-1.20, and 140 MB less at peak; 10M x 10M: 1.80-2.03 s against 2.16-2.23, 200 MB
+    # 1.13-1.20, and 140 MiB less at peak; 10M x 10M: 1.80-2.03 s against 2.16-2.23, 200 MiB
     # more).
     if alike and options.strategy != "backward" and need <= budget // 2:
         return (
