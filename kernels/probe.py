@@ -71,8 +71,9 @@ def decide(i, x, has_b, b_key, has_f, f_key, how):
     candidate's key may be anything of the keys' type (x, say): its gap is computed, and may
     be NaN or wrapped, but ``has_b`` and ``has_f`` keep it from deciding anything. Under a
     tolerance each candidate must lie within its own direction's reach, and nearest takes
-    the closer of those left (with one reach both ways, the same as checking the closer). The one place these rules exist: ``pick`` (every probe) and
-    ``scan.choose`` (the one-shot merge scan) both ask here.
+    the closer of those left (with one reach both ways, the same as checking the closer).
+    The one place these rules exist: ``pick`` (every probe) and ``scan.choose`` (the
+    one-shot merge scan) both ask here.
 
     Written as selects, not branches: which candidate is closer is a coin toss on market
     data, and a branch on it mispredicts half the time. With the tolerance's and the tie's
