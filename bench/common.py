@@ -134,6 +134,21 @@ def commit() -> str | None:
     return head + (" with local changes" if dirty.strip() else "")
 
 
+def alternating_rounds(ours, theirs, runs: int) -> dict[str, list[float]]:
+    """The times of ``runs`` rounds of two calls, each side called twice a round back to
+    back and the second call timed (it finds its own arrays written, as a process calling
+    again and again does), the sides taking turns to go first."""
+    times = {"ours": [], "theirs": []}
+    for r in range(runs):
+        for side in ("ours", "theirs") if r % 2 == 0 else ("theirs", "ours"):
+            call = ours if side == "ours" else theirs
+            call()
+            start = time.perf_counter()
+            call()
+            times[side].append(time.perf_counter() - start)
+    return times
+
+
 def heading(report: dict) -> list[str]:
     """The lines under a report's title: date, machine, load, commit; then the versions. From
     the report's ``date``, ``machine``, ``load_average``, ``commit`` and ``versions``."""

@@ -38,7 +38,6 @@ import json
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import common
@@ -164,15 +163,7 @@ def worker(case: str, trades: str, quotes: str, runs: int) -> dict:
     ours, theirs, equal = _calls(case, trades, quotes)
     if not equal(ours(), theirs()):
         raise common.BenchError(f"{case}: asofgpu's result differs from the original's")
-    times = {"ours": [], "theirs": []}
-    for r in range(runs):
-        for side in ("ours", "theirs") if r % 2 == 0 else ("theirs", "ours"):
-            call = ours if side == "ours" else theirs
-            call()  # back to back: the timed call finds its own arrays written
-            start = time.perf_counter()
-            call()
-            times[side].append(time.perf_counter() - start)
-    return times
+    return common.alternating_rounds(ours, theirs, runs)
 
 
 def options(argv: list[str] | None) -> argparse.Namespace:

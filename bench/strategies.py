@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import statistics
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -29,26 +28,13 @@ import enrich_e2e
 STRATEGIES = ("backward", "forward", "nearest")
 
 
-def _timed(call) -> float:
-    call()  # the first of the pair: what a process calling again and again has warm
-    start = time.perf_counter()
-    call()
-    return time.perf_counter() - start
-
-
 def _race(ours, theirs, runs: int) -> tuple[float, float]:
-    """Medians of ``runs`` alternating rounds, after an untimed call of each."""
+    """Medians of ``runs`` alternating rounds (``common.alternating_rounds``), after an
+    untimed call of each."""
     ours()
     theirs()
-    mine, peer = [], []
-    for r in range(runs):
-        if r % 2:
-            peer.append(_timed(theirs))
-            mine.append(_timed(ours))
-        else:
-            mine.append(_timed(ours))
-            peer.append(_timed(theirs))
-    return statistics.median(mine), statistics.median(peer)
+    times = common.alternating_rounds(ours, theirs, runs)
+    return statistics.median(times["ours"]), statistics.median(times["theirs"])
 
 
 def measure(quotes_path: Path, trades_path: Path, runs: int) -> list[dict]:
