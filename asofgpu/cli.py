@@ -693,6 +693,7 @@ def entry() -> int:
     finally:  # done, or given up: a signal now would only make the exit a traceback
         for s in interrupts.SIGNALS:
             signal.signal(s, signal.SIG_IGN)
+    interrupts.keep_exit_code()
     gc.freeze()
     return code
 

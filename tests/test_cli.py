@@ -919,6 +919,59 @@ def test_ctrl_c_at_any_moment_of_a_run_exits_130_without_a_traceback(day, tmp_pa
     assert leftovers(tmp_path) == []
 
 
+def _exit_of_module(tmp_path, source: str) -> subprocess.CompletedProcess:
+    """``python -m`` on a module of ``source``: only ``-m`` heeds CPython's note of an
+    interrupt that left ``exec``'d code (a file run exits with its ``sys.exit`` code)."""
+    (tmp_path / "program.py").write_text(textwrap.dedent(source))
+    return subprocess.run(
+        [sys.executable, "-m", "program"], cwd=tmp_path, capture_output=True, text=True
+    )
+
+
+def test_a_ctrl_c_caught_in_generated_code_still_exits_130(tmp_path):
+    """Ctrl-C while numba ran its generated code (``exec`` of a string): the run said it was
+    interrupted, and the process ended by SIGINT (returncode -2), now and then, instead of
+    exiting 130 as it said."""
+    done = _exit_of_module(
+        tmp_path,
+        """
+        import sys
+        from asofgpu import cli
+
+        def interrupted_in_generated_code():
+            try:
+                exec("raise KeyboardInterrupt")
+            except KeyboardInterrupt:
+                print("interrupted", file=sys.stderr)
+                return 130
+
+        cli.main = interrupted_in_generated_code
+        sys.exit(cli.entry())
+        """,
+    )
+    assert (done.returncode, done.stderr) == (130, "interrupted\n")
+
+
+def test_a_ctrl_c_in_generated_code_of_the_commands_imports_exits_130(tmp_path):
+    """The same while ``python -m asofgpu`` imports its command (dataclasses, namedtuple and
+    numba build classes and functions by ``exec``)."""
+    done = _exit_of_module(
+        tmp_path,
+        """
+        import importlib.abc, runpy, sys
+
+        class InterruptedImport(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if name == "asofgpu.cli":
+                    exec("raise KeyboardInterrupt")
+
+        sys.meta_path.insert(0, InterruptedImport())
+        runpy.run_module("asofgpu", run_name="__main__")
+        """,
+    )
+    assert (done.returncode, done.stderr) == (130, "asofgpu: interrupted\n")
+
+
 @pytest.mark.slow  # asofgpu enrich as a process
 def test_a_run_started_ignoring_ctrl_c_goes_on_ignoring_it(day, tmp_path):
     """A background job of a shell script (``asofgpu enrich ... &``) starts with SIGINT

@@ -84,6 +84,20 @@ def _heeded() -> list[int]:
     return [s for s in SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
 
 
+def keep_exit_code() -> None:
+    """Make the process's exit status the one it returns, even after a caught Ctrl-C.
+
+    CPython notes a KeyboardInterrupt that leaves code run by ``exec`` of a string (numba
+    compiles its generated code that way, as dataclasses and namedtuple do), caught later or
+    not, and ``python -m`` then ends the process by SIGINT instead of its ``sys.exit`` code
+    (seen with 3.11: returncode -2, not 130). Every ``exec`` of a string clears that note
+    first, so an empty one does. Call it once the run is over, with the signals ignored.
+
+    >>> keep_exit_code()
+    """
+    exec("")
+
+
 def check() -> None:
     """Raise the interrupt a callback from C dropped, if one did."""
     if _state.interrupted is not None:
