@@ -296,7 +296,6 @@ def _run(
                 f"{right.rows:,} rows, sorted by {order!r}) in windows of up to "
                 f"{rows:,} rows, LEFT's keys put in that order"
                 + (f" in {k} ranges in {spill.path}" if k > 1 else " in memory")
-                + _as_codes_note(kept)
             )
             attach = Regrouped(
                 options,
@@ -320,10 +319,7 @@ def _run(
                 need, budget, left.rows * (left_row + payload_row)
             )
             spill = stack.enter_context(_spill_folder(options, out))
-            progress.log(
-                f"{why}: spilling both sides to {k} hash partitions in {spill.path}"
-                + _as_codes_note(kept)
-            )
+            progress.log(f"{why}: spilling both sides to {k} hash partitions in {spill.path}")
             attach = Spilled(
                 options,
                 the_plan,
