@@ -83,12 +83,7 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
         k
         for k, column in enumerate(table.columns)
         if _fixed_width(column)
-        and (
-            parallel
-            or walks.gathers_chunks_in_place(
-                len(gmap), arrow_numpy.takes_per_chunk(column, len(gmap)), column.null_count
-            )
-        )
+        and (parallel or walks.gathers_in_place(len(gmap), column.null_count))
     ]
     taken = dict(zip(fixed, _take_fixed(table, fixed, gmap, valid, n_missing))) if fixed else {}
     for k, column in enumerate(table.columns):
@@ -139,8 +134,8 @@ _LAYOUTS: dict[tuple, tuple] = {}
 
 def _layout(table: pa.Table, fixed: list[int], columns: list[pa.ChunkedArray]) -> _Layout:
     """The ``_Layout`` of ``table``'s fixed-width ``columns`` (its columns ``fixed``), found
-    once for each table and choice of columns: a small map takes only the columns in
-    several chunks (``walks.gathers_chunks_in_place``), a large one all of them."""
+    once for each table and choice of columns: a small map takes only the columns without
+    nulls (``walks.gathers_in_place``), a large one all of them."""
     key = (id(table), tuple(fixed))
     known = _LAYOUTS.get(key)
     if known is not None and known[0]() is table:

@@ -58,9 +58,23 @@ def _argsort(n: int):
 
 
 def _gather(n: int):
+    """The columns the decision moves (fixed-width ones without nulls take the kernels at
+    any size): two float64 columns with nulls and a symbol column, by an as-of map (some
+    NO_MATCH entries)."""
     rng = np.random.default_rng(3)
-    table = pa.table({c: rng.normal(size=RIGHT_ROWS) for c in "abcd"})
+    table = pa.table(
+        {
+            **{
+                c: pa.array(rng.normal(size=RIGHT_ROWS), mask=rng.random(RIGHT_ROWS) < 0.01)
+                for c in "ab"
+            },
+            "symbol": pa.array(
+                np.array([f"S{i}" for i in range(1_000)])[rng.integers(0, 1_000, RIGHT_ROWS)]
+            ),
+        }
+    )
     gmap = rng.integers(0, RIGHT_ROWS, n).astype(np.int32)
+    gmap[rng.random(n) < 0.02] = ag.NO_MATCH
     return lambda: ag.gather(table, gmap)
 
 
@@ -169,7 +183,7 @@ CASES = {
         {},
     ),
     "parallel_gather_rows": (
-        "a gather of n entries, 4 float64 columns of 1M rows",
+        "a gather of n entries, 2 float64 columns with nulls and a text one of 1M rows",
         _gather,
         [4_096, 16_384, 65_536, 262_144],
         {"all cores": {"parallel_gather_rows": 0}, "Arrow's take": {"parallel_gather_rows": HUGE}},

@@ -172,8 +172,8 @@ def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
 def test_a_small_map_of_a_table_in_many_chunks_is_gathered_where_they_lie():
     """A map below the parallel threshold, from columns in 100 chunks (a RIGHT of 100 files),
     which Arrow's take would take a chunk at a time: the fixed-width columns without nulls
-    are gathered in place (two chunks are enough); a column with nulls, whose validity would
-    be read whole, and the text column by Arrow's take."""
+    are gathered in place (two chunks, or one, as well); a column with nulls, whose validity
+    would be read whole, and the text column by Arrow's take."""
     rng = np.random.default_rng(12)
     rows, cuts = 400_000, list(range(4_000, 400_000, 4_000))
     ints = rng.integers(-(2**40), 2**40, rows)
@@ -196,7 +196,7 @@ def test_a_small_map_of_a_table_in_many_chunks_is_gathered_where_they_lie():
     gmap[missing] = ag.NO_MATCH
     with walks.recorded() as decisions:
         got = ag.gather(table, gmap)
-    in_place = [kept for name, kept in decisions if name == "gathers_chunks_in_place"]
+    in_place = [kept for name, kept in decisions if name == "gathers_in_place"]
     assert in_place == [True, False, True, True]  # the fixed-width columns
     expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
     for name in table.column_names:
@@ -207,14 +207,14 @@ def test_a_small_map_of_a_table_in_many_chunks_is_gathered_where_they_lie():
 
 @pytest.mark.parametrize("small_first", [True, False])
 def test_one_table_gathered_by_small_and_large_maps_in_either_order(small_first):
-    """A small map takes only the columns in several chunks in place, a large one every
+    """A small map takes only the columns without nulls in place, a large one every
     fixed-width column: the layout kept for the table is kept for each choice of columns,
     not one for the table (a column then read another's values, or was not found)."""
     rng = np.random.default_rng(13)
     rows, cuts = 400_000, list(range(50_000, 400_000, 50_000))
     table = pa.table(
         {
-            "whole": rng.normal(size=rows),
+            "whole": pa.array(rng.normal(size=rows), mask=rng.random(rows) < 0.1),
             "chunked": _chunked(rng.normal(size=rows), cuts),
             "ints": _chunked(rng.integers(0, 1 << 40, rows), cuts),
         }
@@ -225,6 +225,41 @@ def test_one_table_gathered_by_small_and_large_maps_in_either_order(small_first)
     for gmap in (small, large) if small_first else (large, small):
         got = ag.gather(table, gmap)
         expected = table.take(pa.array(gmap))
+        for name in table.column_names:
+            assert (
+                got.column(name).combine_chunks().equals(expected.column(name).combine_chunks())
+            ), name
+
+
+@pytest.mark.parametrize("entries", [1, 64, 20_000])
+def test_a_small_map_takes_fixed_width_columns_without_nulls_by_the_kernels(entries):
+    """Below the parallel threshold the kernels still take one-chunk fixed-width columns
+    without nulls (Arrow's take of an as-of map, NO_MATCH entries and all, costs 2 to 3 times
+    theirs); with nulls, and text, by Arrow's take. In a process whose small launches still
+    run as plain Python (``walks.compiles``), every column by Arrow's take: a small gather
+    compiles nothing."""
+    rng = np.random.default_rng(14)
+    rows = 50_000
+    table = pa.table(
+        {
+            "f64": rng.normal(size=rows),
+            "i64_nulls": pa.array(rng.integers(0, 1 << 40, rows), mask=rng.random(rows) < 0.1),
+            "ts": pa.array(rng.integers(0, 1 << 60, rows), pa.timestamp("ns")),
+            "text": pa.array(rng.integers(0, 1_000, rows).astype(str)),
+            "i8": pa.array(rng.integers(-100, 100, rows).astype(np.int8)),
+        }
+    )
+    gmap = rng.integers(0, rows, entries).astype(np.int32)
+    missing = rng.random(entries) < 0.2
+    gmap[missing] = ag.NO_MATCH
+    expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
+    assert entries < walks.THRESHOLDS.parallel_gather_rows
+    for compiled, kept in ((True, [True, False, True, True]), (False, [False] * 4)):
+        no_plain_python = {"interpret_max_rows": 0} if compiled else {}
+        launches = no_plain_python or {"interpret_max_rows": 1 << 20, "interpret_seconds": 1e9}
+        with walks.overridden(**launches), walks.recorded() as decisions:
+            got = ag.gather(table, gmap)
+        assert [k for name, k in decisions if name == "gathers_in_place"] == kept
         for name in table.column_names:
             assert (
                 got.column(name).combine_chunks().equals(expected.column(name).combine_chunks())
