@@ -693,7 +693,7 @@ def entry() -> int:
     finally:  # done, or given up: a signal now would only make the exit a traceback
         for s in interrupts.SIGNALS:
             signal.signal(s, signal.SIG_IGN)
-    interrupts.keep_exit_code()
+        interrupts.keep_exit_code()  # also on the way out of a SystemExit (a usage error)
     gc.freeze()
     return code
 

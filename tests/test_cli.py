@@ -928,13 +928,14 @@ def _exit_of_module(tmp_path, source: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_ctrl_c_caught_in_generated_code_still_exits_130(tmp_path):
+@pytest.mark.parametrize(("then", "code"), [("return 130", 130), ("raise SystemExit(2)", 2)])
+def test_a_ctrl_c_caught_in_generated_code_still_exits_as_the_command_says(tmp_path, then, code):
     """Ctrl-C while numba ran its generated code (``exec`` of a string): the run said it was
     interrupted, and the process ended by SIGINT (returncode -2), now and then, instead of
-    exiting 130 as it said."""
+    exiting 130 as it said; so did a usage error (``SystemExit``) after one."""
     done = _exit_of_module(
         tmp_path,
-        """
+        f"""
         import sys
         from asofgpu import cli
 
@@ -943,13 +944,13 @@ def test_a_ctrl_c_caught_in_generated_code_still_exits_130(tmp_path):
                 exec("raise KeyboardInterrupt")
             except KeyboardInterrupt:
                 print("interrupted", file=sys.stderr)
-                return 130
+                {then}
 
         cli.main = interrupted_in_generated_code
         sys.exit(cli.entry())
         """,
     )
-    assert (done.returncode, done.stderr) == (130, "interrupted\n")
+    assert (done.returncode, done.stderr) == (code, "interrupted\n")
 
 
 def test_a_ctrl_c_in_generated_code_of_the_commands_imports_exits_130(tmp_path):

@@ -231,13 +231,23 @@ def test_one_table_gathered_by_small_and_large_maps_in_either_order(small_first)
             ), name
 
 
-@pytest.mark.parametrize("entries", [1, 64, 20_000])
-def test_a_small_map_takes_fixed_width_columns_without_nulls_by_the_kernels(entries):
+@pytest.mark.parametrize(
+    ("entries", "launches", "kept"),
+    [
+        (20_000, {}, [True, False, True, True]),  # from parallel_min_rows, compiled
+        (1, {"parallel_min_rows": 0, "interpret_max_rows": 0}, [True, False, True, True]),
+        (64, {"parallel_min_rows": 0, "interpret_max_rows": 0}, [True, False, True, True]),
+        (10_000, {"interpret_max_rows": 0}, [False] * 4),  # the pool would wake for it
+        # a process whose small launches run as plain Python: a small gather compiles nothing
+        (20_000, {"interpret_max_rows": 1 << 20, "interpret_seconds": 1e9}, [False] * 4),
+    ],
+)
+def test_a_small_map_takes_fixed_width_columns_without_nulls_by_the_kernels(
+    entries, launches, kept
+):
     """Below the parallel threshold the kernels still take one-chunk fixed-width columns
     without nulls (Arrow's take of an as-of map, NO_MATCH entries and all, costs 2 to 3 times
-    theirs); with nulls, and text, by Arrow's take. In a process whose small launches still
-    run as plain Python (``walks.compiles``), every column by Arrow's take: a small gather
-    compiles nothing."""
+    theirs); with nulls, and text, by Arrow's take."""
     rng = np.random.default_rng(14)
     rows = 50_000
     table = pa.table(
@@ -254,16 +264,13 @@ def test_a_small_map_takes_fixed_width_columns_without_nulls_by_the_kernels(entr
     gmap[missing] = ag.NO_MATCH
     expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
     assert entries < walks.THRESHOLDS.parallel_gather_rows
-    for compiled, kept in ((True, [True, False, True, True]), (False, [False] * 4)):
-        no_plain_python = {"interpret_max_rows": 0} if compiled else {}
-        launches = no_plain_python or {"interpret_max_rows": 1 << 20, "interpret_seconds": 1e9}
-        with walks.overridden(**launches), walks.recorded() as decisions:
-            got = ag.gather(table, gmap)
-        assert [k for name, k in decisions if name == "gathers_in_place"] == kept
-        for name in table.column_names:
-            assert (
-                got.column(name).combine_chunks().equals(expected.column(name).combine_chunks())
-            ), name
+    with walks.overridden(**launches), walks.recorded() as decisions:
+        got = ag.gather(table, gmap)
+    assert [k for name, k in decisions if name == "gathers_in_place"] == kept
+    for name in table.column_names:
+        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
+            name
+        )
 
 
 @pytest.mark.parametrize("n_columns", range(1, 6))

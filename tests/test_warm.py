@@ -28,7 +28,9 @@ def test_warm_runs_every_shape_and_says_where_the_cache_is():
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr
-    assert "Warning" not in done.stderr, done.stderr  # its joins are its own: nothing to say
+    # its joins are its own: polars has nothing to say of them (a machine's own warnings,
+    # numba's of an old TBB or polars' of CPU features, may still appear)
+    assert "Sortedness of columns cannot be checked" not in done.stderr, done.stderr
     lines = done.stdout.splitlines()
     assert sorted(line.split(":")[0] for line in lines[:-1]) == [
         f"compiled {shape}" for shape in sorted(_warm.SHAPES)

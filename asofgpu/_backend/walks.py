@@ -53,9 +53,9 @@ class Thresholds:
 
     #: Below this many rows a launch runs on one thread: waking numba's pool costs milliseconds.
     parallel_min_rows: int = 16_384
-    #: Below this many map entries a gather checks its map with numpy and takes text and
-    #: columns with nulls by Arrow's one-core take (``asofgpu.gather``); fixed-width columns
-    #: without nulls are taken by the kernels at any size (``gathers_in_place``).
+    #: Below this many map entries a gather checks its map with numpy and takes its columns
+    #: by Arrow's one-core take (``asofgpu.gather``), but for fixed-width columns without
+    #: nulls from ``parallel_min_rows`` entries (``gathers_in_place``).
     parallel_gather_rows: int = 1 << 16
     #: Below this many rows Arrow's one-core hash encodes group keys as fast (``_encode``).
     parallel_encode_rows: int = 1 << 16
@@ -203,15 +203,16 @@ def gathers_in_parallel(entries: int) -> bool:
 @_decision
 def gathers_in_place(entries: int, nulls: int) -> bool:
     """Whether a map too small to gather on all cores (``gathers_in_parallel``) takes a
-    fixed-width column by the kernels all the same, where it lies. They are faster at every
-    size from 64 entries: Arrow's take of an as-of map, which holds NO_MATCH entries, costs 2
-    to 3 times theirs (20,000 entries, four float64 columns of 1M rows: 0.75 ms against
-    0.29; 64 entries: 0.12 against 0.06), 1.2 to 1.7 times without NO_MATCH, and takes a
-    column in many chunks a chunk at a time (100 chunks: 7.1 ms against 0.2). Not for a
-    column with ``nulls``, whose validity the kernels read whole (10M rows: 9.6 ms, against
-    Arrow's 4.5 for 20,000 entries), nor where the launch would run as plain Python
-    (``compiles``: a new process's small joins compile nothing)."""
-    return nulls == 0 and compiles(entries)
+    fixed-width column by the kernels all the same, where it lies. Arrow's take of an as-of
+    map, which holds NO_MATCH entries, costs 2 to 3 times theirs (20,000 entries, four
+    float64 columns of 1M rows: 0.75 ms against 0.29), 1.2 to 1.7 times without NO_MATCH,
+    and takes a column in many chunks a chunk at a time (100 chunks: 7.1 ms against 0.2).
+    Not for a column with ``nulls``, whose validity the kernels read whole (10M rows: 9.6 ms,
+    against Arrow's 4.5 for 20,000 entries); nor below ``parallel_min_rows``, where the take
+    kernels would wake the thread pool (slower than Arrow once the pool has slept) and wait
+    for any other parallel launch; nor where the launch would run as plain Python
+    (``compiles``)."""
+    return nulls == 0 and entries >= THRESHOLDS.parallel_min_rows and compiles(entries)
 
 
 @_decision
