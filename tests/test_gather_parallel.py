@@ -70,6 +70,14 @@ def _table(rng):
     )
 
 
+def _assert_columns_equal(got: pa.Table, expected: pa.Table) -> None:
+    """Each column of ``got`` equals ``expected``'s, whatever their chunks."""
+    for name in expected.column_names:
+        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
+            name
+        )
+
+
 def _arrow_take(table: pa.Table, indices: pa.Array) -> pa.Table:
     """Arrow's take, view types through their large forms (Arrow has no take for views)."""
     large = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
@@ -88,10 +96,7 @@ def test_large_gather_equals_arrow_take(map_dtype, misses):
     got = ag.gather(table, gmap)
     expected = _arrow_take(table, pa.array(gmap.astype(np.int64), mask=missing))
     assert got.schema == table.schema
-    for name in table.column_names:
-        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
-            name
-        )
+    _assert_columns_equal(got, expected)
     assert got.column("f64").null_count == int(missing.sum())
 
 
@@ -163,10 +168,7 @@ def test_chunked_columns_are_gathered_where_they_lie(map_dtype):
     gmap[missing] = ag.NO_MATCH if map_dtype == np.int32 else np.iinfo(np.int64).min
     got = ag.gather(table, gmap)
     expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
-    for name in table.column_names:
-        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
-            name
-        )
+    _assert_columns_equal(got, expected)
 
 
 def test_a_small_map_of_a_table_in_many_chunks_is_gathered_where_they_lie():
@@ -199,10 +201,7 @@ def test_a_small_map_of_a_table_in_many_chunks_is_gathered_where_they_lie():
     in_place = [kept for name, kept in decisions if name == "gathers_in_place"]
     assert in_place == [True, False, True, True]  # the fixed-width columns
     expected = table.take(pa.array(gmap.astype(np.int64), mask=missing))
-    for name in table.column_names:
-        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
-            name
-        )
+    _assert_columns_equal(got, expected)
 
 
 @pytest.mark.parametrize("small_first", [True, False])
@@ -225,10 +224,7 @@ def test_one_table_gathered_by_small_and_large_maps_in_either_order(small_first)
     for gmap in (small, large) if small_first else (large, small):
         got = ag.gather(table, gmap)
         expected = table.take(pa.array(gmap))
-        for name in table.column_names:
-            assert (
-                got.column(name).combine_chunks().equals(expected.column(name).combine_chunks())
-            ), name
+        _assert_columns_equal(got, expected)
 
 
 @pytest.mark.parametrize(
@@ -267,10 +263,7 @@ def test_a_small_map_takes_fixed_width_columns_without_nulls_by_the_kernels(
     with walks.overridden(**launches), walks.recorded() as decisions:
         got = ag.gather(table, gmap)
     assert [k for name, k in decisions if name == "gathers_in_place"] == kept
-    for name in table.column_names:
-        assert got.column(name).combine_chunks().equals(expected.column(name).combine_chunks()), (
-            name
-        )
+    _assert_columns_equal(got, expected)
 
 
 @pytest.mark.parametrize("n_columns", range(1, 6))
