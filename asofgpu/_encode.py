@@ -336,13 +336,16 @@ def _look_up(table, arr: pa.Array, null_code: int, out: np.ndarray | None) -> np
     return lookup_fixed(table, *_fixed_width_buffers(arr), null_code, out=out)
 
 
+def _is_view(t: pa.DataType) -> bool:
+    """Arrow's view layout of text (polars' strings and binaries)."""
+    return pa.types.is_string_view(t) or pa.types.is_binary_view(t)
+
+
 def _hashed_views(col: pa.ChunkedArray) -> bool:
-    """Whether a column is a large view column (polars' strings), which is hashed where it
-    lies (``kernels/views.py``) when its values all sit in their views (``_inline``), rather
-    than cast to large strings."""
-    return walks.encodes_in_parallel(len(col)) and (
-        pa.types.is_string_view(col.type) or pa.types.is_binary_view(col.type)
-    )
+    """Whether a view column is hashed where it lies (``kernels/views.py``) when its values
+    all sit in their views (``_inline``), rather than cast to large strings: from
+    ``parallel_views_rows`` rows (``walks.hashes_views``)."""
+    return _is_view(col.type) and walks.hashes_views(len(col))
 
 
 def _inline(col: pa.ChunkedArray) -> bool:
@@ -573,7 +576,8 @@ class _Column:
         if pa.types.is_null(col.type):  # all null
             return np.full(len(col), self.null_code, dtype=np.int32)
         # A view too long to be inline equals no value of the inline dictionary: not found.
-        if self._view_table is not None and _hashed_views(col):
+        # A view column of any size is looked up where it lies: a cast would copy its values.
+        if self._view_table is not None and _is_view(col.type) and walks.looks_up_by_hash(len(col)):
             return self._lookup_views(col)
         col = canonical_by(col)
         # A prepared join probes again and again: the dictionary is hashed once, not at each

@@ -100,6 +100,22 @@ def _encode_ids(n: int):
     return lambda: _encode.Groups([column], ["right_by"], null_equal=False)
 
 
+def _encode_views(n: int):
+    """A one-shot join's encoding of n polars strings (Arrow views) of 1,000 symbols on the
+    right, and its lookup of n more on the left."""
+    symbols = np.array([f"S{i}" for i in range(1_000)])
+    rng = np.random.default_rng(10)
+    right, left = (
+        pa.chunked_array([pa.array(rng.choice(symbols, n), pa.string_view())]) for _ in "rl"
+    )
+
+    def call():
+        groups = _encode.Groups([right], ["right_by"], null_equal=False)
+        return groups.lookup([left], ["left_by"])
+
+    return call
+
+
 def _lookup_text(n: int):
     symbols = np.array([f"S{i}" for i in range(1_000)])
     rng = np.random.default_rng(6)
@@ -193,6 +209,15 @@ CASES = {
         _encode_text,
         [4_096, 16_384, 65_536, 262_144],
         {"all cores": {"parallel_encode_rows": 0}, "Arrow's hash": {"parallel_encode_rows": HUGE}},
+    ),
+    "parallel_views_rows": (
+        "the encoding of n polars strings (views) of 1,000 symbols, and a lookup of n more",
+        _encode_views,
+        [4_096, 8_192, 16_384, 65_536],
+        {
+            "views hashed": {"parallel_views_rows": 0},
+            "cast to large strings": {"parallel_views_rows": HUGE},
+        },
     ),
     "parallel_encode_distinct": (
         "the encoding of 1M strings of n distinct values",

@@ -105,18 +105,23 @@ def test_a_view_too_long_to_be_inline_after_the_sample_takes_the_large_string_pa
     on is one the sample lacks, and sends the column to the large-string path (as does a
     long value anywhere in a column whose sample is mostly distinct and is hashed whole)."""
     monkeypatch.setattr(_encode, "DISTINCT_SAMPLE_ROWS", SAMPLE)
-    thresholds(parallel_encode_rows=0, parallel_encode_distinct=0.0 if distinct_sample else 1.0)
+    thresholds(
+        parallel_encode_rows=0,
+        parallel_views_rows=0,
+        interpret_max_rows=0,
+        parallel_encode_distinct=0.0 if distinct_sample else 1.0,
+    )
     long = "a value too long for a view"  # twice: two views of one value, unequal words
     values = [f"S{i % 7}" for i in range(300)] + [long, "S1", None, long]
     view = pa.string_view()
     column = pa.chunked_array([pa.array(values[:150], view), pa.array(values[150:], view)])
     ours = _encode._Column(column, null_equal)
     assert ours._view_table is None  # not hashed as views
-    thresholds(parallel_encode_rows=HUGE)
+    thresholds(parallel_encode_rows=HUGE, parallel_views_rows=HUGE)
     arrows = _encode._Column(column, null_equal)
     np.testing.assert_array_equal(ours.codes, arrows.codes)
     assert ours.dictionary.equals(arrows.dictionary)
     # the same column without the long value is hashed as views, to the same codes
     short = pa.chunked_array([pa.array(values[:300] + ["S1", None], view)])
-    thresholds(parallel_encode_rows=0)
+    thresholds(parallel_encode_rows=0, parallel_views_rows=0)
     assert _encode._Column(short, null_equal)._view_table is not None

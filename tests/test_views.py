@@ -18,6 +18,8 @@ from asofgpu import _backend, _encode
 from asofgpu._backend import walks
 from asofgpu.kernels import views
 
+from conftest import HUGE
+
 VIEW_TYPES = [pa.string_view(), pa.binary_view()]
 # Short values of a small alphabet (with NUL and a two-byte character): many repeats, values
 # that differ only in length, up to the 12 bytes a view holds.
@@ -102,7 +104,7 @@ def test_groups_of_views_agree_with_large_strings(thresholds, null_equal, layout
     """Several chunks, their views hashed end to end: the codes, dictionary and lookups of
     the large-string path, whether the left side is views, large strings or has a value too
     long for a view."""
-    thresholds(parallel_encode_rows=8)
+    thresholds(parallel_views_rows=8, interpret_max_rows=0)
     rng = np.random.default_rng(2)
     pool = np.array(["S%03d" % k for k in range(40)] + ["", "x" * 12, None], dtype=object)
     right = _chunked(list(rng.choice(pool, 500)), 4)
@@ -127,10 +129,51 @@ def test_groups_of_views_agree_with_large_strings(thresholds, null_equal, layout
     )
 
 
+@pytest.mark.parametrize("null_equal", [False, True])
+def test_views_are_hashed_from_their_own_threshold_and_looked_up_at_any_size(
+    thresholds, null_equal
+):
+    """From ``parallel_views_rows`` rows (below the text's ``parallel_encode_rows``) a view
+    column is hashed where it lies, not cast; a left column of fewer rows is looked up in
+    its views all the same. Codes and lookups as the large-string path's."""
+    thresholds(parallel_views_rows=200, interpret_max_rows=0)
+    rng = np.random.default_rng(4)
+    pool = np.array(["S%03d" % k for k in range(30)] + [None], dtype=object)
+    right = _chunked(list(rng.choice(pool, 200)), 2)
+    left = _chunked(list(rng.choice(np.append(pool, "ZZZ"), 50)), 1)
+    assert len(right) < walks.THRESHOLDS.parallel_encode_rows
+    with walks.recorded() as decisions:
+        groups = _encode.Groups([right], ["r"], null_equal)
+        codes = groups.lookup([left], ["l"])
+    assert ("hashes_views", True) in decisions
+    words, _, table = groups.columns[0]._view_table
+    assert table is not None  # the left views were looked up in a table of the right's
+    large = _encode.Groups([right.cast(pa.large_string())], ["r"], null_equal)
+    np.testing.assert_array_equal(groups.right_codes, large.right_codes)
+    np.testing.assert_array_equal(codes, large.lookup([left.cast(pa.large_string())], ["l"]))
+
+
+def test_views_below_their_threshold_or_before_compiling_are_cast(thresholds):
+    """Fewer rows than ``parallel_views_rows``, or a small launch that would run as plain
+    Python (``walks.compiles``): the column is cast to large strings, with the same codes."""
+    rng = np.random.default_rng(5)
+    right = _chunked(list(rng.choice(["a", "b", "c", None], 300)), 1)
+    want = _encode.Groups([right.cast(pa.large_string())], ["r"], False).right_codes
+    for changes in (
+        {"parallel_views_rows": 301, "interpret_max_rows": 0},
+        {"parallel_views_rows": 8, "interpret_max_rows": HUGE, "interpret_seconds": float(HUGE)},
+    ):
+        with walks.overridden(**changes), walks.recorded() as decisions:
+            groups = _encode.Groups([right], ["r"], False)
+        assert ("hashes_views", False) in decisions, changes
+        assert groups.columns[0]._view_table is None
+        np.testing.assert_array_equal(groups.right_codes, want)
+
+
 def test_a_join_on_polars_strings_equals_the_join_on_arrow_strings():
     pl = pytest.importorskip("polars")
     rng = np.random.default_rng(3)
-    n = 3 * walks.THRESHOLDS.parallel_encode_rows
+    n = 3 * walks.THRESHOLDS.parallel_encode_rows  # past the views' and the text's thresholds
     symbols = np.array(["S%04d" % k for k in range(300)])
     quotes = pl.DataFrame(
         {

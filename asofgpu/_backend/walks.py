@@ -63,6 +63,10 @@ class Thresholds:
     #: first rows is distinct: merging the pieces' dictionaries of mostly distinct values
     #: (IDs) costs more than Arrow's one-core encoding.
     parallel_encode_distinct: float = 0.25
+    #: From this many rows a by column of views (polars' strings) is hashed where it lies, on
+    #: all cores (``_encode._encode_views``), not cast to large strings and encoded as text:
+    #: the cast copies every value, so the views win well below ``parallel_encode_rows``.
+    parallel_views_rows: int = 1 << 14
     #: From this many rows a key column in several runs of chunks is copied with its order
     #: checked in the copy's pass (``order.copy_checked``): a pass over the keys fewer.
     checked_copy_min_rows: int = 1 << 14
@@ -265,6 +269,13 @@ def encodes_by_sorting(rows: int) -> bool:
 def encodes_in_parallel(rows: int) -> bool:
     """Whether a group key column of ``rows`` may be hashed on all cores (``hashing.py``)."""
     return rows >= THRESHOLDS.parallel_encode_rows
+
+
+@_decision
+def hashes_views(rows: int) -> bool:
+    """Whether a by column of ``rows`` views is hashed where it lies (``kernels/views.py``),
+    rather than cast to large strings first; never as plain Python (``compiles``)."""
+    return rows >= THRESHOLDS.parallel_views_rows and compiles(rows)
 
 
 @_decision
