@@ -370,6 +370,33 @@ def test_progress_lines_on_stderr_off_a_terminal(day, tmp_path, capsys):
     assert len(lines) == 7  # three phases, one line per quarter of the file
 
 
+def test_a_streamed_rights_first_log_line_counts_all_its_rows_as_such(tmp_path, capsys):
+    """A stream reads RIGHT a window at a time: its first line says so, and that the count
+    is RIGHT's rows in all, not the window's."""
+    quotes, trades = marketdata.day(n_quotes=600, n_trades=400, n_symbols=12, seed=3)
+    code, _, stderr = run(
+        "enrich",
+        write(trades, tmp_path / "trades.parquet"),
+        write(quotes, tmp_path / "quotes.parquet", row_group_size=128),
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "time",
+        "--by",
+        "symbol",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "stream",
+        capsys=capsys,
+    )
+    assert code == 0
+    assert (
+        "checks and the first window read (RIGHT streamed in windows, 600 rows in all) in "
+        in stderr.splitlines()[1]
+    )
+
+
 def test_progress_bar_on_a_terminal(day, tmp_path, capsys, monkeypatch):
     pytest.importorskip("rich")
     trades, quotes = day

@@ -336,9 +336,12 @@ def _run(
                 progress,
             )
         prepared_at = time.perf_counter()
+        # A stream holds a window of RIGHT, not its rows: the count is the file's, said so
+        rows_note = (
+            "RIGHT streamed in windows, {:,} rows in all" if mode == "stream" else "{:,} right rows"
+        ).format(attach.n_right)
         progress.log(
-            f"{_FIRST_PHASE[mode]} ({attach.n_right:,} right rows) in "
-            f"{prepared_at - start:.2f} s on {backend}"
+            f"{_FIRST_PHASE[mode]} ({rows_note}) in {prepared_at - start:.2f} s on {backend}"
         )
         progress.log(
             f"streaming LEFT {options.left} ({_files(left)}{left.rows:,} rows)"
