@@ -568,7 +568,8 @@ def test_a_nearest_calendar_join_of_a_time_sorted_side_takes_a_keys_last_row():
 def _on_walk(walk: str, left_keys, right_keys, left_groups, right_groups, **options):
     """The cpu's join compiled and on its thread pool, with ``walk`` forced by its threshold:
     the stream of a time-sorted right side, the cursors, a binary search a row (of left
-    rows out of key order), or the one-shot merge scan."""
+    rows out of key order), or the one-shot merge scan; whether the probe streamed is
+    checked (a threshold that no longer forces its walk would test another one)."""
     from asofgpu._backend import walks
 
     thresholds = {
@@ -582,9 +583,14 @@ def _on_walk(walk: str, left_keys, right_keys, left_groups, right_groups, **opti
             return ag.asof_join(
                 left_keys, right_keys, left_groups, right_groups, device="cpu", **options
             )
-        return ag.AsofJoin(right_keys, right_groups, device="cpu").join(
-            left_keys, left_groups, **options
-        )
+        prepared = ag.AsofJoin(right_keys, right_groups, device="cpu")
+        with walks.recorded() as decisions:
+            got = prepared.join(left_keys, left_groups, **options)
+    # nearest never streams (two streams and a choice cost more than its cursors): its
+    # "stream" is the cursors
+    streams = walk == "stream" and options["strategy"] != "nearest"
+    assert (("streams", True) in decisions) == streams, decisions
+    return got
 
 
 @pytest.mark.parametrize("walk", ["stream", "cursor", "search", "scan"])
