@@ -147,8 +147,10 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
         # a time: 32-40 ms a 10M-row column (one vectorised min here: 7-8 ms), three of
         # them in a window join.
         fast = pandas_arrow.as_it_lies(obj)
+        if fast is None:
+            fast = pandas_arrow.python_strings(obj)  # chunked past 2 GiB of text
         if fast is not None:
-            return pa.chunked_array([fast])
+            return fast if isinstance(fast, pa.ChunkedArray) else pa.chunked_array([fast])
     try:  # one place turns Arrow's conversion errors into a message naming the parameter
         if isinstance(obj, np.ndarray):
             if not obj.dtype.isnative:  # Arrow reads native byte order only: a copy

@@ -197,3 +197,22 @@ def test_a_series_as_a_column_argument_reads_as_pandas_exports_it(name):
     assert got.equals(expected), name
     if pandas_arrow.as_it_lies(series) is not None and len(series) and "zoned" not in name:
         assert got.chunk(0).buffers()[1].address == series.to_numpy(copy=False).ctypes.data
+
+
+@pytest.mark.parametrize("na_value", [pd.NA, np.nan])
+@pytest.mark.parametrize("values", [[], [None], ["a", None, "é", "", "a"]])
+def test_python_storage_strings_are_read_as_pandas_exports_them(na_value, values):
+    """``string[python]`` columns (either missing value) are read from their objects: the
+    type, values and nulls of pandas' own export, as a join's column reads them."""
+    from asofgpu._columns import to_arrow
+
+    try:
+        dtype = pd.StringDtype("python", na_value=na_value)
+    except TypeError:
+        pytest.skip("pandas before 2.3 has one flavour of python-storage strings")
+    series = pd.Series(values, dtype=dtype)
+    want = pa.chunked_array(series)
+    got = pandas_arrow.python_strings(series)
+    assert got.type == want.type and got.to_pylist() == want.to_pylist()
+    assert to_arrow(series, "left_by").equals(want)
+    assert pandas_arrow.python_strings(series.astype(object)) is None

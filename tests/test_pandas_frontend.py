@@ -253,6 +253,12 @@ def test_float_keys_follow_pandas_arithmetic():
 # --------------------------------------------------------------------------- by keys
 
 
+try:  # python-storage strings whose missing value is NaN (pandas 2.3 on)
+    _PYTHON_NAN_STRINGS = pd.StringDtype("python", na_value=np.nan)
+except TypeError:
+    _PYTHON_NAN_STRINGS = "string[python]"
+
+
 @pytest.mark.parametrize(
     "values",
     [
@@ -264,6 +270,24 @@ def test_float_keys_follow_pandas_arithmetic():
                 pd.array([None, "a", "b", None], dtype="str"),
             ),
             id="str",
+        ),
+        pytest.param(
+            (
+                pd.array(["a", None, "b", None], dtype="string[python]"),
+                pd.array([None, "a", "b", None], dtype="string[python]"),
+            ),
+            id="string-python",
+        ),
+        pytest.param(
+            (
+                pd.array(["a", None, "b", None], dtype=_PYTHON_NAN_STRINGS),
+                pd.array([None, "a", "b", None], dtype=_PYTHON_NAN_STRINGS),
+            ),
+            id="string-python-NaN",
+            marks=pytest.mark.skipif(
+                _PYTHON_NAN_STRINGS == "string[python]",
+                reason="pandas before 2.3 has one flavour of python-storage strings",
+            ),
         ),
         pytest.param(
             (pd.array([1, None, 2, None], dtype="Int64"), pd.array([None, 1, 2, 2], dtype="Int64")),
