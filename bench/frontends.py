@@ -222,14 +222,14 @@ def markdown(report: dict) -> str:
         f"(each side called twice a round, the second timed), after a warm-up call of "
         f"each side. `python bench/frontends.py`.",
         "",
-        "| case | asofgpu | median s | the original | median s | ratio | goal |",
+        "| case | asofgpu | median ms | the original | median ms | ratio | goal |",
         "|---|---|---:|---|---:|---:|---|",
     ]
     for name, row in report["cases"].items():
         ok = "met" if row["ratio"] <= row["goal"] else "not met"
         lines.append(
-            f"| {name} | {row['ours_call']} | {row['ours']:.3f} | "
-            f"{row['theirs_call']} | {row['theirs']:.3f} | {row['ratio']:.2f}x | "
+            f"| {name} | {row['ours_call']} | {1e3 * row['ours']:,.2f} | "
+            f"{row['theirs_call']} | {1e3 * row['theirs']:,.2f} | {row['ratio']:.2f}x | "
             f"at most {row['goal']}x: {ok} |"
         )
     return "\n".join(lines) + "\n"
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             "ratio": ours / theirs,
             "runs": times,
         }
-        say(f"{case}: {ours:.3f} s against {theirs:.3f} s ({ours / theirs:.2f}x)")
+        say(f"{case}: {1e3 * ours:,.2f} ms against {1e3 * theirs:,.2f} ms ({ours / theirs:.2f}x)")
     common.write_report(args.out, "frontends", report, markdown(report))
     say(f"wrote frontends.md and frontends.json to {args.out}")
     return 0
