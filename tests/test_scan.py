@@ -14,6 +14,7 @@ import pytest
 import asofgpu as ag
 from asofgpu import _backend
 from asofgpu._backend import walks
+from conftest import HUGE
 from oracle import oracle
 
 
@@ -750,3 +751,55 @@ def test_chunked_keys_are_copied_with_their_order_checked(kind):
     assert not key.ascends
     if kind != "float":  # floats are copied to make their NaN and -0.0 canonical
         assert np.shares_memory(key.values, right)
+
+
+def _writable_arrays_in(signatures, positions) -> list:
+    """The argument types at ``positions`` (an array, or a tuple of them: a ``Walk``,
+    ``Right`` or ``Tape``) of compiled ``signatures`` that are writable arrays."""
+    found = []
+    for signature in signatures:
+        for k in positions:
+            arg = signature[k]
+            for t in getattr(arg, "types", (arg,)):
+                if getattr(t, "mutable", False):
+                    found.append((k, t))
+    return found
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_writable_and_read_only_inputs_run_one_compiled_kernel(thresholds, parallel):
+    """numba compiles a kernel again for each mix of writable and read-only arrays: the
+    backend passes every array a kernel only reads as read-only, so numpy's writable arrays
+    and Arrow's read-only buffers run the kernels ``asofgpu warm`` compiled (integer groups
+    from a pandas frame compiled for 5 s after it). Writable numpy inputs here: the one-shot
+    scan, the prepared probe (cursors and stream), the group encoding and lookup, and the
+    gather compile no signature with a writable input."""
+    thresholds(interpret_max_rows=0, parallel_min_rows=0 if parallel else HUGE)
+    thresholds(parallel_encode_rows=0, parallel_gather_rows=0)
+    rng = np.random.default_rng(12)
+    right_keys = np.arange(4_000, dtype=np.int64) * 3
+    right_groups = rng.integers(0, 50, 4_000) * 7919  # ids: hashed, not dense codes
+    left_keys = np.sort(rng.integers(0, 12_000, 1_000))
+    left_groups = rng.integers(0, 50, 1_000) * 7919
+    assert all(a.flags.writeable for a in (right_keys, right_groups, left_keys, left_groups))
+    ag.asof_join(left_keys, right_keys, left_groups, right_groups, device="cpu")
+    prepared = ag.AsofJoin(right_keys, right_groups, device="cpu")
+    for stream in (True, False):
+        with walks.overridden(stream_span=HUGE if stream else 0, stream_group_span=0):
+            gmap = prepared.join(left_keys, left_groups)
+    ag.gather(pa.table({"v": rng.random(4_000)}), gmap)
+    jit = _backend.jit
+    kernels = {
+        # the merge scan's compiled passes (scan_join itself is plain Python)
+        "scan": (jit.cpu_scan(False, parallel).scan_join.__globals__["backward_pass"], (0, 1)),
+        "cursors": (jit.cpu_cursor_probe(False, parallel), (0, 1)),
+        "stream": (jit.cpu_stream_probe(False, parallel), (0, 1, 2)),
+        "encoding": (jit.cpu_fixed_width().dictionary_encode, (0, 1, 2)),
+        "lookup": (jit.cpu_fixed_width().lookup_parallel, (0, 1, 4, 5, 6)),
+        "take": (jit.cpu_take().take_fixed, (0, 1, 2)),
+    }
+    for name, (kernel, positions) in kernels.items():
+        if name == "lookup" and not parallel:
+            kernel = jit.cpu_fixed_width().lookup_serial
+        assert kernel.signatures, name  # compiled here, or before in this process
+        assert _writable_arrays_in(kernel.signatures, positions) == [], name

@@ -26,6 +26,24 @@ def host_empty(n: int, dtype) -> np.ndarray:
     return HOST_POOL.empty(n, dtype)
 
 
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a``, or a read-only view of it: how every host array a kernel only reads is passed.
+    numba types an array by whether it is writable, and compiles a kernel again for each
+    mix: Arrow's buffers are read-only, numpy's own arrays are not, and a join of integer
+    groups from a pandas frame compiled for 5 s after ``asofgpu warm`` had compiled the same
+    kernels for its writable twins.
+
+    >>> a = np.arange(3)
+    >>> read_only(a).flags.writeable, a.flags.writeable
+    (False, True)
+    """
+    if not a.flags.writeable:
+        return a
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def options(
     is_float: bool,
     strategy: int,
@@ -51,6 +69,8 @@ def options(
         back = forward = xp.empty(0, dtype=kind)
     else:
         back, forward = (xp.asarray(r).astype(kind, copy=False) for r in reaches)
+    if xp is np:
+        back, forward = read_only(back), read_only(forward)
     return probe.Options(
         np.int64(strategy),
         bool(exact),

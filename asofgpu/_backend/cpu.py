@@ -16,7 +16,7 @@ import numpy as np
 from ..kernels.probe import NEAREST, Options
 from ..kernels.stream import Tape
 from . import walks
-from .base import Backend, host_empty, interpreted_probe, interpreted_slides
+from .base import Backend, host_empty, interpreted_probe, interpreted_slides, read_only
 from .jit import (
     PARALLEL_LAUNCH,
     cpu_calendar,
@@ -146,11 +146,11 @@ class CpuBackend(Backend):
         pieces = walks.sort_pieces(n, n_groups + 1)
         with launching(pieces > 1):
             offsets = cpu_radix(pieces > 1).counting_sort(
-                np.empty(0, np.int64) if order is None else order,
+                read_only(np.empty(0, np.int64) if order is None else order),
                 order is None,
-                bucket,
+                read_only(bucket),
                 n_groups + 1,
-                keys,
+                read_only(keys),
                 rows,
                 sorted_keys,
                 pieces,
@@ -183,6 +183,9 @@ class CpuBackend(Backend):
             with walks.interpreting():
                 interpreted_probe(is_float, left_keys, left_groups, right, how, out)
             return
+        # Read-only, whatever their source: one compiled probe (``read_only``)
+        left_keys, left_groups = read_only(left_keys), read_only(left_groups)
+        right = type(right)(*map(read_only, right))
         parallel = walks.parallel(len(out))
         with launching(parallel):
             n_threads = threads(parallel)
@@ -203,7 +206,7 @@ class CpuBackend(Backend):
                 and how.strategy != NEAREST
                 and walks.streams(time_ordered[0], left.keys, n_groups, n_threads)
             ):
-                tape = Tape(*time_ordered)
+                tape = Tape(*map(read_only, time_ordered))
                 cpu_stream_probe(is_float, parallel)(left, tape, right, how, n_threads, out)
                 return
             # In key order each group's answers only move forward: gallop from cursors.
@@ -228,6 +231,9 @@ class CpuBackend(Backend):
         are known to ascend (``Key.ascends``), and need no check."""
         if right_groups is None:
             right_groups = np.zeros(len(right_keys), dtype=np.int32)
+        # Read-only, whatever their source: one compiled scan (``read_only``)
+        left_keys, left_groups = read_only(left_keys), read_only(left_groups)
+        right_keys, right_groups = read_only(right_keys), read_only(right_groups)
         parallel = walks.parallel(len(out) + len(right_keys))
         join, is_sorted, _ = cpu_scan(is_float, parallel)
         n_threads = threads(parallel)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import walks
-from .base import host_empty
+from .base import host_empty, read_only
 from .jit import PARALLEL_LAUNCH, cpu_fixed_width, cpu_strings, cpu_views, launching, threads
 
 _NO_DATA = np.frombuffer(b"", dtype=np.uint8)  # a fixed-width column's: it has no bytes
@@ -27,7 +27,9 @@ def dictionary_encode_text(offsets, data, bitmap, bit0: int, nulls_distinct: boo
 def text_lookup_table(offsets, data, bitmap, bit0: int):
     """The hash table of a string or binary dictionary (distinct values), for
     ``lookup_text``: (slots, hashes)."""
-    return cpu_strings().lookup_table(offsets, data, bitmap, np.int64(bit0), len(offsets) - 1)
+    return cpu_strings().lookup_table(
+        *_read(offsets, data, bitmap), np.int64(bit0), len(offsets) - 1
+    )
 
 
 def lookup_text(
@@ -66,7 +68,9 @@ def dictionary_encode_fixed(values, bitmap, bit0: int, nulls_distinct: bool):
 def fixed_lookup_table(values, bitmap, bit0: int):
     """The hash table of a dictionary of fixed-width values (unsigned integers of the values'
     width: kernels/fixed_width.py), for ``lookup_fixed``: (slots, hashes)."""
-    return cpu_fixed_width().lookup_table(values, _NO_DATA, bitmap, np.int64(bit0), len(values))
+    return cpu_fixed_width().lookup_table(
+        *_read(values, _NO_DATA, bitmap), np.int64(bit0), len(values)
+    )
 
 
 def lookup_fixed(
@@ -103,7 +107,7 @@ def dictionary_encode_views(keys, bitmap, bit0: int, nulls_distinct: bool):
 
 def views_lookup_table(keys, bitmap, bit0: int):
     """The hash table of a dictionary of inline views, for ``lookup_views``."""
-    return cpu_views().lookup_table(keys, _NO_DATA, bitmap, np.int64(bit0), len(keys) // 2)
+    return cpu_views().lookup_table(*_read(keys, _NO_DATA, bitmap), np.int64(bit0), len(keys) // 2)
 
 
 def lookup_views(
@@ -134,9 +138,7 @@ def _dictionary_encode(kernels, keys, data, bitmap, bit0: int, nulls_distinct: b
     codes = host_empty(n_rows, np.int32)
     with PARALLEL_LAUNCH:
         firsts = kernels.dictionary_encode(
-            keys,
-            data,
-            bitmap,
+            *_read(keys, data, bitmap),
             np.int64(bit0),
             bool(nulls_distinct),
             threads(True),
@@ -168,15 +170,17 @@ def _lookup(
     with launching(parallel):
         lookup = kernels.lookup_parallel if parallel else kernels.lookup_serial
         lookup(
-            table_keys,
-            table_data,
+            *_read(table_keys, table_data),
             slots,
             hashes,
-            keys,
-            data,
-            bitmap,
+            *_read(keys, data, bitmap),
             np.int64(bit0),
             np.int32(null_code),
             codes,
         )
     return codes
+
+
+def _read(*arrays) -> list:
+    """Column buffers as every kernel here reads them: read-only (``base.read_only``)."""
+    return [read_only(a) for a in arrays]

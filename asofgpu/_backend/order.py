@@ -11,7 +11,7 @@ import numpy as np
 
 from ..kernels.probe import Walk
 from . import walks
-from .base import host_empty
+from .base import host_empty, read_only
 from .jit import PARALLEL_LAUNCH, cpu_radix, cpu_scan, cpu_take, threads
 
 
@@ -52,7 +52,14 @@ def copy_checked(spans, dtype, is_float: bool) -> tuple[np.ndarray, bool]:
 def in_key_order(
     rows, in_order: bool, keys, groups, n_groups: int, is_float: bool, threads: int
 ) -> Walk:
-    """``walk_order`` of the walked ``rows``, ``in_order`` when their keys ascend."""
+    """``walk_order`` of the walked ``rows``, ``in_order`` when their keys ascend; read-only,
+    as the walks read them (``base.read_only``)."""
+    return Walk(
+        *map(read_only, _in_key_order(rows, in_order, keys, groups, n_groups, is_float, threads))
+    )
+
+
+def _in_key_order(rows, in_order: bool, keys, groups, n_groups: int, is_float: bool, threads: int):
     if in_order:
         if len(rows) == len(keys):
             return Walk(keys, groups, rows)

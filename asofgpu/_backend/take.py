@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from ..kernels import take as kernel_take
 from . import walks
-from .base import host_empty
+from .base import host_empty, read_only
 from .jit import PARALLEL_LAUNCH, cpu_take
 
 
@@ -22,7 +22,7 @@ def check_map(gmap: np.ndarray, n_rows: int):
     check = cpu_take().check_map
     valid = host_empty(len(gmap), np.bool_)
     with PARALLEL_LAUNCH:
-        missing, bad = check(gmap, n_rows, valid)
+        missing, bad = check(read_only(gmap), n_rows, valid)
     return valid, int(missing), int(bad)
 
 
@@ -36,7 +36,9 @@ def take_fixed(columns: list[np.ndarray], gmap: np.ndarray, valid: np.ndarray) -
     again writes into pages it already has (2 ms of an 8 MB column's 6 ms were page faults).
     """
     kernels = cpu_take()
-    bits = [values.view(f"u{values.itemsize}") for values in columns]
+    # read-only, whatever their source: one compiled take (``base.read_only``)
+    bits = [read_only(values.view(f"u{values.itemsize}")) for values in columns]
+    gmap, valid = read_only(gmap), read_only(valid)
     outs = [host_empty(len(gmap), values.dtype) for values in bits]
     by_width = {}
     for k, values in enumerate(bits):
@@ -129,6 +131,7 @@ def take_chunked(passes: list[ChunkedPass], gmap: np.ndarray, valid: np.ndarray)
     row group, and copying them into one would touch as much fresh memory as the columns
     hold. The caller keeps the chunks alive. A buffer a column, in the columns' order."""
     kernels = cpu_take()
+    gmap, valid = read_only(gmap), read_only(valid)
     outs = {k: host_empty(len(gmap), one.like.dtype) for one in passes for k in one.columns}
     with PARALLEL_LAUNCH:
         for one in passes:
@@ -154,6 +157,7 @@ def take_text(offsets: np.ndarray, data: np.ndarray, gmap: np.ndarray, valid: np
     when the rows' bytes would overflow that type (the caller then takes them otherwise).
     ``offsets`` has one entry a row and one more; ``data`` is the bytes they point into."""
     kernels = cpu_take()
+    offsets, data, gmap, valid = (read_only(a) for a in (offsets, data, gmap, valid))
     out_offsets = host_empty(len(gmap) + 1, offsets.dtype)
     out_offsets[0] = 0
     with PARALLEL_LAUNCH:
@@ -173,7 +177,7 @@ def take_views(views: np.ndarray, gmap: np.ndarray, valid: np.ndarray) -> pa.Buf
     uint64 words each), an empty string's view where ``valid`` is False, on all cores."""
     out = host_empty(2 * len(gmap), np.uint64).reshape(-1, 2)
     with PARALLEL_LAUNCH:
-        cpu_take().take_views(views, gmap, valid, out)
+        cpu_take().take_views(read_only(views), read_only(gmap), read_only(valid), out)
     return pa.py_buffer(out)
 
 
