@@ -772,8 +772,8 @@ def test_writable_and_read_only_inputs_run_one_compiled_kernel(thresholds, paral
     backend passes every array a kernel only reads as read-only, so numpy's writable arrays
     and Arrow's read-only buffers run the kernels ``asofgpu warm`` compiled (integer groups
     from a pandas frame compiled for 5 s after it). Writable numpy inputs here: the one-shot
-    scan, the prepared probe (cursors and stream), the group encoding and lookup, and the
-    gather compile no signature with a writable input."""
+    scan, the prepared probe (cursors and stream), the group encoding and lookup, the
+    gather, the window join and the splice compile no signature with a writable input."""
     thresholds(interpret_max_rows=0, parallel_min_rows=0 if parallel else HUGE)
     thresholds(parallel_encode_rows=0, parallel_gather_rows=0)
     rng = np.random.default_rng(12)
@@ -788,6 +788,10 @@ def test_writable_and_read_only_inputs_run_one_compiled_kernel(thresholds, paral
         with walks.overridden(stream_span=HUGE if stream else 0, stream_group_span=0):
             gmap = prepared.join(left_keys, left_groups)
     ag.gather(pa.table({"v": rng.random(4_000)}), gmap)
+    quotes = pa.table({"t": right_keys, "g": right_groups, "v": rng.random(4_000)})
+    trades = pa.table({"t": left_keys, "g": left_groups})
+    ag.window_join(trades, quotes, on="t", by="g", before=30, aggs={"v": ["sum", "max"]})
+    ag.splice_join(trades, quotes, on="t", by="g", device="cpu")
     jit = _backend.jit
     kernels = {
         # the merge scan's compiled passes (scan_join itself is plain Python)
@@ -797,6 +801,9 @@ def test_writable_and_read_only_inputs_run_one_compiled_kernel(thresholds, paral
         "encoding": (jit.cpu_fixed_width().dictionary_encode, (0, 1, 2)),
         "lookup": (jit.cpu_fixed_width().lookup_parallel, (0, 1, 4, 5, 6)),
         "take": (jit.cpu_take().take_fixed, (0, 1, 2)),
+        "windows": (jit.cpu_window(False, parallel).windows, (0, 1, 2)),
+        "window sums": (jit.cpu_window(False, parallel).reduces, (0, 1, 2, 3, 4, 5)),
+        "splice": (jit.cpu_splice(False, parallel), (0, 1, 2, 3, 4, 5)),
     }
     for name, (kernel, positions) in kernels.items():
         if name == "lookup" and not parallel:

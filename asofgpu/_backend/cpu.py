@@ -59,8 +59,9 @@ class CpuBackend(Backend):
             super().splice_merge(is_float, left_keys, *rest)
             return
         parallel = walks.parallel(n)
+        read = map(read_only, (left_keys, *rest[:5]))  # all but the two maps it writes
         with launching(parallel):
-            cpu_splice(is_float, parallel)(left_keys, *rest, threads(parallel))
+            cpu_splice(is_float, parallel)(*read, *rest[5:], threads(parallel))
 
     def calendar_reaches(self, keys, move):
         """kernels/calendar.py's ``reaches`` on all cores, a piece a thread; a small launch
@@ -87,6 +88,8 @@ class CpuBackend(Backend):
         parallel = walks.parallel(n)
         pieces = walks.row_pieces(n)
         cursors = walks.window_cursors(n, pieces, len(right.offsets) - 1)
+        left_keys, left_groups = read_only(left_keys), read_only(left_groups)
+        right = type(right)(*map(read_only, right))
         with launching(parallel):
             cpu_window(is_float, parallel).windows(
                 left_keys, left_groups, right, bounds, starts, ends, pieces, cursors
@@ -100,6 +103,10 @@ class CpuBackend(Backend):
         the bounds put in it, are computed once for every column (in ``shared``)."""
         n = len(starts)
         interpreted = self.interprets(n)
+        # read-only, whatever their source: one compiled reduction a dtype (``read_only``)
+        starts, ends, rows, values, keys, valid = map(
+            read_only, (starts, ends, rows, values, keys, valid)
+        )
         if rows.size or valid.size:
             if interpreted:
                 with walks.interpreting():

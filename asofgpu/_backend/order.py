@@ -78,7 +78,7 @@ def _in_key_order(rows, in_order: bool, keys, groups, n_groups: int, is_float: b
         bits, np.uint64(low), is_float, group_bits, sorted_keys.view(np.uint64), sorted_groups
     )
     if not group_bits:
-        kernels.take_int32(groups, order, sorted_groups)
+        kernels.take_int32(read_only(groups), order, sorted_groups)
     return Walk(sorted_keys, sorted_groups, order)
 
 
@@ -119,7 +119,7 @@ def radix_order(rows, keys, is_float: bool, threads: int, groups=None, group_bit
     if groups is None:
         groups, group_bits = _NO_GROUPS, 0
     low, group_bits = (kernels.order_bits_float if is_float else kernels.order_bits_int)(
-        keys, rows, groups, group_bits, bits
+        read_only(keys), rows, read_only(groups), group_bits, bits
     )
     order = kernels.argsort_bits(
         bits, rows, threads, host_empty(len(rows), np.uint64), host_empty(len(rows), width)
