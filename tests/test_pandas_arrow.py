@@ -39,6 +39,10 @@ def _series() -> dict[str, pd.Series]:
         ),
         "object": pd.Series([str(i) for i in ints], dtype=object),
         "str": pd.Series([str(i) for i in ints], dtype="str"),
+        "string[python]": pd.Series([str(i) for i in ints], dtype="string[python]"),
+        "string[python] NA": pd.Series([str(i) for i in ints], dtype="string[python]").where(
+            ints > 0
+        ),
         "Int64": pd.Series(ints, dtype="Int64").where(ints > 0),
         "category": pd.Series(ints % 3).astype("category"),
         "arrow double": pd.Series(floats, dtype="double[pyarrow]"),
