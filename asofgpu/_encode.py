@@ -119,14 +119,7 @@ def _take_codes(value_codes: np.ndarray, indices: np.ndarray, null_code: int) ->
 
 
 DISTINCT_SAMPLE_ROWS = 1 << 16
-# numba compiles a kernel once per argument type, and a read-only array (a view of an Arrow
-# buffer) is a type of its own: kernels get read-only arrays only, empty ones included.
 NO_BYTES = np.frombuffer(b"", dtype=np.uint8)  # no validity bitmap (no nulls), or no data
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    a.flags.writeable = False
-    return a
 
 
 def _encode_sorted(col: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
@@ -220,7 +213,7 @@ def _fixed_width_buffers(arr: pa.Array):
     values = (
         np.frombuffer(data, dtype=width, count=arr.offset + len(arr))[arr.offset :]
         if data is not None
-        else _read_only(np.zeros(len(arr), width))
+        else np.zeros(len(arr), width)
     )
     bitmap = np.frombuffer(validity, dtype=np.uint8) if arr.null_count else NO_BYTES
     return values, bitmap, arr.offset
@@ -379,17 +372,17 @@ def _hash_views(col: pa.ChunkedArray, nulls_distinct: bool):
 
     chunks = [chunk for chunk in col.chunks if len(chunk)] or col.chunks[:1]
     keys, bitmap, bit0 = _view_words(chunks[0])
-    if len(chunks) > 1:  # read-only, as the views of one chunk: one compiled kernel
+    if len(chunks) > 1:
         parts = [_view_words(chunk)[0] for chunk in chunks]
-        keys = _read_only(arrow_numpy.concatenate(parts, host_empty(2 * len(col), np.uint64)))
+        keys = arrow_numpy.concatenate(parts, host_empty(2 * len(col), np.uint64))
         bitmap, bit0 = NO_BYTES, 0
         if col.null_count:
-            bitmap = _read_only(_bitmap(np.concatenate([arrow_numpy.valid(c) for c in chunks])))
+            bitmap = _bitmap(np.concatenate([arrow_numpy.valid(c) for c in chunks]))
     return _hash_view_words(keys, bitmap, bit0, nulls_distinct)
 
 
 def _hash_view_words(keys: np.ndarray, bitmap: np.ndarray, bit0: int, nulls_distinct: bool):
-    """``_hash_views`` of views given as their words (two uint64 a view, read-only) and a
+    """``_hash_views`` of views given as their words (two uint64 a view) and a
     validity bitmap from bit ``bit0``."""
     from ._backend import dictionary_encode_views
 
@@ -410,7 +403,7 @@ def _views_at(col: pa.ChunkedArray, rows: np.ndarray):
             words.append(_view_words(chunk)[0].reshape(-1, 2)[local])
             valid.append(arrow_numpy.valid(chunk)[local])
         at += len(chunk)
-    return _read_only(np.concatenate(words).reshape(-1)), _read_only(_bitmap(np.concatenate(valid)))
+    return np.concatenate(words).reshape(-1), _bitmap(np.concatenate(valid))
 
 
 def _valid_at(bitmap: np.ndarray, bit0: int, rows: np.ndarray) -> np.ndarray:
@@ -674,7 +667,7 @@ class Groups:
                 self._step_tables[k] = fixed_lookup_table(*_fixed_width_buffers(self._steps[k]))
             # NO_GROUP's bits are no step value's (those are all >= 0): it stays NO_GROUP.
             codes = lookup_fixed(
-                self._step_tables[k], _read_only(combined.view(np.uint64)), NO_BYTES, 0, NO_GROUP
+                self._step_tables[k], combined.view(np.uint64), NO_BYTES, 0, NO_GROUP
             )
         return codes
 

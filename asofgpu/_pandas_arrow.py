@@ -90,16 +90,17 @@ PARALLEL_CHECK_ROWS = 1 << 20
 
 def _converted(series) -> pa.Array | pa.ChunkedArray:
     """``series`` as ``from_pandas`` converts one of a frame's columns (``pa.array`` of it,
-    NaN and NaT as nulls), its error naming the column as ``from_pandas``' does; a column
-    of Python strings read from its objects (``python_strings``)."""
+    NaN and NaT as nulls); a column of Python strings read from its objects
+    (``python_strings``). A column ``pa.array`` cannot read goes to ``from_pandas`` itself,
+    whose error names the column (and whose own checks refuse some types first: sparse ones).
+    """
     strings = python_strings(series)
     if strings is not None:
         return strings
     try:
         return pa.array(series, from_pandas=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
-        exc.args += (f"Conversion failed for column {series.name} with type {series.dtype}",)
-        raise
+    except (pa.ArrowException, TypeError, ValueError):
+        return pa.Table.from_pandas(series.to_frame(), preserve_index=False).column(0)
 
 
 def _missing(columns: list[np.ndarray]) -> list[bool]:

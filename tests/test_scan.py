@@ -773,7 +773,8 @@ def test_writable_and_read_only_inputs_run_one_compiled_kernel(thresholds, paral
     and Arrow's read-only buffers run the kernels ``asofgpu warm`` compiled (integer groups
     from a pandas frame compiled for 5 s after it). Writable numpy inputs here: the one-shot
     scan, the prepared probe (cursors and stream), the group encoding and lookup, the
-    gather, the window join and the splice compile no signature with a writable input."""
+    gather, a calendar tolerance's reaches, the window join (fixed and per-row reaches) and
+    the splice compile no signature with a writable input."""
     thresholds(interpret_max_rows=0, parallel_min_rows=0 if parallel else HUGE)
     thresholds(parallel_encode_rows=0, parallel_gather_rows=0)
     rng = np.random.default_rng(12)
@@ -788,9 +789,14 @@ def test_writable_and_read_only_inputs_run_one_compiled_kernel(thresholds, paral
         with walks.overridden(stream_span=HUGE if stream else 0, stream_group_span=0):
             gmap = prepared.join(left_keys, left_groups)
     ag.gather(pa.table({"v": rng.random(4_000)}), gmap)
+    days = ag.AsofJoin(right_keys.astype("M8[D]"), device="cpu")
+    days.join(left_keys.astype("M8[D]"), tolerance="1mo")  # reaches counted by the calendar
     quotes = pa.table({"t": right_keys, "g": right_groups, "v": rng.random(4_000)})
     trades = pa.table({"t": left_keys, "g": left_groups})
-    ag.window_join(trades, quotes, on="t", by="g", before=30, aggs={"v": ["sum", "max"]})
+    for before in (30, np.full(1_000, 30)):  # fixed, and one a row (numpy's, writable)
+        ag.window_join(
+            trades, quotes, on="t", by="g", before=before, aggs={"v": ["sum", "max"]}, device="cpu"
+        )
     ag.splice_join(trades, quotes, on="t", by="g", device="cpu")
     jit = _backend.jit
     kernels = {
@@ -801,9 +807,10 @@ def test_writable_and_read_only_inputs_run_one_compiled_kernel(thresholds, paral
         "encoding": (jit.cpu_fixed_width().dictionary_encode, (0, 1, 2)),
         "lookup": (jit.cpu_fixed_width().lookup_parallel, (0, 1, 4, 5, 6)),
         "take": (jit.cpu_take().take_fixed, (0, 1, 2)),
-        "windows": (jit.cpu_window(False, parallel).windows, (0, 1, 2)),
+        "windows": (jit.cpu_window(False, parallel).windows, (0, 1, 2, 3)),
         "window sums": (jit.cpu_window(False, parallel).reduces, (0, 1, 2, 3, 4, 5)),
         "splice": (jit.cpu_splice(False, parallel), (0, 1, 2, 3, 4, 5)),
+        "calendar": (jit.cpu_calendar(parallel), (0,)),
     }
     for name, (kernel, positions) in kernels.items():
         if name == "lookup" and not parallel:

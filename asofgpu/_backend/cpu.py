@@ -72,7 +72,7 @@ class CpuBackend(Backend):
         out = host_empty(n, np.uint64)  # pages kept: fresh ones faulted, 8 of its 9 ms
         parallel = walks.parallel(n)
         with launching(parallel):
-            cpu_calendar(parallel)(keys, out, move, walks.row_pieces(n))
+            cpu_calendar(parallel)(read_only(keys), out, move, walks.row_pieces(n))
         return out
 
     def window_bounds(self, is_float, left_keys, left_groups, right, bounds, starts, ends):
@@ -90,6 +90,8 @@ class CpuBackend(Backend):
         cursors = walks.window_cursors(n, pieces, len(right.offsets) - 1)
         left_keys, left_groups = read_only(left_keys), read_only(left_groups)
         right = type(right)(*map(read_only, right))
+        # per-row reaches read-only too: a fixed reach's empty placeholder is numpy's own
+        bounds = bounds._replace(befores=read_only(bounds.befores), afters=read_only(bounds.afters))
         with launching(parallel):
             cpu_window(is_float, parallel).windows(
                 left_keys, left_groups, right, bounds, starts, ends, pieces, cursors
