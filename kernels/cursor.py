@@ -100,7 +100,10 @@ def probe_piece(p0, p1, left, right, how, cursor, out):
             cursor[g] = first_ge
             first_gt = first_ge
             if strategy == NEAREST:
-                first_gt = gallop_upper(right_keys, first_ge, hi, x)
+                # Its forward candidate lies past x's own run, which is seldom there: a key
+                # above x at first_ge (read just now) ends the search without a gallop.
+                if first_ge < hi and not less(x, right_keys[np.uint64(first_ge)]):
+                    first_gt = gallop_upper(right_keys, first_ge, hi, x)
         else:  # backward with exact matches, or forward without: one bound, above x
             first_gt = gallop_upper(right_keys, start, hi, x)
             cursor[g] = first_gt

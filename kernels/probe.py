@@ -50,14 +50,20 @@ def probe_row(i, left_keys, left_groups, right, how, out):
             b = upper_bound(right.keys, lo, hi, x) - 1
         else:
             b = lower_bound(right.keys, lo, hi, x) - 1
-    if how.strategy != BACKWARD:
-        # Searching past b is safe: if b holds x itself (exact), f lands after x's run, and
-        # both nearest rules then take b's row, the last of x's run, as they would anyway.
-        start = lo if b < lo else b + 1
+    if how.strategy == FORWARD:
         if how.exact:
-            f = lower_bound(right.keys, start, hi, x)
+            f = lower_bound(right.keys, lo, hi, x)
         else:
-            f = upper_bound(right.keys, start, hi, x)
+            f = upper_bound(right.keys, lo, hi, x)
+    elif how.strategy == NEAREST:
+        # Past b, not searched again: with exact matches every key after b is above x, so f
+        # is b + 1 (when b holds x itself, f lies after x's run, and both nearest rules then
+        # take b's row, the last of x's run, as they would anyway); without, the keys after b
+        # are at least x, and only a run of x itself is searched past. A second binary
+        # search from b missed the cache at nearly every level, for an answer next door.
+        f = b + 1
+        if not how.exact and f < hi and not less(x, right.keys[f]):
+            f = upper_bound(right.keys, f, hi, x)
     pick(i, x, b, f, lo, hi, right, how, out)
 
 
