@@ -261,9 +261,11 @@ def choose(i, x, b, b_key, f, f_key, f_last, how):
     return f_last if choice == PICK_FORWARD_LAST else row
 
 
-def scan_join(left, right, n_groups, n_chunks, how, out):
+def scan_join(left, right, n_groups, n_chunks, how, out, empty=np.empty):
     """Fill ``out`` (the gather map, caller's left order) by merge scans of the two walks
-    (``probe.Walk``: keys ascending) under ``how`` (a ``probe.Options``)."""
+    (``probe.Walk``: keys ascending) under ``how`` (a ``probe.Options``). ``empty(n,
+    dtype)`` allocates nearest's candidates (the CPU backend's pooled pages: fresh ones
+    faulted in at every join, 16 bytes a left row)."""
     n_chunks = max(1, min(n_chunks, left.keys.size))
     if left.keys.size < out.size:  # rows without a key or group are not walked
         out[:] = how.no_match
@@ -273,7 +275,8 @@ def scan_join(left, right, n_groups, n_chunks, how, out):
         return
     n_back = left.keys.size if how.strategy == NEAREST else 0
     # nearest: each left position's backward candidate, row and key, for the forward walk
-    back_row, back_key = np.full(n_back, -1, np.int64), np.empty(n_back, right.keys.dtype)
+    # (every position's written by the backward walk before the forward one reads it)
+    back_row, back_key = empty(n_back, np.int64), empty(n_back, right.keys.dtype)
     if how.strategy != FORWARD:
         backward_pass(left, right, n_groups, n_chunks, how, back_row, back_key, out)
     if how.strategy != BACKWARD:

@@ -268,4 +268,4 @@ class CpuBackend(Backend):
                 n_threads,
                 keys_ascend[1],
             )
-            join(left, right, max(n_groups, 1), n_chunks, how, out)
+            join(left, right, max(n_groups, 1), n_chunks, how, out, host_empty)
