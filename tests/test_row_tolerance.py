@@ -586,10 +586,7 @@ def _on_walk(walk: str, left_keys, right_keys, left_groups, right_groups, **opti
         prepared = ag.AsofJoin(right_keys, right_groups, device="cpu")
         with walks.recorded() as decisions:
             got = prepared.join(left_keys, left_groups, **options)
-    # nearest never streams (two streams and a choice cost more than its cursors): its
-    # "stream" is the cursors
-    streams = walk == "stream" and options["strategy"] != "nearest"
-    assert (("streams", True) in decisions) == streams, decisions
+    assert (("streams", True) in decisions) == (walk == "stream"), decisions
     return got
 
 

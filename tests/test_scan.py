@@ -366,8 +366,8 @@ def test_streamed_probe_equals_one_search_a_row(kind, at_most_8_threads):
     """A time-sorted right side, every row in a group, probed by a batch of about as many
     rows, time-ordered or shuffled (then radix-sorted): the probe streams the right side (in
     parallel pieces), with null left keys, left groups the right lacks and runs of equal
-    keys. Its answers equal one binary search per row (probe_row) for every backward and
-    forward option."""
+    keys. Its answers equal one binary search per row (probe_row) for every option: nearest
+    walks the stream up and then down."""
     rng = np.random.default_rng(11)
     n_left, n_right = 40_000, 60_000
     right = np.sort(_keys(rng, n_right, kind, 3_000))
@@ -378,8 +378,6 @@ def test_streamed_probe_equals_one_search_a_row(kind, at_most_8_threads):
     prepared = ag.AsofJoin(right, right_by, device="cpu")
     shuffle = rng.permutation(n_left)
     for options in OPTIONS:
-        if options["strategy"] == "nearest":
-            continue
         with walks.recorded() as decisions:
             streamed = prepared.join(left_on, left_by, **options)
             shuffled = prepared.join(left_on.take(shuffle), left_by[shuffle], **options)
@@ -474,7 +472,7 @@ def test_a_batch_spanning_many_right_rows_a_row_streams(direction):
     [
         "unsorted right",
         "null right group",
-        "nearest",
+        "nearest of one group",
         "finer left unit",
         "wide span",
         "few groups",
@@ -482,17 +480,17 @@ def test_a_batch_spanning_many_right_rows_a_row_streams(direction):
     ],
 )
 def test_probe_streams_only_where_it_may(case, at_most_8_threads):
-    """Streaming needs a time-sorted right side with every row in a group, a backward or
-    forward strategy, the right's own unit, few right rows per left row, and, with several
-    groups, not too few for them; otherwise the cursor probe answers (here checked against
-    one search a row). Each case would stream but for what it changes: the control, which
-    changes nothing, streams."""
+    """Streaming needs a time-sorted right side with every row in a group, the right's own
+    unit, few right rows per left row, and, with several groups, not too few for them, and
+    nearest several groups (one cursor finds both its candidates side by side); otherwise
+    the cursor probe answers (here checked against one search a row). Each case would
+    stream but for what it changes: the control, which changes nothing, streams."""
     rng = np.random.default_rng(5)
     n = 40_000
     # 400 groups x about 1 right row a left row = 400 >= stream_group_span. The wide span's
     # 79 rows (one thread) need no more groups than rows (walks.streams wants a row per group and
     # piece): 20 groups x about 505 right rows a row would pass the group rule.
-    n_groups = 20 if case in ("wide span", "few groups") else 400
+    n_groups = {"wide span": 20, "few groups": 20, "nearest of one group": 1}.get(case, 400)
     right = np.sort(rng.integers(0, 10**6, n)).astype("datetime64[ms]")
     right_by = pa.array(rng.integers(0, n_groups, n).astype(str))
     left = np.sort(rng.integers(0, 10**6, n)).astype("datetime64[ms]")
@@ -501,7 +499,7 @@ def test_probe_streams_only_where_it_may(case, at_most_8_threads):
         right = right[rng.permutation(n)]
     elif case == "null right group":
         right_by = pa.array(right_by.to_pylist()[:-1] + [None])
-    elif case == "nearest":
+    elif case == "nearest of one group":
         options = dict(strategy="nearest")
     elif case == "finer left unit":
         left = left.astype("datetime64[us]")
@@ -772,7 +770,7 @@ def test_writable_and_read_only_inputs_run_one_compiled_kernel(thresholds, paral
     backend passes every array a kernel only reads as read-only, so numpy's writable arrays
     and Arrow's read-only buffers run the kernels ``asofgpu warm`` compiled (integer groups
     from a pandas frame compiled for 5 s after it). Writable numpy inputs here: the one-shot
-    scan, the prepared probe (cursors and stream), the group encoding and lookup, the
+    scan, the prepared probe (cursors and streams), the group encoding and lookup, the
     gather, a calendar tolerance's reaches, the window join (fixed and per-row reaches) and
     the splice compile no signature with a writable input."""
     thresholds(interpret_max_rows=0, parallel_min_rows=0 if parallel else HUGE)
@@ -787,6 +785,7 @@ def test_writable_and_read_only_inputs_run_one_compiled_kernel(thresholds, paral
     prepared = ag.AsofJoin(right_keys, right_groups, device="cpu")
     for stream in (True, False):
         with walks.overridden(stream_span=HUGE if stream else 0, stream_group_span=0):
+            prepared.join(left_keys, left_groups, strategy="nearest")
             gmap = prepared.join(left_keys, left_groups)
     ag.gather(pa.table({"v": rng.random(4_000)}), gmap)
     days = ag.AsofJoin(right_keys.astype("M8[D]"), device="cpu")
@@ -803,7 +802,8 @@ def test_writable_and_read_only_inputs_run_one_compiled_kernel(thresholds, paral
         # the merge scan's compiled passes (scan_join itself is plain Python)
         "scan": (jit.cpu_scan(False, parallel).scan_join.__globals__["backward_pass"], (0, 1)),
         "cursors": (jit.cpu_cursor_probe(False, parallel), (0, 1)),
-        "stream": (jit.cpu_stream_probe(False, parallel), (0, 1, 2)),
+        "stream": (jit.cpu_stream_probe(False, parallel).probe, (0, 1, 2)),
+        "stream nearest": (jit.cpu_stream_probe(False, parallel).nearest, (0, 1, 2)),
         "encoding": (jit.cpu_fixed_width().dictionary_encode, (0, 1, 2)),
         "lookup": (jit.cpu_fixed_width().lookup_parallel, (0, 1, 4, 5, 6)),
         "take": (jit.cpu_take().take_fixed, (0, 1, 2)),

@@ -210,13 +210,20 @@ class CpuBackend(Backend):
             left = in_key_order(
                 rows, in_order, left_keys, left_groups, n_groups, is_float, n_threads
             )
-            if (
-                time_ordered is not None
-                and how.strategy != NEAREST
-                and walks.streams(time_ordered[0], left.keys, n_groups, n_threads)
+            nearest = how.strategy == NEAREST
+            if time_ordered is not None and walks.streams(
+                time_ordered[0], left.keys, n_groups, n_threads, nearest
             ):
                 tape = Tape(*map(read_only, time_ordered))
-                cpu_stream_probe(is_float, parallel)(left, tape, right, how, n_threads, out)
+                stream = cpu_stream_probe(is_float, parallel)
+                if nearest:  # each candidate, row and key, from the walk up to the walk down
+                    candidates = (
+                        host_empty(len(rows), out.dtype),
+                        host_empty(len(rows), tape.keys.dtype),
+                    )
+                    stream.nearest(left, tape, right, how, n_threads, *candidates, out)
+                else:
+                    stream.probe(left, tape, right, how, n_threads, out)
                 return
             # In key order each group's answers only move forward: gallop from cursors.
             n_pieces = walks.pieces(parallel, n_threads, n_groups)
