@@ -93,7 +93,8 @@ def _prepared() -> None:
             gather(payload, gmap)
             gather(read, gmap)  # every column chunk by chunk, as a reader's chunks lie
             gather(payload, gmap.astype(np.int64))  # the pandas front end's positions
-        # nearest walks the stream with kernels of its own (or the cursors, of one group)
+        # nearest streams with kernels of its own where the stream's rules allow (1,000
+        # symbols; the 3 are too few for it, and take the cursors, compiled above)
         prepared.join(trades["time"], trades["symbol"], strategy="nearest")
 
 

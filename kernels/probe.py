@@ -59,11 +59,11 @@ def probe_row(i, left_keys, left_groups, right, how, out):
         # Past b, not searched again: with exact matches every key after b is above x, so f
         # is b + 1 (when b holds x itself, f lies after x's run, and both nearest rules then
         # take b's row, the last of x's run, as they would anyway); without, the keys after b
-        # are at least x, and only a run of x itself is searched past. A second binary
+        # are at least x, and only a run of x itself is walked past. A second binary
         # search from b missed the cache at nearly every level, for an answer next door.
         f = b + 1
         if not how.exact and f < hi and not less(x, right.keys[f]):
-            f = upper_bound(right.keys, f, hi, x)
+            f = end_of_run(right.keys, f, hi)  # galloping past x's run, as the cursors do
     pick(i, x, b, f, lo, hi, right, how, out)
 
 

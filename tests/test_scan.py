@@ -395,6 +395,34 @@ def test_streamed_probe_equals_one_search_a_row(kind, at_most_8_threads):
         np.testing.assert_array_equal(one_by_one, streamed[shuffle], err_msg=str(options))
 
 
+@pytest.mark.parametrize("pieces", [3, 7, 16])
+def test_streamed_nearest_across_pieces_that_split_runs_of_equal_keys(monkeypatch, pieces):
+    """The nearest stream starts each piece's walk down from binary searches at its last
+    left key: runs of equal right keys (polars' rule takes the winning key's last row) that
+    the pieces' borders cut, and left keys equal to right ones, give the rows one search a
+    row (the python backend) gives, in 3 to 16 pieces (more than this machine's threads)."""
+    from asofgpu._backend import cpu
+
+    monkeypatch.setattr(cpu, "threads", lambda parallel: pieces if parallel else 1)
+    rng = np.random.default_rng(pieces)
+    distinct = np.sort(rng.choice(np.arange(0, 40_000, 4), 2_000, replace=False))
+    right = np.repeat(distinct, rng.integers(1, 4, distinct.size))  # runs of one to three
+    right_by = rng.integers(0, 3, right.size)
+    # left keys on the right's keys (in the runs) and between them
+    left = np.sort(np.concatenate([rng.choice(right, 1_500), rng.integers(0, 40_000, 1_500)]))
+    left_by = rng.integers(0, 3, left.size)
+    prepared = ag.AsofJoin(right, right_by, device="cpu")
+    oracle_join = ag.AsofJoin(right, right_by, device="python")
+    for options in (o for o in OPTIONS if o["strategy"] == "nearest"):
+        forced = dict(stream_span=HUGE, stream_group_span=0)  # 3 groups: streamed all the same
+        with walks.overridden(parallel_min_rows=0, interpret_max_rows=0, **forced):
+            with walks.recorded() as decisions:
+                got = prepared.join(left, left_by, **options)
+        assert _walks(decisions) == ["stream"], options
+        want = oracle_join.join(left, left_by, **options)
+        np.testing.assert_array_equal(got, want, err_msg=str(options))
+
+
 def test_streamed_probe_without_by():
     """No by-keys (one group) and pairs of equal right keys: backward takes the last of a
     pair, forward the first, as one search a row does; a batch too small for threads
