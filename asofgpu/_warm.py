@@ -81,6 +81,7 @@ def _one_shot() -> None:
 
 def _prepared() -> None:
     from . import AsofJoin, gather
+    from ._backend import walks
 
     for n, symbols in itertools.product(SIZES, (1000, 3)):
         quotes, trades = _day(n, symbols=symbols)
@@ -93,9 +94,10 @@ def _prepared() -> None:
             gather(payload, gmap)
             gather(read, gmap)  # every column chunk by chunk, as a reader's chunks lie
             gather(payload, gmap.astype(np.int64))  # the pandas front end's positions
-        # nearest streams with kernels of its own where the stream's rules allow (1,000
-        # symbols; the 3 are too few for it, and take the cursors, compiled above)
-        prepared.join(trades["time"], trades["symbol"], strategy="nearest")
+        # nearest streams with kernels of its own over many quotes (stream_nearest_min_span),
+        # compiled here on fewer (1,000 symbols; the 3 take the cursors, compiled above)
+        with walks.overridden(stream_nearest_min_span=0):
+            prepared.join(trades["time"], trades["symbol"], strategy="nearest")
 
 
 def _integer_groups() -> None:

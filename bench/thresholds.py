@@ -7,6 +7,7 @@ faster side changes, on the machine the defaults are for (2 cores here).
 
     python bench/thresholds.py parallel_min_rows
     python bench/thresholds.py stream_span --runs 9
+    python bench/thresholds.py stream_group_span --strategy nearest
 
 It measures; it never changes the defaults.
 """
@@ -35,8 +36,14 @@ def _right(n_groups: int, rows: int = RIGHT_ROWS, seed: int = 0):
     return np.arange(rows, dtype=np.int64) * 10, rng.integers(0, n_groups, rows)
 
 
+#: The strategy of the prepared probes timed (``--strategy``): the stream's rules were set
+#: for backward, and nearest walks the stream twice.
+STRATEGY = "backward"
+
+
 def _probe(n_groups: int, shuffled: bool, right_rows_per_left: int = 1):
-    """A prepared probe of n left rows spanning ``right_rows_per_left`` right rows each."""
+    """A prepared probe of n left rows spanning ``right_rows_per_left`` right rows each,
+    under ``STRATEGY`` as it is when the probe runs."""
     keys, groups = _right(n_groups)
     prepared = ag.AsofJoin(keys, groups, device="cpu")
     rng = np.random.default_rng(1)
@@ -47,9 +54,18 @@ def _probe(n_groups: int, shuffled: bool, right_rows_per_left: int = 1):
         if shuffled:
             rng.shuffle(left)
         left_groups = rng.integers(0, n_groups, n)
-        return lambda: prepared.join(left, left_groups)
+        return lambda: prepared.join(left, left_groups, strategy=STRATEGY)
 
     return call
+
+
+def _nearest_day(n: int):
+    """A prepared nearest probe of ``marketdata.day``'s n / 4 trades into its n quotes."""
+    from asofgpu import marketdata
+
+    quotes, trades = marketdata.day(n_quotes=n, n_trades=n // 4, n_symbols=1_000, seed=1)
+    prepared = ag.AsofJoin(quotes["time"], quotes["symbol"], device="cpu")
+    return lambda: prepared.join(trades["time"], trades["symbol"], strategy="nearest")
 
 
 def _argsort(n: int):
@@ -192,6 +208,16 @@ CASES = {
         [1, 5, 50, 500],
         {"stream": {"stream_span": HUGE, "stream_group_span": 0}, "cursors": {"stream_span": 0}},
     ),
+    "stream_nearest_min_span": (
+        "a prepared nearest probe of a market-data day's n / 4 trades into its n quotes, "
+        "1,000 symbols (evenly spaced synthetic keys favour the cursors at every size)",
+        None,
+        [131_072, 524_288, 1_048_576, 4_194_304],
+        {
+            "stream": {"stream_span": HUGE, "stream_group_span": 0, "stream_nearest_min_span": 0},
+            "cursors": {"stream_span": 0},
+        },
+    ),
     "pieces_per_thread": (
         "a prepared probe of 1M shuffled rows, 1,000 groups, n pieces a thread",
         None,
@@ -292,6 +318,8 @@ def _make(name: str):
         return lambda n: _probe(1_000, False, n)(100_000)
     if name == "stream_group_span":
         return lambda n: _probe(n, False, 4)(100_000)
+    if name == "stream_nearest_min_span":
+        return _nearest_day
     if name == "pieces_per_thread":
         probe = _probe(1_000, True)(1_000_000)
         return lambda n: probe
@@ -315,7 +343,9 @@ def sweep(name: str, runs: int) -> list[str]:
     """The markdown table of ``name``'s sweep."""
     what, _, sizes, sides = CASES[name]
     default = getattr(walks.Thresholds(), name)
-    lines = [f"{name} (now {default:,}): {what}", ""]
+    probes = name in ("parallel_min_rows", "stream_span", "stream_group_span", "pieces_per_thread")
+    how = f" ({STRATEGY})" if probes and STRATEGY != "backward" else ""
+    lines = [f"{name} (now {default:,}): {what}{how}", ""]
     if not sizes:
         return lines
     make = _make(name)
@@ -344,9 +374,18 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("threshold", choices=list(CASES), nargs="+")
     p.add_argument("--runs", type=int, default=5, help="timed calls a side and size (5)")
+    p.add_argument(
+        "--strategy",
+        choices=["backward", "forward", "nearest"],
+        default="backward",
+        help="of the prepared probes (parallel_min_rows, stream_span, stream_group_span, "
+        "pieces_per_thread); backward by default",
+    )
     args = p.parse_args(argv)
     if args.runs < 1:
         p.error("--runs must be at least 1")
+    global STRATEGY
+    STRATEGY = args.strategy
     # Every other decision is timed between compiled kernels, as a process runs them once it
     # has spent its seconds of plain Python on small joins.
     with walks.overridden(interpret_max_rows=0):

@@ -573,7 +573,7 @@ def _on_walk(walk: str, left_keys, right_keys, left_groups, right_groups, **opti
     from asofgpu._backend import walks
 
     thresholds = {
-        "stream": dict(stream_span=1 << 40, stream_group_span=0),
+        "stream": dict(stream_span=1 << 40, stream_group_span=0, stream_nearest_min_span=0),
         "cursor": dict(stream_span=0),
         "search": dict(search_max_rows=1 << 40),
         "scan": {},

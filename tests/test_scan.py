@@ -346,6 +346,26 @@ def test_streams_where_groups_times_span_reach_the_threshold(n_groups, right_row
     assert walks.streams(right_keys, keys, n_groups, pieces=1) == streams
 
 
+@pytest.mark.parametrize(
+    ("n_groups", "right_rows", "streams"),
+    [
+        (1_000, 524_000, False),  # in cache, where its cursors win
+        (1_000, 525_000, True),  # from stream_nearest_min_span (524,288)
+        (1, 600_000, False),  # one group: its cursor finds both candidates side by side
+        (2, 600_000, True),
+    ],
+)
+def test_nearest_streams_over_many_right_rows_of_several_groups(n_groups, right_rows, streams):
+    """``walks.streams`` for a nearest batch of 4,096 left rows spanning ``right_rows``
+    right rows (128 to 147 a left row: the backward rules stream them all): at least
+    ``stream_nearest_min_span`` of them, and more than one group."""
+    assert walks.THRESHOLDS.stream_nearest_min_span == 1 << 19
+    right_keys = np.arange(right_rows, dtype=np.int64)
+    keys = np.linspace(0, right_rows - 1, 4_096).astype(np.int64)
+    assert walks.streams(right_keys, keys, n_groups, pieces=1)  # as backward
+    assert walks.streams(right_keys, keys, n_groups, pieces=1, nearest=True) == streams
+
+
 def _walks(decisions: list) -> list[str]:
     """The walk each prepared probe took, in order, from the decisions ``walks.recorded``
     noted: "search" (a binary search a row, kernels/probe.py), "stream" (kernels/stream.py)
@@ -378,7 +398,8 @@ def test_streamed_probe_equals_one_search_a_row(kind, at_most_8_threads):
     prepared = ag.AsofJoin(right, right_by, device="cpu")
     shuffle = rng.permutation(n_left)
     for options in OPTIONS:
-        with walks.recorded() as decisions:
+        # nearest streams from 524,288 right rows: these 60,000 too
+        with walks.overridden(stream_nearest_min_span=0), walks.recorded() as decisions:
             streamed = prepared.join(left_on, left_by, **options)
             shuffled = prepared.join(left_on.take(shuffle), left_by[shuffle], **options)
         assert _walks(decisions) == ["stream", "stream"], options
@@ -414,7 +435,8 @@ def test_streamed_nearest_across_pieces_that_split_runs_of_equal_keys(monkeypatc
     prepared = ag.AsofJoin(right, right_by, device="cpu")
     oracle_join = ag.AsofJoin(right, right_by, device="python")
     for options in (o for o in OPTIONS if o["strategy"] == "nearest"):
-        forced = dict(stream_span=HUGE, stream_group_span=0)  # 3 groups: streamed all the same
+        # 3 groups, 4,000 right rows: streamed all the same
+        forced = dict(stream_span=HUGE, stream_group_span=0, stream_nearest_min_span=0)
         with walks.overridden(parallel_min_rows=0, interpret_max_rows=0, **forced):
             with walks.recorded() as decisions:
                 got = prepared.join(left, left_by, **options)
@@ -812,7 +834,8 @@ def test_writable_and_read_only_inputs_run_one_compiled_kernel(thresholds, paral
     ag.asof_join(left_keys, right_keys, left_groups, right_groups, device="cpu")
     prepared = ag.AsofJoin(right_keys, right_groups, device="cpu")
     for stream in (True, False):
-        with walks.overridden(stream_span=HUGE if stream else 0, stream_group_span=0):
+        forced = dict(stream_span=HUGE if stream else 0, stream_group_span=0)
+        with walks.overridden(**forced, stream_nearest_min_span=0):
             prepared.join(left_keys, left_groups, strategy="nearest")
             gmap = prepared.join(left_keys, left_groups)
     ag.gather(pa.table({"v": rng.random(4_000)}), gmap)

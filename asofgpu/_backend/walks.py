@@ -80,6 +80,12 @@ class Thresholds:
     #: ... and, where the right side has several groups, when groups x right rows a left row
     #: reach this: a few groups' cursors stay in cache and gallop cheaply.
     stream_group_span: int = 200
+    #: ... and a nearest batch (which walks the stream twice) when its key range holds at least
+    #: this many right rows: fewer stay in cache, where its cursors find both candidates side
+    #: by side (``python bench/thresholds.py stream_nearest_min_span``: a market-data day's
+    #: trades into 131,072 quotes took 0.69 ms streamed against 0.54, 524,288 2.28 against
+    #: 2.19, 1,048,576 4.53 against 5.07, 4,194,304 16.2 against 18.9).
+    stream_nearest_min_span: int = 1 << 19
     #: Parallel walks split into this many pieces a thread, so that uneven pieces even out.
     pieces_per_thread: int = 4
     #: Each piece keeps a cursor a group: pieces x groups stays under this many cursors.
@@ -312,8 +318,9 @@ def streams(right_keys, keys, n_groups: int, pieces: int, nearest: bool = False)
     ``right_keys`` than to gallop from cursors: few right rows per left row within their key
     range but not too few for the right side's ``n_groups``, and at least a row per group and
     piece (each of the ``pieces`` starts with a binary search in every group). A ``nearest``
-    probe of one group does not stream: its one cursor finds both candidates side by side in
-    cache, where the stream walks twice (4M x 1M: 14 against 17 ms)."""
+    probe, which walks the stream twice, streams only over ``stream_nearest_min_span`` right
+    rows or more, and never for one group: its one cursor finds both candidates side by side
+    in cache (4M x 1M: 14 against 17 ms)."""
     t = THRESHOLDS
     if len(keys) < max(n_groups, 1) * pieces or (nearest and n_groups <= 1):
         return False
@@ -321,6 +328,8 @@ def streams(right_keys, keys, n_groups: int, pieces: int, nearest: bool = False)
         np.searchsorted(right_keys, keys[-1], side="right")
         - np.searchsorted(right_keys, keys[0], side="left")
     )
+    if nearest and span < t.stream_nearest_min_span:
+        return False
     return span <= t.stream_span * len(keys) and (
         n_groups <= 1 or n_groups * span >= t.stream_group_span * len(keys)
     )
