@@ -211,7 +211,7 @@ CASES = {
     "stream_nearest_min_span": (
         "a prepared nearest probe of a market-data day's n / 4 trades into its n quotes, "
         "1,000 symbols (evenly spaced synthetic keys favour the cursors at every size)",
-        None,
+        _nearest_day,
         [131_072, 524_288, 1_048_576, 4_194_304],
         {
             "stream": {"stream_span": HUGE, "stream_group_span": 0, "stream_nearest_min_span": 0},
@@ -318,8 +318,6 @@ def _make(name: str):
         return lambda n: _probe(1_000, False, n)(100_000)
     if name == "stream_group_span":
         return lambda n: _probe(n, False, 4)(100_000)
-    if name == "stream_nearest_min_span":
-        return _nearest_day
     if name == "pieces_per_thread":
         probe = _probe(1_000, True)(1_000_000)
         return lambda n: probe
