@@ -34,7 +34,7 @@ Tape = collections.namedtuple("Tape", "keys groups")
 ZERO, ONE = np.uint64(0), np.uint64(1)
 
 less = gap = lower_bound = upper_bound = prange = end_of_run = choose = None  # by build()
-start_up = walk_up = None  # by build()
+start_up = walk_up = down_from = None  # by build()
 
 
 def start_up(x, tape, right, exact, latest):
@@ -71,6 +71,17 @@ def walk_up(x, j, tape, exact, latest):
     return j
 
 
+def down_from(x, tape, exact):
+    """Where a walk down from ``x`` starts: the first tape position whose key is at least x
+    (above x, when not ``exact``). The rows from it on are in the walk's starting state,
+    those before it are not walked yet."""
+    return np.uint64(
+        lower_bound(tape.keys, 0, tape.keys.size, x)
+        if exact
+        else upper_bound(tape.keys, 0, tape.keys.size, x)
+    )
+
+
 def backward_piece(p0, p1, left, tape, right, how, latest, out):
     """Backward answers of the left walk's positions [p0, p1); ``latest``: per group, the
     last right row walked (-1: none yet)."""
@@ -97,13 +108,7 @@ def forward_piece(p0, p1, left, tape, right, how, earliest, out):
         hi = offsets[g + 1]
         f = lower_bound(right.keys, lo, hi, x) if exact else upper_bound(right.keys, lo, hi, x)
         earliest[g] = right.rows_first[f] if f < hi else -1
-    # The right rows before ``j`` are not walked yet; those from it on are all at least x
-    # (above x).
-    j = np.uint64(
-        lower_bound(right_keys, 0, right_keys.size, x)
-        if exact
-        else upper_bound(right_keys, 0, right_keys.size, x)
-    )
+    j = down_from(x, tape, exact)
     for p in range(p1 - 1, p0 - 1, -1):
         x = left.keys[p]
         if exact:
@@ -155,11 +160,7 @@ def nearest_forward_piece(
             earliest[g] = right.rows_first[f]
             first_key[g] = right.keys[f]
             run_last[g] = right.rows_last[end_of_run(right.keys, f, hi) - 1] if runs else -1
-    j = np.uint64(
-        lower_bound(right_keys, 0, right_keys.size, x)
-        if exact
-        else upper_bound(right_keys, 0, right_keys.size, x)
-    )
+    j = down_from(x, tape, exact)
     for p in range(p1 - 1, p0 - 1, -1):
         x = left.keys[p]
         while j > ZERO:
@@ -256,6 +257,7 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range):
     names["choose"] = jit(bind(scan.choose, **names))
     names["start_up"] = jit(bind(start_up, **names))
     names["walk_up"] = jit(bind(walk_up, **names))
+    names["down_from"] = jit(bind(down_from, **names))
     for fn in (backward_piece, forward_piece, nearest_back_piece, nearest_forward_piece):
         names[fn.__name__] = jit(bind(fn, **names))
     return Stream(
