@@ -22,6 +22,7 @@ import contextlib
 import functools
 import gc
 import os
+import re
 import signal
 import sys
 import textwrap
@@ -137,10 +138,32 @@ def _compression(text: str) -> tuple[str, int | None]:
         raise argparse.ArgumentTypeError(msg) from None
 
 
+# A name of a comma-separated list: in double quotes (a quote inside doubled), or bare.
+_NAME = re.compile(r'\s*(?:"((?:[^"]|"")*)"|([^,"][^,]*|))\s*(,|$)')
+
+
 def _names(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",")]
-    if not all(names):
-        msg = f"expected column names separated by commas, got {text!r}"
+    """Column names separated by commas, bare ones stripped of spaces; a name that holds a
+    comma (pandas writes a MultiIndex label as "('a', 't')") or spaces at its ends is given in
+    double quotes, a quote inside it doubled, as in CSV.
+
+    >>> _names("symbol, venue")
+    ['symbol', 'venue']
+    >>> _names('"(\'a\', \'t\')",venue')
+    ["('a', 't')", 'venue']
+    """
+    names, at = [], 0
+    while (found := _NAME.match(text, at)) is not None:
+        quoted, bare, comma = found.groups()
+        names.append(bare.strip() if quoted is None else quoted.replace('""', '"'))
+        if not comma:
+            break
+        at = found.end()
+    if found is None or not all(names):
+        msg = (
+            f"expected column names separated by commas (a name with a comma in double "
+            f'quotes: "a,b"), got {text!r}'
+        )
         raise argparse.ArgumentTypeError(msg)
     return names
 
@@ -217,7 +240,8 @@ def _parser() -> _Parser:
         type=_names,
         action="append",
         help="equality keys in both files; rows match only within a group "
-        "(e.g. --by symbol or --by symbol,venue)",
+        "(e.g. --by symbol or --by symbol,venue; a name that holds a comma goes in "
+        "double quotes, as in CSV)",
     )
     keys.add_argument(
         "--left-by",

@@ -210,6 +210,51 @@ def test_keys_of_other_names_two_by_columns_and_nulls(tmp_path, capsys):
     assert "staleness  p50 " in stdout and "(LEFT ts minus RIGHT quote_ts)" in stdout
 
 
+def test_names_that_hold_commas_are_given_in_double_quotes(tmp_path, capsys):
+    # pandas writes the labels of a MultiIndex of columns as "('a', 't')"
+    left = write(
+        pa.table({"('k', 't')": [1, 5, 9], "('k', 'sym')": ["x", "y", "x"]}), tmp_path / "l.parquet"
+    )
+    right = write(
+        pa.table(
+            {
+                "('k', 't')": [0, 4, 6, 8],
+                "('k', 'sym')": ["x", "x", "y", "x"],
+                'bid, "best"': [1.0, 2.0, 3.0, 4.0],
+                "ask": [5.0, 6.0, 7.0, 8.0],
+            }
+        ),
+        tmp_path / "r.parquet",
+    )
+    out = tmp_path / "out.parquet"
+    keys = ["--on", "('k', 't')", "--device", "cpu", "-q"]
+    code, _, stderr = run(
+        "enrich", left, right, "-o", out, *keys, "--by", "('k', 'sym')", capsys=capsys
+    )
+    assert code == 2 and not out.exists()
+    assert (
+        "LEFT file " + str(left) + " has no column \"('k'\"; a name that holds a comma goes in "
+        "double quotes: \"('k', 't')\" or \"('k', 'sym')\"" in stderr
+    )
+    code, _, stderr = run(
+        "enrich",
+        left,
+        right,
+        "-o",
+        out,
+        *keys,
+        "--by",
+        "\"('k', 'sym')\"",
+        "--columns",
+        ' "bid, ""best""" , ask',
+        capsys=capsys,
+    )
+    assert code == 0, stderr
+    want = expected(left, right, on="('k', 't')", by="('k', 'sym')")
+    assert pq.read_table(out).equals(want)
+    assert pq.read_table(out)['bid, "best"'].to_pylist() == [1.0, None, 4.0]
+
+
 @pytest.mark.usefixtures("left_columns")
 def test_columns_pick_order_and_suffix(day, tmp_path, capsys):
     trades, quotes = day
@@ -614,7 +659,13 @@ def _junk(tmp_path: Path) -> Path:
         ),
         (
             ["{trades}", "{quotes}", "--on", "time", "--by", "symbol,"],
-            "argument --by: expected column names separated by commas, got 'symbol,'",
+            "argument --by: expected column names separated by commas (a name with a comma in "
+            "double quotes: \"a,b\"), got 'symbol,'",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--columns", '"bid,ask'],
+            "argument --columns: expected column names separated by commas (a name with a comma "
+            'in double quotes: "a,b"), got \'"bid,ask\'',
         ),
         (
             ["{trades}", "{quotes}", "--on", "time", "--columns", "bid,bid"],

@@ -289,6 +289,11 @@ def _inside(path: str, folder: str) -> bool:
 
 
 def _column_hint(name: str, schema: pa.Schema) -> str:
+    # A piece of a name that holds a comma, as a bare list of names splits it
+    cut = [n for n in schema.names if "," in n and name in (p.strip() for p in n.split(","))]
+    if cut:
+        quoted = " or ".join('"' + n.replace('"', '""') + '"' for n in cut[:3])
+        return f"; a name that holds a comma goes in double quotes: {quoted}"
     close = difflib.get_close_matches(name, schema.names, n=1)
     listed = ", ".join(schema.names[:12]) + (", ..." if len(schema.names) > 12 else "")
     return (f"; did you mean {close[0]!r}?" if close else "") + f" (its columns: {listed})"
