@@ -60,7 +60,7 @@ from pandas.errors import MergeError
 from ._backend import take_fixed, walks
 from ._columns import Reaches, is_row_tolerances
 from ._types import NO_MATCH_INT64
-from .gather import gather
+from ._gather import gather
 from .join import AsofJoin
 
 # pandas 3 changed two checks of merge_asof; asofgpu follows the pandas it runs beside.

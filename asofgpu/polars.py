@@ -89,7 +89,7 @@ from ._calendar import fixed as fixed_duration
 from ._calendar import clock_changes, is_calendar
 from ._duration import UNIT_NS, timedelta_ns
 from ._types import NO_MATCH, DeviceName, StrategyName, is_no_match
-from .gather import gather
+from ._gather import gather
 from .join import AsofJoin, asof_join
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names

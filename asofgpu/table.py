@@ -24,7 +24,7 @@ import pyarrow as pa
 from . import _validate
 from ._columns import to_arrow, to_table
 from ._encode import check_comparable
-from .gather import gather
+from ._gather import gather
 from ._types import DeviceName, RowTolerance, StrategyName, TableLike, Tolerance
 from .join import AsofJoin, asof_join
 from .splice import splice_maps

@@ -33,7 +33,7 @@ from . import _arrow_numpy as arrow_numpy
 from . import _validate
 from ._backend import Backend, get_backend, take_fixed, walks
 from ._columns import canonical_floats, to_arrow
-from .gather import gather
+from ._gather import gather
 from .kernels.window import Reduced
 
 PICKS = ("first", "last", "min", "max")  # the reductions that choose a right row

@@ -1051,6 +1051,34 @@ def test_a_ctrl_c_in_generated_code_of_the_commands_imports_exits_130(tmp_path):
     assert (done.returncode, done.stderr) == (130, "asofgpu: interrupted\n")
 
 
+@pytest.mark.parametrize("interrupted", ["numpy", "asofgpu.cli"])
+def test_a_ctrl_c_while_the_script_imports_the_command_exits_130(tmp_path, interrupted):
+    """The ``asofgpu`` script (``asofgpu.__main__:run``, as pip writes it) interrupted while
+    the command's modules import, numpy's or asofgpu's own: one line and 130, where a
+    traceback came when the package's ``__init__`` imported the library first."""
+    script = tmp_path / "asofgpu-script"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import importlib.abc, sys
+
+            class InterruptedImport(importlib.abc.MetaPathFinder):
+                def find_spec(self, name, path, target=None):
+                    if name == {interrupted!r}:
+                        raise KeyboardInterrupt
+
+            sys.meta_path.insert(0, InterruptedImport())
+            from asofgpu.__main__ import run
+            sys.exit(run())
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script), "enrich", "--help"], capture_output=True, text=True
+    )
+    assert (done.returncode, done.stderr) == (130, "asofgpu: interrupted\n")
+
+
 @pytest.mark.slow  # asofgpu enrich as a process
 def test_a_run_started_ignoring_ctrl_c_goes_on_ignoring_it(day, tmp_path):
     """A background job of a shell script (``asofgpu enrich ... &``) starts with SIGINT

@@ -285,7 +285,7 @@ def test_a_tables_layout_is_kept_while_it_lives():
     """A payload table gathered from again and again has its chunks' addresses found once:
     kept while the table lives (the same result each time, whatever the map), dropped when it
     goes, so that a new table never finds another's."""
-    gather_module = sys.modules["asofgpu.gather"]  # the package's gather is the function
+    gather_module = sys.modules["asofgpu._gather"]
 
     rng = np.random.default_rng(30)
     table = pa.table(

@@ -79,6 +79,35 @@ def test_import_pulls_in_no_front_end_library():
     assert _python(code, cwd=ROOT) == ["none"]
 
 
+def test_import_loads_the_library_at_first_use():
+    """``import asofgpu`` loads none of its modules, nor numpy and pyarrow: the command
+    answers a Ctrl-C from its first moments (``asofgpu/__main__.py``). Each public name is
+    its module's object, and ``gather`` stays the function once its module, ``_gather``, is
+    imported by another (an import binds a submodule's name in its package)."""
+    code = (
+        "import sys, asofgpu; loaded = sorted(m for m in sys.modules if m.startswith("
+        "('asofgpu.', 'numpy', 'pyarrow', 'numba'))); print(' '.join(loaded) or 'none')"
+    )
+    assert _python(code, cwd=ROOT) == ["none"]
+    code = (
+        "import importlib, asofgpu, asofgpu.table, asofgpu.window\n"
+        "for name in asofgpu.__all__:\n"
+        "    module, attribute = asofgpu._PUBLIC[name]\n"
+        "    want = getattr(importlib.import_module(module, 'asofgpu'), attribute)\n"
+        "    assert getattr(asofgpu, name) is want, name\n"
+        "from asofgpu import *\n"
+        "print(gather.__module__, callable(asofgpu.gather), sorted(asofgpu.__all__) == "
+        "sorted(n for n in dir(asofgpu) if n in asofgpu._PUBLIC))\n"
+        "try:\n"
+        "    asofgpu.no_such_name\n"
+        "except AttributeError as exc:\n"
+        "    print(exc)\n"
+    )
+    assert _python(code, cwd=ROOT) == (
+        "asofgpu._gather True True module 'asofgpu' has no attribute 'no_such_name'".split()
+    )
+
+
 @pytest.mark.parametrize(
     ("module", "missing", "message"),
     [
@@ -125,7 +154,7 @@ def test_a_front_end_without_its_library_names_the_extra(module, missing, messag
     [
         ("join", "asof_join"),
         ("table", "join_asof"),
-        ("gather", "gather"),
+        ("_gather", "gather"),
         ("pandas", "merge_asof"),
         ("cudf", "merge_asof"),
         ("dask", "merge_asof"),

@@ -25,7 +25,7 @@ from .. import _arrow_numpy as arrow_numpy
 from .._columns import key_type_of_arrow, row_tolerances, tolerance_in_ticks
 from .._calendar import calendar_parts
 from .._staleness import Staleness
-from ..gather import gather
+from .._gather import gather
 from ..join import AsofJoin
 from . import _memory as memory
 from ._checks import Options, Plan, Tolerance, left_columns, translate

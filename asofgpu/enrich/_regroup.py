@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _arrow_numpy as arrow_numpy
-from ..gather import gather
+from .._gather import gather
 from ._stream import as_comparable, compare, key_numbers
 
 

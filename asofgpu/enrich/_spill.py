@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import _arrow_numpy as arrow_numpy
-from ..gather import gather
+from .._gather import gather
 from . import _leftovers as leftovers
 from ._errors import OutputError, one_line
 from ._sources import Source, is_text
