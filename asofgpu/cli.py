@@ -149,8 +149,8 @@ def _names(text: str) -> list[str]:
 
     >>> _names("symbol, venue")
     ['symbol', 'venue']
-    >>> _names('"(\'a\', \'t\')",venue')
-    ["('a', 't')", 'venue']
+    >>> _names('"a,b", venue')
+    ['a,b', 'venue']
     """
     names, at = [], 0
     while (found := _NAME.match(text, at)) is not None:
