@@ -85,10 +85,13 @@ def _index_in(dictionary: pa.Array, column: pa.Array, null_code: int) -> np.ndar
 def _encode_kernel(arr: pa.Array, nulls_distinct: bool, n_pieces: int):
     values, bitmap, bit0 = _encode._fixed_width_buffers(arr)
     codes = np.empty(len(arr), np.int32)
+    # read-only, as the backend passes them: a writable signature compiled here would fail
+    # test_scan's check that the backend never compiles one, in a worker that ran this first
+    read_only = _backend.base.read_only
     firsts = _backend.jit.cpu_fixed_width().dictionary_encode(
-        values,
-        _encode.NO_BYTES,
-        bitmap,
+        read_only(values),
+        read_only(_encode.NO_BYTES),
+        read_only(bitmap),
         np.int64(bit0),
         nulls_distinct,
         n_pieces,
