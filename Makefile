@@ -18,7 +18,7 @@ FLOOR_STAMP := $(VENV_FLOOR)/.asofgpu-installed
 	gpu-wheelhouse clean
 
 venv:
-	@if [ ! -x $(BIN)/python ] || ! $(BIN)/python -c "import asofgpu, pytest" 2>/dev/null \
+	@if [ ! -x $(BIN)/python ] || ! $(BIN)/python -c "import asofgpu.table, pytest" 2>/dev/null \
 	    || [ pyproject.toml -nt $(STAMP) ]; then \
 	  echo "setting up $(VENV) (asofgpu[$(EXTRAS)], editable)"; \
 	  rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) \
@@ -34,7 +34,7 @@ venv:
 # kernels' __pycache__ with .venv's numba 0.68, each dropped the other's entries (numba
 # ignores an index another version wrote), and every `make test` compiled them again.
 venv-cudf:
-	@if [ ! -x $(VENV_CUDF)/bin/python ] || ! $(VENV_CUDF)/bin/python -c "import asofgpu, cudf_polars, pytest" 2>/dev/null \
+	@if [ ! -x $(VENV_CUDF)/bin/python ] || ! $(VENV_CUDF)/bin/python -c "import asofgpu.table, cudf_polars, pytest" 2>/dev/null \
 	    || [ pyproject.toml -nt $(CUDF_STAMP) ]; then \
 	  echo "setting up $(VENV_CUDF) (asofgpu[cudf12,cudf-polars,test], editable)"; \
 	  rm -rf $(VENV_CUDF) && $(PYTHON) -m venv $(VENV_CUDF) \
@@ -56,7 +56,7 @@ FLOOR_TESTS := tests/test_pandas_frontend.py tests/test_pandas_semantics.py \
 FLOORS := "numpy==1.24.*" "numba==0.59.*" "pyarrow==19.0.*" "rich==13.0.*" "pandas==2.2.*" \
 	"polars==1.44.*"
 venv-floor:
-	@if [ ! -x $(VENV_FLOOR)/bin/python ] || ! $(VENV_FLOOR)/bin/python -c "import asofgpu, pytest" 2>/dev/null \
+	@if [ ! -x $(VENV_FLOOR)/bin/python ] || ! $(VENV_FLOOR)/bin/python -c "import asofgpu.table, pytest" 2>/dev/null \
 	    || [ pyproject.toml -nt $(FLOOR_STAMP) ] || [ Makefile -nt $(FLOOR_STAMP) ]; then \
 	  echo "setting up $(VENV_FLOOR) (asofgpu[dask] at the floors, editable)"; \
 	  rm -rf $(VENV_FLOOR) && $(PYTHON) -m venv $(VENV_FLOOR) \
