@@ -444,14 +444,20 @@ FEW_ROWS = 16
 
 
 def take(
-    data: pa.Table | pa.ChunkedArray, rows: np.ndarray, valid: np.ndarray | None = None
+    data: pa.Table | pa.ChunkedArray,
+    rows: np.ndarray,
+    valid: np.ndarray | None = None,
+    starts: list[np.ndarray] | np.ndarray | None = None,
 ) -> pa.Table | pa.ChunkedArray:
     """``data.take(rows)`` (null where ``valid`` is False), without copying whole chunks.
 
     Arrow's take on a chunked column concatenates its chunks into one before it takes: 2.4 ms
     for 1,000 rows of three 1M-row float64 chunks, against 8 us from one chunk. A take of few
     rows (at most one in ``FEW_ROWS``) takes each chunk's rows from that chunk and puts them
-    in order; a larger one pays the concatenation once, as Arrow does.
+    in order; a larger one pays the concatenation once, as Arrow does. ``starts``: the
+    column's ``chunk_starts`` (a list of them for a table's columns), from a caller that takes
+    from the same data again and again, so that a take's cost follows the chunks it reads,
+    not the column's: 7 rows of a column of 1,200 chunks took 1.8 ms finding where they start.
 
     >>> column = pa.chunked_array([[1, 2], [3, 4, 5]])
     >>> take(column, np.array([4, 0, 2]), np.array([True, True, False])).to_pylist()
@@ -461,10 +467,12 @@ def take(
     if valid is not None and valid.all():
         valid = None
     if isinstance(data, pa.Table):
+        starts = [None] * data.num_columns if starts is None else starts
         return pa.Table.from_arrays(
-            [_take_column(c, rows, valid) for c in data.columns], schema=data.schema
+            [_take_column(c, rows, valid, at) for c, at in zip(data.columns, starts)],
+            schema=data.schema,
         )
-    return _take_column(data, rows, valid)
+    return _take_column(data, rows, valid, starts)
 
 
 def takes_per_chunk(column: pa.ChunkedArray, entries: int) -> bool:
@@ -473,23 +481,34 @@ def takes_per_chunk(column: pa.ChunkedArray, entries: int) -> bool:
     return column.num_chunks > 1 and entries * FEW_ROWS <= len(column)
 
 
+def chunk_starts(column: pa.ChunkedArray) -> np.ndarray:
+    """The first row of each chunk of ``column``, and its length last.
+
+    >>> chunk_starts(pa.chunked_array([[1, 2], [], [3, 4, 5]])).tolist()
+    [0, 2, 2, 5]
+    """
+    return np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
+
+
 def _take_column(
-    column: pa.ChunkedArray, rows: np.ndarray, valid: np.ndarray | None
+    column: pa.ChunkedArray, rows: np.ndarray, valid: np.ndarray | None, starts=None
 ) -> pa.ChunkedArray:
     if not takes_per_chunk(column, len(rows)):
         return column.take(array(rows if valid is None else np.where(valid, rows, 0), valid=valid))
-    starts = np.cumsum([0] + [len(chunk) for chunk in column.chunks])
+    starts = chunk_starts(column) if starts is None else starts
     rows = rows if valid is None else np.where(valid, rows, 0)
     if len(rows) and (rows.min() < 0 or rows.max() >= len(column)):
         msg = f"take: a row outside 0..{len(column) - 1}"
         raise IndexError(msg)
     chunk_of = np.searchsorted(starts, rows, side="right") - 1
     order = np.argsort(chunk_of, kind="stable")
-    bounds = np.searchsorted(chunk_of[order], np.arange(column.num_chunks + 1))
+    in_order = chunk_of[order]
+    # the chunks read, each with its rows' stretch of ``order``: never a loop over them all
+    firsts = np.flatnonzero(np.diff(in_order, prepend=-1))
+    ends = np.append(firsts[1:], len(order))
     pieces = [
         column.chunk(k).take(array(rows[order[a:b]] - starts[k]))
-        for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))
-        if b > a
+        for k, a, b in zip(in_order[firsts].tolist(), firsts.tolist(), ends.tolist())
     ]
     if not pieces:  # no rows
         return pa.chunked_array([], column.type)

@@ -224,6 +224,20 @@ def test_take_of_few_or_many_rows_matches_arrows_take(kind, n_rows, with_nulls):
     assert taken.to_pylist() == expected.to_pylist()
 
 
+def test_take_reads_only_the_chunks_of_its_rows_given_or_finding_their_starts():
+    rng = np.random.default_rng(8)
+    sizes = rng.integers(0, 5, 400)  # many chunks, some empty, the last ones too
+    column = pa.chunked_array(np.split(np.arange(sizes.sum()), np.cumsum(sizes)[:-1]), pa.int64())
+    starts = arrow_numpy.chunk_starts(column)
+    assert starts[0] == 0 and starts[-1] == len(column) and len(starts) == column.num_chunks + 1
+    for n_rows in (0, 1, 9, 40):
+        rows = rng.integers(0, len(column), n_rows)
+        valid = rng.random(n_rows) > 0.2
+        want = column.take(arrow_numpy.array(rows, valid=valid)).to_pylist()
+        assert arrow_numpy.take(column, rows, valid).to_pylist() == want
+        assert arrow_numpy.take(column, rows, valid, starts).to_pylist() == want
+
+
 def test_take_of_a_table_takes_every_column():
     table = pa.table({"x": _chunked("float"), "s": _chunked("text")})
     rows = np.array([599, 0, 150, 150, 420])

@@ -295,16 +295,44 @@ def test_a_tables_layout_is_kept_while_it_lives():
             "i": _chunked(rng.integers(-9, 9, N).astype(np.int32), [3]),
         }
     )
-    key = (id(table), (0, 1, 2))  # the table and the columns taken: every one
+    key = (id(table), "layout", 0, 1, 2)  # the table and the columns taken: every one
     for seed in range(3):
         gmap = np.random.default_rng(seed).integers(0, N, N)
         got = ag.gather(table, gmap)
         assert got.equals(table.take(pa.array(gmap)))
-        assert key in gather_module._LAYOUTS
-    layout = gather_module._LAYOUTS[key][1]
-    assert ag.gather(table, gmap).equals(got) and gather_module._LAYOUTS[key][1] is layout
+        assert key in gather_module._FOUND
+    layout = gather_module._FOUND[key][1]
+    assert ag.gather(table, gmap).equals(got) and gather_module._FOUND[key][1] is layout
     del table, got
-    assert key not in gather_module._LAYOUTS
+    assert key not in gather_module._FOUND
+
+
+def test_a_small_gathers_chunk_starts_are_found_once_a_table(monkeypatch):
+    """Small maps from a payload of many chunks (enrich's small LEFT chunks against RIGHT's
+    row groups of a few rows) take from the chunks they read, their starts found once for
+    the table: found at every gather, 7 rows of 1,200 chunks took 1.8 ms, and a spilled
+    enrich of 12,000 rows in chunks of 7 spent 3 of its 5 s there."""
+    gather_module = sys.modules["asofgpu._gather"]
+    found = []
+    real = ag._arrow_numpy.chunk_starts
+    monkeypatch.setattr(ag._arrow_numpy, "chunk_starts", lambda c: found.append(1) or real(c))
+    rng = np.random.default_rng(31)
+    sizes = rng.integers(0, 12, 1_200)  # empty chunks among them
+    n = int(sizes.sum())
+    cuts = np.cumsum(sizes)[:-1]
+    table = pa.table(
+        {
+            "x": pa.chunked_array(np.split(rng.normal(size=n), cuts)),
+            "s": pa.chunked_array([pa.array(p.astype(str)) for p in np.split(np.arange(n), cuts)]),
+        }
+    )
+    for seed in range(20):
+        gmap = np.random.default_rng(seed).integers(-1, n, 7).astype(np.int32)  # -1: NO_MATCH
+        want = table.take(pa.array(gmap, mask=gmap < 0))
+        assert ag.gather(table, gmap).to_pydict() == want.to_pydict()
+    assert len(found) == table.num_columns  # once each, for the table's first gather
+    del table
+    assert not [key for key in gather_module._FOUND if "starts" in key]
 
 
 @pytest.mark.parametrize("blocks", [4, 1 << 16])
