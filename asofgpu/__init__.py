@@ -32,7 +32,25 @@ _PUBLIC = {
     "splice_maps": (".splice", "splice_maps"),
     "window_join": (".table", "window_join"),
 }
-__all__ = list(_PUBLIC)
+__all__ = [  # _PUBLIC's names (tests/test_layout.py), written out for type checkers
+    "NO_MATCH",
+    "NO_MATCH_INT64",
+    "AmbiguousMatchError",
+    "AsofJoin",
+    "Strategy",
+    "Windows",
+    "asof_join",
+    "gather",
+    "host_pool",
+    "is_no_match",
+    "join_asof",
+    "range_join",
+    "splice_join",
+    "splice_maps",
+    "window_join",
+]
+# The modules an eager import of the package used to load, found as its attributes still.
+_MODULES = ("join", "splice", "table", "window")
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # what type checkers and editors see: each name re-exported ("as" itself)
@@ -53,15 +71,19 @@ if TYPE_CHECKING:  # what type checkers and editors see: each name re-exported (
     from .window import Windows as Windows
 
 
-def __getattr__(name: str):
-    try:
-        module, attribute = _PUBLIC[name]
-    except KeyError:
-        raise AttributeError(f"module 'asofgpu' has no attribute {name!r}") from None
-    value = getattr(importlib.import_module(module, __name__), attribute)
-    globals()[name] = value  # found here from now on, without this function
-    return value
+if not TYPE_CHECKING:  # hidden from type checkers, which then tell a misspelt name
+
+    def __getattr__(name: str):
+        if name in _MODULES:
+            return importlib.import_module("." + name, __name__)  # binds itself here
+        try:
+            module, attribute = _PUBLIC[name]
+        except KeyError:
+            raise AttributeError(f"module 'asofgpu' has no attribute {name!r}") from None
+        value = getattr(importlib.import_module(module, __name__), attribute)
+        globals()[name] = value  # found here from now on, without this function
+        return value
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_PUBLIC})
+    return sorted({*globals(), *_PUBLIC, *_MODULES})

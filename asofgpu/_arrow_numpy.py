@@ -495,7 +495,8 @@ def _take_column(
 ) -> pa.ChunkedArray:
     if not takes_per_chunk(column, len(rows)):
         return column.take(array(rows if valid is None else np.where(valid, rows, 0), valid=valid))
-    starts = chunk_starts(column) if starts is None else starts
+    if starts is None or len(starts) != column.num_chunks + 1 or starts[-1] != len(column):
+        starts = chunk_starts(column)  # none given, or another column's
     rows = rows if valid is None else np.where(valid, rows, 0)
     if len(rows) and (rows.min() < 0 or rows.max() >= len(column)):
         msg = f"take: a row outside 0..{len(column) - 1}"

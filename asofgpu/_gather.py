@@ -266,19 +266,20 @@ def _take(
     column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray | None, starts=None
 ) -> pa.ChunkedArray:
     """``arrow_numpy.take`` of a column, whatever its type; ``starts``: its chunk starts
-    (``_starts``), which the casts and decodings below keep."""
+    (``_starts``), read only where the column is taken as it is: a cast or a decoding drops
+    its empty chunks."""
     # Arrow's take has no kernel for view strings and binaries, nor for lists and structs
     # of them (polars exports its text so): a small map takes their large form, cast back.
     kind, plain = column.type, arrow_numpy.viewless(column.type)
     if pa.types.is_run_end_encoded(kind):  # no take kernel either: decoded and encoded again
-        taken = _take(pc.run_end_decode(column), gmap, valid, starts)
+        taken = _take(pc.run_end_decode(column), gmap, valid)
         return pc.run_end_encode(taken, run_end_type=kind.run_end_type)
     if arrow_numpy.unifies_wrong(column):  # as Arrow's take of chunks would unify them
-        taken = _take(arrow_numpy.decoded(column), gmap, valid, starts)
+        taken = _take(arrow_numpy.decoded(column), gmap, valid)
         return pc.dictionary_encode(taken).cast(kind)
     if plain == kind:
         return arrow_numpy.take(column, gmap, valid, starts)
-    taken = arrow_numpy.take(column.cast(plain), gmap, valid, starts).cast(kind)
+    taken = arrow_numpy.take(column.cast(plain), gmap, valid).cast(kind)
     if not _is_view(kind):
         return taken
     return pa.chunked_array([_no_absent_data(c) for c in taken.chunks], kind)

@@ -248,14 +248,14 @@ def _parser() -> _Parser:
         metavar="COL[,COL]",
         type=_names,
         action="append",
-        help="equality keys in LEFT when names differ (e.g. --left-by ticker)",
+        help="equality keys in LEFT when names differ (e.g. --left-by ticker; quoted as --by)",
     )
     keys.add_argument(
         "--right-by",
         metavar="COL[,COL]",
         type=_names,
         action="append",
-        help="equality keys in RIGHT, as many as --left-by (e.g. --right-by sym)",
+        help="equality keys in RIGHT, as many as --left-by (e.g. --right-by sym; quoted as --by)",
     )
     match = e.add_argument_group("matching")
     match.add_argument(
@@ -298,7 +298,8 @@ def _parser() -> _Parser:
         type=_names,
         action="append",
         help="the RIGHT columns to attach, in this order (default: all but "
-        "the by columns and a same-named on column; e.g. --columns bid,ask)",
+        "the by columns and a same-named on column; e.g. --columns bid,ask; quoted "
+        "as --by)",
     )
     payload.add_argument(
         "--suffix",

@@ -160,7 +160,8 @@ def _env_without_pythonpath() -> dict:
 def _installed_at() -> str | None:
     """Where ``import asofgpu`` leads from outside the checkout (None: not installed)."""
     out = subprocess.run(
-        [sys.executable, "-c", "import asofgpu; print(asofgpu.__file__)"],
+        # asofgpu.table: the library itself, which import asofgpu alone does not load
+        [sys.executable, "-c", "import asofgpu.table; print(asofgpu.__file__)"],
         capture_output=True,
         text=True,
         cwd=tempfile.gettempdir(),

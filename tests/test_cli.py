@@ -236,6 +236,12 @@ def test_names_that_hold_commas_are_given_in_double_quotes(tmp_path, capsys):
         "LEFT file " + str(left) + " has no column \"('k'\"; a name that holds a comma goes in "
         "double quotes: \"('k', 't')\" or \"('k', 'sym')\"" in stderr
     )
+    # --on takes one name, never split: no quotes to suggest
+    code, _, stderr = run(
+        "enrich", left, right, "-o", out, "--on", "('k'", *keys[2:], capsys=capsys
+    )
+    assert code == 2 and "double quotes" not in stderr
+    assert "has no column \"('k'\" (its columns: ('k', 't'), ('k', 'sym'))" in stderr
     code, _, stderr = run(
         "enrich",
         left,

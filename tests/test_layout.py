@@ -12,7 +12,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-WHERE = "import asofgpu.kernels.probe as p, asofgpu; print(p.__file__); print(asofgpu.__file__)"
+# Every public name loaded too: ``import asofgpu`` alone loads none of the library's modules
+WHERE = (
+    "import asofgpu.kernels.probe as p, asofgpu; [getattr(asofgpu, n) for n in asofgpu.__all__]; "
+    "print(p.__file__); print(asofgpu.__file__)"
+)
 
 
 def _python(code: str, cwd: Path, pythonpath: str | None = None) -> list[str]:
@@ -71,8 +75,9 @@ def test_wheel_ships_kernels_as_asofgpu_kernels(tmp_path):
 
 
 def test_import_pulls_in_no_front_end_library():
-    code = (
-        "import sys, asofgpu; print(' '.join(sorted(m for m in "
+    code = (  # every public name loaded, which loads the library's modules
+        "import sys, asofgpu; [getattr(asofgpu, n) for n in asofgpu.__all__]; "
+        "assert 'asofgpu.join' in sys.modules; print(' '.join(sorted(m for m in "
         "('pandas', 'polars', 'cudf', 'pylibcudf', 'dask', 'cupy', 'numba.cuda') "
         "if m in sys.modules)) or 'none')"
     )
@@ -91,6 +96,8 @@ def test_import_loads_the_library_at_first_use():
     assert _python(code, cwd=ROOT) == ["none"]
     code = (
         "import importlib, asofgpu, asofgpu.table, asofgpu.window\n"
+        "assert asofgpu.__all__ == list(asofgpu._PUBLIC)\n"
+        "assert asofgpu.join.AsofJoin is asofgpu.AsofJoin  # the modules __init__ once loaded\n"
         "for name in asofgpu.__all__:\n"
         "    module, attribute = asofgpu._PUBLIC[name]\n"
         "    want = getattr(importlib.import_module(module, 'asofgpu'), attribute)\n"

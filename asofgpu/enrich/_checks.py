@@ -288,24 +288,26 @@ def _inside(path: str, folder: str) -> bool:
     return os.path.commonpath([path, folder]) == folder
 
 
-def _column_hint(name: str, schema: pa.Schema) -> str:
-    # A piece of a name that holds a comma, as a bare list of names splits it
+def _column_hint(name: str, schema: pa.Schema, listed: bool) -> str:
+    """What the user may have meant: a close name, or, for a name of a comma-separated list
+    (``listed``: --by, --columns), the names that hold a comma that the list cut."""
     cut = [n for n in schema.names if "," in n and name in (p.strip() for p in n.split(","))]
-    if cut:
+    if listed and cut:
         quoted = " or ".join('"' + n.replace('"', '""') + '"' for n in cut[:3])
-        return f"; a name that holds a comma goes in double quotes: {quoted}"
+        more = ", ..." if len(cut) > 3 else ""
+        return f"; a name that holds a comma goes in double quotes: {quoted}{more}"
     close = difflib.get_close_matches(name, schema.names, n=1)
-    listed = ", ".join(schema.names[:12]) + (", ..." if len(schema.names) > 12 else "")
-    return (f"; did you mean {close[0]!r}?" if close else "") + f" (its columns: {listed})"
+    names = ", ".join(schema.names[:12]) + (", ..." if len(schema.names) > 12 else "")
+    return (f"; did you mean {close[0]!r}?" if close else "") + f" (its columns: {names})"
 
 
-def _need(source: Source, name: str, named_in: str = "") -> None:
+def _need(source: Source, name: str, named_in: str = "", listed: bool = False) -> None:
     if name not in source.schema.names:
         where = f" (named in {named_in})" if named_in else ""
         kind = "file" if source.single else "files"
         raise EnrichError(
             f"{source.side} {kind} {source.given} has no column {name!r}{where}"
-            f"{_column_hint(name, source.schema)}"
+            f"{_column_hint(name, source.schema, listed)}"
         )
 
 
@@ -313,9 +315,9 @@ def plan(options: Options, left: Source, right: Source) -> Plan:
     _need(left, options.left_on)
     _need(right, options.right_on)
     for name in options.left_by:
-        _need(left, name)
+        _need(left, name, listed=True)
     for name in options.right_by:
-        _need(right, name)
+        _need(right, name, listed=True)
     if options.columns is None:  # join_asof's rule: all but the right by (and a same-named on)
         dropped = set(options.right_by)
         if options.right_on == options.left_on:
@@ -324,7 +326,7 @@ def plan(options: Options, left: Source, right: Source) -> Plan:
     else:
         payload = list(options.columns)
         for name in payload:
-            _need(right, name, "--columns")
+            _need(right, name, "--columns", listed=True)
         twice = sorted({n for n in payload if payload.count(n) > 1})
         if twice:
             raise EnrichError(f"--columns names {', '.join(map(repr, twice))} more than once")
