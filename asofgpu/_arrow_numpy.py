@@ -543,6 +543,21 @@ def physical_dtype(t: pa.DataType) -> np.dtype | None:
     return _dtype(t)
 
 
+def is_offset_text(t: pa.DataType) -> bool:
+    """String and binary types of 32- or 64-bit offsets, which the text kernels read (views
+    are another layout).
+
+    >>> is_offset_text(pa.large_binary()), is_offset_text(pa.string_view())
+    (True, False)
+    """
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
+
+
 def is_fixed_width(t: pa.DataType) -> bool:
     """Whether ``values`` reads a column of type ``t`` from its buffers."""
     return _dtype(t) is not None

@@ -153,16 +153,6 @@ def _encode_sorted(col: pa.ChunkedArray) -> tuple[pa.Array, np.ndarray]:
     return dictionary, codes
 
 
-def _is_text(t: pa.DataType) -> bool:
-    """String and binary types the text kernels read (views are cast by ``canonical_by``)."""
-    return (
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-    )
-
-
 def _text_buffers(col: pa.ChunkedArray, large: bool = False):
     """(array, offsets, bytes, validity bitmap) of a string or binary column in one array,
     as numpy views for kernels/strings.py; the bitmap is empty without nulls and starts at
@@ -225,7 +215,7 @@ def _encode_parallel(col: pa.ChunkedArray, nulls_distinct: bool):
     value)."""
     from ._backend import dictionary_encode_fixed, dictionary_encode_text
 
-    if _is_text(col.type):
+    if arrow_numpy.is_offset_text(col.type):
         arr, offsets, data, bitmap = _text_buffers(col)
         codes, firsts = dictionary_encode_text(offsets, data, bitmap, arr.offset, nulls_distinct)
         return codes, arr.take(arrow_numpy.array(firsts)).cast(col.type)
@@ -247,7 +237,7 @@ def _encode_hashed(col: pa.ChunkedArray, nulls_distinct: bool):
     half an encoding: 10M symbols, 33 ms looked up against 77 ms encoded (106 ms when the
     column's 77 chunks had to be combined first)."""
     if not walks.encodes_in_parallel(len(col)) or not (
-        _is_text(col.type) or _is_fixed_width(col.type)
+        arrow_numpy.is_offset_text(col.type) or _is_fixed_width(col.type)
     ):
         return None
     head = col.slice(0, DISTINCT_SAMPLE_ROWS)
@@ -311,7 +301,7 @@ def _lookup_table(dictionary: pa.Array):
     ``_look_up``."""
     from ._backend import fixed_lookup_table, text_lookup_table
 
-    if _is_text(dictionary.type):
+    if arrow_numpy.is_offset_text(dictionary.type):
         arr, offsets, data, bitmap = _text_buffers(pa.chunked_array([dictionary]), large=True)
         return offsets, data, text_lookup_table(offsets, data, bitmap, arr.offset)
     return fixed_lookup_table(*_fixed_width_buffers(dictionary))
@@ -323,7 +313,7 @@ def _look_up(table, arr: pa.Array, null_code: int, out: np.ndarray | None) -> np
     none, ``null_code`` for a null; written into ``out`` when given."""
     from ._backend import lookup_fixed, lookup_text
 
-    if _is_text(arr.type):
+    if arrow_numpy.is_offset_text(arr.type):
         arr, offsets, data, bitmap = _text_buffers(pa.chunked_array([arr]))
         return lookup_text(table, offsets, data, bitmap, arr.offset, null_code, out=out)
     return lookup_fixed(table, *_fixed_width_buffers(arr), null_code, out=out)
@@ -578,9 +568,10 @@ class _Column:
         if not walks.looks_up_by_hash(len(col)):
             with walks.interpreting():  # in place of compiled kernels: it counts (a GPU's too)
                 return self._index_in(col)
-        if (_is_text(col.type) and _is_text(self.dictionary.type)) or (
-            _is_fixed_width(col.type) and col.type == self.dictionary.type
-        ):
+        if (
+            arrow_numpy.is_offset_text(col.type)
+            and arrow_numpy.is_offset_text(self.dictionary.type)
+        ) or (_is_fixed_width(col.type) and col.type == self.dictionary.type):
             return self._lookup_hashed(col)
         return self._index_in(col)
 

@@ -89,7 +89,7 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
     for k, column in enumerate(table.columns):
         if k in taken:
             continue
-        if parallel and _is_text(column.type):
+        if parallel and arrow_numpy.is_offset_text(column.type):
             taken[k] = _take_text(column, gmap, valid, n_missing)
         elif parallel and _is_view(column.type):
             taken[k] = _take_views(column, gmap, valid)
@@ -217,15 +217,6 @@ def _kept(column, gmap: np.ndarray, valid: np.ndarray):
     nulls = len(gmap) - int(np.count_nonzero(kept))
     bitmap = pa.py_buffer(np.packbits(kept, bitorder="little")) if nulls else None
     return kept, bitmap, nulls
-
-
-def _is_text(t: pa.DataType) -> bool:
-    return (
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-    )
 
 
 def _take_text(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray, n_missing: int):
