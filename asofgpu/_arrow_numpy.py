@@ -497,11 +497,17 @@ def _take_column(
         return column.take(array(rows if valid is None else np.where(valid, rows, 0), valid=valid))
     if starts is None or len(starts) != column.num_chunks + 1 or starts[-1] != len(column):
         starts = chunk_starts(column)  # none given, or another column's
-    rows = rows if valid is None else np.where(valid, rows, 0)
+    if valid is not None:  # a null's row: one taken anyway, so that it reads no other chunk
+        rows = np.where(valid, rows, rows[np.argmax(valid)] if valid.any() else 0)
     if len(rows) and (rows.min() < 0 or rows.max() >= len(column)):
         msg = f"take: a row outside 0..{len(column) - 1}"
         raise IndexError(msg)
     chunk_of = np.searchsorted(starts, rows, side="right") - 1
+    if len(rows) and chunk_of[0] == chunk_of[-1] and (chunk_of == chunk_of[0]).all():
+        # all in one chunk, as a time-ordered batch's matches mostly are: one take, in order
+        k = int(chunk_of[0])
+        taken = column.chunk(k).take(array(rows - starts[k], valid=valid))
+        return pa.chunked_array([taken], column.type)
     order = np.argsort(chunk_of, kind="stable")
     in_order = chunk_of[order]
     # the chunks read, each with its rows' stretch of ``order``: never a loop over them all

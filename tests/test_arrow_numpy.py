@@ -236,6 +236,13 @@ def test_take_reads_only_the_chunks_of_its_rows_given_or_finding_their_starts():
         want = column.take(arrow_numpy.array(rows, valid=valid)).to_pylist()
         assert arrow_numpy.take(column, rows, valid).to_pylist() == want
         assert arrow_numpy.take(column, rows, valid, starts).to_pylist() == want
+    # rows of one chunk, as a time-ordered batch's matches are, and nulls read no other
+    k = int(np.argmax(sizes))
+    rows = rng.integers(starts[k], starts[k + 1], 9)
+    valid = np.arange(9) % 3 != 0
+    want = column.take(arrow_numpy.array(np.where(valid, rows, -1), valid=valid)).to_pylist()
+    assert arrow_numpy.take(column, np.where(valid, rows, -1), valid, starts).to_pylist() == want
+    assert arrow_numpy.take(column, rows[:0], None, starts).to_pylist() == []
 
 
 def test_take_of_a_table_takes_every_column():
