@@ -297,20 +297,27 @@ def filled(column: pa.Array | pa.ChunkedArray, value) -> np.ndarray:
 
 def has_nulls(column: pa.Array | pa.ChunkedArray) -> bool:
     """Whether ``valid`` would say any row is null: ``null_count``, or a dictionary's null
-    values, which it does not count."""
+    values, or a run-end encoded column's, which it does not count."""
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    return column.null_count > 0 or (
-        pa.types.is_dictionary(column.type) and any(c.dictionary.null_count for c in chunks)
-    )
+    if pa.types.is_dictionary(column.type):
+        return column.null_count > 0 or any(c.dictionary.null_count for c in chunks)
+    if pa.types.is_run_end_encoded(column.type):
+        return any(c.values.null_count for c in chunks)
+    return column.null_count > 0
 
 
 def valid(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Where a column is not null, as a bool array; a dictionary's null values are nulls
-    too, as Arrow reads them, where its ``null_count`` counts its indices' alone.
+    too, as Arrow reads them, where its ``null_count`` counts its indices' alone, and so are
+    a run-end encoded column's (its ``null_count`` is 0: they lie in its values).
 
     >>> codes = pa.DictionaryArray.from_arrays(pa.array([0, 1, None, 1]), pa.array([5, None]))
     >>> valid(codes).tolist(), codes.null_count
     ([True, False, False, False], 1)
+    >>> import pyarrow.compute as pc
+    >>> runs = pc.run_end_encode(pa.array([None, 1.0, 1.0, None]))
+    >>> valid(runs).tolist(), runs.null_count
+    ([False, True, True, False], 0)
     """
     if isinstance(column, pa.ChunkedArray):
         parts = [valid(chunk) for chunk in column.chunks]
@@ -319,6 +326,10 @@ def valid(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
         at = valid(column.indices)
         indices = filled(column.indices, 0).astype(np.intp)
         return at & valid(column.dictionary)[indices]
+    if pa.types.is_run_end_encoded(column.type):
+        import pyarrow.compute as pc  # here only: its import costs every process 15 ms
+
+        return valid(pc.run_end_decode(column))
     bitmap = column.buffers()[0] if len(column.buffers()) else None
     if column.null_count == 0 or bitmap is None:
         return np.full(len(column), column.null_count == 0)

@@ -12,6 +12,7 @@ from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -849,6 +850,28 @@ def test_a_dictionarys_null_values_are_nulls_of_the_column(device):
             if pa.types.is_dictionary(got_agg.type):
                 got_agg = got_agg.cast(got_agg.type.value_type)
             assert got_agg.to_pylist() == want[f"p_{agg}"].to_pylist(), agg
+
+
+def test_a_run_end_encoded_columns_nulls_are_nulls(device):
+    """A run-end encoded column holds its nulls in its values, and its null_count is 0: the
+    window join counted them (count 4 of [null, 1, 2, null]) and picked them as first and
+    last, as no other layout of the same values does."""
+    left = pa.table({"t": [10, 3]})
+    values = pa.array([None, 1.0, 2.0, None, 2.0])
+    aggs = {"p": ["count", "first", "last"]}
+    got, want = (
+        ag.window_join(
+            left,
+            pa.table({"t": [1, 2, 3, 4, 5], "p": p}),
+            on="t",
+            before=100,
+            aggs=aggs,
+            device=device,
+        )
+        for p in (pc.run_end_encode(values, run_end_type=pa.int32()), values)
+    )
+    assert got.to_pylist() == want.to_pylist()
+    assert got["p_count"].to_pylist() == [3, 2]
 
 
 def test_ordered_dictionary_refusals():
