@@ -97,8 +97,10 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
             starts = _starts(table)[k] if arrow_numpy.takes_per_chunk(column, len(gmap)) else None
             taken[k] = _take(column, gmap, None if n_missing == 0 else valid, starts)
     # Every field nullable: a NO_MATCH row is null in a field the table declared not null.
-    schema = pa.schema([f.with_nullable(True) for f in table.schema], table.schema.metadata)
-    return pa.Table.from_arrays([taken[k] for k in range(table.num_columns)], schema=schema)
+    # Each of its column's type: run ends widen where the result outgrows them (``_take``).
+    columns = [taken[k] for k in range(table.num_columns)]
+    fields = [f.with_type(c.type).with_nullable(True) for f, c in zip(table.schema, columns)]
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields, table.schema.metadata))
 
 
 def _fixed_width(column: pa.ChunkedArray) -> bool:
@@ -264,7 +266,7 @@ def _take(
     kind, plain = column.type, arrow_numpy.viewless(column.type)
     if pa.types.is_run_end_encoded(kind):  # no take kernel either: decoded and encoded again
         taken = _take(pc.run_end_decode(column), gmap, valid)
-        return pc.run_end_encode(taken, run_end_type=kind.run_end_type)
+        return pc.run_end_encode(taken, run_end_type=_run_ends(kind.run_end_type, len(gmap)))
     if arrow_numpy.unifies_wrong(column):  # as Arrow's take of chunks would unify them
         taken = _take(arrow_numpy.decoded(column), gmap, valid)
         return pc.dictionary_encode(taken).cast(kind)
@@ -274,6 +276,19 @@ def _take(
     if not _is_view(kind):
         return taken
     return pa.chunked_array([_no_absent_data(c) for c in taken.chunks], kind)
+
+
+def _run_ends(run_end_type: pa.DataType, rows: int) -> pa.DataType:
+    """``run_end_type``, or the narrowest wider one that counts to ``rows``: int16 run ends
+    hold 32,767 rows, and a gather of more from such a column raised Arrow's error.
+
+    >>> _run_ends(pa.int16(), 100), _run_ends(pa.int16(), 40_000), _run_ends(pa.int32(), 2**31)
+    (DataType(int16), DataType(int32), DataType(int64))
+    """
+    for t in (run_end_type, pa.int32(), pa.int64()):
+        if rows < 2 ** (t.bit_width - 1):  # signed run ends
+            return t
+    return pa.int64()
 
 
 def _no_absent_data(array: pa.Array) -> pa.Array:

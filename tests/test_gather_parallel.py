@@ -468,3 +468,22 @@ def test_views_inside_lists_and_structs_are_gathered(n):
     )
     want = plain.take(pa.array(np.where(gmap >= 0, gmap, 0), mask=gmap < 0))
     assert got.to_pylist() == want.to_pylist()
+
+
+def test_run_end_encoded_columns_widen_their_run_ends_to_hold_the_result():
+    """int16 run ends count to 32,767 rows: a gather of more rows from such a column (a
+    join_asof of a longer left side) raised Arrow's error. The result's run ends widen;
+    narrower results keep the column's type."""
+    right = pa.table(
+        {
+            "t": [0, 5],
+            "p": pa.compute.run_end_encode(pa.array([1.0, None]), run_end_type=pa.int16()),
+        }
+    )
+    gmap = np.resize(np.array([0, 1, ag.NO_MATCH], np.int32), 40_000)
+    got = ag.gather(right, gmap)
+    assert got["p"].type == pa.run_end_encoded(pa.int32(), pa.float64())
+    assert got["p"].to_pylist() == [1.0, None, None] * 13_333 + [1.0]
+    assert ag.gather(right, gmap[:3])["p"].type == right["p"].type
+    joined = ag.join_asof(pa.table({"t": np.arange(40_000)}), right, on="t", device="cpu")
+    assert joined["p"].to_pylist() == [1.0] * 5 + [None] * 39_995
