@@ -540,15 +540,16 @@ def _values(column: pa.ChunkedArray) -> np.ndarray:
 
 
 def _ranks(column: pa.ChunkedArray) -> np.ndarray:
-    """The dictionary positions of an ordered dictionary column, as int64: its chunks must
-    share one dictionary, which alone says how their values rank.
+    """The dictionary positions of an ordered dictionary column, as int64: its chunks that
+    hold rows must share one dictionary, which alone says how their values rank.
 
     >>> cat = pa.array([1, 2, 3]).dictionary_encode()
     >>> ordered = pa.DictionaryArray.from_arrays(cat.indices, pa.array([3, 1, 2]), ordered=True)
     >>> _ranks(pa.chunked_array([ordered])).tolist()
     [0, 1, 2]
     """
-    dictionaries = [chunk.dictionary for chunk in column.chunks]
+    # An empty chunk holds no value to rank: its dictionary (a reader's, or none) is not read
+    dictionaries = [chunk.dictionary for chunk in column.chunks if len(chunk)]
     if any(not d.equals(dictionaries[0]) for d in dictionaries[1:]):
         msg = (
             f"an ordered dictionary column ({column.type}) whose chunks hold different "

@@ -901,6 +901,14 @@ def test_ordered_dictionary_refusals():
         ValueError, match=r"whose chunks hold different dictionaries has no one order"
     ):
         ag.window_join(left, two, on="t", before=9, aggs={"o": "max"}, device="cpu")
+    # an empty chunk of another dictionary (or none) ranks nothing: not refused
+    empty = pa.DictionaryArray.from_arrays(
+        pa.array([], pa.int8()), pa.array([], pa.string()), ordered=True
+    )
+    first = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int8()), ["lo", "hi"], ordered=True)
+    three = pa.table({"t": [1, 2], "o": pa.chunked_array([empty, first, empty], first.type)})
+    got = ag.window_join(left, three, on="t", before=9, aggs={"o": ["min", "max"]}, device="cpu")
+    assert got.select(["o_min", "o_max"]).to_pylist() == [{"o_min": "lo", "o_max": "hi"}]
 
 
 def test_window_join_by_left_by_right_and_no_by(device):
