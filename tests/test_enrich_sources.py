@@ -352,6 +352,32 @@ def test_whole_number_partitions_are_int64_and_nulls_match_nothing(tmp_path, cap
     assert Source.find(right, "RIGHT").schema.field("venue").type == pa.int64()
 
 
+def test_a_by_partition_of_null_folders_only_takes_the_other_sides_type(tmp_path, capsys):
+    # Nothing types a partition whose every folder is __HIVE_DEFAULT_PARTITION__ (polars reads
+    # it as string, pyarrow's datasets refuse it): it was refused against LEFT's int64 venue.
+    right = tmp_path / "r"
+    write(
+        pa.table({"t": [1], "v": [30.0]}), right / "venue=__HIVE_DEFAULT_PARTITION__" / "x.parquet"
+    )
+    left = tmp_path / "l"
+    write(pa.table({"t": [5]}), left / "venue=7" / "y.parquet")
+    argv = ("--on", "t", "--by", "venue", "--device", "cpu", "-q")
+    assert run("enrich", left, right, "-o", tmp_path / "out", *argv, capsys=capsys)[0] == 0
+    got = pq.ParquetFile(tmp_path / "out" / "venue=7" / "y.parquet").read()
+    assert got["v"].to_pylist() == [None]
+    # and the other way round: LEFT's null folders against RIGHT's int venue column
+    write(pa.table({"t": [1], "venue": [7], "v": [30.0]}), tmp_path / "q.parquet")
+    code, _, stderr = run(
+        "enrich", right, tmp_path / "q.parquet", "-o", tmp_path / "o2", *argv, capsys=capsys
+    )
+    assert (code, stderr) == (0, "")
+    got = pq.ParquetFile(tmp_path / "o2" / "venue=__HIVE_DEFAULT_PARTITION__" / "x.parquet")
+    assert got.read()["v_right"].to_pylist() == [None]
+    # two sides of null folders only stay strings (and match nothing)
+    code, _, stderr = run("enrich", right, right, "-o", tmp_path / "o3", *argv, capsys=capsys)
+    assert (code, stderr) == (0, "")
+
+
 def test_a_glob_names_files_and_a_single_left_file_gives_a_file(tmp_path, capsys):
     (q0, t0), (q1, _) = days()
     write(q0, tmp_path / "day" / "a" / "quotes-1.parquet")

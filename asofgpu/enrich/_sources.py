@@ -6,7 +6,8 @@ for any depth) names its files directly. Folders of the form ``key=value`` betwe
 (the folder given, or the glob's fixed prefix) and a file are hive partitions: each becomes a
 column (``date=2026-11-27/`` -> a ``date`` column of every row below it), usable in ``--by``.
 A partition column is int64 when all its values are whole numbers, else string;
-``__HIVE_DEFAULT_PARTITION__`` is null. Where the files hold a column of a folder's name too
+``__HIVE_DEFAULT_PARTITION__`` is null (a by-column of such folders only takes the other
+side's type). Where the files hold a column of a folder's name too
 (polars writes them so), that column is read, and the folders' values are checked against
 its statistics. Every file must have the same columns (by name, in any order: the first
 file's is the source's), of one type each as a reader sees it: a column that is text in
@@ -261,6 +262,17 @@ class Source:
             fields.append(pa.field(key, pa.int64() if whole else pa.string()))
         return fields
 
+    def untyped(self, name: str) -> bool:
+        """Whether ``name`` is a partition column of null folders only
+        (``__HIVE_DEFAULT_PARTITION__``): no value says its type (string, as polars reads it)."""
+        return any(f.name == name for f in self.partitions) and all(
+            p.values[name] is None for p in self.parts
+        )
+
+    def retype(self, name: str, kind: pa.DataType) -> None:
+        """Partition column ``name`` as ``kind`` (its values all null: ``untyped``)."""
+        self.partitions = [pa.field(name, kind) if f.name == name else f for f in self.partitions]
+
     def _check_folders_agree(self, key: str) -> None:
         """Partition folders ``key=value`` above files that hold a column ``key`` (polars'
         partitioned writes keep it): the files' column is read, and each folder's value must
@@ -344,6 +356,21 @@ class Source:
                 ) from None
             tables.append(self.with_partitions(part, table, columns, as_codes).select(columns))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
+
+
+def type_null_partitions(left: Source, right: Source, left_by, right_by) -> None:
+    """A by-column that is a partition of null folders only on one side takes the other side's
+    type: nothing typed it (``Source.untyped``), its rows match nothing either way, and as a
+    string it would refuse an int column on the other side. (A dictionary's values' type:
+    partition columns are plain.)"""
+    for mine, theirs, pairs in (
+        (left, right, zip(left_by, right_by)),
+        (right, left, zip(right_by, left_by)),
+    ):
+        for name, other in pairs:
+            if mine.untyped(name) and other in theirs.schema.names and not theirs.untyped(other):
+                kind = theirs.schema.field(other).type
+                mine.retype(name, kind.value_type if pa.types.is_dictionary(kind) else kind)
 
 
 def common_schema(a: pa.Schema, b: pa.Schema) -> pa.Schema | None:
