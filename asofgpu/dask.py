@@ -529,8 +529,8 @@ def _require_hashable_plan(spec: _Spec) -> None:
 
 def _key_spans(left, left_key, right, right_key):
     """Each partition's (first, last) key, None when empty, and whether the side is in key
-    order across its partitions. Known divisions of an index key are used as they are;
-    otherwise one pass reads the key columns alone (both sides in one compute)."""
+    order across its partitions. Known divisions of an index key are used as they are where
+    they ascend; otherwise one pass reads the key columns alone (both sides in one compute)."""
     sides = [(left, left_key, "left"), (right, right_key, "right")]
     known = [
         _division_spans(frame) if key is None and frame.known_divisions else None
@@ -559,9 +559,14 @@ def _partitions(collection) -> list:
     return collection.simplify().to_delayed(optimize_graph=False)
 
 
-def _division_spans(frame) -> list:
-    """Closed spans from known divisions: wider than the keys inside, which is enough."""
+def _division_spans(frame) -> list | None:
+    """Closed spans from known divisions: wider than the keys inside, which is enough. None
+    where they do not ascend: dask keeps divisions "known" for partitions picked out of order
+    (``frame.partitions[[2, 0, 1]]``: (5, 1, 3, 5)), and trusted they joined silently wrong
+    rows; the keys' pass then finds the side out of order."""
     d = frame.divisions
+    if any(a > b for a, b in zip(d[:-1], d[1:])):
+        return None
     return [(d[i], d[i + 1]) for i in range(len(d) - 1)]
 
 

@@ -773,6 +773,38 @@ def test_partitions_in_the_wrong_order():
         merge_asof(backwards, even(right, 2), on="t", by="g", method="time")
 
 
+@pytest.mark.parametrize("method", ["auto", "time"])
+def test_index_partitions_in_the_wrong_order_with_known_divisions(method):
+    """dask keeps divisions "known" for partitions picked out of order ((5, 1, 3, 5)): taken
+    as spans, the left joined wrong rows silently (auto), or the time method blamed the
+    right side."""
+    left = pd.DataFrame({"lid": range(6)}, index=pd.Index([1, 2, 3, 4, 5, 6], name="t"))
+    right = pd.DataFrame({"rid": range(4)}, index=pd.Index([0, 2, 4, 6], name="t"))
+    shuffled = dd.from_pandas(left, npartitions=3, sort=True).partitions[[2, 0, 1]]
+    assert shuffled.known_divisions and shuffled.divisions == (5, 1, 3, 5)
+    with (
+        dask.config.set(scheduler="synchronous"),
+        pytest.raises(ValueError, match="^left keys must be sorted \\(across partitions too\\)"),
+    ):
+        merge_asof(
+            shuffled,
+            dd.from_pandas(right, npartitions=2, sort=True),
+            left_index=True,
+            right_index=True,
+            method=method,
+        ).compute()
+    # the broadcast method joins them as pandas does the concatenated partitions
+    with dask.config.set(scheduler="synchronous"):
+        got = merge_asof(
+            shuffled,
+            dd.from_pandas(right, npartitions=2, sort=True),
+            left_index=True,
+            right_index=True,
+            method="broadcast",
+        ).compute()
+    assert got["rid"].tolist() == [2, 3, 0, 1, 1, 2]
+
+
 def test_null_keys_as_pandas_says():
     left, right = market(18)
     lnull = left.astype({"t": "float64"})
