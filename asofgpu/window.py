@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from . import _arrow_numpy as arrow_numpy
 from . import _validate
@@ -444,7 +445,7 @@ def _refusal(agg: str, t: pa.DataType) -> str | None:
         if agg in ("sum", "mean"):
             return "applies to numbers, not to an ordered dictionary's categories"
         return None
-    if pa.types.is_dictionary(t):
+    if pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
         t = t.value_type
     if agg in ("sum", "mean") and not _numeric(t):
         return "applies to integer, float and boolean columns"
@@ -474,8 +475,9 @@ def reduce_column(
     # A dictionary's null values too, which null_count misses.
     valid = arrow_numpy.valid(column) if arrow_numpy.has_nulls(column) else None
     values = _values(column) if set(wanted) & NEED_VALUES else None
-    # A dictionary column's min and max keep its type: they gather its rows.
-    extreme_values = extreme_values and not pa.types.is_dictionary(column.type)
+    # An encoded column's min and max keep its type: they gather its rows.
+    encoded = pa.types.is_dictionary(column.type) or pa.types.is_run_end_encoded(column.type)
+    extreme_values = extreme_values and not encoded
     found = windows.reduce(wanted, values, valid, extreme_values=extreme_values)
     counts = be.to_host(found["count"]) if "count" in found else None
     if counts is None and any(f"{how}_value" in found or how in _SUMS for how in wanted):
@@ -529,13 +531,15 @@ def _arrow_payload(values, valid):
 
 def _values(column: pa.ChunkedArray) -> np.ndarray:
     """A numeric, boolean or temporal column's values as numpy (temporal ones as their
-    integers; the slots of nulls as they lie, never read); dictionary columns decoded, but an
-    ordered one (a pandas ordered Categorical, a polars Enum), whose values rank by their
-    position in the dictionary, as those positions."""
+    integers; the slots of nulls as they lie, never read); dictionary and run-end encoded
+    columns decoded, but an ordered dictionary (a pandas ordered Categorical, a polars Enum),
+    whose values rank by their position in the dictionary, as those positions."""
     if pa.types.is_dictionary(column.type) and column.type.ordered:
         return _ranks(column)
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)
+    elif pa.types.is_run_end_encoded(column.type):
+        column = pc.run_end_decode(column)
     return arrow_numpy.values(column)
 
 

@@ -855,10 +855,12 @@ def test_a_dictionarys_null_values_are_nulls_of_the_column(device):
 def test_a_run_end_encoded_columns_nulls_are_nulls(device):
     """A run-end encoded column holds its nulls in its values, and its null_count is 0: the
     window join counted them (count 4 of [null, 1, 2, null]) and picked them as first and
-    last, as no other layout of the same values does."""
+    last, as no other layout of the same values does. Its sums, means, minima and maxima
+    were refused ("'sum' applies to integer, float and boolean columns"): they are its
+    values' (min and max keep its type)."""
     left = pa.table({"t": [10, 3]})
     values = pa.array([None, 1.0, 2.0, None, 2.0])
-    aggs = {"p": ["count", "first", "last"]}
+    aggs = {"p": ["count", "first", "last", "sum", "mean", "min", "max"]}
     got, want = (
         ag.window_join(
             left,
@@ -872,6 +874,12 @@ def test_a_run_end_encoded_columns_nulls_are_nulls(device):
     )
     assert got.to_pylist() == want.to_pylist()
     assert got["p_count"].to_pylist() == [3, 2]
+    assert pa.types.is_run_end_encoded(got["p_max"].type)
+    text = pa.table({"t": [1], "s": pc.run_end_encode(pa.array(["a"]))})
+    with pytest.raises(
+        TypeError, match=r"aggs\['s'\]: 'sum' applies to integer, float and boolean"
+    ):
+        ag.window_join(left, text, on="t", before=1, aggs={"s": "sum"}, device=device)
 
 
 def test_ordered_dictionary_refusals():
