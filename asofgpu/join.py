@@ -417,10 +417,14 @@ class AsofJoin:
 
     def _keys_at(self, tick_ns: int):
         """The sorted right keys at a finer tick (cached), for a left side of a finer unit."""
-        if tick_ns not in self._keys:
-            coarse = Key(self._keys[self._key_type.tick_ns], None, self._key_type)
-            self._keys[tick_ns] = rescale(coarse, tick_ns, "right_on", self.backend.xp).values
-        return self._keys[tick_ns]
+        keys = self._keys
+        if tick_ns not in keys:
+            coarse = Key(keys[self._key_type.tick_ns], None, self._key_type)
+            finer = rescale(coarse, tick_ns, "right_on", self.backend.xp).values
+            # A new dict, not an entry added: a pickle taken by another thread meanwhile
+            # iterates the old one ("dictionary changed size during iteration").
+            self._keys = keys = {**keys, tick_ns: finer}
+        return keys[tick_ns]
 
     def last_rows(self) -> GatherMap:
         """Each group's last row (largest key; of equal keys, the last in row order), in row

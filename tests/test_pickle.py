@@ -62,3 +62,21 @@ def test_a_device_join_unpickled_without_a_gpu_says_so():
         r"which is not usable here: device='cuda' needs an NVIDIA GPU",
     ):
         pickle.loads(pickle.dumps(state)) and AsofJoin.__new__(AsofJoin).__setstate__(state)
+
+
+def test_a_probe_at_a_finer_tick_leaves_a_pickle_under_way_alone():
+    """A probe of a finer time unit keeps the right keys rescaled to it; added to the dict a
+    pickle taken by another thread was iterating, ``pickle.dumps`` raised "dictionary changed
+    size during iteration" (40 of 1,000 tries of a service that pickled while it probed). The
+    probe now swaps in a new dict and leaves the old one as it was."""
+    right = pa.array(np.arange(0, 4000, 2), pa.timestamp("ms"))
+    prepared = AsofJoin(right, device="cpu")
+    seen_by_a_pickle = prepared._keys
+    before = dict(seen_by_a_pickle)
+    left = pa.array(np.arange(0, 4000, 3) * 1000, pa.timestamp("us"))
+    got = prepared.join(left)
+    assert seen_by_a_pickle == before
+    assert len(prepared._keys) == len(before) + 1
+    want = oracle(np.arange(0, 4000, 3).tolist(), np.arange(0, 4000, 2).tolist())
+    np.testing.assert_array_equal(to_host(got), want)
+    np.testing.assert_array_equal(to_host(pickle.loads(pickle.dumps(prepared)).join(left)), want)
