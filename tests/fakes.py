@@ -28,7 +28,8 @@ class Reached(Exception):
 @pytest.fixture
 def low_occupancy_launch(monkeypatch):
     """The cuda backend's probe kernel replaced by one whose launch warns as numba-cuda's
-    launch configuration does under 128 blocks, and which runs nothing; the launches are
+    launch configuration does under 128 blocks (0.30.4: ``_LaunchConfiguration``), and which
+    runs nothing; the launches are
     noted as ``(config, number of arguments)`` in the list returned. The simulator's launch
     does not warn, and there may be no GPU."""
     from asofgpu._backend import cuda
@@ -37,11 +38,12 @@ def low_occupancy_launch(monkeypatch):
 
     class Kernel:
         def __getitem__(self, config):
-            warnings.warn(  # highlighted, as numba-cuda 0.30.4's was on a lent H200
-                f"\x1b[1m\x1b[1mGrid size {config[0]} will likely result in GPU "
-                f"under-utilization due to low occupancy.\x1b[0m\x1b[0m",
-                stacklevel=2,
-            )
+            if config[0] < 128:
+                warnings.warn(  # highlighted, as numba-cuda 0.30.4's was on a lent H200
+                    f"\x1b[1m\x1b[1mGrid size {config[0]} will likely result in GPU "
+                    f"under-utilization due to low occupancy.\x1b[0m\x1b[0m",
+                    stacklevel=2,
+                )
             return lambda *args: launched.append((config, len(args)))
 
     monkeypatch.setattr(cuda, "probe_kernel", lambda is_float, simulated: Kernel())

@@ -20,11 +20,14 @@ from .base import Backend
 from .jit import cuda_jit_cached, py_options, py_unsigned
 
 CUDA_THREADS = 256
-# numba-cuda's warning at every launch of under 128 blocks (its class moved between numba and
-# numba-cuda, so the message names it). numba-cuda may highlight it with terminal codes in
-# front ("\x1b[1m\x1b[1mGrid size 1 ...", as on a lent H200), and a filter's message must
-# match from the start: anything may come before.
-_LOW_OCCUPANCY = r".*Grid size \d+ will likely result in GPU under-utilization"
+# numba-cuda warns of low occupancy at every launch of fewer blocks: at every small join, a
+# warning the caller cannot act on, and an exception under an "error" filter (-W error,
+# pytest's filterwarnings), which would fail the join. A launch has at least this many
+# blocks instead (every kernel returns at once past its last row: 32,768 threads, a few
+# microseconds). The filter the launch held before (``warnings.catch_warnings``) swapped
+# the process's filters: two threads launching at once could leave it in place, or drop a
+# filter another thread set meanwhile.
+MIN_BLOCKS = 128
 
 
 def cudasim_enabled() -> bool:
@@ -101,21 +104,14 @@ class CudaBackend(Backend):
             return
         blocks = (n + CUDA_THREADS - 1) // CUDA_THREADS
         if self.simulated:
-            # The simulator writes every array argument back: give it writable copies.
+            # The simulator writes every array argument back: give it writable copies. (It
+            # does not warn, and runs each thread in Python: no idle blocks there.)
             args = [
                 a.copy() if isinstance(a, np.ndarray) and not a.flags.writeable else a for a in args
             ]
-        with warnings.catch_warnings():
-            # A small join is a small grid: a warning the caller cannot act on at every such
-            # launch, and an exception under an "error" filter (-W error, pytest's
-            # filterwarnings), which would fail the join.
-            warnings.filterwarnings("ignore", message=_LOW_OCCUPANCY)
-            launch = (
-                kernel[blocks, CUDA_THREADS]
-                if self.simulated
-                else kernel[blocks, CUDA_THREADS, _callers_stream()]
-            )
-        launch(*args)
+            kernel[blocks, CUDA_THREADS](*args)
+        else:
+            kernel[max(blocks, MIN_BLOCKS), CUDA_THREADS, _callers_stream()](*args)
 
 
 def _callers_stream():
