@@ -5,8 +5,8 @@
 (``asofgpu.marketdata``), writes it as parquet and enriches its trades with the prevailing
 quotes; ``asofgpu warm`` compiles the usual joins' CPU kernels into numba's cache ahead of
 the first join (``asofgpu._warm``). Exit codes: 0 done, 1 the output could not be written,
-2 bad input or usage, 130 interrupted (143 on SIGTERM); in every failure no output file is
-left behind.
+2 bad input or usage, 130 interrupted (143 on SIGTERM, 129 on SIGHUP); in every failure no
+output file is left behind.
 
 Example::
 
@@ -30,6 +30,7 @@ import time
 import warnings
 
 from . import _progress
+from ._signals import exit_code, say
 from ._backend.jit import JitDisabled
 from .enrich import _interrupts as interrupts
 from .enrich import (
@@ -69,8 +70,8 @@ examples:
 The output holds every LEFT column, then the attached RIGHT columns (by default all but the
 by columns and a same-named on column), in LEFT's row order: what asofgpu.join_asof returns
 on the whole files. Either file may be unsorted. Exit codes: 0 done, 1 OUT could not be
-written, 2 bad input, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM); on any failure no
-OUT (and no temporary file) is left.
+written, 2 bad input, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up
+(SIGHUP: the terminal closed); on any failure no OUT (and no temporary file) is left.
 """
 
 DEMO_EXAMPLES = """\
@@ -699,10 +700,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as exc:
         if run is not None and run.committed:  # after OUT was put in place, whole
-            print(f"{prog}: interrupted after the output was written", file=sys.stderr)
+            say(f"{prog}: interrupted after the output was written")
         else:
-            print(f"{prog}: interrupted; no output was written", file=sys.stderr)
-        return 143 if isinstance(exc, interrupts.Terminated) else 130
+            say(f"{prog}: interrupted; no output was written")
+        return exit_code(exc)
 
 
 def entry() -> int:
@@ -712,9 +713,9 @@ def entry() -> int:
     process's end. (Only here: a program that calls ``main`` goes on living.)"""
     try:
         code = main()
-    except KeyboardInterrupt:  # outside the run's own handling: its options, imports, exit
-        sys.stderr.write("asofgpu: interrupted\n")
-        code = 130
+    except KeyboardInterrupt as exc:  # outside the run's own handling: its options, its exit
+        say("asofgpu: interrupted")
+        code = exit_code(exc)
     finally:  # done, or given up: a signal now would only make the exit a traceback
         for s in interrupts.SIGNALS:
             signal.signal(s, signal.SIG_IGN)

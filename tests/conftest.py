@@ -101,13 +101,18 @@ def thresholds():
 
 @pytest.fixture
 def heeding_interrupts():
-    """Ctrl-C and SIGTERM acted on in this test's process, as in a run in a terminal's
-    foreground: a test process may have started ignoring them (a shell script's background
-    job, as CI may run), and enrich leaves a signal its process ignores ignored."""
+    """Ctrl-C, SIGTERM and SIGHUP acted on in this test's process, as in a run in a
+    terminal's foreground: a test process may have started ignoring them (a shell script's
+    background job, as CI may run, or ``nohup``), and enrich leaves a signal its process
+    ignores ignored."""
     import signal
 
-    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    heeded = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    heeded = {
+        signal.SIGINT: signal.default_int_handler,
+        signal.SIGTERM: signal.SIG_DFL,
+        signal.SIGHUP: signal.SIG_DFL,
+    }
     for s, handler in before.items():
         if handler is signal.SIG_IGN:
             signal.signal(s, heeded[s])

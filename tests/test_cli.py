@@ -897,15 +897,16 @@ def test_cuda_without_a_gpu_is_bad_input(day, tmp_path, capsys):
 
 @pytest.mark.usefixtures("left_columns", "heeding_interrupts")
 @pytest.mark.parametrize(
-    "error", [KeyboardInterrupt, signal.SIGTERM, "dropped", RuntimeError("bug")]
+    "error", [KeyboardInterrupt, signal.SIGTERM, signal.SIGHUP, "dropped", RuntimeError("bug")]
 )
 def test_a_run_that_fails_midway_leaves_nothing(day, tmp_path, capsys, failing_gather_at, error):
     """The second chunk's gather fails (tests/fakes.py), once the first chunk is written; or
     a Ctrl-C lands in a callback from C (numba compiling), which drops its KeyboardInterrupt:
-    the run still ends at the next chunk, with nothing on stderr but its one line."""
+    the run still ends at the next chunk, with nothing on stderr but its one line. SIGHUP
+    (the terminal closed) ended the process by the signal, its hidden files left behind."""
     trades, quotes = day
     out = tmp_path / "out.parquet"
-    handlers = {signal.SIGINT: signal.getsignal(signal.SIGINT)}
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGHUP)}
 
     def midway():
         assert leftovers(tmp_path), "the output goes to a temporary file first"
@@ -932,13 +933,14 @@ def test_a_run_that_fails_midway_leaves_nothing(day, tmp_path, capsys, failing_g
             run(*argv)
     else:
         code, stdout, stderr = run(*argv, capsys=capsys)
-        assert code == (143 if error is signal.SIGTERM else 130)
+        assert code == {signal.SIGTERM: 143, signal.SIGHUP: 129}.get(error, 130)
         assert stderr.endswith("asofgpu enrich: interrupted; no output was written\n")
         assert "Exception ignored" not in stderr and "Traceback" not in stderr
         assert "wrote" not in stdout
     assert len(calls) == 2  # a dropped one is raised before the third chunk's gather
     assert not out.exists() and leftovers(tmp_path) == []
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGHUP) is handlers[signal.SIGHUP]
     assert signal.getsignal(signal.SIGINT) is handlers[signal.SIGINT]  # (xdist's: ignored)
 
 
@@ -956,7 +958,10 @@ def test_an_interrupt_after_the_commit_says_the_output_is_there(day, tmp_path, c
 
 
 def _heeding_ctrl_c() -> None:
+    """In the child before Python: SIGINT and SIGHUP heeded, as in a terminal's foreground
+    (where this process ignores them: a background job, or ``nohup``)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def _enrich_begun(trades, quotes, out, start=_heeding_ctrl_c) -> tuple[subprocess.Popen, str]:
@@ -1057,21 +1062,27 @@ def test_a_ctrl_c_in_generated_code_of_the_commands_imports_exits_130(tmp_path):
     assert (done.returncode, done.stderr) == (130, "asofgpu: interrupted\n")
 
 
+@pytest.mark.parametrize(
+    ("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
+)
 @pytest.mark.parametrize("interrupted", ["numpy", "asofgpu.cli"])
-def test_a_ctrl_c_while_the_script_imports_the_command_exits_130(tmp_path, interrupted):
+def test_a_signal_while_the_script_imports_the_command_exits_as_documented(
+    tmp_path, interrupted, signum, code
+):
     """The ``asofgpu`` script (``asofgpu.__main__:run``, as pip writes it) interrupted while
     the command's modules import, numpy's or asofgpu's own: one line and 130, where a
-    traceback came when the package's ``__init__`` imported the library first."""
+    traceback came when the package's ``__init__`` imported the library first; SIGTERM
+    and SIGHUP then ended the process by the signal (returncode -15, -1), not 143 and 129."""
     script = tmp_path / "asofgpu-script"
     script.write_text(
         textwrap.dedent(
             f"""
-            import importlib.abc, sys
+            import importlib.abc, signal, sys
 
             class InterruptedImport(importlib.abc.MetaPathFinder):
                 def find_spec(self, name, path, target=None):
                     if name == {interrupted!r}:
-                        raise KeyboardInterrupt
+                        signal.raise_signal({int(signum)})
 
             sys.meta_path.insert(0, InterruptedImport())
             from asofgpu.__main__ import run
@@ -1080,9 +1091,12 @@ def test_a_ctrl_c_while_the_script_imports_the_command_exits_130(tmp_path, inter
         )
     )
     done = subprocess.run(
-        [sys.executable, str(script), "enrich", "--help"], capture_output=True, text=True
+        [sys.executable, str(script), "enrich", "--help"],
+        capture_output=True,
+        text=True,
+        preexec_fn=_heeding_ctrl_c,
     )
-    assert (done.returncode, done.stderr) == (130, "asofgpu: interrupted\n")
+    assert (done.returncode, done.stderr) == (code, "asofgpu: interrupted\n")
 
 
 @pytest.mark.slow  # asofgpu enrich as a process
@@ -1306,10 +1320,10 @@ def test_a_write_error_in_a_folder_exits_1_and_leaves_nothing(day, tmp_path, lim
 
 
 def test_the_process_entry_returns_mains_code_and_freezes_the_heap(monkeypatch):
-    """And ignores Ctrl-C and SIGTERM from then on: the run is over, and a signal during the
-    exit would only print a traceback (or end the process by the signal, rc -2)."""
+    """And ignores Ctrl-C, SIGTERM and SIGHUP from then on: the run is over, and a signal
+    during the exit would only print a traceback (or end the process by the signal, rc -2)."""
     monkeypatch.setattr(cli, "main", lambda: 3)  # entry's own work, without running a command
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
         assert cli.entry() == 3
         assert gc.get_freeze_count() > 0  # left alone by the collection at shutdown

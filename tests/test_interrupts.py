@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM around ``asofgpu enrich``'s commit (``enrich/_interrupts.py``): one
+"""Ctrl-C, SIGTERM and SIGHUP around ``asofgpu enrich``'s commit (``enrich/_interrupts.py``): one
 that comes during it waits until OUT is in place, and one a callback from C dropped stops it
 with the old OUT kept. (The command's exit
 codes and messages: tests/test_cli.py.)"""
@@ -35,13 +35,15 @@ def _new_folder(out) -> AtomicFolder:
     return target
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
 def test_an_interrupt_during_the_renames_waits_until_out_is_in_place(tmp_path, signum):
     """The old folder is moved aside, the new one renamed in, the old one removed: a signal
     that arrives meanwhile is raised once all of it is done, not between two renames."""
     out = tmp_path / "out"
     _old_folder(out)
-    expected = interrupts.Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+    expected = {signal.SIGTERM: interrupts.Terminated, signal.SIGHUP: interrupts.HungUp}.get(
+        signum, KeyboardInterrupt
+    )
     with interrupts.handling() as run, _new_folder(out) as target:
         put_in_place = target._put_in_place
 

@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM in ``asofgpu enrich``: never lost, and never half of a commit.
+"""Ctrl-C, SIGTERM and SIGHUP in ``asofgpu enrich``: never lost, and never half of a commit.
 
 Python raises ``KeyboardInterrupt`` wherever the main thread happens to be, and two places
 went wrong. A callback from C drops it: while numba compiles a kernel, llvmlite calls back
@@ -10,7 +10,7 @@ aside, and said that nothing was written.
 ``handling`` (the command's, around the whole run) raises an interrupt for each signal and
 records it, so that ``check`` (each LEFT chunk, and before the commit) raises one that a
 callback dropped; its quiet ``sys.unraisablehook`` keeps the dropped one off stderr.
-``committing`` holds both signals off while OUT is put in place (one that came meanwhile is
+``committing`` holds the signals (``asofgpu._signals``) off while OUT is put in place (one that came meanwhile is
 raised once it is), and refuses to start when one was dropped. Outside ``handling`` (a program calling ``enrich``), nothing
 is installed; ``committing`` still holds the signals off around the renames.
 
@@ -27,11 +27,9 @@ import sys
 import threading
 from dataclasses import dataclass
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM)
+from .._signals import SIGNALS, HungUp, Terminated, heeded, raised_for
 
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised like Ctrl-C so that the same clean-up runs."""
+__all__ = ["SIGNALS", "HungUp", "Terminated", "check", "committing", "handling"]
 
 
 @dataclass
@@ -44,7 +42,7 @@ _state = State()
 
 
 def _raise(signum, frame):
-    _state.interrupted = Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+    _state.interrupted = raised_for(signum)
     raise _state.interrupted
 
 
@@ -54,14 +52,15 @@ def _on_main_thread() -> bool:
 
 @contextlib.contextmanager
 def handling():
-    """SIGINT and SIGTERM raised as ``KeyboardInterrupt`` and ``Terminated`` and recorded;
-    one raised inside a callback from C is not printed (``check`` raises it again)."""
+    """SIGINT, SIGTERM and SIGHUP raised as ``KeyboardInterrupt``, ``Terminated`` and
+    ``HungUp`` and recorded; one raised inside a callback from C is not printed (``check``
+    raises it again)."""
     global _state
     if not _on_main_thread():  # signals reach the main thread only
         yield _state
         return
     _state = State()
-    previous = {s: signal.signal(s, _raise) for s in _heeded()}
+    previous = {s: signal.signal(s, _raise) for s in heeded()}
     hook = sys.unraisablehook
 
     def quiet(unraisable):
@@ -76,12 +75,6 @@ def handling():
         for s, handler in previous.items():
             signal.signal(s, handler)
         _state = State()  # a later call in this process starts clean
-
-
-def _heeded() -> list[int]:
-    """The SIGNALS this process does not ignore: one started ignoring SIGINT (a background
-    job of a shell script: ``asofgpu enrich ... &``) goes on ignoring it, as Python does."""
-    return [s for s in SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
 
 
 def keep_exit_code() -> None:
@@ -105,7 +98,7 @@ def check() -> None:
 
 
 def committing(put_in_place) -> None:
-    """Call ``put_in_place`` (the renames that replace OUT) with SIGINT and SIGTERM held off:
+    """Call ``put_in_place`` (the renames that replace OUT) with the signals held off:
     one that arrives meanwhile is raised again once OUT is in place. One a callback dropped
     before is raised first, with OUT untouched."""
     check()
@@ -116,7 +109,7 @@ def committing(put_in_place) -> None:
     # Not pthread_sigmask: Python runs its handlers on the main thread whichever thread the
     # signal reached, and enrich's thread pools are alive here.
     held: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in _heeded()}
+    previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in heeded()}
     try:
         put_in_place()
         _state.committed = True

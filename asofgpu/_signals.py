@@ -1,0 +1,62 @@
+"""The signals that end the ``asofgpu`` command as Ctrl-C does, and the codes it exits with.
+
+SIGINT (Ctrl-C), SIGTERM (a kill) and SIGHUP (the terminal closed: a dropped ssh session)
+are raised as ``KeyboardInterrupt``, ``Terminated`` and ``HungUp``, so that a run's clean-up
+runs for each (no hidden files left), and the process exits 128 + the signal's number, as a
+shell reports a process the signal ended: 130, 143, 129. Light on purpose:
+``asofgpu.__main__`` installs the handlers before the command's modules import.
+
+>>> import signal
+>>> [exit_code(raised_for(s)()) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
+[130, 143, 129]
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised like Ctrl-C so that the same clean-up runs."""
+
+    signum = signal.SIGTERM
+
+
+class HungUp(Terminated):
+    """SIGHUP: the terminal the command ran in closed."""
+
+    signum = getattr(signal, "SIGHUP", signal.SIGTERM)
+
+
+def raised_for(signum: int) -> type[KeyboardInterrupt]:
+    """The exception a run raises for ``signum``."""
+    return {signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated}.get(signum, HungUp)
+
+
+def exit_code(interrupt: KeyboardInterrupt) -> int:
+    """128 + the number of the signal that raised ``interrupt`` (a plain one: SIGINT's)."""
+    return 128 + int(getattr(interrupt, "signum", signal.SIGINT))
+
+
+def raise_interrupt(signum, frame):
+    """A handler: raise the signal's exception where the main thread is."""
+    raise raised_for(signum)
+
+
+def heeded() -> list[int]:
+    """The SIGNALS this process does not ignore: one started ignoring SIGINT (a background
+    job of a shell script: ``asofgpu enrich ... &``) or SIGHUP (under ``nohup``) goes on
+    ignoring it, as Python does."""
+    return [s for s in SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
+
+
+def say(line: str) -> None:
+    """``line`` on stderr, where there still is one: after SIGHUP the terminal may be gone,
+    and the exit code must not be lost to a failed write."""
+    try:
+        print(line, file=sys.stderr)
+    except OSError:
+        pass
