@@ -1235,6 +1235,30 @@ def test_what_a_sigkilled_run_was_writing_is_removed_by_the_next(tmp_path):
     assert _dotted(tmp_path) == [] and _dotted(spill) == []
 
 
+@pytest.mark.parametrize("name", ["a" * 240 + ".parquet", "é" * 120 + ".parquet", "b" * 255])
+def test_a_long_out_name_is_written_whole(day, tmp_path, capsys, name):
+    """OUT's hidden copy beside it is named after it, and a name the file system takes
+    (up to 255 bytes) made the copy's too long: "cannot write in the directory of OUT ...:
+    File name too long". The copy's name is now cut to fit, and still one that the next
+    run's clean-up knows. (Twice: the second run moves the first OUT aside.)"""
+    from asofgpu.enrich import _leftovers
+
+    trades, quotes = day
+    left = tmp_path / "left"
+    left.mkdir()
+    write(pq.read_table(trades), left / "a.parquet")
+    for given, out in ((trades, tmp_path / name), (left, tmp_path / "folder" / name)):
+        out.parent.mkdir(exist_ok=True)
+        for _ in range(2):
+            argv = ("enrich", given, quotes, "-o", out, "--on", "time", "--device", "cpu", "-q")
+            assert run(*argv, capsys=capsys)[0] == 0
+        read = pq.read_table(out if out.is_file() else out / "a.parquet")
+        assert read.num_rows == pq.read_metadata(trades).num_rows
+        assert _dotted(out.parent) == []
+    hidden_name = _leftovers.hidden_prefix(name) + "k2j4x9_a.asofgpu-partial"
+    assert len(hidden_name.encode()) <= 255 and _leftovers._STALE.match(hidden_name)
+
+
 def _unwritable_folder() -> str:
     """A folder where no file can be made, even by root: sysfs takes no new files."""
     try:

@@ -34,6 +34,20 @@ def tag() -> str:
     return f"{_host()}-{os.getpid()}"
 
 
+def hidden_prefix(name: str) -> str:
+    """The start of a hidden file's name beside OUT ``name``: ``.NAME.TAG.``, to which
+    ``tempfile`` adds 8 characters and a suffix (up to 16: ``.asofgpu-partial``). ``NAME`` is
+    cut to keep the whole within 255 bytes, the usual most a name may hold: a long OUT name
+    that the file system takes was refused for its hidden copy's ("File name too long").
+
+    >>> len(hidden_prefix("x" * 250).encode()) + 8 + 16 <= 255
+    True
+    """
+    room = 255 - 8 - 16 - len(f"..{tag()}.".encode())
+    short = name.encode()[: max(room, 1)].decode(errors="ignore")  # never half a character
+    return f".{short}.{tag()}."
+
+
 def remove_stale(folder: str) -> None:
     """Remove the hidden files in ``folder`` of runs on this host whose process is gone."""
     if os.name != "posix":  # no way to ask whether a process lives without touching it

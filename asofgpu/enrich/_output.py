@@ -97,7 +97,7 @@ class AtomicFile:
         leftovers.remove_stale(folder)
         try:
             fd, self.tmp = tempfile.mkstemp(
-                prefix=f".{name}.{leftovers.tag()}.", suffix=PARTIAL, dir=folder
+                prefix=leftovers.hidden_prefix(name), suffix=PARTIAL, dir=folder
             )
         except OSError as exc:
             raise OutputError(
@@ -148,7 +148,7 @@ class AtomicFolder:
         leftovers.remove_stale(folder)
         try:
             self.tmp = tempfile.mkdtemp(
-                prefix=f".{name}.{leftovers.tag()}.", suffix=PARTIAL, dir=folder
+                prefix=leftovers.hidden_prefix(name), suffix=PARTIAL, dir=folder
             )
         except OSError as exc:
             raise OutputError(
@@ -206,7 +206,7 @@ class AtomicFolder:
         try:
             if os.path.exists(self.out):
                 aside = tempfile.mkdtemp(
-                    prefix=f".{os.path.basename(self.out)}.{leftovers.tag()}.",
+                    prefix=leftovers.hidden_prefix(os.path.basename(self.out)),
                     suffix=".asofgpu-old",
                     dir=os.path.dirname(self.out),
                 )
