@@ -759,6 +759,12 @@ def test_bad_input_exits_2_with_one_line_and_no_output(day, tmp_path, capsys, ar
             "renames it into place",
         ),
         (
+            "-",
+            "OUT - would be standard output, which enrich cannot write: it writes OUT beside "
+            "itself and renames it into place; pass a file or folder path (./- for a file "
+            "named '-')",
+        ),
+        (
             "/dev/stdout",
             "OUT /dev/stdout is a stream (a process's open file), not a path: enrich writes "
             "OUT beside itself and renames it into place; pass a file or folder path",
@@ -775,6 +781,21 @@ def test_bad_output_paths(day, tmp_path, capsys, out, message):
     assert code == 2
     assert stderr == f"asofgpu enrich: error: {message.format(tmp=tmp_path, trades=trades)}\n"
     assert trades.read_bytes() == before and leftovers(tmp_path) == []
+
+
+def test_a_dangling_link_as_out_names_the_missing_directory(day, tmp_path, capsys):
+    """Its target's directory is missing, not OUT's (which the message said)."""
+    trades, quotes = day
+    link = tmp_path / "out.parquet"
+    link.symlink_to(tmp_path / "gone" / "out.parquet")
+    code, _, stderr = run("enrich", trades, quotes, "-o", link, "--on", "time", capsys=capsys)
+    real = os.path.realpath(tmp_path)  # (as the message resolves it)
+    assert (code, stderr) == (
+        2,
+        f"asofgpu enrich: error: OUT {link} is a link to {real}/gone/out.parquet, whose "
+        f"directory {real}/gone does not exist\n",
+    )
+    assert link.is_symlink() and _dotted(tmp_path) == []
 
 
 def test_an_out_through_a_processs_open_file_is_refused_and_the_file_kept(day, tmp_path, capsys):

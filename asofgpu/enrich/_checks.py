@@ -222,6 +222,12 @@ def check_output(options: Options, left: Source, right: Source) -> str:
     given = os.fspath(options.out)
     if not given.strip():
         raise EnrichError(f"-o/--output: expected a path to write, got {given!r}")
+    if given == "-":  # standard output, to many commands; here it was a file named "-"
+        raise EnrichError(
+            "OUT - would be standard output, which enrich cannot write: it writes OUT beside "
+            "itself and renames it into place; pass a file or folder path (./- for a file "
+            "named '-')"
+        )
     if _names_a_stream(given):
         raise EnrichError(
             f"OUT {given} is a stream (a process's open file), not a path: enrich writes OUT "
@@ -230,6 +236,10 @@ def check_output(options: Options, left: Source, right: Source) -> str:
     out = os.path.realpath(given)
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
+        if os.path.islink(given):  # a dangling link: its target's directory is the one
+            raise EnrichError(
+                f"OUT {given} is a link to {out}, whose directory {parent} does not exist"
+            )
         raise EnrichError(f"the directory of OUT {given} does not exist")
     for source in (left, right):
         for part in source.parts:
