@@ -1276,8 +1276,37 @@ def test_a_long_out_name_is_written_whole(day, tmp_path, capsys, name):
         read = pq.read_table(out if out.is_file() else out / "a.parquet")
         assert read.num_rows == pq.read_metadata(trades).num_rows
         assert _dotted(out.parent) == []
-    hidden_name = _leftovers.hidden_prefix(name) + "k2j4x9_a.asofgpu-partial"
-    assert len(hidden_name.encode()) <= 255 and _leftovers._STALE.match(hidden_name)
+    for suffix in (".asofgpu-partial", ".asofgpu-old"):
+        hidden_name = _leftovers.hidden_prefix(name, suffix) + "k2j4x9_a" + suffix
+        assert len(os.fsencode(hidden_name)) <= 255 and _leftovers._STALE.match(hidden_name)
+
+
+def test_names_that_are_not_utf8_are_refused_by_name(day, tmp_path, capsys):
+    """pyarrow opens files by UTF-8 names only: a LEFT or RIGHT file (given, or found in a
+    folder), OUT or --tmp-dir named in other bytes (a Latin-1 file system's) raised a
+    traceback (UnicodeEncodeError), or, for an OUT file, wrote it and then failed on it at
+    the next run."""
+    trades, quotes = day
+    odd = os.fsdecode(b"caf\xe9")
+    left = tmp_path / "left"
+    left.mkdir()
+    with open(left / f"{odd}.parquet", "wb") as f:  # (pyarrow takes no such path)
+        pq.write_table(pq.read_table(trades), f)
+    (tmp_path / odd).mkdir()
+    keys = ("--on", "time", "--device", "cpu")
+    for argv, said in (
+        ((left, quotes, "-o", tmp_path / "o"), f"LEFT file {left}/caf\\xe9.parquet"),
+        ((trades, left / f"{odd}.parquet", "-o", tmp_path / "o.parquet"), "RIGHT file "),
+        ((trades, quotes, "-o", tmp_path / f"{odd}.parquet"), f"OUT {tmp_path}/caf\\xe9.parquet"),
+        (
+            (trades, quotes, "-o", tmp_path / "o.parquet", "--tmp-dir", tmp_path / odd),
+            f"--tmp-dir {tmp_path}/caf\\xe9",
+        ),
+    ):
+        code, _, stderr = run("enrich", *argv, *keys, capsys=capsys)
+        assert code == 2 and stderr.startswith(f"asofgpu enrich: error: {said}"), stderr
+        assert stderr.endswith(": its name is not UTF-8, which pyarrow cannot open; rename it\n")
+    assert sorted(os.listdir(tmp_path)) == sorted([odd, "left", "quotes.parquet", "trades.parquet"])
 
 
 def _unwritable_folder() -> str:

@@ -18,7 +18,7 @@ from .. import _arrow_numpy as arrow_numpy
 from ._errors import EnrichError, one_line
 from ._memory import default_limit, parse_size
 from ._output import AtomicFolder
-from ._sources import Source, glob_root
+from ._sources import Source, check_utf8, glob_root
 
 DEFAULT_CHUNK_ROWS = 1 << 20  # pyarrow's row groups: files it wrote are copied (_copy)
 # auto: streamed when both sides are tapes, else in memory when it fits, else spilled
@@ -170,6 +170,8 @@ def check_options(options: Options) -> None:
         raise EnrichError(f"--spill-partitions must be a whole number from 1 to 512, got {k!r}")
     if options.tmp_dir is not None and not os.path.isdir(options.tmp_dir):
         raise EnrichError(f"--tmp-dir {os.fspath(options.tmp_dir)} is not a folder")
+    if options.tmp_dir is not None:
+        check_utf8(os.fspath(options.tmp_dir), "--tmp-dir")
     if not isinstance(options.suffix, str):
         raise EnrichError(f"--suffix must be a string, got {options.suffix!r}")
     if len(options.left_by) != len(options.right_by):
@@ -222,6 +224,7 @@ def check_output(options: Options, left: Source, right: Source) -> str:
     given = os.fspath(options.out)
     if not given.strip():
         raise EnrichError(f"-o/--output: expected a path to write, got {given!r}")
+    check_utf8(given, "OUT")
     if given == "-":  # standard output, to many commands; here it was a file named "-"
         raise EnrichError(
             "OUT - would be standard output, which enrich cannot write: it writes OUT beside "

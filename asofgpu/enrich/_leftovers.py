@@ -34,17 +34,20 @@ def tag() -> str:
     return f"{_host()}-{os.getpid()}"
 
 
-def hidden_prefix(name: str) -> str:
-    """The start of a hidden file's name beside OUT ``name``: ``.NAME.TAG.``, to which
-    ``tempfile`` adds 8 characters and a suffix (up to 16: ``.asofgpu-partial``). ``NAME`` is
-    cut to keep the whole within 255 bytes, the usual most a name may hold: a long OUT name
-    that the file system takes was refused for its hidden copy's ("File name too long").
+def hidden_prefix(name: str, suffix: str) -> str:
+    """The start of the name of a hidden file beside OUT ``name`` that ends in ``suffix``:
+    ``.NAME.TAG.``, to which ``tempfile`` adds 8 characters and ``suffix``. ``NAME`` is cut,
+    by whole characters, to keep the whole within 255 bytes as the file system holds them
+    (``os.fsencode``: a name that is not UTF-8 too), the usual most a name may hold: a long
+    OUT name that the file system takes was refused for its hidden copy's ("File name too
+    long").
 
-    >>> len(hidden_prefix("x" * 250).encode()) + 8 + 16 <= 255
+    >>> len(os.fsencode(hidden_prefix("é" * 200, ".asofgpu-partial"))) + 8 + 16 <= 255
     True
     """
-    room = 255 - 8 - 16 - len(f"..{tag()}.".encode())
-    short = name.encode()[: max(room, 1)].decode(errors="ignore")  # never half a character
+    short, room = name, 255 - 8 - len(os.fsencode(f"..{tag()}.{suffix}"))
+    while len(os.fsencode(short)) > room and len(short) > 1:
+        short = short[:-1]
     return f".{short}.{tag()}."
 
 

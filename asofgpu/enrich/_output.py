@@ -66,6 +66,7 @@ from ._errors import EnrichError, OutputError
 from ._sources import is_text
 
 PARTIAL = ".asofgpu-partial"  # the suffix of what is still being written
+OLD = ".asofgpu-old"  # ... and of a folder holding the OUT it replaces, until it is in place
 # In each file enrich writes, a key-value pair of its footer: an OUT folder of such files is
 # enrich's to replace. (A marker file in the folder, as earlier versions wrote, stopped polars
 # reading it: polars refuses a folder holding anything but parquet files.)
@@ -97,7 +98,7 @@ class AtomicFile:
         leftovers.remove_stale(folder)
         try:
             fd, self.tmp = tempfile.mkstemp(
-                prefix=leftovers.hidden_prefix(name), suffix=PARTIAL, dir=folder
+                prefix=leftovers.hidden_prefix(name, PARTIAL), suffix=PARTIAL, dir=folder
             )
         except OSError as exc:
             raise OutputError(
@@ -148,7 +149,7 @@ class AtomicFolder:
         leftovers.remove_stale(folder)
         try:
             self.tmp = tempfile.mkdtemp(
-                prefix=leftovers.hidden_prefix(name), suffix=PARTIAL, dir=folder
+                prefix=leftovers.hidden_prefix(name, PARTIAL), suffix=PARTIAL, dir=folder
             )
         except OSError as exc:
             raise OutputError(
@@ -206,8 +207,8 @@ class AtomicFolder:
         try:
             if os.path.exists(self.out):
                 aside = tempfile.mkdtemp(
-                    prefix=leftovers.hidden_prefix(os.path.basename(self.out)),
-                    suffix=".asofgpu-old",
+                    prefix=leftovers.hidden_prefix(os.path.basename(self.out), OLD),
+                    suffix=OLD,
                     dir=os.path.dirname(self.out),
                 )
                 os.replace(self.out, os.path.join(aside, "old"))

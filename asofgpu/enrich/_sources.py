@@ -217,6 +217,7 @@ class Source:
             raise EnrichError(f"{side} file {given} does not exist")
         parts, schemas = [], []
         for path in paths:
+            check_utf8(path, f"{side} file")
             relative = os.path.relpath(path, root) if not single else os.path.basename(path)
             meta = _metadata(path, side)
             values = {} if single else _partition_values(relative)
@@ -371,6 +372,23 @@ def type_null_partitions(left: Source, right: Source, left_by, right_by) -> None
             if mine.untyped(name) and other in theirs.schema.names and not theirs.untyped(other):
                 kind = theirs.schema.field(other).type
                 mine.retype(name, kind.value_type if pa.types.is_dictionary(kind) else kind)
+
+
+def check_utf8(path: str, what: str) -> None:
+    """Refuse a path whose name is not UTF-8 (bytes the file system took, which Python holds
+    as surrogate escapes): pyarrow opens files by UTF-8 names only, and raised a traceback.
+
+    >>> check_utf8(os.fsdecode(b"caf\\xe9.parquet"), "LEFT file")
+    Traceback (most recent call last):
+    asofgpu.enrich._errors.EnrichError: LEFT file caf\\xe9.parquet: its name is not UTF-8, which pyarrow cannot open; rename it
+    """
+    try:
+        path.encode()
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode(errors="backslashreplace")
+        raise EnrichError(
+            f"{what} {shown}: its name is not UTF-8, which pyarrow cannot open; rename it"
+        ) from None
 
 
 def common_schema(a: pa.Schema, b: pa.Schema) -> pa.Schema | None:
