@@ -561,11 +561,13 @@ def _partitions(collection) -> list:
 
 def _division_spans(frame) -> list | None:
     """Closed spans from known divisions: wider than the keys inside, which is enough. None
-    where they do not ascend: dask keeps divisions "known" for partitions picked out of order
-    (``frame.partitions[[2, 0, 1]]``: (5, 1, 3, 5)), and trusted they joined silently wrong
-    rows; the keys' pass then finds the side out of order."""
+    where they break dask's own rule (ascending, the last two may be equal): dask keeps
+    divisions "known" for partitions picked out of order or twice (``frame.partitions[[2, 0,
+    1]]``: (5, 1, 3, 5); ``[[0, 1, 1]]``: (1, 3, 3, 5), whose first span is narrower than its
+    keys), and trusted they joined silently wrong rows; the keys' pass then finds the side
+    out of order."""
     d = frame.divisions
-    if any(a > b for a, b in zip(d[:-1], d[1:])):
+    if not (all(a < b for a, b in zip(d[:-2], d[1:-1])) and d[-2] <= d[-1]):
         return None
     return [(d[i], d[i + 1]) for i in range(len(d) - 1)]
 

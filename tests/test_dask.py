@@ -774,14 +774,22 @@ def test_partitions_in_the_wrong_order():
 
 
 @pytest.mark.parametrize("method", ["auto", "time"])
-def test_index_partitions_in_the_wrong_order_with_known_divisions(method):
-    """dask keeps divisions "known" for partitions picked out of order ((5, 1, 3, 5)): taken
-    as spans, the left joined wrong rows silently (auto), or the time method blamed the
-    right side."""
+@pytest.mark.parametrize(
+    ("picked", "divisions", "want"),
+    [
+        ([2, 0, 1], (5, 1, 3, 5), [2, 3, 0, 1, 1, 2]),
+        ([0, 0], (1, 1, 3), [0, 1, 0, 1]),
+        ([0, 1, 1], (1, 3, 3, 5), [0, 1, 1, 2, 1, 2]),
+    ],
+)
+def test_index_partitions_in_the_wrong_order_with_known_divisions(method, picked, divisions, want):
+    """dask keeps divisions "known" for partitions picked out of order or twice: taken as
+    spans, the left joined wrong rows silently (auto, and time where it did not blame the
+    right side)."""
     left = pd.DataFrame({"lid": range(6)}, index=pd.Index([1, 2, 3, 4, 5, 6], name="t"))
     right = pd.DataFrame({"rid": range(4)}, index=pd.Index([0, 2, 4, 6], name="t"))
-    shuffled = dd.from_pandas(left, npartitions=3, sort=True).partitions[[2, 0, 1]]
-    assert shuffled.known_divisions and shuffled.divisions == (5, 1, 3, 5)
+    shuffled = dd.from_pandas(left, npartitions=3, sort=True).partitions[picked]
+    assert shuffled.known_divisions and shuffled.divisions == divisions
     with (
         dask.config.set(scheduler="synchronous"),
         pytest.raises(ValueError, match="^left keys must be sorted \\(across partitions too\\)"),
@@ -802,7 +810,7 @@ def test_index_partitions_in_the_wrong_order_with_known_divisions(method):
             right_index=True,
             method="broadcast",
         ).compute()
-    assert got["rid"].tolist() == [2, 3, 0, 1, 1, 2]
+    assert got["rid"].tolist() == want
 
 
 def test_null_keys_as_pandas_says():
