@@ -441,11 +441,13 @@ def _ordered(t: pa.DataType) -> bool:
 
 
 def _refusal(agg: str, t: pa.DataType) -> str | None:
+    if pa.types.is_run_end_encoded(t):  # aggregated as its values (``_decoded``)
+        t = t.value_type
     if pa.types.is_dictionary(t) and t.ordered:  # ranked by position: min and max only
         if agg in ("sum", "mean"):
             return "applies to numbers, not to an ordered dictionary's categories"
         return None
-    if pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
+    if pa.types.is_dictionary(t):
         t = t.value_type
     if agg in ("sum", "mean") and not _numeric(t):
         return "applies to integer, float and boolean columns"
@@ -523,6 +525,9 @@ def _arrow_payload(values, valid):
     column = column if isinstance(column, pa.ChunkedArray) else pa.chunked_array([column])
     if valid is None:
         valid = arrow_numpy.valid(column) if arrow_numpy.has_nulls(column) else None
+    column = _decoded(column)
+    if pa.types.is_dictionary(column.type) and not column.type.ordered:
+        column = column.cast(column.type.value_type)
     t = column.type
     if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_date(t):
         return column.to_numpy(), valid  # temporal, as numpy reads them: no sums of instants
@@ -534,13 +539,18 @@ def _values(column: pa.ChunkedArray) -> np.ndarray:
     integers; the slots of nulls as they lie, never read); dictionary and run-end encoded
     columns decoded, but an ordered dictionary (a pandas ordered Categorical, a polars Enum),
     whose values rank by their position in the dictionary, as those positions."""
+    column = _decoded(column)
     if pa.types.is_dictionary(column.type) and column.type.ordered:
         return _ranks(column)
     if pa.types.is_dictionary(column.type):
         column = column.cast(column.type.value_type)
-    elif pa.types.is_run_end_encoded(column.type):
-        column = pc.run_end_decode(column)
     return arrow_numpy.values(column)
+
+
+def _decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A run-end encoded column as its values (a dictionary column, if they are one); any
+    other as it is."""
+    return pc.run_end_decode(column) if pa.types.is_run_end_encoded(column.type) else column
 
 
 def _ranks(column: pa.ChunkedArray) -> np.ndarray:

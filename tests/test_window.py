@@ -875,6 +875,20 @@ def test_a_run_end_encoded_columns_nulls_are_nulls(device):
     assert got.to_pylist() == want.to_pylist()
     assert got["p_count"].to_pylist() == [3, 2]
     assert pa.types.is_run_end_encoded(got["p_max"].type)
+    instants = pa.array([None, 1, 2, None, 2], pa.timestamp("s"))
+    aggs = {"p": ["min", "max", "first", "last"]}
+    got, want = (
+        ag.window_join(
+            left,
+            pa.table({"t": [1, 2, 3, 4, 5], "p": p}),
+            on="t",
+            before=100,
+            aggs=aggs,
+            device=device,
+        )
+        for p in (pc.run_end_encode(instants), instants)
+    )
+    assert got.to_pylist() == want.to_pylist()
     text = pa.table({"t": [1], "s": pc.run_end_encode(pa.array(["a"]))})
     with pytest.raises(
         TypeError, match=r"aggs\['s'\]: 'sum' applies to integer, float and boolean"
@@ -1378,8 +1392,13 @@ def test_windows_read_an_arrow_columns_nulls_and_exact_integers(device):
         to_host(w.reduce(["count"], pa.array([1, None, 3, 4]), np.ones(4, bool))["count"]).tolist()
         == to_host(everything).tolist()
     )
-    with pytest.raises(TypeError, match=r"values must be numbers or booleans, got datetime64\[s\]"):
-        w.sum(pa.array([1, None, 3, 4], pa.timestamp("s")))
+    instants = pa.array([1, None, 3, 4], pa.timestamp("s"))
+    # encoded too: a run-end encoded or dictionary column's values were summed as integers
+    for column in (instants, pc.run_end_encode(instants), instants.dictionary_encode()):
+        with pytest.raises(
+            TypeError, match=r"values must be numbers or booleans, got datetime64\[s\]"
+        ):
+            w.sum(column)
 
 
 def test_windows_made_with_a_backend_name():
