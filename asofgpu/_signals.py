@@ -13,6 +13,7 @@ shell reports a process the signal ended: 130, 143, 129. Light on purpose:
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 
@@ -55,8 +56,15 @@ def heeded() -> list[int]:
 
 def say(line: str) -> None:
     """``line`` on stderr, where there still is one: after SIGHUP the terminal may be gone,
-    and the exit code must not be lost to a failed write."""
+    and the exit code must not be lost to a failed write. What stdout or stderr could not
+    write stays in its buffer, and Python's flush of both at exit would fail again, and make
+    the exit code 120: a stream that fails is swapped for ``os.devnull``."""
     try:
-        print(line, file=sys.stderr)
+        print(line, file=sys.stderr, flush=True)
     except OSError:
         pass
+    for name in ("stdout", "stderr"):
+        try:
+            getattr(sys, name).flush()
+        except (OSError, ValueError):  # (ValueError: one closed)
+            setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 - open until the exit

@@ -1120,6 +1120,29 @@ def test_a_signal_while_the_script_imports_the_command_exits_as_documented(
     assert (done.returncode, done.stderr) == (code, "asofgpu: interrupted\n")
 
 
+def test_the_last_line_to_a_closed_terminal_keeps_the_exit_code():
+    """After SIGHUP the terminal is gone: the line "interrupted" cannot be written, stays in
+    stderr's buffer, and Python's flush at exit failed again and made the exit code 120, not
+    129. (Unbuffered, as PYTHONUNBUFFERED makes it, it did not.)"""
+    import pty
+
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    code = (
+        "import os, sys; from asofgpu._signals import say\n"
+        "print('a summary line')  # (stdout's buffer too)\n"
+        "sys.stdin.read()  # until the terminal is closed\n"
+        "say('asofgpu: interrupted'); sys.exit(129)"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=slave, stderr=slave, env=env
+    )
+    os.close(slave)
+    os.close(master)
+    process.stdin.close()
+    assert process.wait(timeout=60) == 129
+
+
 @pytest.mark.slow  # asofgpu enrich as a process
 def test_a_run_started_ignoring_ctrl_c_goes_on_ignoring_it(day, tmp_path):
     """A background job of a shell script (``asofgpu enrich ... &``) starts with SIGINT
