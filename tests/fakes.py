@@ -29,15 +29,20 @@ class Reached(Exception):
 def low_occupancy_launch(monkeypatch):
     """The cuda backend's probe kernel replaced by one whose launch warns as numba-cuda's
     launch configuration does under 128 blocks (0.30.4: ``_LaunchConfiguration``), and which
-    runs nothing; the launches are
-    noted as ``(config, number of arguments)`` in the list returned. The simulator's launch
-    does not warn, and there may be no GPU."""
+    runs nothing; the launches are noted as ``(config, number of arguments)`` in the list
+    returned, and the warnings filters in force at each launch in its ``filters``. The
+    simulator's launch does not warn, and there may be no GPU."""
     from asofgpu._backend import cuda
 
-    launched = []
+    class Launches(list):
+        pass
+
+    launched = Launches()
+    launched.filters = []
 
     class Kernel:
         def __getitem__(self, config):
+            launched.filters.append(warnings.filters)
             if config[0] < 128:
                 warnings.warn(  # highlighted, as numba-cuda 0.30.4's was on a lent H200
                     f"\x1b[1m\x1b[1mGrid size {config[0]} will likely result in GPU "

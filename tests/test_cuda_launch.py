@@ -30,12 +30,13 @@ def test_a_gpu_launch_has_enough_blocks_not_to_warn(
 ):
     stream = object()
     monkeypatch.setattr(cuda, "_callers_stream", lambda: stream)
-    filters = warnings.filters
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        ours = warnings.filters
         _backend(simulated=False)._launch(cuda.probe_kernel(False, False), rows, (np.zeros(1),))
     assert low_occupancy_launch == [((blocks, cuda.CUDA_THREADS, stream), 1)]
-    assert warnings.filters is filters
+    # launched under the caller's filters: none swapped in (threads share them)
+    assert [f is ours for f in low_occupancy_launch.filters] == [True]
 
 
 def test_the_stand_in_kernel_warns_as_numba_cuda_does(low_occupancy_launch):
