@@ -17,6 +17,7 @@ def run() -> int:
     """The command's exit code: ``cli.entry``, once its modules are imported."""
     for s in _signals.heeded():  # until the run's own handling takes them over
         signal.signal(s, _signals.raise_interrupt)
+    sys.unraisablehook = _signals.quiet(sys.unraisablehook)
     try:
         from .cli import entry
     except KeyboardInterrupt as exc:  # while the command's modules import: nothing started

@@ -32,9 +32,14 @@ class HungUp(Terminated):
     signum = getattr(signal, "SIGHUP", signal.SIGTERM)
 
 
+_RAISED = {signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated}
+if hasattr(signal, "SIGHUP"):
+    _RAISED[signal.SIGHUP] = HungUp
+
+
 def raised_for(signum: int) -> type[KeyboardInterrupt]:
-    """The exception a run raises for ``signum``."""
-    return {signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated}.get(signum, HungUp)
+    """The exception a run raises for ``signum``, one of ``SIGNALS``."""
+    return _RAISED[signum]
 
 
 def exit_code(interrupt: KeyboardInterrupt) -> int:
@@ -42,9 +47,27 @@ def exit_code(interrupt: KeyboardInterrupt) -> int:
     return 128 + int(getattr(interrupt, "signum", signal.SIGINT))
 
 
+received: type[KeyboardInterrupt] | None = None  # the last one ``raise_interrupt`` raised
+
+
 def raise_interrupt(signum, frame):
-    """A handler: raise the signal's exception where the main thread is."""
-    raise raised_for(signum)
+    """A handler: raise the signal's exception where the main thread is, and note it: one
+    dropped where it was raised (in a callback from C, a ``__del__``) is raised again when
+    the run begins (``enrich._interrupts.handling``)."""
+    global received
+    received = raised_for(signum)
+    raise received
+
+
+def quiet(hook):
+    """``hook`` (a ``sys.unraisablehook``) but for interrupts: one that a callback from C
+    dropped is raised again (``received``, ``enrich._interrupts.check``), not printed."""
+
+    def quieted(unraisable):
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            hook(unraisable)
+
+    return quieted
 
 
 def heeded() -> list[int]:

@@ -1143,6 +1143,40 @@ def test_the_last_line_to_a_closed_terminal_keeps_the_exit_code():
     assert process.wait(timeout=60) == 129
 
 
+def test_a_signal_dropped_while_the_command_imports_ends_the_run(tmp_path):
+    """SIGTERM raised inside a callback from C while the command's modules import (numba's
+    compiler calls back through ctypes), which drops what the handler raised: the run ends
+    as it begins, as for one that was not dropped, where it went on as if none had come."""
+    script = tmp_path / "asofgpu-script"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import ctypes, importlib.abc, signal, sys
+
+            class DroppedInImport(importlib.abc.MetaPathFinder):
+                def find_spec(self, name, path, target=None):
+                    if name == "asofgpu.cli":
+                        def body():
+                            signal.raise_signal(signal.SIGTERM)
+                        ctypes.CFUNCTYPE(None)(body)()  # ctypes drops the exception
+
+            sys.meta_path.insert(0, DroppedInImport())
+            from asofgpu.__main__ import run
+            sys.exit(run())
+            """
+        )
+    )
+    argv = ["enrich", tmp_path / "none.parquet", tmp_path / "none.parquet", "-o", tmp_path / "o"]
+    done = subprocess.run(
+        [sys.executable, str(script), *map(str, argv), "--on", "t"],
+        capture_output=True,
+        text=True,
+        preexec_fn=_heeding_ctrl_c,
+    )
+    said = "asofgpu enrich: interrupted; no output was written\n"
+    assert (done.returncode, done.stderr) == (143, said)  # ("Exception ignored ..." kept off)
+
+
 @pytest.mark.slow  # asofgpu enrich as a process
 def test_a_run_started_ignoring_ctrl_c_goes_on_ignoring_it(day, tmp_path):
     """A background job of a shell script (``asofgpu enrich ... &``) starts with SIGINT

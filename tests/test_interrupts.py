@@ -51,8 +51,9 @@ def test_an_interrupt_during_the_renames_waits_until_out_is_in_place(tmp_path, s
             signal.raise_signal(signum)  # its handler would raise at the next line
             put_in_place()
 
-        with pytest.raises(expected):
+        with pytest.raises(expected) as raised:
             interrupts.committing(interrupted_midway)
+        assert raised.type is expected  # (each is a KeyboardInterrupt)
         assert run.committed and target.committed
     assert os.listdir(out) == ["new.parquet"]  # (commit writes the marker before this)
     assert _hidden(tmp_path) == []

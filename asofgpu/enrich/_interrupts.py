@@ -27,6 +27,7 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from .. import _signals
 from .._signals import SIGNALS, HungUp, Terminated, heeded, raised_for
 
 __all__ = ["SIGNALS", "HungUp", "Terminated", "check", "committing", "handling"]
@@ -54,21 +55,21 @@ def _on_main_thread() -> bool:
 def handling():
     """SIGINT, SIGTERM and SIGHUP raised as ``KeyboardInterrupt``, ``Terminated`` and
     ``HungUp`` and recorded; one raised inside a callback from C is not printed (``check``
-    raises it again)."""
+    raises it again). One the command's own handler raised before (while its modules
+    imported: ``asofgpu.__main__``) and that was dropped is raised at once."""
     global _state
     if not _on_main_thread():  # signals reach the main thread only
         yield _state
         return
     _state = State()
+    early, _signals.received = _signals.received, None
     previous = {s: signal.signal(s, _raise) for s in heeded()}
     hook = sys.unraisablehook
-
-    def quiet(unraisable):
-        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
-            hook(unraisable)
-
-    sys.unraisablehook = quiet
+    sys.unraisablehook = _signals.quiet(hook)
     try:
+        if early is not None:
+            _state.interrupted = early
+            raise early
         yield _state
     finally:
         sys.unraisablehook = hook
