@@ -30,7 +30,7 @@ import time
 import warnings
 
 from . import _progress
-from ._signals import exit_code, say
+from . import _signals
 from ._backend.jit import JitDisabled
 from .enrich import _interrupts as interrupts
 from .enrich import (
@@ -700,10 +700,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt as exc:
         if run is not None and run.committed:  # after OUT was put in place, whole
-            say(f"{prog}: interrupted after the output was written")
+            _signals.say(f"{prog}: interrupted after the output was written")
         else:
-            say(f"{prog}: interrupted; no output was written")
-        return exit_code(exc)
+            _signals.say(f"{prog}: interrupted; no output was written")
+        return _signals.exit_code(exc)
 
 
 def entry() -> int:
@@ -714,8 +714,8 @@ def entry() -> int:
     try:
         code = main()
     except KeyboardInterrupt as exc:  # outside the run's own handling: its options, its exit
-        say("asofgpu: interrupted")
-        code = exit_code(exc)
+        _signals.say("asofgpu: interrupted")
+        code = _signals.exit_code(exc)
     finally:  # done, or given up: a signal now would only make the exit a traceback
         for s in interrupts.SIGNALS:
             signal.signal(s, signal.SIG_IGN)

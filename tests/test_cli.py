@@ -978,14 +978,14 @@ def test_an_interrupt_after_the_commit_says_the_output_is_there(day, tmp_path, c
     assert leftovers(tmp_path) == []
 
 
-def _heeding_ctrl_c() -> None:
+def _heeding_signals() -> None:
     """In the child before Python: SIGINT and SIGHUP heeded, as in a terminal's foreground
     (where this process ignores them: a background job, or ``nohup``)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
-def _enrich_begun(trades, quotes, out, start=_heeding_ctrl_c) -> tuple[subprocess.Popen, str]:
+def _enrich_begun(trades, quotes, out, start=_heeding_signals) -> tuple[subprocess.Popen, str]:
     """``asofgpu enrich`` as a process, once it has logged its first line (the run began).
     ``start`` runs in the child before Python: by default SIGINT is heeded there, as in a
     terminal's foreground, even where this process was started ignoring it (in the
@@ -1115,7 +1115,7 @@ def test_a_signal_while_the_script_imports_the_command_exits_as_documented(
         [sys.executable, str(script), "enrich", "--help"],
         capture_output=True,
         text=True,
-        preexec_fn=_heeding_ctrl_c,
+        preexec_fn=_heeding_signals,
     )
     assert (done.returncode, done.stderr) == (code, "asofgpu: interrupted\n")
 
@@ -1171,7 +1171,7 @@ def test_a_signal_dropped_while_the_command_imports_ends_the_run(tmp_path):
         [sys.executable, str(script), *map(str, argv), "--on", "t"],
         capture_output=True,
         text=True,
-        preexec_fn=_heeding_ctrl_c,
+        preexec_fn=_heeding_signals,
     )
     said = "asofgpu enrich: interrupted; no output was written\n"
     assert (done.returncode, done.stderr) == (143, said)  # ("Exception ignored ..." kept off)

@@ -24,9 +24,9 @@ CUDA_THREADS = 256
 # warning the caller cannot act on, and an exception under an "error" filter (-W error,
 # pytest's filterwarnings), which would fail the join. A launch has at least this many
 # blocks instead (every kernel returns at once past its last row: 32,768 threads, a few
-# microseconds). The filter the launch held before (``warnings.catch_warnings``) swapped
-# the process's filters: two threads launching at once could leave it in place, or drop a
-# filter another thread set meanwhile.
+# microseconds). Not a filter around the launch: ``warnings.catch_warnings`` swaps the
+# process's filters, which threads share, so two threads launching at once could leave one
+# in place, or drop a filter another thread set meanwhile.
 MIN_BLOCKS = 128
 
 
