@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -572,6 +573,62 @@ def test_an_input_inside_the_out_folder_it_would_replace_exits_2_and_is_kept(
     (out / "notes.txt").write_text("mine")
     code, _, stderr = run("enrich", *argv, *keys, capsys=capsys)
     assert code == 2 and "is a folder that asofgpu enrich did not write" in stderr
+
+
+@pytest.mark.parametrize(
+    "came",
+    [
+        "notes.txt",  # the user's
+        ".extra.parquet.vm-1.k2j4x9_a.asofgpu-partial",  # another run's, writing OUT/extra
+        ".asofgpu-spill-vm-1-p0o9i8u7/right-0.arrow",  # ... and spilling beside it
+        "more.parquet",  # a file of enrich's: replaced with the rest
+    ],
+)
+def test_what_comes_into_the_out_folder_during_the_run_is_not_deleted(
+    tmp_path, capsys, monkeypatch, came
+):
+    """OUT was checked replaceable when the run began, and replaced whole at its end: what
+    came into it meanwhile (a user's file, another run's partial output and spill folder)
+    was deleted with it, and the other run failed."""
+    from asofgpu.enrich import _attach
+
+    trades = pa.table({"time": [1, 2, 3], "symbol": ["a", "a", "b"], "px": [1.0, 2.0, 3.0]})
+    quotes = pa.table({"time": [0, 2], "symbol": ["a", "b"], "bid": [9.0, 8.0]})
+    for day in ("date=1", "date=2"):
+        write(trades, tmp_path / "trades" / day / "t.parquet")
+    right = write(quotes, tmp_path / "quotes.parquet")
+    out = tmp_path / "out"
+    argv = ("enrich", tmp_path / "trades", right, "-o", out, "--on", "time", "--by", "symbol")
+    keys = ("--device", "cpu", "-q", "--chunk-rows", "1")
+    assert run(*argv, *keys, capsys=capsys)[0] == 0
+    earlier = sorted(p.relative_to(out) for p in out.rglob("*.parquet"))
+    real = _attach.gather
+
+    def gather(table, gmap):
+        path = out / came
+        if not path.exists():
+            path.parent.mkdir(exist_ok=True)
+            if came == "more.parquet":
+                shutil.copy(out / "date=1" / "t.parquet", path)  # enrich's footer
+            else:
+                path.write_text("mine")
+        return real(table, gmap)
+
+    monkeypatch.setattr(_attach, "gather", gather)
+    code, _, stderr = run(*argv, *keys, capsys=capsys)
+    if came == "more.parquet":
+        assert (code, stderr) == (0, "")
+        assert not (out / came).exists()
+    else:
+        assert (code, stderr) == (
+            1,
+            f"asofgpu enrich: error: OUT {out} changed during the run: {came} came into it, "
+            "which asofgpu enrich did not write, and the folder is left as it was; nothing was "
+            "written\n",
+        )
+        assert (out / came).read_text() == "mine"
+    assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == earlier
+    assert hidden(tmp_path) == []
 
 
 def test_a_files_row_groups_are_read_on_the_footer_read_once(tmp_path, monkeypatch):

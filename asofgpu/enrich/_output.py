@@ -157,6 +157,10 @@ class AtomicFolder:
             ) from None
         self.files: list[str] = []
         self.committed = False
+        # OUT's files as they were when the run began (checked replaceable just before, by
+        # ``check_replaceable``): a file that comes into OUT while the run goes (a user's, or
+        # another run's partial output or spill folder) is checked again at the commit.
+        self.found = _listing(out)
 
     def __enter__(self):
         return self
@@ -211,7 +215,15 @@ class AtomicFolder:
                     suffix=OLD,
                     dir=os.path.dirname(self.out),
                 )
-                os.replace(self.out, os.path.join(aside, "old"))
+                old = os.path.join(aside, "old")
+                os.replace(self.out, old)
+                came = _came_since(old, self.found)  # checked where nothing can come any more
+                if came is not None:
+                    os.replace(old, self.out)  # put back as it was
+                    raise OutputError(
+                        f"OUT {self.out} changed during the run: {came} came into it, which "
+                        f"asofgpu enrich did not write, and the folder is left as it was"
+                    )
             try:
                 os.replace(self.tmp, self.out)
             except OSError:
@@ -233,6 +245,33 @@ def footer_metadata(pandas_metadata: dict[str, str]) -> dict[str, str]:
     """The key-value metadata of an OUT file's footer, from either writer: its LEFT file's
     pandas entry (``Part.pandas_metadata``), and ``FOOTER_MARK``."""
     return {**pandas_metadata, **FOOTER_MARK}
+
+
+def _listing(folder: str) -> dict[str, tuple[int, int, int]]:
+    """Each file below ``folder`` (relative to it) with its inode, size and change time;
+    empty for a folder that is not there."""
+    found = {}
+    for here, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(here, name)
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            found[os.path.relpath(path, folder)] = (info.st_ino, info.st_size, info.st_ctime_ns)
+    return found
+
+
+def _came_since(folder: str, found: dict) -> str | None:
+    """The first file below ``folder`` (relative to it), not among ``found`` as it was, that
+    enrich did not write; None when there is none."""
+    for relative, seen in sorted(_listing(folder).items()):
+        if found.get(relative) == seen:
+            continue
+        path = os.path.join(folder, relative)
+        if not (relative.endswith(".parquet") and written_by_enrich(path)):
+            return relative
+    return None
 
 
 def _not_enrichs(folder: str) -> str | None:

@@ -178,9 +178,9 @@ class SpillFolder:
                         rows[i] += ends[i] - start
             for writer in writers:
                 writer.close()
-        except OSError as exc:
+            self.bytes += sum(os.path.getsize(p) for p in paths)
+        except OSError as exc:  # (the files gone too: a folder removed under the run)
             raise self.failed(exc) from None
-        self.bytes += sum(os.path.getsize(p) for p in paths)
         return paths, rows
 
     def writer(self, name: str, schema: pa.Schema):
