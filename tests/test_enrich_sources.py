@@ -581,7 +581,11 @@ def test_an_input_inside_the_out_folder_it_would_replace_exits_2_and_is_kept(
         "notes.txt",  # the user's
         ".extra.parquet.vm-1.k2j4x9_a.asofgpu-partial",  # another run's, writing OUT/extra
         ".asofgpu-spill-vm-1-p0o9i8u7/right-0.arrow",  # ... and spilling beside it
+        ".sub.vm-1.k2j4x9_a.asofgpu-partial/t.parquet",  # another run's file of enrich's
+        "fifo.parquet",  # (not opened: its open would wait for a writer)
+        "link",  # to a folder, which a walk does not enter
         "more.parquet",  # a file of enrich's: replaced with the rest
+        None,  # nothing but this run's own spill folder (--tmp-dir OUT)
     ],
 )
 def test_what_comes_into_the_out_folder_during_the_run_is_not_deleted(
@@ -605,30 +609,83 @@ def test_what_comes_into_the_out_folder_during_the_run_is_not_deleted(
     real = _attach.gather
 
     def gather(table, gmap):
-        path = out / came
-        if not path.exists():
+        path = out / came if came else None
+        if path is not None and not os.path.lexists(path):
             path.parent.mkdir(exist_ok=True)
-            if came == "more.parquet":
+            if came.endswith("t.parquet") or came == "more.parquet":
                 shutil.copy(out / "date=1" / "t.parquet", path)  # enrich's footer
+            elif came == "fifo.parquet":
+                os.mkfifo(path)
+            elif came == "link":
+                path.symlink_to(tmp_path / "trades")
             else:
                 path.write_text("mine")
         return real(table, gmap)
 
     monkeypatch.setattr(_attach, "gather", gather)
+    if came is None:
+        keys = (*keys, "--right-mode", "spill", "--tmp-dir", out)
     code, _, stderr = run(*argv, *keys, capsys=capsys)
-    if came == "more.parquet":
+    if came in ("more.parquet", None):
         assert (code, stderr) == (0, "")
-        assert not (out / came).exists()
+        assert came is None or not (out / came).exists()
+        assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
     else:
         assert (code, stderr) == (
             1,
             f"asofgpu enrich: error: OUT {out} changed during the run: {came} came into it, "
-            "which asofgpu enrich did not write, and the folder is left as it was; nothing was "
+            "which asofgpu enrich did not write, and the folder is left as it is; nothing was "
             "written\n",
         )
-        assert (out / came).read_text() == "mine"
-    assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == earlier
+        assert os.path.lexists(out / came)
+        earlier += [Path(came)] if came.endswith(".parquet") else []
+    assert sorted(p.relative_to(out) for p in out.rglob("*.parquet")) == sorted(earlier)
     assert hidden(tmp_path) == []
+
+
+def _enrichs_folder(out: Path) -> None:
+    from asofgpu.enrich._output import FOOTER_MARK
+
+    write(pa.table({"t": [1]}).replace_schema_metadata(FOOTER_MARK), out / "a.parquet")
+
+
+def test_an_out_folder_that_became_a_file_is_left_as_it_is(tmp_path):
+    from asofgpu.enrich._errors import OutputError
+    from asofgpu.enrich._output import AtomicFolder
+
+    out = tmp_path / "out"
+    _enrichs_folder(out)
+    with AtomicFolder(str(out)) as target:
+        shutil.rmtree(out)
+        out.write_text("another run's OUT file")
+        with pytest.raises(OutputError, match=f"^OUT {out} became a file during the run, and"):
+            target.commit()
+    assert out.read_text() == "another run's OUT file" and hidden(tmp_path) == []
+
+
+def test_an_old_out_that_cannot_be_put_back_is_kept_and_named(tmp_path, monkeypatch):
+    """What came into OUT between the last check and the move aside is found by its listing
+    (signals held, no footer read); the folder is put back, and where another run's OUT took
+    its place meanwhile, it stays where it was moved, named, not removed with the rest."""
+    from asofgpu.enrich import _output
+    from asofgpu.enrich._errors import OutputError
+
+    out = tmp_path / "out"
+    _enrichs_folder(out)
+    real = _output._listing
+
+    def listing(folder):
+        if folder.endswith(os.sep + "old"):  # moved aside: now something comes, and a folder
+            (Path(folder) / "late.txt").write_text("mine")
+            _enrichs_folder(out)  # takes OUT's place
+        return real(folder)
+
+    with _output.AtomicFolder(str(out)) as target:
+        monkeypatch.setattr(_output, "_listing", listing)
+        with pytest.raises(OutputError, match=f"^OUT {out} could not be put back") as raised:
+            target.commit()
+    kept = str(raised.value).rsplit("kept at ", 1)[1]
+    assert sorted(os.listdir(kept)) == ["a.parquet", "late.txt"]
 
 
 def test_a_files_row_groups_are_read_on_the_footer_read_once(tmp_path, monkeypatch):

@@ -29,6 +29,19 @@ def _host() -> str:
     return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:40] or "host"
 
 
+def run_of(name: str) -> str | None:
+    """The tag (``tag()``) of the run whose hidden file or folder ``name`` is (a partial OUT,
+    an old one moved aside, a spill folder); None for any other name.
+
+    >>> run_of(".out.parquet.vm-12.k2j4x9_a.asofgpu-partial"), run_of("out.parquet")
+    ('vm-12', None)
+    """
+    found = _STALE.match(name)
+    if found is None:
+        return None
+    return f"{found['host'] or found['spill_host']}-{found['pid'] or found['spill_pid']}"
+
+
 def tag() -> str:
     """This run's mark in the names of the hidden files it writes: host and process id."""
     return f"{_host()}-{os.getpid()}"

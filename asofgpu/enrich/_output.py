@@ -24,6 +24,7 @@ from __future__ import annotations
 import collections
 import os
 import shutil
+import stat
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 
@@ -157,10 +158,10 @@ class AtomicFolder:
             ) from None
         self.files: list[str] = []
         self.committed = False
-        # OUT's files as they were when the run began (checked replaceable just before, by
-        # ``check_replaceable``): a file that comes into OUT while the run goes (a user's, or
-        # another run's partial output or spill folder) is checked again at the commit.
-        self.found = _listing(out)
+        # What OUT holds as the run begins, checked: what comes into it while the run goes (a
+        # user's file, another run's partial output or spill folder) is checked at the
+        # commit. (``check_output`` checked it too, to refuse it before any work.)
+        self.found = self.check_replaceable(out)
 
     def __enter__(self):
         return self
@@ -175,23 +176,26 @@ class AtomicFolder:
         return path
 
     @staticmethod
-    def check_replaceable(out: str) -> None:
-        """Raise EnrichError unless ``out`` is absent, an empty folder, or enrich's own."""
+    def check_replaceable(out: str) -> dict:
+        """Raise EnrichError unless ``out`` is absent, an empty folder, or enrich's own; the
+        listing of what it holds, as checked (``_listing``)."""
         if not os.path.exists(out):
-            return
+            return {}
         if not os.path.isdir(out):
             raise EnrichError(
                 f"OUT {out} is not a folder; LEFT is a folder or glob, so OUT "
                 f"is a folder of one output file per LEFT file"
             )
+        found = _listing(out)
         if os.path.exists(os.path.join(out, MARKER)):
-            return
-        foreign = _not_enrichs(out)
+            return found
+        foreign = _foreign(out, found, {})
         if foreign is not None:
             raise EnrichError(
                 f"OUT {out} is a folder that asofgpu enrich did not write ({foreign} in it is "
                 f"not a file of enrich's); pass a new path, or remove it first"
             )
+        return found
 
     def commit(self) -> None:
         try:
@@ -200,16 +204,36 @@ class AtomicFolder:
             mode = 0o777 & ~_umask()
             for here, _, _ in os.walk(self.tmp):
                 os.chmod(here, mode)  # mkdtemp's 0700 -> as a plain mkdir would have made it
-            interrupts.committing(self._put_in_place)
+            # What came into OUT since the run began, its footers read here, with signals
+            # heeded; what comes between this and the move aside is told by its listing.
+            listed = self._check_unchanged()
+            interrupts.committing(lambda: self._put_in_place(listed))
         except OSError as exc:
             raise OutputError(f"cannot write OUT {self.out}: {exc.strerror or exc}") from None
 
-    def _put_in_place(self) -> None:
-        """An existing OUT moved aside, the new one renamed in, the old one removed (or put
-        back if the rename fails); ``committing`` holds interrupts off throughout."""
-        aside = None
+    def _check_unchanged(self) -> dict | None:
+        """OUT's listing now (None: there is none), once what came into it since the run
+        began is enrich's."""
+        if not os.path.lexists(self.out):
+            return None
+        if os.path.islink(self.out) or not os.path.isdir(self.out):
+            raise OutputError(f"OUT {self.out} became a file during the run, and is left as it is")
+        listed = _listing(self.out)
+        came = _foreign(self.out, listed, self.found)
+        if came is not None:
+            raise OutputError(
+                f"OUT {self.out} changed during the run: {came} came into it, which asofgpu "
+                f"enrich did not write, and the folder is left as it is"
+            )
+        return listed
+
+    def _put_in_place(self, listed: dict | None) -> None:
+        """An existing OUT (as ``listed``) moved aside, the new one renamed in, the old one
+        removed (or put back if anything failed); ``committing`` holds interrupts off
+        throughout."""
+        aside = old = None
         try:
-            if os.path.exists(self.out):
+            if listed is not None:
                 aside = tempfile.mkdtemp(
                     prefix=leftovers.hidden_prefix(os.path.basename(self.out), OLD),
                     suffix=OLD,
@@ -217,23 +241,31 @@ class AtomicFolder:
                 )
                 old = os.path.join(aside, "old")
                 os.replace(self.out, old)
-                came = _came_since(old, self.found)  # checked where nothing can come any more
-                if came is not None:
-                    os.replace(old, self.out)  # put back as it was
+                if _listing(old) != listed:  # names and inodes only: signals are held
+                    self._put_back(old)
                     raise OutputError(
-                        f"OUT {self.out} changed during the run: {came} came into it, which "
-                        f"asofgpu enrich did not write, and the folder is left as it was"
+                        f"OUT {self.out} changed while it was being replaced, and is left as it is"
                     )
             try:
                 os.replace(self.tmp, self.out)
             except OSError:
-                if aside is not None:  # put the old folder back
-                    os.replace(os.path.join(aside, "old"), self.out)
+                if old is not None:
+                    self._put_back(old)
                 raise
             self.committed = True
         finally:
-            if aside is not None:
+            # Not while the old folder is still in it: one that could not be put back.
+            if aside is not None and (self.committed or not os.path.lexists(old)):
                 shutil.rmtree(aside, ignore_errors=True)
+
+    def _put_back(self, old: str) -> None:
+        try:
+            os.replace(old, self.out)
+        except OSError as exc:  # (another run's OUT renamed in meanwhile)
+            raise OutputError(
+                f"OUT {self.out} could not be put back ({exc.strerror or exc}): the folder "
+                f"it was is kept at {old}"
+            ) from None
 
     def __exit__(self, *exc_info):
         if not self.committed:
@@ -247,42 +279,44 @@ def footer_metadata(pandas_metadata: dict[str, str]) -> dict[str, str]:
     return {**pandas_metadata, **FOOTER_MARK}
 
 
-def _listing(folder: str) -> dict[str, tuple[int, int, int]]:
-    """Each file below ``folder`` (relative to it) with its inode, size and change time;
-    empty for a folder that is not there."""
+def _listing(folder: str) -> dict[str, tuple[int, int, int, int]]:
+    """Each file below ``folder`` (relative to it), and each link to a folder (which a walk
+    does not enter), with its mode, inode, size and change time, as ``lstat`` gives them."""
     found = {}
-    for here, _, files in os.walk(folder):
-        for name in files:
+    for here, dirs, files in os.walk(folder):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(here, d))]:
             path = os.path.join(here, name)
             try:
                 info = os.lstat(path)
-            except OSError:
+            except OSError:  # gone meanwhile
                 continue
-            found[os.path.relpath(path, folder)] = (info.st_ino, info.st_size, info.st_ctime_ns)
+            found[os.path.relpath(path, folder)] = (
+                info.st_mode,
+                info.st_ino,
+                info.st_size,
+                info.st_ctime_ns,
+            )
     return found
 
 
-def _came_since(folder: str, found: dict) -> str | None:
-    """The first file below ``folder`` (relative to it), not among ``found`` as it was, that
-    enrich did not write; None when there is none."""
-    for relative, seen in sorted(_listing(folder).items()):
-        if found.get(relative) == seen:
+def _foreign(folder: str, listed: dict, known: dict) -> str | None:
+    """The first entry of ``listed`` (``folder``'s listing) that is not in ``known`` as it
+    was and that enrich did not write: anything but a regular parquet file whose footer
+    holds ``FOOTER_MARK``, or one inside another run's hidden folder (a partial OUT, a spill
+    folder); None when there is none. This run's own hidden files (its spill folder, where
+    ``--tmp-dir`` is OUT) are passed over."""
+    for relative, seen in sorted(listed.items()):
+        if known.get(relative) == seen:
             continue
-        path = os.path.join(folder, relative)
-        if not (relative.endswith(".parquet") and written_by_enrich(path)):
+        runs = {leftovers.run_of(part) for part in relative.split(os.sep)} - {None}
+        if runs == {leftovers.tag()}:
+            continue
+        if runs or not stat.S_ISREG(seen[0]):  # (not opened: a FIFO's open would wait)
             return relative
-    return None
-
-
-def _not_enrichs(folder: str) -> str | None:
-    """The first file below ``folder`` (relative to it) that enrich did not write: not a
-    parquet file whose footer holds ``FOOTER_MARK``; None when there is none."""
-    for here, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(here, name)
-            if not (name.endswith(".parquet") and written_by_enrich(path)):
-                return os.path.relpath(path, folder)
+        if not (
+            relative.endswith(".parquet") and written_by_enrich(os.path.join(folder, relative))
+        ):
+            return relative
     return None
 
 
