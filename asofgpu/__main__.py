@@ -21,6 +21,7 @@ def run() -> int:
     try:
         from .cli import entry
     except KeyboardInterrupt as exc:  # while the command's modules import: nothing started
+        _signals.received = None  # (raised where it was, not dropped)
         _signals.say("asofgpu: interrupted")
         exec("")  # 130, not SIGINT, as in cli.entry: see _interrupts.keep_exit_code
         return _signals.exit_code(exc)

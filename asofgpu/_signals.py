@@ -81,13 +81,17 @@ def say(line: str) -> None:
     """``line`` on stderr, where there still is one: after SIGHUP the terminal may be gone,
     and the exit code must not be lost to a failed write. What stdout or stderr could not
     write stays in its buffer, and Python's flush of both at exit would fail again, and make
-    the exit code 120: a stream that fails is swapped for ``os.devnull``."""
+    the exit code 120: a stream that fails is swapped for ``os.devnull`` (for good: a
+    program that called ``cli.main`` has lost that stream already)."""
     try:
-        print(line, file=sys.stderr, flush=True)
-    except OSError:
+        if sys.stderr is not None:  # (None: started with it closed, 2>&-)
+            print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):  # (ValueError: a stream closed)
         pass
     for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
         try:
-            getattr(sys, name).flush()
-        except (OSError, ValueError):  # (ValueError: one closed)
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
             setattr(sys, name, open(os.devnull, "w"))  # noqa: SIM115 - open until the exit

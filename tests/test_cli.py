@@ -1141,6 +1141,13 @@ def test_the_last_line_to_a_closed_terminal_keeps_the_exit_code():
     os.close(master)
     process.stdin.close()
     assert process.wait(timeout=60) == 129
+    # started with stderr closed (2>&-: sys.stderr is None), the line went nowhere, and the
+    # exit code was 1 (an AttributeError of its flush)
+    code = "import sys; from asofgpu._signals import say; say('interrupted'); sys.exit(130)"
+    closed = subprocess.run(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2)
+    )
+    assert (closed.returncode, closed.stdout) == (130, b"")
 
 
 def test_a_signal_dropped_while_the_command_imports_ends_the_run(tmp_path):
@@ -1350,6 +1357,7 @@ def test_names_that_are_not_utf8_are_refused_by_name(day, tmp_path, capsys):
     with open(left / f"{odd}.parquet", "wb") as f:  # (pyarrow takes no such path)
         pq.write_table(pq.read_table(trades), f)
     (tmp_path / odd).mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / odd)
     keys = ("--on", "time", "--device", "cpu")
     for argv, said in (
         ((left, quotes, "-o", tmp_path / "o"), f"LEFT file {left}/caf\\xe9.parquet"),
@@ -1359,11 +1367,17 @@ def test_names_that_are_not_utf8_are_refused_by_name(day, tmp_path, capsys):
             (trades, quotes, "-o", tmp_path / "o.parquet", "--tmp-dir", tmp_path / odd),
             f"--tmp-dir {tmp_path}/caf\\xe9",
         ),
+        (  # a name of UTF-8 that leads there (its spill files would go beside OUT)
+            (trades, quotes, "-o", tmp_path / "link" / "o.parquet"),
+            f"OUT {os.path.realpath(tmp_path)}/caf\\xe9/o.parquet",
+        ),
     ):
         code, _, stderr = run("enrich", *argv, *keys, capsys=capsys)
         assert code == 2 and stderr.startswith(f"asofgpu enrich: error: {said}"), stderr
         assert stderr.endswith(": its name is not UTF-8, which pyarrow cannot open; rename it\n")
-    assert sorted(os.listdir(tmp_path)) == sorted([odd, "left", "quotes.parquet", "trades.parquet"])
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [odd, "left", "link", "quotes.parquet", "trades.parquet"]
+    )
 
 
 def _unwritable_folder() -> str:

@@ -237,6 +237,7 @@ def check_output(options: Options, left: Source, right: Source) -> str:
             f"beside itself and renames it into place; pass a file or folder path"
         )
     out = os.path.realpath(given)
+    check_utf8(out, "OUT")  # (the folder it resolves to too: spill files go beside it)
     parent = os.path.dirname(out)
     if not os.path.isdir(parent):
         if os.path.islink(given):  # a dangling link: its target's directory is the one
