@@ -133,7 +133,7 @@ class Windows:
                 msg = f"wanted must hold reductions among {list(AGGREGATIONS)}, got {how!r}"
                 raise ValueError(msg)
         extreme_values = _validate.flag(extreme_values, "extreme_values")
-        values, valid = _arrow_payload(values, valid)
+        values, valid = _arrow_payload(values, valid, sums=bool(set(wanted) & _SUMS))
         xp, n = self.backend.xp, len(self)
         nothing = xp.zeros(0, dtype=np.int64)
         numbers = keys = nothing
@@ -442,7 +442,7 @@ def _ordered(t: pa.DataType) -> bool:
 
 def _refusal(agg: str, t: pa.DataType) -> str | None:
     if pa.types.is_run_end_encoded(t):  # aggregated as its values (``_decoded``)
-        t = t.value_type
+        t = t.value_type  # (pyarrow decodes no run-end encoded dictionary: refused later)
     if pa.types.is_dictionary(t) and t.ordered:  # ranked by position: min and max only
         if agg in ("sum", "mean"):
             return "applies to numbers, not to an ordered dictionary's categories"
@@ -514,10 +514,12 @@ def aggregate(windows: Windows, right: pa.Table, wanted: list[Aggregation]) -> l
     return [found[agg] for agg in wanted]
 
 
-def _arrow_payload(values, valid):
+def _arrow_payload(values, valid, sums: bool = False):
     """An Arrow column (or a pandas or polars Series) as ``(numpy values, valid)``: its
     values exact (``_values``: int64 stays int64, where numpy's conversion of one with nulls
-    made floats), its nulls as ``valid`` unless the caller gave one. Anything else as given."""
+    made floats), its nulls as ``valid`` unless the caller gave one. Anything else as given.
+    An ordered dictionary's values are its categories' positions, which ``sums`` refuses:
+    they rank, they do not add."""
     module = type(values).__module__.split(".")[0]
     if not isinstance(values, (pa.Array, pa.ChunkedArray)) and module not in ("pandas", "polars"):
         return values, valid
@@ -526,6 +528,9 @@ def _arrow_payload(values, valid):
     if valid is None:
         valid = arrow_numpy.valid(column) if arrow_numpy.has_nulls(column) else None
     column = _decoded(column)
+    if pa.types.is_dictionary(column.type) and column.type.ordered and sums:
+        msg = "values: sum and mean apply to numbers, not to an ordered dictionary's categories"
+        raise TypeError(msg)
     if pa.types.is_dictionary(column.type) and not column.type.ordered:
         column = column.cast(column.type.value_type)
     t = column.type
@@ -548,8 +553,7 @@ def _values(column: pa.ChunkedArray) -> np.ndarray:
 
 
 def _decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A run-end encoded column as its values (a dictionary column, if they are one); any
-    other as it is."""
+    """A run-end encoded column as its values; any other as it is."""
     return pc.run_end_decode(column) if pa.types.is_run_end_encoded(column.type) else column
 
 

@@ -1399,6 +1399,12 @@ def test_windows_read_an_arrow_columns_nulls_and_exact_integers(device):
             TypeError, match=r"values must be numbers or booleans, got datetime64\[s\]"
         ):
             w.sum(column)
+    # an ordered dictionary's positions rank (min, max), they do not add (it summed them)
+    ordered = pa.DictionaryArray.from_arrays(pa.array([1, 0, None, 1]), ["lo", "hi"], ordered=True)
+    for how in ("sum", "mean"):
+        with pytest.raises(TypeError, match="^values: sum and mean apply to numbers, not to an"):
+            w.reduce([how], ordered)
+    assert to_host(w.reduce(["max"], ordered)["max"]).tolist() == [1]  # (its window: rows 1, 2)
 
 
 def test_windows_made_with_a_backend_name():
