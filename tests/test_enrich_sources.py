@@ -541,17 +541,22 @@ def test_bad_folders_exit_2_with_one_line(tmp_path, capsys, case, message):
         assert pq.read_table(out / "sub" / "data.parquet")["t"].to_pylist() == [1]
 
 
+def _two_days(tmp_path: Path) -> Path:
+    """LEFT as trades/date=1/t.parquet and trades/date=2/t.parquet; RIGHT, returned."""
+    trades = pa.table({"time": [1, 2, 3], "symbol": ["a", "a", "b"], "px": [1.0, 2.0, 3.0]})
+    for day in ("date=1", "date=2"):
+        write(trades, tmp_path / "trades" / day / "t.parquet")
+    quotes = pa.table({"time": [0, 2], "symbol": ["a", "b"], "bid": [9.0, 8.0]})
+    return write(quotes, tmp_path / "quotes.parquet")
+
+
 @pytest.mark.parametrize("side", ["LEFT", "RIGHT"])
 def test_an_input_inside_the_out_folder_it_would_replace_exits_2_and_is_kept(
     tmp_path, capsys, side
 ):
     """An earlier run's OUT folder holds files enrich wrote, so it may be replaced; one of
     them given as this run's input was deleted by the replacement (exit 0, nothing said)."""
-    trades = pa.table({"time": [1, 2, 3], "symbol": ["a", "a", "b"], "px": [1.0, 2.0, 3.0]})
-    quotes = pa.table({"time": [0, 2], "symbol": ["a", "b"], "bid": [9.0, 8.0]})
-    for day in ("date=1", "date=2"):
-        write(trades, tmp_path / "trades" / day / "t.parquet")
-    right = write(quotes, tmp_path / "quotes.parquet")
+    right = _two_days(tmp_path)
     out = tmp_path / "out"
     keys = ("--on", "time", "--by", "symbol", "--device", "cpu", "-q")
     assert run("enrich", tmp_path / "trades", right, "-o", out, *keys, capsys=capsys)[0] == 0
@@ -596,11 +601,7 @@ def test_what_comes_into_the_out_folder_during_the_run_is_not_deleted(
     was deleted with it, and the other run failed."""
     from asofgpu.enrich import _attach
 
-    trades = pa.table({"time": [1, 2, 3], "symbol": ["a", "a", "b"], "px": [1.0, 2.0, 3.0]})
-    quotes = pa.table({"time": [0, 2], "symbol": ["a", "b"], "bid": [9.0, 8.0]})
-    for day in ("date=1", "date=2"):
-        write(trades, tmp_path / "trades" / day / "t.parquet")
-    right = write(quotes, tmp_path / "quotes.parquet")
+    right = _two_days(tmp_path)
     out = tmp_path / "out"
     argv = ("enrich", tmp_path / "trades", right, "-o", out, "--on", "time", "--by", "symbol")
     keys = ("--device", "cpu", "-q", "--chunk-rows", "1")

@@ -859,35 +859,28 @@ def test_a_run_end_encoded_columns_nulls_are_nulls(device):
     were refused ("'sum' applies to integer, float and boolean columns"): they are its
     values' (min and max keep its type)."""
     left = pa.table({"t": [10, 3]})
-    values = pa.array([None, 1.0, 2.0, None, 2.0])
-    aggs = {"p": ["count", "first", "last", "sum", "mean", "min", "max"]}
-    got, want = (
-        ag.window_join(
-            left,
-            pa.table({"t": [1, 2, 3, 4, 5], "p": p}),
-            on="t",
-            before=100,
-            aggs=aggs,
-            device=device,
+
+    def encoded_and_plain(values, aggs):
+        return (
+            ag.window_join(
+                left,
+                pa.table({"t": [1, 2, 3, 4, 5], "p": p}),
+                on="t",
+                before=100,
+                aggs={"p": aggs},
+                device=device,
+            )
+            for p in (pc.run_end_encode(values, run_end_type=pa.int32()), values)
         )
-        for p in (pc.run_end_encode(values, run_end_type=pa.int32()), values)
-    )
+
+    values = pa.array([None, 1.0, 2.0, None, 2.0])
+    aggs = ["count", "first", "last", "sum", "mean", "min", "max"]
+    got, want = encoded_and_plain(values, aggs)
     assert got.to_pylist() == want.to_pylist()
     assert got["p_count"].to_pylist() == [3, 2]
     assert pa.types.is_run_end_encoded(got["p_max"].type)
     instants = pa.array([None, 1, 2, None, 2], pa.timestamp("s"))
-    aggs = {"p": ["min", "max", "first", "last"]}
-    got, want = (
-        ag.window_join(
-            left,
-            pa.table({"t": [1, 2, 3, 4, 5], "p": p}),
-            on="t",
-            before=100,
-            aggs=aggs,
-            device=device,
-        )
-        for p in (pc.run_end_encode(instants), instants)
-    )
+    got, want = encoded_and_plain(instants, ["min", "max", "first", "last"])
     assert got.to_pylist() == want.to_pylist()
     text = pa.table({"t": [1], "s": pc.run_end_encode(pa.array(["a"]))})
     with pytest.raises(
