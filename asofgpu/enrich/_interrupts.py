@@ -10,9 +10,10 @@ aside, and said that nothing was written.
 ``handling`` (the command's, around the whole run) raises an interrupt for each signal and
 records it, so that ``check`` (each LEFT chunk, and before the commit) raises one that a
 callback dropped; its quiet ``sys.unraisablehook`` keeps the dropped one off stderr.
-``committing`` holds the signals (``asofgpu._signals``) off while OUT is put in place (one that came meanwhile is
-raised once it is), and refuses to start when one was dropped. Outside ``handling`` (a program calling ``enrich``), nothing
-is installed; ``committing`` still holds the signals off around the renames.
+``committing`` holds the signals (``asofgpu._signals``) off while OUT is put in place (one
+that came meanwhile is raised once it is), and refuses to start when one was dropped.
+Outside ``handling`` (a program calling ``enrich``), nothing is installed; ``committing``
+still holds the signals off around the renames.
 
 >>> with handling() as run:
 ...     run.interrupted is None
