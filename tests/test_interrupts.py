@@ -45,11 +45,11 @@ def test_an_interrupt_during_the_renames_waits_until_out_is_in_place(tmp_path, s
         signum, KeyboardInterrupt
     )
     with interrupts.handling() as run, _new_folder(out) as target:
-        put_in_place = target._put_in_place
+        listed = target._check_unchanged()  # (as commit does first)
 
         def interrupted_midway():
             signal.raise_signal(signum)  # its handler would raise at the next line
-            put_in_place()
+            target._put_in_place(listed)
 
         with pytest.raises(expected) as raised:
             interrupts.committing(interrupted_midway)
