@@ -82,19 +82,25 @@ def check_group_count(n_groups: int, param: str = "right_by") -> int:
 
 def is_no_match(gmap):
     """Where a gather map holds no right row: its sentinel, ``NO_MATCH`` in an int32 map and
-    ``NO_MATCH_INT64`` in an int64 one; an array of bools on the map's own device (numpy or
-    cupy).
+    ``NO_MATCH_INT64`` in an int64 one (where ``NO_MATCH``, an int32 map's widened, says so
+    too, as ``gather`` reads it); an array of bools on the map's own device (numpy or cupy).
 
     >>> is_no_match(np.array([3, NO_MATCH, 0], dtype=np.int32)).tolist()
     [False, True, False]
-    >>> is_no_match(np.array([NO_MATCH_INT64, 7])).tolist()
-    [True, False]
+    >>> is_no_match(np.array([NO_MATCH_INT64, 7, NO_MATCH])).tolist()
+    [True, False, True]
     """
-    dtype = np.dtype(gmap.dtype)
-    if dtype not in (np.int32, np.int64):
-        msg = f"gmap must be an int32 or int64 gather map, got {dtype}"
+    dtype, ndim = getattr(gmap, "dtype", None), getattr(gmap, "ndim", None)
+    if dtype is None or ndim is None:
+        msg = f"gmap must be a gather map (a numpy or cupy array), got {type(gmap).__name__}"
         raise TypeError(msg)
-    return gmap == (NO_MATCH if dtype == np.int32 else NO_MATCH_INT64)
+    dtype = np.dtype(dtype)
+    if dtype not in (np.int32, np.int64) or ndim != 1:
+        msg = f"gmap must be a one-dimensional int32 or int64 gather map, got {ndim}-d {dtype}"
+        raise TypeError(msg)
+    if dtype == np.int32:
+        return gmap == NO_MATCH
+    return (gmap == NO_MATCH_INT64) | (gmap == NO_MATCH)
 
 
 class Strategy(str, enum.Enum):

@@ -81,8 +81,8 @@ def splice_maps(
     tick = common_tick(left_key.type, right_key.type, "left_on", "right_on")
     if is_row_tolerances(tolerance):
         msg = (
-            "splice_maps takes one tolerance for both sides, got a column: a tolerance per "
-            "row is AsofJoin.join's, asof_join's and join_asof's"
+            "splice_join (and splice_maps) takes one tolerance for both sides, got a column: a "
+            "tolerance per row is AsofJoin.join's, asof_join's and join_asof's"
         )
         raise TypeError(msg)
     if is_calendar(tolerance, zoned=clock_changes(right_key.type.tz)):

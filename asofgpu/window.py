@@ -58,7 +58,10 @@ class Windows:
         self, backend: Backend | str, starts, ends, rows, no_match: int, n_right: int
     ) -> None:
         if isinstance(backend, str):  # a backend's name, as ``device=`` takes it
-            backend = get_backend(backend)
+            backend = get_backend(_validate.one_of(backend, "backend", _validate.DEVICES))
+        elif not isinstance(backend, Backend):
+            msg = f"backend must be a Backend or one of {list(_validate.DEVICES)}, got {backend!r}"
+            raise TypeError(msg)
         self.backend = backend
         self.starts = starts
         self.ends = ends

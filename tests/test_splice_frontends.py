@@ -180,7 +180,11 @@ def test_polars_errors_name_the_parameter(call, error, message):
         (datetime.timedelta(days=-40), ValueError, r"tolerance must be non-negative"),
         (-3, ValueError, r"tolerance must be non-negative, got -3"),
         (float("nan"), ValueError, r"tolerance must be a non-negative number, got NaN"),
-        (pa.array([1]), TypeError, r"splice_maps takes one tolerance for both sides"),
+        (
+            pa.array([1]),
+            TypeError,
+            r"splice_join \(and splice_maps\) takes one tolerance for both sides",
+        ),
     ],
 )
 def test_polars_tolerance_is_checked_as_arrows_splice_join_checks_it(tolerance, error, message):

@@ -1405,6 +1405,12 @@ def test_windows_made_with_a_backend_name():
     w = ag.Windows("cpu", np.array([0, 1]), np.array([2, 3]), np.array([0, 1, 2]), ag.NO_MATCH, 3)
     assert w.count().tolist() == [2, 2]
     assert w.sum(np.array([1, 2, 4]))[0].tolist() == [3, 6]
+    # another name, or no backend at all, is refused by name (a KeyError of the registry)
+    parts = (np.array([0]), np.array([1]), np.array([0], np.int32), ag.NO_MATCH, 1)
+    with pytest.raises(ValueError, match="^backend must be one of 'auto', 'cpu', 'cuda', 'python'"):
+        ag.Windows("bogus", *parts)
+    with pytest.raises(TypeError, match=r"^backend must be a Backend or one of \['auto'"):
+        ag.Windows(3, *parts)
 
 
 # --------------------------------------------------------------------------- properties
