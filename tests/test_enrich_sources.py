@@ -428,6 +428,29 @@ def test_an_existing_out_folder_of_enrich_is_replaced_whole(tmp_path, capsys):
     assert pl.read_parquet(out).height == 100
 
 
+def test_an_out_folder_is_checked_once_when_the_run_begins(tmp_path, capsys, monkeypatch):
+    """Each footer of the OUT folder a run replaces is read once, as the run begins: the
+    check that refuses a folder enrich did not write gives the commit its listing, and the
+    commit reads only what came in since (nothing here)."""
+    from asofgpu.enrich import _output
+
+    (q0, t0), _ = days()
+    left = tmp_path / "trades"
+    for i in range(3):
+        write(t0.slice(50 * i, 50), left / f"{i}.parquet")
+    quotes = write(q0, tmp_path / "quotes.parquet")
+    out = tmp_path / "out"
+    argv = ["enrich", left, quotes, "-o", out, "--on", "time", "--device", "cpu", "-q"]
+    assert run(*argv, capsys=capsys)[0] == 0
+    real, read = _output.written_by_enrich, []
+    monkeypatch.setattr(_output, "written_by_enrich", lambda path: read.append(path) or real(path))
+    (out / "new.parquet").write_bytes((out / "0.parquet").read_bytes())
+    assert run(*argv, capsys=capsys)[0] == 0
+    names = sorted(os.path.relpath(path, out) for path in read)
+    assert names == ["0.parquet", "1.parquet", "2.parquet", "new.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == ["0.parquet", "1.parquet", "2.parquet"]
+
+
 def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, capsys):
     """The second LEFT file holds a time that overflows nanoseconds: found only when read."""
     left = tmp_path / "l"

@@ -218,9 +218,11 @@ def _check_compression(codec, level) -> None:
         )
 
 
-def check_output(options: Options, left: Source, right: Source) -> str:
+def check_output(options: Options, left: Source, right: Source) -> tuple[str, dict]:
     """OUT's real path (a symlink's target is what gets replaced): a file when LEFT is one
-    file, else a folder of one file per LEFT file."""
+    file, else a folder of one file per LEFT file; and, for a folder, what it holds as
+    checked (``AtomicFolder.check_replaceable``: {} for a file, or none yet), which the
+    commit compares with what it then holds."""
     given = os.fspath(options.out)
     if not given.strip():
         raise EnrichError(f"-o/--output: expected a path to write, got {given!r}")
@@ -255,7 +257,7 @@ def check_output(options: Options, left: Source, right: Source) -> str:
                 f"write it elsewhere, or a later run would read it as input"
             )
     if not left.single:
-        AtomicFolder.check_replaceable(out)
+        found = AtomicFolder.check_replaceable(out)
         if os.path.isdir(out):  # an earlier run's, which this run replaces whole
             for source in (left, right):
                 for part in source.parts:
@@ -264,7 +266,7 @@ def check_output(options: Options, left: Source, right: Source) -> str:
                             f"{source.side} file {part.path} is inside OUT {given}, which "
                             f"this run replaces; write OUT elsewhere (or move the file out)"
                         )
-        return out
+        return out, found
     if os.path.isdir(out):
         raise EnrichError(
             f"OUT {given} is a directory; pass a file path, "
@@ -275,7 +277,7 @@ def check_output(options: Options, left: Source, right: Source) -> str:
             f"OUT {given} is not a regular file; enrich writes "
             f"a parquet file and renames it into place"
         )
-    return out
+    return out, {}
 
 
 _DESCRIPTORS = re.compile(r"^(/proc/[^/]+(/task/[^/]+)?/fd|/dev/fd)/")

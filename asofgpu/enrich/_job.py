@@ -195,7 +195,7 @@ def _run(
         # stood.
         checking = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-check"))
         checked = checking.submit(dry_run, options, left.schema, right.schema, tolerance)
-        out = check_output(options, left, right)
+        out, found = check_output(options, left, right)
         the_plan = plan(options, left, right)
         as_codes = _as_codes(options, the_plan, right)
         kept = _kept_dictionaries(the_plan, right)
@@ -230,6 +230,7 @@ def _run(
                 left,
                 right,
                 out,
+                found,
                 rows,
                 every,
                 checked,
@@ -254,7 +255,7 @@ def _run(
         left_batches = stack.enter_context(_Prefetch(_files_batches(left, options, rows, copies)))
         backend = checked.result()
         stack.enter_context(_kernel_threads())
-        target = stack.enter_context((AtomicFile if left.single else AtomicFolder)(out))
+        target = stack.enter_context(_target(left, out, found))
         # A file's last chunks are encoded while the next file is read and joined: its
         # writer closes on a thread of its own (one at a time), left before OUT is.
         closing = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-close"))
@@ -406,6 +407,12 @@ def _run(
     )
 
 
+def _target(left: Source, out: str, found: dict) -> AtomicFile | AtomicFolder:
+    """Where the run writes OUT, hidden until its commit: a file when LEFT is one, else a
+    folder, whose contents ``check_output`` ``found`` (the commit compares)."""
+    return AtomicFile(out) if left.single else AtomicFolder(out, found)
+
+
 def _on_device(
     options: Options,
     the_plan: Plan,
@@ -413,6 +420,7 @@ def _on_device(
     left: Source,
     right: Source,
     out: str,
+    found: dict,
     rows: int,
     every: int,
     checked,
@@ -428,7 +436,7 @@ def _on_device(
     ) or device_io.libcudf_refusal(options)
     if why is None:
         try:
-            with (AtomicFile if left.single else AtomicFolder)(out) as target:
+            with _target(left, out, found) as target:
                 done = device_io.enrich(
                     options, the_plan, tolerance, left, right, target, out, rows, every, progress
                 )

@@ -93,7 +93,7 @@ class AtomicFile:
     """A hidden temporary file beside ``out``, renamed onto it by ``commit`` and removed on
     any way out without a commit (errors, KeyboardInterrupt, SystemExit)."""
 
-    def __init__(self, out: str):
+    def __init__(self, out: str, found: dict | None = None):
         self.out = out
         folder, name = os.path.split(out)
         leftovers.remove_stale(folder)
@@ -144,7 +144,7 @@ class AtomicFolder:
     (``check_replaceable``).
     """
 
-    def __init__(self, out: str):
+    def __init__(self, out: str, found: dict | None = None):
         self.out = out
         folder, name = os.path.split(out)
         leftovers.remove_stale(folder)
@@ -158,10 +158,11 @@ class AtomicFolder:
             ) from None
         self.files: list[str] = []
         self.committed = False
-        # What OUT holds as the run begins, checked: what comes into it while the run goes (a
-        # user's file, another run's partial output or spill folder) is checked at the
-        # commit. (``check_output`` checked it too, to refuse it before any work.)
-        self.found = self.check_replaceable(out)
+        # What OUT holds as the run begins, checked (``found``: as ``check_replaceable`` gave
+        # it, when the run checked it before any work): what comes into it while the run
+        # goes (a user's file, another run's partial output or spill folder) is checked at
+        # the commit.
+        self.found = self.check_replaceable(out) if found is None else found
 
     def __enter__(self):
         return self
