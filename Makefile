@@ -148,9 +148,10 @@ gpu-check:
 # pyproject.toml's license (an SPDX expression) for the offline editable install (the H200
 # had 81; a wheel of 1.2 MB, in case another image holds an older one).
 GPU_WHEELS ?= 'numpy<2.5' 'setuptools>=77'
-gpu-wheelhouse: venv
+# (Not after venv: a pyproject.toml newer than the venv's stamp would rebuild it first.)
+gpu-wheelhouse:
 	rm -rf bench/wheelhouse
-	$(BIN)/python -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
+	$$([ -x $(BIN)/python ] && echo $(BIN)/python || echo $(PYTHON)) -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
 	    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 	    --platform manylinux2014_x86_64 -d bench/wheelhouse $(GPU_WHEELS)
 

@@ -14,9 +14,24 @@ from dataclasses import asdict
 import numpy as np
 
 from common import PAYLOAD
+from gpu_check_setup import gpu_name
 from gpu_check_stage import Recorder, StageContext
 
-PEAK_HBM_BYTES_S = 4.8e12  # the H200 datasheet's figure, shown next to the measured copy rate
+# Datasheet peaks of device memory bandwidth, bytes/s, by the GPU's name (the first that is in
+# it): shown next to the measured copy rate; the floors themselves use the measured rate.
+PEAK_HBM_BYTES_S = {"H200": 4.8e12, "H100 NVL": 3.9e12, "H100 PCIe": 2.0e12, "H100": 3.35e12}
+
+
+def peak_bandwidth(gpu_name: str | None) -> float | None:
+    """The datasheet peak of ``gpu_name``'s memory bandwidth (bytes/s), None for a GPU not
+    in ``PEAK_HBM_BYTES_S``.
+
+    >>> peak_bandwidth("NVIDIA H100 80GB HBM3"), peak_bandwidth("NVIDIA H100 PCIe")
+    (3350000000000.0, 2000000000000.0)
+    >>> peak_bandwidth("NVIDIA A100-SXM4-80GB") is None
+    True
+    """
+    return next((peak for name, peak in PEAK_HBM_BYTES_S.items() if name in (gpu_name or "")), None)
 
 
 class Clock:
@@ -219,7 +234,11 @@ def first_calls(ctx: StageContext) -> dict:
             if done.returncode:
                 found[run] = {"error": done.stderr[-2000:]}
                 break
-            found[run] = json.loads(done.stdout.strip().splitlines()[-1])
+            try:  # its last line; anything else is the process's failure, not the stage's
+                found[run] = json.loads(done.stdout.strip().splitlines()[-1])
+            except (IndexError, ValueError):
+                found[run] = {"error": f"no result on its last line: {done.stdout[-2000:]!r}"}
+                break
     if "answer" in found.get("cached", {}):
         found["same_answers"] = found["cold"]["answer"] == found["cached"]["answer"]
     return found
@@ -258,14 +277,17 @@ def stage_bench(ctx: StageContext, rec: Recorder) -> None:
     )
     prepared = ag.AsofJoin(data["right_on"], data["right_by"], device="cuda")
     map_bytes = np.dtype(prepared.map_dtype).itemsize
+    peak = None if ctx.simulate else peak_bandwidth(gpu_name(xp))
     floors = {
         "map_bytes": byte_floor(n_left, n_right, n_groups, map_bytes, 0),
         "payload_bytes": byte_floor(n_left, n_right, n_groups, map_bytes, 4),
     }
     for what in ("map", "payload"):
         floors[f"{what}_ms"] = floors[f"{what}_bytes"] / bandwidth * 1e3
-        floors[f"{what}_ms_at_peak"] = floors[f"{what}_bytes"] / PEAK_HBM_BYTES_S * 1e3
+        if peak is not None:
+            floors[f"{what}_ms_at_peak"] = floors[f"{what}_bytes"] / peak * 1e3
     rec["floor"] = floors
+    rec["peak_bytes_per_s"] = peak
     orders = {"time-sorted": ("left_on", "left_by"), "shuffled": ("shuffled_on", "shuffled_by")}
     gpu_maps = {}
     for order, (on, by) in orders.items():

@@ -30,7 +30,8 @@ DEFAULT_RESULTS = ROOT / "bench" / "results"
 STAGES = ("install", "env", "pytest", "compare", "bench", "enrich")
 # Seconds: each stage's time box (None: whatever is left), and the least a stage is still
 # worth starting with (the stages after one keep that much of the budget back for themselves).
-BOX = {"env": 30, "install": 60, "pytest": 210, "compare": 90, "bench": None, "enrich": 150}
+# (compare: 83.5 s of a 90 s box on the H200's first run, compiling the CPU's kernels cold)
+BOX = {"env": 30, "install": 60, "pytest": 210, "compare": 150, "bench": None, "enrich": 150}
 LEAST = {"env": 10, "install": 20, "pytest": 60, "compare": 40, "bench": 120, "enrich": 60}
 GRACE_S = 15  # after SIGINT at the time limit, how long a stage may take to write its results
 REPORT_FILES = ("gpu_check.md", "gpu_check.json", "gpu_check.log", "gpu_check_pytest.xml")
@@ -161,8 +162,18 @@ class Run:
         failed = [n for n, e in self.report["stages"].items() if e["status"] != "passed"]
         self.report["meta"]["result"] = "failed: " + ", ".join(failed) if failed else "passed"
         self.write()
-        print("\n" + render_markdown(self.report), flush=True)
+        print("\n" + self.markdown(), flush=True)
         return 1 if failed else 0
+
+    def markdown(self) -> str:
+        try:
+            return render_markdown(self.report)
+        except Exception as exc:  # noqa: BLE001 - the JSON beside it holds every number
+            return (
+                f"# asofgpu GPU check: {self.report['meta']['started']}\n\nThe report could "
+                f"not be rendered ({type(exc).__name__}: {exc}); gpu_check.json holds the "
+                f"results, gpu_check.log the output.\n"
+            )
 
     def python_stage(self, name: str, entry: dict, box: float) -> None:
         result = self.results / f".gpu_check_{name}.json"
@@ -183,7 +194,10 @@ class Run:
             cmd.append("--plant-mismatch")
         rc, timed_out = self.execute(cmd, box)
         if result.exists():
-            entry.update(json.loads(result.read_text()))
+            try:
+                entry.update(json.loads(result.read_text()))
+            except ValueError:  # cut short as it was written (a kill)
+                entry["error"] = f"its result file could not be read: {result.read_text()[-500:]!r}"
             result.unlink()
         entry["rc"] = rc
         if timed_out:
@@ -201,11 +215,13 @@ class Run:
         entry["status"] = "timeout" if timed_out else "passed" if rc == 0 else "failed"
 
     def write(self) -> None:
-        """The reports, rewritten in full after every stage, here and in $OUT."""
+        """The reports, rewritten in full after every stage, here and in $OUT: the JSON first,
+        and a markdown that says so when the report could not be rendered (a stage's entry
+        in a shape the renderer did not foresee must not lose the run's results)."""
         (self.results / "gpu_check.json").write_text(
             json.dumps(self.report, indent=1, default=plain)
         )
-        (self.results / "gpu_check.md").write_text(render_markdown(self.report))
+        (self.results / "gpu_check.md").write_text(self.markdown())
         if self.out:
             self.out.mkdir(parents=True, exist_ok=True)
             for name in REPORT_FILES:

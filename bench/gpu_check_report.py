@@ -4,8 +4,6 @@ that gpu_check.json holds."""
 
 from __future__ import annotations
 
-from gpu_check_bench import PEAK_HBM_BYTES_S
-
 
 def _ms(value) -> str:
     if value is None:
@@ -15,6 +13,12 @@ def _ms(value) -> str:
 
 def _x(value) -> str:
     return "—" if value is None else f"{value:.3g}x"
+
+
+def _last_line(text) -> str:
+    """An error's last line (a traceback's message), or what says there was none."""
+    lines = str(text or "").strip().splitlines()
+    return lines[-1] if lines else "(no output)"
 
 
 def _get(d: dict, *keys):
@@ -46,7 +50,7 @@ def render_markdown(report: dict) -> str:
     for name, entry in stages.items():
         note = entry.get("note", "")
         if entry.get("error"):
-            note = (note + " " + entry["error"].strip().splitlines()[-1])[:200]
+            note = (note + " " + _last_line(entry["error"]))[:200]
         lines.append(f"| {name} | {entry['status']} | {entry.get('seconds', '—')} | {note} |")
     lines += _md_env(env) + _md_install(stages.get("install"))
     lines += _md_pytest(stages.get("pytest")) + _md_compare(stages.get("compare"))
@@ -95,7 +99,7 @@ def _md_install(entry: dict | None) -> list[str]:
         "",
         f"- {entry.get('action', '—')}; asofgpu imports from {entry.get('installed_at')}",
     ]
-    for key in ("wheelhouse_pip", "pip"):
+    for key in [k for k in entry if k.startswith("wheelhouse_pip ")] + ["pip"]:
         if key in entry:
             lines.append(f"- `{entry[key]['command']}`: exit {entry[key]['rc']}")
     return lines
@@ -178,14 +182,19 @@ def _md_bench(entry: dict | None) -> list[str]:
     if copy:
         lines.append(
             f"\nDevice copy bandwidth: **{copy['bytes_per_s'] / 1e9:,.0f} GB/s** (a "
-            f"{copy['bytes'] / 2e9:.2f} GB device-to-device copy, bytes read + written; "
-            f"datasheet peak {PEAK_HBM_BYTES_S / 1e12:.1f} TB/s)."
+            f"{copy['bytes'] / 2e9:.2f} GB device-to-device copy, bytes read + written"
+            + (
+                f"; datasheet peak {entry['peak_bytes_per_s'] / 1e12:.2f} TB/s)."
+                if entry.get("peak_bytes_per_s")
+                else ")."
+            )
         )
     if floor:
         lines.append(
             f"Byte floor: gather map {floor['map_bytes'] / 1e9:.2f} "
-            f"GB = {_ms(floor['map_ms'])} at the measured bandwidth "
-            f"({_ms(floor['map_ms_at_peak'])} at peak); with four payload columns "
+            f"GB = {_ms(floor['map_ms'])} at the measured bandwidth"
+            + (f" ({_ms(floor['map_ms_at_peak'])} at peak)" if "map_ms_at_peak" in floor else "")
+            + f"; with four payload columns "
             f"{floor['payload_bytes'] / 1e9:.2f} GB = {_ms(floor['payload_ms'])}."
         )
     orders = ("time-sorted", "shuffled")
@@ -242,9 +251,7 @@ def _md_bench(entry: dict | None) -> list[str]:
     for o in orders:
         error = g[o].get("probe_error") or c[o].get("probe_error")
         if error:
-            lines.append(
-                f"\n{o}: the probe alone could not be timed: " + error.strip().splitlines()[-1]
-            )
+            lines.append(f"\n{o}: the probe alone could not be timed: " + _last_line(error))
     return lines + _md_window(entry)
 
 
@@ -258,7 +265,7 @@ def _md_first_calls(found: dict) -> list[str]:
         if r is None:
             continue
         if "error" in r:
-            runs.append(f"{run}: failed ({r['error'].strip().splitlines()[-1]})")
+            runs.append(f"{run}: failed ({_last_line(r['error'])})")
         else:
             runs.append(
                 f"{run} {r['first_joins_s']:.2f} s (import {r['import_s']:.2f} s; the same "
@@ -294,7 +301,8 @@ def _md_enrich(entry: dict | None) -> list[str]:
         median = summary.get("median_s")
         peak = summary.get("peak_rss_mib")
         lines.append(
-            f"| {device} | {times[0]:.2f} s | {'—' if median is None else f'{median:.2f} s'} | "
+            f"| {device} | {f'{times[0]:.2f} s' if times else '—'} | "
+            f"{'—' if median is None else f'{median:.2f} s'} | "
             f"{', '.join(f'{t:.2f}' for t in times)} | "
             f"{'—' if peak is None else f'{peak:,.0f} MiB'} |"
         )
@@ -315,7 +323,7 @@ def _md_window(entry: dict) -> list[str]:
     if not g:
         return []
     if "error" in g:
-        return ["", "Window join on the GPU failed: " + g["error"].strip().splitlines()[-1]]
+        return ["", "Window join on the GPU failed: " + _last_line(g["error"])]
     cut = c.get("slice_rows")
     return [
         "",

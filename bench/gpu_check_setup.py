@@ -36,6 +36,12 @@ PACKAGES = (
 )
 
 
+def gpu_name(cupy) -> str:
+    """The first GPU's name, as its properties give it (bytes in some cupy versions)."""
+    name = cupy.cuda.runtime.getDeviceProperties(0).get("name", b"")
+    return name.decode() if isinstance(name, bytes) else str(name)
+
+
 def stage_env(ctx: StageContext, rec: Recorder) -> None:
     rec["python"] = f"{sys.version.split()[0]} ({sys.executable})"
     rec["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}"
@@ -55,9 +61,8 @@ def stage_env(ctx: StageContext, rec: Recorder) -> None:
     import cupy
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
-    name = props.get("name", b"")
     rec["gpu"] = {
-        "name": name.decode() if isinstance(name, bytes) else str(name),
+        "name": gpu_name(cupy),
         "compute_capability": f"{props.get('major')}.{props.get('minor')}",
         "multiprocessors": props.get("multiProcessorCount"),
         "l2_cache_mb": props.get("l2CacheSize", 0) / 1e6,
@@ -108,7 +113,8 @@ def stage_install(ctx: StageContext, rec: Recorder) -> None:
     wheels = sorted(WHEELHOUSE.glob("*.whl"))
     if wheels:  # what the machine lacks or holds too new: make gpu-wheelhouse fetches them
         rec["wheelhouse"] = [w.name for w in wheels]
-        _pip(rec, "wheelhouse_pip", ["--no-index", "--no-deps", *map(str, wheels)], ctx)
+        for wheel in wheels:  # one at a time: a wheel the machine refuses stops no other
+            _pip(rec, f"wheelhouse_pip {wheel.name}", ["--no-index", "--no-deps", str(wheel)], ctx)
     before = _installed_at()
     rec["installed_before"] = before
     if before and Path(before).resolve().is_relative_to(ROOT):

@@ -44,6 +44,11 @@ def _host(columns):
     return [pa.chunked_array([pa.array(c)]) for c in columns]
 
 
+def _there(backend, columns):
+    """numpy columns as ``backend``'s arrays (cupy's on a GPU, which refuses numpy's)."""
+    return [backend.xp.asarray(c) for c in columns]
+
+
 def test_sorted_groups_group_as_the_host_does(device):
     """Right rows share a code exactly when the host gives them one; a left row finds the
     group the host finds (or none). -0.0 is 0.0, NaN is NaN, across columns of any type."""
@@ -55,12 +60,12 @@ def test_sorted_groups_group_as_the_host_does(device):
         right, left = data
         params = [f"right_by[{i}]" for i in range(len(right))]
         lparams = [f"left_by[{i}]" for i in range(len(left))]
-        ours = SortedGroups(right, params, backend)
+        ours = SortedGroups(_there(backend, right), params, backend)
         host = Groups(_host(right), params, null_equal=False)
         mapping = dict(zip(ours.right_codes.tolist(), host.right_codes.tolist()))
         assert len(mapping) == ours.n_groups == host.n_groups == len(set(mapping.values()))
         assert [mapping[c] for c in ours.right_codes.tolist()] == host.right_codes.tolist()
-        found = ours.lookup(left, lparams)
+        found = ours.lookup(_there(backend, left), lparams)
         assert found.dtype == np.int32
         expected = host.lookup(_host(left), lparams).tolist()
         assert [mapping.get(c, -1) for c in found.tolist()] == expected
@@ -79,20 +84,22 @@ def test_integers_of_every_width_are_found_as_they_are(device, dtype):
     values = [0, 1] if info is None else [info.min, info.min + 1, 0, 7, info.max - 1, info.max]
     right = np.array(values[::2], dtype)
     left = np.array(values + values[::-1], dtype)
-    groups = SortedGroups([right], ["right_by[0]"], get_backend(device))
+    backend = get_backend(device)
+    groups = SortedGroups(_there(backend, [right]), ["right_by[0]"], backend)
     host = Groups(_host([right]), ["right_by[0]"], null_equal=False)
     mapping = dict(zip(groups.right_codes.tolist(), host.right_codes.tolist()))
-    found = groups.lookup([left], ["left_by[0]"])
+    found = groups.lookup(_there(backend, [left]), ["left_by[0]"])
     assert found.dtype == np.int32
     expected = host.lookup(_host([left]), ["left_by[0]"]).tolist()
     assert [mapping.get(c, -1) for c in found.tolist()] == expected
-    assert (np.asarray(found) >= 0).sum() == sum(v in set(values[::2]) for v in left.tolist())
+    assert sum(c >= 0 for c in found.tolist()) == sum(v in set(values[::2]) for v in left.tolist())
 
 
 def test_no_right_rows_leave_every_left_row_without_a_group(device):
-    groups = SortedGroups([np.array([], np.int64)], ["right_by[0]"], get_backend(device))
+    backend = get_backend(device)
+    groups = SortedGroups(_there(backend, [np.array([], np.int64)]), ["right_by[0]"], backend)
     assert groups.n_groups == 0
-    assert groups.lookup([np.array([1, 2])], ["left_by[0]"]).tolist() == [-1, -1]
+    assert groups.lookup(_there(backend, [np.array([1, 2])]), ["left_by[0]"]).tolist() == [-1, -1]
 
 
 def test_columns_of_two_kinds_and_widths():

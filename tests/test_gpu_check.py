@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,91 @@ def test_cuda_cases_are_marked_cuda_at_collection():
     every, cuda = collected(), collected("-m", "cuda")
     assert cuda and all("cuda" in line for line in cuda)
     assert sorted(cuda) == sorted(line for line in every if "[cuda" in line)
+
+
+def test_the_report_renders_stages_cut_short():
+    """An enrich stage stopped in its first cpu run, errors without output, a GPU not in the
+    datasheet table: the report still renders (an IndexError there lost the device's run)."""
+    import gpu_check_report
+
+    report = {
+        "meta": {"started": "now", "budget_s": 450, "simulated": False},
+        "stages": {
+            "env": {"status": "passed"},
+            "compare": {"status": "failed", "error": "\n  \n"},
+            "bench": {
+                "status": "failed",
+                "sizes": {"bench_left": 100, "bench_right": 10, "bench_groups": 2},
+                "first_calls": {"cold": {"error": ""}},
+                "copy": {"bytes_per_s": 2e12, "bytes": 4e9},
+                "floor": {
+                    "map_bytes": 1e9,
+                    "map_ms": 0.5,
+                    "payload_bytes": 3e9,
+                    "payload_ms": 1.5,
+                },
+                "peak_bytes_per_s": None,
+                "gpu_window": {"error": "\n"},
+            },
+            "enrich": {"status": "timeout", "runs": {"cuda": [3.5], "cpu": []}},
+        },
+    }
+    markdown = gpu_check_report.render_markdown(report)
+    assert "| compare | failed | — |  (no output) |" in markdown
+    assert "| cpu | — | — |  | — |" in markdown
+    assert "cold: failed ((no output))" in markdown
+    assert "Window join on the GPU failed: (no output)" in markdown
+    assert "bytes read + written)." in markdown and "at peak" not in markdown
+
+
+def test_a_report_that_cannot_render_still_leaves_the_results_in_out(tmp_path, monkeypatch):
+    """The JSON and the log reach $OUT even when the markdown cannot be rendered; the
+    markdown then says where the results are."""
+
+    def broken(report):
+        raise KeyError("surprise")
+
+    monkeypatch.setenv("OUT", str(tmp_path / "out"))
+    monkeypatch.setattr(gpu_check_orchestrator, "render_markdown", broken)
+    args = types.SimpleNamespace(
+        simulate=True, plant_mismatch=False, results=str(tmp_path / "r"), budget=10
+    )
+    run = gpu_check_orchestrator.Run(args)
+    run.report["stages"]["env"] = {"status": "passed", "seconds": 1.0}
+    run.write()
+    saved = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    assert saved["stages"]["env"]["status"] == "passed"
+    markdown = (tmp_path / "out" / "gpu_check.md").read_text()
+    assert "could not be rendered (KeyError: 'surprise'); gpu_check.json holds" in markdown
+
+
+@pytest.mark.parametrize(
+    ("name", "peak"),
+    [
+        ("NVIDIA H200", 4.8e12),
+        ("NVIDIA H100 80GB HBM3", 3.35e12),
+        ("NVIDIA H100 PCIe", 2.0e12),
+        ("NVIDIA H100 NVL", 3.9e12),
+        ("NVIDIA A100-SXM4-80GB", None),
+        (None, None),
+    ],
+)
+def test_the_datasheet_peak_is_the_gpus_own(name, peak):
+    import gpu_check_bench
+
+    assert gpu_check_bench.peak_bandwidth(name) == peak
+
+
+def test_a_first_call_that_prints_no_result_is_an_error_not_a_crash(monkeypatch):
+    import gpu_check_bench
+
+    class Done:
+        returncode, stdout, stderr = 0, "numba says hello\n", ""
+
+    import subprocess as the_module  # (first_calls imports it where it runs)
+
+    monkeypatch.setattr(the_module, "run", lambda *a, **k: Done())
+    ctx = type("Ctx", (), {"simulate": True, "time_left": lambda self: 100})()
+    found = gpu_check_bench.first_calls(ctx)
+    assert found["cold"]["error"].startswith("no result on its last line: 'numba says hello")
+    assert "cached" not in found

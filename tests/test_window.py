@@ -1365,17 +1365,22 @@ def test_windows_read_an_arrow_columns_nulls_and_exact_integers(device):
     its int64 values floats (2**53 + 1 rounded). Now its nulls are ``valid`` and its values
     exact, as the window join reads them; a caller's ``valid`` still wins."""
     import pandas as pd
-    import polars as pl
 
     prepared = ag.AsofJoin(np.array([1, 2, 3, 4]), device=device)
     w = prepared.windows(np.array([3]), before=1)  # rows 1 and 2
     big = 2**53 + 1
-    for column in (
+    columns = [
         pa.chunked_array([[1, None], [big, 4]]),
         pa.array([1, None, big, 4]),
         pd.Series([1, None, big, 4], dtype="Int64"),
-        pl.Series([1, None, big, 4]),
-    ):
+    ]
+    try:  # (the GPU check's machine has no polars)
+        import polars as pl
+    except ImportError:
+        pass
+    else:
+        columns.append(pl.Series([1, None, big, 4]))
+    for column in columns:
         found = w.reduce(["sum", "count", "max", "min"], column)
         assert to_host(found["sum"]).tolist() == [big]
         assert to_host(found["count"]).tolist() == [1]
