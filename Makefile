@@ -46,14 +46,14 @@ venv-cudf:
 # The floors: the oldest numpy, numba, pyarrow and rich that pyproject.toml's dependencies
 # allow, and of its pandas and polars extras, in a small environment of their own, where the
 # front ends', gathers', Arrow layouts' and enrich's tests run (test-floor: 4 minutes with a
-# cold cache; the rest of the suite passed there too, in 15). numba 0.59 keeps its own cache
-# there (NUMBA_CACHE_DIR), apart from .venv's newer numba.
+# cold cache). Their numba keeps its own cache there (NUMBA_CACHE_DIR), apart from .venv's
+# newer numba.
 FLOOR_TESTS := tests/test_pandas_frontend.py tests/test_pandas_semantics.py \
 	tests/test_pandas_arrow.py tests/test_dask.py tests/test_splice_frontends.py \
 	tests/test_window_frontends.py tests/test_pandas_tolerance.py tests/test_polars_frontend.py \
 	tests/test_gather_parallel.py tests/test_arrow_numpy.py tests/test_views.py \
 	tests/test_enrich_e2e.py tests/test_cache_lock.py
-FLOORS := "numpy==1.24.*" "numba==0.59.*" "pyarrow==19.0.*" "rich==13.0.*" "pandas==2.2.*" \
+FLOORS := "numpy==1.24.*" "numba==0.61.*" "pyarrow==19.0.*" "rich==13.0.*" "pandas==2.2.*" \
 	"polars==1.44.*"
 venv-floor:
 	@if [ ! -x $(VENV_FLOOR)/bin/python ] || ! $(VENV_FLOOR)/bin/python -c "import asofgpu.table, pytest" 2>/dev/null \

@@ -430,6 +430,33 @@ def decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return column.cast(plain).cast(plain.value_type)
 
 
+def dictionary_encode(values, **options):
+    """``pyarrow.compute.dictionary_encode(values, **options)``, of float16 values too, which
+    pyarrow before 26 has no kernel for: those are encoded by their bits (as Arrow hashes
+    floats: -0.0 apart from 0.0) and their dictionaries read as float16 again.
+
+    >>> halves = pa.array(np.array([1.5, -0.0, 1.5], np.float16))
+    >>> coded = dictionary_encode(halves)
+    >>> coded.dictionary.to_pylist(), coded.indices.to_pylist()
+    ([1.5, -0.0], [0, 1, 0])
+    """
+    import pyarrow.compute as pc
+
+    if not pa.types.is_float16(values.type):
+        return pc.dictionary_encode(values, **options)
+    if isinstance(values, pa.ChunkedArray):
+        bits = pa.chunked_array([c.view(pa.uint16()) for c in values.chunks], pa.uint16())
+        coded = pc.dictionary_encode(bits, **options)
+        chunks = [_halves(c) for c in coded.chunks]
+        return pa.chunked_array(chunks, pa.dictionary(coded.type.index_type, pa.float16()))
+    return _halves(pc.dictionary_encode(values.view(pa.uint16()), **options))
+
+
+def _halves(coded: pa.DictionaryArray) -> pa.DictionaryArray:
+    """A dictionary array of uint16 bits as one of the float16 values they are."""
+    return pa.DictionaryArray.from_arrays(coded.indices, coded.dictionary.view(pa.float16()))
+
+
 def unifies_wrong(column: pa.ChunkedArray) -> bool:
     """Whether Arrow cannot put a dictionary column's chunks on one dictionary, as its take
     of chunks and ``unify_dictionaries`` do: it refuses dictionaries holding a null value,

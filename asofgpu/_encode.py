@@ -420,7 +420,7 @@ def unified(col: pa.ChunkedArray) -> pa.ChunkedArray:
     gets it wrong, ``arrow_numpy.unifies_wrong``, decoded and encoded as one)."""
     if arrow_numpy.unifies_wrong(col):
         decoded = arrow_numpy.combined(arrow_numpy.decoded(col))
-        return pa.chunked_array([pc.dictionary_encode(decoded)])
+        return pa.chunked_array([arrow_numpy.dictionary_encode(decoded)])
     return col.unify_dictionaries()
 
 
@@ -472,7 +472,9 @@ class _Column:
             return dictionary, codes
         if not col.null_count and _is_fixed_width(col.type) and walks.encodes_by_sorting(len(col)):
             return _encode_sorted(col)
-        enc = pc.dictionary_encode(col, null_encoding="encode" if self.null_equal else "mask")
+        enc = arrow_numpy.dictionary_encode(
+            col, null_encoding="encode" if self.null_equal else "mask"
+        )
         dictionary = enc.chunk(0).dictionary if enc.num_chunks else pa.nulls(0, col.type)
         indices = pa.chunked_array([c.indices for c in enc.chunks], pa.int32())
         return dictionary, _nulls_as(indices, NO_GROUP)

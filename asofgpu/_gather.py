@@ -269,7 +269,7 @@ def _take(
         return pc.run_end_encode(taken, run_end_type=_run_ends(kind.run_end_type, len(gmap)))
     if arrow_numpy.unifies_wrong(column):  # as Arrow's take of chunks would unify them
         taken = _take(arrow_numpy.decoded(column), gmap, valid)
-        return pc.dictionary_encode(taken).cast(kind)
+        return arrow_numpy.dictionary_encode(taken).cast(kind)
     if plain == kind:
         return arrow_numpy.take(column, gmap, valid, starts)
     taken = arrow_numpy.take(column.cast(plain), gmap, valid).cast(kind)

@@ -19,7 +19,7 @@ import pytest
 import asofgpu as ag
 from asofgpu import marketdata
 from asofgpu.enrich._output import written_by_enrich
-from enrich_cli import hidden, run
+from enrich_cli import hidden, needs_parquet_views, run
 
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 
@@ -143,6 +143,7 @@ def _with(table: pa.Table, name: str, values, kind: pa.DataType) -> pa.Table:
     return table.append_column(name, column)
 
 
+@needs_parquet_views
 @pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
 def test_files_that_write_text_lists_and_dictionaries_alike_are_read_as_one(tmp_path, capsys, mode):
     """A folder whose files hold the same columns in other widths (string, large_string,

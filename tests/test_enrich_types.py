@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import asofgpu as ag
-from enrich_cli import hidden, run
+from enrich_cli import hidden, needs_parquet_views, run
 
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 
@@ -337,7 +337,11 @@ TEXT = {"string": pa.string(), "large_string": pa.large_string(), "string_view":
 @pytest.mark.parametrize("strategy", ["backward", "nearest"])
 @pytest.mark.parametrize(
     ("left_text", "right_text"),
-    [("large_string", "large_string"), ("string", "large_string"), ("string_view", "string")],
+    [
+        ("large_string", "large_string"),
+        ("string", "large_string"),
+        pytest.param("string_view", "string", marks=needs_parquet_views),
+    ],
 )
 def test_text_by_columns_of_every_width_and_views(
     tmp_path, capsys, mode, strategy, left_text, right_text
@@ -377,6 +381,7 @@ def test_text_by_columns_of_every_width_and_views(
     )
 
 
+@needs_parquet_views
 @pytest.mark.parametrize("mode", MODES)
 def test_view_columns_keep_their_types_on_every_way_of_holding_right(tmp_path, capsys, mode):
     """String and binary views (what polars' frames hold), plain and inside lists (pyarrow
@@ -405,7 +410,15 @@ def test_view_columns_keep_their_types_on_every_way_of_holding_right(tmp_path, c
 
 
 @pytest.mark.parametrize("mode", [*MODES, "regroup"])
-@pytest.mark.parametrize("kind", [pa.string(), pa.large_string(), pa.string_view(), pa.binary()])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pa.string(),
+        pa.large_string(),
+        pytest.param(pa.string_view(), marks=needs_parquet_views),
+        pa.binary(),
+    ],
+)
 def test_attached_text_kept_as_a_dictionary_is_written_as_text(tmp_path, capsys, mode, kind):
     """RIGHT's text of few long values, which parquet keeps dictionary-encoded, is read,
     gathered and written as codes where RIGHT is held or streamed beside a sorted LEFT: OUT's

@@ -367,6 +367,42 @@ def test_int64_extremes_distances(device):
     assert got.tolist() == [0]
 
 
+def test_numba_tells_walks_of_other_key_types_apart():
+    """numba picks a kernel's compiled version by a fingerprint of its arguments' types; 0.59
+    and 0.60 took a namedtuple's, past 40 bytes, from stale memory, the same for a ``Walk``
+    of int64 keys as for one of uint64 keys: in some processes the merge scan compiled for
+    one ran on the other (test_int64_extremes_distances answered [1, 1, 1, 1] at the floors,
+    at random). pyproject.toml asks for 0.61, and the kernels' builder checks it."""
+    from numba import _dispatcher
+
+    from asofgpu.kernels.probe import Walk
+
+    groups = np.zeros(2, np.int32)
+    prints = {
+        _dispatcher.compute_fingerprint(Walk(np.zeros(2, dtype), groups, groups))
+        for dtype in (np.int64, np.uint64, np.float64)
+    }
+    assert len(prints) == 3
+
+
+def test_a_numba_that_confuses_argument_types_is_refused(monkeypatch):
+    import numba
+
+    from asofgpu._backend import jit
+
+    monkeypatch.setattr(numba, "__version__", "0.60.0")
+    jit.check_numba_version.cache_clear()
+    try:
+        with pytest.raises(
+            ImportError,
+            match=r"^asofgpu needs numba 0\.61 or later, found 0\.60\.0, which can run a kernel "
+            r"compiled for other argument types \(wrong rows\): pip install 'numba>=0\.61'$",
+        ):
+            jit.njit_cached(lambda: 1)
+    finally:
+        jit.check_numba_version.cache_clear()
+
+
 def test_float_total_order(device):
     """NaN above +inf and equal to itself; -0.0 == 0.0; infinities are ordinary values."""
     nan, inf = math.nan, math.inf
@@ -1566,13 +1602,24 @@ def test_gather_takes_maps_in_every_form_a_caller_holds():
     assert ag.gather(table, []).num_rows == 0
 
 
+def _float16_dictionaries(*values):
+    """One dictionary chunk of float16 ``values`` each, indices 0, 1, ... (built from its
+    parts: pyarrow 19 to 22 have no dictionary_encode of float16)."""
+    return [
+        pa.DictionaryArray.from_arrays(
+            pa.array(range(len(v)), pa.int8()), pa.array(np.array(v, np.float16))
+        )
+        for v in values
+    ]
+
+
 def test_gather_columns_arrows_take_cannot():
     """Run-end encoded columns (Arrow has no take for them) and dictionary chunks Arrow
     cannot unify (a null value refused, for views with an error of its own; float16 ones
     unified by their bits, 1.5 read as 15872.0, silently) come through with their types and
     values."""
     gmap = np.array([3, NO_MATCH, 1, 0], np.int32)
-    halves = [pa.array(np.array(v, np.float16)).dictionary_encode() for v in ([0, 1.5], [1.5, 2])]
+    halves = _float16_dictionaries([0, 1.5], [1.5, 2])
     columns = {
         "ree": pa.chunked_array([pc.run_end_encode(pa.array([7, 7, 8, None]))]),
         "halves": pa.chunked_array(halves),
@@ -1593,7 +1640,7 @@ def test_dictionary_by_chunks_arrow_cannot_unify():
     """by-columns of dictionary chunks holding a null value (Arrow refuses to unify them:
     a join raised ArrowInvalid) or of float16 values (unified by their bits: nothing
     matched) join by value, as the same values not encoded do."""
-    halves = [pa.array(np.array(v, np.float16)).dictionary_encode() for v in ([0, 1.5], [1.5, 2])]
+    halves = _float16_dictionaries([0, 1.5], [1.5, 2])
     holes = [  # views too: pyarrow 26 has no cast of a dictionary of views to its values
         [
             pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int8()), pa.array(v, text))

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -324,12 +325,35 @@ def cuda_jit_cached(fn, variant: str = ""):
     return _cached(lambda cache: cuda.jit(cache=cache)(fn))
 
 
+# 0.59 and 0.60 fingerprint a namedtuple argument longer than 40 bytes (a kernels' ``Walk``,
+# ``Options``) from stale memory: a kernel compiled for one argument type could then run on
+# another (the merge scan compiled for uint64 keys, run on int64 ones: wrong rows).
+OLDEST_NUMBA = (0, 61)
+
+
+@functools.cache
+def check_numba_version() -> None:
+    """Raise ImportError where numba is older than ``OLDEST_NUMBA`` (pyproject.toml asks for
+    it; an environment installed without pip's resolver may hold an older one)."""
+    import numba
+
+    found = tuple(int(part) for part in re.findall(r"\d+", numba.__version__)[:2])
+    if found < OLDEST_NUMBA:
+        raise ImportError(
+            f"asofgpu needs numba {OLDEST_NUMBA[0]}.{OLDEST_NUMBA[1]} or later, found "
+            f"{numba.__version__}, which can run a kernel compiled for other argument types "
+            f"(wrong rows): pip install 'numba>={OLDEST_NUMBA[0]}.{OLDEST_NUMBA[1]}'"
+        )
+
+
 def _cached(make):
     """``make(cache=True)``'s dispatcher, its cache locked, wherever the cache can be
     written (``njit_cached`` says where); ``make(cache=False)``'s, with one warning a
     process, where it cannot."""
     global UNCACHED_BECAUSE
     import numba
+
+    check_numba_version()
 
     from .cache_lock import guard
 

@@ -744,7 +744,7 @@ def group_ids(table: pa.Table, by: list[str]) -> np.ndarray:
         if pa.types.is_dictionary(column.type):
             column = unified(column)
         else:  # in one piece: a chunked column's chunks would each get the whole dictionary
-            column = pa.chunked_array([pc.dictionary_encode(arrow_numpy.combined(column))])
+            column = pa.chunked_array([arrow_numpy.dictionary_encode(arrow_numpy.combined(column))])
         indices = pa.chunked_array([c.indices for c in column.chunks], column.type.index_type)
         null |= ~arrow_numpy.valid(indices)
         codes = arrow_numpy.filled(indices, 0).astype(np.int64)
