@@ -323,10 +323,12 @@ def _copied_checked(col: pa.ChunkedArray, ktype: KeyType):
     from ._backend import order, walks
 
     dtype = np.dtype(_PHYSICAL_NUMPY[ktype.physical])
+    stored = arrow_numpy.physical_dtype(col.type)
     if (
         col.num_chunks < 2
         or col.null_count
-        or arrow_numpy.physical_dtype(col.type) != dtype
+        or stored is None  # (float16's: numpy reads None as float64, equal to a float key's)
+        or stored != dtype
         or not walks.checks_while_copying(len(col))
     ):
         return None

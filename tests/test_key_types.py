@@ -403,6 +403,26 @@ def test_a_numba_that_confuses_argument_types_is_refused(monkeypatch):
         jit.check_numba_version.cache_clear()
 
 
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_float16_keys_in_chunks_as_a_reader_gives_them(device, side):
+    """float16 keys of 20,000 rows in two buffers were copied as float64 (numpy reads the
+    None of "not stored as a kernel type" as float64): garbage keys, read past each chunk,
+    and 19,980 rows joined wrong. The copy that checks order takes only what it can read."""
+    n = 20_000
+    halves = (np.arange(n) % 1000).astype(np.float16)
+    chunked = pa.chunked_array(
+        [pa.array(halves[: n // 2].copy()), pa.array(halves[n // 2 :].copy())]
+    )
+    whole = np.arange(1000, dtype=np.float64)
+    if side == "left":
+        got = asof_join(chunked, whole, device=device)
+        want = halves.astype(np.int64)
+    else:  # the right side's keys, in the order a reader gives them
+        got = asof_join(whole, chunked, device=device)
+        want = np.full(1000, n - 1000) + np.arange(1000)  # the last row of each key
+    assert to_host(got).tolist() == want.tolist()
+
+
 def test_float_total_order(device):
     """NaN above +inf and equal to itself; -0.0 == 0.0; infinities are ordinary values."""
     nan, inf = math.nan, math.inf
