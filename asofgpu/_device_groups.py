@@ -121,7 +121,9 @@ def on_device(obj, param: str, xp):
         )
         raise TypeError(msg)
     host = column.to_numpy()
-    return xp.asarray(host), host.dtype
+    # cupy holds no datetimes: their int64 ticks go over, their dtype says what they are
+    ticks = host.view(np.int64) if host.dtype.kind in "mM" else host
+    return xp.asarray(ticks), host.dtype
 
 
 class SortedGroups:

@@ -45,8 +45,14 @@ def _host(columns):
 
 
 def _there(backend, columns):
-    """numpy columns as ``backend``'s arrays (cupy's on a GPU, which refuses numpy's)."""
-    return [backend.xp.asarray(c) for c in columns]
+    """numpy columns as ``backend``'s arrays (cupy's on a GPU, which refuses numpy's, and
+    holds no datetimes: those as their int64 ticks, their dtypes given beside them, as
+    ``AsofJoin`` passes device columns)."""
+    return [backend.xp.asarray(c.view(np.int64) if c.dtype.kind in "mM" else c) for c in columns]
+
+
+def _dtypes(columns):
+    return [c.dtype for c in columns]
 
 
 def test_sorted_groups_group_as_the_host_does(device):
@@ -60,12 +66,12 @@ def test_sorted_groups_group_as_the_host_does(device):
         right, left = data
         params = [f"right_by[{i}]" for i in range(len(right))]
         lparams = [f"left_by[{i}]" for i in range(len(left))]
-        ours = SortedGroups(_there(backend, right), params, backend)
+        ours = SortedGroups(_there(backend, right), params, backend, _dtypes(right))
         host = Groups(_host(right), params, null_equal=False)
         mapping = dict(zip(ours.right_codes.tolist(), host.right_codes.tolist()))
         assert len(mapping) == ours.n_groups == host.n_groups == len(set(mapping.values()))
         assert [mapping[c] for c in ours.right_codes.tolist()] == host.right_codes.tolist()
-        found = ours.lookup(_there(backend, left), lparams)
+        found = ours.lookup(_there(backend, left), lparams, _dtypes(left))
         assert found.dtype == np.int32
         expected = host.lookup(_host(left), lparams).tolist()
         assert [mapping.get(c, -1) for c in found.tolist()] == expected
@@ -143,6 +149,11 @@ def test_host_columns_reach_a_device_encoding_only_when_they_can():
     assert dtype == np.int16 and array.tolist() == [1, 2]
     array, dtype = on_device(pa.array([1.5, 2.0]), "left_by[0]", np)
     assert dtype == np.float64
+    # temporal ones as their ticks (cupy holds no datetimes), their dtype beside them
+    for kind in (pa.timestamp("ns"), pa.duration("ms")):
+        array, dtype = on_device(pa.array([5, 7], kind), "left_by[0]", np)
+        assert array.dtype == np.int64 and array.tolist() == [5, 7]
+        assert dtype == kind.to_pandas_dtype()
     with pytest.raises(
         TypeError,
         match=r"left_by\[0\] must be a device array or a column of "
