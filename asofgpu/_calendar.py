@@ -337,9 +337,9 @@ def _fixed_day_reaches(text: str, keys, directions, param: str = "tolerance"):
     else:
         unit, per_tick = ("ms" if pa.types.is_date64(t) else t.unit), 1
     valid = None
-    if keys.null_count:
-        from . import _arrow_numpy as arrow_numpy
+    from . import _arrow_numpy as arrow_numpy
 
+    if keys.null_count:
         valid = arrow_numpy.valid(keys)
     out = []
     for r in counted:
@@ -350,7 +350,8 @@ def _fixed_day_reaches(text: str, keys, directions, param: str = "tolerance"):
         if too_far.any():
             raise _past_durations(param, text, int(r.values[np.argmax(too_far)]), unit)
         values = np.where(limited, r.values, 0).astype(np.int64) * per_tick
-        out.append(pa.array(values, pa.duration(unit), mask=~limited))
+        # (from its buffers: pa.array imports pandas, a third of a second, where installed)
+        out.append(arrow_numpy.array(values, pa.duration(unit), valid=limited))
     return tuple(out)
 
 

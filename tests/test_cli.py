@@ -1672,6 +1672,26 @@ def test_enrich_runs_in_every_mode_without_importing_pandas(tmp_path):
         [folder, shuffled_right, "-o", tmp_path / "out_days"],
     ]
     argv = [["enrich", *map(str, run), *keys] for run in runs]
+    # a calendar tolerance; RIGHT's symbols attached as dictionary codes, each chunk's unused
+    # ones dropped (both made Arrow arrays of numpy arrays with pa.array)
+    calendar = [
+        sorted_left,
+        sorted_right,
+        "-o",
+        tmp_path / "calendar.parquet",
+        "--tolerance",
+        "1mo",
+    ]
+    argv.append(["enrich", *map(str, calendar), *keys])
+    attached = [
+        sorted_left,
+        sorted_right,
+        "-o",
+        tmp_path / "attached.parquet",
+        "--chunk-rows",
+        "5000",
+    ]
+    argv.append(["enrich", *map(str, attached), "--on", "time", "--device", "cpu", "-q"])
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT_PANDAS, json.dumps(argv)],
         capture_output=True,

@@ -84,3 +84,22 @@ def test_handling_puts_back_what_it_replaced():
     assert {s: signal.getsignal(s) for s in interrupts.SIGNALS} == before
     assert sys.unraisablehook is hook
     interrupts.check()  # a later run in this process starts clean: nothing raised
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_an_import_turned_into_its_own_error_ends_the_run_as_one(signum):
+    """pyarrow imports pandas mid-run (an Arrow array made from numpy): a Ctrl-C while
+    pandas' C code initialises came out as ImportError ("PyCapsule_Import could not import
+    module"), and the command printed its traceback; the run ends as interrupted instead.
+    An error with no signal behind it is left as it is."""
+    expected = interrupts.Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+    with pytest.raises(expected) as raised:
+        with interrupts.handling():
+            try:
+                signal.raise_signal(signum)
+            except KeyboardInterrupt as exc:
+                raise ImportError('PyCapsule_Import could not import module "pandas"') from exc
+    assert raised.type is expected
+    assert isinstance(raised.value.__cause__, ImportError)
+    with pytest.raises(ImportError, match="no signal"), interrupts.handling():
+        raise ImportError("no signal")

@@ -121,7 +121,9 @@ def _calendar(text: str, options: Options, left: Source) -> str:
             f"a number in the key's unit"
         )
     try:
-        reaches(text, pa.array([0], key), "the key", ("backward", "forward"), "--tolerance")
+        # A key of 0 from its buffers: pa.array would import pandas (a third of a second)
+        zero = arrow_numpy.array(np.zeros(1, f"i{key.bit_width // 8}"), key)
+        reaches(text, zero, "the key", ("backward", "forward"), "--tolerance")
     except (ValueError, TypeError, ImportError) as exc:
         raise EnrichError(one_line(exc)) from None
     return text

@@ -67,11 +67,19 @@ def handling():
     previous = {s: signal.signal(s, _raise) for s in heeded()}
     hook = sys.unraisablehook
     sys.unraisablehook = _signals.quiet(hook)
+    state = _state
     try:
         if early is not None:
             _state.interrupted = early
             raise early
         yield _state
+    except Exception as exc:
+        if state.interrupted is None:
+            raise
+        # A signal raised inside an import or a call from C comes out as that code's own
+        # error (pandas' C init, imported by pyarrow mid-run: "PyCapsule_Import could not
+        # import module"): the run was interrupted, and ends as one.
+        raise state.interrupted from exc
     finally:
         sys.unraisablehook = hook
         for s, handler in previous.items():

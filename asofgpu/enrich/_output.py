@@ -533,9 +533,11 @@ def stored_as(column: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray | p
     used[codes[arrow_numpy.valid(array.indices)]] = True
     if used.all():
         return array
-    renumbered = pa.array(np.cumsum(used, dtype=np.int64) - 1, array.type.index_type)
+    # (Arrow arrays from their buffers: pa.array would import pandas, a third of a second)
+    index = array.type.index_type
+    renumbered = arrow_numpy.array((np.cumsum(used) - 1).astype(index.to_pandas_dtype()), index)
     return pa.DictionaryArray.from_arrays(
-        pc.take(renumbered, array.indices), array.dictionary.filter(pa.array(used))
+        pc.take(renumbered, array.indices), array.dictionary.filter(arrow_numpy.array(used))
     )
 
 

@@ -61,11 +61,11 @@ def value_counts(batches, name: str) -> tuple[pa.Array, np.ndarray]:
             values.append(as_comparable(found.field(0)))
             counts.append(arrow_numpy.values(found.field(1)))
     if not values:
-        return pa.array([], pa.null()), np.zeros(0, np.int64)
+        return pa.nulls(0), np.zeros(0, np.int64)
     table = pa.table(
         {
             "value": pa.concat_arrays(values),
-            "rows": pa.array(np.concatenate(counts).astype(np.int64)),
+            "rows": arrow_numpy.array(np.concatenate(counts).astype(np.int64)),
         }
     )
     table = table.filter(pc.is_valid(table.column("value")))
@@ -309,8 +309,8 @@ def distinct(column) -> pa.Array:
     found = [as_comparable(chunk).unique() for chunk in chunks]
     if not found:
         return as_comparable(
-            pa.array(
-                [], column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+            pa.nulls(
+                0, column.type.value_type if pa.types.is_dictionary(column.type) else column.type
             )
         )
     found = pc.unique(pa.concat_arrays(found)).drop_null()
