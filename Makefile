@@ -46,7 +46,7 @@ venv-cudf:
 # The floors: the oldest numpy, numba, pyarrow and rich that pyproject.toml's dependencies
 # allow, and of its pandas and polars extras, in a small environment of their own, where the
 # front ends', gathers', Arrow layouts', the core's key types and grid, and enrich's types
-# and sources tests run (the core's found numba 0.59's wrong dispatch, so the floor is 0.61). Their numba keeps its own cache there (NUMBA_CACHE_DIR), apart from .venv's
+# and sources tests run (the key types found numba 0.59's wrong dispatch: the floor is 0.61). Their numba keeps its own cache there (NUMBA_CACHE_DIR), apart from .venv's
 # newer numba.
 FLOOR_TESTS := tests/test_pandas_frontend.py tests/test_pandas_semantics.py \
 	tests/test_pandas_arrow.py tests/test_dask.py tests/test_splice_frontends.py \
@@ -152,7 +152,7 @@ GPU_WHEELS ?= 'numpy<2.5' 'setuptools>=77'
 # (Not after venv: a pyproject.toml newer than the venv's stamp would rebuild it first.)
 gpu-wheelhouse:
 	rm -rf bench/wheelhouse
-	$$([ -x $(BIN)/python ] && echo $(BIN)/python || echo $(PYTHON)) -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
+	$(GPU_PYTHON) -m pip download --only-binary=:all: --python-version 3.12 --implementation cp \
 	    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
 	    --platform manylinux2014_x86_64 -d bench/wheelhouse $(GPU_WHEELS)
 

@@ -31,7 +31,7 @@ import warnings
 
 from . import _progress
 from . import _signals
-from ._backend.jit import JitDisabled
+from ._backend.jit import JitDisabled, NumbaTooOld
 from .enrich import _interrupts as interrupts
 from .enrich import (
     CODECS,
@@ -695,7 +695,7 @@ def main(argv: list[str] | None = None) -> int:
     except OutputError as exc:
         print(f"{prog}: error: {exc}; nothing was written", file=sys.stderr)
         return 1
-    except JitDisabled as exc:  # the process's setup, not the data: told as bad input is
+    except (JitDisabled, NumbaTooOld) as exc:  # the process's setup: told as bad input is
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as exc:

@@ -19,7 +19,14 @@ from gpu_check_stage import Recorder, StageContext
 
 # Datasheet peaks of device memory bandwidth, bytes/s, by the GPU's name (the first that is in
 # it): shown next to the measured copy rate; the floors themselves use the measured rate.
-PEAK_HBM_BYTES_S = {"H200": 4.8e12, "H100 NVL": 3.9e12, "H100 PCIe": 2.0e12, "H100": 3.35e12}
+# (GH200 first: its name holds H200's, and its memory comes in two speeds, so none is shown)
+PEAK_HBM_BYTES_S = {
+    "GH200": None,
+    "H200": 4.8e12,
+    "H100 NVL": 3.9e12,
+    "H100 PCIe": 2.0e12,
+    "H100": 3.35e12,
+}
 
 
 def peak_bandwidth(gpu_name: str | None) -> float | None:

@@ -273,6 +273,7 @@ def test_a_report_that_cannot_render_still_leaves_the_results_in_out(tmp_path, m
         ("NVIDIA H100 PCIe", 2.0e12),
         ("NVIDIA H100 NVL", 3.9e12),
         ("NVIDIA A100-SXM4-80GB", None),
+        ("NVIDIA GH200 480GB", None),
         (None, None),
     ],
 )

@@ -394,7 +394,7 @@ def test_a_numba_that_confuses_argument_types_is_refused(monkeypatch):
     jit.check_numba_version.cache_clear()
     try:
         with pytest.raises(
-            ImportError,
+            jit.NumbaTooOld,
             match=r"^asofgpu needs numba 0\.61 or later, found 0\.60\.0, which can run a kernel "
             r"compiled for other argument types \(wrong rows\): pip install 'numba>=0\.61'$",
         ):

@@ -255,3 +255,29 @@ def test_numba_disable_jit_is_refused_by_name_where_a_kernel_is_needed(tmp_path)
     )
     assert done.returncode == 2
     assert done.stderr == f"asofgpu demo: error: {said}\n"
+
+
+def test_an_older_numba_is_refused_by_name_where_a_kernel_is_needed(tmp_path):
+    """numba 0.59 and 0.60 can run a kernel compiled for other argument types (pyproject.toml
+    asks for 0.61; an environment made without pip's resolver may hold one): the command
+    says so in one line, as bad input (exit 2), without a traceback."""
+    script = textwrap.dedent("""
+        import sys
+        import numba
+        numba.__version__ = "0.60.0"
+        from asofgpu.__main__ import run
+        sys.argv = ["asofgpu", *sys.argv[1:]]
+        sys.exit(run())
+    """)
+    argv = ["demo", "--quotes", "400000", "--trades", "100000", "--symbols", "10", "-q"]
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv, "--device", "cpu", "--out-dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == (
+        "asofgpu demo: error: asofgpu needs numba 0.61 or later, found 0.60.0, which can run a "
+        "kernel compiled for other argument types (wrong rows): pip install 'numba>=0.61'\n"
+    )

@@ -331,15 +331,19 @@ def cuda_jit_cached(fn, variant: str = ""):
 OLDEST_NUMBA = (0, 61)
 
 
+class NumbaTooOld(ImportError):
+    """The installed numba is older than ``OLDEST_NUMBA``."""
+
+
 @functools.cache
 def check_numba_version() -> None:
-    """Raise ImportError where numba is older than ``OLDEST_NUMBA`` (pyproject.toml asks for
+    """Raise NumbaTooOld where numba is older than ``OLDEST_NUMBA`` (pyproject.toml asks for
     it; an environment installed without pip's resolver may hold an older one)."""
     import numba
 
     found = tuple(int(part) for part in re.findall(r"\d+", numba.__version__)[:2])
     if found < OLDEST_NUMBA:
-        raise ImportError(
+        raise NumbaTooOld(
             f"asofgpu needs numba {OLDEST_NUMBA[0]}.{OLDEST_NUMBA[1]} or later, found "
             f"{numba.__version__}, which can run a kernel compiled for other argument types "
             f"(wrong rows): pip install 'numba>={OLDEST_NUMBA[0]}.{OLDEST_NUMBA[1]}'"

@@ -93,7 +93,7 @@ class AtomicFile:
     """A hidden temporary file beside ``out``, renamed onto it by ``commit`` and removed on
     any way out without a commit (errors, KeyboardInterrupt, SystemExit)."""
 
-    def __init__(self, out: str, found: dict | None = None):
+    def __init__(self, out: str):
         self.out = out
         folder, name = os.path.split(out)
         leftovers.remove_stale(folder)
