@@ -284,7 +284,9 @@ def stage_bench(ctx: StageContext, rec: Recorder) -> None:
     )
     prepared = ag.AsofJoin(data["right_on"], data["right_by"], device="cuda")
     map_bytes = np.dtype(prepared.map_dtype).itemsize
-    peak = None if ctx.simulate else peak_bandwidth(gpu_name(xp))
+    peak = (
+        None if ctx.simulate else peak_bandwidth(gpu_name(xp.cuda.runtime.getDeviceProperties(0)))
+    )
     floors = {
         "map_bytes": byte_floor(n_left, n_right, n_groups, map_bytes, 0),
         "payload_bytes": byte_floor(n_left, n_right, n_groups, map_bytes, 4),

@@ -36,9 +36,10 @@ PACKAGES = (
 )
 
 
-def gpu_name(cupy) -> str:
-    """The first GPU's name, as its properties give it (bytes in some cupy versions)."""
-    name = cupy.cuda.runtime.getDeviceProperties(0).get("name", b"")
+def gpu_name(props: dict) -> str:
+    """A GPU's name from its properties (``cupy.cuda.runtime.getDeviceProperties``: bytes
+    in some cupy versions)."""
+    name = props.get("name", b"")
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
@@ -62,7 +63,7 @@ def stage_env(ctx: StageContext, rec: Recorder) -> None:
 
     props = cupy.cuda.runtime.getDeviceProperties(0)
     rec["gpu"] = {
-        "name": gpu_name(cupy),
+        "name": gpu_name(props),
         "compute_capability": f"{props.get('major')}.{props.get('minor')}",
         "multiprocessors": props.get("multiProcessorCount"),
         "l2_cache_mb": props.get("l2CacheSize", 0) / 1e6,
