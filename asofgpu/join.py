@@ -61,10 +61,38 @@ _INT32_ROWS = 2**31
 class GroupCodes:
     """By-keys the caller has encoded itself, passed as ``right_by`` and ``left_by``: one code
     per row (host or device array; -1: no group), numbered 0..n_groups-1 by the right side and
-    in the same numbering on the left. asofgpu.plc encodes pylibcudf columns on the device."""
+    in the same numbering on the left. asofgpu.plc encodes pylibcudf columns on the device.
+
+    Host codes are checked here, as the compiled kernels index by them unchecked; device codes
+    are asofgpu.plc's own, and checking them would cost a synchronization per probe.
+
+    >>> GroupCodes(np.array([0, 3]), 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: GroupCodes.codes must lie in [-1, n_groups=2), got 3
+    """
 
     codes: object
     n_groups: int
+
+    def __post_init__(self):
+        if isinstance(self.n_groups, bool) or not isinstance(self.n_groups, (int, np.integer)):
+            msg = f"GroupCodes.n_groups must be an int, got {type(self.n_groups).__name__}"
+            raise TypeError(msg)
+        if self.n_groups < 0:
+            msg = f"GroupCodes.n_groups must be at least 0, got {self.n_groups}"
+            raise ValueError(msg)
+        if is_device(self.codes):
+            return
+        codes = np.asarray(self.codes)
+        if codes.ndim != 1 or not (codes.dtype.kind in "iu" or codes.size == 0):
+            msg = f"GroupCodes.codes must be a 1-D integer array, got {codes.ndim}-D {codes.dtype}"
+            raise TypeError(msg)
+        if codes.size and (codes.min() < -1 or codes.max() >= self.n_groups):
+            bad = codes.min() if codes.min() < -1 else codes.max()
+            msg = f"GroupCodes.codes must lie in [-1, n_groups={self.n_groups}), got {bad}"
+            raise ValueError(msg)
+        object.__setattr__(self, "codes", codes)
 
 
 def by_columns(obj, param: str) -> list:

@@ -64,6 +64,31 @@ def test_group_codes_errors():
         j.join(np.array([1]), GroupCodes(np.zeros(2, np.int32), 1))
 
 
+@pytest.mark.parametrize(
+    ("codes", "n_groups", "error", "message"),
+    [
+        ([0, 2], 2, ValueError, r"GroupCodes.codes must lie in \[-1, n_groups=2\), got 2"),
+        ([0, -2], 2, ValueError, r"GroupCodes.codes must lie in \[-1, n_groups=2\), got -2"),
+        ([0], 0, ValueError, r"GroupCodes.codes must lie in \[-1, n_groups=0\), got 0"),
+        ([0.0, 1.0], 2, TypeError, "GroupCodes.codes must be a 1-D integer array, got 1-D float64"),
+        ([[0]], 1, TypeError, "GroupCodes.codes must be a 1-D integer array, got 2-D int64"),
+        ([0], 1.0, TypeError, "GroupCodes.n_groups must be an int, got float"),
+        ([0], True, TypeError, "GroupCodes.n_groups must be an int, got bool"),
+        ([0], -1, ValueError, "GroupCodes.n_groups must be at least 0, got -1"),
+    ],
+)
+def test_group_codes_out_of_range_are_refused_before_a_kernel_reads_them(
+    codes, n_groups, error, message
+):
+    with pytest.raises(error, match=message):
+        GroupCodes(np.array(codes), n_groups)
+
+
+def test_group_codes_take_lists_and_empty_codes():
+    assert GroupCodes([0, -1, 1], 2).codes.tolist() == [0, -1, 1]
+    assert len(GroupCodes(np.zeros(0), 0).codes) == 0
+
+
 def test_group_codes_and_keys_give_the_splice_maps_of_the_by_columns(device, small):
     """What asofgpu.plc.splice_join hands splice_maps: Keys as they are, and both sides' codes
     numbered by the right side (-1: a group the right side lacks), on every backend."""
