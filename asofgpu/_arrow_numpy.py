@@ -355,6 +355,18 @@ def array(
     )
 
 
+def text(value: str) -> pa.Array:
+    """A one-row Arrow string array holding ``value``, from its buffers (``pa.array`` and
+    ``pa.scalar`` import pandas, a third of a second, where it is installed).
+
+    >>> text("2026-11-27").cast(pa.date32())[0].as_py()
+    datetime.date(2026, 11, 27)
+    """
+    data = value.encode()
+    offsets = np.array([0, len(data)], np.int32)
+    return pa.Array.from_buffers(pa.string(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
 def rebuilt(t: pa.DataType, node, field=None) -> pa.DataType:
     """``t`` rebuilt from the bottom up: each nested type (a struct's fields, a list's items,
     a map's keys and items, a dictionary's values) rebuilt first, its field then passed to

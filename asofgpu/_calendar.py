@@ -148,6 +148,8 @@ def _unwrapped(reach, text: str, param: str):
     duration of the key's unit holds is refused, as the fixed-day path refuses it."""
     import numpy as np
 
+    from . import _arrow_numpy as arrow_numpy
+
     parts = calendar_parts(text)
     if parts is None or not len(reach):
         return reach
@@ -161,17 +163,17 @@ def _unwrapped(reach, text: str, param: str):
         return reach  # no reach can have wrapped
     if isinstance(reach, pa.ChunkedArray):
         reach = reach.combine_chunks()
-    values = []
-    for w in reach.cast(pa.int64()).to_pylist():  # huge tolerances only: a Python loop
+    values = np.zeros(len(reach), np.int64)
+    for i, w in enumerate(reach.cast(pa.int64()).to_pylist()):  # huge tolerances: a Python loop
         if w is None:
-            values.append(None)
             continue
         kept = w % 2**64  # the true reach modulo 2**64
         r = kept + max(0, -(-(low - kept) // 2**64)) * 2**64  # the one in [low, low + 2**64)
         if r > np.iinfo(np.int64).max:
             raise _past_durations(param, text, r, unit)
-        values.append(r)
-    return pa.array(values, pa.int64()).cast(reach.type)
+        values[i] = r
+    # (from its buffers: pa.array imports pandas, a third of a second, where installed)
+    return arrow_numpy.array(values, pa.int64(), arrow_numpy.valid(reach)).cast(reach.type)
 
 
 def _past_durations(param: str, text: str, reach: int, unit: str) -> ValueError:

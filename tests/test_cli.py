@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -1662,9 +1663,17 @@ def test_enrich_runs_in_every_mode_without_importing_pandas(tmp_path):
     for day in ("2026-11-26", "2026-11-27"):
         (folder / f"date={day}").mkdir(parents=True)
         write(small_trades, folder / f"date={day}" / "trades.parquet")
+    # a folder per size whose files hold the size column too: the folders' values are read
+    # as int64 and checked against the files' statistics (with pa.scalar, once)
+    sized = tmp_path / "sized"
+    for size in pc.unique(small_trades["size"]).to_pylist()[:2]:
+        (sized / f"size={size}").mkdir(parents=True)
+        part = small_trades.filter(pc.equal(small_trades["size"], size))
+        write(part, sized / f"size={size}" / "trades.parquet")
     keys = ["--on", "time", "--by", "symbol", "--device", "cpu", "-q"]
     runs = [
         [sorted_left, sorted_right, "-o", tmp_path / "streamed.parquet"],  # LEFT copied
+        [sized, shuffled_right, "-o", tmp_path / "out_sized"],
         [sorted_left, sorted_right, "-o", tmp_path / "memory.parquet", "--right-mode", "memory"],
         [sorted_left, sorted_right, "-o", tmp_path / "spilled.parquet", "--right-mode", "spill"],
         [grouped_left, grouped_right, "-o", tmp_path / "grouped.parquet", "--strategy", "nearest"],

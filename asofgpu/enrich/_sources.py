@@ -474,7 +474,7 @@ def _parsed(raw: str | None, kind: pa.DataType):
         return raw.encode()
     if pa.types.is_time(kind):
         return datetime.time.fromisoformat(raw)
-    return pa.scalar(raw).cast(kind).as_py()
+    return arrow_numpy.text(raw).cast(kind)[0].as_py()
 
 
 def _repeated(raw: str, kind: pa.DataType, rows: int) -> pa.Array:
