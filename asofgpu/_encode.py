@@ -100,7 +100,9 @@ def canonical_by(col: pa.ChunkedArray) -> pa.ChunkedArray:
     if not pa.types.is_floating(col.type):
         return col
     col = col.cast(pa.float64())
-    return pc.if_else(pc.is_nan(col), pa.scalar(float("nan")), pc.add(col, 0.0))
+    # (Arrow scalars from buffers: pa.scalar, which pc makes of Python numbers, imports pandas)
+    nan, zero = arrow_numpy.array(np.array([np.nan, 0.0]))
+    return pc.if_else(pc.is_nan(col), nan, pc.add(col, zero))
 
 
 def _nulls_as(indices: pa.ChunkedArray, code: int) -> np.ndarray:

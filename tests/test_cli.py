@@ -1701,6 +1701,9 @@ def test_enrich_runs_in_every_mode_without_importing_pandas(tmp_path):
         "5000",
     ]
     argv.append(["enrich", *map(str, attached), "--on", "time", "--device", "cpu", "-q"])
+    floats = ["--left-by", "price", "--right-by", "bid", "--on", "time", "--device", "cpu", "-q"]
+    float_by = [shuffled_left, shuffled_right, "-o", tmp_path / "float_by.parquet"]
+    argv.append(["enrich", *map(str, float_by), *floats])  # float by-keys: NaN made one
     done = subprocess.run(
         [sys.executable, "-c", WITHOUT_PANDAS, json.dumps(argv)],
         capture_output=True,
