@@ -88,7 +88,10 @@ def parse_duration(text: str) -> int:
         msg = f"{text!r} is not a whole number of nanoseconds"
         raise ValueError(msg)
     if total > _INT64_MAX:
-        msg = f"{text!r} is too long: durations go up to about 292 years"
+        msg = (
+            f"{text!r} is too long: durations go up to about 292 years (a longer one is a "
+            f"number in the key's own unit, e.g. 1000000 for a million days on a date key)"
+        )
         raise ValueError(msg)
     return int(total)
 

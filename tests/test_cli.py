@@ -1610,13 +1610,59 @@ def test_parse_duration(text, ns):
 def test_parse_tolerance_numbers_and_format_duration():
     assert parse_tolerance("100") == 100 and isinstance(parse_tolerance("100"), int)
     assert parse_tolerance("0.5") == 0.5 and parse_tolerance("inf") == float("inf")
-    for bad in ("", "5x", "s", "nan", "-1", "0.5ns", "1y", "300000d"):
-        with pytest.raises(ValueError):
-            parse_tolerance(bad)
     assert [
         format_duration(v)
         for v in (0, 412, 3_210, 4_213_000, 1.52e9, 90e9, 7_380e9, 86_400e9, -5e6)
     ] == ["0 s", "412 ns", "3.21 us", "4.21 ms", "1.52 s", "1m 30s", "2h 03m", "1d", "-5.00 ms"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "expected a duration such as 5s, 250ms or 1m30s, got ''"),
+        ("5x", "'5x': unknown unit 'x'; use one of ns, us, ms, s, m, h, d, w"),
+        ("s", r"expected a duration such as 5s, 250ms or 1m30s \(units ns, .*\), got 's'"),
+        ("nan", "expected a non-negative number or a duration, got 'nan'"),
+        ("-1", "a tolerance must not be negative, got '-1'"),
+        ("-1s", "a duration must not be negative, got '-1s'"),
+        ("0.5ns", "'0.5ns' is not a whole number of nanoseconds"),
+        ("1y", r"'1y': years \(y\) have no fixed length; use one of ns, us"),
+        ("300000d", r"'300000d' is too long: .* 292 years \(a longer one is a number in the key"),
+    ],
+)
+def test_bad_tolerances_are_refused_by_what_is_wrong(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_tolerance(text)
+
+
+def test_a_tolerance_past_292_years_is_taken_as_a_number_of_days_on_a_date_key(tmp_path, capsys):
+    """What the refusal of "1000000d" tells the user to give instead works."""
+    days = pa.array([0, 1, 2, 400_000_000], pa.date32())
+    left = write(pa.table({"d": days}), tmp_path / "left.parquet")
+    right = write(pa.table({"d": days.slice(0, 1), "y": [7]}), tmp_path / "right.parquet")
+    out = tmp_path / "out.parquet"
+    code, _, stderr = run(
+        "enrich", left, right, "-o", out, "--on", "d", "--tolerance", "1000000d", capsys=capsys
+    )
+    assert code == 2 and "a number in the key's own unit" in stderr
+    for tolerance, expected in (("1000000", [7, 7, 7, None]), ("400000000", [7] * 4)):
+        code, _, stderr = run(
+            "enrich",
+            left,
+            right,
+            "-o",
+            out,
+            "--on",
+            "d",
+            "--tolerance",
+            tolerance,
+            "-q",
+            "--device",
+            "cpu",
+            capsys=capsys,
+        )
+        assert code == 0, stderr
+        assert pq.read_table(out)["y"].to_pylist() == expected
 
 
 # pyarrow imports pandas the first time a value crosses between Python and Arrow (to_numpy,
