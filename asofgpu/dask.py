@@ -808,7 +808,12 @@ def _broadcast(left, right, spec: _Spec) -> list:
 def _sorted_right(part, spec: _Spec):
     if _is_cudf(part):  # AsofJoin on the GPU takes any order
         return part
+    if bool(_key(part, spec.right_key).isna().any()):
+        return _RIGHT_NULLS  # refused by each left partition's task, after its own key's nulls
     return _sort_partition(part, spec.right_key, "right")[0]
+
+
+_RIGHT_NULLS = "asofgpu: the right key holds nulls"  # (pandas blames the left's nulls first)
 
 
 class _PreparedCache:
@@ -965,6 +970,8 @@ def _join_partition(left, right, spec: _Spec, cache_key=None):
     order = None
     if spec.any_order:
         left, order = _sort_partition(left, spec.left_key, "left")
+    if isinstance(right, str) and right == _RIGHT_NULLS:
+        raise ValueError("Merge keys contain null values on right side")
     op = _operation(left, right, spec.merge, cache_key)
     out = op.result(op.right_indexer(spec.direction, spec.exact, spec.device))
     if order is not None:  # back to the partition's own row order

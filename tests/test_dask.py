@@ -859,6 +859,28 @@ def test_bad_keys_on_both_sides_are_reported_in_pandas_order(scheduler):
             assert str(ours.value).startswith(str(expected.value))
 
 
+@pytest.mark.parametrize("left_partitions", [1, 2])
+def test_the_broadcast_method_blames_a_partitions_own_null_keys_before_the_right_sides(
+    left_partitions,
+):
+    """The right side, sorted in a task of its own, raised for its nulls before any left
+    partition looked at its key: pandas blames the left's nulls first. (Where only some
+    left partitions hold nulls, the first task to fail says which side.)"""
+    left = pd.DataFrame({"t": [1.0, np.nan, 3.0, np.nan]})
+    right = pd.DataFrame({"t": [1.0, 2.0, np.nan, 5.0], "x": [1, 2, 3, 4]})
+    with pytest.raises(ValueError, match="Merge keys contain null values on left side"):
+        pd.merge_asof(left, right, on="t")
+    lparts = dd.from_pandas(left, npartitions=left_partitions, sort=False)
+    parts = [lparts.get_partition(i).compute() for i in range(left_partitions)]
+    assert all(bool(part["t"].isna().any()) for part in parts)  # every task finds a left null
+    with dask.config.set(scheduler="synchronous"):
+        with pytest.raises(ValueError, match="Merge keys contain null values on left side"):
+            merge_asof(lparts, dd.from_pandas(right, npartitions=1), on="t", device="cpu").compute()
+        fine = dd.from_pandas(left.fillna(2.0), npartitions=left_partitions, sort=False)
+        with pytest.raises(ValueError, match="Merge keys contain null values on right side"):
+            merge_asof(fine, dd.from_pandas(right, npartitions=1), on="t", device="cpu").compute()
+
+
 def test_the_old_name_of_method_still_works_with_a_deprecation_warning():
     left, right = small()
     expected = merge_asof(left, right, on="t", method="broadcast", device="cpu").compute()
