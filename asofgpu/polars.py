@@ -453,7 +453,7 @@ def _eager(
             null_equality="unequal",
             device=device,
         )
-    return _assemble(left, right, dry, gmap, right_by, right_expr)
+    return _assemble(left, right, dry, gmap, right_by, options["suffix"])
 
 
 def _few_chunks(series: pl.Series) -> pl.Series:
@@ -798,32 +798,44 @@ def _gather_index(gmap) -> pl.Series:
     return pl.Series(pa.array(gmap.astype(np.int64), mask=missing if missing.any() else None))
 
 
-def _assemble(left, right, dry, gmap, right_by, right_expr) -> pl.DataFrame:
+def _assemble(left, right, dry, gmap, right_by, suffix: str) -> pl.DataFrame:
     """Left columns, then the right columns polars keeps, gathered by the map, named as in
     polars' dry-run result."""
-    kept = [c for c in right.columns if c not in set(right_by)]
-    n_kept = dry.width - left.width
-    if n_kept == len(kept) - 1:  # the right key was coalesced into the left one
-        name = (
-            right_expr
-            if isinstance(right_expr, str)
-            else right.head(0).select(right_expr).columns[0]
-        )
-        if name in kept:
-            kept.remove(name)
-    if n_kept != len(kept):
-        msg = (
-            f"asofgpu: polars' result has {dry.width} columns, asofgpu expected "
-            f"{left.width + len(kept)}; please report this with your polars version "
-            f"({pl.__version__})"
-        )
-        raise RuntimeError(msg)
+    kept = _right_sources(dry.columns[left.width :], right, right_by, set(left.columns), suffix)
     if not kept:
         return left.clone()
     # A frame of the Series, not a select (polars runs a select as a query: 0.05 ms)
     taken = pl.DataFrame(_gathered(pl.DataFrame([_few_chunks(right[c]) for c in kept]), kept, gmap))
     taken.columns = dry.columns[left.width :]
     return left.hstack(taken)
+
+
+def _right_sources(names, right, right_by, left_names: set, suffix: str) -> list[str]:
+    """The right column behind each of polars' right output ``names``: its own name, or the
+    name the suffix was added to (a name the left side holds too). By name, not by count:
+    polars leaves out a coalesced key, and its lazy join may leave out another column (a
+    suffixed name that is also a by column's), so counting took the wrong columns.
+
+    >>> _right_sources(["g"], pl.DataFrame({"k": [], "t": [], "g": []}), ["k"], {"t"}, "_right")
+    ['g']
+    >>> _right_sources(["t_right", "g"], pl.DataFrame({"t": [], "g": []}), [], {"t"}, "_right")
+    ['t', 'g']
+    """
+    kept = set(right.columns) - set(right_by)
+    sources = []
+    for name in names:
+        plain = name[: len(name) - len(suffix)] if suffix and name.endswith(suffix) else None
+        if name in kept and name not in left_names:
+            sources.append(name)
+        elif plain in kept and plain in left_names:
+            sources.append(plain)
+        else:
+            msg = (
+                f"asofgpu: polars' result has a column {name!r} that asofgpu cannot trace to a "
+                f"right column; please report this with your polars version ({pl.__version__})"
+            )
+            raise RuntimeError(msg)
+    return sources
 
 
 # Numbers, times and text: asofgpu's gather takes them on all cores, and polars reads its

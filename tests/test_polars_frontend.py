@@ -600,6 +600,25 @@ def test_a_by_column_that_is_the_on_key_joins_as_polars_joins_it(kind, by, on):
     assert got is None or got["y"].to_list() == [None, 2.0, None]
 
 
+@pytest.mark.parametrize("coalesce", [False, True])
+@pytest.mark.parametrize("kind", ["eager", "lazy"])
+def test_right_columns_are_traced_by_name_where_a_suffixed_name_is_a_by_columns(kind, coalesce):
+    """Right "t" suffixed is "t_right", the right by column's name: polars' lazy join leaves
+    that column out, and asofgpu, counting the columns it kept, dropped the right key
+    instead and put t's values under the key's name ("g" held 100, 200, 300)."""
+    left = pl.DataFrame({"x": [0, 4, 8], "t": ["a", "b", "a"]})
+    right = pl.DataFrame({"t_right": ["a", "b", "a"], "t": [100, 200, 300], "g": [0, 2, 8]})
+    if kind == "lazy":
+        left, right = left.lazy(), right.lazy()
+    options = dict(by_left="t", by_right="t_right", coalesce=coalesce)
+    got = _same(left, right, left_on="x", right_on="g", **options)
+    assert got["g"].to_list() == [0, 2, 8]
+    got = _same(
+        left.rename({"x": "g"}), right.rename({"g": "x"}), left_on="g", right_on="x", **options
+    )
+    assert got["x"].to_list() == [0, 2, 8]
+
+
 def test_namespace_on_dataframe_and_lazyframe():
     left = pl.DataFrame({"t": [1, 5, 9]})
     right = pl.DataFrame({"t": [0, 4, 8], "v": [1, 2, 3]})
