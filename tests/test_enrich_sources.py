@@ -474,6 +474,63 @@ def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, 
     assert hidden(tmp_path) == []
 
 
+def test_out_beside_a_glob_is_refused_only_where_the_glob_would_read_it(
+    tmp_path, capsys, monkeypatch
+):
+    """A glob stood for its whole fixed folder: 'trades_*.parquet' refused every OUT under
+    the working folder, calling the glob a folder. Only an OUT the glob matches is refused."""
+    monkeypatch.chdir(tmp_path)
+    for i in (1, 2):
+        write(pa.table({"t": [1, 2, 3], "s": ["a", "b", "a"]}), tmp_path / f"trades_{i}.parquet")
+    write(pa.table({"t": [0, 2], "s": ["a", "b"], "v": [1, 2]}), tmp_path / "quotes.parquet")
+    (tmp_path / "outs").mkdir()
+    keys = ["--on", "t", "--by", "s", "--device", "cpu", "-q"]
+    for left, right, out, message in (
+        (
+            "trades_1.parquet",
+            "quot*.parquet",
+            "quotes_out.parquet",
+            "OUT quotes_out.parquet is matched by the RIGHT glob 'quot*.parquet'; write it "
+            "elsewhere, or a later run would read it as input",
+        ),
+        (
+            "**/trades_*.parquet",
+            "quotes.parquet",
+            "outs/deep",
+            "OUT outs/deep would hold {tmp}/outs/deep/trades_1.parquet, which is matched by the "
+            "LEFT glob '**/trades_*.parquet'",
+        ),
+    ):
+        code, stdout, stderr = run("enrich", left, right, "-o", out, *keys, capsys=capsys)
+        assert code == 2 and stdout == "" and stderr.count("\n") == 1
+        assert message.format(tmp=os.path.realpath(tmp_path)) in stderr
+        assert not os.path.exists(out)
+    for left, right, out in (
+        ("trades_*.parquet", "quotes.parquet", "outs/enriched"),
+        ("trades_1.parquet", "quot*.parquet", "outs/e.parquet"),
+        ("trades_*.parquet", "quotes.parquet", "trades_out"),  # OUT/trades_1.parquet: no match
+    ):
+        code, _, stderr = run("enrich", left, right, "-o", out, *keys, capsys=capsys)
+        assert code == 0, stderr
+        assert pq.read_table(out if out.endswith(".parquet") else f"{out}/trades_2.parquet")[
+            "v"
+        ].to_pylist() == [1, 2, 1]
+
+
+def test_out_ending_in_a_slash_for_one_left_file_is_refused(tmp_path, capsys):
+    """'-o newdir/' wrote a file named newdir: the trailing slash was dropped."""
+    left = write(pa.table({"t": [1, 2]}), tmp_path / "l.parquet")
+    right = write(pa.table({"t": [1], "v": [1.0]}), tmp_path / "r.parquet")
+    out = f"{tmp_path}/newdir/"
+    code, stdout, stderr = run("enrich", left, right, "-o", out, "--on", "t", capsys=capsys)
+    assert code == 2 and stdout == ""
+    assert (
+        f"OUT {out} names a folder (it ends in /), but LEFT is one file, so OUT is one file "
+        f"too; pass a file path, e.g. -o {out}enriched.parquet"
+    ) in stderr
+    assert not os.path.exists(out.rstrip("/"))
+
+
 @pytest.mark.parametrize(
     ("case", "message"),
     [

@@ -18,7 +18,7 @@ from .. import _arrow_numpy as arrow_numpy
 from ._errors import EnrichError, one_line
 from ._memory import default_limit, parse_size
 from ._output import AtomicFolder
-from ._sources import Source, check_utf8, glob_root
+from ._sources import Source, check_utf8, glob_matches
 
 DEFAULT_CHUNK_ROWS = 1 << 20  # pyarrow's row groups: files it wrote are copied (_copy)
 # auto: streamed when both sides are tapes, else in memory when it fits, else spilled
@@ -240,6 +240,11 @@ def check_output(options: Options, left: Source, right: Source) -> tuple[str, di
             f"OUT {given} is a stream (a process's open file), not a path: enrich writes OUT "
             f"beside itself and renames it into place; pass a file or folder path"
         )
+    if left.single and given.endswith((os.sep, "/")) and not os.path.isdir(given):
+        raise EnrichError(
+            f"OUT {given} names a folder (it ends in {given[-1]}), but LEFT is one file, so "
+            f"OUT is one file too; pass a file path, e.g. -o {os.path.join(given, 'enriched.parquet')}"
+        )
     out = os.path.realpath(given)
     check_utf8(out, "OUT")  # (the folder it resolves to too: spill files go beside it)
     parent = os.path.dirname(out)
@@ -253,7 +258,18 @@ def check_output(options: Options, left: Source, right: Source) -> tuple[str, di
         for part in source.parts:
             if os.path.exists(out) and os.path.samefile(out, part.path):
                 raise EnrichError(f"OUT {given} is the {source.side} file; write to another path")
-        if not source.single and _inside(out, source.given):
+        if source.single:
+            continue
+        if not os.path.isdir(source.given):  # a glob: only the paths it matches are read
+            written = [out] if left.single else [os.path.join(out, p.relative) for p in left.parts]
+            matched = next((w for w in written if glob_matches(source.given, w)), None)
+            if matched is not None:
+                what = "" if matched == out else f" would hold {matched}, which"
+                raise EnrichError(
+                    f"OUT {given}{what} is matched by the {source.side} glob "
+                    f"{source.given!r}; write it elsewhere, or a later run would read it as input"
+                )
+        elif _inside(out, source.given):
             raise EnrichError(
                 f"OUT {given} is inside the {source.side} folder {source.given}; "
                 f"write it elsewhere, or a later run would read it as input"
@@ -302,7 +318,7 @@ def _names_a_stream(given: str) -> bool:
 
 
 def _inside(path: str, folder: str) -> bool:
-    folder = os.path.realpath(folder if os.path.isdir(folder) else glob_root(folder))
+    folder = os.path.realpath(folder)
     return os.path.commonpath([path, folder]) == folder
 
 

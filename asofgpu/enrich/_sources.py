@@ -32,6 +32,7 @@ a dictionary in some files, or not-null in some, is read in its widest form
 from __future__ import annotations
 
 import datetime
+import fnmatch
 import glob
 import json
 import os
@@ -561,12 +562,42 @@ def _parquet_files(folder: str) -> list[str]:
 
 def glob_root(pattern: str) -> str:
     """The folder of a glob's fixed part: 'day/*/q-*.parquet' -> 'day'."""
-    fixed = []
-    for piece in pattern.split(os.sep):
-        if _GLOB_CHARS.search(piece):
-            break
-        fixed.append(piece)
-    return os.sep.join(fixed) or "."
+    return _glob_parts(pattern)[0]
+
+
+def _glob_parts(pattern: str) -> tuple[str, list[str]]:
+    """A glob's fixed folder and the names of its pattern after it."""
+    pieces = pattern.split(os.sep)
+    fixed = next((i for i, piece in enumerate(pieces) if _GLOB_CHARS.search(piece)), len(pieces))
+    return os.sep.join(pieces[:fixed]) or ".", [p for p in pieces[fixed:] if p]
+
+
+def glob_matches(pattern: str, path: str) -> bool:
+    """Whether ``glob.glob(pattern, recursive=True)`` would list ``path`` once it exists,
+    both resolved to real paths: name by name, ``**`` standing for any number of folders.
+    (A leading dot is matched as any name is: a stricter answer than glob's.)
+
+    >>> glob_matches("day/*.parquet", "day/a.parquet"), glob_matches("day/*.parquet", "day/x/a.parquet")
+    (True, False)
+    >>> glob_matches("day/**/*.parquet", "day/x/y/a.parquet"), glob_matches("*.parquet", "../a.parquet")
+    (True, False)
+    """
+    root, pieces = _glob_parts(pattern)
+    relative = os.path.relpath(os.path.realpath(path), os.path.realpath(root))
+    names = relative.split(os.sep)
+    return names[0] != os.pardir and _names_match(pieces, names)
+
+
+def _names_match(pieces: list[str], names: list[str]) -> bool:
+    if not pieces:
+        return not names
+    if pieces[0] == "**":
+        return any(_names_match(pieces[1:], names[i:]) for i in range(len(names) + 1))
+    return (
+        bool(names)
+        and fnmatch.fnmatchcase(names[0], pieces[0])
+        and _names_match(pieces[1:], names[1:])
+    )
 
 
 def _metadata(path: str, side: str) -> pq.FileMetaData:
