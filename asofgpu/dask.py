@@ -965,13 +965,14 @@ def _restore_order(part, columns: list):
 
 def _join_partition(left, right, spec: _Spec, cache_key=None):
     """One left partition joined with the right rows that can serve it, on its backend."""
+    if isinstance(right, str) and right == _RIGHT_NULLS:  # pandas blames the left first
+        side = "left" if bool(_key(left, spec.left_key).isna().any()) else "right"
+        raise ValueError(f"Merge keys contain null values on {side} side")
     if _is_cudf(left):
         return _join_cudf(left, right, spec, cache_key)
     order = None
     if spec.any_order:
         left, order = _sort_partition(left, spec.left_key, "left")
-    if isinstance(right, str) and right == _RIGHT_NULLS:
-        raise ValueError("Merge keys contain null values on right side")
     op = _operation(left, right, spec.merge, cache_key)
     out = op.result(op.right_indexer(spec.direction, spec.exact, spec.device))
     if order is not None:  # back to the partition's own row order

@@ -82,7 +82,7 @@ class GroupCodes:
         if self.n_groups < 0:
             msg = f"GroupCodes.n_groups must be at least 0, got {self.n_groups}"
             raise ValueError(msg)
-        if is_device(self.codes):
+        if is_device(self.codes) or isinstance(self.codes, _OnDevice):  # (pickled device codes)
             return
         codes = np.asarray(self.codes)
         if codes.ndim != 1 or not (codes.dtype.kind in "iu" or codes.size == 0):
@@ -685,6 +685,12 @@ class AsofJoin:
                 msg = f"left_by must be GroupCodes, as right_by was, got {type(left_by).__name__}"
                 raise TypeError(msg)
             _validate.same_length(n, len(left_by.codes), "left_by", "left_on")
+            if left_by.n_groups != self._groups.n_groups:  # its codes were checked against it
+                msg = (
+                    f"left_by's GroupCodes number {left_by.n_groups} groups, right_by's "
+                    f"{self._groups.n_groups}: both sides must be numbered by the right's groups"
+                )
+                raise ValueError(msg)
             codes = self.backend.asarray(left_by.codes)
             if self._renumber is not None:
                 codes = xp.where(codes >= 0, self._renumber[codes], -1)

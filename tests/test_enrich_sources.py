@@ -517,18 +517,54 @@ def test_out_beside_a_glob_is_refused_only_where_the_glob_would_read_it(
         ].to_pylist() == [1, 2, 1]
 
 
-def test_out_ending_in_a_slash_for_one_left_file_is_refused(tmp_path, capsys):
-    """'-o newdir/' wrote a file named newdir: the trailing slash was dropped."""
+@pytest.mark.parametrize("end", ["/", "/."])
+def test_out_ending_in_a_slash_for_one_left_file_is_refused(tmp_path, capsys, end):
+    """'-o newdir/' (and 'newdir/.') wrote a file named newdir: realpath dropped the end."""
     left = write(pa.table({"t": [1, 2]}), tmp_path / "l.parquet")
     right = write(pa.table({"t": [1], "v": [1.0]}), tmp_path / "r.parquet")
-    out = f"{tmp_path}/newdir/"
+    out = f"{tmp_path}/newdir{end}"
     code, stdout, stderr = run("enrich", left, right, "-o", out, "--on", "t", capsys=capsys)
     assert code == 2 and stdout == ""
     assert (
-        f"OUT {out} names a folder (it ends in /), but LEFT is one file, so OUT is one file "
-        f"too; pass a file path, e.g. -o {out}enriched.parquet"
+        f"OUT {out} names a folder (it ends in {end[-1]}), but LEFT is one file, so OUT is one "
+        f"file too; pass a file path, e.g. -o {os.path.join(out, 'enriched.parquet')}"
     ) in stderr
-    assert not os.path.exists(out.rstrip("/"))
+    assert not os.path.exists(tmp_path / "newdir")
+
+
+def test_globs_that_climb_or_pass_links_still_keep_out_from_their_matches(tmp_path, capsys):
+    """A '..' after a wildcard, and OUT named through a link the glob passes, were not
+    matched (the check compared resolved paths name by name), so a later run would have
+    read OUT as input."""
+    left = write(pa.table({"t": [1, 2]}), tmp_path / "l.parquet")
+    write(pa.table({"t": [1], "v": [1.0]}), tmp_path / "q" / "a" / "r.parquet")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "q" / "link").symlink_to(tmp_path / "elsewhere")
+    for right, out in (
+        (f"{tmp_path}/q/*/../*/r.parquet", tmp_path / "q" / "b" / "r.parquet"),
+        (f"{tmp_path}/q/*/*.parquet", tmp_path / "q" / "link" / "o.parquet"),
+    ):
+        out.parent.mkdir(exist_ok=True)
+        code, _, stderr = run("enrich", left, right, "-o", out, "--on", "t", capsys=capsys)
+        assert code == 2 and f"is matched by the RIGHT glob {right!r}" in stderr, stderr
+        assert not out.exists()
+
+
+def test_an_absolute_glob_with_a_wildcard_first_writes_inside_out(tmp_path, capsys):
+    """'/tm*/...': the glob's fixed folder was taken as '.', so each output file's path
+    relative to it climbed out of OUT, and enrich wrote beside the inputs instead."""
+    real = os.path.realpath(tmp_path)
+    first, rest = real.lstrip(os.sep).split(os.sep, 1)
+    for day in ("d1", "d2"):
+        write(pa.table({"t": [1, 2]}), Path(real) / "in" / day / "x.parquet")
+    right = write(pa.table({"t": [1], "v": [1.0]}), tmp_path / "r.parquet")
+    pattern = f"{os.sep}{first[0]}*{os.sep}{rest}/in/*/x.parquet"
+    out = tmp_path / "out"
+    before = sorted(p for p in Path(real).rglob("*") if p.is_file())
+    code, _, stderr = run("enrich", pattern, right, "-o", out, "--on", "t", "-q", capsys=capsys)
+    assert code == 0, stderr
+    written = sorted(p for p in Path(real).rglob("*.parquet") if p.is_file() and p not in before)
+    assert len(written) == 2 and all(out in p.parents for p in written), written
 
 
 @pytest.mark.parametrize(

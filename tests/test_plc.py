@@ -84,6 +84,50 @@ def test_group_codes_out_of_range_are_refused_before_a_kernel_reads_them(
         GroupCodes(np.array(codes), n_groups)
 
 
+def test_left_group_codes_must_number_the_right_sides_groups():
+    """Left codes are checked against their own n_groups: a larger one than the right's let
+    codes past the right's groups reach the kernel, which read out of range."""
+    j = ag.AsofJoin(np.array([1, 2, 3]), GroupCodes(np.array([0, 1, 0], np.int32), 2), device="cpu")
+    with pytest.raises(
+        ValueError,
+        match="left_by's GroupCodes number 100 groups, right_by's 2: both sides must be "
+        "numbered by the right's groups",
+    ):
+        j.join(np.array([2]), GroupCodes(np.array([99], np.int32), 100))
+
+
+class _DeviceLike:
+    """What ``is_device`` takes for a device array (cupy, numba's), over a numpy array."""
+
+    def __init__(self, values):
+        self.values = values
+
+    @property
+    def __cuda_array_interface__(self):
+        data = (self.values.ctypes.data, False)
+        return {
+            "shape": self.values.shape,
+            "typestr": self.values.dtype.str,
+            "data": data,
+            "version": 3,
+        }
+
+    def __len__(self):
+        return len(self.values)
+
+
+def test_device_group_codes_go_through_a_pickle_unchecked():
+    """A pickled AsofJoin holds device codes as ``_OnDevice`` host copies: the range check
+    took that wrapper for a 0-D array and refused it."""
+    from asofgpu.join import _map_arrays, _OnDevice
+
+    codes = GroupCodes(_DeviceLike(np.array([0, 1, 0], np.int32)), 2)
+    state = _map_arrays({"_groups": codes}, lambda a: _OnDevice(a.values))
+    assert state["_groups"].codes.host.tolist() == [0, 1, 0]
+    back = _map_arrays(state, lambda a: _DeviceLike(a.host) if isinstance(a, _OnDevice) else a)
+    assert back["_groups"].n_groups == 2
+
+
 def test_group_codes_take_lists_and_empty_codes():
     assert GroupCodes([0, -1, 1], 2).codes.tolist() == [0, -1, 1]
     assert len(GroupCodes(np.zeros(0), 0).codes) == 0

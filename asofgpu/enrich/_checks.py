@@ -240,9 +240,11 @@ def check_output(options: Options, left: Source, right: Source) -> tuple[str, di
             f"OUT {given} is a stream (a process's open file), not a path: enrich writes OUT "
             f"beside itself and renames it into place; pass a file or folder path"
         )
-    if left.single and given.endswith((os.sep, "/")) and not os.path.isdir(given):
+    names_folder = given.endswith(os.sep) or os.path.basename(given) in (os.curdir, os.pardir)
+    if left.single and names_folder and not os.path.isdir(given):
         raise EnrichError(
-            f"OUT {given} names a folder (it ends in {given[-1]}), but LEFT is one file, so "
+            f"OUT {given} names a folder (it ends in {os.path.basename(given) or os.sep}), "
+            f"but LEFT is one file, so "
             f"OUT is one file too; pass a file path, e.g. -o {os.path.join(given, 'enriched.parquet')}"
         )
     out = os.path.realpath(given)
@@ -261,10 +263,15 @@ def check_output(options: Options, left: Source, right: Source) -> tuple[str, di
         if source.single:
             continue
         if not os.path.isdir(source.given):  # a glob: only the paths it matches are read
-            written = [out] if left.single else [os.path.join(out, p.relative) for p in left.parts]
-            matched = next((w for w in written if glob_matches(source.given, w)), None)
+            outs = [out, os.path.abspath(given)]  # (resolved, and as given: see glob_matches)
+            written = (
+                outs
+                if left.single
+                else [os.path.join(o, p.relative) for o in outs for p in left.parts]
+            )
+            matched = glob_matches(source.given, written)
             if matched is not None:
-                what = "" if matched == out else f" would hold {matched}, which"
+                what = "" if matched in outs else f" would hold {matched}, which"
                 raise EnrichError(
                     f"OUT {given}{what} is matched by the {source.side} glob "
                     f"{source.given!r}; write it elsewhere, or a later run would read it as input"

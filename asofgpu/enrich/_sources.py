@@ -566,26 +566,40 @@ def glob_root(pattern: str) -> str:
 
 
 def _glob_parts(pattern: str) -> tuple[str, list[str]]:
-    """A glob's fixed folder and the names of its pattern after it."""
+    """A glob's fixed folder and the names of its pattern after it ('.' names dropped)."""
     pieces = pattern.split(os.sep)
     fixed = next((i for i, piece in enumerate(pieces) if _GLOB_CHARS.search(piece)), len(pieces))
-    return os.sep.join(pieces[:fixed]) or ".", [p for p in pieces[fixed:] if p]
+    root = os.sep if pieces[:fixed] == [""] else os.sep.join(pieces[:fixed]) or "."
+    return root, [p for p in pieces[fixed:] if p not in ("", os.curdir)]
 
 
-def glob_matches(pattern: str, path: str) -> bool:
-    """Whether ``glob.glob(pattern, recursive=True)`` would list ``path`` once it exists,
-    both resolved to real paths: name by name, ``**`` standing for any number of folders.
-    (A leading dot is matched as any name is: a stricter answer than glob's.)
+def glob_matches(pattern: str, paths: list[str]) -> str | None:
+    """The first of ``paths`` (absolute, normalized; pass a path both as given and resolved,
+    since glob lists paths through links) that ``glob.glob(pattern, recursive=True)`` would
+    list once it exists: name by name, ``**`` standing for any number of folders. A pattern
+    that climbs with '..' after a wildcard matches anything under the folder it can climb
+    to, and a leading dot is matched as any name is: answers stricter than glob's, never
+    looser.
 
-    >>> glob_matches("day/*.parquet", "day/a.parquet"), glob_matches("day/*.parquet", "day/x/a.parquet")
-    (True, False)
-    >>> glob_matches("day/**/*.parquet", "day/x/y/a.parquet"), glob_matches("*.parquet", "../a.parquet")
-    (True, False)
+    >>> here = os.getcwd()
+    >>> glob_matches("day/*.parquet", [f"{here}/day/x/a.parquet", f"{here}/day/a.parquet"])[len(here):]
+    '/day/a.parquet'
+    >>> glob_matches("day/*.parquet", [f"{here}/day/x/a.parquet", f"{here}/a.parquet"]) is None
+    True
+    >>> glob_matches("day/**/*.parquet", [f"{here}/day/x/y/a.parquet"])[len(here):]
+    '/day/x/y/a.parquet'
     """
     root, pieces = _glob_parts(pattern)
-    relative = os.path.relpath(os.path.realpath(path), os.path.realpath(root))
-    names = relative.split(os.sep)
-    return names[0] != os.pardir and _names_match(pieces, names)
+    climbs = pieces.count(os.pardir)
+    top = os.path.join(root, *[os.pardir] * climbs)
+    tops = {os.path.join(os.path.abspath(top), ""), os.path.join(os.path.realpath(top), "")}
+    for path in paths:
+        for folder in tops:
+            if path.startswith(folder) and (
+                climbs or _names_match(pieces, path[len(folder) :].split(os.sep))
+            ):
+                return path
+    return None
 
 
 def _names_match(pieces: list[str], names: list[str]) -> bool:
