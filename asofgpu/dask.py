@@ -26,6 +26,7 @@ import dataclasses
 import functools
 import itertools
 import math
+import numbers
 import sys
 import threading
 import weakref
@@ -887,16 +888,25 @@ def _hash_partitioned(left, right, spec: _Spec, meta):
             (right, spec.right_by, (_RIGHT_PART, _RIGHT_POS)),
         )
     ]
-    lparts, rparts = (t.shuffle(on=_GROUP_HASH, npartitions=n).to_delayed() for t in tagged)
+    # distributed's p2p shuffle gives categories of text back as `str`, not the meta's (and
+    # pandas') `string`: frames with categorical columns take the task-based shuffle.
+    method = "tasks" if any(_has_categoricals(t._meta) for t in tagged) else None
+    lparts, rparts = (
+        t.shuffle(on=_GROUP_HASH, npartitions=n, shuffle_method=method).to_delayed() for t in tagged
+    )
     joined = dd.from_delayed(
         [delayed(_join_hash)(lp, rp, spec) for lp, rp in zip(lparts, rparts, strict=True)],
         meta=joined_meta,
         verify_meta=False,
     )
     p = left.npartitions
-    back = joined.set_index(_LEFT_PART, divisions=tuple(range(p)) + (p - 1,))
+    back = joined.set_index(_LEFT_PART, divisions=tuple(range(p)) + (p - 1,), shuffle_method=method)
     restore = functools.partial(_restore_order, columns=list(meta.columns))
     return back.map_partitions(restore, meta=meta).clear_divisions()
+
+
+def _has_categoricals(meta) -> bool:
+    return any(isinstance(dtype, pd.CategoricalDtype) for dtype in meta.dtypes)
 
 
 def _tagged(frame, by: tuple, names: tuple):
@@ -922,11 +932,32 @@ def _group_hash(part, by: tuple):
     h = np.zeros(len(part), dtype=np.uint64)
     for column in by:
         values = part[column]
+        if values.dtype == object:  # (hash_pandas_object hashes objects by their text)
+            # (kept object: map makes an all-number partition float64, hashed otherwise)
+            values = values.map(_canonical_number).astype(object)
         column_hash = pd.util.hash_pandas_object(values, index=False).to_numpy()
         # None, NaN and NA are one group in pandas' by: give them one hash.
         column_hash = np.where(values.isna().to_numpy(), np.uint64(0), column_hash)
         h = h * np.uint64(1_000_003) ^ column_hash
     return h
+
+
+def _canonical_number(value):
+    """An object column's number as the float it equals, so that values pandas' ``by``
+    takes as equal (1, 1.0, True, Decimal("1"), -0.0 and 0.0) hash alike; anything else
+    as it is. (Equal numbers give equal floats; unequal ones sharing a float only share a
+    hash partition, where the join compares them exactly.)
+
+    >>> [_canonical_number(v) for v in (1, True, -0.0, 2.5, "1", None)]
+    [1.0, 1.0, 0.0, 2.5, '1', None]
+    """
+    if not isinstance(value, numbers.Number):  # (numpy's numbers, Decimal, Fraction are)
+        return value
+    try:
+        number = complex(value)
+    except (OverflowError, TypeError, ValueError):  # an int past float's range equals no float
+        return value
+    return number.real + 0.0 if number.imag == 0 else value
 
 
 def _with_tags(meta, at: int):

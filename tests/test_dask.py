@@ -6,6 +6,7 @@ not in order. Many joins go into one compute, so a test costs one round trip.
 from __future__ import annotations
 
 import itertools
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
@@ -572,6 +573,66 @@ def test_by_categories_dask_does_not_know_are_learned_under_a_client(
     )
     pd.testing.assert_frame_equal(got.reset_index(drop=True), alone.reset_index(drop=True))
     assert got["x"].tolist() == pytest.approx(want["x"].tolist(), nan_ok=True)
+
+
+def test_the_hash_method_keeps_the_categories_dtype_under_a_client(threads):
+    """distributed's p2p shuffle, which the hash method took under a client, gave text
+    categories back as `str`, where its meta and pandas say `string`."""
+    rng = np.random.default_rng(3)
+    left = pd.DataFrame({"t": np.sort(rng.integers(0, 500, 300)), "g": rng.choice(GROUPS, 300)})
+    right = pd.DataFrame(
+        {
+            "t": np.sort(rng.integers(0, 500, 400)),
+            "g": rng.choice(GROUPS, 400),
+            "c": rng.choice(["p", "q"], 400),
+        }
+    )
+    ld, rd = dd.from_pandas(left, npartitions=4), dd.from_pandas(right, npartitions=5)
+    ld = ld.assign(g=ld["g"].astype("category"))
+    rd = rd.assign(g=rd["g"].astype("category"), c=rd["c"].astype("category"))
+
+    def join():
+        return merge_asof(ld, rd, on="t", by="g", method="hash", device="cpu")
+
+    (got,) = compute(threads, lambda: [join()])
+    out = join()
+    want = pd.merge_asof(ld.compute(), rd.compute(), on="t", by="g")
+    for column in ("g", "c"):
+        kinds = {str(frame[column].dtype.categories.dtype) for frame in (got, out._meta, want)}
+        assert len(kinds) == 1, (column, kinds)
+    assert got["c"].astype(object).tolist() == want["c"].astype(object).tolist()
+
+
+@pytest.mark.parametrize(
+    ("left_values", "right_values"),
+    [
+        ([1, 2, 3], [1.0, 2.0, 3.0]),
+        ([True, False, True], [1, 0, 1]),
+        ([Decimal(1), Decimal("2.0"), Decimal(3)], [1, 2, 3]),
+        ([-0.0, 1.5, "x"], [0.0, 1.5, "x"]),
+    ],
+    ids=["int-float", "bool-int", "decimal-int", "signed-zero-and-text"],
+)
+def test_the_hash_method_groups_equal_objects_of_other_types_as_pandas_does(
+    left_values, right_values
+):
+    """An object by-column's 1 and 1.0 (True and 1, ...) are one group to pandas; the hash
+    method hashed them by their text and sent them to different partitions: no match."""
+    left = pd.DataFrame({"t": np.arange(6), "b": pd.Series(left_values * 2, dtype=object)})
+    right = pd.DataFrame(
+        {"t": np.arange(6), "b": pd.Series(right_values * 2, dtype=object), "y": np.arange(6.0)}
+    )
+    want = pd.merge_asof(left, right, on="t", by="b")
+    with dask.config.set({"dataframe.convert-string": False, "scheduler": "synchronous"}):
+        got = merge_asof(
+            dd.from_pandas(left, npartitions=2, sort=False),
+            dd.from_pandas(right, npartitions=3, sort=False),
+            on="t",
+            by="b",
+            method="hash",
+            device="cpu",
+        ).compute()
+    assert got["y"].tolist() == want["y"].tolist() == list(np.arange(6.0))
 
 
 def test_known_divisions_are_read_as_dask_cuts_them_not_by_npartitions():
