@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from . import _arrow_numpy as arrow_numpy
 from . import _validate
 from ._backend import Backend, get_backend, take_fixed, walks
-from ._columns import canonical_floats, to_arrow
+from ._columns import _device_array, canonical_floats, to_arrow
 from ._gather import gather
 from .kernels.window import Reduced
 
@@ -148,11 +148,12 @@ class Windows:
             if set(wanted) == {"count"}:
                 return {"count": self.count(valid)}
         else:
-            values = _checked(self._typed(values), set(wanted) & _SUMS)
             # cupy holds no temporal type: instants and durations travel as their int64
             # ticks, which are also their order keys (_order_keys), on every backend.
-            temporal = values.dtype.kind in "mM"
-            values = self._payload(values.view(np.int64) if temporal else values, "values")
+            values, dtype = self._typed(values)
+            _checked(dtype, set(wanted) & _SUMS)
+            temporal = dtype.kind in "mM"
+            values = self._payload(values, "values")
             if set(wanted) & _SUMS:
                 numbers = _summable(values)
             if set(wanted) & {"min", "max"}:
@@ -229,12 +230,19 @@ class Windows:
         return xp.where(found, rows, self.no_match).astype(self.rows.dtype, copy=False)
 
     def _typed(self, values):
-        """``values`` as an array whose dtype says their kind: device arrays (any with
-        ``__cuda_array_interface__``) through the backend, anything else through numpy,
-        where temporal values keep their type (cupy holds none)."""
+        """(``values`` as an array of numbers, temporal ones as their int64 ticks; the dtype
+        that says their kind): device arrays (any with ``__cuda_array_interface__``) through
+        the backend (a temporal one on the GPU read as ticks by ``_device_array``: cupy holds
+        no temporal type, and 14.0.0 refuses one in an interface), anything else through
+        numpy."""
         if hasattr(values, "__cuda_array_interface__"):
-            return self.backend.asarray(values)
-        return np.asarray(values)
+            dtype = np.dtype(values.__cuda_array_interface__["typestr"])
+            if dtype.kind in "mM" and self.backend.xp is not np:
+                return _device_array(values)[0], dtype
+            values = self.backend.asarray(values)
+        else:
+            values = np.asarray(values)
+        return (values.view(np.int64) if values.dtype.kind in "mM" else values), values.dtype
 
     def _payload(self, values, param: str, dtype=None):
         values = self.backend.asarray(values)
@@ -310,15 +318,13 @@ def nulls_alone(null: np.ndarray) -> pa.ChunkedArray:
 _SUMS = {"sum", "mean"}
 
 
-def _checked(values, sums: bool):
-    """``values`` if the reductions apply to their type: numbers and booleans, and temporal
-    values where nothing is summed."""
-    kind = values.dtype.kind
-    if kind not in "biuf" and (sums or kind not in "mM"):
+def _checked(dtype: np.dtype, sums: bool) -> None:
+    """Refuses values of a type the reductions do not apply to: they take numbers and
+    booleans, and temporal values where nothing is summed."""
+    if dtype.kind not in "biuf" and (sums or dtype.kind not in "mM"):
         what = "numbers or booleans" if sums else "numbers, booleans or temporal"
-        msg = f"values must be {what}, got {values.dtype}"
+        msg = f"values must be {what}, got {dtype}"
         raise TypeError(msg)
-    return values
 
 
 def _summable(values):

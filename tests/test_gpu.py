@@ -86,3 +86,25 @@ def test_datetime_device_columns_join_as_their_host_copies(unit):
     cpu = ag.asof_join(left, right, device="cpu")
     gpu = ag.asof_join(cuda.to_device(left), cuda.to_device(right), device="cuda")
     np.testing.assert_array_equal(cupy.asnumpy(gpu), cpu)
+
+
+@pytest.mark.parametrize("kind", ["datetime64[us]", "timedelta64[ns]"])
+def test_window_reductions_of_temporal_device_columns_are_their_host_copies(kind):
+    """A numba device array of datetime64 or timedelta64 values (its interface says M8/m8,
+    which cupy 14.0.0 refuses) reduces in windows as its host copy does: read as int64
+    ticks (issue 24, item 3)."""
+    import cupy
+    from numba import cuda
+
+    rng = np.random.default_rng(4)
+    right_on = np.sort(rng.integers(0, 10_000, 20_000))
+    left_on = rng.integers(0, 10_000, 5_000)
+    values = rng.integers(-(10**12), 10**12, 20_000).astype(kind)
+    wanted = ["min", "max", "first", "last", "count"]
+    found = {}
+    for device, put in (("cpu", np.asarray), ("cuda", cuda.to_device)):
+        windows = ag.AsofJoin(right_on, device=device).windows(left_on, before=50)
+        reduced = windows.reduce(wanted, put(values))
+        found[device] = {how: cupy.asnumpy(cupy.asarray(v)) for how, v in reduced.items()}
+    for how in wanted:
+        np.testing.assert_array_equal(found["cuda"][how], found["cpu"][how], err_msg=how)
