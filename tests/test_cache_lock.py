@@ -82,6 +82,33 @@ def test_a_load_waits_for_a_save_in_progress(tmp_path):
     assert os.path.exists(tmp_path / cache_lock.LOCK_NAME)
 
 
+@needs_flock
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_the_lock_is_held_does_not_keep_it():
+    """A child forked while a thread held the lock inherited its descriptor, and a flock is
+    released only when every descriptor of its file is closed: every other process then
+    waited for the child to exit before its next kernel load or save."""
+    import fcntl
+    import signal
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        with cache_lock.locked(folder):
+            pid = os.fork()
+            if pid == 0:  # the child lives on a while, as a worker would
+                signal.alarm(20)
+                import time
+
+                time.sleep(3)
+                os._exit(0)
+        probe = os.open(os.path.join(folder, cache_lock.LOCK_NAME), os.O_RDONLY)
+        try:  # the parent released it: free now, with the child still alive
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(probe)
+            os.waitpid(pid, 0)
+
+
 # Each process compiles one signature of one cached function, all at the same moment.
 _COMPILE_ONE = textwrap.dedent("""
     import sys, time

@@ -55,3 +55,40 @@ def test_a_users_own_wait_setting_is_kept(settings, loaded, after):
     output = _run_join(**settings)
     assert loaded in output
     assert after in output
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_another_thread_launches_gets_the_launch_locks_free():
+    """A thread inside a parallel launch at the fork held ``PARALLEL_LAUNCH`` in the child
+    for ever (that thread does not exist there): the child's first parallel join hung."""
+    import signal
+    import threading
+
+    from asofgpu._backend.jit import _POOL_START, PARALLEL_LAUNCH
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def launch():
+        with PARALLEL_LAUNCH, _POOL_START:
+            inside.set()
+            leave.wait(30)
+
+    thread = threading.Thread(target=launch, daemon=True)
+    thread.start()
+    assert inside.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: exits 0 only if it can take both locks, and never returns
+            code = 1
+            try:
+                signal.alarm(20)
+                with PARALLEL_LAUNCH, _POOL_START:
+                    code = 0
+            finally:
+                os._exit(code)
+    finally:
+        leave.set()
+        thread.join(10)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert not PARALLEL_LAUNCH.locked() and not _POOL_START.locked()  # the parent's, released

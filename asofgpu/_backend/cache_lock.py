@@ -94,12 +94,19 @@ def _locked_cuda_type(cuda_type: type) -> type:
     return type("LockedCudaCacheFile", (_Locked, cuda_type), {})
 
 
+# The descriptors of the locks held now. A child forked meanwhile inherits them, and a flock
+# is released only when every descriptor of its open file is closed: the child closes its
+# copies at once, or every other process would wait on the lock until the child exited.
+_HELD: set[int] = set()
+
+
 @contextlib.contextmanager
 def locked(directory: str):
     """Hold the exclusive lock of ``directory``'s cache while the block runs."""
     fd = _open_lock(directory)
     try:
         if fd is not None:
+            _HELD.add(fd)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except OSError:  # e.g. ENOLCK on a network file system
@@ -107,7 +114,19 @@ def locked(directory: str):
         yield
     finally:
         if fd is not None:
+            _HELD.discard(fd)
             os.close(fd)  # releases the lock
+
+
+def _close_inherited() -> None:
+    for fd in list(_HELD):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_inherited)
 
 
 def _open_lock(directory: str) -> int | None:

@@ -38,9 +38,32 @@ from ..kernels import (
     window,
 )
 
+
+class ForkSafeLock:
+    """A ``threading.Lock`` that a child forked while another thread held it gets free: that
+    thread does not exist in the child, and the lock would stay held there for ever (the
+    child's first parallel join hung). As the host pool resets its own."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+
+    def __enter__(self):
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def after_fork(self) -> None:
+        self._lock = threading.Lock()
+
+
 # numba's workqueue threading layer (the one without TBB or OpenMP) aborts the process on
 # concurrent parallel launches: launches from several threads take turns on this lock.
-PARALLEL_LAUNCH = threading.Lock()
+PARALLEL_LAUNCH = ForkSafeLock()
 
 
 def launching(parallel: bool):
@@ -57,8 +80,13 @@ def threads(parallel: bool) -> int:
 # how long GNU's spin before they sleep unless one is set (``start_pool``).
 _WAIT_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 SPIN_TURNS = 10_000
-_POOL_START = threading.Lock()
+_POOL_START = ForkSafeLock()
 _pool_started = False
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        after_in_child=lambda: [lock.after_fork() for lock in (PARALLEL_LAUNCH, _POOL_START)]
+    )
 
 
 def pool_threads() -> int:
