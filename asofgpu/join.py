@@ -267,13 +267,15 @@ class AsofJoin:
             self._rows_first = self._first_of_best_tie()
 
     def _sort_deferred(self) -> None:
-        if self._unsorted is not None:
-            key, bucket = self._unsorted
-            self._unsorted = None
+        unsorted = self._unsorted
+        if unsorted is not None:
+            key, bucket = unsorted
             self._set_sorted(key, None, *self._sort(key, None, bucket, self.n_groups))
             # A deferred sort is a one-shot call's, which holds the caller's key unsorted
             # already: it cannot change before the call returns, and is kept uncopied.
             self._keep_time_order(key, bucket, copy=False)
+            # Marked done last: a thread that finds it done finds the sorted arrays set.
+            self._unsorted = None
 
     def _ascending(self, key: Key) -> bool:
         """Whether the right keys ascend in row order (time-sorted, as quotes come); computed

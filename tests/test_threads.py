@@ -39,3 +39,29 @@ def test_ambiguous_raise_raises_in_every_thread_of_a_fresh_join():
                 assert all(pool.map(raises, range(4)))
     finally:
         sys.setswitchinterval(interval)
+
+
+def test_threads_that_meet_a_deferred_sort_find_it_done_or_do_it():
+    """A one-shot join defers its sort to the first probe; the sort was marked done before
+    its arrays were set, and a second thread then read arrays that did not exist yet
+    (AttributeError: '_offsets'). One-shot calls keep such a join to themselves; this holds
+    for any that does not."""
+    rng = np.random.default_rng(0)
+    right_on, right_by = rng.integers(0, 10**9, 300_000), rng.integers(0, 100, 300_000)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(5):
+            join = ag.AsofJoin(right_on, right_by, device="cpu", _defer_sort=True)
+            start = threading.Barrier(4)
+
+            def last_rows(_, join=join, start=start):
+                start.wait()
+                return join.last_rows()
+
+            with ThreadPoolExecutor(4) as pool:
+                found = list(pool.map(last_rows, range(4)))
+            for rows in found[1:]:
+                np.testing.assert_array_equal(rows, found[0])
+    finally:
+        sys.setswitchinterval(interval)
