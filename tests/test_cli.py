@@ -1641,26 +1641,11 @@ def test_a_tolerance_past_292_years_is_taken_as_a_number_of_days_on_a_date_key(t
     left = write(pa.table({"d": days}), tmp_path / "left.parquet")
     right = write(pa.table({"d": days.slice(0, 1), "y": [7]}), tmp_path / "right.parquet")
     out = tmp_path / "out.parquet"
-    code, _, stderr = run(
-        "enrich", left, right, "-o", out, "--on", "d", "--tolerance", "1000000d", capsys=capsys
-    )
+    argv = ["enrich", left, right, "-o", out, "--on", "d", "-q", "--device", "cpu"]
+    code, _, stderr = run(*argv, "--tolerance", "1000000d", capsys=capsys)
     assert code == 2 and "a number in the key's own unit" in stderr
     for tolerance, expected in (("1000000", [7, 7, 7, None]), ("400000000", [7] * 4)):
-        code, _, stderr = run(
-            "enrich",
-            left,
-            right,
-            "-o",
-            out,
-            "--on",
-            "d",
-            "--tolerance",
-            tolerance,
-            "-q",
-            "--device",
-            "cpu",
-            capsys=capsys,
-        )
+        code, _, stderr = run(*argv, "--tolerance", tolerance, capsys=capsys)
         assert code == 0, stderr
         assert pq.read_table(out)["y"].to_pylist() == expected
 
