@@ -64,6 +64,7 @@ _RIGHT_PART = "__asofgpu_right_partition"
 _RIGHT_POS = "__asofgpu_right_position"
 _GROUP_HASH = "__asofgpu_group_hash"
 _TAGS = (_LEFT_PART, _LEFT_POS)
+_RESERVED = frozenset((_LEFT_PART, _LEFT_POS, _RIGHT_PART, _RIGHT_POS, _GROUP_HASH))
 
 # searchsorted sides of a key interval's (lower, upper) ends.
 _CLOSED = ("left", "right")  # [lower, upper]
@@ -876,6 +877,13 @@ class _SharedRight(_semantics.AsofMerge):
 def _hash_partitioned(left, right, spec: _Spec, meta):
     """Shuffle both sides on a hash of the by keys (computed here, so both sides agree
     whatever their column names), join per partition, shuffle back by left partition."""
+    reserved = [c for c in (*left.columns, *right.columns) if c in _RESERVED]
+    if reserved:
+        msg = (
+            f"the hash method tags the rows with columns of its own, and a column is named "
+            f"{reserved[0]!r}, as one of them: rename it, or use method='time' or 'broadcast'"
+        )
+        raise ValueError(msg)
     n = max(left.npartitions, right.npartitions)
     joined_meta = _positional(_with_tags(meta, spec.n_left))
     # The left's two tags join its columns: the right's upcasts sit two places later.

@@ -635,6 +635,25 @@ def test_the_hash_method_groups_equal_objects_of_other_types_as_pandas_does(
     assert got["y"].tolist() == want["y"].tolist() == list(np.arange(6.0))
 
 
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_the_hash_method_refuses_a_column_named_as_its_own_tags(side):
+    """A column named as one of the hash method's tags failed inside the graph ("cannot
+    insert ..., already exists", or a KeyError of columns renamed past it)."""
+    left, right = market(4)
+    frames = {"left": left, "right": right}
+    frames[side] = frames[side].assign(__asofgpu_group_hash=1)
+    with pytest.raises(
+        ValueError,
+        match="the hash method tags the rows with columns of its own, and a column is named "
+        "'__asofgpu_group_hash', as one of them: rename it, or use method='time' or 'broadcast'",
+    ):
+        merge_asof(even(frames["left"], 2), even(frames["right"], 2), on="t", by="g", method="hash")
+    ld, rd = even(frames["left"], 2), even(frames["right"], 2)
+    with dask.config.set(scheduler="synchronous"):
+        got = merge_asof(ld, rd, on="t", by="g", method="time", device="cpu").compute()
+    assert_matches(got, expected_for(ld, rd, on="t", by="g"))
+
+
 def test_known_divisions_are_read_as_dask_cuts_them_not_by_npartitions():
     """dask's repartition(npartitions=7) of an index of two values reports 7 partitions, and
     cuts 2 (its divisions and its tasks): the spans are the divisions'."""
