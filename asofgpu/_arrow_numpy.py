@@ -43,8 +43,9 @@ def values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(column, pa.ChunkedArray):
         if column.num_chunks == 1:
             return values(column.chunk(0))
-        if column.num_chunks == 0 and _dtype(column.type) is not None:
-            return np.empty(0, _dtype(column.type))
+        if column.num_chunks == 0:  # (float16 and text go through to_numpy: it gives so)
+            kind = np.float16 if pa.types.is_float16(column.type) else object
+            return np.empty(0, _dtype(column.type) or kind)
         dtype = _dtype(column.type)
         spans = segments(column) if dtype is not None and dtype != np.bool_ else None
         if spans == []:  # chunks of no rows

@@ -83,6 +83,11 @@ def test_a_column_of_no_chunks_or_no_rows_is_empty_of_its_type():
     assert arrow_numpy.valid(pa.chunked_array([], pa.int8())).tolist() == []
     assert arrow_numpy.combined(pa.chunked_array([], pa.string())).type == pa.string()
     assert len(arrow_numpy.combined(pa.chunked_array([], pa.string()))) == 0
+    # as to_numpy gives a chunk of them (a float16 column of no chunks raised IndexError:
+    # enrich's dry run of a float16 key or tolerance column ended in a traceback)
+    for kind, dtype in ((pa.float16(), np.float16), (pa.string(), object), (pa.null(), object)):
+        got = arrow_numpy.values(pa.chunked_array([], kind))
+        assert got.dtype == dtype and len(got) == 0
 
 
 def test_one_chunk_is_a_read_only_view_and_several_a_new_array():

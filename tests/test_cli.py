@@ -1650,6 +1650,33 @@ def test_a_tolerance_past_292_years_is_taken_as_a_number_of_days_on_a_date_key(t
         assert pq.read_table(out)["y"].to_pylist() == expected
 
 
+def test_float16_keys_and_tolerance_columns_are_enriched(tmp_path, capsys):
+    """A float16 key or --tolerance-column ended in a traceback (exit 1): the dry run's
+    column of no chunks had no numpy type."""
+    half = pa.array(np.array([14, 16, 26], np.float16))
+    tolerances = pa.array(np.array([4, 5, 6], np.float16))
+    left = write(
+        pa.table({"t": [14, 16, 26], "tol": tolerances, "h": half}), tmp_path / "l.parquet"
+    )
+    right = write(
+        pa.table(
+            {"t": [10, 20, 30], "h": pa.array(np.array([10, 20, 30], np.float16)), "v": [1, 2, 3]}
+        ),
+        tmp_path / "r.parquet",
+    )
+    out = tmp_path / "o.parquet"
+    for keys, expected in (
+        (["--on", "t", "--tolerance-column", "tol"], [1, None, 2]),
+        (["--on", "h", "--tolerance", "3"], [None, None, None]),
+        (["--on", "h", "--strategy", "nearest"], [1, 2, 3]),
+    ):
+        code, _, stderr = run(
+            "enrich", left, right, "-o", out, *keys, "-q", "--device", "cpu", capsys=capsys
+        )
+        assert code == 0, stderr
+        assert pq.read_table(out)["v"].to_pylist() == expected, keys
+
+
 # pyarrow imports pandas the first time a value crosses between Python and Arrow (to_numpy,
 # pa.array of numpy, pa.scalar, fill_null(0), empty_table): 0.15 to 0.2 s of a 2 s enrich
 # run. asofgpu._arrow_numpy goes through the buffers instead; this run of every mode in one
