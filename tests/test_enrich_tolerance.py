@@ -294,6 +294,17 @@ def test_tolerance_column_of_durations_with_nulls(tmp_path, capsys, layout):
     assert "tol" in expected.column_names
 
 
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_tolerance_column_of_nulls_alone_limits_nothing(tmp_path, capsys, layout):
+    """A column of None alone, which pandas writes as Arrow's null type: no row has a limit.
+    It was refused ("holds null"), though null is what says "no limit"."""
+    left, right = calendar_tables(seed=3)
+    left = left.set_column(left.schema.get_field_index("tol"), "tol", pa.nulls(len(left)))
+    check_every_strategy(
+        tmp_path, capsys, left, right, layout, ["--tolerance-column", "tol"], _column
+    )
+
+
 @pytest.mark.parametrize("layout", ["tape", "regroup", "spill"])
 def test_tolerance_column_without_nulls_bounds_the_carries(tmp_path, capsys, layout):
     """Without nulls the carries are trimmed to LEFT's largest tolerance (a pass over the

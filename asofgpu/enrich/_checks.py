@@ -137,7 +137,12 @@ def _tolerance_column(options: Options, left: Source) -> str:
     kind = left.schema.field(name).type
     if pa.types.is_dictionary(kind):
         kind = kind.value_type
-    if not (pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_duration(kind)):
+    if not (
+        pa.types.is_integer(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_duration(kind)
+        or pa.types.is_null(kind)  # (pandas writes a column of None so: no limit anywhere)
+    ):
         raise EnrichError(
             f"--tolerance-column {name!r} holds {kind}; it must hold numbers in the key's unit "
             f"or durations (null: no limit)"
