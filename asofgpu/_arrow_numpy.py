@@ -43,7 +43,7 @@ def values(column: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if isinstance(column, pa.ChunkedArray):
         if column.num_chunks == 1:
             return values(column.chunk(0))
-        if column.num_chunks == 0:  # (float16 and text go through to_numpy: it gives so)
+        if column.num_chunks == 0:  # (float16: as to_numpy gives one; others: object)
             kind = np.float16 if pa.types.is_float16(column.type) else object
             return np.empty(0, _dtype(column.type) or kind)
         dtype = _dtype(column.type)

@@ -881,7 +881,7 @@ def _hash_partitioned(left, right, spec: _Spec, meta):
     if reserved:
         msg = (
             f"the hash method tags the rows with columns of its own, and a column is named "
-            f"{reserved[0]!r}, as one of them: rename it, or use method='time' or 'broadcast'"
+            f"{reserved[0]!r}, as one of them: rename it, or use method='broadcast'"
         )
         raise ValueError(msg)
     n = max(left.npartitions, right.npartitions)
@@ -940,9 +940,13 @@ def _group_hash(part, by: tuple):
     h = np.zeros(len(part), dtype=np.uint64)
     for column in by:
         values = part[column]
-        if values.dtype == object:  # (hash_pandas_object hashes objects by their text)
-            # (kept object: map makes an all-number partition float64, hashed otherwise)
-            values = values.map(_canonical_number).astype(object)
+        # hash_pandas_object hashes objects by their text: numbers of other types made one
+        # (all-text partitions skip the pass; kept object, where Series.map makes an
+        # all-number partition float64, hashed otherwise, and pandas 2.2's fails on an int
+        # past float's range)
+        if values.dtype == object and pd.api.types.infer_dtype(values) not in _TEXT:
+            canonical = _CANONICAL(values.to_numpy(dtype=object))
+            values = pd.Series(canonical, index=values.index, dtype=object)
         column_hash = pd.util.hash_pandas_object(values, index=False).to_numpy()
         # None, NaN and NA are one group in pandas' by: give them one hash.
         column_hash = np.where(values.isna().to_numpy(), np.uint64(0), column_hash)
@@ -950,22 +954,43 @@ def _group_hash(part, by: tuple):
     return h
 
 
+_TEXT = ("string", "bytes", "empty")
+
+
 def _canonical_number(value):
     """An object column's number as the float it equals, so that values pandas' ``by``
-    takes as equal (1, 1.0, True, Decimal("1"), -0.0 and 0.0) hash alike; anything else
-    as it is. (Equal numbers give equal floats; unequal ones sharing a float only share a
-    hash partition, where the join compares them exactly.)
+    takes as equal (1, 1.0, True, numpy's True, Decimal("1"), -0.0 and 0.0) hash alike; one
+    past float's range as the text of the int it equals, where whole; anything else as it
+    is. (Unequal values sharing a form only share a hash partition, where the join compares
+    them exactly.)
 
-    >>> [_canonical_number(v) for v in (1, True, -0.0, 2.5, "1", None)]
-    [1.0, 1.0, 0.0, 2.5, '1', None]
+    >>> [_canonical_number(v) for v in (1, True, np.True_, -0.0, 2.5, "1", None)]
+    [1.0, 1.0, 1.0, 0.0, 2.5, '1', None]
+    >>> from decimal import Decimal
+    >>> _canonical_number(Decimal(10**400)) == _canonical_number(10**400) == str(10**400)
+    True
     """
+    if isinstance(value, np.bool_):  # (not a numbers.Number)
+        value = bool(value)
     if not isinstance(value, numbers.Number):  # (numpy's numbers, Decimal, Fraction are)
         return value
     try:
         number = complex(value)
-    except (OverflowError, TypeError, ValueError):  # an int past float's range equals no float
+    except (OverflowError, TypeError, ValueError):
+        number = None
+    if number is not None and number.imag == 0:
+        # (a Decimal past float's range comes out as inf; an infinite one equals it)
+        if math.isfinite(number.real) or value == number.real:
+            return number.real + 0.0
+    try:
+        whole = int(value)
+    except (OverflowError, TypeError, ValueError):
         return value
-    return number.real + 0.0 if number.imag == 0 else value
+    # (as text, which the hash reads anyway: pandas 2.2's hash turns such an int to float)
+    return str(whole) if whole == value else value
+
+
+_CANONICAL = np.frompyfunc(_canonical_number, 1, 1)  # an object array in, one out
 
 
 def _with_tags(meta, at: int):

@@ -542,12 +542,13 @@ class AsofJoin:
             xp,
         )
         # A small join run as plain Python probes after a sort, as the python backend does.
+        unsorted = self._unsorted  # (read once: another thread may sort it meanwhile)
         if (
-            self._unsorted is not None
+            unsorted is not None
             and rules.ambiguous == "pick"
             and not be.interprets(n + self.n_right)
         ):
-            key, bucket = self._unsorted
+            key, bucket = unsorted
             if tick and bucket is not None:  # rows without a group are never read: unchecked
                 key = Key(key.values, bucket < self.n_groups, key.type, key.ascends)
             right = rescale(key, tick, "right_on", xp) if tick else key

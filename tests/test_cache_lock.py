@@ -84,29 +84,70 @@ def test_a_load_waits_for_a_save_in_progress(tmp_path):
 
 @needs_flock
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
-def test_a_child_forked_while_the_lock_is_held_does_not_keep_it():
+def test_a_child_forked_while_another_thread_holds_the_lock_does_not_keep_it(tmp_path):
     """A child forked while a thread held the lock inherited its descriptor, and a flock is
     released only when every descriptor of its file is closed: every other process then
     waited for the child to exit before its next kernel load or save."""
     import fcntl
     import signal
-    import tempfile
 
-    with tempfile.TemporaryDirectory() as folder:
-        with cache_lock.locked(folder):
-            pid = os.fork()
-            if pid == 0:  # the child lives on a while, as a worker would
-                signal.alarm(20)
-                import time
+    inside, leave = threading.Event(), threading.Event()
 
-                time.sleep(3)
-                os._exit(0)
-        probe = os.open(os.path.join(folder, cache_lock.LOCK_NAME), os.O_RDONLY)
-        try:  # the parent released it: free now, with the child still alive
+    def hold():
+        with cache_lock.locked(str(tmp_path)):
+            inside.set()
+            leave.wait(30)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert inside.wait(10)
+    done_reading, done_writing = os.pipe()
+    ready_reading, ready_writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child lives on, as a worker would, until the parent has looked
+        signal.alarm(20)
+        os.write(ready_writing, b"x")  # (its fork handlers have run by now)
+        os.read(done_reading, 1)
+        os._exit(0)
+    try:
+        os.read(ready_reading, 1)
+        leave.set()
+        holder.join(10)
+        probe = os.open(tmp_path / cache_lock.LOCK_NAME, os.O_RDONLY)
+        try:  # the holder released it: free now, with the child still alive
             fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
         finally:
             os.close(probe)
-            os.waitpid(pid, 0)
+    finally:
+        os.write(done_writing, b"x")
+        os.waitpid(pid, 0)
+
+
+@needs_flock
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_inside_the_lock_leaves_it_as_the_parent_does(tmp_path):
+    """The thread that forked goes on in the child: its descriptor is its own to close as
+    it leaves the block (closed at the fork instead, the block's exit closed it again, or
+    whatever the child had opened on its number since)."""
+    import signal
+
+    with cache_lock.locked(str(tmp_path)):
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)
+            code = 1
+            try:
+                reading, writing = os.pipe()  # would take the number of a closed descriptor
+            except BaseException:
+                os._exit(code)
+    if pid == 0:
+        try:
+            os.write(writing, b"x")  # still open: the block closed only its own
+            code = 0 if os.read(reading, 1) == b"x" else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
 
 
 # Each process compiles one signature of one cached function, all at the same moment.

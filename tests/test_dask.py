@@ -645,13 +645,38 @@ def test_the_hash_method_refuses_a_column_named_as_its_own_tags(side):
     with pytest.raises(
         ValueError,
         match="the hash method tags the rows with columns of its own, and a column is named "
-        "'__asofgpu_group_hash', as one of them: rename it, or use method='time' or 'broadcast'",
+        "'__asofgpu_group_hash', as one of them: rename it, or use method='broadcast'",
     ):
         merge_asof(even(frames["left"], 2), even(frames["right"], 2), on="t", by="g", method="hash")
     ld, rd = even(frames["left"], 2), even(frames["right"], 2)
     with dask.config.set(scheduler="synchronous"):
         got = merge_asof(ld, rd, on="t", by="g", method="time", device="cpu").compute()
     assert_matches(got, expected_for(ld, rd, on="t", by="g"))
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        (1, 1.0),
+        (True, 1),
+        (np.True_, True),
+        (np.int64(3), 3.0),
+        (Decimal("2.5"), 2.5),
+        (-0.0, 0.0),
+        (Decimal(10**400), 10**400),
+        (Decimal("Infinity"), float("inf")),
+    ],
+)
+def test_object_values_pandas_takes_as_equal_hash_alike(one, other):
+    """Where the hash method sends a row depends on its by-values' hash alone: values pandas'
+    by takes as equal must hash alike, whatever else shares their partition column."""
+    from asofgpu.dask import _group_hash
+
+    assert one == other
+    for company in ([], ["x"], [2.5]):  # all numbers, text beside them
+        left = pd.DataFrame({"b": pd.Series([one, *company], dtype=object)})
+        right = pd.DataFrame({"b": pd.Series([*company, other], dtype=object)})
+        assert _group_hash(left, ("b",))[0] == _group_hash(right, ("b",))[-1]
 
 
 def test_known_divisions_are_read_as_dask_cuts_them_not_by_npartitions():

@@ -92,3 +92,25 @@ def test_a_child_forked_while_another_thread_launches_gets_the_launch_locks_free
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert not PARALLEL_LAUNCH.locked() and not _POOL_START.locked()  # the parent's, released
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_inside_a_launch_leaves_it_as_the_parent_does():
+    """The thread that forked goes on in the child, inside its launch: the lock stays its
+    own there (made free at the fork, the block's exit released an unlocked lock)."""
+    import signal
+
+    from asofgpu._backend.jit import PARALLEL_LAUNCH
+
+    with PARALLEL_LAUNCH:
+        pid = os.fork()
+        if pid == 0:
+            signal.alarm(20)
+            held = PARALLEL_LAUNCH.locked()
+    if pid == 0:
+        try:
+            code = 0 if held and not PARALLEL_LAUNCH.locked() else 1
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

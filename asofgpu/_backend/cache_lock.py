@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 
 from numba.core.caching import IndexDataCacheFile
 
@@ -97,7 +98,8 @@ def _locked_cuda_type(cuda_type: type) -> type:
 # The descriptors of the locks held now. A child forked meanwhile inherits them, and a flock
 # is released only when every descriptor of its open file is closed: the child closes its
 # copies at once, or every other process would wait on the lock until the child exited.
-_HELD: set[int] = set()
+# (The thread that forked goes on in the child, and closes its own as it leaves the block.)
+_HELD: dict[int, int] = {}  # descriptor -> the thread holding it
 
 
 @contextlib.contextmanager
@@ -106,7 +108,7 @@ def locked(directory: str):
     fd = _open_lock(directory)
     try:
         if fd is not None:
-            _HELD.add(fd)
+            _HELD[fd] = threading.get_ident()
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
             except OSError:  # e.g. ENOLCK on a network file system
@@ -114,15 +116,17 @@ def locked(directory: str):
         yield
     finally:
         if fd is not None:
-            _HELD.discard(fd)
+            _HELD.pop(fd, None)
             os.close(fd)  # releases the lock
 
 
 def _close_inherited() -> None:
-    for fd in list(_HELD):
-        with contextlib.suppress(OSError):
-            os.close(fd)
-    _HELD.clear()
+    here = threading.get_ident()
+    for fd, holder in list(_HELD.items()):
+        if holder != here:  # a thread the child does not have
+            with contextlib.suppress(OSError):
+                os.close(fd)
+            del _HELD[fd]
 
 
 if hasattr(os, "register_at_fork"):

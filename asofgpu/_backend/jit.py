@@ -46,19 +46,28 @@ class ForkSafeLock:
 
     def __init__(self):
         self._lock = threading.Lock()
+        self._owner = None  # the thread that holds it
 
     def __enter__(self):
         self._lock.acquire()
+        self._owner = threading.get_ident()
         return self
 
     def __exit__(self, *exc) -> None:
+        self._owner = None
         self._lock.release()
 
     def locked(self) -> bool:
         return self._lock.locked()
 
     def after_fork(self) -> None:
+        """In the child: free, unless the thread that forked holds it (it goes on there)."""
+        forked_inside = self._owner == threading.get_ident()
         self._lock = threading.Lock()
+        if forked_inside:
+            self._lock.acquire()
+        else:
+            self._owner = None
 
 
 # numba's workqueue threading layer (the one without TBB or OpenMP) aborts the process on
