@@ -238,7 +238,7 @@ class Windows:
         if hasattr(values, "__cuda_array_interface__"):
             dtype = np.dtype(values.__cuda_array_interface__["typestr"])
             if dtype.kind in "mM" and self.backend.xp is not np:
-                return _device_array(values)[0], dtype
+                return _device_array(values)  # (its ticks, and the dtype read above)
             values = self.backend.asarray(values)
         else:
             values = np.asarray(values)
