@@ -46,8 +46,8 @@ venv-cudf:
 # The floors: the oldest numpy, numba, pyarrow and rich that pyproject.toml's dependencies
 # allow, and of its pandas and polars extras, in a small environment of their own, where the
 # front ends', gathers', Arrow layouts', the core's key types and grid, and enrich's types
-# and sources tests run (the key types found numba 0.59's wrong dispatch: the floor is 0.61). Their numba keeps its own cache there (NUMBA_CACHE_DIR), apart from .venv's
-# newer numba.
+# and sources tests run (the key types found numba 0.59's wrong dispatch: the floor is 0.61).
+# Their numba keeps its own cache there (NUMBA_CACHE_DIR), apart from .venv's newer numba.
 FLOOR_TESTS := tests/test_pandas_frontend.py tests/test_pandas_semantics.py \
 	tests/test_pandas_arrow.py tests/test_dask.py tests/test_splice_frontends.py \
 	tests/test_window_frontends.py tests/test_pandas_tolerance.py tests/test_polars_frontend.py \
