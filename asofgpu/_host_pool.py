@@ -22,12 +22,12 @@ its pages stay written, whatever the allocator does. asofgpu's ``host_empty`` le
 
 from __future__ import annotations
 
-import os
-import threading
 import weakref
 
 import numpy as np
 import pyarrow as pa
+
+from ._fork_safe import ForkSafeLock
 
 #: Arrays smaller than this come straight from Arrow's pool, whose small pages stay put.
 MIN_BYTES = 1 << 20
@@ -70,9 +70,6 @@ class _Block:
         return self.lease is None or self.lease() is None
 
 
-_POOLS: weakref.WeakSet = weakref.WeakSet()  # for the fork handler
-
-
 def lent(arr: np.ndarray) -> bool:
     """Whether ``arr`` views memory a pool lent: an array asofgpu made for itself, which no
     caller holds. (A numpy array's flags cannot tell: a read-only view of a caller's array
@@ -106,9 +103,7 @@ class HostPool:
     def __init__(self, limit: int = DEFAULT_LIMIT):
         self._limit = _checked_limit(limit, "HostPool: limit")
         self._blocks: list[_Block] = []  # oldest first
-        self._lock = threading.Lock()
-        self._owner = None  # the thread inside the pool's code, if any
-        _POOLS.add(self)
+        self._lock = ForkSafeLock()  # held by the thread inside the pool's code, if any
 
     # ---- lending
     def empty(self, n: int, dtype) -> np.ndarray:
@@ -167,15 +162,12 @@ class HostPool:
     def _enter(self) -> bool:
         """Take the lock; False (and no lock) where this thread holds it already: a call
         from inside the pool's code, which must neither wait nor lend a block meanwhile."""
-        me = threading.get_ident()
-        if self._owner == me:
+        if self._lock.held_here():
             return False
         self._lock.acquire()
-        self._owner = me
         return True
 
     def _exit(self) -> None:
-        self._owner = None
         self._lock.release()
 
     def _locked(self, name: str) -> None:
@@ -228,10 +220,6 @@ class HostPool:
         finally:
             self._exit()
 
-    def _after_fork(self) -> None:
-        self._lock = threading.Lock()  # a lock another thread held at the fork stays held
-        self._owner = None
-
 
 def _checked_limit(size, name: str) -> int:
     msg = f"{name} must be a whole number of bytes >= 0, got {size!r}"
@@ -241,14 +229,6 @@ def _checked_limit(size, name: str) -> int:
         raise ValueError(msg)
     return int(size)
 
-
-def _after_fork_in_child() -> None:
-    for pool in list(_POOLS):
-        pool._after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 #: The pool asofgpu takes its large host arrays from; ``asofgpu.host_pool``.
 HOST_POOL = HostPool()

@@ -330,8 +330,18 @@ def test_the_limit_is_read_under_the_lock(monkeypatch):
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_child_forked_while_another_thread_holds_the_lock_can_use_the_pool():
+    """That thread does not exist in the child: the lock it held is free there."""
     pool = HostPool(limit=64 * MIB)
-    pool._lock.acquire()  # as if another thread were inside the pool at the fork
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold():
+        with pool._lock:  # as if inside the pool at the fork
+            inside.set()
+            leave.wait(30)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert inside.wait(10)
     try:
         pid = os.fork()
         if pid == 0:  # the child: exits 0 only if the pool lends, and never returns
@@ -346,6 +356,8 @@ def test_a_child_forked_while_another_thread_holds_the_lock_can_use_the_pool():
             finally:
                 os._exit(code)
     finally:
-        pool._lock.release()
+        leave.set()
+        holder.join(10)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+    assert not pool._lock.locked()

@@ -17,11 +17,11 @@ import re
 import stat
 import sys
 import tempfile
-import threading
 import warnings
 from pathlib import Path
 
 
+from .._fork_safe import ForkSafeLock
 from ..kernels import (
     bind,
     calendar,
@@ -37,37 +37,6 @@ from ..kernels import (
     views,
     window,
 )
-
-
-class ForkSafeLock:
-    """A ``threading.Lock`` that a child forked while another thread held it gets free: that
-    thread does not exist in the child, and the lock would stay held there for ever (the
-    child's first parallel join hung). As the host pool resets its own."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._owner = None  # the thread that holds it
-
-    def __enter__(self):
-        self._lock.acquire()
-        self._owner = threading.get_ident()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._owner = None
-        self._lock.release()
-
-    def locked(self) -> bool:
-        return self._lock.locked()
-
-    def after_fork(self) -> None:
-        """In the child: free, unless the thread that forked holds it (it goes on there)."""
-        forked_inside = self._owner == threading.get_ident()
-        self._lock = threading.Lock()
-        if forked_inside:
-            self._lock.acquire()
-        else:
-            self._owner = None
 
 
 # numba's workqueue threading layer (the one without TBB or OpenMP) aborts the process on
@@ -91,11 +60,6 @@ _WAIT_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "KMP_BLOCKTIME")
 SPIN_TURNS = 10_000
 _POOL_START = ForkSafeLock()
 _pool_started = False
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(
-        after_in_child=lambda: [lock.after_fork() for lock in (PARALLEL_LAUNCH, _POOL_START)]
-    )
 
 
 def pool_threads() -> int:
