@@ -104,17 +104,12 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
 
 
 def _fixed_width(column: pa.ChunkedArray) -> bool:
-    """Integers, floats of 4 or 8 bytes and instants: numpy views of their values (with
-    nulls, of whatever their slots hold: the validity is taken beside them). Decided by
-    the type alone: a table's chunks are walked once, by ``_take_fixed``."""
-    t = column.type
-    return column.num_chunks > 0 and (
-        pa.types.is_integer(t)
-        or pa.types.is_float32(t)
-        or pa.types.is_float64(t)
-        or pa.types.is_timestamp(t)
-        or pa.types.is_duration(t)
-    )
+    """Integers, floats of 4 or 8 bytes, dates, times, instants and durations: numpy views of
+    their values (with nulls, of whatever their slots hold: the validity is taken beside
+    them). Not booleans, whose values are bits. Decided by the type alone: a table's chunks
+    are walked once, by ``_take_fixed``."""
+    dtype = arrow_numpy.physical_dtype(column.type)
+    return column.num_chunks > 0 and dtype is not None and dtype.kind != "b"
 
 
 class _Layout(NamedTuple):

@@ -66,7 +66,11 @@ def _table(rng):
                     pa.array([""] * (N - N // 2 - N // 4)),
                 ]
             ),
-            "date": pa.array(ints % 10_000, pa.int32()).cast(pa.date32()),  # Arrow's take
+            "date": pa.array(ints % 10_000, pa.int32()).cast(pa.date32()),
+            "date64": pa.array((ints % 10_000) * 86_400_000, pa.date64()),
+            "time32": pa.array(ints % 86_400, pa.int32()).cast(pa.time32("s")),
+            "time64": pa.array((ints % 86_400) * 10**9, pa.time64("ns"), mask=rng.random(N) < 0.1),
+            "bool": pa.array(ints % 3 == 0, mask=rng.random(N) < 0.1),  # Arrow's take
         }
     )
 
@@ -231,20 +235,28 @@ def test_one_table_gathered_by_small_and_large_maps_in_either_order(small_first)
 @pytest.mark.parametrize(
     ("entries", "launches", "kept"),
     [
-        (20_000, {}, [True, False, True, True]),  # from parallel_min_rows, compiled
-        (1, {"parallel_min_rows": 0, "interpret_max_rows": 0}, [True, False, True, True]),
-        (64, {"parallel_min_rows": 0, "interpret_max_rows": 0}, [True, False, True, True]),
-        (10_000, {"interpret_max_rows": 0}, [False] * 4),  # the pool would wake for it
+        (20_000, {}, [True, False, True, True, True, True]),  # from parallel_min_rows, compiled
+        (
+            1,
+            {"parallel_min_rows": 0, "interpret_max_rows": 0},
+            [True, False, True, True] + [True] * 2,
+        ),
+        (
+            64,
+            {"parallel_min_rows": 0, "interpret_max_rows": 0},
+            [True, False, True, True] + [True] * 2,
+        ),
+        (10_000, {"interpret_max_rows": 0}, [False] * 6),  # the pool would wake for it
         # a process whose small launches run as plain Python: a small gather compiles nothing
-        (20_000, {"interpret_max_rows": 1 << 20, "interpret_seconds": 1e9}, [False] * 4),
+        (20_000, {"interpret_max_rows": 1 << 20, "interpret_seconds": 1e9}, [False] * 6),
     ],
 )
 def test_a_small_map_takes_fixed_width_columns_without_nulls_by_the_kernels(
     entries, launches, kept
 ):
     """Below the parallel threshold the kernels still take one-chunk fixed-width columns
-    without nulls (Arrow's take of an as-of map, NO_MATCH entries and all, costs 2 to 3 times
-    theirs); with nulls, and text, by Arrow's take."""
+    without nulls, dates and times among them (Arrow's take of an as-of map, NO_MATCH entries
+    and all, costs 2 to 3 times theirs); with nulls, and text and booleans, by Arrow's take."""
     rng = np.random.default_rng(14)
     rows = 50_000
     table = pa.table(
@@ -254,6 +266,9 @@ def test_a_small_map_takes_fixed_width_columns_without_nulls_by_the_kernels(
             "ts": pa.array(rng.integers(0, 1 << 60, rows), pa.timestamp("ns")),
             "text": pa.array(rng.integers(0, 1_000, rows).astype(str)),
             "i8": pa.array(rng.integers(-100, 100, rows).astype(np.int8)),
+            "bool": pa.array(rng.random(rows) < 0.5),
+            "date": pa.array(rng.integers(0, 30_000, rows).astype(np.int32), pa.date32()),
+            "time": pa.array(rng.integers(0, 86_400 * 10**6, rows), pa.time64("us")),
         }
     )
     gmap = rng.integers(0, rows, entries).astype(np.int32)
