@@ -624,18 +624,18 @@ def _warm_kernels(args, parser) -> int:
 
 
 def _write_whole(table, path: str) -> None:
-    """A parquet file that is complete or absent (written beside, then renamed)."""
+    """A parquet file that is complete or absent, as enrich writes OUT (``AtomicFile``)."""
     import pyarrow.parquet as pq
 
-    partial = f"{path}.asofgpu-partial"
-    try:
-        pq.write_table(table, partial)
-        os.replace(partial, path)
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.exists(partial):
-            os.remove(partial)
+    from .enrich._output import AtomicFile
+
+    label = os.path.basename(path)
+    with AtomicFile(path, label) as whole:
+        try:
+            pq.write_table(table, whole.tmp)
+        except OSError as exc:
+            raise OutputError(f"cannot write {label} {path}: {exc.strerror or exc}") from None
+        whole.commit()
 
 
 def _example(enriched, say) -> None:

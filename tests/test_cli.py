@@ -1564,6 +1564,41 @@ def test_bad_demo_options_exit_2(tmp_path, capsys, argv, message):
     assert not (tmp_path / "day").exists()
 
 
+def test_a_demo_file_that_cannot_be_written_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
+    """The day's files are written as enrich writes OUT: complete, or not at all."""
+    import pyarrow.parquet
+
+    real = pyarrow.parquet.write_table
+
+    def full_disk(table, where, *args, **kwargs):
+        if os.path.basename(str(where)).startswith(".trades.parquet"):
+            real(table.slice(0, 10), where)  # half-written, then the disk is full
+            raise OSError(28, "No space left on device")
+        return real(table, where, *args, **kwargs)
+
+    monkeypatch.setattr(pyarrow.parquet, "write_table", full_disk)
+    day = tmp_path / "day"
+    code, _, stderr = run(
+        "demo",
+        "--quotes",
+        500,
+        "--trades",
+        100,
+        "--symbols",
+        5,
+        "-q",
+        "--out-dir",
+        day,
+        capsys=capsys,
+    )
+    assert code == 1
+    assert stderr.splitlines()[-1] == (
+        f"asofgpu demo: error: cannot write trades.parquet {day / 'trades.parquet'}: "
+        "No space left on device; nothing was written"
+    )
+    assert sorted(p.name for p in day.iterdir()) == ["quotes.parquet"]
+
+
 def test_demo_in_a_temporary_directory_removes_it(capsys):
     code, stdout, _ = run(
         "demo",

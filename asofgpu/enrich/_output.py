@@ -91,10 +91,12 @@ def _fsync(path: str) -> None:
 
 class AtomicFile:
     """A hidden temporary file beside ``out``, renamed onto it by ``commit`` and removed on
-    any way out without a commit (errors, KeyboardInterrupt, SystemExit)."""
+    any way out without a commit (errors, KeyboardInterrupt, SystemExit). ``label`` names
+    ``out`` in errors."""
 
-    def __init__(self, out: str):
+    def __init__(self, out: str, label: str = "OUT"):
         self.out = out
+        self.label = label
         folder, name = os.path.split(out)
         leftovers.remove_stale(folder)
         try:
@@ -103,7 +105,7 @@ class AtomicFile:
             )
         except OSError as exc:
             raise OutputError(
-                f"cannot write in the directory of OUT {folder}: {exc.strerror or exc}"
+                f"cannot write in the directory of {label} {folder}: {exc.strerror or exc}"
             ) from None
         os.close(fd)
         self.committed = False
@@ -120,7 +122,9 @@ class AtomicFile:
             os.chmod(self.tmp, 0o666 & ~_umask())  # as a plain open() would have made it
             interrupts.committing(self._put_in_place)
         except OSError as exc:
-            raise OutputError(f"cannot write OUT {self.out}: {exc.strerror or exc}") from None
+            raise OutputError(
+                f"cannot write {self.label} {self.out}: {exc.strerror or exc}"
+            ) from None
 
     def _put_in_place(self) -> None:
         os.replace(self.tmp, self.out)
