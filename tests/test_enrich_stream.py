@@ -1217,3 +1217,33 @@ def test_right_row_groups_are_windowed_together_up_to_the_window_rows():
     assert [r.column_names for r in runs] == [["t", "v"], ["t"], ["t"]]
     assert pa.concat_tables([r.select(["t"]) for r in runs])["t"].to_pylist() == list(range(15))
     assert [r.num_rows for r in tables_of(iter([batch(0, 9), batch(9, 1)]), rows=7)] == [9, 1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_group_ids_number_rows_alike_exactly_when_their_by_values_are(seed):
+    """A carry's groups, over one to three by columns of text, integers and dictionaries in
+    chunks, nulls among them: against the rows' tuples of Python values."""
+    from asofgpu.enrich._stream import group_ids
+
+    rng = np.random.default_rng(seed)
+    n = 2_000
+
+    def column(kind: int) -> pa.ChunkedArray:
+        mask = rng.random(n) < 0.1
+        if kind == 0:
+            array = pa.array(rng.integers(0, 7, n), mask=mask)
+        else:
+            array = pa.array(rng.choice(["x", "y", "zz", ""], n), mask=mask)
+            array = array.dictionary_encode() if kind == 2 else array
+        cuts = [0, *sorted(rng.integers(0, n, 3)), n]
+        return pa.chunked_array([array[a:b] for a, b in zip(cuts, cuts[1:])], array.type)
+
+    for width in (1, 2, 3):
+        table = pa.table({f"b{k}": column(int(rng.integers(0, 3))) for k in range(width)})
+        ids = group_ids(table, table.column_names)
+        rows = list(zip(*(table.column(name).to_pylist() for name in table.column_names)))
+        for row, number in zip(rows, ids):
+            assert (number == -1) == (None in row)
+        numbered = {row: number for row, number in zip(rows, ids) if None not in row}
+        assert sorted(numbered.values()) == sorted(set(numbered.values()))  # one per tuple
+        assert all(numbered[row] == number for row, number in zip(rows, ids) if None not in row)
