@@ -617,10 +617,7 @@ def row_tolerances(
     if is_float:
         ticks = values.astype(np.float64) * numerator / denominator
     elif values.dtype.kind == "f":  # whole ticks, rounded down, clamped to the largest
-        exact = np.floor(values.astype(np.float64) * numerator / denominator)
-        beyond = exact >= 2.0**64  # inf too: past every distance
-        ticks = np.where(beyond, 0.0, exact).astype(np.uint64)
-        ticks[beyond] = largest
+        ticks = _floor_times(values.astype(np.float64), numerator)  # (denominator: 1)
     else:  # whole ticks, rounded down, without overflow
         ticks = values.astype(np.int64, copy=False).view(np.uint64)
         # Seconds to a key of seconds go 1:1, not through nanoseconds, which past 2**64
@@ -641,6 +638,42 @@ def row_tolerances(
     import cupy
 
     return cupy.asarray(ticks)
+
+
+def _floor_times(values: np.ndarray, factor: int) -> np.ndarray:
+    """``floor(value * factor)`` of non-negative floats and a whole ``factor``, exactly, as
+    uint64 (a product that rounds to 2**64 or more, inf too: the largest, no limit). The float product rounds: 2.675 s is
+    2674.999... ms, whose product rounds up to 2675.0, a tick more than the number holds
+    (``tolerance_in_ticks`` counts a scalar exactly). The product's rounding error, found
+    exactly (Dekker's product, of halves split by Veltkamp's constant), is added back where
+    the product came out whole: elsewhere no whole number lies between it and the truth.
+
+    >>> _floor_times(np.array([2.675, 0.5, 3.0, np.inf]), 1000).tolist()[:3]
+    [2674, 500, 3000]
+    """
+    product = values * float(factor)
+    beyond = product >= 2.0**64  # inf too: past every distance
+    ticks = np.where(beyond, 0.0, np.floor(product)).astype(np.uint64)
+    ticks[beyond] = np.iinfo(np.uint64).max
+    if factor == 1:
+        return ticks
+    safe = np.where(beyond, 0.0, values)  # no overflow in the split
+
+    def halves(x):
+        big = x * 134217729.0  # 2**27 + 1
+        high = big - (big - x)
+        return high, x - high
+
+    v_high, v_low = halves(safe)
+    f_high, f_low = halves(np.float64(factor))
+    kept = np.where(beyond, 0.0, product)
+    error = ((v_high * f_high - kept) + v_high * f_low + v_low * f_high) + v_low * f_low
+    step = np.floor(error)  # product + error is the true value; its floor, where product is whole
+    down = (step < 0) & (np.floor(product) == product) & ~beyond
+    up = (step > 0) & (np.floor(product) == product) & ~beyond
+    ticks[down] -= (-step[down]).astype(np.uint64)
+    ticks[up] += step[up].astype(np.uint64)
+    return ticks
 
 
 def _nonnegative_ticks(ticks: int, tolerance, param: str) -> np.uint64:

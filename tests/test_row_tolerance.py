@@ -103,6 +103,34 @@ def test_durations_and_units(device):
     assert to_host(got).tolist() == [0, NO_MATCH]
 
 
+def test_a_column_of_numbers_in_a_coarser_unit_counts_ticks_as_a_scalar_does(device):
+    """2.675 s is 2674.999... ms: a scalar counts 2674 ticks of the left's milliseconds, and
+    so must a column of it, whose float product rounded up to 2675 (a match a tick too far),
+    in joins and in windows alike; and every number the product makes whole is kept."""
+    right = pa.array([0], pa.timestamp("s"))
+    left = pa.array([2675, 2674, 3000, 500], pa.timestamp("ms"))
+    numbers = np.array([2.675, 2.675, 3.0, 0.5])
+    for tolerance in (numbers, pa.array(numbers)):
+        got = ag.asof_join(left, right, tolerance=tolerance, device=device)
+        assert to_host(got).tolist() == [NO_MATCH, 0, 0, 0]
+    each = [
+        to_host(ag.asof_join(left[k : k + 1], right, tolerance=float(v), device=device))[0]
+        for k, v in enumerate(numbers)
+    ]
+    assert each == [NO_MATCH, 0, 0, 0]
+    trades, quotes = pa.table({"t": left}), pa.table({"t": right, "v": [1]})
+    for before in (2.675, numbers):
+        counts = ag.window_join(
+            trades.slice(0, 2),
+            quotes,
+            on="t",
+            before=before if np.isscalar(before) else before[:2],
+            aggs={"v": "count"},
+            device=device,
+        )["v_count"].to_pylist()
+        assert counts == [0, 1]
+
+
 def test_join_asof_takes_a_column_per_left_row():
     trades = pa.table({"t": [5, 12, 25], "staleness": [5, 1, 10]})
     quotes = pa.table({"t": [0, 10, 20], "bid": [1.0, 2.0, 3.0]})
