@@ -361,6 +361,8 @@ def common_tick(left: KeyType, right: KeyType, left_param: str, right_param: str
             hint = " Hint: cast both to the same signedness."
         elif left.tz != right.tz and left.family == right.family:
             hint = " Hint: convert both to the same timezone."
+        elif {left.family, right.family} == {"date", "timestamp"}:
+            hint = " Hint: cast the dates to timestamps (numpy's datetime64[D] is read as dates)."
         msg = (
             f"{left_param} ({left.name}) and {right_param} ({right.name}) cannot be compared: "
             f"the as-of key must have the same type family on both sides.{hint}"

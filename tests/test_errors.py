@@ -343,7 +343,14 @@ def test_huge_timedelta64_tolerance_is_not_called_negative():
             pa.array([1], pa.timestamp("s")),
             "date32[day]",
             "timestamp[s]",
-            "",
+            " Hint: cast the dates to timestamps (numpy's datetime64[D] is read as dates).",
+        ),
+        (
+            np.array([1], "datetime64[s]"),
+            np.array([1], "datetime64[D]"),
+            "timestamp[s]",
+            "date32[day]",
+            " Hint: cast the dates to timestamps (numpy's datetime64[D] is read as dates).",
         ),
         (
             pa.array([1], pa.duration("s")),
