@@ -615,6 +615,15 @@ def is_offset_text(t: pa.DataType) -> bool:
     )
 
 
+def is_view_text(t: pa.DataType) -> bool:
+    """String and binary views (polars' text), which the view kernels read.
+
+    >>> is_view_text(pa.binary_view()), is_view_text(pa.large_string())
+    (True, False)
+    """
+    return pa.types.is_string_view(t) or pa.types.is_binary_view(t)
+
+
 def is_fixed_width(t: pa.DataType) -> bool:
     """Whether ``values`` reads a column of type ``t`` from its buffers."""
     return _dtype(t) is not None

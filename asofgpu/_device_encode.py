@@ -23,8 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._columns import _PHYSICAL_NUMPY, Key, canonical_floats, key_type_of_arrow
-
-NO_GROUP = -1
+from ._types import NO_GROUP
 
 
 def type_name(dtype) -> str:

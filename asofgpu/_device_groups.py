@@ -29,8 +29,6 @@ import pyarrow as pa
 
 from ._types import check_group_count
 
-NO_GROUP = -1
-
 
 def is_fixed_width(dtype: np.dtype) -> bool:
     """The dtypes encoded here: integers, floats, bools, datetimes and timedeltas."""

@@ -31,10 +31,8 @@ import pyarrow.compute as pc
 
 from . import _arrow_numpy as arrow_numpy
 from ._backend import walks
-from ._types import check_group_count
+from ._types import NO_GROUP, check_group_count
 from .kernels import views
-
-NO_GROUP = -1
 
 
 def family(t: pa.DataType):
@@ -93,10 +91,8 @@ def _nulls_if_untyped(col: pa.ChunkedArray) -> pa.ChunkedArray:
 def canonical_by(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """Floats as float64 with -0.0 -> 0.0 and one NaN, so equal values hash equal; view
     strings (polars exports them) as large strings, which Arrow's hash kernels take."""
-    if pa.types.is_string_view(col.type):
-        return col.cast(pa.large_string())
-    if pa.types.is_binary_view(col.type):
-        return col.cast(pa.large_binary())
+    if arrow_numpy.is_view_text(col.type):
+        return col.cast(arrow_numpy.viewless(col.type))
     if not pa.types.is_floating(col.type):
         return col
     col = col.cast(pa.float64())
@@ -321,16 +317,11 @@ def _look_up(table, arr: pa.Array, null_code: int, out: np.ndarray | None) -> np
     return lookup_fixed(table, *_fixed_width_buffers(arr), null_code, out=out)
 
 
-def _is_view(t: pa.DataType) -> bool:
-    """Arrow's view layout of text (polars' strings and binaries)."""
-    return pa.types.is_string_view(t) or pa.types.is_binary_view(t)
-
-
 def _hashed_views(col: pa.ChunkedArray) -> bool:
     """Whether a view column is hashed where it lies (``kernels/views.py``) when its values
     all sit in their views (``_inline``), rather than cast to large strings: from
     ``parallel_views_rows`` rows (``walks.hashes_views``)."""
-    return _is_view(col.type) and walks.hashes_views(len(col))
+    return arrow_numpy.is_view_text(col.type) and walks.hashes_views(len(col))
 
 
 def _inline(col: pa.ChunkedArray) -> bool:
@@ -532,8 +523,7 @@ class _Column:
         self._view_table = (words.reshape(-1), _bitmap(valid), None)
         buffers = [None if valid.all() else pa.py_buffer(_bitmap(valid)), pa.py_buffer(words)]
         views_array = pa.Array.from_buffers(col.type, len(words), buffers)
-        large = pa.large_binary() if pa.types.is_binary_view(col.type) else pa.large_string()
-        return views_array.cast(large), codes
+        return views_array.cast(arrow_numpy.viewless(col.type)), codes
 
     def _encode_dictionary_column(self, col: pa.ChunkedArray):
         """Categoricals by value: encode the (small) dictionary, then map the indices."""
@@ -564,7 +554,11 @@ class _Column:
             return np.full(len(col), self.null_code, dtype=np.int32)
         # A view too long to be inline equals no value of the inline dictionary: not found.
         # A view column of any size is looked up where it lies: a cast would copy its values.
-        if self._view_table is not None and _is_view(col.type) and walks.looks_up_by_hash(len(col)):
+        if (
+            self._view_table is not None
+            and arrow_numpy.is_view_text(col.type)
+            and walks.looks_up_by_hash(len(col))
+        ):
             return self._lookup_views(col)
         col = canonical_by(col)
         # A prepared join probes again and again: the dictionary is hashed once, not at each

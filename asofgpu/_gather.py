@@ -1,6 +1,7 @@
 """Take payload rows by a gather map, null where the map says NO_MATCH (libcudf's NULLIFY).
 
 >>> import numpy as np, pyarrow as pa
+>>> from asofgpu import NO_MATCH
 >>> quotes = pa.table({"bid": [1.0, 2.0, 3.0]})
 >>> gather(quotes, np.array([2, NO_MATCH, 0], dtype=np.int32)).column("bid").to_pylist()
 [3.0, None, 1.0]
@@ -26,7 +27,7 @@ from ._backend import (
     walks,
 )
 from ._columns import device_to_numpy, is_device, to_arrow, to_table
-from ._types import NO_MATCH, NO_MATCH_INT64, GatherMap, TableLike
+from ._types import NO_MATCH_INT64, GatherMap, TableLike, is_no_match
 
 
 def _host_map(gmap) -> np.ndarray:
@@ -69,11 +70,10 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
         valid, n_missing, n_bad = check_map(gmap, table.num_rows)
     else:
         valid = (gmap >= 0) & (gmap < table.num_rows)
-        n_bad = int(((gmap != NO_MATCH) & (gmap != NO_MATCH_INT64) & ~valid).sum())
+        n_bad = int((~is_no_match(gmap) & ~valid).sum())
         n_missing = len(gmap) - int(valid.sum()) - n_bad
     if n_bad:
-        bad = ~valid & (gmap != NO_MATCH) & (gmap != NO_MATCH_INT64)
-        at = int(np.argmax(bad))
+        at = int(np.argmax(~valid & ~is_no_match(gmap)))
         msg = (
             f"gmap[{at}] = {int(gmap[at])} is not a row of right_table ({table.num_rows} rows) "
             f"nor NO_MATCH"
@@ -91,7 +91,7 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
             continue
         if parallel and arrow_numpy.is_offset_text(column.type):
             taken[k] = _take_text(column, gmap, valid, n_missing)
-        elif parallel and _is_view(column.type):
+        elif parallel and arrow_numpy.is_view_text(column.type):
             taken[k] = _take_views(column, gmap, valid)
         else:
             starts = _starts(table)[k] if arrow_numpy.takes_per_chunk(column, len(gmap)) else None
@@ -268,7 +268,7 @@ def _take(
     if plain == kind:
         return arrow_numpy.take(column, gmap, valid, starts)
     taken = arrow_numpy.take(column.cast(plain), gmap, valid).cast(kind)
-    if not _is_view(kind):
+    if not arrow_numpy.is_view_text(kind):
         return taken
     return pa.chunked_array([_no_absent_data(c) for c in taken.chunks], kind)
 
@@ -296,7 +296,3 @@ def _no_absent_data(array: pa.Array) -> pa.Array:
     return pa.Array.from_buffers(
         array.type, len(array), [validity, views], null_count=array.null_count, offset=array.offset
     )
-
-
-def _is_view(t: pa.DataType) -> bool:
-    return pa.types.is_string_view(t) or pa.types.is_binary_view(t)

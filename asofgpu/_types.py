@@ -54,6 +54,8 @@ TableLike = Union["pyarrow.Table", "pyarrow.RecordBatch", "pandas.DataFrame", "p
 NO_MATCH = int(np.iinfo(np.int32).min)
 #: The sentinel of int64 maps (right sides of 2**31 rows or more).
 NO_MATCH_INT64 = int(np.iinfo(np.int64).min)
+#: The group code of a row in no right group: a null by value, or one the right lacks.
+NO_GROUP = -1
 
 
 #: The most groups a right side may hold: group codes are int32, -1 for "no group".

@@ -55,7 +55,6 @@ from ._types import DeviceName, PandasDirection, Tolerance
 __all__ = ["METHODS", "merge_asof"]
 
 METHODS = ("auto", "time", "hash", "broadcast")
-STRATEGIES = METHODS  # their name before asofgpu 0.2
 
 # Columns the hash method adds for the shuffles and removes again.
 _LEFT_PART = "__asofgpu_left_partition"
@@ -148,13 +147,9 @@ tolerance, allow_exact_matches, direction
       per-group max/min folded over the partitions in key order, so a group whose last
       quote lies many partitions back is still found; a ``tolerance`` drops carry rows that
       no later left row can reach (a ``DateOffset``'s reach from the interval's first key,
-      less a day: calendar arithmetic keeps key order except on a zone's repeated hour). Without known divisions, the key columns alone are read
-      once beforehand for each partition's first and last key.
-
-    Categorical columns whose categories dask does not know (``astype("category")``,
-    ``read_parquet``'s dictionary columns) are read once at the call to learn them
-    (``cat.as_known()``): pandas joins whole frames, comparing their categories in ``by``
-    and keeping them in the output, and no single partition holds them.
+      less a day: calendar arithmetic keeps key order except on a zone's repeated hour).
+      Without known divisions, the key columns alone are read once beforehand for each
+      partition's first and last key.
     - **broadcast**: the left side does not move. The right side is gathered into one
       partition, sorted once by ``on`` and copied once to every worker (W times its size);
       each worker prepares it once (``AsofJoin``, kept in a small per-process cache) and
@@ -170,6 +165,11 @@ tolerance, allow_exact_matches, direction
     some row is unmatched, which a lazy result cannot know, and dask reads object columns as
     strings); on cuDF partitions they keep their dtype, with nulls. The time method
     folds the carries in a chain (depth P); each step holds at most G rows.
+
+    Categorical columns whose categories dask does not know (``astype("category")``,
+    ``read_parquet``'s dictionary columns) are read once at the call to learn them
+    (``cat.as_known()``): pandas joins whole frames, comparing their categories in ``by``
+    and keeping them in the output, and no single partition holds them.
 
     Examples
     --------
