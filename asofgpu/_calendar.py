@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-from ._duration import parse_duration
+from ._duration import UNIT_NS, parse_duration
 
 _MONTHS = re.compile(r"\d+\s*(mo|q|y)(?![a-z])")
 _DAYS = re.compile(r"\d+\s*[dw](?![a-z])")
@@ -150,15 +150,12 @@ def _unwrapped(reach, text: str, param: str):
 
     from . import _arrow_numpy as arrow_numpy
 
-    parts = calendar_parts(text)
-    if parts is None or not len(reach):
+    bounds = reach_bounds_ns(text)
+    if bounds is None or not len(reach):
         return reach
     unit = reach.type.unit
-    tick = _NS[unit]
-    months, days, ns = parts
-    slack = 2 * _DAY_NS  # clock changes, and a fixed part that rounds
-    low = max(0, (months * 28 + days) * _DAY_NS + ns - slack) // tick
-    high = ((months * 31 + days) * _DAY_NS + ns + slack) // tick
+    tick = UNIT_NS[unit]
+    low, high = bounds[0] // tick, bounds[1] // tick
     if high <= np.iinfo(np.int64).max:
         return reach  # no reach can have wrapped
     if isinstance(reach, pa.ChunkedArray):
@@ -176,6 +173,25 @@ def _unwrapped(reach, text: str, param: str):
     return arrow_numpy.array(values, pa.int64(), arrow_numpy.valid(reach)).cast(reach.type)
 
 
+def reach_bounds_ns(text: str) -> tuple[int, int] | None:
+    """The shortest and the longest reach, in nanoseconds, of a calendar duration (polars'
+    duration language) from any key: months of 28 to 31 days (2024-03-31 back to 2024-02-29
+    is 31: a month end saturates to the shorter month's), two days to spare each way for
+    clocks (a zone's change moves a local day's length by an hour, or by a day where a zone
+    crossed the date line) and a fixed part that rounds; None for text not read here.
+
+    >>> [b // UNIT_NS["d"] for b in reach_bounds_ns("1mo15d")]
+    [41, 48]
+    """
+    parts = calendar_parts(text)
+    if parts is None:
+        return None
+    months, days, ns = parts
+    slack = 2 * _DAY_NS
+    low = max(0, (months * 28 + days) * _DAY_NS + ns - slack)
+    return low, (months * 31 + days) * _DAY_NS + ns + slack
+
+
 def _past_durations(param: str, text: str, reach: int, unit: str) -> ValueError:
     """A reach no Arrow duration of the key's unit holds (int64 ticks), refused."""
     return ValueError(
@@ -186,8 +202,7 @@ def _past_durations(param: str, text: str, reach: int, unit: str) -> ValueError:
 
 # --------------------------------------------------------------------------- days of 24 hours
 
-_NS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9, "m": 60 * 10**9, "h": 3_600 * 10**9}
-_DAY_NS = 86_400 * 10**9
+_DAY_NS = UNIT_NS["d"]
 _MONTHS_PER = {"mo": 1, "q": 3, "y": 12}
 # "mo" and "ms" before "m", "ns"/"us"/"ms" before "s": the longest unit first
 _PART = re.compile(r"(\d+)(ns|us|ms|mo|s|m|h|d|w|q|y)")
@@ -242,7 +257,7 @@ def calendar_parts(text: str):
         elif unit in ("d", "w"):
             days += n * (7 if unit == "w" else 1)
         else:
-            ns += n * _NS[unit]
+            ns += n * UNIT_NS[unit]
         at = part.end()
     return (months, days, ns) if at == len(text) and at else None
 

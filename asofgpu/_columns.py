@@ -28,12 +28,13 @@ import pyarrow as pa
 
 from . import _arrow_numpy as arrow_numpy
 from . import _pandas_arrow as pandas_arrow
-from ._duration import timedelta_ns
+from ._duration import UNIT_NS, timedelta_ns
 
-_TICK_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
-_DAY_NS = 86_400 * 10**9
+# Arrow's time units.
+_TICK_NS = {unit: UNIT_NS[unit] for unit in ("s", "ms", "us", "ns")}
+_DAY_NS = UNIT_NS["d"]
 # numpy's fixed-length units (months and years have no fixed length).
-_NUMPY_UNIT_NS = {**_TICK_NS, "m": 60 * 10**9, "h": 3600 * 10**9, "D": _DAY_NS, "W": 7 * _DAY_NS}
+_NUMPY_UNIT_NS = {**_TICK_NS, "m": UNIT_NS["m"], "h": UNIT_NS["h"], "D": _DAY_NS, "W": UNIT_NS["w"]}
 
 
 @dataclass(frozen=True)

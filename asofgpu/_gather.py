@@ -27,7 +27,7 @@ from ._backend import (
     walks,
 )
 from ._columns import device_to_numpy, is_device, to_arrow, to_table
-from ._types import NO_MATCH_INT64, GatherMap, TableLike, is_no_match
+from ._types import NO_MATCH, NO_MATCH_INT64, GatherMap, TableLike
 
 
 def _host_map(gmap) -> np.ndarray:
@@ -70,10 +70,11 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
         valid, n_missing, n_bad = check_map(gmap, table.num_rows)
     else:
         valid = (gmap >= 0) & (gmap < table.num_rows)
-        n_bad = int((~is_no_match(gmap) & ~valid).sum())
+        # (either sentinel, in a map of any integer type: not is_no_match, for int32 and int64)
+        n_bad = int(((gmap != NO_MATCH) & (gmap != NO_MATCH_INT64) & ~valid).sum())
         n_missing = len(gmap) - int(valid.sum()) - n_bad
     if n_bad:
-        at = int(np.argmax(~valid & ~is_no_match(gmap)))
+        at = int(np.argmax(~valid & (gmap != NO_MATCH) & (gmap != NO_MATCH_INT64)))
         msg = (
             f"gmap[{at}] = {int(gmap[at])} is not a row of right_table ({table.num_rows} rows) "
             f"nor NO_MATCH"

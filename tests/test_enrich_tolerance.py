@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import asofgpu as ag
-from asofgpu._calendar import reaches
+from asofgpu._calendar import reach_bounds_ns, reaches
 from asofgpu.enrich import _attach
 from asofgpu.enrich._checks import Options, Tolerance
 from asofgpu.enrich._sources import Source
@@ -269,9 +269,10 @@ def test_the_calendar_bound_covers_every_key(key, tolerance):
         noon = pl.Series(days.astype("datetime64[ms]") + np.timedelta64(12, "h"))
         keys = noon.dt.replace_time_zone(key.tz).to_arrow().cast(key)
     back, forward = reaches(tolerance, keys, "the key", ("backward", "forward"))
-    bound = _attach._calendar_bound_ns(tolerance)
+    low, high = reach_bounds_ns(tolerance)
     longest = max(np.max(r.to_numpy(zero_copy_only=False)) for r in (back, forward))
-    assert longest <= np.timedelta64(bound, "ns")
+    shortest = min(np.min(r.to_numpy(zero_copy_only=False)) for r in (back, forward))
+    assert np.timedelta64(low, "ns") <= shortest and longest <= np.timedelta64(high, "ns")
 
 
 # --------------------------------------------------------------------------- a column

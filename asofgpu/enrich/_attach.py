@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from .. import _arrow_numpy as arrow_numpy
 from .._columns import key_type_of_arrow, row_tolerances, tolerance_in_ticks
-from .._calendar import calendar_parts
+from .._calendar import reach_bounds_ns
 from .._staleness import Staleness
 from .._gather import gather
 from ..join import AsofJoin
@@ -644,29 +644,10 @@ def _reach(tolerance: Tolerance, key: pa.DataType, left: Source, options: Option
     if tolerance.column is not None:
         return _largest_tolerance(left, tolerance.column, key_type, options)
     if tolerance.calendar:
-        ns = _calendar_bound_ns(tolerance.value)
-        return None if ns is None else -(-ns // key_type.tick_ns)
+        bounds = reach_bounds_ns(tolerance.value)  # (then the carries keep every row)
+        return None if bounds is None else -(-bounds[1] // key_type.tick_ns)
     ticks = tolerance_in_ticks(tolerance.value, key_type, key_type.tick_ns)
     return None if ticks is None else int(ticks)
-
-
-_DAY_NS = 86_400 * 10**9
-# The longest a month can be: 31 days (2024-03-31 back to 2024-02-29 is 31 days: a month end
-# saturates to the shorter month's).
-_MONTH_NS = 31 * _DAY_NS
-
-
-def _calendar_bound_ns(text: str) -> int | None:
-    """The longest reach of a calendar tolerance (polars' duration language, "1mo15d") from
-    any key, in nanoseconds, with two days to spare for clocks: a zone's change moves a
-    local day's length by an hour, or by a day where a zone crossed the date line; None
-    when the text is not read here (then the carries keep every row: slower, never
-    wrong)."""
-    parts = calendar_parts(text)
-    if parts is None:
-        return None
-    months, days, ns = parts
-    return months * _MONTH_NS + days * _DAY_NS + ns + 2 * _DAY_NS
 
 
 def _largest_tolerance(left: Source, name: str, key_type, options: Options) -> int | None:
