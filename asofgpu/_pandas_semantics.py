@@ -1005,6 +1005,15 @@ def _unit(values) -> str:
     return values.unit
 
 
+def require_sorted_key(key, side: str) -> None:
+    """pandas' checks of an ``on`` key given as a pandas or cuDF Series or Index, and its
+    messages: a key with nulls is out of order, and its nulls are named first."""
+    if not key.is_monotonic_increasing:
+        if bool(key.isna().any()):
+            raise ValueError(f"Merge keys contain null values on {side} side")
+        raise ValueError(f"{side} keys must be sorted")
+
+
 def _join_values(values, side: str):
     """pandas' _convert_values_for_libjoin: checks, then the key as pandas hands it to its
     kernel, which ``_kernel_array`` checks once both sides have passed theirs."""

@@ -300,14 +300,6 @@ def _key(frame, label, use_index: bool):
     return frame.index.get_level_values(label)
 
 
-def _check_on(values, side: str) -> None:
-    """pandas' data checks on an ``on`` key (nulls and NaN alike), run on the device."""
-    if bool(values.isna().any()):
-        raise ValueError(f"Merge keys contain null values on {side} side")
-    if not values.is_monotonic_increasing:
-        raise ValueError(f"{side} keys must be sorted")
-
-
 def _right_indexer(op, left, right, direction: str, exact: bool):
     """The map (cupy int32, NO_MATCH where nothing matched), pandas' rules, on the device."""
     import pandas as pd
@@ -321,14 +313,15 @@ def _right_indexer(op, left, right, direction: str, exact: bool):
         pandas_float_pick,
         prepare_on_device,
         probe_on_device,
+        require_sorted_key,
     )
 
     extended = isinstance(op.tolerance, pd.offsets.BaseOffset) or is_row_tolerances(op.tolerance)
     tolerance = None if extended else op.temporal_tolerance()
     lkey = _key(left, None if op.left_index else op.left_on[-1], op.left_index)
     rkey = _key(right, None if op.right_index else op.right_on[-1], op.right_index)
-    _check_on(lkey, "left")
-    _check_on(rkey, "right")
+    require_sorted_key(lkey, "left")  # (nulls and NaN alike, on the device)
+    require_sorted_key(rkey, "right")
     # pandas' type errors, on the proxies without data, after both sides' order and nulls
     kernel_dtype = op.kernel_keys()[0].dtype
     if kernel_dtype.kind == "b":  # pandas joins bools as uint8

@@ -725,7 +725,7 @@ def _split_right(part, spec: _Spec, pieces: list, before: list, after: list) -> 
     """One right partition, cut where it lies: the rows of each left span it overlaps, then
     the per-group summaries of each carry block it overlaps, in one list."""
     key = _key(part, spec.right_key)
-    _require_sorted(key, "right")
+    _semantics.require_sorted_key(key, "right")
     by = spec.right_by
     return (
         [part.iloc[_rows(key, a, b, _CLOSED)] for a, b in pieces]
@@ -1070,14 +1070,6 @@ def _key(frame, label):
     return frame.index if label is None else frame[label]
 
 
-def _require_sorted(key, side: str) -> None:
-    """pandas' check and messages."""
-    if not key.is_monotonic_increasing:
-        if bool(key.isna().any()):
-            raise ValueError(f"Merge keys contain null values on {side} side")
-        raise ValueError(f"{side} keys must be sorted")
-
-
 def _join_cudf(left, right, spec: _Spec, cache_key=None):
     """One cuDF partition: the gather map computed on the GPU with the device join that
     ``asofgpu.cudf`` uses (by-keys encoded there, as pandas compares them), and cuDF builds
@@ -1093,7 +1085,7 @@ def _join_cudf(left, right, spec: _Spec, cache_key=None):
             if bool(key.isna().any()):
                 raise ValueError(f"Merge keys contain null values on {side} side")
         else:
-            _require_sorted(key, side)
+            _semantics.require_sorted_key(key, side)
 
     def prepare():
         right_by = _semantics.device_by_table([right[c] for c in spec.right_by])
