@@ -99,7 +99,7 @@ def is_device(obj) -> bool:
     return _has_cai(obj) or _dlpack_device(obj) in _DLPACK_CUDA_DEVICES
 
 
-def _device_array(obj):
+def device_array(obj):
     """(a cupy array over a device column's memory, the column's numpy dtype). Datetime and
     timedelta columns come as their int64 ticks: cupy 14.0.0 refuses those types in a
     ``__cuda_array_interface__`` (13.x and 14.0.1 read them), and the kernels read ticks."""
@@ -227,7 +227,7 @@ def _fixed_time_unit(arr: np.ndarray, param: str) -> np.ndarray:
 
 
 def device_to_numpy(obj):
-    arr, dtype = _device_array(obj)
+    arr, dtype = device_array(obj)
     host = arr.get()
     return host.view(dtype) if dtype.kind in "mM" else host
 
@@ -272,7 +272,7 @@ def key_type_of_numpy(dtype: np.dtype, param: str) -> KeyType:
     raise TypeError(msg)
 
 
-_PHYSICAL_NUMPY = {"int": np.int64, "uint": np.uint64, "float": np.float64}
+PHYSICAL_NUMPY = {"int": np.int64, "uint": np.uint64, "float": np.float64}
 
 
 def ordered_key(obj, param: str, host: bool) -> Key:
@@ -282,12 +282,12 @@ def ordered_key(obj, param: str, host: bool) -> Key:
     if not host and is_device(obj):
         import cupy
 
-        arr, dtype = _device_array(obj)  # temporal columns as their int64 ticks
+        arr, dtype = device_array(obj)  # temporal columns as their int64 ticks
         if arr.ndim != 1:
             msg = f"{param} must be one-dimensional, got an array of shape {arr.shape}"
             raise ValueError(msg)
         ktype = key_type_of_numpy(dtype, param)
-        values = arr.astype(_PHYSICAL_NUMPY[ktype.physical], copy=False)
+        values = arr.astype(PHYSICAL_NUMPY[ktype.physical], copy=False)
         if ktype.physical == "float":
             values = canonical_floats(values, cupy)
         return Key(values, None, ktype)
@@ -313,7 +313,7 @@ def _arrow_to_numpy(col: pa.ChunkedArray, ktype: KeyType, checked: bool = False)
         return copied[0], None, copied[1]
     valid = arrow_numpy.valid(col) if col.null_count else None
     values = arrow_numpy.filled(col, 0)
-    return values.astype(_PHYSICAL_NUMPY[ktype.physical], copy=False), valid, False
+    return values.astype(PHYSICAL_NUMPY[ktype.physical], copy=False), valid, False
 
 
 def _copied_checked(col: pa.ChunkedArray, ktype: KeyType):
@@ -323,7 +323,7 @@ def _copied_checked(col: pa.ChunkedArray, ktype: KeyType):
     column, which ``arrow_numpy.values`` reads as it lies or copies, and a walk checks."""
     from ._backend import order, walks
 
-    dtype = np.dtype(_PHYSICAL_NUMPY[ktype.physical])
+    dtype = np.dtype(PHYSICAL_NUMPY[ktype.physical])
     stored = arrow_numpy.physical_dtype(col.type)
     if (
         col.num_chunks < 2

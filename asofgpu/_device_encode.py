@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ._columns import _PHYSICAL_NUMPY, Key, canonical_floats, key_type_of_arrow
+from ._columns import PHYSICAL_NUMPY, Key, canonical_floats, key_type_of_arrow
 from ._types import NO_GROUP
 
 
@@ -88,7 +88,7 @@ def ordered_key(col, param: str, stream) -> Key:
 
     ktype = on_key_type(col.type(), param)
     values = values_view(col, _storage_dtype(col.type()))
-    values = values.astype(_PHYSICAL_NUMPY[ktype.physical], copy=False)
+    values = values.astype(PHYSICAL_NUMPY[ktype.physical], copy=False)
     if ktype.physical == "float":
         values = canonical_floats(values, cupy)
     return Key(values, validity(col, stream), ktype)

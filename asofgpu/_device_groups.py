@@ -84,11 +84,11 @@ def searchable(values, dtype: np.dtype, xp):
 def device_columns(columns: list) -> tuple[list, list] | None:
     """(``xp`` arrays, their dtypes) of by-columns that are all on the device and of fixed
     width, else None (encoded on the host)."""
-    from ._columns import _device_array, is_device
+    from ._columns import device_array, is_device
 
     if not columns or not all(is_device(c) for c in columns):
         return None
-    arrays = [_device_array(c) for c in columns]
+    arrays = [device_array(c) for c in columns]
     if not all(is_fixed_width(dtype) for _, dtype in arrays):
         return None
     return [a.reshape(-1) for a, _ in arrays], [dtype for _, dtype in arrays]
@@ -97,10 +97,10 @@ def device_columns(columns: list) -> tuple[list, list] | None:
 def on_device(obj, param: str, xp):
     """A left by-column as an ``xp`` array and its dtype, for a right side encoded on the
     device: device arrays as they are, host columns of fixed width without nulls copied over."""
-    from ._columns import _device_array, is_device, to_arrow
+    from ._columns import device_array, is_device, to_arrow
 
     if is_device(obj):
-        array, dtype = _device_array(obj)
+        array, dtype = device_array(obj)
         return array.reshape(-1), dtype
     column = to_arrow(obj, param)
     t = column.type

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 from . import _arrow_numpy as arrow_numpy
 from . import _validate
 from ._backend import Backend, get_backend, take_fixed, walks
-from ._columns import _device_array, canonical_floats, to_arrow
+from ._columns import device_array, canonical_floats, to_arrow
 from ._gather import gather
 from .kernels.window import Reduced
 
@@ -232,13 +232,13 @@ class Windows:
     def _typed(self, values):
         """(``values`` as an array of numbers, temporal ones as their int64 ticks; the dtype
         that says their kind): device arrays (any with ``__cuda_array_interface__``) through
-        the backend (a temporal one on the GPU read as ticks by ``_device_array``: cupy holds
+        the backend (a temporal one on the GPU read as ticks by ``device_array``: cupy holds
         no temporal type, and 14.0.0 refuses one in an interface), anything else through
         numpy."""
         if hasattr(values, "__cuda_array_interface__"):
             dtype = np.dtype(values.__cuda_array_interface__["typestr"])
             if dtype.kind in "mM" and self.backend.xp is not np:
-                return _device_array(values)  # (its ticks, and the dtype read above)
+                return device_array(values)  # (its ticks, and the dtype read above)
             values = self.backend.asarray(values)
         else:
             values = np.asarray(values)
