@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from .. import _arrow_numpy as arrow_numpy
 from .._gather import gather
-from ._stream import as_comparable, compare, key_numbers
+from ._stream import as_comparable, compare, key_numbers, sorted_sample
 
 
 def value_counts(batches, name: str) -> tuple[pa.Array, np.ndarray]:
@@ -192,12 +192,7 @@ def on_ranges(batches, on: str, parts: int, rows: int, sample: int = 1 << 20):
     ``rows`` rows; the rows of a key that is several cuts are spread over the ranges those
     cuts bound, ``_spread``); a null key, which never matches, goes to the first. Call it on
     every batch of one pass, in order."""
-    picked = []
-    for batch in batches:
-        keys, valid = key_numbers(batch.column(on))
-        keys = keys if valid is None else keys[valid]
-        picked.append(keys[:: max(1, rows // sample)])
-    keys = np.sort(np.concatenate([np.zeros(0, np.int64), *picked]))
+    keys = sorted_sample(batches, on, max(1, rows // sample))
     bounds = (np.arange(1, parts) * len(keys)) // parts if len(keys) else keys
     cuts = keys[bounds]
     runs = Runs.around(bounds, keys[1:] == keys[:-1])

@@ -28,7 +28,7 @@ from .._gather import gather
 from . import _leftovers as leftovers
 from ._errors import OutputError, one_line
 from ._sources import Source, is_text
-from ._stream import key_numbers
+from ._stream import key_numbers, sorted_sample
 
 POSITION = "__asofgpu_left_row"
 _TICKS_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
@@ -213,12 +213,7 @@ def key_ranges(path: str, on: str, ranges: int, sample: int = 1 << 20) -> np.nda
     """``ranges - 1`` keys that cut a partition's rows into about equal key ranges, from an
     evenly spaced sample of its keys (repeated keys may merge ranges)."""
     total = sum(b.num_rows for b in read_batches(path))
-    every = max(1, total // sample)
-    picked = []
-    for batch in read_batches(path):
-        values, valid = key_numbers(batch.column(on))
-        picked.append((values if valid is None else values[valid])[::every])
-    keys = np.sort(np.concatenate(picked)) if picked else np.zeros(0)
+    keys = sorted_sample(read_batches(path), on, max(1, total // sample))
     if not len(keys):
         return keys
     cuts = keys[(np.arange(1, ranges) * len(keys)) // ranges]

@@ -373,6 +373,20 @@ class Order:
         self.rows += keys.n
 
 
+def sorted_sample(batches, on: str, every: int) -> np.ndarray:
+    """Every ``every``-th valid key of column ``on`` over ``batches`` (``key_numbers``),
+    sorted: where key ranges are cut.
+
+    >>> sorted_sample([pa.record_batch({"t": [5, None, 1, 3]})], "t", 1).tolist()
+    [1, 3, 5]
+    """
+    picked = [np.zeros(0, np.int64)]
+    for batch in batches:
+        keys, valid = key_numbers(batch.column(on))
+        picked.append((keys if valid is None else keys[valid])[::every])
+    return np.sort(np.concatenate(picked))
+
+
 def _changes(column) -> np.ndarray:
     """Where a by column's value differs from the row above (position ``i`` for row
     ``i + 1``); dictionary columns by their indices (equal values under two indices are
