@@ -751,15 +751,18 @@ def device_by_table(columns: list):
     columns: an empty table (no by-keys)."""
     import pylibcudf as plc
 
-    return plc.Table([_device_by_column(c) for c in columns])
+    return plc.Table([device_by_column(c) for c in columns])
 
 
-def _device_by_column(values):
+def device_by_column(values, nan_is_null: bool = True):
+    """A cuDF ``by`` column as pylibcudf compares it: categoricals by their values (libcudf
+    does not sort dictionary columns), and NaN as null where ``nan_is_null`` (pandas'
+    merge_asof, whose NaN by-values match each other as its nulls do)."""
     import cudf
 
     if isinstance(values.dtype, cudf.CategoricalDtype):
         values = values.astype(values.dtype.categories.dtype)
-    if values.dtype.kind == "f":
+    if nan_is_null and values.dtype.kind == "f":
         values = values.nans_to_nulls()
     return plc_column(values)
 

@@ -195,6 +195,7 @@ def splice_join(
     import pylibcudf as plc
     from cudf.core.column import ColumnBase
 
+    from ._pandas_semantics import device_by_column as by_column
     from ._pandas_semantics import plc_column
 
     for frame, side in ((left, "left"), (right, "right")):
@@ -216,9 +217,9 @@ def splice_join(
         plc.types.NullEquality.EQUAL if null_equality == "equal" else plc.types.NullEquality.UNEQUAL
     )
     left_map, right_map = _plc_front.splice_join(
-        plc.Table([_by_column(left[n]) for n in left_by]),
+        plc.Table([by_column(left[n], nan_is_null=False) for n in left_by]),
         plc_column(left[left_on]),
-        plc.Table([_by_column(right[n]) for n in right_by]),
+        plc.Table([by_column(right[n], nan_is_null=False) for n in right_by]),
         plc_column(right[right_on]),
         exact,
         tolerance=tolerance,
@@ -271,16 +272,6 @@ def _check_labels(value, param: str) -> None:
                 f"the frame as a column and pass its name."
             )
             raise TypeError(msg)
-
-
-def _by_column(values):
-    """A ``by`` column as pylibcudf compares it: categoricals by their values (libcudf does
-    not sort dictionary columns)."""
-    from ._pandas_semantics import plc_column
-
-    if isinstance(values.dtype, _cudf().CategoricalDtype):
-        values = values.astype(values.dtype.categories.dtype)
-    return plc_column(values)
 
 
 def _empty_pandas(frame):
