@@ -27,11 +27,14 @@ import signal
 import sys
 import textwrap
 import time
+import typing
 import warnings
 
 from . import _progress
 from . import _signals
+from . import _validate
 from ._backend.jit import JitDisabled, NumbaTooOld
+from ._types import StrategyName
 from .enrich import _interrupts as interrupts
 from .enrich import (
     CODECS,
@@ -43,8 +46,9 @@ from .enrich import (
     enrich,
 )
 
-DEVICES = ("auto", "cpu", "cuda")
-STRATEGIES = ("backward", "forward", "nearest")
+# (not python, the kernels as plain Python: far too slow for a file)
+DEVICES = tuple(d for d in _validate.DEVICES if d != "python")
+STRATEGIES = typing.get_args(StrategyName)
 
 ENRICH_EXAMPLES = """\
 examples:
