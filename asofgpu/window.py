@@ -450,7 +450,7 @@ def _ordered(t: pa.DataType) -> bool:
 
 
 def _refusal(agg: str, t: pa.DataType) -> str | None:
-    if pa.types.is_run_end_encoded(t):  # aggregated as its values (``_decoded``)
+    if pa.types.is_run_end_encoded(t):  # aggregated as its values (``_run_ends_decoded``)
         t = t.value_type  # (pyarrow decodes no run-end encoded dictionary: refused later)
     if pa.types.is_dictionary(t) and t.ordered:  # ranked by position: min and max only
         if agg in ("sum", "mean"):
@@ -536,7 +536,7 @@ def _arrow_payload(values, valid, sums: bool = False):
     column = column if isinstance(column, pa.ChunkedArray) else pa.chunked_array([column])
     if valid is None:
         valid = arrow_numpy.valid(column) if arrow_numpy.has_nulls(column) else None
-    column = _decoded(column)
+    column = _run_ends_decoded(column)
     if pa.types.is_dictionary(column.type) and column.type.ordered and sums:
         msg = "values: sum and mean apply to numbers, not to an ordered dictionary's categories"
         raise TypeError(msg)
@@ -553,7 +553,7 @@ def _values(column: pa.ChunkedArray) -> np.ndarray:
     integers; the slots of nulls as they lie, never read); dictionary and run-end encoded
     columns decoded, but an ordered dictionary (a pandas ordered Categorical, a polars Enum),
     whose values rank by their position in the dictionary, as those positions."""
-    column = _decoded(column)
+    column = _run_ends_decoded(column)
     if pa.types.is_dictionary(column.type) and column.type.ordered:
         return _ranks(column)
     if pa.types.is_dictionary(column.type):
@@ -561,7 +561,7 @@ def _values(column: pa.ChunkedArray) -> np.ndarray:
     return arrow_numpy.values(column)
 
 
-def _decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
+def _run_ends_decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
     """A run-end encoded column as its values; any other as it is."""
     return pc.run_end_decode(column) if pa.types.is_run_end_encoded(column.type) else column
 
