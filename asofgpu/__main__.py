@@ -21,6 +21,8 @@ def run() -> int:
     try:
         from .cli import entry
     except KeyboardInterrupt as exc:  # while the command's modules import: nothing started
+        for s in _signals.heeded():  # a second one now would end it by the signal, as -2
+            signal.signal(s, signal.SIG_IGN)
         _signals.received = None  # (raised where it was, not dropped)
         _signals.say("asofgpu: interrupted")
         exec("")  # 130, not SIGINT, as in cli.entry: see _interrupts.keep_exit_code

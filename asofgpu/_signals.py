@@ -55,6 +55,8 @@ def raise_interrupt(signum, frame):
     dropped where it was raised (in a callback from C, a ``__del__``) is raised again when
     the run begins (``enrich._interrupts.handling``)."""
     global received
+    if received is not None:  # one is on its way out already: a second stops nothing
+        return
     received = raised_for(signum)
     raise received
 

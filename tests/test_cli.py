@@ -1121,6 +1121,44 @@ def test_a_signal_while_the_script_imports_the_command_exits_as_documented(
     assert (done.returncode, done.stderr) == (code, "asofgpu: interrupted\n")
 
 
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_second_signal_while_the_first_is_told_keeps_the_exit_code(tmp_path, signum, code):
+    """Ctrl-C pressed twice while the command's modules import: the second, raised while the
+    first was being told, ended the process by the signal (returncode -2), not 130."""
+    script = tmp_path / "asofgpu-script"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import importlib.abc, signal, sys
+            from asofgpu import _signals
+
+            class InterruptedImport(importlib.abc.MetaPathFinder):
+                def find_spec(self, name, path, target=None):
+                    if name == "asofgpu.cli":
+                        signal.raise_signal({int(signum)})
+
+            told = _signals.say
+
+            def say_after_another(line):
+                signal.raise_signal({int(signum)})
+                told(line)
+
+            _signals.say = say_after_another
+            sys.meta_path.insert(0, InterruptedImport())
+            from asofgpu.__main__ import run
+            sys.exit(run())
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script), "enrich", "--help"],
+        capture_output=True,
+        text=True,
+        preexec_fn=_heeding_signals,
+    )
+    assert (done.returncode, done.stderr) == (code, "asofgpu: interrupted\n")
+
+
 def test_the_last_line_to_a_closed_terminal_keeps_the_exit_code():
     """After SIGHUP the terminal is gone: the line "interrupted" cannot be written, stays in
     stderr's buffer, and Python's flush at exit failed again and made the exit code 120, not

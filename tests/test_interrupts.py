@@ -103,3 +103,18 @@ def test_an_interrupt_an_import_turned_into_its_own_error_ends_the_run_as_one(si
     assert isinstance(raised.value.__cause__, ImportError)
     with pytest.raises(ImportError, match="no signal"), interrupts.handling():
         raise ImportError("no signal")
+
+
+def test_a_second_signal_lets_the_clean_up_of_the_first_finish(tmp_path):
+    """Ctrl-C pressed twice: the second, raised inside the clean-up the first set off, cut
+    a spill folder's removal short, and the folder stayed behind. It is noted, not raised."""
+    spill = tmp_path / ".asofgpu-spill"
+    spill.mkdir()
+    with pytest.raises(KeyboardInterrupt), interrupts.handling() as run:
+        try:
+            signal.raise_signal(signal.SIGINT)
+        finally:  # the clean-up, as a spill folder's __exit__ runs it
+            signal.raise_signal(signal.SIGTERM)  # would raise here, half-way
+            spill.rmdir()
+    assert run.interrupted is KeyboardInterrupt  # the first decides the exit code
+    assert not spill.exists()

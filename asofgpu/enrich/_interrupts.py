@@ -7,9 +7,9 @@ interrupted then wrote OUT and exited 0. And the renames that put OUT in place: 
 between replacing OUT and noting it replaced left the new folder in place, the old one
 aside, and said that nothing was written.
 
-``handling`` (the command's, around the whole run) raises an interrupt for each signal and
-records it, so that ``check`` (each LEFT chunk, and before the commit) raises one that a
-callback dropped; its quiet ``sys.unraisablehook`` keeps the dropped one off stderr.
+``handling`` (the command's, around the whole run) raises an interrupt for the first signal
+and records it, so that ``check`` (each LEFT chunk, and before the commit) raises one that a
+callback dropped (later signals find the run ending, and leave its clean-up to finish); its quiet ``sys.unraisablehook`` keeps the dropped one off stderr.
 ``committing`` holds the signals (``asofgpu._signals``) off while OUT is put in place (one
 that came meanwhile is raised once it is), and refuses to start when one was dropped.
 Outside ``handling`` (a program calling ``enrich``), nothing is installed; ``committing``
@@ -44,6 +44,10 @@ _state = State()
 
 
 def _raise(signum, frame):
+    if _state.interrupted is not None:
+        # The run is ending already (a Ctrl-C pressed twice): raised again, the interrupt
+        # stopped the clean-up it was in, and a spill folder stayed behind. Noted only.
+        return
     _state.interrupted = raised_for(signum)
     raise _state.interrupted
 
