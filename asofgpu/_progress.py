@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 import time
 
+from . import _signals
+
 
 class Quiet:
     """The progress interface ``enrich`` reports to; this one says nothing."""
@@ -30,6 +32,8 @@ def readable_count(value: float) -> str:
 
 def for_stderr(prog: str):
     """A progress bar on a terminal (rich), plain log lines on stderr otherwise."""
+    if sys.stderr is None:  # started with it closed (2>&-)
+        return Quiet()
     if sys.stderr.isatty():
         try:
             return Bar(prog)
@@ -47,9 +51,14 @@ class Lines:
 
     def log(self, text: str) -> None:
         # One write, line and newline together (print writes them apart): a Ctrl-C between
-        # the two left the next message on the same line.
-        sys.stderr.write(f"{self.prog}: {text}\n")
-        sys.stderr.flush()
+        # the two left the next message on the same line. A stderr that cannot be written
+        # (2>&1 | head, a log on a full disk) loses the line, not the run.
+        try:
+            if sys.stderr is not None:
+                sys.stderr.write(f"{self.prog}: {text}\n")
+                sys.stderr.flush()
+        except (OSError, ValueError):
+            _signals.drop_broken_streams()
 
     def start(self, total_rows: int) -> None:
         self.total, self.t0 = total_rows, time.perf_counter()

@@ -85,11 +85,28 @@ def say(line: str) -> None:
     write stays in its buffer, and Python's flush of both at exit would fail again, and make
     the exit code 120: a stream that fails is swapped for ``os.devnull`` (for good: a
     program that called ``cli.main`` has lost that stream already)."""
+    _write(line, "stderr")
+
+
+def tell(line: str) -> None:
+    """``line`` on stdout, as ``say`` writes on stderr: a summary that cannot be written (a
+    reader gone from the pipe, a full disk) does not undo the work it reports, nor change
+    the exit code."""
+    _write(line, "stdout")
+
+
+def _write(line: str, name: str) -> None:
     try:
-        if sys.stderr is not None:  # (None: started with it closed, 2>&-)
-            print(line, file=sys.stderr, flush=True)
+        stream = getattr(sys, name)
+        if stream is not None:  # (None: started with it closed, 2>&-)
+            print(line, file=stream, flush=True)
     except (OSError, ValueError):  # (ValueError: a stream closed)
         pass
+    drop_broken_streams()
+
+
+def drop_broken_streams() -> None:
+    """Swap a stdout or stderr that cannot be flushed for ``os.devnull`` (see ``say``)."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         try:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import gc
 import os
 import re
@@ -531,7 +530,7 @@ def _enrich(args, parser) -> int:
     options = _options(args, parser)
     summary = enrich(options, None if args.quiet else _progress.for_stderr(parser.prog))
     if not args.quiet:
-        print(f"{parser.prog}: " + "\n".join(summary.lines()), flush=True)
+        _signals.tell(f"{parser.prog}: " + "\n".join(summary.lines()))
     return 0
 
 
@@ -550,7 +549,7 @@ def _demo(args, parser) -> int:
             f"--symbols: at most as many as --quotes or --trades "
             f"({max(args.quotes, args.trades):,}), got {args.symbols:,}"
         )
-    say = functools.partial(print, flush=True)
+    say = _signals.tell
     t0 = time.perf_counter()
     quotes, trades = marketdata.day(
         args.quotes, args.trades, args.symbols, seed=args.seed, shuffled=args.shuffled
@@ -614,14 +613,13 @@ def _warm_kernels(args, parser) -> int:
         warnings.simplefilter("ignore", RuntimeWarning)
         cache = cache_dir()
     if cache is None:
-        print(
+        _signals.say(
             f"{parser.prog}: error: {jit.UNCACHED_BECAUSE}: warming would compile into "
             "nothing. Set NUMBA_CACHE_DIR to a writable directory, and warm with it set, as "
-            "the joins will run",
-            file=sys.stderr,
+            "the joins will run"
         )
         return 1
-    say = functools.partial(print, flush=True)
+    say = _signals.tell
     seconds = _warm.warm(args.processes, lambda line: say(f"compiled {line}"))
     say(f"the usual joins' kernels are in numba's cache ({cache}), in {seconds:.1f} s")
     return 0
@@ -694,13 +692,13 @@ def main(argv: list[str] | None = None) -> int:
         with interrupts.handling() as run:
             return args.run(args, args.parser)
     except EnrichError as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        _signals.say(f"{prog}: error: {exc}")
         return 2
     except OutputError as exc:
-        print(f"{prog}: error: {exc}; nothing was written", file=sys.stderr)
+        _signals.say(f"{prog}: error: {exc}; nothing was written")
         return 1
     except (JitDisabled, NumbaTooOld) as exc:  # the process's setup: told as bad input is
-        print(f"{prog}: error: {exc}", file=sys.stderr)
+        _signals.say(f"{prog}: error: {exc}")
         return 2
     except KeyboardInterrupt as exc:
         if run is not None and run.committed:  # after OUT was put in place, whole
@@ -714,7 +712,12 @@ def entry() -> int:
     """The ``asofgpu`` process (``python -m asofgpu`` and the script): ``main``, then a quick
     exit. At shutdown Python collects garbage through every live object, numba's many
     thousands included: 0.3 s after an enrich, for nothing. Frozen, they are left to the
-    process's end. (Only here: a program that calls ``main`` goes on living.)"""
+    process's end. (Only here: a program that calls ``main`` goes on living.) Text its
+    stdout and stderr cannot encode (PYTHONIOENCODING=ascii, and a path in Unicode) is
+    written escaped, not raised as an error after the work is done."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     try:
         code = main()
     except KeyboardInterrupt as exc:  # outside the run's own handling: its options, its exit

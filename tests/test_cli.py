@@ -1879,3 +1879,43 @@ def test_demo_runs_and_shows_a_trade_without_pandas(tmp_path):
     assert re.search(r"^e\.g\. 2026-11-27 \d\d:\d\d:\d\d\.\d{9}Z S\d+: ", done.stdout, re.M), (
         done.stdout
     )
+
+
+@pytest.mark.parametrize(
+    "broken",
+    ["stdout to a full disk", "stderr to a full disk", "an ascii terminal", "stderr closed"],
+)
+def test_output_the_terminal_cannot_take_leaves_the_run_and_its_exit_code(tmp_path, day, broken):
+    """The summary to a full disk (or a pipe its reader left), progress lines to one, or a
+    Unicode path on an ascii stdout: each ended a run, or one done already, in a traceback
+    and exit 1 (which says OUT could not be written). The run goes on; what can be said is."""
+    trades, quotes = day
+    folder = tmp_path / "día"
+    folder.mkdir()
+    out = folder / "out.parquet"
+    streams, env = {"capture_output": True}, dict(os.environ)
+    if broken == "an ascii terminal":
+        env["PYTHONIOENCODING"] = "ascii"
+    elif broken == "stderr closed":
+        streams = {"stdout": subprocess.PIPE, "preexec_fn": lambda: os.close(2)}
+    else:
+        full = open("/dev/full", "w")  # noqa: SIM115 - closed below
+        name = broken.split()[0]
+        streams = {name: full, ("stderr" if name == "stdout" else "stdout"): subprocess.PIPE}
+    argv = [sys.executable, "-m", "asofgpu", "enrich", trades, quotes, "-o", out]
+    try:
+        done = subprocess.run(
+            [*argv, "--on", "time", "--by", "symbol", "--device", "cpu", "--chunk-rows", "50"],
+            text=True,
+            env=env,
+            **streams,
+        )
+    finally:
+        if broken.endswith("full disk"):
+            full.close()
+    assert done.returncode == 0, done
+    assert "Traceback" not in (done.stderr or "") + (done.stdout or "")
+    assert pq.read_table(out).equals(expected(trades, quotes, on="time", by="symbol"))
+    assert leftovers(folder) == []
+    if broken == "an ascii terminal":
+        assert "d\\xeda" in done.stdout  # OUT's path in the summary, escaped
