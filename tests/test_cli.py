@@ -1304,7 +1304,8 @@ def test_a_run_removes_what_killed_runs_on_this_host_left(day, tmp_path, capsys,
     trades, quotes = day
     spill = tmp_path / "spill"
     spill.mkdir()
-    host = "".join(c for c in socket.gethostname() if c.isalnum())[:40] or "host"
+    host = _leftovers._host()
+    assert host.startswith("".join(c for c in socket.gethostname() if c.isalnum())[:24])
     dead, alive = _dead_pid(), os.getpid()
     assert _leftovers.tag() == f"{host}-{alive}"
     stale = [
@@ -1330,6 +1331,23 @@ def test_a_run_removes_what_killed_runs_on_this_host_left(day, tmp_path, capsys,
     assert code == 0 and pq.read_table(out).num_rows == pq.read_metadata(trades).num_rows
     assert [p for p in stale if p.exists()] == ([stale[2]] if mode == "memory" else [])
     assert all(p.exists() for p in kept)
+
+
+def test_hosts_whose_names_differ_only_in_punctuation_keep_their_files(tmp_path, monkeypatch):
+    """On a shared disk, node-11 took node-1-1's live partial OUT and spill folder for those
+    of its own dead processes (both named "node11", the other host's process id unknown
+    here), and removed them: node-1-1's run failed."""
+    import socket
+
+    from asofgpu.enrich import _leftovers
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "node-1-1")
+    # a process id of theirs that no process here has
+    theirs = tmp_path / f".out.parquet.{_leftovers._host()}-{_dead_pid()}.k2j4x9_a.asofgpu-partial"
+    theirs.write_bytes(b"PAR1")
+    monkeypatch.setattr(socket, "gethostname", lambda: "node-11")
+    _leftovers.remove_stale(str(tmp_path))
+    assert theirs.exists()
 
 
 def test_what_a_sigkilled_run_was_writing_is_removed_by_the_next(tmp_path):

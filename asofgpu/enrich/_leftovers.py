@@ -14,6 +14,7 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -26,7 +27,17 @@ _STALE = re.compile(
 
 
 def _host() -> str:
-    return re.sub(r"[^A-Za-z0-9]", "", socket.gethostname())[:40] or "host"
+    """This host in a name: its letters and digits, and a digest of the whole, so that two
+    hosts whose names differ only in other characters (``node-1-1`` and ``node-11``) or past
+    the first 24 differ here too: a run took another machine's live files on a shared disk
+    for those of its own dead processes, and removed them.
+
+    >>> re.fullmatch(r"[A-Za-z0-9]{1,24}[0-9a-f]{8}", _host()) is not None
+    True
+    """
+    name = socket.gethostname()
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return (re.sub(r"[^A-Za-z0-9]", "", name)[:24] or "host") + digest
 
 
 def run_of(name: str) -> str | None:
