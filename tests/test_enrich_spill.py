@@ -641,3 +641,30 @@ def test_float_keys_at_nan_and_infinity_are_joined_in_key_ranges(tmp_path, capsy
     assert got["pay"].to_pylist() == expected["pay"].to_pylist()
     assert np.array_equal(got["time"].to_numpy(), left["time"].to_numpy(), equal_nan=True)
     assert hidden(tmp_path) == []
+
+
+def test_a_partition_that_runs_out_of_descriptors_closes_what_it_opened(tmp_path, monkeypatch):
+    """Out of file descriptors half-way through opening 512 partitions ("Too many open
+    files"), the ones opened stayed open, the spill folder's removal could not open it in
+    turn, and the folder stayed behind. Each is closed on the way out."""
+    from asofgpu.enrich._errors import OutputError
+    from asofgpu.enrich._spill import SpillFolder
+
+    opened = []
+    real = pa.ipc.new_stream
+
+    def new_stream(sink, schema):
+        if len(opened) == 5:
+            raise OSError(24, "Too many open files")
+        opened.append(sink)
+        return real(sink, schema)
+
+    monkeypatch.setattr(pa.ipc, "new_stream", new_stream)
+    schema = pa.schema([("x", pa.int64())])
+    batches = [pa.record_batch({"x": np.arange(10)})]
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(OutputError, match="Too many open files"), SpillFolder(str(tmp_path)) as f:
+        f.partition("right", batches, schema, 512, lambda b: np.zeros(len(b), np.uint16))
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert all(sink.closed for sink in opened)
+    assert hidden(tmp_path) == []

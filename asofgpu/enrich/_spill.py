@@ -162,10 +162,11 @@ class SpillFolder:
         came; their paths and row counts."""
         paths = [os.path.join(self.path, f"{name}-{i}.arrow") for i in range(parts)]
         rows = np.zeros(parts, np.int64)
-        writers = []
+        sinks, writers = [], []
         try:
             for path in paths:
-                writers.append(pa.ipc.new_stream(pa.OSFile(path, "wb"), schema))
+                sinks.append(pa.OSFile(path, "wb"))
+                writers.append(pa.ipc.new_stream(sinks[-1], schema))
             for batch in batches:
                 ids = part_of(batch)
                 order = np.argsort(ids, kind="stable")
@@ -181,6 +182,11 @@ class SpillFolder:
             self.bytes += sum(os.path.getsize(p) for p in paths)
         except OSError as exc:  # (the files gone too: a folder removed under the run)
             raise self.failed(exc) from None
+        finally:
+            # On any way out: out of descriptors ("Too many open files"), the ones still
+            # open kept the folder's removal from opening it, and the folder stayed.
+            for sink in sinks:
+                sink.close()
         return paths, rows
 
     def writer(self, name: str, schema: pa.Schema):
