@@ -48,6 +48,9 @@ from .enrich import (
 # (not python, the kernels as plain Python: far too slow for a file)
 DEVICES = tuple(d for d in _validate.DEVICES if d != "python")
 STRATEGIES = typing.get_args(StrategyName)
+# The memory ``asofgpu demo`` takes to generate a row of its day (quotes and trades alike,
+# measured: 8M quotes and 2M trades peaked at 0.75 GB, 2M and 0.5M at 0.29 GB).
+DEMO_ROW_BYTES = 64
 
 ENRICH_EXAMPLES = """\
 examples:
@@ -543,36 +546,45 @@ def _demo(args, parser) -> int:
     import pyarrow.parquet as pq
 
     from . import marketdata
+    from .enrich._memory import machine_memory, readable
 
     if args.symbols > max(args.quotes, args.trades):
         parser.error(
             f"--symbols: at most as many as --quotes or --trades "
             f"({max(args.quotes, args.trades):,}), got {args.symbols:,}"
         )
+    need = DEMO_ROW_BYTES * (args.quotes + args.trades)
+    if need > machine_memory():
+        parser.error(
+            f"--quotes and --trades: {args.quotes:,} quotes and {args.trades:,} trades take "
+            f"about {readable(need)} of memory to generate, more than this machine's "
+            f"{readable(machine_memory())}"
+        )
     say = _signals.tell
-    t0 = time.perf_counter()
-    quotes, trades = marketdata.day(
-        args.quotes, args.trades, args.symbols, seed=args.seed, shuffled=args.shuffled
-    )
-    order = "shuffled" if args.shuffled else "time-sorted"
-    say(
-        f"generated {quotes.num_rows:,} quotes and {trades.num_rows:,} trades over "
-        f"{args.symbols:,} symbols ({order}, seed {args.seed}) in "
-        f"{time.perf_counter() - t0:.2f} s"
-    )
     with contextlib.ExitStack() as stack:
         if args.out_dir is None:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="asofgpu-demo-"))
-        else:
+        else:  # made before the day is generated: a bad one is told at once
             folder = args.out_dir
+            if os.path.exists(folder) and not os.path.isdir(folder):
+                raise EnrichError(f"--out-dir {folder}: not a folder")
             try:
                 os.makedirs(folder, exist_ok=True)
             except OSError as exc:
                 raise EnrichError(f"--out-dir {folder}: {exc.strerror or exc}") from None
+        t0 = time.perf_counter()
+        quotes, trades = marketdata.day(
+            args.quotes, args.trades, args.symbols, seed=args.seed, shuffled=args.shuffled
+        )
+        order = "shuffled" if args.shuffled else "time-sorted"
+        say(
+            f"generated {quotes.num_rows:,} quotes and {trades.num_rows:,} trades over "
+            f"{args.symbols:,} symbols ({order}, seed {args.seed}) in "
+            f"{time.perf_counter() - t0:.2f} s"
+        )
         paths = {n: os.path.join(folder, f"{n}.parquet") for n in ("quotes", "trades", "enriched")}
         t1 = time.perf_counter()
-        _write_whole(quotes, paths["quotes"])
-        _write_whole(trades, paths["trades"])
+        _write_whole({paths["quotes"]: quotes, paths["trades"]: trades})
         del quotes, trades
         size = sum(os.path.getsize(paths[n]) for n in ("quotes", "trades")) / 2**20
         say(
@@ -625,19 +637,25 @@ def _warm_kernels(args, parser) -> int:
     return 0
 
 
-def _write_whole(table, path: str) -> None:
-    """A parquet file that is complete or absent, as enrich writes OUT (``AtomicFile``)."""
+def _write_whole(tables: dict) -> None:
+    """Parquet files (``{path: table}``) that are all complete or all absent, as enrich
+    writes OUT (``AtomicFile``): each written beside its place, then all renamed."""
     import pyarrow.parquet as pq
 
     from .enrich._output import AtomicFile
 
-    label = os.path.basename(path)
-    with AtomicFile(path, label) as whole:
-        try:
-            pq.write_table(table, whole.tmp)
-        except OSError as exc:
-            raise OutputError(f"cannot write {label} {path}: {exc.strerror or exc}") from None
-        whole.commit()
+    with contextlib.ExitStack() as stack:
+        written = []
+        for path, table in tables.items():
+            label = os.path.basename(path)
+            whole = stack.enter_context(AtomicFile(path, label))
+            try:
+                pq.write_table(table, whole.tmp)
+            except OSError as exc:
+                raise OutputError(f"cannot write {label} {path}: {exc.strerror or exc}") from None
+            written.append(whole)
+        for whole in written:
+            whole.commit()
 
 
 def _example(enriched, say) -> None:

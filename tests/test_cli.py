@@ -1611,13 +1611,30 @@ def test_demo_small(tmp_path, capsys):
             ["--symbols", "99_999_999_999", "--quotes", "10", "--trades", "20"],
             "--symbols: at most as many as --quotes or --trades (20), got 99,999,999,999",
         ),
+        (  # numpy's MemoryError (or OverflowError, past int64) came as a traceback
+            ["--quotes", "99_999_999_999_999_999_999", "--trades", "5"],
+            "--quotes and --trades: 99,999,999,999,999,999,999 quotes and 5 trades take about "
+            "5,820,766,091.3 TiB of memory to generate, more than this machine's ",
+        ),
     ],
 )
 def test_bad_demo_options_exit_2(tmp_path, capsys, argv, message):
     code, stdout, stderr = run("demo", *argv, "--out-dir", tmp_path / "day", capsys=capsys)
     assert code == 2 and stdout == ""
-    assert stderr.splitlines()[-1] == f"asofgpu demo: error: {message} (see asofgpu demo --help)"
+    said = stderr.splitlines()[-1]
+    assert said.startswith(f"asofgpu demo: error: {message}")
+    assert said.endswith(" (see asofgpu demo --help)")
     assert not (tmp_path / "day").exists()
+
+
+def test_a_demo_out_dir_that_is_a_file_is_refused_before_the_day_is_made(tmp_path, capsys):
+    (tmp_path / "day").write_text("a file")
+    code, stdout, stderr = run("demo", "--out-dir", tmp_path / "day", capsys=capsys)
+    assert (code, stdout) == (2, "")
+    assert (
+        stderr.splitlines()[-1]
+        == f"asofgpu demo: error: --out-dir {tmp_path / 'day'}: not a folder"
+    )
 
 
 def test_a_demo_file_that_cannot_be_written_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
@@ -1652,7 +1669,7 @@ def test_a_demo_file_that_cannot_be_written_leaves_nothing_behind(tmp_path, caps
         f"asofgpu demo: error: cannot write trades.parquet {day / 'trades.parquet'}: "
         "No space left on device; nothing was written"
     )
-    assert sorted(p.name for p in day.iterdir()) == ["quotes.parquet"]
+    assert sorted(p.name for p in day.iterdir()) == []  # quotes.parquet neither
 
 
 def test_demo_in_a_temporary_directory_removes_it(capsys):
