@@ -560,6 +560,10 @@ def _junk(tmp_path: Path) -> Path:
         (["{missing}", "{quotes}", "--on", "time"], "LEFT file {missing} does not exist"),
         (["{trades}", "{missing}", "--on", "time"], "RIGHT file {missing} does not exist"),
         (
+            ["", "{quotes}", "--on", "time"],
+            "LEFT must name a parquet file, a folder or a glob, got ''",
+        ),
+        (
             ["{empty}", "{quotes}", "--on", "time"],
             "LEFT folder {empty} holds no parquet files (*.parquet)",
         ),
@@ -752,6 +756,10 @@ def test_bad_input_exits_2_with_one_line_and_no_output(day, tmp_path, capsys, ar
         (
             "{tmp}/no/such/dir/o.parquet",
             "the directory of OUT {tmp}/no/such/dir/o.parquet does not exist",
+        ),
+        (  # (it said "does not exist")
+            "{trades}/o.parquet",
+            "the directory of OUT {trades}/o.parquet, {trades}, is not a folder",
         ),
         ("{trades}", "OUT {trades} is the LEFT file; write to another path"),
         (

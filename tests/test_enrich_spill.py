@@ -668,3 +668,29 @@ def test_a_partition_that_runs_out_of_descriptors_closes_what_it_opened(tmp_path
     assert len(os.listdir("/proc/self/fd")) == before
     assert all(sink.closed for sink in opened)
     assert hidden(tmp_path) == []
+
+
+def test_spill_errors_name_the_folder_as_the_user_gave_it(tmp_path, monkeypatch):
+    """Without --tmp-dir, spill files go to OUT's folder: an error there named --tmp-dir,
+    which the user never gave."""
+    import tempfile
+
+    from asofgpu.enrich import _job
+    from asofgpu.enrich._checks import Options
+    from asofgpu.enrich._errors import OutputError
+
+    def no_room(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", no_room)
+    out = str(tmp_path / "out.parquet")
+    given = {"left": "l", "right": "r", "out": out, "left_on": "t", "right_on": "t"}
+    with pytest.raises(OutputError) as raised:
+        _job._spill_folder(Options(**given), out)
+    assert str(raised.value) == (
+        f"cannot write spill files in OUT's folder (--tmp-dir unset) {tmp_path}: "
+        "No space left on device"
+    )
+    with pytest.raises(OutputError) as raised:
+        _job._spill_folder(Options(**given, tmp_dir=str(tmp_path)), out)
+    assert str(raised.value).startswith(f"cannot write spill files in --tmp-dir {tmp_path}: ")

@@ -260,6 +260,8 @@ def check_output(options: Options, left: Source, right: Source) -> tuple[str, di
             raise EnrichError(
                 f"OUT {given} is a link to {out}, whose directory {parent} does not exist"
             )
+        if os.path.exists(parent):
+            raise EnrichError(f"the directory of OUT {given}, {parent}, is not a folder")
         raise EnrichError(f"the directory of OUT {given} does not exist")
     for source in (left, right):
         for part in source.parts:

@@ -703,8 +703,9 @@ def _layout(
 
 
 def _spill_folder(options: Options, out: str) -> SpillFolder:
-    folder = options.tmp_dir if options.tmp_dir is not None else os.path.dirname(out)
-    return SpillFolder(os.fspath(folder))
+    if options.tmp_dir is not None:
+        return SpillFolder(os.fspath(options.tmp_dir))
+    return SpillFolder(os.path.dirname(out), "OUT's folder (--tmp-dir unset)")
 
 
 def _left_ranges(left_bytes: float, budget: int) -> int:

@@ -191,6 +191,8 @@ class Source:
         """The source at ``given`` (a file, a folder or a glob), its schema checked."""
         given = os.fspath(given)
         single = False
+        if not given:
+            raise EnrichError(f"{side} must name a parquet file, a folder or a glob, got ''")
         if os.path.isfile(given):
             root, paths, single = os.path.dirname(given), [given], True
         elif os.path.isdir(given):

@@ -131,16 +131,17 @@ def partition_of(batch: pa.RecordBatch | pa.Table, by: list[str], k: int) -> np.
 
 
 class SpillFolder:
-    """A hidden folder in ``tmp_dir`` for the partitions, removed on every way out."""
+    """A hidden folder in ``tmp_dir`` for the partitions, removed on every way out.
+    ``named``: how errors name ``tmp_dir`` (``--tmp-dir``, or OUT's folder by default)."""
 
-    def __init__(self, tmp_dir: str):
-        self.tmp_dir = tmp_dir
+    def __init__(self, tmp_dir: str, named: str = "--tmp-dir"):
+        self.where = f"{named} {tmp_dir}"
         leftovers.remove_stale(tmp_dir)
         try:
             self.path = tempfile.mkdtemp(prefix=f".asofgpu-spill-{leftovers.tag()}-", dir=tmp_dir)
         except OSError as exc:
             raise OutputError(
-                f"cannot write spill files in --tmp-dir {tmp_dir}: {exc.strerror or exc}"
+                f"cannot write spill files in {self.where}: {exc.strerror or exc}"
             ) from None
         self.bytes = 0
 
@@ -152,7 +153,7 @@ class SpillFolder:
         return False
 
     def failed(self, exc: OSError) -> OutputError:
-        return OutputError(f"cannot write spill files in --tmp-dir {self.tmp_dir}: {one_line(exc)}")
+        return OutputError(f"cannot write spill files in {self.where}: {one_line(exc)}")
 
     def partition(
         self, name: str, batches, schema: pa.Schema, parts: int, part_of
