@@ -757,6 +757,11 @@ def test_bad_input_exits_2_with_one_line_and_no_output(day, tmp_path, capsys, ar
             "{tmp}/no/such/dir/o.parquet",
             "the directory of OUT {tmp}/no/such/dir/o.parquet does not exist",
         ),
+        (  # (found at the rename, after the work: exit 1, "File name too long")
+            "{tmp}/" + "o" * 248 + ".parquet",
+            "OUT {tmp}/" + "o" * 248 + ".parquet: its name is 256 bytes, and a name in {tmp} "
+            "holds at most 255",
+        ),
         (  # (it said "does not exist")
             "{trades}/o.parquet",
             "the directory of OUT {trades}/o.parquet, {trades}, is not a folder",

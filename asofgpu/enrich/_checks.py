@@ -263,6 +263,16 @@ def check_output(options: Options, left: Source, right: Source) -> tuple[str, di
         if os.path.exists(parent):
             raise EnrichError(f"the directory of OUT {given}, {parent}, is not a folder")
         raise EnrichError(f"the directory of OUT {given} does not exist")
+    name_bytes = len(os.fsencode(os.path.basename(out)))
+    try:
+        longest = os.pathconf(parent, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):  # (no pathconf: not POSIX)
+        longest = 255
+    if name_bytes > longest:  # told now, not at the rename after the work
+        raise EnrichError(
+            f"OUT {given}: its name is {name_bytes} bytes, and a name in {parent} holds at "
+            f"most {longest}"
+        )
     for source in (left, right):
         for part in source.parts:
             if os.path.exists(out) and os.path.samefile(out, part.path):
