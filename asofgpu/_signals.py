@@ -48,16 +48,17 @@ def exit_code(interrupt: KeyboardInterrupt) -> int:
 
 
 received: type[KeyboardInterrupt] | None = None  # the last one ``raise_interrupt`` raised
+dropped = False  # a callback from C dropped an interrupt since the last one was raised
 
 
 def raise_interrupt(signum, frame):
     """A handler: raise the signal's exception where the main thread is, and note it: one
     dropped where it was raised (in a callback from C, a ``__del__``) is raised again when
     the run begins (``enrich._interrupts.handling``)."""
-    global received
-    if received is not None:  # one is on its way out already: a second stops nothing
+    global received, dropped
+    if received is not None and not dropped:  # one is on its way out: a second stops nothing
         return
-    received = raised_for(signum)
+    received, dropped = raised_for(signum), False
     raise received
 
 
@@ -66,7 +67,10 @@ def quiet(hook):
     dropped is raised again (``received``, ``enrich._interrupts.check``), not printed."""
 
     def quieted(unraisable):
-        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+        global dropped
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            dropped = True  # the next signal is raised again: this one stopped nothing
+        else:
             hook(unraisable)
 
     return quieted

@@ -7,9 +7,11 @@ interrupted then wrote OUT and exited 0. And the renames that put OUT in place: 
 between replacing OUT and noting it replaced left the new folder in place, the old one
 aside, and said that nothing was written.
 
-``handling`` (the command's, around the whole run) raises an interrupt for the first signal
-and records it, so that ``check`` (each LEFT chunk, and before the commit) raises one that a
-callback dropped (later signals find the run ending, and leave its clean-up to finish); its quiet ``sys.unraisablehook`` keeps the dropped one off stderr.
+``handling`` (the command's, around the whole run) raises an interrupt for a signal and
+records it, so that ``check`` (each LEFT chunk, and before the commit) raises one that a
+callback dropped, as does the next signal, and the run's end; its quiet
+``sys.unraisablehook`` keeps the dropped one off stderr. A signal while one is on its way out
+is let be: the clean-up the first set off finishes.
 ``committing`` holds the signals (``asofgpu._signals``) off while OUT is put in place (one
 that came meanwhile is raised once it is), and refuses to start when one was dropped.
 Outside ``handling`` (a program calling ``enrich``), nothing is installed; ``committing``
@@ -44,11 +46,12 @@ _state = State()
 
 
 def _raise(signum, frame):
-    if _state.interrupted is not None:
+    if _state.interrupted is not None and not _signals.dropped:
         # The run is ending already (a Ctrl-C pressed twice): raised again, the interrupt
-        # stopped the clean-up it was in, and a spill folder stayed behind. Noted only.
+        # stopped the clean-up it was in, and a spill folder stayed behind. Unless a
+        # callback from C dropped the first: then this one is raised, as the first was.
         return
-    _state.interrupted = raised_for(signum)
+    _state.interrupted, _signals.dropped = raised_for(signum), False
     raise _state.interrupted
 
 
@@ -68,6 +71,7 @@ def handling():
         return
     _state = State()
     early, _signals.received = _signals.received, None
+    _signals.dropped = False
     previous = {s: signal.signal(s, _raise) for s in heeded()}
     hook = sys.unraisablehook
     sys.unraisablehook = _signals.quiet(hook)
@@ -77,6 +81,8 @@ def handling():
             _state.interrupted = early
             raise early
         yield _state
+        if state.interrupted is not None:  # dropped, and never raised again: the run ended
+            raise state.interrupted  # anyway, and says it was interrupted (after OUT, if so)
     except Exception as exc:
         if state.interrupted is None:
             raise
