@@ -414,7 +414,11 @@ def unified(col: pa.ChunkedArray) -> pa.ChunkedArray:
     if arrow_numpy.unifies_wrong(col):
         decoded = arrow_numpy.combined(arrow_numpy.decoded(col))
         return pa.chunked_array([arrow_numpy.dictionary_encode(decoded)])
-    return col.unify_dictionaries()
+    try:
+        return col.unify_dictionaries()
+    except pa.ArrowInvalid:  # more values in all than the index type numbers (uint8: 256)
+        wide = pa.dictionary(pa.int64(), col.type.value_type, col.type.ordered)
+        return col.cast(wide).unify_dictionaries()
 
 
 def _combine_chunks(col: pa.ChunkedArray) -> pa.ChunkedArray:

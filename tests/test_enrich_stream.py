@@ -1247,3 +1247,29 @@ def test_group_ids_number_rows_alike_exactly_when_their_by_values_are(seed):
         numbered = {row: number for row, number in zip(rows, ids) if None not in row}
         assert sorted(numbered.values()) == sorted(set(numbered.values()))  # one per tuple
         assert all(numbered[row] == number for row, number in zip(rows, ids) if None not in row)
+
+
+def test_group_ids_of_dictionaries_keep_their_nulls_whatever_their_index_type():
+    """Unsigned indices (uint8: 255 for -1) and chunks of different dictionaries: a null by
+    value is in no group, not in the group of the dictionary's 256th value."""
+    from asofgpu.enrich._stream import group_ids
+
+    values = pa.array([f"v{i}" for i in range(256)])
+    indices = pa.array([255, None, 0, 255], pa.uint8())
+    first = pa.DictionaryArray.from_arrays(indices, values)
+    second = pa.DictionaryArray.from_arrays(pa.array([0, None], pa.uint8()), pa.array(["v255"]))
+    table = pa.table({"s": pa.chunked_array([first, second]), "n": [1, 1, 1, 1, 1, 1]})
+    for by in (["s"], ["s", "n"]):
+        ids = group_ids(table, by).tolist()
+        assert [i == -1 for i in ids] == [False, True, False, False, False, True]
+        assert ids[0] == ids[3] == ids[4] != ids[2]  # v255 in both dictionaries: one group
+
+
+def test_sorted_samples_of_unsigned_keys_stay_exact():
+    """uint64 keys past 2**53 among int64 nothing: float64 made 2**63 + 1 and + 3 equal."""
+    from asofgpu.enrich._stream import sorted_sample
+
+    keys = pa.array([2**63 + 3, 2**63 + 1], pa.uint64())
+    sample = sorted_sample([pa.record_batch({"t": keys})], "t", 1)
+    assert sample.dtype == np.uint64 and sample.tolist() == [2**63 + 1, 2**63 + 3]
+    assert sorted_sample([], "t", 1).tolist() == []

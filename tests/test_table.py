@@ -250,3 +250,21 @@ def test_by_columns_that_cannot_be_compared_are_refused_by_their_names(join, fro
         frame(left), frame(nulls), by_left=["x", "g"], by_right=["x", "s"], **options
     )
     assert len(joined) >= len(left)
+
+
+@pytest.mark.parametrize("extra", ["v255", "w"])
+def test_dictionary_by_chunks_whose_values_outgrow_their_index_type(extra):
+    """Chunks of uint8 dictionaries whose values number 256 or more together: Arrow cannot
+    unify them in uint8, and the join ended in its ArrowInvalid ("requires a larger index
+    type"). They are unified with wider indices."""
+    values = pa.array([f"v{i}" for i in range(256)])
+    first = pa.DictionaryArray.from_arrays(pa.array([255, None, 0, 255], pa.uint8()), values)
+    second = pa.DictionaryArray.from_arrays(pa.array([0, None], pa.uint8()), pa.array([extra]))
+    left = pa.table({"t": [1, 2, 3, 4, 5, 6], "s": pa.chunked_array([first, second])})
+    right = left.append_column("v", pa.array(range(6)))
+    got = ag.join_asof(left, right, on="t", by="s", device="cpu")["v"].to_pylist()
+    # each row its own latest (rows 3 and 4 are v255 when the second dictionary holds it)
+    assert got == [0, None, 2, 3, 4, None]
+    decoded = left.set_column(1, "s", left["s"].cast(pa.string()))
+    want = ag.join_asof(decoded, right.set_column(1, "s", decoded["s"]), on="t", by="s")
+    assert got == want["v"].to_pylist()

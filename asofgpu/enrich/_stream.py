@@ -380,11 +380,13 @@ def sorted_sample(batches, on: str, every: int) -> np.ndarray:
     >>> sorted_sample([pa.record_batch({"t": [5, None, 1, 3]})], "t", 1).tolist()
     [1, 3, 5]
     """
-    picked = [np.zeros(0, np.int64)]
+    picked = []
     for batch in batches:
         keys, valid = key_numbers(batch.column(on))
         picked.append((keys if valid is None else keys[valid])[::every])
-    return np.sort(np.concatenate(picked))
+    # (no int64 among uint64 keys: together they would come out float64, and past 2**53
+    # unequal keys as equal cuts)
+    return np.sort(np.concatenate(picked)) if picked else np.zeros(0, np.int64)
 
 
 def _changes(column) -> np.ndarray:
@@ -778,7 +780,9 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
     else:  # in one piece: a chunked column's chunks would each get the whole dictionary
         column = pa.chunked_array([arrow_numpy.dictionary_encode(arrow_numpy.combined(column))])
     indices = pa.chunked_array([c.indices for c in column.chunks], column.type.index_type)
-    codes = arrow_numpy.filled(indices, -1).astype(np.int64)
+    codes = arrow_numpy.filled(indices, 0).astype(np.int64)  # (unsigned: -1 would wrap)
+    if indices.null_count:
+        codes[~arrow_numpy.valid(indices)] = -1
     return codes, max(len(column.chunk(0).dictionary) if column.num_chunks else 0, 1)
 
 
