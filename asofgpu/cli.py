@@ -48,9 +48,10 @@ from .enrich import (
 # (not python, the kernels as plain Python: far too slow for a file)
 DEVICES = tuple(d for d in _validate.DEVICES if d != "python")
 STRATEGIES = typing.get_args(StrategyName)
-# The memory ``asofgpu demo`` takes to generate a row of its day (quotes and trades alike,
-# measured: 8M quotes and 2M trades peaked at 0.75 GB, 2M and 0.5M at 0.29 GB).
-DEMO_ROW_BYTES = 64
+# The memory ``asofgpu demo`` takes for a row of its day (quotes and trades alike): 8M quotes
+# and 2M trades peaked at 0.75 GB generated, 2M and 0.5M at 0.29 GB, 61 bytes a row more;
+# twice that, for the enrich that follows.
+DEMO_ROW_BYTES = 128
 
 ENRICH_EXAMPLES = """\
 examples:
@@ -638,11 +639,12 @@ def _warm_kernels(args, parser) -> int:
 
 
 def _write_whole(tables: dict) -> None:
-    """Parquet files (``{path: table}``) that are all complete or all absent, as enrich
-    writes OUT (``AtomicFile``): each written beside its place, then all renamed."""
+    """Parquet files (``{path: table}``), each complete or absent, as enrich writes OUT
+    (``AtomicFile``): each written beside its place, and none renamed until all are written
+    (then one after the other, the signals held off)."""
     import pyarrow.parquet as pq
 
-    from .enrich._output import AtomicFile
+    from .enrich._output import AtomicFile, commit_together
 
     with contextlib.ExitStack() as stack:
         written = []
@@ -654,8 +656,7 @@ def _write_whole(tables: dict) -> None:
             except OSError as exc:
                 raise OutputError(f"cannot write {label} {path}: {exc.strerror or exc}") from None
             written.append(whole)
-        for whole in written:
-            whole.commit()
+        commit_together(written)
 
 
 def _example(enriched, say) -> None:

@@ -268,6 +268,8 @@ def check_output(options: Options, left: Source, right: Source) -> tuple[str, di
         longest = os.pathconf(parent, "PC_NAME_MAX")
     except (OSError, ValueError, AttributeError):  # (no pathconf: not POSIX)
         longest = 255
+    if longest <= 0:  # (a file system that sets no limit says -1)
+        longest = 255
     if name_bytes > longest:  # told now, not at the rename after the work
         raise EnrichError(
             f"OUT {given}: its name is {name_bytes} bytes, and a name in {parent} holds at "

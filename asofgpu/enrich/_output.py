@@ -117,14 +117,7 @@ class AtomicFile:
         return self.tmp
 
     def commit(self) -> None:
-        try:
-            _fsync(self.tmp)  # the data is on disk before the name points at it
-            os.chmod(self.tmp, 0o666 & ~_umask())  # as a plain open() would have made it
-            interrupts.committing(self._put_in_place)
-        except OSError as exc:
-            raise OutputError(
-                f"cannot write {self.label} {self.out}: {exc.strerror or exc}"
-            ) from None
+        commit_together([self])
 
     def _put_in_place(self) -> None:
         os.replace(self.tmp, self.out)
@@ -137,6 +130,25 @@ class AtomicFile:
             except FileNotFoundError:
                 pass
         return False
+
+
+def commit_together(files: list[AtomicFile]) -> None:
+    """Put ``files`` in place, each on disk first, their renames one after the other with
+    the signals held off (a Ctrl-C cannot fall between two)."""
+    at = None
+    try:
+        for at in files:
+            _fsync(at.tmp)  # the data is on disk before the name points at it
+            os.chmod(at.tmp, 0o666 & ~_umask())  # as a plain open() would have made it
+
+        def put_in_place():
+            nonlocal at
+            for at in files:
+                at._put_in_place()
+
+        interrupts.committing(put_in_place)
+    except OSError as exc:
+        raise OutputError(f"cannot write {at.label} {at.out}: {exc.strerror or exc}") from None
 
 
 class AtomicFolder:

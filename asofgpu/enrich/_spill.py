@@ -187,15 +187,27 @@ class SpillFolder:
             # On any way out: out of descriptors ("Too many open files"), the ones still
             # open kept the folder's removal from opening it, and the folder stayed.
             for sink in sinks:
-                sink.close()
+                _close_quietly(sink)
         return paths, rows
 
     def writer(self, name: str, schema: pa.Schema):
         path = os.path.join(self.path, f"{name}.arrow")
+        sink = None
         try:
-            return path, pa.ipc.new_stream(pa.OSFile(path, "wb"), schema)
+            sink = pa.OSFile(path, "wb")
+            return path, pa.ipc.new_stream(sink, schema)
         except OSError as exc:
+            if sink is not None:
+                _close_quietly(sink)
             raise self.failed(exc) from None
+
+
+def _close_quietly(sink) -> None:
+    """Close ``sink`` on the way out of an error, which a failed close must not hide."""
+    try:
+        sink.close()
+    except OSError:
+        pass
 
 
 def read_all(path: str) -> pa.Table:
