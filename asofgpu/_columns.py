@@ -645,14 +645,15 @@ def row_tolerances(
 
 def _floor_times(values: np.ndarray, factor: int) -> np.ndarray:
     """``floor(value * factor)`` of non-negative floats and a whole ``factor``, exactly, as
-    uint64 (a product that rounds to 2**64 or more, inf too: the largest, no limit). The float product rounds: 2.675 s is
-    2674.999... ms, whose product rounds up to 2675.0, a tick more than the number holds
-    (``tolerance_in_ticks`` counts a scalar exactly). The product's rounding error, found
-    exactly (Dekker's product, of halves split by Veltkamp's constant), is added back where
-    the product came out whole: elsewhere no whole number lies between it and the truth.
+    uint64 (a product that rounds to 2**64 or more, inf too: the largest, no limit). The
+    float product rounds: 2.675 s is 2674.999... ms, whose product rounds up to 2675.0, a
+    tick more than the number holds (``tolerance_in_ticks`` counts a scalar exactly). The
+    product's rounding error, found exactly (Dekker's product, of halves split by
+    Veltkamp's constant), is added back where the product came out whole: elsewhere no
+    whole number lies between it and the truth.
 
-    >>> _floor_times(np.array([2.675, 0.5, 3.0, np.inf]), 1000).tolist()[:3]
-    [2674, 500, 3000]
+    >>> _floor_times(np.array([2.675, 0.5, 3.0, np.inf]), 1000).tolist()
+    [2674, 500, 3000, 18446744073709551615]
     """
     product = values * float(factor)
     beyond = product >= 2.0**64  # inf too: past every distance

@@ -840,8 +840,9 @@ def _right_sources(names, right, right_by, left_names: set, suffix: str) -> list
 
 # Numbers, times and text: asofgpu's gather takes them on all cores (booleans: Arrow's take,
 # on one), and polars reads its Arrow result back as the same dtype without a copy; 4 float
-# columns of 10M rows in 10 chunks: 0.05 s against polars' gather's 0.3 s. Text goes as the views polars holds, taken
-# without copying a byte of it (a symbol column by a 20M-row map: 0.5 s in polars' gather).
+# columns of 10M rows in 10 chunks: 0.05 s against polars' gather's 0.3 s. Text goes as the
+# views polars holds, taken without copying a byte of it (a symbol column by a 20M-row map:
+# 0.5 s in polars' gather).
 _GATHERED_HERE = (
     pl.String,
     pl.Binary,
