@@ -656,7 +656,7 @@ def _write_whole(tables: dict) -> None:
             except OSError as exc:
                 raise OutputError(f"cannot write {label} {path}: {exc.strerror or exc}") from None
             written.append(whole)
-        commit_together(written)
+        commit_together(written, is_out=False)  # (the run's inputs, not its output)
 
 
 def _example(enriched, say) -> None:

@@ -1640,6 +1640,34 @@ def test_bad_demo_options_exit_2(tmp_path, capsys, argv, message):
     assert not (tmp_path / "day").exists()
 
 
+@pytest.mark.usefixtures("heeding_interrupts")
+def test_a_demo_interrupted_in_its_run_says_no_output_was_written(tmp_path, capsys, monkeypatch):
+    """The day's files are in place before the run: a Ctrl-C in the run said "interrupted
+    after the output was written", taking them for the run's output."""
+
+    def interrupted(options, progress=None):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "enrich", interrupted)
+    day = tmp_path / "day"
+    code, _, stderr = run(
+        "demo",
+        "--quotes",
+        500,
+        "--trades",
+        100,
+        "--symbols",
+        5,
+        "-q",
+        "--out-dir",
+        day,
+        capsys=capsys,
+    )
+    assert code == 130
+    assert stderr.splitlines()[-1] == "asofgpu demo: interrupted; no output was written"
+    assert sorted(p.name for p in day.iterdir()) == ["quotes.parquet", "trades.parquet"]
+
+
 def test_a_demo_out_dir_that_is_a_file_is_refused_before_the_day_is_made(tmp_path, capsys):
     (tmp_path / "day").write_text("a file")
     code, stdout, stderr = run("demo", "--out-dir", tmp_path / "day", capsys=capsys)

@@ -117,14 +117,15 @@ def check() -> None:
         raise _state.interrupted
 
 
-def committing(put_in_place) -> None:
+def committing(put_in_place, is_out: bool = True) -> None:
     """Call ``put_in_place`` (the renames that replace OUT) with the signals held off:
     one that arrives meanwhile is raised again once OUT is in place. One a callback dropped
-    before is raised first, with OUT untouched."""
+    before is raised first, with OUT untouched. ``is_out``: the files are the run's output
+    (``committed``; not the inputs ``asofgpu demo`` writes before its run)."""
     check()
     if not _on_main_thread():  # signals reach the main thread only
         put_in_place()
-        _state.committed = True
+        _state.committed = _state.committed or is_out
         return
     # Not pthread_sigmask: Python runs its handlers on the main thread whichever thread the
     # signal reached, and enrich's thread pools are alive here.
@@ -132,7 +133,7 @@ def committing(put_in_place) -> None:
     previous = {s: signal.signal(s, lambda signum, frame: held.append(signum)) for s in heeded()}
     try:
         put_in_place()
-        _state.committed = True
+        _state.committed = _state.committed or is_out
     finally:
         for s, handler in previous.items():
             signal.signal(s, signal.SIG_DFL if handler is None else handler)

@@ -132,9 +132,10 @@ class AtomicFile:
         return False
 
 
-def commit_together(files: list[AtomicFile]) -> None:
+def commit_together(files: list[AtomicFile], is_out: bool = True) -> None:
     """Put ``files`` in place, each on disk first, their renames one after the other with
-    the signals held off (a Ctrl-C cannot fall between two)."""
+    the signals held off (a Ctrl-C cannot fall between two); ``is_out`` as ``committing``
+    takes it."""
     at = None
     try:
         for at in files:
@@ -146,7 +147,7 @@ def commit_together(files: list[AtomicFile]) -> None:
             for at in files:
                 at._put_in_place()
 
-        interrupts.committing(put_in_place)
+        interrupts.committing(put_in_place, is_out)
     except OSError as exc:
         raise OutputError(f"cannot write {at.label} {at.out}: {exc.strerror or exc}") from None
 
