@@ -1101,43 +1101,15 @@ def test_a_ctrl_c_in_generated_code_of_the_commands_imports_exits_130(tmp_path):
     ("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)]
 )
 @pytest.mark.parametrize("interrupted", ["numpy", "asofgpu.cli"])
+@pytest.mark.parametrize("twice", [False, True], ids=["once", "twice"])
 def test_a_signal_while_the_script_imports_the_command_exits_as_documented(
-    tmp_path, interrupted, signum, code
+    tmp_path, interrupted, signum, code, twice
 ):
     """The ``asofgpu`` script (``asofgpu.__main__:run``, as pip writes it) interrupted while
     the command's modules import, numpy's or asofgpu's own: one line and 130, where a
     traceback came when the package's ``__init__`` imported the library first; SIGTERM
-    and SIGHUP then ended the process by the signal (returncode -15, -1), not 143 and 129."""
-    script = tmp_path / "asofgpu-script"
-    script.write_text(
-        textwrap.dedent(
-            f"""
-            import importlib.abc, signal, sys
-
-            class InterruptedImport(importlib.abc.MetaPathFinder):
-                def find_spec(self, name, path, target=None):
-                    if name == {interrupted!r}:
-                        signal.raise_signal({int(signum)})
-
-            sys.meta_path.insert(0, InterruptedImport())
-            from asofgpu.__main__ import run
-            sys.exit(run())
-            """
-        )
-    )
-    done = subprocess.run(
-        [sys.executable, str(script), "enrich", "--help"],
-        capture_output=True,
-        text=True,
-        preexec_fn=_heeding_signals,
-    )
-    assert (done.returncode, done.stderr) == (code, "asofgpu: interrupted\n")
-
-
-@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_a_second_signal_while_the_first_is_told_keeps_the_exit_code(tmp_path, signum, code):
-    """Ctrl-C pressed twice while the command's modules import: the second, raised while the
-    first was being told, ended the process by the signal (returncode -2), not 130."""
+    and SIGHUP then ended the process by the signal (returncode -15, -1), not 143 and 129.
+    So did a second signal while the first was told (Ctrl-C pressed twice: -2, not 130)."""
     script = tmp_path / "asofgpu-script"
     script.write_text(
         textwrap.dedent(
@@ -1147,7 +1119,7 @@ def test_a_second_signal_while_the_first_is_told_keeps_the_exit_code(tmp_path, s
 
             class InterruptedImport(importlib.abc.MetaPathFinder):
                 def find_spec(self, name, path, target=None):
-                    if name == "asofgpu.cli":
+                    if name == {interrupted!r}:
                         signal.raise_signal({int(signum)})
 
             told = _signals.say
@@ -1156,7 +1128,8 @@ def test_a_second_signal_while_the_first_is_told_keeps_the_exit_code(tmp_path, s
                 signal.raise_signal({int(signum)})
                 told(line)
 
-            _signals.say = say_after_another
+            if {twice!r}:
+                _signals.say = say_after_another
             sys.meta_path.insert(0, InterruptedImport())
             from asofgpu.__main__ import run
             sys.exit(run())
