@@ -1613,6 +1613,9 @@ def test_bad_demo_options_exit_2(tmp_path, capsys, argv, message):
     assert not (tmp_path / "day").exists()
 
 
+SMALL_DEMO = ("--quotes", 500, "--trades", 100, "--symbols", 5, "-q")
+
+
 @pytest.mark.usefixtures("heeding_interrupts")
 def test_a_demo_interrupted_in_its_run_says_no_output_was_written(tmp_path, capsys, monkeypatch):
     """The day's files are in place before the run: a Ctrl-C in the run said "interrupted
@@ -1623,19 +1626,7 @@ def test_a_demo_interrupted_in_its_run_says_no_output_was_written(tmp_path, caps
 
     monkeypatch.setattr(cli, "enrich", interrupted)
     day = tmp_path / "day"
-    code, _, stderr = run(
-        "demo",
-        "--quotes",
-        500,
-        "--trades",
-        100,
-        "--symbols",
-        5,
-        "-q",
-        "--out-dir",
-        day,
-        capsys=capsys,
-    )
+    code, _, stderr = run("demo", *SMALL_DEMO, "--out-dir", day, capsys=capsys)
     assert code == 130
     assert stderr.splitlines()[-1] == "asofgpu demo: interrupted; no output was written"
     assert sorted(p.name for p in day.iterdir()) == ["quotes.parquet", "trades.parquet"]
@@ -1665,19 +1656,7 @@ def test_a_demo_file_that_cannot_be_written_leaves_nothing_behind(tmp_path, caps
 
     monkeypatch.setattr(pyarrow.parquet, "write_table", full_disk)
     day = tmp_path / "day"
-    code, _, stderr = run(
-        "demo",
-        "--quotes",
-        500,
-        "--trades",
-        100,
-        "--symbols",
-        5,
-        "-q",
-        "--out-dir",
-        day,
-        capsys=capsys,
-    )
+    code, _, stderr = run("demo", *SMALL_DEMO, "--out-dir", day, capsys=capsys)
     assert code == 1
     assert stderr.splitlines()[-1] == (
         f"asofgpu demo: error: cannot write trades.parquet {day / 'trades.parquet'}: "
@@ -1689,13 +1668,7 @@ def test_a_demo_file_that_cannot_be_written_leaves_nothing_behind(tmp_path, caps
 def test_demo_in_a_temporary_directory_removes_it(capsys):
     code, stdout, _ = run(
         "demo",
-        "--quotes",
-        500,
-        "--trades",
-        100,
-        "--symbols",
-        5,
-        "-q",
+        *SMALL_DEMO,
         "--device",
         "cpu",
         capsys=capsys,
