@@ -384,6 +384,44 @@ def test_what_cannot_be_copied_says_why(tmp_path):
     )
 
 
+def _as_parquet_mr_1_2_8(path) -> None:
+    """Rewrite a file as parquet-mr 1.2.8 wrote it: each column's size without its
+    dictionary page's header (PARQUET-816), which Arrow reads past by its name."""
+    raw = path.read_bytes()
+    meta, at = _copy.read_footer(str(path))
+    for group in meta[_copy.FILE_ROW_GROUPS][1][1]:
+        for chunk in group[_copy.GROUP_COLUMNS][1][1]:
+            column = chunk[_copy.CHUNK_META][1]
+            if _copy.META_DICTIONARY_PAGE in column:
+                start = column[_copy.META_DICTIONARY_PAGE][1]
+                _, header_end = thrift.decode_struct(raw, start)
+                kind, size = column[_copy.META_COMPRESSED]
+                column[_copy.META_COMPRESSED] = (kind, size - (header_end - start))
+    meta[_copy.FILE_CREATED_BY] = (thrift.BINARY, b"parquet-mr version 1.2.8 (build 0)")
+    footer = thrift.encode_struct(meta)
+    path.write_bytes(raw[:at] + footer + len(footer).to_bytes(4, "little") + b"PAR1")
+
+
+@pytest.mark.usefixtures("small_groups")
+def test_pages_readers_read_with_workarounds_are_encoded_again(tmp_path, capsys):
+    """Arrow reads the pages of old parquet-mr and parquet-cpp files with workarounds for
+    their writers' bugs, chosen by the writer's name in the footer: copied under OUT's
+    name (pyarrow's), they were unreadable ("Page was smaller than expected")."""
+    left_path, right_path = tmp_path / "l.parquet", tmp_path / "r.parquet"
+    table = _left().select(["t", "g", "price"])
+    pq.write_table(table, left_path, row_group_size=200)
+    _as_parquet_mr_1_2_8(left_path)
+    assert pq.read_table(left_path).equals(table)  # (Arrow's workaround)
+    schema = pq.read_schema(left_path)
+    assert _copy.LeftChunks.open(str(left_path), schema, 1000, None) == (
+        "pages written by parquet-mr version 1.2.8 (build 0), read with workarounds"
+    )
+    pq.write_table(_right(), right_path)
+    out, stdout, _ = _enrich(tmp_path, capsys, left_path, right_path)
+    assert ENCODED in stdout
+    assert pq.read_table(out).equals(_expected(left_path, right_path))
+
+
 @pytest.mark.usefixtures("small_groups")
 def test_the_stitcher_takes_one_left_group_a_table_of_its_rows(tmp_path):
     path = tmp_path / "l.parquet"

@@ -32,6 +32,7 @@ otherwise).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -43,7 +44,7 @@ MAGIC = b"PAR1"
 
 # Field ids of parquet.thrift: FileMetaData, SchemaElement, RowGroup, ColumnChunk,
 # ColumnMetaData, Statistics.
-FILE_SCHEMA, FILE_NUM_ROWS, FILE_ROW_GROUPS, FILE_COLUMN_ORDERS = 2, 3, 4, 7
+FILE_SCHEMA, FILE_NUM_ROWS, FILE_ROW_GROUPS, FILE_CREATED_BY, FILE_COLUMN_ORDERS = 2, 3, 4, 6, 7
 FILE_ENCRYPTION = 8
 ELEMENT_REPETITION, ELEMENT_NAME, ELEMENT_NUM_CHILDREN = 3, 4, 5
 OPTIONAL = 1  # FieldRepetitionType
@@ -141,6 +142,11 @@ class LeftChunks:
     def _check(cls, path, meta, footer_at, schema, max_rows, codec):
         if FILE_ENCRYPTION in meta:
             return "an encrypted file"
+        writer = meta.get(FILE_CREATED_BY, (None, b""))[1].decode("utf-8", "replace")
+        if read_with_workarounds(writer):
+            # Readers undo those writers' bugs by the name in the footer, which OUT's names
+            # pyarrow instead: their pages, copied, were unreadable there.
+            return f"pages written by {writer}, read with workarounds"
         elements = meta[FILE_SCHEMA][1][1]
         names = top_level_names(elements)
         if names != schema.names[: len(names)]:
@@ -197,6 +203,33 @@ def _pages_start(column: dict) -> int:
     data = column[META_DATA_PAGE][1]
     dictionary = column.get(META_DICTIONARY_PAGE, (0, 0))[1]
     return dictionary if 0 < dictionary < data else data
+
+
+# The writers whose files Arrow's reader reads with workarounds, by the footer's
+# ``created_by`` (parquet's ``ApplicationVersion``): parquet-mr before 1.2.9 left the
+# dictionary page out of a column's size (PARQUET-816), and before 1.10.0 wrote statistics
+# readers ignore; parquet-cpp before Arrow 3.0 marked compressed data pages v2 as not
+# compressed (ARROW-10353), and before 1.3.0 wrote wrong statistics.
+_FIXED = {"parquet-mr": (1, 10, 0), "parquet-cpp": (2, 0, 0)}
+
+
+def read_with_workarounds(created_by: str) -> bool:
+    """Whether readers read pages of a file ``created_by`` wrote with workarounds.
+
+    >>> read_with_workarounds("parquet-mr version 1.2.8 (build 1bf2dfd)")
+    True
+    >>> [read_with_workarounds(w) for w in ("parquet-cpp version 1.5.1-SNAPSHOT",
+    ...  "parquet-cpp-arrow version 2.0.0", "parquet-mr version 1.12.3 (build f8dced)", "")]
+    [True, False, False, False]
+    """
+    application, _, version = created_by.partition(" version ")
+    fixed = _FIXED.get(application.strip())
+    if fixed is None:
+        return False
+    numbers = re.match(r"\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?", version)
+    if numbers is None:
+        return True  # a version that cannot be read: as the oldest
+    return tuple(int(n or 0) for n in numbers.groups()) < fixed
 
 
 def _uncopyable(chunk: dict, footer_at: int, codec: str | None) -> str:
