@@ -416,8 +416,8 @@ def unified(col: pa.ChunkedArray) -> pa.ChunkedArray:
         return pa.chunked_array([arrow_numpy.dictionary_encode(decoded)])
     try:
         return col.unify_dictionaries()
-    except pa.ArrowInvalid:  # more values in all than the index type numbers (uint8: 256)
-        wide = pa.dictionary(pa.int64(), col.type.value_type, col.type.ordered)
+    except pa.ArrowInvalid:  # more values in all than the index type holds (uint8: 255)
+        wide = pa.dictionary(pa.int32(), col.type.value_type, col.type.ordered)
         return col.cast(wide).unify_dictionaries()
 
 

@@ -27,6 +27,7 @@ from ._backend import (
     walks,
 )
 from ._columns import device_to_numpy, is_device, to_arrow, to_table
+from ._encode import unified
 from ._types import NO_MATCH, NO_MATCH_INT64, GatherMap, TableLike
 
 
@@ -267,7 +268,14 @@ def _take(
         taken = _take(arrow_numpy.decoded(column), gmap, valid)
         return arrow_numpy.dictionary_encode(taken).cast(kind)
     if plain == kind:
-        return arrow_numpy.take(column, gmap, valid, starts)
+        try:
+            return arrow_numpy.take(column, gmap, valid, starts)
+        except pa.ArrowInvalid:
+            if not pa.types.is_dictionary(kind):
+                raise
+            # chunks whose dictionaries together outgrow the index type (uint8's 255
+            # values): taken with wider indices, as run ends widen above
+            return arrow_numpy.take(unified(column), gmap, valid)
     taken = arrow_numpy.take(column.cast(plain), gmap, valid).cast(kind)
     if not arrow_numpy.is_view_text(kind):
         return taken

@@ -558,7 +558,7 @@ def _demo(args, parser) -> int:
     if need > machine_memory():
         parser.error(
             f"--quotes and --trades: {args.quotes:,} quotes and {args.trades:,} trades take "
-            f"about {readable(need)} of memory to generate, more than this machine's "
+            f"about {readable(need)} of memory to generate and enrich, more than this machine's "
             f"{readable(machine_memory())}"
         )
     say = _signals.tell

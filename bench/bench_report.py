@@ -181,8 +181,8 @@ def markdown(report: dict) -> str:
         "nulls, not zeros); pyarrow: `trades.join_asof(quotes, on='time', by='symbol', "
         "tolerance=-(2**63 - 1))` (Acero; a negative tolerance looks back) on tables as "
         f"read, only where neither side passes {label(MAX_ROWS['pyarrow'])} rows (it took "
-        "15-20 s at 1M × 1M). Symbols are strings for all (encoding is timed). On shuffled "
-        "input polars, pandas and pyarrow also sort both sides by time inside the timed "
+        "13-20 s at 1M × 1M on 2 cores). Symbols are strings for all (encoding is timed). On "
+        "shuffled input polars, pandas and pyarrow also sort both sides by time inside the timed "
         "region, as they require; asofgpu, DuckDB and ClickHouse take any order.",
         f"- **prepared**: asofgpu builds `AsofJoin` on the quotes once (its time is the "
         f"`prepare` figure, one run after a warm-up); each timed run probes "

@@ -1600,7 +1600,7 @@ def test_demo_small(tmp_path, capsys):
         (  # numpy's MemoryError (or OverflowError, past int64) came as a traceback
             ["--quotes", "99_999_999_999_999_999_999", "--trades", "5"],
             "--quotes and --trades: 99,999,999,999,999,999,999 quotes and 5 trades take about "
-            "11,641,532,182.7 TiB of memory to generate, more than this machine's ",
+            "11,641,532,182.7 TiB of memory to generate and enrich, more than this machine's ",
         ),
     ],
 )

@@ -1263,6 +1263,9 @@ def test_group_ids_of_dictionaries_keep_their_nulls_whatever_their_index_type():
         ids = group_ids(table, by).tolist()
         assert [i == -1 for i in ids] == [False, True, False, False, False, True]
         assert ids[0] == ids[3] == ids[4] != ids[2]  # v255 in both dictionaries: one group
+        # one chunk: its uint8 indices as they are (two chunks widen in the unification)
+        one = group_ids(table.slice(0, 4).combine_chunks(), by).tolist()
+        assert one[1] == -1 and one[0] == one[3] != one[2] and one[0] != -1
 
 
 def test_sorted_samples_of_unsigned_keys_stay_exact():

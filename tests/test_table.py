@@ -268,3 +268,7 @@ def test_dictionary_by_chunks_whose_values_outgrow_their_index_type(extra):
     decoded = left.set_column(1, "s", left["s"].cast(pa.string()))
     want = ag.join_asof(decoded, right.set_column(1, "s", decoded["s"]), on="t", by="s")
     assert got == want["v"].to_pylist()
+    # attached: the gather's take refused them the same way; they widen their indices
+    attached = ag.join_asof(left.select(["t"]), left, on="t", device="cpu")["s"]
+    assert attached.type == pa.dictionary(pa.int32(), pa.string())
+    assert attached.to_pylist() == left["s"].to_pylist()

@@ -351,8 +351,12 @@ def _write_results(
         if writer is None:  # no LEFT row fell in this partition
             return Results.of_table(arrow_numpy.empty_table(pa.schema([(POSITION, pa.int64())])))
         writer.close()
-    except OSError as exc:
-        raise spill.failed(exc) from None
+    except BaseException as exc:
+        if writer is not None:
+            writer.abandon()
+        if isinstance(exc, OSError):
+            raise spill.failed(exc) from None
+        raise
     return Results.of_file(path)
 
 

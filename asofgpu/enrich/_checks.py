@@ -266,11 +266,9 @@ def check_output(options: Options, left: Source, right: Source) -> tuple[str, di
     name_bytes = len(os.fsencode(os.path.basename(out)))
     try:
         longest = os.pathconf(parent, "PC_NAME_MAX")
-    except (OSError, ValueError, AttributeError):  # (no pathconf: not POSIX)
-        longest = 255
-    if longest <= 0:  # (a file system that sets no limit says -1)
-        longest = 255
-    if name_bytes > longest:  # told now, not at the rename after the work
+    except (OSError, ValueError, AttributeError):  # (no pathconf: not POSIX) the rename says
+        longest = -1
+    if 0 < longest < name_bytes:  # told now, not at the rename after the work (-1: no limit)
         raise EnrichError(
             f"OUT {given}: its name is {name_bytes} bytes, and a name in {parent} holds at "
             f"most {longest}"

@@ -8,7 +8,8 @@ column chunks (compressed pages, dictionaries, statistics) followed by the attac
 encoded from the join's result. The footer takes LEFT's schema elements and chunk metadata,
 with the page offsets moved to where the pages land (``_thrift``).
 
-A LEFT file is copied (``LeftChunks.open``) when its footer is plain (not encrypted), every
+A LEFT file is copied (``LeftChunks.open``) when its footer is plain (not encrypted), its
+writer is not one whose pages readers read with workarounds (``read_with_workarounds``), every
 chunk's pages lie in the file itself, its top-level columns are optional (OUT's are
 nullable), its row groups are neither tiny (each one costs an encode of its own) nor larger
 than a chunk (--chunk-rows, or fewer when memory is short: a row group is joined whole),
@@ -205,12 +206,14 @@ def _pages_start(column: dict) -> int:
     return dictionary if 0 < dictionary < data else data
 
 
-# The writers whose files Arrow's reader reads with workarounds, by the footer's
+# The writers whose pages readers read with workarounds, chosen by the footer's
 # ``created_by`` (parquet's ``ApplicationVersion``): parquet-mr before 1.2.9 left the
-# dictionary page out of a column's size (PARQUET-816), and before 1.10.0 wrote statistics
-# readers ignore; parquet-cpp before Arrow 3.0 marked compressed data pages v2 as not
-# compressed (ARROW-10353), and before 1.3.0 wrote wrong statistics.
-_FIXED = {"parquet-mr": (1, 10, 0), "parquet-cpp": (2, 0, 0)}
+# dictionary page out of a column's size (PARQUET-816), and before 1.8.0 wrote
+# DELTA_BYTE_ARRAY pages Java's reader reads its own way (PARQUET-246); parquet-cpp before
+# Arrow 3.0 marked compressed data pages v2 as not compressed (ARROW-10353). (The readers'
+# distrust of older writers' statistics needs no cut-off: such files have no column orders,
+# and ``_portable`` drops their min and max.)
+_FIXED = {"parquet-mr": (1, 8, 0), "parquet-cpp": (2, 0, 0)}
 
 
 def read_with_workarounds(created_by: str) -> bool:
@@ -219,7 +222,7 @@ def read_with_workarounds(created_by: str) -> bool:
     >>> read_with_workarounds("parquet-mr version 1.2.8 (build 1bf2dfd)")
     True
     >>> [read_with_workarounds(w) for w in ("parquet-cpp version 1.5.1-SNAPSHOT",
-    ...  "parquet-cpp-arrow version 2.0.0", "parquet-mr version 1.12.3 (build f8dced)", "")]
+    ...  "parquet-cpp-arrow version 3.0.0", "parquet-mr version 1.8.1 (build 4aba4d)", "")]
     [True, False, False, False]
     """
     application, _, version = created_by.partition(" version ")

@@ -178,36 +178,61 @@ class SpillFolder:
                     if ends[i] > start:
                         writer.write_batch(taken.slice(start, ends[i] - start))
                         rows[i] += ends[i] - start
-            for writer in writers:
+            for writer, sink in zip(writers, sinks):
                 writer.close()
+                sink.close()  # (a write the file system put off fails here)
             self.bytes += sum(os.path.getsize(p) for p in paths)
         except OSError as exc:  # (the files gone too: a folder removed under the run)
+            _close_quietly(sinks)
             raise self.failed(exc) from None
-        finally:
-            # On any way out: out of descriptors ("Too many open files"), the ones still
-            # open kept the folder's removal from opening it, and the folder stayed.
-            for sink in sinks:
-                _close_quietly(sink)
+        except BaseException:
+            _close_quietly(sinks)
+            raise
         return paths, rows
 
-    def writer(self, name: str, schema: pa.Schema):
+    def writer(self, name: str, schema: pa.Schema) -> tuple[str, SpillStream]:
         path = os.path.join(self.path, f"{name}.arrow")
-        sink = None
         try:
-            sink = pa.OSFile(path, "wb")
-            return path, pa.ipc.new_stream(sink, schema)
+            return path, SpillStream(path, schema)
         except OSError as exc:
-            if sink is not None:
-                _close_quietly(sink)
             raise self.failed(exc) from None
 
 
-def _close_quietly(sink) -> None:
-    """Close ``sink`` on the way out of an error, which a failed close must not hide."""
-    try:
-        sink.close()
-    except OSError:
-        pass
+class SpillStream:
+    """An IPC stream and the file under it, closed together (the stream's ``close`` leaves
+    its file open)."""
+
+    def __init__(self, path: str, schema: pa.Schema):
+        self._sink = pa.OSFile(path, "wb")
+        try:
+            self._writer = pa.ipc.new_stream(self._sink, schema)
+        except BaseException:
+            _close_quietly([self._sink])
+            raise
+
+    def write_table(self, table: pa.Table, max_chunksize: int | None = None) -> None:
+        self._writer.write_table(table, max_chunksize=max_chunksize)
+
+    def close(self) -> None:
+        try:
+            self._writer.close()
+        finally:
+            self._sink.close()
+
+    def abandon(self) -> None:
+        """Close it on the way out of an error, which a failed close must not hide."""
+        _close_quietly([self._sink])
+
+
+def _close_quietly(sinks) -> None:
+    """Close ``sinks`` on the way out of an error (out of descriptors, "Too many open files",
+    the ones still open kept the spill folder's removal from opening it, and the folder
+    stayed), which a failed close must not hide."""
+    for sink in sinks:
+        try:
+            sink.close()
+        except OSError:
+            pass
 
 
 def read_all(path: str) -> pa.Table:
