@@ -351,3 +351,39 @@ def hook_warnings_rearmed(monkeypatch):
     import asofgpu.polars_gpu as hook
 
     monkeypatch.setattr(hook, "_warned", set())
+
+
+def exit_of_a_child_forked_while_held(locks, in_child) -> int:
+    """The exit code of a child forked while another thread holds ``locks``: 0 when
+    ``in_child()`` (run in the child, under a 20 s alarm) returns true. The holding thread
+    does not exist in the child, so a lock it held there stays held unless reset."""
+    import os
+    import signal
+    import threading
+
+    inside, leave = threading.Event(), threading.Event()
+
+    def hold():
+        with contextlib.ExitStack() as stack:
+            for lock in locks:
+                stack.enter_context(lock)
+            inside.set()
+            leave.wait(30)
+
+    holder = threading.Thread(target=hold, daemon=True)
+    holder.start()
+    assert inside.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            code = 1
+            try:
+                signal.alarm(20)
+                code = 0 if in_child() else 1
+            finally:
+                os._exit(code)
+    finally:
+        leave.set()
+        holder.join(10)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import threading
 import time
 
@@ -331,33 +330,12 @@ def test_the_limit_is_read_under_the_lock(monkeypatch):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_a_child_forked_while_another_thread_holds_the_lock_can_use_the_pool():
     """That thread does not exist in the child: the lock it held is free there."""
+    from fakes import exit_of_a_child_forked_while_held
+
     pool = HostPool(limit=64 * MIB)
-    inside, leave = threading.Event(), threading.Event()
 
-    def hold():
-        with pool._lock:  # as if inside the pool at the fork
-            inside.set()
-            leave.wait(30)
+    def lends():  # in the child, with the lock a thread inside the pool held at the fork
+        return len(pool.empty(MIB, np.uint8)) == MIB and pool.total_bytes() == MIB
 
-    holder = threading.Thread(target=hold, daemon=True)
-    holder.start()
-    assert inside.wait(10)
-    try:
-        pid = os.fork()
-        if pid == 0:  # the child: exits 0 only if the pool lends, and never returns
-            code = 1
-            try:
-                signal.alarm(20)
-                code = (
-                    0
-                    if (len(pool.empty(MIB, np.uint8)) == MIB and pool.total_bytes() == MIB)
-                    else 1
-                )
-            finally:
-                os._exit(code)
-    finally:
-        leave.set()
-        holder.join(10)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert exit_of_a_child_forked_while_held([pool._lock], lends) == 0
     assert not pool._lock.locked()

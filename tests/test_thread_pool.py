@@ -61,36 +61,15 @@ def test_a_users_own_wait_setting_is_kept(settings, loaded, after):
 def test_a_child_forked_while_another_thread_launches_gets_the_launch_locks_free():
     """A thread inside a parallel launch at the fork held ``PARALLEL_LAUNCH`` in the child
     for ever (that thread does not exist there): the child's first parallel join hung."""
-    import signal
-    import threading
+    from fakes import exit_of_a_child_forked_while_held
 
     from asofgpu._backend.jit import _POOL_START, PARALLEL_LAUNCH
 
-    inside, leave = threading.Event(), threading.Event()
-
-    def launch():
+    def take_both():  # in the child: it can take both locks
         with PARALLEL_LAUNCH, _POOL_START:
-            inside.set()
-            leave.wait(30)
+            return True
 
-    thread = threading.Thread(target=launch, daemon=True)
-    thread.start()
-    assert inside.wait(10)
-    try:
-        pid = os.fork()
-        if pid == 0:  # the child: exits 0 only if it can take both locks, and never returns
-            code = 1
-            try:
-                signal.alarm(20)
-                with PARALLEL_LAUNCH, _POOL_START:
-                    code = 0
-            finally:
-                os._exit(code)
-    finally:
-        leave.set()
-        thread.join(10)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+    assert exit_of_a_child_forked_while_held([PARALLEL_LAUNCH, _POOL_START], take_both) == 0
     assert not PARALLEL_LAUNCH.locked() and not _POOL_START.locked()  # the parent's, released
 
 
