@@ -656,8 +656,9 @@ def _floor_times(values: np.ndarray, factor: int) -> np.ndarray:
     [2674, 500, 3000, 18446744073709551615]
     """
     product = values * float(factor)
+    floor = np.floor(product)
     beyond = product >= 2.0**64  # inf too: past every distance
-    ticks = np.where(beyond, 0.0, np.floor(product)).astype(np.uint64)
+    ticks = np.where(beyond, 0.0, floor).astype(np.uint64)
     ticks[beyond] = np.iinfo(np.uint64).max
     if factor == 1:
         return ticks
@@ -673,8 +674,8 @@ def _floor_times(values: np.ndarray, factor: int) -> np.ndarray:
     kept = np.where(beyond, 0.0, product)
     error = ((v_high * f_high - kept) + v_high * f_low + v_low * f_high) + v_low * f_low
     step = np.floor(error)  # product + error is the true value; its floor, where product is whole
-    down = (step < 0) & (np.floor(product) == product) & ~beyond
-    up = (step > 0) & (np.floor(product) == product) & ~beyond
+    whole = (floor == product) & ~beyond
+    down, up = whole & (step < 0), whole & (step > 0)
     ticks[down] -= (-step[down]).astype(np.uint64)
     ticks[up] += step[up].astype(np.uint64)
     return ticks

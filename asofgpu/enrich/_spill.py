@@ -182,11 +182,10 @@ class SpillFolder:
                 writer.close()
                 sink.close()  # (a write the file system put off fails here)
             self.bytes += sum(os.path.getsize(p) for p in paths)
-        except OSError as exc:  # (the files gone too: a folder removed under the run)
+        except BaseException as exc:
             _close_quietly(sinks)
-            raise self.failed(exc) from None
-        except BaseException:
-            _close_quietly(sinks)
+            if isinstance(exc, OSError):  # (the files gone too: a folder removed under the run)
+                raise self.failed(exc) from None
             raise
         return paths, rows
 
