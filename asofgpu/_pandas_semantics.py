@@ -1030,10 +1030,7 @@ def _join_values(values, side: str):
         if len(values) and not bool((values[1:] >= values[:-1]).all()):
             raise ValueError(f"{side} keys must be sorted")
         return values
-    if not pd.Index(values, copy=False).is_monotonic_increasing:
-        if pd.isna(values).any():
-            raise ValueError(f"Merge keys contain null values on {side} side")
-        raise ValueError(f"{side} keys must be sorted")
+    require_sorted_key(pd.Index(values, copy=False), side)
     if _needs_i8(values.dtype):
         values = np.asarray(values.view("i8"))
     elif isinstance(values, _MASKED):
