@@ -714,7 +714,9 @@ def main(argv: list[str] | None = None) -> int:
         _signals.say(f"{prog}: error: {exc}")
         return 2
     except OutputError as exc:
-        _signals.say(f"{prog}: error: {exc}; nothing was written")
+        in_place = ", ".join(exc.in_place)  # written together with the failing file
+        told = f"only {in_place} put in place" if in_place else "nothing was written"
+        _signals.say(f"{prog}: error: {exc}; {told}")
         return 1
     except (JitDisabled, NumbaTooOld) as exc:  # the process's setup: told as bad input is
         _signals.say(f"{prog}: error: {exc}")

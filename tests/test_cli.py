@@ -1665,6 +1665,29 @@ def test_a_demo_file_that_cannot_be_written_leaves_nothing_behind(tmp_path, caps
     assert sorted(p.name for p in day.iterdir()) == []  # quotes.parquet neither
 
 
+def test_a_demo_whose_second_rename_fails_names_the_file_put_in_place(
+    tmp_path, capsys, monkeypatch
+):
+    """Both day files are written before either is renamed; where the second rename fails
+    (the first done), the message said "nothing was written" while quotes.parquet stood."""
+    real = os.replace
+
+    def refused(source, target):
+        if os.path.basename(str(target)) == "trades.parquet":
+            raise OSError(13, "Permission denied")
+        return real(source, target)
+
+    monkeypatch.setattr(os, "replace", refused)
+    day = tmp_path / "day"
+    code, _, stderr = run("demo", *SMALL_DEMO, "--out-dir", day, capsys=capsys)
+    assert code == 1
+    assert stderr.splitlines()[-1] == (
+        f"asofgpu demo: error: cannot write trades.parquet {day / 'trades.parquet'}: "
+        f"Permission denied; only {day / 'quotes.parquet'} put in place"
+    )
+    assert sorted(p.name for p in day.iterdir()) == ["quotes.parquet"]
+
+
 def test_demo_in_a_temporary_directory_removes_it(capsys):
     code, stdout, _ = run(
         "demo",

@@ -6,8 +6,14 @@ class EnrichError(Exception):
 
 
 class OutputError(Exception):
-    """The output could not be written (disk full, permissions): exit code 1; nothing was
-    left behind."""
+    """The output could not be written (disk full, permissions): exit code 1. Nothing was
+    left behind, but for ``in_place``: the paths of files written together with the one that
+    failed, put in place before it (a demo's day files: a rename that fails after another
+    succeeded)."""
+
+    def __init__(self, message: str, in_place: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.in_place = in_place
 
 
 def one_line(exc: BaseException) -> str:

@@ -149,7 +149,10 @@ def commit_together(files: list[AtomicFile], is_out: bool = True) -> None:
 
         interrupts.committing(put_in_place, is_out)
     except OSError as exc:
-        raise OutputError(f"cannot write {at.label} {at.out}: {exc.strerror or exc}") from None
+        in_place = tuple(f.out for f in files if f.committed)
+        raise OutputError(
+            f"cannot write {at.label} {at.out}: {exc.strerror or exc}", in_place
+        ) from None
 
 
 class AtomicFolder:
