@@ -6,11 +6,11 @@ machine code in its cache on disk (beside the kernels, or in the user's cache di
 the package's is not writable; see ``_backend.cache_dir``). A small join runs as plain
 Python and compiles nothing (``_backend.walks.compiles``), but in a new environment the first
 larger join compiles for seconds to tens of seconds (README, "The first join in a new
-environment": 23.5 s on two cores, and the first prepared probe and gather 10.4 s more);
-once cached, the same process takes about 1.5 s. ``warm`` runs joins of the usual shapes,
-compiled whatever their size, and ``asofgpu enrich`` on small files (its windows and spills
-have kernels of their own), each shape in a process of its own so that the compiling takes
-every core:
+environment", from ``bench/first_call.py``: 13.6 s on two cores, and the first prepared probe
+and gather 5.1 s more); once cached, the same process takes about 1 s. ``warm`` runs joins of
+the usual shapes, compiled whatever their size, and ``asofgpu enrich`` on small files (its
+windows and spills have kernels of their own), each shape in a process of its own so that the
+compiling takes every core:
 
 >>> sorted(SHAPES)  # where pandas and polars are installed
 ['enrich', 'float keys', 'integer groups', 'one-shot', 'pandas', 'polars', 'prepared', 'window']

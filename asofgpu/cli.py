@@ -281,7 +281,7 @@ def _parser() -> _Parser:
         "in units ns, us, ms, s, m, h, d, w (e.g. 5s, 250ms, 1m30s) or a "
         "number in the key's own unit, RIGHT's if the units differ (e.g. "
         "--tolerance 100); or a calendar duration of months, quarters or years "
-        "(mo, q, y; days and weeks too on a key with a time zone), measured from "
+        "(mo, q, y; days and weeks too on a key whose time zone changes its clocks), measured from "
         "each date or timestamp key as polars' dt.offset_by counts it, month ends "
         "saturating (e.g. --tolerance 1mo, 1q, 1mo15d)",
     )

@@ -487,8 +487,8 @@ class AsofJoin:
         ``tolerance`` is inclusive: a number in the physical unit of the prepared right key
         (``right_on``'s unit, whatever the left's), or a ``timedelta`` / ``numpy.timedelta64``;
         or a column of them, one per left row (numbers, or durations for temporal keys; a null
-        entry: no limit), which the kernel joins without and whose rows past their own
-        tolerance are then dropped; or ``Reaches``, a column for each direction (a nearest
+        entry: no limit), which the kernels compare each candidate with, as they read its key;
+        or ``Reaches``, a column for each direction (a nearest
         join checks each side's candidate against its own); or a calendar duration
         (``"1mo"``, ``asofgpu._calendar``), which becomes one.
         ``nearest_tie`` is "forward" (polars: ties go to the larger key, whose last row wins)

@@ -10,6 +10,7 @@ import gc
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -548,6 +549,14 @@ def _empty(tmp_path: Path) -> Path:
     return tmp_path / "empty"
 
 
+def _folder_of(path: Path) -> Path:
+    """A folder holding a copy of ``path``: a source of several files' kind."""
+    folder = path.parent / f"{path.stem}-folder"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(path, folder / path.name)
+    return folder
+
+
 def _junk(tmp_path: Path) -> Path:
     path = tmp_path / "junk.parquet"
     path.write_text("not parquet")
@@ -585,6 +594,14 @@ def _junk(tmp_path: Path) -> Path:
             ["{trades}", "{quotes}", "--left-on", "time", "--right-on", "ts"],
             "RIGHT file {quotes} has no column 'ts' (its columns: time, symbol, bid, ask, bid_size, "
             "ask_size)",
+        ),
+        (  # "RIGHT files <folder> has no column": a folder is named as one
+            ["{trades}", "{quotes_folder}", "--left-on", "time", "--right-on", "ts"],
+            "RIGHT folder {quotes_folder} has no column 'ts' (its columns: time, symbol, ",
+        ),
+        (
+            ["{trades}", "{quotes_folder}/*.parquet", "--left-on", "time", "--right-on", "ts"],
+            "RIGHT files {quotes_folder}/*.parquet have no column 'ts' (its columns: time, ",
         ),
         (
             ["{trades}", "{quotes}", "--on", "time", "--columns", "bid,spread"],
@@ -734,6 +751,7 @@ def test_bad_input_exits_2_with_one_line_and_no_output(day, tmp_path, capsys, ar
         "empty": _empty(tmp_path),
         "tmp": tmp_path,
         "junk": _junk(tmp_path),
+        "quotes_folder": _folder_of(quotes),
     }
     out = tmp_path / "out.parquet"
     device = [] if "--device" in argv else ["--device", "cpu"]

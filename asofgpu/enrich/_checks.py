@@ -362,9 +362,14 @@ def _column_hint(name: str, schema: pa.Schema, listed: bool) -> str:
 def _need(source: Source, name: str, named_in: str = "", listed: bool = False) -> None:
     if name not in source.schema.names:
         where = f" (named in {named_in})" if named_in else ""
-        kind = "file" if source.single else "files"
+        if source.single:
+            named = f"file {source.given} has"
+        elif os.path.isdir(source.given):
+            named = f"folder {source.given} has"
+        else:
+            named = f"files {source.given} have"  # a glob
         raise EnrichError(
-            f"{source.side} {kind} {source.given} has no column {name!r}{where}"
+            f"{source.side} {named} no column {name!r}{where}"
             f"{_column_hint(name, source.schema, listed)}"
         )
 
