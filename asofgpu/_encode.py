@@ -408,6 +408,19 @@ def _dictionary_of(col: pa.ChunkedArray) -> pa.Array:
     return pa.nulls(0, col.type.value_type)
 
 
+def wide_indices(t: pa.DataType) -> pa.DataType:
+    """``t`` with indices of 32 bits at least where it is a dictionary: the chunks of narrower
+    ones may hold more values in all than their index type holds (pandas writes a categorical
+    of fewer than 128 values as int8 codes, each file its own).
+
+    >>> wide_indices(pa.dictionary(pa.int8(), pa.string()))
+    DictionaryType(dictionary<values=string, indices=int32, ordered=0>)
+    """
+    if pa.types.is_dictionary(t) and t.index_type.bit_width < 32:
+        return pa.dictionary(pa.int32(), t.value_type, t.ordered)
+    return t
+
+
 def unified(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """A dictionary column's chunks on one dictionary (``unify_dictionaries``, or where Arrow
     gets it wrong, ``arrow_numpy.unifies_wrong``, decoded and encoded as one)."""
@@ -417,8 +430,7 @@ def unified(col: pa.ChunkedArray) -> pa.ChunkedArray:
     try:
         return col.unify_dictionaries()
     except pa.ArrowInvalid:  # more values in all than the index type holds (uint8: 255)
-        wide = pa.dictionary(pa.int32(), col.type.value_type, col.type.ordered)
-        return col.cast(wide).unify_dictionaries()
+        return col.cast(wide_indices(col.type)).unify_dictionaries()
 
 
 def _combine_chunks(col: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -487,6 +487,172 @@ def test_dictionary_by_columns_of_any_index_width(tmp_path, capsys, mode, index)
     _enrich(tmp_path, capsys, left, right, "--on", "t", "--by", "sym", mode=mode, on="t", by="sym")
 
 
+@pytest.mark.parametrize("mode", [*MODES, "regroup"])
+@pytest.mark.parametrize("index, values", [(pa.int8(), 100), (pa.int16(), 10_000)])
+def test_attached_dictionaries_of_more_values_in_all_than_their_index_holds(
+    tmp_path, capsys, mode, index, values
+):
+    """pandas writes a categorical of fewer than 128 values with int8 codes, each file (or a
+    writer each row group) its own dictionary: together they held more values than int8
+    indices hold, and every mode ended in Arrow's "requires a larger index type" (exit 1).
+    OUT's column is a dictionary of int32 indices (the files' narrower ones, widened)."""
+    groups, n = 4, 50  # row groups of 50 rows, each with a dictionary of its own
+    note = pa.chunked_array(
+        [
+            pa.DictionaryArray.from_arrays(
+                pa.array([(i * 7) % values if i % 9 else None for i in range(n)], index),
+                pa.array([f"g{g}-{k}" for k in range(values)]),
+            )
+            for g in range(groups)
+        ]
+    )
+    right = pa.table(
+        {
+            "t": np.arange(0, 2 * groups * n, 2),
+            "sym": np.array(["A", "B"])[np.arange(groups * n) % 2],
+            "note": note,
+        }
+    )
+    keys = np.arange(-3, 2 * groups * n + 10, 3)
+    left = pa.table({"t": keys, "sym": np.array(list("ABC"))[np.arange(len(keys)) % 3]})
+    if mode == "regroup":
+        left = left.take(np.random.default_rng(0).permutation(len(keys)))
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=7)
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=n)
+    out = tmp_path / "o.parquet"
+    how = "stream" if mode == "regroup" else mode
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--by",
+        "sym",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        16,
+        "--right-mode",
+        how,
+        capsys=capsys,
+    )
+    assert code == 0, stderr
+    expected = ag.join_asof(
+        pq.read_table(tmp_path / "l.parquet"),
+        pq.read_table(tmp_path / "r.parquet"),
+        on="t",
+        by="sym",
+        device="cpu",
+    )
+    got = pq.read_table(out)
+    assert got.schema.field("note").type == pa.dictionary(pa.int32(), pa.string())
+    assert got["note"].cast(pa.string()).equals(expected["note"].cast(pa.string()))
+    assert got["note"].null_count < len(keys) // 2  # (most rows matched)
+    assert hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize("mode", [*MODES, "auto"])
+def test_dictionaries_nested_in_structs_and_lists_of_several_row_groups(tmp_path, capsys, mode):
+    """pyarrow reads a dictionary inside a struct or list of a file of several row groups
+    only a row group at a time: held in memory (the mode ``auto`` takes for an unsorted
+    RIGHT), RIGHT was refused ("Nested data conversions not implemented")."""
+    n = 40
+    inner = pa.dictionary(pa.int32(), pa.string())
+    right = pa.table(
+        {
+            # not sorted but where it streams: auto holds it in memory
+            "t": np.arange(n) * 2 if mode == "stream" else np.arange(n)[::-1] * 2,
+            "sym": np.array(["A", "B"])[np.arange(n) % 2],
+            "st": pa.array(
+                [{"a": i, "s": ["x", "y", None][i % 3]} for i in range(n)],
+                pa.struct([("a", pa.int32()), ("s", inner)]),
+            ),
+            "tags": pa.array([["p", "q"][: i % 3] for i in range(n)], pa.list_(inner)),
+        }
+    )
+    keys = np.arange(-3, 2 * n, 3)
+    left = pa.table({"t": keys, "sym": np.array(list("ABC"))[np.arange(len(keys)) % 3]})
+    _enrich(
+        tmp_path,
+        capsys,
+        left,
+        right,
+        "--on",
+        "t",
+        "--by",
+        "sym",
+        mode=mode,
+        right_group=10,
+        on="t",
+        by="sym",
+    )
+
+
+@pytest.mark.parametrize("mode", [*MODES, "regroup"])
+@pytest.mark.parametrize("strategy", ["backward", "nearest"])
+def test_uuid_and_json_columns_of_a_file_without_an_arrow_schema(tmp_path, capsys, mode, strategy):
+    """DuckDB stores UUID and JSON columns as parquet's logical types, with no Arrow schema:
+    pyarrow reads them as extension types, which the footer's own mapping names by their
+    storage types. enrich planned the storage types: OUT lost the extension type, and spilled,
+    regrouped or streamed with carries the run ended in a traceback (tables of two schemas)."""
+    n = 60
+    right = pa.table(
+        {
+            "t": np.arange(0, 2 * n, 2),
+            "sym": np.array(["A", "B"])[np.arange(n) % 2],
+            "id": pa.array([None if i % 5 == 0 else bytes([i]) * 16 for i in range(n)], pa.uuid()),
+            "doc": pa.array([f'{{"x": {i}}}' for i in range(n)], pa.json_()),
+        }
+    )
+    keys = np.arange(-3, 2 * n + 6, 3)
+    left = pa.table({"t": keys, "sym": np.array(list("ABC"))[np.arange(len(keys)) % 3]})
+    if mode == "regroup":
+        left = left.take(np.random.default_rng(0).permutation(len(keys)))
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=7)
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=10, store_schema=False)
+    assert pq.read_metadata(tmp_path / "r.parquet").schema.to_arrow_schema().field("id").type == (
+        pa.binary(16)  # what the footer's mapping says
+    )
+    out = tmp_path / "o.parquet"
+    how = "stream" if mode == "regroup" else mode
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--by",
+        "sym",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        16,
+        "--right-mode",
+        how,
+        "--strategy",
+        strategy,
+        capsys=capsys,
+    )
+    assert code == 0, stderr
+    expected = ag.join_asof(
+        pq.read_table(tmp_path / "l.parquet"),
+        pq.read_table(tmp_path / "r.parquet"),
+        on="t",
+        by="sym",
+        strategy=strategy,
+        device="cpu",
+    )
+    got = pq.read_table(out)
+    assert got.schema.field("id").type == pa.uuid() and got.schema.field("doc").type == pa.json_()
+    assert got.equals(expected)
+    assert hidden(tmp_path) == []
+
+
 @pytest.mark.parametrize("mode", [*MODES, "auto"])
 def test_an_extension_by_column_is_refused_as_the_join_refuses_it(tmp_path, capsys, mode):
     """RIGHT's group count ran Arrow's dictionary_encode on its sample of a uuid by-column,

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from .. import _arrow_numpy as arrow_numpy
 from .._columns import key_type_of_arrow, row_tolerances, tolerance_in_ticks
+from .._encode import unified
 from .._calendar import reach_bounds_ns
 from .._staleness import Staleness
 from .._gather import gather
@@ -77,7 +78,7 @@ def payload_of(right: pa.Table, names: list[str]) -> pa.Table:
     payload = right.select(names)
     for k, column in enumerate(payload.columns):
         if pa.types.is_dictionary(column.type) and column.num_chunks > 1:
-            one = pa.chunked_array([column.unify_dictionaries().combine_chunks()], column.type)
+            one = pa.chunked_array([unified(column).combine_chunks()], column.type)
             payload = payload.set_column(k, payload.field(k), one)
     return payload
 

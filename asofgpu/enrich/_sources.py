@@ -45,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .. import _arrow_numpy as arrow_numpy
-from .._encode import family
+from .._encode import family, wide_indices
 from ._errors import EnrichError, one_line
 
 SUFFIX = ".parquet"
@@ -225,7 +225,7 @@ class Source:
             meta = _metadata(path, side)
             values = {} if single else _partition_values(relative)
             parts.append(Part(path, relative, values, meta, os.path.getsize(path)))
-            schemas.append(meta.schema.to_arrow_schema().remove_metadata())
+            schemas.append(_arrow_schema(path, meta, side))
         first, schema = parts[0].path, schemas[0]
         for part, file_schema in zip(parts[1:], schemas[1:]):
             common = common_schema(schema, file_schema)
@@ -235,6 +235,11 @@ class Source:
                     f"{_describe(schemas[0])}, {part.path} has {_describe(file_schema)}"
                 )
             schema = common
+        if side == "RIGHT":
+            # RIGHT's rows are held, streamed and gathered together, and their dictionaries
+            # unified: the files' (or row groups') dictionaries of narrow indices may hold more
+            # values together than their index type does (pandas: int8 a file of <128 values).
+            schema = pa.schema([f.with_type(wide_indices(f.type)) for f in schema])
         for part, file_schema in zip(parts, schemas):
             part.wanted = None if file_schema.equals(schema) else schema
         twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
@@ -352,14 +357,25 @@ class Source:
             try:
                 # (ParquetFile, not read_table: pyarrow's datasets import pandas)
                 codes = [c for c in as_codes if c in data]
-                table = pq.ParquetFile(part.path, pre_buffer=False, read_dictionary=codes)
-                table = part.as_wanted(table.read(columns=data), codes)
+                reader = pq.ParquetFile(part.path, pre_buffer=False, read_dictionary=codes)
+                table = part.as_wanted(_read_whole(reader, data), codes)
             except (OSError, pa.ArrowException) as exc:
                 raise EnrichError(
                     f"cannot read {self.side} file {part.path}: {one_line(exc)}"
                 ) from None
             tables.append(self.with_partitions(part, table, columns, as_codes).select(columns))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
+
+
+def _read_whole(reader: pq.ParquetFile, columns: list[str]) -> pa.Table:
+    """A file's ``columns``, read at once, or a row group at a time where pyarrow reads
+    dictionaries nested in lists or structs of several row groups only so ("Nested data
+    conversions not implemented for chunked array outputs")."""
+    try:
+        return reader.read(columns=columns)
+    except pa.ArrowNotImplementedError:
+        groups = range(reader.metadata.num_row_groups)
+        return pa.concat_tables(reader.read_row_group(g, columns=columns) for g in groups)
 
 
 def type_null_partitions(left: Source, right: Source, left_by, right_by) -> None:
@@ -614,6 +630,17 @@ def _names_match(pieces: list[str], names: list[str]) -> bool:
         and fnmatch.fnmatchcase(names[0], pieces[0])
         and _names_match(pieces[1:], names[1:])
     )
+
+
+def _arrow_schema(path: str, meta: pq.FileMetaData, side: str) -> pa.Schema:
+    """The schema a reader of the file gives: the footer's own mapping (``to_arrow_schema``)
+    names the storage types of logical types that a reader gives as extension types (UUID,
+    JSON) where the file keeps no Arrow schema, as DuckDB's files do."""
+    try:
+        with pq.ParquetFile(path, metadata=meta) as reader:
+            return reader.schema_arrow.remove_metadata()
+    except (OSError, pa.ArrowException) as exc:
+        raise EnrichError(f"cannot read {side} file {path} as parquet: {one_line(exc)}") from None
 
 
 def _metadata(path: str, side: str) -> pq.FileMetaData:
