@@ -596,8 +596,9 @@ def test_dictionaries_nested_in_structs_and_lists_of_several_row_groups(tmp_path
 def test_uuid_and_json_columns_of_a_file_without_an_arrow_schema(tmp_path, capsys, mode, strategy):
     """DuckDB stores UUID and JSON columns as parquet's logical types, with no Arrow schema:
     pyarrow reads them as extension types, which the footer's own mapping names by their
-    storage types. enrich planned the storage types: OUT lost the extension type, and spilled,
-    regrouped or streamed with carries the run ended in a traceback (tables of two schemas)."""
+    storage types. enrich planned the storage types: OUT lost the extension type (LEFT's
+    too), and spilled, regrouped or streamed with carries the run ended in a traceback
+    (tables of two schemas)."""
     n = 60
     right = pa.table(
         {
@@ -608,10 +609,16 @@ def test_uuid_and_json_columns_of_a_file_without_an_arrow_schema(tmp_path, capsy
         }
     )
     keys = np.arange(-3, 2 * n + 6, 3)
-    left = pa.table({"t": keys, "sym": np.array(list("ABC"))[np.arange(len(keys)) % 3]})
+    left = pa.table(
+        {
+            "t": keys,
+            "sym": np.array(list("ABC"))[np.arange(len(keys)) % 3],
+            "event": pa.array([bytes([i]) * 16 for i in range(len(keys))], pa.uuid()),
+        }
+    )
     if mode == "regroup":
         left = left.take(np.random.default_rng(0).permutation(len(keys)))
-    pq.write_table(left, tmp_path / "l.parquet", row_group_size=7)
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=7, store_schema=False)
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=10, store_schema=False)
     assert pq.read_metadata(tmp_path / "r.parquet").schema.to_arrow_schema().field("id").type == (
         pa.binary(16)  # what the footer's mapping says
@@ -649,6 +656,7 @@ def test_uuid_and_json_columns_of_a_file_without_an_arrow_schema(tmp_path, capsy
     )
     got = pq.read_table(out)
     assert got.schema.field("id").type == pa.uuid() and got.schema.field("doc").type == pa.json_()
+    assert got.schema.field("event").type == pa.uuid()  # LEFT's, copied or encoded
     assert got.equals(expected)
     assert hidden(tmp_path) == []
 
