@@ -154,3 +154,43 @@ def test_a_table_of_another_schema_is_refused(tmp_path):
     with pytest.raises(ValueError, match="is not the writer's"):
         writer.write(pa.table({"x": pa.array([1], pa.int32())}))
     writer.abort()
+
+
+@pytest.mark.parametrize("failing", ["fsync", "rename"])
+def test_files_committed_together_name_the_one_that_failed_and_those_in_place(
+    tmp_path, monkeypatch, failing
+):
+    """A failure before the renames leaves none in place; a rename that fails after another
+    succeeded says which file is in place (the demo's day files)."""
+    import os
+
+    from asofgpu.enrich import _output
+    from asofgpu.enrich._errors import OutputError
+
+    def refused(*_):
+        raise OSError(5, "Input/output error")
+
+    first, second = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    with _output.AtomicFile(str(first), "a") as a, _output.AtomicFile(str(second), "b") as b:
+        for f in (a, b):
+            with open(f.tmp, "w") as out:
+                out.write("data")
+        if failing == "fsync":
+            real_fsync = _output._fsync
+            monkeypatch.setattr(
+                _output, "_fsync", lambda path: refused() if path == b.tmp else real_fsync(path)
+            )
+        else:
+            real = os.replace
+            monkeypatch.setattr(
+                os, "replace", lambda s, t: refused() if t == str(second) else real(s, t)
+            )
+        with pytest.raises(OutputError, match=f"^cannot write b {second}: Input/output error$"):
+            try:
+                _output.commit_together([a, b], is_out=False)
+            except OutputError as exc:
+                assert exc.in_place == (() if failing == "fsync" else (str(first),))
+                raise
+    assert sorted(p.name for p in tmp_path.iterdir()) == (
+        [] if failing == "fsync" else ["a.parquet"]
+    )

@@ -135,24 +135,27 @@ class AtomicFile:
 def commit_together(files: list[AtomicFile], is_out: bool = True) -> None:
     """Put ``files`` in place, each on disk first, their renames one after the other with
     the signals held off (a Ctrl-C cannot fall between two); ``is_out`` as ``committing``
-    takes it."""
-    at = None
-    try:
-        for at in files:
+    takes it. A failure names its file, and those already in place (``OutputError``)."""
+    for at in files:
+        try:
             _fsync(at.tmp)  # the data is on disk before the name points at it
             os.chmod(at.tmp, 0o666 & ~_umask())  # as a plain open() would have made it
+        except OSError as exc:
+            raise _cannot_write(at, exc) from None
 
-        def put_in_place():
-            nonlocal at
-            for at in files:
-                at._put_in_place()
+    def put_in_place():
+        for at in files:
+            at._put_in_place()
 
+    try:
         interrupts.committing(put_in_place, is_out)
     except OSError as exc:
-        in_place = tuple(f.out for f in files if f.committed)
-        raise OutputError(
-            f"cannot write {at.label} {at.out}: {exc.strerror or exc}", in_place
-        ) from None
+        failed = next((at for at in files if not at.committed), files[-1])
+        raise _cannot_write(failed, exc, tuple(at.out for at in files if at.committed)) from None
+
+
+def _cannot_write(at: AtomicFile, exc: OSError, in_place: tuple[str, ...] = ()) -> OutputError:
+    return OutputError(f"cannot write {at.label} {at.out}: {exc.strerror or exc}", in_place)
 
 
 class AtomicFolder:
