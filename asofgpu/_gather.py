@@ -218,23 +218,94 @@ def _kept(column, gmap: np.ndarray, valid: np.ndarray):
     return kept, bitmap, nulls
 
 
+# The most bytes a text or binary array of 32-bit offsets holds.
+TEXT_BYTES_MOST = 2**31 - 1
+
+
 def _take_text(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray, n_missing: int):
     """A text or binary column taken on all cores (``_backend.take_text``), from its chunks
-    combined into one array (a copy of its bytes, a small part of the take's time); Arrow's
-    take where the result's bytes would overflow 32-bit offsets."""
+    combined into one array (a copy of its bytes, a small part of the take's time). A column
+    of 32-bit offsets whose chunks, or whose rows taken, hold more bytes than those offsets
+    reach is taken in its large form and comes back in chunks that do (``_in_chunks_of``)."""
+    narrow = _narrow_text(column.type)
+    if narrow and _overflows(column):  # its chunks cannot be combined
+        return _in_chunks_of(_take_text(_widened(column), gmap, valid, n_missing), column.type)
     array = arrow_numpy.combined(column)
-    wide = pa.types.is_large_string(array.type) or pa.types.is_large_binary(array.type)
     _, offsets, data = array.buffers()
     # count=: a buffer may be longer than its array (padding, or a slice's parent).
     count = array.offset + len(array) + 1
-    offsets = np.frombuffer(offsets, np.int64 if wide else np.int32, count=count)
+    offsets = np.frombuffer(offsets, np.int32 if narrow else np.int64, count=count)
     offsets = offsets[array.offset :]
     data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
     kept, bitmap, nulls = _kept(array, gmap, valid)
-    buffers = take_text(offsets, data, gmap, kept)
-    if buffers is None:
-        return _take(column, gmap, None if n_missing == 0 else valid)
+    most = TEXT_BYTES_MOST if narrow else np.iinfo(np.int64).max
+    buffers = take_text(offsets, data, gmap, kept, most)
+    if buffers is None:  # the rows taken overflow 32-bit offsets
+        return _in_chunks_of(_take_text(_widened(column), gmap, valid, n_missing), column.type)
     return pa.Array.from_buffers(column.type, len(gmap), [bitmap, *buffers], null_count=nulls)
+
+
+def _narrow_text(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_binary(t)
+
+
+def _widened(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A text or binary column of 32-bit offsets in its large form (its bytes shared)."""
+    return column.cast(pa.large_string() if pa.types.is_string(column.type) else pa.large_binary())
+
+
+def _offsets(array: pa.Array) -> np.ndarray:
+    """An offset-text array's offsets, one a row and one more."""
+    dtype = np.int32 if _narrow_text(array.type) else np.int64
+    count = array.offset + len(array) + 1
+    return np.frombuffer(array.buffers()[1], dtype, count=count)[array.offset :]
+
+
+def _overflows(column: pa.ChunkedArray, gmap=None, valid=None) -> bool:
+    """Whether a text column's values, or those of its rows ``gmap`` picks, hold more bytes
+    than 32-bit offsets reach; counted only where its buffers' size says they may."""
+    may = column.nbytes * (1 if gmap is None else len(gmap)) > TEXT_BYTES_MOST
+    return may and _text_bytes(column, gmap, valid) > TEXT_BYTES_MOST
+
+
+def _text_bytes(column: pa.ChunkedArray, gmap=None, valid=None) -> int:
+    """The bytes of a text column's values, or of those of its rows ``gmap`` picks (where
+    ``valid``, when given: a small map's)."""
+    if gmap is None:
+        return sum(int(o[-1]) - int(o[0]) for o in map(_offsets, column.chunks) if len(o) > 1)
+    rows = (gmap if valid is None else gmap[valid]).astype(np.int64)
+    starts = arrow_numpy.chunk_starts(column)
+    chunk_of = np.searchsorted(starts, rows, side="right") - 1
+    total = 0
+    for c in np.unique(chunk_of):
+        offsets = _offsets(column.chunk(int(c))).astype(np.int64)
+        at = rows[chunk_of == c] - starts[c]
+        total += int((offsets[at + 1] - offsets[at]).sum())
+    return total
+
+
+def _in_chunks_of(taken: pa.Array | pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray:
+    """A large text or binary column, taken from a column of ``kind`` (32-bit offsets: no
+    value is longer than they reach), as a column of ``kind`` in chunks of at most
+    ``TEXT_BYTES_MOST`` bytes each. Each chunk's offsets start from 0 (Arrow's cast keeps the
+    large offsets as they are, which past 2 GiB do not fit)."""
+    pieces = []
+    for chunk in taken.chunks if isinstance(taken, pa.ChunkedArray) else [taken]:
+        offsets, data = _offsets(chunk), chunk.buffers()[2]
+        start = 0
+        while start < len(chunk):
+            end = int(np.searchsorted(offsets, offsets[start] + TEXT_BYTES_MOST, side="right"))
+            end = max(end - 1, start + 1)
+            kept = arrow_numpy.valid(chunk.slice(start, end - start))
+            nulls = len(kept) - int(np.count_nonzero(kept))
+            bitmap = pa.py_buffer(np.packbits(kept, bitorder="little")) if nulls else None
+            rebased = pa.py_buffer((offsets[start : end + 1] - offsets[start]).astype(np.int32))
+            values = data.slice(int(offsets[start]), int(offsets[end] - offsets[start]))
+            pieces.append(
+                pa.Array.from_buffers(kind, end - start, [bitmap, rebased, values], nulls)
+            )
+            start = end
+    return pa.chunked_array(pieces, kind)
 
 
 def _take_views(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray) -> pa.Array:
@@ -267,6 +338,9 @@ def _take(
     if arrow_numpy.unifies_wrong(column):  # as Arrow's take of chunks would unify them
         taken = _take(arrow_numpy.decoded(column), gmap, valid)
         return arrow_numpy.dictionary_encode(taken).cast(kind)
+    if _narrow_text(kind) and (_overflows(column) or _overflows(column, gmap, valid)):
+        # Arrow's take would combine the chunks, or make its result, past 32-bit offsets
+        return _in_chunks_of(_take(_widened(column), gmap, valid), kind)
     if plain == kind:
         try:
             return arrow_numpy.take(column, gmap, valid, starts)

@@ -404,17 +404,17 @@ def test_chunked_gather_steps_past_every_chunk_a_block_holds(thresholds, blocks,
     assert got.equals(table.take(pa.array(gmap)))
 
 
-def test_text_whose_bytes_overflow_its_offsets_is_left_to_arrow():
-    """take_text declines (None) when the taken rows' bytes pass the offsets' type: two rows
-    of 2**30 bytes each, taken twice, overflow int32 offsets (gather then takes the column
-    with Arrow's take); the bytes are never read."""
+def test_take_text_declines_rows_of_more_bytes_than_it_is_given():
+    """take_text declines (None) when the taken rows' bytes pass ``most``: two rows of 2**30
+    bytes each, taken twice, overflow int32 offsets (gather then takes the column in its
+    large form, ``_gather._in_chunks_of``); the bytes are never read."""
     from asofgpu._backend import take_text
 
     offsets = np.array([0, 2**30, 2**31 - 1], dtype=np.int32)
     gmap = np.array([0, 1, 0, 1], dtype=np.int32)
     valid = np.ones(4, dtype=bool)
-    assert take_text(offsets, np.zeros(0, np.uint8), gmap, valid) is None
-    wide = take_text(offsets.astype(np.int64), np.zeros(0, np.uint8), gmap, ~valid)
+    assert take_text(offsets, np.zeros(0, np.uint8), gmap, valid, 2**31 - 1) is None
+    wide = take_text(offsets.astype(np.int64), np.zeros(0, np.uint8), gmap, ~valid, 2**63 - 1)
     assert np.frombuffer(wide[0], np.int64).tolist() == [0, 0, 0, 0, 0]
 
 
@@ -502,3 +502,33 @@ def test_run_end_encoded_columns_widen_their_run_ends_to_hold_the_result():
     assert ag.gather(right, gmap[:3])["p"].type == right["p"].type
     joined = ag.join_asof(pa.table({"t": np.arange(40_000)}), right, on="t", device="cpu")
     assert joined["p"].to_pylist() == [1.0] * 5 + [None] * 39_995
+
+
+@pytest.mark.parametrize("kind", [pa.string(), pa.binary()])
+@pytest.mark.parametrize("parallel", [False, True])
+@pytest.mark.parametrize("overflowing", ["chunks", "rows taken"])
+def test_text_past_32_bit_offsets_comes_back_in_chunks_that_fit(
+    monkeypatch, thresholds, kind, parallel, overflowing
+):
+    """A string or binary column whose chunks together hold more bytes than 32-bit offsets
+    reach (two 1.1 GB chunks, as a reader gives a large column), or whose rows taken do
+    (100,000 picks of 30,000-byte values), raised Arrow's offset overflow: it comes back of
+    its own type in chunks that fit. Here the limit is made small."""
+    from asofgpu import _gather
+
+    monkeypatch.setattr(_gather, "TEXT_BYTES_MOST", 40)
+    thresholds(parallel_gather_rows=0 if parallel else 10**9)
+    values = ["a" * 15, "bb", None, "c" * 20, "", "d" * 9]
+    if overflowing == "chunks":  # 46 bytes in three chunks; the rows taken, 11
+        column = pa.chunked_array([pa.array(values[:2], kind), [], pa.array(values[2:], kind)])
+        gmap = np.array([1, ag.NO_MATCH, 4, 2, 5], np.int32)
+    else:  # one chunk of 37 bytes; the rows taken, 87
+        column = pa.chunked_array([pa.array(values[:4], kind)])
+        gmap = np.array([0, 3, ag.NO_MATCH, 2, 0, 3, 1, 0], np.int32)
+    taken = ag.gather(pa.table({"s": column}), gmap)["s"]
+    plain = [None if k < 0 else column[int(k)].as_py() for k in gmap]
+    assert taken.type == kind and taken.to_pylist() == plain
+    for chunk in taken.chunks:
+        assert sum(len(v) for v in chunk.to_pylist() if v is not None) <= 40
+        assert np.frombuffer(chunk.buffers()[1], np.int32)[chunk.offset] == 0
+    assert taken.null_count == plain.count(None)

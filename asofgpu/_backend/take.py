@@ -151,10 +151,12 @@ def take_chunked(passes: list[ChunkedPass], gmap: np.ndarray, valid: np.ndarray)
     return [pa.py_buffer(outs[k]) for k in sorted(outs)]
 
 
-def take_text(offsets: np.ndarray, data: np.ndarray, gmap: np.ndarray, valid: np.ndarray):
+def take_text(
+    offsets: np.ndarray, data: np.ndarray, gmap: np.ndarray, valid: np.ndarray, most: int
+):
     """(offsets, data) buffers of the text (or binary) rows ``gmap`` picks, empty where
     ``valid`` is False, on all cores; the offsets of ``offsets``' type (int32 or int64). None
-    when the rows' bytes would overflow that type (the caller then takes them otherwise).
+    when the rows' bytes are more than ``most`` (the caller then takes them otherwise).
     ``offsets`` has one entry a row and one more; ``data`` is the bytes they point into."""
     kernels = cpu_take()
     offsets, data, gmap, valid = (read_only(a) for a in (offsets, data, gmap, valid))
@@ -163,7 +165,7 @@ def take_text(offsets: np.ndarray, data: np.ndarray, gmap: np.ndarray, valid: np
     with PARALLEL_LAUNCH:
         kernels.text_lengths(offsets, gmap, valid, out_offsets)
     total = int(out_offsets.sum(dtype=np.int64))
-    if total > np.iinfo(offsets.dtype).max:
+    if total > most:
         return None
     np.cumsum(out_offsets, out=out_offsets)
     out_data = host_empty(total, np.uint8)
