@@ -112,7 +112,9 @@ tolerance, allow_exact_matches, direction
     method : {"auto", "time", "hash", "broadcast"}
         How the right rows reach the left partitions (below). "auto" takes "broadcast" for a
         one-partition right side, "time" when both sides are in ``on`` order across their
-        partitions, else "hash" (which needs ``by``).
+        partitions, else "hash" (which needs ``by``). A categorical ``on`` key goes by
+        "broadcast", or "hash" with ``by``: the join compares its values, pandas' order its
+        categories', so "time" refuses it.
     device : {"auto", "cpu", "cuda", "python"}
         Where pandas partitions are joined ("auto": a usable GPU, else the CPU). cuDF
         partitions are always joined on the GPU.
@@ -483,6 +485,18 @@ def _choose(method: str, left, right, spec: _Spec):
         return method, None
     if method == "broadcast" or (method == "auto" and right.npartitions == 1):
         return "broadcast", None
+    if _categorical_on(left, spec.left_key) or _categorical_on(right, spec.right_key):
+        # The join compares a categorical key's values, pandas' order check its categories'
+        # order: partitions in one order are not in the other's, and the time method's spans
+        # would cut the right side where it has no rows (every match lost).
+        if method == "time":
+            msg = (
+                "method='time' cannot split a categorical on key across partitions (the join "
+                "compares its values, pandas' order its categories'): use method='broadcast'"
+                + (" or 'hash'" if spec.left_by else "")
+            )
+            raise ValueError(msg)
+        return ("hash" if spec.left_by else "broadcast"), None
     (lspans, left_ok), (rspans, right_ok) = _key_spans(left, spec.left_key, right, spec.right_key)
     if left_ok and right_ok:
         return "time", (lspans, rspans)
@@ -494,6 +508,14 @@ def _choose(method: str, left, right, spec: _Spec):
         if not ok and not hashable:
             _refuse_out_of_order(side, spec)
     return "hash", None  # index keys are both or neither
+
+
+def _categorical_on(frame, key) -> bool:
+    """Whether ``frame``'s on key (a column, or the index where ``key`` is None) is
+    categorical."""
+    meta = frame._meta
+    dtype = meta.index.dtype if key is None else meta[key].dtype
+    return getattr(dtype, "name", None) == "category"  # pandas' and cuDF's alike
 
 
 def _refuse_out_of_order(side: str, spec: _Spec):

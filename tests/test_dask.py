@@ -1077,3 +1077,33 @@ def test_a_column_of_tolerances_is_refused_by_name():
     left, right = market(22)
     with pytest.raises(ValueError, match="tolerance: a column of tolerances cannot follow"):
         merge_asof(even(left, 2), even(right, 2), on="t", tolerance=np.ones(len(left)))
+
+
+@pytest.mark.parametrize("by", [None, "g"])
+def test_a_categorical_on_key_joins_by_its_values_as_asofgpu_pandas_does(by):
+    """A categorical on key whose categories are not in value order: the time method took
+    each partition's first and last values as its span while pandas' order check follows
+    the categories, so the spans were inverted and every left row lost its match (auto took
+    it too where the partitions passed). It goes by broadcast, or hash with by, as
+    ``asofgpu.pandas`` joins: by values; method="time" is refused by name."""
+    import asofgpu.pandas as ap
+
+    cats = [3, 2, 1, 0]  # the categories in reverse value order
+    left = pd.DataFrame(
+        {"t": pd.Categorical([3, 2, 1], categories=cats), "g": ["a"] * 3, "lid": [0, 1, 2]}
+    )
+    right = pd.DataFrame(
+        {"t": pd.Categorical([3, 1, 0], categories=cats), "g": ["a"] * 3, "rid": [10, 11, 12]}
+    )
+    expected = ap.merge_asof(left, right, on="t", by=by, device="cpu")
+    assert expected["rid"].tolist() == [10, 11, 11]
+    # two partitions a side; one of them empty
+    for left_bounds, right_bounds in (([0, 1, 3], [0, 2, 3]), ([0, 0, 3], [0, 3, 3])):
+        got = merge_asof(
+            cut(left, left_bounds), cut(right, right_bounds), on="t", by=by, device="cpu"
+        )
+        got = got.compute(scheduler="synchronous")
+        assert list(got.columns) == list(expected.columns)
+        assert got["lid"].tolist() == [0, 1, 2] and got["rid"].tolist() == [10, 11, 11]
+    with pytest.raises(ValueError, match="^method='time' cannot split a categorical on key"):
+        merge_asof(cut(left, [0, 1, 3]), cut(right, [0, 2, 3]), on="t", by=by, method="time")
