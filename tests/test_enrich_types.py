@@ -51,6 +51,49 @@ def _enrich(tmp_path, capsys, left, right, *flags, mode="auto", right_group=5, *
     return stderr
 
 
+def _enrich_in(tmp_path, capsys, mode, left, right, right_group, *flags, **write_options):
+    """OUT of a run in ``mode`` (one of ``MODES``, or "regroup": LEFT shuffled, RIGHT
+    streamed) on ``--on t --by sym`` and ``flags``, in small chunks, and ``join_asof`` of the
+    files read whole with the same options (``--strategy``: ``strategy``)."""
+    if mode == "regroup":
+        left = left.take(np.random.default_rng(0).permutation(left.num_rows))
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=7, **write_options)
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=right_group, **write_options)
+    out = tmp_path / "o.parquet"
+    how = "stream" if mode == "regroup" else mode
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r.parquet",
+        "-o",
+        out,
+        "--on",
+        "t",
+        "--by",
+        "sym",
+        "--device",
+        "cpu",
+        "--chunk-rows",
+        16,
+        "--right-mode",
+        how,
+        *flags,
+        capsys=capsys,
+    )
+    assert code == 0, stderr
+    assert hidden(tmp_path) == []
+    strategy = flags[flags.index("--strategy") + 1] if "--strategy" in flags else "backward"
+    expected = ag.join_asof(
+        pq.read_table(tmp_path / "l.parquet"),
+        pq.read_table(tmp_path / "r.parquet"),
+        on="t",
+        by="sym",
+        strategy=strategy,
+        device="cpu",
+    )
+    return pq.read_table(out), expected
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_nested_columns_pass_through_and_attach(tmp_path, capsys, mode):
     left = pa.table(
@@ -515,43 +558,10 @@ def test_attached_dictionaries_of_more_values_in_all_than_their_index_holds(
     )
     keys = np.arange(-3, 2 * groups * n + 10, 3)
     left = pa.table({"t": keys, "sym": np.array(list("ABC"))[np.arange(len(keys)) % 3]})
-    if mode == "regroup":
-        left = left.take(np.random.default_rng(0).permutation(len(keys)))
-    pq.write_table(left, tmp_path / "l.parquet", row_group_size=7)
-    pq.write_table(right, tmp_path / "r.parquet", row_group_size=n)
-    out = tmp_path / "o.parquet"
-    how = "stream" if mode == "regroup" else mode
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l.parquet",
-        tmp_path / "r.parquet",
-        "-o",
-        out,
-        "--on",
-        "t",
-        "--by",
-        "sym",
-        "--device",
-        "cpu",
-        "--chunk-rows",
-        16,
-        "--right-mode",
-        how,
-        capsys=capsys,
-    )
-    assert code == 0, stderr
-    expected = ag.join_asof(
-        pq.read_table(tmp_path / "l.parquet"),
-        pq.read_table(tmp_path / "r.parquet"),
-        on="t",
-        by="sym",
-        device="cpu",
-    )
-    got = pq.read_table(out)
+    got, expected = _enrich_in(tmp_path, capsys, mode, left, right, n)
     assert got.schema.field("note").type == pa.dictionary(pa.int32(), pa.string())
     assert got["note"].cast(pa.string()).equals(expected["note"].cast(pa.string()))
     assert got["note"].null_count < len(keys) // 2  # (most rows matched)
-    assert hidden(tmp_path) == []
 
 
 @pytest.mark.parametrize("mode", [*MODES, "auto"])
@@ -616,49 +626,14 @@ def test_uuid_and_json_columns_of_a_file_without_an_arrow_schema(tmp_path, capsy
             "event": pa.array([bytes([i]) * 16 for i in range(len(keys))], pa.uuid()),
         }
     )
-    if mode == "regroup":
-        left = left.take(np.random.default_rng(0).permutation(len(keys)))
-    pq.write_table(left, tmp_path / "l.parquet", row_group_size=7, store_schema=False)
-    pq.write_table(right, tmp_path / "r.parquet", row_group_size=10, store_schema=False)
-    assert pq.read_metadata(tmp_path / "r.parquet").schema.to_arrow_schema().field("id").type == (
-        pa.binary(16)  # what the footer's mapping says
+    got, expected = _enrich_in(
+        tmp_path, capsys, mode, left, right, 10, "--strategy", strategy, store_schema=False
     )
-    out = tmp_path / "o.parquet"
-    how = "stream" if mode == "regroup" else mode
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l.parquet",
-        tmp_path / "r.parquet",
-        "-o",
-        out,
-        "--on",
-        "t",
-        "--by",
-        "sym",
-        "--device",
-        "cpu",
-        "--chunk-rows",
-        16,
-        "--right-mode",
-        how,
-        "--strategy",
-        strategy,
-        capsys=capsys,
-    )
-    assert code == 0, stderr
-    expected = ag.join_asof(
-        pq.read_table(tmp_path / "l.parquet"),
-        pq.read_table(tmp_path / "r.parquet"),
-        on="t",
-        by="sym",
-        strategy=strategy,
-        device="cpu",
-    )
-    got = pq.read_table(out)
+    meta = pq.read_metadata(tmp_path / "r.parquet")
+    assert meta.schema.to_arrow_schema().field("id").type == pa.binary(16)  # the footer's
     assert got.schema.field("id").type == pa.uuid() and got.schema.field("doc").type == pa.json_()
     assert got.schema.field("event").type == pa.uuid()  # LEFT's, copied or encoded
     assert got.equals(expected)
-    assert hidden(tmp_path) == []
 
 
 @pytest.mark.parametrize("mode", [*MODES, "auto"])
