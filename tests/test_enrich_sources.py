@@ -380,6 +380,66 @@ def test_a_by_partition_of_null_folders_only_takes_the_other_sides_type(tmp_path
     assert (code, stderr) == (0, "")
 
 
+@pytest.mark.parametrize(
+    ("folders", "kind"),
+    [(["0", "1", "2"], pa.int32()), (["2026-11-26", "2026-11-27", "2026-11-28"], pa.date32())],
+)
+def test_a_by_partition_takes_the_type_of_the_column_it_meets(tmp_path, capsys, folders, kind):
+    """Folders ``g=0`` (int64) or ``g=2026-11-27`` (string) beside the other side's int32 or
+    date32 column ``g`` were refused ("cannot be compared ... Hint: cast one of them", of a
+    column that is a folder name): the partition takes the column's type where each folder
+    value is one of it, on either side; a value that is not stays refused."""
+    values = pa.array(folders).cast(kind)
+    for g in folders:
+        write(pa.table({"t": [10, 20]}), tmp_path / "l" / f"g={g}" / "p.parquet")
+        write(pa.table({"t": [5, 25], "v": [1.0, 2.0]}), tmp_path / "r" / f"g={g}" / "p.parquet")
+    flat = pa.table({"t": [5, 15, 5], "g": values, "v": [1.0, 2.0, 3.0]})
+    write(flat, tmp_path / "right.parquet")
+    write(pa.table({"t": [10, 20, 10], "g": values}), tmp_path / "left.parquet")
+    argv = ("--on", "t", "--by", "g", "--device", "cpu", "-q")
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l",
+        tmp_path / "right.parquet",
+        "-o",
+        tmp_path / "o1",
+        *argv,
+        capsys=capsys,
+    )
+    assert (code, stderr) == (0, "")
+    got = {
+        p.parent.name: pq.ParquetFile(p).read()["v"].to_pylist()
+        for p in (tmp_path / "o1").rglob("*.parquet")
+    }
+    assert got == {
+        f"g={folders[0]}": [1.0, 1.0],
+        f"g={folders[1]}": [None, 2.0],
+        f"g={folders[2]}": [3.0, 3.0],
+    }
+    code, _, stderr = run(  # RIGHT's folders against LEFT's column
+        "enrich",
+        tmp_path / "left.parquet",
+        tmp_path / "r",
+        "-o",
+        tmp_path / "o2.parquet",
+        *argv,
+        capsys=capsys,
+    )
+    assert (code, stderr) == (0, "")
+    assert pq.read_table(tmp_path / "o2.parquet")["v"].to_pylist() == [1.0, 1.0, 1.0]
+    write(pa.table({"t": [10]}), tmp_path / "l" / "g=x" / "p.parquet")  # not an int32 or date
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l",
+        tmp_path / "right.parquet",
+        "-o",
+        tmp_path / "o3",
+        *argv,
+        capsys=capsys,
+    )
+    assert code == 2 and f"LEFT column 'g' (string) and RIGHT column 'g' ({kind})" in stderr
+
+
 def test_a_glob_names_files_and_a_single_left_file_gives_a_file(tmp_path, capsys):
     (q0, t0), (q1, _) = days()
     write(q0, tmp_path / "day" / "a" / "quotes-1.parquet")

@@ -38,7 +38,7 @@ from ._checks import (
 from ._copy import LeftChunks
 from ._errors import EnrichError, OutputError, one_line
 from ._output import AtomicFile, AtomicFolder, ParquetStitcher, footer_metadata, stored_as
-from ._sources import Part, Source, is_text, type_null_partitions
+from ._sources import Part, Source, is_text, type_partitions
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
 from ._stream import (
@@ -187,7 +187,7 @@ def _run(
     budget = memory.check_limit(limit, limit_name)
     left = Source.find(options.left, "LEFT")
     right = Source.find(options.right, "RIGHT")
-    type_null_partitions(left, right, options.left_by, options.right_by)
+    type_partitions(left, right, options.left_by, options.right_by)
     tolerance = tolerance_of(options, left, right)
     with contextlib.ExitStack() as stack:
         # The checks on zero rows, on a thread of their own while this one reads statistics

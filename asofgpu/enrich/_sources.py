@@ -6,8 +6,8 @@ for any depth) names its files directly. Folders of the form ``key=value`` betwe
 (the folder given, or the glob's fixed prefix) and a file are hive partitions: each becomes a
 column (``date=2026-11-27/`` -> a ``date`` column of every row below it), usable in ``--by``.
 A partition column is int64 when all its values are whole numbers, else string;
-``__HIVE_DEFAULT_PARTITION__`` is null (a by-column of such folders only takes the other
-side's type). Where the files hold a column of a folder's name too
+``__HIVE_DEFAULT_PARTITION__`` is null; a by-column of folders takes the type of the column
+it is paired with where its values allow (``type_partitions``). Where the files hold a column of a folder's name too
 (polars writes them so), that column is read, and the folders' values are checked against
 its statistics. Every file must have the same columns (by name, in any order: the first
 file's is the source's), of one type each as a reader sees it: a column that is text in
@@ -278,8 +278,21 @@ class Source:
             p.values[name] is None for p in self.parts
         )
 
+    def is_partition(self, name: str) -> bool:
+        """Whether ``name`` is a column of partition folders alone (the files hold none)."""
+        return any(f.name == name for f in self.partitions)
+
+    def holds_as(self, name: str, kind: pa.DataType) -> bool:
+        """Whether each folder value of partition column ``name`` is a value of ``kind``."""
+        for part in self.parts:
+            try:
+                _parsed(part.values[name], kind)
+            except (ValueError, TypeError, pa.ArrowNotImplementedError):  # (ArrowInvalid too)
+                return False
+        return True
+
     def retype(self, name: str, kind: pa.DataType) -> None:
-        """Partition column ``name`` as ``kind`` (its values all null: ``untyped``)."""
+        """Partition column ``name`` as ``kind`` (``holds_as``)."""
         self.partitions = [pa.field(name, kind) if f.name == name else f for f in self.partitions]
 
     def _check_folders_agree(self, key: str) -> None:
@@ -378,19 +391,27 @@ def _read_whole(reader: pq.ParquetFile, columns: list[str]) -> pa.Table:
         return pa.concat_tables(reader.read_row_group(g, columns=columns) for g in groups)
 
 
-def type_null_partitions(left: Source, right: Source, left_by, right_by) -> None:
-    """A by-column that is a partition of null folders only on one side takes the other side's
-    type: nothing typed it (``Source.untyped``), its rows match nothing either way, and as a
-    string it would refuse an int column on the other side. (A dictionary's values' type:
-    partition columns are plain.)"""
+def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
+    """A by-column that is a partition on one side, paired with a column the other side's
+    files hold, takes that column's type where each of its folders' values is one of it
+    (``g=1`` folders beside an int32 ``g``, ``date=2026-11-27`` beside a date32 ``date``):
+    the folders' own typing (int64 or string) would refuse them. So does one of null folders
+    only (``Source.untyped``: nothing typed it, its rows match nothing either way). (A
+    dictionary's values' type: partition columns are plain.)"""
     for mine, theirs, pairs in (
         (left, right, zip(left_by, right_by)),
         (right, left, zip(right_by, left_by)),
     ):
         for name, other in pairs:
-            if mine.untyped(name) and other in theirs.schema.names and not theirs.untyped(other):
-                kind = theirs.schema.field(other).type
-                mine.retype(name, kind.value_type if pa.types.is_dictionary(kind) else kind)
+            typed = other in theirs.data_schema.names or (  # (two sides' folders: each by
+                mine.untyped(name) and other in theirs.schema.names and not theirs.untyped(other)
+            )  # its own values, but where one side's are all null)
+            if not (mine.is_partition(name) and typed):
+                continue
+            kind = theirs.schema.field(other).type
+            kind = kind.value_type if pa.types.is_dictionary(kind) else kind
+            if kind != mine.schema.field(name).type and mine.holds_as(name, kind):
+                mine.retype(name, kind)
 
 
 def check_utf8(path: str, what: str) -> None:
@@ -497,12 +518,15 @@ def _parsed(raw: str | None, kind: pa.DataType):
 
 
 def _repeated(raw: str, kind: pa.DataType, rows: int) -> pa.Array:
-    """A partition folder's value ``raw`` (int64 or string ``kind``), ``rows`` times."""
+    """A partition folder's value ``raw`` as a value of ``kind``, ``rows`` times."""
     if kind == pa.int64():
         return arrow_numpy.array(np.full(rows, int(raw), np.int64))
-    data = raw.encode()
-    offsets = np.arange(rows + 1, dtype=np.int32) * len(data)
-    return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data * rows))
+    if kind == pa.string():
+        data = raw.encode()
+        offsets = np.arange(rows + 1, dtype=np.int32) * len(data)
+        return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(data * rows))
+    one = pa.array([_parsed(raw, kind)], kind)  # (a type another side's column gave it)
+    return one.take(arrow_numpy.array(np.zeros(rows, np.int32)))
 
 
 def leaf_columns(meta: pq.FileMetaData, name: str) -> list[int]:
