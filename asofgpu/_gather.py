@@ -261,27 +261,13 @@ def _offsets(array: pa.Array) -> np.ndarray:
     return np.frombuffer(array.buffers()[1], dtype, count=count)[array.offset :]
 
 
-def _overflows(column: pa.ChunkedArray, gmap=None, valid=None) -> bool:
-    """Whether a text column's values, or those of its rows ``gmap`` picks, hold more bytes
-    than 32-bit offsets reach; counted only where its buffers' size says they may."""
-    may = column.nbytes * (1 if gmap is None else len(gmap)) > TEXT_BYTES_MOST
-    return may and _text_bytes(column, gmap, valid) > TEXT_BYTES_MOST
-
-
-def _text_bytes(column: pa.ChunkedArray, gmap=None, valid=None) -> int:
-    """The bytes of a text column's values, or of those of its rows ``gmap`` picks (where
-    ``valid``, when given: a small map's)."""
-    if gmap is None:
-        return sum(int(o[-1]) - int(o[0]) for o in map(_offsets, column.chunks) if len(o) > 1)
-    rows = (gmap if valid is None else gmap[valid]).astype(np.int64)
-    starts = arrow_numpy.chunk_starts(column)
-    chunk_of = np.searchsorted(starts, rows, side="right") - 1
-    total = 0
-    for c in np.unique(chunk_of):
-        offsets = _offsets(column.chunk(int(c))).astype(np.int64)
-        at = rows[chunk_of == c] - starts[c]
-        total += int((offsets[at + 1] - offsets[at]).sum())
-    return total
+def _overflows(column: pa.ChunkedArray) -> bool:
+    """Whether a text column's values hold more bytes than 32-bit offsets reach; counted
+    only where its buffers' size says they may."""
+    if column.nbytes <= TEXT_BYTES_MOST:
+        return False
+    chunks = map(_offsets, column.chunks)
+    return sum(int(o[-1]) - int(o[0]) for o in chunks if len(o) > 1) > TEXT_BYTES_MOST
 
 
 def _in_chunks_of(taken: pa.Array | pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray:
@@ -338,13 +324,14 @@ def _take(
     if arrow_numpy.unifies_wrong(column):  # as Arrow's take of chunks would unify them
         taken = _take(arrow_numpy.decoded(column), gmap, valid)
         return arrow_numpy.dictionary_encode(taken).cast(kind)
-    if _narrow_text(kind) and (_overflows(column) or _overflows(column, gmap, valid)):
-        # Arrow's take would combine the chunks, or make its result, past 32-bit offsets
-        return _in_chunks_of(_take(_widened(column), gmap, valid), kind)
     if plain == kind:
         try:
             return arrow_numpy.take(column, gmap, valid, starts)
-        except pa.ArrowInvalid:
+        except pa.ArrowInvalid as exc:
+            if _narrow_text(kind) and "overflow" in str(exc):
+                # chunks, or rows taken, of more bytes than 32-bit offsets reach (Arrow's
+                # take combines the chunks first): taken in the large form, in chunks that fit
+                return _in_chunks_of(_take(_widened(column), gmap, valid), kind)
             if not pa.types.is_dictionary(kind):
                 raise
             # chunks whose dictionaries together outgrow the index type (uint8's 255
