@@ -34,8 +34,8 @@ _DAYS = re.compile(r"\d+\s*[dw](?![a-z])")
 
 def is_calendar(tolerance, zoned: bool) -> bool:
     """Whether ``tolerance`` is a duration string whose length depends on the key: months,
-    quarters or years, or calendar days and weeks on a key with a time zone (where a day may
-    be 23 or 25 hours).
+    quarters or years, or calendar days and weeks on a key with a time zone (``zoned``: one
+    that changes its clocks, where a day may be 23 or 25 hours).
 
     >>> is_calendar("1mo", False), is_calendar("2d", False), is_calendar("2d", True)
     (True, False, True)

@@ -423,10 +423,23 @@ def wide_indices(t: pa.DataType) -> pa.DataType:
 
 def unified(col: pa.ChunkedArray) -> pa.ChunkedArray:
     """A dictionary column's chunks on one dictionary (``unify_dictionaries``, or where Arrow
-    gets it wrong, ``arrow_numpy.unifies_wrong``, decoded and encoded as one)."""
+    gets it wrong, ``arrow_numpy.unifies_wrong``, decoded and encoded as one, its indices
+    then of 32 bits at least), ordered as the column is; its indices widened where the values
+    outgrow them.
+
+    >>> kind = pa.dictionary(pa.int8(), pa.string(), ordered=True)
+    >>> a = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int8()), ["a", None])
+    >>> b = pa.DictionaryArray.from_arrays(pa.array([0], pa.int8()), ["b"])
+    >>> one = unified(pa.chunked_array([a.cast(kind), b.cast(kind)]))  # (a null value)
+    >>> one.type, one.to_pylist()
+    (DictionaryType(dictionary<values=string, indices=int32, ordered=1>), ['a', None, 'b'])
+    """
     if arrow_numpy.unifies_wrong(col):
         decoded = arrow_numpy.combined(arrow_numpy.decoded(col))
-        return pa.chunked_array([arrow_numpy.dictionary_encode(decoded)])
+        # (of the column's index type, widened, and order: the encoding's are int32, unordered)
+        return pa.chunked_array(
+            [arrow_numpy.dictionary_encode(decoded).cast(wide_indices(col.type))]
+        )
     try:
         return col.unify_dictionaries()
     except pa.ArrowInvalid:  # more values in all than the index type holds (uint8: 255)

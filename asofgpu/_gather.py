@@ -92,7 +92,7 @@ def gather(right_table: TableLike, gmap: GatherMap | pa.Array | pa.ChunkedArray)
         if k in taken:
             continue
         if parallel and arrow_numpy.is_offset_text(column.type):
-            taken[k] = _take_text(column, gmap, valid, n_missing)
+            taken[k] = _take_text(column, gmap, valid)
         elif parallel and arrow_numpy.is_view_text(column.type):
             taken[k] = _take_views(column, gmap, valid)
         else:
@@ -222,14 +222,14 @@ def _kept(column, gmap: np.ndarray, valid: np.ndarray):
 TEXT_BYTES_MOST = 2**31 - 1
 
 
-def _take_text(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray, n_missing: int):
+def _take_text(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray):
     """A text or binary column taken on all cores (``_backend.take_text``), from its chunks
     combined into one array (a copy of its bytes, a small part of the take's time). A column
     of 32-bit offsets whose chunks, or whose rows taken, hold more bytes than those offsets
     reach is taken in its large form and comes back in chunks that do (``_in_chunks_of``)."""
     narrow = _narrow_text(column.type)
     if narrow and _overflows(column):  # its chunks cannot be combined
-        return _in_chunks_of(_take_text(_widened(column), gmap, valid, n_missing), column.type)
+        return _in_chunks_of(_take_text(_widened(column), gmap, valid), column.type)
     array = arrow_numpy.combined(column)
     _, offsets, data = array.buffers()
     # count=: a buffer may be longer than its array (padding, or a slice's parent).
@@ -241,7 +241,7 @@ def _take_text(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray, n_m
     most = TEXT_BYTES_MOST if narrow else np.iinfo(np.int64).max
     buffers = take_text(offsets, data, gmap, kept, most)
     if buffers is None:  # the rows taken overflow 32-bit offsets
-        return _in_chunks_of(_take_text(_widened(column), gmap, valid, n_missing), column.type)
+        return _in_chunks_of(_take_text(_widened(column), gmap, valid), column.type)
     return pa.Array.from_buffers(column.type, len(gmap), [bitmap, *buffers], null_count=nulls)
 
 

@@ -113,8 +113,8 @@ tolerance, allow_exact_matches, direction
         How the right rows reach the left partitions (below). "auto" takes "broadcast" for a
         one-partition right side, "time" when both sides are in ``on`` order across their
         partitions, else "hash" (which needs ``by``). A categorical ``on`` key goes by
-        "broadcast", or "hash" with ``by``: the join compares its values, pandas' order its
-        categories', so "time" refuses it.
+        "broadcast", or "hash" with ``by`` on column keys: the join compares its values,
+        pandas' order its categories', so "time" refuses it.
     device : {"auto", "cpu", "cuda", "python"}
         Where pandas partitions are joined ("auto": a usable GPU, else the CPU). cuDF
         partitions are always joined on the GPU.
@@ -489,14 +489,15 @@ def _choose(method: str, left, right, spec: _Spec):
         # The join compares a categorical key's values, pandas' order check its categories'
         # order: partitions in one order are not in the other's, and the time method's spans
         # would cut the right side where it has no rows (every match lost).
+        hashable = spec.left_by and spec.left_key is not None  # (hash joins on columns)
         if method == "time":
             msg = (
                 "method='time' cannot split a categorical on key across partitions (the join "
                 "compares its values, pandas' order its categories'): use method='broadcast'"
-                + (" or 'hash'" if spec.left_by else "")
+                + (" or 'hash'" if hashable else "")
             )
             raise ValueError(msg)
-        return ("hash" if spec.left_by else "broadcast"), None
+        return ("hash" if hashable else "broadcast"), None
     (lspans, left_ok), (rspans, right_ok) = _key_spans(left, spec.left_key, right, spec.right_key)
     if left_ok and right_ok:
         return "time", (lspans, rspans)

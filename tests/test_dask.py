@@ -1107,3 +1107,13 @@ def test_a_categorical_on_key_joins_by_its_values_as_asofgpu_pandas_does(by):
         assert got["lid"].tolist() == [0, 1, 2] and got["rid"].tolist() == [10, 11, 11]
     with pytest.raises(ValueError, match="^method='time' cannot split a categorical on key"):
         merge_asof(cut(left, [0, 1, 3]), cut(right, [0, 2, 3]), on="t", by=by, method="time")
+    # as the index (which the hash method cannot join on: broadcast, by or not)
+    indexed = merge_asof(
+        cut(left.set_index("t"), [0, 1, 3]),
+        cut(right.set_index("t"), [0, 2, 3]),
+        left_index=True,
+        right_index=True,
+        by=by,
+        device="cpu",
+    )
+    assert indexed.compute(scheduler="synchronous")["rid"].tolist() == [10, 11, 11]

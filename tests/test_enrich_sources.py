@@ -440,6 +440,94 @@ def test_a_by_partition_takes_the_type_of_the_column_it_meets(tmp_path, capsys, 
     assert code == 2 and f"LEFT column 'g' (string) and RIGHT column 'g' ({kind})" in stderr
 
 
+@pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
+@pytest.mark.parametrize(
+    "text", [pa.large_string(), pytest.param(pa.string_view(), marks=needs_parquet_views)]
+)
+def test_by_partitions_beside_text_of_other_widths_stay_text(tmp_path, capsys, mode, text):
+    """Folders ``g=a`` (string) or ``g=1`` (int64) beside the other side's large_string or
+    view column ``g``: a first version took the column's type as it was, and streamed or
+    spilled, dictionaries of string met dictionaries of large_string (a traceback); views
+    had no take. Text folders stay string, which compares with text of any width; whole
+    numbers are read as text there."""
+    for g in ("a", "1"):
+        write(pa.table({"t": [10, 20]}), tmp_path / "l" / f"g={g}" / "p.parquet")
+    right = pa.table({"t": [5, 5, 15], "g": pa.array(["a", "1", "a"], text), "v": [1.0, 3, 2]})
+    write(right, tmp_path / "right.parquet")
+    argv = ("--on", "t", "--by", "g", "--device", "cpu", "-q", "--right-mode", mode)
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l",
+        tmp_path / "right.parquet",
+        "-o",
+        tmp_path / "o",
+        *argv,
+        capsys=capsys,
+    )
+    assert (code, stderr) == (0, "")
+    got = {
+        p.parent.name: pq.ParquetFile(p).read()["v"].to_pylist()
+        for p in (tmp_path / "o").rglob("*.parquet")
+    }
+    assert got == {"g=a": [1.0, 2.0], "g=1": [3.0, 3.0]}
+
+
+def test_a_folder_value_a_type_would_cut_is_not_read_as_it(tmp_path, capsys):
+    """``g=12:00:01.0005`` beside a time32[ms] column: read as that type it was cut to
+    12:00:01.000 and matched its rows; it stays text, refused against the times."""
+    write(pa.table({"t": [10]}), tmp_path / "l" / "g=12:00:01.0005" / "p.parquet")
+    import datetime
+
+    right = pa.table(
+        {"t": [5], "g": pa.array([datetime.time(12, 0, 1)], pa.time32("ms")), "v": [1.0]}
+    )
+    write(right, tmp_path / "right.parquet")
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l",
+        tmp_path / "right.parquet",
+        "-o",
+        tmp_path / "o",
+        "--on",
+        "t",
+        "--by",
+        "g",
+        "--device",
+        "cpu",
+        "-q",
+        capsys=capsys,
+    )
+    assert code == 2 and "LEFT column 'g' (string) and RIGHT column 'g' (time32[ms])" in stderr
+
+
+def test_uuid_folders_over_files_that_hold_the_uuid_column(tmp_path, capsys):
+    """Partition folders of a UUID column the files hold (polars and DuckDB write both): the
+    column is read as Arrow's uuid type, whose folders' text no statistics compare with;
+    they were refused as disagreeing with their column once the files' schema named it."""
+    ids = [bytes(15) + bytes([i]) for i in (1, 2)]
+    for i, one in enumerate(ids):
+        folder = f"u=00000000-0000-0000-0000-00000000000{i + 1}"
+        rows = pa.table({"t": [5 + i], "u": pa.array([one], pa.uuid()), "v": [float(i)]})
+        write(rows, tmp_path / "r" / folder / "p.parquet")
+    write(pa.table({"t": [10]}), tmp_path / "l.parquet")
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        tmp_path / "r",
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        "--device",
+        "cpu",
+        "-q",
+        capsys=capsys,
+    )
+    assert (code, stderr) == (0, "")
+    got = pq.read_table(tmp_path / "o.parquet")
+    assert got["v"].to_pylist() == [1.0] and got.schema.field("u").type == pa.uuid()
+
+
 def test_a_glob_names_files_and_a_single_left_file_gives_a_file(tmp_path, capsys):
     (q0, t0), (q1, _) = days()
     write(q0, tmp_path / "day" / "a" / "quotes-1.parquet")

@@ -149,7 +149,7 @@ def device_io_refusal(
             return f"{source.side}'s partition folders make columns ({names}); libcudf's do not"
     # RIGHT's files are read by one libcudf call, which takes them as of one schema (LEFT's
     # are read a file at a time, by name: their order does not matter).
-    other = next((p for p in right.parts if p.wanted is not None), None)
+    other = next((p for p in right.parts if p.reordered_or_retyped), None)
     if other is not None:
         return (
             f"RIGHT's files order or type their columns otherwise ({other.relative} beside "

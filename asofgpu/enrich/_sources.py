@@ -7,8 +7,8 @@ for any depth) names its files directly. Folders of the form ``key=value`` betwe
 column (``date=2026-11-27/`` -> a ``date`` column of every row below it), usable in ``--by``.
 A partition column is int64 when all its values are whole numbers, else string;
 ``__HIVE_DEFAULT_PARTITION__`` is null; a by-column of folders takes the type of the column
-it is paired with where its values allow (``type_partitions``). Where the files hold a column of a folder's name too
-(polars writes them so), that column is read, and the folders' values are checked against
+it is paired with where its values allow (``type_partitions``). Where the files hold a
+column of a folder's name too (polars writes them so), that column is read, and the folders' values are checked against
 its statistics. Every file must have the same columns (by name, in any order: the first
 file's is the source's), of one type each as a reader sees it: a column that is text in
 every file but of other offset widths or as views (``string``, ``large_string``,
@@ -64,9 +64,12 @@ class Part:
     meta: pq.FileMetaData  # its footer, read once: rows, row groups, statistics
     bytes: int  # the file's size
     # The source's columns where this file's differ (their order, text widths, views,
-    # dictionaries, nullability: ``common_schema``): its reads are cast to them. None: the
-    # file's own.
+    # dictionaries, nullability: ``common_schema``; RIGHT's dictionary indices,
+    # ``wide_indices``): its reads are cast to them. None: the file's own.
     wanted: pa.Schema | None = None
+    # Whether ``wanted`` differs from the file's own columns in more than dictionary indices'
+    # widths: their order, or their types.
+    reordered_or_retyped: bool = False
     # Text columns' bytes a row once read (``text_bytes``), measured once a run.
     _text_bytes: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
@@ -222,10 +225,10 @@ class Source:
         for path in paths:
             check_utf8(path, f"{side} file")
             relative = os.path.relpath(path, root) if not single else os.path.basename(path)
-            meta = _metadata(path, side)
+            meta, file_schema = _footer(path, side)
             values = {} if single else _partition_values(relative)
             parts.append(Part(path, relative, values, meta, os.path.getsize(path)))
-            schemas.append(_arrow_schema(path, meta, side))
+            schemas.append(file_schema)
         first, schema = parts[0].path, schemas[0]
         for part, file_schema in zip(parts[1:], schemas[1:]):
             common = common_schema(schema, file_schema)
@@ -239,9 +242,12 @@ class Source:
             # RIGHT's rows are held, streamed and gathered together, and their dictionaries
             # unified: the files' (or row groups') dictionaries of narrow indices may hold more
             # values together than their index type does (pandas: int8 a file of <128 values).
-            schema = pa.schema([f.with_type(wide_indices(f.type)) for f in schema])
+            schema = _wide_indices_of(schema)
         for part, file_schema in zip(parts, schemas):
             part.wanted = None if file_schema.equals(schema) else schema
+            part.reordered_or_retyped = part.wanted is not None and not _wide_indices_of(
+                file_schema
+            ).equals(_wide_indices_of(schema))
         twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
         if twice:  # parquet allows it; no column could then be named
             raise EnrichError(
@@ -283,10 +289,13 @@ class Source:
         return any(f.name == name for f in self.partitions)
 
     def holds_as(self, name: str, kind: pa.DataType) -> bool:
-        """Whether each folder value of partition column ``name`` is a value of ``kind``."""
+        """Whether each folder value of partition column ``name`` is a value of ``kind``,
+        whole (``12:00:01.0005`` is no time32[ms]: its cast would drop the 500 us)."""
         for part in self.parts:
             try:
-                _parsed(part.values[name], kind)
+                value = _parsed(part.values[name], kind)
+                if pa.array([value], kind)[0].as_py() != value:
+                    return False
             except (ValueError, TypeError, pa.ArrowNotImplementedError):  # (ArrowInvalid too)
                 return False
         return True
@@ -303,6 +312,8 @@ class Source:
         intervals, the files' values are taken)."""
         kind = self.data_schema.field(key).type
         kind = kind.value_type if pa.types.is_dictionary(kind) else kind
+        if isinstance(kind, pa.BaseExtensionType):  # (DuckDB's UUID and JSON: as stored)
+            kind = kind.storage_type
         if pa.types.is_fixed_size_binary(kind) or pa.types.is_nested(kind):
             return  # (DuckDB's intervals are fixed-size binary, their folders '00:00:01')
         for part in self.parts:
@@ -410,7 +421,9 @@ def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
                 continue
             kind = theirs.schema.field(other).type
             kind = kind.value_type if pa.types.is_dictionary(kind) else kind
-            if kind != mine.schema.field(name).type and mine.holds_as(name, kind):
+            if family(kind) in ("string", "binary"):  # (plain: the join compares any widths)
+                kind = pa.string() if family(kind) == "string" else pa.binary()
+            if family(kind) != family(mine.schema.field(name).type) and mine.holds_as(name, kind):
                 mine.retype(name, kind)
 
 
@@ -656,20 +669,17 @@ def _names_match(pieces: list[str], names: list[str]) -> bool:
     )
 
 
-def _arrow_schema(path: str, meta: pq.FileMetaData, side: str) -> pa.Schema:
-    """The schema a reader of the file gives: the footer's own mapping (``to_arrow_schema``)
-    names the storage types of logical types that a reader gives as extension types (UUID,
-    JSON) where the file keeps no Arrow schema, as DuckDB's files do."""
-    try:
-        with pq.ParquetFile(path, metadata=meta) as reader:
-            return reader.schema_arrow.remove_metadata()
-    except (OSError, pa.ArrowException) as exc:
-        raise EnrichError(f"cannot read {side} file {path} as parquet: {one_line(exc)}") from None
+def _wide_indices_of(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(wide_indices(f.type)) for f in schema])
 
 
-def _metadata(path: str, side: str) -> pq.FileMetaData:
+def _footer(path: str, side: str) -> tuple[pq.FileMetaData, pa.Schema]:
+    """A file's footer and the schema its reader gives: the footer's own mapping
+    (``to_arrow_schema``) names the storage types of logical types that a reader gives as
+    extension types (UUID, JSON) where the file keeps no Arrow schema, as DuckDB's do."""
     try:
-        return pq.read_metadata(path)
+        with pq.ParquetFile(path) as reader:
+            return reader.metadata, reader.schema_arrow.remove_metadata()
     except PermissionError:
         raise EnrichError(f"cannot read {side} file {path}: permission denied") from None
     except (OSError, pa.ArrowException) as exc:
