@@ -277,7 +277,7 @@ def _in_chunks_of(taken: pa.Array | pa.ChunkedArray, kind: pa.DataType) -> pa.Ch
     large offsets as they are, which past 2 GiB do not fit)."""
     pieces = []
     for chunk in taken.chunks if isinstance(taken, pa.ChunkedArray) else [taken]:
-        offsets, data = _offsets(chunk), chunk.buffers()[2]
+        offsets, data = _offsets(chunk), chunk.buffers()[2] or pa.py_buffer(b"")
         start = 0
         while start < len(chunk):
             end = int(np.searchsorted(offsets, offsets[start] + TEXT_BYTES_MOST, side="right"))

@@ -8,12 +8,13 @@ column (``date=2026-11-27/`` -> a ``date`` column of every row below it), usable
 A partition column is int64 when all its values are whole numbers, else string;
 ``__HIVE_DEFAULT_PARTITION__`` is null; a by-column of folders takes the type of the column
 it is paired with where its values allow (``type_partitions``). Where the files hold a
-column of a folder's name too (polars writes them so), that column is read, and the folders' values are checked against
-its statistics. Every file must have the same columns (by name, in any order: the first
-file's is the source's), of one type each as a reader sees it: a column that is text in
-every file but of other offset widths or as views (``string``, ``large_string``,
-``string_view``: pandas 2 and 3 write text as the first two), a list of other offset widths,
-a dictionary in some files, or not-null in some, is read in its widest form
+column of a folder's name too (polars writes them so), that column is read, and the
+folders' values are checked against its statistics. Every file must have the same columns
+(by name, in any order: the first file's is the source's), of one type each as a reader
+sees it: a column that is text in every file but of other offset widths or as views
+(``string``, ``large_string``, ``string_view``: pandas 2 and 3 write text as the first two),
+a list of other offset widths, a dictionary in some files, or not-null in some, is read in
+its widest form
 (``large_string``, ``large_list``, plain values, nullable); one of type null in some
 (pandas writes a column of None so) as the others' type.
 
