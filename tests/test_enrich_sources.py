@@ -500,15 +500,21 @@ def test_a_folder_value_a_type_would_cut_is_not_read_as_it(tmp_path, capsys):
     assert code == 2 and "LEFT column 'g' (string) and RIGHT column 'g' (time32[ms])" in stderr
 
 
-def test_uuid_folders_over_files_that_hold_the_uuid_column(tmp_path, capsys):
-    """Partition folders of a UUID column the files hold (polars and DuckDB write both): the
-    column is read as Arrow's uuid type, whose folders' text no statistics compare with;
-    they were refused as disagreeing with their column once the files' schema named it."""
-    ids = [bytes(15) + bytes([i]) for i in (1, 2)]
-    for i, one in enumerate(ids):
-        folder = f"u=00000000-0000-0000-0000-00000000000{i + 1}"
-        rows = pa.table({"t": [5 + i], "u": pa.array([one], pa.uuid()), "v": [float(i)]})
-        write(rows, tmp_path / "r" / folder / "p.parquet")
+@pytest.mark.parametrize("kind", ["uuid", "json"])
+def test_folders_over_files_that_hold_their_uuid_or_json_column(tmp_path, capsys, kind):
+    """Partition folders of a UUID or JSON column the files hold (polars and DuckDB write
+    both): the column is read as Arrow's extension type, whose folders' text no statistics
+    compare with (UUID), or whose statistics are bytes (JSON): they were refused as
+    disagreeing with their column."""
+    for i in (1, 2):
+        if kind == "uuid":
+            folder, column = f"00000000-0000-0000-0000-00000000000{i}", pa.uuid()
+            one = bytes(15) + bytes([i])
+        else:
+            folder, column = str(i), pa.json_()
+            one = str(i)
+        rows = pa.table({"t": [4 + i], "u": pa.array([one], column), "v": [float(i)]})
+        write(rows, tmp_path / "r" / f"u={folder}" / "p.parquet")
     write(pa.table({"t": [10]}), tmp_path / "l.parquet")
     code, _, stderr = run(
         "enrich",
@@ -525,7 +531,7 @@ def test_uuid_folders_over_files_that_hold_the_uuid_column(tmp_path, capsys):
     )
     assert (code, stderr) == (0, "")
     got = pq.read_table(tmp_path / "o.parquet")
-    assert got["v"].to_pylist() == [1.0] and got.schema.field("u").type == pa.uuid()
+    assert got["v"].to_pylist() == [2.0] and got.schema.field("u").type == column
 
 
 def test_a_glob_names_files_and_a_single_left_file_gives_a_file(tmp_path, capsys):

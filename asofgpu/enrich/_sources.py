@@ -332,7 +332,10 @@ class Source:
                 stats = chunk.statistics
                 if stats is None or not stats.has_min_max:
                     continue  # (no values, or none to compare)
-                if value is None or not stats.min == value == stats.max:
+                low, high = stats.min, stats.max
+                if isinstance(value, str) and isinstance(low, bytes):  # (JSON's: not UTF8)
+                    low, high = low.decode(errors="replace"), high.decode(errors="replace")
+                if value is None or not low == value == high:
                     self._folder_disagrees(
                         part, key, f", which holds {stats.min} to {stats.max} in row group {g}"
                     )
