@@ -27,7 +27,7 @@ from ._backend import (
     walks,
 )
 from ._columns import device_to_numpy, is_device, to_arrow, to_table
-from ._encode import unified
+from ._encode import unified, wide_indices
 from ._types import NO_MATCH, NO_MATCH_INT64, GatherMap, TableLike
 
 
@@ -332,11 +332,13 @@ def _take(
                 # chunks, or rows taken, of more bytes than 32-bit offsets reach (Arrow's
                 # take combines the chunks first): taken in the large form, in chunks that fit
                 return _in_chunks_of(_take(_widened(column), gmap, valid), kind)
-            if not pa.types.is_dictionary(kind):
+            wide = arrow_numpy.rebuilt(kind, wide_indices)
+            if wide == kind:
                 raise
-            # chunks whose dictionaries together outgrow the index type (uint8's 255
-            # values): taken with wider indices, as run ends widen above
-            return arrow_numpy.take(unified(column), gmap, valid)
+            # chunks whose dictionaries (at any depth) together outgrow the index type
+            # (uint8's 255 values): taken with wider indices, as run ends widen above
+            wider = unified(column) if pa.types.is_dictionary(kind) else column.cast(wide)
+            return arrow_numpy.take(wider, gmap, valid)
     taken = arrow_numpy.take(column.cast(plain), gmap, valid).cast(kind)
     if not arrow_numpy.is_view_text(kind):
         return taken

@@ -602,6 +602,45 @@ def test_dictionaries_nested_in_structs_and_lists_of_several_row_groups(tmp_path
 
 
 @pytest.mark.parametrize("mode", [*MODES, "regroup"])
+@pytest.mark.parametrize("nesting", ["struct", "list"])
+def test_nested_int8_dictionaries_of_more_values_in_all_than_int8_holds(
+    tmp_path, capsys, mode, nesting
+):
+    """A struct or list whose dictionary of int8 indices is each row group's own, more than
+    127 values together: the gather's take ended every mode in Arrow's "requires a larger
+    index type" (the join of the files read whole too). Widened at any depth, as at the
+    top."""
+    groups, n = 3, 20
+
+    def values(g):  # row group g's own 60 values
+        codes = pa.array([(i * 7) % 60 for i in range(n)], pa.int8())
+        return pa.DictionaryArray.from_arrays(codes, [f"g{g}-{k}" for k in range(60)])
+
+    if nesting == "struct":
+        pieces = [
+            pa.StructArray.from_arrays([pa.array(np.arange(n)), values(g)], names=["a", "s"])
+            for g in range(groups)
+        ]
+    else:
+        offsets = pa.array(np.arange(n + 1, dtype=np.int32))
+        pieces = [pa.ListArray.from_arrays(offsets, values(g)) for g in range(groups)]
+    right = pa.table(
+        {
+            "t": np.arange(groups * n) * 2,
+            "sym": np.array(["A", "B"])[np.arange(groups * n) % 2],
+            "nested": pa.chunked_array(pieces),
+        }
+    )
+    keys = np.arange(-3, 2 * groups * n, 3)
+    left = pa.table({"t": keys, "sym": np.array(list("ABC"))[np.arange(len(keys)) % 3]})
+    got, expected = _enrich_in(tmp_path, capsys, mode, left, right, n)
+    inner = got.schema.field("nested").type
+    inner = inner.field("s").type if nesting == "struct" else inner.value_type
+    assert inner == pa.dictionary(pa.int32(), pa.string())
+    assert got["nested"].to_pylist() == expected["nested"].to_pylist()
+
+
+@pytest.mark.parametrize("mode", [*MODES, "regroup"])
 @pytest.mark.parametrize("strategy", ["backward", "nearest"])
 def test_uuid_and_json_columns_of_a_file_without_an_arrow_schema(tmp_path, capsys, mode, strategy):
     """DuckDB stores UUID and JSON columns as parquet's logical types, with no Arrow schema:

@@ -674,7 +674,8 @@ def _names_match(pieces: list[str], names: list[str]) -> bool:
 
 
 def _wide_indices_of(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([f.with_type(wide_indices(f.type)) for f in schema])
+    """``schema`` with ``wide_indices`` at every depth (a struct's dictionary field too)."""
+    return pa.schema([f.with_type(arrow_numpy.rebuilt(f.type, wide_indices)) for f in schema])
 
 
 def _footer(path: str, side: str) -> tuple[pq.FileMetaData, pa.Schema]:
