@@ -380,6 +380,23 @@ def test_a_by_partition_of_null_folders_only_takes_the_other_sides_type(tmp_path
     assert (code, stderr) == (0, "")
 
 
+def _v_by_folder(tmp_path, capsys, out: str, *argv) -> dict:
+    """enrich of LEFT folder ``l`` with ``right.parquet`` into folder ``out``: the attached
+    ``v`` of each of OUT's partition folders."""
+    code, _, stderr = run(
+        "enrich",
+        tmp_path / "l",
+        tmp_path / "right.parquet",
+        "-o",
+        tmp_path / out,
+        *argv,
+        capsys=capsys,
+    )
+    assert (code, stderr) == (0, "")
+    files = (tmp_path / out).rglob("*.parquet")
+    return {p.parent.name: pq.ParquetFile(p).read()["v"].to_pylist() for p in files}
+
+
 @pytest.mark.parametrize(
     ("folders", "kind"),
     [(["0", "1", "2"], pa.int32()), (["2026-11-26", "2026-11-27", "2026-11-28"], pa.date32())],
@@ -397,21 +414,7 @@ def test_a_by_partition_takes_the_type_of_the_column_it_meets(tmp_path, capsys, 
     write(flat, tmp_path / "right.parquet")
     write(pa.table({"t": [10, 20, 10], "g": values}), tmp_path / "left.parquet")
     argv = ("--on", "t", "--by", "g", "--device", "cpu", "-q")
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l",
-        tmp_path / "right.parquet",
-        "-o",
-        tmp_path / "o1",
-        *argv,
-        capsys=capsys,
-    )
-    assert (code, stderr) == (0, "")
-    got = {
-        p.parent.name: pq.ParquetFile(p).read()["v"].to_pylist()
-        for p in (tmp_path / "o1").rglob("*.parquet")
-    }
-    assert got == {
+    assert _v_by_folder(tmp_path, capsys, "o1", *argv) == {
         f"g={folders[0]}": [1.0, 1.0],
         f"g={folders[1]}": [None, 2.0],
         f"g={folders[2]}": [3.0, 3.0],
@@ -455,21 +458,7 @@ def test_by_partitions_beside_text_of_other_widths_stay_text(tmp_path, capsys, m
     right = pa.table({"t": [5, 5, 15], "g": pa.array(["a", "1", "a"], text), "v": [1.0, 3, 2]})
     write(right, tmp_path / "right.parquet")
     argv = ("--on", "t", "--by", "g", "--device", "cpu", "-q", "--right-mode", mode)
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l",
-        tmp_path / "right.parquet",
-        "-o",
-        tmp_path / "o",
-        *argv,
-        capsys=capsys,
-    )
-    assert (code, stderr) == (0, "")
-    got = {
-        p.parent.name: pq.ParquetFile(p).read()["v"].to_pylist()
-        for p in (tmp_path / "o").rglob("*.parquet")
-    }
-    assert got == {"g=a": [1.0, 2.0], "g=1": [3.0, 3.0]}
+    assert _v_by_folder(tmp_path, capsys, "o", *argv) == {"g=a": [1.0, 2.0], "g=1": [3.0, 3.0]}
 
 
 def test_a_folder_value_a_type_would_cut_is_not_read_as_it(tmp_path, capsys):
