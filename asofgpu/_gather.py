@@ -231,11 +231,7 @@ def _take_text(column: pa.ChunkedArray, gmap: np.ndarray, valid: np.ndarray):
     if narrow and _overflows(column):  # its chunks cannot be combined
         return _in_chunks_of(_take_text(_widened(column), gmap, valid), column.type)
     array = arrow_numpy.combined(column)
-    _, offsets, data = array.buffers()
-    # count=: a buffer may be longer than its array (padding, or a slice's parent).
-    count = array.offset + len(array) + 1
-    offsets = np.frombuffer(offsets, np.int32 if narrow else np.int64, count=count)
-    offsets = offsets[array.offset :]
+    offsets, data = _offsets(array), array.buffers()[2]
     data = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
     kept, bitmap, nulls = _kept(array, gmap, valid)
     most = TEXT_BYTES_MOST if narrow else np.iinfo(np.int64).max
@@ -255,7 +251,8 @@ def _widened(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 
 def _offsets(array: pa.Array) -> np.ndarray:
-    """An offset-text array's offsets, one a row and one more."""
+    """An offset-text array's offsets, one a row and one more (``count``: a buffer may be
+    longer than its array, padding or a slice's parent)."""
     dtype = np.int32 if _narrow_text(array.type) else np.int64
     count = array.offset + len(array) + 1
     return np.frombuffer(array.buffers()[1], dtype, count=count)[array.offset :]

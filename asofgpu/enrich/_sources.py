@@ -244,11 +244,12 @@ class Source:
             # unified: the files' (or row groups') dictionaries of narrow indices may hold more
             # values together than their index type does (pandas: int8 a file of <128 values).
             schema = _wide_indices_of(schema)
+        wide = _wide_indices_of(schema)
         for part, file_schema in zip(parts, schemas):
             part.wanted = None if file_schema.equals(schema) else schema
             part.reordered_or_retyped = part.wanted is not None and not _wide_indices_of(
                 file_schema
-            ).equals(_wide_indices_of(schema))
+            ).equals(wide)
         twice = sorted({n for n in schema.names if schema.names.count(n) > 1})
         if twice:  # parquet allows it; no column could then be named
             raise EnrichError(
