@@ -235,6 +235,40 @@ def test_out_keeps_the_pandas_metadata_of_its_left_file(tmp_path, capsys, mode):
     assert b"pandas" not in (pq.read_metadata(out).metadata or {})
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_out_keeps_the_footer_metadata_of_its_left_file(tmp_path, capsys, mode):
+    """A writer's and a user's entries come along (Spark's calendar flags tell Spark how
+    LEFT's dates were written); LEFT's Arrow schema is OUT's own, Spark's schema of LEFT's
+    columns, by which Spark would read OUT without ``v``, is dropped, and so is an entry that
+    is not UTF-8."""
+    spark_schema = '{"type":"struct","fields":[]}'
+    entries = {
+        b"source": b"feed A",
+        b"org.apache.spark.version": b"3.5.1",
+        b"org.apache.spark.legacyDateTime": b"",
+        b"org.apache.spark.sql.parquet.row.metadata": spark_schema.encode(),
+        b"raw": b"\xff\xfe",
+    }
+    left = pa.table({"t": [0, 1, 2, 4, 6], "g": list("xxyyz")}).replace_schema_metadata(entries)
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=2)
+    pq.write_table(
+        pa.table({"t": [1, 3], "g": ["x", "y"], "v": [1.0, 2.0]}), tmp_path / "r.parquet"
+    )
+    out = tmp_path / "o.parquet"
+    _enrich_files(tmp_path, out, mode, capsys)
+    got = pq.read_metadata(out).metadata
+    assert {k: got.get(k) for k in entries} == {
+        b"source": b"feed A",
+        b"org.apache.spark.version": b"3.5.1",
+        b"org.apache.spark.legacyDateTime": b"",
+        b"org.apache.spark.sql.parquet.row.metadata": None,
+        b"raw": None,
+    }
+    assert got[b"asofgpu"] == b"enrich"
+    assert pq.read_table(out).drop(["v"]).equals(left.replace_schema_metadata(None))
+    assert pq.read_schema(out).names == ["t", "g", "v"]
+
+
 @pytest.mark.parametrize(
     "labels", [[0, 1, 2], [("a", "t"), ("a", "g"), ("b", "n")]], ids=["ints", "multiindex"]
 )

@@ -309,7 +309,7 @@ def enrich(
                     options.compression,
                     utc,
                     rows,
-                    footer_metadata(part.pandas_metadata),
+                    footer_metadata(part.kept_metadata),
                 )
             with _writing(out):
                 plc.io.parquet.write_parquet(written)

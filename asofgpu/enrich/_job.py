@@ -737,10 +737,10 @@ def _enrich_part(
     copied: LeftChunks | None,
 ) -> ParquetStitcher:
     """One LEFT file's (``part``'s) ``batches``, RIGHT attached, written into ``path``; its
-    writer, for ``_close``. The file keeps the LEFT file's pandas metadata: pandas reads
-    OUT with LEFT's index and dtypes (the attached columns, which it does not name, as
-    pandas reads any column); and its footer says enrich wrote it (``FOOTER_MARK``)."""
-    schema = the_plan.schema.with_metadata(footer_metadata(part.pandas_metadata))
+    writer, for ``_close``. The file keeps the LEFT file's footer metadata
+    (``Part.kept_metadata``: pandas reads OUT with LEFT's index and dtypes, Spark with its
+    calendar), and its footer says enrich wrote it (``FOOTER_MARK``)."""
+    schema = the_plan.schema.with_metadata(footer_metadata(part.kept_metadata))
     writer = _writer(path, schema, options, out, copied)
     try:
         for batch, group in batches:

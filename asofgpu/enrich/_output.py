@@ -297,10 +297,10 @@ class AtomicFolder:
         return False
 
 
-def footer_metadata(pandas_metadata: dict[str, str]) -> dict[str, str]:
-    """The key-value metadata of an OUT file's footer, from either writer: its LEFT file's
-    pandas entry (``Part.pandas_metadata``), and ``FOOTER_MARK``."""
-    return {**pandas_metadata, **FOOTER_MARK}
+def footer_metadata(left_metadata: dict[str, str]) -> dict[str, str]:
+    """The key-value metadata of an OUT file's footer, from either writer: what it keeps of
+    its LEFT file's (``Part.kept_metadata``), and ``FOOTER_MARK``."""
+    return {**left_metadata, **FOOTER_MARK}
 
 
 def _listing(folder: str) -> dict[str, tuple[int, int, int, int]]:

@@ -55,6 +55,27 @@ _GLOB_CHARS = re.compile(r"[*?[]")
 _WHOLE = re.compile(r"-?\d{1,18}")
 
 
+# Footer entries OUT's files do not take from LEFT's (``Part.kept_metadata``).
+NOT_KEPT = (b"ARROW:schema", b"org.apache.spark.sql.parquet.row.metadata")
+
+
+def _pandas_entry_fits(entry: str) -> bool:
+    """Whether pandas reads OUT by LEFT's ``pandas`` entry (its index and dtypes, the
+    attached columns, which it does not name, as pandas reads any column): not where the
+    frame's column labels were not strings (ints, a MultiIndex), for pandas would read the
+    attached columns' names as such labels, and fail. A frame written without its index
+    (``index=False``) names no label type, and pandas reads its labels as strings."""
+    try:
+        labels = json.loads(entry).get("column_indexes")
+    except (ValueError, AttributeError):
+        return False
+    if labels == []:
+        return True
+    if not (isinstance(labels, list) and len(labels) == 1 and isinstance(labels[0], dict)):
+        return False
+    return labels[0].get("pandas_type") == "unicode"
+
+
 @dataclass
 class Part:
     """One parquet file of a source, with its hive partition values."""
@@ -96,24 +117,31 @@ class Part:
         return self._text_bytes[name]
 
     @property
-    def pandas_metadata(self) -> dict[str, str]:
-        """The ``pandas`` entry of the file's key-value metadata, where pandas wrote it (its
-        index and dtypes), for OUT's file of this one; {} where there is none, or where the
-        frame's column labels were not strings (ints, a MultiIndex): pandas would read the
-        attached columns' names as such labels, and fail. A frame written without its index
-        (``index=False``) names no label type, and pandas reads its labels as strings."""
-        found = (self.meta.metadata or {}).get(b"pandas")
-        if found is None:
-            return {}
-        try:
-            labels = json.loads(found).get("column_indexes")
-        except (ValueError, AttributeError):
-            return {}
-        if labels == []:
-            return {"pandas": found.decode()}
-        if not (isinstance(labels, list) and len(labels) == 1 and isinstance(labels[0], dict)):
-            return {}
-        return {"pandas": found.decode()} if labels[0].get("pandas_type") == "unicode" else {}
+    def kept_metadata(self) -> dict[str, str]:
+        """The key-value metadata of the file's footer that OUT's file of this one keeps:
+        all of it (a writer's version, Spark's calendar flags, a user's own entries) but the
+        Arrow schema, which OUT's writer writes anew; Spark's schema of the file's columns,
+        by which Spark would read OUT without the attached ones; an entry that is not UTF-8
+        text, as the format requires; and pandas' entry where pandas could not read OUT by
+        it (``_pandas_entry``).
+
+        >>> import io, pyarrow as pa, pyarrow.parquet as pq
+        >>> buffer = io.BytesIO()
+        >>> pq.write_table(pa.table({"t": [1]}).replace_schema_metadata({"source": "feed A"}), buffer)
+        >>> sorted(Part("l.parquet", "l.parquet", {}, pq.read_metadata(buffer), 0).kept_metadata.items())
+        [('source', 'feed A')]
+        """
+        kept = {}
+        for key, value in (self.meta.metadata or {}).items():
+            if key in NOT_KEPT:
+                continue
+            try:
+                kept[key.decode()] = value.decode()
+            except UnicodeDecodeError:
+                continue
+        if "pandas" in kept and not _pandas_entry_fits(kept["pandas"]):
+            del kept["pandas"]
+        return kept
 
     def batches(
         self,
