@@ -318,20 +318,22 @@ class Source:
         """Whether ``name`` is a column of partition folders alone (the files hold none)."""
         return any(f.name == name for f in self.partitions)
 
-    def holds_as(self, name: str, kind: pa.DataType) -> bool:
-        """Whether each folder value of partition column ``name`` is a value of ``kind``,
-        whole (``12:00:01.0005`` is no time32[ms]: its cast would drop the 500 us)."""
+    def misfit(self, name: str, kind: pa.DataType) -> str | None:
+        """The first folder value of partition column ``name`` that is no value of ``kind``,
+        whole (``12:00:01.0005`` is no time32[ms]: its cast would drop the 500 us); None
+        where each is one."""
         for part in self.parts:
+            raw = part.values[name]
             try:
-                value = _parsed(part.values[name], kind)
+                value = _parsed(raw, kind)
                 if pa.array([value], kind)[0].as_py() != value:
-                    return False
+                    return raw
             except (ValueError, TypeError, pa.ArrowNotImplementedError):  # (ArrowInvalid too)
-                return False
-        return True
+                return raw
+        return None
 
     def retype(self, name: str, kind: pa.DataType) -> None:
-        """Partition column ``name`` as ``kind`` (``holds_as``)."""
+        """Partition column ``name`` as ``kind`` (each folder's value one of it: ``misfit``)."""
         self.partitions = [pa.field(name, kind) if f.name == name else f for f in self.partitions]
 
     def _check_folders_agree(self, key: str) -> None:
@@ -354,7 +356,7 @@ class Source:
                 value = _parsed(raw, kind)
             except ValueError:  # (pyarrow's ArrowInvalid is one)
                 self._folder_disagrees(part, key, f" ({kind}), which cannot hold {raw!r}")
-            except pa.ArrowNotImplementedError:  # (no cast from text: durations, say)
+            except pa.ArrowNotImplementedError:  # (no cast from text: month-day-nanos, say)
                 continue
             for g in range(part.meta.num_row_groups):
                 chunk = part.meta.row_group(g).column(index[0])
@@ -364,6 +366,8 @@ class Source:
                 low, high = stats.min, stats.max
                 if isinstance(value, str) and isinstance(low, bytes):  # (JSON's: not UTF8)
                     low, high = low.decode(errors="replace"), high.decode(errors="replace")
+                if pa.types.is_duration(kind):  # (statistics hold a duration's count)
+                    low, high = (pa.scalar(x).cast(kind).as_py() for x in (low, high))
                 if value is None or not low == value == high:
                     self._folder_disagrees(
                         part, key, f", which holds {stats.min} to {stats.max} in row group {g}"
@@ -441,7 +445,8 @@ def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
     (``g=1`` folders beside an int32 ``g``, ``date=2026-11-27`` beside a date32 ``date``):
     the folders' own typing (int64 or string) would refuse them. So does one of null folders
     only (``Source.untyped``: nothing typed it, its rows match nothing either way). (A
-    dictionary's values' type: partition columns are plain.)"""
+    dictionary's values' type: partition columns are plain.) A folder whose value is not one
+    of the column's type is refused by name: the join's "cast one of them" fits no folder."""
     for mine, theirs, pairs in (
         (left, right, zip(left_by, right_by)),
         (right, left, zip(right_by, left_by)),
@@ -456,8 +461,17 @@ def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
             kind = kind.value_type if pa.types.is_dictionary(kind) else kind
             if family(kind) in ("string", "binary"):  # (plain: the join compares any widths)
                 kind = pa.string() if family(kind) == "string" else pa.binary()
-            if family(kind) != family(mine.schema.field(name).type) and mine.holds_as(name, kind):
+            if family(kind) in (None, family(mine.schema.field(name).type)):
+                continue  # (the same; or no by-column type, which the join names)
+            misfit = mine.misfit(name, kind)
+            if misfit is None:
                 mine.retype(name, kind)
+            elif other in theirs.data_schema.names and not pa.types.is_null(kind):
+                raise EnrichError(
+                    f"{mine.side} partition folder {name}={misfit} is no {kind} value, the type "
+                    f"of {theirs.side} column {other!r} it is joined by. Hint: rename the "
+                    f"folder, or cast {theirs.side}'s column to a type of the folders' values"
+                )
 
 
 def check_utf8(path: str, what: str) -> None:
@@ -553,6 +567,8 @@ def _parsed(raw: str | None, kind: pa.DataType):
     (datetime.date(2026, 11, 27), b'a', None)
     >>> _parsed("12:00:01", pa.time64("ns"))  # (pyarrow casts no text to times)
     datetime.time(12, 0, 1)
+    >>> _parsed("90", pa.duration("s"))  # (nor to durations: pyarrow writes their counts)
+    datetime.timedelta(seconds=90)
     """
     if raw is None or family(kind) == "string":
         return raw
@@ -560,6 +576,8 @@ def _parsed(raw: str | None, kind: pa.DataType):
         return raw.encode()
     if pa.types.is_time(kind):
         return datetime.time.fromisoformat(raw)
+    if pa.types.is_duration(kind):
+        return pa.scalar(int(raw)).cast(kind).as_py()
     return arrow_numpy.text(raw).cast(kind)[0].as_py()
 
 
