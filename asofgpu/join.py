@@ -818,3 +818,17 @@ def asof_join(
         nearest_tie=nearest_tie,
         ambiguous=ambiguous,
     )
+
+
+def windows_once(left_on, left_by, right_on, right_by, *, before, after, prevailing, device):
+    """One call's windows: ``AsofJoin(right_on, right_by).windows(left_on, left_by, ...)``,
+    the right side prepared for this call only, so its sort by group waits for the windows
+    (and copies nothing); the front ends' window joins.
+
+    >>> w = windows_once(np.array([5]), None, np.array([1, 2, 4, 7]), None, before=2, after=0,
+    ...                  prevailing=False, device="cpu")
+    >>> w.rows[w.starts[0]:w.ends[0]].tolist()
+    [2]
+    """
+    prepared = AsofJoin(right_on, right_by, device=device, _defer_sort=True)
+    return prepared.windows(left_on, left_by, before=before, after=after, prevailing=prevailing)

@@ -47,7 +47,7 @@ from ._pandas_semantics import (
 )
 from ._types import DeviceName, PandasDirection, RowTolerance, Tolerance
 from ._columns import to_arrow
-from .join import AsofJoin
+from .join import windows_once
 from .splice import splice_maps
 from .table import by_pairs, check_suffix, missing_key, resolve_keys, right_names
 from .window import (
@@ -412,16 +412,10 @@ def _windows(left, right, keys, before, after, prevailing, device):
     left_cols, right_cols = by_pairs(
         [left[c] for c in left_by], [right[c] for c in right_by], left_by, right_by
     )
-    prepared = AsofJoin(
-        right[right_on], right_cols, device=device, _defer_sort=True
-    )  # one call: the sort waits for the windows, and copies nothing
-    return prepared.windows(
-        left[left_on],
-        left_cols,
-        before=before,
-        after=after,
-        prevailing=prevailing,
-    )
+    return windows_once(
+        left[left_on], left_cols, right[right_on], right_cols,
+        before=before, after=after, prevailing=prevailing, device=device,
+    )  # fmt: skip
 
 
 def _values_kept(dtype) -> bool:

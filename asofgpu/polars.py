@@ -90,7 +90,7 @@ from ._calendar import clock_changes, is_calendar
 from ._duration import UNIT_NS, timedelta_ns
 from ._types import NO_MATCH, DeviceName, StrategyName, is_no_match
 from ._gather import gather
-from .join import AsofJoin, asof_join
+from .join import asof_join, windows_once
 from .splice import splice_maps
 from .table import check_suffix, missing_key, resolve_keys, right_names
 from .window import (
@@ -1155,16 +1155,11 @@ def _windows(left, right, keys, before, after, prevailing, device):
         # Signed against unsigned (UInt8 vs Int64) as join_asof takes them: one 64-bit kind
         # that holds both sides' values; and 128 bits, which Arrow has not, where they fit
         left_key, right_key = _integers(left_key, right_key, distances=True)
-    prepared = AsofJoin(
-        _arrow(right_key), right_cols or None, device=device, _defer_sort=True
-    )  # one call: the sort waits for the windows, and copies nothing
-    return prepared.windows(
-        _arrow(left_key),
-        left_cols or None,
-        before=_reach(before, "before"),
-        after=_reach(after, "after"),
-        prevailing=prevailing,
-    )
+    return windows_once(
+        _arrow(left_key), left_cols or None, _arrow(right_key), right_cols or None,
+        before=_reach(before, "before"), after=_reach(after, "after"), prevailing=prevailing,
+        device=device,
+    )  # fmt: skip
 
 
 def _reach(value, param: str):

@@ -26,7 +26,7 @@ from ._columns import to_arrow, to_table
 from ._encode import check_comparable
 from ._gather import gather
 from ._types import DeviceName, RowTolerance, StrategyName, TableLike, Tolerance
-from .join import AsofJoin, asof_join
+from .join import asof_join, windows_once
 from .splice import splice_maps
 from .window import aggregate, aggregations, name_clash
 
@@ -320,19 +320,10 @@ def splice_join(
 def _windows(left_t, right_t, keys, before, after, prevailing, device):
     left_on, right_on, left_by, right_by = keys
     left_cols, right_cols = _by_pairs(left_t, right_t, left_by, right_by)
-    prepared = AsofJoin(
-        _column(right_t, right_on, "right"),
-        right_cols,
-        device=device,
-        _defer_sort=True,  # one call: the sort waits for the windows, and copies nothing
-    )
-    return prepared.windows(
-        _column(left_t, left_on, "left"),
-        left_cols,
-        before=before,
-        after=after,
-        prevailing=prevailing,
-    )
+    return windows_once(
+        _column(left_t, left_on, "left"), left_cols, _column(right_t, right_on, "right"),
+        right_cols, before=before, after=after, prevailing=prevailing, device=device,
+    )  # fmt: skip
 
 
 def window_join(
