@@ -217,6 +217,45 @@ def test_the_kernels_caches_are_locked():
     assert type(cache._cache_file) is cache_lock.LockedCacheFile
 
 
+def _kernel_files(folder, digest: str, written: float) -> list[str]:
+    """A cached kernel's index and data files under ``digest``, last written at ``written``."""
+    names = [f"probe.walk_{digest}_int_parallel1-12.py311.nbi"]
+    names.append(names[0].replace(".nbi", ".1.nbc"))
+    for name in names:
+        (folder / name).write_bytes(b"old")
+        os.utime(folder / name, (written, written))
+    return names
+
+
+def test_the_first_save_of_a_process_removes_kernels_of_earlier_sources(tmp_path):
+    """A save under digest c removes a's files and keeps b's, the last written before it
+    (an upgrade and back), its own, and whatever is not a kernel's; later saves of the
+    process into the folder leave what comes after alone."""
+    _kernel_files(tmp_path, "aaaaaaaaaaaa", 1000.0)
+    b = _kernel_files(tmp_path, "bbbbbbbbbbbb", 3000.0)
+    d = _kernel_files(tmp_path, "dddddddddddd", 2000.0)
+    others = ["probe.cpython-311.pyc", cache_lock.LOCK_NAME, "mine.f-3.py311.nbi"]
+    for name in others:
+        (tmp_path / name).write_bytes(b"")
+    base = "probe.walk_cccccccccccc_int_parallel1-12.py311"
+    saver = cache_lock.LockedCacheFile(str(tmp_path), base, (1.0, 2))
+    saver.save("signature", "code")
+    saved = [f"{base}.nbi", f"{base}.1.nbc"]
+    assert sorted(os.listdir(tmp_path)) == sorted(b + saved + others)
+    assert saver.load("signature") == "code"
+    again = _kernel_files(tmp_path, "aaaaaaaaaaaa", 1000.0)
+    cache_lock.LockedCacheFile(str(tmp_path), base, (1.0, 2)).save("signature 2", "code 2")
+    assert sorted(os.listdir(tmp_path)) == sorted(b + saved + others + again + [f"{base}.2.nbc"])
+    assert d[0] not in os.listdir(tmp_path)
+
+
+def test_kernels_of_one_earlier_source_are_kept(tmp_path):
+    kept = _kernel_files(tmp_path, "aaaaaaaaaaaa", 1000.0)
+    base = "probe.walk_cccccccccccc_int_parallel1-12.py311"
+    cache_lock.LockedCacheFile(str(tmp_path), base, (1.0, 2)).save("signature", "code")
+    assert set(kept) <= set(os.listdir(tmp_path))
+
+
 def test_no_lock_where_none_can_be_taken(tmp_path):
     missing = tmp_path / "not made yet"
     with cache_lock.locked(str(missing)):  # a load before the directory exists

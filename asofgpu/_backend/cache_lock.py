@@ -28,6 +28,8 @@ import threading
 
 from numba.core.caching import IndexDataCacheFile
 
+from . import cache_prune
+
 try:
     import fcntl
 except ImportError:  # Windows
@@ -38,11 +40,14 @@ LOCK_NAME = "asofgpu-cache.lock"
 
 
 class _Locked:
-    """Each save and load of an index-and-data cache file under its directory's lock."""
+    """Each save and load of an index-and-data cache file under its directory's lock; the
+    first save of a process into a directory also removes kernels of earlier sources
+    (``cache_prune``)."""
 
     def save(self, key, data):
         with locked(self._cache_path):
             super().save(key, data)
+            cache_prune.prune(self._cache_path, self._index_name)
 
     def load(self, key):
         with locked(self._cache_path):
