@@ -623,8 +623,9 @@ class AsofJoin:
 
         ``before`` and ``after`` are non-negative, of the kinds ``tolerance`` takes: numbers
         in ``right_on``'s unit, timedeltas, duration strings (``"5s"``; calendar ones such as
-        ``"1mo"`` measured from each left key), or a column of one per left row; on integer
-        and temporal keys they count whole ticks (a fraction is dropped). ``prevailing=True``
+        ``"1mo"`` measured from each left key), or a column of one per left row (a null: no
+        limit that way, as in a column of tolerances); on integer and temporal keys they
+        count whole ticks (a fraction is dropped). ``prevailing=True``
         (kdb+'s ``wj`` rather than ``wj1``) also takes the state on entering the window: the
         last right row below ``x - before`` when the group has one, unless a key lies exactly
         at ``x - before`` (that row is the state, in the window already).

@@ -308,9 +308,13 @@ def window_join(
         if name not in arrow:
             try:
                 arrow[name] = to_arrow(right[name], f"aggs[{name!r}]")
-            except (TypeError, ValueError):
+            except (TypeError, ValueError) as exc:
                 if reads_values(aggs[name]):
-                    raise
+                    raise type(exc)(
+                        f"{exc}. Hint: sum, mean, min and max read the values, which Arrow "
+                        f"must read (a sparse column: pass right[{name!r}].sparse.to_dense()); "
+                        f"count, first and last take any column"
+                    ) from None
                 # count, first and last (pandas takes the rows) of a column Arrow cannot
                 # read (complex, sparse, mixed objects): its nulls alone.
                 arrow[name] = nulls_alone(right[name].isna().to_numpy())

@@ -205,6 +205,26 @@ def test_window_ends_from_each_pieces_cursors(pieces_per_thread):
     assert got == [w for one in want for w in one]
 
 
+def test_a_null_reach_in_a_column_of_them_is_no_limit(device):
+    """A column of reaches reads a null as a column of tolerances does: no limit, that way
+    (the window reaches the group's first or last key; nothing prevails below the first)."""
+    right_keys = [1, 2, 4, 7, 9]
+    prepared = ag.AsofJoin(pa.array(right_keys), device=device)
+    left_keys, befores, afters = [5, 5, 8, 8], [1, None, None, 0], [None, 0, 1, None]
+    got = _lists(
+        prepared.windows(
+            pa.array(left_keys), before=pa.array(befores), after=pa.array(afters), prevailing=True
+        )
+    )
+    assert got == [[2, 3, 4], [0, 1, 2], [0, 1, 2, 3, 4], [3, 4]]
+    limits = [(INF if b is None else b, INF if a is None else a) for b, a in zip(befores, afters)]
+    oracle = [
+        window_oracle([x], None, right_keys, None, *lim, True)[0]
+        for x, lim in zip(left_keys, limits)
+    ]
+    assert got == oracle
+
+
 def test_a_documented_example(device):
     """kdb+'s wj and wj1 on one group: [x - 2, x + 0], with and without the prevailing row
     (the state on entering: the last row at or before x - 2, added when it lies below)."""

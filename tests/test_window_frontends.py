@@ -1021,8 +1021,15 @@ def test_pandas_count_first_and_last_of_columns_arrow_cannot_read():
             out["v_first"].iloc[0] == values[valid[0]]
             and out["v_last"].iloc[0] == values[valid[-1]]
         )
-    with pytest.raises((TypeError, ValueError)):
-        agpd.window_join(left, right, on="t", before=5, aggs={"v": "sum"}, device="cpu")
+    for name, column in columns.items():
+        right = pd.DataFrame({"t": [0, 1, 2], "v": column})
+        with pytest.raises((TypeError, ValueError)) as refused:
+            agpd.window_join(left, right, on="t", before=5, aggs={"v": "sum"}, device="cpu")
+        assert str(refused.value).startswith("aggs['v'] could not be read as a column of"), name
+        assert str(refused.value).endswith(
+            "Hint: sum, mean, min and max read the values, which Arrow must read (a sparse "
+            "column: pass right['v'].sparse.to_dense()); count, first and last take any column"
+        ), name
 
 
 @pytest.mark.skipif(not hasattr(pl, "Int128"), reason="this polars has no Int128")
