@@ -365,3 +365,19 @@ def _no_absent_data(array: pa.Array) -> pa.Array:
     return pa.Array.from_buffers(
         array.type, len(array), [validity, views], null_count=array.null_count, offset=array.offset
     )
+
+
+def attached_field(name: str, kind: pa.DataType, source: pa.Field) -> pa.Field:
+    """The output field of a right column ``source`` attached as ``name`` of type ``kind``:
+    nullable (rows without a match are null), with ``source``'s metadata (polars' Enum
+    categories, a user's units) but its parquet field id, which names a right column and
+    may be a left one's too. (The left's fields are kept as they are.)
+
+    >>> source = pa.field("bid", pa.float64(), False, {"unit": "USD", "PARQUET:field_id": "3"})
+    >>> attached_field("bid_right", pa.float64(), source)
+    pyarrow.Field<bid_right: double>
+    >>> _.metadata
+    {b'unit': b'USD'}
+    """
+    kept = {k: v for k, v in (source.metadata or {}).items() if k != b"PARQUET:field_id"}
+    return pa.field(name, kind, metadata=kept or None)

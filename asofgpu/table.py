@@ -24,7 +24,7 @@ import pyarrow as pa
 from . import _validate
 from ._columns import to_arrow, to_table
 from ._encode import check_comparable
-from ._gather import gather
+from ._gather import attached_field, gather
 from ._types import DeviceName, RowTolerance, StrategyName, TableLike, Tolerance
 from .join import asof_join, windows_once
 from .splice import splice_maps
@@ -169,7 +169,13 @@ def join_asof(
     )
 
     taken = gather(right_t.select(kept), gmap)
-    return pa.Table.from_arrays(list(left_t.columns) + list(taken.columns), names=names + out_names)
+    fields = list(left_t.schema) + [
+        attached_field(name, column.type, right_t.schema.field(source))
+        for name, column, source in zip(out_names, taken.columns, kept)
+    ]
+    return pa.Table.from_arrays(
+        list(left_t.columns) + list(taken.columns), schema=pa.schema(fields)
+    )
 
 
 def missing_key(left_columns, right_columns, keys) -> str | None:

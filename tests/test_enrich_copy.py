@@ -353,6 +353,36 @@ def test_a_folder_is_copied_file_by_file(tmp_path, capsys, thresholds):
         assert pq.read_table(out / name).equals(want)
 
 
+def test_required_columns_stay_required_and_are_copied(tmp_path, capsys, thresholds):
+    """Spark writes non-null columns as required: OUT declared LEFT's nullable, so no such
+    file was copied. Now they stay required and are copied; a file's required column in a
+    folder whose other file holds it nullable becomes nullable, that file written again."""
+    thresholds(copy_min_group_rows=100)
+    folder, right_path = tmp_path / "left", tmp_path / "r.parquet"
+    folder.mkdir()
+    left = _left()
+    required = pa.schema([f.with_nullable(f.name not in ("t", "at", "odd")) for f in left.schema])
+    pq.write_table(left.slice(0, 300).cast(required), folder / "a.parquet", row_group_size=150)
+    pq.write_table(_right(), right_path)
+    out, stdout, _ = _enrich(tmp_path, capsys, folder / "a.parquet", right_path, name="o.parquet")
+    assert "LEFT's     columns copied as they are" in stdout
+    assert pq.read_schema(out).remove_metadata() == pa.schema(
+        list(required) + list(pq.read_schema(out))[len(required) :]
+    )
+    right = pq.read_table(right_path)
+    want = ag.join_asof(pq.read_table(folder / "a.parquet"), right, on="t", by="g", device="cpu")
+    assert pq.read_table(out).equals(want, check_metadata=False)
+    pq.write_table(left.slice(300), folder / "b.parquet", row_group_size=150)  # nullable
+    out, stdout, stderr = _enrich(tmp_path, capsys, folder, right_path, name="out")
+    assert "columns copied as they are in 1 of 2 files" in stdout
+    assert "a.parquet: 300 rows" in stderr and "differ in order, type or nullability" in stderr
+    for name in ("a.parquet", "b.parquet"):
+        got = pq.read_table(out / name)
+        assert all(f.nullable for f in got.schema)
+        want = ag.join_asof(pq.read_table(folder / name), right, on="t", by="g", device="cpu")
+        assert got.to_pylist() == want.to_pylist()
+
+
 @pytest.mark.usefixtures("small_groups")
 def test_what_cannot_be_copied_says_why(tmp_path):
     path = tmp_path / "l.parquet"
@@ -365,8 +395,10 @@ def test_what_cannot_be_copied_says_why(tmp_path):
     required = pa.schema([pa.field("t", pa.int64(), nullable=False)])
     pq.write_table(pa.table({"t": [1, 2]}, schema=required), tmp_path / "r.parquet")
     assert _copy.LeftChunks.open(str(tmp_path / "r.parquet"), schema, 1000, None) == (
-        "required (non-null) columns, which OUT declares nullable"
+        "required (non-null) columns that other LEFT files hold nullable"
     )
+    copied = _copy.LeftChunks.open(str(tmp_path / "r.parquet"), required, 1000, None)
+    assert isinstance(copied, _copy.LeftChunks)  # required where OUT's is too
     raw = path.read_bytes()
     (tmp_path / "e.parquet").write_bytes(raw[:-4] + b"PARE")
     assert _copy.LeftChunks.open(str(tmp_path / "e.parquet"), schema, 1000, None) == (

@@ -269,6 +269,61 @@ def test_out_keeps_the_footer_metadata_of_its_left_file(tmp_path, capsys, mode):
     assert pq.read_schema(out).names == ["t", "g", "v"]
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_out_keeps_the_fields_of_left_and_right_as_declared(tmp_path, capsys, mode):
+    """LEFT's required columns stay required and both sides' field metadata comes along (a
+    user's units, a parquet field id of LEFT's): OUT declared every LEFT column nullable and
+    kept no field's metadata. An attached column is nullable, without RIGHT's field id
+    (LEFT's may be the same number)."""
+    left = pa.table(
+        {"t": [0, 1, 2, 4, 6], "g": list("xxyyz")},
+        schema=pa.schema(
+            [
+                pa.field("t", pa.int64(), nullable=False, metadata={"unit": "s"}),
+                pa.field("g", pa.string(), metadata={"PARQUET:field_id": "7"}),
+            ]
+        ),
+    )
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=2)
+    v = pa.field(
+        "v", pa.float64(), nullable=False, metadata={"unit": "USD", "PARQUET:field_id": "7"}
+    )
+    right = pa.table(
+        {"t": [1, 3], "g": ["x", "y"], "v": [1.0, 2.0]},
+        schema=pa.schema([("t", pa.int64()), ("g", pa.string()), v]),
+    )
+    pq.write_table(right, tmp_path / "r.parquet")
+    out = tmp_path / "o.parquet"
+    _enrich_files(tmp_path, out, mode, capsys)
+    got = pq.read_schema(out)
+    assert got.field("t").equals(left.schema.field("t"), check_metadata=True)
+    assert got.field("g").metadata == {b"PARQUET:field_id": b"7"}
+    assert got.field("v").nullable and got.field("v").metadata == {b"unit": b"USD"}
+    assert pq.read_table(out)["v"].to_pylist() == [None, 1.0, None, 2.0, None]
+
+
+def test_polars_reads_out_with_the_enums_of_left_and_right(tmp_path, capsys):
+    """polars keeps an Enum's categories in its field's metadata: OUT's came back as
+    Categorical."""
+    pl = pytest.importorskip("polars")
+    kind = pl.Enum(["x", "y", "z"])
+    left = pl.DataFrame({"t": [0, 1, 2, 4, 6], "g": pl.Series(list("xxyyz"), dtype=kind)})
+    left.write_parquet(tmp_path / "l.parquet")
+    right = pl.DataFrame(
+        {
+            "t": [1, 3],
+            "g": pl.Series(["x", "y"], dtype=kind),
+            "e": pl.Series(["z", "x"], dtype=kind),
+        }
+    )
+    right.write_parquet(tmp_path / "r.parquet")
+    out = tmp_path / "o.parquet"
+    _enrich_files(tmp_path, out, "memory", capsys)
+    got = pl.read_parquet(out)
+    assert got.schema["g"] == kind and got.schema["e"] == kind
+    assert got["e"].to_list() == [None, "z", None, "x", None]
+
+
 @pytest.mark.parametrize(
     "labels", [[0, 1, 2], [("a", "t"), ("a", "g"), ("b", "n")]], ids=["ints", "multiindex"]
 )

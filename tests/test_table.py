@@ -107,6 +107,23 @@ def test_payload_types_come_through_with_nulls():
     assert out.column("b").to_pylist() == [None, True, False]
 
 
+def test_the_fields_of_the_left_come_as_declared_and_the_rights_nullable():
+    """The left's columns come unchanged, their fields too (required, metadata); a right
+    column's field keeps its metadata but its parquet field id, and is nullable."""
+    left = pa.table(
+        {"t": [1, 5]},
+        schema=pa.schema([pa.field("t", pa.int64(), False, {"PARQUET:field_id": "1"})]),
+    )
+    v = pa.field("v", pa.float64(), False, {"unit": "USD", "PARQUET:field_id": "1"})
+    right = pa.table({"t": [2], "v": [1.0]}, schema=pa.schema([("t", pa.int64()), v]))
+    got = ag.join_asof(left, right, on="t", device="cpu")
+    assert got.schema.field("t").equals(left.schema.field("t"), check_metadata=True)
+    assert got.schema.field("v").equals(
+        pa.field("v", pa.float64(), metadata={"unit": "USD"}), check_metadata=True
+    )
+    assert got["v"].to_pylist() == [None, 1.0]
+
+
 def test_pandas_frames_are_accepted():
     pd = pytest.importorskip("pandas")
     left = pd.DataFrame({"t": [1, 6]}, index=[10, 11])

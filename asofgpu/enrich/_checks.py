@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from .._calendar import clock_changes, is_calendar, reaches
 from .._duration import parse_tolerance
+from .._gather import attached_field
 from ..join import AsofJoin
 from .. import _arrow_numpy as arrow_numpy
 from ._errors import EnrichError, one_line
@@ -405,10 +406,10 @@ def plan(options: Options, left: Source, right: Source) -> Plan:
             )
         names.append(out)
     read = list(dict.fromkeys([options.right_on, *options.right_by, *payload]))
-    fields = [pa.field(f.name, f.type) for f in left.data_schema]  # nullable, as join_asof's
-    fields += [
-        pa.field(n, nullable_inside(right.schema.field(c).type)) for c, n in zip(payload, names)
-    ]
+    fields = list(left.data_schema)  # as LEFT's files declare them (required, metadata)
+    for c, n in zip(payload, names):
+        field = right.schema.field(c)
+        fields.append(attached_field(n, nullable_inside(field.type), field))
     return Plan(payload, names, read, pa.schema(fields))
 
 

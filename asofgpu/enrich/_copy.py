@@ -10,8 +10,9 @@ with the page offsets moved to where the pages land (``_thrift``).
 
 A LEFT file is copied (``LeftChunks.open``) when its footer is plain (not encrypted), its
 writer is not one whose pages readers read with workarounds (``read_with_workarounds``), every
-chunk's pages lie in the file itself, its top-level columns are optional (OUT's are
-nullable), its row groups are neither tiny (each one costs an encode of its own) nor larger
+chunk's pages lie in the file itself, its top-level columns are required where OUT's are
+and optional where OUT's are nullable (a file's required column in a folder whose other files
+hold it nullable is not), its row groups are neither tiny (each one costs an encode of its own) nor larger
 than a chunk (--chunk-rows, or fewer when memory is short: a row group is joined whole),
 and, when --compression is given, its chunks already use that codec. Otherwise its columns
 are decoded and encoded again, as before. What is not copied: page indexes and bloom
@@ -48,7 +49,7 @@ MAGIC = b"PAR1"
 FILE_SCHEMA, FILE_NUM_ROWS, FILE_ROW_GROUPS, FILE_CREATED_BY, FILE_COLUMN_ORDERS = 2, 3, 4, 6, 7
 FILE_ENCRYPTION = 8
 ELEMENT_REPETITION, ELEMENT_NAME, ELEMENT_NUM_CHILDREN = 3, 4, 5
-OPTIONAL = 1  # FieldRepetitionType
+REQUIRED, OPTIONAL = 0, 1  # FieldRepetitionType
 GROUP_COLUMNS, GROUP_BYTES, GROUP_ROWS, GROUP_SORTING = 1, 2, 3, 4
 GROUP_FILE_OFFSET, GROUP_COMPRESSED, GROUP_ORDINAL = 5, 6, 7
 CHUNK_PATH, CHUNK_FILE_OFFSET, CHUNK_META = 1, 2, 3
@@ -152,11 +153,14 @@ class LeftChunks:
         names = top_level_names(elements)
         if names != schema.names[: len(names)]:
             return "columns other than OUT's first ones"
-        if any(
-            e.get(ELEMENT_REPETITION, (0, OPTIONAL))[1] != OPTIONAL for e in top_level(elements)
-        ):
-            # their pages hold no null flags; OUT's columns are nullable, as join_asof's are
-            return "required (non-null) columns, which OUT declares nullable"
+        for element, field in zip(top_level(elements), schema):
+            repetition = element.get(ELEMENT_REPETITION, (0, OPTIONAL))[1]
+            if repetition not in (OPTIONAL, REQUIRED):
+                return "repeated columns (a list in the layout before parquet's LIST type)"
+            if (repetition == REQUIRED) == field.nullable:
+                # A required column's pages hold no null flags: copied under a nullable
+                # column (other LEFT files' are), a reader would misread them.
+                return "required (non-null) columns that other LEFT files hold nullable"
         orders = meta.get(FILE_COLUMN_ORDERS, (None, (None, None)))[1][1]
         groups = []
         for group in meta.get(FILE_ROW_GROUPS, (None, (None, [])))[1][1]:
