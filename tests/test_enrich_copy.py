@@ -416,6 +416,21 @@ def test_what_cannot_be_copied_says_why(tmp_path):
     )
 
 
+def test_row_group_sizes_are_checked_before_the_footer_is_decoded(tmp_path, monkeypatch):
+    """A footer of thousands of one-row groups took the copy's Python reader seconds (8 s for
+    1,000 groups of 70 columns), only for the file to be refused for their size."""
+    path = tmp_path / "l.parquet"
+    pq.write_table(_left(), path, row_group_size=1)
+    monkeypatch.setattr(_copy, "read_footer", lambda _: pytest.fail("the footer was decoded"))
+    schema = pq.read_schema(path)
+    assert _copy.LeftChunks.open(str(path), schema, 1000, None) == (
+        "row groups of 1 rows on average, too small to keep"
+    )
+    assert _copy.LeftChunks.open(str(path), schema, 1000, None, pq.read_metadata(path)) == (
+        "row groups of 1 rows on average, too small to keep"
+    )
+
+
 def _as_parquet_mr_1_2_8(path) -> None:
     """Rewrite a file as parquet-mr 1.2.8 wrote it: each column's size without its
     dictionary page's header (PARQUET-816), which Arrow reads past by its name."""

@@ -38,6 +38,7 @@ import re
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from .._backend import walks
 from . import _thrift as thrift
@@ -129,9 +130,28 @@ class LeftChunks:
         self.groups = groups
 
     @classmethod
-    def open(cls, path: str, schema: pa.Schema, max_rows: int, codec: str | None):
+    def open(
+        cls,
+        path: str,
+        schema: pa.Schema,
+        max_rows: int,
+        codec: str | None,
+        sizes: pq.FileMetaData | None = None,
+    ):
         """A ``LeftChunks`` of the file at ``path``, whose columns are the first fields of
-        OUT's ``schema``; or, when it cannot be copied, why not (a str)."""
+        OUT's ``schema``; or, when it cannot be copied, why not (a str). ``sizes``: the
+        file's metadata as pyarrow read it, where the caller has it."""
+        try:
+            # Its row groups' sizes first, from what pyarrow read: a footer of thousands of
+            # one-row groups took this module's reader 8 s, to be refused for their size.
+            read = pq.read_metadata(path) if sizes is None else sizes
+            why = _sizes_refused(
+                [read.row_group(g).num_rows for g in range(read.num_row_groups)], max_rows
+            )
+            if why:
+                return why
+        except (OSError, pa.ArrowException):
+            pass  # (an encrypted footer, say: the reader below says why, or checks them)
         try:
             meta, footer_at = read_footer(path)
             return cls._check(path, meta, footer_at, schema, max_rows, codec)
@@ -165,13 +185,6 @@ class LeftChunks:
         groups = []
         for group in meta.get(FILE_ROW_GROUPS, (None, (None, [])))[1][1]:
             rows = group[GROUP_ROWS][1]
-            if rows > max_rows:
-                largest = max(g[GROUP_ROWS][1] for g in meta[FILE_ROW_GROUPS][1][1])
-                return (
-                    f"row groups of up to {largest:,} rows, more than a copied chunk holds "
-                    f"({max_rows:,} rows of its keys and attached columns: --chunk-rows, or "
-                    f"what memory allows)"
-                )
             ranges, chunks = [], []
             for chunk in group[GROUP_COLUMNS][1][1] if rows else ():  # empty: never written
                 why = _uncopyable(chunk, footer_at, codec)
@@ -183,11 +196,7 @@ class LeftChunks:
             groups.append(
                 CopiedGroup(rows, group[GROUP_BYTES][1], ranges, chunks, group.get(GROUP_SORTING))
             )
-        rows = sum(g.num_rows for g in groups)
-        holding = sum(1 for g in groups if g.num_rows)  # empty ones: no row group in OUT
-        if holding and not walks.copies_row_groups(rows, holding):
-            return f"row groups of {rows // holding:,} rows on average, too small to keep"
-        return cls(path, meta, groups)
+        return _sizes_refused([g.num_rows for g in groups], max_rows) or cls(path, meta, groups)
 
     def copy(self, group: CopiedGroup, out, at: int) -> list[dict]:
         """Write ``group``'s pages to the file ``out`` (at its position ``at``) and return
@@ -200,6 +209,22 @@ class LeftChunks:
                 chunks.append(_moved(chunk, at - start))
                 at += length
         return chunks
+
+
+def _sizes_refused(sizes: list[int], max_rows: int) -> str | None:
+    """Why a file of row groups of ``sizes`` rows is not copied: one holds more rows than a
+    copied chunk (it is joined whole), or they are too small on average (each costs an
+    encode of its own); None where neither."""
+    if sizes and max(sizes) > max_rows:
+        return (
+            f"row groups of up to {max(sizes):,} rows, more than a copied chunk holds "
+            f"({max_rows:,} rows of its keys and attached columns: --chunk-rows, or what "
+            f"memory allows)"
+        )
+    holding = sum(1 for rows in sizes if rows)  # empty ones: no row group in OUT
+    if holding and not walks.copies_row_groups(sum(sizes), holding):
+        return f"row groups of {sum(sizes) // holding:,} rows on average, too small to keep"
+    return None
 
 
 def _pages_start(column: dict) -> int:
