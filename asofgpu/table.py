@@ -169,13 +169,7 @@ def join_asof(
     )
 
     taken = gather(right_t.select(kept), gmap)
-    fields = list(left_t.schema) + [
-        attached_field(name, column.type, right_t.schema.field(source))
-        for name, column, source in zip(out_names, taken.columns, kept)
-    ]
-    return pa.Table.from_arrays(
-        list(left_t.columns) + list(taken.columns), schema=pa.schema(fields)
-    )
+    return _joined(left_t.schema, left_t.columns, right_t, kept, taken, out_names)
 
 
 def missing_key(left_columns, right_columns, keys) -> str | None:
@@ -318,9 +312,20 @@ def splice_join(
     names = list(left_t.column_names)
     out_names = right_names(names, right_t.column_names, suffix)
     left_rows, right_rows = gather(left_t, left_map), gather(right_t, right_map)
-    return pa.Table.from_arrays(
-        list(left_rows.columns) + list(right_rows.columns), names=names + out_names
-    )
+    fields = [  # each side null on the other's rows
+        f.with_type(c.type).with_nullable(True) for f, c in zip(left_t.schema, left_rows.columns)
+    ]
+    return _joined(fields, left_rows.columns, right_t, right_t.column_names, right_rows, out_names)
+
+
+def _joined(fields, columns, right_t, kept, taken, out_names) -> pa.Table:
+    """The output of ``fields`` (the left's, of ``columns``), then ``taken`` (the right
+    columns ``kept``, gathered) named ``out_names``, as ``attached_field`` declares them."""
+    fields = list(fields) + [
+        attached_field(name, column.type, right_t.schema.field(source))
+        for name, column, source in zip(out_names, taken.columns, kept)
+    ]
+    return pa.Table.from_arrays(list(columns) + list(taken.columns), schema=pa.schema(fields))
 
 
 def _windows(left_t, right_t, keys, before, after, prevailing, device):
@@ -379,9 +384,8 @@ def window_join(
         raise ValueError(clash)
     windows = _windows(left_t, right_t, keys, before, after, prevailing, device)
     columns = aggregate(windows, right_t, wanted)
-    return pa.Table.from_arrays(
-        list(left_t.columns) + columns, names=names + [agg.name for agg in wanted]
-    )
+    fields = list(left_t.schema) + [pa.field(agg.name, c.type) for agg, c in zip(wanted, columns)]
+    return pa.Table.from_arrays(list(left_t.columns) + columns, schema=pa.schema(fields))
 
 
 def range_join(
@@ -423,6 +427,5 @@ def range_join(
     windows = _windows(left_t, right_t, keys, before, after, prevailing, device)
     left_map, right_map = (windows.backend.to_host(m) for m in windows.pairs())
     left_rows, right_rows = gather(left_t, left_map), gather(right_t.select(kept), right_map)
-    return pa.Table.from_arrays(
-        list(left_rows.columns) + list(right_rows.columns), names=names + out_names
-    )
+    fields = [f.with_type(c.type) for f, c in zip(left_t.schema, left_rows.columns)]
+    return _joined(fields, left_rows.columns, right_t, kept, right_rows, out_names)

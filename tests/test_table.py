@@ -108,20 +108,29 @@ def test_payload_types_come_through_with_nulls():
 
 
 def test_the_fields_of_the_left_come_as_declared_and_the_rights_nullable():
-    """The left's columns come unchanged, their fields too (required, metadata); a right
-    column's field keeps its metadata but its parquet field id, and is nullable."""
+    """The left's columns come unchanged, their fields too (required, metadata; nullable in
+    a splice, whose right rows have no left one); a right column's field keeps its metadata
+    but its parquet field id, and is nullable."""
     left = pa.table(
         {"t": [1, 5]},
         schema=pa.schema([pa.field("t", pa.int64(), False, {"PARQUET:field_id": "1"})]),
     )
     v = pa.field("v", pa.float64(), False, {"unit": "USD", "PARQUET:field_id": "1"})
     right = pa.table({"t": [2], "v": [1.0]}, schema=pa.schema([("t", pa.int64()), v]))
+    attached = pa.field("v", pa.float64(), metadata={"unit": "USD"})
     got = ag.join_asof(left, right, on="t", device="cpu")
     assert got.schema.field("t").equals(left.schema.field("t"), check_metadata=True)
-    assert got.schema.field("v").equals(
-        pa.field("v", pa.float64(), metadata={"unit": "USD"}), check_metadata=True
-    )
+    assert got.schema.field("v").equals(attached, check_metadata=True)
     assert got["v"].to_pylist() == [None, 1.0]
+    got = ag.range_join(left, right, on="t", before=5, device="cpu")  # every left row once
+    assert got.schema.field("t").equals(left.schema.field("t"), check_metadata=True)
+    assert got.schema.field("v").equals(attached, check_metadata=True)
+    got = ag.window_join(left, right, on="t", before=5, aggs={"v": "sum"}, device="cpu")
+    assert got.schema.field("t").equals(left.schema.field("t"), check_metadata=True)
+    got = ag.splice_join(left, right, on="t", device="cpu")  # left null where none prevails
+    assert got.schema.field("t").equals(left.schema.field("t").with_nullable(True), True)
+    assert got.schema.field("v").equals(attached, check_metadata=True)
+    assert got["t"].to_pylist() == [1, 1, 5]  # (the right row at 2 carries the left at 1)
 
 
 def test_pandas_frames_are_accepted():
