@@ -399,6 +399,10 @@ def test_what_cannot_be_copied_says_why(tmp_path):
     )
     copied = _copy.LeftChunks.open(str(tmp_path / "r.parquet"), required, 1000, None)
     assert isinstance(copied, _copy.LeftChunks)  # required where OUT's is too
+    pq.write_table(pa.table({"t": [1, 2]}), tmp_path / "n.parquet")
+    assert _copy.LeftChunks.open(str(tmp_path / "n.parquet"), required, 1000, None) == (
+        "nullable columns that OUT declares required"
+    )
     raw = path.read_bytes()
     (tmp_path / "e.parquet").write_bytes(raw[:-4] + b"PARE")
     assert _copy.LeftChunks.open(str(tmp_path / "e.parquet"), schema, 1000, None) == (

@@ -11,7 +11,8 @@ back after an upgrade) still finds its kernels compiled.
 >>> import os, tempfile
 >>> folder = tempfile.mkdtemp()
 >>> for n, digest in enumerate(["0123456789ab", "ba9876543210", "aaaaaaaaaaaa"]):
-...     for name in (f"probe.walk_{digest}_int-12.py311.nbi", f"probe.walk_{digest}_int-12.py311.1.nbc"):
+...     for end in ("nbi", "1.nbc"):
+...         name = f"probe.walk_{digest}_int-12.py311.{end}"
 ...         open(os.path.join(folder, name), "w").close()
 ...         os.utime(os.path.join(folder, name), (n, n))
 >>> prune(folder, "probe.walk_aaaaaaaaaaaa_int-12.py311.nbi")

@@ -11,9 +11,9 @@ with the page offsets moved to where the pages land (``_thrift``).
 A LEFT file is copied (``LeftChunks.open``) when its footer is plain (not encrypted), its
 writer is not one whose pages readers read with workarounds (``read_with_workarounds``), every
 chunk's pages lie in the file itself, its top-level columns are required where OUT's are
-and optional where OUT's are nullable (a file's required column in a folder whose other files
-hold it nullable is not), its row groups are neither tiny (each one costs an encode of its own) nor larger
-than a chunk (--chunk-rows, or fewer when memory is short: a row group is joined whole),
+and optional where OUT's are nullable (not a file's required column that other files of its
+folder hold nullable), its row groups are neither tiny (each one costs an encode of its own)
+nor larger than a chunk (--chunk-rows, or fewer when memory is short: a row group is joined whole),
 and, when --compression is given, its chunks already use that codec. Otherwise its columns
 are decoded and encoded again, as before. What is not copied: page indexes and bloom
 filters (optional; readers do without), and min/max statistics that a file without column
@@ -177,10 +177,12 @@ class LeftChunks:
             repetition = element.get(ELEMENT_REPETITION, (0, OPTIONAL))[1]
             if repetition not in (OPTIONAL, REQUIRED):
                 return "repeated columns (a list in the layout before parquet's LIST type)"
-            if (repetition == REQUIRED) == field.nullable:
-                # A required column's pages hold no null flags: copied under a nullable
-                # column (other LEFT files' are), a reader would misread them.
-                return "required (non-null) columns that other LEFT files hold nullable"
+            if (repetition == REQUIRED) != (not field.nullable):
+                # A required column's pages hold no null flags, an optional one's do: under
+                # a field declared the other way (other LEFT files' are), readers misread them.
+                if repetition == REQUIRED:
+                    return "required (non-null) columns that other LEFT files hold nullable"
+                return "nullable columns that OUT declares required"
         orders = meta.get(FILE_COLUMN_ORDERS, (None, (None, None)))[1][1]
         groups = []
         for group in meta.get(FILE_ROW_GROUPS, (None, (None, [])))[1][1]:

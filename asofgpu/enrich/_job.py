@@ -881,7 +881,10 @@ def _copy_of(part: Part, the_plan: Plan, options: Options, group_rows: int):
     if options.compression_level is not None:
         return f"--compression asks for level {options.compression_level}"
     if part.wanted is not None:  # (its pages hold what OUT's footer would not describe)
-        return "its columns differ in order, type or nullability from the other LEFT files', read as one"
+        return (
+            "its columns differ in order, type or nullability from the other LEFT files', "
+            "read as one"
+        )
     return LeftChunks.open(
         part.path, the_plan.schema, group_rows, options.compression, sizes=part.meta
     )
