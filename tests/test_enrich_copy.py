@@ -428,10 +428,10 @@ def test_row_group_sizes_are_checked_before_the_footer_is_decoded(tmp_path, monk
     monkeypatch.setattr(_copy, "read_footer", lambda _: pytest.fail("the footer was decoded"))
     schema = pq.read_schema(path)
     assert _copy.LeftChunks.open(str(path), schema, 1000, None) == (
-        "row groups of 1 rows on average, too small to keep"
+        "row groups of 1 row on average, too small to keep"
     )
     assert _copy.LeftChunks.open(str(path), schema, 1000, None, pq.read_metadata(path)) == (
-        "row groups of 1 rows on average, too small to keep"
+        "row groups of 1 row on average, too small to keep"
     )
 
 

@@ -225,7 +225,8 @@ def _sizes_refused(sizes: list[int], max_rows: int) -> str | None:
         )
     holding = sum(1 for rows in sizes if rows)  # empty ones: no row group in OUT
     if holding and not walks.copies_row_groups(sum(sizes), holding):
-        return f"row groups of {sum(sizes) // holding:,} rows on average, too small to keep"
+        average = sum(sizes) // holding
+        return f"row groups of {average:,} row{'s' * (average != 1)} on average, too small to keep"
     return None
 
 
