@@ -122,14 +122,7 @@ class CpuBackend(Backend):
             return
         shared = {} if shared is None else shared
         if "slide" not in shared:
-            order = self.stable_argsort(starts)
-            if interpreted:  # numpy's take: a small launch compiles nothing
-                shared["slide"] = (order, starts[order], ends[order])
-            else:
-                everywhere = np.ones(n, dtype=np.bool_)
-                by_start, by_end = take_fixed([starts, ends], order, everywhere)
-                by_start = np.frombuffer(by_start, np.int64, n)
-                shared["slide"] = (order, by_start, np.frombuffer(by_end, np.int64, n))
+            shared["slide"] = self._slide_order(starts, ends, interpreted)
         order, by_start, by_end = shared["slide"]
         # Pieces of a fixed size, whatever the threads: where a piece starts, its slide
         # starts afresh, and the sums' rounding with it. A small launch slides as plain
@@ -145,6 +138,29 @@ class CpuBackend(Backend):
             cpu_window(False, parallel).slides(
                 order, by_start, by_end, values, keys, out, piece_starts
             )
+
+    def _slide_order(self, starts, ends, interpreted: bool):
+        """The order the windows are slid through, and their bounds in it: by start, and
+        windows of one start by end. Left rows not in key order gave windows of one start
+        (no quote between their reaches' starts) whose ends went back and forth, each then
+        read whole: 5.3 s against 0.14 s for 2M trades in one group, 10 minutes back."""
+        order = self.stable_argsort(starts)
+        by_start, by_end = self._in_order(order, starts, ends, interpreted)
+        tied = by_start[1:] == by_start[:-1]
+        if np.any(tied & (by_end[1:] < by_end[:-1])):
+            # Positions in the prepared order (under 2**31), so start * width + end fits
+            order = self.stable_argsort(starts * (int(ends.max()) + 1) + ends)
+            by_start, by_end = self._in_order(order, starts, ends, interpreted)
+        return order, by_start, by_end
+
+    @staticmethod
+    def _in_order(order, starts, ends, interpreted: bool):
+        """``starts`` and ``ends`` taken in ``order``."""
+        if interpreted:  # numpy's take: a small launch compiles nothing
+            return starts[order], ends[order]
+        n = len(order)
+        by_start, by_end = take_fixed([starts, ends], order, np.ones(n, dtype=np.bool_))
+        return np.frombuffer(by_start, np.int64, n), np.frombuffer(by_end, np.int64, n)
 
     def group_sort(self, order, bucket, n_groups, keys, rows_dtype=np.int64):
         n = len(bucket) if order is None else len(order)
