@@ -310,7 +310,7 @@ def window_join(
                 arrow[name] = to_arrow(right[name], f"aggs[{name!r}]")
             except (TypeError, ValueError) as exc:
                 if reads_values(aggs[name]):
-                    raise type(exc)(
+                    raise (ValueError if isinstance(exc, ValueError) else TypeError)(
                         f"{exc}. Hint: sum, mean, min and max read the values, which Arrow "
                         f"must read (a sparse column: pass right[{name!r}].sparse.to_dense()); "
                         f"count, first and last take any column"

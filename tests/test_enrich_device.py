@@ -455,14 +455,20 @@ def test_reader_and_writer_options_build_without_a_gpu(plc, tmp_path):
         for kind in (T.TIMESTAMP_NANOSECONDS, T.STRING, T.FLOAT64)
     ]
     table = plc.Table(columns)
-    names = ["time", "symbol", "bid_right"]
-    metadata = output_metadata(plc, table, names)
-    assert [column.get_name() for column in metadata.column_metadata] == names
+    fields = [  # a LEFT column declared required stays so
+        pa.field("time", pa.timestamp("ns"), nullable=False),
+        pa.field("symbol", pa.string()),
+        pa.field("bid_right", pa.float64()),
+    ]
+    metadata = output_metadata(plc, table, fields)
+    assert [column.get_name() for column in metadata.column_metadata] == [f.name for f in fields]
     for codec in (None, "none", "snappy", "lz4", "zstd"):
-        built = writer_options(plc, str(tmp_path / "o.parquet"), table, names, codec, False, 100)
+        built = writer_options(plc, str(tmp_path / "o.parquet"), table, fields, codec, False, 100)
         assert isinstance(built, plc.io.parquet.ParquetWriterOptions)
     pandas = {"pandas": '{"index_columns": []}'}  # LEFT's pandas metadata, kept in OUT
-    built = writer_options(plc, str(tmp_path / "o.parquet"), table, names, None, False, 100, pandas)
+    built = writer_options(
+        plc, str(tmp_path / "o.parquet"), table, fields, None, False, 100, pandas
+    )
     assert isinstance(built, plc.io.parquet.ParquetWriterOptions)
 
 

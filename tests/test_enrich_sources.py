@@ -333,6 +333,13 @@ def test_partition_folders_over_files_that_hold_their_duration_column(tmp_path, 
     code, _, stderr = run(*argv, "-o", tmp_path / "out2", capsys=capsys)
     assert code == 2
     assert "partition folder d=91 disagrees with the column 'd' of its file " in stderr
+    for count in ("99999999999999999999", "1_000"):  # (past int64; what int() alone takes)
+        (tmp_path / "l").rename(tmp_path / "gone")
+        write(pa.table({"t": [1, 5], "d": d}), tmp_path / "l" / f"d={count}" / "x.parquet")
+        code, _, stderr = run(*argv, "-o", tmp_path / "out3", capsys=capsys)
+        assert code == 2 and f"partition folder d={count} disagrees" in stderr, stderr
+        shutil.rmtree(tmp_path / "l")
+        (tmp_path / "gone").rename(tmp_path / "l")
 
 
 def test_whole_number_partitions_are_int64_and_nulls_match_nothing(tmp_path, capsys):
@@ -464,7 +471,7 @@ def test_a_by_partition_takes_the_type_of_the_column_it_meets(tmp_path, capsys, 
     )
     assert code == 2 and stderr == (
         f"asofgpu enrich: error: LEFT partition folder g=x is no {kind} value, the type of "
-        f"RIGHT column 'g' it is joined by. Hint: rename the folder, or cast RIGHT's column to "
+        f"RIGHT column 'g' it is joined by. Hint: rename the folder, or write RIGHT's 'g' as "
         f"a type of the folders' values\n"
     )
 

@@ -238,15 +238,17 @@ def test_out_keeps_the_pandas_metadata_of_its_left_file(tmp_path, capsys, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_out_keeps_the_footer_metadata_of_its_left_file(tmp_path, capsys, mode):
     """A writer's and a user's entries come along (Spark's calendar flags tell Spark how
-    LEFT's dates were written); LEFT's Arrow schema is OUT's own, Spark's schema of LEFT's
-    columns, by which Spark would read OUT without ``v``, is dropped, and so is an entry that
-    is not UTF-8."""
+    LEFT's dates were written); LEFT's Arrow schema is OUT's own; the schemas of LEFT's
+    columns other readers read a file by (Spark's, parquet-avro's, Hugging Face's), which
+    would have them read OUT without ``v``, are dropped, and so is an entry not UTF-8."""
     spark_schema = '{"type":"struct","fields":[]}'
     entries = {
         b"source": b"feed A",
         b"org.apache.spark.version": b"3.5.1",
         b"org.apache.spark.legacyDateTime": b"",
         b"org.apache.spark.sql.parquet.row.metadata": spark_schema.encode(),
+        b"parquet.avro.schema": b'{"type": "record", "name": "r", "fields": []}',
+        b"huggingface": b'{"info": {"features": {}}}',
         b"raw": b"\xff\xfe",
     }
     left = pa.table({"t": [0, 1, 2, 4, 6], "g": list("xxyyz")}).replace_schema_metadata(entries)
@@ -262,6 +264,8 @@ def test_out_keeps_the_footer_metadata_of_its_left_file(tmp_path, capsys, mode):
         b"org.apache.spark.version": b"3.5.1",
         b"org.apache.spark.legacyDateTime": b"",
         b"org.apache.spark.sql.parquet.row.metadata": None,
+        b"parquet.avro.schema": None,
+        b"huggingface": None,
         b"raw": None,
     }
     assert got[b"asofgpu"] == b"enrich"
@@ -322,6 +326,39 @@ def test_polars_reads_out_with_the_enums_of_left_and_right(tmp_path, capsys):
     got = pl.read_parquet(out)
     assert got.schema["g"] == kind and got.schema["e"] == kind
     assert got["e"].to_list() == [None, "z", None, "x", None]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_fields_whose_metadata_differs_between_files_keep_what_they_share(tmp_path, capsys, mode):
+    """Files of one side whose Enums differ: OUT declared the first file's categories for
+    all, and polars read the others' values outside them as null. Entries the files do not
+    share are dropped (polars then reads a Categorical, every value kept)."""
+    pl = pytest.importorskip("polars")
+    for side, frames in {
+        "l": [
+            pl.DataFrame({"t": [0, 2], "g": ["x", "x"], "n": ["a", "a"]}),
+            pl.DataFrame({"t": [4, 6], "g": ["x", "x"], "n": ["a", "b"]}),
+        ],
+        "r": [
+            pl.DataFrame({"t": [1], "g": ["x"], "e": ["p"]}),
+            pl.DataFrame({"t": [3, 5], "g": ["x", "x"], "e": ["p", "q"]}),
+        ],
+    }.items():
+        for k, frame in enumerate(frames):
+            last = frame.columns[-1]
+            kind = pl.Enum(sorted(set(frame[last].to_list())))
+            (tmp_path / side).mkdir(exist_ok=True)
+            frame.with_columns(pl.col(last).cast(kind)).write_parquet(
+                tmp_path / side / f"{k}.parquet"
+            )
+    code, _, stderr = run(
+        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--by",
+        "g", "--device", "cpu", "--right-mode", mode, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    got = pl.read_parquet(tmp_path / "o" / "1.parquet")
+    assert got["n"].cast(pl.String).to_list() == ["a", "b"]
+    assert got["e"].cast(pl.String).to_list() == ["p", "q"]
 
 
 @pytest.mark.parametrize(

@@ -1030,6 +1030,11 @@ def test_pandas_count_first_and_last_of_columns_arrow_cannot_read():
             "Hint: sum, mean, min and max read the values, which Arrow must read (a sparse "
             "column: pass right['v'].sparse.to_dense()); count, first and last take any column"
         ), name
+    # An error of Arrow's whose type takes more than a message (a lone surrogate's
+    # UnicodeEncodeError) comes as a ValueError with the hint, not as a TypeError of its own
+    right = pd.DataFrame({"t": [0, 1], "v": pd.Series(["a", "\ud800"], dtype=object)})
+    with pytest.raises(ValueError, match="Hint: sum, mean, min and max read the values"):
+        agpd.window_join(left, right, on="t", before=5, aggs={"v": "max"}, device="cpu")
 
 
 @pytest.mark.skipif(not hasattr(pl, "Int128"), reason="this polars has no Int128")

@@ -148,8 +148,8 @@ class CpuBackend(Backend):
         by_start, by_end = self._in_order(order, starts, ends, interpreted)
         tied = by_start[1:] == by_start[:-1]
         if np.any(tied & (by_end[1:] < by_end[:-1])):
-            # Positions in the prepared order (under 2**31), so start * width + end fits
-            order = self.stable_argsort(starts * (int(ends.max()) + 1) + ends)
+            by_end_first = self.stable_argsort(ends)
+            order = by_end_first[self.stable_argsort(starts[by_end_first])]
             by_start, by_end = self._in_order(order, starts, ends, interpreted)
         return order, by_start, by_end
 

@@ -219,12 +219,13 @@ def reader_options(plc, paths: list[str], columns: list[str]):
     return plc.io.parquet.ParquetReaderOptions.builder(source).column_names(columns).build()
 
 
-def output_metadata(plc, table, names: list[str]):
-    """OUT's names for ``table``'s columns, each nullable: the host's files say so whatever
-    the nulls, and libcudf would otherwise write a column without nulls as required."""
+def output_metadata(plc, table, fields: list[pa.Field]):
+    """OUT's ``fields`` (the plan's) for ``table``'s columns: their names, and nullable as
+    they are declared, as the host's files are (LEFT's required columns required, the rest
+    nullable): libcudf would otherwise write a column without nulls as required."""
     metadata = plc.io.types.TableInputMetadata(table)
-    for column, name in zip(metadata.column_metadata, names):
-        column.set_name(name).set_nullability(True)
+    for column, field in zip(metadata.column_metadata, fields):
+        column.set_name(field.name).set_nullability(field.nullable)
     return metadata
 
 
@@ -232,7 +233,7 @@ def writer_options(
     plc,
     path: str,
     table,
-    names: list[str],
+    fields: list[pa.Field],
     compression: str | None,
     utc: bool,
     rows: int,
@@ -240,11 +241,12 @@ def writer_options(
 ):
     """libcudf's options to write ``table`` as OUT's file ``path``: ``compression`` (one of
     ``CODECS``), timestamps marked UTC or not as OUT's columns are (``utc``), row groups of up
-    to ``rows`` as the host's chunks, and the key-value ``metadata`` (LEFT's pandas entry)."""
+    to ``rows`` as the host's chunks, and the key-value ``metadata`` (what OUT keeps of
+    LEFT's footer)."""
     sink = plc.io.SinkInfo([path])
     built = (
         plc.io.parquet.ParquetWriterOptions.builder(sink, table)
-        .metadata(output_metadata(plc, table, names))
+        .metadata(output_metadata(plc, table, fields))
         .compression(getattr(plc.io.types.CompressionType, CODECS[compression]))
         .utc_timestamps(utc)
         .row_group_size_rows(min(rows, MAX_ROWS))
@@ -305,7 +307,7 @@ def enrich(
                     plc,
                     target.path_for(part.relative),
                     table,
-                    the_plan.schema.names,
+                    list(the_plan.schema),
                     options.compression,
                     utc,
                     rows,

@@ -55,8 +55,22 @@ _GLOB_CHARS = re.compile(r"[*?[]")
 _WHOLE = re.compile(r"-?\d{1,18}")
 
 
-# Footer entries OUT's files do not take from LEFT's (``Part.kept_metadata``).
-NOT_KEPT = (b"ARROW:schema", b"org.apache.spark.sql.parquet.row.metadata")
+# Footer entries OUT's files do not take from LEFT's (``Part.kept_metadata``): schemas of
+# LEFT's columns, which their readers read files by (parquet-avro by its Avro schema, Spark,
+# Iceberg, Hugging Face's datasets by their features), and would read OUT by without the
+# attached columns, or fail on them. (pyarrow writes OUT's Arrow schema anew.)
+NOT_KEPT = (
+    b"ARROW:schema",
+    b"org.apache.spark.sql.parquet.row.metadata",
+    b"parquet.avro.schema",
+    b"avro.schema",
+    b"parquet.proto.descriptor",
+    b"parquet.proto.class",
+    b"thrift.descriptor",
+    b"thrift.class",
+    b"iceberg.schema",
+    b"huggingface",
+)
 
 
 def _pandas_entry_fits(entry: str) -> bool:
@@ -123,7 +137,7 @@ class Part:
         Arrow schema, which OUT's writer writes anew; Spark's schema of the file's columns,
         by which Spark would read OUT without the attached ones; an entry that is not UTF-8
         text, as the format requires; and pandas' entry where pandas could not read OUT by
-        it (``_pandas_entry``).
+        it (``_pandas_entry_fits``).
 
         >>> import io, pyarrow as pa, pyarrow.parquet as pq
         >>> buffer = io.BytesIO()
@@ -471,7 +485,8 @@ def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
                 raise EnrichError(
                     f"{mine.side} partition folder {name}={misfit} is no {kind} value, the type "
                     f"of {theirs.side} column {other!r} it is joined by. Hint: rename the "
-                    f"folder, or cast {theirs.side}'s column to a type of the folders' values"
+                    f"folder, or write {theirs.side}'s {other!r} as a type of the folders' "
+                    f"values"
                 )
 
 
@@ -523,7 +538,23 @@ def common_field(a: pa.Field, b: pa.Field) -> pa.Field | None:
     True
     >>> common_field(pa.field("x", pa.null()), pa.field("x", pa.int64(), nullable=False))
     pyarrow.Field<x: int64>
+
+    Its metadata is the entries both fields hold alike: polars keeps an Enum's categories
+    there, and one file's would make polars read the other's values outside them as null.
+
+    >>> common_field(pa.field("e", pa.string(), metadata={"a": "1", "b": "2"}),
+    ...              pa.field("e", pa.string(), metadata={"a": "1", "b": "3"})).metadata
+    {b'a': b'1'}
     """
+    field = _common_values(a, b)
+    if field is None:
+        return None
+    agreed = {k: v for k, v in (a.metadata or {}).items() if (b.metadata or {}).get(k) == v}
+    return field.with_metadata(agreed) if agreed else field.remove_metadata()
+
+
+def _common_values(a: pa.Field, b: pa.Field) -> pa.Field | None:
+    """``common_field``'s name, type and nullability, and ``a``'s metadata."""
     if a.equals(b):
         return a
     if a.type == b.type:
@@ -578,6 +609,8 @@ def _parsed(raw: str | None, kind: pa.DataType):
     if pa.types.is_time(kind):
         return datetime.time.fromisoformat(raw)
     if pa.types.is_duration(kind):
+        if not _WHOLE.fullmatch(raw):  # (int() takes "1_000", " 7", other scripts' digits)
+            raise ValueError(f"{raw!r} is no count of a duration's ticks")
         return pa.scalar(int(raw)).cast(kind).as_py()
     return arrow_numpy.text(raw).cast(kind)[0].as_py()
 
