@@ -330,9 +330,10 @@ def test_polars_reads_out_with_the_enums_of_left_and_right(tmp_path, capsys):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_fields_whose_metadata_differs_between_files_keep_what_they_share(tmp_path, capsys, mode):
-    """Files of one side whose Enums differ: OUT declared the first file's categories for
-    all, and polars read the others' values outside them as null. Entries the files do not
-    share are dropped (polars then reads a Categorical, every value kept)."""
+    """Files of one side whose Enums differ, as columns or nested in structs: OUT declared
+    the first file's categories for all, and polars read the others' values outside them as
+    null. Entries the files do not share are dropped (polars then reads a Categorical,
+    every value kept)."""
     pl = pytest.importorskip("polars")
     for side, frames in {
         "l": [
@@ -348,9 +349,9 @@ def test_fields_whose_metadata_differs_between_files_keep_what_they_share(tmp_pa
             last = frame.columns[-1]
             kind = pl.Enum(sorted(set(frame[last].to_list())))
             (tmp_path / side).mkdir(exist_ok=True)
-            frame.with_columns(pl.col(last).cast(kind)).write_parquet(
-                tmp_path / side / f"{k}.parquet"
-            )
+            frame = frame.with_columns(pl.col(last).cast(kind))
+            frame = frame.with_columns(pl.struct(pl.col(last)).alias(f"s{last}"))
+            frame.write_parquet(tmp_path / side / f"{k}.parquet")
     code, _, stderr = run(
         "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--by",
         "g", "--device", "cpu", "--right-mode", mode, capsys=capsys,
@@ -359,6 +360,8 @@ def test_fields_whose_metadata_differs_between_files_keep_what_they_share(tmp_pa
     got = pl.read_parquet(tmp_path / "o" / "1.parquet")
     assert got["n"].cast(pl.String).to_list() == ["a", "b"]
     assert got["e"].cast(pl.String).to_list() == ["p", "q"]
+    assert got["sn"].struct.field("n").cast(pl.String).to_list() == ["a", "b"]
+    assert got["se"].struct.field("e").cast(pl.String).to_list() == ["p", "q"]
 
 
 @pytest.mark.parametrize(

@@ -224,7 +224,7 @@ def output_metadata(plc, table, fields: list[pa.Field]):
     they are declared, as the host's files are (LEFT's required columns required, the rest
     nullable): libcudf would otherwise write a column without nulls as required."""
     metadata = plc.io.types.TableInputMetadata(table)
-    for column, field in zip(metadata.column_metadata, fields):
+    for column, field in zip(metadata.column_metadata, fields, strict=True):
         column.set_name(field.name).set_nullability(field.nullable)
     return metadata
 

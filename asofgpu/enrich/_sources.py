@@ -52,7 +52,7 @@ from ._errors import EnrichError, one_line
 SUFFIX = ".parquet"
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _GLOB_CHARS = re.compile(r"[*?[]")
-_WHOLE = re.compile(r"-?\d{1,18}")
+_WHOLE = re.compile(r"-?[0-9]{1,18}")  # (ASCII: ``\d`` takes other scripts' digits)
 
 
 # Footer entries OUT's files do not take from LEFT's (``Part.kept_metadata``): schemas of
@@ -70,6 +70,7 @@ NOT_KEPT = (
     b"thrift.class",
     b"iceberg.schema",
     b"huggingface",
+    b"pig.schema",
 )
 
 
@@ -133,11 +134,11 @@ class Part:
     @property
     def kept_metadata(self) -> dict[str, str]:
         """The key-value metadata of the file's footer that OUT's file of this one keeps:
-        all of it (a writer's version, Spark's calendar flags, a user's own entries) but the
-        Arrow schema, which OUT's writer writes anew; Spark's schema of the file's columns,
-        by which Spark would read OUT without the attached ones; an entry that is not UTF-8
-        text, as the format requires; and pandas' entry where pandas could not read OUT by
-        it (``_pandas_entry_fits``).
+        all of it (a writer's version, Spark's calendar flags, a user's own entries) but
+        ``NOT_KEPT``'s: the Arrow schema, which OUT's writer writes anew, and the schemas of
+        the file's columns other readers read it by, which would have them read OUT
+        without the attached ones; an entry that is not UTF-8 text, as the format requires;
+        and pandas' entry where pandas could not read OUT by it (``_pandas_entry_fits``).
 
         >>> import io, pyarrow as pa, pyarrow.parquet as pq
         >>> buffer = io.BytesIO()
@@ -539,8 +540,9 @@ def common_field(a: pa.Field, b: pa.Field) -> pa.Field | None:
     >>> common_field(pa.field("x", pa.null()), pa.field("x", pa.int64(), nullable=False))
     pyarrow.Field<x: int64>
 
-    Its metadata is the entries both fields hold alike: polars keeps an Enum's categories
-    there, and one file's would make polars read the other's values outside them as null.
+    Its metadata is the entries both fields hold alike, and its nested fields have none
+    where the two differ there: polars keeps an Enum's categories in a field's metadata, and
+    one file's would make polars read the other's values outside them as null.
 
     >>> common_field(pa.field("e", pa.string(), metadata={"a": "1", "b": "2"}),
     ...              pa.field("e", pa.string(), metadata={"a": "1", "b": "3"})).metadata
@@ -549,6 +551,10 @@ def common_field(a: pa.Field, b: pa.Field) -> pa.Field | None:
     field = _common_values(a, b)
     if field is None:
         return None
+    if not a.type.equals(b.type, check_metadata=True):  # nested fields' metadata differs
+        field = field.with_type(
+            arrow_numpy.rebuilt(field.type, lambda t: t, lambda f: f.remove_metadata())
+        )
     agreed = {k: v for k, v in (a.metadata or {}).items() if (b.metadata or {}).get(k) == v}
     return field.with_metadata(agreed) if agreed else field.remove_metadata()
 
@@ -609,7 +615,8 @@ def _parsed(raw: str | None, kind: pa.DataType):
     if pa.types.is_time(kind):
         return datetime.time.fromisoformat(raw)
     if pa.types.is_duration(kind):
-        if not _WHOLE.fullmatch(raw):  # (int() takes "1_000", " 7", other scripts' digits)
+        # (int() alone takes "1_000", " 7", other scripts' digits)
+        if not (re.fullmatch(r"-?[0-9]+", raw) and -(2**63) <= int(raw) < 2**63):
             raise ValueError(f"{raw!r} is no count of a duration's ticks")
         return pa.scalar(int(raw)).cast(kind).as_py()
     return arrow_numpy.text(raw).cast(kind)[0].as_py()
