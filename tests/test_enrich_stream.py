@@ -245,6 +245,31 @@ def test_a_forward_or_nearest_tape_is_held_in_memory_where_it_fits(tmp_path, cap
         assert pq.read_table(tmp_path / "o.parquet").equals(expected)
 
 
+def test_a_tape_of_entities_each_its_own_group_is_held_in_memory_where_it_fits(tmp_path, capsys):
+    """A tape whose rows are nearly all groups of their own carries about a row a group from
+    window to window, each window encoding its carry again (1M string groups: 14-16 s
+    streamed, 4.7-5.6 s in memory): auto holds it in memory where it fits, and streams it
+    where it does not (more than half of the 20 MiB --memory-limit 420MiB leaves)."""
+    rng = np.random.default_rng(8)
+    n = 300_000
+    entities = [f"e{i:07d}" for i in rng.permutation(n)]  # each update its entity's first
+    right = pa.table({"t": np.arange(n) * 2, "g": entities, "v": np.arange(n) * 1.0})
+    left = pa.table(
+        {"t": np.arange(0, 2 * n, 7) + 1, "g": [entities[i // 2] for i in range(0, 2 * n, 7)]}
+    )
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=50_000)
+    pq.write_table(left, tmp_path / "l.parquet", row_group_size=20_000)
+    expected = ag.join_asof(left, right, on="t", by="g", device="cpu")
+    held = "and RIGHT's rows are nearly all groups of their own"
+    streamed = "both sides are sorted by their key: streaming RIGHT"
+    for limit, logged in ((None, held), ("420MiB", streamed)):
+        flags = ["--memory-limit", limit] if limit else []
+        code, _, stderr = enrich_in(tmp_path, *flags, capsys=capsys)
+        assert code == 0, stderr
+        assert logged in stderr
+        assert pq.read_table(tmp_path / "o.parquet").equals(expected)
+
+
 def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
     """Row-group statistics only bound each group: rows out of order inside one are found
     while streaming, and nothing is written."""

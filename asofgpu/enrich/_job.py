@@ -52,6 +52,9 @@ from ._stream import (
 
 MAX_PARTITIONS = 512  # each side's partitions are open files at once
 LAYOUTS = ("tape", "grouped")  # the orders a stream takes, tried in this order
+# A tape of RIGHT whose sample holds this many groups a row is held in memory where it fits
+# (``_mode``): 100,000 groups in 10M rows sample 0.74 and stream as fast; 1M sample 0.97.
+MANY_GROUPS = 0.9
 
 
 @dataclass
@@ -204,7 +207,7 @@ def _run(
         need = memory.right_bytes(right, the_plan.read, as_codes, share, kept)
         try:
             mode, why, grouped = _mode(
-                options, left, right, need, budget, limit_name, layouts, failed, left_sorted
+                options, left, right, need, budget, limit_name, layouts, failed, left_sorted, share
             )
         except EnrichError:
             checked.result()  # keys that cannot be joined at all: that reason first
@@ -584,11 +587,13 @@ def _mode(
     layouts: tuple[str, ...],
     failed: NotSorted | None,
     left_sorted: bool = True,
+    share: float = 0.0,
 ) -> tuple[str, str, bool]:
     """How RIGHT is held (memory, stream, regroup or spill), why, for the log, and whether a
     stream is grouped (sorted by the by columns, then the key) rather than a tape;
     ``layouts``: RIGHT's still to try, after ``failed`` found one wrong; ``left_sorted``:
-    False once LEFT broke the order its statistics promised."""
+    False once LEFT broke the order its statistics promised; ``share``: the groups a row of
+    RIGHT brings, in a sample (``memory.group_share``)."""
     mode = options.right_mode
     if mode == "auto" and options.spill_partitions is not None:
         return "spill", f"--spill-partitions {options.spill_partitions}", False
@@ -623,6 +628,17 @@ def _mode(
         return (
             "memory",
             f"{fits}, and a {options.strategy} stream would read RIGHT twice",
+            False,
+        )
+    # A tape whose sample is nearly all groups of their own (entities' states, not a market's
+    # symbols) carries about a row a group from window to window, each window encoding its
+    # carry again: held in memory where it fits (1M string groups, 1M x 10M: 4.7-5.6 s
+    # against 14-16 s streamed; 1M int groups, 2M x 4M: 1.5 s against 2.0-2.4 s).
+    if layout == "tape" and alike and share >= MANY_GROUPS and need <= budget // 2:
+        return (
+            "memory",
+            f"{fits}, and RIGHT's rows are nearly all groups of their own (a stream would "
+            f"carry every group from window to window)",
             False,
         )
     # Both sides sorted alike stream whether RIGHT fits or not, backward: less memory, less
