@@ -363,8 +363,9 @@ def _parser() -> _Parser:
         "--on key, or by its by columns and then that key (LEFT's keys are "
         "put in its order when LEFT is not sorted alike); in memory; or "
         "spilled to hash partitions of the by keys on disk. auto: streamed "
-        "when both sides are sorted alike (forward and nearest: only when RIGHT "
-        "does not fit --memory-limit), else in memory when it fits "
+        "when both sides are sorted alike (forward and nearest, and a key-sorted "
+        "RIGHT of nearly a group a row: only when RIGHT does not fit "
+        "--memory-limit), else in memory when it fits "
         "--memory-limit, else streamed if RIGHT is sorted, else spilled "
         "(default auto; e.g. --right-mode spill)",
     )
