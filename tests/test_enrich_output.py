@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asofgpu.enrich import _thrift as thrift
-from asofgpu.enrich._output import ParquetStitcher
+from asofgpu.enrich._output import ParquetStitcher, WritePools
 
 
 def _footer(path) -> bytes:
@@ -125,6 +125,30 @@ def test_stitched_file_reads_back_equal_in_every_reader(tmp_path, threads, compr
     ).equals(whole)
     polars = pytest.importorskip("polars")
     assert polars.read_parquet(path).equals(polars.from_arrow(whole))
+
+
+def test_writers_sharing_a_runs_pools_write_each_file_whole(tmp_path):
+    """A run's files share its ``WritePools`` (pools of a file's own started two threads a
+    file): tables of two files written in turn land in their own files, in order, and one
+    writer's abort leaves the other's file as written, the pools still working."""
+    whole = table(3_000)
+    with WritePools(threads=2) as pools:
+        first, second, dropped = (
+            ParquetStitcher(str(tmp_path / f"{name}.parquet"), whole.schema, pools=pools)
+            for name in ("first", "second", "dropped")
+        )
+        for start in range(0, 3_000, 500):
+            for writer in (first, second, dropped):
+                writer.write(whole.slice(start, 500))
+        dropped.abort()
+        first.close()
+        second.write(whole.slice(0, 10))
+        second.close()
+    assert pq.read_table(tmp_path / "first.parquet").equals(whole)
+    assert pq.read_table(tmp_path / "second.parquet").equals(
+        pa.concat_tables([whole, whole.slice(0, 10)])
+    )
+    assert pq.ParquetFile(tmp_path / "second.parquet").metadata.num_row_groups == 7
 
 
 def test_statistics_stay_with_their_row_group(tmp_path):

@@ -37,7 +37,14 @@ from ._checks import (
 )
 from ._copy import LeftChunks
 from ._errors import EnrichError, OutputError, one_line
-from ._output import AtomicFile, AtomicFolder, ParquetStitcher, footer_metadata, stored_as
+from ._output import (
+    AtomicFile,
+    AtomicFolder,
+    ParquetStitcher,
+    WritePools,
+    footer_metadata,
+    stored_as,
+)
 from ._sources import Part, Source, is_text, type_partitions
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
@@ -261,6 +268,9 @@ def _run(
         target = stack.enter_context(_target(left, out, found))
         # A file's last chunks are encoded while the next file is read and joined: its
         # writer closes on a thread of its own (one at a time), left before OUT is.
+        # The writers' pools, shut down after ``closing`` (entered after them) has closed the
+        # last file.
+        pools = stack.enter_context(WritePools())
         closing = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-close"))
         closed = None
         if mode == "memory":
@@ -375,6 +385,7 @@ def _run(
                     progress,
                     out,
                     copied,
+                    pools,
                 )
                 if closed is not None:
                     closed.result()  # raises what closing the file before raised
@@ -751,13 +762,14 @@ def _enrich_part(
     progress,
     out: str,
     copied: LeftChunks | None,
+    pools: WritePools,
 ) -> ParquetStitcher:
     """One LEFT file's (``part``'s) ``batches``, RIGHT attached, written into ``path``; its
     writer, for ``_close``. The file keeps the LEFT file's footer metadata
     (``Part.kept_metadata``: pandas reads OUT with LEFT's index and dtypes, Spark with its
     calendar), and its footer says enrich wrote it (``FOOTER_MARK``)."""
     schema = the_plan.schema.with_metadata(footer_metadata(part.kept_metadata))
-    writer = _writer(path, schema, options, out, copied)
+    writer = _writer(path, schema, options, out, copied, pools)
     try:
         for batch, group in batches:
             interrupts.check()  # one a callback from C dropped (numba compiling) ends the run
@@ -924,7 +936,12 @@ def peak_rss() -> int:
 
 
 def _writer(
-    path: str, schema: pa.Schema, options: Options, out: str, copied: LeftChunks | None
+    path: str,
+    schema: pa.Schema,
+    options: Options,
+    out: str,
+    copied: LeftChunks | None,
+    pools: WritePools,
 ) -> ParquetStitcher:
     try:
         return ParquetStitcher(
@@ -933,6 +950,7 @@ def _writer(
             compression=options.compression or "snappy",
             compression_level=options.compression_level,
             left=copied,
+            pools=pools,
         )
     except OSError as exc:
         raise OutputError(f"cannot write OUT {out}: {one_line(exc)}") from None
