@@ -19,7 +19,7 @@ import pytest
 import asofgpu as ag
 from asofgpu import marketdata
 from asofgpu.enrich._output import written_by_enrich
-from enrich_cli import hidden, needs_parquet_views, run
+from enrich_cli import enrich_in, hidden, needs_parquet_views, run
 
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 
@@ -452,26 +452,14 @@ def test_a_by_partition_takes_the_type_of_the_column_it_meets(tmp_path, capsys, 
         f"g={folders[1]}": [None, 2.0],
         f"g={folders[2]}": [3.0, 3.0],
     }
-    code, _, stderr = run(  # RIGHT's folders against LEFT's column
-        "enrich",
-        tmp_path / "left.parquet",
-        tmp_path / "r",
-        "-o",
-        tmp_path / "o2.parquet",
-        *argv,
-        capsys=capsys,
+    code, _, stderr = enrich_in(  # RIGHT's folders against LEFT's column
+        tmp_path, "-q", capsys=capsys, left="left.parquet", right="r", out="o2.parquet"
     )
     assert (code, stderr) == (0, "")
     assert pq.read_table(tmp_path / "o2.parquet")["v"].to_pylist() == [1.0, 1.0, 1.0]
     write(pa.table({"t": [10]}), tmp_path / "l" / "g=x" / "p.parquet")  # not an int32 or date
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l",
-        tmp_path / "right.parquet",
-        "-o",
-        tmp_path / "o3",
-        *argv,
-        capsys=capsys,
+    code, _, stderr = enrich_in(
+        tmp_path, "-q", capsys=capsys, left="l", right="right.parquet", out="o3"
     )
     assert code == 2 and stderr == (
         f"asofgpu enrich: error: LEFT partition folder g=x is no {kind} value, the type of "
@@ -508,20 +496,8 @@ def test_a_folder_value_a_type_would_cut_is_not_read_as_it(tmp_path, capsys):
         {"t": [5], "g": pa.array([datetime.time(12, 0, 1)], pa.time32("ms")), "v": [1.0]}
     )
     write(right, tmp_path / "right.parquet")
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l",
-        tmp_path / "right.parquet",
-        "-o",
-        tmp_path / "o",
-        "--on",
-        "t",
-        "--by",
-        "g",
-        "--device",
-        "cpu",
-        "-q",
-        capsys=capsys,
+    code, _, stderr = enrich_in(
+        tmp_path, "-q", capsys=capsys, left="l", right="right.parquet", out="o"
     )
     assert code == 2 and "LEFT partition folder g=12:00:01.0005 is no time32[ms] value" in stderr
 
@@ -542,19 +518,7 @@ def test_folders_over_files_that_hold_their_uuid_or_json_column(tmp_path, capsys
         rows = pa.table({"t": [4 + i], "u": pa.array([one], column), "v": [float(i)]})
         write(rows, tmp_path / "r" / f"u={folder}" / "p.parquet")
     write(pa.table({"t": [10]}), tmp_path / "l.parquet")
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l.parquet",
-        tmp_path / "r",
-        "-o",
-        tmp_path / "o.parquet",
-        "--on",
-        "t",
-        "--device",
-        "cpu",
-        "-q",
-        capsys=capsys,
-    )
+    code, _, stderr = enrich_in(tmp_path, "-q", capsys=capsys, by=None, right="r")
     assert (code, stderr) == (0, "")
     got = pq.read_table(tmp_path / "o.parquet")
     assert got["v"].to_pylist() == [2.0] and got.schema.field("u").type == column
