@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import asofgpu as ag
-from enrich_cli import hidden, needs_parquet_views, run
+from enrich_cli import enrich_in, hidden, needs_parquet_views, run
 
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 
@@ -61,24 +61,8 @@ def _enrich_in(tmp_path, capsys, mode, left, right, right_group, *flags, **write
     pq.write_table(right, tmp_path / "r.parquet", row_group_size=right_group, **write_options)
     out = tmp_path / "o.parquet"
     how = "stream" if mode == "regroup" else mode
-    code, _, stderr = run(
-        "enrich",
-        tmp_path / "l.parquet",
-        tmp_path / "r.parquet",
-        "-o",
-        out,
-        "--on",
-        "t",
-        "--by",
-        "sym",
-        "--device",
-        "cpu",
-        "--chunk-rows",
-        16,
-        "--right-mode",
-        how,
-        *flags,
-        capsys=capsys,
+    code, _, stderr = enrich_in(
+        tmp_path, "--chunk-rows", 16, "--right-mode", how, *flags, capsys=capsys, by="sym"
     )
     assert code == 0, stderr
     assert hidden(tmp_path) == []
