@@ -54,6 +54,7 @@ from ._stream import (
     is_grouped,
     is_tape,
     streamable_key,
+    tables_of,
     without_statistics,
 )
 
@@ -254,10 +255,18 @@ def _run(
             reading.submit(right.read, the_plan.read, as_codes) if mode == "memory" else None
         )
         # Past LEFT's last row, RIGHT is read for its order check alone: its keys only.
+        # Its batches are put together into tables of up to a chunk's rows on the reading
+        # thread: handed over one by one, 5,000 files of 400 rows kept the join waiting on
+        # the queue 0.9 s of 2.1.
         narrowing = Narrowing([options.right_on, *options.right_by])
         windows = (
             stack.enter_context(
-                _Prefetch(spill_batches(right, the_plan.read, as_codes, rows, narrowing=narrowing))
+                _Prefetch(
+                    tables_of(
+                        spill_batches(right, the_plan.read, as_codes, rows, narrowing=narrowing),
+                        rows,
+                    )
+                )
             )
             if mode in ("stream", "regroup")
             else None

@@ -248,29 +248,28 @@ def largest_row_group(source: Source, as_codes: list[str] = (), read=lambda part
     (None: all of them; a LEFT file copied into OUT has only its keys read)."""
     measured: dict[str, float] = {}
     largest = 0
+    schema = source.data_schema
+    texts = [n for n in schema.names if n not in as_codes and is_text(schema.field(n).type)]
     for part in source.parts:
         meta = part.meta
         names = read(part)
         if names is not None:
-            names = [name for name in names if name in source.data_schema.names]
-        leaves = {
-            name: leaf_columns(meta, name)
-            for name in (source.data_schema.names if names is None else names)
-        }
-        texts = [
-            name
-            for name in leaves
-            if name not in as_codes and is_text(source.schema.field(name).type)
-        ]
+            names = [name for name in names if name in schema.names]
+        leaves = part.leaves
+        texts_read = texts if names is None else [n for n in texts if n in names]
         for g in range(meta.num_row_groups):
             group = meta.row_group(g)
             size = (
                 group.total_byte_size
                 if names is None
-                else sum(group.column(j).total_uncompressed_size for n in names for j in leaves[n])
+                else sum(
+                    group.column(j).total_uncompressed_size
+                    for n in names
+                    for j in leaves.get(n, ())
+                )
             )
-            for name in texts:
-                chunks = [group.column(j) for j in leaves[name]]
+            for name in texts_read:
+                chunks = [group.column(j) for j in leaves.get(name, ())]
                 if group.num_rows and any(c.has_dictionary_page for c in chunks):
                     if name not in measured:
                         measured[name] = part.text_bytes(source.side, name)

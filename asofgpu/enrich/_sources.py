@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import datetime
 import fnmatch
+import functools
 import glob
 import json
 import os
@@ -52,6 +53,9 @@ from ._errors import EnrichError, one_line
 SUFFIX = ".parquet"
 NULL_PARTITION = "__HIVE_DEFAULT_PARTITION__"
 _GLOB_CHARS = re.compile(r"[*?[]")
+# The uncompressed size from which a row group's columns are decoded on threads of their
+# own (``Part._worth_threads``): about where threads began to pay on this machine.
+THREADED_BYTES = 2 << 20
 _WHOLE = re.compile(r"-?[0-9]{1,18}")  # (ASCII: ``\d`` takes other scripts' digits)
 
 
@@ -113,6 +117,11 @@ class Part:
     @property
     def rows(self) -> int:
         return self.meta.num_rows
+
+    @functools.cached_property
+    def leaves(self) -> dict[str, range]:
+        """``leaf_columns`` of each of the file's columns."""
+        return leaf_map(self.meta)
 
     def text_bytes(self, side: str, name: str, sample: int = 1 << 16) -> float:
         """Bytes a row of text column ``name`` holds once read, in the file's first
@@ -177,7 +186,13 @@ class Part:
             reader = pq.ParquetFile(
                 self.path, metadata=self.meta, pre_buffer=False, read_dictionary=read_dictionary
             )
-            batches = reader.iter_batches(batch_size=rows, columns=columns, row_groups=row_groups)
+            groups = range(self.meta.num_row_groups) if row_groups is None else row_groups
+            batches = reader.iter_batches(
+                batch_size=rows,
+                columns=columns,
+                row_groups=row_groups,
+                use_threads=self._worth_threads(groups, columns),
+            )
             while True:
                 try:
                     yield self.as_wanted(next(batches), read_dictionary)
@@ -193,9 +208,21 @@ class Part:
                 self.path, metadata=self.meta, pre_buffer=False, read_dictionary=read_dictionary
             )
             for g in range(reader.metadata.num_row_groups):
-                yield self.as_wanted(reader.read_row_group(g, columns=columns), read_dictionary)
+                threads = self._worth_threads([g], columns)
+                table = reader.read_row_group(g, columns=columns, use_threads=threads)
+                yield self.as_wanted(table, read_dictionary)
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
+
+    def _worth_threads(self, groups, columns: list[str] | None) -> bool:
+        """Whether to decode ``columns`` of row groups ``groups`` on pyarrow's threads, a
+        column a thread: only for a row group of ``THREADED_BYTES`` or more, and more than
+        one column. Below that, handing columns out costs more than it saves: 5,000 files of
+        400 rows read in 0.93 s with threads, 0.26 s without (a 10,000-row group 540 µs
+        against 263; a 100,000-row group of 4 MiB, 1.6 ms against 2.2)."""
+        if (self.meta.num_columns if columns is None else len(columns)) < 2:
+            return False
+        return any(self.meta.row_group(g).total_byte_size >= THREADED_BYTES for g in groups)
 
     def as_wanted(self, data, as_codes=None):
         """A batch or table read from this file, as every file's are: views as large types
@@ -276,6 +303,8 @@ class Source:
             schemas.append(file_schema)
         first, schema = parts[0].path, schemas[0]
         for part, file_schema in zip(parts[1:], schemas[1:]):
+            if file_schema.equals(schema, check_metadata=True):
+                continue  # (the files of a writer's run mostly are)
             common = common_schema(schema, file_schema)
             if common is None:
                 raise EnrichError(
@@ -647,13 +676,25 @@ def leaf_columns(meta: pq.FileMetaData, name: str) -> list[int]:
     >>> leaf_columns(meta, "a"), leaf_columns(meta, "a.b"), leaf_columns(meta, "t")
     ([0, 1], [2], [3])
     """
-    start = 0
-    for column in meta.schema.to_arrow_schema():
+    return list(leaf_map(meta).get(name, ()))
+
+
+def leaf_map(meta: pq.FileMetaData) -> dict[str, range]:
+    """``leaf_columns`` of every top-level column of a file at once."""
+    return _leaves(meta.schema.to_arrow_schema())
+
+
+@functools.lru_cache(maxsize=64)
+def _leaves(schema: pa.Schema) -> dict[str, range]:
+    """Each top-level column's leaf numbers, for a file's Arrow schema: asked of every file
+    of a source by name, and the files' schemas mostly alike (5,000 files' sizes took 0.28 s
+    counted column by column)."""
+    leaves, start = {}, 0
+    for column in schema:
         count = _leaf_count(column.type)
-        if column.name == name:
-            return list(range(start, start + count))
+        leaves.setdefault(column.name, range(start, start + count))
         start += count
-    return []
+    return leaves
 
 
 def _leaf_count(t: pa.DataType) -> int:
