@@ -1005,3 +1005,18 @@ def test_only_row_groups_of_a_few_mib_and_columns_decode_on_threads(tmp_path, mo
     assert read.equals(table) and asked == [True]
     read = pa.Table.from_batches(list(mixed.batches("RIGHT", 1 << 20, row_groups=[1])))
     assert read.equals(table.slice(n - 100)) and asked == [True, False]
+
+    asked.clear()  # a source read whole (RIGHT held in memory)
+    real_read = pq.ParquetFile.read
+
+    def read_whole(self, *args, use_threads=True, **kwargs):
+        asked.append(use_threads)
+        return real_read(self, *args, use_threads=use_threads, **kwargs)
+
+    monkeypatch.setattr(pq.ParquetFile, "read", read_whole)
+    os.makedirs(tmp_path / "both")
+    for name in ("small", "mixed"):
+        shutil.copy(tmp_path / f"{name}.parquet", tmp_path / "both" / f"{name}.parquet")
+    both = _sources.Source.find(tmp_path / "both", "RIGHT")
+    assert both.read(["t", "v"]).equals(pa.concat_tables([table, table.slice(0, 100)]))
+    assert asked == [True, False]  # mixed.parquet, then small.parquet

@@ -463,8 +463,11 @@ class Source:
             try:
                 # (ParquetFile, not read_table: pyarrow's datasets import pandas)
                 codes = [c for c in as_codes if c in data]
-                reader = pq.ParquetFile(part.path, pre_buffer=False, read_dictionary=codes)
-                table = part.as_wanted(_read_whole(reader, data), codes)
+                reader = pq.ParquetFile(
+                    part.path, metadata=part.meta, pre_buffer=False, read_dictionary=codes
+                )
+                threads = part._worth_threads(range(part.meta.num_row_groups), data)
+                table = part.as_wanted(_read_whole(reader, data, threads), codes)
             except (OSError, pa.ArrowException) as exc:
                 raise EnrichError(
                     f"cannot read {self.side} file {part.path}: {one_line(exc)}"
@@ -473,15 +476,18 @@ class Source:
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
 
 
-def _read_whole(reader: pq.ParquetFile, columns: list[str]) -> pa.Table:
-    """A file's ``columns``, read at once, or a row group at a time where pyarrow reads
-    dictionaries nested in lists or structs of several row groups only so ("Nested data
-    conversions not implemented for chunked array outputs")."""
+def _read_whole(reader: pq.ParquetFile, columns: list[str], threads: bool) -> pa.Table:
+    """A file's ``columns``, read at once (on pyarrow's threads when ``threads``), or a row
+    group at a time where pyarrow reads dictionaries nested in lists or structs of several
+    row groups only so ("Nested data conversions not implemented for chunked array
+    outputs")."""
     try:
-        return reader.read(columns=columns)
+        return reader.read(columns=columns, use_threads=threads)
     except pa.ArrowNotImplementedError:
         groups = range(reader.metadata.num_row_groups)
-        return pa.concat_tables(reader.read_row_group(g, columns=columns) for g in groups)
+        return pa.concat_tables(
+            reader.read_row_group(g, columns=columns, use_threads=threads) for g in groups
+        )
 
 
 def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
