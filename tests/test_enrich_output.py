@@ -173,6 +173,23 @@ def test_nothing_written_gives_an_empty_file_of_the_schema(tmp_path):
     assert back.num_rows == 0 and back.schema.equals(schema)
 
 
+@pytest.mark.parametrize("then", ["write", "close", "abort"])
+def test_a_file_that_cannot_be_made_raises_at_its_first_write_or_close(tmp_path, then):
+    """The file is made on the appending thread (the join's thread paid 1.1 s making 2,000
+    small ones): what making it raised comes from the next write, or from close; abort says
+    nothing."""
+    writer = ParquetStitcher(str(tmp_path), table(1).schema)  # a folder: no file there
+    if then == "write":
+        with pytest.raises(IsADirectoryError):
+            for _ in range(8):  # (a write waits for the oldest once the pools are full)
+                writer.write(table(10))
+            writer.close()
+    elif then == "close":
+        with pytest.raises(IsADirectoryError):
+            writer.close()
+    writer.abort()
+
+
 def test_a_table_of_another_schema_is_refused(tmp_path):
     writer = ParquetStitcher(str(tmp_path / "o.parquet"), pa.schema([("x", pa.int64())]))
     with pytest.raises(ValueError, match="is not the writer's"):

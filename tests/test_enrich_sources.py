@@ -618,6 +618,42 @@ def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, 
     assert hidden(tmp_path) == []
 
 
+def test_an_out_file_that_cannot_be_made_fails_the_run_and_leaves_nothing(
+    tmp_path, capsys, monkeypatch
+):
+    """OUT's files are made on the writers' appending thread: the second one refused is
+    still the command's one-line error, and the old OUT folder stays."""
+    from asofgpu.enrich import _output
+
+    left = tmp_path / "l"
+    for name in ("1", "2", "3"):
+        write(pa.table({"t": pa.array(np.arange(50), pa.timestamp("s"))}), left / f"{name}.parquet")
+    right = write(
+        pa.table({"t": pa.array([0], pa.timestamp("ns")), "v": [1]}), tmp_path / "r.parquet"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "_ASOFGPU_ENRICH").write_text("an earlier run")
+    (out / "old.parquet").write_text("the previous result")
+
+    def refusing(path, *args, **kwargs):
+        if str(path).endswith("2.parquet"):
+            raise PermissionError(13, "Permission denied")
+        return open(path, *args, **kwargs)
+
+    monkeypatch.setattr(_output, "open", refusing, raising=False)
+    code, _, stderr = run(
+        "enrich", left, right, "-o", out, "--on", "t", "--device", "cpu", "-q", capsys=capsys
+    )
+    assert code == 1
+    assert stderr.splitlines()[-1] == (
+        f"asofgpu enrich: error: cannot write OUT {out}: [Errno 13] Permission denied; "
+        "nothing was written"
+    )
+    assert (out / "old.parquet").read_text() == "the previous result"
+    assert hidden(tmp_path) == []
+
+
 def test_out_beside_a_glob_is_refused_only_where_the_glob_would_read_it(
     tmp_path, capsys, monkeypatch
 ):

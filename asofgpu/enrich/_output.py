@@ -443,14 +443,21 @@ class ParquetStitcher:
             "compression_level": compression_level,
             "write_page_index": False,
         }
-        self._file = open(path, "wb")  # noqa: SIM115 - closed by close() or abort()
-        self._file.write(MAGIC)
         self._own_pools = pools is None
         self._pools = WritePools(threads) if pools is None else pools
         self._threads = self._pools.threads
-        self._pending: collections.deque[Future] = collections.deque()  # appends, in order
+        self._file = None
+        # The file is made on the appending thread, first of its appends: making a file
+        # costs the file system 0.4-0.7 ms of CPU where others were just written, and a run
+        # of 2,000 small LEFT files spent 1.1 s of the join's thread so.
+        self._opened = self._pools.appender.submit(self._open, path)
+        self._pending: collections.deque[Future] = collections.deque([self._opened])
         self._groups: list[dict] = []
         self._rows = 0
+
+    def _open(self, path: str) -> None:
+        self._file = open(path, "wb")  # noqa: SIM115 - closed by close() or abort()
+        self._file.write(MAGIC)
 
     def _encode(self, table: pa.Table) -> pa.Buffer:
         sink = pa.BufferOutputStream()
@@ -483,6 +490,7 @@ class ParquetStitcher:
         )
 
     def _append(self, part: pa.Buffer | None, left_group: CopiedGroup | None, rows: int) -> None:
+        self._opened.result()  # (done before: raises what making the file raised)
         at = self._file.tell()
         chunks, byte_size = [], 0
         if left_group is not None:
@@ -557,6 +565,8 @@ class ParquetStitcher:
         else:  # the appends already running (a cancelled one is done)
             futures.wait(self._pending)
         self._pending.clear()
+        if self._file is None:  # never made: its making failed, or was cancelled
+            return
         try:
             self._file.close()  # flushes: may fail as the write did
         except OSError:
