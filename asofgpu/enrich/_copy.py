@@ -216,16 +216,25 @@ class LeftChunks:
 def _sizes_refused(sizes: list[int], max_rows: int) -> str | None:
     """Why a file of row groups of ``sizes`` rows is not copied: one holds more rows than a
     copied chunk (it is joined whole), or they are too small on average (each costs an
-    encode of its own); None where neither."""
+    encode of its own), the last aside where there are more: a writer fills its row groups
+    to a size and leaves the rest last (30 groups of 65,536 rows and one of 33,920 were
+    refused at 64,516 on average, and a 300-column file written again took 70 s).
+
+    >>> _sizes_refused([65_536, 65_536, 100], 1 << 20) is None
+    True
+    >>> _sizes_refused([100, 100, 65_536], 1 << 20)
+    'row groups of 100 rows on average, too small to keep'
+    """
     if sizes and max(sizes) > max_rows:
         return (
             f"row groups of up to {max(sizes):,} rows, more than a copied chunk holds "
             f"({max_rows:,} rows of its keys and attached columns: --chunk-rows, or what "
             f"memory allows)"
         )
-    holding = sum(1 for rows in sizes if rows)  # empty ones: no row group in OUT
-    if holding and not walks.copies_row_groups(sum(sizes), holding):
-        average = sum(sizes) // holding
+    holding = [rows for rows in sizes if rows]  # empty ones: no row group in OUT
+    judged = holding[:-1] if len(holding) > 1 else holding
+    if judged and not walks.copies_row_groups(sum(judged), len(judged)):
+        average = sum(judged) // len(judged)
         return f"row groups of {average:,} row{'s' * (average != 1)} on average, too small to keep"
     return None
 
