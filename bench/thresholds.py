@@ -291,6 +291,12 @@ CASES = {
         [],
         {},
     ),
+    "copy_min_group_bytes": (
+        "(no bench: with copy_min_group_rows, it sets the row groups OUT keeps)",
+        None,
+        [],
+        {},
+    ),
     "interpret_max_rows": (
         "a one-shot join of n trades x 4n quotes, 1,000 symbols (compiled: cached, so "
         "without the seconds of compiling that bench/first_call.py times)",

@@ -83,7 +83,8 @@ def key_column(kind, values: list, form: str):
 def left_columns(request, thresholds):
     """Both ways LEFT's columns reach OUT: copied as they are (``_copy``; here whatever the
     size of its row groups, which tests keep small), or read and encoded again."""
-    thresholds(copy_min_group_rows=1 if request.param == "copied" else HUGE)
+    copied = request.param == "copied"
+    thresholds(copy_min_group_rows=1 if copied else HUGE, copy_min_group_bytes=HUGE)
     return request.param
 
 

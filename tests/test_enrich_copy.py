@@ -9,6 +9,8 @@ import decimal
 import importlib.util
 import inspect
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -257,7 +259,9 @@ def test_row_groups_too_small_or_too_large_are_encoded_again(tmp_path, capsys):
     pq.write_table(_left(), large)
     out, stdout, stderr = _enrich(tmp_path, capsys, small, right_path, name="o1.parquet")
     assert ENCODED in stdout
-    assert "row groups of 100 rows on average, too small to keep" in stderr
+    assert re.search(
+        r"row groups of 100 rows \([0-9.]+ KiB\) on average, too small to keep", stderr
+    )
     assert pq.read_table(out).equals(_expected(small, right_path))
     out, stdout, stderr = _enrich(
         tmp_path, capsys, large, right_path, "--chunk-rows", 500, name="o2.parquet"
@@ -427,11 +431,10 @@ def test_row_group_sizes_are_checked_before_the_footer_is_decoded(tmp_path, monk
     pq.write_table(_left(), path, row_group_size=1)
     monkeypatch.setattr(_copy, "read_footer", lambda _: pytest.fail("the footer was decoded"))
     schema = pq.read_schema(path)
-    assert _copy.LeftChunks.open(str(path), schema, 1000, None) == (
-        "row groups of 1 row on average, too small to keep"
-    )
-    assert _copy.LeftChunks.open(str(path), schema, 1000, None, pq.read_metadata(path)) == (
-        "row groups of 1 row on average, too small to keep"
+    said = r"row groups of 1 row \([0-9]+ B\) on average, too small to keep"
+    assert re.fullmatch(said, _copy.LeftChunks.open(str(path), schema, 1000, None))
+    assert re.fullmatch(
+        said, _copy.LeftChunks.open(str(path), schema, 1000, None, pq.read_metadata(path))
     )
 
 
@@ -508,9 +511,25 @@ def test_the_last_row_group_of_a_file_is_left_out_of_the_average(tmp_path, capsy
     pq.write_table(_right(), right_path)
     out, stdout, stderr = _enrich(tmp_path, capsys, folder, right_path, name="out")
     assert "columns copied as they are in 1 of 2 files" in stdout
-    assert "b.parquet: 400 rows" in stderr and "116 rows on average, too small" in stderr
+    assert "b.parquet: 400 rows" in stderr and "116 rows (" in stderr
     assert pq.ParquetFile(out / "a.parquet").metadata.num_row_groups == 3
     right = pq.read_table(right_path)
     for name in ("a.parquet", "b.parquet"):
         want = ag.join_asof(pq.read_table(folder / name), right, on="t", by="g", device="cpu")
         assert pq.read_table(out / name).equals(want)
+
+
+def test_row_groups_of_few_rows_and_many_bytes_are_copied(tmp_path, capsys, thresholds):
+    """A wide file's row groups hold few rows for their bytes (Spark's of 128 MB, 1,000
+    columns: about 30,000 rows): kept where they average ``copy_min_group_bytes``."""
+    path, right_path = tmp_path / "l.parquet", tmp_path / "r.parquet"
+    pq.write_table(_left(), path, row_group_size=200)
+    pq.write_table(_right(), right_path)
+    meta = pq.read_metadata(path)
+    judged = [meta.row_group(g).total_byte_size for g in range(meta.num_row_groups - 1)]
+    average = sum(judged) // len(judged)  # (the last aside)
+    for bytes_needed, said in ((average, COPIED), (average + 1, ENCODED)):
+        thresholds(copy_min_group_rows=1 << 40, copy_min_group_bytes=bytes_needed)
+        out, stdout, _ = _enrich(tmp_path, capsys, path, right_path, name="o.parquet")
+        assert said in stdout
+        assert pq.read_table(out).equals(_expected(path, right_path))

@@ -167,7 +167,7 @@ def _files(case: Case):
     copy_min_group_rows = 1 if case.copied else 1 << 62
     with (
         TemporaryDirectory(prefix="grouped-") as name,
-        walks.overridden(copy_min_group_rows=copy_min_group_rows),
+        walks.overridden(copy_min_group_rows=copy_min_group_rows, copy_min_group_bytes=1 << 62),
     ):
         folder = Path(name)
         yield folder, case.left.write(folder / "l"), case.right.write(folder / "r")

@@ -108,6 +108,10 @@ class Thresholds:
     #: enrich``, not copied page by page into OUT (``enrich._copy``): OUT keeps a copied
     #: file's row groups, and readers pay for each one.
     copy_min_group_rows: int = 1 << 16
+    #: ... unless they average this many bytes (uncompressed) or more: a wide file's row
+    #: groups of few rows (Spark's of 128 MB, 1,000 columns: about 30,000 rows) are kept
+    #: too, where writing it again cost 3.5 times the copy's time.
+    copy_min_group_bytes: int = 16 << 20
     #: Below this many rows a launch runs the kernels as plain Python (the python backend's,
     #: and Arrow's lookups of group keys, for every backend), while the process has spent less
     #: than ``interpret_seconds`` so:
@@ -233,10 +237,12 @@ def looks_up_by_hash(rows: int) -> bool:
 
 
 @_decision
-def copies_row_groups(rows: int, groups: int) -> bool:
-    """Whether a LEFT file of ``rows`` rows in ``groups`` non-empty row groups is copied into
-    ``asofgpu enrich``'s OUT as it is."""
-    return rows >= THRESHOLDS.copy_min_group_rows * groups
+def copies_row_groups(rows: int, groups: int, nbytes: int = 0) -> bool:
+    """Whether a LEFT file of ``rows`` rows (``nbytes`` uncompressed) in ``groups``
+    non-empty row groups is copied into ``asofgpu enrich``'s OUT as it is: row groups of
+    ``copy_min_group_rows`` rows, or of ``copy_min_group_bytes``, on average."""
+    t = THRESHOLDS
+    return rows >= t.copy_min_group_rows * groups or nbytes >= t.copy_min_group_bytes * groups
 
 
 @_decision

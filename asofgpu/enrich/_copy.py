@@ -41,6 +41,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .._backend import walks
+from . import _memory as memory
 from . import _thrift as thrift
 
 MAGIC = b"PAR1"
@@ -145,9 +146,8 @@ class LeftChunks:
             # Its row groups' sizes first, from what pyarrow read: a footer of thousands of
             # one-row groups took this module's reader 8 s, to be refused for their size.
             read = pq.read_metadata(path) if sizes is None else sizes
-            why = _sizes_refused(
-                [read.row_group(g).num_rows for g in range(read.num_row_groups)], max_rows
-            )
+            groups = [read.row_group(g) for g in range(read.num_row_groups)]
+            why = _sizes_refused([(g.num_rows, g.total_byte_size) for g in groups], max_rows)
             if why:
                 return why
         except (OSError, pa.ArrowException):
@@ -198,7 +198,8 @@ class LeftChunks:
             groups.append(
                 CopiedGroup(rows, group[GROUP_BYTES][1], ranges, chunks, group.get(GROUP_SORTING))
             )
-        return _sizes_refused([g.num_rows for g in groups], max_rows) or cls(path, meta, groups)
+        sizes = [(g.num_rows, g.total_byte_size) for g in groups]
+        return _sizes_refused(sizes, max_rows) or cls(path, meta, groups)
 
     def copy(self, group: CopiedGroup, out, at: int) -> list[dict]:
         """Write ``group``'s pages to the file ``out`` (at its position ``at``) and return
@@ -213,29 +214,36 @@ class LeftChunks:
         return chunks
 
 
-def _sizes_refused(sizes: list[int], max_rows: int) -> str | None:
-    """Why a file of row groups of ``sizes`` rows is not copied: one holds more rows than a
-    copied chunk (it is joined whole), or they are too small on average (each costs an
-    encode of its own), the last aside where there are more: a writer fills its row groups
-    to a size and leaves the rest last (30 groups of 65,536 rows and one of 33,920 were
-    refused at 64,516 on average, and a 300-column file written again took 70 s).
+def _sizes_refused(sizes: list[tuple[int, int]], max_rows: int) -> str | None:
+    """Why a file of row groups of ``sizes`` (rows, uncompressed bytes) is not copied: one
+    holds more rows than a copied chunk (it is joined whole), or they are too small on
+    average (``walks.copies_row_groups``: each costs an encode of its own), the last aside
+    where there are more: a writer fills its row groups to a size and leaves the rest last
+    (30 groups of 65,536 rows and one of 33,920 were refused at 64,516 on average, and a
+    300-column file written again took 70 s); None where neither.
 
-    >>> _sizes_refused([65_536, 65_536, 100], 1 << 20) is None
-    True
-    >>> _sizes_refused([100, 100, 65_536], 1 << 20)
-    'row groups of 100 rows on average, too small to keep'
+    >>> _sizes_refused([(65_536, 1 << 20), (65_536, 1 << 20), (100, 1 << 10)], 1 << 20)
+    >>> _sizes_refused([(100, 1 << 10), (100, 1 << 10), (65_536, 1 << 20)], 1 << 20)
+    'row groups of 100 rows (1.0 KiB) on average, too small to keep'
+    >>> _sizes_refused([(20_000, 100 << 20), (100, 1 << 10)], 1 << 20)  # wide: kept
     """
-    if sizes and max(sizes) > max_rows:
+    rows = [r for r, _ in sizes]
+    if rows and max(rows) > max_rows:
         return (
-            f"row groups of up to {max(sizes):,} rows, more than a copied chunk holds "
+            f"row groups of up to {max(rows):,} rows, more than a copied chunk holds "
             f"({max_rows:,} rows of its keys and attached columns: --chunk-rows, or what "
             f"memory allows)"
         )
-    holding = [rows for rows in sizes if rows]  # empty ones: no row group in OUT
+    holding = [(r, b) for r, b in sizes if r]  # empty ones: no row group in OUT
     judged = holding[:-1] if len(holding) > 1 else holding
-    if judged and not walks.copies_row_groups(sum(judged), len(judged)):
-        average = sum(judged) // len(judged)
-        return f"row groups of {average:,} row{'s' * (average != 1)} on average, too small to keep"
+    total, nbytes = sum(r for r, _ in judged), sum(b for _, b in judged)
+    if judged and not walks.copies_row_groups(total, len(judged), nbytes):
+        average = total // len(judged)
+        size = memory.readable(nbytes // len(judged))
+        return (
+            f"row groups of {average:,} row{'s' * (average != 1)} ({size}) on average, "
+            f"too small to keep"
+        )
     return None
 
 
