@@ -1028,6 +1028,11 @@ def test_only_row_groups_of_a_few_mib_and_columns_decode_on_threads(tmp_path, mo
     assert mixed._worth_threads([0, 1], None) and mixed._worth_threads([0], ["t", "v"])
     assert not mixed._worth_threads([1], None)  # its 100-row group
     assert not mixed._worth_threads([0], ["v"])
+    wide = table.append_column("w", pa.array(rng.random(n))).slice(0, n // 2)
+    pq.write_table(wide, tmp_path / "wide.parquet")  # three columns of 0.9 MiB
+    wide = _sources.Source.find(tmp_path / "wide.parquet", "RIGHT").parts[0]
+    assert wide._worth_threads([0], ["t", "v", "w"]) and wide._worth_threads([0], None)
+    assert not wide._worth_threads([0], ["t", "w"])  # (only the columns read count)
 
     asked = []
     real = pq.ParquetFile.iter_batches
