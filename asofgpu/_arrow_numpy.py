@@ -26,6 +26,7 @@ where they can. (``tests/test_cli.py`` checks that an enrich run leaves pandas u
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -426,9 +427,17 @@ def viewless_schema(schema: pa.Schema) -> pa.Schema:
 def without_views(data):
     """A table or batch with its view columns cast to ``viewless`` types (few hold them:
     the rest pass untouched)."""
-    if all(viewless(t) == t for t in data.schema.types):
+    if not _holds_views(data.schema):
         return data
     return data.cast(viewless_schema(data.schema))
+
+
+@functools.lru_cache(maxsize=256)
+def _holds_views(schema: pa.Schema) -> bool:
+    """Whether a column of ``schema`` holds views, at any depth: asked of every batch a
+    source reads, of few schemas (10,000 row groups' batches spent 0.21 s rebuilding
+    their types)."""
+    return any(viewless(t) != t for t in schema.types)
 
 
 def decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from .._encode import family
 from ._errors import EnrichError
-from ._sources import Source, is_text, leaf_columns
+from ._sources import Source, is_text
 
 BASE_BYTES = 400 << 20  # the process before any data: measured 250-330 MiB, with room
 # LEFT chunks alive at once besides those the writer encodes (``in_flight``): two read ahead,
@@ -139,11 +139,8 @@ def _stored(source: Source, name: str) -> tuple[float, bool, float]:
         meta = part.meta
         if not meta.num_rows:
             continue
-        chunks = [
-            meta.row_group(g).column(j)
-            for g in range(meta.num_row_groups)
-            for j in leaf_columns(meta, name)
-        ]
+        leaves = part.leaves.get(name, ())
+        chunks = [meta.row_group(g).column(j) for g in range(meta.num_row_groups) for j in leaves]
         per_row = max(per_row, sum(c.total_uncompressed_size for c in chunks) / meta.num_rows)
         dictionary = bool(chunks) and all(c.has_dictionary_page for c in chunks)
         encoded = encoded and dictionary

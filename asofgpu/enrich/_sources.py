@@ -120,7 +120,7 @@ class Part:
 
     @functools.cached_property
     def leaves(self) -> dict[str, range]:
-        """``leaf_columns`` of each of the file's columns."""
+        """``leaf_map`` of the file, made once."""
         return leaf_map(self.meta)
 
     def text_bytes(self, side: str, name: str, sample: int = 1 << 16) -> float:
@@ -201,6 +201,35 @@ class Part:
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
 
+    def group_batches(self, side: str, rows: int, columns, read_dictionary: list[str]):
+        """The file's rows in record batches of up to ``rows``, all from one reader, a row
+        group at a time, or a run of small ones at a time (up to ``rows`` together; the
+        runs depend on the sizes alone, so that two passes cut alike): ``columns()`` names
+        the columns of each as it comes (they may narrow on the way). A reader a row group
+        took 140 µs a row group: 1.4 s over 10,000 row groups of 100 rows."""
+        try:
+            reader = pq.ParquetFile(
+                self.path, metadata=self.meta, pre_buffer=False, read_dictionary=read_dictionary
+            )
+            sizes = [self.meta.row_group(g).num_rows for g in range(self.meta.num_row_groups)]
+            for run in _runs(sizes, rows):
+                wanted = columns()
+                threads = self._worth_threads(run, wanted, together=True)
+                if len(run) == 1 and self.meta.row_group(run[0]).num_rows > rows:
+                    batches = reader.iter_batches(
+                        batch_size=rows, columns=wanted, row_groups=run, use_threads=threads
+                    )
+                else:  # read at once
+                    read = reader.read_row_groups(run, columns=wanted, use_threads=threads)
+                    batches = iter(read.to_batches())
+                while True:
+                    try:
+                        yield self.as_wanted(next(batches), read_dictionary)
+                    except StopIteration:
+                        break
+        except (OSError, pa.ArrowException) as exc:
+            raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
+
     def row_groups(self, side: str, columns: list[str], read_dictionary: list[str]):
         """The file's ``columns``, one table a row group (each may be empty)."""
         try:
@@ -214,25 +243,25 @@ class Part:
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
 
-    def _worth_threads(self, groups, columns: list[str] | None) -> bool:
+    def _worth_threads(self, groups, columns: list[str] | None, together: bool = False) -> bool:
         """Whether to decode ``columns`` of row groups ``groups`` on pyarrow's threads, a
-        column a thread: only where those columns of a row group take ``THREADED_BYTES`` or
-        more (uncompressed), and are more than one. Below that, handing columns out costs
-        more than it saves: 5,000 files of 400 rows read in 0.93 s with threads, 0.26 s
-        without (a 10,000-row group 540 µs against 263; a 100,000-row group of 4 MiB, 1.6 ms
-        against 2.2)."""
-        if columns is None:
-            if self.meta.num_columns < 2:
-                return False
-            return any(self.meta.row_group(g).total_byte_size >= THREADED_BYTES for g in groups)
-        if len(columns) < 2:
+        column a thread: only where those columns of a row group (of all of them, read
+        ``together``) take ``THREADED_BYTES`` or more (uncompressed), and are more than one.
+        Below that, handing columns out costs more than it saves: 5,000 files of 400 rows
+        read in 0.93 s with threads, 0.26 s without (a 10,000-row group 540 µs against 263;
+        a 100,000-row group of 4 MiB, 1.6 ms against 2.2)."""
+        if (self.meta.num_columns if columns is None else len(columns)) < 2:
             return False
-        leaves = [j for name in columns for j in self.leaves.get(name, ())]
-        for g in groups:
-            group = self.meta.row_group(g)
-            if sum(group.column(j).total_uncompressed_size for j in leaves) >= THREADED_BYTES:
-                return True
-        return False
+        sizes = [self._bytes(g, columns) for g in groups]
+        return (sum(sizes) if together else max(sizes, default=0)) >= THREADED_BYTES
+
+    def _bytes(self, g: int, columns: list[str] | None) -> int:
+        """Row group ``g``'s ``columns`` (None: all), uncompressed."""
+        group = self.meta.row_group(g)
+        if columns is None:
+            return group.total_byte_size
+        leaves = (j for name in columns for j in self.leaves.get(name, ()))
+        return sum(group.column(j).total_uncompressed_size for j in leaves)
 
     def as_wanted(self, data, as_codes=None):
         """A batch or table read from this file, as every file's are: views as large types
@@ -404,7 +433,7 @@ class Source:
         if pa.types.is_fixed_size_binary(kind) or pa.types.is_nested(kind):
             return  # (DuckDB's intervals are fixed-size binary, their folders '00:00:01')
         for part in self.parts:
-            raw, index = part.values[key], leaf_columns(part.meta, key)
+            raw, index = part.values[key], list(part.leaves.get(key, ()))
             if len(index) != 1:  # (a nested column: no statistics to compare)
                 continue
             try:
@@ -484,6 +513,25 @@ class Source:
                 ) from None
             tables.append(self.with_partitions(part, table, columns, as_codes).select(columns))
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
+
+
+def _runs(sizes: list[int], rows: int) -> list[list[int]]:
+    """Row groups of ``sizes`` rows in runs of consecutive ones read together: each of up
+    to ``rows`` rows in all, or one row group alone.
+
+    >>> _runs([3, 3, 3, 9, 0, 2], 6)
+    [[0, 1], [2], [3], [4, 5]]
+    """
+    runs, run, held = [], [], 0
+    for g, n in enumerate(sizes):
+        if run and held + n > rows:
+            runs.append(run)
+            run, held = [], 0
+        run.append(g)
+        held += n
+    if run:
+        runs.append(run)
+    return runs
 
 
 def _read_whole(reader: pq.ParquetFile, columns: list[str], threads: bool) -> pa.Table:
@@ -679,32 +727,27 @@ def _repeated(raw: str, kind: pa.DataType, rows: int) -> pa.Array:
     return one.take(arrow_numpy.array(np.zeros(rows, np.int32)))
 
 
-def leaf_columns(meta: pq.FileMetaData, name: str) -> list[int]:
-    """The parquet (leaf) column numbers of a top-level column: one for a plain column,
-    several for a nested one. Row groups' column chunks are numbered by leaf, not by the
-    Arrow field's position; and counted, not matched by their dotted paths, which cannot
+def leaf_map(meta: pq.FileMetaData) -> dict[str, range]:
+    """The parquet (leaf) column numbers of each top-level column of a file: one for a plain
+    column, several for a nested one. Row groups' column chunks are numbered by leaf, not by
+    the Arrow field's position; and counted, not matched by their dotted paths, which cannot
     tell a column named ``a.b`` from the field ``b`` of a column ``a``.
 
     >>> import io, pyarrow as pa
     >>> buffer = io.BytesIO()
     >>> pq.write_table(pa.table({"a": [{"b": 1, "c": 2}], "a.b": [3], "t": [4]}), buffer)
-    >>> meta = pq.read_metadata(io.BytesIO(buffer.getvalue()))
-    >>> leaf_columns(meta, "a"), leaf_columns(meta, "a.b"), leaf_columns(meta, "t")
+    >>> leaves = leaf_map(pq.read_metadata(io.BytesIO(buffer.getvalue())))
+    >>> list(leaves["a"]), list(leaves["a.b"]), list(leaves["t"])
     ([0, 1], [2], [3])
     """
-    return list(leaf_map(meta).get(name, ()))
-
-
-def leaf_map(meta: pq.FileMetaData) -> dict[str, range]:
-    """``leaf_columns`` of every top-level column of a file at once."""
     return _leaves(meta.schema.to_arrow_schema())
 
 
 @functools.lru_cache(maxsize=64)
 def _leaves(schema: pa.Schema) -> dict[str, range]:
-    """Each top-level column's leaf numbers, for a file's Arrow schema: asked of every file
-    of a source by name, and the files' schemas mostly alike (5,000 files' sizes took 0.28 s
-    counted column by column)."""
+    """``leaf_map`` of a file's Arrow schema: asked of every file of a source, whose schemas
+    are mostly alike (5,000 files' sizes took 0.28 s counted column by column). (Read it,
+    never change it: it is shared.)"""
     leaves, start = {}, 0
     for column in schema:
         count = _leaf_count(column.type)

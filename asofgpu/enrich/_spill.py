@@ -369,18 +369,22 @@ def source_batches(
 ):
     """Every file's ``columns`` in batches of up to ``rows``, partition columns appended
     (as one-value dictionaries when in ``as_codes``), then the LEFT position when asked;
-    with ``narrowing``, only its columns from the row group after it was set."""
+    with ``narrowing``, only its columns from the row group (or run of small ones:
+    ``Part.group_batches``) after it was set."""
     at = 0
-    # A row group at a time, so that the columns may narrow on the way (and two passes over
-    # a side cut it at the same places, narrowed or not).
-    for part, group in (
-        (part, g) for part in source.parts for g in range(part.meta.num_row_groups)
-    ):
+    names = source.data_schema.names
+    codes = [c for c in as_codes if c in names]
+    wanted = columns
+
+    def data() -> list[str]:
+        nonlocal wanted
         wanted = columns if narrowing is None or not narrowing.is_set() else narrowing.columns
-        data = [c for c in wanted if c in source.data_schema.names]
-        for batch in part.batches(
-            source.side, rows, data, [c for c in as_codes if c in data], row_groups=[group]
-        ):
+        return [c for c in wanted if c in names]
+
+    # A row group (or a run of small ones) at a time, so that the columns may narrow on the
+    # way (and two passes over a side cut it at the same places, narrowed or not).
+    for part in source.parts:
+        for batch in part.group_batches(source.side, rows, data, codes):
             batch = source.with_partitions(part, batch, wanted, as_codes).select(wanted)
             if positions:
                 batch = batch.append_column(

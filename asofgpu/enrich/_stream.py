@@ -39,7 +39,7 @@ from .._columns import ordered_key
 from .._encode import family, unified
 from ._errors import EnrichError, one_line
 from ._memory import readable
-from ._sources import Source, leaf_columns
+from ._sources import Source
 
 
 def streamable_key(left: pa.DataType, right: pa.DataType) -> bool:
@@ -72,7 +72,7 @@ def is_tape(source: Source, on: str) -> bool:
     raw = not pa.types.is_unsigned_integer(source.schema.field(on).type)
     for part in source.parts:
         meta = part.meta
-        index = leaf_columns(meta, on)[0]
+        index = part.leaves[on][0]
         for g in range(meta.num_row_groups):
             column = meta.row_group(g).column(index)
             stats = column.statistics
@@ -115,7 +115,7 @@ def without_statistics(source: Source, column: str) -> str | None:
     if column not in source.data_schema.names:
         return None
     for part in source.parts:
-        index = leaf_columns(part.meta, column)[0]
+        index = part.leaves[column][0]
         for g in range(part.meta.num_row_groups):
             chunk = part.meta.row_group(g).column(index)
             stats = chunk.statistics
@@ -149,7 +149,7 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
     first = None  # (path, row group) of the first with rows
     for part in source.parts:
         meta = part.meta
-        indexes = [leaf_columns(meta, c)[0] for c in by]
+        indexes = [part.leaves[c][0] for c in by]
         for g in range(meta.num_row_groups):
             group = meta.row_group(g)
             if group.num_rows == 0:
