@@ -1061,3 +1061,35 @@ def test_only_row_groups_of_a_few_mib_and_columns_decode_on_threads(tmp_path, mo
     both = _sources.Source.find(tmp_path / "both", "RIGHT")
     assert both.read(["t", "v"]).equals(pa.concat_tables([table, table.slice(0, 100)]))
     assert asked == [True, False]  # mixed.parquet, then small.parquet
+
+
+@pytest.mark.parametrize(("files", "compiled"), [(2, False), (20, True)])
+def test_many_small_left_files_compile_from_the_first_join(
+    tmp_path, capsys, monkeypatch, thresholds, files, compiled
+):
+    """Each small LEFT file is a join below the size that compiles: together, 300 files of
+    2,000 rows spent the plain-Python budget (1.0 s) before compiling anyway. A run whose
+    LEFT would spend it compiles from the first join (``walks.compiling_ahead``); a small
+    one stays in plain Python. (Here a row costs 1 s of a 10-second budget.)"""
+    from asofgpu._backend import walks
+
+    # (The suite compiles every launch: conftest.py. A budget beyond what the test process
+    # has spent.)
+    thresholds(interpret_max_rows=1 << 14, interpret_seconds=10.0)
+    monkeypatch.setattr(walks, "INTERPRETED_ROW_SECONDS", 1.0)
+    left = tmp_path / "l"
+    for i in range(files):
+        times = pa.array(np.arange(i * 2, i * 2 + 2), pa.timestamp("s"))
+        write(pa.table({"t": times, "g": [1, 2]}), left / f"{i:02d}.parquet")
+    right = pa.table({"t": pa.array([0, 1], pa.timestamp("s")), "g": [1, 2], "v": [1.0, 2.0]})
+    write(right, tmp_path / "r.parquet")
+    with walks.recorded() as decisions:
+        code, _, stderr = enrich_in(tmp_path, capsys=capsys, left="l", out="out")
+    assert code == 0, stderr
+    outcomes = [outcome for name, outcome in decisions if name == "compiles"]
+    if compiled:  # each file's join (the checks on zero rows stay plain Python)
+        assert outcomes.count(True) >= files
+    else:
+        assert True not in outcomes
+    expected = ag.join_asof(pq.read_table(left / "00.parquet"), right, on="t", by="g")
+    assert pq.read_table(tmp_path / "out" / "00.parquet").equals(expected)

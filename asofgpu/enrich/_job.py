@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
+from .._backend import walks
 from .._progress import Quiet, readable_count
 from .._staleness import SAMPLE
 from . import _device_io as device_io
@@ -274,6 +275,9 @@ def _run(
         left_batches = stack.enter_context(_Prefetch(_files_batches(left, options, rows, copies)))
         backend = checked.result()
         stack.enter_context(_kernel_threads())
+        # Many small LEFT files are many small joins, each below the size that compiles:
+        # together they would spend the plain-Python budget first (walks.compiling_ahead).
+        stack.enter_context(walks.compiling_ahead(left.rows))
         target = stack.enter_context(_target(left, out, found))
         # A file's last chunks are encoded while the next file is read and joined: its
         # writer closes on a thread of its own (one at a time), left before OUT is.
