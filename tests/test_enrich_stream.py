@@ -1318,8 +1318,13 @@ def test_a_right_of_many_small_files_is_handed_over_in_tables_of_a_chunk(
         pq.write_table(quotes.slice(25 * i, 25), folder / f"part{i:02d}.parquet")
     pq.write_table(trades, tmp_path / "trades.parquet")
     handed: list[list[int]] = []
+    depths: list[int] = []
 
     class Counted(_job._Prefetch):
+        def __init__(self, iterator, depth=_job._Prefetch.DEPTH):
+            depths.append(depth)
+            super().__init__(iterator, depth)
+
         def __iter__(self):
             rows = []
             handed.append(rows)
@@ -1340,6 +1345,33 @@ def test_a_right_of_many_small_files_is_handed_over_in_tables_of_a_chunk(
     assert pq.read_table(out).equals(expected)
     right = [rows for rows in handed if rows]
     assert right == [[300, 300, 300, 100]]
+    # RIGHT's reader holds the next batch while it hands a table over: one table waits in
+    # the queue, not two (two held 30-90 MB more of the bench's day); LEFT's, two chunks.
+    assert depths == [1, 2]
+
+
+def test_a_prefetch_runs_its_depth_ahead_and_one_more_waiting_to_be_put():
+    """What a prefetch holds: ``depth`` items in its queue, and one more its thread waits
+    to put."""
+    import time
+
+    from asofgpu.enrich._job import _Prefetch
+
+    for depth in (1, 2):
+        made = []
+
+        def items():
+            for i in range(10):
+                made.append(i)
+                yield i
+
+        with _Prefetch(items(), depth) as ahead:
+            deadline = time.monotonic() + 10
+            while len(made) < depth + 1 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            time.sleep(0.2)  # (time to run further, were it to)
+            assert len(made) == depth + 1
+            assert list(ahead) == list(range(10))
 
 
 def test_small_row_groups_are_read_by_one_reader_a_file_in_runs_up_to_a_chunk(monkeypatch):
