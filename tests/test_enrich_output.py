@@ -235,3 +235,25 @@ def test_files_committed_together_name_the_one_that_failed_and_those_in_place(
     assert sorted(p.name for p in tmp_path.iterdir()) == (
         [] if failing == "fsync" else ["a.parquet"]
     )
+
+
+def test_writers_of_schemas_equal_but_for_metadata_write_their_own(tmp_path):
+    """The empty footer a writer starts from is kept a schema (``_empty_footer``), by its
+    bytes: schemas that compare equal but hold other metadata, the file's or a field's (the
+    LEFT files of one run, each with its own), each write their own."""
+    base = table(1).schema
+    schemas = [
+        base.with_metadata({"from": "a"}),
+        base.with_metadata({"from": "b"}),
+        base.set(0, base.field(0).with_metadata({"unit": "ns"})).with_metadata({"from": "b"}),
+    ]
+    assert schemas[0] == schemas[1] == schemas[2]  # (equality leaves metadata out)
+    with WritePools() as pools:
+        for i, schema in enumerate(schemas):
+            writer = ParquetStitcher(str(tmp_path / f"{i}.parquet"), schema, pools=pools)
+            writer.write(table(10).cast(schema))
+            writer.close()
+    for i, schema in enumerate(schemas):
+        back = pq.read_schema(tmp_path / f"{i}.parquet")
+        assert back.metadata[b"from"] == schema.metadata[b"from"]
+        assert back.field(0).metadata == schema.field(0).metadata
