@@ -174,11 +174,9 @@ class Part:
         rows: int,
         columns: list[str] | None = None,
         read_dictionary: list[str] | None = None,
-        row_groups: list[int] | None = None,
     ):
-        """The file's rows (of ``row_groups``: all when None) in record batches of up to
-        ``rows``; a file that cannot be read (now or half-way) raises EnrichError naming
-        it."""
+        """The file's rows in record batches of up to ``rows``; a file that cannot be read
+        (now or half-way) raises EnrichError naming it."""
         columns = self.wanted.names if columns is None and self.wanted else columns
         try:
             # The footer read once (``meta``): a reader per row group (the spill's passes)
@@ -186,12 +184,9 @@ class Part:
             reader = pq.ParquetFile(
                 self.path, metadata=self.meta, pre_buffer=False, read_dictionary=read_dictionary
             )
-            groups = range(self.meta.num_row_groups) if row_groups is None else row_groups
+            groups = range(self.meta.num_row_groups)
             batches = reader.iter_batches(
-                batch_size=rows,
-                columns=columns,
-                row_groups=row_groups,
-                use_threads=self._worth_threads(groups, columns),
+                batch_size=rows, columns=columns, use_threads=self._worth_threads(groups, columns)
             )
             while True:
                 try:
