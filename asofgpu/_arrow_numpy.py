@@ -427,17 +427,20 @@ def viewless_schema(schema: pa.Schema) -> pa.Schema:
 def without_views(data):
     """A table or batch with its view columns cast to ``viewless`` types (few hold them:
     the rest pass untouched)."""
-    if not _holds_views(data.schema):
-        return data
-    return data.cast(viewless_schema(data.schema))
+    types = tuple(data.schema.types)
+    try:
+        views = _hold_views(types)
+    except TypeError:  # (a type that cannot be hashed: a Python extension type without one)
+        views = _hold_views.__wrapped__(types)
+    return data.cast(viewless_schema(data.schema)) if views else data
 
 
 @functools.lru_cache(maxsize=256)
-def _holds_views(schema: pa.Schema) -> bool:
-    """Whether a column of ``schema`` holds views, at any depth: asked of every batch a
-    source reads, of few schemas (10,000 row groups' batches spent 0.21 s rebuilding
-    their types)."""
-    return any(viewless(t) != t for t in schema.types)
+def _hold_views(types: tuple) -> bool:
+    """Whether any of ``types`` holds views, at any depth: asked of every batch a source
+    reads, of few schemas (10,000 row groups' batches spent 0.21 s rebuilding their types).
+    Kept by the types alone: a schema with metadata cannot be hashed before pyarrow 20."""
+    return any(viewless(t) != t for t in types)
 
 
 def decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:

@@ -378,3 +378,35 @@ def test_a_join_by_text_of_many_small_chunks_equals_the_join_on_one_chunk():
         left_keys, right_keys, left_by.combine_chunks(), right_by.combine_chunks(), device="cpu"
     )
     np.testing.assert_array_equal(got, want)
+
+
+def test_without_views_reads_schemas_it_cannot_keep_by_hash():
+    """``without_views`` keeps its answer by the batch's types (a schema with metadata cannot
+    be hashed before pyarrow 20: every pandas-written file's batch raised TypeError); a type
+    that cannot be hashed at all (a Python extension type without ``__hash__``) is still
+    answered, uncached."""
+    import pyarrow as pa
+
+    from asofgpu import _arrow_numpy
+
+    class Unhashable(pa.ExtensionType):
+        __hash__ = None
+
+        def __init__(self):
+            super().__init__(pa.string_view(), "asofgpu.test.unhashable")
+
+        def __arrow_ext_serialize__(self):
+            return b""
+
+        @classmethod
+        def __arrow_ext_deserialize__(cls, storage, serialized):
+            return cls()
+
+    table = pa.table({"a": [1]}).replace_schema_metadata({"pandas": "{}"})
+    assert _arrow_numpy.without_views(table) is table
+    views = pa.table({"s": pa.array(["x"], pa.string_view())}).replace_schema_metadata({"k": "v"})
+    assert _arrow_numpy.without_views(views).schema.field("s").type == pa.large_string()
+    odd = pa.table(
+        {"u": pa.ExtensionArray.from_storage(Unhashable(), pa.array(["y"]).cast(pa.string_view()))}
+    )
+    assert _arrow_numpy.without_views(odd) is odd  # (an extension type is kept as it is)
