@@ -1414,3 +1414,26 @@ def test_small_row_groups_are_read_by_one_reader_a_file_in_runs_up_to_a_chunk(mo
         rest = list(read)
         assert first.num_columns == 3 and {b.num_columns for b in rest} == {1}
         assert pa.Table.from_batches(rest).column(0).equals(table["t"].slice(first.num_rows))
+
+
+@pytest.mark.parametrize("mode", ["stream", "spill", "memory"])
+def test_a_dictionary_nested_in_small_row_groups_is_read_in_runs(tmp_path, capsys, mode):
+    """pyarrow reads a dictionary inside a list or struct of several row groups only a row
+    group at a time ("Nested data conversions not implemented for chunked array outputs"):
+    a run of small row groups holding one falls back to that (a review found the stream and
+    the spill refusing such a RIGHT)."""
+    n = 200
+    tags = pa.array(
+        [["a", "b"] if i % 2 else ["c"] for i in range(n)],
+        pa.list_(pa.dictionary(pa.int32(), pa.string())),
+    )
+    right = pa.table({"t": np.arange(n) * 2, "g": np.arange(n) % 3, "tags": tags})
+    left = pa.table({"t": np.arange(n) * 2 + 1, "g": np.arange(n) % 3})
+    pq.write_table(right, tmp_path / "r.parquet", row_group_size=10)
+    pq.write_table(left, tmp_path / "l.parquet")
+    code, _, stderr = enrich_in(tmp_path, "--right-mode", mode, capsys=capsys)
+    assert code == 0, stderr
+    expected = ag.join_asof(left, right, on="t", by="g", device="cpu")
+    got = pq.read_table(tmp_path / "o.parquet")
+    assert got.column("tags").to_pylist() == expected.column("tags").to_pylist()
+    assert got.column("t").equals(expected.column("t"))

@@ -382,7 +382,7 @@ def source_batches(
         return [c for c in wanted if c in names]
 
     # A row group (or a run of small ones) at a time, so that the columns may narrow on the
-    # way (and two passes over a side cut it at the same places, narrowed or not).
+    # way (and two passes over a side that read the same columns cut it at the same places).
     for part in source.parts:
         for batch in part.group_batches(source.side, rows, data, codes):
             batch = source.with_partitions(part, batch, wanted, as_codes).select(wanted)
