@@ -499,7 +499,8 @@ def test_the_last_row_group_of_a_file_is_left_out_of_the_average(tmp_path, capsy
     """Writers fill row groups to a size and leave the rest last: 30 groups of 65,536 rows
     and one of 33,920 were refused at 64,516 on average, and a 300-column file written
     again took 70 s. Groups of 150, 150 and 100 rows are copied at 150; of 100, 100, 150
-    and 50 they are not (116 on average, the 50 aside)."""
+    and 50 they are not (116 on average, the 50 aside); of 100 and 300, whose last is the
+    largest, they are (200 on average, none aside)."""
     thresholds(copy_min_group_rows=150)
     folder, right_path = tmp_path / "left", tmp_path / "r.parquet"
     folder.mkdir()
@@ -508,13 +509,18 @@ def test_the_last_row_group_of_a_file_is_left_out_of_the_average(tmp_path, capsy
     with pq.ParquetWriter(folder / "b.parquet", left.schema) as writer:
         for start, rows in ((0, 100), (100, 100), (200, 150), (350, 50)):
             writer.write_table(left.slice(start, rows))
+    with pq.ParquetWriter(folder / "c.parquet", left.schema) as writer:
+        for start, rows in ((0, 100), (100, 300)):
+            writer.write_table(left.slice(start, rows))
     pq.write_table(_right(), right_path)
     out, stdout, stderr = _enrich(tmp_path, capsys, folder, right_path, name="out")
-    assert "columns copied as they are in 1 of 2 files" in stdout
-    assert "b.parquet: 400 rows" in stderr and "116 rows (" in stderr
+    assert "columns copied as they are in 2 of 3 files" in stdout
+    assert "b.parquet: 400 rows" in stderr
+    assert "116 rows (" in stderr and "on average, the last aside, too small to keep" in stderr
     assert pq.ParquetFile(out / "a.parquet").metadata.num_row_groups == 3
+    assert pq.ParquetFile(out / "c.parquet").metadata.num_row_groups == 2
     right = pq.read_table(right_path)
-    for name in ("a.parquet", "b.parquet"):
+    for name in ("a.parquet", "b.parquet", "c.parquet"):
         want = ag.join_asof(pq.read_table(folder / name), right, on="t", by="g", device="cpu")
         assert pq.read_table(out / name).equals(want)
 
@@ -526,8 +532,8 @@ def test_row_groups_of_few_rows_and_many_bytes_are_copied(tmp_path, capsys, thre
     pq.write_table(_left(), path, row_group_size=200)
     pq.write_table(_right(), right_path)
     meta = pq.read_metadata(path)
-    judged = [meta.row_group(g).total_byte_size for g in range(meta.num_row_groups - 1)]
-    average = sum(judged) // len(judged)  # (the last aside)
+    judged = [meta.row_group(g).total_byte_size for g in range(meta.num_row_groups)]
+    average = sum(judged) // len(judged)  # (the last, as large as the others, counted)
     for bytes_needed, said in ((average, COPIED), (average + 1, ENCODED)):
         thresholds(copy_min_group_rows=1 << 40, copy_min_group_bytes=bytes_needed)
         out, stdout, _ = _enrich(tmp_path, capsys, path, right_path, name="o.parquet")

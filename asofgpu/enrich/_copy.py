@@ -218,13 +218,14 @@ def _sizes_refused(sizes: list[tuple[int, int]], max_rows: int) -> str | None:
     """Why a file of row groups of ``sizes`` (rows, uncompressed bytes) is not copied: one
     holds more rows than a copied chunk (it is joined whole), or they are too small on
     average (``walks.copies_row_groups``: each costs an encode of its own), the last aside
-    where there are more: a writer fills its row groups to a size and leaves the rest last
-    (30 groups of 65,536 rows and one of 33,920 were refused at 64,516 on average, and a
-    300-column file written again took 70 s); None where neither.
+    where it holds fewer rows than the one before: a writer fills its row groups to a size
+    and leaves the rest last (30 groups of 65,536 rows and one of 33,920 were refused at
+    64,516 on average, and a 300-column file written again took 70 s); None where neither.
 
     >>> _sizes_refused([(65_536, 1 << 20), (65_536, 1 << 20), (100, 1 << 10)], 1 << 20)
-    >>> _sizes_refused([(100, 1 << 10), (100, 1 << 10), (65_536, 1 << 20)], 1 << 20)
-    'row groups of 100 rows (1.0 KiB) on average, too small to keep'
+    >>> _sizes_refused([(10_000, 2 << 20), (1_000_000, 200 << 20)], 1 << 20)  # not aside
+    >>> _sizes_refused([(100, 1 << 10), (100, 1 << 10), (50, 1 << 9)], 1 << 20)
+    'row groups of 100 rows (1.0 KiB) on average, the last aside, too small to keep'
     >>> _sizes_refused([(20_000, 100 << 20), (100, 1 << 10)], 1 << 20)  # wide: kept
     """
     rows = [r for r, _ in sizes]
@@ -235,14 +236,15 @@ def _sizes_refused(sizes: list[tuple[int, int]], max_rows: int) -> str | None:
             f"memory allows)"
         )
     holding = [(r, b) for r, b in sizes if r]  # empty ones: no row group in OUT
-    judged = holding[:-1] if len(holding) > 1 else holding
+    aside = len(holding) > 1 and holding[-1][0] < holding[-2][0]
+    judged = holding[:-1] if aside else holding
     total, nbytes = sum(r for r, _ in judged), sum(b for _, b in judged)
     if judged and not walks.copies_row_groups(total, len(judged), nbytes):
         average = total // len(judged)
         size = memory.readable(nbytes // len(judged))
         return (
-            f"row groups of {average:,} row{'s' * (average != 1)} ({size}) on average, "
-            f"too small to keep"
+            f"row groups of {average:,} row{'s' * (average != 1)} ({size}) on average"
+            f"{', the last aside' if aside else ''}, too small to keep"
         )
     return None
 

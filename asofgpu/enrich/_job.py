@@ -784,7 +784,7 @@ def _enrich_part(
     (``Part.kept_metadata``: pandas reads OUT with LEFT's index and dtypes, Spark with its
     calendar), and its footer says enrich wrote it (``FOOTER_MARK``)."""
     schema = the_plan.schema.with_metadata(footer_metadata(part.kept_metadata))
-    writer = _writer(path, schema, options, out, copied, pools)
+    writer = _writer(path, schema, options, copied, pools)
     try:
         for batch, group in batches:
             interrupts.check()  # one a callback from C dropped (numba compiling) ends the run
@@ -954,21 +954,19 @@ def _writer(
     path: str,
     schema: pa.Schema,
     options: Options,
-    out: str,
     copied: LeftChunks | None,
     pools: WritePools,
 ) -> ParquetStitcher:
-    try:
-        return ParquetStitcher(
-            path,
-            schema,
-            compression=options.compression or "snappy",
-            compression_level=options.compression_level,
-            left=copied,
-            pools=pools,
-        )
-    except OSError as exc:
-        raise OutputError(f"cannot write OUT {out}: {one_line(exc)}") from None
+    """OUT's writer of one file (it makes the file on its appending thread: what that
+    raises comes from a write or the close, under ``_writing``)."""
+    return ParquetStitcher(
+        path,
+        schema,
+        compression=options.compression or "snappy",
+        compression_level=options.compression_level,
+        left=copied,
+        pools=pools,
+    )
 
 
 @contextlib.contextmanager
