@@ -596,13 +596,9 @@ def test_an_out_folder_is_checked_once_when_the_run_begins(tmp_path, capsys, mon
     assert sorted(p.name for p in out.iterdir()) == ["0.parquet", "1.parquet", "2.parquet"]
 
 
-def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, capsys):
-    """The second LEFT file holds a time that overflows nanoseconds: found only when read."""
-    left = tmp_path / "l"
-    write(pa.table({"t": pa.array(np.arange(50), pa.timestamp("s"))}), left / "1.parquet")
-    bad = np.arange(50)
-    bad[30] = 40_000 * 365 * 86_400
-    write(pa.table({"t": pa.array(bad, pa.timestamp("s"))}), left / "2.parquet")
+def _right_and_an_earlier_out(tmp_path):
+    """A one-row RIGHT, and the OUT folder an earlier run left, holding "the previous
+    result"."""
     right = write(
         pa.table({"t": pa.array([0], pa.timestamp("ns")), "v": [1]}), tmp_path / "r.parquet"
     )
@@ -610,6 +606,17 @@ def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, 
     out.mkdir()
     (out / "_ASOFGPU_ENRICH").write_text("an earlier run")
     (out / "old.parquet").write_text("the previous result")
+    return right, out
+
+
+def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, capsys):
+    """The second LEFT file holds a time that overflows nanoseconds: found only when read."""
+    left = tmp_path / "l"
+    write(pa.table({"t": pa.array(np.arange(50), pa.timestamp("s"))}), left / "1.parquet")
+    bad = np.arange(50)
+    bad[30] = 40_000 * 365 * 86_400
+    write(pa.table({"t": pa.array(bad, pa.timestamp("s"))}), left / "2.parquet")
+    right, out = _right_and_an_earlier_out(tmp_path)
     code, _, stderr = run(
         "enrich", left, right, "-o", out, "--on", "t", "--device", "cpu", "-q", capsys=capsys
     )
@@ -628,13 +635,7 @@ def test_an_out_file_that_cannot_be_made_fails_the_run_and_leaves_nothing(
     left = tmp_path / "l"
     for name in ("1", "2", "3"):
         write(pa.table({"t": pa.array(np.arange(50), pa.timestamp("s"))}), left / f"{name}.parquet")
-    right = write(
-        pa.table({"t": pa.array([0], pa.timestamp("ns")), "v": [1]}), tmp_path / "r.parquet"
-    )
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "_ASOFGPU_ENRICH").write_text("an earlier run")
-    (out / "old.parquet").write_text("the previous result")
+    right, out = _right_and_an_earlier_out(tmp_path)
 
     def refusing(path, *args, **kwargs):
         if str(path).endswith("2.parquet"):
