@@ -649,3 +649,24 @@ def test_a_failed_write_on_the_device_leaves_nothing(tmp_path, capsys, on_device
     assert hidden(tmp_path) == []
     assert out.exists() == before
     assert {p: p.read_bytes() for p in sorted([out, *out.rglob("*")]) if p.is_file()} == was
+
+
+def test_an_extension_type_is_no_libcudf_type_even_one_without_a_hash():
+    """A Python extension type may not hash (pyarrow's own examples define none): looked up
+    among libcudf's types it raised TypeError before any refusal could name it."""
+
+    class Unhashable(pa.ExtensionType):
+        __hash__ = None
+
+        def __init__(self):
+            super().__init__(pa.int64(), "asofgpu.test.device_unhashable")
+
+        def __arrow_ext_serialize__(self):
+            return b""
+
+        @classmethod
+        def __arrow_ext_deserialize__(cls, storage, serialized):
+            return cls()
+
+    assert libcudf_type(Unhashable()) is None
+    assert libcudf_type(pa.int64()) == "INT64"

@@ -115,6 +115,8 @@ def libcudf_type(kind: pa.DataType) -> str | None:
     (timestamps without a time zone or in UTC, the two its writer knows); else None."""
     if pa.types.is_timestamp(kind):
         return _TIMESTAMP_IDS.get(kind.unit) if kind.tz in (None, "UTC") else None
+    if isinstance(kind, pa.ExtensionType):  # (a Python one may not hash: none is libcudf's)
+        return None
     return _TYPE_IDS.get(kind)
 
 
