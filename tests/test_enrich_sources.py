@@ -1095,3 +1095,39 @@ def test_many_small_left_files_compile_from_the_first_join(
         assert True not in outcomes
     expected = ag.join_asof(pq.read_table(left / "00.parquet"), right, on="t", by="g")
     assert pq.read_table(tmp_path / "out" / "00.parquet").equals(expected)
+
+
+def test_the_leaf_map_of_a_column_whose_type_cannot_be_hashed():
+    """The leaf map is shared by files of the same columns, kept by their names and types;
+    a Python extension type without a hash is counted all the same, uncached, and as its
+    storage: a struct's two leaves (counted as one before, which put the next column's
+    chunks one leaf early)."""
+    import io
+
+    from asofgpu.enrich._sources import leaf_map
+
+    class Unhashable(pa.ExtensionType):
+        __hash__ = None
+
+        def __init__(self):
+            super().__init__(pa.struct([("x", pa.int64()), ("y", pa.int64())]), "asofgpu.t.pair")
+
+        def __arrow_ext_serialize__(self):
+            return b""
+
+        @classmethod
+        def __arrow_ext_deserialize__(cls, storage, serialized):
+            return cls()
+
+    pa.register_extension_type(Unhashable())
+    try:
+        pairs = pa.array([{"x": 1, "y": 2}], Unhashable().storage_type)
+        table = pa.table({"p": pa.ExtensionArray.from_storage(Unhashable(), pairs), "t": [3]})
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer)
+        meta = pq.read_metadata(io.BytesIO(buffer.getvalue()))
+        assert isinstance(meta.schema.to_arrow_schema().field("p").type, Unhashable)
+        leaves = leaf_map(meta)
+        assert (list(leaves["p"]), list(leaves["t"])) == ([0, 1], [2])
+    finally:
+        pa.unregister_extension_type("asofgpu.t.pair")

@@ -750,16 +750,33 @@ def leaf_map(meta: pq.FileMetaData) -> dict[str, range]:
     >>> list(leaves["a"]), list(leaves["a.b"]), list(leaves["t"])
     ([0, 1], [2], [3])
     """
+    schema = meta.schema.to_arrow_schema()
+    names, types = tuple(schema.names), tuple(schema.types)
+    try:
+        return _leaves(names, types)
+    except TypeError:  # (a type that cannot be hashed: a Python extension type without one)
+        return _leaves.__wrapped__(names, types)
+
+
+@functools.lru_cache(maxsize=64)
+def _leaves(names: tuple, types: tuple) -> dict[str, range]:
+    """``leaf_map`` of a file's columns, shared by the files of a source, whose columns are
+    mostly alike (300 columns took 325 us to count a file: 1.6 s over 5,000 files). Kept by
+    names and types, not the schema: one with metadata cannot be hashed before pyarrow 20.
+    (Read it, never change it.)"""
     leaves, start = {}, 0
-    for column in meta.schema.to_arrow_schema():
-        count = _leaf_count(column.type)
-        leaves.setdefault(column.name, range(start, start + count))
+    for name, kind in zip(names, types):
+        count = _leaf_count(kind)
+        leaves.setdefault(name, range(start, start + count))
         start += count
     return leaves
 
 
 def _leaf_count(t: pa.DataType) -> int:
-    """How many parquet leaf columns an Arrow type is stored as."""
+    """How many parquet leaf columns an Arrow type is stored as (an extension type: as its
+    storage, a struct's being several)."""
+    if isinstance(t, pa.BaseExtensionType):
+        return _leaf_count(t.storage_type)
     if pa.types.is_struct(t):
         return sum(_leaf_count(t.field(i).type) for i in range(t.num_fields))
     if pa.types.is_map(t):
