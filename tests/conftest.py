@@ -63,6 +63,27 @@ def to_host(gmap) -> np.ndarray:
     return np.asarray(gmap)
 
 
+def unhashable_extension_type(storage: pa.DataType, name: str) -> pa.ExtensionType:
+    """A Python extension type over ``storage``, named ``name``, that defines no hash (as
+    pyarrow's own examples define none): a type that can key no dict or cache. Each call
+    makes a class of its own (``type(...)`` to register or check it)."""
+
+    class Unhashable(pa.ExtensionType):
+        __hash__ = None
+
+        def __init__(self):
+            super().__init__(storage, name)
+
+        def __arrow_ext_serialize__(self):
+            return b""
+
+        @classmethod
+        def __arrow_ext_deserialize__(cls, storage, serialized):
+            return cls()
+
+    return Unhashable()
+
+
 def key_column(kind, values: list, form: str):
     """A key column of ``kind`` (``.arrow`` type, ``.dtype``) from Python values (None: null)
     as numpy (masked pyarrow when it has nulls), pyarrow, or a two-chunk ChunkedArray."""

@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from conftest import unhashable_extension_type
 from asofgpu import _arrow_numpy as arrow_numpy
 
 TYPES = [
@@ -389,24 +390,12 @@ def test_without_views_reads_schemas_it_cannot_keep_by_hash():
 
     from asofgpu import _arrow_numpy
 
-    class Unhashable(pa.ExtensionType):
-        __hash__ = None
-
-        def __init__(self):
-            super().__init__(pa.string_view(), "asofgpu.test.unhashable")
-
-        def __arrow_ext_serialize__(self):
-            return b""
-
-        @classmethod
-        def __arrow_ext_deserialize__(cls, storage, serialized):
-            return cls()
-
+    unhashable = unhashable_extension_type(pa.string_view(), "asofgpu.test.unhashable")
     table = pa.table({"a": [1]}).replace_schema_metadata({"pandas": "{}"})
     assert _arrow_numpy.without_views(table) is table
     views = pa.table({"s": pa.array(["x"], pa.string_view())}).replace_schema_metadata({"k": "v"})
     assert _arrow_numpy.without_views(views).schema.field("s").type == pa.large_string()
     odd = pa.table(
-        {"u": pa.ExtensionArray.from_storage(Unhashable(), pa.array(["y"]).cast(pa.string_view()))}
+        {"u": pa.ExtensionArray.from_storage(unhashable, pa.array(["y"]).cast(pa.string_view()))}
     )
     assert _arrow_numpy.without_views(odd) is odd  # (an extension type is kept as it is)

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import unhashable_extension_type
 from asofgpu._backend import cudasim_enabled
 from asofgpu._staleness import Staleness
 from asofgpu.enrich import Options
@@ -655,18 +656,6 @@ def test_an_extension_type_is_no_libcudf_type_even_one_without_a_hash():
     """A Python extension type may not hash (pyarrow's own examples define none): looked up
     among libcudf's types it raised TypeError before any refusal could name it."""
 
-    class Unhashable(pa.ExtensionType):
-        __hash__ = None
-
-        def __init__(self):
-            super().__init__(pa.int64(), "asofgpu.test.device_unhashable")
-
-        def __arrow_ext_serialize__(self):
-            return b""
-
-        @classmethod
-        def __arrow_ext_deserialize__(cls, storage, serialized):
-            return cls()
-
-    assert libcudf_type(Unhashable()) is None
+    unhashable = unhashable_extension_type(pa.int64(), "asofgpu.test.device_unhashable")
+    assert libcudf_type(unhashable) is None
     assert libcudf_type(pa.int64()) == "INT64"

@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import asofgpu as ag
+from conftest import unhashable_extension_type
 from asofgpu import marketdata
 from asofgpu.enrich._output import written_by_enrich
 from enrich_cli import enrich_in, hidden, needs_parquet_views, run
@@ -1106,27 +1107,17 @@ def test_the_leaf_map_of_a_column_whose_type_cannot_be_hashed():
 
     from asofgpu.enrich._sources import leaf_map
 
-    class Unhashable(pa.ExtensionType):
-        __hash__ = None
-
-        def __init__(self):
-            super().__init__(pa.struct([("x", pa.int64()), ("y", pa.int64())]), "asofgpu.t.pair")
-
-        def __arrow_ext_serialize__(self):
-            return b""
-
-        @classmethod
-        def __arrow_ext_deserialize__(cls, storage, serialized):
-            return cls()
-
-    pa.register_extension_type(Unhashable())
+    pair = unhashable_extension_type(
+        pa.struct([("x", pa.int64()), ("y", pa.int64())]), "asofgpu.t.pair"
+    )
+    pa.register_extension_type(pair)
     try:
-        pairs = pa.array([{"x": 1, "y": 2}], Unhashable().storage_type)
-        table = pa.table({"p": pa.ExtensionArray.from_storage(Unhashable(), pairs), "t": [3]})
+        pairs = pa.array([{"x": 1, "y": 2}], pair.storage_type)
+        table = pa.table({"p": pa.ExtensionArray.from_storage(pair, pairs), "t": [3]})
         buffer = io.BytesIO()
         pq.write_table(table, buffer)
         meta = pq.read_metadata(io.BytesIO(buffer.getvalue()))
-        assert isinstance(meta.schema.to_arrow_schema().field("p").type, Unhashable)
+        assert isinstance(meta.schema.to_arrow_schema().field("p").type, type(pair))
         leaves = leaf_map(meta)
         assert (list(leaves["p"]), list(leaves["t"])) == ([0, 1], [2])
     finally:
