@@ -219,12 +219,9 @@ class Part:
                         batch_size=rows, columns=wanted, row_groups=run, use_threads=threads
                     )
                 else:  # read at once
-                    batches = iter(_read_run(reader, run, wanted, threads).to_batches())
-                while True:
-                    try:
-                        yield self.as_wanted(next(batches), read_dictionary)
-                    except StopIteration:
-                        break
+                    batches = _read_run(reader, run, wanted, threads).to_batches()
+                for batch in batches:
+                    yield self.as_wanted(batch, read_dictionary)
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
 
