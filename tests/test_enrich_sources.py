@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -1096,6 +1097,35 @@ def test_many_small_left_files_compile_from_the_first_join(
         assert True not in outcomes
     expected = ag.join_asof(pq.read_table(left / "00.parquet"), right, on="t", by="g")
     assert pq.read_table(tmp_path / "out" / "00.parquet").equals(expected)
+
+
+@pytest.mark.parametrize(("rows", "readied"), [(100, False), (1 << 14, True)])
+def test_numba_is_made_ready_beside_the_statistics_where_the_run_compiles(
+    tmp_path, capsys, monkeypatch, thresholds, rows, readied
+):
+    """numba's CPU target is set up on the checks' thread, after the dry run chose the CPU,
+    while the main thread reads statistics; a run too small to compile skips it."""
+    from asofgpu.enrich import _job
+
+    thresholds(interpret_max_rows=1 << 14)
+    threads = []
+    monkeypatch.setattr(
+        _job, "ready_cpu_target", lambda: threads.append(threading.current_thread().name)
+    )
+    times = pa.array(np.arange(rows), pa.timestamp("s"))
+    write(pa.table({"t": times, "g": np.arange(rows) % 3}), tmp_path / "l.parquet")
+    write(
+        pa.table({"t": times, "g": np.arange(rows) % 3, "v": np.arange(rows)}),
+        tmp_path / "r.parquet",
+    )
+    code, _, stderr = enrich_in(tmp_path, capsys=capsys)
+    assert code == 0, stderr
+    assert threads == (["asofgpu-check_0"] if readied else [])
+    assert pq.read_table(tmp_path / "o.parquet")["v"].to_pylist()[-3:] == [
+        rows - 3,
+        rows - 2,
+        rows - 1,
+    ]
 
 
 def test_the_leaf_map_of_a_column_whose_type_cannot_be_hashed():

@@ -3,6 +3,7 @@ each probe gives what it gives alone."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -65,3 +66,25 @@ def test_threads_that_meet_a_deferred_sort_find_it_done_or_do_it():
                 np.testing.assert_array_equal(rows, found[0])
     finally:
         sys.setswitchinterval(interval)
+
+
+def test_the_cpu_target_made_ready_beside_a_compile():
+    """``ready_cpu_target`` on one thread while another compiles a kernel first: each waits
+    for numba's compiler lock, and the process's first join is right (a process of its own,
+    where numba is new: ``asofgpu enrich`` makes the target ready so)."""
+    script = (
+        "import threading\n"
+        "import numpy as np\n"
+        "import asofgpu as ag\n"
+        "from asofgpu._backend.jit import ready_cpu_target\n"
+        "ready = threading.Thread(target=ready_cpu_target)\n"
+        "ready.start()\n"
+        "m = ag.AsofJoin(np.arange(1 << 15) * 1.0, device='cpu').join(np.arange(1 << 15) + 0.5)\n"
+        "ready.join()\n"
+        "assert (np.asarray(m) == np.arange(1 << 15)).all(), m\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout == "ok\n", done.stderr
