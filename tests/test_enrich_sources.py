@@ -61,6 +61,94 @@ def test_a_folder_of_one_file_is_counted_as_one_file(tmp_path, capsys):
         assert "1 files" not in stderr
 
 
+@pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
+def test_small_left_files_are_joined_together_and_written_apart(
+    tmp_path, capsys, mode, left_columns
+):
+    """Consecutive LEFT files of up to a chunk's rows in all are one join
+    (``joined_together``; a join costs about a millisecond whatever its rows), and each is
+    still written into a file of its own as a join of it alone writes it: an empty file
+    among them, one in a folder of its own, each row's tolerance read with the keys, and
+    one whose ``g`` is of another text type, read as the others' and so never copied (a
+    copied file's text keys come as codes, the others' as text: a run of both is joined a
+    chunk at a time)."""
+    rng = np.random.default_rng(5)
+    left, out = tmp_path / "l", tmp_path / "out"
+    names = ["0.parquet", "1.parquet", "2.parquet", "3.parquet", "4.parquet", "z/5.parquet"]
+    sizes = [3, 0, 5, 9, 2, 7]  # --chunk-rows 10: joined as [3, 0, 5], [9], [2, 7]
+    start = 0
+    for name, n in zip(names, sizes):
+        table = pa.table(
+            {
+                "t": pa.array(np.arange(start, start + n) * 10, pa.timestamp("s")),
+                "g": pa.array(
+                    rng.choice(["a", "b", "c"], n), "large_string" if start == 3 else "string"
+                ),
+                "tol": pa.array(rng.integers(0, 30, n), pa.duration("s")),
+                "x": pa.array(np.arange(start, start + n)),
+            }
+        )
+        write(table, left / name, row_group_size=max(n, 1))
+        start += n
+    right = pa.table(
+        {
+            "t": pa.array(np.arange(0, 300, 7), pa.timestamp("s")),
+            "g": pa.array(rng.choice(["a", "b", "c"], 43), pa.string()),
+            "v": rng.random(43),
+        }
+    )
+    write(right, tmp_path / "r.parquet")
+    code, stdout, stderr = run(
+        "enrich", left, tmp_path / "r.parquet", "-o", out, "--on", "t", "--by", "g",
+        "--tolerance-column", "tol", "--chunk-rows", "10", "--right-mode", mode,
+        "--device", "cpu", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    # Copied, the first run's files 0 and 2 (not copied) are two joins
+    joins = 4 if left_columns == "copied" else 3
+    assert f"26 in 6 files, {joins} chunk(s) of up to 9" in stdout
+    for name in names:
+        alone = pq.read_table(left / name)
+        alone = alone.set_column(1, "g", alone["g"].cast("string"))
+        expected = ag.join_asof(alone, right, on="t", by="g", tolerance=alone["tol"])
+        written = pq.read_table(out / name)
+        assert written.schema.names == ["t", "g", "tol", "x", "v"]
+        assert written.to_pylist() == expected.select(written.schema.names).to_pylist(), name
+
+
+def test_a_failure_among_files_joined_together_leaves_nothing(tmp_path, capsys, monkeypatch):
+    """A write that fails in a run of files joined together aborts every writer of the run
+    (each file closed), and the run leaves no OUT and nothing hidden."""
+    from asofgpu.enrich import _job
+
+    for i in range(4):
+        times = pa.array([10 * i, 10 * i + 5], pa.timestamp("s"))
+        write(pa.table({"t": times, "g": [1, 2]}), tmp_path / "l" / f"{i}.parquet")
+    right = pa.table({"t": pa.array([0, 1], pa.timestamp("s")), "g": [1, 2], "v": [1.0, 2.0]})
+    write(right, tmp_path / "r.parquet")
+    aborted, writes = [], []
+    real_abort, real_write = _job.ParquetStitcher.abort, _job.ParquetStitcher.write
+
+    def abort(writer):
+        aborted.append(writer)
+        real_abort(writer)
+
+    def write_or_fail(writer, *args):
+        writes.append(writer)
+        if len(writes) == 3:
+            raise OSError(28, "No space left on device")
+        real_write(writer, *args)
+
+    monkeypatch.setattr(_job.ParquetStitcher, "abort", abort)
+    monkeypatch.setattr(_job.ParquetStitcher, "write", write_or_fail)
+    code, _, stderr = enrich_in(tmp_path, capsys=capsys, left="l", out="out")
+    assert code == 1, stderr
+    assert "No space left on device" in stderr
+    assert len(aborted) == 4 and all(writer._file.closed for writer in aborted)
+    assert not (tmp_path / "out").exists()
+    assert hidden(tmp_path) == []
+
+
 def test_left_and_right_folders_give_a_mirrored_out_folder(tmp_path, capsys):
     (q0, t0), (q1, t1) = days()
     left, right = tmp_path / "trades", tmp_path / "quotes"
@@ -1074,7 +1162,8 @@ def test_many_small_left_files_compile_from_the_first_join(
     """Each small LEFT file is a join below the size that compiles: together, 300 files of
     2,000 rows spent the plain-Python budget (1.0 s) before compiling anyway. A run whose
     LEFT would spend it compiles from the first join (``walks.compiling_ahead``); a small
-    one stays in plain Python. (Here a row costs 1 s of a 10-second budget.)"""
+    one stays in plain Python. (Here a row costs 1 s of a 10-second budget, and chunks of
+    two rows keep each file a join of its own, where small files are joined together.)"""
     from asofgpu._backend import walks
 
     # (The suite compiles every launch: conftest.py. A budget beyond what the test process
@@ -1088,7 +1177,9 @@ def test_many_small_left_files_compile_from_the_first_join(
     right = pa.table({"t": pa.array([0, 1], pa.timestamp("s")), "g": [1, 2], "v": [1.0, 2.0]})
     write(right, tmp_path / "r.parquet")
     with walks.recorded() as decisions:
-        code, _, stderr = enrich_in(tmp_path, capsys=capsys, left="l", out="out")
+        code, _, stderr = enrich_in(
+            tmp_path, "--chunk-rows", "2", capsys=capsys, left="l", out="out"
+        )
     assert code == 0, stderr
     outcomes = [outcome for name, outcome in decisions if name == "compiles"]
     if compiled:  # each file's join (the checks on zero rows stay plain Python)

@@ -144,8 +144,14 @@ _FIRST_PHASE = {
 @dataclass
 class _Counts:
     rows: int = 0
-    chunks: int = 0
+    chunks: int = 0  # joins
     largest: int = 0  # rows of the largest chunk
+
+    def add(self, rows: int) -> None:
+        """A chunk of ``rows`` rows joined."""
+        self.rows += rows
+        self.chunks += 1
+        self.largest = max(self.largest, rows)
 
 
 def enrich(options: Options, progress=None) -> Summary:
@@ -284,13 +290,13 @@ def _run(
         # together they would spend the plain-Python budget first (walks.compiling_ahead).
         stack.enter_context(walks.compiling_ahead(left.rows))
         target = stack.enter_context(_target(left, out, found))
-        # A file's last chunks are encoded while the next file is read and joined: its
+        # A file's last chunks are encoded while the next files are read and joined: its
         # writer closes on a thread of its own (one at a time), left before OUT is.
         # The writers' pools, shut down after ``closing`` (entered after them) has closed the
         # last file.
         pools = stack.enter_context(WritePools())
         closing = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-close"))
-        closed = None
+        closed = []  # the last run's files, closing
         if mode == "memory":
             progress.log(
                 f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows) into "
@@ -383,34 +389,28 @@ def _run(
         counts = _Counts()
         progress.start(left.rows)
         try:
-            for i, part in enumerate(left.parts):
-                copied = _copied(copies[i])
-                if not left.single:
-                    progress.log(
-                        f"LEFT {part.relative}: {part.rows:,} rows "
-                        f"({memory.readable(part.bytes)}), "
-                        f"{_how_read(copies[i], rows)}"
-                    )
-                writer = _enrich_part(
-                    left,
-                    _one_file(left_batches),
-                    part,
-                    target.path_for(part.relative),
-                    attach,
-                    the_plan,
-                    options,
-                    counts,
-                    progress,
-                    out,
-                    copied,
-                    pools,
-                )
-                if closed is not None:
-                    closed.result()  # raises what closing the file before raised
-                closed = closing.submit(_close, writer, out)
+            for run in joined_together(left.parts, rows):
+                for i in run:
+                    if not left.single:
+                        part = left.parts[i]
+                        progress.log(
+                            f"LEFT {part.relative}: {part.rows:,} rows "
+                            f"({memory.readable(part.bytes)}), "
+                            f"{_how_read(copies[i], rows)}"
+                        )
+                with _writers(run, left, target, the_plan, options, copies, pools) as writers:
+                    if len(run) == 1:
+                        batches = _one_file(left_batches)
+                        _enrich_part(left, batches, writers[0], attach, counts, progress, out)
+                    else:
+                        _enrich_parts(left, left_batches, writers, attach, options, counts, out)
+                        progress.update(counts.rows)
+                for done in closed:
+                    done.result()  # raises what closing the files before raised
+                closed = [closing.submit(_close, writer, out) for writer in writers]
             attach.finish()  # a stream checks the RIGHT rows past LEFT's last row too
-            if closed is not None:
-                closed.result()
+            for done in closed:
+                done.result()
         finally:
             progress.stop()
         target.commit()
@@ -779,52 +779,129 @@ def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
     return min(k, MAX_PARTITIONS)
 
 
-def _enrich_part(
+def joined_together(parts: list[Part], rows: int) -> list[list[int]]:
+    """LEFT's files (their indices) in runs joined as one chunk: consecutive files of up to
+    ``rows`` rows in all, each still written into its own output file; a larger file alone,
+    in chunks. A join costs about a millisecond whatever its rows (the probe's and gather's
+    set-up, the staleness, handing the GIL to and from the readers and writers): a day of
+    per-symbol LEFT files, most of a few thousand rows, spent most of its time so.
+
+    >>> from types import SimpleNamespace as Part
+    >>> joined_together([Part(rows=n) for n in (5, 3, 9, 2, 0, 1)], rows=8)
+    [[0, 1], [2], [3, 4, 5]]
+    """
+    runs: list[list[int]] = []
+    held = rows + 1  # rows in the last run: none may join a run that is not begun
+    for i, part in enumerate(parts):
+        if held + part.rows > rows:
+            runs.append([])
+            held = 0
+        runs[-1].append(i)
+        held += part.rows
+    return runs
+
+
+@contextlib.contextmanager
+def _writers(
+    run: list[int],
     left: Source,
-    batches,
-    part: Part,
-    path: str,
-    attach,
+    target: AtomicFile | AtomicFolder,
     the_plan: Plan,
     options: Options,
-    counts: _Counts,
-    progress,
-    out: str,
-    copied: LeftChunks | None,
+    copies: list,
     pools: WritePools,
-) -> ParquetStitcher:
-    """One LEFT file's (``part``'s) ``batches``, RIGHT attached, written into ``path``; its
-    writer, for ``_close``. The file keeps the LEFT file's footer metadata
-    (``Part.kept_metadata``: pandas reads OUT with LEFT's index and dtypes, Spark with its
-    calendar), and its footer says enrich wrote it (``FOOTER_MARK``)."""
-    schema = the_plan.schema.with_metadata(footer_metadata(part.kept_metadata))
-    writer = _writer(path, schema, options, copied, pools)
+):
+    """The writers of LEFT's files ``run`` (indices), each into its place in ``target``;
+    all aborted if the block raises."""
+    writers: list[ParquetStitcher] = []
     try:
-        for batch, group in batches:
-            interrupts.check()  # one a callback from C dropped (numba compiling) ends the run
-            if not batch.num_rows:  # an empty file's or row group's: nothing to attach or write
-                continue
-            taken = attach(batch)
-            columns = taken.columns
-            if group is None:
-                columns = batch.columns[: len(left.data_schema)] + columns
-            written = writer.written_schema
-            # Views are read as large types (``viewless``): OUT keeps the files' own types;
-            # text gathered as codes is written as such.
-            columns = [stored_as(c, f.type) for c, f in zip(columns, written)]
-            schema = pa.schema(
-                [f.with_type(c.type) for c, f in zip(columns, written)], written.metadata
-            )
-            with _writing(out):
-                writer.write(pa.Table.from_arrays(columns, schema=schema), group)
-            counts.rows += batch.num_rows
-            counts.chunks += 1
-            counts.largest = max(counts.largest, batch.num_rows)
-            progress.update(counts.rows)  # joined; the last chunks are written by close()
+        for i in run:
+            part = left.parts[i]
+            path = target.path_for(part.relative)
+            writers.append(_writer(path, the_plan, part, options, copies[i], pools))
+        yield writers
     except BaseException:
-        writer.abort()
+        for writer in writers:
+            writer.abort()
         raise
-    return writer
+
+
+def _enrich_part(
+    left: Source, batches, writer: ParquetStitcher, attach, counts: _Counts, progress, out: str
+) -> None:
+    """One LEFT file's ``batches``, a chunk at a time, RIGHT attached, handed to ``writer``."""
+    for batch, group in batches:
+        interrupts.check()  # one a callback from C dropped (numba compiling) ends the run
+        if not batch.num_rows:  # an empty file's or row group's: nothing to attach or write
+            continue
+        _write_joined(left, writer, batch, group, attach(batch), out)
+        counts.add(batch.num_rows)
+        progress.update(counts.rows)  # joined; the last chunks are written by close()
+
+
+def _enrich_parts(
+    left: Source,
+    batches: _Prefetch,
+    writers: list[ParquetStitcher],
+    attach,
+    options: Options,
+    counts: _Counts,
+    out: str,
+) -> None:
+    """Several small LEFT files (``joined_together``), a writer each: their chunks read
+    from ``batches`` (each file's up to its None), joined as one, and each chunk's rows
+    handed to its file's writer."""
+    chunks = [
+        (writer, batch, group)
+        for writer in writers
+        for batch, group in _one_file(batches)
+        if batch.num_rows  # an empty file's or row group's: nothing to attach or write
+    ]
+    interrupts.check()
+    if not chunks:
+        return
+    needed = left_columns(options)  # (a copied file's chunks hold no others)
+    keys = [_as_table(batch).select(needed) for _, batch, _ in chunks]
+    if any(not table.schema.equals(keys[0].schema) for table in keys):
+        # A copied file's text keys come as codes, of its own text type; another's as
+        # text, of the type the files are read as: joined a chunk at a time, as they come.
+        for writer, batch, group in chunks:
+            _write_joined(left, writer, batch, group, attach(batch), out)
+            counts.add(batch.num_rows)
+        return
+    together = pa.concat_tables(keys)
+    taken = attach(together)
+    at = 0
+    for writer, batch, group in chunks:
+        _write_joined(left, writer, batch, group, taken.slice(at, batch.num_rows), out)
+        at += batch.num_rows
+    counts.add(together.num_rows)
+
+
+def _as_table(batch: pa.RecordBatch | pa.Table) -> pa.Table:
+    return batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+
+
+def _write_joined(
+    left: Source,
+    writer: ParquetStitcher,
+    batch: pa.RecordBatch | pa.Table,
+    group,
+    taken: pa.Table,
+    out: str,
+) -> None:
+    """A LEFT chunk (``batch``, or the LEFT row group ``group`` it copies) and the columns
+    ``taken`` for it from RIGHT, handed to ``writer``."""
+    columns = taken.columns
+    if group is None:
+        columns = batch.columns[: len(left.data_schema)] + columns
+    written = writer.written_schema
+    # Views are read as large types (``viewless``): OUT keeps the files' own types; text
+    # gathered as codes is written as such.
+    columns = [stored_as(c, f.type) for c, f in zip(columns, written)]
+    schema = pa.schema([f.with_type(c.type) for c, f in zip(columns, written)], written.metadata)
+    with _writing(out):
+        writer.write(pa.Table.from_arrays(columns, schema=schema), group)
 
 
 def _close(writer: ParquetStitcher, out: str) -> None:
@@ -966,19 +1043,23 @@ def peak_rss() -> int:
 
 def _writer(
     path: str,
-    schema: pa.Schema,
+    the_plan: Plan,
+    part: Part,
     options: Options,
-    copied: LeftChunks | None,
+    copy,
     pools: WritePools,
 ) -> ParquetStitcher:
-    """OUT's writer of one file (it makes the file on its appending thread: what that
-    raises comes from a write or the close, under ``_writing``)."""
+    """OUT's writer of LEFT file ``part`` into ``path`` (it makes the file on its appending
+    thread: what that raises comes from a write or the close, under ``_writing``). The file
+    keeps the LEFT file's footer metadata (``Part.kept_metadata``: pandas reads OUT with
+    LEFT's index and dtypes, Spark with its calendar), and its footer says enrich wrote it
+    (``FOOTER_MARK``)."""
     return ParquetStitcher(
         path,
-        schema,
+        the_plan.schema.with_metadata(footer_metadata(part.kept_metadata)),
         compression=options.compression or "snappy",
         compression_level=options.compression_level,
-        left=copied,
+        left=_copied(copy),
         pools=pools,
     )
 
