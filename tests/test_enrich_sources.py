@@ -116,6 +116,30 @@ def test_small_left_files_are_joined_together_and_written_apart(
         assert written.to_pylist() == expected.select(written.schema.names).to_pylist(), name
 
 
+def test_each_out_file_is_synced_as_it_closes_not_at_the_commit(tmp_path, capsys, monkeypatch):
+    """Each OUT file goes to disk on the closing thread, while the next files are joined,
+    once: the commit syncs none again (2,000 files' syncs took the commit 0.3 s)."""
+    from asofgpu.enrich import _output
+
+    for i in range(5):
+        times = pa.array([10 * i, 10 * i + 5], pa.timestamp("s"))
+        write(pa.table({"t": times, "g": [1, 2]}), tmp_path / "l" / f"{i}.parquet")
+    right = pa.table({"t": pa.array([0, 1], pa.timestamp("s")), "g": [1, 2], "v": [1.0, 2.0]})
+    write(right, tmp_path / "r.parquet")
+    synced = []
+    real = _output._fsync
+
+    def fsync(path):
+        synced.append((os.path.basename(path), threading.current_thread().name))
+        real(path)
+
+    monkeypatch.setattr(_output, "_fsync", fsync)
+    code, _, stderr = enrich_in(tmp_path, capsys=capsys, left="l", out="out")
+    assert code == 0, stderr
+    assert sorted(synced) == [(f"{i}.parquet", "asofgpu-close_0") for i in range(5)]
+    assert sorted(os.listdir(tmp_path / "out")) == [f"{i}.parquet" for i in range(5)]
+
+
 def test_a_failure_among_files_joined_together_leaves_nothing(tmp_path, capsys, monkeypatch):
     """A write that fails in a run of files joined together aborts every writer of the run
     (each file closed), and the run leaves no OUT and nothing hidden."""

@@ -283,7 +283,10 @@ def _run(
             if mode in ("stream", "regroup")
             else None
         )
-        left_batches = stack.enter_context(_Prefetch(_files_batches(left, options, rows, copies)))
+        runs = joined_together(left.parts, rows)
+        left_batches = stack.enter_context(
+            _Prefetch(_files_batches(left, options, rows, copies, runs))
+        )
         backend = checked.result()
         stack.enter_context(_kernel_threads())
         # Many small LEFT files are many small joins, each below the size that compiles:
@@ -389,7 +392,7 @@ def _run(
         counts = _Counts()
         progress.start(left.rows)
         try:
-            for run in joined_together(left.parts, rows):
+            for run in runs:
                 for i in run:
                     if not left.single:
                         part = left.parts[i]
@@ -403,11 +406,12 @@ def _run(
                         batches = _one_file(left_batches)
                         _enrich_part(left, batches, writers[0], attach, counts, progress, out)
                     else:
-                        _enrich_parts(left, left_batches, writers, attach, options, counts, out)
+                        files = next(iter(left_batches))
+                        _enrich_parts(left, files, writers, attach, options, counts, out)
                         progress.update(counts.rows)
                 for done in closed:
                     done.result()  # raises what closing the files before raised
-                closed = [closing.submit(_close, writer, out) for writer in writers]
+                closed = [closing.submit(_close, writer, out, target) for writer in writers]
             attach.finish()  # a stream checks the RIGHT rows past LEFT's last row too
             for done in closed:
                 done.result()
@@ -841,20 +845,19 @@ def _enrich_part(
 
 def _enrich_parts(
     left: Source,
-    batches: _Prefetch,
+    files: list[list],
     writers: list[ParquetStitcher],
     attach,
     options: Options,
     counts: _Counts,
     out: str,
 ) -> None:
-    """Several small LEFT files (``joined_together``), a writer each: their chunks read
-    from ``batches`` (each file's up to its None), joined as one, and each chunk's rows
-    handed to its file's writer."""
+    """Several small LEFT files (``joined_together``), their chunks and a writer each: the
+    chunks joined as one, and each chunk's rows handed to its file's writer."""
     chunks = [
         (writer, batch, group)
-        for writer in writers
-        for batch, group in _one_file(batches)
+        for writer, batches in zip(writers, files)
+        for batch, group in batches
         if batch.num_rows  # an empty file's or row group's: nothing to attach or write
     ]
     interrupts.check()
@@ -904,11 +907,13 @@ def _write_joined(
         writer.write(pa.Table.from_arrays(columns, schema=schema), group)
 
 
-def _close(writer: ParquetStitcher, out: str) -> None:
-    """What ``writer`` still encodes written, then its footer."""
+def _close(writer: ParquetStitcher, out: str, target: AtomicFile | AtomicFolder) -> None:
+    """What ``writer`` still encodes written, then its footer, and the file on disk
+    (``target.sync``) while the next LEFT files are joined."""
     try:
         with _writing(out):
             writer.close()
+            target.sync(writer.path)
     except BaseException:
         writer.abort()
         raise
@@ -966,14 +971,20 @@ class _Prefetch:
         return False
 
 
-def _files_batches(left: Source, options: Options, rows: int, copies: list):
-    """Every LEFT file's ``_batches`` in turn, each file's followed by None: read on one
-    thread, which goes on into the next file while the last chunks of one are joined (a
-    reader a file made each file's first chunk wait for its own: 100 files of 20,000 rows
-    waited 0.37 s)."""
-    for part, copy in zip(left.parts, copies):
-        yield from _batches(left, part, options, rows, _copied(copy))
-        yield None
+def _files_batches(left: Source, options: Options, rows: int, copies: list, runs: list):
+    """Every LEFT file's ``_batches``, by ``runs`` (``joined_together``): a file alone's
+    followed by None, and the files of a run of several as one item, a list of each file's
+    list of chunks (of up to a chunk's rows in all). Read on one thread, which goes on into
+    the next files while the last chunks of one are joined (a reader a file made each
+    file's first chunk wait for its own: 100 files of 20,000 rows waited 0.37 s); a run as
+    one item reads the next run, not the next file, while one is joined."""
+    for run in runs:
+        chunks = [_batches(left, left.parts[i], options, rows, _copied(copies[i])) for i in run]
+        if len(run) == 1:
+            yield from chunks[0]
+            yield None
+        else:
+            yield [list(batches) for batches in chunks]
 
 
 def _one_file(batches: _Prefetch):

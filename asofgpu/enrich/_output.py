@@ -110,12 +110,18 @@ class AtomicFile:
             ) from None
         os.close(fd)
         self.committed = False
+        self.synced = False  # on disk already (``sync``): the commit need not wait for it
 
     def __enter__(self):
         return self
 
     def path_for(self, relative: str) -> str:  # noqa: ARG002 - one file: OUT itself
         return self.tmp
+
+    def sync(self, path: str) -> None:  # noqa: ARG002 - one file: OUT itself
+        """The file, written whole, on disk now rather than at the commit."""
+        _fsync(self.tmp)
+        self.synced = True
 
     def commit(self) -> None:
         commit_together([self])
@@ -139,7 +145,8 @@ def commit_together(files: list[AtomicFile], is_out: bool = True) -> None:
     takes it. A failure names its file, and those already in place (``OutputError``)."""
     for at in files:
         try:
-            _fsync(at.tmp)  # the data is on disk before the name points at it
+            if not at.synced:
+                _fsync(at.tmp)  # the data is on disk before the name points at it
             os.chmod(at.tmp, 0o666 & ~_umask())  # as a plain open() would have made it
         except OSError as exc:
             raise _cannot_write(at, exc) from None
@@ -182,6 +189,7 @@ class AtomicFolder:
             ) from None
         self.files: list[str] = []
         self._made: set[str] = set()  # the folders made in it
+        self._synced: set[str] = set()  # its files on disk already (``sync``)
         self.committed = False
         # What OUT holds as the run begins, checked (``found``: as ``check_replaceable`` gave
         # it, when the run checked it before any work): what comes into it while the run
@@ -203,6 +211,12 @@ class AtomicFolder:
             self._made.add(folder)
         self.files.append(path)
         return path
+
+    def sync(self, path: str) -> None:
+        """``path``, a file of the folder written whole, on disk now, on the caller's thread,
+        rather than at the commit: 2,000 files' syncs took the commit 0.3 s."""
+        _fsync(path)
+        self._synced.add(path)
 
     @staticmethod
     def check_replaceable(out: str) -> dict:
@@ -229,7 +243,8 @@ class AtomicFolder:
     def commit(self) -> None:
         try:
             for path in self.files:
-                _fsync(path)
+                if path not in self._synced:
+                    _fsync(path)
             mode = 0o777 & ~_umask()
             for here, _, _ in os.walk(self.tmp):
                 os.chmod(here, mode)  # mkdtemp's 0700 -> as a plain mkdir would have made it
@@ -473,6 +488,7 @@ class ParquetStitcher:
             "compression_level": compression_level,
             "write_page_index": False,
         }
+        self.path = path
         self._own_pools = pools is None
         self._pools = WritePools(threads) if pools is None else pools
         self._threads = self._pools.threads
