@@ -58,7 +58,7 @@ from pandas.api.types import (
 from pandas.errors import MergeError
 
 from ._backend import take_fixed, walks
-from ._columns import Reaches, is_row_tolerances
+from ._columns import Reaches, is_row_tolerances, key_type_of_arrow, row_tolerances
 from ._types import NO_MATCH_INT64
 from ._gather import gather
 from .join import AsofJoin
@@ -623,8 +623,8 @@ def extension_tolerance(tolerance, left_values, key_dtype: np.dtype):
     ``on`` values ``left_values`` (pandas or numpy, read on the host) joined as keys of
     ``key_dtype``: a ``DateOffset`` as each row's reach both ways (``Reaches``, by pandas'
     own arithmetic: back to ``x - offset``, ahead to ``x + offset``); a column of them as
-    an Arrow array (whole ticks of the key's unit on a temporal key, rounded down; null: no
-    limit), one per left row and none negative."""
+    an Arrow array (whole ticks of the key's unit on a temporal key, rounded down, the
+    largest for no limit; null: no limit), one per left row and none negative."""
     if isinstance(tolerance, pd.offsets.BaseOffset):
         return _offset_reaches(tolerance, left_values)
     column = _tolerance_column(tolerance)
@@ -640,10 +640,12 @@ def extension_tolerance(tolerance, left_values, key_dtype: np.dtype):
         at = int(np.argmax(negative.to_numpy(dtype=bool)))
         raise MergeError(f"{NEGATIVE_TOLERANCE}, got {column.iloc[at]} at left row {at}")
     if temporal:
-        per_tick = pd.Timedelta(1, unit=_unit(left_values)).value
-        ns = column.astype("timedelta64[ns]")
-        ticks = ns.to_numpy("int64", na_value=0) // per_tick
-        return pa.array(ticks, mask=ns.isna().to_numpy())
+        # Durations of their own unit to whole ticks of the key's, rounded down, a null or
+        # one past every distance as the largest (no limit): through nanoseconds, a column
+        # of over 292 years overflowed where the same 900-year DateOffset joins.
+        key_type = key_type_of_arrow(pa.timestamp(_unit(left_values)), "left_on")
+        durations = pa.array(column, from_pandas=True)
+        return pa.array(row_tolerances(durations, key_type, key_type.tick_ns, len(column), True))
     numbers = column.astype("float64" if key_dtype.kind == "f" else column.dtype)
     return pa.array(numbers, from_pandas=True)
 

@@ -171,6 +171,29 @@ def test_a_column_of_durations_keeps_each_row_its_own(direction, exact):
     assert _values(got) == _pandas_row_by_row(left, right, list(tolerances), **options)
 
 
+def _seconds(*stamps) -> pd.Series:
+    return pd.Series(pd.to_datetime(list(stamps), format="ISO8601")).dt.as_unit("s")
+
+
+def test_a_column_of_durations_past_nanoseconds_range_and_in_other_units():
+    """Durations of their own unit become whole ticks of the key's, rounded down, exactly:
+    900 years of seconds on keys of seconds (pandas' nanoseconds end at 292 years; through
+    them the column raised OutOfBoundsTimedelta where a 900-year DateOffset joins), and
+    milliseconds on keys of seconds."""
+    left = pd.DataFrame({"t": _seconds("2500-01-01")})
+    right = pd.DataFrame({"t": _seconds("1700-01-01"), "v": [1]})
+    years = pd.Series(np.array([900 * 365 * 86400], "timedelta64[s]"))
+    assert _values(merge_asof(left, right, on="t", tolerance=years, device="cpu")) == [1]
+    assert _values(merge_asof(left, right, on="t", tolerance=years / 2, device="cpu")) == [None]
+    # 9,999 ms on a key of seconds is 9 s (rounded down): a quote 9 s ahead is in reach;
+    # 8,999 ms is 8 s: it is not; NaT: no limit.
+    left = pd.DataFrame({"t": _seconds("2024-01-01", "2024-01-01", "2024-01-01")})
+    right = pd.DataFrame({"t": _seconds("2024-01-01 00:00:09"), "v": [2]})
+    millis = pd.Series(np.array([9_999, 8_999, "NaT"], "timedelta64[ms]"))
+    got = merge_asof(left, right, on="t", tolerance=millis, direction="forward", device="cpu")
+    assert _values(got) == [2, None, 2]
+
+
 @pytest.mark.parametrize("kind", ["int", "float", "float32"])
 @pytest.mark.parametrize("direction", DIRECTIONS)
 @pytest.mark.parametrize("form", ["series", "numpy", "arrow", "list"])
