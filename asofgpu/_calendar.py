@@ -307,12 +307,16 @@ _MOST_DAYS = 1 << 50
 def calendar_plan(text: str, key_type) -> CalendarPlan | None:
     """How ``kernels/calendar.py`` counts ``text``'s reaches on keys of ``key_type`` (an
     ``asofgpu._columns.KeyType``): where every day lasts 24 hours (dates, timestamps in a
-    zone of ``fixed_offset_ns``) and every part is whole ticks of the key. None elsewhere:
-    polars then counts them, as ``reaches`` does.
+    zone of ``fixed_offset_ns``) and, on dates, every part is whole days. A timestamp's part
+    of a day finer than its ticks is cut to whole ticks, as polars' ``offset_by`` cuts it
+    ("1mo1500us" on milliseconds: a month and 1 ms), which polars cannot do in a zone of a
+    fixed offset ("+05:30"). None elsewhere: polars then counts them, as ``reaches`` does.
 
     >>> from asofgpu._columns import KeyType
     >>> calendar_plan("1mo36h", KeyType("timestamp", 1_000_000)).move("backward")[:5]
     (True, -1, -1, -43200000, 86400000)
+    >>> calendar_plan("1mo1500us", KeyType("timestamp", 1_000_000)).move("forward")[:4]
+    (False, 1, 0, 1)
     >>> calendar_plan("1mo", KeyType("timestamp", 1_000, "Europe/Amsterdam")) is None
     True
     """
@@ -324,7 +328,9 @@ def calendar_plan(text: str, key_type) -> CalendarPlan | None:
         return None
     months, days, ns = parts
     tick_ns = key_type.tick_ns
-    if (days * _DAY_NS) % tick_ns or ns % tick_ns or offset_ns % tick_ns:
+    if tick_ns == _DAY_NS and ns % tick_ns:  # a date's part of a day: polars' dates
+        return None
+    if offset_ns % tick_ns:
         return None
     days, ns = days + ns // _DAY_NS, ns % _DAY_NS  # whole days, and the part of a day
     ticks_per_day = _DAY_NS // tick_ns

@@ -15,14 +15,22 @@ from asofgpu._calendar import _fixed_day_reaches, calendar_parts, fixed_offset_n
 
 pl = pytest.importorskip("polars")
 
+# (The last two with parts finer than some keys' ticks: cut to whole ticks, as polars cuts)
 DURATIONS = ["1mo", "1q", "1y", "1mo15d", "2mo12h", "3y2mo1w3d5h7m", "1mo1s", "5d"]
+DURATIONS += ["1mo1500ms", "3d7h11us13ns"]
 PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
 
 
 def _polars_reaches(keys: pa.Array, text: str):
+    """polars' reaches back and ahead, in nanoseconds cut to whole ticks of the keys (polars
+    reads seconds as milliseconds: 1,500 ms reaches as far among keys of seconds as 1 s)."""
     s = pl.from_arrow(keys)
     back, ahead = s - s.dt.offset_by("-" + text), s.dt.offset_by(text) - s
-    return [r.dt.total_nanoseconds().to_list() for r in (back, ahead)]
+    tick = 86_400 * 10**9 if pa.types.is_date32(keys.type) else 10**9 // PER_SECOND[keys.type.unit]
+    return [
+        [None if v is None else v // tick * tick for v in r.dt.total_nanoseconds().to_list()]
+        for r in (back, ahead)
+    ]
 
 
 def _nanoseconds(reach: pa.Array) -> list:
@@ -145,16 +153,15 @@ def test_a_days_reach_is_reused_only_within_the_day(unit, zone):
 
 
 def test_what_the_kernel_does_not_count_polars_counts():
-    """Zones with clock changes, a part finer than the key's tick, a part day on a date,
-    text the parser does not read plainly."""
+    """Zones with clock changes, a part day on a date, text the parser does not read
+    plainly. (A part finer than a timestamp's tick the kernel counts, cut to whole ticks:
+    DURATIONS.)"""
     zoned = pa.array([0], pa.timestamp("us", "Europe/Amsterdam"))
-    seconds = pa.array([0], pa.timestamp("s"))
     days = pa.array([0], pa.date32())
     assert _fixed_day_reaches("1mo", zoned, ("backward",)) is None
-    assert _fixed_day_reaches("1mo5ms", seconds, ("backward",)) is None
     assert _fixed_day_reaches("1mo12h", days, ("backward",)) is None
     assert calendar_parts("1 mo") is None and calendar_parts("1MO") is None
-    for keys, text in [(zoned, "1mo"), (seconds, "1mo5ms")]:
+    for keys, text in [(zoned, "1mo"), (days, "1mo12h")]:
         (got,) = reaches(text, keys, "left_on", ("backward",))
         s = pl.from_arrow(keys)
         assert got.to_pylist() == (s - s.dt.offset_by("-" + text)).to_list()
@@ -211,3 +218,29 @@ def test_duration_strings_are_read_into_months_days_and_nanoseconds():
     assert calendar_parts("") is None
     assert calendar_parts("mo") is None
     assert calendar_parts("1mo x") is None
+
+
+@pytest.mark.parametrize("strategy", ["backward", "forward", "nearest"])
+def test_a_part_finer_than_the_tick_in_a_zone_of_a_fixed_offset(strategy):
+    """Parts finer than keys of milliseconds in "+05:30", which polars cannot read (its
+    "unable to parse time zone" came out of the join before): the kernel cuts them to whole
+    ticks, and joins as polars does in Asia/Kolkata (+05:30 since 1945)."""
+    import asofgpu as ag
+
+    rng = np.random.default_rng(3)
+    start, stop = (np.datetime64(d, "ms").astype(np.int64) for d in ("1950-01-01", "2200-01-01"))
+    left_keys = np.sort(rng.integers(start, stop, 300))
+    right_keys = np.sort(rng.integers(start, stop, 2000))
+    for text in ["1mo1us", "2mo3d1500us", "1y999999ns"]:
+        got = {}
+        for zone in ("+05:30", "Asia/Kolkata"):
+            left = pa.table({"t": pa.array(left_keys, pa.timestamp("ms", zone))})
+            right = pa.table(
+                {"t": pa.array(right_keys, pa.timestamp("ms", zone)), "v": range(2000)}
+            )
+            joined = ag.join_asof(left, right, on="t", strategy=strategy, tolerance=text)
+            got[zone] = joined["v"].to_pylist()
+        assert got["+05:30"] == got["Asia/Kolkata"], text
+        assert any(v is not None for v in got["+05:30"]), text
+        if text == "1mo1us":  # (a month is less than most gaps here: it cuts)
+            assert None in got["+05:30"]
