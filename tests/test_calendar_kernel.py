@@ -244,3 +244,24 @@ def test_a_part_finer_than_the_tick_in_a_zone_of_a_fixed_offset(strategy):
         assert any(v is not None for v in got["+05:30"]), text
         if text == "1mo1us":  # (a month is less than most gaps here: it cuts)
             assert None in got["+05:30"]
+
+
+def test_a_part_of_a_day_on_date32_and_date64_keys():
+    """Dates of days drop a reach's time of day where ``offset_by`` lands ("2mo12h" back from
+    1971-03-01: 1970-12-31); date64 keys, milliseconds, keep it, as polars reads them (as
+    datetimes): 1970-12-31 12:00, which the date misses (README)."""
+    import datetime as dt
+
+    import asofgpu as ag
+
+    left, right = [dt.date(1971, 3, 1)], [dt.date(1970, 12, 31)]
+    got = {}
+    for keys in (pa.date32(), pa.date64()):
+        joined = ag.join_asof(
+            pa.table({"t": pa.array(left, keys)}),
+            pa.table({"t": pa.array(right, keys), "v": [1]}),
+            on="t",
+            tolerance="2mo12h",
+        )
+        got[str(keys)] = joined["v"].to_pylist()
+    assert got == {"date32[day]": [1], "date64[ms]": [None]}
