@@ -82,7 +82,8 @@ def test_small_left_files_are_joined_together_and_written_apart(
             {
                 "t": pa.array(np.arange(start, start + n) * 10, pa.timestamp("s")),
                 "g": pa.array(
-                    rng.choice(["a", "b", "c"], n), "large_string" if start == 3 else "string"
+                    rng.choice(["a", "b", "c"], n).tolist(),
+                    "large_string" if start == 3 else "string",
                 ),
                 "tol": pa.array(rng.integers(0, 30, n), pa.duration("s")),
                 "x": pa.array(np.arange(start, start + n)),

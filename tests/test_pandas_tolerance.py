@@ -172,7 +172,7 @@ def test_a_column_of_durations_keeps_each_row_its_own(direction, exact):
 
 
 def _seconds(*stamps) -> pd.Series:
-    return pd.Series(pd.to_datetime(list(stamps), format="ISO8601")).dt.as_unit("s")
+    return pd.Series(np.array(stamps, "datetime64[s]"))  # (pandas 2.2 parses to ns only)
 
 
 def test_a_column_of_durations_past_nanoseconds_range_and_in_other_units():
