@@ -416,7 +416,7 @@ class AsofMerge:
     def probe_tolerance(self, key_dtype: np.dtype):
         """The tolerance as ``AsofJoin.join`` takes it, on the kernel's keys of ``key_dtype``
         (whole ticks of the left key's unit on a temporal key): pandas' scalar through
-        ``kernel_tolerance``; a column of them as an Arrow array (null: no limit); a
+        ``kernel_tolerance``; a column of them as ``extension_tolerance`` gives it; a
         ``DateOffset`` as each left row's reach both ways (``Reaches``), measured by pandas'
         own arithmetic: back to ``x - offset``, ahead to ``x + offset``."""
         tol = self.tolerance
@@ -623,8 +623,8 @@ def extension_tolerance(tolerance, left_values, key_dtype: np.dtype):
     ``on`` values ``left_values`` (pandas or numpy, read on the host) joined as keys of
     ``key_dtype``: a ``DateOffset`` as each row's reach both ways (``Reaches``, by pandas'
     own arithmetic: back to ``x - offset``, ahead to ``x + offset``); a column of them as
-    an Arrow array (whole ticks of the key's unit on a temporal key, rounded down, the
-    largest for no limit; null: no limit), one per left row and none negative."""
+    an Arrow array (numbers; on a temporal key whole ticks of the key's unit, rounded down,
+    the largest for no limit; null: no limit), one per left row and none negative."""
     if isinstance(tolerance, pd.offsets.BaseOffset):
         return _offset_reaches(tolerance, left_values)
     column = _tolerance_column(tolerance)

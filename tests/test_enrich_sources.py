@@ -69,9 +69,9 @@ def test_small_left_files_are_joined_together_and_written_apart(
     (``joined_together``; a join costs about a millisecond whatever its rows), and each is
     still written into a file of its own as a join of it alone writes it: an empty file
     among them, one in a folder of its own, each row's tolerance read with the keys, and
-    one whose ``g`` is of another text type, read as the others' and so never copied (a
-    copied file's text keys come as codes, the others' as text: a run of both is joined a
-    chunk at a time)."""
+    two (one empty) whose ``g`` is of another text type, read as the others' and so never
+    copied (a copied file's text keys come as codes, the others' as text: a run of both is
+    joined a chunk at a time)."""
     rng = np.random.default_rng(5)
     left, out = tmp_path / "l", tmp_path / "out"
     names = ["0.parquet", "1.parquet", "2.parquet", "3.parquet", "4.parquet", "z/5.parquet"]
@@ -139,6 +139,64 @@ def test_each_out_file_is_synced_as_it_closes_not_at_the_commit(tmp_path, capsys
     assert code == 0, stderr
     assert sorted(synced) == [(f"{i}.parquet", "asofgpu-close_0") for i in range(5)]
     assert sorted(os.listdir(tmp_path / "out")) == [f"{i}.parquet" for i in range(5)]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+def test_many_small_left_files_stay_within_the_open_files_allowed(tmp_path, capsys):
+    """Files joined together are open until their run is written: a run of every one of
+    300 small files ran out of descriptors under a limit of 256 (macOS' default). Runs hold
+    ``RUN_FILES`` at most, and the run before them while it closes."""
+    import resource
+
+    from asofgpu.enrich._job import RUN_FILES
+
+    for i in range(300):
+        times = pa.array([10 * i, 10 * i + 5], pa.timestamp("s"))
+        write(pa.table({"t": times, "g": [1, 2]}), tmp_path / "l" / f"{i:03d}.parquet")
+    right = pa.table({"t": pa.array([0, 1], pa.timestamp("s")), "g": [1, 2], "v": [1.0, 2.0]})
+    write(right, tmp_path / "r.parquet")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    room = 2 * RUN_FILES + 60  # the runs' files, and what reading and the pools hold
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + room, hard))
+    try:
+        code, _, stderr = enrich_in(tmp_path, capsys=capsys, left="l", out="out")
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert code == 0, stderr
+    assert len(os.listdir(tmp_path / "out")) == 300
+    assert pq.read_table(tmp_path / "out" / "299.parquet")["v"].to_pylist() == [1.0, 2.0]
+
+
+def test_a_file_that_fails_to_close_aborts_the_run_after_it(tmp_path, capsys, monkeypatch):
+    """A file that cannot be synced as it closes fails the run where the next run waits
+    for it: that next run's writers, made and written by then, are aborted, their files
+    closed (they stayed open until the error was collected)."""
+    from asofgpu.enrich import _job, _output
+
+    for i in range(4):
+        times = pa.array([10 * i, 10 * i + 5], pa.timestamp("s"))
+        write(pa.table({"t": times, "g": [1, 2]}), tmp_path / "l" / f"{i}.parquet")
+    right = pa.table({"t": pa.array([0, 1], pa.timestamp("s")), "g": [1, 2], "v": [1.0, 2.0]})
+    write(right, tmp_path / "r.parquet")
+    made = []
+    real_writer = _job._writer
+
+    def writer(*args):
+        made.append(real_writer(*args))
+        return made[-1]
+
+    def sync(folder, path):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(_job, "_writer", writer)
+    monkeypatch.setattr(_output.AtomicFolder, "sync", sync)
+    code, _, stderr = enrich_in(
+        tmp_path, "--chunk-rows", "2", capsys=capsys, left="l", out="out"
+    )  # a run a file
+    assert code == 1, stderr
+    assert "Input/output error" in stderr
+    assert len(made) == 2 and all(w._file.closed for w in made)
+    assert hidden(tmp_path) == []
 
 
 def test_a_failure_among_files_joined_together_leaves_nothing(tmp_path, capsys, monkeypatch):

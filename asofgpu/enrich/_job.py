@@ -61,6 +61,7 @@ from ._stream import (
 )
 
 MAX_PARTITIONS = 512  # each side's partitions are open files at once
+RUN_FILES = 32  # LEFT files joined together at most (``joined_together``): open files
 LAYOUTS = ("tape", "grouped")  # the orders a stream takes, tried in this order
 # A tape of RIGHT whose sample holds this many groups a row is held in memory where it fits
 # (``_mode``): 100,000 groups in 10M rows sample 0.74 and stream as fast; 1M sample 0.97.
@@ -409,8 +410,8 @@ def _run(
                         files = next(iter(left_batches))
                         _enrich_parts(left, files, writers, attach, options, counts, out)
                         progress.update(counts.rows)
-                for done in closed:
-                    done.result()  # raises what closing the files before raised
+                    for done in closed:
+                        done.result()  # raises what closing the files before raised
                 closed = [closing.submit(_close, writer, out, target) for writer in writers]
             attach.finish()  # a stream checks the RIGHT rows past LEFT's last row too
             for done in closed:
@@ -783,21 +784,26 @@ def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
     return min(k, MAX_PARTITIONS)
 
 
-def joined_together(parts: list[Part], rows: int) -> list[list[int]]:
+def joined_together(parts: list[Part], rows: int, files: int = RUN_FILES) -> list[list[int]]:
     """LEFT's files (their indices) in runs joined as one chunk: consecutive files of up to
-    ``rows`` rows in all, each still written into its own output file; a larger file alone,
-    in chunks. A join costs about a millisecond whatever its rows (the probe's and gather's
-    set-up, the staleness, handing the GIL to and from the readers and writers): a day of
-    per-symbol LEFT files, most of a few thousand rows, spent most of its time so.
+    ``rows`` rows in all, and up to ``files`` of them, each still written into its own
+    output file; a larger file alone, in chunks. A join costs about a millisecond whatever
+    its rows (the probe's and gather's set-up, the staleness, handing the GIL to and from
+    the readers and writers): a day of per-symbol LEFT files, most of a few thousand rows,
+    spent most of its time so. Each file of a run is open until the run is written, and
+    the last run's while they close: ``files`` keeps them within the descriptors a process
+    may open (a run of 2,000 empty or tiny files ran out of macOS' 256 and Linux' 1,024).
 
     >>> from types import SimpleNamespace as Part
     >>> joined_together([Part(rows=n) for n in (5, 3, 9, 2, 0, 1)], rows=8)
     [[0, 1], [2], [3, 4, 5]]
+    >>> joined_together([Part(rows=0)] * 5, rows=8, files=2)
+    [[0, 1], [2, 3], [4]]
     """
     runs: list[list[int]] = []
     held = rows + 1  # rows in the last run: none may join a run that is not begun
     for i, part in enumerate(parts):
-        if held + part.rows > rows:
+        if held + part.rows > rows or len(runs[-1]) == files:
             runs.append([])
             held = 0
         runs[-1].append(i)
@@ -816,7 +822,7 @@ def _writers(
     pools: WritePools,
 ):
     """The writers of LEFT's files ``run`` (indices), each into its place in ``target``;
-    all aborted if the block raises."""
+    all aborted (their files closed) if the block raises."""
     writers: list[ParquetStitcher] = []
     try:
         for i in run:
