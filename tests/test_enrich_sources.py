@@ -32,6 +32,16 @@ def write(table: pa.Table, path: Path, row_group_size: int = 40) -> Path:
     return path
 
 
+def small_left_files(folder: Path, n: int, width: int = 1) -> None:
+    """``n`` LEFT files of two rows each in ``folder / "l"`` (named by their number, of
+    ``width`` digits at least), ten seconds apart, and a RIGHT of two rows, ``r.parquet``."""
+    for i in range(n):
+        times = pa.array([10 * i, 10 * i + 5], pa.timestamp("s"))
+        write(pa.table({"t": times, "g": [1, 2]}), folder / "l" / f"{i:0{width}d}.parquet")
+    right = pa.table({"t": pa.array([0, 1], pa.timestamp("s")), "g": [1, 2], "v": [1.0, 2.0]})
+    write(right, folder / "r.parquet")
+
+
 def days(seed: int = 1):
     """Two shuffled market-data days (quotes, trades) of the same symbols."""
     return [
@@ -122,11 +132,7 @@ def test_each_out_file_is_synced_as_it_closes_not_at_the_commit(tmp_path, capsys
     once: the commit syncs none again (2,000 files' syncs took the commit 0.3 s)."""
     from asofgpu.enrich import _output
 
-    for i in range(5):
-        times = pa.array([10 * i, 10 * i + 5], pa.timestamp("s"))
-        write(pa.table({"t": times, "g": [1, 2]}), tmp_path / "l" / f"{i}.parquet")
-    right = pa.table({"t": pa.array([0, 1], pa.timestamp("s")), "g": [1, 2], "v": [1.0, 2.0]})
-    write(right, tmp_path / "r.parquet")
+    small_left_files(tmp_path, 5)
     synced = []
     real = _output._fsync
 
@@ -150,11 +156,7 @@ def test_many_small_left_files_stay_within_the_open_files_allowed(tmp_path, caps
 
     from asofgpu.enrich._job import RUN_FILES
 
-    for i in range(300):
-        times = pa.array([10 * i, 10 * i + 5], pa.timestamp("s"))
-        write(pa.table({"t": times, "g": [1, 2]}), tmp_path / "l" / f"{i:03d}.parquet")
-    right = pa.table({"t": pa.array([0, 1], pa.timestamp("s")), "g": [1, 2], "v": [1.0, 2.0]})
-    write(right, tmp_path / "r.parquet")
+    small_left_files(tmp_path, 300, width=3)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     room = 2 * RUN_FILES + 60  # the runs' files, and what reading and the pools hold
     resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + room, hard))
@@ -173,11 +175,7 @@ def test_a_file_that_fails_to_close_aborts_the_run_after_it(tmp_path, capsys, mo
     closed (they stayed open until the error was collected)."""
     from asofgpu.enrich import _job, _output
 
-    for i in range(4):
-        times = pa.array([10 * i, 10 * i + 5], pa.timestamp("s"))
-        write(pa.table({"t": times, "g": [1, 2]}), tmp_path / "l" / f"{i}.parquet")
-    right = pa.table({"t": pa.array([0, 1], pa.timestamp("s")), "g": [1, 2], "v": [1.0, 2.0]})
-    write(right, tmp_path / "r.parquet")
+    small_left_files(tmp_path, 4)
     made = []
     real_writer = _job._writer
 
@@ -204,11 +202,7 @@ def test_a_failure_among_files_joined_together_leaves_nothing(tmp_path, capsys, 
     (each file closed), and the run leaves no OUT and nothing hidden."""
     from asofgpu.enrich import _job
 
-    for i in range(4):
-        times = pa.array([10 * i, 10 * i + 5], pa.timestamp("s"))
-        write(pa.table({"t": times, "g": [1, 2]}), tmp_path / "l" / f"{i}.parquet")
-    right = pa.table({"t": pa.array([0, 1], pa.timestamp("s")), "g": [1, 2], "v": [1.0, 2.0]})
-    write(right, tmp_path / "r.parquet")
+    small_left_files(tmp_path, 4)
     aborted, writes = [], []
     real_abort, real_write = _job.ParquetStitcher.abort, _job.ParquetStitcher.write
 
