@@ -47,7 +47,7 @@ from ._output import (
     footer_metadata,
     stored_as,
 )
-from ._sources import Part, Source, is_text, type_partitions
+from ._sources import Part, Source, is_text, runs_of, type_partitions
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
 from ._stream import (
@@ -800,15 +800,7 @@ def joined_together(parts: list[Part], rows: int, files: int = RUN_FILES) -> lis
     >>> joined_together([Part(rows=0)] * 5, rows=8, files=2)
     [[0, 1], [2, 3], [4]]
     """
-    runs: list[list[int]] = []
-    held = rows + 1  # rows in the last run: none may join a run that is not begun
-    for i, part in enumerate(parts):
-        if held + part.rows > rows or len(runs[-1]) == files:
-            runs.append([])
-            held = 0
-        runs[-1].append(i)
-        held += part.rows
-    return runs
+    return runs_of([part.rows for part in parts], rows, most=files)
 
 
 @contextlib.contextmanager

@@ -211,7 +211,7 @@ class Part:
                 self.path, metadata=self.meta, pre_buffer=False, read_dictionary=read_dictionary
             )
             sizes = [self.meta.row_group(g).num_rows for g in range(self.meta.num_row_groups)]
-            for run in _runs(sizes, rows):
+            for run in runs_of(sizes, rows):
                 wanted = columns()
                 threads = self._worth_threads(run, wanted, together=True)
                 if len(run) == 1 and self.meta.row_group(run[0]).num_rows > rows:
@@ -247,10 +247,10 @@ class Part:
         a 100,000-row group of 4 MiB, 1.6 ms against 2.2)."""
         if (self.meta.num_columns if columns is None else len(columns)) < 2:
             return False
-        sizes = [self._bytes(g, columns) for g in groups]
+        sizes = [self.group_bytes(g, columns) for g in groups]
         return (sum(sizes) if together else max(sizes, default=0)) >= THREADED_BYTES
 
-    def _bytes(self, g: int, columns: list[str] | None) -> int:
+    def group_bytes(self, g: int, columns: list[str] | None) -> int:
         """Row group ``g``'s ``columns`` (None: all), uncompressed."""
         group = self.meta.row_group(g)
         if columns is None:
@@ -501,7 +501,7 @@ class Source:
                     part.path, metadata=part.meta, pre_buffer=False, read_dictionary=codes
                 )
                 threads = part._worth_threads(range(part.meta.num_row_groups), data)
-                table = part.as_wanted(_read_whole(reader, data, threads), codes)
+                table = part.as_wanted(_read_run(reader, None, data, threads), codes)
             except (OSError, pa.ArrowException) as exc:
                 raise EnrichError(
                     f"cannot read {self.side} file {part.path}: {one_line(exc)}"
@@ -510,28 +510,34 @@ class Source:
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
 
 
-def _read_run(reader: pq.ParquetFile, run: list[int], columns: list[str], threads: bool):
-    """Row groups ``run`` read together, or a row group at a time where pyarrow reads
-    dictionaries nested in lists or structs of several row groups only so (as
-    ``_read_whole``)."""
+def _read_run(reader: pq.ParquetFile, run, columns: list[str], threads: bool) -> pa.Table:
+    """Row groups ``run`` (None: the whole file) read together, on pyarrow's threads when
+    ``threads``, or a row group at a time where pyarrow reads dictionaries nested in lists
+    or structs of several row groups only so ("Nested data conversions not implemented for
+    chunked array outputs")."""
     try:
+        if run is None:
+            return reader.read(columns=columns, use_threads=threads)
         return reader.read_row_groups(run, columns=columns, use_threads=threads)
     except pa.ArrowNotImplementedError:
+        groups = range(reader.metadata.num_row_groups) if run is None else run
         return pa.concat_tables(
-            reader.read_row_group(g, columns=columns, use_threads=threads) for g in run
+            reader.read_row_group(g, columns=columns, use_threads=threads) for g in groups
         )
 
 
-def _runs(sizes: list[int], rows: int) -> list[list[int]]:
-    """Row groups of ``sizes`` rows in runs of consecutive ones read together: each of up
-    to ``rows`` rows in all, or one row group alone.
+def runs_of(sizes: list[int], rows: int, most: int | None = None) -> list[list[int]]:
+    """Consecutive pieces (row groups, files) of ``sizes`` rows in runs taken together: each
+    of up to ``rows`` rows in all and ``most`` pieces, or one piece alone.
 
-    >>> _runs([3, 3, 3, 9, 0, 2], 6)
+    >>> runs_of([3, 3, 3, 9, 0, 2], 6)
     [[0, 1], [2], [3], [4, 5]]
+    >>> runs_of([0, 0, 0], 6, most=2)
+    [[0, 1], [2]]
     """
     runs, run, held = [], [], 0
     for g, n in enumerate(sizes):
-        if run and held + n > rows:
+        if run and (held + n > rows or len(run) == most):
             runs.append(run)
             run, held = [], 0
         run.append(g)
@@ -539,20 +545,6 @@ def _runs(sizes: list[int], rows: int) -> list[list[int]]:
     if run:
         runs.append(run)
     return runs
-
-
-def _read_whole(reader: pq.ParquetFile, columns: list[str], threads: bool) -> pa.Table:
-    """A file's ``columns``, read at once (on pyarrow's threads when ``threads``), or a row
-    group at a time where pyarrow reads dictionaries nested in lists or structs of several
-    row groups only so ("Nested data conversions not implemented for chunked array
-    outputs")."""
-    try:
-        return reader.read(columns=columns, use_threads=threads)
-    except pa.ArrowNotImplementedError:
-        groups = range(reader.metadata.num_row_groups)
-        return pa.concat_tables(
-            reader.read_row_group(g, columns=columns, use_threads=threads) for g in groups
-        )
 
 
 def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
