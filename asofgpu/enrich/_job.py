@@ -290,8 +290,9 @@ def _run(
         )
         backend = checked.result()
         stack.enter_context(_kernel_threads())
-        # Many small LEFT files are many small joins, each below the size that compiles:
-        # together they would spend the plain-Python budget first (walks.compiling_ahead).
+        # Many small chunks (a small --chunk-rows; small files are joined together) are
+        # many joins below the size that compiles: together they would spend the
+        # plain-Python budget first (walks.compiling_ahead).
         stack.enter_context(walks.compiling_ahead(left.rows))
         target = stack.enter_context(_target(left, out, found))
         # A file's last chunks are encoded while the next files are read and joined: its
