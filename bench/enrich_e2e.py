@@ -24,6 +24,12 @@ of them alike. Each writes with its own default compression. Every peer's output
 same (time, symbol, price, size, bid) rows as asofgpu's, as a multiset (DuckDB does not keep the
 trades' order), or the script fails and writes nothing.
 
+``--left-files by-symbol`` lays the trades out as many feeds deliver them: a folder of one file
+a symbol (``trades_by_symbol``: 1,000 Zipf-sized files, each in time order), written once beside
+the day. asofgpu enriches the folder into a folder of as many files (``-o`` a folder); the peers
+read it as one glob (``trades-by-symbol/*.parquet``) and write one file. Its report is
+enrich-by-symbol.md and .json, and has no goal.
+
 ``--scale 100Mx10M`` (make bench passes it) adds one run of asofgpu alone with
 ``--memory-limit`` on a day too large to hold comfortably: the quotes are written time slice by
 time slice, never all in memory. It reports the wall time, the peak RSS and whether that stayed
@@ -80,6 +86,7 @@ GOAL = 0.7  # issue 18: asofgpu enrich at most 0.7x the fastest peer's wall time
 SYMBOLS, SEED = 1000, 0
 DEFAULT_SIZE, QUICK_SIZE = "10Mx10M", "200Kx200K"
 KEY = ["time", "symbol", "price", "size", "bid"]  # the rows compared, as a multiset
+LEFT_FILES = ("one", "by-symbol")  # how the trades are laid out: --left-files
 SLICE_ROWS = 5_000_000  # rows per generated slice of the scale day
 RESULT = "@@e2e "  # the prefix of the meter's one line on stdout
 
@@ -118,7 +125,8 @@ def options(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__.splitlines()[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Sizes are QUOTESxTRADES with K, M, G suffixes. "
-        "Results: OUT/enrich.md and OUT/enrich.json.",
+        "Results: OUT/enrich.md and OUT/enrich.json (enrich-by-symbol.* with "
+        "--left-files by-symbol).",
     )
     parser.add_argument(
         "--size",
@@ -136,6 +144,13 @@ def options(argv: list[str] | None) -> argparse.Namespace:
         "--quick",
         action="store_true",
         help=f"--size {QUICK_SIZE} --runs 1 unless given: checks the harness",
+    )
+    parser.add_argument(
+        "--left-files",
+        choices=LEFT_FILES,
+        default="one",
+        help="the trades as one file (default), or by-symbol: a folder of one file a "
+        "symbol, as a feed split by instrument gives them; OUT is then a folder too",
     )
     parser.add_argument(
         "--scale",
@@ -161,7 +176,7 @@ def options(argv: list[str] | None) -> argparse.Namespace:
         "--out",
         type=Path,
         default=ROOT / "bench" / "results",
-        help="where enrich.md and enrich.json go (default bench/results)",
+        help="where the report goes (default bench/results)",
     )
     parser.add_argument(
         "--timeout",
@@ -222,6 +237,47 @@ def day_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path
         write,
         say,
     )
+
+
+def trades_by_symbol(trades: Path, say) -> Path:
+    """A folder beside ``trades`` of its rows split by symbol, ``S0000.parquet`` and so on,
+    each in the file's (time) order, written once; the folder appears whole or not at all.
+
+    A per-symbol feed is what many users' LEFT is: Zipf-sized files, from most of a chunk
+    down to a few hundred rows, which asofgpu enriches file by file into a folder."""
+    import shutil
+
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    folder = trades.parent / "trades-by-symbol"
+    if folder.is_dir():
+        return folder
+    start = time.perf_counter()
+    table = pq.read_table(trades)
+    table = table.take(pc.sort_indices(table["symbol"]))  # stable: time order kept within
+    symbols, counts = pc.value_counts(table["symbol"]).flatten()
+    order = pc.sort_indices(symbols)
+    partial = Path(tempfile.mkdtemp(prefix=".trades-by-symbol-", dir=trades.parent))
+    try:
+        at = 0
+        for symbol, count in zip(symbols.take(order).to_pylist(), counts.take(order).to_pylist()):
+            pq.write_table(table.slice(at, count), partial / f"{symbol}.parquet")
+            at += count
+        os.chmod(partial, 0o777 & ~_umask())  # mkdtemp's is 0700: as a plain mkdir would make it
+        os.rename(partial, folder)
+    except BaseException:
+        shutil.rmtree(partial)
+        raise
+    took = time.perf_counter() - start
+    say(f"split {trades.name} into {len(symbols):,} files by symbol in {took:.1f} s")
+    return folder
+
+
+def _umask() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
 
 
 def day_bench(
@@ -409,6 +465,8 @@ def commands(
         ),
         "duckdb": DUCKDB_CODE,
     }
+    # A folder of trades as each peer reads one: DuckDB needs a glob, polars takes one too.
+    peer_trades = str(trades / "*.parquet") if trades.is_dir() else str(trades)
     argv = {}
     for system in systems:
         if system == "asofgpu":
@@ -418,7 +476,7 @@ def commands(
                 sys.executable,
                 "-c",
                 code[system],
-                str(trades),
+                peer_trades,
                 str(quotes),
                 str(outs[system]),
             ]
@@ -493,7 +551,7 @@ def rounds(
             record = records[system]
             if record["status"] != "ok":
                 continue
-            outs[system].unlink(missing_ok=True)  # outside the timed region
+            remove(outs[system])  # outside the timed region
             run = measure(argv[system], timeout)
             if run["status"] != "ok":
                 record.update(status=run["status"], rc=run.get("rc"), stderr=run["stderr"])
@@ -517,8 +575,25 @@ def rounds(
         if record["status"] == "ok":
             record["median_s"] = statistics.median(record["times_s"])
             record["peak_rss_mib"] = max(record["peak_rss_bytes"]) / 2**20
-            record["output_bytes"] = outs[system].stat().st_size
+            record["output_bytes"] = size_on_disk(outs[system])
     return records
+
+
+def remove(path: Path) -> None:
+    """A file or a folder gone, if there."""
+    import shutil
+
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def size_on_disk(path: Path) -> int:
+    """A file's size, or a folder's: the sum of the files in it."""
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
 
 
 def _last_line(text: str) -> str:
@@ -605,14 +680,16 @@ def check(outs: dict[str, Path], records: dict[str, dict]) -> None:
 # ------------------------------------------------------------------------------ report
 
 
-def headline(records: dict[str, dict]) -> dict | None:
-    """asofgpu's median over the fastest peer's, where both finished, with the goal."""
+def headline(records: dict[str, dict], goal: float | None = GOAL) -> dict | None:
+    """asofgpu's median over the fastest peer's, where both finished, with the goal (None
+    where the day has none: the goal is the one file's)."""
     peers = {s: r["median_s"] for s, r in records.items() if s != "asofgpu" and r["status"] == "ok"}
     if records["asofgpu"]["status"] != "ok" or not peers:
         return None
     fastest = min(peers, key=peers.get)
     ratio = records["asofgpu"]["median_s"] / peers[fastest]
-    return {"ratio": ratio, "fastest_peer": fastest, "goal": GOAL, "met": ratio <= GOAL}
+    met = None if goal is None else ratio <= goal
+    return {"ratio": ratio, "fastest_peer": fastest, "goal": goal, "met": met}
 
 
 def _memory(n_bytes: float) -> str:
@@ -656,13 +733,26 @@ def _command_text(argv: list[str], folders: dict[str, str]) -> str:
     return " ".join(word(w) for w in argv)
 
 
+def _layout_text(report: dict) -> str:
+    """What --left-files by-symbol changes, in a sentence; nothing for the one file."""
+    if report["settings"].get("left_files", "one") == "one":
+        return ""
+    return (
+        f" The trades are split by symbol into a folder of {report['data']['trades_files']:,} "
+        f"files (`trades_by_symbol`: Zipf-sized, each in time order), as a per-instrument feed "
+        f"gives them: asofgpu enriches the folder into a folder of as many files, the peers "
+        f"read it as one glob and write one file."
+    )
+
+
 def markdown(report: dict) -> str:
     s = report["settings"]
     q, t = s["size"]
     records = {r["system"]: r for r in report["results"]}
     ours = records["asofgpu"].get("median_s")
     lines = [
-        "# asofgpu enrich, end to end",
+        "# asofgpu enrich, end to end"
+        + ("" if s.get("left_files", "one") == "one" else ", trades in a file a symbol"),
         "",
         *heading(report),
         "",
@@ -670,7 +760,7 @@ def markdown(report: dict) -> str:
         f"{q:,} quotes (backward, exact matches allowed, by symbol): "
         f"`asofgpu.marketdata.day({label(q)}, {label(t)}, {SYMBOLS}, seed={SEED})` written "
         f"with `pyarrow.parquet.write_table`, parquet in, parquet out with the system's own "
-        f"default compression. Wall time: the whole process, start to exit (Python start-up, "
+        f"default compression.{_layout_text(report)} Wall time: the whole process, start to exit (Python start-up, "
         f"imports, reading, joining, writing), one process per run; {s['runs']} round(s), one "
         f"run of each system per round, the order rotated every round, after one untimed "
         f"warm-up run of asofgpu ({seconds_text(report['warmup_s'])}: numba's cache, and "
@@ -684,10 +774,14 @@ def markdown(report: dict) -> str:
     ]
     h = report["headline"]
     if h:
+        goal = (
+            ""
+            if h["goal"] is None
+            else f" · goal at most {h['goal']}x (issue 18, 10M × 10M): "
+            f"{'met' if h['met'] else 'not met'}"
+        )
         lines += [
-            f"**asofgpu / fastest peer ({TITLES[h['fastest_peer']]}): {h['ratio']:.2f}x**"
-            f" · goal at most {GOAL}x (issue 18, 10M × 10M): "
-            f"{'met' if h['met'] else 'not met'}.",
+            f"**asofgpu / fastest peer ({TITLES[h['fastest_peer']]}): {h['ratio']:.2f}x**{goal}.",
             "",
         ]
     checked = [TITLES[r["system"]] for r in report["results"] if r.get("checked_against")]
@@ -759,9 +853,14 @@ def _write_text(path: Path, text: str) -> None:
 def peers_section(args, say) -> dict:
     """The timed rounds on the day of ``--size``, checked: a part of the report."""
     quotes, trades = day_files(args.data, *args.size, say)
+    by_symbol = args.left_files == "by-symbol"
+    left = trades_by_symbol(trades, say) if by_symbol else trades
     with tempfile.TemporaryDirectory(prefix="run-", dir=args.data) as folder:
+        # asofgpu enriches a folder into a folder, a file a file; the peers write one file.
         outs = {s: Path(folder) / f"{s}.parquet" for s in SYSTEMS}
-        argv = commands(args.enrich_cmd, trades, quotes, outs)
+        if by_symbol:
+            outs["asofgpu"] = Path(folder) / "asofgpu"
+        argv = commands(args.enrich_cmd, left, quotes, outs)
         writing_bytecode = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         warmup = measure(argv["asofgpu"], args.timeout, writing_bytecode)
         if warmup["status"] != "ok":
@@ -780,13 +879,14 @@ def peers_section(args, say) -> dict:
         "data": {
             "folder": str(quotes.parent),
             "quotes_bytes": quotes.stat().st_size,
-            "trades_bytes": trades.stat().st_size,
+            "trades_bytes": size_on_disk(left),
+            "trades_files": len(list(left.glob("*.parquet"))) if by_symbol else 1,
         },
         "warmup_s": warmup["wall_s"],
         "commands": argv,
         "run_folder": folder,
         "results": [records[s] for s in SYSTEMS],
-        "headline": headline(records),
+        "headline": headline(records, None if by_symbol else GOAL),
     }
 
 
@@ -821,6 +921,12 @@ def scale_section(args, say) -> dict:
     return entry
 
 
+def report_stem(left_files: str) -> str:
+    """enrich (the day's one trades file) or enrich-by-symbol: the two layouts' reports can
+    share a folder."""
+    return "enrich" if left_files == "one" else f"enrich-{left_files}"
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = options(argv)
@@ -850,8 +956,9 @@ def main(argv: list[str] | None = None) -> int:
             "runs": args.runs,
             "symbols": SYMBOLS,
             "seed": SEED,
+            "left_files": args.left_files,
             "systems": list(SYSTEMS),
-            "goal": GOAL,
+            "goal": GOAL if args.left_files == "one" else None,
             "timeout_s": args.timeout,
         },
         **peers,
@@ -859,13 +966,14 @@ def main(argv: list[str] | None = None) -> int:
         "elapsed_s": time.perf_counter() - began,
     }
     text = markdown(report)
-    _write_text(args.out / "enrich.json", json.dumps(report, indent=1) + "\n")
-    _write_text(args.out / "enrich.md", text)
+    stem = report_stem(args.left_files)
+    _write_text(args.out / f"{stem}.json", json.dumps(report, indent=1) + "\n")
+    _write_text(args.out / f"{stem}.md", text)
     print(text)
-    say(f"wrote enrich.md and enrich.json to {args.out} in {time.perf_counter() - began:.0f} s")
+    say(f"wrote {stem}.md and {stem}.json to {args.out} in {time.perf_counter() - began:.0f} s")
     if scale and scale["status"] != "ok":
         print(
-            f"enrich_e2e: error: the scale run {scale['status']} (see enrich.md)", file=sys.stderr
+            f"enrich_e2e: error: the scale run {scale['status']} (see {stem}.md)", file=sys.stderr
         )
         return 1
     return 0

@@ -18,6 +18,7 @@ for needed in ("duckdb", "polars", "psutil"):
     pytest.importorskip(needed)  # the `bench` extra
 
 import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parents[1] / "bench" / "enrich_e2e.py"
@@ -125,6 +126,34 @@ def test_every_system_runs_is_checked_and_reported_with_the_scale_run(tmp_path):
 
 
 @pytest.mark.slow  # the script's whole run
+def test_trades_by_symbol_are_enriched_folder_to_folder_and_checked(tmp_path):
+    """``--left-files by-symbol``: asofgpu writes a folder of a file a symbol, the peers one
+    file each from the folder's glob, and every one's rows are checked against asofgpu's;
+    the report is enrich-by-symbol.*, and has no goal."""
+    done = run_script(tmp_path, "--left-files", "by-symbol")
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["enrich-by-symbol.json", "enrich-by-symbol.md"]
+    report = json.loads((out / "enrich-by-symbol.json").read_text())
+    assert report["settings"]["left_files"] == "by-symbol" and report["settings"]["goal"] is None
+    assert report["data"]["trades_files"] > 100  # Zipf over 1,000 symbols
+    for r in report["results"]:
+        assert r["status"] == "ok" and r["output_bytes"] > 0, r["system"]
+        assert r.get("checked_against") == (None if r["system"] == "asofgpu" else "asofgpu")
+    assert report["headline"]["goal"] is None and report["headline"]["met"] is None
+    table = (out / "enrich-by-symbol.md").read_text()
+    assert "trades in a file a symbol" in table and "goal at most" not in table
+    assert f"split by symbol into a folder of {report['data']['trades_files']:,} files" in table
+    assert "trades-by-symbol/*.parquet" in table
+    data = tmp_path / "data" / "20Kx20K-1000sym-seed0"
+    assert sorted(p.name for p in data.iterdir()) == [
+        "quotes.parquet",
+        "trades-by-symbol",
+        "trades.parquet",
+    ]
+
+
+@pytest.mark.slow  # the script's whole run
 def test_a_scale_run_that_fails_is_reported_and_fails_the_script(tmp_path):
     cmd, env = standin(tmp_path, fail=True)
     done = run_script(tmp_path, "--scale", "30Kx5K", *cmd, env=env)
@@ -172,6 +201,60 @@ def test_the_scale_day_is_written_in_time_order_slice_by_slice(e2e, tmp_path):
         times = table["time"].cast(pa.int64()).to_numpy()
         assert (np.diff(times) >= 0).all()
         assert len(table["symbol"].unique()) > 100  # Zipf over 1,000 symbols
+
+
+def test_the_trades_by_symbol_are_a_file_a_symbol_each_in_time_order(e2e, tmp_path):
+    """``--left-files by-symbol``: the day's trades, a file a symbol, each holding that
+    symbol's trades in the file's order; written once (a second call finds the folder)."""
+    from asofgpu import marketdata
+
+    _, trades = marketdata.day(300, 2_000, 40, seed=3)
+    path = tmp_path / "trades.parquet"
+    pq.write_table(trades, path)
+    said = []
+    folder = e2e.trades_by_symbol(path, said.append)
+    files = sorted(folder.iterdir())
+    symbols = sorted(set(trades["symbol"].to_pylist()))
+    assert [f.name for f in files] == [f"{s}.parquet" for s in symbols]
+    for file in files:
+        symbol = file.name.removesuffix(".parquet")
+        expected = trades.filter(pc.equal(trades["symbol"], symbol))
+        assert pq.read_table(file).equals(expected), symbol
+    assert len(said) == 1 and f"into {len(symbols):,} files by symbol" in said[0]
+    assert e2e.trades_by_symbol(path, said.append) == folder and len(said) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["trades-by-symbol", "trades.parquet"]
+    assert e2e.size_on_disk(folder) == sum(f.stat().st_size for f in files)
+
+
+def test_a_folder_of_trades_is_a_glob_to_the_peers_and_a_folder_to_asofgpu(e2e, tmp_path):
+    folder = tmp_path / "trades-by-symbol"
+    folder.mkdir()
+    outs = {s: tmp_path / f"{s}.parquet" for s in e2e.SYSTEMS} | {"asofgpu": tmp_path / "o"}
+    argv = e2e.commands(["asofgpu"], folder, tmp_path / "quotes.parquet", outs)
+    assert argv["asofgpu"][:4] == [
+        "asofgpu",
+        "enrich",
+        str(folder),
+        str(tmp_path / "quotes.parquet"),
+    ]
+    assert argv["asofgpu"][argv["asofgpu"].index("-o") + 1] == str(tmp_path / "o")
+    for peer in ("polars-lazy", "polars-eager", "duckdb"):
+        assert argv[peer][3] == str(folder / "*.parquet"), peer
+    assert (e2e.report_stem("one"), e2e.report_stem("by-symbol")) == ("enrich", "enrich-by-symbol")
+
+
+def test_a_day_of_per_symbol_files_is_reported_without_the_one_files_goal(e2e):
+    records = {
+        "asofgpu": {"system": "asofgpu", "status": "ok", "median_s": 3.0},
+        "polars-eager": {"system": "polars-eager", "status": "ok", "median_s": 2.0},
+    }
+    assert e2e.headline(records, None) == {
+        "ratio": 1.5,
+        "fastest_peer": "polars-eager",
+        "goal": None,
+        "met": None,
+    }
+    assert e2e.headline(records)["goal"] == 0.7 and e2e.headline(records)["met"] is False
 
 
 def _trades(bids, order=None):
