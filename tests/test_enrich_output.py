@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from asofgpu.enrich import _thrift as thrift
-from asofgpu.enrich._output import ParquetStitcher, WritePools
+from asofgpu.enrich._output import ParquetStitcher, WholeFile, WritePools, stored_as
 
 
 def _footer(path) -> bytes:
@@ -195,6 +195,85 @@ def test_a_table_of_another_schema_is_refused(tmp_path):
     with pytest.raises(ValueError, match="is not the writer's"):
         writer.write(pa.table({"x": pa.array([1], pa.int32())}))
     writer.abort()
+
+
+# ----------------------------------------------------------------------------- whole files
+
+
+def test_a_whole_file_is_what_a_stitcher_of_one_write_gives(tmp_path):
+    """A small file joined with others is written whole by pyarrow: the same rows, schema
+    (its metadata too), row group and statistics as the stitcher's file of the same write;
+    text gathered as codes (``stored_as``) is written as the schema's text."""
+    whole = table(500).replace_schema_metadata({"asofgpu": "enrich", "pandas": "{}"})
+    schema = whole.schema.set(1, pa.field("symbol", pa.large_string()))
+    codes = stored_as(whole["symbol"].dictionary_encode(), pa.large_string())
+    written = whole.set_column(1, "symbol", codes)
+    with WritePools(threads=2) as pools:
+        writers = [
+            kind(str(tmp_path / f"{kind.__name__}.parquet"), schema, pools=pools)
+            for kind in (WholeFile, ParquetStitcher)
+        ]
+        for writer in writers:
+            writer.write(written)
+            writer.close()
+    ours, stitched = (pq.ParquetFile(w.path) for w in writers)
+    assert ours.schema_arrow.equals(schema, check_metadata=True)
+    assert ours.read().equals(stitched.read())
+    assert ours.read().equals(whole.cast(schema))
+    assert ours.metadata.num_row_groups == 1 and ours.metadata.num_rows == 500
+    for column in range(len(schema)):
+        mine = ours.metadata.row_group(0).column(column)
+        theirs = stitched.metadata.row_group(0).column(column)
+        assert mine.statistics == theirs.statistics, schema.names[column]
+        assert mine.compression == theirs.compression == "SNAPPY"
+
+
+def test_a_whole_file_given_nothing_is_an_empty_file_of_the_schema(tmp_path):
+    schema = table(1).schema
+    with WritePools(threads=1) as pools:
+        writer = WholeFile(str(tmp_path / "e.parquet"), schema, pools=pools)
+        writer.close()
+    file = pq.ParquetFile(tmp_path / "e.parquet")
+    assert file.metadata.num_row_groups == 0
+    assert file.read().num_rows == 0 and file.schema_arrow.equals(schema)
+
+
+def test_a_whole_file_is_written_by_one_write_of_its_schema(tmp_path):
+    schema = pa.schema([("x", pa.int64())])
+    with WritePools(threads=1) as pools:
+        writer = WholeFile(str(tmp_path / "o.parquet"), schema, pools=pools)
+        with pytest.raises(ValueError, match="is not the writer's"):
+            writer.write(pa.table({"x": pa.array([1], pa.int32())}))
+        writer.write(pa.table({"x": [1, 2]}))
+        with pytest.raises(ValueError, match="is written whole, by one write"):
+            writer.write(pa.table({"x": [3]}))
+        writer.close()
+    assert pq.read_table(tmp_path / "o.parquet")["x"].to_pylist() == [1, 2]
+
+
+def test_a_whole_file_that_cannot_be_made_raises_at_close_and_abort_says_nothing(tmp_path):
+    with WritePools(threads=1) as pools:
+        writer = WholeFile(str(tmp_path), table(1).schema, pools=pools)  # a folder
+        writer.write(table(10))
+        with pytest.raises(OSError):
+            writer.close()
+        writer.abort()
+
+
+def test_an_aborted_whole_file_waiting_for_the_pool_is_never_written(tmp_path):
+    """Abort cancels a write still queued (the pool busy), so no file is made after the
+    run has failed; one already running is waited for."""
+    import threading
+
+    release = threading.Event()
+    with WritePools(threads=1) as pools:
+        busy = pools.encoder.submit(release.wait)
+        queued = WholeFile(str(tmp_path / "q.parquet"), table(1).schema, pools=pools)
+        queued.write(table(10))
+        queued.abort()
+        release.set()
+        busy.result()
+    assert not (tmp_path / "q.parquet").exists()
 
 
 @pytest.mark.parametrize("failing", ["fsync", "rename"])

@@ -20,7 +20,7 @@ import pytest
 import asofgpu as ag
 from conftest import unhashable_extension_type
 from asofgpu import marketdata
-from asofgpu.enrich._output import written_by_enrich
+from asofgpu.enrich._output import WholeFile, written_by_enrich
 from enrich_cli import enrich_in, hidden, needs_parquet_views, run
 
 pytestmark = pytest.mark.usefixtures("left_columns")  # copied and encoded, both
@@ -127,6 +127,30 @@ def test_small_left_files_are_joined_together_and_written_apart(
         assert written.to_pylist() == expected.select(written.schema.names).to_pylist(), name
 
 
+def test_a_file_joined_with_others_keeps_its_row_groups_only_when_copied(
+    tmp_path, capsys, left_columns
+):
+    """Files joined together and not copied are written whole (``WholeFile``): a file of
+    three row groups becomes one of one; copied, its row groups stay as they are. Either
+    way each holds what a join of it alone gives."""
+    left = tmp_path / "l"
+    for i in range(3):
+        times = pa.array(np.arange(6) * 10 + i, pa.timestamp("s"))
+        write(pa.table({"t": times, "x": np.arange(6) + 6 * i}), left / f"{i}.parquet", 2)
+    right = pa.table({"t": pa.array(np.arange(0, 60, 7), pa.timestamp("s")), "v": np.arange(9.0)})
+    write(right, tmp_path / "r.parquet")
+    code, _, stderr = run(
+        "enrich", left, tmp_path / "r.parquet", "-o", tmp_path / "out", "--on", "t",
+        "--device", "cpu", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    for i in range(3):
+        written = pq.ParquetFile(tmp_path / "out" / f"{i}.parquet")
+        assert written.metadata.num_row_groups == (3 if left_columns == "copied" else 1)
+        expected = ag.join_asof(pq.read_table(left / f"{i}.parquet"), right, on="t")
+        assert written.read().to_pylist() == expected.to_pylist()
+
+
 def test_each_out_file_is_synced_as_it_closes_not_at_the_commit(tmp_path, capsys, monkeypatch):
     """Each OUT file goes to disk on the closing thread, while the next files are joined,
     once: the commit syncs none again (2,000 files' syncs took the commit 0.3 s)."""
@@ -194,38 +218,47 @@ def test_a_file_that_fails_to_close_aborts_the_run_after_it(tmp_path, capsys, mo
     assert code == 1, stderr
     assert "Input/output error" in stderr
     # (a file not made yet when its writer was aborted is never made)
-    assert len(made) == 2 and all(w._file is None or w._file.closed for w in made)
+    assert len(made) == 2 and all(let_go(w) for w in made)
     assert hidden(tmp_path) == []
 
 
 def test_a_failure_among_files_joined_together_leaves_nothing(tmp_path, capsys, monkeypatch):
     """A write that fails in a run of files joined together aborts every writer of the run
-    (each file closed), and the run leaves no OUT and nothing hidden."""
+    (each file closed, or never written), and the run leaves no OUT and nothing hidden."""
     from asofgpu.enrich import _job
 
     small_left_files(tmp_path, 4)
     aborted, writes = [], []
-    real_abort, real_write = _job.ParquetStitcher.abort, _job.ParquetStitcher.write
+    for kind in (_job.ParquetStitcher, _job.WholeFile):  # (the run's files are written whole)
+        real_abort, real_write = kind.abort, kind.write
 
-    def abort(writer):
-        aborted.append(writer)
-        real_abort(writer)
+        def abort(writer, real_abort=real_abort):
+            aborted.append(writer)
+            real_abort(writer)
 
-    def write_or_fail(writer, *args):
-        writes.append(writer)
-        if len(writes) == 3:
-            raise OSError(28, "No space left on device")
-        real_write(writer, *args)
+        def write_or_fail(writer, *args, real_write=real_write):
+            writes.append(writer)
+            if len(writes) == 3:
+                raise OSError(28, "No space left on device")
+            real_write(writer, *args)
 
-    monkeypatch.setattr(_job.ParquetStitcher, "abort", abort)
-    monkeypatch.setattr(_job.ParquetStitcher, "write", write_or_fail)
+        monkeypatch.setattr(kind, "abort", abort)
+        monkeypatch.setattr(kind, "write", write_or_fail)
     code, _, stderr = enrich_in(tmp_path, capsys=capsys, left="l", out="out")
     assert code == 1, stderr
     assert "No space left on device" in stderr
     assert len(aborted) == 4
-    assert all(writer._file is None or writer._file.closed for writer in aborted)
+    assert all(let_go(writer) for writer in aborted)
     assert not (tmp_path / "out").exists()
     assert hidden(tmp_path) == []
+
+
+def let_go(writer) -> bool:
+    """Whether a writer holds its file no more: closed, or never made (a stitcher), or
+    written and let go of, or never to be (a whole file)."""
+    if isinstance(writer, WholeFile):
+        return writer._written is None or writer._written.done()
+    return writer._file is None or writer._file.closed
 
 
 def test_left_and_right_folders_give_a_mirrored_out_folder(tmp_path, capsys):
@@ -794,32 +827,34 @@ def test_a_failure_midway_keeps_the_old_out_folder_and_leaves_nothing(tmp_path, 
     assert hidden(tmp_path) == []
 
 
+@pytest.mark.parametrize("chunk_rows", ["50", "1000"])  # a run a file; all three together
 def test_an_out_file_that_cannot_be_made_fails_the_run_and_leaves_nothing(
-    tmp_path, capsys, monkeypatch
+    tmp_path, capsys, monkeypatch, chunk_rows
 ):
-    """OUT's files are made on the writers' appending thread: the second one refused is
-    still the command's one-line error, and the old OUT folder stays."""
+    """OUT's files are made on the writers' threads (a stitcher's appending thread, or the
+    encoding pool where files joined together are written whole): the second one refused
+    is still the command's one-line error, and the old OUT folder stays."""
     from asofgpu.enrich import _output
 
     left = tmp_path / "l"
     for name in ("1", "2", "3"):
         write(pa.table({"t": pa.array(np.arange(50), pa.timestamp("s"))}), left / f"{name}.parquet")
     right, out = _right_and_an_earlier_out(tmp_path)
+    real_path_for = _output.AtomicFolder.path_for
 
-    def refusing(path, *args, **kwargs):
-        if str(path).endswith("2.parquet"):
-            raise PermissionError(13, "Permission denied")
-        return open(path, *args, **kwargs)
+    def path_for(folder, relative):  # the second file's, in a folder that is not there
+        path = real_path_for(folder, relative)
+        return os.path.join(path + ".gone", "2.parquet") if relative == "2.parquet" else path
 
-    monkeypatch.setattr(_output, "open", refusing, raising=False)
+    monkeypatch.setattr(_output.AtomicFolder, "path_for", path_for)
     code, _, stderr = run(
-        "enrich", left, right, "-o", out, "--on", "t", "--device", "cpu", "-q", capsys=capsys
-    )
+        "enrich", left, right, "-o", out, "--on", "t", "--chunk-rows", chunk_rows,
+        "--device", "cpu", "-q", capsys=capsys,
+    )  # fmt: skip
     assert code == 1
-    assert stderr.splitlines()[-1] == (
-        f"asofgpu enrich: error: cannot write OUT {out}: [Errno 13] Permission denied; "
-        "nothing was written"
-    )
+    last = stderr.splitlines()[-1]
+    assert last.startswith(f"asofgpu enrich: error: cannot write OUT {out}: "), last
+    assert "No such file or directory" in last and last.endswith("; nothing was written")
     assert (out / "old.parquet").read_text() == "the previous result"
     assert hidden(tmp_path) == []
 

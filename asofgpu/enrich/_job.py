@@ -43,6 +43,7 @@ from ._output import (
     AtomicFile,
     AtomicFolder,
     ParquetStitcher,
+    WholeFile,
     WritePools,
     footer_metadata,
     stored_as,
@@ -815,13 +816,15 @@ def _writers(
     pools: WritePools,
 ):
     """The writers of LEFT's files ``run`` (indices), each into its place in ``target``;
-    all aborted (their files closed) if the block raises."""
-    writers: list[ParquetStitcher] = []
+    all aborted (their files closed) if the block raises. In a run of several files, each
+    not copied is written whole (``_files_batches`` gives it one chunk)."""
+    writers: list[ParquetStitcher | WholeFile] = []
     try:
         for i in run:
             part = left.parts[i]
             path = target.path_for(part.relative)
-            writers.append(_writer(path, the_plan, part, options, copies[i], pools))
+            whole = len(run) > 1 and _copied(copies[i]) is None
+            writers.append(_writer(path, the_plan, part, options, copies[i], pools, whole))
         yield writers
     except BaseException:
         for writer in writers:
@@ -845,7 +848,7 @@ def _enrich_part(
 def _enrich_parts(
     left: Source,
     files: list[list],
-    writers: list[ParquetStitcher],
+    writers: list[ParquetStitcher | WholeFile],
     attach,
     options: Options,
     counts: _Counts,
@@ -886,7 +889,7 @@ def _as_table(batch: pa.RecordBatch | pa.Table) -> pa.Table:
 
 def _write_joined(
     left: Source,
-    writer: ParquetStitcher,
+    writer: ParquetStitcher | WholeFile,
     batch: pa.RecordBatch | pa.Table,
     group,
     taken: pa.Table,
@@ -906,7 +909,9 @@ def _write_joined(
         writer.write(pa.Table.from_arrays(columns, schema=schema), group)
 
 
-def _close(writer: ParquetStitcher, out: str, target: AtomicFile | AtomicFolder) -> None:
+def _close(
+    writer: ParquetStitcher | WholeFile, out: str, target: AtomicFile | AtomicFolder
+) -> None:
     """What ``writer`` still encodes written, then its footer, and the file on disk
     (``target.sync``) while the next LEFT files are joined."""
     try:
@@ -983,7 +988,19 @@ def _files_batches(left: Source, options: Options, rows: int, copies: list, runs
             yield from chunks[0]
             yield None
         else:
-            yield [list(batches) for batches in chunks]
+            yield [
+                list(batches) if _copied(copies[i]) else _as_one(list(batches))
+                for i, batches in zip(run, chunks)
+            ]
+
+
+def _as_one(chunks: list) -> list:
+    """A file's chunks (not copied, so each with no row group) as one chunk, or none: its
+    rows for one write (``WholeFile``). They are of up to a chunk's rows in all."""
+    tables = [_as_table(batch) for batch, _ in chunks if batch.num_rows]
+    if len(tables) <= 1:
+        return [(tables[0], None)] if tables else []
+    return [(pa.concat_tables(tables), None)]
 
 
 def _one_file(batches: _Prefetch):
@@ -1058,16 +1075,27 @@ def _writer(
     options: Options,
     copy,
     pools: WritePools,
-) -> ParquetStitcher:
-    """OUT's writer of LEFT file ``part`` into ``path`` (it makes the file on its appending
-    thread: what that raises comes from a write or the close, under ``_writing``). The file
-    keeps the LEFT file's footer metadata (``Part.kept_metadata``: pandas reads OUT with
-    LEFT's index and dtypes, Spark with its calendar), and its footer says enrich wrote it
-    (``FOOTER_MARK``)."""
+    whole: bool = False,
+) -> ParquetStitcher | WholeFile:
+    """OUT's writer of LEFT file ``part`` into ``path``: ``whole``, a ``WholeFile``; else a
+    ``ParquetStitcher``. Each makes the file on a thread of its pools: what that raises
+    comes from a write or the close, under ``_writing``. The file keeps the LEFT file's
+    footer metadata (``Part.kept_metadata``: pandas reads OUT with LEFT's index and dtypes,
+    Spark with its calendar), and its footer says enrich wrote it (``FOOTER_MARK``)."""
+    schema = the_plan.schema.with_metadata(footer_metadata(part.kept_metadata))
+    compression = options.compression or "snappy"
+    if whole:
+        return WholeFile(
+            path,
+            schema,
+            compression=compression,
+            compression_level=options.compression_level,
+            pools=pools,
+        )
     return ParquetStitcher(
         path,
-        the_plan.schema.with_metadata(footer_metadata(part.kept_metadata)),
-        compression=options.compression or "snappy",
+        schema,
+        compression=compression,
         compression_level=options.compression_level,
         left=_copied(copy),
         pools=pools,
