@@ -5,9 +5,11 @@ sorted right keys at every row: a cache miss per level. When the left keys ascen
 arrive in time order), each group's answer only moves forward, so each row gallops from where
 its group's previous row stopped: a few probes into cache lines that row just used.
 
-A left batch in any other order is walked in key order (``order``: its rows sorted by key,
-radix-sorted by the caller, which also passes their keys and groups in that order, so that
-the walk reads them front to back), the answers written back to each row's place. The walk
+Only each group's keys need to ascend: a batch sorted by group then key (per-symbol files
+one after the other) is walked as it comes too. A left batch in any other order is walked in
+key order (``order``: its rows sorted by key, radix-sorted by the caller, which also passes
+their keys and groups in that order, so that the walk reads them front to back), the answers
+written back to each row's place. The walk
 splits into pieces that run in parallel, each with its own cursor per group (starting at
 the group's first position); the answers are those of ``probe.probe_row``.
 """
@@ -91,8 +93,8 @@ def probe_piece(p0, p1, left, right, how, cursor, out):
         lo = offsets[g]
         hi = offsets[g + U1]
         x = left.keys[p]
-        # Left keys ascend, so the keys before a cursor left by a lower search are below x,
-        # and those before one left by an upper search at most x: each search starts there.
+        # A group's keys ascend, so the keys before a cursor left by a lower search are below
+        # x, and those before one left by an upper search at most x: each search starts there.
         # A call makes one kind of cursor (the strategy decides which searches run).
         start = max(cursor[g], lo)
         if strategy == NEAREST or (strategy == BACKWARD) != exact:
@@ -118,9 +120,9 @@ def probe_piece(p0, p1, left, right, how, cursor, out):
 
 
 def probe_sorted(left, right, how, n_pieces, out):
-    """Probe the left rows of the walk ``left`` (a ``probe.Walk``: keys ascending) against
-    ``right`` (a ``probe.Right``) under ``how`` (a ``probe.Options``). The rest of ``out``
-    (rows without a key or group) gets ``no_match``."""
+    """Probe the left rows of the walk ``left`` (a ``probe.Walk``: each group's keys
+    ascending) against ``right`` (a ``probe.Right``) under ``how`` (a ``probe.Options``).
+    The rest of ``out`` (rows without a key or group) gets ``no_match``."""
     n = left.rows.size
     if n < out.size:
         out[:] = how.no_match

@@ -304,6 +304,29 @@ def is_sorted_at(keys, rows, n_pieces):
     return not descends.any()
 
 
+def ascends_within_groups(keys, groups, rows, n_groups):
+    """Whether along ``rows`` (ascending; as many as there are keys: every row) each
+    group's keys ascend in asofgpu's total order, the order a cursor walk needs
+    (kernels/cursor.py), whatever the groups' interleaving: rows sorted by group then key
+    (per-symbol files, one after the other) are, as are rows sorted by key. One pass,
+    which stops at the first descent (a shuffled batch within a few hundred rows); the
+    groups' last keys stay in cache."""
+    n = rows.size
+    every_row = n == keys.size
+    last = np.empty(n_groups, keys.dtype)
+    seen = np.zeros(n_groups, np.bool_)
+    for p in range(n):
+        # row numbers and group codes index as uint64 (see the package's note on indices)
+        r = np.uint64(p) if every_row else np.uint64(rows[p])
+        g = np.uint64(groups[r])
+        x = keys[r]
+        if seen[g] and less(x, last[g]):
+            return False
+        last[g] = x
+        seen[g] = True
+    return True
+
+
 def copy_is_sorted(addresses, starts, like, out, n_pieces):
     """Copy runs of values into ``out`` and return whether they ascend in asofgpu's total
     order: run k (rows ``starts[k]`` to ``starts[k + 1]`` of ``out``) lies at the integer
@@ -347,11 +370,13 @@ def copy_is_sorted(addresses, starts, like, out, n_pieces):
 
 class Scan(NamedTuple):
     """The compiled kernels of one build: the merge scan, the order check of rows given by
-    number, and the copy of runs that checks their order on the way."""
+    number, the copy of runs that checks their order on the way, and the check of each
+    group's order."""
 
     scan_join: object
     is_sorted_at: object
     copy_is_sorted: object
+    ascends_within_groups: object
 
 
 def build(jit, parallel_jit, is_float, unsigned, parallel_range, inline_jit, load):
@@ -385,4 +410,5 @@ def build(jit, parallel_jit, is_float, unsigned, parallel_range, inline_jit, loa
         bind(scan_join, **names),
         parallel_jit(bind(is_sorted_at, **names)),
         parallel_jit(bind(copy_is_sorted, load_at=load, **names)),
+        jit(bind(ascends_within_groups, **names)),
     )

@@ -40,6 +40,14 @@ SLIDE_PIECE_ROWS = 1 << 14
 _RADIX = (np.int64, np.uint64, np.float64)
 
 
+def _one_group_of_many(groups, n_groups: int) -> bool:
+    """Whether a walk's rows are all of one group where the right side has several (a
+    per-symbol file alone): streaming would read every group's right rows over its keys'
+    span (a day's file of one symbol, all 10M of the day's quotes), where its cursor walks
+    its own group's (18 such files of a 10M-row day: 0.3 s streamed, about 0.01 s so)."""
+    return n_groups > 1 and len(groups) > 0 and bool((groups == groups[0]).all())
+
+
 class CpuBackend(Backend):
     name = "cpu"
     merge_scans = True
@@ -216,19 +224,27 @@ class CpuBackend(Backend):
             n_threads = threads(parallel)
             n_groups = len(right.offsets) - 1
             rows = walked_rows(left_groups >= 0)
-            in_order = keys_ascend or cpu_scan(is_float, parallel).is_sorted_at(
-                left_keys, rows, n_threads
-            )
+            scan = cpu_scan(is_float, parallel)
+            in_order = keys_ascend or scan.is_sorted_at(left_keys, rows, n_threads)
             if walks.searches_each_row(len(rows), in_order):
                 cpu_probe_all(is_float, parallel)(left_keys, left_groups, right, how, out)
                 return
+            # Rows whose keys ascend within each group (sorted by group then key: per-symbol
+            # files) are walked as they come: the cursors need no more (a 10M-row day of such
+            # files, its batches sorted by key first: 1.17 s of probes; so: 0.38 s).
+            by_group = not in_order and scan.ascends_within_groups(
+                left_keys, left_groups, rows, n_groups
+            )
             # The walks read keys and groups in walk order, and write each answer in its row.
             left = in_key_order(
-                rows, in_order, left_keys, left_groups, n_groups, is_float, n_threads
+                rows, in_order or by_group, left_keys, left_groups, n_groups, is_float, n_threads
             )
             nearest = how.strategy == NEAREST
-            if time_ordered is not None and walks.streams(
-                time_ordered[0], left.keys, n_groups, n_threads, nearest
+            if (
+                not by_group  # (the stream walks keys in order: these are only by group)
+                and time_ordered is not None
+                and not _one_group_of_many(left.groups, n_groups)
+                and walks.streams(time_ordered[0], left.keys, n_groups, n_threads, nearest)
             ):
                 tape = Tape(*map(read_only, time_ordered))
                 stream = cpu_stream_probe(is_float, parallel)
@@ -267,7 +283,7 @@ class CpuBackend(Backend):
         left_keys, left_groups = read_only(left_keys), read_only(left_groups)
         right_keys, right_groups = read_only(right_keys), read_only(right_groups)
         parallel = walks.parallel(len(out) + len(right_keys))
-        join, is_sorted, _ = cpu_scan(is_float, parallel)
+        join, is_sorted = cpu_scan(is_float, parallel)[:2]
         n_threads = threads(parallel)
         n_chunks = walks.pieces(parallel, n_threads, n_groups)
         with launching(parallel):

@@ -52,8 +52,9 @@ def copy_checked(spans, dtype, is_float: bool) -> tuple[np.ndarray, bool]:
 def in_key_order(
     rows, in_order: bool, keys, groups, n_groups: int, is_float: bool, threads: int
 ) -> Walk:
-    """``walk_order`` of the walked ``rows``, ``in_order`` when their keys ascend; read-only,
-    as the walks read them (``base.read_only``)."""
+    """``walk_order`` of the walked ``rows``, walked as they come when ``in_order`` (their
+    keys ascend, or ascend within each group, as the cursor walk needs); read-only, as the
+    walks read them (``base.read_only``)."""
     return Walk(
         *map(read_only, _in_key_order(rows, in_order, keys, groups, n_groups, is_float, threads))
     )
