@@ -285,7 +285,7 @@ def _run(
             if mode in ("stream", "regroup")
             else None
         )
-        runs = joined_together(left.parts, rows)
+        runs = joined_together(left.parts, rows, [_copied(c) is not None for c in copies])
         left_batches = stack.enter_context(
             _Prefetch(_files_batches(left, options, rows, copies, runs))
         )
@@ -786,23 +786,31 @@ def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
     return min(k, MAX_PARTITIONS)
 
 
-def joined_together(parts: list[Part], rows: int, files: int = RUN_FILES) -> list[list[int]]:
+def joined_together(
+    parts: list[Part], rows: int, copied: list[bool] | None = None, files: int = RUN_FILES
+) -> list[list[int]]:
     """LEFT's files (their indices) in runs joined as one chunk: consecutive files of up to
-    ``rows`` rows in all, and up to ``files`` of them, each still written into its own
-    output file; a larger file alone, in chunks. A join costs about a millisecond whatever
-    its rows (the probe's and gather's set-up, the staleness, handing the GIL to and from
-    the readers and writers): a day of per-symbol LEFT files, most of a few thousand rows,
-    spent most of its time so. Each file of a run is open until the run is written, and
-    the last run's while they close: ``files`` keeps them within the descriptors a process
-    may open (a run of 2,000 empty or tiny files ran out of macOS' 256 and Linux' 1,024).
+    ``rows`` rows in all, each still written into its own output file; a larger file alone,
+    in chunks. A join costs about a millisecond whatever its rows (the probe's and gather's
+    set-up, the staleness, handing the GIL to and from the readers and writers): a day of
+    per-symbol LEFT files, most of a few thousand rows, spent most of its time so.
+
+    A file whose columns are ``copied`` is open from its run's start until its run is
+    written, and the last run's while they close: up to ``files`` of them a run keep them
+    within the descriptors a process may open (a run of 2,000 empty or tiny files ran out
+    of macOS' 256 and Linux' 1,024). The others (all, when ``copied`` is not given, count)
+    are written whole (``WholeFile``), each opened only while pyarrow writes it.
 
     >>> from types import SimpleNamespace as Part
     >>> joined_together([Part(rows=n) for n in (5, 3, 9, 2, 0, 1)], rows=8)
     [[0, 1], [2], [3, 4, 5]]
     >>> joined_together([Part(rows=0)] * 5, rows=8, files=2)
     [[0, 1], [2, 3], [4]]
+    >>> copied = [True, True, False, False, True]
+    >>> joined_together([Part(rows=0)] * 5, rows=8, copied=copied, files=2)
+    [[0, 1, 2, 3], [4]]
     """
-    return runs_of([part.rows for part in parts], rows, most=files)
+    return runs_of([part.rows for part in parts], rows, most=files, counted=copied)
 
 
 @contextlib.contextmanager

@@ -526,22 +526,29 @@ def _read_run(reader: pq.ParquetFile, run, columns: list[str], threads: bool) ->
         )
 
 
-def runs_of(sizes: list[int], rows: int, most: int | None = None) -> list[list[int]]:
+def runs_of(
+    sizes: list[int], rows: int, most: int | None = None, counted: list[bool] | None = None
+) -> list[list[int]]:
     """Consecutive pieces (row groups, files) of ``sizes`` rows in runs taken together: each
-    of up to ``rows`` rows in all and ``most`` pieces, or one piece alone.
+    of up to ``rows`` rows in all and ``most`` pieces (of those ``counted``, when given),
+    or one piece alone.
 
     >>> runs_of([3, 3, 3, 9, 0, 2], 6)
     [[0, 1], [2], [3], [4, 5]]
     >>> runs_of([0, 0, 0], 6, most=2)
     [[0, 1], [2]]
+    >>> runs_of([0, 0, 0, 0], 6, most=2, counted=[True, False, False, True])
+    [[0, 1, 2, 3]]
     """
-    runs, run, held = [], [], 0
+    runs, run, held, count = [], [], 0, 0
     for g, n in enumerate(sizes):
-        if run and (held + n > rows or len(run) == most):
+        counts = counted is None or counted[g]
+        if run and (held + n > rows or (counts and count == most)):
             runs.append(run)
-            run, held = [], 0
+            run, held, count = [], 0, 0
         run.append(g)
         held += n
+        count += counts
     if run:
         runs.append(run)
     return runs
