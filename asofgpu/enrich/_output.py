@@ -454,6 +454,16 @@ class WritePools:
         return False
 
 
+def _writer_options(compression: str, compression_level: int | None) -> dict:
+    """pyarrow's writer options for OUT's files. Page indexes are off: their offsets live
+    inside other structures, which stitching would have to move too."""
+    return {
+        "compression": compression,
+        "compression_level": compression_level,
+        "write_page_index": False,
+    }
+
+
 class ParquetStitcher:
     """Tables written as row groups of one parquet file, each encoded on a thread pool.
 
@@ -483,11 +493,7 @@ class ParquetStitcher:
         self.schema = schema
         self.left = left
         self.written_schema = schema_of_written(schema, left)
-        self._options = {
-            "compression": compression,
-            "compression_level": compression_level,
-            "write_page_index": False,
-        }
+        self._options = _writer_options(compression, compression_level)
         self.path = path
         self._own_pools = pools is None
         self._pools = WritePools(threads) if pools is None else pools
@@ -646,11 +652,7 @@ class WholeFile:
     ):
         self.path = path
         self.schema = self.written_schema = schema
-        self._options = {
-            "compression": compression,
-            "compression_level": compression_level,
-            "write_page_index": False,
-        }
+        self._options = _writer_options(compression, compression_level)
         self._pools = pools
         self._written: Future | None = None
 
