@@ -305,12 +305,12 @@ def is_sorted_at(keys, rows, n_pieces):
 
 
 def ascends_within_groups(keys, groups, rows, n_groups):
-    """Whether along ``rows`` (ascending; as many as there are keys: every row) each
-    group's keys ascend in asofgpu's total order, the order a cursor walk needs
-    (kernels/cursor.py), whatever the groups' interleaving: rows sorted by group then key
-    (per-symbol files, one after the other) are, as are rows sorted by key. One pass,
-    which stops at the first descent (a shuffled batch within a few hundred rows); the
-    groups' last keys stay in cache."""
+    """Whether along ``rows`` (the walked rows' numbers, ascending; every row when there
+    are as many as keys) each group's keys ascend in asofgpu's total order, the order a
+    cursor walk needs (kernels/cursor.py), whatever the groups' interleaving: rows sorted
+    by group then key (per-symbol files, one after the other) are, as are rows sorted by
+    key. One pass, which stops at the first descent (a shuffled batch within a few hundred
+    rows); the groups' last keys stay in cache."""
     n = rows.size
     every_row = n == keys.size
     last = np.empty(n_groups, keys.dtype)

@@ -200,13 +200,27 @@ def test_a_table_of_another_schema_is_refused(tmp_path):
 # ----------------------------------------------------------------------------- whole files
 
 
-def test_a_whole_file_is_what_a_stitcher_of_one_write_gives(tmp_path):
+@pytest.mark.parametrize(
+    "text",
+    [
+        pa.large_string(),
+        pytest.param(
+            pa.string_view() if hasattr(pa, "string_view") else None,
+            marks=pytest.mark.skipif(
+                int(pa.__version__.split(".")[0]) < 21,
+                reason="pyarrow writes views to parquet from 21",
+            ),
+        ),
+    ],
+)
+def test_a_whole_file_is_what_a_stitcher_of_one_write_gives(tmp_path, text):
     """A small file joined with others is written whole by pyarrow: the same rows, schema
     (its metadata too), row group and statistics as the stitcher's file of the same write;
-    text gathered as codes (``stored_as``) is written as the schema's text."""
+    text gathered as codes (``stored_as``) is written as the schema's text, a view type too
+    (pyarrow casts no dictionary to one: its values first)."""
     whole = table(500).replace_schema_metadata({"asofgpu": "enrich", "pandas": "{}"})
-    schema = whole.schema.set(1, pa.field("symbol", pa.large_string()))
-    codes = stored_as(whole["symbol"].dictionary_encode(), pa.large_string())
+    schema = whole.schema.set(1, pa.field("symbol", text))
+    codes = stored_as(whole["symbol"].dictionary_encode(), text)
     written = whole.set_column(1, "symbol", codes)
     with WritePools(threads=2) as pools:
         writers = [
@@ -258,6 +272,34 @@ def test_a_whole_file_that_cannot_be_made_raises_at_close_and_abort_says_nothing
         with pytest.raises(OSError):
             writer.close()
         writer.abort()
+
+
+def test_an_aborted_whole_file_being_written_is_waited_for(tmp_path, monkeypatch):
+    """Abort waits for a write pyarrow is running (the run's folder is removed after)."""
+    import threading
+    import time
+
+    from asofgpu.enrich import _output
+
+    started, release = threading.Event(), threading.Event()
+    real = _output.pq.write_table
+
+    def slow_write(*args, **kwargs):
+        started.set()
+        release.wait()
+        real(*args, **kwargs)
+
+    monkeypatch.setattr(_output.pq, "write_table", slow_write)
+    with WritePools(threads=1) as pools:
+        writer = WholeFile(str(tmp_path / "w.parquet"), table(1).schema, pools=pools)
+        writer.write(table(10))
+        assert started.wait(10)
+        threading.Timer(0.3, release.set).start()
+        before = time.perf_counter()
+        writer.abort()
+        assert time.perf_counter() - before >= 0.25
+        assert writer._written.done()
+    assert pq.read_table(tmp_path / "w.parquet").num_rows == 10
 
 
 def test_an_aborted_whole_file_waiting_for_the_pool_is_never_written(tmp_path):

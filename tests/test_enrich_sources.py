@@ -173,16 +173,17 @@ def test_each_out_file_is_synced_as_it_closes_not_at_the_commit(tmp_path, capsys
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
 def test_many_small_left_files_stay_within_the_open_files_allowed(tmp_path, capsys):
-    """Files joined together are open until their run is written: a run of every one of
-    300 small files ran out of descriptors under a limit of 256 (macOS' default). Runs hold
-    ``RUN_FILES`` at most, and the run before them while it closes."""
+    """Copied files joined together are open until their run is written: a run of every one
+    of 300 small files ran out of descriptors under a limit of 256 (macOS' default). Runs
+    hold ``RUN_COPIED`` of them at most, and the run before them while it closes; files
+    written whole (not copied) are open only while written."""
     import resource
 
-    from asofgpu.enrich._job import RUN_FILES
+    from asofgpu.enrich._job import RUN_COPIED
 
     small_left_files(tmp_path, 300, width=3)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    room = 2 * RUN_FILES + 60  # the runs' files, and what reading and the pools hold
+    room = 2 * RUN_COPIED + 60  # the runs' files, and what reading and the pools hold
     resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + room, hard))
     try:
         code, _, stderr = enrich_in(tmp_path, capsys=capsys, left="l", out="out")
@@ -222,21 +223,48 @@ def test_a_file_that_fails_to_close_aborts_the_run_after_it(tmp_path, capsys, mo
     assert hidden(tmp_path) == []
 
 
-def test_only_copied_files_are_counted_against_the_files_a_run_holds(
-    tmp_path, capsys, left_columns
-):
-    """A run holds ``RUN_FILES`` copied files at most (each open until the run is written);
-    files written whole open theirs only while pyarrow writes it, so any number of them
-    make one join: 1,000 per-symbol files of 200 rows took 1.90 s in runs of 32, 1.68 s
-    in one."""
-    from asofgpu.enrich._job import RUN_FILES
+@needs_parquet_views
+@pytest.mark.parametrize("kind", ["string_view", "binary_view"])
+def test_files_written_whole_take_rights_text_views_read_as_codes(tmp_path, capsys, kind):
+    """RIGHT text of a view type, few long values, is read as codes (kept dictionaries);
+    a small LEFT file joined with others writes it whole as the view type (pyarrow casts
+    no dictionary to a view type: it decodes first), as a join of it alone would."""
+    left = tmp_path / "l"
+    for i in range(3):
+        times = pa.array(np.arange(5) * 10 + i, pa.timestamp("s"))
+        write(pa.table({"t": times, "x": np.arange(5)}), left / f"{i}.parquet")
+    venue = pa.array(["NYSE" * 20, "ARCA" * 20] * 500).cast(getattr(pa, kind)())
+    right = pa.table({"t": pa.array(np.arange(1_000), pa.timestamp("s")), "venue": venue})
+    write(right, tmp_path / "r.parquet", row_group_size=1_000)
+    code, _, stderr = run(
+        "enrich", left, tmp_path / "r.parquet", "-o", tmp_path / "out", "--on", "t",
+        "--device", "cpu", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    for i in range(3):
+        written = pq.read_table(tmp_path / "out" / f"{i}.parquet")
+        assert written.schema.field("venue").type == getattr(pa, kind)()
+        expected = ag.join_asof(pq.read_table(left / f"{i}.parquet"), right, on="t")
+        assert written.to_pylist() == expected.to_pylist()
 
-    small_left_files(tmp_path, RUN_FILES + 8, width=2)
+
+def test_copied_files_take_a_larger_share_of_the_files_a_run_holds(
+    tmp_path, capsys, monkeypatch, left_columns
+):
+    """A run holds ``RUN_FILES`` files at most (each holds its tables until the run is
+    written), ``RUN_COPIED`` of them copied (each holds its file open); files written whole
+    open theirs only while pyarrow writes it, so a run holds many more of them: 1,000
+    per-symbol files of 200 rows took 1.90 s in runs of 32, 1.68 s in one."""
+    from asofgpu.enrich import _job
+
+    monkeypatch.setattr(_job, "RUN_FILES", 16)
+    monkeypatch.setattr(_job, "RUN_COPIED", 4)
+    small_left_files(tmp_path, 20, width=2)
     code, stdout, stderr = enrich_in(tmp_path, capsys=capsys, left="l", out="out")
     assert code == 0, stderr
-    joins = 2 if left_columns == "copied" else 1
-    assert f"{2 * (RUN_FILES + 8)} in {RUN_FILES + 8} files, {joins} chunk(s)" in stdout
-    for i in (0, RUN_FILES + 7):
+    joins = 5 if left_columns == "copied" else 2  # runs of 4 copied, or of 16 written whole
+    assert f"40 in 20 files, {joins} chunk(s)" in stdout
+    for i in (0, 19):
         assert pq.read_table(tmp_path / "out" / f"{i:02d}.parquet")["v"].to_pylist() == [1.0, 2.0]
 
 

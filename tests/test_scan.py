@@ -379,7 +379,7 @@ def test_rows_sorted_by_group_then_key_are_walked_as_they_come(
             np.testing.assert_array_equal(answers, one_by_one, err_msg=str(options))
 
 
-@pytest.mark.parametrize("kind", ["int", "float"])
+@pytest.mark.parametrize("kind", ["int", "float", "uint"])
 def test_each_groups_order_is_checked_whatever_the_interleaving(kind):
     """``ascends_within_groups``: true where every group's keys ascend along the rows,
     however the groups interleave (equal keys and NaN last allowed); false at one descent;
@@ -387,8 +387,10 @@ def test_each_groups_order_is_checked_whatever_the_interleaving(kind):
     from asofgpu._backend import jit
 
     check = jit.cpu_scan(kind == "float", False).ascends_within_groups
-    dtype = np.float64 if kind == "float" else np.int64
+    dtype = {"int": np.int64, "float": np.float64, "uint": np.uint64}[kind]
     keys = np.array([5, 1, 5, 2, 7, 2, 9, 3], dtype)
+    if kind == "uint":
+        keys += np.uint64(2**63)  # above every int64: compared as unsigned
     groups = np.array([0, 1, 0, 1, 0, 1, 2, 1], np.int32)
     every = np.arange(8, dtype=np.int64)
     assert check(keys, groups, every, 3)
@@ -396,6 +398,9 @@ def test_each_groups_order_is_checked_whatever_the_interleaving(kind):
     keys[5] = 0  # group 1: 1, 2, 0, 3
     assert check(keys, groups, every, 3) is False
     assert check(keys, groups, np.array([0, 1, 2, 3, 4, 6, 7], np.int64), 3)  # row 5 skipped
+    if kind == "uint":  # 1 then 2**63 ascend as unsigned, not as int64
+        big = np.array([1, 2**63], np.uint64)
+        assert check(big, np.zeros(2, np.int32), np.arange(2, dtype=np.int64), 1)
     if kind == "float":
         keys = np.array([1.0, np.nan, -np.inf, np.nan], dtype)
         assert check(keys, np.array([0, 0, 1, 1], np.int32), np.arange(4, dtype=np.int64), 2)

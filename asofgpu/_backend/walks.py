@@ -350,7 +350,8 @@ def radix_sorts(rows: int) -> bool:
 @_decision
 def searches_each_row(rows: int, in_order: bool) -> bool:
     """Whether a prepared probe binary-searches each of its ``rows`` walked rows, rather than
-    walking them in key order (sorting them first when not ``in_order``)."""
+    walking them: as they come when ``in_order`` or when each group's keys ascend, else in
+    key order, sorted first (``CpuBackend.probe``)."""
     return not in_order and rows < THRESHOLDS.search_max_rows
 
 

@@ -62,7 +62,9 @@ from ._stream import (
 )
 
 MAX_PARTITIONS = 512  # each side's partitions are open files at once
-RUN_FILES = 32  # LEFT files joined together at most (``joined_together``): open files
+# LEFT files joined together at most (``joined_together``): memory, each file's tables held
+# until its run is written; and of them copied, open files
+RUN_FILES, RUN_COPIED = 1024, 32
 LAYOUTS = ("tape", "grouped")  # the orders a stream takes, tried in this order
 # A tape of RIGHT whose sample holds this many groups a row is held in memory where it fits
 # (``_mode``): 100,000 groups in 10M rows sample 0.74 and stream as fast; 1M sample 0.97.
@@ -787,7 +789,11 @@ def _partitions(right_need: int, budget: int, left_bytes: float) -> int:
 
 
 def joined_together(
-    parts: list[Part], rows: int, copied: list[bool] | None = None, files: int = RUN_FILES
+    parts: list[Part],
+    rows: int,
+    copied: list[bool] | None = None,
+    files: int | None = None,
+    copied_files: int | None = None,
 ) -> list[list[int]]:
     """LEFT's files (their indices) in runs joined as one chunk: consecutive files of up to
     ``rows`` rows in all, each still written into its own output file; a larger file alone,
@@ -795,22 +801,28 @@ def joined_together(
     set-up, the staleness, handing the GIL to and from the readers and writers): a day of
     per-symbol LEFT files, most of a few thousand rows, spent most of its time so.
 
-    A file whose columns are ``copied`` is open from its run's start until its run is
-    written, and the last run's while they close: up to ``files`` of them a run keep them
-    within the descriptors a process may open (a run of 2,000 empty or tiny files ran out
-    of macOS' 256 and Linux' 1,024). The others (all, when ``copied`` is not given, count)
-    are written whole (``WholeFile``), each opened only while pyarrow writes it.
+    A run holds ``files`` (``RUN_FILES``) at most: each file's tables and futures (about
+    13 KB) are held until its run is written, and 20,000 files of 3 rows in one run went
+    past a --memory-limit of 650MiB. Of them, ``copied_files`` (``RUN_COPIED``) whose
+    columns are ``copied`` (all, when not given) at most: each is open from its run's start
+    until the run is written, and the last run's while they close (a run of 2,000 empty or
+    tiny files ran out of macOS' 256 descriptors and Linux' 1,024). The others are written
+    whole (``WholeFile``), each opened only while pyarrow writes it.
 
     >>> from types import SimpleNamespace as Part
     >>> joined_together([Part(rows=n) for n in (5, 3, 9, 2, 0, 1)], rows=8)
     [[0, 1], [2], [3, 4, 5]]
-    >>> joined_together([Part(rows=0)] * 5, rows=8, files=2)
+    >>> joined_together([Part(rows=0)] * 5, rows=8, files=4, copied_files=2)
     [[0, 1], [2, 3], [4]]
-    >>> copied = [True, True, False, False, True]
-    >>> joined_together([Part(rows=0)] * 5, rows=8, copied=copied, files=2)
-    [[0, 1, 2, 3], [4]]
+    >>> copied = [True, False, False, False, True, False]
+    >>> joined_together([Part(rows=0)] * 6, rows=8, copied=copied, files=4, copied_files=2)
+    [[0, 1, 2], [3, 4, 5]]
     """
-    return runs_of([part.rows for part in parts], rows, most=files, counted=copied)
+    files = RUN_FILES if files is None else files
+    copied_files = RUN_COPIED if copied_files is None else copied_files
+    cost = max(1, files // copied_files)  # a copied file's share of a run's files
+    costs = [cost if copied is None or copied[i] else 1 for i in range(len(parts))]
+    return runs_of([part.rows for part in parts], rows, most=files, costs=costs)
 
 
 @contextlib.contextmanager
@@ -831,7 +843,7 @@ def _writers(
         for i in run:
             part = left.parts[i]
             path = target.path_for(part.relative)
-            whole = len(run) > 1 and _copied(copies[i]) is None
+            whole = _written_whole(run, copies[i])
             writers.append(_writer(path, the_plan, part, options, copies[i], pools, whole))
         yield writers
     except BaseException:
@@ -997,9 +1009,15 @@ def _files_batches(left: Source, options: Options, rows: int, copies: list, runs
             yield None
         else:
             yield [
-                list(batches) if _copied(copies[i]) else _as_one(list(batches))
+                _as_one(list(batches)) if _written_whole(run, copies[i]) else list(batches)
                 for i, batches in zip(run, chunks)
             ]
+
+
+def _written_whole(run: list[int], copy) -> bool:
+    """Whether a file of ``run`` is written whole (``WholeFile``), its chunks handed over as
+    one (``_as_one``): one of several joined together, its columns not copied."""
+    return len(run) > 1 and _copied(copy) is None
 
 
 def _as_one(chunks: list) -> list:

@@ -32,6 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from . import _interrupts as interrupts
@@ -670,20 +671,19 @@ class WholeFile:
     def _write(self, table: pa.Table) -> None:
         # Text gathered as codes is written as text: pyarrow's writer takes the schema's own
         # types (the file is then what a writer of ``schema`` writes, its footer too).
-        columns = [
-            c if c.type == f.type else c.cast(f.type) for c, f in zip(table.columns, self.schema)
-        ]
+        columns = [_decoded(c, f.type) for c, f in zip(table.columns, self.schema)]
         pq.write_table(
             pa.Table.from_arrays(columns, schema=self.schema),
             self.path,
             row_group_size=max(1, table.num_rows),
+            filesystem=_LOCAL,
             **self._options,
         )
 
     def close(self) -> None:
         """The file written, or an empty one (no row groups) when nothing was."""
         if self._written is None:
-            pq.ParquetWriter(self.path, self.schema, **self._options).close()
+            pq.ParquetWriter(self.path, self.schema, filesystem=_LOCAL, **self._options).close()
         else:
             self._written.result()  # raises what writing it raised
 
@@ -691,6 +691,18 @@ class WholeFile:
         """On the way out of a failure: the file not written, or let go of; say nothing."""
         if self._written is not None and not self._written.cancel():
             futures.wait([self._written])
+
+
+# OUT's paths are local files: given as such, pyarrow never reads one as a URI ("s3:x")
+_LOCAL = pafs.LocalFileSystem()
+
+
+def _decoded(column: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray:
+    """``column`` (of type ``kind``, or a dictionary of its text: ``stored_as``) as ``kind``:
+    the dictionary's values first, as pyarrow casts no dictionary to a view type."""
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    return column if column.type == kind else column.cast(kind)
 
 
 def stored_as(column: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray | pa.Array:

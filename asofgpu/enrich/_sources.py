@@ -527,28 +527,28 @@ def _read_run(reader: pq.ParquetFile, run, columns: list[str], threads: bool) ->
 
 
 def runs_of(
-    sizes: list[int], rows: int, most: int | None = None, counted: list[bool] | None = None
+    sizes: list[int], rows: int, most: int | None = None, costs: list[int] | None = None
 ) -> list[list[int]]:
     """Consecutive pieces (row groups, files) of ``sizes`` rows in runs taken together: each
-    of up to ``rows`` rows in all and ``most`` pieces (of those ``counted``, when given),
+    of up to ``rows`` rows in all and ``most`` pieces (their ``costs`` in all, when given),
     or one piece alone.
 
     >>> runs_of([3, 3, 3, 9, 0, 2], 6)
     [[0, 1], [2], [3], [4, 5]]
     >>> runs_of([0, 0, 0], 6, most=2)
     [[0, 1], [2]]
-    >>> runs_of([0, 0, 0, 0], 6, most=2, counted=[True, False, False, True])
-    [[0, 1, 2, 3]]
+    >>> runs_of([0, 0, 0, 0], 6, most=4, costs=[2, 1, 1, 2])
+    [[0, 1, 2], [3]]
     """
-    runs, run, held, count = [], [], 0, 0
+    runs, run, held, spent = [], [], 0, 0
     for g, n in enumerate(sizes):
-        counts = counted is None or counted[g]
-        if run and (held + n > rows or (counts and count == most)):
+        cost = 1 if costs is None else costs[g]
+        if run and (held + n > rows or (most is not None and spent + cost > most)):
             runs.append(run)
-            run, held, count = [], 0, 0
+            run, held, spent = [], 0, 0
         run.append(g)
         held += n
-        count += counts
+        spent += cost
     if run:
         runs.append(run)
     return runs
