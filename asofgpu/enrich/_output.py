@@ -640,8 +640,6 @@ class WholeFile:
     Errors of the file system raise ``OSError``; of encoding, ``pyarrow.ArrowException``.
     """
 
-    left = None  # (never copies LEFT's pages: a writer of ``ParquetStitcher``'s kind)
-
     def __init__(
         self,
         path: str,
