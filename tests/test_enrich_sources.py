@@ -42,6 +42,25 @@ def small_left_files(folder: Path, n: int, width: int = 1) -> None:
     write(right, folder / "r.parquet")
 
 
+def three_left_files(folder: Path, rows: int, row_group_size: int = 40) -> Path:
+    """``folder / "l"``, holding three LEFT files of ``rows`` rows each (their ``t`` ten
+    seconds apart, the files' interleaved a second apart; ``x`` numbering the rows)."""
+    for i in range(3):
+        times = pa.array(np.arange(rows) * 10 + i, pa.timestamp("s"))
+        table = pa.table({"t": times, "x": np.arange(rows) + rows * i})
+        write(table, folder / "l" / f"{i}.parquet", row_group_size)
+    return folder / "l"
+
+
+def enrich_folder(folder: Path, capsys) -> tuple[int, str, str]:
+    """``asofgpu enrich`` of ``folder``'s LEFT folder ``l`` and ``r.parquet`` into ``out``
+    there, on ``t``, on the cpu: (exit code, stdout, stderr)."""
+    return run(
+        "enrich", folder / "l", folder / "r.parquet", "-o", folder / "out", "--on", "t",
+        "--device", "cpu", capsys=capsys,
+    )  # fmt: skip
+
+
 def days(seed: int = 1):
     """Two shuffled market-data days (quotes, trades) of the same symbols."""
     return [
@@ -133,16 +152,10 @@ def test_a_file_joined_with_others_keeps_its_row_groups_only_when_copied(
     """Files joined together and not copied are written whole (``WholeFile``): a file of
     three row groups becomes one of one; copied, its row groups stay as they are. Either
     way each holds what a join of it alone gives."""
-    left = tmp_path / "l"
-    for i in range(3):
-        times = pa.array(np.arange(6) * 10 + i, pa.timestamp("s"))
-        write(pa.table({"t": times, "x": np.arange(6) + 6 * i}), left / f"{i}.parquet", 2)
+    left = three_left_files(tmp_path, 6, row_group_size=2)
     right = pa.table({"t": pa.array(np.arange(0, 60, 7), pa.timestamp("s")), "v": np.arange(9.0)})
     write(right, tmp_path / "r.parquet")
-    code, _, stderr = run(
-        "enrich", left, tmp_path / "r.parquet", "-o", tmp_path / "out", "--on", "t",
-        "--device", "cpu", capsys=capsys,
-    )  # fmt: skip
+    code, _, stderr = enrich_folder(tmp_path, capsys)
     assert code == 0, stderr
     for i in range(3):
         written = pq.ParquetFile(tmp_path / "out" / f"{i}.parquet")
@@ -229,17 +242,11 @@ def test_files_written_whole_take_rights_text_views_read_as_codes(tmp_path, caps
     """RIGHT text of a view type, few long values, is read as codes (kept dictionaries);
     a small LEFT file joined with others writes it whole as the view type (pyarrow casts
     no dictionary to a view type: it decodes first), as a join of it alone would."""
-    left = tmp_path / "l"
-    for i in range(3):
-        times = pa.array(np.arange(5) * 10 + i, pa.timestamp("s"))
-        write(pa.table({"t": times, "x": np.arange(5)}), left / f"{i}.parquet")
+    left = three_left_files(tmp_path, 5)
     venue = pa.array(["NYSE" * 20, "ARCA" * 20] * 500).cast(getattr(pa, kind)())
     right = pa.table({"t": pa.array(np.arange(1_000), pa.timestamp("s")), "venue": venue})
     write(right, tmp_path / "r.parquet", row_group_size=1_000)
-    code, _, stderr = run(
-        "enrich", left, tmp_path / "r.parquet", "-o", tmp_path / "out", "--on", "t",
-        "--device", "cpu", capsys=capsys,
-    )  # fmt: skip
+    code, _, stderr = enrich_folder(tmp_path, capsys)
     assert code == 0, stderr
     for i in range(3):
         written = pq.read_table(tmp_path / "out" / f"{i}.parquet")
