@@ -324,7 +324,14 @@ class AsofJoin:
             if tie.valid is not None:
                 order = order[be.stable_argsort(tie.valid[order])]
             order = order[be.stable_argsort(key.values[order])]
-        elif not self._ascending(key):
+        elif not self._ascending(key) and not (
+            # Keys that ascend within each group (quotes sorted by symbol, then time) are
+            # ordered by the group sort alone, which keeps each group's rows in row order.
+            bucket is not None
+            and be.ascends_within_groups(
+                key.values, bucket, n_groups + 1, key.type.physical == "float"
+            )
+        ):
             order = be.stable_argsort(key.values)
         if bucket is None:
             if order is None:

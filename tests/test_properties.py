@@ -354,6 +354,44 @@ def test_presorted_matches_oracle(device):
     run(device, 100, oracle_case(), check)
 
 
+def test_grouped_right_side_is_prepared_by_the_group_sort_alone(device, monkeypatch):
+    """A right side whose keys ascend within each group (sorted by group, then key: quotes
+    kept a file a symbol), prepared without presorted=True and with every sort taking the
+    radix path: the oracle's map; and on the cpu, where one pass finds that order, no sort
+    of the keys, only the group sort. The drawn order, which that pass mostly refuses, is
+    sorted and matches the oracle too."""
+    from asofgpu._backend import walks
+    from asofgpu._backend.cpu import CpuBackend
+
+    sorts = []
+    stable_argsort = CpuBackend.stable_argsort
+    monkeypatch.setattr(
+        CpuBackend,
+        "stable_argsort",
+        lambda self, values: sorts.append(len(values)) or stable_argsort(self, values),
+    )
+
+    def prepared_map(inp, opts, null_equality):
+        left, right, left_by, right_by, tie = columns_of(inp)
+        sorts.clear()
+        with walks.overridden(radix_min_rows=1):
+            prepared = ag.AsofJoin(
+                right, right_by, null_equality=null_equality, tie_break=tie, device=device
+            )
+        return host_map(prepared.join(left, left_by, **opts), len(inp.left))
+
+    def check(case):
+        inp, opts, null_equality, _ = case
+        assert prepared_map(inp, opts, null_equality) == expected(inp, null_equality, **opts)
+        inp = take_right(inp, canonical_order(inp, null_equality == "equal"))
+        got = prepared_map(inp, opts, null_equality)
+        if device == "cpu" and inp.right_by and inp.tie is None and None not in inp.right:
+            assert sorts == []
+        assert got == expected(inp, null_equality, **opts)
+
+    run(device, 150, oracle_case(), check)
+
+
 # --------------------------------------------------------------------------- (b) per group
 
 

@@ -208,6 +208,17 @@ class CpuBackend(Backend):
             order = radix_order(rows, values, values.dtype == np.float64, threads(True))[0]
         return order.astype(np.int64, copy=False)
 
+    def ascends_within_groups(self, keys, groups, n_groups: int, is_float: bool) -> bool:
+        """One pass, where the keys would take the radix sort: quotes sorted by symbol then
+        time (a file a symbol) pass, 10M of them in 16 ms where their sort took 0.65 s; it
+        stops at the first descent, within a few rows of shuffled ones."""
+        n = len(keys)
+        if not walks.radix_sorts(n) or keys.dtype not in _RADIX:
+            return False
+        with PARALLEL_LAUNCH:
+            rows = row_numbers(n)
+        return cpu_scan(is_float, False).ascends_within_groups(keys, groups, rows, n_groups)
+
     def probe(
         self,
         is_float,
