@@ -356,8 +356,8 @@ def test_presorted_matches_oracle(device):
 
 def test_grouped_right_side_is_prepared_by_the_group_sort_alone(device, monkeypatch):
     """A right side whose keys ascend within each group (sorted by group, then key: quotes
-    kept a file a symbol), prepared without presorted=True and with every sort taking the
-    radix path: the oracle's map; and on the cpu, where one pass finds that order, no sort
+    kept a file a symbol), prepared without presorted=True and with every sort compiled and
+    taking the radix path: the oracle's map; and on the cpu, where one pass finds that order, no sort
     of the keys, only the group sort. The drawn order, which that pass mostly refuses, is
     sorted and matches the oracle too."""
     from asofgpu._backend import walks
@@ -374,7 +374,7 @@ def test_grouped_right_side_is_prepared_by_the_group_sort_alone(device, monkeypa
     def prepared_map(inp, opts, null_equality):
         left, right, left_by, right_by, tie = columns_of(inp)
         sorts.clear()
-        with walks.overridden(radix_min_rows=1):
+        with walks.overridden(radix_min_rows=1, interpret_max_rows=0):
             prepared = ag.AsofJoin(
                 right, right_by, null_equality=null_equality, tie_break=tie, device=device
             )

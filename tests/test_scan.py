@@ -742,7 +742,7 @@ def test_radix_argsort_for_every_number_of_passes(span):
 
 @pytest.mark.parametrize("groups", [1, 7, 3_000, 40_000])
 @pytest.mark.parametrize("parallel_from", [0, 10**9])
-@pytest.mark.parametrize("rows", ["shuffled", "as they are"])
+@pytest.mark.parametrize("rows", ["shuffled", "as they are", "grouped already"])
 def test_the_group_sort_is_stable_on_one_thread_and_in_pieces(
     thresholds, groups, parallel_from, rows
 ):
@@ -751,17 +751,22 @@ def test_the_group_sort_is_stable_on_one_thread_and_in_pieces(
     their keys move with them, and the offsets bound each group (the last bucket holds the
     discarded rows), whether the pieces run on the pool (the counts of 40,000 groups a piece
     outgrow 70,000 rows: one piece then) or on one thread; the plain Python sort is the
-    oracle."""
+    oracle. Rows in group order already (quotes sorted by symbol) come back as they are,
+    their keys a copy of the caller's."""
     thresholds(parallel_min_rows=parallel_from)
     rng = np.random.default_rng(groups)
     n = 70_000
     order = rng.permutation(n).astype(np.int64) if rows == "shuffled" else None
     bucket = rng.integers(0, groups + 1, n).astype(np.int32)
+    if rows == "grouped already":
+        bucket.sort()
     keys = rng.integers(-(2**62), 2**62, n)
     got = _backend.CpuBackend().group_sort(order, bucket, groups, keys)
     expected = _backend.PythonBackend().group_sort(order, bucket, groups, keys)
     for a, b in zip(got, expected):
         np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+    assert not np.shares_memory(got[1], keys)
 
 
 def test_load_word_reads_eight_bytes_little_endian_at_any_offset():

@@ -55,6 +55,20 @@ def _one_group_of_many(groups, n_groups: int) -> bool:
     )
 
 
+def _never_descends(values, block: int = 1 << 16) -> bool:
+    """Whether ``values`` never descend, a block at a time: values out of order stop at the
+    first block that shows it, not after a compare of them all.
+
+    >>> _never_descends(np.array([0, 0, 1, 3])), _never_descends(np.array([0, 2, 1]), block=1)
+    (True, False)
+    """
+    for start in range(0, len(values) - 1, block):
+        piece = values[start : start + block + 1]
+        if (piece[1:] < piece[:-1]).any():
+            return False
+    return True
+
+
 class CpuBackend(Backend):
     name = "cpu"
     merge_scans = True
@@ -181,6 +195,12 @@ class CpuBackend(Backend):
         n = len(bucket) if order is None else len(order)
         if self.interprets(n):
             return super().group_sort(order, bucket, n_groups, keys, rows_dtype)
+        if order is None and _never_descends(bucket):
+            # The rows in group order already (quotes sorted by symbol, then time: groups are
+            # numbered as they appear), which the counting sort would copy as they are: 10M
+            # rows, 0.2 s; so, about 30 ms.
+            offsets = np.searchsorted(bucket, np.arange(n_groups + 2, dtype=bucket.dtype))
+            return np.arange(n, dtype=rows_dtype), keys.copy(), offsets.astype(np.int64)
         rows = host_empty(n, rows_dtype)  # written in the map's dtype: 10M rows, no 17 ms copy
         sorted_keys = host_empty(n, keys.dtype)
         pieces = walks.sort_pieces(n, n_groups + 1)
