@@ -233,7 +233,9 @@ def _encode_hashed(col: pa.ChunkedArray, nulls_distinct: bool):
     dictionary, run by run where its chunks lie (never combined first); the few values the
     sample lacks are encoded after, in row order, and appended. A lookup costs less than
     half an encoding: 10M symbols, 33 ms looked up against 77 ms encoded (106 ms when the
-    column's 77 chunks had to be combined first)."""
+    column's 77 chunks had to be combined first). Where the sample lacks many rows' values
+    (``walks.most_appended``: a column sorted by its values), the whole column is encoded
+    on all cores instead: 10M symbols sorted, 0.29 s appended on one core."""
     if not walks.encodes_in_parallel(len(col)) or not (
         arrow_numpy.is_offset_text(col.type) or _is_fixed_width(col.type)
     ):
@@ -257,6 +259,8 @@ def _encode_hashed(col: pa.ChunkedArray, nulls_distinct: bool):
         _first_null(arrow_numpy.valid(dictionary)),
         nulls_distinct,
     )
+    if rows is None:  # many: a column sorted by its values, say
+        return _encode_parallel(col, nulls_distinct)
     if rows.size:  # in row order: the codes stay in order of first appearance
         values = col.take(arrow_numpy.array(rows))  # in chunks: text may pass 2 GiB
         more = pc.dictionary_encode(values, null_encoding="mask" if nulls_distinct else "encode")
@@ -275,13 +279,14 @@ def _first_null(valid: np.ndarray) -> int:
 
 def _look_up_rest(
     col: pa.ChunkedArray, codes: np.ndarray, start: int, look_up, null_code: int, nulls_distinct
-) -> np.ndarray:
+) -> np.ndarray | None:
     """Fill ``codes[start:]`` with the dictionary positions of ``col``'s rows from ``start``
     on, run by run where its chunks lie (``look_up(run, null_code, out)``), and return the
     rows whose value the dictionary lacks, ascending: nulls among them when nulls are one
-    more value and the dictionary has none (``null_code`` is then NO_GROUP)."""
+    more value and the dictionary has none (``null_code`` is then NO_GROUP). None, and the
+    runs left unread, once they are more than ``walks.most_appended`` allows."""
     missed = []
-    at = start
+    at, most, n_missed = start, walks.most_appended(len(col) - start), 0
     for run in arrow_numpy.coarse_runs(col.slice(start)):
         found = codes[at : at + len(run)]
         look_up(run, null_code, found)
@@ -290,6 +295,9 @@ def _look_up_rest(
             if nulls_distinct and run.null_count:
                 missing &= arrow_numpy.valid(run)  # a null's code is NO_GROUP: not missed
             missed.append(np.flatnonzero(missing) + at)
+            n_missed += len(missed[-1])
+            if n_missed > most:
+                return None
         at += len(run)
     return np.concatenate([np.empty(0, np.int64), *missed])
 
@@ -505,7 +513,8 @@ class _Column:
         """Codes of an inline view column, as ``_encode_hashed`` encodes text: the views of
         a sample of the first rows hashed on all cores (``_hash_views``), the rest looked up
         in their dictionary run by run where it lies, and the views the sample lacks hashed
-        after and appended (the whole column hashed so where the sample is mostly distinct).
+        after and appended (the whole column hashed so where the sample is mostly distinct,
+        or lacks many rows' values: ``walks.most_appended``).
         An inline view holds its whole value, so a view means the same in any chunk; None
         when a value is too long for its view. A longer value can equal no inline one, so
         only the sample and the views it lacks are checked (every view's length read again
@@ -539,7 +548,11 @@ class _Column:
                 _first_null(valid),
                 nulls_distinct,
             )
-            if rows.size:  # in row order: the codes stay in order of first appearance
+            if rows is None:
+                if not _inline(col):
+                    return None
+                codes, words, valid = _hash_views(col, nulls_distinct)
+            elif rows.size:  # in row order: the codes stay in order of first appearance
                 missed, bitmap = _views_at(col, rows)
                 if _longest(missed) > views.INLINE:
                     return None

@@ -109,6 +109,20 @@ def _encode_distinct(n: int):
     return lambda: _encode.Groups([column], ["right_by"], null_equal=False)
 
 
+def _encode_missed(n: int):
+    """The encoding of 10M strings of 1,000 symbols in 77 chunks, as a reader gives them,
+    whose first 65,536 rows (the sample) hold half of the symbols, and ``n`` of the other
+    rows the other half."""
+    symbols = np.array([f"S{i:04d}" for i in range(1_000)])
+    rng = np.random.default_rng(11)
+    values = symbols[rng.integers(0, 500, 10_000_000)]
+    sample = _encode.DISTINCT_SAMPLE_ROWS
+    missed = sample + rng.choice(10_000_000 - sample, n, replace=False)
+    values[missed] = symbols[rng.integers(500, 1_000, n)]
+    column = pa.chunked_array([pa.array(part) for part in np.array_split(values, 77)])
+    return lambda: _encode.Groups([column], ["right_by"], null_equal=False)
+
+
 def _encode_ids(n: int):
     """The encoding of ``n`` distinct int64 entity ids (a state table's), shuffled."""
     ids = np.random.default_rng(9).permutation(n).astype(np.int64) * 7
@@ -252,6 +266,15 @@ CASES = {
         {
             "all cores": {"parallel_encode_distinct": 1.0, "parallel_encode_rows": 0},
             "Arrow's hash": {"parallel_encode_distinct": 0.0},
+        },
+    ),
+    "appended_max_share": (
+        "the encoding of 10M strings, n of the 9,934,464 after the sample holding values it lacks",
+        _encode_missed,
+        [100, 1_000, 10_000, 50_000, 300_000],
+        {
+            "appended": {"appended_max_share": 1.0},
+            "all hashed again": {"appended_max_share": 0.0},
         },
     ),
     "sort_encode_min_rows": (

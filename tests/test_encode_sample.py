@@ -1,8 +1,10 @@
 """A large right by-column is encoded from a sample: its first rows are encoded on all cores,
 the rest looked up in their dictionary run by run where its chunks lie, and the values the
-sample lacks encoded after and appended (``_encode._encode_hashed``). The codes, dictionary
-and null code must be those of Arrow's ``dictionary_encode`` (order of first appearance),
-whichever rows hold the new values and the nulls, for text, view and fixed-width columns."""
+sample lacks encoded after and appended (``_encode._encode_hashed``); where they are many
+(``walks.most_appended``: a column sorted by its values), the lookup stops and the whole
+column is hashed on all cores. The codes, dictionary and null code must be those of Arrow's
+``dictionary_encode`` (order of first appearance), whichever rows hold the new values and
+the nulls, for text, view and fixed-width columns, on either path."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ from asofgpu._backend import walks
 from conftest import HUGE
 
 SAMPLE = 40  # rows encoded before the rest is looked up, in these tests
+# The share of the rest whose values the sample may lack, for each path: its missed values
+# appended, or the lookup stopped at the first of them and the column hashed whole.
+PATHS = {"appended": 1.0, "hashed whole": 0.0}
 TYPES = {
     "string": pa.string(),
     "large_string": pa.large_string(),
@@ -58,19 +63,37 @@ def _column(name: str, nulls_in_sample: bool, layout: str) -> pa.ChunkedArray:
     )
 
 
+def _lookups(monkeypatch) -> list:
+    """What each ``_look_up_rest`` returns from now on: None where it stopped."""
+    returned = []
+    look_up_rest = _encode._look_up_rest
+
+    def spied(*args):
+        returned.append(look_up_rest(*args))
+        return returned[-1]
+
+    monkeypatch.setattr(_encode, "_look_up_rest", spied)
+    return returned
+
+
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("layout", ["one chunk", "chunks"])
 @pytest.mark.parametrize("nulls_in_sample", [False, True])
 @pytest.mark.parametrize("null_equal", [False, True])
 @pytest.mark.parametrize("name", list(TYPES))
 def test_the_rest_looked_up_in_the_samples_dictionary_encodes_as_arrow(
-    thresholds, monkeypatch, name, null_equal, nulls_in_sample, layout
+    thresholds, monkeypatch, name, null_equal, nulls_in_sample, layout, path
 ):
     column = _column(name, nulls_in_sample, layout)
     monkeypatch.setattr(_encode, "DISTINCT_SAMPLE_ROWS", SAMPLE)
-    thresholds(parallel_encode_rows=0, parallel_encode_distinct=0.25)
+    thresholds(
+        parallel_encode_rows=0, parallel_encode_distinct=0.25, appended_max_share=PATHS[path]
+    )
+    lookups = _lookups(monkeypatch)
     with walks.recorded() as decisions:
         ours = _encode._Column(column, null_equal)
     assert ("encodes_sample_in_parallel", True) in decisions
+    assert [rows is None for rows in lookups] == [path == "hashed whole"]
     thresholds(parallel_encode_rows=HUGE)  # Arrow's dictionary_encode
     arrows = _encode._Column(column, null_equal)
     np.testing.assert_array_equal(ours.codes, arrows.codes)
@@ -96,20 +119,23 @@ def test_a_column_no_longer_than_its_sample_is_encoded_whole(thresholds, monkeyp
     assert dictionary.to_pylist() == ["S3", "S1", "S2"]
 
 
+@pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("distinct_sample", [False, True])
 @pytest.mark.parametrize("null_equal", [False, True])
 def test_a_view_too_long_to_be_inline_after_the_sample_takes_the_large_string_path(
-    thresholds, monkeypatch, null_equal, distinct_sample
+    thresholds, monkeypatch, null_equal, distinct_sample, path
 ):
     """Only the sample's views and those it lacks are checked for length: a long value later
     on is one the sample lacks, and sends the column to the large-string path (as does a
-    long value anywhere in a column whose sample is mostly distinct and is hashed whole)."""
+    long value anywhere in a column whose sample is mostly distinct, or lacks many rows'
+    values, and is hashed whole)."""
     monkeypatch.setattr(_encode, "DISTINCT_SAMPLE_ROWS", SAMPLE)
     thresholds(
         parallel_encode_rows=0,
         parallel_views_rows=0,
         interpret_max_rows=0,
         parallel_encode_distinct=0.0 if distinct_sample else 1.0,
+        appended_max_share=PATHS[path],
     )
     long = "a value too long for a view"  # twice: two views of one value, unequal words
     values = [f"S{i % 7}" for i in range(300)] + [long, "S1", None, long]

@@ -64,6 +64,11 @@ class Thresholds:
     #: first rows is distinct: merging the pieces' dictionaries of mostly distinct values
     #: (IDs) costs more than Arrow's one-core encoding.
     parallel_encode_distinct: float = 0.25
+    #: ... and when more than this share of the rows after that sample hold values it lacks
+    #: (a column sorted by its values: quotes sorted by symbol show a few symbols in their
+    #: first rows), the whole column is hashed on all cores instead of those rows being
+    #: encoded on one core and appended (``_encode._encode_hashed``).
+    appended_max_share: float = 0.002
     #: From this many rows a by column of views (polars' strings) is hashed where it lies, on
     #: all cores (``_encode._encode_views``), not cast to large strings and encoded as text:
     #: the cast copies every value, so the views win well below ``parallel_encode_rows``.
@@ -331,6 +336,14 @@ def encodes_sample_in_parallel(sample_rows: int, distinct: int) -> bool:
     """Whether a group key column whose sample of ``sample_rows`` first rows holds
     ``distinct`` values is hashed on all cores: its values repeat, as group keys do."""
     return distinct <= THRESHOLDS.parallel_encode_distinct * sample_rows
+
+
+def most_appended(rows: int) -> int:
+    """The most of a group key column's ``rows`` after its sample whose values the sample
+    may lack, for them to be encoded on one core and appended to its dictionary; past it
+    the lookup stops and the whole column is hashed on all cores. Few, in a column whose
+    values repeat in every stretch of rows; most, in one sorted by its values."""
+    return int(THRESHOLDS.appended_max_share * rows)
 
 
 @_decision
