@@ -117,6 +117,7 @@ def _take_codes(value_codes: np.ndarray, indices: np.ndarray, null_code: int) ->
 
 
 DISTINCT_SAMPLE_ROWS = 1 << 16
+LOOKUP_PIECE_ROWS = 1 << 20  # the most rows the rest is looked up in at a time
 NO_BYTES = np.frombuffer(b"", dtype=np.uint8)  # no validity bitmap (no nulls), or no data
 
 
@@ -284,10 +285,17 @@ def _look_up_rest(
     on, run by run where its chunks lie (``look_up(run, null_code, out)``), and return the
     rows whose value the dictionary lacks, ascending: nulls among them when nulls are one
     more value and the dictionary has none (``null_code`` is then NO_GROUP). None, and the
-    runs left unread, once they are more than ``walks.most_appended`` allows."""
+    rows after left unread, once they are more than ``walks.most_appended`` allows: runs
+    are looked up ``LOOKUP_PIECE_ROWS`` rows at a time, so that one run of 10M rows sorted
+    by value stops within its first million."""
     missed = []
     at, most, n_missed = start, walks.most_appended(len(col) - start), 0
-    for run in arrow_numpy.coarse_runs(col.slice(start)):
+    pieces = (
+        whole.slice(i, LOOKUP_PIECE_ROWS)
+        for whole in arrow_numpy.coarse_runs(col.slice(start))
+        for i in range(0, len(whole), LOOKUP_PIECE_ROWS)
+    )
+    for run in pieces:
         found = codes[at : at + len(run)]
         look_up(run, null_code, found)
         if found.min() < 0:

@@ -76,16 +76,19 @@ def _lookups(monkeypatch) -> list:
     return returned
 
 
+@pytest.mark.parametrize("piece_rows", [64, _encode.LOOKUP_PIECE_ROWS])
 @pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("layout", ["one chunk", "chunks"])
 @pytest.mark.parametrize("nulls_in_sample", [False, True])
 @pytest.mark.parametrize("null_equal", [False, True])
 @pytest.mark.parametrize("name", list(TYPES))
 def test_the_rest_looked_up_in_the_samples_dictionary_encodes_as_arrow(
-    thresholds, monkeypatch, name, null_equal, nulls_in_sample, layout, path
+    thresholds, monkeypatch, name, null_equal, nulls_in_sample, layout, path, piece_rows
 ):
+    """(The rest looked up in pieces of ``piece_rows`` rows at most: 64 cuts runs.)"""
     column = _column(name, nulls_in_sample, layout)
     monkeypatch.setattr(_encode, "DISTINCT_SAMPLE_ROWS", SAMPLE)
+    monkeypatch.setattr(_encode, "LOOKUP_PIECE_ROWS", piece_rows)
     thresholds(
         parallel_encode_rows=0, parallel_encode_distinct=0.25, appended_max_share=PATHS[path]
     )
