@@ -354,40 +354,49 @@ def test_presorted_matches_oracle(device):
     run(device, 100, oracle_case(), check)
 
 
-def test_grouped_right_side_is_prepared_by_the_group_sort_alone(device, monkeypatch):
+def test_a_right_side_sorted_by_group_then_key_is_ordered_by_the_group_sort_alone(
+    device, monkeypatch
+):
     """A right side whose keys ascend within each group (sorted by group, then key: quotes
-    kept a file a symbol), prepared without presorted=True and with every sort compiled and
-    taking the radix path: the oracle's map; and on the cpu, where one pass finds that order, no sort
-    of the keys, only the group sort. The drawn order, which that pass mostly refuses, is
-    sorted and matches the oracle too."""
+    kept a file a symbol), with every sort compiled and taking the radix path, prepared
+    (without presorted=True) and joined one-shot: the oracle's map; and on the cpu, where
+    one pass finds that order, no sort of the keys (only the group sort) and no merge scan,
+    which would sort them. The drawn order, which that pass mostly refuses, matches the
+    oracle too."""
     from asofgpu._backend import walks
     from asofgpu._backend.cpu import CpuBackend
 
-    sorts = []
-    stable_argsort = CpuBackend.stable_argsort
-    monkeypatch.setattr(
-        CpuBackend,
-        "stable_argsort",
-        lambda self, values: sorts.append(len(values)) or stable_argsort(self, values),
-    )
+    calls = []
+    for name in ("stable_argsort", "scan"):
+        method = getattr(CpuBackend, name)
+        monkeypatch.setattr(
+            CpuBackend,
+            name,
+            lambda self, *args, _name=name, _method=method, **kwargs: (
+                calls.append(_name) or _method(self, *args, **kwargs)
+            ),
+        )
 
-    def prepared_map(inp, opts, null_equality):
+    def maps(inp, opts, null_equality):
         left, right, left_by, right_by, tie = columns_of(inp)
-        sorts.clear()
+        call = dict(null_equality=null_equality, tie_break=tie, device=device)
+        calls.clear()
         with walks.overridden(radix_min_rows=1, interpret_max_rows=0):
-            prepared = ag.AsofJoin(
-                right, right_by, null_equality=null_equality, tie_break=tie, device=device
-            )
-        return host_map(prepared.join(left, left_by, **opts), len(inp.left))
+            prepared = ag.AsofJoin(right, right_by, **call).join(left, left_by, **opts)
+            one_shot = ag.asof_join(left, right, left_by, right_by, **call, **opts)
+        return host_map(prepared, len(inp.left)), host_map(one_shot, len(inp.left))
 
     def check(case):
         inp, opts, null_equality, _ = case
-        assert prepared_map(inp, opts, null_equality) == expected(inp, null_equality, **opts)
+        want = expected(inp, null_equality, **opts)
+        assert maps(inp, opts, null_equality) == (want, want)
         inp = take_right(inp, canonical_order(inp, null_equality == "equal"))
-        got = prepared_map(inp, opts, null_equality)
+        want = expected(inp, null_equality, **opts)
+        assert maps(inp, opts, null_equality) == (want, want)
         if device == "cpu" and inp.right_by and inp.tie is None and None not in inp.right:
-            assert sorts == []
-        assert got == expected(inp, null_equality, **opts)
+            keys = [order_key(k) for k in inp.right]
+            # (keys that ascend overall are merge-scanned as they are: no sort either)
+            assert calls == ([] if keys != sorted(keys) else ["scan"])
 
     run(device, 150, oracle_case(), check)
 
