@@ -142,7 +142,9 @@ class AsofJoin:
     presorted : bool
         The right side is already grouped by ``right_by`` and sorted by ``right_on`` within
         each group: verified in O(n), and the sort is skipped (with ``tie_break``, rows of
-        equal keys are still ordered by it).
+        equal keys are still ordered by it); any other order is refused. Without it, the
+        cpu finds keys in order within each group itself, in one pass, and sorts them by
+        group alone.
     device : {"auto", "cpu", "cuda", "python"}
         Where the work runs; "auto" takes the GPU when one is usable. "python" runs the
         kernels as plain Python (slow; for debugging).

@@ -61,11 +61,14 @@ def dataset(args, quotes_rows: int, trades_rows: int, order: str, say) -> Datase
     # A trade id lets the check line up answers that come back in another row order (polars
     # and pandas return the sorted order on shuffled input; DuckDB promises no order).
     trades = trades.append_column("trade_id", pa.array(np.arange(trades_rows, dtype=np.int64)))
+    if order == "by-symbol":  # each symbol's rows together, in time order: a file a symbol
+        by_symbol = [("symbol", "ascending"), ("time", "ascending")]
+        quotes, trades = quotes.sort_by(by_symbol), trades.sort_by(by_symbol)
     write_parquet(quotes, ds.quotes)
     write_parquet(trades, ds.trades)
     if ds.probe != ds.trades:
-        # A random subset of the day's trades, kept in file order (so still time-sorted or
-        # still shuffled): a probe batch that spans the whole session.
+        # A random subset of the day's trades, kept in file order (so still in the order of
+        # the data set): a probe batch that spans the whole session.
         rng = np.random.default_rng(args.seed)
         rows = np.sort(rng.choice(trades_rows, probe_rows, replace=False))
         write_parquet(trades.take(pa.array(rows)), ds.probe)

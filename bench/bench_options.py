@@ -78,7 +78,7 @@ def options(argv: list[str] | None, description: str) -> argparse.Namespace:
         "--orders",
         type=choice_list(ORDERS, "order"),
         default=list(ORDERS),
-        help="comma-separated subset of sorted,shuffled (default both)",
+        help="comma-separated subset of sorted,shuffled,by-symbol (default all)",
     )
     parser.add_argument(
         "--runs",

@@ -12,7 +12,9 @@ from bench_data import Dataset
 from common import label
 from peers import MAX_ROWS, TITLES
 
-ORDERS = ("sorted", "shuffled")
+# Both sides time-sorted; shuffled; or sorted by symbol, then time (quotes kept a file a
+# symbol, as many stores partition them).
+ORDERS = ("sorted", "shuffled", "by-symbol")
 MODES = ("one-shot", "prepared")
 
 

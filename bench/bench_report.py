@@ -183,7 +183,9 @@ def markdown(report: dict) -> str:
         f"read, only where neither side passes {label(MAX_ROWS['pyarrow'])} rows (it took "
         "13-20 s at 1M × 1M on 2 cores). Symbols are strings for all (encoding is timed). On "
         "shuffled input polars, pandas and pyarrow also sort both sides by time inside the timed "
-        "region, as they require; asofgpu, DuckDB and ClickHouse take any order.",
+        "region, as they require; on input sorted by symbol, then time (by-symbol), pandas and "
+        "pyarrow do (polars' by-join needs only each symbol's times in order); asofgpu, DuckDB "
+        "and ClickHouse take any order.",
         f"- **prepared**: asofgpu builds `AsofJoin` on the quotes once (its time is the "
         f"`prepare` figure, one run after a warm-up); each timed run probes "
         f"{s['probe_rows']:,} trades (all trades when there are fewer; otherwise a random "

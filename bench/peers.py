@@ -64,6 +64,7 @@ class PolarsRunner:
         import polars as pl
 
         self.quotes, self.trades = pl.read_parquet(quotes), pl.read_parquet(trades)
+        # By symbol, each symbol's keys ascend: what its by-join needs (the check agrees)
         self.sort = order == "shuffled"
 
     def join(self):
@@ -89,7 +90,7 @@ class PandasRunner:
 
         self.pd = pd
         self.quotes, self.trades = pd.read_parquet(quotes), pd.read_parquet(trades)
-        self.sort = order == "shuffled"
+        self.sort = order != "sorted"  # its `on` must ascend overall, by symbol or not
 
     def join(self):
         trades, quotes = self.trades, self.quotes
@@ -185,7 +186,7 @@ class PyarrowRunner:
         import pyarrow.parquet as pq
 
         self.quotes, self.trades = pq.read_table(quotes), pq.read_table(trades)
-        self.sort = order == "shuffled"
+        self.sort = order != "sorted"  # Acero: `on` ascending overall
 
     def join(self):
         trades, quotes = self.trades, self.quotes

@@ -4,11 +4,13 @@ ClickHouse's ASOF LEFT JOIN (chdb, in process) and pyarrow's Table.join_asof.
 All of them join the same synthetic market-data days (``asofgpu.marketdata``: 1,000 string symbols
 of Zipf activity, int64 nanosecond UTC times, four float64 quote columns), each trade taking
 the latest quote of its symbol at or before it (backward, exact matches allowed), with time-sorted
-and with shuffled inputs, in two modes:
+inputs, shuffled ones and ones sorted by symbol, then time (by-symbol: quotes kept a file a
+symbol), in two modes:
 
 - one-shot: tables in, table out. Every system gets string symbols and encodes them inside the
   timed region, sorts inside it when it needs sorted input (polars, pandas and pyarrow on
-  shuffled data; DuckDB, ClickHouse and asofgpu need no sorted input), and returns the trade
+  shuffled data, pandas and pyarrow by symbol; DuckDB, ClickHouse and asofgpu need no sorted
+  input), and returns the trade
   columns plus the same four quote columns. pyarrow runs only up to ``MAX_ROWS`` a side.
 - prepared: asofgpu builds ``AsofJoin`` on the quotes once, then each timed run is the probe of
   a batch of ``--probe-rows`` trades (1M) plus the gather of the four quote columns into a
