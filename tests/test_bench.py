@@ -80,6 +80,28 @@ def test_writes_the_table_the_numbers_and_the_plot(tmp_path):
 
 
 @pytest.mark.slow
+def test_the_by_symbol_order_sorts_both_sides_by_symbol_then_time(tmp_path):
+    """Each side's rows by symbol, then time, the trades keeping their ids; every system's
+    answer equal to asofgpu's (pandas sorts by time first; polars needs no sort)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    done = bench(
+        "--orders", "by-symbol", "--systems", "asofgpu,polars,pandas,duckdb", tmp_path=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "data" / "2Kx1K-by-symbol-1000sym-seed0"
+    for name in ("quotes.parquet", "trades.parquet"):
+        table = pq.read_table(folder / name)
+        order = [("symbol", "ascending"), ("time", "ascending")]
+        assert table.equals(table.take(pc.sort_indices(table, order)))
+    ids = pq.read_table(folder / "trades.parquet")["trade_id"].to_pylist()
+    assert sorted(ids) == list(range(1_000)) and ids != sorted(ids)
+    table = (tmp_path / "out" / "bench.md").read_text()
+    assert "| 2K × 1K | by-symbol | one-shot |" in table
+
+
+@pytest.mark.slow
 def test_the_systems_on_one_pair_of_files_take_turns(tmp_path):
     """Each round is one timed run of every job on the same files, begun by the next one:
     a drift of the machine's speed falls on all systems alike."""
