@@ -25,10 +25,12 @@ same (time, symbol, price, size, bid) rows as asofgpu's, as a multiset (DuckDB d
 trades' order), or the script fails and writes nothing.
 
 ``--left-files by-symbol`` lays the trades out as many feeds deliver them: a folder of one file
-a symbol (``trades_by_symbol``: 1,000 Zipf-sized files, each in time order), written once beside
+a symbol (``split_by_symbol``: 1,000 Zipf-sized files, each in time order), written once beside
 the day. asofgpu enriches the folder into a folder of as many files (``-o`` a folder); the peers
 read it as one glob (``trades-by-symbol/*.parquet``) and write one file. Its report is
-enrich-by-symbol.md and .json, and has no goal.
+enrich-by-symbol.md and .json, and has no goal. ``--right-files by-symbol`` lays the quotes out
+so (``quotes-by-symbol/``), as stores that keep a file a symbol hold them; its reports are
+enrich-quotes-by-symbol.* (and enrich-by-symbol-quotes-by-symbol.* with both), without a goal.
 
 ``--scale 100Mx10M`` (make bench passes it) adds one run of asofgpu alone with
 ``--memory-limit`` on a day too large to hold comfortably: the quotes are written time slice by
@@ -86,7 +88,7 @@ GOAL = 0.7  # issue 18: asofgpu enrich at most 0.7x the fastest peer's wall time
 SYMBOLS, SEED = 1000, 0
 DEFAULT_SIZE, QUICK_SIZE = "10Mx10M", "200Kx200K"
 KEY = ["time", "symbol", "price", "size", "bid"]  # the rows compared, as a multiset
-LEFT_FILES = ("one", "by-symbol")  # how the trades are laid out: --left-files
+LAYOUTS = ("one", "by-symbol")  # how the trades and the quotes are laid out: --left-files ...
 SLICE_ROWS = 5_000_000  # rows per generated slice of the scale day
 RESULT = "@@e2e "  # the prefix of the meter's one line on stdout
 
@@ -126,7 +128,7 @@ def options(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Sizes are QUOTESxTRADES with K, M, G suffixes. "
         "Results: OUT/enrich.md and OUT/enrich.json (enrich-by-symbol.* with "
-        "--left-files by-symbol).",
+        "--left-files by-symbol, enrich-quotes-by-symbol.* with --right-files by-symbol).",
     )
     parser.add_argument(
         "--size",
@@ -147,10 +149,17 @@ def options(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--left-files",
-        choices=LEFT_FILES,
+        choices=LAYOUTS,
         default="one",
         help="the trades as one file (default), or by-symbol: a folder of one file a "
         "symbol, as a feed split by instrument gives them; OUT is then a folder too",
+    )
+    parser.add_argument(
+        "--right-files",
+        choices=LAYOUTS,
+        default="one",
+        help="the quotes as one file (default), or by-symbol: a folder of one file a symbol, "
+        "each in time order",
     )
     parser.add_argument(
         "--scale",
@@ -239,26 +248,28 @@ def day_files(data: Path, quotes_rows: int, trades_rows: int, say) -> tuple[Path
     )
 
 
-def trades_by_symbol(trades: Path, say) -> Path:
-    """A folder beside ``trades`` of its rows split by symbol, ``S0000.parquet`` and so on,
-    each in the file's (time) order, written once; the folder appears whole or not at all.
+def split_by_symbol(day_file: Path, say) -> Path:
+    """A folder beside ``day_file`` (the trades or the quotes) of its rows split by symbol,
+    ``NAME-by-symbol/S0000.parquet`` and so on, each in the file's (time) order, written
+    once; the folder appears whole or not at all.
 
     A per-symbol feed is what many users' LEFT is: Zipf-sized files, from most of a chunk
-    down to a few hundred rows, which asofgpu enriches file by file into a folder."""
+    down to a few hundred rows, which asofgpu enriches file by file into a folder; and
+    stores that keep a file a symbol hold their quotes so."""
     import shutil
 
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    folder = trades.parent / "trades-by-symbol"
+    folder = day_file.parent / f"{day_file.stem}-by-symbol"
     if folder.is_dir():
         return folder
     start = time.perf_counter()
-    table = pq.read_table(trades)
+    table = pq.read_table(day_file)
     table = table.take(pc.sort_indices(table["symbol"]))  # stable: time order kept within
     symbols, counts = pc.value_counts(table["symbol"]).flatten()
     order = pc.sort_indices(symbols)
-    partial = Path(tempfile.mkdtemp(prefix=".trades-by-symbol-", dir=trades.parent))
+    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=day_file.parent))
     try:
         at = 0
         for symbol, count in zip(symbols.take(order).to_pylist(), counts.take(order).to_pylist()):
@@ -270,7 +281,7 @@ def trades_by_symbol(trades: Path, say) -> Path:
         shutil.rmtree(partial)
         raise
     took = time.perf_counter() - start
-    say(f"split {trades.name} into {len(symbols):,} files by symbol in {took:.1f} s")
+    say(f"split {day_file.name} into {len(symbols):,} files by symbol in {took:.1f} s")
     return folder
 
 
@@ -465,8 +476,10 @@ def commands(
         ),
         "duckdb": DUCKDB_CODE,
     }
-    # A folder of trades as each peer reads one: DuckDB needs a glob, polars takes one too.
-    peer_trades = str(trades / "*.parquet") if trades.is_dir() else str(trades)
+    # A folder as each peer reads one: DuckDB needs a glob, polars takes one too.
+    peer_trades, peer_quotes = (
+        str(p / "*.parquet") if p.is_dir() else str(p) for p in (trades, quotes)
+    )
     argv = {}
     for system in systems:
         if system == "asofgpu":
@@ -477,7 +490,7 @@ def commands(
                 "-c",
                 code[system],
                 peer_trades,
-                str(quotes),
+                peer_quotes,
                 str(outs[system]),
             ]
     return argv
@@ -734,15 +747,33 @@ def _command_text(argv: list[str], folders: dict[str, str]) -> str:
 
 
 def _layout_text(report: dict) -> str:
-    """What --left-files by-symbol changes, in a sentence; nothing for the one file."""
-    if report["settings"].get("left_files", "one") == "one":
-        return ""
-    return (
-        f" The trades are split by symbol into a folder of {report['data']['trades_files']:,} "
-        f"files (`trades_by_symbol`: Zipf-sized, each in time order), as a per-instrument feed "
-        f"gives them: asofgpu enriches the folder into a folder of as many files, the peers "
-        f"read it as one glob and write one file."
-    )
+    """What --left-files and --right-files by-symbol change, in a sentence each; nothing for
+    the one file."""
+    s, data = report["settings"], report["data"]
+    text = ""
+    if s.get("left_files", "one") != "one":
+        text += (
+            f" The trades are split by symbol into a folder of {data['trades_files']:,} "
+            f"files (`split_by_symbol`: Zipf-sized, each in time order), as a per-instrument "
+            f"feed gives them: asofgpu enriches the folder into a folder of as many files, "
+            f"the peers read it as one glob and write one file."
+        )
+    if s.get("right_files", "one") != "one":
+        text += (
+            f" The quotes are split by symbol into a folder of {data['quotes_files']:,} files "
+            f"(each in time order), as stores that keep a file a symbol hold them; every "
+            f"system reads it whole (the peers as one glob)."
+        )
+    return text
+
+
+def _title(s: dict) -> str:
+    sides = [
+        f"{side} in a file a symbol"
+        for side, key in (("trades", "left_files"), ("quotes", "right_files"))
+        if s.get(key, "one") != "one"
+    ]
+    return "# asofgpu enrich, end to end" + "".join(f", {side}" for side in sides)
 
 
 def markdown(report: dict) -> str:
@@ -751,8 +782,7 @@ def markdown(report: dict) -> str:
     records = {r["system"]: r for r in report["results"]}
     ours = records["asofgpu"].get("median_s")
     lines = [
-        "# asofgpu enrich, end to end"
-        + ("" if s.get("left_files", "one") == "one" else ", trades in a file a symbol"),
+        _title(s),
         "",
         *heading(report),
         "",
@@ -854,13 +884,14 @@ def peers_section(args, say) -> dict:
     """The timed rounds on the day of ``--size``, checked: a part of the report."""
     quotes, trades = day_files(args.data, *args.size, say)
     by_symbol = args.left_files == "by-symbol"
-    left = trades_by_symbol(trades, say) if by_symbol else trades
+    left = split_by_symbol(trades, say) if by_symbol else trades
+    right = split_by_symbol(quotes, say) if args.right_files == "by-symbol" else quotes
     with tempfile.TemporaryDirectory(prefix="run-", dir=args.data) as folder:
         # asofgpu enriches a folder into a folder, a file a file; the peers write one file.
         outs = {s: Path(folder) / f"{s}.parquet" for s in SYSTEMS}
         if by_symbol:
             outs["asofgpu"] = Path(folder) / "asofgpu"
-        argv = commands(args.enrich_cmd, left, quotes, outs)
+        argv = commands(args.enrich_cmd, left, right, outs)
         writing_bytecode = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         warmup = measure(argv["asofgpu"], args.timeout, writing_bytecode)
         if warmup["status"] != "ok":
@@ -878,15 +909,16 @@ def peers_section(args, say) -> dict:
     return {
         "data": {
             "folder": str(quotes.parent),
-            "quotes_bytes": quotes.stat().st_size,
+            "quotes_bytes": size_on_disk(right),
             "trades_bytes": size_on_disk(left),
             "trades_files": len(list(left.glob("*.parquet"))) if by_symbol else 1,
+            "quotes_files": len(list(right.glob("*.parquet"))) if right.is_dir() else 1,
         },
         "warmup_s": warmup["wall_s"],
         "commands": argv,
         "run_folder": folder,
         "results": [records[s] for s in SYSTEMS],
-        "headline": headline(records, None if by_symbol else GOAL),
+        "headline": headline(records, goal_of(args)),
     }
 
 
@@ -921,10 +953,20 @@ def scale_section(args, say) -> dict:
     return entry
 
 
-def report_stem(left_files: str) -> str:
-    """enrich (the day's one trades file) or enrich-by-symbol: the two layouts' reports can
-    share a folder."""
-    return "enrich" if left_files == "one" else f"enrich-{left_files}"
+def report_stem(left_files: str, right_files: str = "one") -> str:
+    """enrich (the day's one trades file and one quotes file), enrich-by-symbol (the trades
+    a file a symbol), enrich-quotes-by-symbol, or both: the layouts' reports can share a
+    folder."""
+    return (
+        "enrich"
+        + ("" if left_files == "one" else f"-{left_files}")
+        + ("" if right_files == "one" else f"-quotes-{right_files}")
+    )
+
+
+def goal_of(args) -> float | None:
+    """The goal, for the day's one file of each side; none for other layouts."""
+    return GOAL if args.left_files == args.right_files == "one" else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -957,8 +999,9 @@ def main(argv: list[str] | None = None) -> int:
             "symbols": SYMBOLS,
             "seed": SEED,
             "left_files": args.left_files,
+            "right_files": args.right_files,
             "systems": list(SYSTEMS),
-            "goal": GOAL if args.left_files == "one" else None,
+            "goal": goal_of(args),
             "timeout_s": args.timeout,
         },
         **peers,
@@ -966,7 +1009,7 @@ def main(argv: list[str] | None = None) -> int:
         "elapsed_s": time.perf_counter() - began,
     }
     text = markdown(report)
-    stem = report_stem(args.left_files)
+    stem = report_stem(args.left_files, args.right_files)
     _write_text(args.out / f"{stem}.json", json.dumps(report, indent=1) + "\n")
     _write_text(args.out / f"{stem}.md", text)
     print(text)

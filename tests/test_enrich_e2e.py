@@ -154,6 +154,28 @@ def test_trades_by_symbol_are_enriched_folder_to_folder_and_checked(tmp_path):
 
 
 @pytest.mark.slow  # the script's whole run
+def test_quotes_by_symbol_are_read_as_a_folder_and_checked(tmp_path):
+    """``--right-files by-symbol``: every system reads the quotes' folder (the peers as a
+    glob), every peer's rows are checked against asofgpu's; the report is
+    enrich-quotes-by-symbol.*, and has no goal."""
+    done = run_script(tmp_path, "--right-files", "by-symbol")
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    stem = "enrich-quotes-by-symbol"
+    assert sorted(p.name for p in out.iterdir()) == [f"{stem}.json", f"{stem}.md"]
+    report = json.loads((out / f"{stem}.json").read_text())
+    assert report["settings"]["right_files"] == "by-symbol" and report["settings"]["goal"] is None
+    assert report["data"]["quotes_files"] > 100 and report["data"]["trades_files"] == 1
+    for r in report["results"]:
+        assert r["status"] == "ok" and r["output_bytes"] > 0, r["system"]
+        assert r.get("checked_against") == (None if r["system"] == "asofgpu" else "asofgpu")
+    table = (out / f"{stem}.md").read_text()
+    assert "quotes in a file a symbol" in table and "trades in a file a symbol" not in table
+    assert f"split by symbol into a folder of {report['data']['quotes_files']:,} files" in table
+    assert "quotes-by-symbol/*.parquet" in table
+
+
+@pytest.mark.slow  # the script's whole run
 def test_a_scale_run_that_fails_is_reported_and_fails_the_script(tmp_path):
     cmd, env = standin(tmp_path, fail=True)
     done = run_script(tmp_path, "--scale", "30Kx5K", *cmd, env=env)
@@ -203,16 +225,19 @@ def test_the_scale_day_is_written_in_time_order_slice_by_slice(e2e, tmp_path):
         assert len(table["symbol"].unique()) > 100  # Zipf over 1,000 symbols
 
 
-def test_the_trades_by_symbol_are_a_file_a_symbol_each_in_time_order(e2e, tmp_path):
-    """``--left-files by-symbol``: the day's trades, a file a symbol, each holding that
-    symbol's trades in the file's order; written once (a second call finds the folder)."""
+@pytest.mark.parametrize("side", ["trades", "quotes"])
+def test_a_day_file_by_symbol_is_a_file_a_symbol_each_in_time_order(e2e, tmp_path, side):
+    """``--left-files by-symbol`` and ``--right-files by-symbol``: the day's trades or
+    quotes, a file a symbol, each holding that symbol's rows in the file's order; written
+    once (a second call finds the folder)."""
     from asofgpu import marketdata
 
-    _, trades = marketdata.day(300, 2_000, 40, seed=3)
-    path = tmp_path / "trades.parquet"
+    quotes, trades = marketdata.day(300, 2_000, 40, seed=3)
+    trades = trades if side == "trades" else quotes
+    path = tmp_path / f"{side}.parquet"
     pq.write_table(trades, path)
     said = []
-    folder = e2e.trades_by_symbol(path, said.append)
+    folder = e2e.split_by_symbol(path, said.append)
     files = sorted(folder.iterdir())
     symbols = sorted(set(trades["symbol"].to_pylist()))
     assert [f.name for f in files] == [f"{s}.parquet" for s in symbols]
@@ -221,26 +246,34 @@ def test_the_trades_by_symbol_are_a_file_a_symbol_each_in_time_order(e2e, tmp_pa
         expected = trades.filter(pc.equal(trades["symbol"], symbol))
         assert pq.read_table(file).equals(expected), symbol
     assert len(said) == 1 and f"into {len(symbols):,} files by symbol" in said[0]
-    assert e2e.trades_by_symbol(path, said.append) == folder and len(said) == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["trades-by-symbol", "trades.parquet"]
+    assert e2e.split_by_symbol(path, said.append) == folder and len(said) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{side}-by-symbol", f"{side}.parquet"]
     assert e2e.size_on_disk(folder) == sum(f.stat().st_size for f in files)
 
 
-def test_a_folder_of_trades_is_a_glob_to_the_peers_and_a_folder_to_asofgpu(e2e, tmp_path):
+@pytest.mark.parametrize("quotes_folder", [False, True])
+def test_a_folder_of_trades_is_a_glob_to_the_peers_and_a_folder_to_asofgpu(
+    e2e, tmp_path, quotes_folder
+):
     folder = tmp_path / "trades-by-symbol"
     folder.mkdir()
+    quotes = tmp_path / ("quotes-by-symbol" if quotes_folder else "quotes.parquet")
+    if quotes_folder:
+        quotes.mkdir()
     outs = {s: tmp_path / f"{s}.parquet" for s in e2e.SYSTEMS} | {"asofgpu": tmp_path / "o"}
-    argv = e2e.commands(["asofgpu"], folder, tmp_path / "quotes.parquet", outs)
-    assert argv["asofgpu"][:4] == [
-        "asofgpu",
-        "enrich",
-        str(folder),
-        str(tmp_path / "quotes.parquet"),
-    ]
+    argv = e2e.commands(["asofgpu"], folder, quotes, outs)
+    assert argv["asofgpu"][:4] == ["asofgpu", "enrich", str(folder), str(quotes)]
     assert argv["asofgpu"][argv["asofgpu"].index("-o") + 1] == str(tmp_path / "o")
     for peer in ("polars-lazy", "polars-eager", "duckdb"):
         assert argv[peer][3] == str(folder / "*.parquet"), peer
-    assert (e2e.report_stem("one"), e2e.report_stem("by-symbol")) == ("enrich", "enrich-by-symbol")
+        assert argv[peer][4] == str(quotes / "*.parquet" if quotes_folder else quotes), peer
+    stems = [e2e.report_stem(left, right) for left in e2e.LAYOUTS for right in e2e.LAYOUTS]
+    assert stems == [
+        "enrich",
+        "enrich-quotes-by-symbol",
+        "enrich-by-symbol",
+        "enrich-by-symbol-quotes-by-symbol",
+    ]
 
 
 def test_a_day_of_per_symbol_files_is_reported_without_the_one_files_goal(e2e):
