@@ -285,11 +285,15 @@ def _look_up_rest(
     on, run by run where its chunks lie (``look_up(run, null_code, out)``), and return the
     rows whose value the dictionary lacks, ascending: nulls among them when nulls are one
     more value and the dictionary has none (``null_code`` is then NO_GROUP). None, and the
-    rows after left unread, once they are more than ``walks.most_appended`` allows: runs
-    are looked up ``LOOKUP_PIECE_ROWS`` rows at a time, so that one run of 10M rows sorted
-    by value stops within its first million."""
+    rows after left unread, once they are more than ``walks.most_appended`` allows within
+    the first half of the rows: runs are looked up ``LOOKUP_PIECE_ROWS`` rows at a time, so
+    that one run of 10M rows sorted by value stops within its first million. Past that half
+    the lookup goes on: hashing the whole column again would cost more than the half left
+    and its missed rows (10M rows whose last 25,000 hold new values: 175 ms so, 83 ms
+    appended)."""
     missed = []
     at, most, n_missed = start, walks.most_appended(len(col) - start), 0
+    half = start + (len(col) - start) // 2
     pieces = (
         whole.slice(i, LOOKUP_PIECE_ROWS)
         for whole in arrow_numpy.coarse_runs(col.slice(start))
@@ -304,7 +308,7 @@ def _look_up_rest(
                 missing &= arrow_numpy.valid(run)  # a null's code is NO_GROUP: not missed
             missed.append(np.flatnonzero(missing) + at)
             n_missed += len(missed[-1])
-            if n_missed > most:
+            if n_missed > most and at < half:
                 return None
         at += len(run)
     return np.concatenate([np.empty(0, np.int64), *missed])

@@ -64,10 +64,10 @@ class Thresholds:
     #: first rows is distinct: merging the pieces' dictionaries of mostly distinct values
     #: (IDs) costs more than Arrow's one-core encoding.
     parallel_encode_distinct: float = 0.25
-    #: ... and when more than this share of the rows after that sample hold values it lacks
-    #: (a column sorted by its values: quotes sorted by symbol show a few symbols in their
-    #: first rows), the whole column is hashed on all cores instead of those rows being
-    #: encoded on one core and appended (``_encode._encode_hashed``).
+    #: ... and when more than this share of the rows after that sample hold values it lacks,
+    #: within their first half (a column sorted by its values: quotes sorted by symbol show a
+    #: few symbols in their first rows), the whole column is hashed on all cores instead of
+    #: those rows being encoded on one core and appended (``_encode._look_up_rest``).
     appended_max_share: float = 0.002
     #: From this many rows a by column of views (polars' strings) is hashed where it lies, on
     #: all cores (``_encode._encode_views``), not cast to large strings and encoded as text:
