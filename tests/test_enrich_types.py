@@ -486,6 +486,40 @@ def test_a_damaged_file_is_one_line(tmp_path, capsys, mode):
     assert hidden(tmp_path) == []
 
 
+def test_of_several_damaged_right_files_read_at_once_the_first_is_named(tmp_path, capsys):
+    """RIGHT's files are read two at a time (``Source.read``): the error names the first
+    damaged file in RIGHT's order, whichever reader met one first."""
+    folder = tmp_path / "right"
+    folder.mkdir()
+    for i in range(6):
+        right = pa.table({"t": np.arange(i * 1000, (i + 1) * 1000), "v": np.arange(1000.0)})
+        pq.write_table(right, folder / f"part{i}.parquet")
+        if i in (2, 5):
+            raw = bytearray((folder / f"part{i}.parquet").read_bytes())
+            raw[8:600] = bytes(592)
+            (folder / f"part{i}.parquet").write_bytes(bytes(raw))
+    pq.write_table(pa.table({"t": np.arange(0, 6000, 7)}), tmp_path / "l.parquet")
+    code, stdout, stderr = run(
+        "enrich",
+        tmp_path / "l.parquet",
+        folder,
+        "-o",
+        tmp_path / "o.parquet",
+        "--on",
+        "t",
+        "--device",
+        "cpu",
+        "--right-mode",
+        "memory",
+        capsys=capsys,
+    )
+    assert code == 2 and stdout == "" and stderr.count("error") == 1
+    assert stderr.splitlines()[-1].startswith(
+        f"asofgpu enrich: error: cannot read RIGHT file {folder / 'part2.parquet'}: "
+    )
+    assert hidden(tmp_path) == []
+
+
 TEXT = {"string": pa.string(), "large_string": pa.large_string(), "string_view": pa.string_view()}
 
 
