@@ -236,7 +236,7 @@ def _encode_hashed(col: pa.ChunkedArray, nulls_distinct: bool):
     half an encoding: 10M symbols, 33 ms looked up against 77 ms encoded (106 ms when the
     column's 77 chunks had to be combined first). Where the sample lacks many rows' values
     (``walks.most_appended``: a column sorted by its values), the whole column is encoded
-    on all cores instead: 10M symbols sorted, 0.29 s appended on one core."""
+    again (``_encoded_again``)."""
     if not walks.encodes_in_parallel(len(col)) or not (
         arrow_numpy.is_offset_text(col.type) or _is_fixed_width(col.type)
     ):
@@ -252,7 +252,7 @@ def _encode_hashed(col: pa.ChunkedArray, nulls_distinct: bool):
     codes = host_empty(len(col), np.int32)
     codes[: len(head)] = head_codes
     table = _lookup_table(dictionary)
-    rows = _look_up_rest(
+    rows, stopped_at = _look_up_rest(
         col,
         codes,
         len(head),
@@ -261,7 +261,7 @@ def _encode_hashed(col: pa.ChunkedArray, nulls_distinct: bool):
         nulls_distinct,
     )
     if rows is None:  # many: a column sorted by its values, say
-        return _encode_parallel(col, nulls_distinct)
+        return _encoded_again(col, stopped_at, nulls_distinct)
     if rows.size:  # in row order: the codes stay in order of first appearance
         values = col.take(arrow_numpy.array(rows))  # in chunks: text may pass 2 GiB
         more = pc.dictionary_encode(values, null_encoding="mask" if nulls_distinct else "encode")
@@ -272,6 +272,19 @@ def _encode_hashed(col: pa.ChunkedArray, nulls_distinct: bool):
     return codes, dictionary
 
 
+def _encoded_again(col: pa.ChunkedArray, at: int, nulls_distinct: bool):
+    """(codes, dictionary) of a column whose sample's lookup stopped at row ``at``
+    (``_look_up_rest``), hashed whole on all cores where the rows there repeat their values
+    (symbols sorted: 10M rows in 57 ms, 295 ms appended on one core); None, for Arrow's
+    one-core hash, where they are mostly distinct (``walks.rehashes``: ids sorted, each a
+    few times, whose merged dictionaries of millions cost the cores more)."""
+    there = col.slice(at, DISTINCT_SAMPLE_ROWS)
+    _, dictionary = _encode_parallel(there, nulls_distinct)
+    if not walks.rehashes(len(there), len(dictionary)):
+        return None
+    return _encode_parallel(col, nulls_distinct)
+
+
 def _first_null(valid: np.ndarray) -> int:
     """The code of a dictionary's null (whose ``valid`` is False), NO_GROUP without one."""
     null_at = np.flatnonzero(~valid)
@@ -280,17 +293,18 @@ def _first_null(valid: np.ndarray) -> int:
 
 def _look_up_rest(
     col: pa.ChunkedArray, codes: np.ndarray, start: int, look_up, null_code: int, nulls_distinct
-) -> np.ndarray | None:
+) -> tuple[np.ndarray | None, int | None]:
     """Fill ``codes[start:]`` with the dictionary positions of ``col``'s rows from ``start``
     on, run by run where its chunks lie (``look_up(run, null_code, out)``), and return the
-    rows whose value the dictionary lacks, ascending: nulls among them when nulls are one
-    more value and the dictionary has none (``null_code`` is then NO_GROUP). None, and the
-    rows after left unread, once they are more than ``walks.most_appended`` allows within
-    the first half of the rows: runs are looked up ``LOOKUP_PIECE_ROWS`` rows at a time, so
-    that one run of 10M rows sorted by value stops within its first million. Past that half
-    the lookup goes on: hashing the whole column again would cost more than the half left
-    and its missed rows (10M rows whose last 25,000 hold new values: 175 ms so, 83 ms
-    appended)."""
+    rows whose value the dictionary lacks, ascending (nulls among them when nulls are one
+    more value and the dictionary has none: ``null_code`` is then NO_GROUP), and None.
+
+    Or (None, the row where the lookup stopped), the rows after left unread, once those in
+    the first half of the rows are more than ``walks.most_appended`` allows: runs are looked
+    up ``LOOKUP_PIECE_ROWS`` rows at a time, so that one run of 10M rows sorted by value
+    stops within its first million. Rows past that half do not count: hashing the column
+    again would cost more than the half left and its missed rows (10M rows whose last
+    25,000 hold new values: 175 ms so, 83 ms appended)."""
     missed = []
     at, most, n_missed = start, walks.most_appended(len(col) - start), 0
     half = start + (len(col) - start) // 2
@@ -307,11 +321,11 @@ def _look_up_rest(
             if nulls_distinct and run.null_count:
                 missing &= arrow_numpy.valid(run)  # a null's code is NO_GROUP: not missed
             missed.append(np.flatnonzero(missing) + at)
-            n_missed += len(missed[-1])
-            if n_missed > most and at < half:
-                return None
+            n_missed += int(np.count_nonzero(missed[-1] < half))
+            if n_missed > most:
+                return None, at
         at += len(run)
-    return np.concatenate([np.empty(0, np.int64), *missed])
+    return np.concatenate([np.empty(0, np.int64), *missed]), None
 
 
 def _lookup_table(dictionary: pa.Array):
@@ -550,7 +564,7 @@ class _Column:
             codes[: len(head)] = head_codes
             flat = words.reshape(-1)
             table = (flat, views_lookup_table(flat, _bitmap(valid), 0))
-            rows = _look_up_rest(
+            rows, _ = _look_up_rest(
                 col,
                 codes,
                 len(head),

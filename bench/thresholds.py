@@ -123,6 +123,14 @@ def _encode_missed(n: int):
     return lambda: _encode.Groups([column], ["right_by"], null_equal=False)
 
 
+def _encode_sorted_ids(n: int):
+    """The encoding of 10M ids sorted, each ``n`` times, in 77 chunks: a sample of the first
+    rows holds few of them, so the lookup stops and the column is encoded again."""
+    ids = np.char.add("ID", np.repeat(np.arange(10_000_000 // n), n).astype(str))
+    column = pa.chunked_array([pa.array(part) for part in np.array_split(ids, 77)])
+    return lambda: _encode.Groups([column], ["right_by"], null_equal=False)
+
+
 def _encode_ids(n: int):
     """The encoding of ``n`` distinct int64 entity ids (a state table's), shuffled."""
     ids = np.random.default_rng(9).permutation(n).astype(np.int64) * 7
@@ -275,6 +283,15 @@ CASES = {
         {
             "appended": {"appended_max_share": 1.0},
             "all hashed again": {"appended_max_share": 0.0},
+        },
+    ),
+    "rehash_max_distinct": (
+        "the encoding of 10M ids sorted, each n times",
+        _encode_sorted_ids,
+        [16, 64, 256, 1_000],
+        {
+            "all cores": {"rehash_max_distinct": 1.0},
+            "Arrow's hash": {"rehash_max_distinct": 0.0},
         },
     ),
     "sort_encode_min_rows": (

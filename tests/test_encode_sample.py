@@ -17,9 +17,14 @@ from asofgpu._backend import walks
 from conftest import HUGE
 
 SAMPLE = 40  # rows encoded before the rest is looked up, in these tests
-# The share of the rest whose values the sample may lack, for each path: its missed values
-# appended, or the lookup stopped at the first of them and the column hashed whole.
-PATHS = {"appended": 1.0, "hashed whole": 0.0}
+# The thresholds that force each path: the missed values appended; or the lookup stopped at
+# the first of them and the column hashed whole on all cores, or by Arrow (a view column is
+# hashed whole either way).
+PATHS = {
+    "appended": {"appended_max_share": 1.0},
+    "hashed whole": {"appended_max_share": 0.0, "rehash_max_distinct": 1.0},
+    "Arrow after the stop": {"appended_max_share": 0.0, "rehash_max_distinct": 0.0},
+}
 TYPES = {
     "string": pa.string(),
     "large_string": pa.large_string(),
@@ -64,7 +69,7 @@ def _column(name: str, nulls_in_sample: bool, layout: str) -> pa.ChunkedArray:
 
 
 def _lookups(monkeypatch) -> list:
-    """What each ``_look_up_rest`` returns from now on: None where it stopped."""
+    """What each ``_look_up_rest`` returns from now on: (None, the row) where it stopped."""
     returned = []
     look_up_rest = _encode._look_up_rest
 
@@ -89,14 +94,15 @@ def test_the_rest_looked_up_in_the_samples_dictionary_encodes_as_arrow(
     column = _column(name, nulls_in_sample, layout)
     monkeypatch.setattr(_encode, "DISTINCT_SAMPLE_ROWS", SAMPLE)
     monkeypatch.setattr(_encode, "LOOKUP_PIECE_ROWS", piece_rows)
-    thresholds(
-        parallel_encode_rows=0, parallel_encode_distinct=0.25, appended_max_share=PATHS[path]
-    )
+    thresholds(parallel_encode_rows=0, parallel_encode_distinct=0.25, **PATHS[path])
     lookups = _lookups(monkeypatch)
     with walks.recorded() as decisions:
         ours = _encode._Column(column, null_equal)
     assert ("encodes_sample_in_parallel", True) in decisions
-    assert [rows is None for rows in lookups] == [path == "hashed whole"]
+    stopped = path != "appended"
+    assert [rows is None for rows, _ in lookups] == [stopped]
+    if stopped and name != "string_view":  # (views are hashed whole either way)
+        assert ("rehashes", path == "hashed whole") in decisions
     thresholds(parallel_encode_rows=HUGE)  # Arrow's dictionary_encode
     arrows = _encode._Column(column, null_equal)
     np.testing.assert_array_equal(ours.codes, arrows.codes)
@@ -113,15 +119,17 @@ def test_the_rest_looked_up_in_the_samples_dictionary_encodes_as_arrow(
     assert (ours.codes[SAMPLE:] >= 0).any()
 
 
+@pytest.mark.parametrize("piece_rows", [64, _encode.LOOKUP_PIECE_ROWS])
 @pytest.mark.parametrize("name", ["string", "string_view", "int64"])
 def test_values_the_sample_lacks_only_in_the_second_half_are_appended(
-    thresholds, monkeypatch, name
+    thresholds, monkeypatch, name, piece_rows
 ):
-    """Missed rows first met past the first half of the rest do not stop the lookup, however
-    many: the half left and those rows cost less than hashing the column again (the helper's
-    10M rows whose last 25,000 were new: 175 ms hashed again, 83 ms appended)."""
+    """Missed rows past the first half of the rest do not stop the lookup, however many, even
+    in a piece that began before it: the half left and those rows cost less than hashing the
+    column again (the helper's 10M rows whose last 25,000 were new: 175 ms hashed again, 83
+    ms appended)."""
     monkeypatch.setattr(_encode, "DISTINCT_SAMPLE_ROWS", SAMPLE)
-    monkeypatch.setattr(_encode, "LOOKUP_PIECE_ROWS", 64)
+    monkeypatch.setattr(_encode, "LOOKUP_PIECE_ROWS", piece_rows)
     thresholds(
         parallel_encode_rows=0,
         parallel_encode_distinct=0.25,
@@ -135,7 +143,7 @@ def test_values_the_sample_lacks_only_in_the_second_half_are_appended(
     column = pa.chunked_array([_values(name, numbers)])
     lookups = _lookups(monkeypatch)
     ours = _encode._Column(column, False)
-    assert len(lookups) == 1 and lookups[0] is not None and len(lookups[0]) == 160
+    assert len(lookups) == 1 and lookups[0][1] is None and len(lookups[0][0]) == 160
     thresholds(parallel_encode_rows=HUGE, parallel_views_rows=HUGE)
     arrows = _encode._Column(column, False)
     np.testing.assert_array_equal(ours.codes, arrows.codes)
@@ -167,7 +175,7 @@ def test_a_view_too_long_to_be_inline_after_the_sample_takes_the_large_string_pa
         parallel_views_rows=0,
         interpret_max_rows=0,
         parallel_encode_distinct=0.0 if distinct_sample else 1.0,
-        appended_max_share=PATHS[path],
+        **PATHS[path],
     )
     long = "a value too long for a view"  # twice: two views of one value, unequal words
     values = [f"S{i % 7}" for i in range(300)] + [long, "S1", None, long]

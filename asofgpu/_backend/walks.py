@@ -69,6 +69,10 @@ class Thresholds:
     #: few symbols in their first rows), the whole column is hashed on all cores instead of
     #: those rows being encoded on one core and appended (``_encode._look_up_rest``).
     appended_max_share: float = 0.002
+    #: ... and then it is hashed on all cores only when at most this share of a sample where
+    #: the lookup stopped is distinct, else by Arrow on one core: ids sorted, each a few
+    #: times, merge dictionaries of millions (``_encode._encoded_again``).
+    rehash_max_distinct: float = 0.01
     #: From this many rows a by column of views (polars' strings) is hashed where it lies, on
     #: all cores (``_encode._encode_views``), not cast to large strings and encoded as text:
     #: the cast copies every value, so the views win well below ``parallel_encode_rows``.
@@ -344,6 +348,14 @@ def most_appended(rows: int) -> int:
     the lookup stops and the whole column is hashed on all cores. Few, in a column whose
     values repeat in every stretch of rows; most, in one sorted by its values."""
     return int(THRESHOLDS.appended_max_share * rows)
+
+
+@_decision
+def rehashes(sample_rows: int, distinct: int) -> bool:
+    """Whether a group key column whose sample's lookup stopped (``most_appended``) is
+    hashed whole on all cores, where a sample of ``sample_rows`` rows there holds
+    ``distinct`` values: its values repeat, as sorted symbols do."""
+    return distinct <= THRESHOLDS.rehash_max_distinct * sample_rows
 
 
 @_decision
