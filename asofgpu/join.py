@@ -144,7 +144,8 @@ class AsofJoin:
         each group: verified in O(n), and the sort is skipped (with ``tie_break``, rows of
         equal keys are still ordered by it); any other order is refused. Without it, the
         cpu finds keys in order within each group itself, in one pass, and sorts them by
-        group alone.
+        group alone: from 32,768 rows, without ``tie_break``, and where every row has a key
+        and a group (a row without one may send the side to the sort by key).
     device : {"auto", "cpu", "cuda", "python"}
         Where the work runs; "auto" takes the GPU when one is usable. "python" runs the
         kernels as plain Python (slow; for debugging).
@@ -287,9 +288,13 @@ class AsofJoin:
             self._key_ascends = True
         if self._key_ascends is None:
             values, xp = key.values, self.backend.xp
+            is_float = key.type.physical == "float"
+            # The first rows first: a shuffled side is answered there, without a pass over
+            # all of them (10M keys: 7 ms, 20 ms as floats)
+            head = values[: _HEAD_ROWS + 1]
             self._key_ascends = not bool(
-                less_in_total_order(values[1:], values[:-1], xp, key.type.physical == "float").any()
-            )
+                less_in_total_order(head[1:], head[:-1], xp, is_float).any()
+            ) and not bool(less_in_total_order(values[1:], values[:-1], xp, is_float).any())
         return self._key_ascends
 
     def _ascending_in_groups(self, key: Key, bucket, n_groups: int) -> bool:
@@ -306,8 +311,10 @@ class AsofJoin:
         """Whether a one-shot join sorts its right side by group and probes it, rather than
         merge-scanning both sides in key order (``Backend.scan``): where the right keys
         ascend within each group but not overall, the scan would sort them by key where the
-        group sort alone orders them. 10M x 10M, quotes sorted by symbol: trades in time
-        order 348 -> 227 ms, sorted by symbol too 533 -> 203 ms, shuffled 611 -> 449 ms."""
+        group sort alone orders them. 10M x 10M, quotes sorted by symbol, the map alone
+        (``asof_join``): trades in time order 348 -> 230 ms, sorted by symbol too 533 -> 202
+        ms, shuffled 611 -> 445 ms; ``join_asof`` of tables, four quote columns gathered:
+        628-712 -> 311 ms and 860-1043 -> 245 ms (docs/benchmarks.md)."""
         return not self._ascending(key) and self._ascending_in_groups(key, bucket, self.n_groups)
 
     def _keep_time_order(self, key: Key, bucket, copy: bool = True) -> None:
@@ -583,7 +590,8 @@ class AsofJoin:
                 self.n_groups,
                 how,
                 out,
-                # (every right row ascends, as _sorts_first found: none needs checking)
+                # (where _sorts_first's _ascending found every right row in order, the scan
+                # need not check them again)
                 keys_ascend=(left_key.ascends, right.ascends or bool(self._key_ascends)),
             )
             return out
@@ -784,6 +792,9 @@ def _map_arrays(value, f):
     if isinstance(value, GroupCodes):
         return GroupCodes(_map_arrays(value.codes, f), value.n_groups)
     return f(value)
+
+
+_HEAD_ROWS = 4096  # the rows ``AsofJoin._ascending`` checks before all of them
 
 
 def less_in_total_order(a, b, xp, is_float: bool):

@@ -486,9 +486,30 @@ def test_a_damaged_file_is_one_line(tmp_path, capsys, mode):
     assert hidden(tmp_path) == []
 
 
-def test_of_several_damaged_right_files_read_at_once_the_first_is_named(tmp_path, capsys):
+def test_of_several_damaged_right_files_read_at_once_the_first_is_named(
+    tmp_path, capsys, monkeypatch
+):
     """RIGHT's files are read two at a time (``Source.read``): the error names the first
-    damaged file in RIGHT's order, whichever reader met one first."""
+    damaged file in RIGHT's order, whichever reader met one first (here part5's, which
+    fails before part2's reader is let go)."""
+    import threading
+
+    from asofgpu.enrich import _sources
+
+    part5_failed = threading.Event()
+    parquet_file = _sources.pq.ParquetFile
+
+    def opened(path, *args, **kwargs):
+        reading = "read_dictionary" in kwargs  # (not the footers' reads, earlier)
+        if reading and str(path).endswith("part2.parquet"):
+            assert part5_failed.wait(10)
+        try:
+            return parquet_file(path, *args, **kwargs)
+        finally:
+            if str(path).endswith("part5.parquet"):
+                part5_failed.set()
+
+    monkeypatch.setattr(_sources.pq, "ParquetFile", opened)
     folder = tmp_path / "right"
     folder.mkdir()
     for i in range(6):

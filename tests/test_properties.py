@@ -401,6 +401,37 @@ def test_a_right_side_sorted_by_group_then_key_is_ordered_by_the_group_sort_alon
     run(device, 150, oracle_case(), check)
 
 
+def test_quotes_sorted_by_symbol_at_default_thresholds_are_not_sorted_by_key(monkeypatch):
+    """The drawn cases above seldom hold a side this test always does: 40,000 quotes (past
+    the radix sort's 32,768) of three symbols whose times interleave, sorted by symbol then
+    time. Prepared and one-shot, no sort of the keys and no merge scan; the maps equal the
+    presorted=True prepare's, which checks that order instead of finding it."""
+    from asofgpu._backend.cpu import CpuBackend
+
+    rng = np.random.default_rng(7)
+    n = 40_000
+    symbols = np.sort(rng.integers(0, 3, n))
+    times = np.concatenate([np.sort(rng.integers(0, 10**6, k)) for k in np.bincount(symbols)])
+    left_times, left_symbols = rng.integers(0, 10**6, 5_000), rng.integers(0, 3, 5_000)
+    calls = []
+    for name in ("stable_argsort", "scan"):
+        method = getattr(CpuBackend, name)
+        monkeypatch.setattr(
+            CpuBackend,
+            name,
+            lambda self, *args, _name=name, _method=method, **kwargs: (
+                calls.append(_name) or _method(self, *args, **kwargs)
+            ),
+        )
+    prepared = ag.AsofJoin(times, symbols, device="cpu").join(left_times, left_symbols)
+    one_shot = ag.asof_join(left_times, times, left_symbols, symbols, device="cpu")
+    assert calls == []
+    checked = ag.AsofJoin(times, symbols, presorted=True, device="cpu")
+    want = to_host(checked.join(left_times, left_symbols))
+    assert (to_host(prepared) == want).all() and (to_host(one_shot) == want).all()
+    assert (want >= 0).sum() > 4_000
+
+
 # --------------------------------------------------------------------------- (b) per group
 
 
