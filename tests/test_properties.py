@@ -354,16 +354,8 @@ def test_presorted_matches_oracle(device):
     run(device, 100, oracle_case(), check)
 
 
-def test_a_right_side_sorted_by_group_then_key_is_ordered_by_the_group_sort_alone(
-    device, monkeypatch
-):
-    """A right side whose keys ascend within each group (sorted by group, then key: quotes
-    kept a file a symbol), with every sort compiled and taking the radix path, prepared
-    (without presorted=True) and joined one-shot: the oracle's map; and on the cpu, where
-    one pass finds that order, no sort of the keys (only the group sort) and no merge scan,
-    which would sort them. The drawn order, which that pass mostly refuses, matches the
-    oracle too."""
-    from asofgpu._backend import walks
+def _sorts_and_scans(monkeypatch) -> list:
+    """The names of the cpu backend's key sorts and merge scans from now on, as they run."""
     from asofgpu._backend.cpu import CpuBackend
 
     calls = []
@@ -376,6 +368,21 @@ def test_a_right_side_sorted_by_group_then_key_is_ordered_by_the_group_sort_alon
                 calls.append(_name) or _method(self, *args, **kwargs)
             ),
         )
+    return calls
+
+
+def test_a_right_side_sorted_by_group_then_key_is_ordered_by_the_group_sort_alone(
+    device, monkeypatch
+):
+    """A right side whose keys ascend within each group (sorted by group, then key: quotes
+    kept a file a symbol), with every sort compiled and taking the radix path, prepared
+    (without presorted=True) and joined one-shot: the oracle's map; and on the cpu, where
+    one pass finds that order, no sort of the keys (only the group sort) and no merge scan,
+    which would sort them. The drawn order, which that pass mostly refuses, matches the
+    oracle too."""
+    from asofgpu._backend import walks
+
+    calls = _sorts_and_scans(monkeypatch)
 
     def maps(inp, opts, null_equality):
         left, right, left_by, right_by, tie = columns_of(inp)
@@ -406,23 +413,13 @@ def test_quotes_sorted_by_symbol_at_default_thresholds_are_not_sorted_by_key(mon
     the radix sort's 32,768) of three symbols whose times interleave, sorted by symbol then
     time. Prepared and one-shot, no sort of the keys and no merge scan; the maps equal the
     presorted=True prepare's, which checks that order instead of finding it."""
-    from asofgpu._backend.cpu import CpuBackend
 
     rng = np.random.default_rng(7)
     n = 40_000
     symbols = np.sort(rng.integers(0, 3, n))
     times = np.concatenate([np.sort(rng.integers(0, 10**6, k)) for k in np.bincount(symbols)])
     left_times, left_symbols = rng.integers(0, 10**6, 5_000), rng.integers(0, 3, 5_000)
-    calls = []
-    for name in ("stable_argsort", "scan"):
-        method = getattr(CpuBackend, name)
-        monkeypatch.setattr(
-            CpuBackend,
-            name,
-            lambda self, *args, _name=name, _method=method, **kwargs: (
-                calls.append(_name) or _method(self, *args, **kwargs)
-            ),
-        )
+    calls = _sorts_and_scans(monkeypatch)
     prepared = ag.AsofJoin(times, symbols, device="cpu").join(left_times, left_symbols)
     one_shot = ag.asof_join(left_times, times, left_symbols, symbols, device="cpu")
     assert calls == []
