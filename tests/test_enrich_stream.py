@@ -1244,6 +1244,31 @@ def test_right_row_groups_are_windowed_together_up_to_the_window_rows():
     assert [r.num_rows for r in tables_of(iter([batch(0, 9), batch(9, 1)]), rows=7)] == [9, 1]
 
 
+def test_a_window_of_small_chunks_is_copied_into_one_and_one_of_large_chunks_is_not(
+    monkeypatch,
+):
+    """A window put together of chunks averaging fewer than ``SMALL_CHUNK_ROWS`` rows (a
+    file a symbol) is one chunk, copied on the reading thread, its dictionaries unified;
+    one of larger chunks (row groups) keeps them, nothing copied."""
+    from asofgpu.enrich import _stream
+
+    monkeypatch.setattr(_stream, "SMALL_CHUNK_ROWS", 4)
+
+    def batch(start, n, words):
+        return pa.record_batch(
+            {"t": np.arange(start, start + n), "s": pa.array(words).dictionary_encode()}
+        )
+
+    small = [batch(3 * i, 3, ["x", "y", f"w{i}"]) for i in range(4)]
+    (window,) = _stream.tables_of(iter(small), rows=12)
+    assert [window[c].num_chunks for c in ("t", "s")] == [1, 1]
+    assert window["t"].to_pylist() == list(range(12))
+    assert window["s"].to_pylist() == [w for i in range(4) for w in ("x", "y", f"w{i}")]
+    large = [batch(5 * i, 5, ["x"] * 5) for i in range(2)]
+    (window,) = _stream.tables_of(iter(large), rows=12)
+    assert [window[c].num_chunks for c in ("t", "s")] == [2, 2]
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_group_ids_number_rows_alike_exactly_when_their_by_values_are(seed):
     """A carry's groups, over one to three by columns of text, integers and dictionaries in
