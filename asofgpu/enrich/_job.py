@@ -29,6 +29,7 @@ from ._attach import InMemory, Regrouped, Spilled, Streamed
 from ._checks import (
     Options,
     Plan,
+    Tolerance,
     check_options,
     check_output,
     dry_run,
@@ -197,6 +198,24 @@ def enrich(options: Options, progress=None) -> Summary:
             failed = exc
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What a run has settled before it attaches RIGHT: what the join of each LEFT chunk and
+    the way RIGHT is held both take."""
+
+    options: Options
+    the_plan: Plan
+    left: Source
+    right: Source
+    tolerance: Tolerance
+    as_codes: list[str]  # RIGHT's columns read as dictionary codes
+    rows: int  # a chunk's rows, and a window's
+    every: int  # staleness from about SAMPLE matches
+    budget: int  # bytes
+    out: str
+    progress: Quiet  # or what else logs, counts and stops as it does (_progress)
+
+
 def _run(
     options: Options,
     progress,
@@ -244,29 +263,28 @@ def _run(
                 options, the_plan, left, right, limit, budget, limit_name, as_codes, kept
             )
             need = memory.right_bytes(right, the_plan.read, as_codes, share)
-        left_row, payload_row, rows, keys_row, copies = sizes
-        as_codes = as_codes + kept
+        rows, copies = sizes.rows, sizes.copies
         every = -(-left.rows // SAMPLE)  # staleness from about SAMPLE matches
+        run = _Run(
+            options=options,
+            the_plan=the_plan,
+            left=left,
+            right=right,
+            tolerance=tolerance,
+            as_codes=as_codes + kept,
+            rows=rows,
+            every=every,
+            budget=budget,
+            out=out,
+            progress=progress,
+        )
         if mode == "memory" and device_io.wanted(options):
-            summary = _on_device(
-                options,
-                the_plan,
-                tolerance,
-                left,
-                right,
-                out,
-                found,
-                rows,
-                every,
-                checked,
-                start,
-                progress,
-            )
+            summary = _on_device(run, found, checked, start)
             if summary is not None:
                 return summary
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
         right_table = (
-            reading.submit(right.read, the_plan.read, as_codes) if mode == "memory" else None
+            reading.submit(right.read, the_plan.read, run.as_codes) if mode == "memory" else None
         )
         # Past LEFT's last row, RIGHT is read for its order check alone: its keys only.
         # Its batches are put together into tables of up to a chunk's rows on the reading
@@ -278,7 +296,9 @@ def _run(
             stack.enter_context(
                 _Prefetch(
                     tables_of(
-                        spill_batches(right, the_plan.read, as_codes, rows, narrowing=narrowing),
+                        spill_batches(
+                            right, the_plan.read, run.as_codes, rows, narrowing=narrowing
+                        ),
                         rows,
                     ),
                     depth=1,
@@ -298,90 +318,14 @@ def _run(
         # plain-Python budget first (walks.compiling_ahead).
         stack.enter_context(walks.compiling_ahead(left.rows))
         target = stack.enter_context(_target(left, out, found))
-        # A file's last chunks are encoded while the next files are read and joined: its
-        # writer closes on a thread of its own (one at a time), left before OUT is.
-        # The writers' pools, shut down after ``closing`` (entered after them) has closed the
-        # last file.
-        pools = stack.enter_context(WritePools())
-        closing = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-close"))
-        closed = []  # the last run's files, closing
         if mode == "memory":
-            progress.log(
-                f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows) into "
-                f"memory: {why}{_as_codes_note(kept)}"
-            )
-            attach = InMemory(options, the_plan, right_table.result(), tolerance, every)
+            attach = _in_memory(run, right_table.result(), why, kept)
         elif mode == "stream":
-            order = (*options.right_by, options.right_on) if grouped else options.right_on
-            progress.log(
-                f"{why}: streaming RIGHT {options.right} ({_files(right)}"
-                f"{right.rows:,} rows, sorted by {order!r}) in windows of "
-                f"up to {rows:,} rows{_as_codes_note(kept)}"
-            )
-            attach = Streamed(
-                options,
-                the_plan,
-                left,
-                right,
-                windows,
-                as_codes,
-                tolerance,
-                rows,
-                every,
-                grouped,
-                narrowing,
-                budget // 4,
-            )
+            attach = _streamed(run, windows, narrowing, why, grouped, kept)
         elif mode == "regroup":
-            # LEFT's keys, each row's position (8 bytes) and what is attached to it
-            held = left.rows * (keys_row + 8 + payload_row)
-            k = options.spill_partitions or _left_ranges(held, budget)
-            spill = stack.enter_context(_spill_folder(options, out)) if k > 1 else None
-            order = (*options.right_by, options.right_on) if grouped else options.right_on
-            progress.log(
-                f"{why}: streaming RIGHT {options.right} ({_files(right)}"
-                f"{right.rows:,} rows, sorted by {order!r}) in windows of up to "
-                f"{rows:,} rows, LEFT's keys put in that order"
-                + (f" in {k} ranges in {spill.path}" if k > 1 else " in memory")
-            )
-            attach = Regrouped(
-                options,
-                the_plan,
-                left,
-                right,
-                windows,
-                as_codes,
-                tolerance,
-                spill,
-                k,
-                rows,
-                every,
-                progress,
-                grouped,
-                narrowing,
-                budget // 4,
-            )
+            attach = _regrouped(run, windows, narrowing, why, grouped, sizes, stack)
         else:
-            k = options.spill_partitions or _partitions(
-                need, budget, left.rows * (left_row + payload_row)
-            )
-            spill = stack.enter_context(_spill_folder(options, out))
-            progress.log(f"{why}: spilling both sides to {k} hash partitions in {spill.path}")
-            attach = Spilled(
-                options,
-                the_plan,
-                left,
-                right,
-                as_codes,
-                tolerance,
-                spill,
-                k,
-                rows,
-                every,
-                need,
-                budget,
-                progress,
-            )
+            attach = _spilled(run, why, need, sizes, stack)
         prepared_at = time.perf_counter()
         # A stream holds a window of RIGHT, not its rows: the count is the file's, said so
         rows_note = (
@@ -394,34 +338,7 @@ def _run(
             f"streaming LEFT {options.left} ({_files(left)}{left.rows:,} rows)"
             + (f": {_how_read(copies[0], rows)}" if left.single else "")
         )
-        counts = _Counts()
-        progress.start(left.rows)
-        try:
-            for run in runs:
-                for i in run:
-                    if not left.single:
-                        part = left.parts[i]
-                        progress.log(
-                            f"LEFT {part.relative}: {part.rows:,} rows "
-                            f"({memory.readable(part.bytes)}), "
-                            f"{_how_read(copies[i], rows)}"
-                        )
-                with _writers(run, left, target, the_plan, options, copies, pools) as writers:
-                    if len(run) == 1:
-                        batches = _one_file(left_batches)
-                        _enrich_part(left, batches, writers[0], attach, counts, progress, out)
-                    else:
-                        files = next(iter(left_batches))
-                        _enrich_parts(left, files, writers, attach, options, counts, out)
-                        progress.update(counts.rows)
-                    for done in closed:
-                        done.result()  # raises what closing the files before raised
-                closed = [closing.submit(_close, writer, out, target) for writer in writers]
-            attach.finish()  # a stream checks the RIGHT rows past LEFT's last row too
-            for done in closed:
-                done.result()
-        finally:
-            progress.stop()
+        counts = _join_left(run, runs, left_batches, copies, target, attach)
         target.commit()
     done = time.perf_counter()
     staleness = attach.staleness
@@ -448,29 +365,182 @@ def _run(
     )
 
 
+# --------------------------------------------------------------------------- RIGHT held
+
+
+def _in_memory(run: _Run, table: pa.Table, why: str, kept: list[str]) -> InMemory:
+    """RIGHT read whole (``table``) and prepared."""
+    options, right = run.options, run.right
+    run.progress.log(
+        f"reading RIGHT {options.right} ({_files(right)}{right.rows:,} rows) into "
+        f"memory: {why}{_as_codes_note(kept)}"
+    )
+    return InMemory(options, run.the_plan, table, run.tolerance, run.every)
+
+
+def _streamed(
+    run: _Run, windows: _Prefetch, narrowing: Narrowing, why: str, grouped: bool, kept: list
+) -> Streamed:
+    """RIGHT streamed in ``windows`` beside LEFT, both in (by..., key) order when
+    ``grouped``, else in key order."""
+    options, right = run.options, run.right
+    order = (*options.right_by, options.right_on) if grouped else options.right_on
+    run.progress.log(
+        f"{why}: streaming RIGHT {options.right} ({_files(right)}"
+        f"{right.rows:,} rows, sorted by {order!r}) in windows of "
+        f"up to {run.rows:,} rows{_as_codes_note(kept)}"
+    )
+    return Streamed(
+        options,
+        run.the_plan,
+        run.left,
+        right,
+        windows,
+        run.as_codes,
+        run.tolerance,
+        run.rows,
+        run.every,
+        grouped,
+        narrowing,
+        run.budget // 4,
+    )
+
+
+def _regrouped(
+    run: _Run,
+    windows: _Prefetch,
+    narrowing: Narrowing,
+    why: str,
+    grouped: bool,
+    sizes: _Sizes,
+    stack: contextlib.ExitStack,
+) -> Regrouped:
+    """RIGHT streamed in ``windows``, LEFT's keys put in its order: in memory, or in key
+    ranges spilled to a folder that ``stack`` removes."""
+    options, right, left = run.options, run.right, run.left
+    # LEFT's keys, each row's position (8 bytes) and what is attached to it
+    held = left.rows * (sizes.keys_row + 8 + sizes.payload_row)
+    k = options.spill_partitions or _left_ranges(held, run.budget)
+    spill = stack.enter_context(_spill_folder(options, run.out)) if k > 1 else None
+    order = (*options.right_by, options.right_on) if grouped else options.right_on
+    run.progress.log(
+        f"{why}: streaming RIGHT {options.right} ({_files(right)}"
+        f"{right.rows:,} rows, sorted by {order!r}) in windows of up to "
+        f"{run.rows:,} rows, LEFT's keys put in that order"
+        + (f" in {k} ranges in {spill.path}" if k > 1 else " in memory")
+    )
+    return Regrouped(
+        options,
+        run.the_plan,
+        left,
+        right,
+        windows,
+        run.as_codes,
+        run.tolerance,
+        spill,
+        k,
+        run.rows,
+        run.every,
+        run.progress,
+        grouped,
+        narrowing,
+        run.budget // 4,
+    )
+
+
+def _spilled(run: _Run, why: str, need: int, sizes: _Sizes, stack: contextlib.ExitStack) -> Spilled:
+    """Both sides spilled to hash partitions in a folder that ``stack`` removes, each
+    partition joined in memory."""
+    options, left = run.options, run.left
+    k = options.spill_partitions or _partitions(
+        need, run.budget, left.rows * (sizes.left_row + sizes.payload_row)
+    )
+    spill = stack.enter_context(_spill_folder(options, run.out))
+    run.progress.log(f"{why}: spilling both sides to {k} hash partitions in {spill.path}")
+    return Spilled(
+        options,
+        run.the_plan,
+        left,
+        run.right,
+        run.as_codes,
+        run.tolerance,
+        spill,
+        k,
+        run.rows,
+        run.every,
+        need,
+        run.budget,
+        run.progress,
+    )
+
+
+# --------------------------------------------------------------------------- LEFT streamed
+
+
+def _join_left(
+    run: _Run,
+    runs: list[list[int]],
+    left_batches: _Prefetch,
+    copies: list,
+    target: AtomicFile | AtomicFolder,
+    attach,
+) -> _Counts:
+    """Each run of LEFT's files (``joined_together``) read from ``left_batches``, RIGHT
+    attached, and written into its place in ``target``; the counts of rows and joins.
+
+    A file's last chunks are encoded while the next files are read and joined: its writer
+    closes on a thread of its own (one at a time), left before OUT is."""
+    options, left, progress, out = run.options, run.left, run.progress, run.out
+    counts = _Counts()
+    # The writers' pools, shut down after ``closing`` (entered after them) has closed the
+    # last file.
+    with (
+        WritePools() as pools,
+        ThreadPoolExecutor(1, thread_name_prefix="asofgpu-close") as closing,
+    ):
+        closed = []  # the last run's files, closing
+        progress.start(left.rows)
+        try:
+            for files in runs:
+                for i in files:
+                    if not left.single:
+                        part = left.parts[i]
+                        progress.log(
+                            f"LEFT {part.relative}: {part.rows:,} rows "
+                            f"({memory.readable(part.bytes)}), "
+                            f"{_how_read(copies[i], run.rows)}"
+                        )
+                with _writers(files, left, target, run.the_plan, options, copies, pools) as writers:
+                    if len(files) == 1:
+                        batches = _one_file(left_batches)
+                        _enrich_part(left, batches, writers[0], attach, counts, progress, out)
+                    else:
+                        chunks = next(iter(left_batches))
+                        _enrich_parts(left, chunks, writers, attach, options, counts, progress, out)
+                        progress.update(counts.rows)
+                    for done in closed:
+                        done.result()  # raises what closing the files before raised
+                closed = [closing.submit(_close, writer, out, target) for writer in writers]
+            attach.finish()  # a stream checks the RIGHT rows past LEFT's last row too
+            for done in closed:
+                done.result()
+        finally:
+            progress.stop()
+    return counts
+
+
 def _target(left: Source, out: str, found: dict) -> AtomicFile | AtomicFolder:
     """Where the run writes OUT, hidden until its commit: a file when LEFT is one, else a
     folder, whose contents ``check_output`` ``found`` (the commit compares)."""
     return AtomicFile(out) if left.single else AtomicFolder(out, found)
 
 
-def _on_device(
-    options: Options,
-    the_plan: Plan,
-    tolerance,
-    left: Source,
-    right: Source,
-    out: str,
-    found: dict,
-    rows: int,
-    every: int,
-    checked,
-    start: float,
-    progress,
-) -> Summary | None:
+def _on_device(run: _Run, found: dict, checked, start: float) -> Summary | None:
     """The run with libcudf reading and writing the parquet (``_device_io``), into a hidden
     file or folder as the host pipeline's, committed the same way; None, and why in the log
     when the join runs on the GPU, where the host pipeline must do it."""
+    options, the_plan, tolerance = run.options, run.the_plan, run.tolerance
+    left, right, out, progress = run.left, run.right, run.out, run.progress
     backend = checked.result()
     why = device_io.device_io_refusal(
         options, the_plan, tolerance, left, right, backend
@@ -479,7 +549,16 @@ def _on_device(
         try:
             with _target(left, out, found) as target:
                 done = device_io.enrich(
-                    options, the_plan, tolerance, left, right, target, out, rows, every, progress
+                    options,
+                    the_plan,
+                    tolerance,
+                    left,
+                    right,
+                    target,
+                    out,
+                    run.rows,
+                    run.every,
+                    progress,
                 )
                 target.commit()
         except device_io.Unsupported as exc:
@@ -872,6 +951,7 @@ def _enrich_parts(
     attach,
     options: Options,
     counts: _Counts,
+    progress,
     out: str,
 ) -> None:
     """Several small LEFT files (``joined_together``), their chunks and a writer each: the
@@ -890,9 +970,8 @@ def _enrich_parts(
     if any(not table.schema.equals(keys[0].schema) for table in keys):
         # A copied file's text keys come as codes, of its own text type; another's as
         # text, of the type the files are read as: joined a chunk at a time, as they come.
-        for writer, batch, group in chunks:
-            _write_joined(left, writer, batch, group, attach(batch), out)
-            counts.add(batch.num_rows)
+        for writer, batches in zip(writers, files):
+            _enrich_part(left, batches, writer, attach, counts, progress, out)
         return
     together = pa.concat_tables(keys)
     taken = attach(together)
