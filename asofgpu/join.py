@@ -318,8 +318,9 @@ class AsofJoin:
             return False
         if bucket is None:
             return self._ascending(key)
-        return not bool((bucket[1:] < bucket[:-1]).any()) and self._ascending_in_groups(
-            key, bucket, n_groups
+        # (the backend's answer first: a GPU's is False, and its codes are not read)
+        return self._ascending_in_groups(key, bucket, n_groups) and not bool(
+            (bucket[1:] < bucket[:-1]).any()
         )
 
     def _sorts_first(self, key: Key, bucket) -> bool:
