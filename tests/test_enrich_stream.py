@@ -1269,6 +1269,49 @@ def test_a_window_of_small_chunks_is_copied_into_one_and_one_of_large_chunks_is_
     assert [window[c].num_chunks for c in ("t", "s")] == [2, 2]
 
 
+class _Quote(pa.ExtensionType):
+    """An extension type whose storage is a struct of text (as geometry types are)."""
+
+    def __init__(self):
+        super().__init__(pa.struct([("text", pa.string())]), "asofgpu.test.quote")
+
+    def __arrow_ext_serialize__(self):
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type, serialized):
+        return cls()
+
+
+def test_a_window_of_small_chunks_keeps_its_nested_columns_in_their_chunks(monkeypatch):
+    """Lists and structs of text (an extension type's by its storage) are not copied into
+    one chunk with the window's other columns: Arrow does not split their text's offsets
+    past 2 GiB into chunks again, and a window of per-symbol files holding 2.4 GB of it
+    failed to combine."""
+    from asofgpu.enrich import _stream
+
+    monkeypatch.setattr(_stream, "SMALL_CHUNK_ROWS", 4)
+
+    def batch(start):
+        words = pa.array([f"w{start + i}" for i in range(3)])
+        quote = pa.StructArray.from_arrays([words], ["text"])
+        return pa.record_batch(
+            {
+                "t": np.arange(start, start + 3),
+                "notes": pa.ListArray.from_arrays(pa.array([0, 1, 2, 3], pa.int32()), words),
+                "quote": quote,
+                "tagged": pa.ExtensionArray.from_storage(_Quote(), quote),
+                "word": words,
+            }
+        )
+
+    (window,) = _stream.tables_of(iter([batch(3 * i) for i in range(4)]), rows=12)
+    assert [window[c].num_chunks for c in window.column_names] == [1, 4, 4, 4, 1]
+    assert window["t"].to_pylist() == list(range(12))
+    assert window["notes"].to_pylist() == [[f"w{i}"] for i in range(12)]
+    assert window.schema == batch(0).schema
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_group_ids_number_rows_alike_exactly_when_their_by_values_are(seed):
     """A carry's groups, over one to three by columns of text, integers and dictionaries in
