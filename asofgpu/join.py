@@ -300,10 +300,11 @@ class AsofJoin:
     def _ascending_in_groups(self, key: Key, bucket, n_groups: int) -> bool:
         """Whether the right keys ascend within each group in row order (quotes sorted by
         symbol, then time), where the backend tells it cheaply: the group sort alone, which
-        keeps each group's rows in row order, then orders them. Computed once."""
+        keeps each group's rows in row order, then orders them. The rows the sort discards
+        (bucket ``n_groups``: a null key or by value) are not looked at. Computed once."""
         if self._key_ascends_in_groups is None:
             self._key_ascends_in_groups = bucket is not None and self.backend.ascends_within_groups(
-                key.values, bucket, n_groups + 1, key.type.physical == "float"
+                key.values, bucket, n_groups, key.type.physical == "float"
             )
         return self._key_ascends_in_groups
 

@@ -309,8 +309,9 @@ def ascends_within_groups(keys, groups, rows, n_groups):
     are as many as keys) each group's keys ascend in asofgpu's total order, the order a
     cursor walk needs (kernels/cursor.py), whatever the groups' interleaving: rows sorted
     by group then key (per-symbol files, one after the other) are, as are rows sorted by
-    key. One pass, which stops at the first descent (a shuffled batch within a few hundred
-    rows); the groups' last keys stay in cache."""
+    key. Rows of a code at or past ``n_groups`` (a prepare's discarded ones: a null symbol
+    or time) are passed over. One pass, which stops at the first descent (a shuffled batch
+    within a few hundred rows); the groups' last keys stay in cache."""
     n = rows.size
     every_row = n == keys.size
     last = np.empty(n_groups, keys.dtype)
@@ -319,6 +320,8 @@ def ascends_within_groups(keys, groups, rows, n_groups):
         # row numbers and group codes index as uint64 (see the package's note on indices)
         r = np.uint64(p) if every_row else np.uint64(rows[p])
         g = np.uint64(groups[r])
+        if g >= n_groups:
+            continue
         x = keys[r]
         if seen[g] and less(x, last[g]):
             return False

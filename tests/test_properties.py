@@ -429,6 +429,38 @@ def test_quotes_sorted_by_symbol_at_default_thresholds_are_not_sorted_by_key(mon
     assert (want >= 0).sum() > 4_000
 
 
+def test_quotes_sorted_by_symbol_with_null_symbols_and_times_among_them_are_not_sorted_by_key(
+    monkeypatch,
+):
+    """The 40,000 quotes above with a null symbol or a null time here and there, rows that
+    match nothing: the group sort alone still orders the rest (no sort of the keys, no merge
+    scan), and the maps equal those of the sort by key, where the one-pass check is off."""
+    from asofgpu._backend import walks
+
+    rng = np.random.default_rng(8)
+    n = 40_000
+    symbols = np.sort(rng.integers(0, 3, n))
+    times = np.concatenate([np.sort(rng.integers(0, 10**6, k)) for k in np.bincount(symbols)])
+    holes = rng.choice(n, 200, replace=False)
+    no_symbol, no_time = np.isin(np.arange(n), holes[:100]), np.isin(np.arange(n), holes[100:])
+    times[holes] = rng.integers(0, 10**6, 200)  # out of every order: only their nulls hide it
+    right_by = pa.array([f"s{k}" for k in symbols], mask=no_symbol)
+    right_on = pa.array(times, mask=no_time)
+    left_on, left_by = (
+        rng.integers(0, 10**6, 5_000),
+        pa.array(rng.choice(["s0", "s1", "s2"], 5_000)),
+    )
+    calls = _sorts_and_scans(monkeypatch)
+    prepared = ag.AsofJoin(right_on, right_by, device="cpu").join(left_on, left_by)
+    one_shot = ag.asof_join(left_on, right_on, left_by, right_by, device="cpu")
+    assert calls == []
+    with walks.overridden(radix_min_rows=n + 1):  # (the check runs where radix sorts run)
+        want = to_host(ag.AsofJoin(right_on, right_by, device="cpu").join(left_on, left_by))
+    assert calls == ["stable_argsort"]
+    assert (to_host(prepared) == want).all() and (to_host(one_shot) == want).all()
+    assert (want >= 0).sum() > 4_000
+
+
 # --------------------------------------------------------------------------- (b) per group
 
 

@@ -383,7 +383,7 @@ def test_rows_sorted_by_group_then_key_are_walked_as_they_come(
 def test_each_groups_order_is_checked_whatever_the_interleaving(kind):
     """``ascends_within_groups``: true where every group's keys ascend along the rows,
     however the groups interleave (equal keys and NaN last allowed); false at one descent;
-    over the walked rows only when given some."""
+    over the walked rows only when given some, and over none of a code past the groups."""
     from asofgpu._backend import jit
 
     check = jit.cpu_scan(kind == "float", False).ascends_within_groups
@@ -398,6 +398,10 @@ def test_each_groups_order_is_checked_whatever_the_interleaving(kind):
     keys[5] = 0  # group 1: 1, 2, 0, 3
     assert check(keys, groups, every, 3) is False
     assert check(keys, groups, np.array([0, 1, 2, 3, 4, 6, 7], np.int64), 3)  # row 5 skipped
+    discarded = groups.copy()
+    discarded[[3, 5]] = 3  # their code at n_groups (a prepare discards them): passed over
+    assert check(keys, discarded, every, 3)
+    assert check(keys, discarded, every, 4) is False  # as a group: 2, then 0
     if kind == "uint":  # 1 then 2**63 ascend as unsigned, not as int64
         big = np.array([1, 2**63], np.uint64)
         assert check(big, np.zeros(2, np.int32), np.arange(2, dtype=np.int64), 1)

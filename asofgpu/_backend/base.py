@@ -109,10 +109,11 @@ class Backend:
         return np.argsort(values, kind="stable")
 
     def ascends_within_groups(self, keys, groups, n_groups: int, is_float: bool) -> bool:
-        """Whether along the rows each group's ``keys`` ascend (``groups``: codes below
-        ``n_groups``), so that a prepare's group sort alone orders them, where one pass
-        tells it for less than the sort of the keys it spares. Here no pass does: False,
-        and the keys are sorted (a device's sort of 10M keys takes milliseconds)."""
+        """Whether along the rows each group's ``keys`` ascend (rows of ``groups`` codes at
+        or past ``n_groups``, those a prepare discards, aside), so that a prepare's group
+        sort alone orders them, where one pass tells it for less than the sort of the keys
+        it spares. Here no pass does: False, and the keys are sorted (a device's sort of 10M
+        keys takes milliseconds)."""
         return False
 
     def group_sort(self, order, bucket, n_groups: int, keys, rows_dtype=np.int64):
