@@ -144,8 +144,8 @@ class AsofJoin:
         each group: verified in O(n), and the sort is skipped (with ``tie_break``, rows of
         equal keys are still ordered by it); any other order is refused. Without it, the
         cpu finds keys in order within each group itself, in one pass, and sorts them by
-        group alone: from 32,768 rows, without ``tie_break``, and where every row has a key
-        and a group (a row without one may send the side to the sort by key).
+        group alone: from 32,768 rows and without ``tie_break`` (rows without a key or a
+        group, which match nothing, are passed over).
     device : {"auto", "cpu", "cuda", "python"}
         Where the work runs; "auto" takes the GPU when one is usable. "python" runs the
         kernels as plain Python (slow; for debugging).
@@ -310,11 +310,15 @@ class AsofJoin:
 
     def _in_group_order(self, key: Key, tie: Key | None, bucket, n_groups: int) -> bool:
         """Whether a presorted right side shows its order in a pass or two: no tie-break,
-        groups in the order of their codes (as by values sorted are numbered), keys ascending
-        within each. Then the group sort keeps its rows as they are, and ``_verify_sorted``'s
-        ten passes are not needed: a 1M-row window of quotes sorted by symbol, as enrich
-        streams them, 43-63 -> 16-24 ms. Rows without a group (null by values or keys) in
-        the middle, and a backend that cannot tell cheaply, take the full check."""
+        keys ascending within each group, groups in the order of their codes (numbered as
+        they first appear: by values sorted ascend). Then it takes the path of a side not
+        presorted, whose group sort keeps its rows as they are (and ``_keep_time_order``
+        keeps a time-ordered side's keys for the stream, as it does there), and
+        ``_verify_sorted``'s ten passes are not needed: a 1M-row window of quotes sorted by
+        symbol, as enrich streams them, 43-63 -> 16-24 ms. Rows without a group (null by
+        values or keys) in the middle, groups numbered out of order (``GroupCodes``), and a
+        backend that cannot tell cheaply (a GPU; a side under 32,768 rows) take the full
+        check."""
         if tie is not None:
             return False
         if bucket is None:

@@ -741,17 +741,22 @@ def test_presorted_on_unsorted_data_with_by():
         )
 
 
-@pytest.mark.parametrize("broken", ["groups split", "a key descends", "a null key inside"])
+@pytest.mark.parametrize(
+    "broken", ["groups split", "groups interleave", "a key descends", "a null key inside"]
+)
 def test_presorted_past_the_one_pass_checks_size_still_names_the_row(broken):
     """40,000 right rows, past the radix sort's 32,768: where the one-pass checks
     (``AsofJoin._in_group_order``) run, an order they refuse goes to the full check, which
-    names the row."""
+    names the row. Groups that interleave, each of its keys in order, pass the keys' check
+    and fail the codes'."""
     n = 40_000
     symbols = np.repeat(np.array(["a", "b", "c", "d"]), n // 4)
     times = np.tile(np.arange(n // 4), 4)
     row = 25_000
     if broken == "groups split":
         symbols[row] = "a"  # an "a" among the "c"s: a group seen before
+    elif broken == "groups interleave":
+        symbols, times, row = np.where(np.arange(n) % 2, "b", "a"), np.arange(n), 2
     elif broken == "a key descends":
         times[row] = times[row - 1] - 1
     times = pa.array(times, mask=np.arange(n) == row) if broken == "a null key inside" else times

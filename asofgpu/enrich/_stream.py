@@ -480,30 +480,32 @@ def tables_of(batches, rows: int):
 
 def _together(tables: list[pa.Table]) -> pa.Table:
     """``tables`` as one table: in their chunks, nothing copied, unless those average fewer
-    than ``SMALL_CHUNK_ROWS`` rows. Then its columns are copied into one chunk here, on the
-    reading thread: each join's order checks, key copies and takes went a chunk at a time.
+    than ``SMALL_CHUNK_ROWS`` rows. Then its columns are copied into one chunk here, by the
+    thread that reads them (a stream's RIGHT: its reading thread, off the join's), as each
+    join's order checks, key copies and takes went a chunk at a time.
     Both sides kept a file a symbol (a 1M-row window of up to 370 files): 3.88 -> 3.67 s
     with the presorted check (medians of 10 alternating processes); a window of 16 row
     groups of 65,536 rows gains nothing from the copy (1.78 s, 1.84 s copied).
 
-    Nested columns (lists, structs, maps) stay in their chunks: Arrow splits text whose
-    offsets would pass 2 GiB into chunks again, but not text inside them, and a window of
-    such files holding 2.4 GB of it failed to combine. Their takes go a chunk at a time,
-    as before."""
+    Nested columns (lists, structs, maps) and extension types (JSON, geometries) stay in
+    their chunks: Arrow splits text whose offsets would pass 2 GiB into chunks again, but
+    not text inside those, and a window of such files holding 2.4 GB of it failed to
+    combine. Their takes go a chunk at a time, as before."""
     table = pa.concat_tables(tables)
     chunks = max((column.num_chunks for column in table.columns), default=0)
     if chunks <= 1 or table.num_rows >= SMALL_CHUNK_ROWS * chunks:
         return table
-    flat = [i for i, field in enumerate(table.schema) if not _nested(field.type)]
+    flat = [i for i, field in enumerate(table.schema) if _combines(field.type)]
     columns = table.columns
     for i, column in zip(flat, table.select(flat).combine_chunks().columns):
         columns[i] = column
     return pa.Table.from_arrays(columns, schema=table.schema)
 
 
-def _nested(kind: pa.DataType) -> bool:
-    """Whether ``kind`` (an extension type by its storage) holds other columns."""
-    return pa.types.is_nested(getattr(kind, "storage_type", kind))
+def _combines(kind: pa.DataType) -> bool:
+    """Whether a column of ``kind`` is copied into one chunk by ``_together``: neither
+    nested nor an extension type."""
+    return not pa.types.is_nested(kind) and not isinstance(kind, pa.BaseExtensionType)
 
 
 def whole_key_windows(
