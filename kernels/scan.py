@@ -316,11 +316,12 @@ def ascends_within_groups(keys, groups, rows, n_groups):
     every_row = n == keys.size
     last = np.empty(n_groups, keys.dtype)
     seen = np.zeros(n_groups, np.bool_)
+    past = np.uint64(n_groups)  # (uint64 against int64 would compare as float64)
     for p in range(n):
         # row numbers and group codes index as uint64 (see the package's note on indices)
         r = np.uint64(p) if every_row else np.uint64(rows[p])
         g = np.uint64(groups[r])
-        if g >= n_groups:
+        if g >= past:
             continue
         x = keys[r]
         if seen[g] and less(x, last[g]):
