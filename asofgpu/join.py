@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from . import _validate
 from ._backend import Right, get_backend, options
+from ._backend.base import never_descends
 from ._columns import (
     Key,
     Reaches,
@@ -323,10 +324,9 @@ class AsofJoin:
             return False
         if bucket is None:
             return self._ascending(key)
-        # (the backend's answer first: a GPU's is False, and its codes are not read)
-        return self._ascending_in_groups(key, bucket, n_groups) and not bool(
-            (bucket[1:] < bucket[:-1]).any()
-        )
+        # (the backend's answer first: a GPU's is False, and its codes are not read; a
+        # cpu's True, and they are on the host)
+        return self._ascending_in_groups(key, bucket, n_groups) and never_descends(bucket)
 
     def _sorts_first(self, key: Key, bucket) -> bool:
         """Whether a one-shot join sorts its right side by group and probes it, rather than

@@ -44,6 +44,21 @@ def read_only(a: np.ndarray) -> np.ndarray:
     return view
 
 
+def never_descends(values, block: int = 1 << 16) -> bool:
+    """Whether ``values`` (group codes, on the host) never descend, a block at a time:
+    values out of order stop at the first block that shows it, not after a compare of them
+    all.
+
+    >>> never_descends(np.array([0, 0, 1, 3])), never_descends(np.array([0, 2, 1]), block=1)
+    (True, False)
+    """
+    for start in range(0, len(values) - 1, block):
+        piece = values[start : start + block + 1]
+        if (piece[1:] < piece[:-1]).any():
+            return False
+    return True
+
+
 def options(
     is_float: bool,
     strategy: int,
