@@ -457,14 +457,19 @@ def test_a_struct_before_the_key_does_not_fool_the_tape_check(tmp_path, capsys):
     assert "streaming RIGHT" not in stderr
 
 
+def _damage(path) -> None:
+    """Zero the parquet file's first pages (its footer intact): it opens, and fails to read."""
+    raw = bytearray(path.read_bytes())
+    raw[8:600] = bytes(592)
+    path.write_bytes(bytes(raw))
+
+
 @pytest.mark.parametrize("mode", ["auto", "stream"])
 def test_a_damaged_file_is_one_line(tmp_path, capsys, mode):
     right = pa.table({"t": np.arange(1000), "v": np.arange(1000.0)})
     pq.write_table(right, tmp_path / "r.parquet")
     pq.write_table(pa.table({"t": np.arange(0, 1000, 7)}), tmp_path / "l.parquet")
-    raw = bytearray((tmp_path / "r.parquet").read_bytes())
-    raw[8:600] = bytes(592)
-    (tmp_path / "r.parquet").write_bytes(bytes(raw))
+    _damage(tmp_path / "r.parquet")
     code, stdout, stderr = run(
         "enrich",
         tmp_path / "l.parquet",
@@ -516,9 +521,7 @@ def test_of_several_damaged_right_files_read_at_once_the_first_is_named(
         right = pa.table({"t": np.arange(i * 1000, (i + 1) * 1000), "v": np.arange(1000.0)})
         pq.write_table(right, folder / f"part{i}.parquet")
         if i in (2, 5):
-            raw = bytearray((folder / f"part{i}.parquet").read_bytes())
-            raw[8:600] = bytes(592)
-            (folder / f"part{i}.parquet").write_bytes(bytes(raw))
+            _damage(folder / f"part{i}.parquet")
     pq.write_table(pa.table({"t": np.arange(0, 6000, 7)}), tmp_path / "l.parquet")
     code, stdout, stderr = run(
         "enrich",
