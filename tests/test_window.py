@@ -282,6 +282,30 @@ def test_ties_keep_input_order_and_prevailing_takes_the_last(device):
     assert _lists(prepared.windows(pa.array([5], pa.int64()), before=2)) == [[1, 2, 5, 0, 3]]
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+@pytest.mark.parametrize("device", ["cpu", "python"])
+def test_both_infinities_in_a_window_sum_to_nan_without_a_warning(device, compiled):
+    """+inf and -inf in one window sum to NaN, as any float sum does, and say nothing more:
+    a small launch sums as plain Python (numpy scalars, which warn "invalid value
+    encountered"), where the compiled kernels it stands in for never warn."""
+    import warnings
+
+    left = pa.table({"t": [1, 2, 3]})
+    right = pa.table({"t": [0, 1, 2, 3], "v": [INF, -INF, 1.0, 2.0]})
+    interpret = 0 if compiled else HUGE
+    with walks.overridden(interpret_max_rows=interpret), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = ag.window_join(
+            left, right, on="t", before=2, aggs={"v": ["sum", "mean"]}, device=device
+        )
+    assert [_nan_as_none(v) for v in out["v_sum"].to_pylist()] == [None, None, -INF]
+    assert [_nan_as_none(v) for v in out["v_mean"].to_pylist()] == [None, None, -INF]
+
+
+def _nan_as_none(value):
+    return None if value is not None and math.isnan(value) else value
+
+
 def test_float_keys_signed_zero_nan_and_infinities(device):
     right_keys = [0.0, -0.0, NAN, INF, -INF, 1.0, NAN, None]
     prepared = ag.AsofJoin(pa.array(right_keys, pa.float64()), device=device)

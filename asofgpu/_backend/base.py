@@ -304,6 +304,12 @@ def _window_rows(is_float: bool):
     return window.build(identity_jit, identity_jit, is_float, py_unsigned, range, identity_jit)
 
 
+def _as_compiled():
+    """numpy's scalar arithmetic as the compiled sums do it, without a word: integer sums
+    wrap, and +inf plus -inf is NaN (numpy's scalars would warn of both)."""
+    return np.errstate(over="ignore", invalid="ignore")
+
+
 def interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts, ends) -> None:
     """The window kernel as plain Python (the python backend, and a small cpu launch)."""
     if not is_float:  # Python ints, as py_options makes the tolerance: every gap exact
@@ -322,11 +328,12 @@ def interpreted_windows(is_float, left_keys, left_groups, right, bounds, starts,
 def interpreted_slides(order, starts, ends, values, keys, out, piece_starts) -> None:
     """The cpu's slide of windows in the order of their starts (kernels/window.py's
     ``slides``) as plain Python: a small cpu launch, which then sums as a compiled one."""
-    _window_rows(False).slides(order, starts, ends, values, keys, out, piece_starts)
+    with _as_compiled():
+        _window_rows(False).slides(order, starts, ends, values, keys, out, piece_starts)
 
 
 def interpreted_reduce(starts, ends, rows, values, keys, valid, out) -> None:
     reduce_row = _window_rows(False).reduce_row
-    with np.errstate(over="ignore"):  # integer sums wrap, as compiled ones do
+    with _as_compiled():
         for i in range(len(starts)):
             reduce_row(i, starts, ends, rows, values, keys, valid, out)

@@ -152,7 +152,7 @@ class CpuBackend(Backend):
         # its last bits once the process compiles (``walks.compiles``).
         piece_starts = np.append(np.arange(0, n, SLIDE_PIECE_ROWS), n).astype(np.int64)
         if interpreted:
-            with walks.interpreting(), np.errstate(over="ignore"):  # integer sums wrap
+            with walks.interpreting():
                 interpreted_slides(order, by_start, by_end, values, keys, out, piece_starts)
             return
         parallel = walks.parallel(n)
