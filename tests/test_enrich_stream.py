@@ -427,9 +427,10 @@ def test_streaming_that_cannot_be_done_exits_2(tmp_path, capsys, case, message):
 
 
 def test_an_order_by_partition_folders_is_not_looked_for(tmp_path, capsys):
-    """A RIGHT of day folders, each day's file sorted by time but the days' times not in
-    order: the stream says that it does not look for an order by the folders."""
-    for day, times in (("2026-01-01", [5, 6, 7]), ("2026-01-02", [1, 2, 3])):
+    """A RIGHT of day folders, each day's file sorted by time but the days' times
+    overlapping (in no order of the files): the stream says that it does not look for an
+    order by the folders."""
+    for day, times in (("2026-01-01", [5, 6, 7]), ("2026-01-02", [1, 2, 6])):
         for side in ("l", "r"):
             folder = tmp_path / side / f"date={day}"
             folder.mkdir(parents=True)
@@ -1505,3 +1506,123 @@ def test_a_dictionary_nested_in_small_row_groups_is_read_in_runs(tmp_path, capsy
     got = pq.read_table(tmp_path / "o.parquet")
     assert got.column("tags").to_pylist() == expected.column("tags").to_pylist()
     assert got.column("t").equals(expected.column("t"))
+
+
+def _numbered_files(folder, table: pa.Table, n_files: int, name: str = "part-{}.parquet"):
+    """``table`` cut into ``n_files`` files in its order, named as pyarrow's
+    ``write_dataset`` names them: part-10 sorts before part-2."""
+    folder.mkdir()
+    step = -(-table.num_rows // n_files)
+    for i in range(n_files):
+        pq.write_table(table.slice(i * step, step), folder / name.format(i))
+    return folder
+
+
+def _files_of(keys_by_name: dict, folder, **write):
+    """RIGHT of a file of int64 keys ``t`` a name."""
+    from asofgpu.enrich._sources import Source
+
+    folder.mkdir()
+    for name, keys in keys_by_name.items():
+        pq.write_table(pa.table({"t": pa.array(keys, pa.int64())}), folder / name, **write)
+    return Source.find(folder, "RIGHT")
+
+
+@pytest.mark.parametrize(
+    ("files", "order"),
+    [
+        # part-10 sorts before part-2 by path; by key it comes last
+        ({f"part-{i}.parquet": [10 * i, 10 * i + 5] for i in range(12)}, list(range(12))),
+        # a file that ends on the key the next begins with, first by path too
+        ({"p1.parquet": [0, 10], "p2.parquet": [10, 20], "p10.parquet": [21, 30]}, [1, 2, 10]),
+        # a file of no keys goes first
+        (
+            {
+                "p1.parquet": [0, 10],
+                "p2.parquet": [11, 20],
+                "p10.parquet": [21, 30],
+                "p3.parquet": [],
+            },
+            [3, 1, 2, 10],
+        ),
+    ],
+)
+def test_files_whose_paths_sort_out_of_key_order_are_taken_in_key_order(tmp_path, files, order):
+    """``in_key_order``: files whose statistics show a tape once taken in key order."""
+    from asofgpu.enrich._stream import in_key_order, is_tape
+
+    source = _files_of(files, tmp_path / "f")
+    assert not is_tape(source, "t")
+    ordered = in_key_order(source, "t")
+    assert is_tape(ordered, "t")
+    assert [int(re.sub(r"\D", "", p.relative)) for p in ordered.parts] == order
+    assert ordered.rows == source.rows and ordered.schema == source.schema
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        # in order already: zero-padded names (Spark's, polars')
+        {f"part-{i:05}.parquet": [10 * i, 10 * i + 5] for i in range(12)},
+        # overlapping keys: no tape in any order
+        {"p1.parquet": [0, 10], "p2.parquet": [5, 20], "p10.parquet": [30, 40]},
+        # p10 ends on the key p2 begins with: p2's rows of it come first by path, so
+        # taking p10 first would change which of the tied rows a join takes
+        {"p1.parquet": [0, 5], "p2.parquet": [10, 20], "p10.parquet": [6, 10]},
+    ],
+)
+def test_files_in_key_order_already_or_in_none_keep_their_paths_order(tmp_path, files):
+    from asofgpu.enrich._stream import in_key_order
+
+    source = _files_of(files, tmp_path / "f")
+    assert in_key_order(source, "t") is source
+
+
+def test_files_without_statistics_or_of_float_keys_keep_their_paths_order(tmp_path):
+    from asofgpu.enrich._sources import Source
+    from asofgpu.enrich._stream import in_key_order
+
+    files = {"p1.parquet": [0, 10], "p2.parquet": [11, 20], "p10.parquet": [21, 30]}
+    unknown = _files_of(files, tmp_path / "a", write_statistics=False)
+    assert in_key_order(unknown, "t") is unknown
+    (tmp_path / "b").mkdir()
+    for name, keys in files.items():
+        pq.write_table(pa.table({"t": pa.array(keys, pa.float64())}), tmp_path / "b" / name)
+    floats = Source.find(tmp_path / "b", "RIGHT")
+    assert in_key_order(floats, "t") is floats
+
+
+@pytest.mark.parametrize(
+    ("mode", "strategy"), [("auto", "backward"), ("stream", "backward"), ("stream", "forward")]
+)
+def test_a_day_in_numbered_files_streams_and_joins_as_its_files_in_path_order(
+    tmp_path, capsys, mode, strategy
+):
+    """A day written as pyarrow's ``write_dataset`` writes it (part-0 ... part-11, on both
+    sides) streams, where its paths' order (part-10 before part-2) is no tape. Keys tie
+    across files: the tied rows keep RIGHT's row order, its files' paths', and OUT equals
+    the join of the files read in that order."""
+    quotes, trades = marketdata.day(n_quotes=3_000, n_trades=2_000, n_symbols=25, seed=7)
+    quotes = coarse_times(quotes)  # runs of equal times, some across files
+    right = _numbered_files(tmp_path / "quotes", quotes, 12)
+    left = _numbered_files(tmp_path / "trades", trades, 11)
+    out = tmp_path / "out"
+    flags = ["--strategy", strategy, "--right-mode", mode]
+    code, _, stderr = run(
+        "enrich", left, right, "-o", out, "--on", "time", "--by", "symbol", "--device", "cpu",
+        *flags, capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert "streaming RIGHT" in stderr and "(12 files, 3,000 rows, sorted by 'time')" in stderr
+    in_path_order = pa.concat_tables(pq.read_table(p) for p in sorted(right.iterdir()))
+    for path in sorted(left.iterdir()):
+        expected = ag.join_asof(
+            pq.read_table(path),
+            in_path_order,
+            on="time",
+            by="symbol",
+            strategy=strategy,
+            device="cpu",
+        )
+        assert pq.read_table(out / path.name).equals(expected), path.name
+    assert hidden(tmp_path) == []

@@ -56,6 +56,7 @@ from ._stream import (
     CarryTooLarge,
     NotSorted,
     is_grouped,
+    in_key_order,
     is_tape,
     streamable_key,
     tables_of,
@@ -230,6 +231,7 @@ def _run(
     left = Source.find(options.left, "LEFT")
     right = Source.find(options.right, "RIGHT")
     type_partitions(left, right, options.left_by, options.right_by)
+    left, right = in_key_order(left, options.left_on), in_key_order(right, options.right_on)
     tolerance = tolerance_of(options, left, right)
     with contextlib.ExitStack() as stack:
         # The checks on zero rows, on a thread of their own while this one reads statistics

@@ -26,6 +26,7 @@ sides (their order is that of their int64 values).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,27 +65,20 @@ def is_tape(source: Source, on: str) -> bool:
     cannot show (a shuffled file may be one row group), is read and checked."""
     if on not in source.data_schema.names:
         return False
+    raw = _raw_statistics(source, on)
     last = None
     first = None  # (path, row group) of the first with keys
-    # The raw (physical) values of signed and temporal keys order as the keys do, and are
-    # plain ints (pyarrow builds pandas Timestamps of nanosecond ones). Unsigned ones are
-    # read as they are: the physical int32 of a uint32 may wrap.
-    raw = not pa.types.is_unsigned_integer(source.schema.field(on).type)
     for part in source.parts:
-        meta = part.meta
-        index = part.leaves[on][0]
-        for g in range(meta.num_row_groups):
-            column = meta.row_group(g).column(index)
-            stats = column.statistics
-            if _holds_no_values(meta, index, column):
-                continue  # no keys to order
-            if stats is None or not stats.has_min_max:
-                return False
-            low, high = (stats.min_raw, stats.max_raw) if raw else (stats.min, stats.max)
-            if last is not None and low < last:
-                return False
-            last = high
-            first = first or (part.path, g)
+        span = _key_span(part, on, raw)
+        if span is _UNKNOWN:
+            return False
+        if span is None:
+            continue  # no keys to order
+        low, high, g = span
+        if last is not None and low < last:
+            return False
+        last = high
+        first = first or (part.path, g)
     if first is None:
         return True
     try:
@@ -94,6 +88,87 @@ def is_tape(source: Source, on: str) -> bool:
     values, valid = key_numbers(keys)
     values = values if valid is None else values[valid]
     return bool(np.all(values[1:] >= values[:-1]))
+
+
+def in_key_order(source: Source, on: str) -> Source:
+    """``source`` with its files in the order of their ``on`` keys, where their statistics
+    show a tape in that order but not in their paths' order: pyarrow's ``write_dataset``
+    names a day's files part-0 ... part-11, and DuckDB's data_0 ... data_11, and part-10
+    sorts before part-2. Rows of equal keys keep their paths' order, which is RIGHT's row
+    order where keys tie: where one file ends on the key the next begins with, it must
+    come first by path too, or the files keep their paths' order. Files of no keys go
+    first. Only for keys a stream takes (``streamable_key``); any other ``source`` is
+    returned as it is, as are sources already in order.
+
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> for i in range(11):  # 0-9, 10-19, ..., 100-109
+    ...     pq.write_table(pa.table({"t": list(range(10 * i, 10 * i + 10))}),
+    ...                    os.path.join(folder, f"part-{i}.parquet"))
+    >>> source = Source.find(folder, "RIGHT")
+    >>> [p.relative for p in source.parts][:3], is_tape(source, "t")
+    (['part-0.parquet', 'part-1.parquet', 'part-10.parquet'], False)
+    >>> ordered = in_key_order(source, "t")
+    >>> [p.relative for p in ordered.parts][:3], is_tape(ordered, "t")
+    (['part-0.parquet', 'part-1.parquet', 'part-2.parquet'], True)
+    """
+    kind = source.schema.field(on).type if on in source.data_schema.names else None
+    if kind is None or not streamable_key(kind, kind) or len(source.parts) < 2:
+        return source
+    raw = _raw_statistics(source, on)
+    spans = [_key_span(part, on, raw) for part in source.parts]
+    if any(span is _UNKNOWN for span in spans):
+        return source
+    empty = [i for i, span in enumerate(spans) if span is None]
+    by_path = [i for i, span in enumerate(spans) if span is not None]
+    by_key = sorted(by_path, key=lambda i: spans[i][0])  # (stable: ties keep path order)
+
+    def tape(order: list[int]) -> bool:
+        for before, after in zip(order, order[1:]):
+            low, last = spans[after][0], spans[before][1]
+            if low < last or (low == last and after < before):
+                return False
+        return True
+
+    if tape(by_path) or not tape(by_key):
+        return source
+    return dataclasses.replace(source, parts=[source.parts[i] for i in empty + by_key])
+
+
+# A file whose row groups' statistics cannot show its keys in order (``_key_span``).
+_UNKNOWN = object()
+
+
+def _raw_statistics(source: Source, on: str) -> bool:
+    """Whether ``on``'s statistics are compared as their raw (physical) values: those of
+    signed and temporal keys order as the keys do, and are plain ints (pyarrow builds pandas
+    Timestamps of nanosecond ones). Unsigned ones are read as they are: the physical int32
+    of a uint32 may wrap."""
+    return not pa.types.is_unsigned_integer(source.schema.field(on).type)
+
+
+def _key_span(part, on: str, raw: bool):
+    """A file's lowest and highest ``on`` key and its first row group of keys, by its row
+    groups' statistics: None where it holds no keys, ``_UNKNOWN`` where they cannot show its
+    keys in order (a row group without statistics, or one starting below the last's end)."""
+    meta = part.meta
+    index = part.leaves[on][0]
+    span = None
+    for g in range(meta.num_row_groups):
+        column = meta.row_group(g).column(index)
+        if _holds_no_values(meta, index, column):
+            continue  # no keys to order
+        stats = column.statistics
+        if stats is None or not stats.has_min_max:
+            return _UNKNOWN
+        low, high = (stats.min_raw, stats.max_raw) if raw else (stats.min, stats.max)
+        if span is None:
+            span = (low, high, g)
+        elif low < span[1]:
+            return _UNKNOWN
+        else:
+            span = (span[0], high, span[2])
+    return span
 
 
 def _holds_no_values(meta: pq.FileMetaData, index: int, chunk) -> bool:
