@@ -93,8 +93,7 @@ def is_tape(source: Source, on: str) -> bool:
 def in_key_order(source: Source, on: str) -> Source:
     """``source`` with its files in the order of their ``on`` keys, where their statistics
     show a tape in that order but not in their paths' order: pyarrow's ``write_dataset``
-    names a day's files part-0 ... part-11, and DuckDB's data_0 ... data_11, and part-10
-    sorts before part-2. Rows of equal keys keep their paths' order, which is RIGHT's row
+    names a day's files part-0 ... part-16, and part-10 sorts before part-2. Rows of equal keys keep their paths' order, which is RIGHT's row
     order where keys tie: where one file ends on the key the next begins with, it must
     come first by path too, or the files keep their paths' order. Files of no keys go
     first. Only for keys a stream takes (``streamable_key``); any other ``source`` is
