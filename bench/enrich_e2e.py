@@ -31,6 +31,11 @@ read it as one glob (``trades-by-symbol/*.parquet``) and write one file. Its rep
 enrich-by-symbol.md and .json, and has no goal. ``--right-files by-symbol`` lays the quotes out
 so (``quotes-by-symbol/``), as stores that keep a file a symbol hold them; its reports are
 enrich-quotes-by-symbol.* (and enrich-by-symbol-quotes-by-symbol.* with both), without a goal.
+``parts`` lays a side out as pyarrow's ``write_dataset`` writes a day (``split_into_parts``:
+``PARTS`` files of equal rows in time order, ``preserve_order=True``), named part-0 ... part-16,
+so that part-10 sorts before part-2: the peers' globs read them in that order, so polars sorts
+each side by time first (``.sort("time")``, what its user must write; DuckDB's ASOF JOIN sorts
+by itself); reports enrich-parts-quotes-parts.* and so on.
 
 ``--scale 100Mx10M`` (make bench passes it) adds one run of asofgpu alone with
 ``--memory-limit`` on a day too large to hold comfortably: the quotes are written time slice by
@@ -88,7 +93,8 @@ GOAL = 0.7  # issue 18: asofgpu enrich at most 0.7x the fastest peer's wall time
 SYMBOLS, SEED = 1000, 0
 DEFAULT_SIZE, QUICK_SIZE = "10Mx10M", "200Kx200K"
 KEY = ["time", "symbol", "price", "size", "bid"]  # the rows compared, as a multiset
-LAYOUTS = ("one", "by-symbol")  # how the trades and the quotes are laid out: --left-files ...
+LAYOUTS = ("one", "by-symbol", "parts")  # how trades and quotes are laid out: --left-files ...
+PARTS = 17  # the files of the parts layout: part-10 ... part-16 sort before part-2
 SLICE_ROWS = 5_000_000  # rows per generated slice of the scale day
 RESULT = "@@e2e "  # the prefix of the meter's one line on stdout
 
@@ -152,14 +158,16 @@ def options(argv: list[str] | None) -> argparse.Namespace:
         choices=LAYOUTS,
         default="one",
         help="the trades as one file (default), or by-symbol: a folder of one file a "
-        "symbol, as a feed split by instrument gives them; OUT is then a folder too",
+        "symbol, as a feed split by instrument gives them, or parts: a folder of "
+        f"{PARTS} files in time order named as pyarrow's write_dataset names them "
+        "(part-0 ...); OUT is then a folder too",
     )
     parser.add_argument(
         "--right-files",
         choices=LAYOUTS,
         default="one",
         help="the quotes as one file (default), or by-symbol: a folder of one file a symbol, "
-        "each in time order",
+        "each in time order, or parts: as --left-files parts",
     )
     parser.add_argument(
         "--scale",
@@ -283,6 +291,53 @@ def split_by_symbol(day_file: Path, say) -> Path:
     took = time.perf_counter() - start
     say(f"split {day_file.name} into {len(symbols):,} files by symbol in {took:.1f} s")
     return folder
+
+
+def split_into_parts(day_file: Path, say) -> Path:
+    """A folder beside ``day_file`` of its rows in ``PARTS`` files of equal rows, in the
+    file's (time) order, as pyarrow's ``write_dataset`` writes a day it is told to keep in
+    order: ``NAME-parts/part-0.parquet`` ... ``part-16.parquet``, so that part-10 sorts
+    before part-2. Written once; the folder appears whole or not at all."""
+    import shutil
+
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    folder = day_file.parent / f"{day_file.stem}-parts"
+    if folder.is_dir():
+        return folder
+    start = time.perf_counter()
+    table = pq.read_table(day_file)
+    rows = max(1, -(-table.num_rows // PARTS))
+    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=day_file.parent))
+    try:
+        ds.write_dataset(
+            table,
+            partial,
+            format="parquet",
+            max_rows_per_file=rows,
+            max_rows_per_group=rows,
+            preserve_order=True,
+            existing_data_behavior="overwrite_or_ignore",  # (mkdtemp's folder, empty)
+        )
+        os.chmod(partial, 0o777 & ~_umask())  # mkdtemp's is 0700: as a plain mkdir would make it
+        os.rename(partial, folder)
+    except BaseException:
+        shutil.rmtree(partial)
+        raise
+    took = time.perf_counter() - start
+    files = len(list(folder.iterdir()))
+    say(f"wrote {day_file.name} as {files:,} numbered parts in {took:.1f} s")
+    return folder
+
+
+def laid_out(day_file: Path, layout: str, say) -> Path:
+    """``day_file`` as ``layout`` lays it out (``LAYOUTS``): itself, or a folder beside it."""
+    if layout == "by-symbol":
+        return split_by_symbol(day_file, say)
+    if layout == "parts":
+        return split_into_parts(day_file, say)
+    return day_file
 
 
 def _umask() -> int:
@@ -421,7 +476,10 @@ POLARS_CODE = """\
 import sys
 import polars as pl
 trades, quotes, out = sys.argv[1:]
-{read}(trades).join_asof({read}(quotes), on="time", by="symbol"{check}).{write}(out)"""
+{read}(trades){sort_trades}.join_asof({read}(quotes){sort_quotes}, on="time", by="symbol"{check}).{write}(out)"""
+# Numbered parts read by a glob come part-10 before part-2: out of time order, so a polars
+# user sorts them (with ``by`` polars cannot check, and would join them as they come).
+SORT = '.sort("time")'
 
 DUCKDB_CODE = """\
 import sys
@@ -463,16 +521,26 @@ def enrich_argv(enrich_cmd: list[str], trades: Path, quotes: Path, out: Path, de
 
 
 def commands(
-    enrich_cmd: list[str], trades: Path, quotes: Path, outs: dict[str, Path], systems=SYSTEMS
+    enrich_cmd: list[str],
+    trades: Path,
+    quotes: Path,
+    outs: dict[str, Path],
+    systems=SYSTEMS,
+    layouts: tuple[str, str] = ("one", "one"),
 ) -> dict[str, list[str]]:
-    """Each system's whole job as an argv: asofgpu's command, the peers' ``python -c``."""
+    """Each system's whole job as an argv: asofgpu's command, the peers' ``python -c``;
+    ``layouts``: the trades' and the quotes' (``LAYOUTS``)."""
     check = _polars_check_arg() if any(s.startswith("polars") for s in systems) else ""
+    sorts = {
+        f"sort_{side}": SORT if layout == "parts" else ""
+        for side, layout in zip(("trades", "quotes"), layouts)
+    }
     code = {
         "polars-lazy": POLARS_CODE.format(
-            read="pl.scan_parquet", write="sink_parquet", check=check
+            read="pl.scan_parquet", write="sink_parquet", check=check, **sorts
         ),
         "polars-eager": POLARS_CODE.format(
-            read="pl.read_parquet", write="write_parquet", check=check
+            read="pl.read_parquet", write="write_parquet", check=check, **sorts
         ),
         "duckdb": DUCKDB_CODE,
     }
@@ -747,29 +815,44 @@ def _command_text(argv: list[str], folders: dict[str, str]) -> str:
 
 
 def _layout_text(report: dict) -> str:
-    """What --left-files and --right-files by-symbol change, in a sentence each; nothing for
-    the one file."""
+    """What --left-files and --right-files change, in a sentence each; nothing for the one
+    file."""
     s, data = report["settings"], report["data"]
     text = ""
-    if s.get("left_files", "one") != "one":
+    left, right = s.get("left_files", "one"), s.get("right_files", "one")
+    if left == "by-symbol":
         text += (
             f" The trades are split by symbol into a folder of {data['trades_files']:,} "
             f"files (`split_by_symbol`: Zipf-sized, each in time order), as a per-instrument "
             f"feed gives them: asofgpu enriches the folder into a folder of as many files, "
             f"the peers read it as one glob and write one file."
         )
-    if s.get("right_files", "one") != "one":
+    if right == "by-symbol":
         text += (
             f" The quotes are split by symbol into a folder of {data['quotes_files']:,} files "
             f"(each in time order), as stores that keep a file a symbol hold them; every "
             f"system reads it whole (the peers as one glob)."
         )
+    parts = [side for side, layout in (("trades", left), ("quotes", right)) if layout == "parts"]
+    if parts:
+        text += (
+            f" The {' and the '.join(parts)} are written as pyarrow's `write_dataset` writes a "
+            f"day kept in order (`split_into_parts`: {PARTS} files of equal rows, part-0 ... "
+            f"part-{PARTS - 1}, so that part-10 sorts before part-2); the peers read each "
+            f"folder as one glob, in that order, and polars sorts it by time first."
+            + (
+                " asofgpu enriches the trades' folder into a folder of as many files."
+                if left == "parts"
+                else ""
+            )
+        )
     return text
 
 
 def _title(s: dict) -> str:
+    said = {"by-symbol": "in a file a symbol", "parts": "in numbered parts"}
     sides = [
-        f"{side} in a file a symbol"
+        f"{side} {said[s[key]]}"
         for side, key in (("trades", "left_files"), ("quotes", "right_files"))
         if s.get(key, "one") != "one"
     ]
@@ -883,15 +966,15 @@ def _write_text(path: Path, text: str) -> None:
 def peers_section(args, say) -> dict:
     """The timed rounds on the day of ``--size``, checked: a part of the report."""
     quotes, trades = day_files(args.data, *args.size, say)
-    by_symbol = args.left_files == "by-symbol"
-    left = split_by_symbol(trades, say) if by_symbol else trades
-    right = split_by_symbol(quotes, say) if args.right_files == "by-symbol" else quotes
+    left = laid_out(trades, args.left_files, say)
+    right = laid_out(quotes, args.right_files, say)
     with tempfile.TemporaryDirectory(prefix="run-", dir=args.data) as folder:
         # asofgpu enriches a folder into a folder, a file a file; the peers write one file.
         outs = {s: Path(folder) / f"{s}.parquet" for s in SYSTEMS}
-        if by_symbol:
+        if left.is_dir():
             outs["asofgpu"] = Path(folder) / "asofgpu"
-        argv = commands(args.enrich_cmd, left, right, outs)
+        layouts = (args.left_files, args.right_files)
+        argv = commands(args.enrich_cmd, left, right, outs, layouts=layouts)
         writing_bytecode = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         warmup = measure(argv["asofgpu"], args.timeout, writing_bytecode)
         if warmup["status"] != "ok":
@@ -911,7 +994,7 @@ def peers_section(args, say) -> dict:
             "folder": str(quotes.parent),
             "quotes_bytes": size_on_disk(right),
             "trades_bytes": size_on_disk(left),
-            "trades_files": len(list(left.glob("*.parquet"))) if by_symbol else 1,
+            "trades_files": len(list(left.glob("*.parquet"))) if left.is_dir() else 1,
             "quotes_files": len(list(right.glob("*.parquet"))) if right.is_dir() else 1,
         },
         "warmup_s": warmup["wall_s"],

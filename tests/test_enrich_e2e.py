@@ -176,6 +176,27 @@ def test_quotes_by_symbol_are_read_as_a_folder_and_checked(tmp_path):
 
 
 @pytest.mark.slow  # the script's whole run
+def test_both_sides_in_numbered_parts_are_enriched_and_checked(tmp_path):
+    """``--left-files parts --right-files parts``: asofgpu enriches a folder of parts into a
+    folder, the peers read both globs (polars sorting them) and write one file each, and
+    every one's rows are checked against asofgpu's; the report has no goal."""
+    done = run_script(tmp_path, "--left-files", "parts", "--right-files", "parts")
+    assert done.returncode == 0, done.stderr
+    stem = "enrich-parts-quotes-parts"
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == [f"{stem}.json", f"{stem}.md"]
+    report = json.loads((out / f"{stem}.json").read_text())
+    assert report["settings"]["goal"] is None
+    assert report["data"]["trades_files"] == report["data"]["quotes_files"] == 17
+    for r in report["results"]:
+        assert r["status"] == "ok" and r["output_bytes"] > 0, r["system"]
+        assert r.get("checked_against") == (None if r["system"] == "asofgpu" else "asofgpu")
+    table = (out / f"{stem}.md").read_text()
+    assert "trades in numbered parts, quotes in numbered parts" in table
+    assert "trades-parts/*.parquet" in table and '.sort("time")' in table
+
+
+@pytest.mark.slow  # the script's whole run
 def test_a_scale_run_that_fails_is_reported_and_fails_the_script(tmp_path):
     cmd, env = standin(tmp_path, fail=True)
     done = run_script(tmp_path, "--scale", "30Kx5K", *cmd, env=env)
@@ -271,9 +292,56 @@ def test_a_folder_of_trades_is_a_glob_to_the_peers_and_a_folder_to_asofgpu(
     assert stems == [
         "enrich",
         "enrich-quotes-by-symbol",
+        "enrich-quotes-parts",
         "enrich-by-symbol",
         "enrich-by-symbol-quotes-by-symbol",
+        "enrich-by-symbol-quotes-parts",
+        "enrich-parts",
+        "enrich-parts-quotes-by-symbol",
+        "enrich-parts-quotes-parts",
     ]
+
+
+@pytest.mark.parametrize("layouts", [("parts", "parts"), ("parts", "one"), ("one", "parts")])
+def test_polars_sorts_the_numbered_parts_it_reads_by_a_glob(e2e, tmp_path, layouts):
+    """A glob reads part-10 before part-2: out of time order, which polars cannot check
+    with ``by``; its user sorts the side first. DuckDB's ASOF JOIN sorts by itself."""
+    trades, quotes = tmp_path / "trades-parts", tmp_path / "quotes-parts"
+    outs = {s: tmp_path / f"{s}.parquet" for s in e2e.SYSTEMS}
+    argv = e2e.commands(["asofgpu"], trades, quotes, outs, layouts=layouts)
+    for peer in ("polars-lazy", "polars-eager"):
+        read = "pl.scan_parquet" if peer == "polars-lazy" else "pl.read_parquet"
+        code = argv[peer][2]
+        for side, layout in zip(("trades", "quotes"), layouts):
+            sorted_ = f'{read}({side}).sort("time")' in code
+            assert sorted_ == (layout == "parts"), (peer, side)
+    assert ".sort(" not in argv["duckdb"][2]
+
+
+def test_a_day_file_in_parts_is_numbered_files_that_sort_out_of_time_order(e2e, tmp_path):
+    """``--left-files parts`` and ``--right-files parts``: the day in ``PARTS`` files of
+    equal rows in its order, named by pyarrow's ``write_dataset``: by path, part-10 comes
+    before part-2; by number, they are the day. Written once (a second call finds them)."""
+    from asofgpu import marketdata
+
+    quotes, _ = marketdata.day(3_000, 100, 40, seed=3)
+    path = tmp_path / "quotes.parquet"
+    pq.write_table(quotes, path)
+    said = []
+    folder = e2e.split_into_parts(path, said.append)
+    names = sorted(p.name for p in folder.iterdir())
+    assert len(names) == e2e.PARTS and names[:3] == [
+        "part-0.parquet",
+        "part-1.parquet",
+        "part-10.parquet",
+    ]
+    by_number = sorted(folder.iterdir(), key=lambda p: int(p.stem.removeprefix("part-")))
+    tables = [pq.read_table(p) for p in by_number]
+    assert pa.concat_tables(tables).equals(quotes)
+    assert max(t.num_rows for t in tables) == -(-quotes.num_rows // e2e.PARTS)
+    assert len(said) == 1 and f"as {e2e.PARTS:,} numbered parts" in said[0]
+    assert e2e.split_into_parts(path, said.append) == folder and len(said) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quotes-parts", "quotes.parquet"]
 
 
 def test_a_day_of_per_symbol_files_is_reported_without_the_one_files_goal(e2e):
