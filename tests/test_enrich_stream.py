@@ -1524,6 +1524,7 @@ def _files_of(keys_by_name: dict, folder, **write):
 
     folder.mkdir()
     for name, keys in keys_by_name.items():
+        (folder / name).parent.mkdir(exist_ok=True)
         pq.write_table(pa.table({"t": pa.array(keys, pa.int64())}), folder / name, **write)
     return Source.find(folder, "RIGHT")
 
@@ -1533,6 +1534,8 @@ def _files_of(keys_by_name: dict, folder, **write):
     [
         # part-10 sorts before part-2 by path; by key it comes last
         ({f"part-{i}.parquet": [10 * i, 10 * i + 5] for i in range(12)}, list(range(12))),
+        # hive folders of hours: hour=10 sorts before hour=9
+        ({f"hour={i}/data.parquet": [10 * i, 10 * i + 5] for i in range(12)}, list(range(12))),
         # a file that ends on the key the next begins with, first by path too
         ({"p1.parquet": [0, 10], "p2.parquet": [10, 20], "p10.parquet": [21, 30]}, [1, 2, 10]),
         # a file of no keys goes first
