@@ -264,7 +264,6 @@ def split_by_symbol(day_file: Path, say) -> Path:
     A per-symbol feed is what many users' LEFT is: Zipf-sized files, from most of a chunk
     down to a few hundred rows, which asofgpu enriches file by file into a folder; and
     stores that keep a file a symbol hold their quotes so."""
-    import shutil
 
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -277,17 +276,14 @@ def split_by_symbol(day_file: Path, say) -> Path:
     table = table.take(pc.sort_indices(table["symbol"]))  # stable: time order kept within
     symbols, counts = pc.value_counts(table["symbol"]).flatten()
     order = pc.sort_indices(symbols)
-    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=day_file.parent))
-    try:
+
+    def write(partial: Path) -> None:
         at = 0
         for symbol, count in zip(symbols.take(order).to_pylist(), counts.take(order).to_pylist()):
             pq.write_table(table.slice(at, count), partial / f"{symbol}.parquet")
             at += count
-        os.chmod(partial, 0o777 & ~_umask())  # mkdtemp's is 0700: as a plain mkdir would make it
-        os.rename(partial, folder)
-    except BaseException:
-        shutil.rmtree(partial)
-        raise
+
+    _written_whole(folder, write)
     took = time.perf_counter() - start
     say(f"split {day_file.name} into {len(symbols):,} files by symbol in {took:.1f} s")
     return folder
@@ -298,7 +294,6 @@ def split_into_parts(day_file: Path, say) -> Path:
     file's (time) order, as pyarrow's ``write_dataset`` writes a day it is told to keep in
     order: ``NAME-parts/part-0.parquet`` ... ``part-16.parquet``, so that part-10 sorts
     before part-2. Written once; the folder appears whole or not at all."""
-    import shutil
 
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
@@ -309,9 +304,9 @@ def split_into_parts(day_file: Path, say) -> Path:
     start = time.perf_counter()
     table = pq.read_table(day_file)
     rows = max(1, -(-table.num_rows // PARTS))
-    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=day_file.parent))
-    try:
-        ds.write_dataset(
+    _written_whole(
+        folder,
+        lambda partial: ds.write_dataset(
             table,
             partial,
             format="parquet",
@@ -319,16 +314,27 @@ def split_into_parts(day_file: Path, say) -> Path:
             max_rows_per_group=rows,
             preserve_order=True,
             existing_data_behavior="overwrite_or_ignore",  # (mkdtemp's folder, empty)
-        )
+        ),
+    )
+    took = time.perf_counter() - start
+    files = len(list(folder.iterdir()))
+    say(f"wrote {day_file.name} as {files:,} numbered parts in {took:.1f} s")
+    return folder
+
+
+def _written_whole(folder: Path, write) -> None:
+    """``write(partial)`` fills a new hidden folder beside ``folder``, which then becomes
+    ``folder``: it appears whole or not at all."""
+    import shutil
+
+    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        write(partial)
         os.chmod(partial, 0o777 & ~_umask())  # mkdtemp's is 0700: as a plain mkdir would make it
         os.rename(partial, folder)
     except BaseException:
         shutil.rmtree(partial)
         raise
-    took = time.perf_counter() - start
-    files = len(list(folder.iterdir()))
-    say(f"wrote {day_file.name} as {files:,} numbered parts in {took:.1f} s")
-    return folder
 
 
 def laid_out(day_file: Path, layout: str, say) -> Path:
