@@ -1569,9 +1569,9 @@ def test_files_whose_paths_sort_out_of_key_order_are_taken_in_key_order(tmp_path
         {f"part-{i:05}.parquet": [10 * i, 10 * i + 5] for i in range(12)},
         # overlapping keys: no tape in any order
         {"p1.parquet": [0, 10], "p2.parquet": [5, 20], "p10.parquet": [30, 40]},
-        # p10 ends on the key p2 begins with: p2's rows of it come first by path, so
-        # taking p10 first would change which of the tied rows a join takes
-        {"p1.parquet": [0, 5], "p2.parquet": [10, 20], "p10.parquet": [6, 10]},
+        # by key p2 comes before p10 and ends on the key p10 begins with, whose rows come
+        # first by path: taking p2 first would change which of the tied rows a join takes
+        {"p1.parquet": [0, 5], "p10.parquet": [20, 25], "p2.parquet": [10, 20]},
     ],
 )
 def test_files_in_key_order_already_or_in_none_keep_their_paths_order(tmp_path, files):
@@ -1593,6 +1593,80 @@ def test_files_without_statistics_or_of_float_keys_keep_their_paths_order(tmp_pa
         pq.write_table(pa.table({"t": pa.array(keys, pa.float64())}), tmp_path / "b" / name)
     floats = Source.find(tmp_path / "b", "RIGHT")
     assert in_key_order(floats, "t") is floats
+
+
+def test_a_tie_across_files_keeps_the_row_their_paths_order_gives(tmp_path, capsys):
+    """p2 (by key before p10) ends on the key p10 begins with; by path p10's row of it
+    comes first, so the last of the tied rows, a backward match's, is p2's."""
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for name, keys, values in (
+        ("p1", [0, 5], [1, 2]),
+        ("p10", [20, 25], [10, 11]),
+        ("p2", [10, 20], [20, 21]),
+    ):
+        pq.write_table(pa.table({"t": keys, "v": values}), folder / f"{name}.parquet")
+    pq.write_table(pa.table({"t": [20, 30]}), tmp_path / "l.parquet")
+    for mode in ("auto", "memory"):
+        out = tmp_path / f"{mode}.parquet"
+        code, _, stderr = run(
+            "enrich", tmp_path / "l.parquet", folder, "-o", out, "--on", "t", "--device", "cpu",
+            "--right-mode", mode, "-q", capsys=capsys,
+        )  # fmt: skip
+        assert code == 0, stderr
+        assert pq.read_table(out)["v"].to_pylist() == [21, 11], mode
+
+
+def test_files_in_a_grouped_order_by_path_stream_grouped_not_in_key_order(tmp_path, capsys):
+    """A file a symbol on both sides, RIGHT's two also a tape by key in the other order:
+    the sides stream grouped in their paths' order, as both allow, not RIGHT in key order
+    with LEFT held apart."""
+    for side in ("l", "r"):
+        (tmp_path / side).mkdir()
+    n = 2_000
+    for name, start in (("a", 100_000), ("b", 0)):  # a's times after b's
+        times = list(range(start, start + n))
+        right = pa.table({"sym": [name.upper()] * n, "t": times, "v": times})
+        pq.write_table(right, tmp_path / "r" / f"{name}.parquet")
+        left = pa.table({"sym": [name.upper()] * n, "t": list(range(0, 200_000, 100))})
+        pq.write_table(left, tmp_path / "l" / f"{name}.parquet")
+    code, _, stderr = run(
+        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--by",
+        "sym", "--device", "cpu", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert "both sides are sorted by their by columns ('sym'), then their key: streaming" in stderr
+    for name in ("a", "b"):
+        got = pq.read_table(tmp_path / "o" / f"{name}.parquet")
+        expected = ag.join_asof(
+            pq.read_table(tmp_path / "l" / f"{name}.parquet"),
+            pq.read_table(tmp_path / "r" / f"{name}.parquet"),
+            on="t",
+            by="sym",
+            device="cpu",
+        )
+        assert got.equals(expected), name
+
+
+def test_right_held_in_memory_keeps_its_paths_order_and_its_dictionaries_order(tmp_path, capsys):
+    """Files that a stream would take in key order are read in their paths' order where
+    RIGHT is held in memory: the same rows, and OUT's dictionary of a dictionary column in
+    the order its values were first read."""
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for name, keys, note in (("a", [10, 11], "late"), ("b", [0, 1], "early")):
+        notes = pa.array([note, note]).dictionary_encode()
+        pq.write_table(pa.table({"t": keys, "note": notes}), folder / f"{name}.parquet")
+    pq.write_table(pa.table({"t": [1, 11]}), tmp_path / "l.parquet")
+    out = tmp_path / "o.parquet"
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", folder, "-o", out, "--on", "t", "--device", "cpu",
+        "--right-mode", "memory", "-q", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    note = pq.read_table(out)["note"]
+    assert note.to_pylist() == ["early", "late"]
+    assert note.chunk(0).dictionary.to_pylist() == ["late", "early"]
 
 
 @pytest.mark.parametrize(

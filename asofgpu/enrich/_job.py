@@ -231,7 +231,6 @@ def _run(
     left = Source.find(options.left, "LEFT")
     right = Source.find(options.right, "RIGHT")
     type_partitions(left, right, options.left_by, options.right_by)
-    left, right = in_key_order(left, options.left_on), in_key_order(right, options.right_on)
     tolerance = tolerance_of(options, left, right)
     with contextlib.ExitStack() as stack:
         # The checks on zero rows, on a thread of their own while this one reads statistics
@@ -249,12 +248,15 @@ def _run(
         share = memory.group_share(right, options.right_by)
         need = memory.right_bytes(right, the_plan.read, as_codes, share, kept)
         try:
-            mode, why, grouped = _mode(
+            mode, why, grouped, streamed = _mode(
                 options, left, right, need, budget, limit_name, layouts, failed, left_sorted, share
             )
         except EnrichError:
             checked.result()  # keys that cannot be joined at all: that reason first
             raise
+        if streamed.left is not left:  # LEFT's files in key order: its copies go with them
+            sizes = sizes._replace(copies=_in_order_of(sizes.copies, left, streamed.left))
+        left, right = streamed.left, streamed.right
         if kept and mode in ("regroup", "spill"):
             # Their results are spilled and merged back in LEFT's order, each partition's
             # dictionaries with them, unified at every merge: 4M rows of notes repeated 11
@@ -718,15 +720,18 @@ def _mode(
     failed: NotSorted | None,
     left_sorted: bool = True,
     share: float = 0.0,
-) -> tuple[str, str, bool]:
-    """How RIGHT is held (memory, stream, regroup or spill), why, for the log, and whether a
-    stream is grouped (sorted by the by columns, then the key) rather than a tape;
+) -> tuple[str, str, bool, _Layout]:
+    """How RIGHT is held (memory, stream, regroup or spill), why, for the log, whether a
+    stream is grouped (sorted by the by columns, then the key) rather than a tape, and the
+    sides as the mode reads them (``_Layout``'s, where it streams: their files may be in key
+    order; else as given);
     ``layouts``: RIGHT's still to try, after ``failed`` found one wrong; ``left_sorted``:
     False once LEFT broke the order its statistics promised; ``share``: the groups a row of
     RIGHT brings, in a sample (``memory.group_share``)."""
     mode = options.right_mode
+    given = _Layout("", False, "", "", left, right)
     if mode == "auto" and options.spill_partitions is not None:
-        return "spill", f"--spill-partitions {options.spill_partitions}", False
+        return "spill", f"--spill-partitions {options.spill_partitions}", False, given
     if mode == "memory" and need > budget // 2:  # the user's choice, over the estimate
         return (
             mode,
@@ -734,10 +739,12 @@ def _mode(
             f"more than half of what --memory-limit {limit_name} leaves (the limit then "
             f"bounds LEFT's chunks, not RIGHT)",
             False,
+            given,
         )
     if mode in ("memory", "spill"):
-        return mode, f"--right-mode {mode}", False
-    layout, alike, not_streamed, hint = _layout(options, left, right, layouts, left_sorted)
+        return mode, f"--right-mode {mode}", False, given
+    sides = _layout(options, left, right, layouts, left_sorted)
+    layout, alike, not_streamed, hint = sides.layout, sides.alike, sides.why, sides.hint
     grouped = layout == "grouped"
     if mode == "stream":
         if not_streamed:
@@ -747,7 +754,7 @@ def _mode(
                 "--spill-partitions: nothing spills when both sides stream "
                 "(it sets LEFT's ranges when only RIGHT is sorted)"
             )
-        return ("stream" if alike else "regroup"), "--right-mode stream", grouped
+        return ("stream" if alike else "regroup"), "--right-mode stream", grouped, sides
     by = ", ".join(repr(c) for c in options.right_by)
     fits = f"it fits (about {memory.readable(need)} prepared)"
     # A forward or nearest stream reads RIGHT twice, its first pass for each window's carry
@@ -759,6 +766,7 @@ def _mode(
             "memory",
             f"{fits}, and a {options.strategy} stream would read RIGHT twice",
             False,
+            given,
         )
     # A tape whose sample is nearly all groups of their own (entities' states, not a market's
     # symbols) carries about a row a group from window to window, each window encoding its
@@ -770,25 +778,45 @@ def _mode(
             f"{fits}, and RIGHT's rows are nearly all groups of their own (a stream would "
             f"carry every group from window to window)",
             False,
+            given,
         )
     # Both sides sorted alike stream whether RIGHT fits or not, backward: less memory, less
     # time (10M x 10M in (symbol, time) order: 2.8 s streamed, 3.3 s in memory).
     if layout == "tape" and alike:
-        return "stream", "both sides are sorted by their key", False
+        return "stream", "both sides are sorted by their key", False, sides
     if grouped and alike:
-        return "stream", f"both sides are sorted by their by columns ({by}), then their key", True
+        return (
+            "stream",
+            f"both sides are sorted by their by columns ({by}), then their key",
+            True,
+            sides,
+        )
     if need <= budget // 2:
         if layout:  # RIGHT's order allows a stream, LEFT's does not
-            return "memory", f"{fits}, and LEFT is not sorted as RIGHT is", False
-        return "memory", f"{fits}, and {not_streamed}", False
+            return "memory", f"{fits}, and LEFT is not sorted as RIGHT is", False, given
+        return "memory", f"{fits}, and {not_streamed}", False, given
     too_large = (
         f"needs about {memory.readable(need)} prepared, more than half of what "
         f"--memory-limit {limit_name} leaves"
     )
     if layout:  # RIGHT streams, LEFT's keys are put in its order: RIGHT is never written
         order = f"its by columns ({by}), then its key" if grouped else "its key"
-        return "regroup", f"RIGHT is sorted by {order}, and {too_large}", grouped
-    return "spill", f"RIGHT {too_large}", False
+        return "regroup", f"RIGHT is sorted by {order}, and {too_large}", grouped, sides
+    return "spill", f"RIGHT {too_large}", False, given
+
+
+class _Layout(NamedTuple):
+    """How RIGHT streams (``_layout``): ``layout``, "tape" or "grouped" ("" where it cannot,
+    ``why`` not, and the ``hint`` of another mode), whether LEFT is in that order too
+    (``alike``), and the two sides as a stream reads them: a side's files in the order of
+    their keys where their paths' order is none a stream takes (``in_key_order``)."""
+
+    layout: str
+    alike: bool
+    why: str
+    hint: str
+    left: Source
+    right: Source
 
 
 def _layout(
@@ -797,7 +825,7 @@ def _layout(
     right: Source,
     layouts: tuple[str, ...] = LAYOUTS,
     left_sorted: bool = True,
-) -> tuple[str, bool, str, str]:
+) -> _Layout:
     """The first of ``layouts`` ("tape", "grouped") that RIGHT's statistics allow, both
     sides' if they can, and whether LEFT's allow it too; or "", False, why RIGHT cannot be
     streamed and, where another mode joins what no stream can, the hint saying so."""
@@ -809,22 +837,35 @@ def _layout(
             f"unit on both sides, and LEFT column {options.left_on!r} is {left_type}, RIGHT "
             f"column {options.right_on!r} {right_type}"
         )
-        return "", False, why, "; --right-mode memory or spill joins them"
+        return _Layout("", False, why, "; --right-mode memory or spill joins them", left, right)
     sides = ((right, options.right_on, options.right_by), (left, options.left_on, options.left_by))
     # Each check reads a side's first row group: each side is checked once.
     tape = [is_tape(source, on) for source, on, _ in sides]
     tape[1] = tape[1] and left_sorted
     if "tape" in layouts and all(tape):
-        return "tape", True, "", ""
+        return _Layout("tape", True, "", "", left, right)
     grouped = [bool(by) and is_grouped(source, by, on) for source, on, by in sides]
     grouped[1] = grouped[1] and left_sorted
     if "grouped" in layouts and all(grouped):
-        return "grouped", True, "", ""
+        return _Layout("grouped", True, "", "", left, right)
+    # A side in no order by its files' paths may be a tape by its files' keys (numbered
+    # files: part-10 sorts before part-2). Not one in an order already: that order streams,
+    # and its files' statistics are not all read again (5,000 files: 0.13 s).
+    keyed = [source for source, _, _ in sides]
+    if "tape" in layouts:
+        for i, (source, on, _) in enumerate(sides):
+            if tape[i] or grouped[i] or (i == 1 and not left_sorted):
+                continue
+            ordered = in_key_order(source, on)
+            if ordered is not source and is_tape(ordered, on):
+                keyed[i], tape[i] = ordered, True
+        if all(tape):
+            return _Layout("tape", True, "", "", keyed[1], keyed[0])
     for layout, sorted_as in (("tape", tape), ("grouped", grouped)):  # RIGHT's alone
         if layout in layouts and sorted_as[0]:
-            return layout, False, "", ""
+            return _Layout(layout, False, "", "", left, keyed[0] if layout == "tape" else right)
     if layouts != LAYOUTS:  # one was tried
-        return "", False, "RIGHT was not sorted after all", ""
+        return _Layout("", False, "RIGHT was not sorted after all", "", left, right)
     on, by = options.right_on, options.right_by
     unknown = without_statistics(right, on)
     if unknown is not None:
@@ -834,7 +875,7 @@ def _layout(
         )
         if by:
             why += f", nor do they show it sorted by {(*by, on)!r}"
-        return "", False, why, "; --right-mode memory or spill joins it"
+        return _Layout("", False, why, "; --right-mode memory or spill joins it", left, right)
     folders = [c for c in by if c not in right.data_schema.names]
     orders = repr(on) + (f" nor by {(*by, on)!r}" if by and not folders else "")
     why = (
@@ -845,7 +886,13 @@ def _layout(
         named = ", ".join(map(repr, folders))
         are = "is a partition folder" if len(folders) == 1 else "are partition folders"
         why += f", and an order by {(*by, on)!r} is not looked for: {named} {are}"
-    return "", False, why, ""
+    return _Layout("", False, why, "", left, right)
+
+
+def _in_order_of(copies: list, before: Source, after: Source) -> list:
+    """``copies``, one a file of ``before``, in the order of ``after``'s files."""
+    at = {part.path: i for i, part in enumerate(before.parts)}
+    return [copies[at[part.path]] for part in after.parts]
 
 
 def _spill_folder(options: Options, out: str) -> SpillFolder:

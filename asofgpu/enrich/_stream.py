@@ -20,7 +20,8 @@ compared as values.
 
 The layout is read from the files' row-group statistics and first row group (``is_tape``,
 ``is_grouped``) and verified while streaming: a key below one already seen is an
-``EnrichError`` (and nothing is written). Keys must be of one integer or temporal type on both
+``EnrichError`` (and nothing is written). Files whose paths sort out of key order (part-10
+before part-2) stream in their keys' order where their statistics show it (``in_key_order``). Keys must be of one integer or temporal type on both
 sides (their order is that of their int64 values).
 """
 
