@@ -1617,6 +1617,54 @@ def test_a_tie_across_files_keeps_the_row_their_paths_order_gives(tmp_path, caps
         assert pq.read_table(out)["v"].to_pylist() == [21, 11], mode
 
 
+def test_right_files_tied_against_their_paths_order_are_refused_by_a_stream_naming_them(
+    tmp_path, capsys
+):
+    """A tie the paths' order would break keeps RIGHT's files by path, so no stream: the
+    refusal names the two files and the key, and says what would stream."""
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for name, keys in (("p1", [0, 5]), ("p10", [20, 25]), ("p2", [10, 20])):
+        pq.write_table(pa.table({"t": keys, "v": keys}), folder / f"{name}.parquet")
+    pq.write_table(pa.table({"t": [20, 30]}), tmp_path / "l.parquet")
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", folder, "-o", tmp_path / "o.parquet", "--on", "t",
+        "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert stderr == (
+        f"asofgpu enrich: error: --right-mode stream: RIGHT {folder} is not sorted by 't', as "
+        f"far as its row-group statistics and first row group show; its files would be, taken "
+        f"in their keys' order, but p2.parquet ends on the key p10.parquet begins with (20), "
+        f"and by path p10.parquet comes first, and rows of equal keys are in the order of their "
+        f"files' paths: name the files so that their paths sort as their keys do (part-09 "
+        f"before part-10)\n"
+    )
+
+
+def test_left_files_tied_against_their_paths_order_still_stream_in_key_order(tmp_path, capsys):
+    """LEFT's rows are matched each on its own: a tie between two of its files in the other
+    order than their paths' keeps nothing from streaming them in key order."""
+    folder = tmp_path / "l"
+    folder.mkdir()
+    for name, keys in (("p1", [0, 5]), ("p10", [20, 25]), ("p2", [10, 20])):
+        pq.write_table(pa.table({"t": keys}), folder / f"{name}.parquet")
+    right = pa.table({"t": list(range(0, 30, 2)), "v": list(range(15))})
+    pq.write_table(right, tmp_path / "r.parquet")
+    code, _, stderr = run(
+        "enrich", folder, tmp_path / "r.parquet", "-o", tmp_path / "o", "--on", "t",
+        "--device", "cpu", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert "both sides are sorted by their key: streaming RIGHT" in stderr
+    for name in ("p1", "p10", "p2"):
+        got = pq.read_table(tmp_path / "o" / f"{name}.parquet")
+        expected = ag.join_asof(
+            pq.read_table(folder / f"{name}.parquet"), right, on="t", device="cpu"
+        )
+        assert got.equals(expected), name
+
+
 def test_files_in_a_grouped_order_by_path_stream_grouped_not_in_key_order(tmp_path, capsys):
     """A file a symbol on both sides, RIGHT's two also a tape by key in the other order:
     the sides stream grouped in their paths' order, as both allow, not RIGHT in key order

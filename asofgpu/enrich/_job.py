@@ -60,6 +60,7 @@ from ._stream import (
     is_tape,
     streamable_key,
     tables_of,
+    tie_across_files,
     without_statistics,
 )
 
@@ -856,7 +857,7 @@ def _layout(
         for i, (source, on, _) in enumerate(sides):
             if tape[i] or grouped[i] or (i == 1 and not left_sorted):
                 continue
-            ordered = in_key_order(source, on)
+            ordered = in_key_order(source, on, ties_by_path=source is right)
             if ordered is not source and is_tape(ordered, on):
                 keyed[i], tape[i] = ordered, True
         if all(tape):
@@ -886,6 +887,13 @@ def _layout(
         named = ", ".join(map(repr, folders))
         are = "is a partition folder" if len(folders) == 1 else "are partition folders"
         why += f", and an order by {(*by, on)!r} is not looked for: {named} {are}"
+    tie = tie_across_files(right, on)
+    if tie:
+        why += (
+            f"; its files would be, taken in their keys' order, but {tie}, and rows of "
+            f"equal keys are in the order of their files' paths: name the files so that "
+            f"their paths sort as their keys do (part-09 before part-10)"
+        )
     return _Layout("", False, why, "", left, right)
 
 

@@ -91,14 +91,16 @@ def is_tape(source: Source, on: str) -> bool:
     return bool(np.all(values[1:] >= values[:-1]))
 
 
-def in_key_order(source: Source, on: str) -> Source:
+def in_key_order(source: Source, on: str, ties_by_path: bool = True) -> Source:
     """``source`` with its files in the order of their ``on`` keys, where their statistics
     show a tape in that order but not in their paths' order: pyarrow's ``write_dataset``
-    names a day's files part-0 ... part-16, and part-10 sorts before part-2. Rows of equal keys keep their paths' order, which is RIGHT's row
-    order where keys tie: where one file ends on the key the next begins with, it must
-    come first by path too, or the files keep their paths' order. Files of no keys go
-    first. Only for keys a stream takes (``streamable_key``); any other ``source`` is
-    returned as it is, as are sources already in order.
+    names a day's files part-0 ... part-16, and part-10 sorts before part-2. With
+    ``ties_by_path`` (RIGHT's: its row order where keys tie is its files' paths'), rows of
+    equal keys keep their paths' order: where one file ends on the key the next begins
+    with, it must come first by path too, or the files keep their paths' order
+    (``tie_across_files`` says which). LEFT's rows are matched each on its own, in any
+    order. Files of no keys go first. Only for keys a stream takes (``streamable_key``);
+    any other ``source`` is returned as it is, as are sources already in order.
 
     >>> import os, tempfile
     >>> folder = tempfile.mkdtemp()
@@ -112,27 +114,54 @@ def in_key_order(source: Source, on: str) -> Source:
     >>> [p.relative for p in ordered.parts][:3], is_tape(ordered, "t")
     (['part-0.parquet', 'part-1.parquet', 'part-2.parquet'], True)
     """
+    order, _ = _key_order(source, on, ties_by_path)
+    if order is None:
+        return source
+    return dataclasses.replace(source, parts=[source.parts[i] for i in order])
+
+
+def tie_across_files(source: Source, on: str) -> str:
+    """Where ``source``'s files would be a tape in their keys' order but for rows of one
+    key in two files whose paths come in the other order (``in_key_order``): which, in
+    words; "" where that is not what stands in the way."""
+    return _key_order(source, on, True)[1]
+
+
+def _key_order(source: Source, on: str, ties_by_path: bool) -> tuple[list[int] | None, str]:
+    """The positions of ``source``'s files in their keys' order (``in_key_order``), or
+    None; and where only a tie across two files stands in the way, which."""
     kind = source.schema.field(on).type if on in source.data_schema.names else None
     if kind is None or not streamable_key(kind, kind) or len(source.parts) < 2:
-        return source
+        return None, ""
     raw = _raw_statistics(source, on)
     spans = [_key_span(part, on, raw) for part in source.parts]
     if any(span is _UNKNOWN for span in spans):
-        return source
+        return None, ""
     empty = [i for i, span in enumerate(spans) if span is None]
     by_path = [i for i, span in enumerate(spans) if span is not None]
+    if all(spans[b][0] >= spans[a][1] for a, b in zip(by_path, by_path[1:])):
+        return None, ""  # in order already
     by_key = sorted(by_path, key=lambda i: spans[i][0])  # (stable: ties keep path order)
+    tie = ""
+    for before, after in zip(by_key, by_key[1:]):
+        low, last = spans[after][0], spans[before][1]
+        if low < last:
+            return None, ""  # overlapping keys: no tape in any order
+        if low == last and after < before and ties_by_path and not tie:
+            first, then = source.parts[before].relative, source.parts[after].relative
+            tie = (
+                f"{first} ends on the key {then} begins with ({_shown(low, kind)}), and by "
+                f"path {then} comes first"
+            )
+    return (None, tie) if tie else (empty + by_key, "")
 
-    def tape(order: list[int]) -> bool:
-        for before, after in zip(order, order[1:]):
-            low, last = spans[after][0], spans[before][1]
-            if low < last or (low == last and after < before):
-                return False
-        return True
 
-    if tape(by_path) or not tape(by_key):
-        return source
-    return dataclasses.replace(source, parts=[source.parts[i] for i in empty + by_key])
+def _shown(value, kind: pa.DataType) -> str:
+    """A key's statistic (raw: an integer) as its type shows it."""
+    try:
+        return str(pa.scalar(value, kind).as_py())
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return str(value)
 
 
 # A file whose row groups' statistics cannot show its keys in order (``_key_span``).
