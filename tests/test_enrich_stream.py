@@ -1551,48 +1551,69 @@ def _files_of(keys_by_name: dict, folder, **write):
     ],
 )
 def test_files_whose_paths_sort_out_of_key_order_are_taken_in_key_order(tmp_path, files, order):
-    """``in_key_order``: files whose statistics show a tape once taken in key order."""
-    from asofgpu.enrich._stream import in_key_order, is_tape
+    """``files_in_key_order``: files whose statistics show a tape once in key order."""
+    from asofgpu.enrich._stream import files_in_key_order, is_tape
 
     source = _files_of(files, tmp_path / "f")
     assert not is_tape(source, "t")
-    ordered = in_key_order(source, "t")
+    ordered, tie = files_in_key_order(source, "t")
+    assert tie == ""
     assert is_tape(ordered, "t")
     assert [int(re.sub(r"\D", "", p.relative)) for p in ordered.parts] == order
     assert ordered.rows == source.rows and ordered.schema == source.schema
 
 
 @pytest.mark.parametrize(
-    "files",
+    ("files", "tie"),
     [
         # in order already: zero-padded names (Spark's, polars')
-        {f"part-{i:05}.parquet": [10 * i, 10 * i + 5] for i in range(12)},
+        ({f"part-{i:05}.parquet": [10 * i, 10 * i + 5] for i in range(12)}, ""),
         # overlapping keys: no tape in any order
-        {"p1.parquet": [0, 10], "p2.parquet": [5, 20], "p10.parquet": [30, 40]},
+        ({"p1.parquet": [0, 10], "p2.parquet": [5, 20], "p10.parquet": [30, 40]}, ""),
         # by key p2 comes before p10 and ends on the key p10 begins with, whose rows come
         # first by path: taking p2 first would change which of the tied rows a join takes
-        {"p1.parquet": [0, 5], "p10.parquet": [20, 25], "p2.parquet": [10, 20]},
+        (
+            {"p1.parquet": [0, 5], "p10.parquet": [20, 25], "p2.parquet": [10, 20]},
+            "p2.parquet ends on the key p10.parquet begins with (20), and by path "
+            "p10.parquet comes first",
+        ),
     ],
 )
-def test_files_in_key_order_already_or_in_none_keep_their_paths_order(tmp_path, files):
-    from asofgpu.enrich._stream import in_key_order
+def test_files_in_key_order_already_or_in_none_keep_their_paths_order(tmp_path, files, tie):
+    from asofgpu.enrich._stream import files_in_key_order
 
     source = _files_of(files, tmp_path / "f")
-    assert in_key_order(source, "t") is source
+    ordered, blocked = files_in_key_order(source, "t")
+    assert ordered is source and blocked == tie
+    if tie:  # LEFT's rows are matched each on its own: its ties go either way
+        ordered, blocked = files_in_key_order(source, "t", ties_by_path=False)
+        assert [p.relative for p in ordered.parts] == ["p1.parquet", "p2.parquet", "p10.parquet"]
+        assert blocked == ""
+
+
+def test_a_file_of_one_key_goes_before_one_that_begins_with_it(tmp_path):
+    """Files by first key, then last: b (20 only) before c (20 to 30), whatever their
+    paths' order, where ties may go either way (LEFT)."""
+    from asofgpu.enrich._stream import files_in_key_order
+
+    files = {"a.parquet": [20, 25, 30], "b.parquet": [20, 20], "c.parquet": [0, 10, 20]}
+    source = _files_of(files, tmp_path / "f")
+    ordered, _ = files_in_key_order(source, "t", ties_by_path=False)
+    assert [p.relative for p in ordered.parts] == ["c.parquet", "b.parquet", "a.parquet"]
 
 
 def test_files_without_statistics_or_of_float_keys_keep_their_paths_order(tmp_path):
     from asofgpu.enrich._sources import Source
-    from asofgpu.enrich._stream import in_key_order
+    from asofgpu.enrich._stream import files_in_key_order
 
     files = {"p1.parquet": [0, 10], "p2.parquet": [11, 20], "p10.parquet": [21, 30]}
     unknown = _files_of(files, tmp_path / "a", write_statistics=False)
-    assert in_key_order(unknown, "t") is unknown
+    assert files_in_key_order(unknown, "t")[0] is unknown
     (tmp_path / "b").mkdir()
     for name, keys in files.items():
         pq.write_table(pa.table({"t": pa.array(keys, pa.float64())}), tmp_path / "b" / name)
     floats = Source.find(tmp_path / "b", "RIGHT")
-    assert in_key_order(floats, "t") is floats
+    assert files_in_key_order(floats, "t")[0] is floats
 
 
 def test_a_tie_across_files_keeps_the_row_their_paths_order_gives(tmp_path, capsys):
@@ -1696,24 +1717,28 @@ def test_files_in_a_grouped_order_by_path_stream_grouped_not_in_key_order(tmp_pa
         assert got.equals(expected), name
 
 
-def test_right_held_in_memory_keeps_its_paths_order_and_its_dictionaries_order(tmp_path, capsys):
+@pytest.mark.parametrize(("mode", "left_keys"), [("memory", [1, 11]), ("auto", [11, 1])])
+def test_right_held_in_memory_keeps_its_paths_order_and_its_dictionaries_order(
+    tmp_path, capsys, mode, left_keys
+):
     """Files that a stream would take in key order are read in their paths' order where
-    RIGHT is held in memory: the same rows, and OUT's dictionary of a dictionary column in
-    the order its values were first read."""
+    RIGHT is held in memory (as asked, or as auto holds it beside an unsorted LEFT): the
+    same rows, and OUT's dictionary of a dictionary column in the order its values were
+    first read."""
     folder = tmp_path / "r"
     folder.mkdir()
     for name, keys, note in (("a", [10, 11], "late"), ("b", [0, 1], "early")):
         notes = pa.array([note, note]).dictionary_encode()
         pq.write_table(pa.table({"t": keys, "note": notes}), folder / f"{name}.parquet")
-    pq.write_table(pa.table({"t": [1, 11]}), tmp_path / "l.parquet")
+    pq.write_table(pa.table({"t": left_keys}), tmp_path / "l.parquet")
     out = tmp_path / "o.parquet"
     code, _, stderr = run(
         "enrich", tmp_path / "l.parquet", folder, "-o", out, "--on", "t", "--device", "cpu",
-        "--right-mode", "memory", "-q", capsys=capsys,
+        "--right-mode", mode, "-q", capsys=capsys,
     )  # fmt: skip
     assert code == 0, stderr
     note = pq.read_table(out)["note"]
-    assert note.to_pylist() == ["early", "late"]
+    assert note.to_pylist() == ["early" if t < 10 else "late" for t in left_keys]
     assert note.chunk(0).dictionary.to_pylist() == ["late", "early"]
 
 
@@ -1751,3 +1776,56 @@ def test_a_day_in_numbered_files_streams_and_joins_as_its_files_in_path_order(
         )
         assert pq.read_table(out / path.name).equals(expected), path.name
     assert hidden(tmp_path) == []
+
+
+def test_left_files_in_key_order_that_break_their_promise_start_again_by_path(tmp_path, capsys):
+    """LEFT's files are a tape by their keys' statistics, but one is out of order inside a
+    later row group: the stream stops there, and the run starts again with LEFT as it comes
+    (regrouped against RIGHT's stream), not in key order a second time."""
+    folder = tmp_path / "l"
+    folder.mkdir()
+    pq.write_table(pa.table({"t": list(range(0, 10))}), folder / "l1.parquet")
+    pq.write_table(pa.table({"t": list(range(10, 20))}), folder / "l2.parquet")
+    broken = list(range(20, 30)) + [39, *range(31, 39), 30]  # row group 2: 39 first
+    pq.write_table(pa.table({"t": broken}), folder / "l10.parquet", row_group_size=10)
+    right = pa.table({"t": list(range(0, 45, 3)), "v": list(range(15))})
+    pq.write_table(right, tmp_path / "r.parquet")
+    code, _, stderr = run(
+        "enrich", folder, tmp_path / "r.parquet", "-o", tmp_path / "o", "--on", "t",
+        "--device", "cpu", "--right-mode", "stream", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert "starting again" in stderr
+    for name in ("l1", "l10", "l2"):
+        got = pq.read_table(tmp_path / "o" / f"{name}.parquet")
+        left = pq.read_table(folder / f"{name}.parquet")
+        assert got.equals(ag.join_asof(left, right, on="t", device="cpu")), name
+    assert hidden(tmp_path) == []
+
+
+def test_files_in_an_order_a_stream_takes_are_not_looked_at_in_key_order(
+    tmp_path, capsys, monkeypatch
+):
+    """RIGHT a file a symbol (grouped by path), LEFT unsorted: no side's files are walked
+    for a key order, which only a side in no order by path needs (5,000 files' statistics
+    took 0.13 s)."""
+    from asofgpu.enrich import _job
+
+    walked = []
+    real = _job.files_in_key_order
+    monkeypatch.setattr(
+        _job, "files_in_key_order", lambda s, *a, **k: walked.append(s.side) or real(s, *a, **k)
+    )
+    (tmp_path / "r").mkdir()
+    for name, start in (("a", 100), ("b", 0)):
+        times = list(range(start, start + 50))
+        table = pa.table({"g": [name] * 50, "t": times, "v": times})
+        pq.write_table(table, tmp_path / "r" / f"{name}.parquet")
+    pq.write_table(pa.table({"g": ["b", "a"], "t": [120, 10]}), tmp_path / "l.parquet")
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", tmp_path / "r", "-o", tmp_path / "o.parquet",
+        "--on", "t", "--by", "g", "--device", "cpu", "-q", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    assert walked == ["LEFT"]  # LEFT is one file: walked, and left as it is
+    assert pq.read_table(tmp_path / "o.parquet")["v"].to_pylist() == [49, None]

@@ -56,11 +56,10 @@ from ._stream import (
     CarryTooLarge,
     NotSorted,
     is_grouped,
-    in_key_order,
+    files_in_key_order,
     is_tape,
     streamable_key,
     tables_of,
-    tie_across_files,
     without_statistics,
 )
 
@@ -810,7 +809,7 @@ class _Layout(NamedTuple):
     """How RIGHT streams (``_layout``): ``layout``, "tape" or "grouped" ("" where it cannot,
     ``why`` not, and the ``hint`` of another mode), whether LEFT is in that order too
     (``alike``), and the two sides as a stream reads them: a side's files in the order of
-    their keys where their paths' order is none a stream takes (``in_key_order``)."""
+    their keys where their paths' order is none a stream takes (``files_in_key_order``)."""
 
     layout: str
     alike: bool
@@ -853,11 +852,13 @@ def _layout(
     # files: part-10 sorts before part-2). Not one in an order already: that order streams,
     # and its files' statistics are not all read again (5,000 files: 0.13 s).
     keyed = [source for source, _, _ in sides]
+    tie = ""  # where a tie across two of RIGHT's files alone keeps them from a tape, which
     if "tape" in layouts:
         for i, (source, on, _) in enumerate(sides):
             if tape[i] or grouped[i] or (i == 1 and not left_sorted):
                 continue
-            ordered = in_key_order(source, on, ties_by_path=source is right)
+            ordered, blocked = files_in_key_order(source, on, ties_by_path=i == 0)
+            tie = blocked if i == 0 else tie
             if ordered is not source and is_tape(ordered, on):
                 keyed[i], tape[i] = ordered, True
         if all(tape):
@@ -887,7 +888,6 @@ def _layout(
         named = ", ".join(map(repr, folders))
         are = "is a partition folder" if len(folders) == 1 else "are partition folders"
         why += f", and an order by {(*by, on)!r} is not looked for: {named} {are}"
-    tie = tie_across_files(right, on)
     if tie:
         why += (
             f"; its files would be, taken in their keys' order, but {tie}, and rows of "

@@ -21,7 +21,8 @@ compared as values.
 The layout is read from the files' row-group statistics and first row group (``is_tape``,
 ``is_grouped``) and verified while streaming: a key below one already seen is an
 ``EnrichError`` (and nothing is written). Files whose paths sort out of key order (part-10
-before part-2) stream in their keys' order where their statistics show it (``in_key_order``). Keys must be of one integer or temporal type on both
+before part-2) stream in their keys' order where their statistics show it
+(``files_in_key_order``). Keys must be of one integer or temporal type on both
 sides (their order is that of their int64 values).
 """
 
@@ -91,14 +92,14 @@ def is_tape(source: Source, on: str) -> bool:
     return bool(np.all(values[1:] >= values[:-1]))
 
 
-def in_key_order(source: Source, on: str, ties_by_path: bool = True) -> Source:
+def files_in_key_order(source: Source, on: str, ties_by_path: bool = True) -> tuple[Source, str]:
     """``source`` with its files in the order of their ``on`` keys, where their statistics
     show a tape in that order but not in their paths' order: pyarrow's ``write_dataset``
     names a day's files part-0 ... part-16, and part-10 sorts before part-2. With
     ``ties_by_path`` (RIGHT's: its row order where keys tie is its files' paths'), rows of
     equal keys keep their paths' order: where one file ends on the key the next begins
-    with, it must come first by path too, or the files keep their paths' order
-    (``tie_across_files`` says which). LEFT's rows are matched each on its own, in any
+    with, it must come first by path too, or the files keep their paths' order, and the
+    second value says which two (else ""). LEFT's rows are matched each on its own, in any
     order. Files of no keys go first. Only for keys a stream takes (``streamable_key``);
     any other ``source`` is returned as it is, as are sources already in order.
 
@@ -110,26 +111,19 @@ def in_key_order(source: Source, on: str, ties_by_path: bool = True) -> Source:
     >>> source = Source.find(folder, "RIGHT")
     >>> [p.relative for p in source.parts][:3], is_tape(source, "t")
     (['part-0.parquet', 'part-1.parquet', 'part-10.parquet'], False)
-    >>> ordered = in_key_order(source, "t")
-    >>> [p.relative for p in ordered.parts][:3], is_tape(ordered, "t")
-    (['part-0.parquet', 'part-1.parquet', 'part-2.parquet'], True)
+    >>> ordered, tie = files_in_key_order(source, "t")
+    >>> [p.relative for p in ordered.parts][:3], is_tape(ordered, "t"), tie
+    (['part-0.parquet', 'part-1.parquet', 'part-2.parquet'], True, '')
     """
-    order, _ = _key_order(source, on, ties_by_path)
+    order, tie = _key_order(source, on, ties_by_path)
     if order is None:
-        return source
-    return dataclasses.replace(source, parts=[source.parts[i] for i in order])
-
-
-def tie_across_files(source: Source, on: str) -> str:
-    """Where ``source``'s files would be a tape in their keys' order but for rows of one
-    key in two files whose paths come in the other order (``in_key_order``): which, in
-    words; "" where that is not what stands in the way."""
-    return _key_order(source, on, True)[1]
+        return source, tie
+    return dataclasses.replace(source, parts=[source.parts[i] for i in order]), ""
 
 
 def _key_order(source: Source, on: str, ties_by_path: bool) -> tuple[list[int] | None, str]:
-    """The positions of ``source``'s files in their keys' order (``in_key_order``), or
-    None; and where only a tie across two files stands in the way, which."""
+    """The positions of ``source``'s files in their keys' order (``files_in_key_order``),
+    or None; and where only a tie across two files stands in the way, which."""
     kind = source.schema.field(on).type if on in source.data_schema.names else None
     if kind is None or not streamable_key(kind, kind) or len(source.parts) < 2:
         return None, ""
@@ -141,7 +135,9 @@ def _key_order(source: Source, on: str, ties_by_path: bool) -> tuple[list[int] |
     by_path = [i for i, span in enumerate(spans) if span is not None]
     if all(spans[b][0] >= spans[a][1] for a, b in zip(by_path, by_path[1:])):
         return None, ""  # in order already
-    by_key = sorted(by_path, key=lambda i: spans[i][0])  # (stable: ties keep path order)
+    # By first key, then last: a file of one key before one that begins with it. (Stable:
+    # files alike keep their paths' order.)
+    by_key = sorted(by_path, key=lambda i: spans[i][:2])
     tie = ""
     for before, after in zip(by_key, by_key[1:]):
         low, last = spans[after][0], spans[before][1]
