@@ -55,8 +55,8 @@ from ._spill import source_batches as spill_batches
 from ._stream import (
     CarryTooLarge,
     NotSorted,
-    is_grouped,
     files_in_key_order,
+    is_grouped,
     is_tape,
     streamable_key,
     tables_of,
