@@ -1508,18 +1508,18 @@ def test_a_dictionary_nested_in_small_row_groups_is_read_in_runs(tmp_path, capsy
     assert got.column("t").equals(expected.column("t"))
 
 
-def _numbered_files(folder, table: pa.Table, n_files: int, name: str = "part-{}.parquet"):
+def _numbered_files(folder, table: pa.Table, n_files: int):
     """``table`` cut into ``n_files`` files in its order, named as pyarrow's
     ``write_dataset`` names them: part-10 sorts before part-2."""
     folder.mkdir()
     step = -(-table.num_rows // n_files)
     for i in range(n_files):
-        pq.write_table(table.slice(i * step, step), folder / name.format(i))
+        pq.write_table(table.slice(i * step, step), folder / f"part-{i}.parquet")
     return folder
 
 
 def _files_of(keys_by_name: dict, folder, **write):
-    """RIGHT of a file of int64 keys ``t`` a name."""
+    """A RIGHT source of a file a name in ``keys_by_name``, each of those int64 keys ``t``."""
     from asofgpu.enrich._sources import Source
 
     folder.mkdir()
