@@ -1829,3 +1829,17 @@ def test_files_in_an_order_a_stream_takes_are_not_looked_at_in_key_order(
     assert code == 0, stderr
     assert walked == ["LEFT"]  # LEFT is one file: walked, and left as it is
     assert pq.read_table(tmp_path / "o.parquet")["v"].to_pylist() == [49, None]
+
+
+def test_files_whose_first_in_key_order_is_shuffled_inside_keep_their_paths_order(tmp_path):
+    """Statistics say nothing of the order inside a row group: the first in key order is
+    read, as ``is_tape`` reads the first, and a shuffled one keeps the files by path."""
+    from asofgpu.enrich._stream import files_in_key_order
+
+    files = {"p1.parquet": [5, 0, 3, 9], "p2.parquet": [10, 20], "p10.parquet": [21, 30]}
+    source = _files_of(files, tmp_path / "f")
+    ordered, tie = files_in_key_order(source, "t")
+    assert ordered is source and tie == ""
+    files["p1.parquet"] = [0, 3, 5, 9]
+    ordered, _ = files_in_key_order(_files_of(files, tmp_path / "g"), "t")
+    assert [p.relative for p in ordered.parts] == ["p1.parquet", "p2.parquet", "p10.parquet"]

@@ -859,7 +859,7 @@ def _layout(
                 continue
             ordered, blocked = files_in_key_order(source, on, ties_by_path=i == 0)
             tie = blocked if i == 0 else tie
-            if ordered is not source and is_tape(ordered, on):
+            if ordered is not source:  # a tape in key order, its first row group read
                 keyed[i], tape[i] = ordered, True
         if all(tape):
             return _Layout("tape", True, "", "", keyed[1], keyed[0])

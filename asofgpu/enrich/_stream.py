@@ -81,21 +81,26 @@ def is_tape(source: Source, on: str) -> bool:
             return False
         last = high
         first = first or (part.path, g)
-    if first is None:
-        return True
+    return first is None or _row_group_ascends(source, *first, on)
+
+
+def _row_group_ascends(source: Source, path: str, g: int, on: str) -> bool:
+    """Whether row group ``g`` of ``path`` holds its ``on`` keys in order: read, as the
+    statistics say nothing of the order inside one (a shuffled file may be one row group)."""
     try:
-        keys = pq.ParquetFile(first[0]).read_row_group(first[1], columns=[on]).column(0)
+        keys = pq.ParquetFile(path).read_row_group(g, columns=[on]).column(0)
     except (OSError, pa.ArrowException) as exc:
-        raise EnrichError(f"cannot read {source.side} file {first[0]}: {one_line(exc)}") from None
+        raise EnrichError(f"cannot read {source.side} file {path}: {one_line(exc)}") from None
     values, valid = key_numbers(keys)
     values = values if valid is None else values[valid]
     return bool(np.all(values[1:] >= values[:-1]))
 
 
 def files_in_key_order(source: Source, on: str, ties_by_path: bool = True) -> tuple[Source, str]:
-    """``source`` with its files in the order of their ``on`` keys, where their statistics
-    show a tape in that order but not in their paths' order: pyarrow's ``write_dataset``
-    names a day's files part-0 ... part-16, and part-10 sorts before part-2. With
+    """``source`` with its files in the order of their ``on`` keys, where they are a tape in
+    that order (``is_tape``'s checks: statistics, and the first row group read) but not in
+    their paths' order: pyarrow's ``write_dataset`` names a day's files part-0 ...
+    part-16, and part-10 sorts before part-2. With
     ``ties_by_path`` (RIGHT's: its row order where keys tie is its files' paths'), rows of
     equal keys keep their paths' order: where one file ends on the key the next begins
     with, it must come first by path too, or the files keep their paths' order, and the
@@ -149,7 +154,12 @@ def _key_order(source: Source, on: str, ties_by_path: bool) -> tuple[list[int] |
                 f"{first} ends on the key {then} begins with ({_shown(low, kind)}), and by "
                 f"path {then} comes first"
             )
-    return (None, tie) if tie else (empty + by_key, "")
+    if tie:
+        return None, tie
+    first = by_key[0]
+    if not _row_group_ascends(source, source.parts[first].path, spans[first][2], on):
+        return None, ""
+    return empty + by_key, ""
 
 
 def _shown(value, kind: pa.DataType) -> str:
