@@ -35,7 +35,12 @@ enrich-quotes-by-symbol.* (and enrich-by-symbol-quotes-by-symbol.* with both), w
 ``PARTS`` files of equal rows in time order, ``preserve_order=True``), named part-0 ... part-16,
 so that part-10 sorts before part-2: the peers' globs read them in that order, so polars sorts
 each side by time first (``.sort("time")``, what its user must write; DuckDB's ASOF JOIN sorts
-by itself); reports enrich-parts-quotes-parts.* and so on.
+by itself); reports enrich-parts-quotes-parts.* and so on. ``hive`` lays a side out as
+``write_dataset`` partitions it by symbol with its defaults otherwise (``split_into_hive``:
+``symbol=S0000/part-0.parquet`` and so on, the symbol in the folders' names alone, each file in
+time order, in the small row groups the writer makes of a table's batches: about 300 a file);
+the peers read it as one glob with hive partitioning (``*/*.parquet``); reports
+enrich-hive-quotes-hive.* and so on.
 
 ``--scale 100Mx10M`` (make bench passes it) adds one run of asofgpu alone with
 ``--memory-limit`` on a day too large to hold comfortably: the quotes are written time slice by
@@ -93,7 +98,8 @@ GOAL = 0.7  # issue 18: asofgpu enrich at most 0.7x the fastest peer's wall time
 SYMBOLS, SEED = 1000, 0
 DEFAULT_SIZE, QUICK_SIZE = "10Mx10M", "200Kx200K"
 KEY = ["time", "symbol", "price", "size", "bid"]  # the rows compared, as a multiset
-LAYOUTS = ("one", "by-symbol", "parts")  # how trades and quotes are laid out: --left-files ...
+# How trades and quotes are laid out: --left-files and --right-files.
+LAYOUTS = ("one", "by-symbol", "parts", "hive")
 PARTS = 17  # the files of the parts layout: part-10 ... part-16 sort before part-2
 SLICE_ROWS = 5_000_000  # rows per generated slice of the scale day
 RESULT = "@@e2e "  # the prefix of the meter's one line on stdout
@@ -160,14 +166,15 @@ def options(argv: list[str] | None) -> argparse.Namespace:
         help="the trades as one file (default), or by-symbol: a folder of one file a "
         "symbol, as a feed split by instrument gives them, or parts: a folder of "
         f"{PARTS} files in time order named as pyarrow's write_dataset names them "
-        "(part-0 ...); OUT is then a folder too",
+        "(part-0 ...), or hive: folders symbol=S0000/ ... as write_dataset partitions "
+        "a table by symbol; OUT is then a folder too",
     )
     parser.add_argument(
         "--right-files",
         choices=LAYOUTS,
         default="one",
         help="the quotes as one file (default), or by-symbol: a folder of one file a symbol, "
-        "each in time order, or parts: as --left-files parts",
+        "each in time order, or parts and hive: as --left-files has them",
     )
     parser.add_argument(
         "--scale",
@@ -322,6 +329,44 @@ def split_into_parts(day_file: Path, say) -> Path:
     return folder
 
 
+def split_into_hive(day_file: Path, say) -> Path:
+    """A folder beside ``day_file`` of its rows partitioned by symbol as pyarrow's
+    ``write_dataset`` partitions a table read by ``read_table``, hive-style:
+    ``NAME-hive/symbol=S0000/part-0.parquet`` and so on, the symbol in the folders' names
+    only, each file in the day's (time) order (``preserve_order=True``) and in the row groups
+    the writer makes of the table's batches (about 300 a file, of tens of rows). Written
+    once; the folder appears whole or not at all."""
+
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    folder = day_file.parent / f"{day_file.stem}-hive"
+    if folder.is_dir():
+        return folder
+    start = time.perf_counter()
+    table = pq.read_table(day_file)
+    _written_whole(
+        folder,
+        lambda partial: ds.write_dataset(
+            table,
+            partial,
+            format="parquet",
+            partitioning=["symbol"],
+            partitioning_flavor="hive",
+            preserve_order=True,
+            existing_data_behavior="overwrite_or_ignore",  # (mkdtemp's folder, empty)
+        ),
+    )
+    took = time.perf_counter() - start
+    say(f"partitioned {day_file.name} into {files_of(folder):,} hive folders in {took:.1f} s")
+    return folder
+
+
+def files_of(path: Path) -> int:
+    """The parquet files of a side: 1 for a file, else those below the folder."""
+    return len(list(path.rglob("*.parquet"))) if path.is_dir() else 1
+
+
 def _written_whole(folder: Path, write) -> None:
     """``write(partial)`` fills a new hidden folder beside ``folder``, which then becomes
     ``folder``: it appears whole or not at all."""
@@ -343,6 +388,8 @@ def laid_out(day_file: Path, layout: str, say) -> Path:
         return split_by_symbol(day_file, say)
     if layout == "parts":
         return split_into_parts(day_file, say)
+    if layout == "hive":
+        return split_into_hive(day_file, say)
     return day_file
 
 
@@ -482,18 +529,21 @@ POLARS_CODE = """\
 import sys
 import polars as pl
 trades, quotes, out = sys.argv[1:]
-{read}(trades){sort_trades}.join_asof({read}(quotes){sort_quotes}, on="time", by="symbol"{check}).{write}(out)"""
+{read}(trades{hive_trades}){sort_trades}.join_asof({read}(quotes{hive_quotes}){sort_quotes}, on="time", by="symbol"{check}).{write}(out)"""
 # Numbered parts read by a glob come part-10 before part-2: out of time order, so a polars
 # user sorts them (with ``by`` polars cannot check, and would join them as they come).
 SORT = '.sort("time")'
+# A glob of hive folders, read with its partition column (polars takes one from a folder
+# only by itself; DuckDB may guess, and is told).
+POLARS_HIVE, DUCKDB_HIVE = ", hive_partitioning=True", ", hive_partitioning=true"
 
 DUCKDB_CODE = """\
 import sys
 import duckdb
 trades, quotes, out = (p.replace("'", "''") for p in sys.argv[1:])
 duckdb.execute(f\"\"\"COPY (SELECT t.*, q.bid, q.ask, q.bid_size, q.ask_size
-    FROM read_parquet('{trades}') t ASOF LEFT JOIN read_parquet('{quotes}') q
-    ON t.symbol = q.symbol AND t.time >= q.time) TO '{out}' (FORMAT parquet)\"\"\")"""
+    FROM read_parquet('{{trades}}'{hive_trades}) t ASOF LEFT JOIN read_parquet('{{quotes}}'{hive_quotes}) q
+    ON t.symbol = q.symbol AND t.time >= q.time) TO '{{out}}' (FORMAT parquet)\"\"\")"""
 
 
 def _polars_check_arg() -> str:
@@ -537,22 +587,26 @@ def commands(
     """Each system's whole job as an argv: asofgpu's command, the peers' ``python -c``;
     ``layouts``: the trades' and the quotes' (``LAYOUTS``)."""
     check = _polars_check_arg() if any(s.startswith("polars") for s in systems) else ""
-    sorts = {
-        f"sort_{side}": SORT if layout == "parts" else ""
-        for side, layout in zip(("trades", "quotes"), layouts)
-    }
+    sides = tuple(zip(("trades", "quotes"), layouts))
+    sorts = {f"sort_{side}": SORT if layout == "parts" else "" for side, layout in sides}
+    hive = {side: layout == "hive" for side, layout in sides}
+    polars_hive = {f"hive_{side}": POLARS_HIVE if hive[side] else "" for side, _ in sides}
     code = {
         "polars-lazy": POLARS_CODE.format(
-            read="pl.scan_parquet", write="sink_parquet", check=check, **sorts
+            read="pl.scan_parquet", write="sink_parquet", check=check, **sorts, **polars_hive
         ),
         "polars-eager": POLARS_CODE.format(
-            read="pl.read_parquet", write="write_parquet", check=check, **sorts
+            read="pl.read_parquet", write="write_parquet", check=check, **sorts, **polars_hive
         ),
-        "duckdb": DUCKDB_CODE,
+        "duckdb": DUCKDB_CODE.format(
+            **{f"hive_{side}": DUCKDB_HIVE if hive[side] else "" for side, _ in sides}
+        ),
     }
-    # A folder as each peer reads one: DuckDB needs a glob, polars takes one too.
+    # A folder as each peer reads one: DuckDB needs a glob, polars takes one too; hive
+    # folders hold their files a level down.
     peer_trades, peer_quotes = (
-        str(p / "*.parquet") if p.is_dir() else str(p) for p in (trades, quotes)
+        str(p / "*" / "*.parquet" if hive[side] else p / "*.parquet") if p.is_dir() else str(p)
+        for p, side in ((trades, "trades"), (quotes, "quotes"))
     )
     argv = {}
     for system in systems:
@@ -852,11 +906,30 @@ def _layout_text(report: dict) -> str:
                 else ""
             )
         )
+    hive = [side for side, layout in (("trades", left), ("quotes", right)) if layout == "hive"]
+    if hive:
+        files = " and ".join(f"{data[f'{side}_files']:,}" for side in hive)
+        text += (
+            f" The {' and the '.join(hive)} are partitioned by symbol as pyarrow's "
+            f"`write_dataset` partitions a table (`split_into_hive`: {files} hive folders "
+            f"symbol=S0000/ ..., the symbol in the folders' names only, each file in time "
+            f"order and in the writer's small row groups); the peers read each as one glob "
+            f"with hive partitioning."
+            + (
+                " asofgpu enriches the trades' folders into as many folders."
+                if left == "hive"
+                else ""
+            )
+        )
     return text
 
 
 def _title(s: dict) -> str:
-    said = {"by-symbol": "in a file a symbol", "parts": "in numbered parts"}
+    said = {
+        "by-symbol": "in a file a symbol",
+        "parts": "in numbered parts",
+        "hive": "in hive folders by symbol",
+    }
     sides = [
         f"{side} {said[s[key]]}"
         for side, key in (("trades", "left_files"), ("quotes", "right_files"))
@@ -1000,8 +1073,8 @@ def peers_section(args, say) -> dict:
             "folder": str(quotes.parent),
             "quotes_bytes": size_on_disk(right),
             "trades_bytes": size_on_disk(left),
-            "trades_files": len(list(left.glob("*.parquet"))) if left.is_dir() else 1,
-            "quotes_files": len(list(right.glob("*.parquet"))) if right.is_dir() else 1,
+            "trades_files": files_of(left),
+            "quotes_files": files_of(right),
         },
         "warmup_s": warmup["wall_s"],
         "commands": argv,

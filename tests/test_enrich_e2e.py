@@ -197,6 +197,28 @@ def test_both_sides_in_numbered_parts_are_enriched_and_checked(tmp_path):
 
 
 @pytest.mark.slow  # the script's whole run
+def test_both_sides_in_hive_folders_are_enriched_and_checked(tmp_path):
+    """``--left-files hive --right-files hive``: asofgpu enriches the trades' hive folders
+    into as many, the peers read both globs with their partition column and write one file
+    each, and every one's rows (the symbol from the folders' names) are checked against
+    asofgpu's; the report has no goal."""
+    done = run_script(tmp_path, "--left-files", "hive", "--right-files", "hive")
+    assert done.returncode == 0, done.stderr
+    stem = "enrich-hive-quotes-hive"
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == [f"{stem}.json", f"{stem}.md"]
+    report = json.loads((out / f"{stem}.json").read_text())
+    assert report["settings"]["goal"] is None
+    assert report["data"]["trades_files"] > 100 and report["data"]["quotes_files"] > 100
+    for r in report["results"]:
+        assert r["status"] == "ok" and r["output_bytes"] > 0, r["system"]
+        assert r.get("checked_against") == (None if r["system"] == "asofgpu" else "asofgpu")
+    table = (out / f"{stem}.md").read_text()
+    assert "trades in hive folders by symbol, quotes in hive folders by symbol" in table
+    assert "trades-hive/*/*.parquet" in table and "hive_partitioning=True" in table
+
+
+@pytest.mark.slow  # the script's whole run
 def test_a_scale_run_that_fails_is_reported_and_fails_the_script(tmp_path):
     cmd, env = standin(tmp_path, fail=True)
     done = run_script(tmp_path, "--scale", "30Kx5K", *cmd, env=env)
@@ -293,12 +315,19 @@ def test_a_folder_of_trades_is_a_glob_to_the_peers_and_a_folder_to_asofgpu(
         "enrich",
         "enrich-quotes-by-symbol",
         "enrich-quotes-parts",
+        "enrich-quotes-hive",
         "enrich-by-symbol",
         "enrich-by-symbol-quotes-by-symbol",
         "enrich-by-symbol-quotes-parts",
+        "enrich-by-symbol-quotes-hive",
         "enrich-parts",
         "enrich-parts-quotes-by-symbol",
         "enrich-parts-quotes-parts",
+        "enrich-parts-quotes-hive",
+        "enrich-hive",
+        "enrich-hive-quotes-by-symbol",
+        "enrich-hive-quotes-parts",
+        "enrich-hive-quotes-hive",
     ]
 
 
@@ -342,6 +371,54 @@ def test_a_day_file_in_parts_is_numbered_files_that_sort_out_of_time_order(e2e, 
     assert len(said) == 1 and f"as {e2e.PARTS:,} numbered parts" in said[0]
     assert e2e.split_into_parts(path, said.append) == folder and len(said) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["quotes-parts", "quotes.parquet"]
+
+
+def test_a_day_partitioned_by_symbol_is_hive_folders_as_write_dataset_makes_them(e2e, tmp_path):
+    """``--left-files hive`` and ``--right-files hive``: a folder symbol=X/ a symbol, as
+    pyarrow's ``write_dataset`` partitions a table: the symbol only in the folders' names,
+    each file in the day's order, in small row groups. Written once."""
+    from asofgpu import marketdata
+
+    quotes, _ = marketdata.day(3_000, 100, 40, seed=3)
+    path = tmp_path / "quotes.parquet"
+    pq.write_table(quotes, path)
+    said = []
+    folder = e2e.split_into_hive(path, said.append)
+    symbols = sorted(set(quotes["symbol"].to_pylist()))
+    assert sorted(p.name for p in folder.iterdir()) == [f"symbol={s}" for s in symbols]
+    assert e2e.files_of(folder) == len(symbols) and e2e.files_of(path) == 1
+    for symbol in symbols:
+        (file,) = (folder / f"symbol={symbol}").iterdir()
+        table = pq.read_table(file, partitioning=None)
+        assert "symbol" not in table.column_names
+        mine = quotes.filter(pc.equal(quotes["symbol"], symbol)).drop_columns(["symbol"])
+        assert table.equals(mine)  # the day's order kept
+    assert len(said) == 1 and f"into {len(symbols):,} hive folders" in said[0]
+    assert e2e.split_into_hive(path, said.append) == folder and len(said) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["quotes-hive", "quotes.parquet"]
+
+
+@pytest.mark.parametrize("layouts", [("hive", "hive"), ("hive", "one"), ("one", "hive")])
+def test_the_peers_read_hive_folders_by_a_glob_with_their_partition_column(e2e, tmp_path, layouts):
+    """A hive side is read a level down (``*/*.parquet``), its partition column taken from
+    the folders' names: polars is told (it infers one from a folder given alone, not from a
+    glob), DuckDB too."""
+    trades, quotes = tmp_path / "trades-hive", tmp_path / "quotes-hive"
+    trades.mkdir(), quotes.mkdir()
+    outs = {s: tmp_path / f"{s}.parquet" for s in e2e.SYSTEMS}
+    argv = e2e.commands(["asofgpu"], trades, quotes, outs, layouts=layouts)
+    for at, (path, layout) in enumerate(zip((trades, quotes), layouts), start=3):
+        glob = str(path / "*" / "*.parquet") if layout == "hive" else str(path / "*.parquet")
+        for peer in ("polars-lazy", "polars-eager", "duckdb"):
+            assert argv[peer][at] == glob, peer
+    for peer, hive in (("polars-lazy", "True"), ("polars-eager", "True"), ("duckdb", "true")):
+        code = argv[peer][2]
+        for side, layout in zip(("trades", "quotes"), layouts):
+            said = f"{side}, hive_partitioning={hive})" in code or (
+                f"'{{{side}}}', hive_partitioning={hive})" in code
+            )
+            assert said == (layout == "hive"), (peer, side)
+        assert ".sort(" not in code
 
 
 def test_a_day_of_per_symbol_files_is_reported_without_the_one_files_goal(e2e):
