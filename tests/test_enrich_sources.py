@@ -757,6 +757,43 @@ def test_a_folder_value_a_type_would_cut_is_not_read_as_it(tmp_path, capsys):
     assert code == 2 and "LEFT partition folder g=12:00:01.0005 is no time32[ms] value" in stderr
 
 
+@pytest.mark.parametrize("mode", ["memory", "spill"])
+@pytest.mark.parametrize("kind", [pa.float32(), pa.float64()])
+def test_float_by_folders_take_nan_and_negative_zero_as_the_column_does(
+    tmp_path, capsys, kind, mode
+):
+    """RIGHT in folders g=nan, g=-0 and g=1.5 (pyarrow's names for those floats) beside
+    LEFT's float column g: NaN was refused as "no double value" (no NaN equals itself); all
+    NaNs are one group, and -0.0 is 0.0, as in every join."""
+    for g, v in (("nan", 1.0), ("-0", 2.0), ("1.5", 3.0)):
+        write(pa.table({"t": [0.0], "v": [v]}), tmp_path / "r" / f"g={g}" / "p.parquet")
+    left = pa.table({"t": [1.0, 1.0, 1.0, 1.0], "g": pa.array([1.5, np.nan, 0.0, 2.0], kind)})
+    write(left, tmp_path / "l.parquet")
+    code, _, stderr = enrich_in(tmp_path, "-q", "--right-mode", mode, capsys=capsys, right="r")
+    assert (code, stderr) == (0, "")
+    assert pq.read_table(tmp_path / "o.parquet")["v"].to_pylist() == [3.0, 1.0, 2.0, None]
+
+
+def test_a_folder_value_a_narrow_float_would_round_is_not_read_as_it(tmp_path, capsys):
+    """g=16777217 beside LEFT's float32 g: read as float32 it became 16777216 and matched
+    LEFT's rows of that value, silently; it is refused by its folder's name, where g=0.1
+    (pyarrow's name for float32's 0.1) is float32's 0.1."""
+    for g in ("0.1", "16777217"):
+        write(pa.table({"t": [0.0], "v": [1.0]}), tmp_path / "r" / f"g={g}" / "p.parquet")
+    left = pa.table({"t": [1.0, 1.0], "g": pa.array([0.1, 16777216.0], pa.float32())})
+    write(left, tmp_path / "l.parquet")
+    code, _, stderr = enrich_in(tmp_path, "-q", capsys=capsys, right="r")
+    assert code == 2 and stderr == (
+        "asofgpu enrich: error: RIGHT partition folder g=16777217 is no float value, the "
+        "type of LEFT column 'g' it is joined by. Hint: rename the folder, or write LEFT's "
+        "'g' as a type of the folders' values\n"
+    )
+    shutil.rmtree(tmp_path / "r" / "g=16777217")
+    code, _, stderr = enrich_in(tmp_path, "-q", capsys=capsys, right="r")
+    assert (code, stderr) == (0, "")
+    assert pq.read_table(tmp_path / "o.parquet")["v"].to_pylist() == [1.0, None]
+
+
 @pytest.mark.parametrize("kind", ["uuid", "json"])
 def test_folders_over_files_that_hold_their_uuid_or_json_column(tmp_path, capsys, kind):
     """Partition folders of a UUID or JSON column the files hold (polars and DuckDB write

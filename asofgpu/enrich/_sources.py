@@ -37,6 +37,7 @@ import fnmatch
 import functools
 import glob
 import json
+import math
 import os
 import re
 import urllib.parse
@@ -407,7 +408,10 @@ class Source:
             raw = part.values[name]
             try:
                 value = _parsed(raw, kind)
-                if pa.array([value], kind)[0].as_py() != value:
+                if pa.types.is_floating(kind):
+                    if not _float_holds(raw, value, kind):
+                        return raw
+                elif pa.array([value], kind)[0].as_py() != value:
                     return raw
             except (ValueError, TypeError, pa.ArrowNotImplementedError):  # (ArrowInvalid too)
                 return raw
@@ -728,6 +732,25 @@ def _parsed(raw: str | None, kind: pa.DataType):
             raise ValueError(f"{raw!r} is no count of a duration's ticks")
         return pa.scalar(int(raw)).cast(kind).as_py()
     return arrow_numpy.text(raw).cast(kind)[0].as_py()
+
+
+def _float_holds(raw: str | None, value: float | None, kind: pa.DataType) -> bool:
+    """Whether ``value``, folder text ``raw`` read as floats of ``kind``, is the number the
+    text says: NaN (``g=nan``, as pyarrow names it) is one, though no NaN equals itself; a
+    float32's nearest to the text must be the text's own number (``0.10000000149011612``)
+    or read back as it (``0.1``, pyarrow's name for float32's 0.1), where ``16777217``
+    became 16777216 and matched its rows.
+
+    >>> [_float_holds(t, _parsed(t, pa.float32()), pa.float32()) for t in ("0.1", "nan", "16777217")]
+    [True, True, False]
+    """
+    if raw is None:
+        return True
+    said = float(raw)
+    if math.isnan(said) or math.isnan(value):
+        return math.isnan(said) and math.isnan(value)
+    narrow = np.dtype(kind.to_pandas_dtype()).type(value)  # (float16 and float32: as written)
+    return value == said or float(str(narrow)) == said
 
 
 def _repeated(raw: str, kind: pa.DataType, rows: int) -> pa.Array:
