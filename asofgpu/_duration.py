@@ -55,10 +55,14 @@ def timedelta_ns(delta) -> int:
     return ns + int(getattr(delta, "nanoseconds", 0))
 
 
-def parse_duration(text: str) -> int:
-    """A duration string as whole nanoseconds (never negative)."""
+_A_DURATION = "a duration such as 5s, 250ms or 1m30s"
+
+
+def parse_duration(text: str, expected: str = _A_DURATION) -> int:
+    """A duration string as whole nanoseconds (never negative); ``expected``: what a text
+    of neither counts nor units is told it should have been."""
     if not isinstance(text, str) or not text.strip():
-        msg = f"expected a duration such as 5s, 250ms or 1m30s, got {text!r}"
+        msg = f"expected {expected}, got {text!r}"
         raise ValueError(msg)
     stripped = text.strip()
     if stripped.startswith("-"):
@@ -82,7 +86,7 @@ def parse_duration(text: str) -> int:
         total += count * UNIT_NS[unit]
         end = part.end()
     if end != len(stripped) or end == 0:
-        msg = f"expected a duration such as 5s, 250ms or 1m30s (units {UNITS_TEXT}), got {text!r}"
+        msg = f"expected {expected} (units {UNITS_TEXT}), got {text!r}"
         raise ValueError(msg)
     if total != total.to_integral_value():
         msg = f"{text!r} is not a whole number of nanoseconds"
@@ -105,7 +109,9 @@ def parse_tolerance(text: str):
     except InvalidOperation:
         number = None
     if number is None or not stripped:
-        return np.timedelta64(parse_duration(text), "ns")
+        # (a float or integer key's user wants a number: the message names both)
+        expected = f"a number in the key's own unit (0.5, 1000) or {_A_DURATION}"
+        return np.timedelta64(parse_duration(text, expected), "ns")
     if number.is_nan():
         msg = f"expected a non-negative number or a duration, got {text!r}"
         raise ValueError(msg)

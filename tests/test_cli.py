@@ -1755,9 +1755,18 @@ def test_parse_tolerance_numbers_and_format_duration():
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("", "expected a duration such as 5s, 250ms or 1m30s, got ''"),
+        (
+            "",
+            r"expected a number in the key's own unit \(0.5, 1000\) or a duration such as 5s, "
+            r"250ms or 1m30s, got ''",
+        ),
         ("5x", "'5x': unknown unit 'x'; use one of ns, us, ms, s, m, h, d, w"),
-        ("s", r"expected a duration such as 5s, 250ms or 1m30s \(units ns, .*\), got 's'"),
+        (
+            "abc",
+            r"expected a number in the key's own unit \(0.5, 1000\) or a duration such as 5s, "
+            r"250ms or 1m30s \(units ns, .*\), got 'abc'",
+        ),
+        ("s", r"or a duration such as 5s, 250ms or 1m30s \(units ns, .*\), got 's'"),
         ("nan", "expected a non-negative number or a duration, got 'nan'"),
         ("-1", "a tolerance must not be negative, got '-1'"),
         ("-1s", "a duration must not be negative, got '-1s'"),
