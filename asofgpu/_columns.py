@@ -364,6 +364,8 @@ def common_tick(left: KeyType, right: KeyType, left_param: str, right_param: str
             hint = " Hint: convert both to the same timezone."
         elif {left.family, right.family} == {"date", "timestamp"}:
             hint = " Hint: cast the dates to timestamps (numpy's datetime64[D] is read as dates)."
+        elif {left.family, right.family} <= {"int", "uint", "float"}:
+            hint = " Hint: cast both to integers or both to floats."
         msg = (
             f"{left_param} ({left.name}) and {right_param} ({right.name}) cannot be compared: "
             f"the as-of key must have the same type family on both sides.{hint}"

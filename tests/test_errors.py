@@ -308,8 +308,20 @@ def test_huge_timedelta64_tolerance_is_not_called_negative():
 @pytest.mark.parametrize(
     ("left", "right", "lname", "rname", "hint"),
     [
-        (np.array([1.0]), np.array([1]), "double", "int64", ""),
-        (np.array([1]), np.array([1.0], np.float32), "int64", "float", ""),
+        (
+            np.array([1.0]),
+            np.array([1]),
+            "double",
+            "int64",
+            " Hint: cast both to integers or both to floats.",
+        ),
+        (
+            np.array([1]),
+            np.array([1.0], np.float32),
+            "int64",
+            "float",
+            " Hint: cast both to integers or both to floats.",
+        ),
         (
             np.array([1], np.uint8),
             np.array([1]),
@@ -360,6 +372,13 @@ def test_huge_timedelta64_tolerance_is_not_called_negative():
             "",
         ),
         (pa.array([1], pa.timestamp("s")), np.array([1]), "timestamp[s]", "int64", ""),
+        (
+            np.array([1], np.uint8),
+            np.array([1.0], np.float32),
+            "uint8",
+            "float",
+            " Hint: cast both to integers or both to floats.",
+        ),
     ],
 )
 def test_on_key_type_mismatch(left, right, lname, rname, hint):
