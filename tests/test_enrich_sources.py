@@ -757,6 +757,41 @@ def test_a_folder_value_a_type_would_cut_is_not_read_as_it(tmp_path, capsys):
     assert code == 2 and "LEFT partition folder g=12:00:01.0005 is no time32[ms] value" in stderr
 
 
+@pytest.mark.parametrize("mode", ["auto", "memory", "stream", "spill"])
+def test_the_key_may_be_a_left_partition_folder(tmp_path, capsys, mode):
+    """``--on day`` where LEFT's days are folders day=20261127: the key was read as the
+    one-value dictionary a by-column of folders is read as, and refused ("must be an
+    integer ... column, got dictionary") where RIGHT was held in memory."""
+    for day, rows in ((20261127, ["A", "B"]), (20261130, ["A", "B"])):
+        left = pa.table({"symbol": rows, "px": [1.0, 2.0]})
+        write(left, tmp_path / "l" / f"day={day}" / "p.parquet")
+    right = pa.table(
+        {
+            "day": [20261126, 20261126, 20261128, 20261128],
+            "symbol": ["A", "B", "A", "B"],
+            "close": [10.0, 30.0, 20.0, 40.0],
+        }
+    )
+    write(right, tmp_path / "r.parquet")
+    code, _, stderr = enrich_in(
+        tmp_path,
+        "-q",
+        "--right-mode",
+        mode,
+        capsys=capsys,
+        on="day",
+        by="symbol",
+        left="l",
+        out="o",
+    )
+    assert (code, stderr) == (0, "")
+    got = {
+        p.parent.name: pq.read_table(p, partitioning=None)["close"].to_pylist()
+        for p in sorted((tmp_path / "o").rglob("*.parquet"))
+    }
+    assert got == {"day=20261127": [10.0, 30.0], "day=20261130": [20.0, 40.0]}
+
+
 @pytest.mark.parametrize("mode", ["memory", "spill"])
 @pytest.mark.parametrize("kind", [pa.float32(), pa.float64()])
 def test_float_by_folders_take_nan_and_negative_zero_as_the_column_does(

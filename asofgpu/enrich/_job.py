@@ -1176,7 +1176,9 @@ def _one_file(batches: _Prefetch):
 def _batches(left: Source, part: Part, options: Options, rows: int, copied: LeftChunks | None):
     """``part``'s rows in chunks, each with the LEFT row group it copies (None: not copied):
     its columns (only the join's, when copied), then the partition columns the join needs."""
-    keys = list(dict.fromkeys([options.left_on, *options.left_by]))
+    # By-columns of folders as one-value dictionaries; the key never (a join takes no
+    # dictionary key: --on a partition folder, day=20261127, was refused as one)
+    keys = [c for c in dict.fromkeys(options.left_by) if c != options.left_on]
     needed = left_columns(options)  # the keys, and each row's tolerance when asked
     if copied is None:
         for batch in part.batches("LEFT", rows):
