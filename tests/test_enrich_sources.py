@@ -757,6 +757,36 @@ def test_a_folder_value_a_type_would_cut_is_not_read_as_it(tmp_path, capsys):
     assert code == 2 and "LEFT partition folder g=12:00:01.0005 is no time32[ms] value" in stderr
 
 
+@pytest.mark.parametrize("mode", ["memory", "spill"])
+@pytest.mark.parametrize("digits", ["LEFT", "RIGHT"])
+def test_by_folders_of_digits_beside_folders_of_text_are_text(tmp_path, capsys, mode, digits):
+    """symbol=7203 and symbol=6758 on one side (int64: every value a whole number) beside
+    symbol=AAPL and symbol=7203 on the other (string) were refused as int64 against string,
+    "Hint: cast one of them", which no folder can be: both are text, 007 as 007."""
+    ones, others = ["7203", "007"], ["7203", "AAPL", "7"]
+    left_folders, right_folders = (ones, others) if digits == "LEFT" else (others, ones)
+    for g in left_folders:
+        write(pa.table({"t": [10]}), tmp_path / "l" / f"g={g}" / "p.parquet")
+    for v, g in enumerate(right_folders):
+        write(pa.table({"t": [5], "v": [float(v)]}), tmp_path / "r" / f"g={g}" / "p.parquet")
+    code, _, stderr = enrich_in(
+        tmp_path, "-q", "--right-mode", mode, capsys=capsys, left="l", right="r", out="o"
+    )
+    assert (code, stderr) == (0, "")
+    got = _v_by_folder_of(tmp_path / "o")
+    want = {
+        g: [float(right_folders.index(g))] if g in right_folders else [None] for g in left_folders
+    }
+    assert got == {f"g={g}": v for g, v in want.items()}
+
+
+def _v_by_folder_of(out: Path) -> dict:
+    return {
+        p.parent.name: pq.read_table(p, partitioning=None)["v"].to_pylist()
+        for p in sorted(out.rglob("*.parquet"))
+    }
+
+
 @pytest.mark.parametrize("mode", ["auto", "memory", "stream", "spill"])
 def test_the_key_may_be_a_left_partition_folder(tmp_path, capsys, mode):
     """``--on day`` where LEFT's days are folders day=20261127: the key was read as the

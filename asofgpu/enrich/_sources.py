@@ -574,12 +574,16 @@ def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
     the folders' own typing (int64 or string) would refuse them. So does one of null folders
     only (``Source.untyped``: nothing typed it, its rows match nothing either way). (A
     dictionary's values' type: partition columns are plain.) A folder whose value is not one
-    of the column's type is refused by name: the join's "cast one of them" fits no folder."""
+    of the column's type is refused by name: the join's "cast one of them" fits no folder.
+    Folders of whole numbers paired with folders of text are text (``_digits_beside_text``)."""
     for mine, theirs, pairs in (
         (left, right, zip(left_by, right_by)),
         (right, left, zip(right_by, left_by)),
     ):
         for name, other in pairs:
+            if _digits_beside_text(mine, name, theirs, other):
+                mine.retype(name, pa.string())  # (each folder's text as it is: 007 stays)
+                continue
             typed = other in theirs.data_schema.names or (  # (two sides' folders: each by
                 mine.untyped(name) and other in theirs.schema.names and not theirs.untyped(other)
             )  # its own values, but where one side's are all null)
@@ -601,6 +605,21 @@ def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
                     f"folder, or write {theirs.side}'s {other!r} as a type of the folders' "
                     f"values"
                 )
+
+
+def _digits_beside_text(mine: Source, name: str, theirs: Source, other: str) -> bool:
+    """Whether ``name`` is a by-column of folders whose values are all whole numbers (so
+    int64), paired with the other side's folders ``other`` of text (symbol=7203 beside
+    symbol=AAPL): neither has a type of its own to give, and the two were refused as
+    int64 against string, with a hint to cast what is a folder's name. Both are then
+    text."""
+    return (
+        mine.is_partition(name)
+        and theirs.is_partition(other)
+        and mine.schema.field(name).type == pa.int64()
+        and theirs.schema.field(other).type == pa.string()
+        and not theirs.untyped(other)  # (null folders only: typed by these, as above)
+    )
 
 
 def check_utf8(path: str, what: str) -> None:
