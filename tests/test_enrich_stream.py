@@ -1663,6 +1663,50 @@ def test_right_files_tied_against_their_paths_order_are_refused_by_a_stream_nami
     )
 
 
+def test_files_of_one_group_out_of_key_order_by_path_are_not_taken_as_grouped(tmp_path, capsys):
+    """One symbol in numbered files, part-10 before part-2 by path: the by column's
+    statistics never go back, so the files were taken as sorted by (symbol, t), and the
+    stream stopped at part-2, "though its row-group statistics say so". A row group of
+    one group alone must not begin below the last one's end in that group: the refusal
+    now names the tie that keeps the files in their paths' order."""
+    folder = tmp_path / "r"
+    folder.mkdir()
+    for name, keys in (("p1", [0, 5]), ("p10", [20, 25]), ("p2", [10, 20])):
+        table = pa.table({"t": keys, "symbol": ["A", "A"], "v": keys})
+        pq.write_table(table, folder / f"{name}.parquet")
+    pq.write_table(pa.table({"t": [20, 30], "symbol": ["A", "A"]}), tmp_path / "l.parquet")
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", folder, "-o", tmp_path / "o.parquet", "--on", "t",
+        "--by", "symbol", "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert "but p2.parquet ends on the key p10.parquet begins with (20)" in stderr, stderr
+    for mode in ("auto", "memory"):
+        out = tmp_path / f"{mode}.parquet"
+        code, _, stderr = run(
+            "enrich", tmp_path / "l.parquet", folder, "-o", out, "--on", "t", "--by", "symbol",
+            "--device", "cpu", "--right-mode", mode, "-q", capsys=capsys,
+        )  # fmt: skip
+        assert (code, stderr) == (0, "")
+        assert pq.read_table(out)["v"].to_pylist() == [20, 25], mode
+
+
+def test_a_group_in_row_groups_of_its_own_is_grouped_where_its_keys_go_on(tmp_path):
+    """The check above refuses no layout in order: a group whose row groups follow each
+    other, keys equal across their edge, and row groups of several groups, are grouped."""
+    from asofgpu.enrich._sources import Source
+    from asofgpu.enrich._stream import is_grouped
+
+    table = pa.table({"s": ["A"] * 4 + ["B"] * 4, "t": [1, 2, 2, 3, 0, 1, 5, 6]})
+    path = tmp_path / "one.parquet"
+    pq.write_table(table, path, row_group_size=2)  # A 1 2 | A 2 3 | B 0 1 | B 5 6
+    assert is_grouped(Source.find(path, "RIGHT"), ["s"], "t")
+    pq.write_table(table, path, row_group_size=3)  # A 1 2 2 | A 3 B 0 1 | B 5 6
+    assert is_grouped(Source.find(path, "RIGHT"), ["s"], "t")
+    pq.write_table(table.take([2, 3, 0, 1, 4, 5, 6, 7]), path, row_group_size=2)
+    assert not is_grouped(Source.find(path, "RIGHT"), ["s"], "t")  # A 2 3 | A 1 2 | ...
+
+
 def test_left_files_tied_against_their_paths_order_still_stream_in_key_order(tmp_path, capsys):
     """LEFT's rows are matched each on its own: a tie between two of its files in the other
     order than their paths' keeps nothing from streaming them in key order."""

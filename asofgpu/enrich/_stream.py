@@ -257,9 +257,14 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
         return False
     last = None
     first = None  # (path, row group) of the first with rows
+    # The last row group's by values where it holds one group alone, and its keys' highest:
+    # a next one of that group alone must not begin below it (the group's rows in files
+    # part-10 before part-2 by path: the first by column's statistics never go back).
+    alone, high = None, None
     for part in source.parts:
         meta = part.meta
         indexes = [part.leaves[c][0] for c in by]
+        key = part.leaves[on][0]
         for g in range(meta.num_row_groups):
             group = meta.row_group(g)
             if group.num_rows == 0:
@@ -275,6 +280,14 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
                 return False
             last = stats.max
             first = first or (part.path, g)
+            values = _one_group(group, indexes)
+            keys = group.column(key).statistics
+            if keys is None or not keys.has_min_max:
+                alone = None
+                continue
+            if values is not None and values == alone and keys.min < high:
+                return False
+            alone, high = values, keys.max
     if first is None:
         return True
     try:
@@ -285,6 +298,18 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
         raise EnrichError(f"cannot read {source.side} file {first[0]}: {one_line(exc)}") from None
     order = Order.of(source, on, by)
     return not _descents(order.keys(head)).any()
+
+
+def _one_group(group, indexes: list[int]) -> tuple | None:
+    """The by values of a row group that holds one group alone, by its statistics; None
+    where it may hold more."""
+    values = []
+    for index in indexes:
+        stats = group.column(index).statistics
+        if not stats.has_min_max or stats.min != stats.max:
+            return None
+        values.append(stats.min)
+    return tuple(values)
 
 
 def key_numbers(column) -> tuple[np.ndarray, np.ndarray | None]:
