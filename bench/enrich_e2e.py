@@ -302,31 +302,15 @@ def split_into_parts(day_file: Path, say) -> Path:
     order: ``NAME-parts/part-0.parquet`` ... ``part-16.parquet``, so that part-10 sorts
     before part-2. Written once; the folder appears whole or not at all."""
 
-    import pyarrow.dataset as ds
-    import pyarrow.parquet as pq
-
-    folder = day_file.parent / f"{day_file.stem}-parts"
-    if folder.is_dir():
-        return folder
-    start = time.perf_counter()
-    table = pq.read_table(day_file)
-    rows = max(1, -(-table.num_rows // PARTS))
-    _written_whole(
-        folder,
-        lambda partial: ds.write_dataset(
-            table,
-            partial,
-            format="parquet",
-            max_rows_per_file=rows,
-            max_rows_per_group=rows,
-            preserve_order=True,
-            existing_data_behavior="overwrite_or_ignore",  # (mkdtemp's folder, empty)
+    return _written_dataset(
+        day_file,
+        "parts",
+        lambda rows: {"max_rows_per_file": rows, "max_rows_per_group": rows},
+        lambda folder, took: say(
+            f"wrote {day_file.name} as {len(list(folder.iterdir())):,} numbered parts in "
+            f"{took:.1f} s"
         ),
     )
-    took = time.perf_counter() - start
-    files = len(list(folder.iterdir()))
-    say(f"wrote {day_file.name} as {files:,} numbered parts in {took:.1f} s")
-    return folder
 
 
 def split_into_hive(day_file: Path, say) -> Path:
@@ -337,10 +321,24 @@ def split_into_hive(day_file: Path, say) -> Path:
     the writer makes of the table's batches (about 300 a file, of tens of rows). Written
     once; the folder appears whole or not at all."""
 
+    return _written_dataset(
+        day_file,
+        "hive",
+        lambda rows: {"partitioning": ["symbol"], "partitioning_flavor": "hive"},
+        lambda folder, took: say(
+            f"partitioned {day_file.name} into {files_of(folder):,} hive folders in {took:.1f} s"
+        ),
+    )
+
+
+def _written_dataset(day_file: Path, layout: str, options, done) -> Path:
+    """``NAME-layout/`` beside ``day_file``: its rows as pyarrow's ``write_dataset`` writes
+    them kept in order, with ``options(rows per part)``; written once, whole or not at all,
+    and then ``done(folder, seconds)``."""
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
-    folder = day_file.parent / f"{day_file.stem}-hive"
+    folder = day_file.parent / f"{day_file.stem}-{layout}"
     if folder.is_dir():
         return folder
     start = time.perf_counter()
@@ -351,14 +349,12 @@ def split_into_hive(day_file: Path, say) -> Path:
             table,
             partial,
             format="parquet",
-            partitioning=["symbol"],
-            partitioning_flavor="hive",
             preserve_order=True,
             existing_data_behavior="overwrite_or_ignore",  # (mkdtemp's folder, empty)
+            **options(max(1, -(-table.num_rows // PARTS))),
         ),
     )
-    took = time.perf_counter() - start
-    say(f"partitioned {day_file.name} into {files_of(folder):,} hive folders in {took:.1f} s")
+    done(folder, time.perf_counter() - start)
     return folder
 
 
