@@ -780,6 +780,15 @@ def test_by_folders_of_digits_beside_folders_of_text_are_text(tmp_path, capsys, 
     assert got == {f"g={g}": v for g, v in want.items()}
 
 
+def test_by_folders_of_digits_beside_text_none_shares_are_still_refused(tmp_path, capsys):
+    """day=20261127 beside day=2026-11-27: two spellings of one day, none named as one of
+    the other side's. As text they would match nothing, silently: refused, as before."""
+    write(pa.table({"t": [10]}), tmp_path / "l" / "g=20261127" / "p.parquet")
+    write(pa.table({"t": [5], "v": [1.0]}), tmp_path / "r" / "g=2026-11-27" / "p.parquet")
+    code, _, stderr = enrich_in(tmp_path, "-q", capsys=capsys, left="l", right="r", out="o")
+    assert code == 2 and "cannot be compared" in stderr and not (tmp_path / "o").exists()
+
+
 def _v_by_folder_of(out: Path) -> dict:
     return {
         p.parent.name: pq.read_table(p, partitioning=None)["v"].to_pylist()
@@ -857,6 +866,17 @@ def test_a_folder_value_a_narrow_float_would_round_is_not_read_as_it(tmp_path, c
     code, _, stderr = enrich_in(tmp_path, "-q", capsys=capsys, right="r")
     assert (code, stderr) == (0, "")
     assert pq.read_table(tmp_path / "o.parquet")["v"].to_pylist() == [1.0, None]
+
+
+@pytest.mark.parametrize("folder", ["9007199254740993", "1e400", "0.1000000000000000001"])
+def test_a_folder_value_a_double_would_round_is_not_read_as_it(tmp_path, capsys, folder):
+    """A double rounds text too: 2**53 + 1 to 2**53, 1e400 to inf, twenty digits of 0.1 to
+    0.1; each matched the rows of what it became. Refused by the folder's name."""
+    write(pa.table({"t": [0.0], "v": [1.0]}), tmp_path / "r" / f"g={folder}" / "p.parquet")
+    left = pa.table({"t": [1.0, 1.0, 1.0], "g": [2.0**53, float("inf"), 0.1]})
+    write(left, tmp_path / "l.parquet")
+    code, _, stderr = enrich_in(tmp_path, "-q", capsys=capsys, right="r")
+    assert code == 2 and f"RIGHT partition folder g={folder} is no double value" in stderr
 
 
 @pytest.mark.parametrize("kind", ["uuid", "json"])

@@ -43,6 +43,7 @@ import re
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 
 import numpy as np
 import pyarrow as pa
@@ -612,13 +613,18 @@ def _digits_beside_text(mine: Source, name: str, theirs: Source, other: str) -> 
     int64), paired with the other side's folders ``other`` of text (symbol=7203 beside
     symbol=AAPL): neither has a type of its own to give, and the two were refused as
     int64 against string, with a hint to cast what is a folder's name. Both are then
-    text."""
+    text, where a folder of one side is named as one of the other's."""
     return (
         mine.is_partition(name)
         and theirs.is_partition(other)
         and mine.schema.field(name).type == pa.int64()
         and theirs.schema.field(other).type == pa.string()
         and not theirs.untyped(other)  # (null folders only: typed by these, as above)
+        # and one of them named as one of the other's: else two spellings of one thing
+        # (day=20261127 beside day=2026-11-27) would match nothing, and are refused
+        and not {p.values[name] for p in mine.parts}.isdisjoint(
+            p.values[other] for p in theirs.parts
+        )
     )
 
 
@@ -755,21 +761,28 @@ def _parsed(raw: str | None, kind: pa.DataType):
 
 def _float_holds(raw: str | None, value: float | None, kind: pa.DataType) -> bool:
     """Whether ``value``, folder text ``raw`` read as floats of ``kind``, is the number the
-    text says: NaN (``g=nan``, as pyarrow names it) is one, though no NaN equals itself; a
-    float32's nearest to the text must be the text's own number (``0.10000000149011612``)
-    or read back as it (``0.1``, pyarrow's name for float32's 0.1), where ``16777217``
-    became 16777216 and matched its rows.
+    text says: NaN (``g=nan``, as pyarrow names it) is one, though no NaN equals itself; the
+    float nearest to the text must be the text's own number, or the shortest text of its
+    width or of a double (``0.1``, pyarrow's name for float32's 0.1, and
+    ``0.10000000149011612``), where ``16777217`` became float32's 16777216 and matched its
+    rows. (Other texts of a float, ``0.300000012`` for float32's 0.3, are refused too.)
 
     >>> [_float_holds(t, _parsed(t, pa.float32()), pa.float32()) for t in ("0.1", "nan", "16777217")]
+    [True, True, False]
+    >>> [_float_holds(t, _parsed(t, pa.float64()), pa.float64()) for t in ("-0", "1e+30", "1e400")]
     [True, True, False]
     """
     if raw is None:
         return True
-    said = float(raw)
-    if math.isnan(said) or math.isnan(value):
-        return math.isnan(said) and math.isnan(value)
-    narrow = np.dtype(kind.to_pandas_dtype()).type(value)  # (float16 and float32: as written)
-    return value == said or float(str(narrow)) == said
+    if math.isnan(float(raw)) or math.isnan(value):
+        return math.isnan(float(raw)) and math.isnan(value)
+    # (exactly: reading text rounds 9007199254740993 to ...992 and 1e400 to inf as doubles
+    # too. pyarrow names a float32 by its shortest text, a float16 by its double's)
+    texts = (value, str(np.dtype(kind.to_pandas_dtype()).type(value)), repr(value))
+    try:
+        return any(Decimal(raw) == Decimal(text) for text in texts)
+    except InvalidOperation:  # (a text pyarrow reads and Python's decimal does not)
+        return False
 
 
 def _repeated(raw: str, kind: pa.DataType, rows: int) -> pa.Array:

@@ -284,7 +284,8 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
     symbol, as vendors ship them), as far as can be told without reading them: the first by
     column's row-group statistics never go back, no by column holds a null (where nulls sort
     is the writer's choice) or is of floats (NaN sorts where the writer puts it, and has no
-    statistics), and the first row group, read whole, is in order."""
+    statistics), no row group of one group alone begins below the end of the one before it
+    of that group alone, and the first row group, read whole, is in order."""
     names = source.data_schema.names
     if (
         not by
