@@ -597,6 +597,31 @@ def combined(column: pa.ChunkedArray) -> pa.Array:
     return column.combine_chunks() if column.num_chunks else pa.nulls(0, column.type)
 
 
+def used_dictionary(coded: pa.DictionaryArray) -> pa.DictionaryArray:
+    """``coded`` with its dictionary cut to the values its rows use, renumbered (itself
+    where it uses all): a slice or a take keeps its whole dictionary, which a writer then
+    writes whole with each piece.
+
+    >>> coded = pa.array(["b", "a", "b", None]).dictionary_encode().take(pa.array([0, 2, 3]))
+    >>> kept = used_dictionary(coded)
+    >>> kept.dictionary.to_pylist(), kept.indices.to_pylist()
+    (['b'], [0, 0, None])
+    """
+    import pyarrow.compute as pc
+
+    codes = filled(coded.indices, 0)
+    used = np.zeros(len(coded.dictionary), bool)
+    used[codes[valid(coded.indices)]] = True
+    if used.all():
+        return coded
+    # (Arrow arrays from their buffers: pa.array would import pandas, a third of a second)
+    index = coded.type.index_type
+    renumbered = array((np.cumsum(used) - 1).astype(index.to_pandas_dtype()), index)
+    return pa.DictionaryArray.from_arrays(
+        pc.take(renumbered, coded.indices), coded.dictionary.filter(array(used))
+    )
+
+
 def empty_table(schema: pa.Schema) -> pa.Table:
     """``schema.empty_table()``."""
     return pa.Table.from_batches([], schema=schema)

@@ -696,3 +696,30 @@ def test_spill_errors_name_the_folder_as_the_user_gave_it(tmp_path, monkeypatch)
     with pytest.raises(OutputError) as raised:
         _job._spill_folder(Options(**given, tmp_dir=str(tmp_path)), out)
     assert str(raised.value).startswith(f"cannot write spill files in --tmp-dir {tmp_path}: ")
+
+
+@pytest.mark.parametrize("how", ["partition", "stream"])
+def test_spilled_pieces_of_many_text_ids_carry_their_own_values_alone(tmp_path, how):
+    """Each piece of a row group of many distinct ids (entities, not a market's symbols)
+    went to its spill file with the row group's whole dictionary: 1M ids spilled 1.6 GiB
+    for 46 MiB of keys and took 224 s against 8. A piece's dictionary is its own values."""
+    from asofgpu.enrich._spill import SpillFolder, read_batches
+
+    ids = pa.array([f"E{i:07d}" for i in range(20_000)]).dictionary_encode()
+    batch = pa.record_batch({"g": ids, "t": np.arange(20_000)})
+    with SpillFolder(str(tmp_path)) as spill:
+        if how == "partition":
+            paths, rows = spill.partition(
+                "p", [batch], batch.schema, 10, lambda b: (np.arange(len(b)) % 10).astype(np.uint16)
+            )
+        else:
+            path, stream = spill.writer("s", batch.schema)
+            stream.write_table(pa.Table.from_batches([batch]), max_chunksize=2_000)
+            stream.close()
+            paths = [path]
+        spilled = sum(os.path.getsize(p) for p in paths)
+        pieces = [b for p in paths for b in read_batches(p)]
+        assert spilled < 2 * 20_000 * 16  # (each id in one piece: 8 bytes, its code, offsets)
+        assert all(len(b["g"].dictionary) == len(b) for b in pieces)
+        got = sorted(v for b in pieces for v in b["g"].to_pylist())
+        assert got == ids.to_pylist()

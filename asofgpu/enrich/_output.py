@@ -29,9 +29,7 @@ import tempfile
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
@@ -718,18 +716,8 @@ def stored_as(column: pa.ChunkedArray, kind: pa.DataType) -> pa.ChunkedArray | p
         return column
     if not _stores_as_text(column.type, kind):
         return column.cast(kind)
-    array = arrow_numpy.combined(column)  # one dictionary: each chunk's own wrote them plain
-    codes = arrow_numpy.filled(array.indices, 0)
-    used = np.zeros(len(array.dictionary), bool)
-    used[codes[arrow_numpy.valid(array.indices)]] = True
-    if used.all():
-        return array
-    # (Arrow arrays from their buffers: pa.array would import pandas, a third of a second)
-    index = array.type.index_type
-    renumbered = arrow_numpy.array((np.cumsum(used) - 1).astype(index.to_pandas_dtype()), index)
-    return pa.DictionaryArray.from_arrays(
-        pc.take(renumbered, array.indices), array.dictionary.filter(arrow_numpy.array(used))
-    )
+    # one dictionary (each chunk's own wrote them plain), of the values it uses
+    return arrow_numpy.used_dictionary(arrow_numpy.combined(column))
 
 
 def _stores_as_text(kind: pa.DataType, stored: pa.DataType) -> bool:

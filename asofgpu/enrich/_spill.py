@@ -176,7 +176,7 @@ class SpillFolder:
                 for i, writer in enumerate(writers):
                     start = ends[i - 1] if i else 0
                     if ends[i] > start:
-                        writer.write_batch(taken.slice(start, ends[i] - start))
+                        writer.write_batch(_compact(taken.slice(start, ends[i] - start)))
                         rows[i] += ends[i] - start
             for writer, sink in zip(writers, sinks):
                 writer.close()
@@ -210,7 +210,8 @@ class SpillStream:
             raise
 
     def write_table(self, table: pa.Table, max_chunksize: int | None = None) -> None:
-        self._writer.write_table(table, max_chunksize=max_chunksize)
+        for batch in table.to_batches(max_chunksize):
+            self._writer.write_batch(_compact(batch))
 
     def close(self) -> None:
         try:
@@ -221,6 +222,18 @@ class SpillStream:
     def abandon(self) -> None:
         """Close it on the way out of an error, which a failed close must not hide."""
         _close_quietly([self._sink])
+
+
+def _compact(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with each dictionary column holding fewer rows than its dictionary cut to
+    the values those rows use (``used_dictionary``): the stream writes a batch's dictionary
+    with it, and a piece of a row group of 1M distinct ids carried all 1M: 1.6 GiB spilled
+    for 46 MiB of keys, 224 s against 8."""
+    columns = list(batch.columns)
+    for i, column in enumerate(columns):
+        if pa.types.is_dictionary(column.type) and len(column.dictionary) > len(column):
+            columns[i] = arrow_numpy.used_dictionary(column)
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
 
 
 def _close_quietly(sinks) -> None:
