@@ -227,13 +227,14 @@ class SpillStream:
 def _compact(batch: pa.RecordBatch) -> pa.RecordBatch:
     """``batch`` with each dictionary column holding fewer rows than its dictionary cut to
     the values those rows use (``used_dictionary``): the stream writes a batch's dictionary
-    with it, and a piece of a row group of 1M distinct ids carried all 1M: 1.6 GiB spilled
-    for 46 MiB of keys, 224 s against 8."""
+    with it, and each piece of a row group of 1M distinct ids carried all 1M (1.6 GiB
+    spilled for 46 MiB of keys, in 224 s, where int ids took 8)."""
     columns = list(batch.columns)
+    cut = False
     for i, column in enumerate(columns):
         if pa.types.is_dictionary(column.type) and len(column.dictionary) > len(column):
-            columns[i] = arrow_numpy.used_dictionary(column)
-    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+            columns[i], cut = arrow_numpy.used_dictionary(column), True
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema) if cut else batch
 
 
 def _close_quietly(sinks) -> None:
