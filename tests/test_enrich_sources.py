@@ -760,9 +760,9 @@ def test_a_folder_value_a_type_would_cut_is_not_read_as_it(tmp_path, capsys):
 @pytest.mark.parametrize("mode", ["memory", "spill"])
 @pytest.mark.parametrize("digits", ["LEFT", "RIGHT"])
 def test_by_folders_of_digits_beside_folders_of_text_are_text(tmp_path, capsys, mode, digits):
-    """symbol=7203 and symbol=6758 on one side (int64: every value a whole number) beside
-    symbol=AAPL and symbol=7203 on the other (string) were refused as int64 against string,
-    "Hint: cast one of them", which no folder can be: both are text, 007 as 007."""
+    """g=7203 and g=007 on one side (int64: every value a whole number) beside g=7203,
+    g=AAPL and g=7 on the other (string) were refused as int64 against string, "Hint: cast
+    one of them", which no folder can be: both are text, 007 as 007 (no match for it)."""
     ones, others = ["7203", "007"], ["7203", "AAPL", "7"]
     left_folders, right_folders = (ones, others) if digits == "LEFT" else (others, ones)
     for g in left_folders:
