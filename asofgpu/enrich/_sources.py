@@ -774,8 +774,8 @@ def _float_holds(raw: str | None, value: float | None, kind: pa.DataType) -> boo
     """
     if raw is None:
         return True
-    if math.isnan(float(raw)) or math.isnan(value):
-        return math.isnan(float(raw)) and math.isnan(value)
+    if math.isnan(said := float(raw)) or math.isnan(value):
+        return math.isnan(said) and math.isnan(value)
     # (exactly: reading text rounds 9007199254740993 to ...992 and 1e400 to inf as doubles
     # too. pyarrow names a float32 by its shortest text, a float16 by its double's)
     texts = (value, str(np.dtype(kind.to_pandas_dtype()).type(value)), repr(value))

@@ -182,7 +182,7 @@ def _ends_overlap(source: Source, on: str, raw: bool) -> bool:
         low, high = first.statistics, last.statistics
         if low is None or high is None or not (low.has_min_max and high.has_min_max):
             return False
-        ends.append((low.min_raw, high.max_raw) if raw else (low.min, high.max))
+        ends.append((_bounds(low, raw)[0], _bounds(high, raw)[1]))
     ends.sort()
     return any(b[0] < a[1] for a, b in zip(ends, ends[1:]))
 
@@ -231,7 +231,7 @@ def _key_span(part, on: str, raw: bool):
         stats = column.statistics
         if stats is None or not stats.has_min_max:
             return _UNKNOWN
-        low, high = (stats.min_raw, stats.max_raw) if raw else (stats.min, stats.max)
+        low, high = _bounds(stats, raw)
         if span is None:
             span = (low, high, g)
         elif low < span[1]:
@@ -239,6 +239,12 @@ def _key_span(part, on: str, raw: bool):
         else:
             span = (span[0], high, span[2])
     return span
+
+
+def _bounds(stats, raw: bool) -> tuple:
+    """A row group's lowest and highest key by its statistics, raw (``_raw_statistics``)
+    or as pyarrow converts them."""
+    return (stats.min_raw, stats.max_raw) if raw else (stats.min, stats.max)
 
 
 def _holds_no_values(meta: pq.FileMetaData, index: int, chunk) -> bool:
@@ -320,14 +326,14 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
             last = stats.max
             first = first or (part.path, g)
             values = _one_group(group, indexes)
-            keys = group.column(key).statistics
+            keys = None if values is None else group.column(key).statistics
             if keys is None or not keys.has_min_max:
-                alone = None
+                alone = None  # (several groups, or keys unknown: nothing to compare)
                 continue
-            low = keys.min_raw if raw else keys.min
-            if values is not None and values == alone and low < high:
+            low, top = _bounds(keys, raw)
+            if values == alone and low < high:
                 return False
-            alone, high = values, keys.max_raw if raw else keys.max
+            alone, high = values, top
     if first is None:
         return True
     try:
