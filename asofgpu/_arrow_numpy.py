@@ -618,7 +618,9 @@ def used_dictionary(coded: pa.DictionaryArray) -> pa.DictionaryArray:
     index = coded.type.index_type
     renumbered = array((np.cumsum(used) - 1).astype(index.to_pandas_dtype()), index)
     return pa.DictionaryArray.from_arrays(
-        pc.take(renumbered, coded.indices), coded.dictionary.filter(array(used))
+        pc.take(renumbered, coded.indices),
+        coded.dictionary.filter(array(used)),
+        ordered=coded.type.ordered,  # (of the same type: a polars Enum is ordered)
     )
 
 

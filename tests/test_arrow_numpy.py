@@ -399,3 +399,18 @@ def test_without_views_reads_schemas_it_cannot_keep_by_hash():
         {"u": pa.ExtensionArray.from_storage(unhashable, pa.array(["y"]).cast(pa.string_view()))}
     )
     assert _arrow_numpy.without_views(odd) is odd  # (an extension type is kept as it is)
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+@pytest.mark.parametrize("index", [pa.int8(), pa.uint32()], ids=str)
+def test_used_dictionary_keeps_the_type_and_the_values(ordered, index):
+    """A piece cut to the values its rows use is of its column's type (a polars Enum is an
+    ordered dictionary; a table of pieces of two types is refused), and reads the same."""
+    kind = pa.dictionary(index, pa.string(), ordered=ordered)
+    coded = pa.DictionaryArray.from_arrays(
+        pa.array([3, None, 1, 3], index), pa.array(["a", "b", "c", "d"]), ordered=ordered
+    )
+    kept = arrow_numpy.used_dictionary(coded.slice(1))
+    assert kept.type == kind
+    assert kept.dictionary.to_pylist() == ["b", "d"]
+    assert kept.to_pylist() == [None, "b", "d"]
