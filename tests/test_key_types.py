@@ -1679,6 +1679,35 @@ def test_dictionary_by_chunks_arrow_cannot_unify():
                 assert got.tolist() == want.tolist()
 
 
+@pytest.mark.parametrize("null_equality", ["unequal", "equal"])
+def test_dictionary_by_chunks_far_larger_than_their_rows(null_equality):
+    """A reader's batches each carry their row group's whole dictionary: by-columns of a few
+    rows a chunk (a null among them) over 500 values join as the same values decoded, and
+    their groups are the values the rows use, not all the dictionaries hold."""
+    from asofgpu._encode import Groups
+
+    rng = np.random.default_rng(8)
+    dictionary = pa.array([f"id{i}" for i in range(500)])
+
+    def coded(chunks: int) -> pa.ChunkedArray:
+        return pa.chunked_array(
+            pa.DictionaryArray.from_arrays(
+                pa.array(rng.integers(0, 500, 6), pa.int32(), mask=rng.random(6) < 0.2), dictionary
+            ).slice(1)
+            for _ in range(chunks)
+        )
+
+    left, right = coded(4), coded(5)
+    lkeys, rkeys = rng.integers(0, 100, len(left)), np.sort(rng.integers(0, 100, len(right)))
+    decoded = [pa.chunked_array([c.cast(pa.string())]) for c in (left, right)]
+    want = asof_join(lkeys, rkeys, *decoded, null_equality=null_equality, device="cpu")
+    got = asof_join(lkeys, rkeys, left, right, null_equality=null_equality, device="cpu")
+    assert got.tolist() == want.tolist()
+    equal = null_equality == "equal"
+    groups = Groups([right], ["right_by"], null_equal=equal)
+    assert groups.n_groups == len({v for v in right.to_pylist() if equal or v is not None})
+
+
 def test_gather_bad_maps_raise():
     table = pa.table({"x": [1, 2, 3]})
     with pytest.raises(IndexError, match=r"gmap\[1\] = 3 is not a row"):
