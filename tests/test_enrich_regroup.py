@@ -6,6 +6,7 @@ its order (``_regroup``), in memory or spilled in ranges. Every output must equa
 
 from __future__ import annotations
 
+import collections
 import re
 
 import numpy as np
@@ -17,10 +18,12 @@ import asofgpu as ag
 from asofgpu import marketdata
 from asofgpu.enrich._regroup import (
     ByRanges,
+    Ranks,
     distinct,
     on_ranges,
     partitions_of,
     ranks,
+    _summed,
     restore,
     stream_order,
     value_counts,
@@ -389,6 +392,67 @@ def test_value_counts_over_chunks_with_their_own_dictionaries_and_nulls():
     assert values.to_pylist() == [-1, 3] and counts.tolist() == [1, 2]
     values, counts = value_counts([], "n")
     assert len(values) == 0 and len(counts) == 0
+
+
+def test_value_counts_of_batches_that_share_a_large_dictionary(monkeypatch):
+    """A reader's batches each carry their row group's whole dictionary: only the values a
+    batch uses are gathered (each batch's whole dictionary of a million ids, gathered and
+    summed, took 500 MiB for 2M rows), and those gathered are summed as they grow."""
+    from asofgpu.enrich import _regroup
+
+    rng = np.random.default_rng(3)
+    dictionary = pa.array([f"id{i:04d}" for i in range(2_000)])
+    batches = [
+        pa.record_batch(
+            {
+                "s": pa.DictionaryArray.from_arrays(
+                    pa.array(rng.integers(0, 2_000, 50), pa.int32(), mask=rng.random(50) < 0.1),
+                    dictionary,
+                )
+            }
+        )
+        for _ in range(40)
+    ]
+    summed = []
+    monkeypatch.setattr(_regroup, "_SUMMED_VALUES", 200)
+    monkeypatch.setattr(
+        _regroup, "_summed", lambda v, c: summed.append(sum(map(len, v))) or _summed(v, c)
+    )
+    values, counts = value_counts(batches, "s")
+    rows = [v for b in batches for v in b.column("s").to_pylist() if v is not None]
+    want = sorted(collections.Counter(rows).items())
+    assert list(zip(values.to_pylist(), counts.tolist())) == want
+    assert len(summed) > 2 and max(summed) <= 200 + 2 * len(want) + 50
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        pa.array(["B", "a", "id7", "é"], pa.large_string()),
+        pa.array([-5, 0, 3, 2**40]),
+        pa.array([b"\x00", b"x"], pa.large_binary()),
+        pa.array([-1.5, -0.0, 0.0, 2.0]),  # Arrow's order tells -0.0 from 0.0; the join does not
+        pa.array([], pa.large_string()),
+    ],
+    ids=["text", "int", "binary", "float", "none"],
+)
+def test_ranks_hashed_once_equal_arrows_lookup(values, thresholds):
+    """``Ranks`` (``values`` hashed once, the join's own lookup) gives ``ranks``' answers:
+    plain, dictionary and chunked columns, nulls, values not among them."""
+    thresholds(hashed_lookup_min_rows=0)
+    rng = np.random.default_rng(len(values))
+    pool = values.to_pylist() + [None] + (["zz"] if pa.types.is_large_string(values.type) else [])
+    column = pa.array([pool[i] for i in rng.integers(0, len(pool), 40)], values.type)
+    rank_of = Ranks(values)
+    for given in (
+        column,
+        column.dictionary_encode(),
+        pa.chunked_array([column.slice(0, 15), column.slice(15)]),
+        pa.chunked_array(
+            [column.slice(0, 9).dictionary_encode(), column.slice(9).dictionary_encode()]
+        ),
+    ):
+        assert rank_of(given).tolist() == ranks(given, values).tolist()
 
 
 @pytest.mark.parametrize("parts", [1, 2, 3, 7])
