@@ -398,7 +398,7 @@ def stream_order(table: pa.Table, on: str, by: list[str]) -> tuple[np.ndarray, n
     for name in reversed(by):  # least significant first: each sort keeps the ones before
         column = table.column(name)
         values = distinct(column)
-        rank = ranks(column, values)
+        rank = Ranks(values)(column)  # (hashed once: a spilled range is a chunk a batch)
         keyed &= rank >= 0
         rank = rank.astype(np.int16 if len(values) < (1 << 15) else np.int64)
         order = order[np.argsort(rank[order], kind="stable")]  # int16: a radix sort
