@@ -599,8 +599,8 @@ def combined(column: pa.ChunkedArray) -> pa.Array:
 
 def used_dictionary(coded: pa.DictionaryArray) -> pa.DictionaryArray:
     """``coded`` with its dictionary cut to the values its rows use, renumbered (itself
-    where it uses all): a slice or a take keeps its whole dictionary, which a writer then
-    writes whole with each piece.
+    where it uses all, or of views, which pyarrow cannot cut): a slice or a take keeps its
+    whole dictionary, which a writer then writes whole with each piece.
 
     >>> coded = pa.array(["b", "a", "b", None]).dictionary_encode().take(pa.array([0, 2, 3]))
     >>> kept = used_dictionary(coded)
@@ -609,6 +609,8 @@ def used_dictionary(coded: pa.DictionaryArray) -> pa.DictionaryArray:
     """
     import pyarrow.compute as pc
 
+    if is_view_text(coded.dictionary.type):  # (pyarrow has no filter or take of views)
+        return coded
     codes = filled(coded.indices, 0)
     used = np.zeros(len(coded.dictionary), bool)
     used[codes[valid(coded.indices)]] = True

@@ -414,3 +414,9 @@ def test_used_dictionary_keeps_the_type_and_the_values(ordered, index):
     assert kept.type == kind
     assert kept.dictionary.to_pylist() == ["b", "d"]
     assert kept.to_pylist() == [None, "b", "d"]
+
+
+def test_used_dictionary_of_views_is_kept_whole():
+    """pyarrow has no filter or take of views: a dictionary of them stays as it is."""
+    coded = pa.DictionaryArray.from_arrays(pa.array([1]), pa.array(["a", "b"], pa.string_view()))
+    assert arrow_numpy.used_dictionary(coded) is coded

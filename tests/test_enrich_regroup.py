@@ -392,6 +392,10 @@ def test_value_counts_over_chunks_with_their_own_dictionaries_and_nulls():
     assert values.to_pylist() == [-1, 3] and counts.tolist() == [1, 2]
     values, counts = value_counts([], "n")
     assert len(values) == 0 and len(counts) == 0
+    views = pa.DictionaryArray.from_arrays(pa.array([1, 1, None]), pa.array(["x", "y", "z"]))
+    batch = pa.record_batch({"v": views.cast(pa.dictionary(pa.int64(), pa.string_view()))})
+    values, counts = value_counts([batch], "v")
+    assert values.to_pylist() == ["y"] and counts.tolist() == [2]
 
 
 def test_value_counts_of_batches_that_share_a_large_dictionary(monkeypatch):

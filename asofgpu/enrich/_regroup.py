@@ -61,7 +61,10 @@ def value_counts(batches, name: str) -> tuple[pa.Array, np.ndarray]:
             # a row group: 10M values kept and summed for 2M rows, 500 MiB).
             found = np.bincount(codes, minlength=len(column.dictionary))
             used = np.flatnonzero(found)
-            values.append(as_comparable(column.dictionary.take(arrow_numpy.array(used))))
+            dictionary = column.dictionary
+            if arrow_numpy.is_view_text(dictionary.type):  # (pyarrow has no take of views)
+                dictionary = as_comparable(dictionary)
+            values.append(as_comparable(dictionary.take(arrow_numpy.array(used))))
             counts.append(found[used])
         else:
             found = pc.value_counts(column)
@@ -330,8 +333,9 @@ class Ranks:
     """``ranks(column, values)`` with ``values`` hashed once (the join's own ``Groups``),
     for a lookup in every batch of a pass: Arrow's ``index_in`` hashes its value set at each
     call, and a million ids, hashed again for every batch of LEFT, took half of a 16 s
-    regroup. Floats, among which Arrow's order tells -0.0 from 0.0 and the join does not,
-    are looked up by ``index_in``.
+    regroup. Where the join takes two of ``values`` for one (floats: -0.0 and 0.0), by
+    ``index_in``. (The join takes every NaN for one, and ``index_in`` NaNs of one bit
+    pattern: the two differ only on a NaN not among ``values``, which no pass looks up.)
 
     >>> import pyarrow as pa
     >>> rank_of = Ranks(pa.array(["a", "b"], pa.large_string()))
