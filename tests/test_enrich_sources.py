@@ -360,6 +360,70 @@ def test_left_and_right_folders_give_a_mirrored_out_folder(tmp_path, capsys):
     assert hidden(tmp_path) == []
 
 
+def test_footers_past_their_budget_are_dropped_freed_and_read_again(tmp_path):
+    """A run's footers are held up to a budget; past it the least recently asked for are
+    dropped, freed at once (a footer's own schema refers back to it: a cycle only Python's
+    collector frees, and dropped footers stayed, 0.8 MiB each), and read again when asked."""
+    import gc
+    import weakref
+
+    from asofgpu.enrich._sources import Footers, Source
+    from asofgpu.enrich._stream import _ends_overlap, is_grouped, without_statistics
+
+    for i in range(6):
+        table = pa.table(
+            {
+                "t": pa.array(np.arange(20) + 100 * i, pa.int64()),
+                "g": pa.array(["a", "b"] * 10),
+                "none": pa.nulls(20),  # parquet's null type: its own leaf, no statistics
+            }
+        )
+        write(table, tmp_path / f"part-{i}.parquet", row_group_size=4)
+    one = Source.find(tmp_path / "part-0.parquet", "RIGHT").parts[0].footer_bytes
+    footers = Footers(budget=2 * one)
+    source = Source.find(tmp_path, "RIGHT", footers)
+    assert [p.footer is None for p in source.parts] == [True] * 4 + [False] * 2
+    assert footers.bytes == 2 * one and footers.read_again == 0
+    gc.disable()  # (what the collector alone would free stays)
+    try:
+        last = source.parts[-1]
+        held = weakref.ref(last.footer)
+        assert last.leaves == {"t": range(0, 1), "g": range(1, 2), "none": range(2, 3)}
+        assert last.null_leaves == {2}
+        assert without_statistics(source, "t") is None
+        assert not _ends_overlap(source, "t", raw=True)
+        assert not is_grouped(source, ["g"], "t")
+        assert held() is None  # dropped by the walks, and read again since: another
+        assert last.footer is not None
+    finally:
+        gc.enable()
+    assert footers.bytes <= footers.budget and footers.read_again >= 6
+    again = last.meta
+    assert again.num_row_groups == 5 and again.equals(pq.read_metadata(last.path))
+
+
+@pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
+def test_a_run_whose_footers_outgrow_their_budget_reads_them_again(
+    tmp_path, capsys, monkeypatch, mode
+):
+    """Footers estimated past their share of --memory-limit (here each is, alone) are read
+    again when asked for, and the run's output is the same."""
+    from asofgpu.enrich import _sources
+
+    monkeypatch.setattr(_sources, "FOOTER_CHUNK_BYTES", 1 << 40)
+    (q0, t0), (q1, t1) = days()
+    left, right = tmp_path / "trades", tmp_path / "quotes"
+    write(t0, left / "a.parquet")
+    write(t1, left / "b.parquet")
+    quotes = pa.concat_tables([q0, q1]).sort_by("time")
+    for i in range(3):
+        write(quotes.slice(200 * i, 200), right / f"q{i}.parquet")
+    _enrich_folders(left, right, tmp_path / "out", mode, capsys)
+    for name, part in (("a.parquet", t0), ("b.parquet", t1)):
+        expected = ag.join_asof(part, quotes, on="time", by="symbol", device="cpu")
+        assert pq.read_table(tmp_path / "out" / name).equals(expected), name
+
+
 def _enrich_folders(left: Path, right: Path, out: Path, mode: str, capsys, by: str = "symbol"):
     """``asofgpu enrich`` of ``left`` and ``right`` into ``out`` on time by ``by`` on the
     cpu, RIGHT held as ``mode`` says, in chunks of 50 rows; checked to succeed."""
@@ -1527,9 +1591,9 @@ def test_the_leaf_map_of_a_column_whose_type_cannot_be_hashed():
         table = pa.table({"p": pa.ExtensionArray.from_storage(pair, pairs), "t": [3]})
         buffer = io.BytesIO()
         pq.write_table(table, buffer)
-        meta = pq.read_metadata(io.BytesIO(buffer.getvalue()))
-        assert isinstance(meta.schema.to_arrow_schema().field("p").type, type(pair))
-        leaves = leaf_map(meta)
+        schema = pq.read_schema(io.BytesIO(buffer.getvalue()))
+        assert isinstance(schema.field("p").type, type(pair))
+        leaves = leaf_map(schema)
         assert (list(leaves["p"]), list(leaves["t"])) == ([0, 1], [2])
     finally:
         pa.unregister_extension_type("asofgpu.t.pair")

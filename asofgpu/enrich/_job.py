@@ -49,7 +49,7 @@ from ._output import (
     footer_metadata,
     stored_as,
 )
-from ._sources import Part, Source, is_text, runs_of, type_partitions
+from ._sources import Footers, Part, Source, is_text, runs_of, type_partitions
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
 from ._stream import (
@@ -228,8 +228,12 @@ def _run(
     check_options(options)
     limit, limit_name = memory_limit_of(options)
     budget = memory.check_limit(limit, limit_name)
-    left = Source.find(options.left, "LEFT")
-    right = Source.find(options.right, "RIGHT")
+    # The files' footers take up to half of the budget, and what they take is the data's no
+    # more: where they are more, those asked for least recently are read again when asked.
+    footers = Footers(budget // 2)
+    left = Source.find(options.left, "LEFT", footers)
+    right = Source.find(options.right, "RIGHT", footers)
+    budget -= min(footers.bytes, budget // 2)  # (one footer alone may be more)
     type_partitions(left, right, options.left_by, options.right_by)
     tolerance = tolerance_of(options, left, right)
     with contextlib.ExitStack() as stack:

@@ -40,7 +40,9 @@ import json
 import math
 import os
 import re
+import threading
 import urllib.parse
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -99,6 +101,42 @@ def _pandas_entry_fits(entry: str) -> bool:
     return labels[0].get("pandas_type") == "unicode"
 
 
+# A footer's bytes once parsed (pyarrow's FileMetaData): about 880 a column chunk of
+# pyarrow 26's files with statistics, 7.5 times their serialized 117, and some for the file.
+FOOTER_CHUNK_BYTES = 1024
+FOOTER_FILE_BYTES = 4096
+
+
+class Footers:
+    """The parsed footers of a run's files, held together up to ``budget`` bytes (their
+    ``Part.footer_bytes``); past it, those least recently asked for are dropped, and read
+    again when asked for. A day partitioned by symbol as pyarrow's ``write_dataset`` writes
+    it (2,000 files of 300 row groups of tens of rows) held 2.1 GiB of footers, more than a
+    --memory-limit of 2GiB: the limit was passed before a row was read."""
+
+    def __init__(self, budget: float):
+        self.budget = budget
+        self.bytes = 0  # held now
+        self.read_again = 0  # footers read again after they were dropped
+        self._held: OrderedDict[int, Part] = OrderedDict()  # by id(part), the oldest first
+        self._lock = threading.Lock()  # (readers' threads ask for footers too)
+
+    def hold(self, part: Part, again: bool = False) -> None:
+        """``part``'s footer, just read (``again``: after it was dropped) or asked for, as
+        the most recently used; the least recently used dropped past the budget."""
+        with self._lock:
+            self.read_again += again
+            if id(part) in self._held:
+                self._held.move_to_end(id(part))
+                return
+            self._held[id(part)] = part
+            self.bytes += part.footer_bytes
+            while self.bytes > self.budget and len(self._held) > 1:
+                _, oldest = self._held.popitem(last=False)
+                oldest.footer = None
+                self.bytes -= oldest.footer_bytes
+
+
 @dataclass
 class Part:
     """One parquet file of a source, with its hive partition values."""
@@ -106,7 +144,8 @@ class Part:
     path: str
     relative: str  # below the source's root: where its output goes in a folder OUT
     values: dict[str, str | None]  # partition column -> its raw value (None: null)
-    meta: pq.FileMetaData  # its footer, read once: rows, row groups, statistics
+    # Its footer: rows, row groups, statistics (``meta``); None once ``footers`` dropped it.
+    footer: pq.FileMetaData | None
     bytes: int  # the file's size
     # The source's columns where this file's differ (their order, text widths, views,
     # dictionaries, nullability: ``common_schema``; RIGHT's dictionary indices,
@@ -115,19 +154,55 @@ class Part:
     # Whether ``wanted`` differs from the file's own columns in more than dictionary indices'
     # widths: their order, or their types.
     reordered_or_retyped: bool = False
+    # Where the footer is held within a budget; None: by this part alone, always.
+    footers: Footers | None = field(default=None, repr=False, compare=False)
+    side: str = "RIGHT"  # how a failed read of the footer again names the file
+    # The file's own columns as its reader gives them (None: the footer's mapping of them).
+    columns: pa.Schema | None = field(default=None, repr=False, compare=False)
     # Text columns' bytes a row once read (``text_bytes``), measured once a run.
     _text_bytes: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
+    def __post_init__(self):
+        meta = self.footer
+        self.rows = meta.num_rows
+        self.footer_bytes = FOOTER_FILE_BYTES + (
+            FOOTER_CHUNK_BYTES * meta.num_row_groups * meta.num_columns
+        )
+        if self.footers is not None:
+            self.footers.hold(self)
+
     @property
-    def rows(self) -> int:
-        return self.meta.num_rows
+    def meta(self) -> pq.FileMetaData:
+        """The file's footer, read again where ``footers`` dropped it."""
+        meta = self.footer  # (once: another thread may drop it)
+        if self.footers is None:
+            return meta
+        again = meta is None
+        if again:
+            meta = self.footer = _footer(self.path, self.side)[0]
+        self.footers.hold(self, again)
+        return meta
 
     @functools.cached_property
     def leaves(self) -> dict[str, range]:
         """``leaf_map`` of the file, made once: asked for each column and row group (5,000
         files' sizes took 0.28 s mapping them column by column, and 30,000 calls a run over
-        10,000 row groups 0.18 s)."""
-        return leaf_map(self.meta)
+        10,000 row groups 0.18 s). Of the reader's columns where known: the footer's own
+        mapping (``FileMetaData.schema``) and the footer refer to each other, a cycle that
+        only Python's collector frees, and footers dropped by ``footers`` so stayed, 0.8 MiB
+        each (4.6 GiB under a --memory-limit of 2GiB)."""
+        if self.columns is None:
+            return leaf_map(self.meta.schema.to_arrow_schema())
+        return leaf_map(self.columns)
+
+    @functools.cached_property
+    def null_leaves(self) -> frozenset[int]:
+        """The leaf columns of parquet's null type (pandas writes a column of None so): they
+        hold no values, and their footer gives no statistics."""
+        columns = self.columns
+        if columns is None:
+            columns = self.meta.schema.to_arrow_schema()
+        return frozenset(self.leaves[f.name][0] for f in columns if pa.types.is_null(f.type))
 
     def text_bytes(self, side: str, name: str, sample: int = 1 << 16) -> float:
         """Bytes a row of text column ``name`` holds once read, in the file's first
@@ -211,14 +286,15 @@ class Part:
         reader a row group took 140 µs a row group: 1.4 s over 10,000 row groups of 100
         rows."""
         try:
+            meta = self.meta
             reader = pq.ParquetFile(
-                self.path, metadata=self.meta, pre_buffer=False, read_dictionary=read_dictionary
+                self.path, metadata=meta, pre_buffer=False, read_dictionary=read_dictionary
             )
-            sizes = [self.meta.row_group(g).num_rows for g in range(self.meta.num_row_groups)]
+            sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
             for run in runs_of(sizes, rows):
                 wanted = columns()
                 threads = self._worth_threads(run, wanted, together=True)
-                if len(run) == 1 and self.meta.row_group(run[0]).num_rows > rows:
+                if len(run) == 1 and sizes[run[0]] > rows:
                     batches = reader.iter_batches(
                         batch_size=rows, columns=wanted, row_groups=run, use_threads=threads
                     )
@@ -300,8 +376,9 @@ class Source:
         return sum(p.rows for p in self.parts)
 
     @classmethod
-    def find(cls, given, side: str) -> Source:
-        """The source at ``given`` (a file, a folder or a glob), its schema checked."""
+    def find(cls, given, side: str, footers: Footers | None = None) -> Source:
+        """The source at ``given`` (a file, a folder or a glob), its schema checked; its
+        files' footers held by ``footers`` (None: each by its part)."""
         given = os.fspath(given)
         single = False
         if not given:
@@ -337,7 +414,13 @@ class Source:
             relative = os.path.relpath(path, root) if not single else os.path.basename(path)
             meta, file_schema = _footer(path, side)
             values = {} if single else _partition_values(relative)
-            parts.append(Part(path, relative, values, meta, os.path.getsize(path)))
+            size = os.path.getsize(path)
+            parts.append(
+                Part(
+                    path, relative, values, meta, size,
+                    footers=footers, side=side, columns=file_schema,
+                )
+            )  # fmt: skip
             schemas.append(file_schema)
         first, schema = parts[0].path, schemas[0]
         for part, file_schema in zip(parts[1:], schemas[1:]):
@@ -444,8 +527,9 @@ class Source:
                 self._folder_disagrees(part, key, f" ({kind}), which cannot hold {raw!r}")
             except pa.ArrowNotImplementedError:  # (no cast from text: month-day-nanos, say)
                 continue
-            for g in range(part.meta.num_row_groups):
-                chunk = part.meta.row_group(g).column(index[0])
+            meta = part.meta
+            for g in range(meta.num_row_groups):
+                chunk = meta.row_group(g).column(index[0])
                 stats = chunk.statistics
                 if stats is None or not stats.has_min_max:
                     continue  # (no values, or none to compare)
@@ -797,7 +881,7 @@ def _repeated(raw: str, kind: pa.DataType, rows: int) -> pa.Array:
     return one.take(arrow_numpy.array(np.zeros(rows, np.int32)))
 
 
-def leaf_map(meta: pq.FileMetaData) -> dict[str, range]:
+def leaf_map(schema: pa.Schema) -> dict[str, range]:
     """The parquet (leaf) column numbers of each top-level column of a file: one for a plain
     column, several for a nested one. Row groups' column chunks are numbered by leaf, not by
     the Arrow field's position; and counted, not matched by their dotted paths, which cannot
@@ -806,11 +890,10 @@ def leaf_map(meta: pq.FileMetaData) -> dict[str, range]:
     >>> import io, pyarrow as pa
     >>> buffer = io.BytesIO()
     >>> pq.write_table(pa.table({"a": [{"b": 1, "c": 2}], "a.b": [3], "t": [4]}), buffer)
-    >>> leaves = leaf_map(pq.read_metadata(io.BytesIO(buffer.getvalue())))
+    >>> leaves = leaf_map(pq.read_schema(io.BytesIO(buffer.getvalue())))
     >>> list(leaves["a"]), list(leaves["a.b"]), list(leaves["t"])
     ([0, 1], [2], [3])
     """
-    schema = meta.schema.to_arrow_schema()
     names, types = tuple(schema.names), tuple(schema.types)
     try:
         return _leaves(names, types)

@@ -175,10 +175,10 @@ def _ends_overlap(source: Source, on: str, raw: bool) -> bool:
     for part in source.parts:
         meta, index = part.meta, part.leaves[on][0]
         groups = range(meta.num_row_groups)
-        first = _first_keyed(meta, index, groups)
+        first = _first_keyed(part, meta, index, groups)
         if first is None:
             continue  # (a file of no keys)
-        last = _first_keyed(meta, index, reversed(groups))
+        last = _first_keyed(part, meta, index, reversed(groups))
         low, high = first.statistics, last.statistics
         if low is None or high is None or not (low.has_min_max and high.has_min_max):
             return False
@@ -187,12 +187,13 @@ def _ends_overlap(source: Source, on: str, raw: bool) -> bool:
     return any(b[0] < a[1] for a, b in zip(ends, ends[1:]))
 
 
-def _first_keyed(meta: pq.FileMetaData, index: int, groups):
+def _first_keyed(part, meta: pq.FileMetaData, index: int, groups):
     """The chunk of leaf column ``index`` of the first of ``groups`` (row group numbers, in
-    the order looked at) that holds values; None where none does."""
+    the order looked at) of ``part`` (its footer ``meta``) that holds values; None where none
+    does."""
     for g in groups:
         chunk = meta.row_group(g).column(index)
-        if not _holds_no_values(meta, index, chunk):
+        if not _holds_no_values(part, index, chunk):
             return chunk
     return None
 
@@ -226,7 +227,7 @@ def _key_span(part, on: str, raw: bool):
     span = None
     for g in range(meta.num_row_groups):
         column = meta.row_group(g).column(index)
-        if _holds_no_values(meta, index, column):
+        if _holds_no_values(part, index, column):
             continue  # no keys to order
         stats = column.statistics
         if stats is None or not stats.has_min_max:
@@ -247,14 +248,13 @@ def _bounds(stats, raw: bool) -> tuple:
     return (stats.min_raw, stats.max_raw) if raw else (stats.min, stats.max)
 
 
-def _holds_no_values(meta: pq.FileMetaData, index: int, chunk) -> bool:
-    """Whether a row group's chunk of leaf column ``index`` holds no values: no rows, only
-    nulls, or a column of type null (pandas writes a column of None so; its footer gives
-    no statistics)."""
+def _holds_no_values(part, index: int, chunk) -> bool:
+    """Whether a row group's chunk of ``part``'s leaf column ``index`` holds no values: no
+    rows, only nulls, or a column of type null (``Part.null_leaves``)."""
     stats = chunk.statistics
     return (
         chunk.num_values == 0
-        or meta.schema.column(index).logical_type.type == "UNKNOWN"  # (parquet's null)
+        or index in part.null_leaves
         or (stats is not None and stats.has_null_count and stats.null_count == chunk.num_values)
     )
 
@@ -266,19 +266,17 @@ def without_statistics(source: Source, column: str) -> str | None:
     if column not in source.data_schema.names:
         return None
     for part in source.parts:
-        index = part.leaves[column][0]
-        for g in range(part.meta.num_row_groups):
-            chunk = part.meta.row_group(g).column(index)
+        meta, index = part.meta, part.leaves[column][0]
+        for g in range(meta.num_row_groups):
+            chunk = meta.row_group(g).column(index)
             stats = chunk.statistics
             # (the statistics first: most chunks have them, and the check for none
             # reads the column's type each time, half of 0.9 s over 300,000 row groups)
-            if (stats is not None and stats.has_min_max) or _holds_no_values(
-                part.meta, index, chunk
-            ):
+            if (stats is not None and stats.has_min_max) or _holds_no_values(part, index, chunk):
                 continue
             why = (
                 "INT96 timestamps, as older Spark writes them, have none"
-                if part.meta.schema.column(index).physical_type == "INT96"
+                if chunk.physical_type == "INT96"
                 else "written without statistics"
             )
             return f"{part.path}, row group {g}: {why}"
