@@ -108,31 +108,41 @@ FOOTER_FILE_BYTES = 4096
 
 
 class Footers:
-    """The parsed footers of a run's files, held together up to ``budget`` bytes (their
-    ``Part.footer_bytes``); past it, those least recently asked for are dropped, and read
-    again when asked for. A day partitioned by symbol as pyarrow's ``write_dataset`` writes
-    it (2,000 files of 300 row groups of tens of rows) held 2.1 GiB of footers, more than a
-    --memory-limit of 2GiB: the limit was passed before a row was read."""
+    """The parsed footers of a run's files, held up to ``budget`` bytes (their
+    ``Part.footer_bytes``): the first read while they fit, kept; past the budget, the
+    ``RECENT`` asked for most recently besides, the others dropped and read again when asked
+    for. A day partitioned by symbol as pyarrow's ``write_dataset`` writes it (2,000 files
+    of 300 row groups of tens of rows) held 2.1 GiB of footers, more than a --memory-limit of
+    2GiB: the limit was passed before a row was read. (Not the least recently used: a run's
+    passes walk every file in turn, which would read every one again each time.)"""
+
+    RECENT = 4  # the files read at once, by the readers, the join and a writer
 
     def __init__(self, budget: float):
         self.budget = budget
         self.bytes = 0  # held now
         self.read_again = 0  # footers read again after they were dropped
-        self._held: OrderedDict[int, Part] = OrderedDict()  # by id(part), the oldest first
+        self._kept: set[int] = set()  # by id(part)
+        self._recent: OrderedDict[int, Part] = OrderedDict()  # the oldest first
         self._lock = threading.Lock()  # (readers' threads ask for footers too)
 
     def hold(self, part: Part, again: bool = False) -> None:
-        """``part``'s footer, just read (``again``: after it was dropped) or asked for, as
-        the most recently used; the least recently used dropped past the budget."""
+        """``part``'s footer, just read (``again``: after it was dropped) or asked for."""
+        key = id(part)
         with self._lock:
             self.read_again += again
-            if id(part) in self._held:
-                self._held.move_to_end(id(part))
+            if key in self._kept:
                 return
-            self._held[id(part)] = part
+            if key in self._recent:
+                self._recent.move_to_end(key)
+                return
             self.bytes += part.footer_bytes
-            while self.bytes > self.budget and len(self._held) > 1:
-                _, oldest = self._held.popitem(last=False)
+            if self.bytes <= self.budget:
+                self._kept.add(key)
+                return
+            self._recent[key] = part
+            while len(self._recent) > self.RECENT:
+                _, oldest = self._recent.popitem(last=False)
                 oldest.footer = None
                 self.bytes -= oldest.footer_bytes
 
@@ -221,7 +231,7 @@ class Part:
             self._text_bytes[name] = measured
         return self._text_bytes[name]
 
-    @property
+    @functools.cached_property
     def kept_metadata(self) -> dict[str, str]:
         """The key-value metadata of the file's footer that OUT's file of this one keeps:
         all of it (a writer's version, Spark's calendar flags, a user's own entries) but
@@ -415,12 +425,13 @@ class Source:
             meta, file_schema = _footer(path, side)
             values = {} if single else _partition_values(relative)
             size = os.path.getsize(path)
-            parts.append(
-                Part(
-                    path, relative, values, meta, size,
-                    footers=footers, side=side, columns=file_schema,
-                )
+            part = Part(
+                path, relative, values, meta, size, footers=footers, side=side,
+                columns=file_schema,
             )  # fmt: skip
+            if side == "LEFT":
+                part.kept_metadata  # noqa: B018 (OUT's, taken while the footer is here)
+            parts.append(part)
             schemas.append(file_schema)
         first, schema = parts[0].path, schemas[0]
         for part, file_schema in zip(parts[1:], schemas[1:]):
