@@ -900,6 +900,43 @@ def test_the_key_may_be_a_left_partition_folder(tmp_path, capsys, mode):
     assert got == {"day=20261127": [10.0, 30.0], "day=20261130": [20.0, 40.0]}
 
 
+@pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
+def test_a_key_of_date_folders_takes_the_type_of_the_other_sides_key(tmp_path, capsys, mode):
+    """``--on date`` over LEFT's date=2026-11-27 folders (text, as folders of anything but
+    whole numbers are) beside RIGHT's date32 ``date``: the folders are dates, as a by-column
+    of folders takes the type of the column it meets (refused before: "got string")."""
+    for day in ("2026-11-27", "2026-11-30"):
+        write(pa.table({"g": ["a", "b"]}), tmp_path / "l" / f"date={day}" / "p.parquet")
+    days = [datetime.date(2026, 11, d) for d in (26, 26, 28, 28)]
+    right = pa.table({"date": days, "g": ["a", "b", "a", "b"], "v": [1.0, 2.0, 3.0, 4.0]})
+    write(right, tmp_path / "r.parquet")
+    code, _, stderr = enrich_in(
+        tmp_path, "-q", "--right-mode", mode, capsys=capsys, on="date", left="l", out="o"
+    )
+    assert (code, stderr) == (0, "")
+    got = {
+        p.parent.name: pq.read_table(p, partitioning=None)["v"].to_pylist()
+        for p in sorted((tmp_path / "o").rglob("*.parquet"))
+    }
+    assert got == {"date=2026-11-27": [1.0, 2.0], "date=2026-11-30": [3.0, 4.0]}
+
+
+def test_a_key_of_text_folders_on_both_sides_is_refused_by_its_folder(tmp_path, capsys):
+    """Folders of dates on both sides: nothing types them but their own text, and the
+    refusal names the folder, not a column of strings."""
+    write(pa.table({"g": ["a"]}), tmp_path / "l" / "date=2026-11-27" / "p.parquet")
+    write(pa.table({"g": ["a"], "v": [1.0]}), tmp_path / "r" / "date=2026-11-26" / "p.parquet")
+    code, _, stderr = enrich_in(tmp_path, capsys=capsys, on="date", left="l", right="r", out="o")
+    assert code == 2
+    assert stderr == (
+        "asofgpu enrich: error: LEFT's key 'date' is a partition folder (date=2026-11-27), "
+        "read as text, which no key is: a folder key takes the type of the other side's "
+        "column of it, and the other side's files hold none. Hint: write the key into the "
+        "files of one side\n"
+    )
+    assert hidden(tmp_path) == [] and not (tmp_path / "o").exists()
+
+
 @pytest.mark.parametrize("mode", ["memory", "spill"])
 @pytest.mark.parametrize("kind", [pa.float32(), pa.float64()])
 def test_float_by_folders_take_nan_and_negative_zero_as_the_column_does(

@@ -234,7 +234,8 @@ def _run(
     left = Source.find(options.left, "LEFT", footers)
     right = Source.find(options.right, "RIGHT", footers)
     budget -= min(footers.bytes, budget // 2)  # (one footer alone may be more)
-    type_partitions(left, right, options.left_by, options.right_by)
+    keys = (options.left_on, options.right_on)
+    type_partitions(left, right, options.left_by, options.right_by, keys)
     tolerance = tolerance_of(options, left, right)
     with contextlib.ExitStack() as stack:
         # The checks on zero rows, on a thread of their own while this one reads statistics

@@ -663,7 +663,7 @@ def runs_of(
     return runs
 
 
-def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
+def type_partitions(left: Source, right: Source, left_by, right_by, keys=None) -> None:
     """A by-column that is a partition on one side, paired with a column the other side's
     files hold, takes that column's type where each of its folders' values is one of it
     (``g=1`` folders beside an int32 ``g``, ``date=2026-11-27`` beside a date32 ``date``):
@@ -671,13 +671,17 @@ def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
     only (``Source.untyped``: nothing typed it, its rows match nothing either way). (A
     dictionary's values' type: partition columns are plain.) A folder whose value is not one
     of the column's type is refused by name: the join's "cast one of them" fits no folder.
-    Folders of whole numbers paired with folders of text are text (``_digits_beside_text``)."""
+    Folders of whole numbers paired with folders of text are text (``_digits_beside_text``).
+    So too the key, ``keys`` (LEFT's, RIGHT's), where it is a partition (``--on date`` over
+    ``date=2026-11-27`` folders), but never as text, which no key is."""
+    keys = [tuple(keys)] if keys else []
     for mine, theirs, pairs in (
-        (left, right, zip(left_by, right_by)),
-        (right, left, zip(right_by, left_by)),
+        (left, right, [*zip(left_by, right_by), *keys]),
+        (right, left, [*zip(right_by, left_by), *((b, a) for a, b in keys)]),
     ):
         for name, other in pairs:
-            if _digits_beside_text(mine, name, theirs, other):
+            is_key = (name, other) in keys or (other, name) in keys
+            if not is_key and _digits_beside_text(mine, name, theirs, other):
                 mine.retype(name, pa.string())  # (each folder's text as it is: 007 stays)
                 continue
             typed = other in theirs.data_schema.names or (  # (two sides' folders: each by
@@ -701,6 +705,15 @@ def type_partitions(left: Source, right: Source, left_by, right_by) -> None:
                     f"folder, or write {theirs.side}'s {other!r} as a type of the folders' "
                     f"values"
                 )
+    for source, name in zip((left, right), keys[0] if keys else ()):
+        if source.is_partition(name) and source.schema.field(name).type == pa.string():
+            value = source.parts[0].values[name] or NULL_PARTITION
+            raise EnrichError(
+                f"{source.side}'s key {name!r} is a partition folder ({name}={value}), read "
+                f"as text, which no key is: a folder key takes the type of the other side's "
+                f"column of it, and the other side's files hold none. Hint: write the key "
+                f"into the files of one side"
+            )
 
 
 def _digits_beside_text(mine: Source, name: str, theirs: Source, other: str) -> bool:
