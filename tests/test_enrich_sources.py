@@ -407,6 +407,28 @@ def test_footers_past_their_budget_are_dropped_freed_and_read_again(tmp_path, mo
     assert again.num_row_groups == 5 and again.equals(pq.read_metadata(last.path))
 
 
+def test_a_side_read_for_the_last_time_drops_its_footers(tmp_path, monkeypatch):
+    """RIGHT held in memory is read once: each file's footer is dropped as it is read, and
+    the memory handed back past ``TRIM_BYTES``; a footer asked for after is read again."""
+    from asofgpu.enrich import _sources
+    from asofgpu.enrich._sources import Footers, Source
+
+    for i in range(3):
+        write(pa.table({"t": [i, i + 1], "g": ["a", "b"]}), tmp_path / f"p{i}.parquet")
+    trims = []
+    monkeypatch.setattr(_sources, "_trim_malloc", lambda: trims.append(1))
+    monkeypatch.setattr(Footers, "TRIM_BYTES", 1)
+    footers = Footers(budget=1 << 30)
+    source = Source.find(tmp_path, "RIGHT", footers)
+    whole = pa.concat_tables(pq.read_table(p) for p in sorted(tmp_path.glob("*.parquet")))
+    assert source.read(["t", "g"]).equals(whole)
+    assert all(p.footer is not None for p in source.parts) and trims == []
+    assert source.read(["t", "g"], last=True).equals(whole)
+    assert all(p.footer is None for p in source.parts) and len(trims) == 3
+    assert footers.bytes == 0
+    assert source.parts[1].meta.num_rows == 2 and footers.read_again == 1
+
+
 @pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
 def test_a_run_whose_footers_outgrow_their_budget_reads_them_again(
     tmp_path, capsys, monkeypatch, mode

@@ -293,7 +293,9 @@ def _run(
                 return summary
         reading = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-read"))
         right_table = (
-            reading.submit(right.read, the_plan.read, run.as_codes) if mode == "memory" else None
+            reading.submit(right.read, the_plan.read, run.as_codes, last=True)
+            if mode == "memory"
+            else None
         )
         # Past LEFT's last row, RIGHT is read for its order check alone: its keys only.
         # Its batches are put together into tables of up to a chunk's rows on the reading
@@ -335,6 +337,8 @@ def _run(
             attach = _regrouped(run, windows, narrowing, why, grouped, sizes, stack)
         else:
             attach = _spilled(run, why, need, sizes, stack)
+        if mode in ("memory", "spill"):  # RIGHT is read: its footers are not asked for again
+            footers.release(right.parts)
         prepared_at = time.perf_counter()
         # A stream holds a window of RIGHT, not its rows: the count is the file's, said so
         rows_note = (
