@@ -407,6 +407,42 @@ def test_footers_past_their_budget_are_dropped_freed_and_read_again(tmp_path, mo
     assert again.num_row_groups == 5 and again.equals(pq.read_metadata(last.path))
 
 
+def test_a_file_rewritten_before_its_footer_is_read_again_stops_the_run(
+    tmp_path, capsys, monkeypatch
+):
+    """A footer read again must be the same file's: one rewritten after the run found it
+    (its columns in another order, so the leaves it was mapped by are another column's)
+    stops the run by name, leaving nothing, where it was read with stale leaf numbers."""
+    from asofgpu.enrich import _sources
+
+    monkeypatch.setattr(_sources, "FOOTER_CHUNK_BYTES", 1 << 40)  # past any budget: each
+    monkeypatch.setattr(_sources.Footers, "RECENT", 1)  # footer dropped for the next one
+    for i in range(3):
+        times = pa.array(np.arange(40) + 40 * i, pa.int64())
+        write(
+            pa.table({"g": ["a", "b"] * 20, "t": times, "v": np.arange(40.0)}),
+            tmp_path / "r" / f"q{i}.parquet",
+        )
+    write(pa.table({"g": ["a", "b"], "t": [5, 70]}), tmp_path / "l.parquet")
+    find = _sources.Source.find.__func__
+
+    def find_then_rewrite(cls, given, side, footers=None):
+        source = find(cls, given, side, footers)
+        if side == "RIGHT":
+            table = pq.read_table(tmp_path / "r" / "q0.parquet")
+            write(table.select(["v", "t", "g"]), tmp_path / "r" / "q0.parquet")
+        return source
+
+    monkeypatch.setattr(_sources.Source, "find", classmethod(find_then_rewrite))
+    code, _, stderr = enrich_in(tmp_path, "--right-mode", "stream", capsys=capsys, right="r")
+    assert code == 2
+    assert stderr == (
+        f"asofgpu enrich: error: RIGHT file {tmp_path / 'r' / 'q0.parquet'} changed while the "
+        "run read it; run again once nothing writes to it\n"
+    )
+    assert hidden(tmp_path) == [] and not (tmp_path / "o.parquet").exists()
+
+
 def test_a_side_read_for_the_last_time_drops_its_footers(tmp_path, monkeypatch):
     """RIGHT held in memory is read once: each file's footer is dropped as it is read, and
     the memory handed back past ``TRIM_BYTES``; a footer asked for after is read again."""

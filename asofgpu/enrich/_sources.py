@@ -204,6 +204,9 @@ class Part:
     side: str = "RIGHT"  # how a failed read of the footer again names the file
     # The file's own columns as its reader gives them (None: the footer's mapping of them).
     columns: pa.Schema | None = field(default=None, repr=False, compare=False)
+    # Its size and modification time when its footer was first read: a footer read again
+    # must be of the same file.
+    stamp: tuple[int, int] | None = field(default=None, repr=False, compare=False)
     # Text columns' bytes a row once read (``text_bytes``), measured once a run.
     _text_bytes: dict[str, float] = field(default_factory=dict, repr=False, compare=False)
 
@@ -224,7 +227,17 @@ class Part:
             return meta
         again = meta is None
         if again:
-            meta = self.footer = _footer(self.path, self.side)[0]
+            meta = _footer(self.path, self.side)[0]
+            try:
+                changed = _stamp(self.path) != self.stamp or meta.num_rows != self.rows
+            except OSError:  # (gone since)
+                changed = True
+            if changed:
+                raise EnrichError(
+                    f"{self.side} file {self.path} changed while the run read it; run again "
+                    f"once nothing writes to it"
+                )
+            self.footer = meta
         self.footers.hold(self, again)
         return meta
 
@@ -459,10 +472,10 @@ class Source:
             relative = os.path.relpath(path, root) if not single else os.path.basename(path)
             meta, file_schema = _footer(path, side)
             values = {} if single else _partition_values(relative)
-            size = os.path.getsize(path)
+            stamp = _stamp(path)
             part = Part(
-                path, relative, values, meta, size, footers=footers, side=side,
-                columns=file_schema,
+                path, relative, values, meta, stamp[0], footers=footers, side=side,
+                columns=file_schema, stamp=stamp,
             )  # fmt: skip
             if side == "LEFT":
                 part.kept_metadata  # noqa: B018 (OUT's, taken while the footer is here)
@@ -1103,6 +1116,12 @@ def _footer(path: str, side: str) -> tuple[pq.FileMetaData, pa.Schema]:
         raise EnrichError(f"cannot read {side} file {path}: permission denied") from None
     except (OSError, pa.ArrowException) as exc:
         raise EnrichError(f"cannot read {side} file {path} as parquet: {one_line(exc)}") from None
+
+
+def _stamp(path: str) -> tuple[int, int]:
+    """A file's size and modification time (ns), which a rewrite changes."""
+    info = os.stat(path)
+    return info.st_size, info.st_mtime_ns
 
 
 def _partition_values(relative: str) -> dict[str, str | None]:
