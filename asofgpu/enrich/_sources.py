@@ -102,7 +102,9 @@ def _pandas_entry_fits(entry: str) -> bool:
 
 
 # A footer's bytes once parsed (pyarrow's FileMetaData): about 880 a column chunk of
-# pyarrow 26's files with statistics, 7.5 times their serialized 117, and some for the file.
+# pyarrow 26's files with statistics (7.5 times their serialized 117), and its serialized
+# bytes again, which long text statistics fill (50 row groups of 3,500-character strings: 94
+# MiB parsed for 200 files, 30 MiB by the chunks alone); and some for the file.
 FOOTER_CHUNK_BYTES = 1024
 FOOTER_FILE_BYTES = 4096
 
@@ -133,8 +135,8 @@ class Footers:
         key = id(part)
         with self._lock:
             self.read_again += again
-            if key in self._kept:
-                return
+            if key in self._kept or part.footer is None:  # (None: dropped by another thread
+                return  # since it was asked for: read again next time)
             if key in self._recent:
                 self._recent.move_to_end(key)
                 return
@@ -147,6 +149,12 @@ class Footers:
                 _, oldest = self._recent.popitem(last=False)
                 oldest.footer = None
                 self.bytes -= oldest.footer_bytes
+                self._untrimmed += oldest.footer_bytes
+            trim = self._untrimmed >= self.TRIM_BYTES
+            if trim:
+                self._untrimmed = 0
+        if trim:  # (parses on readers' threads spread over the C heap's arenas)
+            _trim_malloc()
 
     def release(self, parts: list[Part]) -> None:
         """Drop the footers of ``parts``, read for the last time (RIGHT once it is held in
@@ -213,9 +221,8 @@ class Part:
     def __post_init__(self):
         meta = self.footer
         self.rows = meta.num_rows
-        self.footer_bytes = FOOTER_FILE_BYTES + (
-            FOOTER_CHUNK_BYTES * meta.num_row_groups * meta.num_columns
-        )
+        chunks = meta.num_row_groups * meta.num_columns
+        self.footer_bytes = FOOTER_FILE_BYTES + FOOTER_CHUNK_BYTES * chunks + meta.serialized_size
         if self.footers is not None:
             self.footers.hold(self)
 
