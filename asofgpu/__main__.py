@@ -7,6 +7,7 @@ interrupted", exit 130 (143, 129), no traceback, where SIGTERM and SIGHUP ended 
 before (by the signal, which a caller sees as returncode -15 or -1).
 """
 
+import gc
 import signal
 import sys
 
@@ -15,6 +16,11 @@ from . import _signals
 
 def run() -> int:
     """The command's exit code: ``cli.entry``, once its modules are imported."""
+    # The command's imports (numba's above all) make objects that live to its end, which the
+    # collector's default thresholds (700, 10, 10) walked again and again: the bench's enrich
+    # of 200K x 200K took 0.59 s against 0.63, of 10M x 10M 1.62 s against 1.71 (medians of 8
+    # and 4 alternating processes, on 2 cores).
+    gc.set_threshold(50_000, 20, 100)
     for s in _signals.heeded():  # until the run's own handling takes them over
         signal.signal(s, _signals.raise_interrupt)
     sys.unraisablehook = _signals.quiet(sys.unraisablehook)
