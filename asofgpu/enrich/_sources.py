@@ -146,13 +146,8 @@ class Footers:
                 return
             self._recent[key] = part
             while len(self._recent) > self.RECENT:
-                _, oldest = self._recent.popitem(last=False)
-                oldest.footer = None
-                self.bytes -= oldest.footer_bytes
-                self._untrimmed += oldest.footer_bytes
-            trim = self._untrimmed >= self.TRIM_BYTES
-            if trim:
-                self._untrimmed = 0
+                self._drop(self._recent.popitem(last=False)[1])
+            trim = self._trim_due()
         if trim:  # (parses on readers' threads spread over the C heap's arenas)
             _trim_malloc()
 
@@ -167,14 +162,24 @@ class Footers:
                 if key in self._kept or key in self._recent:
                     self._kept.discard(key)
                     self._recent.pop(key, None)
-                    part.footer = None
-                    self.bytes -= part.footer_bytes
-                    self._untrimmed += part.footer_bytes
-            trim = self._untrimmed >= self.TRIM_BYTES
-            if trim:
-                self._untrimmed = 0
+                    self._drop(part)
+            trim = self._trim_due()
         if trim:
             _trim_malloc()
+
+    def _drop(self, part: Part) -> None:
+        """(Under the lock.) ``part``'s footer dropped, its bytes counted to hand back."""
+        part.footer = None
+        self.bytes -= part.footer_bytes
+        self._untrimmed += part.footer_bytes
+
+    def _trim_due(self) -> bool:
+        """(Under the lock.) Whether ``TRIM_BYTES`` were dropped since memory was last
+        handed back, counted afresh when so."""
+        due = self._untrimmed >= self.TRIM_BYTES
+        if due:
+            self._untrimmed = 0
+        return due
 
 
 def _trim_malloc() -> None:
