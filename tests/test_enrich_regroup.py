@@ -435,10 +435,11 @@ def test_value_counts_of_batches_that_share_a_large_dictionary(monkeypatch):
         pa.array(["B", "a", "id7", "é"], pa.large_string()),
         pa.array([-5, 0, 3, 2**40]),
         pa.array([b"\x00", b"x"], pa.large_binary()),
+        pa.array([-1.5, 0.0, 2.0, float("inf")]),
         pa.array([-1.5, -0.0, 0.0, 2.0]),  # Arrow's order tells -0.0 from 0.0; the join does not
         pa.array([], pa.large_string()),
     ],
-    ids=["text", "int", "binary", "float", "none"],
+    ids=["text", "int", "binary", "float", "both zeros", "none"],
 )
 def test_ranks_hashed_once_equal_arrows_lookup(values, thresholds):
     """``Ranks`` (``values`` hashed once, the join's own lookup) gives ``ranks``' answers:
@@ -448,6 +449,8 @@ def test_ranks_hashed_once_equal_arrows_lookup(values, thresholds):
     pool = values.to_pylist() + [None] + (["zz"] if pa.types.is_large_string(values.type) else [])
     column = pa.array([pool[i] for i in rng.integers(0, len(pool), 40)], values.type)
     rank_of = Ranks(values)
+    both_zeros = pa.types.is_floating(values.type) and values.to_pylist().count(0.0) == 2
+    assert (rank_of._rank is None) == both_zeros  # (then Arrow's index_in, which tells them)
     for given in (
         column,
         column.dictionary_encode(),

@@ -474,6 +474,14 @@ def test_a_run_whose_footers_outgrow_their_budget_reads_them_again(
     from asofgpu.enrich import _sources
 
     monkeypatch.setattr(_sources, "FOOTER_CHUNK_BYTES", 1 << 40)
+    monkeypatch.setattr(_sources.Footers, "RECENT", 1)  # only the one asked for last
+    again = []
+    hold = _sources.Footers.hold
+    monkeypatch.setattr(
+        _sources.Footers,
+        "hold",
+        lambda self, part, read=False: again.append(read) or hold(self, part, read),
+    )
     (q0, t0), (q1, t1) = days()
     left, right = tmp_path / "trades", tmp_path / "quotes"
     write(t0, left / "a.parquet")
@@ -485,6 +493,7 @@ def test_a_run_whose_footers_outgrow_their_budget_reads_them_again(
     for name, part in (("a.parquet", t0), ("b.parquet", t1)):
         expected = ag.join_asof(part, quotes, on="time", by="symbol", device="cpu")
         assert pq.read_table(tmp_path / "out" / name).equals(expected), name
+    assert sum(again) >= 5  # (each file's footer read again once at least)
 
 
 def _enrich_folders(left: Path, right: Path, out: Path, mode: str, capsys, by: str = "symbol"):
@@ -977,6 +986,19 @@ def test_a_key_of_date_folders_takes_the_type_of_the_other_sides_key(tmp_path, c
         for p in sorted((tmp_path / "o").rglob("*.parquet"))
     }
     assert got == {"date=2026-11-27": [1.0, 2.0], "date=2026-11-30": [3.0, 4.0]}
+
+
+def test_a_key_of_date_folders_beside_a_key_of_text_is_refused_as_that_text(tmp_path, capsys):
+    """Where the other side's files hold the key, as text, the folders take that type, and
+    the refusal names that column: not the folders, whose other side does hold a key."""
+    write(pa.table({"g": ["a"]}), tmp_path / "l" / "date=2026-11-27" / "p.parquet")
+    write(pa.table({"date": ["2026-11-26"], "g": ["a"], "v": [1.0]}), tmp_path / "r.parquet")
+    code, _, stderr = enrich_in(tmp_path, capsys=capsys, on="date", left="l", out="o")
+    assert (code, stderr) == (
+        2,
+        "asofgpu enrich: error: RIGHT column 'date' must be an integer, float, date, time, "
+        "timestamp or duration column, got string\n",
+    )
 
 
 def test_a_key_of_text_folders_on_both_sides_is_refused_by_its_folder(tmp_path, capsys):

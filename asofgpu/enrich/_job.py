@@ -229,7 +229,7 @@ def _run(
     limit, limit_name = memory_limit_of(options)
     budget = memory.check_limit(limit, limit_name)
     # The files' footers take up to half of the budget, and what they take is the data's no
-    # more: where they are more, those asked for least recently are read again when asked.
+    # more: past it, the first read stay and the others are read again when asked for.
     footers = Footers(budget // 2)
     left = Source.find(options.left, "LEFT", footers)
     right = Source.find(options.right, "RIGHT", footers)

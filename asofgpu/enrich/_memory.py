@@ -256,7 +256,7 @@ def largest_row_group(source: Source, as_codes: list[str] = (), read=lambda part
         texts_read = texts if names is None else [n for n in texts if n in names]
         for g in range(meta.num_row_groups):
             group = meta.row_group(g)
-            size = part.group_bytes(g, names)
+            size = part.group_bytes(g, names, meta)
             for name in texts_read:
                 chunks = [group.column(j) for j in leaves.get(name, ())]
                 if group.num_rows and any(c.has_dictionary_page for c in chunks):

@@ -334,8 +334,9 @@ class Ranks:
     for a lookup in every batch of a pass: Arrow's ``index_in`` hashes its value set at each
     call, and a million ids, hashed again for every batch of LEFT, took half of a 16 s
     regroup. Where the join takes two of ``values`` for one (floats: -0.0 and 0.0), by
-    ``index_in``. (The join takes every NaN for one, and ``index_in`` NaNs of one bit
-    pattern: the two differ only on a NaN not among ``values``, which no pass looks up.)
+    ``index_in``. (The join takes -0.0 for 0.0 and every NaN for one, ``index_in`` neither:
+    the two differ only on a value not among ``values``, which no pass looks up: its values
+    come from the column it ranks.)
 
     >>> import pyarrow as pa
     >>> rank_of = Ranks(pa.array(["a", "b"], pa.large_string()))

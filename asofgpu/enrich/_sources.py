@@ -36,6 +36,7 @@ import datetime
 import fnmatch
 import functools
 import glob
+import itertools
 import json
 import math
 import os
@@ -126,7 +127,7 @@ class Footers:
         self.bytes = 0  # held now
         self.read_again = 0  # footers read again after they were dropped
         self._untrimmed = 0  # bytes of footers released since memory was last handed back
-        self._kept: set[int] = set()  # by id(part)
+        self._kept: dict[int, Part] = {}  # by id(part)
         self._recent: OrderedDict[int, Part] = OrderedDict()  # the oldest first
         self._lock = threading.Lock()  # (readers' threads ask for footers too)
 
@@ -142,7 +143,7 @@ class Footers:
                 return
             self.bytes += part.footer_bytes
             if self.bytes <= self.budget:
-                self._kept.add(key)
+                self._kept[key] = part
                 return
             self._recent[key] = part
             while len(self._recent) > self.RECENT:
@@ -160,7 +161,7 @@ class Footers:
             for part in parts:
                 key = id(part)
                 if key in self._kept or key in self._recent:
-                    self._kept.discard(key)
+                    self._kept.pop(key, None)
                     self._recent.pop(key, None)
                     self._drop(part)
             trim = self._trim_due()
@@ -330,7 +331,7 @@ class Part:
         (now or half-way) raises EnrichError naming it."""
         columns = self.wanted.names if columns is None and self.wanted else columns
         try:
-            # The footer read once (``meta``): a reader per row group (the spill's passes)
+            # The parsed footer reused (``meta``): a reader per row group (the spill's passes)
             # parsed it again each time, quadratic in the row groups (8,000 spilled in 99 s, now 6.8).
             reader = pq.ParquetFile(
                 self.path, metadata=self.meta, pre_buffer=False, read_dictionary=read_dictionary
@@ -395,14 +396,16 @@ class Part:
         Below that, handing columns out costs more than it saves: 5,000 files of 400 rows
         read in 0.93 s with threads, 0.26 s without (a 10,000-row group 540 µs against 263;
         a 100,000-row group of 4 MiB, 1.6 ms against 2.2)."""
-        if (self.meta.num_columns if columns is None else len(columns)) < 2:
+        meta = self.meta
+        if (meta.num_columns if columns is None else len(columns)) < 2:
             return False
-        sizes = [self.group_bytes(g, columns) for g in groups]
+        sizes = [self.group_bytes(g, columns, meta) for g in groups]
         return (sum(sizes) if together else max(sizes, default=0)) >= THREADED_BYTES
 
-    def group_bytes(self, g: int, columns: list[str] | None) -> int:
-        """Row group ``g``'s ``columns`` (None: all), uncompressed."""
-        group = self.meta.row_group(g)
+    def group_bytes(self, g: int, columns: list[str] | None, meta=None) -> int:
+        """Row group ``g``'s ``columns`` (None: all), uncompressed; ``meta``: the footer,
+        where the caller holds it (asked for once, not a row group at a time)."""
+        group = (meta or self.meta).row_group(g)
         if columns is None:
             return group.total_byte_size
         leaves = (j for name in columns for j in self.leaves.get(name, ()))
@@ -482,9 +485,9 @@ class Source:
         for path in paths:
             check_utf8(path, f"{side} file")
             relative = os.path.relpath(path, root) if not single else os.path.basename(path)
+            stamp = _stamp(path)  # (before the footer: a rewrite after it changes it)
             meta, file_schema = _footer(path, side)
             values = {} if single else _partition_values(relative)
-            stamp = _stamp(path)
             part = Part(
                 path, relative, values, meta, stamp[0], footers=footers, side=side,
                 columns=file_schema, stamp=stamp,
@@ -770,7 +773,11 @@ def type_partitions(left: Source, right: Source, left_by, right_by, keys=None) -
                     f"folder, or write {theirs.side}'s {other!r} as a type of the folders' "
                     f"values"
                 )
-    for source, name in zip((left, right), keys[0] if keys else ()):
+    for (source, name), (other, its) in itertools.permutations(
+        zip((left, right), keys[0] if keys else ())
+    ):
+        if its in other.data_schema.names:
+            continue  # (typed by it: a key of text there is the join's to name)
         if source.is_partition(name) and source.schema.field(name).type == pa.string():
             value = source.parts[0].values[name] or NULL_PARTITION
             raise EnrichError(
