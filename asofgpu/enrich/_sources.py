@@ -187,13 +187,22 @@ def _trim_malloc() -> None:
     """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``): a footer
     is parsed into many small blocks of it, which Arrow's own allocator never reuses, and
     1.3 GiB of them freed stayed resident. Elsewhere (macOS, musl), nothing."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None; looked up once (``find_library`` runs ``ldconfig``:
+    1.3 ms a call)."""
     import ctypes
     import ctypes.util
 
     try:
-        ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim(0)
+        return ctypes.CDLL(ctypes.util.find_library("c")).malloc_trim
     except (OSError, AttributeError, TypeError):
-        pass
+        return None
 
 
 @dataclass
@@ -405,7 +414,7 @@ class Part:
     def group_bytes(self, g: int, columns: list[str] | None, meta=None) -> int:
         """Row group ``g``'s ``columns`` (None: all), uncompressed; ``meta``: the footer,
         where the caller holds it (asked for once, not a row group at a time)."""
-        group = (meta or self.meta).row_group(g)
+        group = (self.meta if meta is None else meta).row_group(g)
         if columns is None:
             return group.total_byte_size
         leaves = (j for name in columns for j in self.leaves.get(name, ()))
