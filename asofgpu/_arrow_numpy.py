@@ -626,6 +626,23 @@ def used_dictionary(coded: pa.DictionaryArray) -> pa.DictionaryArray:
     )
 
 
+def trimmed_dictionary(column: pa.Array) -> pa.Array:
+    """``column``, a dictionary of more values than it has rows cut to those it uses
+    (``used_dictionary``); any other as it is. A reader's batches each carry their row
+    group's whole dictionary, which a piece of them would carry on: spilled, sampled or
+    hashed.
+
+    >>> coded = pa.array(["a", "b", "c"]).dictionary_encode()
+    >>> trimmed_dictionary(coded.slice(1, 1)).dictionary.to_pylist()
+    ['b']
+    >>> trimmed_dictionary(coded) is coded
+    True
+    """
+    if pa.types.is_dictionary(column.type) and len(column.dictionary) > len(column):
+        return used_dictionary(column)
+    return column
+
+
 def empty_table(schema: pa.Schema) -> pa.Table:
     """``schema.empty_table()``."""
     return pa.Table.from_batches([], schema=schema)

@@ -491,11 +491,7 @@ def _used_values(col: pa.ChunkedArray) -> pa.ChunkedArray:
     >>> _used_values(pa.chunked_array([coded])).chunk(0).dictionary.to_pylist()
     ['b']
     """
-    chunks = [
-        arrow_numpy.used_dictionary(chunk) if len(chunk.dictionary) > len(chunk) else chunk
-        for chunk in col.chunks
-    ]
-    return pa.chunked_array(chunks, col.type)
+    return pa.chunked_array([arrow_numpy.trimmed_dictionary(c) for c in col.chunks], col.type)
 
 
 def _combine_chunks(col: pa.ChunkedArray) -> pa.ChunkedArray:

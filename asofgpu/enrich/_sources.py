@@ -225,7 +225,8 @@ class Part:
     # Where the footer is held within a budget; None: by this part alone, always.
     footers: Footers | None = field(default=None, repr=False, compare=False)
     side: str = "RIGHT"  # how a failed read of the footer again names the file
-    # The file's own columns as its reader gives them (None: the footer's mapping of them).
+    # The file's own columns as its reader gives them (None: the footer's mapping of them,
+    # which refers back to the footer: only for a part that never drops it).
     columns: pa.Schema | None = field(default=None, repr=False, compare=False)
     # Its size and modification time when its footer was first read: a footer read again
     # must be of the same file.
@@ -238,6 +239,8 @@ class Part:
         self.rows = meta.num_rows
         chunks = meta.num_row_groups * meta.num_columns
         self.footer_bytes = FOOTER_FILE_BYTES + FOOTER_CHUNK_BYTES * chunks + meta.serialized_size
+        if self.columns is None:
+            self.columns = meta.schema.to_arrow_schema()
         if self.footers is not None:
             self.footers.hold(self)
 
@@ -271,18 +274,14 @@ class Part:
         mapping (``FileMetaData.schema``) and the footer refer to each other, a cycle that
         only Python's collector frees, and footers dropped by ``footers`` so stayed, 0.8 MiB
         each (4.6 GiB under a --memory-limit of 2GiB)."""
-        if self.columns is None:
-            return leaf_map(self.meta.schema.to_arrow_schema())
         return leaf_map(self.columns)
 
     @functools.cached_property
     def null_leaves(self) -> frozenset[int]:
         """The leaf columns of parquet's null type (pandas writes a column of None so): they
         hold no values, and their footer gives no statistics."""
-        columns = self.columns
-        if columns is None:
-            columns = self.meta.schema.to_arrow_schema()
-        return frozenset(self.leaves[f.name][0] for f in columns if pa.types.is_null(f.type))
+        fields = self.columns
+        return frozenset(self.leaves[f.name][0] for f in fields if pa.types.is_null(f.type))
 
     def text_bytes(self, side: str, name: str, sample: int = 1 << 16) -> float:
         """Bytes a row of text column ``name`` holds once read, in the file's first
