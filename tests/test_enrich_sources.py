@@ -369,7 +369,7 @@ def test_footers_past_their_budget_are_dropped_freed_and_read_again(tmp_path, mo
     import weakref
 
     from asofgpu.enrich._sources import Footers, Source
-    from asofgpu.enrich._stream import _ends_overlap, is_grouped, without_statistics
+    from asofgpu.enrich._stream import _ends_overlap, grouped_order, without_statistics
 
     for i in range(6):
         table = pa.table(
@@ -395,7 +395,7 @@ def test_footers_past_their_budget_are_dropped_freed_and_read_again(tmp_path, mo
         assert last.null_leaves == {2}
         assert without_statistics(source, "t") is None
         assert not _ends_overlap(source, "t", raw=True)
-        assert not is_grouped(source, ["g"], "t")
+        assert grouped_order(source, ["g"], "t") is None
         assert held() is None  # dropped by the walks, and read again since: another
         assert last.footer is not None
     finally:
@@ -454,6 +454,7 @@ def test_a_side_read_for_the_last_time_drops_its_footers(tmp_path, monkeypatch):
     trims = []
     monkeypatch.setattr(_sources, "_trim_malloc", lambda: trims.append(1))
     monkeypatch.setattr(Footers, "TRIM_BYTES", 1)
+    monkeypatch.setattr(Footers, "KEPT_BYTES", 0)
     footers = Footers(budget=1 << 30)
     source = Source.find(tmp_path, "RIGHT", footers)
     whole = pa.concat_tables(pq.read_table(p) for p in sorted(tmp_path.glob("*.parquet")))
@@ -463,6 +464,59 @@ def test_a_side_read_for_the_last_time_drops_its_footers(tmp_path, monkeypatch):
     assert all(p.footer is None for p in source.parts) and len(trims) == 3
     assert footers.bytes == 0
     assert source.parts[1].meta.num_rows == 2 and footers.read_again == 1
+
+
+def test_a_stream_read_for_the_last_time_drops_each_footer_after_its_file(tmp_path, monkeypatch):
+    """A stream's last pass drops each file's footer once its last batch is handed over,
+    not before: the next file's is still held. Footers that take ``KEPT_BYTES`` or less in
+    all are kept (freeing them costs more than they hold)."""
+    from asofgpu.enrich._sources import Footers, Source
+    from asofgpu.enrich._spill import source_batches
+
+    for i in range(3):
+        write(pa.table({"t": [2 * i, 2 * i + 1]}), tmp_path / f"p{i}.parquet", row_group_size=1)
+    footers = Footers(budget=1 << 30)
+    source = Source.find(tmp_path, "RIGHT", footers)
+    assert len(list(source_batches(source, ["t"], [], 1, last=True))) == 6
+    assert all(p.footer is not None for p in source.parts) and footers.bytes > 0
+    monkeypatch.setattr(Footers, "KEPT_BYTES", 0)
+    read = source_batches(source, ["t"], [], 1, last=True)
+    assert [next(read).column(0).to_pylist() for _ in range(3)] == [[0], [1], [2]]
+    assert [p.footer is None for p in source.parts] == [True, False, False]
+    assert pa.Table.from_batches(list(read)).column(0).to_pylist() == [3, 4, 5]
+    assert all(p.footer is None for p in source.parts) and footers.bytes == 0
+    assert footers.read_again == 0
+
+
+@pytest.mark.parametrize("mode", ["stream", "memory"])
+def test_a_run_drops_every_footer_once_its_file_is_read(tmp_path, capsys, monkeypatch, mode):
+    """Streamed, RIGHT's footers go as its windows pass their files (held in memory, as it
+    is read); LEFT's as each file is read, in every mode: none is read again, and none is
+    held at the end (the hive day's 2.1 GiB of them stayed to its end)."""
+    from asofgpu.enrich import _sources
+
+    runs = []
+    init = _sources.Footers.__init__
+
+    def kept(self, budget):
+        init(self, budget)
+        runs.append(self)
+
+    monkeypatch.setattr(_sources.Footers, "__init__", kept)
+    monkeypatch.setattr(_sources.Footers, "KEPT_BYTES", 0)
+    for side, column in (("l", "x"), ("r", "v")):
+        (tmp_path / side).mkdir()
+        for i in range(3):
+            table = pa.table({"t": [10 * i, 10 * i + 5], column: [1.0 * i, 2.0 * i]})
+            write(table, tmp_path / side / f"p{i}.parquet", row_group_size=1)
+    code, _, stderr = run(
+        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t",
+        "--device", "cpu", "--right-mode", mode, "-q", capsys=capsys,
+    )  # fmt: skip
+    assert (code, stderr) == (0, "")
+    assert pq.read_table(tmp_path / "o" / "p2.parquet")["v"].to_pylist() == [2.0, 4.0]
+    (footers,) = runs
+    assert footers.bytes == 0 and footers.read_again == 0
 
 
 @pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
@@ -1570,13 +1624,13 @@ def test_a_files_row_groups_are_read_on_the_footer_read_once(tmp_path, monkeypat
         return real(*args, **kwargs)
 
     monkeypatch.setattr(pq, "ParquetFile", counted)
-    got = list(part.group_batches("LEFT", 10, lambda: ["t"], []))
-    assert [b.column(0).to_pylist() for b in got] == [
-        list(range(i, i + 10)) for i in (0, 10, 20, 30)
+    got = [list(part.read_run("LEFT", run, 10, ["t"], [])) for run in part.runs(10)]
+    assert [[b.column(0).to_pylist() for b in batches] for batches in got] == [
+        [list(range(i, i + 10))] for i in (0, 10, 20, 30)
     ]
     tables = list(part.row_groups("LEFT", ["v"], []))
     assert len(tables) == 40 and tables[-1].column(0).to_pylist() == [39.0]
-    assert len(readers) == 2 and all(meta is part.meta for meta in readers)
+    assert len(readers) == 5 and all(meta is part.meta for meta in readers)
 
 
 def test_only_row_groups_of_a_few_mib_and_columns_decode_on_threads(tmp_path, monkeypatch):

@@ -426,27 +426,6 @@ def test_streaming_that_cannot_be_done_exits_2(tmp_path, capsys, case, message):
     assert message.format(r=tmp_path / "r.parquet") in stderr
 
 
-def test_an_order_by_partition_folders_is_not_looked_for(tmp_path, capsys):
-    """A RIGHT of day folders, each day's file sorted by time but the days' times
-    overlapping (in no order of the files): the stream says that it does not look for an
-    order by the folders."""
-    for day, times in (("2026-01-01", [5, 6, 7]), ("2026-01-02", [1, 2, 6])):
-        for side in ("l", "r"):
-            folder = tmp_path / side / f"date={day}"
-            folder.mkdir(parents=True)
-            pq.write_table(pa.table({"t": times, "v": [1.0, 2.0, 3.0]}), folder / "p.parquet")
-    code, _, stderr = run(
-        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--by",
-        "date", "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
-    )  # fmt: skip
-    assert code == 2
-    assert stderr == (
-        f"asofgpu enrich: error: --right-mode stream: RIGHT {tmp_path / 'r'} is not sorted by "
-        f"'t', as far as its row-group statistics and first row group show, and an order by "
-        f"('date', 't') is not looked for: 'date' is a partition folder\n"
-    )
-
-
 def test_a_broken_promise_in_a_folder_names_the_file_and_its_row(tmp_path, capsys):
     """Statistics bound each row group: a file of a folder whose rows are out of order inside
     one is named with the row in it, for RIGHT (refused) and LEFT (regrouped)."""
@@ -1445,8 +1424,9 @@ def test_a_prefetch_runs_its_depth_ahead_and_one_more_waiting_to_be_put():
 
 def test_small_row_groups_are_read_by_one_reader_a_file_in_runs_up_to_a_chunk(monkeypatch):
     """A reader a row group, and a batch each, took 140 µs a row group (1.4 s over 10,000
-    row groups of 100 rows): a file's row groups now come from one reader, small ones read
-    together up to a chunk's rows, their columns narrowed from the run after."""
+    row groups of 100 rows): a file's small row groups now come a run at a time, read
+    together up to a chunk's rows by a reader of their own and handed over as one batch,
+    their columns narrowed from the run after."""
     import tempfile
     from pathlib import Path
 
@@ -1473,7 +1453,7 @@ def test_small_row_groups_are_read_by_one_reader_a_file_in_runs_up_to_a_chunk(mo
         monkeypatch.setattr(pq.ParquetFile, "__init__", init)
         monkeypatch.setattr(pq.ParquetFile, "read_row_groups", read_row_groups)
         batches = list(source_batches(source, ["t", "g", "v"], [], 100))
-        assert len(readers) == 2 and runs == [10] * 10
+        assert len(readers) == 10 and runs == [10] * 10 and len(batches) == 10
         assert pa.Table.from_batches(batches).equals(table)
 
         narrowing = Narrowing(["t"])
@@ -1732,16 +1712,16 @@ def test_a_group_in_row_groups_of_its_own_is_grouped_where_its_keys_go_on(tmp_pa
     """The check above refuses no layout in order: a group whose row groups follow each
     other, keys equal across their edge, and row groups of several groups, are grouped."""
     from asofgpu.enrich._sources import Source
-    from asofgpu.enrich._stream import is_grouped
+    from asofgpu.enrich._stream import grouped_order
 
     table = pa.table({"s": ["A"] * 4 + ["B"] * 4, "t": [1, 2, 2, 3, 0, 1, 5, 6]})
     path = tmp_path / "one.parquet"
     pq.write_table(table, path, row_group_size=2)  # A 1 2 | A 2 3 | B 0 1 | B 5 6
-    assert is_grouped(Source.find(path, "RIGHT"), ["s"], "t")
+    assert grouped_order(Source.find(path, "RIGHT"), ["s"], "t") is not None
     pq.write_table(table, path, row_group_size=3)  # A 1 2 2 | A 3 B 0 1 | B 5 6
-    assert is_grouped(Source.find(path, "RIGHT"), ["s"], "t")
+    assert grouped_order(Source.find(path, "RIGHT"), ["s"], "t") is not None
     pq.write_table(table.take([2, 3, 0, 1, 4, 5, 6, 7]), path, row_group_size=2)
-    assert not is_grouped(Source.find(path, "RIGHT"), ["s"], "t")  # A 2 3 | A 1 2 | ...
+    assert grouped_order(Source.find(path, "RIGHT"), ["s"], "t") is None  # A 2 3 | A 1 2 | ...
 
 
 def test_left_files_tied_against_their_paths_order_still_stream_in_key_order(tmp_path, capsys):

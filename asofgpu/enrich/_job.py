@@ -49,14 +49,14 @@ from ._output import (
     footer_metadata,
     stored_as,
 )
-from ._sources import Footers, Part, Source, is_text, runs_of, type_partitions
+from ._sources import NULL_PARTITION, Footers, Part, Source, is_text, runs_of, type_partitions
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
 from ._stream import (
     CarryTooLarge,
     NotSorted,
     files_in_key_order,
-    is_grouped,
+    grouped_order,
     is_tape,
     streamable_key,
     tables_of,
@@ -308,7 +308,7 @@ def _run(
                 _Prefetch(
                     tables_of(
                         spill_batches(
-                            right, the_plan.read, run.as_codes, rows, narrowing=narrowing
+                            right, the_plan.read, run.as_codes, rows, narrowing=narrowing, last=True
                         ),
                         rows,
                     ),
@@ -853,10 +853,12 @@ def _layout(
     tape[1] = tape[1] and left_sorted
     if "tape" in layouts and all(tape):
         return _Layout("tape", True, "", "", left, right)
-    grouped = [bool(by) and is_grouped(source, by, on) for source, on, by in sides]
+    # (a side of partition folders in their values' order: ``grouped_order``)
+    in_groups = [grouped_order(source, by, on) if by else None for source, on, by in sides]
+    grouped = [source is not None for source in in_groups]
     grouped[1] = grouped[1] and left_sorted
     if "grouped" in layouts and all(grouped):
-        return _Layout("grouped", True, "", "", left, right)
+        return _Layout("grouped", True, "", "", in_groups[1], in_groups[0])
     # A side in no order by its files' paths may be a tape by its files' keys (numbered
     # files: part-10 sorts before part-2). Not one in an order already: that order streams,
     # and its files' statistics are not all read again (5,000 files: 0.13 s).
@@ -874,7 +876,9 @@ def _layout(
             return _Layout("tape", True, "", "", keyed[1], keyed[0])
     for layout, sorted_as in (("tape", tape), ("grouped", grouped)):  # RIGHT's alone
         if layout in layouts and sorted_as[0]:
-            return _Layout(layout, False, "", "", left, keyed[0] if layout == "tape" else right)
+            return _Layout(
+                layout, False, "", "", left, (keyed if layout == "tape" else in_groups)[0]
+            )
     if layouts != LAYOUTS:  # one was tried
         return _Layout("", False, "RIGHT was not sorted after all", "", left, right)
     on, by = options.right_on, options.right_by
@@ -887,16 +891,26 @@ def _layout(
         if by:
             why += f", nor do they show it sorted by {(*by, on)!r}"
         return _Layout("", False, why, "; --right-mode memory or spill joins it", left, right)
-    folders = [c for c in by if c not in right.data_schema.names]
-    orders = repr(on) + (f" nor by {(*by, on)!r}" if by and not folders else "")
+    folders = [c for c in by if right.is_partition(c)]
+    after = list(by[: len(folders)]) != folders  # (``grouped_order`` takes them first only)
+    null = next((c for c in folders if any(p.values[c] is None for p in right.parts)), None)
+    orders = repr(on) + (f" nor by {(*by, on)!r}" if by and not after and not null else "")
     why = (
         f"RIGHT {right.given} is not sorted by {orders}, as far as its row-group statistics "
         f"and first row group show"
     )
-    if folders:  # (they have no statistics: ``is_grouped`` takes the files' columns only)
+    if after:
         named = ", ".join(map(repr, folders))
         are = "is a partition folder" if len(folders) == 1 else "are partition folders"
-        why += f", and an order by {(*by, on)!r} is not looked for: {named} {are}"
+        why += (
+            f", and an order by {(*by, on)!r} is not looked for: {named} {are}, which a "
+            f"stream takes only before the by columns of its files"
+        )
+    elif null:
+        why += (
+            f", and an order by {(*by, on)!r} is not looked for: a folder {null}="
+            f"{NULL_PARTITION} holds nulls, which sort where a writer puts them"
+        )
     if tie:
         why += (
             f"; its files would be, taken in their keys' order, but {tie}, and rows of "
@@ -1184,7 +1198,9 @@ def _one_file(batches: _Prefetch):
 
 def _batches(left: Source, part: Part, options: Options, rows: int, copied: LeftChunks | None):
     """``part``'s rows in chunks, each with the LEFT row group it copies (None: not copied):
-    its columns (only the join's, when copied), then the partition columns the join needs."""
+    its columns (only the join's, when copied), then the partition columns the join needs.
+    Its footer is dropped once it is read (``Footers.release``): what OUT's file keeps of it
+    was taken when it was found."""
     # By-columns of folders as one-value dictionaries; the key never (a join takes no
     # dictionary key: --on a partition folder, day=20261127, was refused as one)
     keys = [c for c in dict.fromkeys(options.left_by) if c != options.left_on]
@@ -1192,11 +1208,13 @@ def _batches(left: Source, part: Part, options: Options, rows: int, copied: Left
     if copied is None:
         for batch in part.batches("LEFT", rows):
             yield left.with_partitions(part, batch, needed, as_codes=keys), None
-        return
-    data = [c for c in needed if c in left.data_schema.names]
-    text = [c for c in data if is_text(left.data_schema.field(c).type)]
-    for table, group in zip(part.row_groups("LEFT", data, text), copied.groups):
-        yield left.with_partitions(part, table, needed, as_codes=keys), group
+    else:
+        data = [c for c in needed if c in left.data_schema.names]
+        text = [c for c in data if is_text(left.data_schema.field(c).type)]
+        for table, group in zip(part.row_groups("LEFT", data, text), copied.groups):
+            yield left.with_partitions(part, table, needed, as_codes=keys), group
+    if part.footers is not None:
+        part.footers.release([part])
 
 
 def _how_read(copy, rows: int) -> str:

@@ -43,7 +43,7 @@ import os
 import re
 import threading
 import urllib.parse
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
@@ -121,6 +121,9 @@ class Footers:
 
     RECENT = 4  # the files read at once, by the readers, the join and a writer
     TRIM_BYTES = 64 << 20  # released footers handed back at once (0.3 s a GiB)
+    # Footers released are kept while all held take no more: freeing a day's 2,000 small
+    # ones as their files were read cost 0.2-0.3 s of 3.6 (both sides a file a symbol).
+    KEPT_BYTES = 64 << 20
 
     def __init__(self, budget: float):
         self.budget = budget
@@ -153,11 +156,14 @@ class Footers:
             _trim_malloc()
 
     def release(self, parts: list[Part]) -> None:
-        """Drop the footers of ``parts``, read for the last time (RIGHT once it is held in
-        memory or spilled), and hand their memory back (``_trim_malloc``) once ``TRIM_BYTES``
+        """Drop the footers of ``parts``, read for the last time (a side's files once it is
+        held in memory or spilled, a stream's as it passes them, LEFT's as each is read),
+        and hand their memory back (``_trim_malloc``) once ``TRIM_BYTES``
         are dropped: the hive day's 1.3 GiB of RIGHT footers stayed beside its prepared rows
-        until the end."""
+        until the end. While those held take ``KEPT_BYTES`` or less, nothing is dropped."""
         with self._lock:
+            if self.bytes <= self.KEPT_BYTES:
+                return
             for part in parts:
                 key = id(part)
                 if key in self._kept or key in self._recent:
@@ -356,31 +362,36 @@ class Part:
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
 
-    def group_batches(self, side: str, rows: int, columns, read_dictionary: list[str]):
-        """The file's rows in record batches of up to ``rows``, all from one reader, a row
-        group at a time, or a run of small ones at a time (up to ``rows`` together: the runs
-        depend on the sizes alone; a run's batches on the columns read too, a dictionary's
-        coming a row group each, so that two passes of the same columns cut alike):
-        ``columns()`` names the columns of each as it comes (they may narrow on the way). A
-        reader a row group took 140 µs a row group: 1.4 s over 10,000 row groups of 100
-        rows."""
+    def runs(self, rows: int) -> list[list[int]]:
+        """The file's row groups in runs read at once (``Source.group_batches``): small ones
+        together, up to ``rows`` rows a run (the runs depend on the sizes alone, so that two
+        passes of the same columns cut alike), a larger one alone."""
+        meta = self.meta
+        return runs_of([meta.row_group(g).num_rows for g in range(meta.num_row_groups)], rows)
+
+    def read_run(self, side: str, run: list[int], rows: int, columns, read_dictionary):
+        """Row groups ``run`` of the file (``runs``), their ``columns``: batches of up to
+        ``rows``, one row group of more rows read in slices as they are asked for, else the
+        run read at once, its row groups' pieces put together where they are small (each
+        batch costs its own partition columns and checks; 300 row groups of 33 rows a file
+        came as 300 batches)."""
         try:
             meta = self.meta
             reader = pq.ParquetFile(
                 self.path, metadata=meta, pre_buffer=False, read_dictionary=read_dictionary
             )
-            sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
-            for run in runs_of(sizes, rows):
-                wanted = columns()
-                threads = self._worth_threads(run, wanted, together=True)
-                if len(run) == 1 and sizes[run[0]] > rows:
-                    batches = reader.iter_batches(
-                        batch_size=rows, columns=wanted, row_groups=run, use_threads=threads
-                    )
-                else:  # read at once
-                    batches = _read_run(reader, run, wanted, threads).to_batches()
-                for batch in batches:
-                    yield self.as_wanted(batch, read_dictionary)
+            threads = self._worth_threads(run, columns, together=True)
+            if len(run) == 1 and meta.row_group(run[0]).num_rows > rows:
+                batches = reader.iter_batches(
+                    batch_size=rows, columns=columns, row_groups=run, use_threads=threads
+                )
+            else:
+                table = _read_run(reader, run, columns, threads)
+                if len(run) > 1 and all(combines(f.type) for f in table.schema):
+                    table = table.combine_chunks()
+                batches = table.to_batches()
+            for batch in batches:
+                yield self.as_wanted(batch, read_dictionary)
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
 
@@ -661,6 +672,53 @@ class Source:
             batch = batch.append_column(pa.field(name, column.type), column)
         return batch
 
+    def group_batches(self, rows: int, columns, read_dictionary: list[str]):
+        """(part, batch, names) for every file's rows in turn, in batches of up to ``rows``:
+        a run of row groups at a time (``Part.runs``), ``columns()`` naming the columns of
+        each as it is started (data and partition columns: they may narrow on the way; its
+        data columns are read, and ``names`` are those it was started with). Runs are read
+        ``READERS`` at a time, ahead of the one handed over, up to half of ``rows`` rows
+        ahead in all: a run of ``rows`` is read alone. (part, None, None) follows each
+        file's last batch."""
+        ahead: deque = deque()  # (part, rows, names, future of its batches, its file's last)
+        held = 0
+        with ThreadPoolExecutor(READERS, thread_name_prefix="asofgpu-read-run") as pool:
+
+            def handed():
+                nonlocal held
+                part, n, names, batches, last = ahead.popleft()
+                held -= n
+                yield from ((part, batch, names) for batch in batches.result())
+                if last:
+                    yield part, None, None
+
+            for part in self.parts:
+                runs = part.runs(rows)
+                meta = part.meta
+                for i, run in enumerate(runs):
+                    n = sum(meta.row_group(g).num_rows for g in run)
+                    while ahead and (len(ahead) >= READERS or held + n > rows // 2):
+                        yield from handed()
+                    names = columns()
+                    data = [c for c in names if c in self.data_schema.names]
+                    read = part.read_run(self.side, run, rows, data, read_dictionary)
+                    last = i == len(runs) - 1
+                    if n > rows:  # (one row group, read in slices as asked for: not ahead)
+                        while ahead:
+                            yield from handed()
+                        yield from ((part, batch, names) for batch in read)
+                        if last:
+                            yield part, None, None
+                        continue
+                    ahead.append((part, n, names, pool.submit(list, read), last))
+                    held += n
+                if not runs:
+                    while ahead:
+                        yield from handed()
+                    yield part, None, None
+            while ahead:
+                yield from handed()
+
     def read(self, columns: list[str], as_codes: list[str] = (), last: bool = False) -> pa.Table:
         """Every file's ``columns`` (data and partition), one table; text data columns and
         partition columns named in ``as_codes`` come as dictionary columns. Several files
@@ -693,6 +751,14 @@ class Source:
             with ThreadPoolExecutor(READERS, thread_name_prefix="asofgpu-read-file") as pool:
                 tables = list(pool.map(read_part, self.parts))  # (the first error, in order)
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
+
+
+def combines(kind: pa.DataType) -> bool:
+    """Whether a column of ``kind`` is put into one piece when its pieces are small: neither
+    nested (lists, structs, maps) nor an extension type (JSON, geometries). Arrow splits
+    text whose offsets would pass 2 GiB into pieces again, but not text inside those: a
+    window of such files holding 2.4 GB of it failed to combine."""
+    return not pa.types.is_nested(kind) and not isinstance(kind, pa.BaseExtensionType)
 
 
 def _read_run(reader: pq.ParquetFile, run, columns: list[str], threads: bool) -> pa.Table:

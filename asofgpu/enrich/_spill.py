@@ -378,32 +378,34 @@ def source_batches(
     rows: int,
     positions: bool = False,
     narrowing: Narrowing | None = None,
+    last: bool = False,
 ):
     """Every file's ``columns`` in batches of up to ``rows``, partition columns appended
     (as one-value dictionaries when in ``as_codes``), then the LEFT position when asked;
     with ``narrowing``, only its columns from the row group (or run of small ones:
-    ``Part.group_batches``) after it was set."""
+    ``Source.group_batches``) after it was set. ``last``: the files are read for the last
+    time, and each one's footer is dropped once it is (``Footers.release``: a stream of the
+    hive day held all 1,000 files' footers, 1 GiB, to its end)."""
     at = 0
-    names = source.data_schema.names
-    codes = [c for c in as_codes if c in names]
-    wanted = columns
+    codes = [c for c in as_codes if c in source.data_schema.names]
 
-    def data() -> list[str]:
-        nonlocal wanted
-        wanted = columns if narrowing is None or not narrowing.is_set() else narrowing.columns
-        return [c for c in wanted if c in names]
+    def wanted() -> list[str]:
+        return columns if narrowing is None or not narrowing.is_set() else narrowing.columns
 
     # A row group (or a run of small ones) at a time, so that the columns may narrow on the
     # way (and two passes over a side that read the same columns cut it at the same places).
-    for part in source.parts:
-        for batch in part.group_batches(source.side, rows, data, codes):
-            batch = source.with_partitions(part, batch, wanted, as_codes).select(wanted)
-            if positions:
-                batch = batch.append_column(
-                    POSITION, arrow_numpy.array(np.arange(at, at + batch.num_rows, dtype=np.int64))
-                )
-            at += batch.num_rows
-            yield batch
+    for part, batch, names in source.group_batches(rows, wanted, codes):
+        if batch is None:  # (the end of its file)
+            if last and part.footers is not None:
+                part.footers.release([part])
+            continue
+        batch = source.with_partitions(part, batch, names, as_codes).select(names)
+        if positions:
+            batch = batch.append_column(
+                POSITION, arrow_numpy.array(np.arange(at, at + batch.num_rows, dtype=np.int64))
+            )
+        at += batch.num_rows
+        yield batch
 
 
 class Narrowing(threading.Event):

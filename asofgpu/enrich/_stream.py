@@ -12,14 +12,14 @@ the carry in becomes the last row of each group of carry + window. Memory holds 
 carries (rows a group) and LEFT's chunks, whatever RIGHT's length: the per-group carries of
 ``asofgpu.dask``'s time strategy, on one machine.
 
-The same holds for files sorted by their by columns and then their key (``is_grouped``: day
-files per symbol, as vendors ship them): the stream's order is then (by..., on), and the
-carries hold each group's last row as before. Comparing (by..., on) keys costs little: a
+The same holds for files sorted by their by columns and then their key (``grouped_order``:
+day files per symbol, as vendors ship them, or a folder a symbol): the stream's order is
+then (by..., on), and the carries hold each group's last row as before. Comparing (by..., on) keys costs little: a
 batch's rows fall in runs of equal by values (``Keys``), and only the runs' values are
 compared as values.
 
 The layout is read from the files' row-group statistics and first row group (``is_tape``,
-``is_grouped``) and verified while streaming: a key below one already seen is an
+``grouped_order``) and verified while streaming: a key below one already seen is an
 ``EnrichError`` (and nothing is written). Files whose paths sort out of key order (part-10
 before part-2) stream in their keys' order where their statistics show it
 (``files_in_key_order``). Keys must be of one integer or temporal type on both
@@ -42,7 +42,7 @@ from .._columns import ordered_key
 from .._encode import family, unified
 from ._errors import EnrichError, one_line
 from ._memory import readable
-from ._sources import Source
+from ._sources import Source, combines
 
 
 def streamable_key(left: pa.DataType, right: pa.DataType) -> bool:
@@ -261,8 +261,8 @@ def _holds_no_values(part, index: int, chunk) -> bool:
 
 def without_statistics(source: Source, column: str) -> str | None:
     """Where ``column``'s values lie in a row group whose footer gives no min/max for them,
-    as ``is_tape`` and ``is_grouped`` need (``file, row group N`` and why: INT96 timestamps,
-    older Spark's, have none; else statistics were written off); or None."""
+    as ``is_tape`` and ``grouped_order`` need (``file, row group N`` and why: INT96
+    timestamps, older Spark's, have none; else statistics were written off); or None."""
     if column not in source.data_schema.names:
         return None
     for part in source.parts:
@@ -282,31 +282,87 @@ def without_statistics(source: Source, column: str) -> str | None:
     return None
 
 
-def is_grouped(source: Source, by: list[str], on: str) -> bool:
-    """Whether the files are sorted by their ``by`` columns and then ``on`` (a day file per
-    symbol, as vendors ship them), as far as can be told without reading them: the first by
-    column's row-group statistics never go back, no by column holds a null (where nulls sort
-    is the writer's choice) or is of floats (NaN sorts where the writer puts it, and has no
-    statistics), no row group of one group alone begins below the end of the one before it
-    of that group alone, and the first row group, read whole, is in order."""
+def grouped_order(source: Source, by: list[str], on: str) -> Source | None:
+    """``source`` with its files in the order a grouped stream reads them, where they are
+    sorted by their ``by`` columns and then ``on`` (a day file per symbol, as vendors ship
+    them), as far as can be told without reading them; else None. By columns of partition
+    folders alone (``symbol=A/``, as pyarrow's and polars' partitioned writes lay a day out)
+    must come first among ``by``: the files are taken in the order of their folders'
+    values, their paths' order kept among files of the same values (``_in_folder_order``).
+    Then: the first by column of the files' own, within the files of one folder, never goes
+    back by its row-group statistics; no by column holds a null (where nulls sort is the
+    writer's choice; a null folder neither) or is of floats (NaN sorts where the writer
+    puts it, and has no statistics); no row group of one group alone begins below the end of
+    the one before it of that group alone; and the first row group, read whole, is in order.
+
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> for symbol in ("A", "A-1", "B"):  # by path A-1/ sorts before A/
+    ...     os.mkdir(os.path.join(root, f"s={symbol}"))
+    ...     pq.write_table(pa.table({"t": [1, 2]}), os.path.join(root, f"s={symbol}", "p.parquet"))
+    >>> source = Source.find(root, "RIGHT")
+    >>> [p.relative for p in source.parts]
+    ['s=A-1/p.parquet', 's=A/p.parquet', 's=B/p.parquet']
+    >>> [p.relative for p in grouped_order(source, ["s"], "t").parts]
+    ['s=A/p.parquet', 's=A-1/p.parquet', 's=B/p.parquet']
+    """
     names = source.data_schema.names
+    folders = [c for c in by if source.is_partition(c)]
     if (
         not by
-        or any(c not in names for c in (*by, on))
+        or list(by[: len(folders)]) != folders
+        or any(c not in names for c in (*by[len(folders) :], on))
         or any(pa.types.is_floating(source.schema.field(c).type) for c in by)
     ):
-        return False
+        return None
+    values = None
+    if folders:
+        ordered = _in_folder_order(source, folders)
+        if ordered is None:
+            return None
+        source, values = ordered
+    return source if _grouped(source, folders, list(by[len(folders) :]), on, values) else None
+
+
+def _in_folder_order(source: Source, folders: list[str]) -> tuple[Source, list[tuple]] | None:
+    """``source`` with its files in the order of their ``folders``' values (typed as the
+    columns are: int64 folders 7 before 10, which their paths' order puts after; text
+    byte-wise, as Arrow orders it and the stream compares it), files of the same values in
+    their paths' order; and each file's values. None where a folder is null
+    (``__HIVE_DEFAULT_PARTITION__``: where nulls sort is no writer's order)."""
+    if any(p.values[c] is None for p in source.parts for c in folders):
+        return None
+    table = pa.table(
+        {
+            c: pa.concat_arrays([source.partition_column(p, c, 1, False) for p in source.parts])
+            for c in folders
+        }
+    )
+    order = pc.sort_indices(table, [(c, "ascending") for c in folders]).to_pylist()  # (stable)
+    rows = table.to_pylist()
+    values = [tuple(rows[i][c] for c in folders) for i in order]
+    if order != sorted(order):
+        source = dataclasses.replace(source, parts=[source.parts[i] for i in order])
+    return source, values
+
+
+def _grouped(source: Source, folders: list[str], by: list[str], on: str, values) -> bool:
+    """``grouped_order``'s checks of ``source``'s files in their order: ``by`` the columns of
+    its files, after ``folders`` whose values ``values`` gives a file each."""
     last = None
-    first = None  # (path, row group) of the first with rows
+    first = None  # (part, row group) of the first with rows
     # The last row group's by values where it holds one group alone, and its keys' highest:
     # a next one of that group alone must not begin below it (the group's rows in files
     # part-10 before part-2 by path: the first by column's statistics never go back).
     alone, high = None, None
     raw = _raw_statistics(source, on)
-    for part in source.parts:
+    folder = None  # the folders' values of the file before
+    for p, part in enumerate(source.parts):
         meta = part.meta
         indexes = [part.leaves[c][0] for c in by]
         key = part.leaves[on][0]
+        if folders and values[p] != folder:
+            folder, last = values[p], None  # a group of folders anew: the files' by columns too
         for g in range(meta.num_row_groups):
             group = meta.row_group(g)
             if group.num_rows == 0:
@@ -315,37 +371,40 @@ def is_grouped(source: Source, by: list[str], on: str) -> bool:
                 stats = group.column(index).statistics
                 if stats is None or not stats.has_null_count or stats.null_count:
                     return False
-            stats = group.column(indexes[0]).statistics
-            if not stats.has_min_max:
-                return False
-            if last is not None and stats.min < last:
-                return False
-            last = stats.max
-            first = first or (part.path, g)
-            values = _one_group(group, indexes)
-            keys = None if values is None else group.column(key).statistics
+            if indexes:
+                stats = group.column(indexes[0]).statistics
+                if not stats.has_min_max:
+                    return False
+                if last is not None and stats.min < last:
+                    return False
+                last = stats.max
+            first = first or (part, g)
+            mine = _one_group(group, indexes)
+            mine = None if mine is None else (folder, *mine)
+            keys = None if mine is None else group.column(key).statistics
             if keys is None or not keys.has_min_max:
                 alone = None  # (several groups, or keys unknown: nothing to compare)
                 continue
             low, top = _bounds(keys, raw)
-            if values == alone and low < high:
+            if mine == alone and low < high:
                 return False
-            alone, high = values, top
+            alone, high = mine, top
     if first is None:
         return True
+    part, g = first
     try:
-        head = arrow_numpy.without_views(
-            pq.ParquetFile(first[0]).read_row_group(first[1], columns=[*by, on])
-        )
+        head = pq.ParquetFile(part.path).read_row_group(g, columns=[*by, on])
     except (OSError, pa.ArrowException) as exc:
-        raise EnrichError(f"cannot read {source.side} file {first[0]}: {one_line(exc)}") from None
-    order = Order.of(source, on, by)
+        raise EnrichError(f"cannot read {source.side} file {part.path}: {one_line(exc)}") from None
+    head = source.with_partitions(part, arrow_numpy.without_views(head), folders, [])
+    order = Order.of(source, on, [*folders, *by])
     return not _descents(order.keys(head)).any()
 
 
 def _one_group(group, indexes: list[int]) -> tuple | None:
-    """The by values of a row group that holds one group alone, by its statistics; None
-    where it may hold more."""
+    """The by values of a row group that holds one group alone, by its statistics (those of
+    leaf columns ``indexes``; none: a file's by values are all its folders'); None where it
+    may hold more."""
     values = []
     for index in indexes:
         stats = group.column(index).statistics
@@ -666,24 +725,16 @@ def _together(tables: list[pa.Table]) -> pa.Table:
     groups of 65,536 rows gains nothing from the copy (1.78 s, 1.84 s copied).
 
     Nested columns (lists, structs, maps) and extension types (JSON, geometries) stay in
-    their chunks: Arrow splits text whose offsets would pass 2 GiB into chunks again, but
-    not text inside those, and a window of such files holding 2.4 GB of it failed to
-    combine. Their takes go a chunk at a time, as before."""
+    their chunks (``combines``); their takes go a chunk at a time, as before."""
     table = pa.concat_tables(tables)
     chunks = max((column.num_chunks for column in table.columns), default=0)
     if chunks <= 1 or table.num_rows >= SMALL_CHUNK_ROWS * chunks:
         return table
-    flat = [i for i, field in enumerate(table.schema) if _combines(field.type)]
+    flat = [i for i, field in enumerate(table.schema) if combines(field.type)]
     columns = table.columns
     for i, column in zip(flat, table.select(flat).combine_chunks().columns):
         columns[i] = column
     return pa.Table.from_arrays(columns, schema=table.schema)
-
-
-def _combines(kind: pa.DataType) -> bool:
-    """Whether a column of ``kind`` is copied into one chunk by ``_together``: neither
-    nested nor an extension type."""
-    return not pa.types.is_nested(kind) and not isinstance(kind, pa.BaseExtensionType)
 
 
 def whole_key_windows(
