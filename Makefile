@@ -46,7 +46,8 @@ venv-cudf:
 # The floors: the oldest numpy, numba, pyarrow and rich that pyproject.toml's dependencies
 # allow, and of its pandas and polars extras, in a small environment of their own, where the
 # front ends', gathers', Arrow layouts', the core's key types and grid, and enrich's types
-# and sources tests run (the key types found numba 0.59's wrong dispatch: the floor is 0.61).
+# and sources tests run (the key types found numba 0.59's wrong dispatch: the floor is 0.61),
+# and the library's doctests (one used a float16 dictionary_encode that pyarrow 19 lacks).
 # Their numba keeps its own cache there (NUMBA_CACHE_DIR), apart from .venv's newer numba.
 FLOOR_TESTS := tests/test_pandas_frontend.py tests/test_pandas_semantics.py \
 	tests/test_pandas_arrow.py tests/test_dask.py tests/test_splice_frontends.py \
@@ -91,7 +92,7 @@ test-sim: venv
 
 test-floor: venv-floor
 	NUMBA_CACHE_DIR=$(VENV_FLOOR)/numba-cache $(VENV_FLOOR)/bin/python -m pytest -n auto \
-	    -m "not gpu and not slow" $(FLOOR_TESTS)
+	    -m "not gpu and not slow" --doctest-modules asofgpu $(FLOOR_TESTS)
 
 test-cudf: venv-cudf
 	NUMBA_CACHE_DIR=$(VENV_CUDF)/numba-cache $(VENV_CUDF)/bin/python -m pytest -n auto \

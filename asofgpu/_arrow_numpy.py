@@ -488,8 +488,11 @@ def unifies_wrong(column: pa.ChunkedArray) -> bool:
     and unifies float16 ones by their bits (pyarrow 26: 1.5 became 15872.0, silently).
     Such a column is decoded and encoded again instead.
 
-    >>> halves = [pa.array(np.array(v, np.float16)).dictionary_encode() for v in ([0, 1.5], [2])]
-    >>> unifies_wrong(pa.chunked_array(halves)), unifies_wrong(pa.chunked_array(halves[:1]))
+    >>> def halves(*values):  # (pyarrow before 21 has no dictionary_encode of float16)
+    ...     codes = pa.array(np.arange(len(values)), pa.int32())
+    ...     return pa.DictionaryArray.from_arrays(codes, pa.array(np.array(values, np.float16)))
+    >>> chunks = [halves(0, 1.5), halves(2)]
+    >>> unifies_wrong(pa.chunked_array(chunks)), unifies_wrong(pa.chunked_array(chunks[:1]))
     (True, False)
     """
     return (
