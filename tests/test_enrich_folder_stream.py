@@ -199,19 +199,28 @@ def test_an_order_by_a_null_folder_is_not_looked_for(tmp_path, capsys):
         "date", "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
     )  # fmt: skip
     assert code == 2
-    assert stderr.endswith(
-        "as far as its row-group statistics and first row group show, and an order by "
-        "('date', 't') is not looked for: a folder date=__HIVE_DEFAULT_PARTITION__ holds "
-        "nulls, which sort where a writer puts them\n"
+    assert stderr == (
+        f"asofgpu enrich: error: --right-mode stream: RIGHT {tmp_path / 'r'} is not sorted by "
+        f"'t', as far as its row-group statistics and first row group show, and an order by "
+        f"('date', 't') is not looked for: a folder date=__HIVE_DEFAULT_PARTITION__ holds "
+        f"nulls, which sort where a writer puts them\n"
     )
 
 
-def test_an_order_with_a_folder_after_a_column_is_not_looked_for(tmp_path, capsys):
+@pytest.mark.parametrize(
+    ("by", "named"),
+    [
+        ("venue,date", "'date' is a partition folder"),
+        ("date,venue,symbol", "'symbol' is a partition folder"),  # (date, first, is not)
+        ("venue,symbol,date", "'symbol', 'date' are partition folders"),
+    ],
+)
+def test_an_order_with_a_folder_after_a_column_is_not_looked_for(tmp_path, capsys, by, named):
     """A folder after a by column of the files' own: their order would interleave the
-    files, which a stream does not; said so."""
+    files, which a stream does not; said so, naming the folders that come after one."""
     for side in ("l", "r"):
-        for day_ in ("2026-01-01", "2026-01-02"):
-            folder = tmp_path / side / f"date={day_}"
+        for day_, symbol in itertools.product(("2026-01-01", "2026-01-02"), ("A", "B")):
+            folder = tmp_path / side / f"date={day_}" / f"symbol={symbol}"
             folder.mkdir(parents=True)
             table = pa.table({"venue": ["X", "Y"], "t": [1, 2], "v": [1.0, 2.0]})
             pq.write_table(
@@ -219,12 +228,15 @@ def test_an_order_with_a_folder_after_a_column_is_not_looked_for(tmp_path, capsy
             )
     code, _, stderr = run(
         "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--by",
-        "venue,date", "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
+        by, "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
     )  # fmt: skip
     assert code == 2
-    assert stderr.endswith(
-        "and an order by ('venue', 'date', 't') is not looked for: 'date' is a partition "
-        "folder, which a stream takes only before the by columns of its files\n"
+    order = (*by.split(","), "t")
+    assert stderr == (
+        f"asofgpu enrich: error: --right-mode stream: RIGHT {tmp_path / 'r'} is not sorted by "
+        f"'t', as far as its row-group statistics and first row group show, and an order by "
+        f"{order!r} is not looked for: {named}, which a stream takes only before the by "
+        f"columns of its files\n"
     )
 
 

@@ -304,7 +304,7 @@ def _stream_key(row: dict, by: list[str], on: bool = True) -> tuple:
 def _statistics_show_it(rows: list[dict], by: list[str], ends: list[int], group_rows: int):
     """Whether two row groups in a row (as ``RightSide.write`` cuts them), each of one group
     alone, show that group's keys going back: the second's lowest below the first's highest
-    (``is_grouped``, which then refuses the layout before any stream)."""
+    (``grouped_order``, which then refuses the layout before any stream)."""
     alone = high = None
     for begin, end in zip(ends, ends[1:]):
         for start in range(begin, end, group_rows):
@@ -353,7 +353,7 @@ def _first_descent(rows: list[dict], by: list[str]) -> int | None:
     spot=(0, 4, True, 0),
 )
 def test_a_grouped_right_out_of_order_in_a_later_row_group_exits_2(case, chosen, spot, capsys):
-    """``spot``: which row group after the first (which is_grouped reads), which row of it,
+    """``spot``: which row group after the first (which grouped_order reads), which row of it,
     whether it goes below by the key or by the second by column, and then at which key."""
     right = case.right
     ends = [0, *right.cuts, right.table.num_rows]

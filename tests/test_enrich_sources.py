@@ -401,7 +401,7 @@ def test_footers_past_their_budget_are_dropped_freed_and_read_again(tmp_path, mo
     finally:
         gc.enable()
     assert [p.footer is None for p in source.parts] == dropped
-    # Two walks of every file (is_grouped stops at the first) read the four dropped again.
+    # Two walks of every file (grouped_order stops at the first) read the four dropped again.
     assert footers.bytes == 3 * one and footers.read_again == 2 * 4
     again = last.meta
     assert again.num_row_groups == 5 and again.equals(pq.read_metadata(last.path))
@@ -488,11 +488,51 @@ def test_a_stream_read_for_the_last_time_drops_each_footer_after_its_file(tmp_pa
     assert footers.read_again == 0
 
 
-@pytest.mark.parametrize("mode", ["stream", "memory"])
-def test_a_run_drops_every_footer_once_its_file_is_read(tmp_path, capsys, monkeypatch, mode):
-    """Streamed, RIGHT's footers go as its windows pass their files (held in memory, as it
-    is read); LEFT's as each file is read, in every mode: none is read again, and none is
-    held at the end (the hive day's 2.1 GiB of them stayed to its end)."""
+def test_runs_read_ahead_come_in_order_and_so_does_a_broken_file(tmp_path):
+    """``Source.group_batches`` reads runs of small row groups ahead on threads: batches come
+    in the files' order, each file's end marked, and a file broken after it was found raises
+    only after the rows of the files before it."""
+    from asofgpu.enrich._errors import EnrichError
+    from asofgpu.enrich._sources import Footers, Source
+
+    for i in range(4):
+        write(pa.table({"t": np.arange(10 * i, 10 * i + 10)}), tmp_path / f"p{i}.parquet",
+              row_group_size=2)  # fmt: skip
+    source = Source.find(tmp_path, "RIGHT", Footers(budget=1 << 30))
+    items = list(source.group_batches(100, lambda: ["t"], []))
+    ends = [part.relative for part, batch, _ in items if batch is None]
+    assert ends == [f"p{i}.parquet" for i in range(4)]
+    got = [b.column(0).to_pylist() for _, b, names in items if b is not None]
+    assert got == [list(range(10 * i, 10 * i + 10)) for i in range(4)]  # (a file's run: one)
+    (tmp_path / "p2.parquet").write_bytes(b"PAR1 not any more")
+    seen = []
+    with pytest.raises(EnrichError, match="cannot read RIGHT file .*p2.parquet"):
+        for part, batch, _ in source.group_batches(100, lambda: ["t"], []):
+            seen.append((part.relative, batch is None))
+    assert seen == [("p0.parquet", False), ("p0.parquet", True)] + [
+        ("p1.parquet", False), ("p1.parquet", True)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mode", "strategy", "dropped"),
+    [
+        ("stream", "backward", "both"),
+        ("memory", "backward", "both"),
+        ("spill", "backward", "RIGHT"),  # (LEFT's spilled by a pass of its own)
+        ("regroup", "backward", "RIGHT"),  # (LEFT's keys put in order by passes of their own)
+        ("stream", "forward", "LEFT"),  # (RIGHT's read again by the first pass)
+        ("stream", "nearest", "LEFT"),
+    ],
+)
+def test_a_run_drops_every_footer_once_its_file_is_read_for_the_last_time(
+    tmp_path, capsys, monkeypatch, mode, strategy, dropped
+):
+    """A file's footer goes once the run has read the file for the last time: RIGHT's as a
+    backward stream's windows pass its files (a forward or nearest stream's first pass
+    reads them again), as it is read into memory, or spilled; LEFT's as each file is read,
+    where that is its only pass. None is read again (the hive day's 2.1 GiB of them stayed
+    to its end)."""
     from asofgpu.enrich import _sources
 
     runs = []
@@ -504,19 +544,40 @@ def test_a_run_drops_every_footer_once_its_file_is_read(tmp_path, capsys, monkey
 
     monkeypatch.setattr(_sources.Footers, "__init__", kept)
     monkeypatch.setattr(_sources.Footers, "KEPT_BYTES", 0)
+    found = {}
+    find = _sources.Source.find.__func__
+
+    def finds(cls, given, side, footers=None):
+        found[side] = find(cls, given, side, footers)
+        return found[side]
+
+    monkeypatch.setattr(_sources.Source, "find", classmethod(finds))
+    left_keys = [[0, 25], [10, 15], [5, 20]] if mode == "regroup" else [[0, 5], [10, 15], [20, 25]]
     for side, column in (("l", "x"), ("r", "v")):
         (tmp_path / side).mkdir()
         for i in range(3):
-            table = pa.table({"t": [10 * i, 10 * i + 5], column: [1.0 * i, 2.0 * i]})
+            keys = left_keys[i] if side == "l" else [10 * i, 10 * i + 5]
+            table = pa.table({"t": keys, column: [1.0 * i, 2.0 * i]})
             write(table, tmp_path / side / f"p{i}.parquet", row_group_size=1)
+    flag = "stream" if mode == "regroup" else mode  # (LEFT out of order: regrouped)
     code, _, stderr = run(
         "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t",
-        "--device", "cpu", "--right-mode", mode, "-q", capsys=capsys,
+        "--device", "cpu", "--right-mode", flag, "--strategy", strategy, capsys=capsys,
     )  # fmt: skip
-    assert (code, stderr) == (0, "")
-    assert pq.read_table(tmp_path / "o" / "p2.parquet")["v"].to_pylist() == [2.0, 4.0]
+    assert code == 0, stderr
+    assert ("LEFT's keys put in that order" in stderr) == (mode == "regroup")
+    left, right = pq.read_table(tmp_path / "o" / "p2.parquet"), pq.read_table(tmp_path / "r")
+    expected = ag.join_asof(
+        pq.read_table(tmp_path / "l" / "p2.parquet"), right, on="t", strategy=strategy
+    )
+    assert left.equals(expected)
     (footers,) = runs
-    assert footers.bytes == 0 and footers.read_again == 0
+    assert footers.read_again == 0
+    held = {side: [p.footer is not None for p in source.parts] for side, source in found.items()}
+    assert held == {
+        "LEFT": [dropped not in ("both", "LEFT")] * 3,
+        "RIGHT": [dropped not in ("both", "RIGHT")] * 3,
+    }
 
 
 @pytest.mark.parametrize("mode", ["memory", "stream", "spill"])

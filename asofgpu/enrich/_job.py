@@ -49,13 +49,14 @@ from ._output import (
     footer_metadata,
     stored_as,
 )
-from ._sources import NULL_PARTITION, Footers, Part, Source, is_text, runs_of, type_partitions
+from ._sources import Footers, Part, Source, is_text, runs_of, type_partitions
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
 from ._stream import (
     CarryTooLarge,
     NotSorted,
     files_in_key_order,
+    folders_unordered,
     grouped_order,
     is_tape,
     streamable_key,
@@ -302,13 +303,17 @@ def _run(
         # thread: handed over one by one, 5,000 files of 400 rows kept the join waiting on
         # the queue 0.9 s of 2.1. Putting them together holds the next batch read: one table
         # waits in the queue, not two (two held 30-90 MB more of the bench's day).
+        # The windows are RIGHT's last pass but where a forward or nearest stream's first
+        # pass, after them on the join's thread, reads the files again (for carries out):
+        # there they keep their footers (dropped by the windows, they were read again).
         narrowing = Narrowing([options.right_on, *options.right_by])
+        last = options.strategy == "backward"
         windows = (
             stack.enter_context(
                 _Prefetch(
                     tables_of(
                         spill_batches(
-                            right, the_plan.read, run.as_codes, rows, narrowing=narrowing, last=True
+                            right, the_plan.read, run.as_codes, rows, narrowing=narrowing, last=last
                         ),
                         rows,
                     ),
@@ -318,9 +323,12 @@ def _run(
             if mode in ("stream", "regroup")
             else None
         )
+        # LEFT's files are read here for the last time, but where they are regrouped or
+        # spilled, by passes of their own after this one has begun.
+        last = mode in ("memory", "stream")
         runs = joined_together(left.parts, rows, [_copied(c) is not None for c in copies])
         left_batches = stack.enter_context(
-            _Prefetch(_files_batches(left, options, rows, copies, runs))
+            _Prefetch(_files_batches(left, options, rows, copies, runs, last))
         )
         backend = checked.result()
         stack.enter_context(_kernel_threads())
@@ -891,26 +899,14 @@ def _layout(
         if by:
             why += f", nor do they show it sorted by {(*by, on)!r}"
         return _Layout("", False, why, "; --right-mode memory or spill joins it", left, right)
-    folders = [c for c in by if right.is_partition(c)]
-    after = list(by[: len(folders)]) != folders  # (``grouped_order`` takes them first only)
-    null = next((c for c in folders if any(p.values[c] is None for p in right.parts)), None)
-    orders = repr(on) + (f" nor by {(*by, on)!r}" if by and not after and not null else "")
+    unordered = folders_unordered(right, by)
+    orders = repr(on) + (f" nor by {(*by, on)!r}" if by and not unordered else "")
     why = (
         f"RIGHT {right.given} is not sorted by {orders}, as far as its row-group statistics "
         f"and first row group show"
     )
-    if after:
-        named = ", ".join(map(repr, folders))
-        are = "is a partition folder" if len(folders) == 1 else "are partition folders"
-        why += (
-            f", and an order by {(*by, on)!r} is not looked for: {named} {are}, which a "
-            f"stream takes only before the by columns of its files"
-        )
-    elif null:
-        why += (
-            f", and an order by {(*by, on)!r} is not looked for: a folder {null}="
-            f"{NULL_PARTITION} holds nulls, which sort where a writer puts them"
-        )
+    if unordered:
+        why += f", and an order by {(*by, on)!r} is not looked for: {unordered}"
     if tie:
         why += (
             f"; its files would be, taken in their keys' order, but {tie}, and rows of "
@@ -1154,7 +1150,9 @@ class _Prefetch:
         return False
 
 
-def _files_batches(left: Source, options: Options, rows: int, copies: list, runs: list):
+def _files_batches(
+    left: Source, options: Options, rows: int, copies: list, runs: list, last: bool = False
+):
     """Every LEFT file's ``_batches``, by ``runs`` (``joined_together``): a file alone's
     followed by None, and the files of a run of several as one item, a list of each file's
     list of chunks (of up to a chunk's rows in all). Read on one thread, which goes on into
@@ -1162,7 +1160,9 @@ def _files_batches(left: Source, options: Options, rows: int, copies: list, runs
     file's first chunk wait for its own: 100 files of 20,000 rows waited 0.37 s); a run as
     one item reads the next run, not the next file, while one is joined."""
     for run in runs:
-        chunks = [_batches(left, left.parts[i], options, rows, _copied(copies[i])) for i in run]
+        chunks = [
+            _batches(left, left.parts[i], options, rows, _copied(copies[i]), last) for i in run
+        ]
         if len(run) == 1:
             yield from chunks[0]
             yield None
@@ -1196,11 +1196,13 @@ def _one_file(batches: _Prefetch):
         yield item
 
 
-def _batches(left: Source, part: Part, options: Options, rows: int, copied: LeftChunks | None):
+def _batches(
+    left: Source, part: Part, options: Options, rows: int, copied: LeftChunks | None, last: bool
+):
     """``part``'s rows in chunks, each with the LEFT row group it copies (None: not copied):
     its columns (only the join's, when copied), then the partition columns the join needs.
-    Its footer is dropped once it is read (``Footers.release``): what OUT's file keeps of it
-    was taken when it was found."""
+    ``last``: the file is read for the last time, and its footer is dropped once it is
+    (``Footers.release``; what OUT's file keeps of it was taken when it was found)."""
     # By-columns of folders as one-value dictionaries; the key never (a join takes no
     # dictionary key: --on a partition folder, day=20261127, was refused as one)
     keys = [c for c in dict.fromkeys(options.left_by) if c != options.left_on]
@@ -1213,7 +1215,7 @@ def _batches(left: Source, part: Part, options: Options, rows: int, copied: Left
         text = [c for c in data if is_text(left.data_schema.field(c).type)]
         for table, group in zip(part.row_groups("LEFT", data, text), copied.groups):
             yield left.with_partitions(part, table, needed, as_codes=keys), group
-    if part.footers is not None:
+    if last and part.footers is not None:
         part.footers.release([part])
 
 

@@ -372,9 +372,9 @@ class Part:
     def read_run(self, side: str, run: list[int], rows: int, columns, read_dictionary):
         """Row groups ``run`` of the file (``runs``), their ``columns``: batches of up to
         ``rows``, one row group of more rows read in slices as they are asked for, else the
-        run read at once, its row groups' pieces put together where they are small (each
-        batch costs its own partition columns and checks; 300 row groups of 33 rows a file
-        came as 300 batches)."""
+        run read at once and handed over as one batch (each batch costs its own partition
+        columns and checks: 300 row groups of 33 rows a file came as 300 batches), unless it
+        holds a column that is not put into one piece (``combines``): a batch a row group."""
         try:
             meta = self.meta
             reader = pq.ParquetFile(
@@ -676,48 +676,53 @@ class Source:
         """(part, batch, names) for every file's rows in turn, in batches of up to ``rows``:
         a run of row groups at a time (``Part.runs``), ``columns()`` naming the columns of
         each as it is started (data and partition columns: they may narrow on the way; its
-        data columns are read, and ``names`` are those it was started with). Runs are read
-        ``READERS`` at a time, ahead of the one handed over, up to half of ``rows`` rows
-        ahead in all: a run of ``rows`` is read alone. (part, None, None) follows each
-        file's last batch."""
+        data columns are read, and ``names`` are those it was started with). While one run
+        is handed over, the next ``READERS`` are read on threads, up to half of ``rows``
+        rows ahead in all (a run of more is read alone, when it is reached). (part, None,
+        None) follows each file's last batch. Whatever goes wrong comes in the files' order:
+        an unreadable file after the rows before it."""
         ahead: deque = deque()  # (part, rows, names, future of its batches, its file's last)
         held = 0
+
+        def handed():
+            nonlocal held
+            part, n, names, batches, last = ahead.popleft()
+            held -= n
+            yield from ((part, batch, names) for batch in batches.result())
+            if last:
+                yield part, None, None
+
+        def drained():
+            while ahead:
+                yield from handed()
+
         with ThreadPoolExecutor(READERS, thread_name_prefix="asofgpu-read-run") as pool:
-
-            def handed():
-                nonlocal held
-                part, n, names, batches, last = ahead.popleft()
-                held -= n
-                yield from ((part, batch, names) for batch in batches.result())
-                if last:
-                    yield part, None, None
-
             for part in self.parts:
-                runs = part.runs(rows)
+                try:
+                    runs = part.runs(rows)
+                except EnrichError:  # (its footer read again, and the file changed)
+                    yield from drained()
+                    raise
+                if not runs:
+                    yield from drained()
+                    yield part, None, None
                 meta = part.meta
                 for i, run in enumerate(runs):
                     n = sum(meta.row_group(g).num_rows for g in run)
-                    while ahead and (len(ahead) >= READERS or held + n > rows // 2):
+                    while ahead and (len(ahead) > READERS or held + n > rows // 2):
                         yield from handed()
                     names = columns()
                     data = [c for c in names if c in self.data_schema.names]
                     read = part.read_run(self.side, run, rows, data, read_dictionary)
                     last = i == len(runs) - 1
-                    if n > rows:  # (one row group, read in slices as asked for: not ahead)
-                        while ahead:
-                            yield from handed()
+                    if n > rows // 2:  # (alone: nothing is ahead)
                         yield from ((part, batch, names) for batch in read)
                         if last:
                             yield part, None, None
                         continue
                     ahead.append((part, n, names, pool.submit(list, read), last))
                     held += n
-                if not runs:
-                    while ahead:
-                        yield from handed()
-                    yield part, None, None
-            while ahead:
-                yield from handed()
+            yield from drained()
 
     def read(self, columns: list[str], as_codes: list[str] = (), last: bool = False) -> pa.Table:
         """Every file's ``columns`` (data and partition), one table; text data columns and

@@ -376,16 +376,18 @@ def source_batches(
     columns: list[str],
     as_codes: list[str],
     rows: int,
+    *,
     positions: bool = False,
     narrowing: Narrowing | None = None,
     last: bool = False,
 ):
     """Every file's ``columns`` in batches of up to ``rows``, partition columns appended
     (as one-value dictionaries when in ``as_codes``), then the LEFT position when asked;
-    with ``narrowing``, only its columns from the row group (or run of small ones:
-    ``Source.group_batches``) after it was set. ``last``: the files are read for the last
-    time, and each one's footer is dropped once it is (``Footers.release``: a stream of the
-    hive day held all 1,000 files' footers, 1 GiB, to its end)."""
+    with ``narrowing``, only its columns from the row groups (or runs of small ones:
+    ``Source.group_batches``) started after it was set (those read ahead keep the columns
+    they began with). ``last``: the files are read for the last time, and each one's footer
+    is dropped once it is (``Footers.release``: a stream of the hive day held all 1,000
+    files' footers, 1 GiB, to its end)."""
     at = 0
     codes = [c for c in as_codes if c in source.data_schema.names]
 

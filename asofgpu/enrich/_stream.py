@@ -14,9 +14,9 @@ carries (rows a group) and LEFT's chunks, whatever RIGHT's length: the per-group
 
 The same holds for files sorted by their by columns and then their key (``grouped_order``:
 day files per symbol, as vendors ship them, or a folder a symbol): the stream's order is
-then (by..., on), and the carries hold each group's last row as before. Comparing (by..., on) keys costs little: a
-batch's rows fall in runs of equal by values (``Keys``), and only the runs' values are
-compared as values.
+then (by..., on), and the carries hold each group's last row as before. Comparing (by...,
+on) keys costs little: a batch's rows fall in runs of equal by values (``Keys``), and only
+the runs' values are compared as values.
 
 The layout is read from the files' row-group statistics and first row group (``is_tape``,
 ``grouped_order``) and verified while streaming: a key below one already seen is an
@@ -42,7 +42,7 @@ from .._columns import ordered_key
 from .._encode import family, unified
 from ._errors import EnrichError, one_line
 from ._memory import readable
-from ._sources import Source, combines
+from ._sources import NULL_PARTITION, Source, combines
 
 
 def streamable_key(left: pa.DataType, right: pa.DataType) -> bool:
@@ -310,28 +310,41 @@ def grouped_order(source: Source, by: list[str], on: str) -> Source | None:
     folders = [c for c in by if source.is_partition(c)]
     if (
         not by
-        or list(by[: len(folders)]) != folders
+        or folders_unordered(source, by)
         or any(c not in names for c in (*by[len(folders) :], on))
         or any(pa.types.is_floating(source.schema.field(c).type) for c in by)
     ):
         return None
     values = None
     if folders:
-        ordered = _in_folder_order(source, folders)
-        if ordered is None:
-            return None
-        source, values = ordered
+        source, values = _in_folder_order(source, folders)
     return source if _grouped(source, folders, list(by[len(folders) :]), on, values) else None
 
 
-def _in_folder_order(source: Source, folders: list[str]) -> tuple[Source, list[tuple]] | None:
-    """``source`` with its files in the order of their ``folders``' values (typed as the
-    columns are: int64 folders 7 before 10, which their paths' order puts after; text
-    byte-wise, as Arrow orders it and the stream compares it), files of the same values in
-    their paths' order; and each file's values. None where a folder is null
+def folders_unordered(source: Source, by: list[str]) -> str:
+    """Why ``source``'s partition folders among ``by`` keep its files from a grouped stream
+    (``grouped_order``), or "" where nothing does: a folder after a by column of the
+    files' own (their order would interleave the files), or a null one
     (``__HIVE_DEFAULT_PARTITION__``: where nulls sort is no writer's order)."""
-    if any(p.values[c] is None for p in source.parts for c in folders):
-        return None
+    own = next((i for i, c in enumerate(by) if not source.is_partition(c)), len(by))
+    after = [c for c in by[own:] if source.is_partition(c)]
+    if after:
+        are = "is a partition folder" if len(after) == 1 else "are partition folders"
+        named = ", ".join(map(repr, after))
+        return f"{named} {are}, which a stream takes only before the by columns of its files"
+    for name in by[:own]:
+        if any(p.values[name] is None for p in source.parts):
+            return (
+                f"a folder {name}={NULL_PARTITION} holds nulls, which sort where a writer puts them"
+            )
+    return ""
+
+
+def _in_folder_order(source: Source, folders: list[str]) -> tuple[Source, list[tuple]]:
+    """``source`` with its files in the order of their ``folders``' values (none null;
+    typed as the columns are: int64 folders 7 before 10, which their paths' order puts
+    after; text byte-wise, as Arrow orders it and the stream compares it), files of the
+    same values in their paths' order; and each file's values."""
     table = pa.table(
         {
             c: pa.concat_arrays([source.partition_column(p, c, 1, False) for p in source.parts])
