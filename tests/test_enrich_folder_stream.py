@@ -190,6 +190,27 @@ def test_folders_whose_keys_go_back_inside_one_are_not_streamed(tmp_path, capsys
     assert pq.read_table(tmp_path / "o2" / "g=a" / "p0.parquet")["v"].to_pylist() == [1.0, 2.0]
 
 
+def test_keys_going_back_past_a_file_of_null_keys_are_seen_before_streaming(tmp_path, capsys):
+    """A folder's files 50-70, then null keys only, then 10-30: its statistics show the keys
+    going back across the nulls, so the stream is refused before it starts (it was found
+    at row 0 of the third file, "though its row-group statistics say so")."""
+    for side, g in itertools.product(("l", "r"), ("a", "b")):
+        folder = tmp_path / side / f"g={g}"
+        folder.mkdir(parents=True)
+        for i, t in enumerate(([50, 60, 70], [None, None], [10, 20, 30])):
+            table = pa.table({"t": pa.array(t, pa.int64()), "v": [1.0] * len(t)})
+            pq.write_table(table if side == "r" else table.select(["t"]), folder / f"p{i}.parquet")
+    code, _, stderr = run(
+        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--by",
+        "g", "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert stderr == (
+        f"asofgpu enrich: error: --right-mode stream: RIGHT {tmp_path / 'r'} is not sorted by "
+        f"'t' nor by ('g', 't'), as far as its row-group statistics and first row group show\n"
+    )
+
+
 def test_an_order_by_a_null_folder_is_not_looked_for(tmp_path, capsys):
     """A folder of nulls (``__HIVE_DEFAULT_PARTITION__``) has no place in an order: the
     stream says so."""

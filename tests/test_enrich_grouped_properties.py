@@ -310,11 +310,11 @@ def _statistics_show_it(rows: list[dict], by: list[str], ends: list[int], group_
         for start in range(begin, end, group_rows):
             group = rows[start : min(start + group_rows, end)]
             keys = [r["t"] for r in group if r["t"] is not None]
-            if not keys:
-                alone = None
-                continue
             values = {tuple(r[c] for c in by) for r in group}
             one = values.pop() if len(values) == 1 else None
+            if not keys:  # (null keys of the group alone before: it goes on)
+                alone = alone if one is not None and one == alone else None
+                continue
             if one is not None and one == alone and min(keys) < high:
                 return True
             alone, high = one, max(keys)

@@ -394,6 +394,9 @@ def _grouped(source: Source, folders: list[str], by: list[str], on: str, values)
             first = first or (part, g)
             mine = _one_group(group, indexes)
             mine = None if mine is None else (folder, *mine)
+            if mine is not None and mine == alone:
+                if _holds_no_values(part, key, group.column(key)):
+                    continue  # (null keys alone: nothing to order, and the group goes on)
             keys = None if mine is None else group.column(key).statistics
             if keys is None or not keys.has_min_max:
                 alone = None  # (several groups, or keys unknown: nothing to compare)
