@@ -677,10 +677,13 @@ class Source:
         a run of row groups at a time (``Part.runs``), ``columns()`` naming the columns of
         each as it is started (data and partition columns: they may narrow on the way; its
         data columns are read, and ``names`` are those it was started with). While one run
-        is handed over, the next ``READERS`` are read on threads, up to half of ``rows``
-        rows ahead in all (a run of more is read alone, when it is reached). (part, None,
-        None) follows each file's last batch. Whatever goes wrong comes in the files' order:
-        an unreadable file after the rows before it."""
+        is handed over, the next ``READERS`` runs of several row groups are read on threads,
+        up to half of ``rows`` rows ahead in all: a file of 300 row groups of 33 rows takes
+        7 ms to read, mostly their fixed costs. A run of more rows, or of one row group, is
+        read alone when it is reached (handing 1,000 files of one row group each to the
+        threads cost 0.2 s of 3.8). (part, None, None) follows each file's last batch.
+        Whatever goes wrong comes in the files' order: an unreadable file after the rows
+        before it."""
         ahead: deque = deque()  # (part, rows, names, future of its batches, its file's last)
         held = 0
 
@@ -709,13 +712,14 @@ class Source:
                 meta = part.meta
                 for i, run in enumerate(runs):
                     n = sum(meta.row_group(g).num_rows for g in run)
-                    while ahead and (len(ahead) > READERS or held + n > rows // 2):
+                    alone = n > rows // 2 or len(run) == 1  # (read when reached)
+                    while ahead and (alone or len(ahead) > READERS or held + n > rows // 2):
                         yield from handed()
                     names = columns()
                     data = [c for c in names if c in self.data_schema.names]
                     read = part.read_run(self.side, run, rows, data, read_dictionary)
                     last = i == len(runs) - 1
-                    if n > rows // 2:  # (alone: nothing is ahead)
+                    if alone:
                         yield from ((part, batch, names) for batch in read)
                         if last:
                             yield part, None, None
