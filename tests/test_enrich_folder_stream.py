@@ -170,6 +170,22 @@ def _two_days(tmp_path, times: dict[str, list[int]]):
             pq.write_table(table if side == "r" else table.select(["t"]), folder / "p.parquet")
 
 
+def _stream_refused(tmp_path, capsys, by: str) -> str:
+    """What ``--right-mode stream`` says, exiting 2, of l/ beside r/ on t by ``by``, after
+    'RIGHT r/ is not sorted by '."""
+    code, stdout, stderr = run(
+        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--by",
+        by, "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
+    )  # fmt: skip
+    assert (code, stdout) == (2, "")
+    start = f"asofgpu enrich: error: --right-mode stream: RIGHT {tmp_path / 'r'} is not sorted by "
+    assert stderr.startswith(start), stderr
+    return stderr[len(start) :]
+
+
+SHOW = "as far as its row-group statistics and first row group show"
+
+
 def test_folders_whose_keys_go_back_inside_one_are_not_streamed(tmp_path, capsys):
     """Each folder's two files with the later keys first by path: no order by (folder,
     key), said so; auto joins them in memory, rightly."""
@@ -181,11 +197,11 @@ def test_folders_whose_keys_go_back_inside_one_are_not_streamed(tmp_path, capsys
             pq.write_table(
                 table if side == "r" else table.select(["t"]), folder / f"{name}.parquet"
             )
-    argv = ["enrich", tmp_path / "l", tmp_path / "r", "--on", "t", "--by", "g", "--device", "cpu"]
-    code, _, stderr = run(*argv, "-o", tmp_path / "o", "--right-mode", "stream", capsys=capsys)
-    assert code == 2
-    assert "is not sorted by 't' nor by ('g', 't'), as far as its row-group statistics" in stderr
-    code, _, stderr = run(*argv, "-o", tmp_path / "o2", "-q", capsys=capsys)
+    assert _stream_refused(tmp_path, capsys, "g") == f"'t' nor by ('g', 't'), {SHOW}\n"
+    code, _, stderr = run(
+        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o2", "--on", "t", "--by",
+        "g", "--device", "cpu", "-q", capsys=capsys,
+    )  # fmt: skip
     assert (code, stderr) == (0, "")
     assert pq.read_table(tmp_path / "o2" / "g=a" / "p0.parquet")["v"].to_pylist() == [1.0, 2.0]
 
@@ -200,31 +216,16 @@ def test_keys_going_back_past_a_file_of_null_keys_are_seen_before_streaming(tmp_
         for i, t in enumerate(([50, 60, 70], [None, None], [10, 20, 30])):
             table = pa.table({"t": pa.array(t, pa.int64()), "v": [1.0] * len(t)})
             pq.write_table(table if side == "r" else table.select(["t"]), folder / f"p{i}.parquet")
-    code, _, stderr = run(
-        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--by",
-        "g", "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
-    )  # fmt: skip
-    assert code == 2
-    assert stderr == (
-        f"asofgpu enrich: error: --right-mode stream: RIGHT {tmp_path / 'r'} is not sorted by "
-        f"'t' nor by ('g', 't'), as far as its row-group statistics and first row group show\n"
-    )
+    assert _stream_refused(tmp_path, capsys, "g") == f"'t' nor by ('g', 't'), {SHOW}\n"
 
 
 def test_an_order_by_a_null_folder_is_not_looked_for(tmp_path, capsys):
     """A folder of nulls (``__HIVE_DEFAULT_PARTITION__``) has no place in an order: the
     stream says so."""
     _two_days(tmp_path, {"2026-01-01": [1, 2], "__HIVE_DEFAULT_PARTITION__": [1, 2]})
-    code, _, stderr = run(
-        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--by",
-        "date", "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
-    )  # fmt: skip
-    assert code == 2
-    assert stderr == (
-        f"asofgpu enrich: error: --right-mode stream: RIGHT {tmp_path / 'r'} is not sorted by "
-        f"'t', as far as its row-group statistics and first row group show, and an order by "
-        f"('date', 't') is not looked for: a folder date=__HIVE_DEFAULT_PARTITION__ holds "
-        f"nulls, which sort where a writer puts them\n"
+    assert _stream_refused(tmp_path, capsys, "date") == (
+        f"'t', {SHOW}, and an order by ('date', 't') is not looked for: a folder "
+        f"date=__HIVE_DEFAULT_PARTITION__ holds nulls, which sort where a writer puts them\n"
     )
 
 
@@ -247,17 +248,10 @@ def test_an_order_with_a_folder_after_a_column_is_not_looked_for(tmp_path, capsy
             pq.write_table(
                 table if side == "r" else table.drop_columns(["v"]), folder / "p.parquet"
             )
-    code, _, stderr = run(
-        "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o", "--on", "t", "--by",
-        by, "--device", "cpu", "--right-mode", "stream", "-q", capsys=capsys,
-    )  # fmt: skip
-    assert code == 2
     order = (*by.split(","), "t")
-    assert stderr == (
-        f"asofgpu enrich: error: --right-mode stream: RIGHT {tmp_path / 'r'} is not sorted by "
-        f"'t', as far as its row-group statistics and first row group show, and an order by "
-        f"{order!r} is not looked for: {named}, which a stream takes only before the by "
-        f"columns of its files\n"
+    assert _stream_refused(tmp_path, capsys, by) == (
+        f"'t', {SHOW}, and an order by {order!r} is not looked for: {named}, which a stream "
+        f"takes only before the by columns of its files\n"
     )
 
 
