@@ -1672,7 +1672,7 @@ def test_a_files_row_groups_are_read_on_the_footer_read_once(tmp_path, monkeypat
     the footer the source read when it found the file, where parsing it again per row group
     made a file of 8,000 row groups take 99 s to spill (6.8 s so); and one reader reads
     them all."""
-    from asofgpu.enrich._sources import Source
+    from asofgpu.enrich._sources import Source, runs_of
 
     path = tmp_path / "l.parquet"
     pq.write_table(pa.table({"t": np.arange(40), "v": np.arange(40.0)}), path, row_group_size=1)
@@ -1685,7 +1685,8 @@ def test_a_files_row_groups_are_read_on_the_footer_read_once(tmp_path, monkeypat
         return real(*args, **kwargs)
 
     monkeypatch.setattr(pq, "ParquetFile", counted)
-    got = [list(part.read_run("LEFT", run, 10, ["t"], [])) for run in part.runs(10)]
+    runs = runs_of([1] * 40, 10)  # (its 40 row groups of a row, 10 a run)
+    got = [list(part.read_run("LEFT", run, 10, ["t"], [])) for run in runs]
     assert [[b.column(0).to_pylist() for b in batches] for batches in got] == [
         [list(range(i, i + 10))] for i in (0, 10, 20, 30)
     ]

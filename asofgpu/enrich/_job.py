@@ -307,13 +307,18 @@ def _run(
         # pass, after them on the join's thread, reads the files again (for carries out):
         # there they keep their footers (dropped by the windows, they were read again).
         narrowing = Narrowing([options.right_on, *options.right_by])
-        last = options.strategy == "backward"
+        right_last = options.strategy == "backward"
         windows = (
             stack.enter_context(
                 _Prefetch(
                     tables_of(
                         spill_batches(
-                            right, the_plan.read, run.as_codes, rows, narrowing=narrowing, last=last
+                            right,
+                            the_plan.read,
+                            run.as_codes,
+                            rows,
+                            narrowing=narrowing,
+                            last=right_last,
                         ),
                         rows,
                     ),
@@ -325,10 +330,10 @@ def _run(
         )
         # LEFT's files are read here for the last time, but where they are regrouped or
         # spilled, by passes of their own after this one has begun.
-        last = mode in ("memory", "stream")
+        left_last = mode in ("memory", "stream")
         runs = joined_together(left.parts, rows, [_copied(c) is not None for c in copies])
         left_batches = stack.enter_context(
-            _Prefetch(_files_batches(left, options, rows, copies, runs, last))
+            _Prefetch(_files_batches(left, options, rows, copies, runs, left_last))
         )
         backend = checked.result()
         stack.enter_context(_kernel_threads())

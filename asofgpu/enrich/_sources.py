@@ -362,16 +362,9 @@ class Part:
         except (OSError, pa.ArrowException) as exc:
             raise EnrichError(f"cannot read {side} file {self.path}: {one_line(exc)}") from None
 
-    def runs(self, rows: int) -> list[list[int]]:
-        """The file's row groups in runs read at once (``Source.group_batches``): small ones
-        together, up to ``rows`` rows a run (the runs depend on the sizes alone, so that two
-        passes of the same columns cut alike), a larger one alone."""
-        meta = self.meta
-        return runs_of([meta.row_group(g).num_rows for g in range(meta.num_row_groups)], rows)
-
     def read_run(self, side: str, run: list[int], rows: int, columns, read_dictionary):
-        """Row groups ``run`` of the file (``runs``), their ``columns``: batches of up to
-        ``rows``, one row group of more rows read in slices as they are asked for, else the
+        """Row groups ``run`` of the file (``Source.group_batches``), their ``columns``:
+        batches of up to ``rows``, one row group of more rows read in slices as asked for, else the
         run read at once and handed over as one batch (each batch costs its own partition
         columns and checks: 300 row groups of 33 rows a file came as 300 batches), unless it
         holds a column that is not put into one piece (``combines``): a batch a row group."""
@@ -674,7 +667,7 @@ class Source:
 
     def group_batches(self, rows: int, columns, read_dictionary: list[str]):
         """(part, batch, names) for every file's rows in turn, in batches of up to ``rows``:
-        a run of row groups at a time (``Part.runs``), ``columns()`` naming the columns of
+        a run of row groups at a time (``runs_of``), ``columns()`` naming the columns of
         each as it is started (data and partition columns: they may narrow on the way; its
         data columns are read, and ``names`` are those it was started with). While one run
         is handed over, the next ``READERS`` runs of several row groups are read on threads,
@@ -687,13 +680,16 @@ class Source:
         ahead: deque = deque()  # (part, rows, names, future of its batches, its file's last)
         held = 0
 
+        def over(part, names, batches, last: bool):
+            yield from ((part, batch, names) for batch in batches)
+            if last:
+                yield part, None, None
+
         def handed():
             nonlocal held
             part, n, names, batches, last = ahead.popleft()
             held -= n
-            yield from ((part, batch, names) for batch in batches.result())
-            if last:
-                yield part, None, None
+            yield from over(part, names, batches.result(), last)
 
         def drained():
             while ahead:
@@ -702,16 +698,19 @@ class Source:
         with ThreadPoolExecutor(READERS, thread_name_prefix="asofgpu-read-run") as pool:
             for part in self.parts:
                 try:
-                    runs = part.runs(rows)
+                    meta = part.meta
                 except EnrichError:  # (its footer read again, and the file changed)
                     yield from drained()
                     raise
+                # Small row groups together, up to ``rows`` a run: the runs depend on the
+                # sizes alone, so that two passes of the same columns cut alike.
+                sizes = [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+                runs = runs_of(sizes, rows)
                 if not runs:
                     yield from drained()
-                    yield part, None, None
-                meta = part.meta
+                    yield from over(part, None, (), True)
                 for i, run in enumerate(runs):
-                    n = sum(meta.row_group(g).num_rows for g in run)
+                    n = sum(sizes[g] for g in run)
                     alone = n > rows // 2 or len(run) == 1  # (read when reached)
                     while ahead and (alone or len(ahead) > READERS or held + n > rows // 2):
                         yield from handed()
@@ -720,12 +719,10 @@ class Source:
                     read = part.read_run(self.side, run, rows, data, read_dictionary)
                     last = i == len(runs) - 1
                     if alone:
-                        yield from ((part, batch, names) for batch in read)
-                        if last:
-                            yield part, None, None
-                        continue
-                    ahead.append((part, n, names, pool.submit(list, read), last))
-                    held += n
+                        yield from over(part, names, read, last)
+                    else:
+                        ahead.append((part, n, names, pool.submit(list, read), last))
+                        held += n
             yield from drained()
 
     def read(self, columns: list[str], as_codes: list[str] = (), last: bool = False) -> pa.Table:
