@@ -1220,8 +1220,8 @@ def _batches(
         text = [c for c in data if is_text(left.data_schema.field(c).type)]
         for table, group in zip(part.row_groups("LEFT", data, text), copied.groups):
             yield left.with_partitions(part, table, needed, as_codes=keys), group
-    if last and part.footers is not None:
-        part.footers.release([part])
+    if last:
+        part.read_for_the_last_time()
 
 
 def _how_read(copy, rows: int) -> str:

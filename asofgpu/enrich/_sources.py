@@ -272,6 +272,11 @@ class Part:
         self.footers.hold(self, again)
         return meta
 
+    def read_for_the_last_time(self) -> None:
+        """The run reads the file no more: its footer may go (``Footers.release``)."""
+        if self.footers is not None:
+            self.footers.release([self])
+
     @functools.cached_property
     def leaves(self) -> dict[str, range]:
         """``leaf_map`` of the file, made once: asked for each column and row group (5,000
@@ -747,8 +752,8 @@ class Source:
                 raise EnrichError(
                     f"cannot read {self.side} file {part.path}: {one_line(exc)}"
                 ) from None
-            if last and part.footers is not None:
-                part.footers.release([part])
+            if last:
+                part.read_for_the_last_time()
             return self.with_partitions(part, table, columns, as_codes).select(columns)
 
         if len(self.parts) == 1:

@@ -398,8 +398,8 @@ def source_batches(
     # way (and two passes over a side that read the same columns cut it at the same places).
     for part, batch, names in source.group_batches(rows, wanted, codes):
         if batch is None:  # (the end of its file)
-            if last and part.footers is not None:
-                part.footers.release([part])
+            if last:
+                part.read_for_the_last_time()
             continue
         batch = source.with_partitions(part, batch, names, as_codes).select(names)
         if positions:
