@@ -1695,6 +1695,25 @@ def test_a_files_row_groups_are_read_on_the_footer_read_once(tmp_path, monkeypat
     assert len(readers) == 5 and all(meta is part.meta for meta in readers)
 
 
+def test_a_run_of_row_groups_comes_as_one_batch_unless_a_nested_column_is_in_pieces(tmp_path):
+    """``Part.read_run`` hands a run of small row groups over as one batch, text read as
+    dictionaries (a piece a row group) put together beside a list column; a list of
+    dictionary text, which pyarrow reads a row group at a time and which stays in its pieces
+    (``combined``), comes a batch a row group. The rows are the same either way."""
+    from asofgpu.enrich._sources import Source
+
+    path = tmp_path / "l.parquet"
+    table = pa.table({"t": np.arange(6), "s": list("abcdef"), "l": [[str(i)] for i in range(6)]})
+    pq.write_table(table, path, row_group_size=2)
+    (part,) = Source.find(str(path), "LEFT").parts
+    for read_dictionary, sizes in ((["s"], [6]), (["s", "l.list.element"], [2, 2, 2])):
+        batches = list(part.read_run("LEFT", [0, 1, 2], 10, None, read_dictionary))
+        assert [b.num_rows for b in batches] == sizes
+        got = pa.Table.from_batches(batches)
+        assert got.column("s").to_pylist() == list("abcdef")
+        assert got.column("l").to_pylist() == table.column("l").to_pylist()
+
+
 def test_only_row_groups_of_a_few_mib_and_columns_decode_on_threads(tmp_path, monkeypatch):
     """pyarrow's threads decode a row group a column each: below ``THREADED_BYTES`` handing
     them out costs more than it saves (5,000 files of 400 rows read in 0.93 s with them,

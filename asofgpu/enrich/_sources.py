@@ -372,7 +372,7 @@ class Part:
         batches of up to ``rows``, one row group of more rows read in slices as asked for, else the
         run read at once and handed over as one batch (each batch costs its own partition
         columns and checks: 300 row groups of 33 rows a file came as 300 batches), unless it
-        holds a column that is not put into one piece (``combines``): a batch a row group."""
+        holds a column kept in its pieces (``combined``): a batch a row group."""
         try:
             meta = self.meta
             reader = pq.ParquetFile(
@@ -385,9 +385,7 @@ class Part:
                 )
             else:
                 table = _read_run(reader, run, columns, threads)
-                if len(run) > 1 and all(combines(f.type) for f in table.schema):
-                    table = table.combine_chunks()
-                batches = table.to_batches()
+                batches = (combined(table) if len(run) > 1 else table).to_batches()
             for batch in batches:
                 yield self.as_wanted(batch, read_dictionary)
         except (OSError, pa.ArrowException) as exc:
@@ -764,12 +762,29 @@ class Source:
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
 
 
-def combines(kind: pa.DataType) -> bool:
-    """Whether a column of ``kind`` is put into one piece when its pieces are small: neither
-    nested (lists, structs, maps) nor an extension type (JSON, geometries). Arrow splits
-    text whose offsets would pass 2 GiB into pieces again, but not text inside those: a
-    window of such files holding 2.4 GB of it failed to combine."""
-    return not pa.types.is_nested(kind) and not isinstance(kind, pa.BaseExtensionType)
+def combined(table: pa.Table) -> pa.Table:
+    """``table`` with each column that can be put into one piece so: all but the nested
+    (lists, structs, maps) and extension types (JSON, geometries), which stay in their pieces.
+    Arrow splits text whose offsets would pass 2 GiB into pieces again, but not text inside
+    those: a window of such files holding 2.4 GB of it failed to combine.
+
+    >>> table = pa.concat_tables([pa.table({"x": [1], "l": [[1]]})] * 2)
+    >>> [c.num_chunks for c in combined(table).columns]
+    [1, 2]
+    """
+    flat = [
+        i
+        for i, field in enumerate(table.schema)
+        if not pa.types.is_nested(field.type)
+        and not isinstance(field.type, pa.BaseExtensionType)
+        and table.column(i).num_chunks > 1
+    ]
+    if not flat:
+        return table
+    columns = table.columns
+    for i, column in zip(flat, table.select(flat).combine_chunks().columns):
+        columns[i] = column
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 def _read_run(reader: pq.ParquetFile, run, columns: list[str], threads: bool) -> pa.Table:
