@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from . import _arrow_numpy as arrow_numpy
 from . import _pandas_arrow as pandas_arrow
+from . import _validate
 from ._duration import UNIT_NS, timedelta_ns
 
 # Arrow's time units.
@@ -170,7 +171,7 @@ def to_arrow(obj, param: str) -> pa.ChunkedArray:
         return to_arrow(obj.to_arrow(), param)
     msg = (
         f"{param} must be a column (numpy, cupy or pyarrow array, pandas, polars or cuDF "
-        f"Series), got {type(obj).__name__}"
+        f"Series), got {_validate.type_name(obj)}"
     )
     raise TypeError(msg)
 
@@ -206,7 +207,7 @@ def to_table(obj, param: str) -> pa.Table:
         return to_table(obj.to_arrow(), param)
     msg = (
         f"{param} must be a table (pyarrow Table, polars or pandas DataFrame, or anything "
-        f"with __arrow_c_stream__), got {type(obj).__name__}"
+        f"with __arrow_c_stream__), got {_validate.type_name(obj)}"
     )
     raise TypeError(msg)
 

@@ -31,6 +31,19 @@ def strategy(value) -> Strategy:
     return Strategy(one_of(value, "strategy", tuple(s.value for s in Strategy)))
 
 
+def type_name(obj) -> str:
+    """The type of ``obj`` as an error names it: with its library where one is not Python's
+    own, as pandas, polars and cuDF each name a type ``DataFrame``.
+
+    >>> import pandas as pd
+    >>> type_name(pd.DataFrame()), type_name(1.5)
+    ('pandas.DataFrame', 'float')
+    """
+    kind = type(obj)
+    library = kind.__module__.partition(".")[0]
+    return kind.__qualname__ if library == "builtins" else f"{library}.{kind.__qualname__}"
+
+
 def flag(value, param: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         msg = f"{param} must be True or False, got {value!r}"

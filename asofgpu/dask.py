@@ -464,7 +464,7 @@ def _as_frame(obj, side: str):
         return obj
     msg = (
         f"{side} must be a dask DataFrame or a named dask Series "
-        f"(dask.dataframe.from_pandas converts a pandas one), got {type(obj).__name__}"
+        f"(dask.dataframe.from_pandas converts a pandas one), got {_validate.type_name(obj)}"
     )
     raise TypeError(msg)
 

@@ -235,7 +235,7 @@ def splice_join(
 
     for frame, side in ((left, "left"), (right, "right")):
         if not isinstance(frame, pd.DataFrame):
-            msg = f"{side} must be a pandas DataFrame, got {type(frame).__name__}"
+            msg = f"{side} must be a pandas DataFrame, got {_validate.type_name(frame)}"
             raise TypeError(msg)
     left_on, right_on, left_by, right_by = resolve_keys(
         on, left_on, right_on, by, by_left, by_right, labels=True
@@ -402,7 +402,7 @@ def _frame_keys(left, right, on, left_on, right_on, by, by_left, by_right):
 
     for frame, side in ((left, "left"), (right, "right")):
         if not isinstance(frame, pd.DataFrame):
-            msg = f"{side} must be a pandas DataFrame, got {type(frame).__name__}"
+            msg = f"{side} must be a pandas DataFrame, got {_validate.type_name(frame)}"
             raise TypeError(msg)
     keys = resolve_keys(on, left_on, right_on, by, by_left, by_right, labels=True)
     missing = missing_key(left.columns, right.columns, keys)

@@ -277,7 +277,7 @@ def join_asof(
         return _lazy(left, right, options, device)
     if isinstance(left, pl.DataFrame):
         return _eager(left, right, options, device)
-    msg = f"expected `left` to be a 'DataFrame' or a 'LazyFrame', got {type(left).__name__!r}"
+    msg = f"expected `left` to be a 'DataFrame' or a 'LazyFrame', got {_validate.type_name(left)!r}"
     raise TypeError(msg)
 
 
@@ -1108,7 +1108,7 @@ def _eager_or_lazy(left, right, run, device: str):
     construction."""
     if isinstance(left, pl.LazyFrame):
         if not isinstance(right, pl.LazyFrame):
-            msg = f"right must be a LazyFrame, as left is, got {type(right).__name__!r}"
+            msg = f"right must be a LazyFrame, as left is, got {_validate.type_name(right)}"
             raise TypeError(msg)
         empty = run(
             pl.DataFrame(schema=left.collect_schema()),
@@ -1123,10 +1123,10 @@ def _eager_or_lazy(left, right, run, device: str):
         return pl.LazyFrame(schema=empty.schema).map_batches(collected, schema=empty.schema)
     if isinstance(left, pl.DataFrame):
         if not isinstance(right, pl.DataFrame):
-            msg = f"right must be a DataFrame, as left is, got {type(right).__name__!r}"
+            msg = f"right must be a DataFrame, as left is, got {_validate.type_name(right)}"
             raise TypeError(msg)
         return run(left, right, device, dry=False)
-    msg = f"left must be a polars DataFrame or LazyFrame, got {type(left).__name__!r}"
+    msg = f"left must be a polars DataFrame or LazyFrame, got {_validate.type_name(left)}"
     raise TypeError(msg)
 
 
@@ -1196,10 +1196,13 @@ def _aggregations(aggs, schema):
     def arrow_type(name: str) -> pa.DataType:
         try:
             return pl.DataFrame(schema={name: schema[name]}).to_arrow().schema.field(0).type
-        except (pa.ArrowException, pl.exceptions.PolarsError) as exc:
+        except (pa.ArrowException, pl.exceptions.PolarsError):
             if not reads_values(aggs[name]):  # count, first, last: ``nulls_alone``'s type
                 return pa.bool_()
-            msg = f"aggs[{name!r}]: a {schema[name]} column cannot be aggregated ({exc})"
+            msg = (
+                f"aggs[{name!r}]: a {schema[name]} column cannot be aggregated: Arrow, "
+                f"which the join reads it as, has no such type (count, first and last take it)"
+            )
             raise TypeError(msg) from None
 
     return aggregations(aggs, list(schema), arrow_type)

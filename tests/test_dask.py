@@ -764,7 +764,7 @@ def test_inputs_must_be_dask_frames():
         TypeError,
         match="left must be a dask DataFrame or a named dask Series "
         r"\(dask.dataframe.from_pandas converts a pandas one\), "
-        "got DataFrame",
+        "got pandas.DataFrame",
     ):
         merge_asof(left, even(right, 2), on="t")
 

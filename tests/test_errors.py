@@ -848,7 +848,7 @@ def test_gather_errors():
         match=re.escape("gmap must be a one-dimensional integer array, got bool of shape (2,)"),
     ):
         ag.gather(table, np.array([True, False]))
-    for bad, name in ((5, "int"), (pa.array([1]), "Int64Array"), ("table", "str")):
+    for bad, name in ((5, "int"), (pa.array([1]), "pyarrow.Int64Array"), ("table", "str")):
         with pytest.raises(
             TypeError,
             match=re.escape(

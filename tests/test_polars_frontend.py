@@ -1028,8 +1028,13 @@ def test_errors_of_the_call_itself():
         join_asof(L.lazy(), R, on="t", **CPU)
     with pytest.raises(ValueError, match="you should pass the column to join on as an argument"):
         join_asof(L.lazy(), R.lazy(), on=["t"], **CPU)
-    with pytest.raises(TypeError, match="expected `left` to be a 'DataFrame' or a 'LazyFrame'"):
+    with pytest.raises(
+        TypeError, match="expected `left` to be a 'DataFrame' or a 'LazyFrame', got 'dict'"
+    ):
         join_asof({"t": [1]}, R, on="t", **CPU)
+    # (pandas' frame is a DataFrame too: the message named it 'DataFrame', as it named none)
+    with pytest.raises(TypeError, match="a 'LazyFrame', got 'pandas.DataFrame'"):
+        join_asof(R.to_pandas(), R, on="t", **CPU)
     with pytest.raises(ValueError, match="device must be one of"):
         join_asof(L, R, on="t", device="tpu")
 

@@ -463,5 +463,5 @@ def test_pandas_errors_name_the_parameter(kwargs, error, message):
 
 
 def test_pandas_operands_must_be_frames():
-    with pytest.raises(TypeError, match=r"right must be a pandas DataFrame, got Series"):
+    with pytest.raises(TypeError, match=r"right must be a pandas DataFrame, got pandas.Series"):
         agpd.splice_join(pd.DataFrame({"t": [1]}), pd.Series([1], name="t"), on="t")

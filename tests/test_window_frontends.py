@@ -511,9 +511,13 @@ def test_polars_negative_reach_is_refused(reach, message, join, lazy):
 def test_polars_frames_of_one_kind(join):
     left, right = _error_frames(False)
     options = dict(on="t", before=1) | ({"aggs": {"v": "sum"}} if join is agpl.window_join else {})
-    with pytest.raises(TypeError, match=r"right must be a DataFrame, as left is, got 'LazyFrame'"):
+    with pytest.raises(
+        TypeError, match=r"right must be a DataFrame, as left is, got polars.LazyFrame"
+    ):
         join(left, right.lazy(), **options)
-    with pytest.raises(TypeError, match=r"right must be a LazyFrame, as left is, got 'DataFrame'"):
+    with pytest.raises(
+        TypeError, match=r"right must be a LazyFrame, as left is, got polars.DataFrame"
+    ):
         join(left.lazy(), right, **options)
     with pytest.raises(TypeError, match=r"left must be a polars DataFrame or LazyFrame"):
         join(left.to_pandas(), right, **options)
@@ -807,9 +811,9 @@ def test_pandas_errors(join, kwargs, error, message):
 
 def test_pandas_operands_must_be_frames():
     left = pd.DataFrame({"t": [1]})
-    with pytest.raises(TypeError, match=r"right must be a pandas DataFrame, got Series"):
+    with pytest.raises(TypeError, match=r"right must be a pandas DataFrame, got pandas.Series"):
         agpd.window_join(left, pd.Series([1], name="t"), on="t", before=1, aggs={"t": "sum"})
-    with pytest.raises(TypeError, match=r"left must be a pandas DataFrame, got DataFrame"):
+    with pytest.raises(TypeError, match=r"left must be a pandas DataFrame, got polars.DataFrame$"):
         agpd.range_join(pl.DataFrame({"t": [1]}), left, on="t", before=1)
 
 
@@ -927,7 +931,10 @@ def test_polars_right_columns_without_an_arrow_type_are_refused_only_when_aggreg
     left = pl.DataFrame({"t": [5]})
     got = agpl.window_join(left, right, on="t", before=2, aggs={"v": "max"}, device="cpu")
     assert got.rows() == [(5, 2.0)]
-    with pytest.raises(TypeError, match=r"aggs\['big'\]: a Int128 column cannot be aggregated"):
+    with pytest.raises(
+        TypeError,
+        match=r"aggs\['big'\]: a Int128 column cannot be aggregated: Arrow, which the join ",
+    ):
         agpl.window_join(left, right, on="t", before=2, aggs={"big": "max"}, device="cpu")
 
 
@@ -1051,7 +1058,10 @@ def test_polars_int128_columns_count_first_and_last_and_keys():
     )
     assert out.rows() == [(5, 1, big, big), (9, 2, big, 4)]
     assert out.schema["big_first"] == pl.Int128
-    with pytest.raises(TypeError, match=r"aggs\['big'\]: a Int128 column cannot be aggregated"):
+    with pytest.raises(
+        TypeError,
+        match=r"aggs\['big'\]: a Int128 column cannot be aggregated: Arrow, which the join ",
+    ):
         agpl.window_join(left, right, on="t", before=10, aggs={"big": "sum"}, device="cpu")
     wide = agpl.window_join(
         left.cast({"t": pl.Int128}),
