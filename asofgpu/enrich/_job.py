@@ -68,9 +68,6 @@ MAX_PARTITIONS = 512  # each side's partitions are open files at once
 # LEFT files joined together at most (``joined_together``): memory, each file's tables held
 # until its run is written; and of them copied, open files
 RUN_FILES, RUN_COPIED = 1024, 32
-# A run's files closed at once: each close ends on its file's fsync, which waits on the disk
-# and not the GIL (1,000 syncs one at a time 0.19 s here, 0.05 s four at a time)
-CLOSERS = 4
 LAYOUTS = ("tape", "grouped")  # the orders a stream takes, tried in this order
 # A tape of RIGHT whose sample holds this many groups a row is held in memory where it fits
 # (``_mode``): 100,000 groups in 10M rows sample 0.74 and stream as fast; 1M sample 0.97.
@@ -518,14 +515,14 @@ def _join_left(
     attached, and written into its place in ``target``; the counts of rows and joins.
 
     A file's last chunks are encoded while the next files are read and joined: its writer
-    closes on a thread (``CLOSERS`` of a run's files at once), left before OUT is."""
+    closes on a thread of its own (one at a time), left before OUT is."""
     options, left, progress, out = run.options, run.left, run.progress, run.out
     counts = _Counts()
     # The writers' pools, shut down after ``closing`` (entered after them) has closed the
     # last file.
     with (
         WritePools() as pools,
-        ThreadPoolExecutor(CLOSERS, thread_name_prefix="asofgpu-close") as closing,
+        ThreadPoolExecutor(1, thread_name_prefix="asofgpu-close") as closing,
     ):
         closed = []  # the last run's files, closing
         progress.start(left.rows)
