@@ -193,7 +193,7 @@ def _first_keyed(part, meta: pq.FileMetaData, index: int, groups):
     does."""
     for g in groups:
         chunk = meta.row_group(g).column(index)
-        if not _holds_no_values(part, index, chunk):
+        if not _holds_no_values(part, index, chunk, chunk.statistics):
             return chunk
     return None
 
@@ -227,9 +227,9 @@ def _key_span(part, on: str, raw: bool):
     span = None
     for g in range(meta.num_row_groups):
         column = meta.row_group(g).column(index)
-        if _holds_no_values(part, index, column):
-            continue  # no keys to order
         stats = column.statistics
+        if _holds_no_values(part, index, column, stats):
+            continue  # no keys to order
         if stats is None or not stats.has_min_max:
             return _UNKNOWN
         low, high = _bounds(stats, raw)
@@ -248,10 +248,10 @@ def _bounds(stats, raw: bool) -> tuple:
     return (stats.min_raw, stats.max_raw) if raw else (stats.min, stats.max)
 
 
-def _holds_no_values(part, index: int, chunk) -> bool:
+def _holds_no_values(part, index: int, chunk, stats) -> bool:
     """Whether a row group's chunk of ``part``'s leaf column ``index`` holds no values: no
-    rows, only nulls, or a column of type null (``Part.null_leaves``)."""
-    stats = chunk.statistics
+    rows, only nulls, or a column of type null (``Part.null_leaves``); ``stats``: the
+    chunk's statistics, which the caller holds (pyarrow builds them anew at each ask)."""
     return (
         chunk.num_values == 0
         or index in part.null_leaves
@@ -271,7 +271,9 @@ def without_statistics(source: Source, column: str) -> str | None:
             chunk = meta.row_group(g).column(index)
             stats = chunk.statistics
             # (the statistics first: most chunks have them)
-            if (stats is not None and stats.has_min_max) or _holds_no_values(part, index, chunk):
+            if (stats is not None and stats.has_min_max) or _holds_no_values(
+                part, index, chunk, stats
+            ):
                 continue
             why = (
                 "INT96 timestamps, as older Spark writes them, have none"
@@ -380,25 +382,28 @@ def _grouped(source: Source, folders: list[str], by: list[str], on: str, values)
             group = meta.row_group(g)
             if group.num_rows == 0:
                 continue
-            for index in indexes:
-                stats = group.column(index).statistics
+            # (each chunk's statistics taken once: pyarrow builds them anew at each ask, and
+            # a day laid out a folder a symbol holds 300,000 row groups a side)
+            by_stats = [group.column(index).statistics for index in indexes]
+            for stats in by_stats:
                 if stats is None or not stats.has_null_count or stats.null_count:
                     return False
-            if indexes:
-                stats = group.column(indexes[0]).statistics
+            if by_stats:
+                stats = by_stats[0]
                 if not stats.has_min_max:
                     return False
                 if last is not None and stats.min < last:
                     return False
                 last = stats.max
             first = first or (part, g)
-            mine = _one_group(group, indexes)
+            mine = _one_group(by_stats)
             mine = None if mine is None else (folder, *mine)
+            chunk = group.column(key)
+            keys = chunk.statistics
             if mine is not None and mine == alone:
-                if _holds_no_values(part, key, group.column(key)):
+                if _holds_no_values(part, key, chunk, keys):
                     continue  # (null keys alone: nothing to order, and the group goes on)
-            keys = None if mine is None else group.column(key).statistics
-            if keys is None or not keys.has_min_max:
+            if mine is None or keys is None or not keys.has_min_max:
                 alone = None  # (several groups, or keys unknown: nothing to compare)
                 continue
             low, top = _bounds(keys, raw)
@@ -417,13 +422,12 @@ def _grouped(source: Source, folders: list[str], by: list[str], on: str, values)
     return not _descents(order.keys(head)).any()
 
 
-def _one_group(group, indexes: list[int]) -> tuple | None:
-    """The by values of a row group that holds one group alone, by its statistics (those of
-    leaf columns ``indexes``; none: a file's by values are all its folders'); None where it
+def _one_group(by_stats: list) -> tuple | None:
+    """The by values of a row group that holds one group alone, by its by columns'
+    statistics ``by_stats`` (none: a file's by values are all its folders'); None where it
     may hold more."""
     values = []
-    for index in indexes:
-        stats = group.column(index).statistics
+    for stats in by_stats:
         if not stats.has_min_max or stats.min != stats.max:
             return None
         values.append(stats.min)
