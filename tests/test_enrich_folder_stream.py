@@ -259,7 +259,7 @@ def test_grouped_order_takes_folders_by_their_typed_values(tmp_path):
     """``grouped_order``: folders of numbers in their numbers' order, "007" and "7" one
     value (their paths' order kept), a float folder never (NaN has no place)."""
     from asofgpu.enrich._sources import Source
-    from asofgpu.enrich._stream import grouped_order
+    from asofgpu.enrich._file_order import grouped_order
 
     for name, t in (("10", [0, 1]), ("007", [0, 1]), ("7", [2, 3]), ("9", [0, 1])):
         (tmp_path / "n" / f"k={name}").mkdir(parents=True)

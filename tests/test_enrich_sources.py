@@ -369,7 +369,7 @@ def test_footers_past_their_budget_are_dropped_freed_and_read_again(tmp_path, mo
     import weakref
 
     from asofgpu.enrich._sources import Footers, Source
-    from asofgpu.enrich._stream import _ends_overlap, grouped_order, without_statistics
+    from asofgpu.enrich._file_order import _ends_overlap, grouped_order, without_statistics
 
     for i in range(6):
         table = pa.table(

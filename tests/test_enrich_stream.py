@@ -1532,7 +1532,7 @@ def _files_of(keys_by_name: dict, folder, **write):
 )
 def test_files_whose_paths_sort_out_of_key_order_are_taken_in_key_order(tmp_path, files, order):
     """``files_in_key_order``: files whose statistics show a tape once in key order."""
-    from asofgpu.enrich._stream import files_in_key_order, is_tape
+    from asofgpu.enrich._file_order import files_in_key_order, is_tape
 
     source = _files_of(files, tmp_path / "f")
     assert not is_tape(source, "t")
@@ -1560,7 +1560,7 @@ def test_files_whose_paths_sort_out_of_key_order_are_taken_in_key_order(tmp_path
     ],
 )
 def test_files_in_key_order_already_or_in_none_keep_their_paths_order(tmp_path, files, tie):
-    from asofgpu.enrich._stream import files_in_key_order
+    from asofgpu.enrich._file_order import files_in_key_order
 
     source = _files_of(files, tmp_path / "f")
     ordered, blocked = files_in_key_order(source, "t")
@@ -1575,7 +1575,7 @@ def test_files_spanning_one_another_are_told_by_their_ends_alone(tmp_path, monke
     """Files whose keys overlap (a day partitioned by symbol: each file spans the day) are
     no tape in any order, which each file's first and last row group show: the walk of
     every row group's statistics (0.8 s for write_dataset's 300,000) is not made."""
-    from asofgpu.enrich import _stream
+    from asofgpu.enrich import _file_order
 
     files = {f"s{i}.parquet": list(range(0, 40, 4)) for i in range(3)}
     source = _files_of(files, tmp_path / "f", row_group_size=2)
@@ -1583,14 +1583,14 @@ def test_files_spanning_one_another_are_told_by_their_ends_alone(tmp_path, monke
     def walked(*args):
         raise AssertionError("every row group's statistics walked")
 
-    monkeypatch.setattr(_stream, "_key_span", walked)
-    assert _stream.files_in_key_order(source, "t") == (source, "")
+    monkeypatch.setattr(_file_order, "_key_span", walked)
+    assert _file_order.files_in_key_order(source, "t") == (source, "")
 
 
 def test_row_groups_of_no_keys_at_a_files_ends_are_passed_over_by_its_ends(tmp_path, monkeypatch):
     """The ends of a file are its first and last row groups that hold keys: row groups of
     nulls alone around them (no statistics) do not stop the overlap being told from them."""
-    from asofgpu.enrich import _stream
+    from asofgpu.enrich import _file_order
     from asofgpu.enrich._sources import Source
 
     folder = tmp_path / "f"
@@ -1603,15 +1603,15 @@ def test_row_groups_of_no_keys_at_a_files_ends_are_passed_over_by_its_ends(tmp_p
     def walked(*args):
         raise AssertionError("every row group's statistics walked")
 
-    monkeypatch.setattr(_stream, "_key_span", walked)
+    monkeypatch.setattr(_file_order, "_key_span", walked)
     source = Source.find(folder, "RIGHT")
-    assert _stream.files_in_key_order(source, "t") == (source, "")
+    assert _file_order.files_in_key_order(source, "t") == (source, "")
 
 
 def test_a_file_of_one_key_goes_before_one_that_begins_with_it(tmp_path):
     """Files by first key, then last: b (20 only) before c (20 to 30), whatever their
     paths' order, where ties may go either way (LEFT)."""
-    from asofgpu.enrich._stream import files_in_key_order
+    from asofgpu.enrich._file_order import files_in_key_order
 
     files = {"a.parquet": [20, 25, 30], "b.parquet": [20, 20], "c.parquet": [0, 10, 20]}
     source = _files_of(files, tmp_path / "f")
@@ -1621,7 +1621,7 @@ def test_a_file_of_one_key_goes_before_one_that_begins_with_it(tmp_path):
 
 def test_files_without_statistics_or_of_float_keys_keep_their_paths_order(tmp_path):
     from asofgpu.enrich._sources import Source
-    from asofgpu.enrich._stream import files_in_key_order
+    from asofgpu.enrich._file_order import files_in_key_order
 
     files = {"p1.parquet": [0, 10], "p2.parquet": [11, 20], "p10.parquet": [21, 30]}
     unknown = _files_of(files, tmp_path / "a", write_statistics=False)
@@ -1712,7 +1712,7 @@ def test_a_group_in_row_groups_of_its_own_is_grouped_where_its_keys_go_on(tmp_pa
     """The check above refuses no layout in order: a group whose row groups follow each
     other, keys equal across their edge, and row groups of several groups, are grouped."""
     from asofgpu.enrich._sources import Source
-    from asofgpu.enrich._stream import grouped_order
+    from asofgpu.enrich._file_order import grouped_order
 
     table = pa.table({"s": ["A"] * 4 + ["B"] * 4, "t": [1, 2, 2, 3, 0, 1, 5, 6]})
     path = tmp_path / "one.parquet"
@@ -1895,7 +1895,7 @@ def test_files_in_an_order_a_stream_takes_are_not_looked_at_in_key_order(
 def test_files_whose_first_in_key_order_is_shuffled_inside_keep_their_paths_order(tmp_path):
     """Statistics say nothing of the order inside a row group: the first in key order is
     read, as ``is_tape`` reads the first, and a shuffled one keeps the files by path."""
-    from asofgpu.enrich._stream import files_in_key_order
+    from asofgpu.enrich._file_order import files_in_key_order
 
     files = {"p1.parquet": [5, 0, 3, 9], "p2.parquet": [10, 20], "p10.parquet": [21, 30]}
     source = _files_of(files, tmp_path / "f")

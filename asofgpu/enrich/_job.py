@@ -52,17 +52,14 @@ from ._output import (
 from ._sources import Footers, Part, Source, is_text, runs_of, type_partitions
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
-from ._stream import (
-    CarryTooLarge,
-    NotSorted,
+from ._file_order import (
     files_in_key_order,
     folders_unordered,
     grouped_order,
     is_tape,
-    streamable_key,
-    tables_of,
     without_statistics,
 )
+from ._stream import CarryTooLarge, NotSorted, streamable_key, tables_of
 
 MAX_PARTITIONS = 512  # each side's partitions are open files at once
 # LEFT files joined together at most (``joined_together``): memory, each file's tables held
