@@ -192,7 +192,7 @@ def test_many_small_left_files_stay_within_the_open_files_allowed(tmp_path, caps
     written whole (not copied) are open only while written."""
     import resource
 
-    from asofgpu.enrich._job import RUN_COPIED
+    from asofgpu.enrich._left import RUN_COPIED
 
     small_left_files(tmp_path, 300, width=3)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -211,11 +211,11 @@ def test_a_file_that_fails_to_close_aborts_the_run_after_it(tmp_path, capsys, mo
     """A file that cannot be synced as it closes fails the run where the next run waits
     for it: that next run's writers, made and written by then, are aborted, their files
     closed (they stayed open until the error was collected)."""
-    from asofgpu.enrich import _job, _output
+    from asofgpu.enrich import _left, _output
 
     small_left_files(tmp_path, 4)
     made = []
-    real_writer = _job._writer
+    real_writer = _left._writer
 
     def writer(*args):
         made.append(real_writer(*args))
@@ -224,7 +224,7 @@ def test_a_file_that_fails_to_close_aborts_the_run_after_it(tmp_path, capsys, mo
     def sync(folder, path):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(_job, "_writer", writer)
+    monkeypatch.setattr(_left, "_writer", writer)
     monkeypatch.setattr(_output.AtomicFolder, "sync", sync)
     code, _, stderr = enrich_in(
         tmp_path, "--chunk-rows", "2", capsys=capsys, left="l", out="out"
@@ -262,10 +262,10 @@ def test_copied_files_take_a_larger_share_of_the_files_a_run_holds(
     written), ``RUN_COPIED`` of them copied (each holds its file open); files written whole
     open theirs only while pyarrow writes it, so a run holds many more of them: 1,000
     per-symbol files of 200 rows took 1.90 s in runs of 32, 1.68 s in one."""
-    from asofgpu.enrich import _job
+    from asofgpu.enrich import _left
 
-    monkeypatch.setattr(_job, "RUN_FILES", 16)
-    monkeypatch.setattr(_job, "RUN_COPIED", 4)
+    monkeypatch.setattr(_left, "RUN_FILES", 16)
+    monkeypatch.setattr(_left, "RUN_COPIED", 4)
     small_left_files(tmp_path, 20, width=2)
     code, stdout, stderr = enrich_in(tmp_path, capsys=capsys, left="l", out="out")
     assert code == 0, stderr
@@ -278,11 +278,11 @@ def test_copied_files_take_a_larger_share_of_the_files_a_run_holds(
 def test_a_failure_among_files_joined_together_leaves_nothing(tmp_path, capsys, monkeypatch):
     """A write that fails in a run of files joined together aborts every writer of the run
     (each file closed, or never written), and the run leaves no OUT and nothing hidden."""
-    from asofgpu.enrich import _job
+    from asofgpu.enrich import _output
 
     small_left_files(tmp_path, 4)
     aborted, writes = [], []
-    for kind in (_job.ParquetStitcher, _job.WholeFile):  # (the run's files are written whole)
+    for kind in (_output.ParquetStitcher, _output.WholeFile):  # (the run's files are written whole)
         real_abort, real_write = kind.abort, kind.write
 
         def abort(writer, real_abort=real_abort):

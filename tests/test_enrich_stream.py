@@ -1368,8 +1368,8 @@ def test_a_right_of_many_small_files_is_handed_over_in_tables_of_a_chunk(
     handed: list[list[int]] = []
     depths: list[int] = []
 
-    class Counted(_job._Prefetch):
-        def __init__(self, iterator, depth=_job._Prefetch.DEPTH):
+    class Counted(_job.Prefetch):
+        def __init__(self, iterator, depth=_job.Prefetch.DEPTH):
             depths.append(depth)
             super().__init__(iterator, depth)
 
@@ -1381,7 +1381,7 @@ def test_a_right_of_many_small_files_is_handed_over_in_tables_of_a_chunk(
                     rows.append(item.num_rows)
                 yield item
 
-    monkeypatch.setattr(_job, "_Prefetch", Counted)
+    monkeypatch.setattr(_job, "Prefetch", Counted)
     out = tmp_path / "out.parquet"
     code, _, stderr = run(
         "enrich", tmp_path / "trades.parquet", folder, "-o", out, "--on", "time",
@@ -1403,7 +1403,7 @@ def test_a_prefetch_runs_its_depth_ahead_and_one_more_waiting_to_be_put():
     to put."""
     import time
 
-    from asofgpu.enrich._job import _Prefetch
+    from asofgpu.enrich._prefetch import Prefetch
 
     for depth in (1, 2):
         made = []
@@ -1413,7 +1413,7 @@ def test_a_prefetch_runs_its_depth_ahead_and_one_more_waiting_to_be_put():
                 made.append(i)
                 yield i
 
-        with _Prefetch(items(), depth) as ahead:
+        with Prefetch(items(), depth) as ahead:
             deadline = time.monotonic() + 10
             while len(made) < depth + 1 and time.monotonic() < deadline:
                 time.sleep(0.01)

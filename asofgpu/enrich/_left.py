@@ -1,0 +1,398 @@
+"""LEFT's side of a run: its files read in runs (``joined_together``) on a thread of their
+own (``files_batches``, handed over by a ``Prefetch``), each chunk joined with RIGHT attached
+(``_attach``), its rows handed to its file's writer in OUT (``_output``), and each file closed
+and synced while the next files are joined (``join_left``). A LEFT file whose columns can be
+carried into OUT as they are (``copy_of``: ``_copy.LeftChunks``) has only its keys read."""
+
+from __future__ import annotations
+
+import contextlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from . import _interrupts as interrupts
+from . import _memory as memory
+from ._checks import Options, Plan, left_columns
+from ._copy import LeftChunks
+from ._errors import OutputError, one_line
+from ._output import (
+    AtomicFile,
+    AtomicFolder,
+    ParquetStitcher,
+    WholeFile,
+    WritePools,
+    footer_metadata,
+    stored_as,
+)
+from ._prefetch import Prefetch
+from ._sources import Part, Source, is_text, runs_of
+
+if TYPE_CHECKING:
+    from ._job import Run
+
+# LEFT files joined together at most (``joined_together``): memory, each file's tables held
+# until its run is written; and of them copied, open files
+RUN_FILES, RUN_COPIED = 1024, 32
+
+
+@dataclass
+class Counts:
+    """LEFT's rows joined, and the joins (chunks)."""
+
+    rows: int = 0
+    chunks: int = 0  # joins
+    largest: int = 0  # rows of the largest chunk
+
+    def add(self, rows: int) -> None:
+        """A chunk of ``rows`` rows joined."""
+        self.rows += rows
+        self.chunks += 1
+        self.largest = max(self.largest, rows)
+
+
+def join_left(
+    run: Run,
+    runs: list[list[int]],
+    left_batches: Prefetch,
+    copies: list,
+    target: AtomicFile | AtomicFolder,
+    attach,
+) -> Counts:
+    """Each run of LEFT's files (``joined_together``) read from ``left_batches``, RIGHT
+    attached, and written into its place in ``target``; the counts of rows and joins.
+
+    A file's last chunks are encoded while the next files are read and joined: its writer
+    closes on a thread of its own (one at a time), left before OUT is."""
+    options, left, progress, out = run.options, run.left, run.progress, run.out
+    counts = Counts()
+    # The writers' pools, shut down after ``closing`` (entered after them) has closed the
+    # last file.
+    with (
+        WritePools() as pools,
+        ThreadPoolExecutor(1, thread_name_prefix="asofgpu-close") as closing,
+    ):
+        closed = []  # the last run's files, closing
+        progress.start(left.rows)
+        try:
+            for files in runs:
+                for i in files:
+                    if not left.single:
+                        part = left.parts[i]
+                        progress.log(
+                            f"LEFT {part.relative}: {part.rows:,} rows "
+                            f"({memory.readable(part.bytes)}), "
+                            f"{how_read(copies[i], run.rows)}"
+                        )
+                with _writers(files, left, target, run.the_plan, options, copies, pools) as writers:
+                    if len(files) == 1:
+                        batches = _one_file(left_batches)
+                        _enrich_part(left, batches, writers[0], attach, counts, progress, out)
+                    else:
+                        chunks = next(iter(left_batches))
+                        _enrich_parts(left, chunks, writers, attach, options, counts, progress, out)
+                        progress.update(counts.rows)
+                    for done in closed:
+                        done.result()  # raises what closing the files before raised
+                closed = [closing.submit(_close, writer, out, target) for writer in writers]
+            attach.finish()  # a stream checks the RIGHT rows past LEFT's last row too
+            for done in closed:
+                done.result()
+        finally:
+            progress.stop()
+    return counts
+
+
+def joined_together(
+    parts: list[Part],
+    rows: int,
+    copied: list[bool] | None = None,
+    files: int | None = None,
+    copied_files: int | None = None,
+) -> list[list[int]]:
+    """LEFT's files (their indices) in runs joined as one chunk: consecutive files of up to
+    ``rows`` rows in all, each still written into its own output file; a larger file alone,
+    in chunks. A join costs about a millisecond whatever its rows (the probe's and gather's
+    set-up, the staleness, handing the GIL to and from the readers and writers): a day of
+    per-symbol LEFT files, most of a few thousand rows, spent most of its time so.
+
+    A run holds ``files`` (``RUN_FILES``) at most: each file's tables and futures (about
+    13 KB) are held until its run is written, and 20,000 files of 3 rows in one run went
+    past a --memory-limit of 650MiB. Of them, ``copied_files`` (``RUN_COPIED``) whose
+    columns are ``copied`` (all, when not given) at most: each is open from its run's start
+    until the run is written, and the last run's while they close (a run of 2,000 empty or
+    tiny files ran out of macOS' 256 descriptors and Linux' 1,024). The others are written
+    whole (``WholeFile``), each opened only while pyarrow writes it.
+
+    >>> from types import SimpleNamespace as Part
+    >>> joined_together([Part(rows=n) for n in (5, 3, 9, 2, 0, 1)], rows=8)
+    [[0, 1], [2], [3, 4, 5]]
+    >>> joined_together([Part(rows=0)] * 5, rows=8, files=4, copied_files=2)
+    [[0, 1], [2, 3], [4]]
+    >>> copied = [True, False, False, False, True, False]
+    >>> joined_together([Part(rows=0)] * 6, rows=8, copied=copied, files=4, copied_files=2)
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    files = RUN_FILES if files is None else files
+    copied_files = RUN_COPIED if copied_files is None else copied_files
+    cost = max(1, files // copied_files)  # a copied file's share of a run's files
+    costs = [cost if copied is None or copied[i] else 1 for i in range(len(parts))]
+    return runs_of([part.rows for part in parts], rows, most=files, costs=costs)
+
+
+def files_batches(
+    left: Source, options: Options, rows: int, copies: list, runs: list, last: bool = False
+):
+    """Every LEFT file's ``_batches``, by ``runs`` (``joined_together``): a file alone's
+    followed by None, and the files of a run of several as one item, a list of each file's
+    list of chunks (of up to a chunk's rows in all). Read on one thread, which goes on into
+    the next files while the last chunks of one are joined (a reader a file made each
+    file's first chunk wait for its own: 100 files of 20,000 rows waited 0.37 s); a run as
+    one item reads the next run, not the next file, while one is joined."""
+    for run in runs:
+        chunks = [
+            _batches(left, left.parts[i], options, rows, copied_chunks(copies[i]), last)
+            for i in run
+        ]
+        if len(run) == 1:
+            yield from chunks[0]
+            yield None
+        else:
+            yield [
+                _as_one(list(batches)) if _written_whole(run, copies[i]) else list(batches)
+                for i, batches in zip(run, chunks)
+            ]
+
+
+def _batches(
+    left: Source, part: Part, options: Options, rows: int, copied: LeftChunks | None, last: bool
+):
+    """``part``'s rows in chunks, each with the LEFT row group it copies (None: not copied):
+    its columns (only the join's, when copied), then the partition columns the join needs.
+    ``last``: the file is read for the last time, and its footer is dropped once it is
+    (``Footers.release``; what OUT's file keeps of it was taken when it was found)."""
+    # By-columns of folders as one-value dictionaries; the key never (a join takes no
+    # dictionary key: --on a partition folder, day=20261127, was refused as one)
+    keys = [c for c in dict.fromkeys(options.left_by) if c != options.left_on]
+    needed = left_columns(options)  # the keys, and each row's tolerance when asked
+    if copied is None:
+        for batch in part.batches("LEFT", rows):
+            yield left.with_partitions(part, batch, needed, as_codes=keys), None
+    else:
+        data = [c for c in needed if c in left.data_schema.names]
+        text = [c for c in data if is_text(left.data_schema.field(c).type)]
+        for table, group in zip(part.row_groups("LEFT", data, text), copied.groups):
+            yield left.with_partitions(part, table, needed, as_codes=keys), group
+    if last:
+        part.read_for_the_last_time()
+
+
+def _written_whole(run: list[int], copy) -> bool:
+    """Whether a file of ``run`` is written whole (``WholeFile``), its chunks handed over as
+    one (``_as_one``): one of several joined together, its columns not copied."""
+    return len(run) > 1 and copied_chunks(copy) is None
+
+
+def _as_one(chunks: list) -> list:
+    """A file's chunks (not copied, so each with no row group) as one chunk, or none: its
+    rows for one write (``WholeFile``). They are of up to a chunk's rows in all."""
+    tables = [_as_table(batch) for batch, _ in chunks if batch.num_rows]
+    if len(tables) <= 1:
+        return [(tables[0], None)] if tables else []
+    return [(pa.concat_tables(tables), None)]
+
+
+def _one_file(batches: Prefetch):
+    """The items of ``batches`` up to the end of the file (``files_batches``' None)."""
+    for item in batches:
+        if item is None:
+            return
+        yield item
+
+
+@contextlib.contextmanager
+def _writers(
+    run: list[int],
+    left: Source,
+    target: AtomicFile | AtomicFolder,
+    the_plan: Plan,
+    options: Options,
+    copies: list,
+    pools: WritePools,
+):
+    """The writers of LEFT's files ``run`` (indices), each into its place in ``target``;
+    all aborted (their files closed) if the block raises. In a run of several files, each
+    not copied is written whole (``files_batches`` gives it one chunk)."""
+    writers: list[ParquetStitcher | WholeFile] = []
+    try:
+        for i in run:
+            part = left.parts[i]
+            path = target.path_for(part.relative)
+            whole = _written_whole(run, copies[i])
+            writers.append(_writer(path, the_plan, part, options, copies[i], pools, whole))
+        yield writers
+    except BaseException:
+        for writer in writers:
+            writer.abort()
+        raise
+
+
+def _enrich_part(
+    left: Source, batches, writer: ParquetStitcher, attach, counts: Counts, progress, out: str
+) -> None:
+    """One LEFT file's ``batches``, a chunk at a time, RIGHT attached, handed to ``writer``."""
+    for batch, group in batches:
+        interrupts.check()  # one a callback from C dropped (numba compiling) ends the run
+        if not batch.num_rows:  # an empty file's or row group's: nothing to attach or write
+            continue
+        _write_joined(left, writer, batch, group, attach(batch), out)
+        counts.add(batch.num_rows)
+        progress.update(counts.rows)  # joined; the last chunks are written by close()
+
+
+def _enrich_parts(
+    left: Source,
+    files: list[list],
+    writers: list[ParquetStitcher | WholeFile],
+    attach,
+    options: Options,
+    counts: Counts,
+    progress,
+    out: str,
+) -> None:
+    """Several small LEFT files (``joined_together``), their chunks and a writer each: the
+    chunks joined as one, and each chunk's rows handed to its file's writer."""
+    chunks = [
+        (writer, batch, group)
+        for writer, batches in zip(writers, files)
+        for batch, group in batches
+        if batch.num_rows  # an empty file's or row group's: nothing to attach or write
+    ]
+    interrupts.check()
+    if not chunks:
+        return
+    needed = left_columns(options)  # (a copied file's chunks hold no others)
+    keys = [_as_table(batch).select(needed) for _, batch, _ in chunks]
+    if any(not table.schema.equals(keys[0].schema) for table in keys):
+        # A copied file's text keys come as codes, of its own text type; another's as
+        # text, of the type the files are read as: joined a chunk at a time, as they come.
+        for writer, batches in zip(writers, files):
+            _enrich_part(left, batches, writer, attach, counts, progress, out)
+        return
+    together = pa.concat_tables(keys)
+    taken = attach(together)
+    at = 0
+    for writer, batch, group in chunks:
+        _write_joined(left, writer, batch, group, taken.slice(at, batch.num_rows), out)
+        at += batch.num_rows
+    counts.add(together.num_rows)
+
+
+def _as_table(batch: pa.RecordBatch | pa.Table) -> pa.Table:
+    return batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+
+
+def _write_joined(
+    left: Source,
+    writer: ParquetStitcher | WholeFile,
+    batch: pa.RecordBatch | pa.Table,
+    group,
+    taken: pa.Table,
+    out: str,
+) -> None:
+    """A LEFT chunk (``batch``, or the LEFT row group ``group`` it copies) and the columns
+    ``taken`` for it from RIGHT, handed to ``writer``."""
+    columns = taken.columns
+    if group is None:
+        columns = batch.columns[: len(left.data_schema)] + columns
+    written = writer.written_schema
+    # Views are read as large types (``viewless``): OUT keeps the files' own types; text
+    # gathered as codes is written as such.
+    columns = [stored_as(c, f.type) for c, f in zip(columns, written)]
+    schema = pa.schema([f.with_type(c.type) for c, f in zip(columns, written)], written.metadata)
+    with _writing(out):
+        writer.write(pa.Table.from_arrays(columns, schema=schema), group)
+
+
+def _close(
+    writer: ParquetStitcher | WholeFile, out: str, target: AtomicFile | AtomicFolder
+) -> None:
+    """What ``writer`` still encodes written, then its footer, and the file on disk
+    (``target.sync``) while the next LEFT files are joined."""
+    try:
+        with _writing(out):
+            writer.close()
+            target.sync(writer.path)
+    except BaseException:
+        writer.abort()
+        raise
+
+
+def how_read(copy, rows: int) -> str:
+    if isinstance(copy, LeftChunks):
+        return "a row group at a time, only its keys read; its columns copied as they are"
+    return f"in chunks of up to {rows:,} rows, its columns written again: {copy}"
+
+
+def copied_chunks(copy) -> LeftChunks | None:
+    return copy if isinstance(copy, LeftChunks) else None
+
+
+def copy_of(part: Part, the_plan: Plan, options: Options, group_rows: int):
+    """``part`` as a ``LeftChunks`` when its columns can be copied into OUT as they are, or
+    why not (a str)."""
+    if options.compression_level is not None:
+        return f"--compression asks for level {options.compression_level}"
+    if part.wanted is not None:  # (its pages hold what OUT's footer would not describe)
+        return (
+            "its columns differ in order, type or nullability from the other LEFT files', "
+            "read as one"
+        )
+    return LeftChunks.open(
+        part.path, the_plan.schema, group_rows, options.compression, sizes=part.meta
+    )
+
+
+def _writer(
+    path: str,
+    the_plan: Plan,
+    part: Part,
+    options: Options,
+    copy,
+    pools: WritePools,
+    whole: bool = False,
+) -> ParquetStitcher | WholeFile:
+    """OUT's writer of LEFT file ``part`` into ``path``: ``whole``, a ``WholeFile``; else a
+    ``ParquetStitcher``. Each makes the file on a thread of its pools: what that raises
+    comes from a write or the close, under ``_writing``. The file keeps the LEFT file's
+    footer metadata (``Part.kept_metadata``: pandas reads OUT with LEFT's index and dtypes,
+    Spark with its calendar), and its footer says enrich wrote it (``FOOTER_MARK``)."""
+    schema = the_plan.schema.with_metadata(footer_metadata(part.kept_metadata))
+    compression = options.compression or "snappy"
+    if whole:
+        return WholeFile(
+            path,
+            schema,
+            compression=compression,
+            compression_level=options.compression_level,
+            pools=pools,
+        )
+    return ParquetStitcher(
+        path,
+        schema,
+        compression=compression,
+        compression_level=options.compression_level,
+        left=copied_chunks(copy),
+        pools=pools,
+    )
+
+
+@contextlib.contextmanager
+def _writing(out: str):
+    """A file-system error while OUT is written, in the command's words."""
+    try:
+        yield
+    except OSError as exc:
+        raise OutputError(f"cannot write OUT {out}: {one_line(exc)}") from None
