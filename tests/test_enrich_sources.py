@@ -1837,7 +1837,7 @@ def test_the_leaf_map_of_a_column_whose_type_cannot_be_hashed():
     chunks one leaf early)."""
     import io
 
-    from asofgpu.enrich._sources import leaf_map
+    from asofgpu.enrich._schemas import leaf_map
 
     pair = unhashable_extension_type(
         pa.struct([("x", pa.int64()), ("y", pa.int64())]), "asofgpu.t.pair"

@@ -31,7 +31,8 @@ from ..join import AsofJoin
 from . import _memory as memory
 from ._checks import Options, Plan, Tolerance, left_columns, translate
 from ._errors import EnrichError
-from ._sources import Source, is_text, read_as_codes
+from ._schemas import is_text, read_as_codes
+from ._sources import Source
 from ._regroup import ByRanges, on_ranges, restore, stream_order
 from ._spill import (
     POSITION,

@@ -47,7 +47,8 @@ from ._file_order import (
 from ._left import copied_chunks, copy_of, files_batches, how_read, join_left, joined_together
 from ._output import AtomicFile, AtomicFolder
 from ._prefetch import Prefetch
-from ._sources import Footers, Source, is_text, type_partitions
+from ._schemas import is_text
+from ._sources import Footers, Source, type_partitions
 from ._spill import Narrowing, SpillFolder
 from ._spill import source_batches as spill_batches
 from ._stream import CarryTooLarge, NotSorted, streamable_key, tables_of

@@ -28,7 +28,8 @@ from ._output import (
     stored_as,
 )
 from ._prefetch import Prefetch
-from ._sources import Part, Source, is_text, runs_of
+from ._schemas import is_text
+from ._sources import Part, Source, runs_of
 
 if TYPE_CHECKING:
     from ._job import Run

@@ -23,7 +23,8 @@ import pyarrow as pa
 
 from .._encode import family
 from ._errors import EnrichError
-from ._sources import Source, is_text
+from ._schemas import is_text
+from ._sources import Source
 
 BASE_BYTES = 400 << 20  # the process before any data: measured 250-330 MiB, with room
 # LEFT chunks alive at once besides those the writer encodes (``in_flight``): two read ahead,

@@ -64,7 +64,7 @@ from ._copy import (
 )
 from . import _leftovers as leftovers
 from ._errors import EnrichError, OutputError
-from ._sources import is_text
+from ._schemas import is_text
 
 PARTIAL = ".asofgpu-partial"  # the suffix of what is still being written
 OLD = ".asofgpu-old"  # ... and of a folder holding the OUT it replaces, until it is in place

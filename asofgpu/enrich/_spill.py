@@ -27,7 +27,8 @@ from .. import _arrow_numpy as arrow_numpy
 from .._gather import gather
 from . import _leftovers as leftovers
 from ._errors import OutputError, one_line
-from ._sources import Source, is_text
+from ._schemas import is_text
+from ._sources import Source
 from ._stream import key_numbers, sorted_sample
 
 POSITION = "__asofgpu_left_row"
