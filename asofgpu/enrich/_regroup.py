@@ -67,6 +67,8 @@ def value_counts(batches, name: str) -> tuple[pa.Array, np.ndarray]:
             values.append(as_comparable(dictionary.take(arrow_numpy.array(used))))
             counts.append(found[used])
         else:
+            if arrow_numpy.is_view_text(column.type):  # (pyarrow 26 counts their nulls as "")
+                column = as_comparable(column)
             found = pc.value_counts(column)
             values.append(as_comparable(found.field(0)))
             counts.append(arrow_numpy.values(found.field(1)))
