@@ -197,7 +197,11 @@ def test_folders_whose_keys_go_back_inside_one_are_not_streamed(tmp_path, capsys
             pq.write_table(
                 table if side == "r" else table.select(["t"]), folder / f"{name}.parquet"
             )
-    assert _stream_refused(tmp_path, capsys, "g") == f"'t' nor by ('g', 't'), {SHOW}\n"
+    at = tmp_path / "r" / "g=a" / "p1.parquet"
+    assert _stream_refused(tmp_path, capsys, "g") == (
+        f"'t' nor by ('g', 't'), {SHOW}: 't' goes back within 'a' from 6 to 1 at {at}, "
+        f"row group 0\n"
+    )
     code, _, stderr = run(
         "enrich", tmp_path / "l", tmp_path / "r", "-o", tmp_path / "o2", "--on", "t", "--by",
         "g", "--device", "cpu", "-q", capsys=capsys,
@@ -216,7 +220,11 @@ def test_keys_going_back_past_a_file_of_null_keys_are_seen_before_streaming(tmp_
         for i, t in enumerate(([50, 60, 70], [None, None], [10, 20, 30])):
             table = pa.table({"t": pa.array(t, pa.int64()), "v": [1.0] * len(t)})
             pq.write_table(table if side == "r" else table.select(["t"]), folder / f"p{i}.parquet")
-    assert _stream_refused(tmp_path, capsys, "g") == f"'t' nor by ('g', 't'), {SHOW}\n"
+    at = tmp_path / "r" / "g=a" / "p2.parquet"
+    assert _stream_refused(tmp_path, capsys, "g") == (
+        f"'t' nor by ('g', 't'), {SHOW}: 't' goes back within 'a' from 70 to 10 at {at}, "
+        f"row group 0\n"
+    )
 
 
 def test_an_order_by_a_null_folder_is_not_looked_for(tmp_path, capsys):

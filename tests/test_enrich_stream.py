@@ -1724,6 +1724,57 @@ def test_a_group_in_row_groups_of_its_own_is_grouped_where_its_keys_go_on(tmp_pa
     assert grouped_order(Source.find(path, "RIGHT"), ["s"], "t") is None  # A 2 3 | A 1 2 | ...
 
 
+def test_what_keeps_files_from_a_grouped_stream_is_said_and_where(tmp_path, capsys):
+    """``grouped_order_why`` names the first fact that keeps a side from a grouped stream,
+    and the file and row group where it lies; a RIGHT refused says it too."""
+    from asofgpu.enrich._file_order import grouped_order_why
+    from asofgpu.enrich._sources import Source
+
+    def why(table, by=("s",), row_group_size=2, **options):
+        path = tmp_path / "r.parquet"
+        pq.write_table(table, path, row_group_size=row_group_size, **options)
+        source, reason = grouped_order_why(Source.find(path, "RIGHT"), list(by), "t")
+        assert (source is None) == bool(reason) or not by
+        return reason.replace(str(path), "r")
+
+    s, t = ["A", "A", "B", "B"], [1, 2, 3, 4]
+    assert why(pa.table({"s": s, "t": t})) == ""
+    assert why(pa.table({"s": s, "t": t}), by=()) == ""  # (no by columns: nothing to say)
+    assert why(pa.table({"s": ["B", "B", "A", "A"], "t": t})) == (
+        "'s' goes back from 'B' to 'A' at r, row group 1"
+    )
+    assert why(pa.table({"s": ["A", "A", None, "B"], "t": t})) == (
+        "'s' holds nulls, which sort where a writer puts them (r, row group 1)"
+    )
+    assert why(pa.table({"s": s, "t": [1, 2, 3, 4]}), write_statistics=["t"]) == (
+        "its footers do not count the nulls of 's' (r, row group 0)"
+    )
+    assert why(pa.table({"s": s, "t": [2, 1, 3, 4]}), row_group_size=1) == (
+        "'t' goes back within 'A' from 2 to 1 at r, row group 1"
+    )
+    assert why(pa.table({"s": s, "t": [2, 1, 3, 4]}), row_group_size=4) == (
+        "its first row group is not in order (r, row group 0)"
+    )
+    assert why(pa.table({"s": [1.0, 1.0, 2.0, 2.0], "t": t})) == (
+        "by column 's' holds floats, whose NaN sorts where a writer puts it and has no statistics"
+    )
+    assert why(pa.table({"s": s, "t": t}), by=("s", "u")) == "'u' is not a column of its files"
+    # A RIGHT refused says why, after what its statistics do not show.
+    pq.write_table(pa.table({"s": ["B", "B", "A", "A"], "t": [1, 2, 1, 2]}), tmp_path / "q.parquet",
+                   row_group_size=2)  # fmt: skip
+    pq.write_table(pa.table({"s": ["A"], "t": [5]}), tmp_path / "l.parquet")
+    code, _, stderr = run(
+        "enrich", tmp_path / "l.parquet", tmp_path / "q.parquet", "-o", tmp_path / "o.parquet",
+        "--on", "t", "--by", "s", "--device", "cpu", "--right-mode", "stream", "-q",
+        capsys=capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert stderr.endswith(
+        "row-group statistics and first row group show: 's' goes back from 'B' to 'A' at "
+        f"{tmp_path / 'q.parquet'}, row group 1\n"
+    ), stderr
+
+
 def test_left_files_tied_against_their_paths_order_still_stream_in_key_order(tmp_path, capsys):
     """LEFT's rows are matched each on its own: a tie between two of its files in the other
     order than their paths' keeps nothing from streaming them in key order."""

@@ -270,19 +270,41 @@ def grouped_order(source: Source, by: list[str], on: str) -> Source | None:
     >>> [p.relative for p in grouped_order(source, ["s"], "t").parts]
     ['s=A/p.parquet', 's=A-1/p.parquet', 's=B/p.parquet']
     """
+    return grouped_order_why(source, by, on)[0]
+
+
+def grouped_order_why(source: Source, by: list[str], on: str) -> tuple[Source | None, str]:
+    """``grouped_order``, and where it is None, why: the first fact that keeps the files
+    from a grouped stream, and where it lies ("" where no by columns are given).
+
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()
+    >>> pq.write_table(pa.table({"s": ["B", "C"], "t": [1, 2]}), os.path.join(root, "0.parquet"))
+    >>> pq.write_table(pa.table({"s": ["A"], "t": [3]}), os.path.join(root, "1.parquet"))
+    >>> print(grouped_order_why(Source.find(root, "RIGHT"), ["s"], "t")[1].replace(root, "ROOT"))
+    's' goes back from 'C' to 'A' at ROOT/1.parquet, row group 0
+    """
+    if not by:
+        return None, ""
     names = source.data_schema.names
     folders = [c for c in by if source.is_partition(c)]
-    if (
-        not by
-        or folders_unordered(source, by)
-        or any(c not in names for c in (*by[len(folders) :], on))
-        or any(pa.types.is_floating(source.schema.field(c).type) for c in by)
-    ):
-        return None
+    unordered = folders_unordered(source, by)
+    if unordered:
+        return None, unordered
+    missing = [c for c in (*by[len(folders) :], on) if c not in names]
+    if missing:
+        return None, f"{missing[0]!r} is not a column of its files"
+    floats = [c for c in by if pa.types.is_floating(source.schema.field(c).type)]
+    if floats:
+        return None, (
+            f"by column {floats[0]!r} holds floats, whose NaN sorts where a writer puts it "
+            f"and has no statistics"
+        )
     values = None
     if folders:
         source, values = _in_folder_order(source, folders)
-    return source if _grouped(source, folders, list(by[len(folders) :]), on, values) else None
+    why = _grouped(source, folders, list(by[len(folders) :]), on, values)
+    return (None, why) if why else (source, "")
 
 
 def folders_unordered(source: Source, by: list[str]) -> str:
@@ -323,9 +345,10 @@ def _in_folder_order(source: Source, folders: list[str]) -> tuple[Source, list[t
     return source, values
 
 
-def _grouped(source: Source, folders: list[str], by: list[str], on: str, values) -> bool:
+def _grouped(source: Source, folders: list[str], by: list[str], on: str, values) -> str:
     """``grouped_order``'s checks of ``source``'s files in their order: ``by`` the columns of
-    its files, after ``folders`` whose values ``values`` gives a file each."""
+    its files, after ``folders`` whose values ``values`` gives a file each; the first that
+    fails, and where ("" where none does)."""
     last = None
     first = None  # (part, row group) of the first with rows
     # The last row group's by values where it holds one group alone, and its keys' highest:
@@ -349,13 +372,16 @@ def _grouped(source: Source, folders: list[str], by: list[str], on: str, values)
             by_stats = [group.column(index).statistics for index in indexes]
             for stats in by_stats:
                 if stats is None or not stats.has_null_count or stats.null_count:
-                    return False
+                    return _nulls_unknown_or_held(by, by_stats, f"{part.path}, row group {g}")
             if by_stats:
                 stats = by_stats[0]
                 if not stats.has_min_max:
-                    return False
+                    return f"its footers give no min/max for {by[0]!r} ({part.path}, row group {g})"
                 if last is not None and stats.min < last:
-                    return False
+                    return (
+                        f"{by[0]!r} goes back from {last!r} to {stats.min!r} at {part.path}, "
+                        f"row group {g}"
+                    )
                 last = stats.max
             first = first or (part, g)
             mine = _one_group(by_stats)
@@ -370,10 +396,15 @@ def _grouped(source: Source, folders: list[str], by: list[str], on: str, values)
                 continue
             low, top = _bounds(keys, raw)
             if mine == alone and low < high:
-                return False
+                kind = source.schema.field(on).type
+                group_of = ", ".join(map(repr, (*(mine[0] or ()), *mine[1:])))
+                return (
+                    f"{on!r} goes back within {group_of} from {_shown(high, kind)} to "
+                    f"{_shown(low, kind)} at {part.path}, row group {g}"
+                )
             alone, high = mine, top
     if first is None:
-        return True
+        return ""
     part, g = first
     try:
         head = pq.ParquetFile(part.path).read_row_group(g, columns=[*by, on])
@@ -381,7 +412,22 @@ def _grouped(source: Source, folders: list[str], by: list[str], on: str, values)
         raise EnrichError(f"cannot read {source.side} file {part.path}: {one_line(exc)}") from None
     head = source.with_partitions(part, arrow_numpy.without_views(head), folders, [])
     order = Order.of(source, on, [*folders, *by])
-    return not descents(order.keys(head)).any()
+    if descents(order.keys(head)).any():
+        return f"its first row group is not in order ({part.path}, row group {g})"
+    return ""
+
+
+def _nulls_unknown_or_held(by: list[str], by_stats: list, at: str) -> str:
+    """Why a row group (``at``), one of whose by columns' statistics ``by_stats`` do not
+    say "no nulls", keeps its files from a grouped stream."""
+    name, stats = next(
+        (name, stats)
+        for name, stats in zip(by, by_stats)
+        if stats is None or not stats.has_null_count or stats.null_count
+    )
+    if stats is None or not stats.has_null_count:
+        return f"its footers do not count the nulls of {name!r} ({at})"
+    return f"{name!r} holds nulls, which sort where a writer puts them ({at})"
 
 
 def _one_group(by_stats: list) -> tuple | None:
