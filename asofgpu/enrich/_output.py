@@ -624,7 +624,7 @@ class ParquetStitcher:
 
 class WholeFile:
     """A parquet file written whole, as one row group, by one pyarrow call on the run's
-    encoding pool: a small LEFT file joined with others (``_job.joined_together``), whose
+    encoding pool: a small LEFT file joined with others (``_left.joined_together``), whose
     rows come in one ``write``.
 
     What ``ParquetStitcher`` does for a file of many row groups (each encoded apart, its
