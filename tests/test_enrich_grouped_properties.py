@@ -303,19 +303,22 @@ def _stream_key(row: dict, by: list[str], on: bool = True) -> tuple:
 
 def _statistics_show_it(rows: list[dict], by: list[str], ends: list[int], group_rows: int):
     """Whether two row groups in a row (as ``RightSide.write`` cuts them), each of one group
-    alone, show that group's keys going back: the second's lowest below the first's highest
-    (``grouped_order``, which then refuses the layout before any stream)."""
+    alone, show that group's keys going back (the second's lowest below the first's
+    highest), or the second's group before the first's (``grouped_order``, which then
+    refuses the layout before any stream)."""
     alone = high = None
     for begin, end in zip(ends, ends[1:]):
         for start in range(begin, end, group_rows):
             group = rows[start : min(start + group_rows, end)]
             keys = [r["t"] for r in group if r["t"] is not None]
-            values = {tuple(r[c] for c in by) for r in group}
+            values = {_stream_key(r, by, on=False) for r in group}
             one = values.pop() if len(values) == 1 else None
             if not keys:  # (null keys of the group alone before: it goes on)
                 alone = alone if one is not None and one == alone else None
                 continue
             if one is not None and one == alone and min(keys) < high:
+                return True
+            if one is not None and alone is not None and one < alone:
                 return True
             alone, high = one, max(keys)
     return False

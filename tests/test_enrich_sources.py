@@ -1699,7 +1699,7 @@ def test_a_run_of_row_groups_comes_as_one_batch_unless_a_nested_column_is_in_pie
     """``Part.read_run`` hands a run of small row groups over as one batch, text read as
     dictionaries (a piece a row group) put together beside a list column; a list of
     dictionary text, which pyarrow reads a row group at a time and which stays in its pieces
-    (``combined``), comes a batch a row group. The rows are the same either way."""
+    (``combined_columns``), comes a batch a row group. The rows are the same either way."""
     from asofgpu.enrich._sources import Source
 
     path = tmp_path / "l.parquet"

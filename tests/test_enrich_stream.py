@@ -1747,7 +1747,21 @@ def test_what_keeps_files_from_a_grouped_stream_is_said_and_where(tmp_path, caps
         "'s' holds nulls, which sort where a writer puts them (r, row group 1)"
     )
     assert why(pa.table({"s": s, "t": [1, 2, 3, 4]}), write_statistics=["t"]) == (
-        "its footers do not count the nulls of 's' (r, row group 0)"
+        "its footers do not say whether 's' holds nulls (r, row group 0)"
+    )
+    assert why(pa.table({"s": pa.nulls(4), "t": t})) == "'s' holds only nulls (r, row group 0)"
+    long = ["x" * 5000] * 4  # (pyarrow writes no min/max of values so long)
+    assert why(pa.table({"s": long, "t": t})) == (
+        "its footers give no min/max for 's' (r, row group 0)"
+    )
+    # One group alone a row group: a later one below an earlier one, by its second column
+    pairs = pa.table({"s": ["A"] * 4, "x": [2, 2, 1, 1], "t": [1, 2, 3, 4]})
+    assert why(pairs, by=("s", "x")) == (
+        "the by values go back from 'A', 2 to 'A', 1 at r, row group 1"
+    )
+    days = pa.array([2, 2, 1, 1], pa.int32()).cast(pa.date32())
+    assert why(pa.table({"d": days, "t": t}), by=("d",)) == (
+        "'d' goes back from 1970-01-03 to 1970-01-02 at r, row group 1"
     )
     assert why(pa.table({"s": s, "t": [2, 1, 3, 4]}), row_group_size=1) == (
         "'t' goes back within 'A' from 2 to 1 at r, row group 1"
@@ -1759,6 +1773,7 @@ def test_what_keeps_files_from_a_grouped_stream_is_said_and_where(tmp_path, caps
         "by column 's' holds floats, whose NaN sorts where a writer puts it and has no statistics"
     )
     assert why(pa.table({"s": s, "t": t}), by=("s", "u")) == "'u' is not a column of its files"
+    assert why(pa.table({"s": s, "u": t}), by=("s",)) == "'t' is not a column of its files"
     # A RIGHT refused says why, after what its statistics do not show.
     pq.write_table(pa.table({"s": ["B", "B", "A", "A"], "t": [1, 2, 1, 2]}), tmp_path / "q.parquet",
                    row_group_size=2)  # fmt: skip

@@ -372,15 +372,16 @@ def _grouped(source: Source, folders: list[str], by: list[str], on: str, values)
             by_stats = [group.column(index).statistics for index in indexes]
             for stats in by_stats:
                 if stats is None or not stats.has_null_count or stats.null_count:
-                    return _nulls_unknown_or_held(by, by_stats, f"{part.path}, row group {g}")
+                    at = f"{part.path}, row group {g}"
+                    return _nulls_unknown_or_held(part, by, indexes, by_stats, at)
             if by_stats:
                 stats = by_stats[0]
                 if not stats.has_min_max:
                     return f"its footers give no min/max for {by[0]!r} ({part.path}, row group {g})"
                 if last is not None and stats.min < last:
                     return (
-                        f"{by[0]!r} goes back from {last!r} to {stats.min!r} at {part.path}, "
-                        f"row group {g}"
+                        f"{by[0]!r} goes back from {_by_shown([last])} to "
+                        f"{_by_shown([stats.min])} at {part.path}, row group {g}"
                     )
                 last = stats.max
             first = first or (part, g)
@@ -395,12 +396,18 @@ def _grouped(source: Source, folders: list[str], by: list[str], on: str, values)
                 alone = None  # (several groups, or keys unknown: nothing to compare)
                 continue
             low, top = _bounds(keys, raw)
-            if mine == alone and low < high:
-                kind = source.schema.field(on).type
-                group_of = ", ".join(map(repr, (*(mine[0] or ()), *mine[1:])))
+            if mine == alone:
+                if low < high:
+                    kind = source.schema.field(on).type
+                    return (
+                        f"{on!r} goes back within {_by_shown(_values_of(mine))} from "
+                        f"{_shown(high, kind)} to {_shown(low, kind)} at {part.path}, "
+                        f"row group {g}"
+                    )
+            elif alone is not None and _before(mine, alone):
                 return (
-                    f"{on!r} goes back within {group_of} from {_shown(high, kind)} to "
-                    f"{_shown(low, kind)} at {part.path}, row group {g}"
+                    f"the by values go back from {_by_shown(_values_of(alone))} to "
+                    f"{_by_shown(_values_of(mine))} at {part.path}, row group {g}"
                 )
             alone, high = mine, top
     if first is None:
@@ -417,17 +424,41 @@ def _grouped(source: Source, folders: list[str], by: list[str], on: str, values)
     return ""
 
 
-def _nulls_unknown_or_held(by: list[str], by_stats: list, at: str) -> str:
-    """Why a row group (``at``), one of whose by columns' statistics ``by_stats`` do not
-    say "no nulls", keeps its files from a grouped stream."""
-    name, stats = next(
-        (name, stats)
-        for name, stats in zip(by, by_stats)
+def _nulls_unknown_or_held(part, by: list[str], indexes: list[int], by_stats: list, at: str):
+    """Why a row group (``at``) of ``part``, one of whose by columns' statistics
+    ``by_stats`` (of leaf columns ``indexes``) do not say "no nulls", keeps its files from a
+    grouped stream."""
+    name, index, stats = next(
+        (name, index, stats)
+        for name, index, stats in zip(by, indexes, by_stats)
         if stats is None or not stats.has_null_count or stats.null_count
     )
+    if index in part.null_leaves:  # (pandas writes a column of None so: no statistics)
+        return f"{name!r} holds only nulls ({at})"
     if stats is None or not stats.has_null_count:
-        return f"its footers do not count the nulls of {name!r} ({at})"
+        return f"its footers do not say whether {name!r} holds nulls ({at})"
     return f"{name!r} holds nulls, which sort where a writer puts them ({at})"
+
+
+def _by_shown(values) -> str:
+    """By values as a reason shows them: text quoted, others as their type writes them
+    (a pandas Timestamp, a date)."""
+    return ", ".join(repr(v) if isinstance(v, (str, bytes)) else str(v) for v in values)
+
+
+def _values_of(group: tuple) -> tuple:
+    """A group's by values, its folders' first (``_grouped``'s ``(folders, *values)``)."""
+    return (*(group[0] or ()), *group[1:])
+
+
+def _before(group: tuple, other: tuple) -> bool:
+    """Whether the by values of one group alone come before those of ``other`` (Python
+    orders text by code point, as Arrow does by UTF-8 bytes); False where they do not
+    compare."""
+    try:
+        return group < other
+    except TypeError:
+        return False
 
 
 def _one_group(by_stats: list) -> tuple | None:

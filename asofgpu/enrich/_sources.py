@@ -373,7 +373,7 @@ class Part:
         batches of up to ``rows``, one row group of more rows read in slices as asked for, else the
         run read at once and handed over as one batch (each batch costs its own partition
         columns and checks: 300 row groups of 33 rows a file came as 300 batches), unless it
-        holds a column kept in its pieces (``combined``): a batch a row group."""
+        holds a column kept in its pieces (``combined_columns``): a batch a row group."""
         try:
             meta = self.meta
             reader = pq.ParquetFile(
@@ -386,7 +386,7 @@ class Part:
                 )
             else:
                 table = _read_run(reader, run, columns, threads)
-                batches = (combined(table) if len(run) > 1 else table).to_batches()
+                batches = (combined_columns(table) if len(run) > 1 else table).to_batches()
             for batch in batches:
                 yield self.as_wanted(batch, read_dictionary)
         except (OSError, pa.ArrowException) as exc:
@@ -763,14 +763,14 @@ class Source:
         return tables[0] if len(tables) == 1 else pa.concat_tables(tables, promote_options="none")
 
 
-def combined(table: pa.Table) -> pa.Table:
+def combined_columns(table: pa.Table) -> pa.Table:
     """``table`` with each column that can be put into one piece so: all but the nested
     (lists, structs, maps) and extension types (JSON, geometries), which stay in their pieces.
     Arrow splits text whose offsets would pass 2 GiB into pieces again, but not text inside
     those: a window of such files holding 2.4 GB of it failed to combine.
 
     >>> table = pa.concat_tables([pa.table({"x": [1], "l": [[1]]})] * 2)
-    >>> [c.num_chunks for c in combined(table).columns]
+    >>> [c.num_chunks for c in combined_columns(table).columns]
     [1, 2]
     """
     flat = [

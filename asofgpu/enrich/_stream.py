@@ -40,7 +40,7 @@ from .._columns import ordered_key
 from .._encode import family, unified
 from ._errors import EnrichError
 from ._memory import readable
-from ._sources import Source, combined
+from ._sources import Source, combined_columns
 
 
 def streamable_key(left: pa.DataType, right: pa.DataType) -> bool:
@@ -369,12 +369,12 @@ def _together(tables: list[pa.Table]) -> pa.Table:
     groups of 65,536 rows gains nothing from the copy (1.78 s, 1.84 s copied).
 
     Nested columns (lists, structs, maps) and extension types (JSON, geometries) stay in
-    their chunks (``combined``); their takes go a chunk at a time, as before."""
+    their chunks (``combined_columns``); their takes go a chunk at a time, as before."""
     table = pa.concat_tables(tables)
     chunks = max((column.num_chunks for column in table.columns), default=0)
     if chunks <= 1 or table.num_rows >= SMALL_CHUNK_ROWS * chunks:
         return table
-    return combined(table)
+    return combined_columns(table)
 
 
 def whole_key_windows(
