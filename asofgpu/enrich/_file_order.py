@@ -257,7 +257,8 @@ def grouped_order(source: Source, by: list[str], on: str) -> Source | None:
     back by its row-group statistics; no by column holds a null (where nulls sort is the
     writer's choice; a null folder neither) or is of floats (NaN sorts where the writer
     puts it, and has no statistics); no row group of one group alone begins below the end of
-    the one before it of that group alone; and the first row group, read whole, is in order.
+    the one before it of that group alone, or holds a group before that one's; and the first
+    row group, read whole, is in order.
 
     >>> import os, tempfile
     >>> root = tempfile.mkdtemp()
