@@ -277,7 +277,8 @@ def join_asof(
         return _lazy(left, right, options, device)
     if isinstance(left, pl.DataFrame):
         return _eager(left, right, options, device)
-    msg = f"expected `left` to be a 'DataFrame' or a 'LazyFrame', got {_validate.type_name(left)!r}"
+    got = _validate.type_name(left)
+    msg = f"expected `left` to be a 'DataFrame' or a 'LazyFrame', got {got!r}"
     raise TypeError(msg)
 
 
