@@ -425,7 +425,7 @@ def _grouped(source: Source, folders: list[str], by: list[str], on: str, values)
     return ""
 
 
-def _nulls_unknown_or_held(part, by: list[str], indexes: list[int], by_stats: list, at: str):
+def _nulls_unknown_or_held(part, by: list[str], indexes: list[int], by_stats: list, at: str) -> str:
     """Why a row group (``at``) of ``part``, one of whose by columns' statistics
     ``by_stats`` (of leaf columns ``indexes``) do not say "no nulls", keeps its files from a
     grouped stream."""
