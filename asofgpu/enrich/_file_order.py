@@ -455,7 +455,13 @@ def _values_of(group: tuple) -> tuple:
 def _before(group: tuple, other: tuple) -> bool:
     """Whether the by values of one group alone come before those of ``other`` (Python
     orders text by code point, as Arrow does by UTF-8 bytes); False where they do not
-    compare."""
+    compare.
+
+    >>> _before((None, "A", 1), (None, "A", 2)), _before((None, "é"), (None, "z"))
+    (True, False)
+    >>> _before((None, 1), (None, "a"))
+    False
+    """
     try:
         return group < other
     except TypeError:
