@@ -273,14 +273,14 @@ def test_grouped_order_takes_folders_by_their_typed_values(tmp_path):
         (tmp_path / "n" / f"k={name}").mkdir(parents=True)
         pq.write_table(pa.table({"t": t}), tmp_path / "n" / f"k={name}" / "p.parquet")
     source = Source.find(tmp_path / "n", "RIGHT")
-    ordered = grouped_order(source, ["k"], "t")
+    ordered = grouped_order(source, ["k"], "t")[0]
     assert [p.values["k"] for p in ordered.parts] == ["007", "7", "9", "10"]
     (tmp_path / "n" / "k=7" / "p.parquet").rename(tmp_path / "n" / "k=7" / "a.parquet")
     pq.write_table(pa.table({"t": [0, 1]}), tmp_path / "n" / "k=7" / "b.parquet")
-    assert grouped_order(Source.find(tmp_path / "n", "RIGHT"), ["k"], "t") is None  # 2 3 | 0 1
+    assert grouped_order(Source.find(tmp_path / "n", "RIGHT"), ["k"], "t")[0] is None  # 2 3 | 0 1
     for name in ("1.5", "2.5"):
         (tmp_path / "f" / f"k={name}").mkdir(parents=True)
         pq.write_table(pa.table({"t": [0, 1]}), tmp_path / "f" / f"k={name}" / "p.parquet")
     floats = Source.find(tmp_path / "f", "RIGHT")
     floats.retype("k", pa.float64())
-    assert grouped_order(floats, ["k"], "t") is None
+    assert grouped_order(floats, ["k"], "t")[0] is None

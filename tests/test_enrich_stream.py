@@ -1717,23 +1717,23 @@ def test_a_group_in_row_groups_of_its_own_is_grouped_where_its_keys_go_on(tmp_pa
     table = pa.table({"s": ["A"] * 4 + ["B"] * 4, "t": [1, 2, 2, 3, 0, 1, 5, 6]})
     path = tmp_path / "one.parquet"
     pq.write_table(table, path, row_group_size=2)  # A 1 2 | A 2 3 | B 0 1 | B 5 6
-    assert grouped_order(Source.find(path, "RIGHT"), ["s"], "t") is not None
+    assert grouped_order(Source.find(path, "RIGHT"), ["s"], "t")[0] is not None
     pq.write_table(table, path, row_group_size=3)  # A 1 2 2 | A 3 B 0 1 | B 5 6
-    assert grouped_order(Source.find(path, "RIGHT"), ["s"], "t") is not None
+    assert grouped_order(Source.find(path, "RIGHT"), ["s"], "t")[0] is not None
     pq.write_table(table.take([2, 3, 0, 1, 4, 5, 6, 7]), path, row_group_size=2)
-    assert grouped_order(Source.find(path, "RIGHT"), ["s"], "t") is None  # A 2 3 | A 1 2 | ...
+    assert grouped_order(Source.find(path, "RIGHT"), ["s"], "t")[0] is None  # A 2 3 | A 1 2 | ...
 
 
 def test_what_keeps_files_from_a_grouped_stream_is_said_and_where(tmp_path, capsys):
-    """``grouped_order_why`` names the first fact that keeps a side from a grouped stream,
+    """``grouped_order`` names the first fact that keeps a side from a grouped stream,
     and the file and row group where it lies; a RIGHT refused says it too."""
-    from asofgpu.enrich._file_order import grouped_order_why
+    from asofgpu.enrich._file_order import grouped_order
     from asofgpu.enrich._sources import Source
 
     def why(table, by=("s",), row_group_size=2, **options):
         path = tmp_path / "r.parquet"
         pq.write_table(table, path, row_group_size=row_group_size, **options)
-        source, reason = grouped_order_why(Source.find(path, "RIGHT"), list(by), "t")
+        source, reason = grouped_order(Source.find(path, "RIGHT"), list(by), "t")
         assert (source is None) == bool(reason) or not by
         return reason.replace(str(path), "r")
 

@@ -246,19 +246,20 @@ def without_statistics(source: Source, column: str) -> str | None:
     return None
 
 
-def grouped_order(source: Source, by: list[str], on: str) -> Source | None:
+def grouped_order(source: Source, by: list[str], on: str) -> tuple[Source | None, str]:
     """``source`` with its files in the order a grouped stream reads them, where they are
     sorted by their ``by`` columns and then ``on`` (a day file per symbol, as vendors ship
-    them), as far as can be told without reading them; else None. By columns of partition
-    folders alone (``symbol=A/``, as pyarrow's and polars' partitioned writes lay a day out)
-    must come first among ``by``: the files are taken in the order of their folders'
-    values, their paths' order kept among files of the same values (``_in_folder_order``).
-    Then: the first by column of the files' own, within the files of one folder, never goes
-    back by its row-group statistics; no by column holds a null (where nulls sort is the
-    writer's choice; a null folder neither) or is of floats (NaN sorts where the writer
-    puts it, and has no statistics); no row group of one group alone begins below the end of
-    the one before it of that group alone, or holds a group before that one's; and the first
-    row group, read whole, is in order.
+    them), as far as can be told without reading them; else None, and why: the first check
+    they fail, and where it lies ("" where no by columns are given). By columns of
+    partition folders alone (``symbol=A/``, as pyarrow's and polars' partitioned writes lay
+    a day out) must come first among ``by``: the files are taken in the order of their
+    folders' values, their paths' order kept among files of the same values
+    (``_in_folder_order``). Then: the first by column of the files' own, within the files of
+    one folder, never goes back by its row-group statistics; no by column holds a null
+    (where nulls sort is the writer's choice; a null folder neither) or is of floats (NaN
+    sorts where the writer puts it, and has no statistics); no row group of one group alone
+    begins below the end of the one before it of that group alone, or holds a group before
+    that one's; and the first row group, read whole, is in order.
 
     >>> import os, tempfile
     >>> root = tempfile.mkdtemp()
@@ -268,21 +269,12 @@ def grouped_order(source: Source, by: list[str], on: str) -> Source | None:
     >>> source = Source.find(root, "RIGHT")
     >>> [p.relative for p in source.parts]
     ['s=A-1/p.parquet', 's=A/p.parquet', 's=B/p.parquet']
-    >>> [p.relative for p in grouped_order(source, ["s"], "t").parts]
+    >>> [p.relative for p in grouped_order(source, ["s"], "t")[0].parts]
     ['s=A/p.parquet', 's=A-1/p.parquet', 's=B/p.parquet']
-    """
-    return grouped_order_why(source, by, on)[0]
-
-
-def grouped_order_why(source: Source, by: list[str], on: str) -> tuple[Source | None, str]:
-    """``grouped_order``, and where it is None, why: the first fact that keeps the files
-    from a grouped stream, and where it lies ("" where no by columns are given).
-
-    >>> import os, tempfile
     >>> root = tempfile.mkdtemp()
     >>> pq.write_table(pa.table({"s": ["B", "C"], "t": [1, 2]}), os.path.join(root, "0.parquet"))
     >>> pq.write_table(pa.table({"s": ["A"], "t": [3]}), os.path.join(root, "1.parquet"))
-    >>> print(grouped_order_why(Source.find(root, "RIGHT"), ["s"], "t")[1].replace(root, "ROOT"))
+    >>> print(grouped_order(Source.find(root, "RIGHT"), ["s"], "t")[1].replace(root, "ROOT"))
     's' goes back from 'C' to 'A' at ROOT/1.parquet, row group 0
     """
     if not by:

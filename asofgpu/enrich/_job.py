@@ -40,7 +40,7 @@ from ._errors import EnrichError
 from ._file_order import (
     files_in_key_order,
     folders_unordered,
-    grouped_order_why,
+    grouped_order,
     is_tape,
     without_statistics,
 )
@@ -785,7 +785,7 @@ def _layout(
     if "tape" in layouts and all(tape):
         return _Layout("tape", True, "", "", left, right)
     # (a side of partition folders in their values' order: ``grouped_order``)
-    in_groups, not_grouped = zip(*(grouped_order_why(source, by, on) for source, on, by in sides))
+    in_groups, not_grouped = zip(*(grouped_order(source, by, on) for source, on, by in sides))
     grouped = [source is not None for source in in_groups]
     grouped[1] = grouped[1] and left_sorted
     if "grouped" in layouts and all(grouped):
