@@ -222,7 +222,8 @@ def _parser() -> _Parser:
         "--output",
         metavar="OUT",
         required=True,
-        help="parquet file to write (a folder when LEFT is several files); an existing "
+        help="parquet file to write (a folder when LEFT is several files, unless "
+        "--one-file); an existing "
         "one is replaced only by a complete new one (e.g. -o enriched.parquet)",
     )
     keys = e.add_argument_group("keys")
@@ -323,6 +324,14 @@ def _parser() -> _Parser:
         help=f"OUT's compression: {', '.join(CODECS)}, optionally with a "
         f"level (e.g. --compression zstd:3; default: LEFT's columns keep "
         f"theirs when its file is copied as it is, and what is encoded is snappy)",
+    )
+    payload.add_argument(
+        "--one-file",
+        action="store_true",
+        help="OUT is one parquet file even when LEFT is several files: their rows one file "
+        "after another, in the order they are read, and the columns of LEFT's partition "
+        "folders after LEFT's own (default: a folder of a file per LEFT file; e.g. -o "
+        "day.parquet --one-file)",
     )
     run = e.add_argument_group("running")
     run.add_argument(
@@ -528,6 +537,7 @@ def _options(args, parser) -> Options:
         tmp_dir=args.tmp_dir,
         right_mode=args.right_mode,
         spill_partitions=args.spill_partitions,
+        one_file=args.one_file,
     )
 
 

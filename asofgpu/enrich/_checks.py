@@ -55,6 +55,7 @@ class Options:
     tmp_dir: str | os.PathLike | None = None  # where spill files go; None: beside OUT
     right_mode: str = "auto"  # how RIGHT is held: one of RIGHT_MODES
     spill_partitions: int | None = None  # when spilling: this many partitions (and spill)
+    one_file: bool = False  # OUT one file even when LEFT is several (``one_out_file``)
 
 
 @dataclass
@@ -226,11 +227,18 @@ def _check_compression(codec, level) -> None:
         )
 
 
+def one_out_file(options: Options, left: Source) -> bool:
+    """Whether OUT is one file: LEFT is one, or ``--one-file`` asks for one of its files'
+    rows one after another; else OUT is a folder of a file per LEFT file."""
+    return left.single or options.one_file
+
+
 def check_output(options: Options, left: Source, right: Source) -> tuple[str, dict]:
-    """OUT's real path (a symlink's target is what gets replaced): a file when LEFT is one
-    file, else a folder of one file per LEFT file; and, for a folder, what it holds as
-    checked (``AtomicFolder.check_replaceable``: {} for a file, or none yet), which the
-    commit compares with what it then holds."""
+    """OUT's real path (a symlink's target is what gets replaced): one file
+    (``one_out_file``), else a folder of one file per LEFT file; and, for a folder, what it
+    holds as checked (``AtomicFolder.check_replaceable``: {} for a file, or none yet), which
+    the commit compares with what it then holds."""
+    one_file = one_out_file(options, left)
     given = os.fspath(options.out)
     if not given.strip():
         raise EnrichError(f"-o/--output: expected a path to write, got {given!r}")
@@ -247,11 +255,15 @@ def check_output(options: Options, left: Source, right: Source) -> tuple[str, di
             f"beside itself and renames it into place; pass a file or folder path"
         )
     names_folder = given.endswith(os.sep) or os.path.basename(given) in (os.curdir, os.pardir)
-    if left.single and names_folder and not os.path.isdir(given):
+    if one_file and names_folder and not os.path.isdir(given):
+        why = (
+            "LEFT is one file, so OUT is one file too"
+            if left.single
+            else "--one-file asks for one file"
+        )
         raise EnrichError(
             f"OUT {given} names a folder (it ends in {os.path.basename(given) or os.sep}), "
-            f"but LEFT is one file, so "
-            f"OUT is one file too; pass a file path, e.g. -o {os.path.join(given, 'enriched.parquet')}"
+            f"but {why}; pass a file path, e.g. -o {os.path.join(given, 'enriched.parquet')}"
         )
     out = os.path.realpath(given)
     check_utf8(out, "OUT")  # (the folder it resolves to too: spill files go beside it)
@@ -284,7 +296,7 @@ def check_output(options: Options, left: Source, right: Source) -> tuple[str, di
             outs = [out, os.path.abspath(given)]  # (resolved, and as given: see glob_matches)
             written = (
                 outs
-                if left.single
+                if one_file
                 else [os.path.join(o, p.relative) for o in outs for p in left.parts]
             )
             matched = glob_matches(source.given, written)
@@ -299,7 +311,7 @@ def check_output(options: Options, left: Source, right: Source) -> tuple[str, di
                 f"OUT {given} is inside the {source.side} folder {source.given}; "
                 f"write it elsewhere, or a later run would read it as input"
             )
-    if not left.single:
+    if not one_file:
         found = AtomicFolder.check_replaceable(out)
         if os.path.isdir(out):  # an earlier run's, which this run replaces whole
             for source in (left, right):
@@ -407,6 +419,8 @@ def plan(options: Options, left: Source, right: Source) -> Plan:
         names.append(out)
     read = list(dict.fromkeys([options.right_on, *options.right_by, *payload]))
     fields = list(left.data_schema)  # as LEFT's files declare them (required, metadata)
+    if one_out_file(options, left):  # the partition folders' columns, which no folder names
+        fields += [f for f in left.partitions if f.name not in left.data_schema.names]
     for c, n in zip(payload, names):
         field = right.schema.field(c)
         fields.append(attached_field(n, nullable_inside(field.type), field))

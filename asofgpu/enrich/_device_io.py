@@ -145,6 +145,8 @@ def device_io_refusal(
     the join's backend name decide it: it needs no GPU."""
     if backend != "cuda":
         return f"the join runs on {backend}"
+    if options.one_file and not left.single:
+        return "--one-file: libcudf writes a file per LEFT file"
     for source in (left, right):
         if source.partitions:
             names = ", ".join(repr(f.name) for f in source.partitions)

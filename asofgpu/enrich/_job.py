@@ -33,6 +33,7 @@ from ._checks import (
     dry_run,
     left_columns,
     memory_limit_of,
+    one_out_file,
     plan,
     tolerance_of,
 )
@@ -314,7 +315,7 @@ def _run(
         # many joins below the size that compiles: together they would spend the
         # plain-Python budget first (walks.compiling_ahead).
         stack.enter_context(walks.compiling_ahead(left.rows))
-        target = stack.enter_context(_target(left, out, found))
+        target = stack.enter_context(_target(options, left, out, found))
         if mode == "memory":
             attach = _in_memory(run, right_table.result(), why, kept)
         elif mode == "stream":
@@ -473,10 +474,10 @@ def _spilled(run: Run, why: str, need: int, sizes: _Sizes, stack: contextlib.Exi
     )
 
 
-def _target(left: Source, out: str, found: dict) -> AtomicFile | AtomicFolder:
-    """Where the run writes OUT, hidden until its commit: a file when LEFT is one, else a
-    folder, whose contents ``check_output`` ``found`` (the commit compares)."""
-    return AtomicFile(out) if left.single else AtomicFolder(out, found)
+def _target(options: Options, left: Source, out: str, found: dict) -> AtomicFile | AtomicFolder:
+    """Where the run writes OUT, hidden until its commit: one file (``one_out_file``), else
+    a folder, whose contents ``check_output`` ``found`` (the commit compares)."""
+    return AtomicFile(out) if one_out_file(options, left) else AtomicFolder(out, found)
 
 
 def _on_device(run: Run, found: dict, checked, start: float) -> Summary | None:
@@ -491,7 +492,7 @@ def _on_device(run: Run, found: dict, checked, start: float) -> Summary | None:
     ) or device_io.libcudf_refusal(options)
     if why is None:
         try:
-            with _target(left, out, found) as target:
+            with _target(options, left, out, found) as target:
                 done = device_io.enrich(
                     options,
                     the_plan,
@@ -620,9 +621,11 @@ def _sizes(
     """What a row of each side takes, LEFT's chunks, and which LEFT files are copied, with
     RIGHT's ``as_codes`` and ``kept`` columns read as codes; a limit that cannot hold a row
     group of a side twice over is refused."""
-    left_row = memory.row_bytes(left, left.data_schema.names)
+    written = the_plan.schema.names[: len(the_plan.schema) - len(the_plan.payload)]
+    left_row = memory.row_bytes(left, written)  # (--one-file: partition columns too, as codes)
     payload_row = memory.row_bytes(right, the_plan.payload, as_codes, kept)
-    writers = 1 if left.single else 2
+    one_file = one_out_file(options, left)
+    writers = 1 if one_file else 2  # a run's files, and the last run's closing
     rows = memory.chunk_rows(limit, options.chunk_rows, left_row, payload_row, writers)
     # A LEFT file copied into OUT as it is has only its keys read (its by columns as codes),
     # so its row groups may be as large as those allow: a LEFT of 44 columns was held to
@@ -631,6 +634,8 @@ def _sizes(
     keys_row = memory.row_bytes(left, left_columns(options), options.left_by)
     copy_rows = memory.chunk_rows(limit, options.chunk_rows, keys_row, payload_row, writers)
     copies = [copy_of(part, the_plan, options, copy_rows) for part in left.parts]
+    if one_file and not left.single:  # (a copy is of one LEFT file's row groups and footer)
+        copies = [f"--one-file writes LEFT's {len(left.parts):,} files into one"] * len(copies)
     # A copied LEFT file's row groups are read as their keys: a 44-column LEFT that runs in
     # 448 MiB was refused at 1GiB when its row groups were counted whole.
     copied_paths = {part.path for part, copy in zip(left.parts, copies) if copied_chunks(copy)}

@@ -75,6 +75,7 @@ def join_left(
     with (
         WritePools() as pools,
         ThreadPoolExecutor(1, thread_name_prefix="asofgpu-close") as closing,
+        _one_out_file(left, target, run.the_plan, options, pools) as one_file,
     ):
         closed = []  # the last run's files, closing
         progress.start(left.rows)
@@ -88,7 +89,11 @@ def join_left(
                             f"({memory.readable(part.bytes)}), "
                             f"{how_read(copies[i], run.rows)}"
                         )
-                with _writers(files, left, target, run.the_plan, options, copies, pools) as writers:
+                with (
+                    _writers(files, left, target, run.the_plan, options, copies, pools)
+                    if one_file is None
+                    else contextlib.nullcontext([one_file] * len(files))
+                ) as writers:
                     if len(files) == 1:
                         batches = _one_file(left_batches)
                         _enrich_part(left, batches, writers[0], attach, counts, progress, out)
@@ -98,8 +103,11 @@ def join_left(
                         progress.update(counts.rows)
                     for done in closed:
                         done.result()  # raises what closing the files before raised
-                closed = [closing.submit(_close, writer, out, target) for writer in writers]
+                if one_file is None:
+                    closed = [closing.submit(_close, writer, out, target) for writer in writers]
             attach.finish()  # a stream checks the RIGHT rows past LEFT's last row too
+            if one_file is not None:
+                closed = [closing.submit(_close, one_file, out, target)]
             for done in closed:
                 done.result()
         finally:
@@ -180,8 +188,10 @@ def _batches(
     keys = [c for c in dict.fromkeys(options.left_by) if c != options.left_on]
     needed = left_columns(options)  # the keys, and each row's tolerance when asked
     if copied is None:
+        written = written_partitions(left, options)  # --one-file: written as columns
         for batch in part.batches("LEFT", rows):
-            yield left.with_partitions(part, batch, needed, as_codes=keys), None
+            batch = left.with_partitions(part, batch, needed + written, as_codes=keys + written)
+            yield batch, None
     else:
         data = [c for c in needed if c in left.data_schema.names]
         text = [c for c in data if is_text(left.data_schema.field(c).type)]
@@ -212,6 +222,36 @@ def _one_file(batches: Prefetch):
         if item is None:
             return
         yield item
+
+
+@contextlib.contextmanager
+def _one_out_file(
+    left: Source,
+    target: AtomicFile | AtomicFolder,
+    the_plan: Plan,
+    options: Options,
+    pools: WritePools,
+):
+    """OUT's one writer for LEFT's several files (``--one-file``), aborted if the block
+    raises; None where each file has its own (``_writers``). Its footer keeps the first
+    file's metadata (``Part.kept_metadata``) but pandas', which describes that file's rows
+    and index alone."""
+    if left.single or not options.one_file:
+        yield None
+        return
+    kept = {k: v for k, v in left.parts[0].kept_metadata.items() if k != "pandas"}
+    writer = ParquetStitcher(
+        target.path_for(""),
+        the_plan.schema.with_metadata(footer_metadata(kept)),
+        compression=options.compression or "snappy",
+        compression_level=options.compression_level,
+        pools=pools,
+    )
+    try:
+        yield writer
+    except BaseException:
+        writer.abort()
+        raise
 
 
 @contextlib.contextmanager
@@ -283,11 +323,25 @@ def _enrich_parts(
         return
     together = pa.concat_tables(keys)
     taken = attach(together)
-    at = 0
+    at, tables = 0, []
     for writer, batch, group in chunks:
-        _write_joined(left, writer, batch, group, taken.slice(at, batch.num_rows), out)
+        tables.append(
+            _joined(left, writer.written_schema, batch, group, taken.slice(at, batch.num_rows))
+        )
         at += batch.num_rows
+    if _one_writer(chunks) and all(t.schema.equals(tables[0].schema) for t in tables):
+        # OUT's one file (--one-file): the run's rows one row group, not one a file
+        chunks, tables = chunks[:1], [pa.concat_tables(tables)]
+    for (writer, _, group), table in zip(chunks, tables):
+        with _writing(out):
+            writer.write(table, group)
     counts.add(together.num_rows)
+
+
+def _one_writer(chunks: list) -> bool:
+    """Whether the chunks of a run, (writer, batch, group), go to one writer and copy no row
+    group: OUT's one file (``--one-file``)."""
+    return all(w is chunks[0][0] and g is None for w, _, g in chunks)
 
 
 def _of_one_schema(tables: list[pa.Table]) -> list[pa.Table] | None:
@@ -355,16 +409,29 @@ def _write_joined(
 ) -> None:
     """A LEFT chunk (``batch``, or the LEFT row group ``group`` it copies) and the columns
     ``taken`` for it from RIGHT, handed to ``writer``."""
+    table = _joined(left, writer.written_schema, batch, group, taken)
+    with _writing(out):
+        writer.write(table, group)
+
+
+def _joined(
+    left: Source, written: pa.Schema, batch: pa.RecordBatch | pa.Table, group, taken: pa.Table
+) -> pa.Table:
+    """The table a writer of ``written`` takes for a LEFT chunk and its ``taken`` columns:
+    LEFT's columns (none when its row group ``group`` is copied), then the partition columns
+    OUT's one file holds (``written_partitions``), then ``taken``."""
     columns = taken.columns
     if group is None:
-        columns = batch.columns[: len(left.data_schema)] + columns
-    written = writer.written_schema
+        partitions = written.names[len(left.data_schema) : len(written) - len(columns)]
+        columns = [
+            *batch.columns[: len(left.data_schema)],
+            *map(batch.column, partitions),
+        ] + columns
     # Views are read as large types (``viewless``): OUT keeps the files' own types; text
     # gathered as codes is written as such.
     columns = [stored_as(c, f.type) for c, f in zip(columns, written)]
     schema = pa.schema([f.with_type(c.type) for c, f in zip(columns, written)], written.metadata)
-    with _writing(out):
-        writer.write(pa.Table.from_arrays(columns, schema=schema), group)
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def _close(
@@ -389,6 +456,14 @@ def how_read(copy, rows: int) -> str:
 
 def copied_chunks(copy) -> LeftChunks | None:
     return copy if isinstance(copy, LeftChunks) else None
+
+
+def written_partitions(left: Source, options: Options) -> list[str]:
+    """The partition columns OUT's one file holds (``--one-file``: no folder names them),
+    after LEFT's columns; none where OUT mirrors LEFT's folders."""
+    if not options.one_file:
+        return []
+    return [f.name for f in left.partitions if f.name not in left.data_schema.names]
 
 
 def copy_of(part: Part, the_plan: Plan, options: Options, group_rows: int):

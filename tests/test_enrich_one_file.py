@@ -1,0 +1,185 @@
+"""``asofgpu enrich --one-file``: LEFT's several files written into one OUT file, their rows
+one file after another in the order they are read, the columns of their partition folders
+after LEFT's own; checked against ``asofgpu.join_asof`` of the files read as one table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import asofgpu as ag
+from asofgpu.enrich._checks import Options, plan, tolerance_of
+from asofgpu.enrich._device_io import device_io_refusal
+from asofgpu.enrich._output import written_by_enrich
+from asofgpu.enrich._sources import Source
+from enrich_cli import hidden, run
+
+pytestmark = pytest.mark.usefixtures("left_columns")  # a copy is refused either way
+
+
+def write(table: pa.Table, path: Path, row_group_size: int = 4, metadata=None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if metadata is not None:
+        table = table.replace_schema_metadata(metadata)
+    pq.write_table(table, path, row_group_size=row_group_size)
+    return path
+
+
+def quotes(rng) -> pa.Table:
+    n = 60
+    return pa.table(
+        {
+            "t": pa.array(np.sort(rng.integers(0, 400, n)), pa.timestamp("s")),
+            "day": pa.array(rng.choice([1, 2], n)),
+            "g": pa.array(rng.choice(["a", "b", "c"], n).tolist()),
+            "v": rng.random(n),
+        }
+    )
+
+
+def trades(rng, start: int, n: int) -> pa.Table:
+    return pa.table(
+        {
+            "t": pa.array(np.sort(rng.integers(start, start + 100, n)), pa.timestamp("s")),
+            "x": pa.array(np.arange(n), pa.int32()),
+        }
+    )
+
+
+def enrich(tmp_path: Path, left: Path, right: Path, *flags, capsys, by: str = "day,g"):
+    return run(
+        "enrich", left, right, "-o", tmp_path / "o.parquet", "--on", "t", "--by", by,
+        "--device", "cpu", "--one-file", *flags, capsys=capsys,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
+def test_one_file_holds_every_left_file_and_its_partition_columns(tmp_path, capsys, mode):
+    """Hive folders src=feed/day=D/g=G, each file sorted by time and the files in (day, g) order: OUT
+    is one file of their rows in that order, the folders' columns after LEFT's, each row
+    joined as ``join_asof`` joins the files read as one table; small files joined together
+    are one row group (a chunk of up to --chunk-rows rows), not one a file."""
+    rng = np.random.default_rng(7)
+    left = tmp_path / "l"
+    pieces = []
+    for day in (1, 2):
+        for g in ("a", "b", "c"):
+            table = trades(rng, 100 * day, int(rng.integers(0, 6)))
+            write(table, left / "src=feed" / f"day={day}" / f"g={g}" / "part.parquet")
+            pieces.append(
+                table.append_column("src", pa.array(["feed"] * len(table), pa.string()))
+                .append_column("day", pa.array([day] * len(table), pa.int64()))
+                .append_column("g", pa.array([g] * len(table), pa.string()))
+            )
+    right = write(quotes(rng), tmp_path / "r.parquet", row_group_size=10)
+    code, stdout, stderr = enrich(
+        tmp_path, left, right, "--right-mode", mode, "--chunk-rows", "12", capsys=capsys
+    )
+    assert code == 0, stderr
+    assert "--one-file writes LEFT's 6 files into one" in stderr
+    whole = pa.concat_tables(pieces)
+    expected = ag.join_asof(whole, pq.read_table(right), on="t", by=["day", "g"])
+    out = pq.ParquetFile(tmp_path / "o.parquet")
+    written = out.read()
+    assert written.schema.names == ["t", "x", "src", "day", "g", "v"]  # src: no by column
+    assert written.schema.field("day").type == pa.int64()
+    assert written.schema.field("g").type == pa.string()
+    assert written.to_pylist() == expected.to_pylist()
+    # each row group a run of files joined together, of up to 12 rows in all
+    sizes = [out.metadata.row_group(i).num_rows for i in range(out.metadata.num_row_groups)]
+    assert sum(sizes) == len(whole) and max(sizes) <= 12
+    assert len(sizes) < sum(len(p) > 0 for p in pieces)
+    assert written_by_enrich(str(tmp_path / "o.parquet"))
+    assert hidden(tmp_path) == []
+
+
+def test_one_file_of_plain_files_keeps_the_first_files_metadata_but_pandas(tmp_path, capsys):
+    """Files of no partition folders, a large one (several chunks) among small ones: their
+    rows in the paths' order; OUT's footer keeps the first file's metadata, but pandas'
+    entry, which describes that file's rows and index alone (a RangeIndex of its length)."""
+    rng = np.random.default_rng(3)
+    left = tmp_path / "l"
+    tables = [trades(rng, 0, 3), trades(rng, 100, 40), trades(rng, 200, 0), trades(rng, 300, 5)]
+    for i, table in enumerate(tables):
+        table = table.append_column("g", pa.array(rng.choice(["a", "b"], len(table)), pa.string()))
+        tables[i] = table
+        meta = {"pandas": '{"index_columns": []}', "source": f"feed-{i}"}
+        write(table, left / f"{i}.parquet", metadata=meta)
+    right = write(quotes(rng), tmp_path / "r.parquet")
+    code, _, stderr = enrich(tmp_path, left, right, "--chunk-rows", "16", capsys=capsys, by="g")
+    assert code == 0, stderr
+    expected = ag.join_asof(pa.concat_tables(tables), pq.read_table(right), on="t", by="g")
+    written = pq.read_table(tmp_path / "o.parquet")
+    assert written.schema.names == ["t", "x", "g", "day", "v"]
+    assert written.to_pylist() == expected.to_pylist()
+    metadata = pq.read_metadata(tmp_path / "o.parquet").metadata
+    assert metadata[b"source"] == b"feed-0"
+    assert b"pandas" not in metadata
+
+
+def test_one_file_of_one_left_file_is_what_a_run_without_it_writes(tmp_path, capsys):
+    rng = np.random.default_rng(4)
+    left = write(
+        trades(rng, 0, 20).append_column("g", pa.array(["a"] * 20)), tmp_path / "l.parquet"
+    )
+    right = write(quotes(rng), tmp_path / "r.parquet")
+    code, _, stderr = enrich(tmp_path, left, right, capsys=capsys, by="g")
+    assert code == 0, stderr
+    assert "--one-file" not in stderr  # one LEFT file: copied as it is, when it can be
+    expected = ag.join_asof(pq.read_table(left), pq.read_table(right), on="t", by="g")
+    assert pq.read_table(tmp_path / "o.parquet").to_pylist() == expected.to_pylist()
+
+
+def test_one_file_refuses_a_folder_path(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    for i in range(2):
+        write(
+            trades(rng, 0, 3).append_column("g", pa.array(["a"] * 3)), tmp_path / f"l/{i}.parquet"
+        )
+    right = write(quotes(rng), tmp_path / "r.parquet")
+    code, _, stderr = run(
+        "enrich", tmp_path / "l", right, "-o", f"{tmp_path}/out/", "--on", "t", "--by", "g",
+        "--one-file", capsys=capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert (
+        "names a folder (it ends in /), but --one-file asks for one file; pass a file path"
+        in stderr
+    )
+    (tmp_path / "old").mkdir()
+    code, _, stderr = run(
+        "enrich", tmp_path / "l", right, "-o", tmp_path / "old", "--on", "t", "--by", "g",
+        "--one-file", capsys=capsys,
+    )  # fmt: skip
+    assert code == 2
+    assert f"OUT {tmp_path / 'old'} is a directory; pass a file path" in stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l", "old", "r.parquet"]
+
+
+def test_one_file_is_written_on_the_host(tmp_path):
+    """libcudf's reader and writer take a LEFT file at a time (``_device_io``)."""
+    rng = np.random.default_rng(6)
+    for i in range(2):
+        table = trades(rng, 0, 3).append_column("symbol", pa.array(["a"] * 3))
+        write(table.rename_columns(["time", "x", "symbol"]), tmp_path / f"l/{i}.parquet")
+    right = quotes(rng).rename_columns(["time", "day", "symbol", "v"])
+    write(right, tmp_path / "r.parquet")
+    options = Options(
+        tmp_path / "l",
+        tmp_path / "r.parquet",
+        tmp_path / "o.parquet",
+        left_on="time",
+        right_on="time",
+        left_by=["symbol"],
+        right_by=["symbol"],
+        one_file=True,
+    )
+    left = Source.find(tmp_path / "l", "LEFT")
+    right_source = Source.find(tmp_path / "r.parquet", "RIGHT")
+    args = (plan(options, left, right_source), tolerance_of(options, left, right_source))
+    why = device_io_refusal(options, *args, left, right_source, "cuda")
+    assert why == "--one-file: libcudf writes a file per LEFT file"
