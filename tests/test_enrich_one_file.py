@@ -183,3 +183,42 @@ def test_one_file_is_written_on_the_host(tmp_path):
     args = (plan(options, left, right_source), tolerance_of(options, left, right_source))
     why = device_io_refusal(options, *args, left, right_source, "cuda")
     assert why == "--one-file: libcudf writes a file per LEFT file"
+
+
+@pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
+def test_one_file_of_unsorted_files_a_null_folder_and_empty_files(tmp_path, capsys, mode):
+    """LEFT in no key order (its files shuffled inside), a null partition folder and empty
+    files: the rows in the files' order (their paths'), null where the folder is; a LEFT of empty files
+    only is one file of no rows, of OUT's schema."""
+    rng = np.random.default_rng(8)
+    left = tmp_path / "l"
+    pieces = []
+    for folder, n in (("7", 9), ("8", 30), ("9", 0), ("__HIVE_DEFAULT_PARTITION__", 6)):
+        table = trades(rng, 0, n).append_column("g", pa.array(rng.choice(["a", "c"], n), "str"))
+        table = table.take(rng.permutation(n))
+        write(table, left / f"k={folder}" / "part.parquet")
+        k = None if folder.startswith("__") else int(folder)
+        pieces.append(table.append_column("k", pa.array([k] * n, pa.int64())))
+    right = write(quotes(rng), tmp_path / "r.parquet")
+    code, _, stderr = enrich(
+        tmp_path, left, right, "--right-mode", mode, "--chunk-rows", "8", capsys=capsys, by="g"
+    )
+    assert code == 0, stderr
+    if mode == "stream":  # RIGHT in key order, LEFT in none
+        assert "LEFT's keys joined in RIGHT's order" in stderr
+    expected = ag.join_asof(pa.concat_tables(pieces), pq.read_table(right), on="t", by="g")
+    written = pq.read_table(tmp_path / "o.parquet")
+    assert written.schema.names == ["t", "x", "g", "k", "day", "v"]
+    assert written.to_pylist() == expected.to_pylist()
+
+    empty = tmp_path / "e"
+    for i in range(2):
+        write(
+            trades(rng, 0, 0).append_column("g", pa.array([], pa.string())), empty / f"{i}.parquet"
+        )
+    (tmp_path / "o.parquet").unlink()
+    code, _, stderr = enrich(tmp_path, empty, right, capsys=capsys, by="g")
+    assert code == 0, stderr
+    written = pq.read_table(tmp_path / "o.parquet")
+    assert written.num_rows == 0
+    assert written.schema.names == ["t", "x", "g", "day", "v"]
