@@ -222,3 +222,40 @@ def test_one_file_of_unsorted_files_a_null_folder_and_empty_files(tmp_path, caps
     written = pq.read_table(tmp_path / "o.parquet")
     assert written.num_rows == 0
     assert written.schema.names == ["t", "x", "g", "day", "v"]
+
+
+def test_a_failed_write_of_one_file_leaves_nothing(tmp_path, capsys, monkeypatch):
+    """A write that fails halfway (the disk full) aborts OUT's one writer, which lets its
+    file go; the run leaves no OUT and nothing hidden, and says why."""
+    from asofgpu.enrich import _output
+
+    rng = np.random.default_rng(9)
+    for i in range(5):
+        table = trades(rng, 100 * i, 7).append_column("g", pa.array(["a"] * 7))
+        write(table, tmp_path / "l" / f"{i}.parquet")
+    right = write(quotes(rng), tmp_path / "r.parquet")
+    aborted, writes = [], []
+    real_abort, real_write = _output.ParquetStitcher.abort, _output.ParquetStitcher.write
+
+    def abort(writer):
+        aborted.append(writer)
+        real_abort(writer)
+
+    def write_or_fail(writer, *args):
+        writes.append(writer)
+        if len(writes) == 2:
+            raise OSError(28, "No space left on device")
+        real_write(writer, *args)
+
+    monkeypatch.setattr(_output.ParquetStitcher, "abort", abort)
+    monkeypatch.setattr(_output.ParquetStitcher, "write", write_or_fail)
+    code, _, stderr = enrich(
+        tmp_path, tmp_path / "l", right, "--chunk-rows", "8", capsys=capsys, by="g"
+    )
+    assert code == 1, stderr
+    assert "No space left on device" in stderr
+    assert len(writes) == 2 and writes[0] is writes[1]  # one writer: OUT's one file
+    assert aborted and all(writer is writes[0] for writer in aborted)
+    assert writes[0]._file is None or writes[0]._file.closed
+    assert not (tmp_path / "o.parquet").exists()
+    assert hidden(tmp_path) == []
