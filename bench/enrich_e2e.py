@@ -140,7 +140,8 @@ def options(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Sizes are QUOTESxTRADES with K, M, G suffixes. "
         "Results: OUT/enrich.md and OUT/enrich.json (enrich-by-symbol.* with "
-        "--left-files by-symbol, enrich-quotes-by-symbol.* with --right-files by-symbol).",
+        "--left-files by-symbol, enrich-quotes-by-symbol.* with --right-files by-symbol; "
+        "-one-file added with --one-file and a folder of trades).",
     )
     parser.add_argument(
         "--size",
@@ -175,6 +176,12 @@ def options(argv: list[str] | None) -> argparse.Namespace:
         default="one",
         help="the quotes as one file (default), or by-symbol: a folder of one file a symbol, "
         "each in time order, or parts and hive: as --left-files has them",
+    )
+    parser.add_argument(
+        "--one-file",
+        action="store_true",
+        help="with a folder of trades, asofgpu writes one file (enrich --one-file), as the "
+        "peers do, not a folder of a file per trades file",
     )
     parser.add_argument(
         "--scale",
@@ -579,9 +586,11 @@ def commands(
     outs: dict[str, Path],
     systems=SYSTEMS,
     layouts: tuple[str, str] = ("one", "one"),
+    one_file: bool = False,
 ) -> dict[str, list[str]]:
     """Each system's whole job as an argv: asofgpu's command, the peers' ``python -c``;
-    ``layouts``: the trades' and the quotes' (``LAYOUTS``)."""
+    ``layouts``: the trades' and the quotes' (``LAYOUTS``); ``one_file``: asofgpu writes a
+    folder of trades into one file (``--one-file``)."""
     check = _polars_check_arg() if any(s.startswith("polars") for s in systems) else ""
     sides = tuple(zip(("trades", "quotes"), layouts))
     sorts = {f"sort_{side}": SORT if layout == "parts" else "" for side, layout in sides}
@@ -607,7 +616,12 @@ def commands(
     argv = {}
     for system in systems:
         if system == "asofgpu":
-            argv[system] = [*enrich_argv(enrich_cmd, trades, quotes, outs[system], "cpu"), "-q"]
+            one = ["--one-file"] if one_file and trades.is_dir() else []
+            argv[system] = [
+                *enrich_argv(enrich_cmd, trades, quotes, outs[system], "cpu"),
+                *one,
+                "-q",
+            ]
         else:
             argv[system] = [
                 sys.executable,
@@ -876,11 +890,13 @@ def _layout_text(report: dict) -> str:
     s, data = report["settings"], report["data"]
     text = ""
     left, right = s.get("left_files", "one"), s.get("right_files", "one")
+    one_file = s.get("one_file", False)
     if left == "by-symbol":
+        into = "one file (`--one-file`)" if one_file else "a folder of as many files"
         text += (
             f" The trades are split by symbol into a folder of {data['trades_files']:,} "
             f"files (`split_by_symbol`: Zipf-sized, each in time order), as a per-instrument "
-            f"feed gives them: asofgpu enriches the folder into a folder of as many files, "
+            f"feed gives them: asofgpu enriches the folder into {into}, "
             f"the peers read it as one glob and write one file."
         )
     if right == "by-symbol":
@@ -897,7 +913,8 @@ def _layout_text(report: dict) -> str:
             f"part-{PARTS - 1}, so that part-10 sorts before part-2); the peers read each "
             f"folder as one glob, in that order, and polars sorts it by time first."
             + (
-                " asofgpu enriches the trades' folder into a folder of as many files."
+                " asofgpu enriches the trades' folder into "
+                + ("one file (`--one-file`)." if one_file else "a folder of as many files.")
                 if left == "parts"
                 else ""
             )
@@ -912,7 +929,8 @@ def _layout_text(report: dict) -> str:
             f"order and in the writer's small row groups); the peers read each as one glob "
             f"with hive partitioning."
             + (
-                " asofgpu enriches the trades' folders into as many folders."
+                " asofgpu enriches the trades' folders into "
+                + ("one file (`--one-file`)." if one_file else "as many folders.")
                 if left == "hive"
                 else ""
             )
@@ -1044,12 +1062,13 @@ def peers_section(args, say) -> dict:
     left = laid_out(trades, args.left_files, say)
     right = laid_out(quotes, args.right_files, say)
     with tempfile.TemporaryDirectory(prefix="run-", dir=args.data) as folder:
-        # asofgpu enriches a folder into a folder, a file a file; the peers write one file.
+        # asofgpu enriches a folder into a folder (or one file: --one-file), a file a file;
+        # the peers write one file.
         outs = {s: Path(folder) / f"{s}.parquet" for s in SYSTEMS}
-        if left.is_dir():
+        if left.is_dir() and not args.one_file:
             outs["asofgpu"] = Path(folder) / "asofgpu"
         layouts = (args.left_files, args.right_files)
-        argv = commands(args.enrich_cmd, left, right, outs, layouts=layouts)
+        argv = commands(args.enrich_cmd, left, right, outs, layouts=layouts, one_file=args.one_file)
         writing_bytecode = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         warmup = measure(argv["asofgpu"], args.timeout, writing_bytecode)
         if warmup["status"] != "ok":
@@ -1111,14 +1130,15 @@ def scale_section(args, say) -> dict:
     return entry
 
 
-def report_stem(left_files: str, right_files: str = "one") -> str:
+def report_stem(left_files: str, right_files: str = "one", one_file: bool = False) -> str:
     """enrich (the day's one trades file and one quotes file), enrich-by-symbol (the trades
-    a file a symbol), enrich-quotes-by-symbol, or both: the layouts' reports can share a
-    folder."""
+    a file a symbol), enrich-quotes-by-symbol, or both, and -one-file where asofgpu writes
+    a folder of trades into one file: the layouts' reports can share a folder."""
     return (
         "enrich"
         + ("" if left_files == "one" else f"-{left_files}")
         + ("" if right_files == "one" else f"-quotes-{right_files}")
+        + ("-one-file" if one_file and left_files != "one" else "")
     )
 
 
@@ -1158,6 +1178,7 @@ def main(argv: list[str] | None = None) -> int:
             "seed": SEED,
             "left_files": args.left_files,
             "right_files": args.right_files,
+            "one_file": args.one_file,
             "systems": list(SYSTEMS),
             "goal": goal_of(args),
             "timeout_s": args.timeout,
@@ -1167,7 +1188,7 @@ def main(argv: list[str] | None = None) -> int:
         "elapsed_s": time.perf_counter() - began,
     }
     text = markdown(report)
-    stem = report_stem(args.left_files, args.right_files)
+    stem = report_stem(args.left_files, args.right_files, args.one_file)
     _write_text(args.out / f"{stem}.json", json.dumps(report, indent=1) + "\n")
     _write_text(args.out / f"{stem}.md", text)
     print(text)

@@ -327,6 +327,32 @@ def test_a_folder_of_trades_is_a_glob_to_the_peers_and_a_folder_to_asofgpu(
     ]
 
 
+def test_one_file_has_asofgpu_write_a_folder_of_trades_into_one_file(e2e, tmp_path):
+    """``--one-file``: asofgpu's command asks for one file where the trades are a folder
+    (not for a file of trades, where OUT is one file anyway); the report says so, and its
+    name ends in -one-file."""
+    folder, quotes = tmp_path / "trades-by-symbol", tmp_path / "quotes.parquet"
+    folder.mkdir()
+    outs = {s: tmp_path / f"{s}.parquet" for s in e2e.SYSTEMS}
+    argv = e2e.commands(["asofgpu"], folder, quotes, outs, one_file=True)["asofgpu"]
+    assert argv[-2:] == ["--one-file", "-q"]
+    assert argv[argv.index("-o") + 1] == str(tmp_path / "asofgpu.parquet")
+    argv = e2e.commands(["asofgpu"], quotes, quotes, outs, one_file=True)["asofgpu"]
+    assert "--one-file" not in argv
+    assert (
+        e2e.report_stem("by-symbol", "by-symbol", True)
+        == "enrich-by-symbol-quotes-by-symbol-one-file"
+    )
+    assert e2e.report_stem("one", "by-symbol", True) == "enrich-quotes-by-symbol"
+    report = {
+        "settings": {"left_files": "by-symbol", "right_files": "one", "one_file": True},
+        "data": {"trades_files": 1000, "quotes_files": 1},
+    }
+    assert "asofgpu enriches the folder into one file (`--one-file`)" in e2e._layout_text(report)
+    report["settings"]["one_file"] = False
+    assert "into a folder of as many files" in e2e._layout_text(report)
+
+
 @pytest.mark.parametrize("layouts", [("parts", "parts"), ("parts", "one"), ("one", "parts")])
 def test_polars_sorts_the_numbered_parts_it_reads_by_a_glob(e2e, tmp_path, layouts):
     """A glob reads part-10 before part-2: out of time order, which polars cannot check
