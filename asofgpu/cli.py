@@ -70,6 +70,10 @@ examples:
   asofgpu enrich readings.parquet calibrations.parquet -o out.parquet --on time \\
       --by sensor --tolerance-column max_age
 
+  # a folder of trade files (hive folders date=.../symbol=...) into one file, the
+  # folders' columns written as columns (without --one-file: a folder of a file each)
+  asofgpu enrich trades/ quotes/ -o enriched.parquet --on time --by date,symbol --one-file
+
   # the next update strictly after each event, on the CPU, 250,000 rows at a time
   asofgpu enrich events.parquet updates.parquet -o out.parquet --on ts \\
       --strategy forward --no-exact-matches --device cpu --chunk-rows 250_000
