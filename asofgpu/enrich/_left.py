@@ -422,6 +422,7 @@ def _joined(
     OUT's one file holds (``written_partitions``), then ``taken``."""
     columns = taken.columns
     if group is None:
+        batch = _as_table(batch)  # (its columns chunked, as ``stored_as`` takes them)
         partitions = written.names[len(left.data_schema) : len(written) - len(columns)]
         columns = [
             *batch.columns[: len(left.data_schema)],
