@@ -822,6 +822,44 @@ def test_partition_folders_of_times_and_of_types_without_a_text_form(tmp_path, c
     assert hidden(tmp_path) == []
 
 
+def test_partition_folders_over_dictionary_columns_whose_statistics_say_too_much(tmp_path, capsys):
+    """A file that keeps its folder's column as a dictionary (a pandas Categorical) sliced
+    from a larger one with nulls: pyarrow's statistics of ['B', None] say 'A' to 'B', of
+    [None, None] 'A' to 'A'. The column's values agree with the folders, and the run goes
+    on; a folder its values contradict is still refused, by those values."""
+    categorical = pa.DictionaryArray.from_arrays(
+        pa.array([0, 0, 1, None, None, None], pa.int32()), pa.array(["A", "B"])
+    )
+    left_table = pa.table({"t": [1, 5, 2, 6, 3, 7], "symbol": categorical})
+    left = tmp_path / "l"
+    for folder, at in (("A", 0), ("B", 2), ("__HIVE_DEFAULT_PARTITION__", 4)):
+        write(left_table.slice(at, 2), left / f"symbol={folder}" / "part-0.parquet")
+    stats = pq.ParquetFile(left / "symbol=B" / "part-0.parquet").metadata.row_group(0)
+    assert (stats.column(1).statistics.min, stats.column(1).statistics.max) == ("A", "B")
+    right = write(
+        pa.table({"t": [0, 0], "symbol": ["A", "B"], "v": [1.0, 2.0]}), tmp_path / "r.parquet"
+    )
+    argv = ["enrich", left, right, "--on", "t", "--by", "symbol", "--device", "cpu", "-q"]
+    code, _, stderr = run(*argv, "-o", tmp_path / "out", capsys=capsys)
+    assert code == 0, stderr
+    got = {
+        folder: pq.read_table(tmp_path / "out" / f"symbol={folder}" / "part-0.parquet")
+        for folder in ("A", "B", "__HIVE_DEFAULT_PARTITION__")
+    }
+    assert got["A"]["v"].to_pylist() == [1.0, 1.0]
+    assert got["B"]["symbol"].to_pylist() == ["B", None]  # the file's own column
+    assert got["B"]["v"].to_pylist() == [2.0, None]
+    assert got["__HIVE_DEFAULT_PARTITION__"]["v"].to_pylist() == [None, None]
+    (left / "symbol=B").rename(left / "symbol=C")
+    code, _, stderr = run(*argv, "-o", tmp_path / "out2", capsys=capsys)
+    assert code == 2
+    assert (
+        "LEFT partition folder symbol=C disagrees with the column 'symbol' of its file "
+        "symbol=C/part-0.parquet, which holds B to B in row group 0;" in stderr
+    )
+    assert hidden(tmp_path) == []
+
+
 def test_partition_folders_over_files_that_hold_their_duration_column(tmp_path, capsys):
     """A duration's folder is its count (``d=90``, as pyarrow writes it), compared with the
     files' column of that unit."""

@@ -629,9 +629,11 @@ class Source:
                 if pa.types.is_duration(kind):  # (statistics hold a duration's count)
                     low, high = (pa.scalar(x).cast(kind).as_py() for x in (low, high))
                 if value is None or not low == value == high:
-                    self._folder_disagrees(
-                        part, key, f", which holds {stats.min} to {stats.max} in row group {g}"
-                    )
+                    held = _held(part, key, g)  # (what the statistics say, confirmed)
+                    if held and not (len(held) == 1 and _same(held[0], value)):
+                        self._folder_disagrees(
+                            part, key, f", which holds {held[0]} to {held[-1]} in row group {g}"
+                        )
 
     def _folder_disagrees(self, part: Part, key: str, what: str):
         raw = part.values[key]
@@ -924,6 +926,29 @@ def check_utf8(path: str, what: str) -> None:
         raise EnrichError(
             f"{what} {shown}: its name is not UTF-8, which pyarrow cannot open; rename it"
         ) from None
+
+
+def _held(part: Part, key: str, g: int) -> list:
+    """The values of column ``key`` in row group ``g`` of ``part``, each once, sorted (no
+    nulls). A folder its row groups' statistics contradict is read before it is refused:
+    pyarrow writes the statistics of a slice of a dictionary column that holds nulls from
+    more of its dictionary than the slice uses (a pandas Categorical's ['B', None] as 'A' to
+    'B', its [None, None] as 'A' to 'A'), and such folders were refused."""
+    try:
+        reader = pq.ParquetFile(part.path, metadata=part.meta, pre_buffer=False)
+        column = reader.read_row_group(g, columns=[key]).column(0)
+    except (OSError, pa.ArrowException) as exc:
+        raise EnrichError(f"cannot read file {part.path}: {one_line(exc)}") from None
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    if isinstance(column.type, pa.BaseExtensionType):  # (DuckDB's JSON: compared as text)
+        column = pa.chunked_array([c.storage for c in column.chunks], column.type.storage_type)
+    return sorted(column.drop_null().unique().to_pylist())
+
+
+def _same(held, value) -> bool:
+    """Whether a column's value is a folder's: equal, or both NaN (``g=nan``)."""
+    return held == value or (held != held and value != value)
 
 
 def _parsed(raw: str | None, kind: pa.DataType):
