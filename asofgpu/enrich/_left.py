@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .. import _arrow_numpy as arrow_numpy
+from .._encode import family
 from . import _interrupts as interrupts
 from . import _memory as memory
 from ._checks import Options, Plan, left_columns
@@ -75,7 +77,7 @@ def join_left(
     with (
         WritePools() as pools,
         ThreadPoolExecutor(1, thread_name_prefix="asofgpu-close") as closing,
-        _one_out_file(left, target, run.the_plan, options, pools) as one_file,
+        _one_file_writer(left, target, run.the_plan, options, pools) as one_file,
     ):
         closed = []  # the last run's files, closing
         progress.start(left.rows)
@@ -225,7 +227,7 @@ def _one_file(batches: Prefetch):
 
 
 @contextlib.contextmanager
-def _one_out_file(
+def _one_file_writer(
     left: Source,
     target: AtomicFile | AtomicFolder,
     the_plan: Plan,
@@ -368,9 +370,9 @@ def _of_one_schema(tables: list[pa.Table]) -> list[pa.Table] | None:
         if len(kinds) == 1:
             continue
         plain = [kind for kind in kinds if not pa.types.is_dictionary(kind)]
-        values = {kind.value_type for kind in kinds if pa.types.is_dictionary(kind)}
-        family = _text_family(plain[0]) if len(plain) == 1 else None
-        if family is None or any(_text_family(v) != family for v in values):
+        values = {kind.value_type for kind in kinds if pa.types.is_dictionary(kind)} | set(plain)
+        offsets = all(is_text(v) and not arrow_numpy.is_view_text(v) for v in values)
+        if len(plain) != 1 or not offsets or len({family(v) for v in values}) > 1:
             return None
         as_codes[i] = pa.dictionary(pa.int32(), plain[0])
     encoded = []
@@ -384,15 +386,6 @@ def _of_one_schema(tables: list[pa.Table]) -> list[pa.Table] | None:
     if any(not table.schema.equals(encoded[0].schema) for table in encoded):
         return None
     return encoded
-
-
-def _text_family(kind: pa.DataType) -> str | None:
-    """'text' or 'binary' for the types of offsets (of 32 or 64 bits), else None."""
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        return "text"
-    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind):
-        return "binary"
-    return None
 
 
 def _as_table(batch: pa.RecordBatch | pa.Table) -> pa.Table:
