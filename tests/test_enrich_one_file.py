@@ -262,3 +262,28 @@ def test_a_failed_write_of_one_file_leaves_nothing(tmp_path, capsys, monkeypatch
     assert writes[0]._file is None or writes[0]._file.closed
     assert not (tmp_path / "o.parquet").exists()
     assert hidden(tmp_path) == []
+
+
+def test_one_file_of_a_key_in_partition_folders(tmp_path, capsys):
+    """--on a partition folder (day=1, day=2 beside RIGHT's int64 day): the key is written
+    as a column of its type, and joined as one (a key is never taken as codes)."""
+    left = tmp_path / "l"
+    pieces = []
+    for day in (1, 2):
+        for s in ("a", "b"):
+            table = pa.table({"x": [1, 2, 3], "s": [s] * 3})
+            write(table, left / f"day={day}" / f"p{s}.parquet")
+            pieces.append(table.append_column("day", pa.array([day] * 3, pa.int64())))
+    right = pa.table(
+        {"day": pa.array([0, 1, 2], pa.int64()), "s": ["a", "a", "b"], "v": [1.0, 2.0, 3.0]}
+    )
+    write(right, tmp_path / "r.parquet")
+    code, _, stderr = run(
+        "enrich", left, tmp_path / "r.parquet", "-o", tmp_path / "o.parquet", "--on", "day",
+        "--by", "s", "--device", "cpu", "--one-file", capsys=capsys,
+    )  # fmt: skip
+    assert code == 0, stderr
+    expected = ag.join_asof(pa.concat_tables(pieces), right, on="day", by="s")
+    written = pq.read_table(tmp_path / "o.parquet")
+    assert written.schema.field("day").type == pa.int64()
+    assert written.to_pylist() == expected.to_pylist()

@@ -855,9 +855,23 @@ def test_partition_folders_over_dictionary_columns_whose_statistics_say_too_much
     assert code == 2
     assert (
         "LEFT partition folder symbol=C disagrees with the column 'symbol' of its file "
-        "symbol=C/part-0.parquet, which holds B to B in row group 0;" in stderr
+        "symbol=C/part-0.parquet, which holds B in row group 0;" in stderr
     )
     assert hidden(tmp_path) == []
+
+
+def test_a_partition_folder_over_dates_past_pythons_is_not_compared(tmp_path, capsys):
+    """A file's date column past year 9999 (which Python's dates do not reach) under a
+    folder of a date: its statistics cannot be compared, and the file's values are taken
+    as they are, as where a file has no statistics; no traceback."""
+    late = pa.array([3_000_000, 3_000_000], pa.date32())  # (year 10183)
+    write(pa.table({"t": [1, 2], "k": late}), tmp_path / "l" / "k=2026-01-01" / "p.parquet")
+    right = write(pa.table({"t": [0], "v": [1.0]}), tmp_path / "r.parquet")
+    argv = ["enrich", tmp_path / "l", right, "--on", "t", "--device", "cpu", "-q"]
+    code, _, stderr = run(*argv, "-o", tmp_path / "out", capsys=capsys)
+    assert code == 0, stderr
+    got = pq.read_table(tmp_path / "out" / "k=2026-01-01" / "p.parquet")
+    assert got["k"].equals(pa.chunked_array([late])) and got["v"].to_pylist() == [1.0, 1.0]
 
 
 def test_partition_folders_over_files_that_hold_their_duration_column(tmp_path, capsys):
@@ -875,6 +889,7 @@ def test_partition_folders_over_files_that_hold_their_duration_column(tmp_path, 
     code, _, stderr = run(*argv, "-o", tmp_path / "out2", capsys=capsys)
     assert code == 2
     assert "partition folder d=91 disagrees with the column 'd' of its file " in stderr
+    assert "which holds 90 in row group 0" in stderr  # a count, as the folder is named
     # Past int64, and what int() alone reads as the column's count: refused, not a traceback
     # nor taken; a count of 19 digits within int64 is one.
     cases = [("99999999999999999999", 90, 2), ("1_000", 1000, 2), ("\u0661\u0662", 12, 2)]

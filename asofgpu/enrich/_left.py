@@ -108,10 +108,10 @@ def join_left(
                 if one_file is None:
                     closed = [closing.submit(_close, writer, out, target) for writer in writers]
             attach.finish()  # a stream checks the RIGHT rows past LEFT's last row too
-            if one_file is not None:
-                closed = [closing.submit(_close, one_file, out, target)]
             for done in closed:
                 done.result()
+            if one_file is not None:  # here, not on the closing thread: an interrupt aborts
+                _close(one_file, out, target)  # the writer, never while it closes
         finally:
             progress.stop()
     return counts
@@ -191,9 +191,9 @@ def _batches(
     needed = left_columns(options)  # the keys, and each row's tolerance when asked
     if copied is None:
         written = written_partitions(left, options)  # --one-file: written as columns
+        codes = keys + [c for c in written if c != options.left_on]  # (the key: plain)
         for batch in part.batches("LEFT", rows):
-            batch = left.with_partitions(part, batch, needed + written, as_codes=keys + written)
-            yield batch, None
+            yield left.with_partitions(part, batch, needed + written, as_codes=codes), None
     else:
         data = [c for c in needed if c in left.data_schema.names]
         text = [c for c in data if is_text(left.data_schema.field(c).type)]

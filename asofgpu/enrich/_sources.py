@@ -50,6 +50,7 @@ from decimal import Decimal, InvalidOperation
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from .. import _arrow_numpy as arrow_numpy
@@ -618,21 +619,26 @@ class Source:
             except pa.ArrowNotImplementedError:  # (no cast from text: month-day-nanos, say)
                 continue
             meta = part.meta
+            held = _Held(part, key)
             for g in range(meta.num_row_groups):
                 chunk = meta.row_group(g).column(index[0])
                 stats = chunk.statistics
-                if stats is None or not stats.has_min_max:
-                    continue  # (no values, or none to compare)
-                low, high = stats.min, stats.max
+                try:
+                    if stats is None or not stats.has_min_max:
+                        continue  # (no values, or none to compare)
+                    low, high = stats.min, stats.max
+                except (OverflowError, ValueError):  # (a date past Python's: not compared)
+                    continue
                 if isinstance(value, str) and isinstance(low, bytes):  # (JSON's: not UTF8)
                     low, high = low.decode(errors="replace"), high.decode(errors="replace")
                 if pa.types.is_duration(kind):  # (statistics hold a duration's count)
                     low, high = (pa.scalar(x).cast(kind).as_py() for x in (low, high))
                 if value is None or not low == value == high:
-                    held = _held(part, key, g)  # (what the statistics say, confirmed)
-                    if held and not (len(held) == 1 and _same(held[0], value)):
+                    values = held.of(g)  # (what the statistics say, confirmed)
+                    if not _agrees(values, value):
+                        shown = dict.fromkeys(map(_folder_text, (values[0], values[-1])))
                         self._folder_disagrees(
-                            part, key, f", which holds {held[0]} to {held[-1]} in row group {g}"
+                            part, key, f", which holds {' to '.join(shown)} in row group {g}"
                         )
 
     def _folder_disagrees(self, part: Part, key: str, what: str):
@@ -928,27 +934,59 @@ def check_utf8(path: str, what: str) -> None:
         ) from None
 
 
-def _held(part: Part, key: str, g: int) -> list:
-    """The values of column ``key`` in row group ``g`` of ``part``, each once, sorted (no
-    nulls). A folder its row groups' statistics contradict is read before it is refused:
-    pyarrow writes the statistics of a slice of a dictionary column that holds nulls from
-    more of its dictionary than the slice uses (a pandas Categorical's ['B', None] as 'A' to
-    'B', its [None, None] as 'A' to 'A'), and such folders were refused."""
+class _Held:
+    """The values of column ``key`` in each row group of ``part``, read once for all of
+    them when first asked for. A folder its row groups' statistics contradict is read
+    before it is refused: pyarrow writes the statistics of a slice of a dictionary column
+    that holds nulls from more of its dictionary than the slice uses (a pandas
+    Categorical's ['B', None] as 'A' to 'B', its [None, None] as 'A' to 'A'), and such
+    folders were refused."""
+
+    def __init__(self, part: Part, key: str):
+        self.part, self.key, self._column = part, key, None
+
+    def of(self, g: int) -> list[pa.Scalar]:
+        """Row group ``g``'s values, each once, least first (no nulls)."""
+        part, meta = self.part, self.part.meta
+        if self._column is None:
+            try:
+                reader = pq.ParquetFile(part.path, metadata=meta, pre_buffer=False)
+                column = reader.read(columns=[self.key]).column(0)
+            except (OSError, pa.ArrowException) as exc:
+                raise EnrichError(f"cannot read file {part.path}: {one_line(exc)}") from None
+            if pa.types.is_dictionary(column.type):
+                column = column.cast(column.type.value_type)
+            if isinstance(column.type, pa.BaseExtensionType):  # (JSON: compared as text)
+                storage = column.type.storage_type
+                column = pa.chunked_array([c.storage for c in column.chunks], storage)
+            self._column = column
+        start = sum(meta.row_group(i).num_rows for i in range(g))
+        values = self._column.slice(start, meta.row_group(g).num_rows).drop_null().unique()
+        return list(values.take(pc.array_sort_indices(values))) if len(values) else []
+
+
+def _folder_text(value: pa.Scalar) -> str:
+    """A column's value as a partition folder writes it: a duration's count, a boolean as
+    ``true``, bytes as text."""
+    if pa.types.is_duration(value.type):
+        return str(value.cast(pa.int64()).as_py())
+    if pa.types.is_boolean(value.type):
+        return str(value.as_py()).lower()
+    if pa.types.is_binary(value.type) or pa.types.is_large_binary(value.type):
+        return value.as_py().decode(errors="replace")
+    return str(value)
+
+
+def _agrees(values: list[pa.Scalar], value) -> bool:
+    """Whether a row group's ``values`` (``_Held``) agree with its folder's ``value``: none
+    (nulls only), or the one value, equal or both NaN (``g=nan``)."""
+    if not values:
+        return True
     try:
-        reader = pq.ParquetFile(part.path, metadata=part.meta, pre_buffer=False)
-        column = reader.read_row_group(g, columns=[key]).column(0)
-    except (OSError, pa.ArrowException) as exc:
-        raise EnrichError(f"cannot read file {part.path}: {one_line(exc)}") from None
-    if pa.types.is_dictionary(column.type):
-        column = column.cast(column.type.value_type)
-    if isinstance(column.type, pa.BaseExtensionType):  # (DuckDB's JSON: compared as text)
-        column = pa.chunked_array([c.storage for c in column.chunks], column.type.storage_type)
-    return sorted(column.drop_null().unique().to_pylist())
-
-
-def _same(held, value) -> bool:
-    """Whether a column's value is a folder's: equal, or both NaN (``g=nan``)."""
-    return held == value or (held != held and value != value)
+        held = values[0].as_py()
+    except (OverflowError, ValueError):  # (a date past Python's: not compared)
+        return True
+    return len(values) == 1 and (held == value or (held != held and value != value))
 
 
 def _parsed(raw: str | None, kind: pa.DataType):
