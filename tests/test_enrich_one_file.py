@@ -1,6 +1,7 @@
 """``asofgpu enrich --one-file``: LEFT's several files written into one OUT file, their rows
 one file after another in the order they are read, the columns of their partition folders
-after LEFT's own; checked against ``asofgpu.join_asof`` of the files read as one table."""
+after LEFT's own; checked against ``asofgpu.join_asof`` of the files read as one table.
+Several LEFT files are never copied, so only one LEFT file's test runs both ways."""
 
 from __future__ import annotations
 
@@ -17,8 +18,6 @@ from asofgpu.enrich._device_io import device_io_refusal
 from asofgpu.enrich._output import written_by_enrich
 from asofgpu.enrich._sources import Source
 from enrich_cli import hidden, run
-
-pytestmark = pytest.mark.usefixtures("left_columns")  # a copy is refused either way
 
 
 def write(table: pa.Table, path: Path, row_group_size: int = 4, metadata=None) -> Path:
@@ -59,10 +58,10 @@ def enrich(tmp_path: Path, left: Path, right: Path, *flags, capsys, by: str = "d
 
 @pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
 def test_one_file_holds_every_left_file_and_its_partition_columns(tmp_path, capsys, mode):
-    """Hive folders src=feed/day=D/g=G, each file sorted by time and the files in (day, g) order: OUT
-    is one file of their rows in that order, the folders' columns after LEFT's, each row
-    joined as ``join_asof`` joins the files read as one table; small files joined together
-    are one row group (a chunk of up to --chunk-rows rows), not one a file."""
+    """Hive folders src=feed/day=D/g=G, each file sorted by time and the files in (day, g)
+    order: OUT is one file of their rows in that order, the folders' columns after LEFT's,
+    each row joined as ``join_asof`` joins the files read as one table; small files joined
+    together are one row group (a chunk of up to --chunk-rows rows), not one a file."""
     rng = np.random.default_rng(7)
     left = tmp_path / "l"
     pieces = []
@@ -124,6 +123,7 @@ def test_one_file_of_plain_files_keeps_the_first_files_metadata_but_pandas(tmp_p
     assert b"pandas" not in metadata
 
 
+@pytest.mark.usefixtures("left_columns")  # copied and encoded, both
 def test_one_file_of_one_left_file_is_what_a_run_without_it_writes(tmp_path, capsys):
     rng = np.random.default_rng(4)
     left = write(
@@ -191,8 +191,8 @@ def test_one_file_is_written_on_the_host(tmp_path):
 @pytest.mark.parametrize("mode", ["memory", "stream", "spill"])
 def test_one_file_of_unsorted_files_a_null_folder_and_empty_files(tmp_path, capsys, mode):
     """LEFT in no key order (its files shuffled inside), a null partition folder and empty
-    files: the rows in the files' order (their paths'), null where the folder is; a LEFT of empty files
-    only is one file of no rows, of OUT's schema."""
+    files: the rows in the files' order (their paths'), null where the folder is; a LEFT of
+    empty files only is one file of no rows, of OUT's schema."""
     rng = np.random.default_rng(8)
     left = tmp_path / "l"
     pieces = []

@@ -980,13 +980,13 @@ def _folder_text(value: pa.Scalar) -> str:
 def _agrees(values: list[pa.Scalar], value) -> bool:
     """Whether a row group's ``values`` (``_Held``) agree with its folder's ``value``: none
     (nulls only), or the one value, equal or both NaN (``g=nan``)."""
-    if not values:
-        return True
+    if len(values) != 1:
+        return not values
     try:
         held = values[0].as_py()
     except (OverflowError, ValueError):  # (a date past Python's: not compared)
         return True
-    return len(values) == 1 and (held == value or (held != held and value != value))
+    return held == value or (held != held and value != value)
 
 
 def _parsed(raw: str | None, kind: pa.DataType):
