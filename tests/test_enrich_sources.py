@@ -842,8 +842,8 @@ def test_partition_folders_over_dictionary_columns_whose_statistics_say_too_much
     argv = ["enrich", left, right, "--on", "t", "--by", "symbol", "--device", "cpu", "-q"]
     code, _, stderr = run(*argv, "-o", tmp_path / "out", capsys=capsys)
     assert code == 0, stderr
-    got = {
-        folder: pq.read_table(tmp_path / "out" / f"symbol={folder}" / "part-0.parquet")
+    got = {  # (a file alone: pyarrow 19's read_table takes its folder as a partition too)
+        folder: pq.ParquetFile(tmp_path / "out" / f"symbol={folder}" / "part-0.parquet").read()
         for folder in ("A", "B", "__HIVE_DEFAULT_PARTITION__")
     }
     assert got["A"]["v"].to_pylist() == [1.0, 1.0]
@@ -870,7 +870,7 @@ def test_a_partition_folder_over_dates_past_pythons_is_not_compared(tmp_path, ca
     argv = ["enrich", tmp_path / "l", right, "--on", "t", "--device", "cpu", "-q"]
     code, _, stderr = run(*argv, "-o", tmp_path / "out", capsys=capsys)
     assert code == 0, stderr
-    got = pq.read_table(tmp_path / "out" / "k=2026-01-01" / "p.parquet")
+    got = pq.ParquetFile(tmp_path / "out" / "k=2026-01-01" / "p.parquet").read()
     assert got["k"].equals(pa.chunked_array([late])) and got["v"].to_pylist() == [1.0, 1.0]
 
 
