@@ -45,8 +45,8 @@ venv-cudf:
 
 # The floors: the oldest numpy, numba, pyarrow and rich that pyproject.toml's dependencies
 # allow, and of its pandas and polars extras, in a small environment of their own, where the
-# front ends', gathers', Arrow layouts', the core's key types and grid, and enrich's types
-# and sources tests run (the key types found numba 0.59's wrong dispatch: the floor is 0.61),
+# front ends', gathers', Arrow layouts', the core's key types and grid, and enrich's types,
+# sources and one-file tests run (the key types found numba 0.59's wrong dispatch: the floor is 0.61),
 # and the library's doctests (one used a float16 dictionary_encode that pyarrow 19 lacks).
 # Their numba keeps its own cache there (NUMBA_CACHE_DIR), apart from .venv's newer numba.
 FLOOR_TESTS := tests/test_pandas_frontend.py tests/test_pandas_semantics.py \
