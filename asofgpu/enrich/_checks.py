@@ -229,8 +229,15 @@ def _check_compression(codec, level) -> None:
 
 def one_out_file(options: Options, left: Source) -> bool:
     """Whether OUT is one file: LEFT is one, or ``--one-file`` asks for one of its files'
-    rows one after another; else OUT is a folder of a file per LEFT file."""
+    rows one after another (``files_into_one``); else OUT is a folder of a file per LEFT
+    file."""
     return left.single or options.one_file
+
+
+def files_into_one(options: Options, left: Source) -> bool:
+    """Whether ``--one-file`` puts several LEFT files (a folder or glob) into OUT's one file,
+    which copies none of them and has one writer."""
+    return options.one_file and not left.single
 
 
 def check_output(options: Options, left: Source, right: Source) -> tuple[str, dict]:

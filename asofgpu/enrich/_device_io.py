@@ -27,7 +27,7 @@ import pyarrow as pa
 from .. import _arrow_numpy as arrow_numpy
 from .._backend import cudasim_enabled
 from .._staleness import Staleness
-from ._checks import Options, Plan, Tolerance
+from ._checks import Options, Plan, Tolerance, files_into_one
 from ._errors import OutputError, one_line
 from ._output import footer_metadata
 from ._sources import Part, Source
@@ -145,7 +145,7 @@ def device_io_refusal(
     the join's backend name decide it: it needs no GPU."""
     if backend != "cuda":
         return f"the join runs on {backend}"
-    if options.one_file and not left.single:
+    if files_into_one(options, left):
         return "--one-file: libcudf writes a file per LEFT file"
     for source in (left, right):
         if source.partitions:

@@ -31,6 +31,7 @@ from ._checks import (
     check_options,
     check_output,
     dry_run,
+    files_into_one,
     left_columns,
     memory_limit_of,
     one_out_file,
@@ -634,7 +635,7 @@ def _sizes(
     keys_row = memory.row_bytes(left, left_columns(options), options.left_by)
     copy_rows = memory.chunk_rows(limit, options.chunk_rows, keys_row, payload_row, writers)
     copies = [copy_of(part, the_plan, options, copy_rows) for part in left.parts]
-    if one_file and not left.single:  # (a copy is of one LEFT file's row groups and footer)
+    if files_into_one(options, left):  # (a copy is of one LEFT file's row groups and footer)
         copies = [f"--one-file writes LEFT's {len(left.parts):,} files into one"] * len(copies)
     # A copied LEFT file's row groups are read as their keys: a 44-column LEFT that runs in
     # 448 MiB was refused at 1GiB when its row groups were counted whole.

@@ -18,7 +18,7 @@ from .. import _arrow_numpy as arrow_numpy
 from .._encode import family
 from . import _interrupts as interrupts
 from . import _memory as memory
-from ._checks import Options, Plan, left_columns
+from ._checks import Options, Plan, files_into_one, left_columns
 from ._copy import LeftChunks
 from ._errors import OutputError, one_line
 from ._output import (
@@ -238,17 +238,11 @@ def _one_file_writer(
     raises; None where each file has its own (``_writers``). Its footer keeps the first
     file's metadata (``Part.kept_metadata``) but pandas', which describes that file's rows
     and index alone."""
-    if left.single or not options.one_file:
+    if not files_into_one(options, left):
         yield None
         return
     kept = {k: v for k, v in left.parts[0].kept_metadata.items() if k != "pandas"}
-    writer = ParquetStitcher(
-        target.path_for(""),
-        the_plan.schema.with_metadata(footer_metadata(kept)),
-        compression=options.compression or "snappy",
-        compression_level=options.compression_level,
-        pools=pools,
-    )
+    writer = _writer(target.path_for(""), the_plan, kept, options, None, pools)
     try:
         yield writer
     except BaseException:
@@ -275,7 +269,8 @@ def _writers(
             part = left.parts[i]
             path = target.path_for(part.relative)
             whole = _written_whole(run, copies[i])
-            writers.append(_writer(path, the_plan, part, options, copies[i], pools, whole))
+            writer = _writer(path, the_plan, part.kept_metadata, options, copies[i], pools, whole)
+            writers.append(writer)
         yield writers
     except BaseException:
         for writer in writers:
@@ -478,18 +473,19 @@ def copy_of(part: Part, the_plan: Plan, options: Options, group_rows: int):
 def _writer(
     path: str,
     the_plan: Plan,
-    part: Part,
+    kept: dict[str, str],
     options: Options,
     copy,
     pools: WritePools,
     whole: bool = False,
 ) -> ParquetStitcher | WholeFile:
-    """OUT's writer of LEFT file ``part`` into ``path``: ``whole``, a ``WholeFile``; else a
-    ``ParquetStitcher``. Each makes the file on a thread of its pools: what that raises
-    comes from a write or the close, under ``_writing``. The file keeps the LEFT file's
-    footer metadata (``Part.kept_metadata``: pandas reads OUT with LEFT's index and dtypes,
-    Spark with its calendar), and its footer says enrich wrote it (``FOOTER_MARK``)."""
-    schema = the_plan.schema.with_metadata(footer_metadata(part.kept_metadata))
+    """OUT's writer into ``path``: ``whole``, a ``WholeFile``; else a ``ParquetStitcher``
+    (copying ``copy``'s row groups when it is a ``LeftChunks``). Each makes the file on a
+    thread of its pools: what that raises comes from a write or the close, under
+    ``_writing``. The file keeps ``kept``, its LEFT file's footer metadata
+    (``Part.kept_metadata``: pandas reads OUT with LEFT's index and dtypes, Spark with its
+    calendar), and its footer says enrich wrote it (``FOOTER_MARK``)."""
+    schema = the_plan.schema.with_metadata(footer_metadata(kept))
     compression = options.compression or "snappy"
     if whole:
         return WholeFile(
