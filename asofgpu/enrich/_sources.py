@@ -619,7 +619,7 @@ class Source:
             except pa.ArrowNotImplementedError:  # (no cast from text: month-day-nanos, say)
                 continue
             meta = part.meta
-            held = _Held(part, key)
+            held = _Held(part, key, self.side)
             for g in range(meta.num_row_groups):
                 chunk = meta.row_group(g).column(index[0])
                 stats = chunk.statistics
@@ -935,33 +935,29 @@ def check_utf8(path: str, what: str) -> None:
 
 
 class _Held:
-    """The values of column ``key`` in each row group of ``part``, read once for all of
-    them when first asked for. A folder its row groups' statistics contradict is read
-    before it is refused: pyarrow writes the statistics of a slice of a dictionary column
-    that holds nulls from more of its dictionary than the slice uses (a pandas
+    """The values of column ``key`` in row groups of ``part``, each read when first asked
+    for, in order (``Part.row_groups``). A folder its row groups' statistics contradict is
+    read before it is refused: pyarrow writes the statistics of a slice of a dictionary
+    column that holds nulls from more of its dictionary than the slice uses (a pandas
     Categorical's ['B', None] as 'A' to 'B', its [None, None] as 'A' to 'A'), and such
     folders were refused."""
 
-    def __init__(self, part: Part, key: str):
-        self.part, self.key, self._column = part, key, None
+    def __init__(self, part: Part, key: str, side: str):
+        self._groups = enumerate(part.row_groups(side, [key], None))
 
     def of(self, g: int) -> list[pa.Scalar]:
-        """Row group ``g``'s values, each once, least first (no nulls)."""
-        part, meta = self.part, self.part.meta
-        if self._column is None:
-            try:
-                reader = pq.ParquetFile(part.path, metadata=meta, pre_buffer=False)
-                column = reader.read(columns=[self.key]).column(0)
-            except (OSError, pa.ArrowException) as exc:
-                raise EnrichError(f"cannot read file {part.path}: {one_line(exc)}") from None
-            if pa.types.is_dictionary(column.type):
-                column = column.cast(column.type.value_type)
-            if isinstance(column.type, pa.BaseExtensionType):  # (JSON: compared as text)
-                storage = column.type.storage_type
-                column = pa.chunked_array([c.storage for c in column.chunks], storage)
-            self._column = column
-        start = sum(meta.row_group(i).num_rows for i in range(g))
-        values = self._column.slice(start, meta.row_group(g).num_rows).drop_null().unique()
+        """Row group ``g``'s values, each once, least first (no nulls); ``g`` above those
+        asked for before."""
+        for at, table in self._groups:
+            if at == g:
+                break
+        column = table.column(0)
+        if pa.types.is_dictionary(column.type):
+            column = column.cast(column.type.value_type)
+        if isinstance(column.type, pa.BaseExtensionType):  # (JSON: compared as text)
+            storage = column.type.storage_type
+            column = pa.chunked_array([c.storage for c in column.chunks], storage)
+        values = column.drop_null().unique()
         return list(values.take(pc.array_sort_indices(values))) if len(values) else []
 
 
