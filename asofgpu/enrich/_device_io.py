@@ -29,6 +29,7 @@ from .._backend import cudasim_enabled
 from .._staleness import Staleness
 from ._checks import Options, Plan, Tolerance, files_into_one
 from ._errors import OutputError, one_line
+from ._left import file_lines
 from ._output import footer_metadata
 from ._sources import Part, Source
 
@@ -299,9 +300,15 @@ def enrich(
     utc = any(pa.types.is_timestamp(t) and t.tz is not None for t in the_plan.schema.types)
     progress.start(left.rows)
     try:
-        for part in left.parts:
-            if not left.single:
-                progress.log(f"LEFT {part.relative}: {part.rows:,} rows, read and written whole")
+        lines = file_lines(
+            left,
+            list(range(len(left.parts))),
+            lambda i: f"{left.parts[i].rows:,} rows, read and written whole",
+            lambda rest: "each read and written whole",
+        )
+        for i, part in enumerate(left.parts):
+            if i in lines:
+                progress.log(lines[i])
             with _or_host(f"LEFT file {part.path}"):
                 table = _attached(
                     plc, front, part, left, options, tolerance, prepared, payload, done

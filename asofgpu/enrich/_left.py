@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 # LEFT files joined together at most (``joined_together``): memory, each file's tables held
 # until its run is written; and of them copied, open files
 RUN_FILES, RUN_COPIED = 1024, 32
+# LEFT files the log gives a line each (``file_lines``); one line tells of the rest
+FILES_LOGGED = 10
 
 
 @dataclass
@@ -82,15 +84,18 @@ def join_left(
         closed = []  # the last run's files, closing
         progress.start(left.rows)
         try:
+            lines = file_lines(
+                left,
+                [i for files in runs for i in files],
+                lambda i: how_read(copies[i], run.rows, left.parts[i]),
+                lambda rest: _how_read_all(
+                    [copies[i] for i in rest], [left.parts[i] for i in rest]
+                ),
+            )
             for files in runs:
                 for i in files:
-                    if not left.single:
-                        part = left.parts[i]
-                        progress.log(
-                            f"LEFT {part.relative}: {part.rows:,} rows "
-                            f"({memory.readable(part.bytes)}), "
-                            f"{how_read(copies[i], run.rows)}"
-                        )
+                    if i in lines:
+                        progress.log(lines[i])
                 with (
                     _writers(files, left, target, run.the_plan, options, copies, pools)
                     if one_file is None
@@ -437,10 +442,57 @@ def _close(
         raise
 
 
-def how_read(copy, rows: int) -> str:
+def how_read(copy, rows: int, part: Part | None = None) -> str:
+    """How a LEFT file is read, by its ``copy_of``; with its rows and size when ``part``."""
+    size = f"{part.rows:,} rows ({memory.readable(part.bytes)}), " if part else ""
     if isinstance(copy, LeftChunks):
-        return "a row group at a time, only its keys read; its columns copied as they are"
-    return f"in chunks of up to {rows:,} rows, its columns written again: {copy}"
+        return f"{size}a row group at a time, only its keys read; its columns copied as they are"
+    return f"{size}in chunks of up to {rows:,} rows, its columns written again: {copy}"
+
+
+def file_lines(left: Source, order: list[int], about, about_rest) -> dict[int, str]:
+    """The log's lines on LEFT's files, by the index of the file each comes before (files
+    joined in ``order``): ``LEFT <file>: about(index)`` for each of the first ``FILES_LOGGED``,
+    then one ``LEFT's N other files (R rows): about_rest(indices)``; none for a single file.
+    (A folder of 1,000 files gave 1,000 lines.)
+
+    >>> from types import SimpleNamespace as S
+    >>> left = S(single=False, parts=[S(relative=f"f{i}", rows=i) for i in range(12)])
+    >>> lines = file_lines(left, list(range(12)), lambda i: f"{i} rows", lambda rest: "...")
+    >>> lines[0], lines[9], lines[10], 11 in lines
+    ('LEFT f0: 0 rows', 'LEFT f9: 9 rows', "LEFT's 2 other files (21 rows): ...", False)
+    """
+    if left.single:
+        return {}
+    lines = {i: f"LEFT {left.parts[i].relative}: {about(i)}" for i in order[:FILES_LOGGED]}
+    rest = order[FILES_LOGGED:]
+    if rest:
+        rows = sum(left.parts[i].rows for i in rest)
+        lines[rest[0]] = f"LEFT's {len(rest):,} other files ({rows:,} rows): {about_rest(rest)}"
+    return lines
+
+
+def _how_read_all(copies: list, parts: list[Part]) -> str:
+    """How LEFT's ``parts`` are read, each by its copy (``copy_of``), in a few words: how many
+    are copied, how many written again and why (the first's reason where they differ).
+
+    >>> from types import SimpleNamespace as S
+    >>> parts = [S(relative=name) for name in ("a", "b", "c")]
+    >>> _how_read_all(["an encrypted file"] * 3, parts)
+    '3 written again: an encrypted file'
+    >>> _how_read_all(["an encrypted file", "encrypted columns", "an encrypted file"], parts)
+    '3 written again, the first (a): an encrypted file'
+    """
+    why = [(copy, part) for copy, part in zip(copies, parts) if not copied_chunks(copy)]
+    said = []
+    if len(why) < len(copies):
+        said.append(f"{len(copies) - len(why):,} copied as they are")
+    if why:
+        reasons = {copy for copy, _ in why}
+        first, part = why[0]
+        first_of = "" if len(reasons) == 1 else f", the first ({part.relative})"
+        said.append(f"{len(why):,} written again{first_of}: {first}")
+    return ", ".join(said)
 
 
 def copied_chunks(copy) -> LeftChunks | None:
