@@ -38,8 +38,11 @@ Where it differs from polars:
 - ``by`` columns of two different Enum or Categorical dtypes are matched by value; polars
   compares their physical codes.
 - Categorical ``on`` keys are ordered as the dtype orders its values (lexically on polars 2.x),
-  the order polars' sortedness check uses; polars' search reads physical codes. ``nearest`` and
-  ``tolerance`` on Categorical keys measure distances in physical codes, as polars does.
+  the order polars' sortedness check uses; polars before 2.2 searches physical codes (2.2 its
+  text, as here). ``nearest`` and ``tolerance`` on Categorical keys measure distances in
+  physical codes, as polars does (2.2 refuses ``nearest`` on them, and so does the dry run).
+- A ``numpy.timedelta64`` tolerance (polars 2.2 takes one) is the duration it denotes; polars
+  2.2 counts it in the keys' own unit.
 - Integer keys of different signedness (``Int64`` vs ``UInt64``), 128-bit integer and Decimal
   keys are brought to one 64-bit type when their values fit; otherwise backward and forward
   joins without a tolerance still work (by rank), and ``nearest`` or a tolerance raise
@@ -664,6 +667,26 @@ def _arrow(series: pl.Series) -> pa.Array:
 # --------------------------------------------------------------------------- tolerance
 
 
+def _numpy_duration(tolerance: np.timedelta64, dtype) -> str:
+    """A ``numpy.timedelta64`` tolerance (polars 2.2 takes one; earlier versions refuse it)
+    as the duration string it denotes, for temporal keys; refused on others. polars 2.2
+    reads its count in the keys' own unit (seconds as milliseconds): 1 ms on nanosecond
+    keys is 1 ns there.
+
+    >>> _numpy_duration(np.timedelta64(1500, "us"), pl.Datetime("ns"))
+    '1500us'
+    """
+    if not dtype.is_temporal():
+        msg = (
+            f"a numpy.timedelta64 tolerance ({tolerance!r}) is a duration, and the keys are "
+            f"{dtype}: give a number in the keys' own unit"
+        )
+        raise InvalidOperationError(msg)
+    # (polars' dry run has refused NaT, and units other than s, ms, us and ns)
+    unit, count = np.datetime_data(tolerance.dtype)
+    return f"{abs(int(tolerance.astype(np.int64))) * count}{unit}"
+
+
 def _duration_ns(tolerance) -> int:
     """A duration string or timedelta as whole nanoseconds, sign dropped ("1d" = 24 h; polars
     has already refused months, quarters, years and malformed strings)."""
@@ -773,6 +796,8 @@ def _tolerance(tolerance, dtype):
     """The tolerance in the key's physical unit, as asofgpu takes it (never negative)."""
     if tolerance is None:
         return None
+    if isinstance(tolerance, np.timedelta64):  # (an np.integer too: before _number)
+        tolerance = _numpy_duration(tolerance, dtype)
     if isinstance(tolerance, (str, datetime.timedelta)):
         ns = _duration_ns(tolerance)
         if dtype == pl.Date:
