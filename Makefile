@@ -54,7 +54,8 @@ FLOOR_TESTS := tests/test_pandas_frontend.py tests/test_pandas_semantics.py \
 	tests/test_window_frontends.py tests/test_pandas_tolerance.py tests/test_polars_frontend.py \
 	tests/test_gather_parallel.py tests/test_arrow_numpy.py tests/test_views.py \
 	tests/test_enrich_e2e.py tests/test_cache_lock.py tests/test_key_types.py tests/test_grid.py \
-	tests/test_enrich_types.py tests/test_enrich_sources.py tests/test_enrich_one_file.py
+	tests/test_enrich_types.py tests/test_enrich_sources.py tests/test_enrich_one_file.py \
+	tests/test_cache_load.py
 FLOORS := "numpy==1.24.*" "numba==0.61.*" "pyarrow==19.0.*" "rich==13.0.*" "pandas==2.2.*" \
 	"polars==1.44.*"
 venv-floor:

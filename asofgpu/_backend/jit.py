@@ -3,7 +3,8 @@ on numba's thread pool.
 
 Each ``cpu_*`` function builds (once a process: ``functools.cache``) one kernels module for
 ``numba.njit``; ``cached_njit`` keys numba's cache on the kernel sources, ``njit_cached`` finds
-a writable place for it and locks it against other processes (``cache_lock``). Launches on
+a writable place for it, locks it against other processes (``cache_lock``) and loads from it
+without numba's compiler registries (``cache_load``). Launches on
 the thread pool hold ``PARALLEL_LAUNCH``.
 """
 
@@ -72,21 +73,24 @@ def pool_threads() -> int:
 
 
 def ready_cpu_target() -> None:
-    """Import numba and set up its CPU target (its typing and lowering registries): what the
-    process's first compiled launch does before it loads a kernel (0.25-0.3 s on a 2-core
-    VM, numba's import half of it). ``asofgpu enrich`` calls it on a thread of its own while
-    its main thread reads statistics and starts the readers.
+    """Import numba and set up its CPU target for kernels loaded from the cache
+    (``cache_load.ready_to_run``): what the process's first compiled launch does before it
+    loads a kernel (0.2 s on a 2-core VM, most of it numba's import). ``asofgpu enrich``
+    calls it on a thread of its own while its main thread reads statistics and starts the
+    readers.
 
     >>> ready_cpu_target()
     """
-    import numba  # noqa: F401 - the import is half of what is made ready
+    import numba  # noqa: F401 - the import is most of what is made ready
     from numba.core.compiler_lock import global_compiler_lock
     from numba.core.registry import cpu_target
 
-    # A dispatcher refreshes the context under this lock when it compiles: a launch on
-    # another thread meanwhile waits here rather than installing the registries twice.
+    from .cache_load import ready_to_run
+
+    # A dispatcher loads and compiles under this lock: a launch on another thread meanwhile
+    # waits here rather than setting the runtime up twice.
     with global_compiler_lock:
-        cpu_target.target_context.refresh()
+        ready_to_run(cpu_target.target_context)
 
 
 def start_pool() -> None:
@@ -378,10 +382,11 @@ def _cached(make):
 
     check_numba_version()
 
+    from .cache_load import light
     from .cache_lock import guard
 
     try:
-        return guard(make(True))
+        return light(guard(make(True)))
     except RuntimeError as exc:  # numba: "cannot cache function ...: no locator available"
         if "no locator available" not in str(exc):
             raise
@@ -398,7 +403,7 @@ def _cached(make):
         else:
             numba.config.CACHE_DIR = FALLBACK_CACHE
             try:
-                return guard(make(True))
+                return light(guard(make(True)))
             except RuntimeError:
                 pass
     first = UNCACHED_BECAUSE is None  # one warning a process
