@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import re
 import warnings
 
 import numpy as np
@@ -1844,3 +1845,59 @@ def test_a_right_by_column_without_a_value_is_one_null_group_whatever_its_type(
         null_equal=null_equality == "equal",
     )
     assert got.tolist() == want
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([3, -1, 7], np.int8),
+        np.array([2**64 - 1, 0], np.uint64),
+        np.array([1.5, np.nan, -np.inf], np.float32),
+        np.array([0.5, 2.0], np.float16),
+        np.array([True, False, True]),
+        np.arange(10, dtype=np.int64)[::3],  # strided
+        np.array([1, 2], ">i4"),  # big-endian: to_arrow makes it native first
+        np.array(["2026-12-07T10:00:00.5", "NaT"], "datetime64[ms]"),
+        np.array([1, "NaT", -3], "timedelta64[ns]"),
+        np.array(["2026-12-07", "NaT"], "datetime64[D]"),  # a date: pa.array's way
+        np.array(["a", "bc"]),
+    ],
+    ids=lambda v: str(v.dtype),
+)
+def test_a_numpy_column_reads_as_pa_array_reads_it(values):
+    """``to_arrow`` of a numpy array goes through its buffer where it can (pyarrow's
+    ``pa.array`` imports pandas first): the same type, values and nulls."""
+    from asofgpu._columns import to_arrow
+
+    try:
+        want = pa.array(values.astype(values.dtype.newbyteorder("=")))
+    except pa.ArrowException:
+        with pytest.raises(TypeError, match="could not be read as a column of one type"):
+            to_arrow(values, "left_on")
+        return
+
+    def seen(column):  # NaN as a name: it equals nothing, itself included
+        return ["NaN" if isinstance(v, float) and math.isnan(v) else v for v in column.to_pylist()]
+
+    got = to_arrow(values, "left_on")
+    assert got.type == want.type and seen(got) == seen(want)
+
+
+def test_a_multiple_of_a_time_unit_keeps_its_multiple():
+    """pyarrow reads ``datetime64[10ms]`` as milliseconds, dropping the 10: 10 ms read as 1
+    ms matched the wrong rows. The keys are read in whole units first."""
+    right = np.array([1, 2, 5], "datetime64[10ms]")  # 10, 20 and 50 ms
+    left = np.array([15, 25, 45], "datetime64[ms]")
+    m = ag.AsofJoin(right, device="cpu").join(left)
+    assert to_host(m).tolist() == [0, 1, 1]
+    m = ag.AsofJoin(np.array([1, 3], "timedelta64[2D]"), device="cpu").join(
+        np.array([3, 6], "timedelta64[D]")
+    )
+    assert to_host(m).tolist() == [0, 1]
+    # A device column's ticks are read as they lie: a multiple of a unit is refused there
+    from asofgpu._columns import key_type_of_numpy
+
+    with pytest.raises(
+        TypeError, match=re.escape("must use the unit s, ms, us or ns, got datetime64[10ms]")
+    ):
+        key_type_of_numpy(np.dtype("datetime64[10ms]"), "right_on")
