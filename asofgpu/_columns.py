@@ -222,6 +222,8 @@ def _numpy_to_arrow(arr: np.ndarray) -> pa.Array:
     [datetime.datetime(2026, 12, 7, 0, 0), None]
     """
     kind = arr.dtype.kind
+    if type(arr) is not np.ndarray:  # a masked array's mask: pa.array makes its nulls
+        return pa.array(arr)
     if kind in "biuf":
         return arrow_numpy.array(arr)
     if kind in "mM" and np.datetime_data(arr.dtype) in _ARROW_TICKS:
@@ -289,8 +291,14 @@ def key_type_of_arrow(t: pa.DataType, param: str) -> KeyType:
 def key_type_of_numpy(dtype: np.dtype, param: str) -> KeyType:
     if dtype.kind in "mM":
         unit, count = np.datetime_data(dtype)
-        if unit not in _TICK_NS or count != 1:  # (datetime64[10ms]: its ticks are not ms)
+        if unit not in _TICK_NS:
             msg = f"{param} must use the unit s, ms, us or ns, got {dtype}"
+            raise TypeError(msg)
+        if count != 1:  # its ticks are not the unit's: the kernels read ticks as they lie
+            msg = (
+                f"{param} must use the unit {unit} itself, not a multiple of it, got {dtype}: "
+                f"cast it with .astype('{dtype.str[1:3]}[{unit}]') first"
+            )
             raise TypeError(msg)
         family = "timestamp" if dtype.kind == "M" else "duration"
         return KeyType(family, _TICK_NS[unit], name=str(dtype))

@@ -1861,6 +1861,8 @@ def test_a_right_by_column_without_a_value_is_one_null_group_whatever_its_type(
         np.array([1, "NaT", -3], "timedelta64[ns]"),
         np.array(["2026-12-07", "NaT"], "datetime64[D]"),  # a date: pa.array's way
         np.array(["a", "bc"]),
+        np.ma.masked_array([5, 55, 95], mask=[0, 1, 0]),  # masked: null
+        np.ma.masked_array(np.array(["2026-12-07", "2026-12-08"], "datetime64[s]"), mask=[1, 0]),
     ],
     ids=lambda v: str(v.dtype),
 )
@@ -1890,14 +1892,26 @@ def test_a_multiple_of_a_time_unit_keeps_its_multiple():
     left = np.array([15, 25, 45], "datetime64[ms]")
     m = ag.AsofJoin(right, device="cpu").join(left)
     assert to_host(m).tolist() == [0, 1, 1]
-    m = ag.AsofJoin(np.array([1, 3], "timedelta64[2D]"), device="cpu").join(
-        np.array([3, 6], "timedelta64[D]")
+    m = ag.AsofJoin(np.array([1, 3], "datetime64[2D]"), device="cpu").join(  # days 2 and 6
+        np.array([3, 6], "datetime64[D]")
     )
     assert to_host(m).tolist() == [0, 1]
     # A device column's ticks are read as they lie: a multiple of a unit is refused there
     from asofgpu._columns import key_type_of_numpy
 
-    with pytest.raises(
-        TypeError, match=re.escape("must use the unit s, ms, us or ns, got datetime64[10ms]")
-    ):
+    message = (
+        "right_on must use the unit ms itself, not a multiple of it, got datetime64[10ms]: "
+        "cast it with .astype('M8[ms]') first"
+    )
+    with pytest.raises(TypeError, match=re.escape(message)):
         key_type_of_numpy(np.dtype("datetime64[10ms]"), "right_on")
+
+
+def test_masked_numpy_keys_are_nulls():
+    """A masked numpy array's masked keys are nulls: a left one matches nothing, a right one
+    is matched by none (through pa.array, which reads the mask)."""
+    right = np.arange(0, 100, 10)
+    m = ag.AsofJoin(right, device="cpu").join(np.ma.masked_array([5, 55, 95], mask=[0, 1, 0]))
+    assert to_host(m).tolist() == [0, NO_MATCH, 9]
+    masked_right = np.ma.masked_array(right, mask=[0] * 9 + [1])
+    assert to_host(ag.AsofJoin(masked_right, device="cpu").join(np.array([95]))).tolist() == [8]

@@ -461,6 +461,8 @@ def file_lines(left: Source, order: list[int], about, about_rest) -> dict[int, s
     >>> lines = file_lines(left, list(range(12)), lambda i: f"{i} rows", lambda rest: "...")
     >>> lines[0], lines[9], lines[10], 11 in lines
     ('LEFT f0: 0 rows', 'LEFT f9: 9 rows', "LEFT's 2 other files (21 rows): ...", False)
+    >>> file_lines(left, list(range(11)), str, lambda rest: "...")[10]
+    "LEFT's 1 other file (10 rows): ..."
     """
     if left.single:
         return {}
@@ -468,7 +470,8 @@ def file_lines(left: Source, order: list[int], about, about_rest) -> dict[int, s
     rest = order[FILES_LOGGED:]
     if rest:
         rows = sum(left.parts[i].rows for i in rest)
-        lines[rest[0]] = f"LEFT's {len(rest):,} other files ({rows:,} rows): {about_rest(rest)}"
+        files = f"{len(rest):,} other file{'s' * (len(rest) != 1)}"
+        lines[rest[0]] = f"LEFT's {files} ({rows:,} rows): {about_rest(rest)}"
     return lines
 
 
