@@ -3,9 +3,10 @@
 numba's ``Cache.load_overload`` refreshes the target context before it loads anything: it
 imports and installs every typing and lowering registry (numpy's functions, typed
 containers, random, linear algebra, third-party extensions), which only compiling needs.
-That is most of a process's first kernel: 0.17 s of about 0.25 on a 2-core VM, where each
-load itself takes a few milliseconds, and the start of every ``asofgpu enrich`` and every
-first join waits on it. Machine code loaded from the cache needs only the symbols it links
+That is most of the time to a process's first kernel after numba's import, about 0.2 s on a
+2-core VM (numba's import, the target made ready and a first kernel: 0.62 -> 0.37 s), where
+each load itself takes a few milliseconds; every ``asofgpu enrich`` and every first join
+waits on it. Machine code loaded from the cache needs only the symbols it links
 against:
 
 - numba's C helpers, Python's exceptions and ``None`` (added when the target context is made)
