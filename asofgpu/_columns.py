@@ -221,9 +221,9 @@ def _numpy_to_arrow(arr: np.ndarray) -> pa.Array:
     >>> _numpy_to_arrow(np.array(["2026-12-07", "NaT"], "datetime64[s]")).to_pylist()
     [datetime.datetime(2026, 12, 7, 0, 0), None]
     """
-    kind = arr.dtype.kind
     if type(arr) is not np.ndarray:  # a masked array's mask: pa.array makes its nulls
         return pa.array(arr)
+    kind = arr.dtype.kind
     if kind in "biuf":
         return arrow_numpy.array(arr)
     if kind in "mM" and np.datetime_data(arr.dtype) in _ARROW_TICKS:
