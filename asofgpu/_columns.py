@@ -231,7 +231,7 @@ def _numpy_to_arrow(arr: np.ndarray) -> pa.Array:
     return pa.array(arr)
 
 
-_ARROW_TICKS = {(unit, 1) for unit in ("s", "ms", "us", "ns")}
+_ARROW_TICKS = {(unit, 1) for unit in _TICK_NS}  # (datetime_data: the unit, no multiple)
 
 
 def _fixed_time_unit(arr: np.ndarray, param: str) -> np.ndarray:
