@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -42,6 +43,10 @@ from pathlib import Path
 
 import common
 import enrich_e2e
+
+# What the report names beside the machine: the originals' versions move their times (a
+# fresh environment took polars 2.2 the day after the 2.1 runs).
+VERSIONS = ("asofgpu", "pandas", "polars", "pyarrow", "numpy", "numba")
 
 CASES = {  # name: (what is measured, what it is compared with, the goal)
     "pandas": ("asofgpu.pandas.merge_asof", "pandas.merge_asof", 0.5),
@@ -213,8 +218,7 @@ def markdown(report: dict) -> str:
     lines = [
         "# The front ends against what they replace",
         "",
-        f"{report['when']} · {report['machine']['cpu']}, {report['machine']['cores']} "
-        f"cores · commit {report['commit']}",
+        *common.heading(report),
         "",
         f"{report['quotes']:,} quotes x {report['trades']:,} trades "
         f"(`bench/enrich_e2e.py`'s day), backward by symbol, frames as read from "
@@ -245,9 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     quotes_rows, trades_rows = args.size
     quotes, trades = enrich_e2e.day_files(args.data, quotes_rows, trades_rows, say)
     report = {
-        "when": common.utc_minute(),
+        "date": common.utc_minute(),
         "machine": common.machine(),
+        "versions": common.versions(VERSIONS),
         "commit": common.commit(),
+        "load_average": [os.getloadavg()[0], None],
         "runs": args.runs,
         "quotes": quotes_rows,
         "trades": trades_rows,
@@ -275,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             "runs": times,
         }
         say(f"{case}: {1e3 * ours:,.2f} ms against {1e3 * theirs:,.2f} ms ({ours / theirs:.2f}x)")
+    report["load_average"][1] = os.getloadavg()[0]
     common.write_report(args.out, "frontends", report, markdown(report))
     say(f"wrote frontends.md and frontends.json to {args.out}")
     return 0

@@ -12,6 +12,8 @@ import pytest
 
 for needed in ("polars", "psutil"):
     pytest.importorskip(needed)  # the `bench` extra
+import pandas  # noqa: E402
+import polars  # noqa: E402
 
 BENCH = Path(__file__).resolve().parents[1] / "bench"
 if str(BENCH) not in sys.path:
@@ -47,6 +49,9 @@ def test_every_case_is_measured_checked_and_reported(tmp_path):
     table = (tmp_path / "out" / "frontends.md").read_text()
     assert table.count("| at most ") == len(frontends.CASES)
     assert "20,000 quotes x 20,000 trades" in table
+    # The originals' versions are part of the result: their times move between releases.
+    assert report["versions"]["polars"] == polars.__version__
+    assert f"pandas {pandas.__version__}, polars {polars.__version__}" in table
 
 
 @pytest.mark.usefixtures("bench_answers_differ")  # asofgpu's result 1, pandas' 2
