@@ -359,34 +359,37 @@ def test_a_folder_is_copied_file_by_file(tmp_path, capsys, thresholds):
 
 def test_a_folder_of_many_files_is_logged_in_a_few_lines(tmp_path, capsys, thresholds):
     """The first ``FILES_LOGGED`` LEFT files get a line each and the rest one line, which
-    counts them (a folder of 1,000 files gave 1,000 lines); OUT holds every file's rows."""
+    counts them (a folder of 1,000 files gave 1,000 lines) and names each reason a file is
+    written again with its file; OUT holds every file's rows."""
     from asofgpu.enrich._left import FILES_LOGGED
 
     thresholds(copy_min_group_rows=40)
     folder, right_path = tmp_path / "left", tmp_path / "r.parquet"
     folder.mkdir()
-    left, files = _left(), FILES_LOGGED + 3
-    for i in range(files):  # the last three: two copied, one in row groups too small to keep
-        pq.write_table(
-            left.slice(40 * i, 40),
-            folder / f"f{i:02}.parquet",
-            row_group_size=20 if i == 11 else 40,
-        )
+    left, files = _left(), FILES_LOGGED + 4
+    for i in range(files):  # of the last four, two copied, one in row groups too small to
+        part = left.slice(40 * i, 40)  # keep, and one of columns in another order
+        if i == 13:
+            part = part.select(part.column_names[::-1])
+        pq.write_table(part, folder / f"f{i:02}.parquet", row_group_size=20 if i == 11 else 40)
     pq.write_table(_right(), right_path)
     out, stdout, stderr = _enrich(tmp_path, capsys, folder, right_path, name="out")
     said = [line for line in stderr.splitlines() if line.startswith("asofgpu enrich: LEFT")]
     assert len(said) == FILES_LOGGED + 1
     assert said[0].startswith("asofgpu enrich: LEFT f00.parquet: 40 rows")
     assert re.fullmatch(
-        r"asofgpu enrich: LEFT's 3 other files \(120 rows\): 2 copied as they are, 1 written "
-        r"again: row groups of 20 rows \([0-9.]+ KiB\) on average, too small to keep",
+        r"asofgpu enrich: LEFT's 4 other files \(160 rows\): 2 copied as they are, 2 written "
+        r"again: row groups of 20 rows \([0-9.]+ KiB\) on average, too small to keep "
+        r"\(f11.parquet\); its columns differ in order, type or nullability from the other "
+        r"LEFT files', read as one \(f13.parquet\)",
         said[-1],
     ), said[-1]
-    assert f"columns copied as they are in {files - 1} of {files} files" in stdout
+    assert f"columns copied as they are in {files - 2} of {files} files" in stdout
     right = pq.read_table(right_path)
     for i in range(files):
         name = f"f{i:02}.parquet"
-        want = ag.join_asof(pq.read_table(folder / name), right, on="t", by="g", device="cpu")
+        given = pq.read_table(folder / name).select(left.column_names)  # OUT's column order
+        want = ag.join_asof(given, right, on="t", by="g", device="cpu")
         assert pq.read_table(out / name).equals(want)
 
 

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 RUN_FILES, RUN_COPIED = 1024, 32
 # LEFT files the log gives a line each (``file_lines``); one line tells of the rest
 FILES_LOGGED = 10
+REASONS_LOGGED = 3  # the reasons named where LEFT's other files are written again for several
 
 
 @dataclass
@@ -477,25 +478,45 @@ def file_lines(left: Source, order: list[int], about, about_rest) -> dict[int, s
 
 def _how_read_all(copies: list, parts: list[Part]) -> str:
     """How LEFT's ``parts`` are read, each by its copy (``copy_of``), in a few words: how many
-    are copied, how many written again and why (the first's reason where they differ).
+    are copied, how many written again and why: where the reasons differ, each of the first
+    ``REASONS_LOGGED`` with how many files it holds back and the first of them.
 
     >>> from types import SimpleNamespace as S
-    >>> parts = [S(relative=name) for name in ("a", "b", "c")]
+    >>> parts = [S(relative=name) for name in ("a", "b", "c", "d")]
     >>> _how_read_all(["an encrypted file"] * 3, parts)
     '3 written again: an encrypted file'
     >>> _how_read_all(["an encrypted file", "encrypted columns", "an encrypted file"], parts)
-    '3 written again, the first (a): an encrypted file'
+    '3 written again: an encrypted file (2 files, the first a); encrypted columns (b)'
+    >>> _how_read_all(["w", "x", "y", "z", "z"], parts + [S(relative="e")])
+    '5 written again: w (a); x (b); y (c); 1 other reason (2 files, the first d)'
     """
     why = [(copy, part) for copy, part in zip(copies, parts) if not copied_chunks(copy)]
     said = []
     if len(why) < len(copies):
         said.append(f"{len(copies) - len(why):,} copied as they are")
-    if why:
-        reasons = {copy for copy, _ in why}
-        first, part = why[0]
-        first_of = "" if len(reasons) == 1 else f", the first ({part.relative})"
-        said.append(f"{len(why):,} written again{first_of}: {first}")
+    held_back: dict[str, list[Part]] = {}  # each reason's files, reasons in their first's order
+    for copy, part in why:
+        held_back.setdefault(copy, []).append(part)
+    if len(held_back) == 1:
+        said.append(f"{len(why):,} written again: {why[0][0]}")
+    elif held_back:
+        reasons = list(held_back.items())
+        named = [f"{reason} ({_files_from(files)})" for reason, files in reasons[:REASONS_LOGGED]]
+        others = [files for _, files in reasons[REASONS_LOGGED:]]
+        if others:
+            every = [part for files in others for part in files]
+            named.append(
+                f"{len(others):,} other reason{'s' * (len(others) != 1)} ({_files_from(every)})"
+            )
+        said.append(f"{len(why):,} written again: " + "; ".join(named))
     return ", ".join(said)
+
+
+def _files_from(files: list[Part]) -> str:
+    """``b``, or ``2 files, the first a``: the files a reason holds back, for the log."""
+    if len(files) == 1:
+        return files[0].relative
+    return f"{len(files):,} files, the first {files[0].relative}"
 
 
 def copied_chunks(copy) -> LeftChunks | None:
