@@ -77,8 +77,10 @@ demo: venv
 # then the cuDF / pylibcudf / cudf-polars front ends and the polars 1.x line, then the front
 # ends, gathers and enrich at the dependency floors. test-cpu runs the unit tests, then in a
 # step of their own the `slow` ones, which run tools (a wheel build, asofgpu warm, the CLI and
-# the bench scripts as processes); --durations names the slowest. The unit tests run on every core (pytest-xdist):
-# most of their time is numba compiling kernels, which a process does on one core.
+# the bench scripts as processes); --durations names the slowest. Both run on every core
+# (pytest-xdist): most of the unit tests' time is numba compiling kernels, which a process
+# does on one core, and the slow ones wait on their processes (180 s one at a time, 107 s in
+# two workers, on 2 cores on 12-07).
 test: test-cpu test-sim test-cudf test-floor
 
 test-cpu: venv
@@ -86,7 +88,7 @@ test-cpu: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -n auto -m "not gpu and not slow" --durations=25 --doctest-modules \
 	    asofgpu tests
-	$(BIN)/python -m pytest -m "slow and not gpu" --durations=25 tests
+	$(BIN)/python -m pytest -n auto -m "slow and not gpu" --durations=25 tests
 
 test-sim: venv
 	NUMBA_ENABLE_CUDASIM=1 $(BIN)/python -m pytest -n auto -m "not gpu" -k cuda tests
