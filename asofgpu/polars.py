@@ -831,9 +831,20 @@ def _assemble(left, right, dry, gmap, right_by, suffix: str) -> pl.DataFrame:
     if not kept:
         return left.clone()
     # A frame of the Series, not a select (polars runs a select as a query: 0.05 ms)
-    taken = pl.DataFrame(_gathered(pl.DataFrame([_few_chunks(right[c]) for c in kept]), kept, gmap))
-    taken.columns = dry.columns[left.width :]
-    return left.hstack(taken)
+    sources = _frame([_few_chunks(right[c]) for c in kept], kept)
+    return left.hstack(_frame(_gathered(sources, kept, gmap), dry.columns[left.width :]))
+
+
+def _frame(columns: list[pl.Series], names: list[str]) -> pl.DataFrame:
+    """A frame of ``columns`` named ``names``. (A frame of Series named as they are gave one
+    named "" the name column_0, which then was not found, or clashed with a real column_0.)
+
+    >>> _frame([pl.Series("a", [1]), pl.Series("b", [2])], ["", "column_0"]).columns
+    ['', 'column_0']
+    """
+    frame = pl.DataFrame([column.alias(str(i)) for i, column in enumerate(columns)])
+    frame.columns = names
+    return frame
 
 
 def _right_sources(names, right, right_by, left_names: set, suffix: str) -> list[str]:
@@ -988,7 +999,7 @@ def _splice_eager(left: pl.DataFrame, right: pl.DataFrame, keys, suffix: str, op
         device=options["device"],
     )
     columns = _gathered(left, left.columns, left_map) + _gathered(right, right.columns, right_map)
-    return pl.DataFrame([c.alias(n) for c, n in zip(columns, left.columns + names)])
+    return _frame(columns, left.columns + names)
 
 
 def _check_distances(left: pl.Series, right: pl.Series) -> None:
@@ -1113,7 +1124,7 @@ def range_join(
         reach = _reaches(before, after, prevailing, dry)
         left_map, right_map = _windows(left, right, keys, **reach, device=device).pairs()
         columns = _gathered(left, left.columns, left_map) + _gathered(right, kept, right_map)
-        return pl.DataFrame([c.alias(n) for c, n in zip(columns, left.columns + names)])
+        return _frame(columns, left.columns + names)
 
     return _eager_or_lazy(left, right, run, device)
 

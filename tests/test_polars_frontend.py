@@ -540,6 +540,19 @@ def test_column_layout_coalesce_suffix_and_different_names():
         assert got.columns == ["t", "g", "x", "rt", "rt_right", "y", "x_right"]
 
 
+def test_a_column_named_by_the_empty_string_or_column_0_is_kept_by_its_name():
+    """polars names a frame's Series named "" column_0: the right columns were looked up by a
+    name they no longer had (KeyError), or clashed with a real column_0."""
+    left = pl.DataFrame({"t": [1, 3, 5], "": [10, 20, 30]})
+    right = pl.DataFrame({"t": [0, 2, 4], "": [1.0, 2.0, 3.0], "column_0": ["a", "b", "c"]})
+    got = _same(left, right, on="t")
+    assert got.columns == ["t", "", "_right", "column_0"]
+    _same(left.drop(""), right, on="t")
+    assert _same(left, right, on="t", coalesce=False).columns[2:4] == ["t_right", "_right"]
+    keyed = right.rename({"t": "", "": "t"})
+    _same(left.rename({"t": "", "": "x"}), keyed, on="", coalesce=False)
+
+
 def test_expression_keys():
     left = pl.DataFrame({"t": [1, 5, 9], "x": [1, 2, 3]})
     right = pl.DataFrame({"t": [0, 4, 8], "y": [1.0, 2.0, 3.0]})

@@ -110,6 +110,19 @@ def test_polars_lazy_gives_the_eager_frame_and_its_schema_before_collect():
     assert_polars_equal(namespaced.collect(), eager, check_exact=True)
 
 
+def test_polars_columns_named_by_the_empty_string_keep_their_names():
+    left = pl.DataFrame({"t": [1, 4], "": ["x", "y"]})
+    right = pl.DataFrame({"t": [2, 3], "": [10, 20], "column_0": [1.5, 2.5]})
+    got = agpl.splice_join(left, right, on="t", device="cpu")
+    assert got.columns == ["t", "", "t_right", "_right", "column_0"]
+    assert got.rows() == [
+        (1, "x", None, None, None),
+        (1, "x", 2, 10, 1.5),
+        (1, "x", 3, 20, 2.5),
+        (4, "y", 3, 20, 2.5),
+    ]
+
+
 def test_polars_string_keys_and_different_names():
     left = pl.DataFrame({"lk": ["b", "d", None], "x": [1, 2, 3]})
     right = pl.DataFrame({"rk": ["a", "c", "d"], "y": [10, 20, 30]})

@@ -189,6 +189,14 @@ def test_polars_window_join_is_the_oracles(kind, prevailing, seed):
                 assert got.schema[f"{column}_{agg}"] == right.schema[column]
 
 
+def test_polars_range_join_keeps_a_column_named_by_the_empty_string():
+    left = pl.DataFrame({"t": [1, 4], "": ["x", "y"]})
+    right = pl.DataFrame({"t": [2, 3], "": [10, 20], "column_0": [1.5, 2.5]})
+    got = agpl.range_join(left, right, on="t", before=2, device="cpu")
+    assert got.columns == ["t", "", "t_right", "_right", "column_0"]
+    assert got.rows() == [(1, "x", None, None, None), (4, "y", 2, 10, 1.5), (4, "y", 3, 20, 2.5)]
+
+
 def test_polars_window_join_on_the_python_backend_and_key_names_that_differ():
     left, right, (lk, rk, lb, rb) = _polars_frames(7, "int")
     left = left.rename({"t": "lt", "sym": "lsym"})
