@@ -260,9 +260,11 @@ def join_asof(
                 left_on,
                 right_on,
                 on,
-                by_left,
-                by_right,
-                by,
+                # polars 2.2 raises a ShapeError on an empty list, 1.x panics: it is no by
+                *(
+                    None if isinstance(b, (list, tuple)) and not b else b
+                    for b in (by_left, by_right, by)
+                ),
                 strategy,
                 suffix,
                 tolerance,

@@ -717,6 +717,17 @@ def test_unsorted_without_by_and_a_wrong_sorted_flag_give_the_sorted_answer():
     assert_frame_equal(got.sort("i"), expected.sort("i"), check_exact=True)
     wrong = flagged.join_asof(right.with_columns(pl.col("t").set_sorted()), on="t")
     assert not wrong.sort("i").equals(expected.sort("i"))
+    lazy = join_asof(flagged.lazy(), right.set_sorted("t").lazy(), on="t", **CPU).collect()
+    assert_frame_equal(lazy.sort("i"), expected.sort("i"), check_exact=True)
+
+
+def test_an_empty_by_is_no_by():
+    """polars 2.2 raises a ShapeError on ``by=[]`` (1.x panics); asofgpu joins without."""
+    got = join_asof(L, R, on="t", by=[], **CPU)
+    assert_frame_equal(got, L.join_asof(R, on="t"), check_exact=True)
+    assert got.columns == ["t", "g", "x", "g_right", "y"]
+    lazy = join_asof(L.lazy(), R.lazy(), on="t", by_left=(), by_right=(), **CPU)
+    assert_frame_equal(lazy.collect(), got, check_exact=True)
 
 
 # --------------------------------------------------------------------------- errors and warnings
