@@ -39,6 +39,7 @@ private names.
 from __future__ import annotations
 
 import datetime
+import sys
 
 import numpy as np
 import pandas as pd
@@ -413,17 +414,17 @@ class AsofMerge:
             )
             raise MergeError(msg)
 
-    def probe_tolerance(self, key_dtype: np.dtype):
+    def probe_tolerance(self, key_dtype: np.dtype, direction: str):
         """The tolerance as ``AsofJoin.join`` takes it, on the kernel's keys of ``key_dtype``
         (whole ticks of the left key's unit on a temporal key): pandas' scalar through
         ``kernel_tolerance``; a column of them as ``extension_tolerance`` gives it; a
-        ``DateOffset`` as each left row's reach both ways (``Reaches``), measured by pandas'
-        own arithmetic: back to ``x - offset``, ahead to ``x + offset``."""
+        ``DateOffset`` as each left row's reach in the ways ``direction`` looks (``Reaches``),
+        measured by pandas' own arithmetic: back to ``x - offset``, ahead to ``x + offset``."""
         tol = self.tolerance
         if isinstance(tol, pd.offsets.BaseOffset) or is_row_tolerances(tol):
             rows = self._tolerance_rows  # the column as the checks read it: not read again
             given = tol if rows is None else rows
-            return extension_tolerance(given, self._on_values("left"), key_dtype)
+            return extension_tolerance(given, self._on_values("left"), key_dtype, direction)
         tolerance = self.temporal_tolerance()
         return None if tolerance is None else kernel_tolerance(tolerance, key_dtype)
 
@@ -464,7 +465,7 @@ class AsofMerge:
             lks[0]  # noqa: B018 - as pandas: IndexError when by names no column
             pairs = [_by_columns(lk, rk) for lk, rk in zip(lks, rks)]
             left_by, right_by = [p[0] for p in pairs], [p[1] for p in pairs]
-        tolerance = self.probe_tolerance(lkey.dtype)
+        tolerance = self.probe_tolerance(lkey.dtype, direction)
         prepared = self.prepare(_kernel_key(rkey), right_by, device)
 
         def probe(strategy, tol):
@@ -618,15 +619,16 @@ def kernel_tolerance(tolerance, dtype: np.dtype):
     return tolerance
 
 
-def extension_tolerance(tolerance, left_values, key_dtype: np.dtype):
+def extension_tolerance(tolerance, left_values, key_dtype: np.dtype, direction: str):
     """asofgpu's tolerances beyond pandas' as ``AsofJoin.join`` takes them, for the left
     ``on`` values ``left_values`` (pandas or numpy, read on the host) joined as keys of
-    ``key_dtype``: a ``DateOffset`` as each row's reach both ways (``Reaches``, by pandas'
-    own arithmetic: back to ``x - offset``, ahead to ``x + offset``); a column of them as
-    an Arrow array (numbers; on a temporal key whole ticks of the key's unit, rounded down,
-    the largest for no limit; null: no limit), one per left row and none negative."""
+    ``key_dtype`` in ``direction``: a ``DateOffset`` as each row's reach (``Reaches``, by
+    pandas' own arithmetic: back to ``x - offset``, ahead to ``x + offset``, each only where
+    ``direction`` looks that way); a column of them as an Arrow array (numbers; on a
+    temporal key whole ticks of the key's unit, rounded down, the largest for no limit;
+    null: no limit), one per left row and none negative."""
     if isinstance(tolerance, pd.offsets.BaseOffset):
-        return _offset_reaches(tolerance, left_values)
+        return _offset_reaches(tolerance, left_values, direction)
     column = _tolerance_column(tolerance)
     if len(column) != len(left_values):
         msg = (
@@ -664,22 +666,38 @@ def _tolerance_column(tolerance) -> pd.Series:
     return pd.Series(tolerance)
 
 
-def _offset_reaches(offset, left_values) -> Reaches:
-    """Each left key's reach back to ``x - offset`` and ahead to ``x + offset``, in whole
-    ticks of the key's unit (pandas' own calendar arithmetic: month ends saturate, days are
-    counted on the wall clock of the key's time zone)."""
+def _offset_reaches(offset, left_values, direction: str) -> Reaches:
+    """Each left key's reach back to ``x - offset`` (unless ``direction`` is forward) and
+    ahead to ``x + offset`` (unless backward), in whole ticks of the key's unit (pandas' own
+    calendar arithmetic: month ends saturate, days are counted on the wall clock of the
+    key's time zone). A bound the direction never reads is not computed: one that fell in a
+    clock change's gap refused the join.
+
+    >>> keys = pd.DatetimeIndex(["2024-03-13 07:00"]).as_unit("s").tz_localize("US/Eastern")
+    >>> _offset_reaches(pd.DateOffset(days=3, hours=5), keys, "forward")
+    Reaches(backward=None, forward=array([277200]))
+    """
     keys = pd.DatetimeIndex(left_values)
     per_tick = pd.Timedelta(1, unit=_unit(left_values)).value
     try:
-        back, ahead = keys - (keys - offset), (keys + offset) - keys
-    except (OverflowError, ValueError) as exc:  # out of bounds, or a clock change's gap
+        back = keys - (keys - offset) if direction != "forward" else None
+        ahead = (keys + offset) - keys if direction != "backward" else None
+    except _offset_errors() as exc:  # out of bounds, or a clock change's gap
         msg = f"tolerance {offset!r} cannot be applied to every left key: {exc}"
         raise MergeError(msg) from None
-    reaches = [_whole_ticks(r, per_tick) for r in (back, ahead)]
+    reaches = [None if r is None else _whole_ticks(r, per_tick) for r in (back, ahead)]
     for r in reaches:
-        if len(r) and r.min() < 0:
+        if r is not None and len(r) and r.min() < 0:
             raise MergeError(f"{NEGATIVE_TOLERANCE}, got {offset!r}")
     return Reaches(*reaches)
+
+
+def _offset_errors() -> tuple:
+    """What a ``DateOffset`` applied to keys raises: out of bounds, or a wall time that
+    does not exist; pandas 2 with a pytz zone raises pytz's own (no ValueError), and has
+    imported pytz where it can."""
+    pytz = sys.modules.get("pytz.exceptions")
+    return (OverflowError, ValueError) + ((pytz.InvalidTimeError,) if pytz else ())
 
 
 def _whole_ticks(deltas: pd.TimedeltaIndex, per_tick: int) -> np.ndarray:

@@ -321,7 +321,9 @@ def _right_indexer(op, left, right, direction: str, exact: bool):
     left_by = device_by_table([_key(left, n, False) for n in lnames])
     right_by = device_by_table([_key(right, n, False) for n in rnames])
     if extended:  # a DateOffset's reaches or a column's values, counted on the host
-        tolerance = extension_tolerance(op.tolerance, lkey.to_pandas().array, kernel_dtype)
+        tolerance = extension_tolerance(
+            op.tolerance, lkey.to_pandas().array, kernel_dtype, direction
+        )
     elif tolerance is not None:
         tolerance = kernel_tolerance(tolerance, kernel_dtype)
     prepared = prepare_on_device(rkey, right_by)

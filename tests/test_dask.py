@@ -20,6 +20,7 @@ import dask  # noqa: E402
 
 from asofgpu._pandas_semantics import NEGATIVE_TOLERANCE  # noqa: E402
 from asofgpu.dask import merge_asof  # noqa: E402
+import asofgpu.pandas as agpd  # noqa: E402
 
 DIRECTIONS = ["backward", "forward", "nearest"]
 GROUPS = ["A", "B", "C", "D"]
@@ -1057,7 +1058,8 @@ def test_a_date_offset_prunes_carries_a_day_beyond_its_reach():
 
 def test_a_date_offset_that_moves_every_date_back_is_refused_at_the_call():
     """asofgpu.pandas refuses it on any data; the dask call had returned, and the compute
-    raised. One of mixed signs depends on the dates: the partitions' keys decide it."""
+    raised. One of mixed signs depends on the dates and the direction: the partitions' keys
+    decide it, and a backward join never reads the reach ahead."""
     left, right = market(23)
     stamps = pd.Timestamp("2024-01-31") + pd.to_timedelta(left["t"], unit="D")
     left["t"], right["t"] = (
@@ -1068,9 +1070,15 @@ def test_a_date_offset_that_moves_every_date_back_is_refused_at_the_call():
     for offset in (pd.DateOffset(months=-1), pd.offsets.MonthEnd(-1), pd.offsets.Hour(-3)):
         with pytest.raises(MergeError, match=f"{NEGATIVE_TOLERANCE}, got <"):
             merge_asof(lf, rf, on="t", by="g", tolerance=offset, device="cpu")
-    mixed = merge_asof(lf, rf, on="t", by="g", tolerance=pd.DateOffset(months=1, days=-30))
-    with pytest.raises(MergeError, match=NEGATIVE_TOLERANCE):  # February: 1 month < 30 days
-        mixed.compute(scheduler="synchronous")
+    mixed = pd.DateOffset(months=1, days=-30)  # ahead from February: 1 month < 30 days
+    ahead = merge_asof(lf, rf, on="t", by="g", tolerance=mixed, direction="nearest")
+    with pytest.raises(MergeError, match=NEGATIVE_TOLERANCE):
+        ahead.compute(scheduler="synchronous")
+    back = merge_asof(lf, rf, on="t", by="g", tolerance=mixed, device="cpu")
+    whole = agpd.merge_asof(left, right, on="t", by="g", tolerance=mixed, device="cpu")
+    got = back.compute(scheduler="synchronous").reset_index(drop=True)
+    pd.testing.assert_series_equal(got["rid"], whole["rid"])  # (dask makes text pyarrow's)
+    assert 0 < got["rid"].isna().sum() < len(got)  # the reach back (a day or two) cut some
 
 
 def test_a_column_of_tolerances_is_refused_by_name():

@@ -121,6 +121,23 @@ def test_date_offset_days_follow_the_wall_clock_of_the_zone(direction, unit):
 
 
 @pytest.mark.parametrize("direction", DIRECTIONS)
+def test_a_bound_in_a_clock_change_gap_refuses_only_the_directions_that_read_it(direction):
+    """3 days 5 hours back from 2024-03-13 07:00 in New York is 02:00 on the day the clocks
+    go forward, a time that does not exist: a forward join never reads that bound (it was
+    computed all the same, and refused the join), a backward and a nearest one do."""
+    keys = pd.DatetimeIndex(["2024-03-13 07:00"]).as_unit("ns").tz_localize("US/Eastern")
+    left = pd.DataFrame({"t": keys})
+    right = pd.DataFrame({"t": keys + pd.Timedelta("17h"), "v": [1]})
+    offset = pd.DateOffset(days=3, hours=5)
+    if direction == "forward":
+        got = merge_asof(left, right, on="t", tolerance=offset, direction=direction, device="cpu")
+        assert _values(got) == [1] == _brute_force(left, right, "t", None, offset, direction, True)
+        return
+    with pytest.raises(MergeError, match="cannot be applied to every left key: 2024-03-10 02:00"):
+        merge_asof(left, right, on="t", tolerance=offset, direction=direction, device="cpu")
+
+
+@pytest.mark.parametrize("direction", DIRECTIONS)
 def test_date_offset_on_arrow_timestamps_and_the_index(direction):
     rng = np.random.default_rng(5)
     left, right = _frames(rng, 30, 20, "2023-12-15", 24 * 120, tz="UTC", unit="us")
