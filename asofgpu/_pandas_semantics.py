@@ -654,13 +654,19 @@ def extension_tolerance(tolerance, left_values, key_dtype: np.dtype, direction: 
 
 def _tolerance_column(tolerance) -> pd.Series:
     """A column of tolerances as a Series read by position (its index is not aligned); a
-    cuDF Series or a cupy array is copied to the host."""
+    cuDF Series or a cupy array is copied to the host. Objects are typed by their values,
+    as a list of them is (numbers, durations).
+
+    >>> _tolerance_column(pd.Series([1, None], dtype=object, index=[5, 6])).tolist()
+    [1.0, nan]
+    """
     if type(tolerance).__module__.split(".")[0] == "cudf":
         return tolerance.to_pandas().reset_index(drop=True)
     if hasattr(tolerance, "__cuda_array_interface__") and hasattr(tolerance, "get"):
         return pd.Series(tolerance.get())  # cupy
     if isinstance(tolerance, pd.Series):
-        return tolerance.reset_index(drop=True)
+        column = tolerance.reset_index(drop=True)
+        return column.infer_objects() if column.dtype == object else column
     if isinstance(tolerance, (pa.Array, pa.ChunkedArray)):
         return pd.Series(tolerance.to_pandas(types_mapper=pd.ArrowDtype))
     return pd.Series(tolerance)

@@ -213,7 +213,7 @@ def test_a_column_of_durations_past_nanoseconds_range_and_in_other_units():
 
 @pytest.mark.parametrize("kind", ["int", "float", "float32"])
 @pytest.mark.parametrize("direction", DIRECTIONS)
-@pytest.mark.parametrize("form", ["series", "numpy", "arrow", "list"])
+@pytest.mark.parametrize("form", ["series", "numpy", "arrow", "list", "objects"])
 def test_a_column_of_numbers_on_numeric_keys(kind, direction, form):
     rng = np.random.default_rng(3)
     dtype = {"int": np.int64, "float": np.float64, "float32": np.float32}[kind]
@@ -227,6 +227,7 @@ def test_a_column_of_numbers_on_numeric_keys(kind, direction, form):
         "numpy": np.array([np.nan if t is None else t for t in tols]),
         "arrow": pa.array(tols),
         "list": [np.nan if t is None else t for t in tols],
+        "objects": pd.Series(tols, dtype=object),  # typed by its values, as the list is
     }[form]
     got = merge_asof(left, right, on="k", tolerance=column, direction=direction, device="cpu")
     scalar = [None if t is None else (int(t) if kind == "int" else dtype(t)) for t in tols]
