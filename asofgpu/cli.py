@@ -714,9 +714,42 @@ def _keeping_allocator() -> None:
         pass
 
 
+def _values_attached(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--tolerance -5s`` as ``--tolerance=-5s``: argparse takes a word that begins with
+    "-" and is no plain number for an option, and said "--tolerance: expected one argument"
+    where the option's own check says what is wrong with the value ("must not be
+    negative"). Only a long option that takes a value, followed by "-" and a digit.
+
+    >>> _values_attached(_parser(), ["enrich", "--tolerance", "-5s", "-q", "--chunk-rows", "9"])
+    ['enrich', '--tolerance=-5s', '-q', '--chunk-rows', '9']
+    """
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    takes_value = {
+        name
+        for command in commands.choices.values()
+        for name, action in command._option_string_actions.items()
+        if name.startswith("--") and action.nargs is None
+    }
+    attached, words = [], iter(argv)
+    for word in words:
+        if word == "--":  # what follows is positional
+            attached += [word, *words]
+            break
+        if word in takes_value:
+            value = next(words, None)
+            if value is not None and re.match(r"-\.?[0-9]", value):
+                attached.append(f"{word}={value}")
+                continue
+            attached += [word] if value is None else [word, value]
+            continue
+        attached.append(word)
+    return attached
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
-    args, unknown = parser.parse_known_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args, unknown = parser.parse_known_args(_values_attached(parser, argv))
     if unknown:  # told by the command's parser, whose options they were meant to be
         args.parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     prog = f"asofgpu {args.command}"

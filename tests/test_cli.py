@@ -635,6 +635,15 @@ def _junk(tmp_path: Path) -> Path:
             ["{trades}", "{quotes}", "--on", "time", "--tolerance=-5s"],
             "--tolerance: a duration must not be negative, got '-5s'",
         ),
+        (  # argparse took "-5s" for an option: "--tolerance: expected one argument"
+            ["{trades}", "{quotes}", "--on", "time", "--tolerance", "-5s"],
+            "--tolerance: a duration must not be negative, got '-5s'",
+        ),
+        (
+            ["{trades}", "{quotes}", "--on", "time", "--memory-limit", "-1GiB"],
+            "--memory-limit: expected a size such as 1GiB, 512MiB, 2GB or a number of bytes, "
+            "got '-1GiB'",
+        ),
         (
             ["{trades}", "{trades}", "--on", "size", "--tolerance", "5s"],
             "--tolerance: a duration needs a temporal key (date, time, timestamp or duration), the "

@@ -213,7 +213,7 @@ def test_folders_whose_keys_go_back_inside_one_are_not_streamed(tmp_path, capsys
 def test_keys_going_back_past_a_file_of_null_keys_are_seen_before_streaming(tmp_path, capsys):
     """A folder's files 50-70, then null keys only, then 10-30: its statistics show the keys
     going back across the nulls, so the stream is refused before it starts (it was found
-    at row 0 of the third file, "though its row-group statistics say so")."""
+    at row 0 of the third file, "though the bounds of its row groups are in order")."""
     for side, g in itertools.product(("l", "r"), ("a", "b")):
         folder = tmp_path / side / f"g={g}"
         folder.mkdir(parents=True)

@@ -410,7 +410,7 @@ def test_a_grouped_right_out_of_order_in_a_later_row_group_exits_2(case, chosen,
             assert stderr == (
                 f"asofgpu enrich: error: RIGHT {right_path} is not sorted by "
                 f"{(*right.by, 't')!r} at {_where(right_path, _first_descent(rows, right.by))}, "
-                f"though its row-group statistics say so; write it sorted, or pass "
+                f"though the bounds of its row groups are in order; write it sorted, or pass "
                 f"--right-mode spill\n"
             )
         assert not out.exists()

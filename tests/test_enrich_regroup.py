@@ -296,8 +296,8 @@ def test_a_left_that_breaks_its_tape_promise_is_regrouped(tmp_path, capsys):
     )
     assert code == 0, stderr
     assert (
-        f"LEFT {tmp_path / 'l.parquet'} is not sorted by 't' at row 3, though its row-group "
-        f"statistics say so: starting again"
+        f"LEFT {tmp_path / 'l.parquet'} is not sorted by 't' at row 3, though the bounds of "
+        f"its row groups are in order: starting again"
     ) in stderr
     # The advice of a run that stops, not of one that goes on:
     assert "write it sorted" not in stderr
@@ -336,7 +336,7 @@ def test_a_grouped_right_out_of_order_is_found_while_regrouping(tmp_path, capsys
     assert code == 2 and stdout == ""
     assert stderr == (
         f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
-        f"('g', 't') at row 5, though its row-group statistics say so; write it "
+        f"('g', 't') at row 5, though the bounds of its row groups are in order; write it "
         f"sorted, or pass --right-mode spill\n"
     )
     assert not out.exists() and hidden(tmp_path) == []

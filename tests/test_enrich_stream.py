@@ -295,7 +295,7 @@ def test_a_file_that_breaks_its_statistics_promise_exits_2(tmp_path, capsys):
     assert code == 2 and stdout == ""
     assert stderr == (
         f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
-        f"'t' at row 5, though its row-group statistics say so; write it sorted, "
+        f"'t' at row 5, though the bounds of its row groups are in order; write it sorted, "
         f"or pass --right-mode spill\n"
     )
     assert not out.exists() and hidden(tmp_path) == []
@@ -444,7 +444,7 @@ def test_a_broken_promise_in_a_folder_names_the_file_and_its_row(tmp_path, capsy
         assert code == 2
         assert stderr == (
             f"asofgpu enrich: error: RIGHT {tmp_path / 'r'} is not sorted by 't' at row 2 of "
-            f"{tmp_path / 'r' / 'b.parquet'}, though its row-group statistics say so; write it "
+            f"{tmp_path / 'r' / 'b.parquet'}, though the bounds of its row groups are in order; write it "
             f"sorted, or pass --right-mode spill\n"
         )
     (tmp_path / "r" / "b.parquet").unlink()
@@ -455,7 +455,7 @@ def test_a_broken_promise_in_a_folder_names_the_file_and_its_row(tmp_path, capsy
     assert code == 0, stderr
     assert (
         f"LEFT {tmp_path / 'l'} is not sorted by 't' at row 2 of {tmp_path / 'l' / 'b.parquet'}, "
-        f"though its row-group statistics say so: starting again" in stderr
+        f"though the bounds of its row groups are in order: starting again" in stderr
     )
     assert "write it sorted" not in stderr
 
@@ -621,7 +621,7 @@ def test_a_grouped_file_out_of_order_inside_a_row_group_exits_2(tmp_path, capsys
     assert code == 2 and stdout == ""
     assert stderr == (
         f"asofgpu enrich: error: RIGHT {tmp_path / 'r.parquet'} is not sorted by "
-        f"('g', 't') at row 5, though its row-group statistics say so; write it "
+        f"('g', 't') at row 5, though the bounds of its row groups are in order; write it "
         f"sorted, or pass --right-mode spill\n"
     )
     assert not out.exists() and hidden(tmp_path) == []
@@ -735,7 +735,7 @@ def test_right_rows_past_lefts_last_are_checked_too(
     ]
     code, _, stderr = run(*argv, "--right-mode", "stream", capsys=capsys)
     assert code == 2
-    assert f"is not sorted by {order} at row {bad_row}, though its row-group" in stderr
+    assert f"is not sorted by {order} at row {bad_row}, though the bounds of its row groups" in stderr
     assert not out.exists() and hidden(tmp_path) == []
     code, _, stderr = run(*argv, capsys=capsys)  # auto: starts again, and gets it right
     assert code == 0, stderr
@@ -771,7 +771,7 @@ def test_grouped_files_whose_statistics_pass_for_a_tape_stream_as_grouped(tmp_pa
     )
     assert code == 0, stderr
     assert (
-        "is not sorted by 't' at row 3, though its row-group statistics say so: starting again"
+        "is not sorted by 't' at row 3, though the bounds of its row groups are in order: starting again"
         in stderr
     )
     assert "write it sorted" not in stderr  # the run went on: no advice to the user
@@ -1683,7 +1683,7 @@ def test_right_files_tied_against_their_paths_order_are_refused_by_a_stream_nami
 def test_files_of_one_group_out_of_key_order_by_path_are_not_taken_as_grouped(tmp_path, capsys):
     """One symbol in numbered files, part-10 before part-2 by path: the by column's
     statistics never go back, so the files were taken as sorted by (symbol, t), and the
-    stream stopped at part-2, "though its row-group statistics say so". A row group of
+    stream stopped at part-2, "though the bounds of its row groups are in order". A row group of
     one group alone must not begin below the last one's end in that group: the refusal
     now names the tie that keeps the files in their paths' order."""
     folder = tmp_path / "r"

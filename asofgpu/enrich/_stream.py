@@ -246,7 +246,7 @@ class Order:
                 at = self.where(self.rows + keys.position(bad))
                 raise NotSorted(
                     f"{self.side} {self.given} is not sorted by {self.named} at {at}, "
-                    f"though its row-group statistics say so",
+                    f"though the bounds of its row groups are in order",
                     "grouped" if self.by else "tape",
                     self.side,
                 )
