@@ -735,7 +735,9 @@ def test_right_rows_past_lefts_last_are_checked_too(
     ]
     code, _, stderr = run(*argv, "--right-mode", "stream", capsys=capsys)
     assert code == 2
-    assert f"is not sorted by {order} at row {bad_row}, though the bounds of its row groups" in stderr
+    assert (
+        f"is not sorted by {order} at row {bad_row}, though the bounds of its row groups" in stderr
+    )
     assert not out.exists() and hidden(tmp_path) == []
     code, _, stderr = run(*argv, capsys=capsys)  # auto: starts again, and gets it right
     assert code == 0, stderr
