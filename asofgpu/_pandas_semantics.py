@@ -676,8 +676,8 @@ def _offset_reaches(offset, left_values, direction: str) -> Reaches:
     """Each left key's reach back to ``x - offset`` (unless ``direction`` is forward) and
     ahead to ``x + offset`` (unless backward), in whole ticks of the key's unit (pandas' own
     calendar arithmetic: month ends saturate, days are counted on the wall clock of the
-    key's time zone). A bound the direction never reads is not computed: one that fell in a
-    clock change's gap refused the join.
+    key's time zone). A bound the direction never reads is not computed: one at a wall time
+    a clock change skips or repeats refused the join.
 
     >>> keys = pd.DatetimeIndex(["2024-03-13 07:00"]).as_unit("s").tz_localize("US/Eastern")
     >>> _offset_reaches(pd.DateOffset(days=3, hours=5), keys, "forward")
@@ -688,7 +688,7 @@ def _offset_reaches(offset, left_values, direction: str) -> Reaches:
     try:
         back = keys - (keys - offset) if direction != "forward" else None
         ahead = (keys + offset) - keys if direction != "backward" else None
-    except _offset_errors() as exc:  # out of bounds, or a clock change's gap
+    except offset_errors() as exc:  # out of bounds, or a wall time skipped or repeated
         msg = f"tolerance {offset!r} cannot be applied to every left key: {exc}"
         raise MergeError(msg) from None
     reaches = [None if r is None else _whole_ticks(r, per_tick) for r in (back, ahead)]
@@ -698,10 +698,10 @@ def _offset_reaches(offset, left_values, direction: str) -> Reaches:
     return Reaches(*reaches)
 
 
-def _offset_errors() -> tuple:
+def offset_errors() -> tuple:
     """What a ``DateOffset`` applied to keys raises: out of bounds, or a wall time that
-    does not exist; pandas 2 with a pytz zone raises pytz's own (no ValueError), and has
-    imported pytz where it can."""
+    does not exist or occurs twice; pandas 2 with a pytz zone raises pytz's own (no
+    ValueError), and has imported pytz where it can."""
     pytz = sys.modules.get("pytz.exceptions")
     return (OverflowError, ValueError) + ((pytz.InvalidTimeError,) if pytz else ())
 

@@ -715,30 +715,34 @@ def _keeping_allocator() -> None:
 
 
 def _values_attached(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
-    """``--tolerance -5s`` as ``--tolerance=-5s``: argparse takes a word that begins with
-    "-" and is no plain number for an option, and said "--tolerance: expected one argument"
-    where the option's own check says what is wrong with the value ("must not be
-    negative"). Only a long option that takes a value, followed by "-" and a digit.
+    """``--tolerance -5s`` as ``--tolerance=-5s`` (``-o -1.parquet`` as ``-o-1.parquet``):
+    argparse takes a word that begins with "-" and is no plain number for an option, and
+    said "--tolerance: expected one argument" where the option's own check says what is
+    wrong with the value ("must not be negative"). Only after the command's name, for its
+    options that take a value, followed by "-" and a digit.
 
-    >>> _values_attached(_parser(), ["enrich", "--tolerance", "-5s", "-q", "--chunk-rows", "9"])
-    ['enrich', '--tolerance=-5s', '-q', '--chunk-rows', '9']
+    >>> _values_attached(_parser(), ["enrich", "--tolerance", "-5s", "-q", "-o", "-1.pq"])
+    ['enrich', '--tolerance=-5s', '-q', '-o-1.pq']
+    >>> _values_attached(_parser(), ["demo", "--tolerance", "-5s"])
+    ['demo', '--tolerance', '-5s']
     """
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    takes_value = {
-        name
-        for command in commands.choices.values()
-        for name, action in command._option_string_actions.items()
-        if name.startswith("--") and action.nargs is None
-    }
+    takes_value: set[str] = set()
     attached, words = [], iter(argv)
     for word in words:
         if word == "--":  # what follows is positional
             attached += [word, *words]
             break
-        if word in takes_value:
+        if not takes_value and word in commands.choices:
+            takes_value = {
+                name
+                for name, action in commands.choices[word]._option_string_actions.items()
+                if action.nargs is None
+            }
+        elif word in takes_value:
             value = next(words, None)
             if value is not None and re.match(r"-\.?[0-9]", value):
-                attached.append(f"{word}={value}")
+                attached.append(f"{word}={value}" if word.startswith("--") else word + value)
                 continue
             attached += [word] if value is None else [word, value]
             continue

@@ -723,7 +723,7 @@ def _shift(bound, tolerance, sign: int):
         try:
             stamp = pd.Timestamp(bound)
             return stamp - tolerance - _SLACK if sign < 0 else stamp + tolerance + _SLACK
-        except (OverflowError, ValueError, TypeError):
+        except (*_semantics.offset_errors(), TypeError):  # (the partition's join says why)
             return None
     if isinstance(bound, (np.integer, int)) and not isinstance(bound, (bool, np.bool_)):
         info = np.iinfo(bound.dtype if isinstance(bound, np.integer) else np.int64)

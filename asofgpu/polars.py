@@ -260,11 +260,7 @@ def join_asof(
                 left_on,
                 right_on,
                 on,
-                # polars 2.2 raises a ShapeError on an empty list, 1.x panics: it is no by
-                *(
-                    None if isinstance(b, (list, tuple)) and not b else b
-                    for b in (by_left, by_right, by)
-                ),
+                *_no_empty_by(by_left, by_right, by),
                 strategy,
                 suffix,
                 tolerance,
@@ -835,6 +831,23 @@ def _assemble(left, right, dry, gmap, right_by, suffix: str) -> pl.DataFrame:
     # A frame of the Series, not a select (polars runs a select as a query: 0.05 ms)
     sources = _frame([_few_chunks(right[c]) for c in kept], kept)
     return left.hstack(_frame(_gathered(sources, kept, gmap), dry.columns[left.width :]))
+
+
+def _no_empty_by(by_left, by_right, by) -> tuple:
+    """``(by_left, by_right, by)`` with an empty ``by`` (which polars lets override the
+    other two), or an empty pair, as none: polars 2.2 raised a ShapeError on ``by=[]``, 1.x
+    panicked. One empty side of a pair goes on to polars' own error.
+
+    >>> _no_empty_by(["g"], ["g"], []), _no_empty_by((), (), None), _no_empty_by([], ["g"], None)
+    ((None, None, None), (None, None, None), ([], ['g'], None))
+    """
+
+    def empty(b) -> bool:
+        return isinstance(b, (list, tuple)) and not b
+
+    if empty(by) or (empty(by_left) and empty(by_right)):
+        return None, None, None
+    return by_left, by_right, by
 
 
 def _frame(columns: list[pl.Series], names: list[str]) -> pl.DataFrame:

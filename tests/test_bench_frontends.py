@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-for needed in ("polars", "psutil"):
+for needed in ("pandas", "polars", "psutil"):
     pytest.importorskip(needed)  # the `bench` extra
 import pandas  # noqa: E402
 import polars  # noqa: E402

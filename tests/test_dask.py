@@ -1056,6 +1056,28 @@ def test_a_date_offset_prunes_carries_a_day_beyond_its_reach():
     )  # past the range: no pruning
 
 
+@pytest.mark.parametrize("direction", DIRECTIONS)
+def test_a_date_offset_bound_in_a_clock_change_gap_is_refused_as_asofgpu_pandas_refuses_it(
+    direction,
+):
+    """3 days 5 hours back from 2024-03-13 07:00 in New York is a wall time that does not
+    exist: the carries' pruning raised pytz's own error under pandas 2, at the call; the
+    join refuses it (MergeError) where it reads that bound, and a forward one joins."""
+    keys = pd.DatetimeIndex(["2024-03-13 07:00", "2024-03-14 07:00"]).as_unit("ns")
+    left = pd.DataFrame({"t": keys.tz_localize("US/Eastern"), "g": "a"})
+    right = pd.DataFrame({"t": left["t"] - pd.Timedelta("1h"), "g": "a", "v": [1, 2]})
+    offset = pd.DateOffset(days=3, hours=5)
+    options = dict(on="t", by="g", tolerance=offset, direction=direction, device="cpu")
+    if direction == "forward":
+        got = merge_asof(even(left, 2), even(right, 2), method="time", **options)
+        assert got.compute(scheduler="synchronous")["v"].fillna(-1).tolist() == [2, -1]
+        return
+    with pytest.raises(MergeError, match="cannot be applied to every left key: 2024-03-10 02"):
+        merge_asof(even(left, 2), even(right, 2), method="time", **options).compute(
+            scheduler="synchronous"
+        )
+
+
 def test_a_date_offset_that_moves_every_date_back_is_refused_at_the_call():
     """asofgpu.pandas refuses it on any data; the dask call had returned, and the compute
     raised. One of mixed signs depends on the dates and the direction: the partitions' keys

@@ -137,6 +137,19 @@ def test_a_bound_in_a_clock_change_gap_refuses_only_the_directions_that_read_it(
         merge_asof(left, right, on="t", tolerance=offset, direction=direction, device="cpu")
 
 
+def test_a_bound_on_a_repeated_wall_time_refuses_a_backward_join():
+    """3 days back from 2024-11-06 01:30 in New York is 01:30 on the day the clocks go
+    back, a wall time that occurs twice; forward never reads it."""
+    keys = pd.DatetimeIndex(["2024-11-06 01:30"]).as_unit("ns").tz_localize("US/Eastern")
+    left = pd.DataFrame({"t": keys})
+    right = pd.DataFrame({"t": keys + pd.Timedelta("1h"), "v": [1]})
+    offset = pd.DateOffset(days=3)
+    got = merge_asof(left, right, on="t", tolerance=offset, direction="forward", device="cpu")
+    assert _values(got) == [1]
+    with pytest.raises(MergeError, match="cannot be applied to every left key: .*2024-11-03 01:30"):
+        merge_asof(left, right, on="t", tolerance=offset, device="cpu")
+
+
 @pytest.mark.parametrize("direction", DIRECTIONS)
 def test_date_offset_on_arrow_timestamps_and_the_index(direction):
     rng = np.random.default_rng(5)

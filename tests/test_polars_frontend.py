@@ -728,6 +728,13 @@ def test_an_empty_by_is_no_by():
     assert got.columns == ["t", "g", "x", "g_right", "y"]
     lazy = join_asof(L.lazy(), R.lazy(), on="t", by_left=(), by_right=(), **CPU)
     assert_frame_equal(lazy.collect(), got, check_exact=True)
+    overriding = join_asof(L, R, on="t", by=[], by_left="g", by_right="g", **CPU)
+    assert_frame_equal(overriding, got, check_exact=True)  # polars' by overrides the pair
+    for pair in (dict(by_left=[]), dict(by_left=["g"], by_right=[])):  # polars' own errors
+        with pytest.raises(InvalidOperationError) as polars_error:
+            L.join_asof(R, on="t", **pair)
+        with pytest.raises(InvalidOperationError, match=re.escape(_words(polars_error.value))):
+            join_asof(L, R, on="t", **pair, **CPU)
 
 
 # --------------------------------------------------------------------------- errors and warnings
