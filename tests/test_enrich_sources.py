@@ -1857,7 +1857,10 @@ def test_numba_is_made_ready_beside_the_statistics_where_the_run_compiles(
     tmp_path, capsys, monkeypatch, thresholds, rows, readied
 ):
     """numba's CPU target is set up on the checks' thread, after the dry run chose the CPU,
-    while the main thread reads statistics; a run too small to compile skips it."""
+    while the main thread reads statistics; a run too small to compile skips it, and leaves
+    numba's thread pool alone."""
+    import contextlib
+
     from asofgpu.enrich import _job
 
     thresholds(interpret_max_rows=1 << 14)
@@ -1865,6 +1868,8 @@ def test_numba_is_made_ready_beside_the_statistics_where_the_run_compiles(
     monkeypatch.setattr(
         _job, "ready_cpu_target", lambda: threads.append(threading.current_thread().name)
     )
+    pool_set = []
+    monkeypatch.setattr(_job, "_kernel_threads", lambda: contextlib.nullcontext(pool_set.append(1)))
     times = pa.array(np.arange(rows), pa.timestamp("s"))
     write(pa.table({"t": times, "g": np.arange(rows) % 3}), tmp_path / "l.parquet")
     write(
@@ -1874,11 +1879,38 @@ def test_numba_is_made_ready_beside_the_statistics_where_the_run_compiles(
     code, _, stderr = enrich_in(tmp_path, capsys=capsys)
     assert code == 0, stderr
     assert threads == (["asofgpu-check_0"] if readied else [])
+    assert pool_set == ([1] if readied else [])
     assert pq.read_table(tmp_path / "o.parquet")["v"].to_pylist()[-3:] == [
         rows - 3,
         rows - 2,
         rows - 1,
     ]
+
+
+def test_a_day_too_small_to_compile_does_not_import_numba(tmp_path):
+    """A whole ``asofgpu enrich`` process of a 2,000-row day stays in plain Python: numba's
+    import was 0.2-0.3 s of its 0.5 s."""
+    import subprocess
+    import sys
+
+    quotes, trades = marketdata.day(n_quotes=1_000, n_trades=2_000, n_symbols=5, seed=2)
+    write(trades, tmp_path / "trades.parquet")
+    write(quotes, tmp_path / "quotes.parquet")
+    script = (
+        "import sys; from asofgpu.cli import main; "
+        "code = main(sys.argv[1:]); print(code, 'numba' in sys.modules)"
+    )
+    argv = ["enrich", "trades.parquet", "quotes.parquet", "--on", "time", "--by", "symbol"]
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv, "-o", "out.parquet", "-q"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.stdout.split() == ["0", "False"], done.stderr
+    expected = ag.join_asof(trades, quotes, on="time", by="symbol")
+    assert pq.read_table(tmp_path / "out.parquet").equals(expected)
 
 
 def test_the_leaf_map_of_a_column_whose_type_cannot_be_hashed():
