@@ -7,6 +7,7 @@ carried into OUT as they are (``copy_of``: ``_copy.LeftChunks``) has only its ke
 from __future__ import annotations
 
 import contextlib
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -43,6 +44,7 @@ RUN_FILES, RUN_COPIED = 1024, 32
 # LEFT files the log gives a line each (``file_lines``); one line tells of the rest
 FILES_LOGGED = 10
 REASONS_LOGGED = 3  # the reasons named where LEFT's other files are written again for several
+_NUMBERS = re.compile(r"\d[\d,.]*")  # what differs between reasons of one kind
 
 
 @dataclass
@@ -479,7 +481,9 @@ def file_lines(left: Source, order: list[int], about, about_rest) -> dict[int, s
 def _how_read_all(copies: list, parts: list[Part]) -> str:
     """How LEFT's ``parts`` are read, each by its copy (``copy_of``), in a few words: how many
     are copied, how many written again and why: where the reasons differ, each of the first
-    ``REASONS_LOGGED`` with how many files it holds back and the first of them.
+    ``REASONS_LOGGED`` with how many files it holds back and the first of them. Reasons that
+    differ in their numbers alone (row groups of 20 rows, of 30) are one, in the words of
+    its first file.
 
     >>> from types import SimpleNamespace as S
     >>> parts = [S(relative=name) for name in ("a", "b", "c", "d")]
@@ -489,18 +493,21 @@ def _how_read_all(copies: list, parts: list[Part]) -> str:
     '3 written again: an encrypted file (2 files, the first a); encrypted columns (b)'
     >>> _how_read_all(["w", "x", "y", "z", "z"], parts + [S(relative="e")])
     '5 written again: w (a); x (b); y (c); 1 other reason (2 files, the first d)'
+    >>> _how_read_all(["groups of 20 rows (1.1 KiB)", "groups of 9 rows (0.5 KiB)"], parts)
+    '2 written again: groups of 20 rows (1.1 KiB) (2 files, the first a)'
     """
     why = [(copy, part) for copy, part in zip(copies, parts) if not copied_chunks(copy)]
     said = []
     if len(why) < len(copies):
         said.append(f"{len(copies) - len(why):,} copied as they are")
-    held_back: dict[str, list[Part]] = {}  # each reason's files, reasons in their first's order
+    # Each kind of reason's first words and its files, kinds in their first file's order.
+    held_back: dict[str, tuple[str, list[Part]]] = {}
     for copy, part in why:
-        held_back.setdefault(copy, []).append(part)
-    if len(held_back) == 1:
+        held_back.setdefault(_NUMBERS.sub("#", copy), (copy, []))[1].append(part)
+    reasons = list(held_back.values())
+    if len(reasons) == 1 and all(copy == why[0][0] for copy, _ in why):
         said.append(f"{len(why):,} written again: {why[0][0]}")
-    elif held_back:
-        reasons = list(held_back.items())
+    elif reasons:
         named = [f"{reason} ({_files_from(files)})" for reason, files in reasons[:REASONS_LOGGED]]
         others = [files for _, files in reasons[REASONS_LOGGED:]]
         if others:
