@@ -62,10 +62,17 @@ def day(request, tmp_path):
     return tmp_path / "trades.parquet", tmp_path / "quotes.parquet", order
 
 
-@pytest.mark.usefixtures("left_columns")  # copied and encoded, both
-@pytest.mark.parametrize(("chunk_rows", "ranges"), [(7, 1), (170, 3), (5_000, 40)])
+# LEFT's columns are copied (``left_columns``) where its row groups, of 300 rows, fit in a
+# chunk; in smaller chunks they are encoded again whatever the fixture asks.
+@pytest.mark.parametrize(
+    ("chunk_rows", "ranges", "left_columns"),
+    [(7, 1, "encoded"), (170, 3, "encoded"), (5_000, 40, "copied"), (5_000, 40, "encoded")],
+    indirect=["left_columns"],
+)
 @pytest.mark.parametrize(("flags", "options"), STREAM_OPTIONS)
-def test_regrouped_equals_join_asof(day, tmp_path, capsys, chunk_rows, ranges, flags, options):
+def test_regrouped_equals_join_asof(
+    day, tmp_path, capsys, chunk_rows, ranges, left_columns, flags, options
+):
     trades, quotes, order = day
     out = tmp_path / "out.parquet"
     spill = ["--spill-partitions", ranges] if ranges > 1 else []
@@ -96,6 +103,7 @@ def test_regrouped_equals_join_asof(day, tmp_path, capsys, chunk_rows, ranges, f
     ) in stderr
     ranged = "'symbol'" if "symbol" in order else "'time'"
     assert (f"LEFT's keys spilled in {ranges} ranges of {ranged}" in stderr) == (ranges > 1)
+    assert ("its columns copied as they are" in stderr) == (left_columns == "copied")
     expected = ag.join_asof(
         pq.read_table(trades),
         pq.read_table(quotes),

@@ -29,7 +29,16 @@ def tape(tmp_path):
     return tmp_path / "trades.parquet", tmp_path / "quotes.parquet"
 
 
-@pytest.mark.parametrize("chunk_rows", [7, 170, 5_000])
+# LEFT's columns are copied (``left_columns``) where its row groups, of 300 rows, fit in a
+# chunk; in smaller chunks they are encoded again whatever the fixture asks.
+CHUNKS_COPIED = pytest.mark.parametrize(
+    ("chunk_rows", "left_columns"),
+    [(7, "encoded"), (170, "encoded"), (5_000, "copied"), (5_000, "encoded")],
+    indirect=["left_columns"],
+)
+
+
+@CHUNKS_COPIED
 @pytest.mark.parametrize(
     ("flags", "options"),
     [
@@ -52,9 +61,12 @@ def tape(tmp_path):
         ),
     ],
 )
-def test_streamed_equals_join_asof(tape, tmp_path, capsys, chunk_rows, flags, options):
+def test_streamed_equals_join_asof(
+    tape, tmp_path, capsys, chunk_rows, left_columns, flags, options
+):
     stderr = streamed_equals_join_asof(tape, tmp_path, capsys, chunk_rows, flags, options)
     assert "rows, sorted by 'time') in windows" in stderr
+    assert ("its columns copied as they are" in stderr) == (left_columns == "copied")
 
 
 def streamed_equals_join_asof(files, tmp_path, capsys, chunk_rows, flags, options) -> str:
@@ -520,11 +532,14 @@ def grouped(tmp_path):
     return tmp_path / "trades.parquet", tmp_path / "quotes.parquet"
 
 
-@pytest.mark.parametrize("chunk_rows", [7, 170, 5_000])
+@CHUNKS_COPIED
 @pytest.mark.parametrize(("flags", "options"), STREAM_OPTIONS)
-def test_grouped_streamed_equals_join_asof(grouped, tmp_path, capsys, chunk_rows, flags, options):
+def test_grouped_streamed_equals_join_asof(
+    grouped, tmp_path, capsys, chunk_rows, left_columns, flags, options
+):
     stderr = streamed_equals_join_asof(grouped, tmp_path, capsys, chunk_rows, flags, options)
     assert "rows, sorted by ('symbol', 'time')) in windows" in stderr
+    assert ("its columns copied as they are" in stderr) == (left_columns == "copied")
 
 
 def test_grouped_by_two_columns_with_null_keys_and_groups_on_one_side(tmp_path, capsys):

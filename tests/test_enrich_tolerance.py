@@ -122,10 +122,13 @@ def enriched(tmp_path, capsys, *flags, out="o.parquet") -> tuple[pa.Table, str]:
     return pq.read_table(tmp_path / out), stderr
 
 
-def check_every_strategy(tmp_path, capsys, left, right, layout, flags, tolerance, chunks=(1, 5)):
+def check_every_strategy(
+    tmp_path, capsys, left, right, layout, flags, tolerance, chunks=(1, 5), copied=None
+):
     """Enrich ``left`` and ``right`` written for ``layout`` with ``flags``, each strategy and
     chunk size, and compare with join_asof under ``tolerance`` (a callable of LEFT as
-    written, for a column)."""
+    written, for a column); where ``copied`` is given, whether the log says LEFT's columns
+    were copied as they are."""
     order, mode_flags, logged = LAYOUTS[layout]
     left, right = write(tmp_path, left, right, order)
     tol = tolerance(left) if callable(tolerance) else tolerance
@@ -146,6 +149,8 @@ def check_every_strategy(tmp_path, capsys, left, right, layout, flags, tolerance
                 out=f"o-{strategy}-{chunk_rows}.parquet",
             )
             assert logged in stderr
+            if copied is not None:
+                assert ("its columns copied as they are" in stderr) == copied, stderr
             assert got.equals(expected), (layout, strategy, chunk_rows)
     return expected
 
@@ -282,15 +287,24 @@ def _column(left: pa.Table) -> pa.ChunkedArray:
     return left["tol"]
 
 
-@pytest.mark.usefixtures("left_columns")  # copied and encoded, both
+@pytest.mark.parametrize("left_columns", ["copied", "encoded"], indirect=True)
 @pytest.mark.parametrize("layout", list(LAYOUTS))
-def test_tolerance_column_of_durations_with_nulls(tmp_path, capsys, layout):
+def test_tolerance_column_of_durations_with_nulls(tmp_path, capsys, layout, left_columns):
     """Each row's own tolerance, 0 to 44 days, null (no limit) for a ninth of the rows: the
-    column is read for the join though only the keys are read otherwise (LEFT copied), and
-    stays in OUT like any LEFT column."""
+    column is read for the join though only the keys are read otherwise (LEFT copied: in
+    chunks that hold its row groups of 7 rows), and stays in OUT like any LEFT column."""
     left, right = calendar_tables(seed=2)
+    copied = left_columns == "copied"
     expected = check_every_strategy(
-        tmp_path, capsys, left, right, layout, ["--tolerance-column", "tol"], _column
+        tmp_path,
+        capsys,
+        left,
+        right,
+        layout,
+        ["--tolerance-column", "tol"],
+        _column,
+        chunks=(7,) if copied else (1, 5),
+        copied=copied,
     )
     assert "tol" in expected.column_names
 
