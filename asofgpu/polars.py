@@ -89,7 +89,7 @@ from . import _validate
 from ._arrow_numpy import COARSE_RUN_ROWS
 from ._columns import is_row_tolerances, key_type_of_arrow, tolerance_in_ticks
 from ._calendar import fixed as fixed_duration
-from ._calendar import clock_changes, is_calendar
+from ._calendar import calendar_parts, clock_changes, is_calendar
 from ._duration import UNIT_NS, timedelta_ns
 from ._types import NO_MATCH, DeviceName, StrategyName, is_no_match
 from ._gather import gather
@@ -687,10 +687,16 @@ def _numpy_duration(tolerance: np.timedelta64, dtype) -> str:
 
 def _duration_ns(tolerance) -> int:
     """A duration string or timedelta as whole nanoseconds, sign dropped ("1d" = 24 h; polars
-    has already refused months, quarters, years and malformed strings)."""
+    has already refused months, quarters, years and malformed strings, and reads "0mo36h" as
+    36 hours).
+
+    >>> _duration_ns("0mo1d2ns"), _duration_ns("-3us")
+    (86400000000002, 3000)
+    """
     if isinstance(tolerance, datetime.timedelta):
         return abs(timedelta_ns(tolerance))
-    return sum(int(n) * _UNIT_NS[unit] for n, unit in re.findall(r"(\d+)([a-z]+)", tolerance))
+    parts = re.findall(r"(\d+)([a-z]+)", tolerance)
+    return sum(int(n) * _UNIT_NS[unit] for n, unit in parts if int(n))
 
 
 def _extension(tolerance, left: pl.DataFrame | pl.LazyFrame) -> str | None:
@@ -713,9 +719,23 @@ def _extension(tolerance, left: pl.DataFrame | pl.LazyFrame) -> str | None:
             )
             raise ValueError(msg)
         return "column"
-    if is_calendar(tolerance, zoned=False) and _reads_as_duration(tolerance):
+    if _counts_months(tolerance) and _reads_as_duration(tolerance):
         return "calendar"
     return None
+
+
+def _counts_months(text: str) -> bool:
+    """Whether duration string ``text`` counts months, quarters or years, which polars
+    refuses: not "0mo36h", which polars reads as 36 hours. (A leading minus aside: a
+    negative calendar duration is asofgpu's to refuse, in its own words.)
+
+    >>> _counts_months("1mo"), _counts_months("-1q"), _counts_months("0mo36h")
+    (True, True, False)
+    """
+    if not is_calendar(text, zoned=False):
+        return False
+    parts = calendar_parts(text.strip().lower().removeprefix("-"))
+    return parts is None or parts[0] != 0
 
 
 def _reads_as_duration(text: str) -> bool:

@@ -368,7 +368,7 @@ def test_a_folder_of_many_files_is_logged_in_a_few_lines(tmp_path, capsys, thres
     folder, right_path = tmp_path / "left", tmp_path / "r.parquet"
     folder.mkdir()
     left, files = _left(), FILES_LOGGED + 4
-    small = {11: 20, 12: 10}  # rows a row group
+    small = {11: 20, 12: 1}  # rows a row group: reasons in other words, of one kind
     for i in range(files):  # of the last four, one copied, two in row groups too small to
         part = left.slice(40 * i, 40)  # keep, and one of columns in another order
         if i == 13:

@@ -1887,28 +1887,53 @@ def test_numba_is_made_ready_beside_the_statistics_where_the_run_compiles(
     ]
 
 
-def test_a_day_too_small_to_compile_does_not_import_numba(tmp_path):
-    """A whole ``asofgpu enrich`` process of a 2,000-row day stays in plain Python: numba's
-    import was 0.2-0.3 s of its 0.5 s."""
+# A cupy that sees no GPU, as on a machine with the cuda extras and no driver.
+NO_GPU_CUPY = """\
+class _Runtime:
+    @staticmethod
+    def getDeviceCount():
+        raise RuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")
+
+
+class cuda:
+    runtime = _Runtime
+"""
+
+
+@pytest.mark.parametrize("left_columns", ["encoded"], indirect=True)  # (the process's own)
+@pytest.mark.parametrize("cupy", [False, True], ids=["without cupy", "cupy without a GPU"])
+def test_a_day_too_small_to_compile_does_not_import_numba(tmp_path, left_columns, cupy):
+    """A whole ``asofgpu enrich`` process of a 2,000-row day on ``--device auto`` stays in
+    plain Python: numba's import and pool were 0.2-0.3 s of its 0.73 s. Where cupy is
+    installed and sees no GPU, numba-cuda is not asked."""
     import subprocess
     import sys
 
     quotes, trades = marketdata.day(n_quotes=1_000, n_trades=2_000, n_symbols=5, seed=2)
     write(trades, tmp_path / "trades.parquet")
     write(quotes, tmp_path / "quotes.parquet")
+    env = dict(os.environ)
+    if cupy:
+        (tmp_path / "fake" / "cupy").mkdir(parents=True)
+        (tmp_path / "fake" / "cupy" / "__init__.py").write_text(NO_GPU_CUPY)
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(tmp_path / "fake"), *filter(None, [env.get("PYTHONPATH")])]
+        )
     script = (
-        "import sys; from asofgpu.cli import main; "
-        "code = main(sys.argv[1:]); print(code, 'numba' in sys.modules)"
+        "import sys; from asofgpu.cli import main; code = main(sys.argv[1:]); "
+        "print(code, 'numba' in sys.modules, 'cupy' in sys.modules)"
     )
     argv = ["enrich", "trades.parquet", "quotes.parquet", "--on", "time", "--by", "symbol"]
     done = subprocess.run(
-        [sys.executable, "-c", script, *argv, "-o", "out.parquet", "-q"],
+        [sys.executable, "-c", script, *argv, "-o", "out.parquet"],
         cwd=tmp_path,
+        env=env,
         capture_output=True,
         text=True,
         check=False,
     )
-    assert done.stdout.split() == ["0", "False"], done.stderr
+    assert done.stdout.splitlines()[-1].split() == ["0", "False", str(cupy)], done.stderr
+    assert "backend    cpu (auto: no usable GPU)" in done.stdout
     expected = ag.join_asof(trades, quotes, on="time", by="symbol")
     assert pq.read_table(tmp_path / "out.parquet").equals(expected)
 

@@ -214,6 +214,11 @@ class LeftChunks:
         return chunks
 
 
+# How the reason a file's row groups are too small to copy ends (the log counts such files
+# as one reason, whatever their sizes: ``_left._how_read_all``).
+TOO_SMALL = "too small to keep"
+
+
 def _sizes_refused(sizes: list[tuple[int, int]], max_rows: int) -> str | None:
     """Why a file of row groups of ``sizes`` (rows, uncompressed bytes) is not copied: one
     holds more rows than a copied chunk (it is joined whole), or they are too small on
@@ -244,7 +249,7 @@ def _sizes_refused(sizes: list[tuple[int, int]], max_rows: int) -> str | None:
         size = memory.readable(nbytes // len(judged))
         return (
             f"row groups of {average:,} row{'s' * (average != 1)} ({size}) on average"
-            f"{', the last aside' if aside else ''}, too small to keep"
+            f"{', the last aside' if aside else ''}, {TOO_SMALL}"
         )
     return None
 

@@ -219,9 +219,12 @@ def _run(
         # stood.
         checking = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="asofgpu-check"))
         checked = checking.submit(dry_run, options, left.schema, right.schema, tolerance)
-        # A run of fewer rows than compile stays in plain Python (``walks.compiles``): numba's
-        # import and thread pool are left alone, 0.2-0.3 s of a 2,000-row day's 0.5 s.
-        compiled = max(left.rows, right.rows) >= walks.THRESHOLDS.interpret_max_rows
+        # A run of fewer rows than compile or run on numba's pool (``walks.compiles`` and
+        # ``walks.parallel``) leaves numba's import and pool alone: 0.2-0.3 s of a 2,000-row
+        # day's 0.73 s. (Where a process has spent its plain-Python budget, such a run's
+        # launches compile all the same, each on one thread.)
+        t = walks.THRESHOLDS
+        compiled = max(left.rows, right.rows) >= min(t.interpret_max_rows, t.parallel_min_rows)
         if compiled:
             checking.submit(_ready_cpu_target, checked)
         out, found = check_output(options, left, right)

@@ -7,7 +7,6 @@ carried into OUT as they are (``copy_of``: ``_copy.LeftChunks``) has only its ke
 from __future__ import annotations
 
 import contextlib
-import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -20,7 +19,7 @@ from .._encode import family
 from . import _interrupts as interrupts
 from . import _memory as memory
 from ._checks import Options, Plan, files_into_one, left_columns
-from ._copy import LeftChunks
+from ._copy import TOO_SMALL, LeftChunks
 from ._errors import OutputError, one_line
 from ._output import (
     AtomicFile,
@@ -44,7 +43,6 @@ RUN_FILES, RUN_COPIED = 1024, 32
 # LEFT files the log gives a line each (``file_lines``); one line tells of the rest
 FILES_LOGGED = 10
 REASONS_LOGGED = 3  # the reasons named where LEFT's other files are written again for several
-_NUMBERS = re.compile(r"\d[\d,.]*")  # what differs between reasons of one kind
 
 
 @dataclass
@@ -481,9 +479,9 @@ def file_lines(left: Source, order: list[int], about, about_rest) -> dict[int, s
 def _how_read_all(copies: list, parts: list[Part]) -> str:
     """How LEFT's ``parts`` are read, each by its copy (``copy_of``), in a few words: how many
     are copied, how many written again and why: where the reasons differ, each of the first
-    ``REASONS_LOGGED`` with how many files it holds back and the first of them. Reasons that
-    differ in their numbers alone (row groups of 20 rows, of 30) are one, in the words of
-    its first file.
+    ``REASONS_LOGGED`` with how many files it holds back and the first of them. Row groups
+    too small to keep are one reason whatever their sizes, in the words of its first file (a
+    folder of small files gave a reason each size).
 
     >>> from types import SimpleNamespace as S
     >>> parts = [S(relative=name) for name in ("a", "b", "c", "d")]
@@ -493,8 +491,9 @@ def _how_read_all(copies: list, parts: list[Part]) -> str:
     '3 written again: an encrypted file (2 files, the first a); encrypted columns (b)'
     >>> _how_read_all(["w", "x", "y", "z", "z"], parts + [S(relative="e")])
     '5 written again: w (a); x (b); y (c); 1 other reason (2 files, the first d)'
-    >>> _how_read_all(["groups of 20 rows (1.1 KiB)", "groups of 9 rows (0.5 KiB)"], parts)
-    '2 written again: groups of 20 rows (1.1 KiB) (2 files, the first a)'
+    >>> small = ["20 rows (1.1 KiB), too small to keep", "1 row (900 B), too small to keep"]
+    >>> _how_read_all(small + ["x 9", "x 99"], parts)
+    '4 written again: 20 rows (1.1 KiB), too small to keep (2 files, the first a); x 9 (c); x 99 (d)'
     """
     why = [(copy, part) for copy, part in zip(copies, parts) if not copied_chunks(copy)]
     said = []
@@ -503,7 +502,8 @@ def _how_read_all(copies: list, parts: list[Part]) -> str:
     # Each kind of reason's first words and its files, kinds in their first file's order.
     held_back: dict[str, tuple[str, list[Part]]] = {}
     for copy, part in why:
-        held_back.setdefault(_NUMBERS.sub("#", copy), (copy, []))[1].append(part)
+        kind = TOO_SMALL if copy.endswith(TOO_SMALL) else copy
+        held_back.setdefault(kind, (copy, []))[1].append(part)
     reasons = list(held_back.values())
     if len(reasons) == 1 and all(copy == why[0][0] for copy, _ in why):
         said.append(f"{len(why):,} written again: {why[0][0]}")
