@@ -438,7 +438,8 @@ def _known_categories(frame):
     partition held only its own categories, which pandas' merge refused as unequal by keys
     where the whole frames' are equal, and which other columns lost in the methods' concats
     and shuffles (strings in the output, or dask's concat refusing categories of two dtypes).
-    pandas joins whole frames, whose categories every partition then holds."""
+    pandas joins whole frames, whose categories every partition then holds: the whole
+    frame's as computing it gives them (``_categories_in_order``)."""
     unknown = [
         label
         for label, dtype in frame._meta.dtypes.items()
@@ -447,13 +448,24 @@ def _known_categories(frame):
     if not unknown:
         return frame
     frame = frame.copy()
-    # dask learns them with a shuffle; under a distributed client its p2p shuffle put the meta's
-    # placeholder category (``__UNKNOWN_CATEGORIES__``) among them, or duplicates, which pandas
-    # refuses: the task-based shuffle, as without a client, gives them as they are.
-    with dask.config.set({"dataframe.shuffle.method": "tasks"}):
-        for label in unknown:
-            frame[label] = frame[label].cat.as_known()
+    learned = dask.compute(*[_categories_in_order(frame[label]) for label in unknown])
+    for label, categories in zip(unknown, learned):
+        frame[label] = frame[label].cat.set_categories(categories)
     return frame
+
+
+def _categories_in_order(column):
+    """The categories of ``column`` (a dask categorical Series) in the order its computed
+    whole has them: each partition's own, in partition order, each new one after those
+    before it, as pandas' union of categoricals puts the partitions together. (dask's
+    ``cat.as_known`` gave them in the order of its shuffle's hashes, and under a distributed
+    client with its meta's placeholder among them.)"""
+
+    def together(per_partition):
+        return pd.Index(per_partition[0]).append(list(per_partition[1:])).unique()
+
+    parts = [delayed(lambda part: part.cat.categories)(part) for part in column.to_delayed()]
+    return delayed(together)(parts)
 
 
 def _as_frame(obj, side: str):

@@ -525,6 +525,29 @@ def test_other_categorical_columns_dask_does_not_know_stay_categorical(method):
 
 
 @pytest.mark.parametrize("method", ["time", "hash", "broadcast"])
+def test_categories_dask_does_not_know_come_in_the_order_the_whole_frame_has_them(method):
+    """Categories learned by ``cat.as_known`` came in the order of dask's shuffle (A, C, B),
+    where the computed frames, and so pandas, have each partition's own in partition order,
+    new ones after (C, D, A, B): the same values, other codes and another sort order."""
+    chunks = [
+        pd.DataFrame({"t": [1, 2], "g": ["x", "x"], "c": ["D", "C"]}),
+        pd.DataFrame({"t": [3], "g": ["x"], "c": ["D"]}),
+        pd.DataFrame({"t": [5, 6], "g": ["x", "x"], "c": ["B", "A"]}),
+    ]
+    rd = dd.from_map(lambda part: part, chunks, meta=chunks[0].iloc[:0])
+    rd = rd.assign(c=rd["c"].astype("category"), g=rd["g"].astype("category"))
+    ld = dd.from_pandas(pd.DataFrame({"t": [2, 4, 6], "g": ["x"] * 3}), npartitions=2)
+    ld = ld.assign(g=ld["g"].astype("category"))
+    with dask.config.set(scheduler="synchronous"):
+        lp, rp = dask.compute(ld, rd)
+        want = pd.merge_asof(lp, rp, on="t", by="g")
+        got = merge_asof(ld, rd, on="t", by="g", method=method, device="cpu").compute()
+    assert list(rp["c"].cat.categories) == ["C", "D", "A", "B"]
+    assert list(got["c"].cat.categories) == ["C", "D", "A", "B"]
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want)
+
+
+@pytest.mark.parametrize("method", ["time", "hash", "broadcast"])
 def test_suffixes_that_repeat_a_label_upcast_only_the_right_columns(method):
     """pandas allows suffixes that give a right column a left one's label; the right side's
     int/bool upcasts were applied by label, so the left's int column of that label became
