@@ -448,6 +448,13 @@ def _known_categories(frame):
     if not unknown:
         return frame
     frame = frame.copy()
+    if _is_cudf(frame._meta):
+        # cuDF's as dask learns them, with its task-based shuffle: under a distributed client
+        # its p2p shuffle put the meta's placeholder category among them.
+        with dask.config.set({"dataframe.shuffle.method": "tasks"}):
+            for label in unknown:
+                frame[label] = frame[label].cat.as_known()
+        return frame
     learned = dask.compute(*[_categories_in_order(frame[label]) for label in unknown])
     for label, categories in zip(unknown, learned):
         frame[label] = frame[label].cat.set_categories(categories)
