@@ -360,8 +360,8 @@ def test_a_folder_is_copied_file_by_file(tmp_path, capsys, thresholds):
 def test_a_folder_of_many_files_is_logged_in_a_few_lines(tmp_path, capsys, thresholds):
     """The first ``FILES_LOGGED`` LEFT files get a line each and the rest one line, which
     counts them (a folder of 1,000 files gave 1,000 lines) and names each reason a file is
-    written again with its file, reasons that differ in their numbers alone as one; OUT
-    holds every file's rows."""
+    written again with its file, files of row groups too small to keep as one reason
+    whatever their sizes; OUT holds every file's rows."""
     from asofgpu.enrich._left import FILES_LOGGED
 
     thresholds(copy_min_group_rows=40)

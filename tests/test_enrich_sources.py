@@ -1900,7 +1900,8 @@ class cuda:
 """
 
 
-@pytest.mark.parametrize("left_columns", ["encoded"], indirect=True)  # (the process's own)
+# (once: the run is a process of its own, which the fixture's thresholds do not reach)
+@pytest.mark.parametrize("left_columns", ["encoded"], indirect=True)
 @pytest.mark.parametrize("cupy", [False, True], ids=["without cupy", "cupy without a GPU"])
 def test_a_day_too_small_to_compile_does_not_import_numba(tmp_path, left_columns, cupy):
     """A whole ``asofgpu enrich`` process of a 2,000-row day on ``--device auto`` stays in
